@@ -1,0 +1,19 @@
+"""gpusim: a counted model of one GPU's memory hierarchy running naive attention and FlashAttention.
+
+    >>> import gpusim
+    >>> r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=16, gpu="H100-SXM")
+    >>> r.hbm_read_bytes, r.predicted_time_s
+
+The core imports NumPy only; gpusim.plots and gpusim.widgets (matplotlib, ipywidgets) build on it.
+"""
+from .attention import reference_attention
+from .formulas import theorem2
+from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
+from .memory import Step
+from .schedule import ALGOS, default_blocks
+from .simulate import Result, simulate
+from .softmax import softmax
+from .sweep import fa2_shape, speedups, sweep
+
+__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "default_blocks", "fa2_shape", "get_gpu",
+           "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]

@@ -1,0 +1,91 @@
+"""FLOPs, predicted time and HBM footprint.
+
+Assumptions of the time model (a roofline per kernel), written down here because they are choices:
+- A kernel's time is the larger of its memory time (HBM bytes over HBM bandwidth) and its compute time
+  (matmul FLOPs over the tensor-core peak for its dtype, plus non-matmul FLOPs over the CUDA-core fp32
+  peak). Within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
+  add; a kernel that overlaps them (FlashAttention-3's ping-pong warpgroups) takes their maximum.
+- Thread blocks run in waves over the SMs. An SM holds as many blocks as its shared memory allows. A
+  grid that leaves SMs idle in its last wave (or has fewer blocks than SMs, as FlashAttention-1 does
+  with one block per batch and head) gets the busy fraction of the machine's bandwidth and FLOPs.
+- Each launch costs LAUNCH_OVERHEAD_S.
+- Peak rates are datasheet peaks: predictions are floors, not forecasts.
+"""
+import math
+
+from .hardware import STATS_BYTES
+
+LAUNCH_OVERHEAD_S = 4e-6  # assumed: a kernel launch costs a few microseconds
+
+# Non-matmul FLOPs, per element of S computed and per query row each time it meets a K/V block.
+PER_SCORE = {"scale": 1, "rowmax": 1, "subtract": 1, "exp": 1, "rowsum": 1}
+# FlashAttention-1, per row per step (Algorithm 1, lines 11-12): m_new, two exp(a - b), l_new, the two
+# coefficients l_i e^(m_i - m_new) / l_new and e^(m~ - m_new) / l_new, then 3 FLOPs per element of O_i.
+FLASH1_PER_ROW_STEP = 1 + 4 + 3 + 3
+FLASH1_PER_O_ELEMENT_STEP = 3
+# FlashAttention-2, per row per step: m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum;
+# O_i is only multiplied by alpha (1 FLOP per element) and divided by l_i once at the end.
+FLASH2_PER_ROW_STEP = 1 + 2 + 2
+FLASH2_PER_O_ELEMENT_STEP = 1
+FLASH2_PER_ROW_END = 2  # LSE = m_i + log(l_i); plus head_dim divisions O_i / l_i
+
+
+def flops(cfg):
+    """{kernel: (matmul_flops, other_flops)} over all batches and heads. Partial causal tiles are
+    computed whole, as the kernels do; fully masked tiles are skipped."""
+    t, d = cfg.tiling, cfg.head_dim
+    tile_el = t.tile_elements  # S elements computed
+    row_visits = int((t.rows_per_q_block * t.kv_blocks_per_q_block).sum())
+    per_score = sum(PER_SCORE.values())
+    if cfg.algo == "naive":
+        exp_passes = 1 if cfg.softmax_fits else 2  # a streamed row recomputes its exponentials
+        per_head = {
+            "qk": (2 * d * tile_el, PER_SCORE["scale"] * tile_el),
+            "softmax": (0, (3 + 2 * exp_passes) * t.kept_elements),  # max, sum, divide; subtract, exp per pass
+            "pv": (2 * d * tile_el, 0),
+        }
+    elif cfg.algo == "flash1":
+        per_row = FLASH1_PER_ROW_STEP + FLASH1_PER_O_ELEMENT_STEP * d
+        per_head = {"flash1": (4 * d * tile_el, per_score * tile_el + per_row * row_visits)}
+    else:
+        per_row = FLASH2_PER_ROW_STEP + FLASH2_PER_O_ELEMENT_STEP * d
+        end = (FLASH2_PER_ROW_END + d) * cfg.seq
+        per_head = {"flash2": (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end)}
+    return {kernel: (mm * cfg.bh, other * cfg.bh) for kernel, (mm, other) in per_head.items()}
+
+
+def programs(cfg, kernel):
+    """Thread blocks in the kernel's grid."""
+    t = cfg.tiling
+    return cfg.bh * {"qk": t.tiles, "softmax": cfg.seq, "pv": t.n_q_blocks, "flash1": 1,
+                     "flash2": t.n_q_blocks}[kernel]
+
+
+def busy_fraction(gpu, n_programs, sram_bytes_per_block):
+    """Share of the GPU a grid keeps busy, averaged over its waves."""
+    per_sm = max(1, gpu.sram_bytes_per_sm // max(1, sram_bytes_per_block))
+    slots = gpu.sm_count * per_sm
+    waves = math.ceil(n_programs / slots)
+    return n_programs / (waves * slots)
+
+
+def kernel_time(gpu, dtype, hbm_bytes, matmul_flops, other_flops, busy, overlap=False):
+    t_mem = hbm_bytes / gpu.hbm_bytes_per_s
+    t_mm = matmul_flops / gpu.matmul_flops_per_s(dtype)
+    t_other = other_flops / gpu.fp32_flops_per_s
+    t_compute = max(t_mm, t_other) if overlap else t_mm + t_other
+    return max(t_mem, t_compute) / busy + LAUNCH_OVERHEAD_S
+
+
+def hbm_peak_bytes(cfg):
+    """Bytes allocated in HBM at the worst moment: inputs, output and every intermediate alive then.
+    Naive attention frees S after the softmax, before O is allocated; S and P are allocated whole even
+    when causal."""
+    q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
+    kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
+    o = cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")
+    stats = cfg.bh * cfg.seq * STATS_BYTES
+    if cfg.algo == "naive":
+        nn = cfg.bh * cfg.seq * cfg.seq_kv * cfg.itemsize  # one N x N_kv matrix, S or P
+        return q + kv + max(2 * nn, nn + o)
+    return q + kv + o + (2 * stats if cfg.algo == "flash1" else stats)

@@ -1,0 +1,133 @@
+"""One GPU as the simulator sees it: SMs with on-chip SRAM, an L2, and HBM.
+
+Every preset number carries its source. "Datasheet" rates are dense (no sparsity) peaks. Capacities
+in bytes are exact integers; rates are per second.
+"""
+import difflib
+from dataclasses import dataclass
+
+KiB, MiB, GiB = 1024, 1024**2, 1024**3
+
+# Bytes per element of each storage dtype. Statistics (l, m, LSE) are always fp32.
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+STATS_BYTES = 4
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str
+    sm_count: int
+    sram_bytes_per_sm: int  # shared memory one SM can hand to its resident thread blocks
+    sram_bytes_per_block: int  # the most one thread block may opt in to
+    l2_bytes: int
+    hbm_bytes: int
+    hbm_bytes_per_s: float
+    fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of all non-matmul work
+    fp16_matmul_flops_per_s: float  # tensor cores, fp16 inputs, fp32 accumulate
+    bf16_matmul_flops_per_s: float | None = None  # None: no bf16 tensor cores
+    tf32_matmul_flops_per_s: float | None = None  # None: fp32 matmuls run on the CUDA cores
+    fp8_matmul_flops_per_s: float | None = None  # None: no fp8 tensor cores
+    l2_bytes_per_s: float | None = None  # None: not published
+    sram_bytes_per_s: float | None = None  # all SMs together; None: not published
+
+    def matmul_flops_per_s(self, dtype):
+        """Peak matmul rate for inputs of `dtype` (fp32 inputs use TF32, Triton's default for tl.dot)."""
+        check_dtype(dtype)
+        if dtype == "fp32":
+            return self.tf32_matmul_flops_per_s or self.fp32_flops_per_s
+        rate = {"fp16": self.fp16_matmul_flops_per_s, "bf16": self.bf16_matmul_flops_per_s,
+                "fp8": self.fp8_matmul_flops_per_s}[dtype]
+        if rate is None:
+            raise ValueError(f"dtype={dtype!r}: {self.name} has no {dtype} tensor cores")
+        return rate
+
+
+def _a100(name, hbm_bytes, hbm_bytes_per_s):
+    return GPU(
+        name=name,
+        sm_count=108,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Table 3
+        sram_bytes_per_sm=164 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 8.0
+        sram_bytes_per_block=163 * KiB,  # same table: max shared memory per thread block, cc 8.0
+        l2_bytes=40 * MiB,  # A100 whitepaper: "40 MB L2 cache"
+        hbm_bytes=hbm_bytes,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+        fp32_flops_per_s=19.5e12,  # A100 datasheet: FP32 19.5 TFLOPS
+        tf32_matmul_flops_per_s=156e12,  # A100 datasheet: TF32 Tensor Core 156 TFLOPS (dense)
+        fp16_matmul_flops_per_s=312e12,  # A100 datasheet: FP16 Tensor Core 312 TFLOPS (dense)
+        bf16_matmul_flops_per_s=312e12,  # A100 datasheet: BF16 Tensor Core 312 TFLOPS (dense)
+        l2_bytes_per_s=5120 * 1.41e9,  # A100 whitepaper: 5120 B/clk L2 read bandwidth, 1410 MHz boost
+        sram_bytes_per_s=19e12,  # FlashAttention paper (Dao et al. 2022), Sec. 2.1: "around 19TB/s"
+    )
+
+
+def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
+    return GPU(
+        name=name,
+        sm_count=132,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5 has 132 SMs
+        sram_bytes_per_sm=228 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 9.0
+        sram_bytes_per_block=227 * KiB,  # same table: max shared memory per thread block, cc 9.0
+        l2_bytes=l2_bytes,
+        hbm_bytes=hbm_bytes,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+        fp32_flops_per_s=67e12,  # H100 SXM datasheet: FP32 67 TFLOPS
+        tf32_matmul_flops_per_s=494.5e12,  # H100 SXM datasheet: TF32 989 TFLOPS with sparsity, halved
+        fp16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: FP16 1,979 TFLOPS with sparsity, halved
+        bf16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity, halved
+        fp8_matmul_flops_per_s=1979e12,  # H100 SXM datasheet: FP8 3,958 TFLOPS with sparsity, halved
+    )
+
+
+PRESETS = {
+    gpu.name: gpu
+    for gpu in [
+        _a100("A100-40GB", 40 * GiB, 1555e9),  # A100 datasheet: 40GB HBM2, 1,555 GB/s
+        _a100("A100-80GB", 80 * GiB, 2039e9),  # A100 datasheet: 80GB HBM2e, 2,039 GB/s (SXM)
+        _hopper("H100-SXM", 80 * GiB, 3.35e12, 50 * MiB),  # H100 datasheet: 80GB, 3.35 TB/s; whitepaper: 50 MB L2
+        # H200 datasheet: 141GB HBM3e at 4.8 TB/s; compute is the H100 SXM's. Capacity: nvidia-smi total
+        # (143,771 MiB) and L2 (60 MiB) as read on the lent H200, 2026-11 (results/h200/).
+        _hopper("H200", 143771 * MiB, 4.8e12, 60 * MiB),
+        GPU(
+            name="RTX-4090",
+            sm_count=128,  # NVIDIA Ada GPU Architecture whitepaper, Appendix A: 128 SMs
+            sram_bytes_per_sm=100 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 8.9
+            sram_bytes_per_block=99 * KiB,  # same table: max shared memory per thread block, cc 8.9
+            l2_bytes=72 * MiB,  # Ada whitepaper: 72 MB L2
+            hbm_bytes=24 * GiB,  # Ada whitepaper: 24 GB GDDR6X (not HBM; the same level of the hierarchy)
+            hbm_bytes_per_s=1008e9,  # Ada whitepaper: 1008 GB/s
+            fp32_flops_per_s=82.6e12,  # Ada whitepaper: 82.6 TFLOPS FP32
+            tf32_matmul_flops_per_s=82.6e12,  # Ada whitepaper: TF32 Tensor 82.6 TFLOPS (dense)
+            fp16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: FP16 Tensor, FP32 accumulate, 165.2 (dense)
+            bf16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: BF16 Tensor, FP32 accumulate, 165.2 (dense)
+            fp8_matmul_flops_per_s=330.3e12,  # Ada whitepaper: FP8 Tensor, FP32 accumulate, 330.3 (dense)
+        ),
+        GPU(
+            name="T4",
+            sm_count=40,  # NVIDIA Turing GPU Architecture whitepaper: Tesla T4 has 40 SMs
+            sram_bytes_per_sm=64 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 7.5
+            sram_bytes_per_block=64 * KiB,  # same table: max shared memory per thread block, cc 7.5
+            l2_bytes=4 * MiB,  # Turing whitepaper: T4 has a 4 MB L2
+            hbm_bytes=16 * GiB,  # T4 datasheet: 16 GB GDDR6
+            hbm_bytes_per_s=320e9,  # T4 datasheet: 320+ GB/s
+            fp32_flops_per_s=8.1e12,  # T4 datasheet: 8.1 TFLOPS single precision
+            fp16_matmul_flops_per_s=65e12,  # T4 datasheet: 65 TFLOPS mixed precision (FP16/FP32)
+        ),
+    ]
+}
+
+
+def get_gpu(gpu):
+    """A GPU from a preset name (case-insensitive) or a GPU passed through."""
+    if isinstance(gpu, GPU):
+        return gpu
+    by_lower = {name.lower(): preset for name, preset in PRESETS.items()}
+    if str(gpu).lower() in by_lower:
+        return by_lower[str(gpu).lower()]
+    close = difflib.get_close_matches(str(gpu), list(PRESETS), n=3, cutoff=0.3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ValueError(f"unknown gpu={gpu!r}: known GPUs are {', '.join(PRESETS)}{hint}")
+
+
+def check_dtype(dtype):
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
+    return DTYPE_BYTES[dtype]

@@ -1,0 +1,190 @@
+"""The entry point: simulate(algo, ...) counts (and optionally executes) one attention forward pass."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cost, formulas
+from .attention import execute
+from .schedule import KERNELS, make_config
+
+EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
+EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of naive attention's S and P held in NumPy
+TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v from this seed
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    name: str
+    programs: int  # thread blocks in the grid
+    sram_bytes_per_block: int
+    read_bytes: int  # HBM -> SRAM
+    write_bytes: int  # SRAM -> HBM
+    flops_matmul: int
+    flops_other: int
+    predicted_time_s: float
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Result:
+    config: object  # schedule.Config
+    counts: dict  # {(kernel, tensor): (read_bytes, write_bytes)}
+    kernels: tuple  # KernelResult per launch, in launch order
+    hbm_peak_bytes: int
+    output: np.ndarray | None = None  # (B, H, N, d) when q, k, v were given
+    trace: tuple | None = None  # memory.Step, in schedule order
+
+    @property
+    def by_tensor(self):
+        out = {}
+        for (_, tensor), (r, w) in self.counts.items():
+            entry = out.setdefault(tensor, {"read_bytes": 0, "write_bytes": 0})
+            entry["read_bytes"] += r
+            entry["write_bytes"] += w
+        return out
+
+    @property
+    def hbm_read_bytes(self):
+        return sum(r for r, _ in self.counts.values())
+
+    @property
+    def hbm_write_bytes(self):
+        return sum(w for _, w in self.counts.values())
+
+    @property
+    def hbm_bytes(self):
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    @property
+    def flops_matmul(self):
+        return sum(k.flops_matmul for k in self.kernels)
+
+    @property
+    def flops_other(self):
+        return sum(k.flops_other for k in self.kernels)
+
+    @property
+    def sram_bytes_per_block(self):
+        return max(k.sram_bytes_per_block for k in self.kernels)
+
+    @property
+    def predicted_time_s(self):
+        return sum(k.predicted_time_s for k in self.kernels)
+
+    @property
+    def fits_in_hbm(self):
+        return self.hbm_peak_bytes <= self.config.gpu.hbm_bytes
+
+    def to_dict(self):
+        c = self.config
+        return {
+            "config": {"algo": c.algo, "batch": c.batch, "heads": c.heads, "kv_heads": c.kv_heads, "seq": c.seq,
+                       "seq_kv": c.seq_kv, "head_dim": c.head_dim, "block_q": c.block_q, "block_kv": c.block_kv,
+                       "causal": c.causal, "dtype": c.dtype, "gpu": c.gpu.name},
+            "hbm_read_bytes": self.hbm_read_bytes,
+            "hbm_write_bytes": self.hbm_write_bytes,
+            "by_tensor": self.by_tensor,
+            "by_kernel": [k.to_dict() for k in self.kernels],
+            "flops_matmul": self.flops_matmul,
+            "flops_other": self.flops_other,
+            "sram_bytes_per_block": self.sram_bytes_per_block,
+            "hbm_peak_bytes": self.hbm_peak_bytes,
+            "hbm_bytes_available": c.gpu.hbm_bytes,
+            "fits_in_hbm": self.fits_in_hbm,
+            "predicted_time_s": self.predicted_time_s,
+        }
+
+
+def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
+             block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", q=None, k=None, v=None, trace=False):
+    """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass.
+
+    algo: "naive" (standard attention, 3 kernels), "flash1" or "flash2". Shapes are (batch, heads, seq,
+    head_dim) for Q and (batch, kv_heads, seq_kv, head_dim) for K and V. Without arrays only the schedule
+    is counted (count mode, microseconds). With q, k, v (NumPy, any float dtype) the schedule runs on
+    them tile by tile (execute mode) and `output` holds the result; the counts are the same. trace=True
+    records every step (without arrays, q, k, v are drawn from a seeded standard normal).
+    """
+    arrays = _arrays(q, k, v)
+    if arrays:
+        batch, heads, seq, head_dim, kv_heads, seq_kv = _shape_from(arrays, batch, heads, seq, head_dim,
+                                                                    kv_heads, seq_kv)
+    if seq is None or head_dim is None:
+        raise ValueError("seq and head_dim are required unless q, k, v are given")
+    cfg = make_config(algo, seq=seq, head_dim=head_dim, heads=1 if heads is None else heads,
+                      batch=1 if batch is None else batch, kv_heads=kv_heads, seq_kv=seq_kv, block_q=block_q,
+                      block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu)
+    output = steps = None
+    if arrays or trace:
+        _check_executable(cfg)
+        if not arrays:
+            rng = np.random.default_rng(TRACE_SEED)
+            arrays = [rng.standard_normal((cfg.batch, h, n, cfg.head_dim))
+                      for h, n in [(cfg.heads, cfg.seq), (cfg.kv_heads, cfg.seq_kv), (cfg.kv_heads, cfg.seq_kv)]]
+        output, mem = execute(cfg, *arrays, trace=trace)
+        counts = {key: tuple(rw) for key, rw in mem.counts.items()}
+        steps = tuple(mem.steps) if trace else None
+        output = output if q is not None else None
+    else:
+        counts = formulas.count(cfg)
+    return Result(cfg, counts, _kernels(cfg, counts), cost.hbm_peak_bytes(cfg), output, steps)
+
+
+def _kernels(cfg, counts):
+    fl = cost.flops(cfg)
+    out = []
+    for name in KERNELS[cfg.algo]:
+        read = sum(r for (kernel, _), (r, _) in counts.items() if kernel == name)
+        write = sum(w for (kernel, _), (_, w) in counts.items() if kernel == name)
+        mm, other = fl[name]
+        sram = cfg.sram_bytes(name)
+        n = cost.programs(cfg, name)
+        busy = cost.busy_fraction(cfg.gpu, n, sram)
+        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, mm, other, busy)
+        out.append(KernelResult(name, n, sram, read, write, mm, other, time))
+    return tuple(out)
+
+
+def _arrays(q, k, v):
+    given = [x is not None for x in (q, k, v)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise ValueError("execute mode needs all of q, k and v")
+    arrays = [np.asarray(x) for x in (q, k, v)]
+    for name, x in zip("qkv", arrays):
+        if x.ndim != 4:
+            raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
+        if not np.issubdtype(x.dtype, np.floating):
+            raise ValueError(f"{name} has dtype {x.dtype}: expected a floating-point array")
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} contains NaN or infinity")
+    return arrays
+
+
+def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):
+    q, k, v = arrays
+    if k.shape != v.shape:
+        raise ValueError(f"k has shape {k.shape} but v has shape {v.shape}: they must match")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"q {q.shape} and k {k.shape} must agree on batch (dim 0) and head_dim (dim 3)")
+    inferred = dict(zip(("batch", "heads", "seq", "head_dim"), q.shape)) | dict(kv_heads=k.shape[1],
+                                                                                seq_kv=k.shape[2])
+    given = dict(batch=batch, heads=heads, seq=seq, head_dim=head_dim, kv_heads=kv_heads, seq_kv=seq_kv)
+    for name, value in given.items():
+        if value is not None and value != inferred[name]:
+            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={inferred[name]}")
+    return tuple(inferred[name] for name in ("batch", "heads", "seq", "head_dim", "kv_heads", "seq_kv"))
+
+
+def _check_executable(cfg):
+    t = cfg.tiling
+    steps = cfg.bh * (t.tiles + (cfg.seq if cfg.algo == "naive" else t.n_q_blocks))
+    if steps > EXECUTE_STEP_LIMIT:
+        raise ValueError(f"execute mode would walk {steps:,} steps in Python (limit {EXECUTE_STEP_LIMIT:,}): "
+                         f"use fewer heads or a shorter sequence, or count mode (no arrays, no trace)")
+    if cfg.algo == "naive" and cfg.bh * cfg.seq * cfg.seq_kv > EXECUTE_ELEMENT_LIMIT:
+        raise ValueError(f"execute mode holds naive attention's S and P in NumPy: {cfg.bh * cfg.seq * cfg.seq_kv:,} "
+                         f"elements each (limit {EXECUTE_ELEMENT_LIMIT:,}): use count mode (no arrays)")

@@ -1,0 +1,37 @@
+"""Sweeps over sequence length, in the FlashAttention-2 paper's benchmark convention: batch x seq = 16k
+tokens and heads x head_dim = 2048."""
+from .simulate import simulate
+
+TOKENS = 16384
+MODEL_DIM = 2048
+SEQS = tuple(2**p for p in range(9, 18))  # 512 .. 131,072
+
+
+def fa2_shape(seq, head_dim):
+    """(batch, heads) of the FlashAttention-2 benchmarks for one sequence length."""
+    return max(1, TOKENS // seq), max(1, MODEL_DIM // head_dim)
+
+
+def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal=False, dtype="fp16",
+          gpu="A100-40GB", block_q=None, block_kv=None, progress=None):
+    """simulate() for every algorithm and sequence length; `progress(done, total)` is called as it goes."""
+    results = []
+    for n, (algo, seq) in enumerate([(a, s) for s in seqs for a in algos], start=1):
+        batch, heads = fa2_shape(seq, head_dim)
+        results.append(simulate(algo, seq=seq, head_dim=head_dim, batch=batch, heads=heads, causal=causal,
+                                dtype=dtype, gpu=gpu, block_q=block_q, block_kv=block_kv))
+        if progress:
+            progress(n, len(algos) * len(seqs))
+    return results
+
+
+def speedups(results, baseline="naive"):
+    """{algo: {seq: baseline time / algo time}} for every algorithm but the baseline. A baseline that
+    does not fit in HBM has no speedup at that length."""
+    base = {r.config.seq: r for r in results if r.config.algo == baseline}
+    out = {}
+    for r in results:
+        b = base.get(r.config.seq)
+        if r.config.algo != baseline and b is not None and b.fits_in_hbm:
+            out.setdefault(r.config.algo, {})[r.config.seq] = b.predicted_time_s / r.predicted_time_s
+    return out
