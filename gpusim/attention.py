@@ -33,10 +33,10 @@ def execute(cfg, q, k, v, trace=False):
         tensors |= {"S": np.zeros((b, h, n, nk), work), "P": np.zeros((b, h, n, nk), work)}
     elif cfg.algo == "flash1":
         tensors |= {"l": np.zeros((b, h, n), work), "m": np.zeros((b, h, n), work)}
-    else:
+    else:  # flash2, hopper
         tensors |= {"LSE": np.zeros((b, h, n), work)}
     mem = Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace)
-    {"naive": _naive, "flash1": _flash1, "flash2": _flash2}[cfg.algo](mem, cfg)
+    {"naive": _naive, "flash1": _flash1, "flash2": _flash2, "hopper": _flash2}[cfg.algo](mem, cfg)
     return tensors["O"], mem
 
 
@@ -136,18 +136,19 @@ def _flash1(mem, cfg):
 
 def _flash2(mem, cfg):
     """The FlashAttention-2 forward: one thread block per (batch, head, Q block); K/V blocks inner;
-    O rescaled only once at the end; O and the log-sum-exp written once."""
-    t, scale, d = cfg.tiling, cfg.head_dim**-0.5, cfg.head_dim
+    O rescaled only once at the end; O and the log-sum-exp written once. The Hopper kernel moves the
+    same tiles (asynchronously, which changes the time, not the bytes)."""
+    t, scale, d, K = cfg.tiling, cfg.head_dim**-0.5, cfg.head_dim, cfg.algo
     for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):
         r = slice(*t.q_rows(i))
-        q_i = mem.load("flash2", "Q", (b, h, r))  # read Br*d; Q_i stays in SRAM
+        q_i = mem.load(K, "Q", (b, h, r))  # read Br*d; Q_i stays in SRAM
         m_i = np.full(r.stop - r.start, -np.inf, q_i.dtype)  # running row max, on chip
         l_i = np.zeros(r.stop - r.start, q_i.dtype)  # running row sum of exp(s - m_i), on chip
         acc = np.zeros((r.stop - r.start, d), q_i.dtype)  # un-normalised O_i, on chip
         for j in t.kv_blocks(i):
             c = slice(*t.kv_rows(j))
-            k_j = mem.load("flash2", "K", (b, cfg.kv_head(h), c))  # read Bc*d
-            v_j = mem.load("flash2", "V", (b, cfg.kv_head(h), c))  # read Bc*d
+            k_j = mem.load(K, "K", (b, cfg.kv_head(h), c))  # read Bc*d
+            v_j = mem.load(K, "V", (b, cfg.kv_head(h), c))  # read Bc*d
             s_ij = _masked_scores(q_i, k_j, scale, t.keep(r, c))
             m_new = np.maximum(m_i, s_ij.max(axis=1))  # finite: block 0 holds key 0, which every row sees
             alpha = np.exp(m_i - m_new)  # rescale factor for what was summed so far
@@ -155,8 +156,8 @@ def _flash2(mem, cfg):
             l_i = alpha * l_i + p_ij.sum(axis=1)
             acc = alpha[:, None] * acc + p_ij @ v_j
             m_i = m_new
-            mem.step("flash2", (b, h, i), (i, j), cfg.sram_bytes("flash2", r.stop - r.start, c.stop - c.start),
+            mem.step(K, (b, h, i), (i, j), cfg.sram_bytes(K, r.stop - r.start, c.stop - c.start),
                      m_i=m_i, l_i=l_i, rescale=alpha)
-        mem.store("flash2", "O", (b, h, r), acc / l_i[:, None])  # write Br*d
-        mem.store("flash2", "LSE", (b, h, r), m_i + np.log(l_i))  # write Br
-        mem.step("flash2", (b, h, i), (i, None), cfg.sram_bytes("flash2", r.stop - r.start, 0))
+        mem.store(K, "O", (b, h, r), acc / l_i[:, None])  # write Br*d
+        mem.store(K, "LSE", (b, h, r), m_i + np.log(l_i))  # write Br
+        mem.step(K, (b, h, i), (i, None), cfg.sram_bytes(K, r.stop - r.start, 0))

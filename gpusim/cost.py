@@ -4,7 +4,8 @@ Assumptions of the time model (a roofline per kernel), written down here because
 - A kernel's time is the larger of its memory time (HBM bytes over HBM bandwidth) and its compute time
   (matmul FLOPs over the tensor-core peak for its dtype, plus non-matmul FLOPs over the CUDA-core fp32
   peak). Within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
-  add; a kernel that overlaps them (FlashAttention-3's ping-pong warpgroups) takes their maximum.
+  add; the Hopper kernel overlaps them (FlashAttention-3's asynchronous TMA loads and warp
+  specialization), so it takes their maximum.
 - Thread blocks run in waves over the SMs. An SM holds as many blocks as its shared memory allows. A
   grid that leaves SMs idle in its last wave (or has fewer blocks than SMs, as FlashAttention-1 does
   with one block per batch and head) gets the busy fraction of the machine's bandwidth and FLOPs.
@@ -47,10 +48,10 @@ def flops(cfg):
     elif cfg.algo == "flash1":
         per_row = FLASH1_PER_ROW_STEP + FLASH1_PER_O_ELEMENT_STEP * d
         per_head = {"flash1": (4 * d * tile_el, per_score * tile_el + per_row * row_visits)}
-    else:
+    else:  # flash2, hopper
         per_row = FLASH2_PER_ROW_STEP + FLASH2_PER_O_ELEMENT_STEP * d
         end = (FLASH2_PER_ROW_END + d) * cfg.seq
-        per_head = {"flash2": (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end)}
+        per_head = {cfg.algo: (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end)}
     return {kernel: (mm * cfg.bh, other * cfg.bh) for kernel, (mm, other) in per_head.items()}
 
 
@@ -58,15 +59,17 @@ def programs(cfg, kernel):
     """Thread blocks in the kernel's grid."""
     t = cfg.tiling
     return cfg.bh * {"qk": t.tiles, "softmax": cfg.seq, "pv": t.n_q_blocks, "flash1": 1,
-                     "flash2": t.n_q_blocks}[kernel]
+                     "flash2": t.n_q_blocks, "hopper": t.n_q_blocks}[kernel]
 
 
 def busy_fraction(gpu, n_programs, sram_bytes_per_block):
-    """Share of the GPU a grid keeps busy, averaged over its waves."""
+    """Share of the GPU a grid keeps busy, averaged over its waves. A wave fills every SM with as many
+    blocks as fit in its shared memory; the last wave's r blocks keep min(r, SMs) SMs busy, each block
+    alone on its SM getting the whole SM."""
     per_sm = max(1, gpu.sram_bytes_per_sm // max(1, sram_bytes_per_block))
-    slots = gpu.sm_count * per_sm
-    waves = math.ceil(n_programs / slots)
-    return n_programs / (waves * slots)
+    waves = math.ceil(n_programs / (gpu.sm_count * per_sm))
+    last = n_programs - (waves - 1) * gpu.sm_count * per_sm
+    return n_programs / (gpu.sm_count * ((waves - 1) * per_sm + math.ceil(last / gpu.sm_count)))
 
 
 def kernel_time(gpu, dtype, hbm_bytes, matmul_flops, other_flops, busy, overlap=False):

@@ -25,7 +25,7 @@ def count(cfg):
             ("softmax", "P"): (0, kept * e),  # write N*N_kv
             ("pv", "P"): (kept * e, 0),  # read N*N_kv
             ("pv", "V"): (keys_read * d * e, 0),  # each O tile reads V for its visited blocks
-            ("pv", "O"): (0, cfg.seq * d * e),  # write N*d
+            ("pv", "O"): (0, cfg.seq * d * cfg.tensor_bytes("O")),  # write N*d
         }
     elif cfg.algo == "flash1":
         o = cfg.tensor_bytes("O")
@@ -37,13 +37,14 @@ def count(cfg):
             ("flash1", "l"): (row_visits * f, cfg.seq * f + row_visits * f),
             ("flash1", "m"): (row_visits * f, cfg.seq * f + row_visits * f),
         }
-    else:
+    else:  # flash2, hopper
+        kernel, o = cfg.algo, cfg.tensor_bytes("O")
         per_head = {
-            ("flash2", "Q"): (cfg.seq * d * e, 0),  # read N*d once
-            ("flash2", "K"): (keys_read * d * e, 0),  # K_j once per Q block: Tr*N_kv*d when not causal
-            ("flash2", "V"): (keys_read * d * e, 0),
-            ("flash2", "O"): (0, cfg.seq * d * e),  # write N*d once
-            ("flash2", "LSE"): (0, cfg.seq * f),  # write N
+            (kernel, "Q"): (cfg.seq * d * e, 0),  # read N*d once
+            (kernel, "K"): (keys_read * d * e, 0),  # K_j once per Q block: Tr*N_kv*d when not causal
+            (kernel, "V"): (keys_read * d * e, 0),
+            (kernel, "O"): (0, cfg.seq * d * o),  # write N*d once
+            (kernel, "LSE"): (0, cfg.seq * f),  # write N
         }
     return {key: (r * cfg.bh, w * cfg.bh) for key, (r, w) in per_head.items()}
 

@@ -25,16 +25,17 @@ class GPU:
     fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of all non-matmul work
     fp16_matmul_flops_per_s: float  # tensor cores, fp16 inputs, fp32 accumulate
     bf16_matmul_flops_per_s: float | None = None  # None: no bf16 tensor cores
-    tf32_matmul_flops_per_s: float | None = None  # None: fp32 matmuls run on the CUDA cores
+    tf32_matmul_flops_per_s: float | None = None  # None: no TF32 tensor cores
     fp8_matmul_flops_per_s: float | None = None  # None: no fp8 tensor cores
     l2_bytes_per_s: float | None = None  # None: not published
     sram_bytes_per_s: float | None = None  # all SMs together; None: not published
 
     def matmul_flops_per_s(self, dtype):
-        """Peak matmul rate for inputs of `dtype` (fp32 inputs use TF32, Triton's default for tl.dot)."""
+        """Peak matmul rate for inputs of `dtype`. fp32 matmuls run in full precision on the CUDA cores, as
+        the project's kernels (input_precision="ieee") and torch's default do, not in TF32."""
         check_dtype(dtype)
         if dtype == "fp32":
-            return self.tf32_matmul_flops_per_s or self.fp32_flops_per_s
+            return self.fp32_flops_per_s
         rate = {"fp16": self.fp16_matmul_flops_per_s, "bf16": self.bf16_matmul_flops_per_s,
                 "fp8": self.fp8_matmul_flops_per_s}[dtype]
         if rate is None:

@@ -14,10 +14,11 @@ from functools import cached_property
 
 import numpy as np
 
-from .hardware import GPU, STATS_BYTES, check_dtype, get_gpu
+from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, check_dtype, get_gpu
 
-ALGOS = ("naive", "flash1", "flash2")
-KERNELS = {"naive": ("qk", "softmax", "pv"), "flash1": ("flash1",), "flash2": ("flash2",)}
+ALGOS = ("naive", "flash1", "flash2", "hopper")
+KERNELS = {"naive": ("qk", "softmax", "pv"), "flash1": ("flash1",), "flash2": ("flash2",), "hopper": ("hopper",)}
+HOPPER_STAGES = 2  # K/V buffers the Hopper kernel keeps in flight
 MIN_BLOCK = 16  # the smallest tile a tensor-core matmul (and Triton's tl.dot) takes
 
 
@@ -105,7 +106,7 @@ class Config:
     dtype: str
     gpu: GPU
 
-    @property
+    @cached_property
     def tiling(self):
         return Tiling(self.seq, self.seq_kv, self.block_q, self.block_kv, self.causal)
 
@@ -127,30 +128,33 @@ class Config:
             return STATS_BYTES
         if tensor == "O" and self.algo == "flash1":
             return STATS_BYTES  # flash1's O is read-modify-written Tc times: an fp32 accumulator in HBM
+        if tensor == "O" and self.dtype == "fp8":
+            return DTYPE_BYTES["fp16"]  # fp8 kernels write their output in fp16, as FlashAttention-3 does
         return self.itemsize
 
     @property
     def softmax_fits(self):
-        """Naive attention's softmax holds a whole fp32 row of S in SRAM, or streams it in passes."""
-        return self.seq_kv * STATS_BYTES <= self.gpu.sram_bytes_per_block
+        """Naive attention's softmax stages a whole row of S in SRAM, or streams it in passes."""
+        return self.seq_kv * self.itemsize <= self.gpu.sram_bytes_per_block
 
     def sram_bytes(self, kernel, rows=None, keys=None):
-        """Bytes one thread block holds on chip for a tile of `rows` queries and `keys` keys.
-
-        "SRAM" is the paper's on-chip memory: the tiles Q_i, K_j, V_j staged from HBM, and the fp32
-        S_ij and accumulators (registers on a real GPU). Capacity is checked against shared memory.
-        """
+        """Shared memory one thread block stages for a tile of `rows` queries and `keys` keys: the tiles it
+        loads from HBM. The fp32 scores S_ij and accumulators live in registers, so they are not counted
+        (the paper's Bc = ceil(M / 4d) is this budget for flash1: K_j, V_j, Q_i and O_i, 4 tiles of d)."""
         rows = self.block_q if rows is None else rows
         keys = self.block_kv if keys is None else keys
         d, e, f = self.head_dim, self.itemsize, STATS_BYTES
-        if kernel == "qk":  # Q_i, K_j, fp32 S_ij
-            return rows * d * e + keys * d * e + rows * keys * f
-        if kernel == "softmax":  # one fp32 row of S, or one block_kv chunk of it per pass
-            return (self.seq_kv if self.softmax_fits else self.block_kv) * f
-        if kernel == "pv":  # P_ij, V_j, fp32 O_i accumulator
-            return rows * keys * e + keys * d * e + rows * d * f
-        # flash1 / flash2: Q_i, K_j, V_j, fp32 S_ij, fp32 O_i (acc), fp32 m_i and l_i
-        return rows * d * e + 2 * keys * d * e + rows * keys * f + rows * d * f + 2 * rows * f
+        if kernel == "qk":  # Q_i, K_j
+            return rows * d * e + keys * d * e
+        if kernel == "softmax":  # one row of S, or one block_kv chunk of it per pass
+            return (self.seq_kv if self.softmax_fits else self.block_kv) * e
+        if kernel == "pv":  # P_ij, V_j
+            return rows * keys * e + keys * d * e
+        if kernel == "flash1":  # Q_i, K_j, V_j, and O_i, l_i, m_i read back from HBM
+            return rows * d * e + 2 * keys * d * e + rows * d * f + 2 * rows * f
+        if kernel == "hopper":  # Q_i, and K_j, V_j in HOPPER_STAGES buffers (TMA loads ahead of use)
+            return rows * d * e + HOPPER_STAGES * 2 * keys * d * e
+        return rows * d * e + 2 * keys * d * e  # flash2: Q_i, K_j, V_j
 
     @property
     def sram_bytes_per_block(self):
@@ -187,7 +191,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     if algo not in ALGOS:
         raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS)}")
     gpu = get_gpu(gpu)
-    check_dtype(dtype)
+    gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     seq, head_dim = _positive_int("seq", seq), _positive_int("head_dim", head_dim)
     heads, batch = _positive_int("heads", heads), _positive_int("batch", batch)
     kv_heads = heads if kv_heads is None else _positive_int("kv_heads", kv_heads)

@@ -101,7 +101,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
              block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", q=None, k=None, v=None, trace=False):
     """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass.
 
-    algo: "naive" (standard attention, 3 kernels), "flash1" or "flash2". Shapes are (batch, heads, seq,
+    algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
+    flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq,
     head_dim) for Q and (batch, kv_heads, seq_kv, head_dim) for K and V. Without arrays only the schedule
     is counted (count mode, microseconds). With q, k, v (NumPy, any float dtype) the schedule runs on
     them tile by tile (execute mode) and `output` holds the result; the counts are the same. trace=True
@@ -142,7 +143,7 @@ def _kernels(cfg, counts):
         sram = cfg.sram_bytes(name)
         n = cost.programs(cfg, name)
         busy = cost.busy_fraction(cfg.gpu, n, sram)
-        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, mm, other, busy)
+        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, mm, other, busy, overlap=name == "hopper")
         out.append(KernelResult(name, n, sram, read, write, mm, other, time))
     return tuple(out)
 
