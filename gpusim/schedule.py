@@ -172,16 +172,25 @@ def _pow2_floor(x):
 
 
 def default_blocks(algo, gpu, head_dim, dtype):
-    """The paper's Bc = ceil(M / 4d), Br = min(Bc, d) for an SRAM of M elements, rounded down to powers
-    of two (tensor-core tiles), then the larger halved until every kernel's tiles fit."""
+    """Blocks that fit the GPU, as (block_q, block_kv).
+
+    flash1: the paper's Bc = ceil(M / 4d), Br = min(Bc, d) for an SRAM of M elements. flash2 and hopper
+    loop over K/V inside, so the roles swap: Br = ceil(M / 4d), Bc = min(Br, d), with Br at most 128
+    because its fp32 S_ij and O_i live in registers. naive: 128 x 128 matmul tiles. All rounded down to
+    powers of two (tensor-core tiles), then the larger halved until every kernel's tiles fit.
+    """
     gpu = get_gpu(gpu)
-    m = gpu.sram_bytes_per_block // check_dtype(dtype)
-    bc = max(MIN_BLOCK, _pow2_floor(math.ceil(m / (4 * head_dim))))
-    br = max(MIN_BLOCK, _pow2_floor(min(bc, head_dim)))
-    probe = Config(algo, 1, 1, 1, 1, 1, head_dim, br, bc, False, dtype, gpu)
-    while probe.sram_bytes_per_block > gpu.sram_bytes_per_block and max(br, bc) > MIN_BLOCK:
-        br, bc = (br // 2, bc) if br > bc else (br, bc // 2)
+    big = _pow2_floor(math.ceil(gpu.sram_bytes_per_block // check_dtype(dtype) / (4 * head_dim)))
+    small = _pow2_floor(min(big, head_dim))
+    br, bc = {"flash1": (small, big), "naive": (128, 128)}.get(algo, (min(big, 128), min(small, 128)))
+    br, bc = max(MIN_BLOCK, br), max(MIN_BLOCK, bc)
+
+    def fits(br, bc):
         probe = Config(algo, 1, 1, 1, 1, 1, head_dim, br, bc, False, dtype, gpu)
+        return probe.sram_bytes_per_block <= gpu.sram_bytes_per_block
+
+    while not fits(br, bc) and max(br, bc) > MIN_BLOCK:
+        br, bc = (br // 2, bc) if br > bc else (br, bc // 2)
     return br, bc
 
 
