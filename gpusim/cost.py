@@ -1,9 +1,11 @@
 """FLOPs, predicted time and HBM footprint.
 
 Assumptions of the time model (a roofline per kernel), written down here because they are choices:
-- A kernel's time is the larger of its memory time (HBM bytes over HBM bandwidth) and its compute time
-  (matmul FLOPs over the tensor-core peak for its dtype, plus non-matmul FLOPs over the CUDA-core fp32
-  peak). Within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
+- A kernel's time is the larger of its memory time and its compute time. Memory time is the larger of
+  the bytes the SMs move over L2 bandwidth and the bytes that reach DRAM (l2.py) over HBM bandwidth; a
+  GPU with no published L2 bandwidth is charged HBM bandwidth for both (a conservative prediction).
+  Compute time is matmul FLOPs over the tensor-core peak for its dtype plus non-matmul FLOPs over the
+  CUDA-core fp32 peak: within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
   add; the Hopper kernel overlaps them (FlashAttention-3's asynchronous TMA loads and warp
   specialization), so it takes their maximum.
 - Thread blocks run in waves over the SMs. An SM holds as many blocks as its shared memory allows. A
@@ -72,8 +74,8 @@ def busy_fraction(gpu, n_programs, sram_bytes_per_block):
     return n_programs / (gpu.sm_count * ((waves - 1) * per_sm + math.ceil(last / gpu.sm_count)))
 
 
-def kernel_time(gpu, dtype, hbm_bytes, matmul_flops, other_flops, busy, overlap=False):
-    t_mem = hbm_bytes / gpu.hbm_bytes_per_s
+def kernel_time(gpu, dtype, sm_bytes, dram_bytes, matmul_flops, other_flops, busy, overlap=False):
+    t_mem = max(sm_bytes / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s), dram_bytes / gpu.hbm_bytes_per_s)
     t_mm = matmul_flops / gpu.matmul_flops_per_s(dtype)
     t_other = other_flops / gpu.fp32_flops_per_s
     t_compute = max(t_mm, t_other) if overlap else t_mm + t_other

@@ -3,7 +3,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cost, formulas
+from . import cost, formulas, l2
 from .attention import execute
 from .schedule import KERNELS, make_config
 
@@ -17,8 +17,10 @@ class KernelResult:
     name: str
     programs: int  # thread blocks in the grid
     sram_bytes_per_block: int
-    read_bytes: int  # HBM -> SRAM
+    read_bytes: int  # HBM -> SRAM (the paper's HBM accesses: what the SMs ask the memory system for)
     write_bytes: int  # SRAM -> HBM
+    dram_read_bytes: int  # the part of read_bytes that misses in L2
+    dram_write_bytes: int  # the part of write_bytes written back to DRAM before the kernel ends
     flops_matmul: int
     flops_other: int
     predicted_time_s: float
@@ -30,7 +32,8 @@ class KernelResult:
 @dataclass(frozen=True)
 class Result:
     config: object  # schedule.Config
-    counts: dict  # {(kernel, tensor): (read_bytes, write_bytes)}
+    counts: dict  # {(kernel, tensor): (read_bytes, write_bytes)}, SM <-> memory
+    dram: dict  # {(kernel, tensor): (dram_read_bytes, dram_write_bytes)}, L2 <-> DRAM (l2.py)
     kernels: tuple  # KernelResult per launch, in launch order
     hbm_peak_bytes: int
     output: np.ndarray | None = None  # (B, H, N, d) when q, k, v were given
@@ -38,12 +41,12 @@ class Result:
 
     @property
     def by_tensor(self):
-        out = {}
-        for (_, tensor), (r, w) in self.counts.items():
-            entry = out.setdefault(tensor, {"read_bytes": 0, "write_bytes": 0})
-            entry["read_bytes"] += r
-            entry["write_bytes"] += w
-        return out
+        """{tensor: {"read_bytes", "write_bytes"}} summed over kernels, in the order Q K V S P O l m LSE."""
+        return _by_tensor(self.counts, "read_bytes", "write_bytes")
+
+    @property
+    def dram_by_tensor(self):
+        return _by_tensor(self.dram, "dram_read_bytes", "dram_write_bytes")
 
     @property
     def hbm_read_bytes(self):
@@ -52,6 +55,14 @@ class Result:
     @property
     def hbm_write_bytes(self):
         return sum(w for _, w in self.counts.values())
+
+    @property
+    def dram_read_bytes(self):
+        return sum(r for r, _ in self.dram.values())
+
+    @property
+    def dram_write_bytes(self):
+        return sum(w for _, w in self.dram.values())
 
     @property
     def hbm_bytes(self):
@@ -87,6 +98,9 @@ class Result:
             "hbm_write_bytes": self.hbm_write_bytes,
             "by_tensor": self.by_tensor,
             "by_kernel": [k.to_dict() for k in self.kernels],
+            "dram_read_bytes": self.dram_read_bytes,
+            "dram_write_bytes": self.dram_write_bytes,
+            "dram_by_tensor": self.dram_by_tensor,
             "flops_matmul": self.flops_matmul,
             "flops_other": self.flops_other,
             "sram_bytes_per_block": self.sram_bytes_per_block,
@@ -130,21 +144,38 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         output = output if q is not None else None
     else:
         counts = formulas.count(cfg)
-    return Result(cfg, counts, _kernels(cfg, counts), cost.hbm_peak_bytes(cfg), output, steps)
+    dram = l2.dram(cfg, counts)
+    return Result(cfg, counts, dram, _kernels(cfg, counts, dram), cost.hbm_peak_bytes(cfg), output, steps)
 
 
-def _kernels(cfg, counts):
+TENSOR_ORDER = ("Q", "K", "V", "S", "P", "O", "l", "m", "LSE")
+
+
+def _by_tensor(table, read_key, write_key):
+    out = {}
+    for (_, tensor), (r, w) in sorted(table.items(), key=lambda item: TENSOR_ORDER.index(item[0][1])):
+        entry = out.setdefault(tensor, {read_key: 0, write_key: 0})
+        entry[read_key] += r
+        entry[write_key] += w
+    return out
+
+
+def _kernel_sums(table, name):
+    return tuple(sum(rw[i] for (kernel, _), rw in table.items() if kernel == name) for i in (0, 1))
+
+
+def _kernels(cfg, counts, dram):
     fl = cost.flops(cfg)
     out = []
     for name in KERNELS[cfg.algo]:
-        read = sum(r for (kernel, _), (r, _) in counts.items() if kernel == name)
-        write = sum(w for (kernel, _), (_, w) in counts.items() if kernel == name)
+        (read, write), (dram_read, dram_write) = _kernel_sums(counts, name), _kernel_sums(dram, name)
         mm, other = fl[name]
         sram = cfg.sram_bytes(name)
         n = cost.programs(cfg, name)
         busy = cost.busy_fraction(cfg.gpu, n, sram)
-        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, mm, other, busy, overlap=name == "hopper")
-        out.append(KernelResult(name, n, sram, read, write, mm, other, time))
+        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, busy,
+                                overlap=name == "hopper")
+        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, time))
     return tuple(out)
 
 

@@ -1,0 +1,78 @@
+"""The L2 between the SMs and HBM: which of the counted SM-side bytes reach DRAM.
+
+The counts everywhere else are what the SMs request (the paper's "HBM accesses", measured on a GPU as
+bytes from L2 into the SMs). This module splits them with four rules, simple enough for one cell:
+
+1. A tensor's first touch in a kernel misses: its unique bytes come from DRAM. Nothing is assumed to
+   stay in L2 between kernels (the N x N matrices of naive attention are far larger than any L2, and a
+   kernel reading from row 0 evicts what the previous one left at the end).
+2. Re-reads hit while the working set of the thread blocks in flight fits in L2: the K and V of the
+   heads whose Q blocks are running (flash2, hopper, pv), Q and K of the heads whose S tiles are running
+   (qk), one head's Q, O, l and m per block (flash1), one row of S per block (streamed softmax).
+3. When it does not fit, blocks that run together still share: a wave of blocks working on one head
+   reads each K/V tile from DRAM once, so K/V come from DRAM once per wave of that head's Q blocks.
+   Other re-reads all miss.
+4. L2 is write-back: a kernel's writes reach DRAM once (rewrites of the same lines are absorbed while
+   they fit), except the last L2_DIRTY_FRACTION of the L2 still dirty when the kernel ends.
+"""
+import math
+
+from . import cost
+from .hardware import STATS_BYTES
+from .schedule import KERNELS
+
+L2_DIRTY_FRACTION = 0.5  # share of L2 holding not-yet-written-back lines at a kernel's end (assumed)
+
+
+def dram(cfg, counts):
+    """{(kernel, tensor): (dram_read_bytes, dram_write_bytes)} for the SM-side `counts`."""
+    out = {}
+    for kernel in KERNELS[cfg.algo]:
+        reads = _reads(cfg, kernel, {t: r for (k, t), (r, _) in counts.items() if k == kernel})
+        writes = _writes(cfg, kernel, {t: w for (k, t), (_, w) in counts.items() if k == kernel})
+        out.update({(kernel, t): (reads[t], writes[t]) for t in reads})
+    return out
+
+
+def in_flight(cfg, kernel):
+    """Thread blocks running at once: as many as the SMs' shared memory holds."""
+    per_sm = max(1, cfg.gpu.sram_bytes_per_sm // max(1, cfg.sram_bytes(kernel)))
+    return min(cost.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
+
+
+def _flash1_fits(cfg):
+    """Each flash1 block keeps re-reading and rewriting its head's Q, O, l and m."""
+    per_head = cfg.seq * (cfg.head_dim * (cfg.itemsize + cfg.tensor_bytes("O")) + 2 * STATS_BYTES)
+    return in_flight(cfg, "flash1") * per_head <= cfg.gpu.l2_bytes
+
+
+def _reads(cfg, kernel, sm_reads):
+    t, l2, d, e = cfg.tiling, cfg.gpu.l2_bytes, cfg.head_dim, cfg.itemsize
+    kv_head = int(t.keys_per_q_block.max()) * d * e  # K (or V) of one head, as far as it is touched
+    first = {"Q": cfg.bh * cfg.seq * d * e, "K": cfg.batch * cfg.kv_heads * kv_head,
+             "V": cfg.batch * cfg.kv_heads * kv_head, "S": cfg.bh * t.kept_elements * e,
+             "P": cfg.bh * t.kept_elements * e}  # anything else (flash1's O, l, m) this kernel wrote first
+    flight = in_flight(cfg, kernel)
+    if kernel in ("flash2", "hopper", "pv"):  # K/V re-read by each of a head's Tr Q blocks
+        reread = ("V",) if kernel == "pv" else ("K", "V")
+        heads = min(cfg.bh, math.ceil(flight / t.n_q_blocks))
+        fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2
+        waves = math.ceil(t.n_q_blocks / flight)
+        return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, cfg.bh * kv_head * waves)
+                for x, r in sm_reads.items()}
+    if kernel == "flash1":
+        fits = _flash1_fits(cfg)
+    elif kernel == "qk":  # each S tile re-reads its rows of Q and K
+        fits = min(cfg.bh, math.ceil(flight / t.tiles)) * (cfg.seq * d * e + kv_head) <= l2
+    else:  # softmax: a streamed row is read three times
+        fits = flight * cfg.seq_kv * e <= l2
+    return {x: min(r, first.get(x, 0)) if fits else r for x, r in sm_reads.items()}
+
+
+def _writes(cfg, kernel, sm_writes):
+    unique = dict(sm_writes)
+    if kernel == "flash1" and _flash1_fits(cfg):  # rewrites of O, l, m are absorbed: one copy each
+        unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) for x in sm_writes}
+    total = sum(unique.values())
+    still_dirty = min(total, int(L2_DIRTY_FRACTION * cfg.gpu.l2_bytes))
+    return {x: w - still_dirty * w // total if total else 0 for x, w in unique.items()}

@@ -1,0 +1,192 @@
+"""Execute mode (the schedule walked tile by tile on real arrays) against count mode (closed forms) and
+the float64 reference, plus counts worked out by hand."""
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpusim
+from gpusim.formulas import count
+
+ALGOS = gpusim.ALGOS
+
+
+@st.composite
+def configs(draw):
+    kv_heads = draw(st.integers(1, 2))
+    return dict(
+        algo=draw(st.sampled_from(ALGOS)),
+        batch=draw(st.integers(1, 2)),
+        kv_heads=kv_heads,
+        heads=kv_heads * draw(st.integers(1, 3)),
+        seq=draw(st.integers(1, 130)),
+        seq_kv=draw(st.integers(1, 130)),
+        head_dim=draw(st.sampled_from([8, 16, 24, 32])),
+        block_q=draw(st.sampled_from([16, 32, 48, 64])),
+        block_kv=draw(st.sampled_from([16, 24, 32, 64])),
+        causal=draw(st.booleans()),
+        dtype=draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8"])),
+        gpu="H100-SXM",
+    )
+
+
+def arrays(cfg, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    shape_q = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
+    shape_kv = (cfg["batch"], cfg["kv_heads"], cfg["seq_kv"], cfg["head_dim"])
+    return [rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_kv, shape_kv)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(configs())
+def test_execute_counts_equal_closed_form_and_output_matches_reference(cfg):
+    q, k, v = arrays(cfg)
+    executed = gpusim.simulate(**cfg, q=q, k=k, v=v)
+    counted = gpusim.simulate(**cfg)
+    assert executed.counts == counted.counts
+    assert executed.to_dict() == counted.to_dict()
+    # float64 arithmetic in a different order than the reference: a few ulps of O(1) values
+    np.testing.assert_allclose(executed.output, gpusim.reference_attention(q, k, v, causal=cfg["causal"]),
+                               rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_float32_arrays_run_in_float32(algo):
+    cfg = dict(algo=algo, batch=1, heads=2, kv_heads=1, seq=70, seq_kv=50, head_dim=32, block_q=32, block_kv=16,
+               causal=True)
+    q, k, v = arrays(cfg, dtype=np.float32)
+    r = gpusim.simulate(**cfg, q=q, k=k, v=v)
+    assert r.output.dtype == np.float32
+    # float32 unit roundoff 6e-8, amplified by sums of up to 50 terms and exp: 1e-5 is generous
+    np.testing.assert_allclose(r.output, gpusim.reference_attention(q, k, v, causal=True), rtol=0, atol=1e-5)
+
+
+def test_flash2_matches_the_h200_hardware_counter():
+    # h200-baselines.md: l1tex__m_xbar2l1tex_read_bytes = 545,259,520 B for a Triton FA2 kernel at N=4096,
+    # d=64, 16 heads, Q tile 128: Q once, K and V once per Q tile.
+    r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=16, block_q=128, block_kv=64, gpu="H200")
+    assert r.hbm_read_bytes == 545_259_520
+    assert r.by_tensor["O"]["write_bytes"] == 4096 * 64 * 2 * 16
+
+
+def test_naive_by_hand():
+    n, d, e = 256, 64, 2
+    r = gpusim.simulate("naive", seq=n, head_dim=d, block_q=64, block_kv=128)
+    t = r.counts
+    assert t[("qk", "Q")] == (2 * n * d * e, 0)  # Tc = 2 column tiles each read all of Q
+    assert t[("qk", "K")] == (4 * n * d * e, 0)  # Tr = 4 row tiles each read all of K
+    assert t[("qk", "S")] == (0, n * n * e)
+    assert t[("softmax", "S")] == (n * n * e, 0)
+    assert t[("softmax", "P")] == (0, n * n * e)
+    assert t[("pv", "P")] == (n * n * e, 0)
+    assert t[("pv", "V")] == (4 * n * d * e, 0)
+    assert t[("pv", "O")] == (0, n * d * e)
+
+
+def test_flash1_by_hand():
+    n, d, e, br, bc = 256, 32, 2, 64, 128
+    r = gpusim.simulate("flash1", seq=n, head_dim=d, block_q=br, block_kv=bc)
+    tc = n // bc
+    assert r.by_tensor["K"] == {"read_bytes": n * d * e, "write_bytes": 0}  # K_j loaded once
+    assert r.by_tensor["Q"] == {"read_bytes": tc * n * d * e, "write_bytes": 0}  # Q_i once per outer step
+    assert r.by_tensor["O"] == {"read_bytes": tc * n * d * 4, "write_bytes": (1 + tc) * n * d * 4}  # init + RMW
+    assert r.by_tensor["m"] == {"read_bytes": tc * n * 4, "write_bytes": (1 + tc) * n * 4}
+
+
+def test_causal_skips_whole_tiles_only():
+    n, b = 512, 64
+    full = gpusim.simulate("flash2", seq=n, head_dim=64, block_q=b, block_kv=b)
+    causal = gpusim.simulate("flash2", seq=n, head_dim=64, block_q=b, block_kv=b, causal=True)
+    t = n // b
+    assert causal.by_tensor["K"]["read_bytes"] * t == full.by_tensor["K"]["read_bytes"] * (t + 1) // 2
+    assert causal.config.tiling.tiles == t * (t + 1) // 2
+    naive = gpusim.simulate("naive", seq=n, head_dim=64, block_q=b, block_kv=b, causal=True)
+    assert naive.counts[("qk", "S")][1] == n * (n + 1) // 2 * 2  # masked entries are never written
+
+
+def test_causal_with_more_queries_than_keys():
+    # top-left alignment: rows past the last key see every key, no row is empty
+    r = gpusim.simulate("naive", seq=100, seq_kv=40, head_dim=16, block_q=32, block_kv=16, causal=True)
+    assert r.counts[("qk", "S")][1] == (40 * 41 // 2 + 60 * 40) * 2
+
+
+def test_softmax_streams_rows_that_overflow_sram():
+    tiny = dataclasses.replace(gpusim.get_gpu("T4"), name="tiny", sram_bytes_per_block=8192)
+    kw = dict(seq=64, seq_kv=5000, head_dim=16, block_q=16, block_kv=16, gpu=tiny)
+    r = gpusim.simulate("naive", **kw)
+    assert not r.config.softmax_fits
+    assert r.counts[("softmax", "S")][0] == 3 * 64 * 5000 * 2  # max pass, sum pass, write pass
+    big = gpusim.simulate("naive", **{**kw, "gpu": "H100-SXM"})
+    assert big.counts[("softmax", "S")][0] == 64 * 5000 * 2
+
+
+def test_gqa_reads_kv_per_query_head_but_stores_fewer():
+    mha = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=8)
+    gqa = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=8, kv_heads=2)
+    assert gqa.counts == mha.counts  # each query head's blocks load their K/V tiles
+    assert mha.hbm_peak_bytes - gqa.hbm_peak_bytes == 2 * 6 * 1024 * 64 * 2  # 6 fewer K and V heads
+
+
+def test_fp8_halves_operand_bytes_and_writes_fp16_output():
+    f16 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp16")
+    f8 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp8")
+    for t in "QKV":
+        assert 2 * f8.by_tensor[t]["read_bytes"] == f16.by_tensor[t]["read_bytes"]
+    assert f8.by_tensor["O"] == f16.by_tensor["O"]
+
+
+def test_theorem2_flash_bytes_scale_as_one_over_m_naive_nxn_does_not():
+    n, d = 16384, 64
+    flash, nxn = [], []
+    for kib in (64, 128, 256, 512):
+        gpu = dataclasses.replace(gpusim.get_gpu("H100-SXM"), name=f"{kib}K", sram_bytes_per_block=kib * 1024,
+                                  sram_bytes_per_sm=kib * 1024)
+        m = kib * 1024 // 2  # SRAM in fp16 elements
+        r = gpusim.simulate("flash1", seq=n, head_dim=d, gpu=gpu)
+        flash.append(r.hbm_bytes * m / (n**2 * d**2))
+        naive = gpusim.simulate("naive", seq=n, head_dim=d, gpu=gpu)
+        nxn.append(sum(naive.by_tensor[t]["read_bytes"] + naive.by_tensor[t]["write_bytes"] for t in "SP"))
+    assert max(flash) / min(flash) < 1.3  # bytes * M / (N^2 d^2) stays put while M grows 8x
+    assert len(set(nxn)) == 1  # the N^2 term does not move at all
+    assert gpusim.theorem2(n, d, 1)["naive"] == n * d + n * n
+
+
+def test_trace_steps_add_up_and_follow_the_online_softmax():
+    kw = dict(seq=100, head_dim=16, block_q=32, block_kv=16, causal=True)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 1, 100, 16)) for _ in range(3))
+    r = gpusim.simulate("flash2", **kw, q=q, k=k, v=v, trace=True)
+    steps = r.trace
+    t = r.config.tiling
+    assert len(steps) == t.tiles + t.n_q_blocks  # one step per tile, one per O_i written: grows with tiles
+    totals = {}
+    for s in steps:
+        for tensor, nbytes in s.loads:
+            totals[tensor] = totals.get(tensor, 0) + nbytes
+        assert s.sram_bytes <= r.config.gpu.sram_bytes_per_block
+    assert totals == {k: v["read_bytes"] for k, v in r.by_tensor.items() if v["read_bytes"]}
+    s = q[0, 0] @ k[0, 0].T / 4.0
+    s = np.where(np.tril(np.ones((100, 100), bool)), s, -np.inf)
+    last = [st_ for st_ in steps if st_.tile[1] is not None and st_.tile[0] == 0][-1]
+    np.testing.assert_allclose(last.m_i, s[:32].max(axis=1))  # running max ends at the row max
+    np.testing.assert_allclose(last.l_i, np.exp(s[:32] - s[:32].max(axis=1, keepdims=True)).sum(axis=1))
+    assert all((st_.rescale <= 1).all() for st_ in steps if st_.rescale is not None)
+
+
+def test_trace_without_arrays_draws_seeded_inputs():
+    a = gpusim.simulate("flash1", seq=64, head_dim=16, block_q=16, block_kv=32, trace=True)
+    b = gpusim.simulate("flash1", seq=64, head_dim=16, block_q=16, block_kv=32, trace=True)
+    assert a.output is None
+    np.testing.assert_array_equal(a.trace[-1].m_i, b.trace[-1].m_i)
+    assert a.counts == gpusim.simulate("flash1", seq=64, head_dim=16, block_q=16, block_kv=32).counts
+
+
+def test_count_mode_handles_a_million_tokens():
+    r = gpusim.simulate("flash2", seq=1 << 20, head_dim=128, heads=32, causal=True, gpu="H200", block_q=16,
+                        block_kv=16)
+    n, d, bh = 1 << 20, 128, 32
+    assert r.by_tensor["Q"]["read_bytes"] == bh * n * d * 2
+    assert r.by_tensor["K"]["read_bytes"] == bh * sum(16 * (i + 1) for i in range(n // 16)) * d * 2
+    assert count(r.config) == r.counts

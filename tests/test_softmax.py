@@ -1,0 +1,48 @@
+"""Milakov & Gimelshein's three softmax algorithms, with memory accesses counted, not asserted."""
+import numpy as np
+import pytest
+
+import gpusim
+
+
+@pytest.mark.parametrize("variant, accesses", [("naive", 3), ("safe", 4), ("online", 3)])
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_accesses_per_element_and_result(variant, accesses, chunk):
+    x = np.random.default_rng(0).standard_normal(300)
+    r = gpusim.softmax(x, variant, chunk=chunk)
+    assert r.accesses_per_element == accesses
+    assert (r.loads, r.stores) == ((accesses - 1) * 300, 300)
+    np.testing.assert_allclose(r.y, np.exp(x - x.max()) / np.exp(x - x.max()).sum(), rtol=1e-13)
+
+
+def test_naive_overflows_where_safe_and_online_do_not():
+    x = np.array([1000.0, 999.0, 0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(gpusim.softmax(x, "naive").y).any()
+    for variant in ("safe", "online"):
+        assert np.isfinite(gpusim.softmax(x, variant).y).all()
+
+
+def test_online_steps_track_max_and_rescale():
+    x = np.array([0.0, 2.0, 1.0, 5.0])
+    steps = gpusim.softmax(x, "online", chunk=1).steps
+    assert [s[1] for s in steps] == [0.0, 2.0, 2.0, 5.0]
+    assert steps[1][3] == pytest.approx(np.exp(-2.0)) and steps[2][3] == 1.0
+    assert steps[-1][2] == pytest.approx(np.exp(x - 5).sum())
+
+
+def test_runs_in_the_precision_given():
+    x = np.random.default_rng(1).standard_normal(1000).astype(np.float16)
+    assert gpusim.softmax(x, "online").y.dtype == np.float16
+
+
+@pytest.mark.parametrize("x, kwargs, message", [
+    (np.zeros((2, 2)), {}, "x must be a non-empty 1-D floating-point array"),
+    (np.arange(4), {}, "x must be a non-empty 1-D floating-point array"),
+    (np.zeros(4), {"variant": "fast"}, "variant='fast' is not one of naive, safe, online"),
+    (np.zeros(4), {"chunk": 0}, "chunk=0 must be a positive integer"),
+])
+def test_bad_input(x, kwargs, message):
+    with pytest.raises(ValueError) as err:
+        gpusim.softmax(x, **kwargs)
+    assert message in str(err.value)
