@@ -3,6 +3,7 @@
 Every preset number carries its source. "Datasheet" rates are dense (no sparsity) peaks. Capacities
 in bytes are exact integers; rates are per second.
 """
+import dataclasses
 import difflib
 from dataclasses import dataclass
 
@@ -75,6 +76,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         fp16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: FP16 1,979 TFLOPS with sparsity, halved
         bf16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity, halved
         fp8_matmul_flops_per_s=1979e12,  # H100 SXM datasheet: FP8 3,958 TFLOPS with sparsity, halved
+        l2_bytes_per_s=8.1e12,  # not published: L2 reads measured on the lent H200 (results/h200/ceilings.json)
     )
 
 
@@ -84,9 +86,9 @@ PRESETS = {
         _a100("A100-40GB", 40 * GiB, 1555e9),  # A100 datasheet: 40GB HBM2, 1,555 GB/s
         _a100("A100-80GB", 80 * GiB, 2039e9),  # A100 datasheet: 80GB HBM2e, 2,039 GB/s (SXM)
         _hopper("H100-SXM", 80 * GiB, 3.35e12, 50 * MiB),  # H100 datasheet: 80GB, 3.35 TB/s; whitepaper: 50 MB L2
-        # H200 datasheet: 141GB HBM3e at 4.8 TB/s; compute is the H100 SXM's. Capacity: nvidia-smi total
-        # (143,771 MiB) and L2 (60 MiB) as read on the lent H200, 2026-11 (results/h200/).
-        _hopper("H200", 143771 * MiB, 4.8e12, 60 * MiB),
+        # H200 datasheet: 141GB HBM3e at 4.8 TB/s; compute is the H100 SXM's. Capacity (what torch can
+        # allocate) and L2 as read on the lent H200 (results/h200/ceilings.json).
+        _hopper("H200", 150_109_880_320, 4.8e12, 60 * MiB),
         GPU(
             name="RTX-4090",
             sm_count=128,  # NVIDIA Ada GPU Architecture whitepaper, Appendix A: 128 SMs
@@ -114,6 +116,15 @@ PRESETS = {
         ),
     ]
 }
+# The lent H200 as measured (results/h200/ceilings.json, 2026-11-29): copy bandwidth and matmul rates on
+# random data, beside the datasheet preset. fp32 (CUDA-core) rate not measured: the datasheet's.
+PRESETS["H200-measured"] = dataclasses.replace(
+    PRESETS["H200"], name="H200-measured",
+    hbm_bytes_per_s=4.275e12,  # device-to-device copy, bytes read + written
+    fp16_matmul_flops_per_s=664e12,  # torch 8192^3 fp16 matmul
+    bf16_matmul_flops_per_s=687e12,  # torch 8192^3 bf16 matmul
+    fp8_matmul_flops_per_s=1262e12,  # torch._scaled_mm 8192^3 e4m3
+)
 
 
 def get_gpu(gpu):

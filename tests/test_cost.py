@@ -40,7 +40,7 @@ def test_naive_softmax_is_memory_bound():
     softmax = naive.kernels[1]
     assert softmax.name == "softmax" and softmax.flops_matmul == 0
     gpu = naive.config.gpu
-    memory_time = (softmax.read_bytes + softmax.write_bytes) / gpu.hbm_bytes_per_s
+    memory_time = (softmax.dram_read_bytes + softmax.dram_write_bytes) / gpu.hbm_bytes_per_s
     assert softmax.flops_other / gpu.fp32_flops_per_s < memory_time < softmax.predicted_time_s
 
 
