@@ -1,0 +1,202 @@
+"""Time the project's kernels against what users would otherwise pick, on the GPU, in one run.
+
+    python -m kernels.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
+    python -m kernels.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
+    python -m kernels.bench --plot results/h200/bench.json         # redraw the charts (CPU is fine)
+
+Every provider gets: the median of CUDA-event timings after warm-up (triton.testing.do_bench), TFLOP/s
+(4·B·H·N²·d, halved when causal), peak memory (torch.cuda.max_memory_allocated, inputs included), and
+the relative error against float64 on the first and last query rows of one head. Out-of-memory is
+recorded as such and the sweep goes on. Rows are written after every measurement.
+"""
+import argparse
+import datetime
+import json
+import math
+import subprocess
+import sys
+import time
+
+SEQS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+LONG_SEQS = (65536, 131072)  # flash-style providers only: the others need N x N matrices
+FLASH_ONLY = ("flash1", "flash2", "hopper", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
+TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
+ERROR_ROWS = 128  # reference rows at each end of the sequence, for the relative error
+
+
+def tflops(batch, heads, seq, head_dim, causal, ms):
+    return 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1) / (ms * 1e-3) / 1e12
+
+
+def providers():
+    """name -> fn(q, k, v, causal, dtype) for every provider this machine can run."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import kernels
+
+    def sdpa(backend):
+        def run(q, k, v, causal, dtype):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return run
+
+    def torch_naive(q, k, v, causal, dtype):  # matmul, softmax, matmul: S and P in HBM
+        s = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+        return torch.softmax(s, dim=-1) @ v
+
+    def ours(fn, algo):
+        def run(q, k, v, causal, dtype):
+            block_q, block_kv = blocks(algo, q.shape[-1], dtype)
+            return fn(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv)
+        return run
+
+    out = {"naive": ours(kernels.naive_attention, "naive"), "flash1": ours(kernels.flash1_attention, "flash1"),
+           "flash2": ours(kernels.flash2_attention, "flash2"), "torch_naive": torch_naive,
+           "sdpa_math": sdpa(SDPBackend.MATH), "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
+           "sdpa_efficient": sdpa(SDPBackend.EFFICIENT_ATTENTION), "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION)}
+    if hasattr(kernels, "hopper_attention") and torch.cuda.get_device_capability()[0] == 9:
+        out["hopper"] = kernels.hopper_attention
+    return out
+
+
+def blocks(algo, head_dim, dtype):
+    """The tiles each of the project's kernels runs with: gpusim's defaults for the H200."""
+    import gpusim
+    return gpusim.default_blocks(algo, "H200", head_dim, dtype)
+
+
+def reference_rows(q, k, v, causal):
+    """float64 attention for the first and last ERROR_ROWS query rows of batch 0, head 0."""
+    import torch
+    n = q.shape[2]
+    rows = torch.arange(n, device=q.device)
+    rows = rows if n <= 2 * ERROR_ROWS else torch.cat([rows[:ERROR_ROWS], rows[-ERROR_ROWS:]])
+    q64, k64, v64 = q[0, 0, rows].double(), k[0, 0].double(), v[0, 0].double()
+    s = q64 @ k64.T * q.shape[-1] ** -0.5
+    if causal:
+        s = s.masked_fill(torch.arange(k.shape[2], device=q.device)[None, :] > rows[:, None], float("-inf"))
+    return rows, torch.softmax(s, dim=-1) @ v64
+
+
+def measure(fn, q, k, v, causal, dtype, ref):
+    import torch
+    from triton.testing import do_bench
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    out = fn(q, k, v, causal, dtype)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    rows, expected = ref
+    got = out[0, 0, rows].double()
+    rel_err = float(torch.linalg.norm(got - expected) / torch.linalg.norm(expected))
+    del out
+    ms = do_bench(lambda: fn(q, k, v, causal, dtype), warmup=25, rep=100, return_mode="median")
+    return {"ms": ms, "peak_bytes": peak, "rel_err": rel_err}
+
+
+def configs(shapes, dtypes, sweep=True):
+    """(batch, heads, seq, head_dim, causal, dtype, flash_only) in the order they are measured."""
+    for dtype in dtypes if sweep else ():
+        for head_dim in (64, 128):
+            for causal in (False, True):
+                for seq in SEQS + LONG_SEQS:
+                    batch, heads = max(1, TOKENS // seq), MODEL_DIM // head_dim
+                    yield batch, heads, seq, head_dim, causal, dtype, seq in LONG_SEQS
+    for batch, heads, seq, head_dim in shapes:
+        for causal in (False, True):
+            yield batch, heads, seq, head_dim, causal, dtypes[0], False
+
+
+def environment(command):
+    import torch
+    import triton
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    return {"gpu": torch.cuda.get_device_name(), "driver": smi.split(", ")[-1], "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(),
+            "command": command}
+
+
+def run(args):
+    import torch
+    from tqdm import tqdm
+
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
+    todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes))
+    table = providers()
+    result = {"environment": environment("python -m kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
+    deadline = time.monotonic() + args.max_minutes * 60
+    for batch, heads, seq, head_dim, causal, dtype, long_only in tqdm(todo, desc="configurations", file=sys.stderr):
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped after {args.max_minutes} minutes"
+            break
+        gen = torch.Generator(device="cuda").manual_seed(seq + head_dim)
+        q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", generator=gen).to(dtypes[dtype])
+                   for _ in range(3))
+        ref = reference_rows(q, k, v, causal)
+        for name, fn in table.items():
+            if long_only and name not in FLASH_ONLY:
+                continue
+            row = {"provider": name, "dtype": dtype, "head_dim": head_dim, "causal": causal, "seq": seq,
+                   "batch": batch, "heads": heads}
+            if name in ("naive", "flash1", "flash2"):
+                row["block_q"], row["block_kv"] = blocks(name, head_dim, dtype)
+            try:
+                row |= measure(fn, q, k, v, causal, dtype, ref)
+                row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"])
+            except torch.cuda.OutOfMemoryError:
+                row["error"] = "OOM"
+            except Exception as err:  # a backend that refuses a shape: record why, go on
+                row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            torch.cuda.empty_cache()
+            result["rows"].append(row)
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+        del q, k, v, ref
+    print_table(result["rows"])
+
+
+ORDER = ("naive", "torch_naive", "sdpa_math", "flash1", "flash2", "hopper", "sdpa_flash", "sdpa_efficient",
+         "sdpa_cudnn")
+
+
+def print_table(rows):
+    """TFLOP/s per provider, one line per (dtype, head_dim, causal, seq); an error where there is one."""
+    names = [n for n in ORDER if any(r["provider"] == n for r in rows)]
+    print("dtype d causal seq " + " ".join(f"{n:>14s}" for n in names))
+    keys = sorted({(r["dtype"], r["head_dim"], r["causal"], r["seq"]) for r in rows})
+    for dtype, d, causal, seq in keys:
+        cells = {r["provider"]: r for r in rows if (r["dtype"], r["head_dim"], r["causal"], r["seq"]) ==
+                 (dtype, d, causal, seq)}
+        line = " ".join(f"{cells[n].get('tflops', 0):14.1f}" if "tflops" in cells.get(n, {}) else
+                        f"{cells[n]['error'][:14] if n in cells else '-':>14s}" for n in names)
+        print(f"{dtype} {d:3d} {int(causal)} {seq:6d} {line}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="where the JSON goes (rewritten after every row)")
+    ap.add_argument("--shape", action="append", default=[], help="B,H,N,d to measure too (repeatable)")
+    ap.add_argument("--only-shapes", action="store_true", help="measure only the --shape shapes")
+    ap.add_argument("--dtypes", default="fp16,bf16")
+    ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
+    ap.add_argument("--plot", metavar="JSON", help="redraw the charts of a results file instead of measuring")
+    args = ap.parse_args(argv)
+    if args.plot:
+        from gpusim.plots import save_bench_figures
+        for path in save_bench_figures(args.plot):
+            print("wrote", path)
+        return 0
+    if not args.out:
+        ap.error("--out is required to measure")
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""gpusim against Nsight Compute: the project's kernels profiled on the GPU, beside what gpusim predicts.
+
+On the GPU (one command profiles every launch of the workload, then compares):
+
+    ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \\
+        --page raw --metrics $(python -m kernels.ncu metrics) --log-file raw.csv \\
+        python -m kernels.ncu workload --manifest manifest.json
+    python -m kernels.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
+
+The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
+so ncu sees exactly one launch per kernel and configuration, with caches flushed before each.
+"""
+import argparse
+import csv
+import json
+import sys
+
+# Counters that match a tile schedule (../shared/reference/h200-baselines.md). TMA loads and stores
+# bypass L1's LSU path, so the Hopper kernel's traffic is read from the TMA-specific counters.
+METRICS = {
+    "l2_to_sm_bytes": "l1tex__m_xbar2l1tex_read_bytes.sum",
+    "sm_to_l2_bytes": "l1tex__m_l1tex2xbar_write_bytes.sum",
+    "l2_to_sm_tma_bytes": "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "sm_to_l2_tma_bytes": "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "dram_write_bytes": "dram__bytes_write.sum",
+    "time_s": "gpu__time_duration.sum",
+}
+UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9, "usecond": 1e-6,
+         "msecond": 1e-3, "second": 1}
+KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper")
+COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
+           "--metrics $(python -m kernels.ncu metrics) --log-file raw.csv python -m kernels.ncu workload --manifest "
+           "manifest.json && python -m kernels.ncu compare --csv raw.csv --manifest manifest.json --out "
+           "results/h200/ncu.json")
+SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
+PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
+
+
+def workload_configs(seqs=SEQS):
+    for head_dim in (64, 128):
+        for causal in (False, True):
+            for seq in seqs:
+                yield dict(seq=seq, head_dim=head_dim, causal=causal, dtype="fp16", batch=max(1, 16384 // seq),
+                           heads=2048 // head_dim)
+
+
+def workload(manifest_path, seqs=SEQS):
+    """Run every kernel once per configuration inside the profiler range; write what ran, in order."""
+    import torch
+
+    import gpusim
+    import kernels
+
+    fns = {"naive": kernels.naive_attention, "flash1": kernels.flash1_attention, "flash2": kernels.flash2_attention}
+    if hasattr(kernels, "hopper_attention") and torch.cuda.get_device_capability()[0] == 9:
+        fns["hopper"] = kernels.hopper_attention
+    manifest = []
+    for cfg in workload_configs(seqs):
+        shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
+        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(3))
+        for algo, fn in fns.items():
+            r = gpusim.simulate(algo, **cfg, gpu=PRESET)
+            if not r.fits_in_hbm:
+                continue
+            block_q, block_kv = r.config.block_q, r.config.block_kv
+            fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)  # compile, warm up
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            manifest.append({**cfg, "algo": algo, "block_q": block_q, "block_kv": block_kv,
+                             "kernels": [k.name for k in r.kernels]})
+            print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
+        del q, k, v
+        torch.cuda.empty_cache()
+    with open(manifest_path, "w") as f:
+        json.dump({"environment": environment(), "launches": manifest}, f, indent=1)
+
+
+def parse_csv(text):
+    """Nsight Compute's `--csv --page raw` output -> one dict per profiled launch: kernel name and each
+    METRICS quantity in bytes or seconds. Lines ncu prints before the table (==PROF== ...) are skipped."""
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    header, units, *rows = list(csv.reader(lines))
+    col = {name: i for i, name in enumerate(header)}
+    out = []
+    for row in rows:
+        launch = {"kernel_name": row[col["Kernel Name"]]}
+        for quantity, metric in METRICS.items():
+            value = row[col[metric]].replace(",", "")
+            launch[quantity] = float(value) * UNITS[units[col[metric]]] if value not in ("", "n/a") else None
+        out.append(launch)
+    return out
+
+
+def kernel_of(name):
+    """The gpusim kernel a launch belongs to, from the Triton function name."""
+    return next(k for k in KERNELS if name.startswith(k) or name.startswith("_" + k))
+
+
+def compare(launches, manifest):
+    """Rows of simulated against measured, one per (launch, quantity). gpu__time_duration excludes the
+    gap between launches, so the launch overhead is taken off the prediction."""
+    import gpusim
+    from gpusim.cost import LAUNCH_OVERHEAD_S
+
+    expected = [(entry, kernel) for entry in manifest for kernel in entry["kernels"]]
+    if len(expected) != len(launches):
+        raise ValueError(f"the manifest lists {len(expected)} launches but ncu profiled {len(launches)}")
+    rows = []
+    for (entry, kernel), launch in zip(expected, launches):
+        if kernel_of(launch["kernel_name"]) != kernel:
+            raise ValueError(f"launch {launch['kernel_name']!r} is not the expected {kernel} kernel")
+        config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
+        r = gpusim.simulate(entry["algo"], **config, gpu=PRESET)
+        k = next(k for k in r.kernels if k.name == kernel)
+        tma = kernel == "hopper"
+        measured = {
+            "l2_to_sm_bytes": launch["l2_to_sm_tma_bytes" if tma else "l2_to_sm_bytes"],
+            "sm_to_l2_bytes": launch["sm_to_l2_bytes"],
+            "dram_read_bytes": launch["dram_read_bytes"],
+            "dram_write_bytes": launch["dram_write_bytes"],
+            "time_s": launch["time_s"],
+        }
+        simulated = {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes,
+                     "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
+                     "time_s": k.predicted_time_s - LAUNCH_OVERHEAD_S}
+        for quantity, sim in simulated.items():
+            meas = measured[quantity]
+            rows.append({"kernel": kernel, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},
+                         "quantity": quantity, "simulated": sim, "measured": meas,
+                         "rel_err": None if not meas else (sim - meas) / meas})
+    return rows
+
+
+TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
+           "time_s": 0.25}
+MIN_TIME_S = 100e-6  # the time target holds for kernels of 100 us or more
+
+
+def summary(rows):
+    """{(kernel, quantity): (n, max |rel_err|, share within target)} for the table in the notes."""
+    out = {}
+    for row in rows:
+        if row["rel_err"] is None or (row["quantity"] == "time_s" and row["measured"] < MIN_TIME_S):
+            continue
+        n, worst, ok = out.get((row["kernel"], row["quantity"]), (0, 0.0, 0))
+        err = abs(row["rel_err"])
+        out[(row["kernel"], row["quantity"])] = (n + 1, max(worst, err), ok + (err <= TARGETS[row["quantity"]]))
+    return {key: (n, worst, ok / n) for key, (n, worst, ok) in out.items()}
+
+
+def format_summary(rows):
+    lines = ["| kernel | quantity | target | launches | within target | worst error |", "|---|---|---|---|---|---|"]
+    for (kernel, quantity), (n, worst, share) in sorted(summary(rows).items(), key=lambda kv: (
+            KERNELS.index(kv[0][0]), list(TARGETS).index(kv[0][1]))):
+        lines.append(f"| {kernel} | {quantity} | {TARGETS[quantity]:.0%} | {n} | {share:.0%} | {worst:.1%} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m kernels.ncu", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("metrics", help="print the --metrics list for ncu")
+    w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")
+    w.add_argument("--manifest", required=True)
+    w.add_argument("--seqs", default=",".join(map(str, SEQS)))
+    c = sub.add_parser("compare", help="ncu CSV + manifest -> results JSON, table and chart")
+    c.add_argument("--csv", required=True)
+    c.add_argument("--manifest", required=True)
+    c.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "metrics":
+        print(",".join(sorted(set(METRICS.values()))))
+    elif args.cmd == "workload":
+        workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")))
+    else:
+        with open(args.csv) as f:
+            launches = parse_csv(f.read())
+        with open(args.manifest) as f:
+            manifest = json.load(f)
+        rows = compare(launches, manifest["launches"])
+        with open(args.out, "w") as f:
+            json.dump({"environment": manifest["environment"], "preset": PRESET, "targets": TARGETS, "rows": rows},
+                      f, indent=1)
+        print(format_summary(rows))
+    return 0
+
+
+def environment():
+    import datetime
+    import subprocess
+
+    import torch
+    import triton
+    ncu = subprocess.run(["/usr/local/cuda/bin/ncu", "--version"], capture_output=True, text=True).stdout
+    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "ncu": ncu.strip().splitlines()[-1] if ncu else None, "date": datetime.date.today().isoformat(),
+            "command": COMMAND}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""The course in a real browser (issue 6): JupyterLab on localhost, driven by Debian's headless Chromium.
+
+Runs notebook 4, moves its block-size sliders one step each and checks that the HBM byte count it shows is the
+one gpusim computes. Skipped when chromium/chromedriver are missing, unless GPUSIM_REQUIRE_BROWSER=1 (CI).
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+import gpusim
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK = "04_tiling.ipynb"
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = (
+    "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update --disable-sync --window-size=1400,1000"
+).split()
+TOKEN = "gpusim-browser-test"
+KERNEL_NAME = "gpusim test kernel"
+HBM_SPAN = ".jp-OutputArea .gpusim-hbm-bytes"
+SLIDER_HANDLE = (
+    "//div[contains(@class, 'widget-slider')][.//label[normalize-space() = '{name}']]"
+    "//div[contains(@class, 'noUi-handle')]"
+)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    if missing:
+        reason = f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (or `make browser`)"
+        if os.environ.get("GPUSIM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"GPUSIM_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'chromium'}"]:
+        options.add_argument(flag)
+    # A Service with a driver path keeps Selenium from running selenium-manager (which would download).
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """The URL of a JupyterLab serving a copy of notebooks/, with this Python as its kernel."""
+    if not (NOTEBOOKS / NOTEBOOK).exists():
+        pytest.skip("notebook 4 not written yet")
+    root, env = _jupyter_sandbox(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "jupyterlab.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+             "--port-retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_until_answers(f"{url}/api/status?token={TOKEN}", server, log)
+        yield url
+    finally:
+        try:  # also shuts down the kernels, which run in sessions of their own
+            shutdown = urllib.request.Request(f"{url}/api/shutdown?token={TOKEN}", method="POST")
+            urllib.request.urlopen(shutdown, timeout=5)
+            server.wait(timeout=15)
+        except (OSError, subprocess.TimeoutExpired):
+            server.kill()
+            server.wait()
+
+
+def _jupyter_sandbox(tmp_path):
+    """(root, env): a copy of notebooks/ and Jupyter dirs under tmp_path, so the repo and ~ are left untouched."""
+    root, data, config = tmp_path / "notebooks", tmp_path / "jupyter-data", tmp_path / "jupyter-config"
+    shutil.copytree(NOTEBOOKS, root)
+    notebook = json.loads((root / NOTEBOOK).read_text())
+    # Saved outputs or widget state would show a stale HBM count before Run All replaces it.
+    notebook["metadata"].pop("widgets", None)
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    (root / NOTEBOOK).write_text(json.dumps(notebook))
+    kernelspec = data / "kernels" / notebook["metadata"].get("kernelspec", {}).get("name", "python3")
+    kernelspec.mkdir(parents=True)
+    (kernelspec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": KERNEL_NAME, "language": "python",
+    }))
+    # JupyterLab's settings (and workspaces) live in the config dir: no news toast over the notebook, no requests.
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    return root, os.environ | {
+        "JUPYTER_PATH": str(data), "JUPYTER_DATA_DIR": str(data), "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
+    }
+
+
+def _wait_until_answers(url, server, log, timeout=30):
+    deadline = time.monotonic() + timeout
+    while server.poll() is None and time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"JupyterLab did not answer at {url} within {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def screenshot(browser, tmp_path, capsys):
+    """Saves what the browser shows when the test ends, passed or failed, scrolled to the HBM count."""
+    yield
+    path = tmp_path / "notebook4.png"
+    for span in browser.find_elements(By.CSS_SELECTOR, HBM_SPAN):
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", span)
+    browser.save_screenshot(str(path))
+    if os.environ.get("GPUSIM_ARTIFACTS"):
+        artifacts = Path(os.environ["GPUSIM_ARTIFACTS"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, artifacts / path.name)
+    with capsys.disabled():
+        print(f"\nscreenshot of notebook 4: {path}")
+
+
+def _hbm_reading(driver):
+    """(bytes shown, config) of the gpusim-hbm-bytes span, or None while it isn't rendered."""
+    spans = driver.find_elements(By.CSS_SELECTOR, HBM_SPAN)
+    if not spans:
+        return None
+    assert len(spans) == 1, f"expected one {HBM_SPAN}, found {len(spans)}"
+    text = spans[0].text
+    assert re.fullmatch(r"\d{1,3}(,\d{3})*", text), f"HBM bytes shown as {text!r}"
+    return int(text.replace(",", "")), json.loads(spans[0].get_attribute("data-config"))
+
+
+def _simulated_hbm_bytes(config):
+    r = gpusim.simulate(**config)
+    return r.hbm_read_bytes + r.hbm_write_bytes
+
+
+def _move_slider(driver, wait, name, before):
+    """Moves the slider labelled `name` one step with the keyboard; returns the HBM reading that follows."""
+    handle = wait.until(lambda d: d.find_element(By.XPATH, SLIDER_HANDLE.format(name=name)))
+    at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+    handle.send_keys(Keys.ARROW_LEFT if at_max else Keys.ARROW_RIGHT)
+    shown, config = wait.until(lambda d: (now := _hbm_reading(d)) and now[1][name] != before[1][name] and now)
+    assert {k: v for k, v in config.items() if k != name} == {k: v for k, v in before[1].items() if k != name}
+    assert shown == _simulated_hbm_bytes(config), f"after moving {name}"
+    return shown, config
+
+
+def test_notebook4_block_sliders_update_hbm_bytes(browser, lab, screenshot):
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    browser.get(f"{lab}/lab/tree/{NOTEBOOK}?token={TOKEN}")
+    # The status bar, not the toolbar's execution indicator: that one says idle before the kernel even exists.
+    kernel_idle = f"//*[contains(@class, 'jp-StatusBar-TextItem')][. = '{KERNEL_NAME} | Idle']"
+    wait.until(lambda d: d.find_element(By.XPATH, kernel_idle))
+    browser.find_element(By.XPATH, "//li[contains(@class, 'lm-MenuBar-item')][normalize-space() = 'Run']").click()
+    wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "li[data-command='runmenu:run-all']")).click()
+
+    first = reading = wait.until(_hbm_reading)
+    assert first[0] == _simulated_hbm_bytes(first[1])
+    # block_kv sets FlashAttention-1's HBM traffic, block_q FlashAttention-2's: after moving both, it must differ.
+    for name in ("block_kv", "block_q"):
+        reading = _move_slider(browser, wait, name, reading)
+    assert reading[0] != first[0]
