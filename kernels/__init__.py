@@ -1,0 +1,13 @@
+"""Triton kernels for naive attention, FlashAttention-1 and FlashAttention-2 that move exactly the bytes
+gpusim counts, a float64 reference beside them, and trace_io, which proves the first claim by counting
+every tl.load and tl.store under Triton's interpreter.
+
+Set TRITON_INTERPRET=1 before importing kernels to run them on CPU tensors (the interpreter).
+"""
+from .flash1 import flash1_attention
+from .flash2 import flash2_attention
+from .naive import naive_attention
+from .reference import reference_attention
+from .trace import trace_io
+
+__all__ = ["flash1_attention", "flash2_attention", "naive_attention", "reference_attention", "trace_io"]

@@ -1,0 +1,55 @@
+"""FlashAttention-2's forward pass (Dao, 2023, Algorithm 1): one program per (batch, head, Q block).
+
+Q_i is read once and stays in SRAM while every K_j, V_j it needs streams past; the softmax is online,
+in fp32 registers (m_i, l_i, acc), and O_i is rescaled once at the end. Per (batch, head) the kernel reads
+Q once and K, V once per Q block, and writes O and the log-sum-exp once: no N x N matrix in HBM.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from .launch import constants, prepare
+from .tiles import keep, kv_blocks_visited, row_offsets
+
+
+@triton.jit
+def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+                  Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    i = tl.program_id(0)  # Q block
+    bh = tl.program_id(1).to(tl.int64)  # b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
+    q_head = bh * N * D
+    kv_head = (bh // GROUP) * N_KV * D
+    rows = i * Br + tl.arange(0, Br)
+    q_offs, q_mask = row_offsets(rows, N, D, BLOCK_D)
+    q_i = tl.load(Q + q_head + q_offs, mask=q_mask, other=0.0)  # read Br*d; q_i stays in SRAM
+    m_i = tl.full([Br], float("-inf"), tl.float32)  # running row max, in registers
+    l_i = tl.zeros([Br], tl.float32)  # running row sum of exp(s - m_i), in registers
+    acc = tl.zeros([Br, BLOCK_D], tl.float32)  # O_i not yet divided by l_i, in registers
+    for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
+        keys = j * Bc + tl.arange(0, Bc)
+        kv_offs, kv_mask = row_offsets(keys, N_KV, D, BLOCK_D)
+        k_j = tl.load(K + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        v_j = tl.load(V + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # in registers
+        s_ij = tl.where(keep(rows, keys, N_KV, CAUSAL), s_ij, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s_ij, 1))  # finite: block 0 holds key 0, which every row sees
+        alpha = tl.exp(m_i - m_new)  # rescales what was summed under the old max
+        p_ij = tl.exp(s_ij - m_new[:, None])
+        l_i = alpha * l_i + tl.sum(p_ij, 1)
+        acc = acc * alpha[:, None] + tl.dot(p_ij.to(v_j.dtype), v_j, input_precision="ieee")
+        m_i = m_new
+    tl.store(O + q_head + q_offs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=q_mask)  # write Br*d
+    tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
+
+
+def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, return_lse=False, gpu=None):
+    """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
+    dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
+    which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default:
+    gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
+    cfg, q, k, v = prepare("flash2", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    o = torch.empty_like(q)
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    flash2_kernel[(cfg.tiling.n_q_blocks, cfg.bh)](q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5,
+                                                    **constants(cfg))
+    return (o, lse) if return_lse else o

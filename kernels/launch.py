@@ -1,0 +1,82 @@
+"""What every launch shares: the checks made before it, the gpusim configuration it must match, and the
+compile-time constants its kernel is specialised on.
+
+Inputs are made contiguous (a copy, outside the counted kernels, only for inputs that are not): the
+kernels address rows of d elements, and trace_io tells tensors apart by their memory ranges.
+"""
+from dataclasses import replace
+
+import torch
+import triton
+
+from gpusim.hardware import PRESETS, GiB
+from gpusim.schedule import MIN_BLOCK, make_config
+
+from .interpreter import INTERPRETED
+
+DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+HEAD_DIMS = (16, 256)
+CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
+
+
+def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
+    """Check q, k, v and the tiles; return gpusim's Config for this launch and q, k, v contiguous.
+    block_q, block_kv None: gpusim's default_blocks, as simulate() picks them."""
+    for name, x in zip("qkv", (q, k, v)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name} is {shape}: expected a 4-d tensor (batch, heads, seq, head_dim)")
+        if x.dtype not in DTYPES:
+            raise ValueError(f"{name} has dtype {x.dtype}: supported are {', '.join(map(str, DTYPES))}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}: they must match")
+    if k.shape != v.shape:
+        raise ValueError(f"k has shape {tuple(k.shape)} but v has shape {tuple(v.shape)}: they must match")
+    if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3)")
+    if not HEAD_DIMS[0] <= q.shape[3] <= HEAD_DIMS[1]:
+        raise ValueError(f"head_dim={q.shape[3]} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+    if not q.device == k.device == v.device:
+        raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")
+    if q.device.type == "cpu" and not INTERPRETED:
+        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
+                         "before importing kernels to run them in Triton's interpreter")
+    if q.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"q is on {q.device}: the kernels run on cuda, or on cpu in Triton's interpreter")
+    for name, block in (("block_q", block_q), ("block_kv", block_kv)):
+        if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
+            raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
+    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
+                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
+                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
+
+
+def detect_gpu(device):
+    """The gpusim preset for a device: by CUDA device name; A100s by memory; any other CUDA GPU is the
+    A100-40GB preset with the device's own shared memory per block (the limit its launches must meet)."""
+    if device.type != "cuda":
+        return CPU_GPU
+    name, props = torch.cuda.get_device_name(device), torch.cuda.get_device_properties(device)
+    for key, preset in (("H200", "H200"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
+        if key in name:
+            return preset
+    if "A100" in name:
+        return "A100-80GB" if props.total_memory > 40 * GiB else "A100-40GB"
+    return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
+
+
+def options(cfg):
+    """Launch options. 8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4
+    warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except flash2's
+    K/V loop: Triton software-pipelines it, loading K_j+1, V_j+1 into spare buffers while K_j, V_j are used
+    (3 deep up to d=128, 2 beyond). Same bytes from HBM, more SRAM, far less waiting on HBM."""
+    stages = (3 if cfg.head_dim <= 128 else 2) if cfg.algo == "flash2" else 1
+    return dict(num_warps=8 if cfg.block_q >= 128 else 4, num_stages=stages)
+
+
+def constants(cfg):
+    """The compile-time constants of the tiled kernels (tile sizes, head_dim and its power-of-two tile
+    width), with the launch options."""
+    return dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
+                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg))

@@ -1,0 +1,35 @@
+"""The tile schedule in Triton, shared by every kernel: which K/V blocks a Q block visits, which scores
+survive the causal mask, and where a tile's rows lie. The rules of gpusim.schedule, so the same tiles move.
+
+Causal masking is torch's is_causal=True: query row r sees keys 0..r, top-left aligned, also when the
+query and key lengths differ. Names follow the papers: Br == block_q, Bc == block_kv.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kv_blocks_visited(i, N, N_KV, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """J_i + 1: Q block i visits K/V blocks 0..J_i; causal, the last is the block holding its last row's key."""
+    n_blocks = tl.cdiv(N_KV, Bc)
+    if CAUSAL:
+        last_row = tl.minimum((i + 1) * Br, N) - 1
+        n_blocks = tl.minimum(last_row // Bc + 1, n_blocks)
+    return n_blocks
+
+
+@triton.jit
+def keep(rows, keys, N_KV, CAUSAL: tl.constexpr):
+    """Which scores of the tile rows x keys exist (key < N_KV) and survive the causal mask (key <= row)."""
+    kept = (keys < N_KV)[None, :]
+    if CAUSAL:
+        kept = kept & (keys[None, :] <= rows[:, None])
+    return kept
+
+
+@triton.jit
+def row_offsets(rows, n_rows, D: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Offsets of `rows` within one head's (n_rows, D) matrix, and the mask of the elements that exist:
+    row < n_rows and column < D (BLOCK_D is D rounded up to a power of two; only columns < D move)."""
+    cols = tl.arange(0, BLOCK_D)
+    return rows[:, None] * D + cols[None, :], (rows < n_rows)[:, None] & (cols < D)[None, :]
