@@ -1,5 +1,8 @@
 """Matplotlib figures over gpusim results. Builds on the core; the core never imports this module."""
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.patches import Polygon, Rectangle
 
 from .sweep import speedups
 
@@ -43,4 +46,144 @@ def sweep_figure(results):
         ax.legend(fontsize=8)
     for ax in (ax_t, ax_b, ax_m):
         ax.set_yscale("log")
+    return fig
+
+
+# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim.widgets);
+# the *_figure functions make the notebooks' static figures.
+
+GRID_MAX_LINES = 64  # tile boundaries drawn per axis of the score grid at most
+
+
+def score_grid_axes(ax, seq_q, seq_kv):
+    """Limits and labels of a score grid (the part that stays while the tiles change)."""
+    ax.set(xlim=(0, seq_kv), ylim=(seq_q, 0), xlabel="key index (columns of S)", ylabel="query index (rows of S)")
+
+
+def draw_score_grid(ax, tiling, tile=None, done=None):
+    """The score matrix S (N x N_kv) split into Br x Bc tiles: tiles causal masking skips hatched grey,
+    `done` (a Tr x Tc array, 1 for computed tiles) shaded blue, `tile` (i, j) outlined in orange; (i, None)
+    outlines the whole row of Q block i. Returns the artists it added."""
+    t = tiling
+    artists = []
+    if done is not None:
+        artists.append(ax.imshow(done, cmap="Blues", vmin=0, vmax=2.5, interpolation="nearest", aspect="auto",
+                                 extent=(0, t.n_kv_blocks * t.block_kv, t.n_q_blocks * t.block_q, 0)))
+    ends = np.minimum(t.kv_blocks_per_q_block * t.block_kv, t.seq_kv)
+    stairs = [(t.seq_kv, 0)] + [(x, y) for i, e in enumerate(ends) for x, y in
+                                ((e, i * t.block_q), (e, min((i + 1) * t.block_q, t.seq_q)))] + [(t.seq_kv, t.seq_q)]
+    artists.append(ax.add_patch(Polygon(stairs, closed=True, fc="0.88", ec="0.6", hatch="//", lw=0.5)))
+    every = -(-max(t.n_q_blocks, t.n_kv_blocks) // GRID_MAX_LINES)  # dense grids: every n-th boundary
+    segments = [[(x, 0), (x, t.seq_q)] for x in range(every * t.block_kv, t.seq_kv, every * t.block_kv)]
+    segments += [[(0, y), (t.seq_kv, y)] for y in range(every * t.block_q, t.seq_q, every * t.block_q)]
+    artists.append(ax.add_collection(LineCollection(segments, colors="0.55", lw=0.6), autolim=False))
+    if tile is not None:
+        i, j = tile
+        rows = t.q_rows(i)
+        cols = (0, t.seq_kv) if j is None else t.kv_rows(j)
+        artists.append(ax.add_patch(Rectangle((cols[0], rows[0]), cols[1] - cols[0], rows[1] - rows[0],
+                                              fc=(1, 0.55, 0, 0.45), ec="tab:orange", lw=2)))
+    lines = f", a line every {every}" if every > 1 else ""
+    artists.append(ax.text(0.5, 1.01, f"S in {t.n_q_blocks} x {t.n_kv_blocks} tiles of Br={t.block_q} x Bc={t.block_kv}"
+                                      f"{lines}", transform=ax.transAxes, ha="center", va="bottom", fontsize=9))
+    return artists
+
+
+def time_terms_figure(rows, title):
+    """Grouped bars per kernel: memory time, matmul time, non-matmul time and gpusim's predicted time,
+    from widgets.time_terms rows."""
+    fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    keys = [("t_memory", "memory (bytes / bandwidth)", "tab:red"), ("t_matmul", "matmul (tensor cores)", "tab:blue"),
+            ("t_other", "non-matmul (CUDA cores)", "tab:green"), ("predicted", "predicted (gpusim)", "k")]
+    x = np.arange(len(rows))
+    for n, (key, label, color) in enumerate(keys):
+        ax.bar(x + (n - 1.5) * 0.2, [r[key] * 1e6 for r in rows], 0.2, color=color, label=label,
+               alpha=0.35 if key == "predicted" else 0.85)
+    ax.set_xticks(x, [r["label"] for r in rows])
+    ax.set(ylabel="µs", title=title, yscale="log")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return fig
+
+
+ULP_BINS = 16  # distances of ULP_BINS or more share the last bar
+
+
+def ulp_figure(comparisons):
+    """Histograms of the ULP distance between two computations, one panel per comparison
+    (widgets.bit_comparison results)."""
+    fig, axes = plt.subplots(1, len(comparisons), figsize=(4 * len(comparisons), 3), layout="constrained",
+                             squeeze=False)
+    for ax, c in zip(axes[0], comparisons):
+        counts = np.bincount(np.minimum(c["ulps"].ravel(), ULP_BINS), minlength=ULP_BINS + 1)
+        ax.bar(np.arange(ULP_BINS + 1), counts / c["ulps"].size, color="tab:blue")
+        ax.set_xticks([0, ULP_BINS // 2, ULP_BINS], ["0", str(ULP_BINS // 2), f"≥{ULP_BINS}"])
+        ax.set(title=f"{c['label']}: {c['equal_fraction']:.1%} bit-identical", xlabel="ULP distance",
+               ylabel="share of elements")
+        ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def bench_figure(rows, predicted=None):
+    """Measured attention benchmarks (rows of results/*/bench.json) against sequence length: time per
+    provider, speedup over the `naive` provider, and peak memory. `predicted` ({algo: [Result]}) overlays
+    gpusim's predictions dashed."""
+    fig, (ax_t, ax_s, ax_m) = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
+    ok = [r for r in rows if r.get("ms") is not None]
+    by_provider = {}
+    for r in sorted(ok, key=lambda r: r["seq"]):
+        by_provider.setdefault(r["provider"], []).append(r)
+    naive = {r["seq"]: r["ms"] for r in by_provider.get("naive", [])}
+    for provider, rs in by_provider.items():
+        color = COLORS.get(provider)
+        ax_t.plot([r["seq"] for r in rs], [r["ms"] for r in rs], "o-", color=color, label=f"{provider} (measured)")
+        ax_m.plot([r["seq"] for r in rs], [r["peak_bytes"] / 2**30 for r in rs], "o-", color=color, label=provider)
+        sped = [r for r in rs if r["seq"] in naive and provider != "naive"]
+        ax_s.plot([r["seq"] for r in sped], [naive[r["seq"]] / r["ms"] for r in sped], "o-", color=color,
+                  label=provider)
+    for algo, results in (predicted or {}).items():
+        seqs = [r.config.seq for r in results]
+        color = COLORS.get(algo)
+        ax_t.plot(seqs, [r.predicted_time_s * 1e3 for r in results], "--", color=color, label=f"{algo} (gpusim)")
+        ax_m.plot(seqs, [r.hbm_peak_bytes / 2**30 for r in results], "--", color=color, alpha=0.6)
+    base = {r.config.seq: r for r in (predicted or {}).get("naive", [])}
+    for algo, results in (predicted or {}).items():
+        if algo != "naive" and base:
+            pairs = [(r.config.seq, base[r.config.seq].predicted_time_s / r.predicted_time_s) for r in results
+                     if r.config.seq in base and base[r.config.seq].fits_in_hbm]
+            ax_s.plot(*zip(*pairs), "--", color=COLORS.get(algo), label=f"{algo} (gpusim)")
+    for ax, title, ylabel in [(ax_t, "time", "ms"), (ax_s, "speedup over naive", "x"), (ax_m, "peak memory", "GiB")]:
+        ax.set(title=title, ylabel=ylabel, xlabel="sequence length N", xscale="log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax_t.set_yscale("log")
+    ax_m.set_yscale("log")
+    return fig
+
+
+def score_grid_figure(tilings, titles):
+    """Score grids side by side (draw_score_grid), e.g. without and with the causal mask."""
+    fig, axes = plt.subplots(1, len(tilings), figsize=(4.5 * len(tilings), 4), layout="constrained", squeeze=False)
+    for ax, tiling, title in zip(axes[0], tilings, titles):
+        score_grid_axes(ax, tiling.seq_q, tiling.seq_kv)
+        draw_score_grid(ax, tiling)
+        ax.set_xlabel(title)
+    return fig
+
+
+def ncu_figure(rows):
+    """Nsight Compute measurements (results/*/ncu.json rows) against gpusim, one panel per quantity."""
+    quantities = list(dict.fromkeys(r["quantity"] for r in rows))
+    fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 3.4), layout="constrained",
+                             squeeze=False)
+    for ax, quantity in zip(axes[0], quantities):
+        for kernel in dict.fromkeys(r["kernel"] for r in rows):
+            pts = [(r["measured"], r["simulated"]) for r in rows if r["quantity"] == quantity and r["kernel"] == kernel
+                   and r["measured"]]
+            if pts:
+                ax.plot(*zip(*pts), "o", color=COLORS.get(kernel), label=kernel, alpha=0.7)
+        lo, hi = ax.get_xlim()
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")
+        ax.legend(fontsize=7)
     return fig
