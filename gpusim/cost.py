@@ -75,11 +75,14 @@ def busy_fraction(gpu, n_programs, sram_bytes_per_block):
 
 
 def kernel_time(gpu, dtype, sm_bytes, dram_bytes, matmul_flops, other_flops, busy, overlap=False):
-    t_mem = max(sm_bytes / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s), dram_bytes / gpu.hbm_bytes_per_s)
-    t_mm = matmul_flops / gpu.matmul_flops_per_s(dtype)
-    t_other = other_flops / gpu.fp32_flops_per_s
-    t_compute = max(t_mm, t_other) if overlap else t_mm + t_other
-    return max(t_mem, t_compute) / busy + LAUNCH_OVERHEAD_S
+    """(predicted time, {memory_time_s, matmul_time_s, other_time_s}) of one launch: the roofline terms at
+    the whole GPU's rates, then the busy fraction and the launch overhead."""
+    terms = {"memory_time_s": max(sm_bytes / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s),
+                                  dram_bytes / gpu.hbm_bytes_per_s),
+             "matmul_time_s": matmul_flops / gpu.matmul_flops_per_s(dtype),
+             "other_time_s": other_flops / gpu.fp32_flops_per_s}
+    compute = (max if overlap else sum)((terms["matmul_time_s"], terms["other_time_s"]))
+    return max(terms["memory_time_s"], compute) / busy + LAUNCH_OVERHEAD_S, terms
 
 
 def hbm_peak_bytes(cfg):

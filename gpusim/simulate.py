@@ -24,6 +24,19 @@ class KernelResult:
     flops_matmul: int
     flops_other: int
     predicted_time_s: float
+    memory_time_s: float  # the roofline terms (cost.py), at the whole GPU's rates
+    matmul_time_s: float
+    other_time_s: float
+    busy_fraction: float  # share of the SMs the grid keeps busy, over its waves
+
+    @property
+    def compute_time_s(self):
+        """Matmul and non-matmul time, added, or overlapped in the Hopper kernel."""
+        return (max if self.name == "hopper" else sum)((self.matmul_time_s, self.other_time_s))
+
+    @property
+    def bound(self):
+        return "memory" if self.memory_time_s >= self.compute_time_s else "compute"
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -173,9 +186,10 @@ def _kernels(cfg, counts, dram):
         sram = cfg.sram_bytes(name)
         n = cost.programs(cfg, name)
         busy = cost.busy_fraction(cfg.gpu, n, sram)
-        time = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, busy,
-                                overlap=name == "hopper")
-        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, time))
+        time, terms = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, busy,
+                                       overlap=name == "hopper")
+        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, time, **terms,
+                                busy_fraction=busy))
     return tuple(out)
 
 

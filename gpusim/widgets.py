@@ -27,7 +27,6 @@ from matplotlib.figure import Figure
 
 import gpusim
 from gpusim.cli import fmt_bytes, fmt_time
-from gpusim.cost import busy_fraction
 
 from .plots import COLORS, draw_score_grid, score_grid_axes
 
@@ -248,23 +247,14 @@ def ceilings_rows(data, gpu="H200"):
 
 
 def time_terms(result):
-    """Per kernel, the roofline terms of gpusim's time model (gpusim/cost.py): memory time (SM-side bytes
-    over L2 bandwidth, or DRAM bytes over HBM bandwidth, whichever is longer), matmul time on the tensor
-    cores, non-matmul time on the CUDA cores, and the predicted time (waves and launch overhead included)."""
-    c, rows = result.config, []
-    gpu = c.gpu
-    for k in result.kernels:
-        t_sm = (k.read_bytes + k.write_bytes) / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s)
-        t_dram = (k.dram_read_bytes + k.dram_write_bytes) / gpu.hbm_bytes_per_s
-        t_mm = k.flops_matmul / gpu.matmul_flops_per_s(c.dtype)
-        t_other = k.flops_other / gpu.fp32_flops_per_s
-        t_compute = max(t_mm, t_other) if k.name == "hopper" else t_mm + t_other
-        rows.append({"label": f"{c.algo}: {k.name}" if c.algo == "naive" else k.name, "t_memory": max(t_sm, t_dram),
-                     "t_matmul": t_mm, "t_other": t_other, "t_compute": t_compute,
-                     "busy": busy_fraction(gpu, k.programs, k.sram_bytes_per_block),
-                     "predicted": k.predicted_time_s,
-                     "bound": "memory" if max(t_sm, t_dram) >= t_compute else "compute"})
-    return rows
+    """Per kernel, the roofline terms of gpusim's time model (gpusim/cost.py): memory time, matmul time on
+    the tensor cores, non-matmul time on the CUDA cores, and the predicted time (waves and launch overhead
+    included)."""
+    c = result.config
+    return [{"label": f"{c.algo}: {k.name}" if c.algo == "naive" else k.name, "t_memory": k.memory_time_s,
+             "t_matmul": k.matmul_time_s, "t_other": k.other_time_s, "t_compute": k.compute_time_s,
+             "busy": k.busy_fraction,
+             "predicted": k.predicted_time_s, "bound": k.bound} for k in result.kernels]
 
 
 def time_rows(result):
