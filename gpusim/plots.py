@@ -1,4 +1,7 @@
 """Matplotlib figures over gpusim results. Builds on the core; the core never imports this module."""
+import json
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
@@ -187,3 +190,61 @@ def ncu_figure(rows):
         ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")
         ax.legend(fontsize=7)
     return fig
+
+
+PROVIDER_STYLE = {"naive": ("tab:red", "-"), "torch_naive": ("tab:red", ":"), "sdpa_math": ("0.5", ":"),
+                  "flash1": ("tab:orange", "-"), "flash2": ("tab:blue", "-"), "hopper": ("tab:purple", "-"),
+                  "hopper fp8": ("tab:purple", "--"), "sdpa_flash": ("tab:green", "-"),
+                  "sdpa_efficient": ("tab:olive", "-"), "sdpa_cudnn": ("k", "-")}
+BENCH_CHARTS = {"speedup": ("speedup over the project's naive kernels", "x"),
+                "tflops": ("TFLOP/s (4·B·H·N²·d, halved when causal)", "TFLOP/s"),
+                "memory": ("peak memory", "GiB")}
+
+
+def _series(rows, head_dim, causal, chart):
+    """{label: [(seq, value)]} for one panel of a benchmark chart; fp16 rows, plus the fp8 Hopper kernel."""
+    rows = [r for r in rows if r["head_dim"] == head_dim and r["causal"] == causal and "ms" in r
+            and (r["dtype"] == "fp16" or (r["dtype"] == "fp8" and chart == "tflops"))]
+    naive = {r["seq"]: r["ms"] for r in rows if r["provider"] == "naive" and r["dtype"] == "fp16"}
+    out = {}
+    for r in sorted(rows, key=lambda r: r["seq"]):
+        label = r["provider"] + (" fp8" if r["dtype"] == "fp8" else "")
+        value = {"tflops": r.get("tflops"), "memory": r["peak_bytes"] / 2**30,
+                 "speedup": naive[r["seq"]] / r["ms"] if r["seq"] in naive else None}[chart]
+        if value is not None and not (chart == "speedup" and label == "naive"):
+            out.setdefault(label, []).append((r["seq"], value))
+    return out
+
+
+def bench_chart(rows, chart, environment=None):
+    """One benchmark chart (`speedup`, `tflops` or `memory`) against sequence length: a panel per head
+    dimension and causal mask, a line per provider, from the rows of results/<gpu>/bench.json."""
+    title, ylabel = BENCH_CHARTS[chart]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), layout="constrained", sharex=True)
+    for ax, (head_dim, causal) in zip(axes.flat, [(64, False), (64, True), (128, False), (128, True)]):
+        for label, points in _series(rows, head_dim, causal, chart).items():
+            color, style = PROVIDER_STYLE.get(label, (None, "-"))
+            ax.plot(*zip(*points), marker="o", ms=3, ls=style, color=color, label=label)
+        ax.set(title=f"d={head_dim}{', causal' if causal else ''}", xlabel="sequence length N", ylabel=ylabel)
+        ax.set_xscale("log", base=2)
+        if chart != "tflops":
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=7, ncol=2)
+    env = environment or {}
+    fig.suptitle(f"{title}: {env.get('gpu', '')}, fp16, batch x N = 16k tokens, heads x d = 2048 "
+                 f"(torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')})")
+    return fig
+
+
+def save_bench_figures(path):
+    """Draw the three benchmark charts of a results/<gpu>/bench.json beside it; return the PNG paths."""
+    path = Path(path)
+    data = json.loads(path.read_text())
+    out = []
+    for chart in BENCH_CHARTS:
+        png = path.with_name(f"bench_{chart}.png")
+        bench_chart(data["rows"], chart, data.get("environment")).savefig(png, dpi=110)
+        plt.close("all")
+        out.append(png)
+    return out

@@ -1,4 +1,5 @@
-"""Triton kernels for naive attention, FlashAttention-1 and FlashAttention-2 that move exactly the bytes
+"""Triton kernels for naive attention, FlashAttention-1, FlashAttention-2 and a Hopper (FlashAttention-3
+style) kernel that move exactly the bytes
 gpusim counts, a float64 reference beside them, and trace_io, which proves the first claim by counting
 every tl.load and tl.store under Triton's interpreter.
 
@@ -6,8 +7,10 @@ Set TRITON_INTERPRET=1 before importing kernels to run them on CPU tensors (the 
 """
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
+from .hopper import hopper_attention, to_fp8
 from .naive import naive_attention
 from .reference import reference_attention
 from .trace import trace_io
 
-__all__ = ["flash1_attention", "flash2_attention", "naive_attention", "reference_attention", "trace_io"]
+__all__ = ["flash1_attention", "flash2_attention", "hopper_attention", "naive_attention", "reference_attention",
+           "to_fp8", "trace_io"]

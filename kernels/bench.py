@@ -19,7 +19,9 @@ import time
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 LONG_SEQS = (65536, 131072)  # flash-style providers only: the others need N x N matrices
-FLASH_ONLY = ("flash1", "flash2", "hopper", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
+# Beyond 32,768 tokens only the flash-style providers run: the others need N x N matrices, and flash1
+# (one thread block per batch and head: 32 here) would take seconds per call.
+FLASH_ONLY = ("flash2", "hopper", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
 ERROR_ROWS = 128  # reference rows at each end of the sequence, for the relative error
 
@@ -29,7 +31,7 @@ def tflops(batch, heads, seq, head_dim, causal, ms):
 
 
 def providers():
-    """name -> fn(q, k, v, causal, dtype) for every provider this machine can run."""
+    """name -> fn(q, k, v, causal) for every provider this machine can run."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -37,20 +39,20 @@ def providers():
     import kernels
 
     def sdpa(backend):
-        def run(q, k, v, causal, dtype):
+        def run(q, k, v, causal):
             with sdpa_kernel(backend):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return run
 
-    def torch_naive(q, k, v, causal, dtype):  # matmul, softmax, matmul: S and P in HBM
+    def torch_naive(q, k, v, causal):  # matmul, softmax, matmul: S and P in HBM
         s = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
         if causal:
             s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
         return torch.softmax(s, dim=-1) @ v
 
     def ours(fn, algo):
-        def run(q, k, v, causal, dtype):
-            block_q, block_kv = blocks(algo, q.shape[-1], dtype)
+        def run(q, k, v, causal):
+            block_q, block_kv = blocks(algo, q.shape[-1])
             return fn(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv)
         return run
 
@@ -58,15 +60,22 @@ def providers():
            "flash2": ours(kernels.flash2_attention, "flash2"), "torch_naive": torch_naive,
            "sdpa_math": sdpa(SDPBackend.MATH), "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
            "sdpa_efficient": sdpa(SDPBackend.EFFICIENT_ATTENTION), "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION)}
-    if hasattr(kernels, "hopper_attention") and torch.cuda.get_device_capability()[0] == 9:
-        out["hopper"] = kernels.hopper_attention
+    if torch.cuda.get_device_capability()[0] == 9:
+        out["hopper"] = lambda q, k, v, causal: kernels.hopper_attention(q, k, v, causal=causal)
     return out
 
 
-def blocks(algo, head_dim, dtype):
-    """The tiles each of the project's kernels runs with: gpusim's defaults for the H200."""
+def fp8_inputs(q, k, v):
+    """The Hopper kernel's fp8 inputs (e4m3, one scale per tensor, V stored K-major) and its fp8 call."""
+    from kernels.hopper import hopper_attention, to_fp8
+    (q8, qs), (k8, ks), (v8, vs) = to_fp8(q), to_fp8(k), to_fp8(v, k_major=True)
+    return (q8, k8, v8), lambda q, k, v, causal: hopper_attention(q, k, v, causal=causal, fp8_scale=(qs, ks, vs))
+
+
+def blocks(algo, head_dim):
+    """The tiles each of the project's teaching kernels runs with: gpusim's defaults for the H200."""
     import gpusim
-    return gpusim.default_blocks(algo, "H200", head_dim, dtype)
+    return gpusim.default_blocks(algo, "H200", head_dim, "fp16")
 
 
 def reference_rows(q, k, v, causal):
@@ -82,19 +91,21 @@ def reference_rows(q, k, v, causal):
     return rows, torch.softmax(s, dim=-1) @ v64
 
 
-def measure(fn, q, k, v, causal, dtype, ref):
+def measure(fn, inputs, causal, ref):
+    """Time, peak memory (the inputs plus everything the call allocates) and error of fn(*inputs, causal)."""
     import torch
     from triton.testing import do_bench
     torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    out = fn(q, k, v, causal, dtype)
+    out = fn(*inputs, causal)
     torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    peak = torch.cuda.max_memory_allocated() - before + sum(x.nbytes for x in inputs)
     rows, expected = ref
     got = out[0, 0, rows].double()
     rel_err = float(torch.linalg.norm(got - expected) / torch.linalg.norm(expected))
     del out
-    ms = do_bench(lambda: fn(q, k, v, causal, dtype), warmup=25, rep=100, return_mode="median")
+    ms = do_bench(lambda: fn(*inputs, causal), warmup=25, rep=100, return_mode="median")
     return {"ms": ms, "peak_bytes": peak, "rel_err": rel_err}
 
 
@@ -139,15 +150,17 @@ def run(args):
         q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", generator=gen).to(dtypes[dtype])
                    for _ in range(3))
         ref = reference_rows(q, k, v, causal)
-        for name, fn in table.items():
-            if long_only and name not in FLASH_ONLY:
-                continue
-            row = {"provider": name, "dtype": dtype, "head_dim": head_dim, "causal": causal, "seq": seq,
+        calls = [(name, dtype, fn, (q, k, v)) for name, fn in table.items() if not long_only or name in FLASH_ONLY]
+        if "hopper" in table and dtype == "fp16":
+            fp8, fn = fp8_inputs(q, k, v)
+            calls.append(("hopper", "fp8", fn, fp8))
+        for name, row_dtype, fn, inputs in calls:
+            row = {"provider": name, "dtype": row_dtype, "head_dim": head_dim, "causal": causal, "seq": seq,
                    "batch": batch, "heads": heads}
             if name in ("naive", "flash1", "flash2"):
-                row["block_q"], row["block_kv"] = blocks(name, head_dim, dtype)
+                row["block_q"], row["block_kv"] = blocks(name, head_dim)
             try:
-                row |= measure(fn, q, k, v, causal, dtype, ref)
+                row |= measure(fn, inputs, causal, ref)
                 row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"])
             except torch.cuda.OutOfMemoryError:
                 row["error"] = "OOM"
@@ -157,7 +170,7 @@ def run(args):
             result["rows"].append(row)
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)
-        del q, k, v, ref
+        del q, k, v, ref, calls
     print_table(result["rows"])
 
 

@@ -69,9 +69,14 @@ def detect_gpu(device):
 def options(cfg):
     """Launch options. 8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4
     warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except flash2's
-    K/V loop: Triton software-pipelines it, loading K_j+1, V_j+1 into spare buffers while K_j, V_j are used
-    (3 deep up to d=128, 2 beyond). Same bytes from HBM, more SRAM, far less waiting on HBM."""
-    stages = (3 if cfg.head_dim <= 128 else 2) if cfg.algo == "flash2" else 1
+    K/V loop: Triton software-pipelines it, loading the next K_j, V_j into spare buffers while these are
+    used, as deep (up to 3) as fits in 80% of the shared memory (the rest is Triton's scratch). The same
+    bytes come from HBM; the SMs wait less for them."""
+    stages = 1
+    if cfg.algo == "flash2":
+        kv = 2 * cfg.block_kv * triton.next_power_of_2(cfg.head_dim) * cfg.itemsize  # one K_j and one V_j
+        fits = [s for s in (2, 3) if cfg.sram_bytes("flash2") + (s - 1) * kv <= 0.8 * cfg.gpu.sram_bytes_per_block]
+        stages = max(fits, default=1)
     return dict(num_warps=8 if cfg.block_q >= 128 else 4, num_stages=stages)
 
 

@@ -45,6 +45,19 @@ def workload_configs(seqs=SEQS):
                            heads=2048 // head_dim)
 
 
+def launch_blocks(algo, cfg):
+    """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults for the others."""
+    import gpusim
+    if algo == "hopper":
+        from kernels.hopper import CONFIGS
+        table = CONFIGS[(cfg["head_dim"], cfg["dtype"], cfg["causal"])]
+        return table["block_q"], table["block_kv"]
+    return gpusim.default_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
+
+
+LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)
+
+
 def workload(manifest_path, seqs=SEQS):
     """Run every kernel once per configuration inside the profiler range; write what ran, in order."""
     import torch
@@ -53,30 +66,30 @@ def workload(manifest_path, seqs=SEQS):
     import kernels
 
     fns = {"naive": kernels.naive_attention, "flash1": kernels.flash1_attention, "flash2": kernels.flash2_attention}
-    if hasattr(kernels, "hopper_attention") and torch.cuda.get_device_capability()[0] == 9:
+    if torch.cuda.get_device_capability()[0] == 9:
         fns["hopper"] = kernels.hopper_attention
-    manifest = []
+    manifest = {"environment": environment(), "launches": []}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
         q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(3))
         for algo, fn in fns.items():
-            r = gpusim.simulate(algo, **cfg, gpu=PRESET)
-            if not r.fits_in_hbm:
+            if cfg["seq"] > LONGEST.get(algo, cfg["seq"]):
                 continue
-            block_q, block_kv = r.config.block_q, r.config.block_kv
+            block_q, block_kv = launch_blocks(algo, cfg)
+            r = gpusim.simulate(algo, **cfg, block_q=block_q, block_kv=block_kv, gpu=PRESET)
             fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)  # compile, warm up
             torch.cuda.synchronize()
             torch.cuda.profiler.start()
             fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
-            manifest.append({**cfg, "algo": algo, "block_q": block_q, "block_kv": block_kv,
-                             "kernels": [k.name for k in r.kernels]})
+            manifest["launches"].append({**cfg, "algo": algo, "block_q": block_q, "block_kv": block_kv,
+                                         "kernels": [k.name for k in r.kernels]})
+            with open(manifest_path, "w") as f:  # after every launch: a crash keeps what was profiled
+                json.dump(manifest, f, indent=1)
             print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
         del q, k, v
         torch.cuda.empty_cache()
-    with open(manifest_path, "w") as f:
-        json.dump({"environment": environment(), "launches": manifest}, f, indent=1)
 
 
 def parse_csv(text):

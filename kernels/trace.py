@@ -64,9 +64,9 @@ def _recording(counts):
         if moved != addresses.size:
             raise RuntimeError(f"{launch['kernel']}: {addresses.size - moved} accesses outside its tensor arguments")
 
-    def masked_load(self, ptrs, mask, *rest):
+    def masked_load(self, ptrs, mask, *rest, **kw):  # TMA descriptor loads pass keywords
         count(ptrs, mask, 0)
-        return load(self, ptrs, mask, *rest)
+        return load(self, ptrs, mask, *rest, **kw)
 
     def masked_store(self, ptrs, value, mask, *rest):
         count(ptrs, mask, 1)
