@@ -56,19 +56,19 @@ def _naive(mem, cfg):
                 c = slice(*t.kv_rows(j))
                 q_i = mem.load("qk", "Q", (b, h, r))  # read Br*d
                 k_j = mem.load("qk", "K", (b, cfg.kv_head(h), c))  # read Bc*d
-                mem.store("qk", "S", (b, h, r, c), q_i @ k_j.T * scale, mask=t.keep(r, c))  # write Br*Bc
+                mem.store("qk", "S", (b, h, r, c), q_i @ k_j.T * scale)  # write Br*Bc: the whole tile
                 mem.step("qk", (b, h, i, j), (i, j), cfg.sram_bytes("qk", r.stop - r.start, c.stop - c.start))
-    for b, h in heads:  # kernel 2: P = softmax(S), one program per row
+    for b, h in heads:  # kernel 2: P = softmax(S), one program per row, over the row's part of the visited tiles
         for row in range(cfg.seq):
-            _softmax_row(mem, cfg, b, h, row, min(row + 1, cfg.seq_kv) if cfg.causal else cfg.seq_kv)
+            visible = min(row + 1, cfg.seq_kv) if cfg.causal else cfg.seq_kv
+            _softmax_row(mem, cfg, b, h, row, int(t.keys_per_q_block[row // cfg.block_q]), visible)
     for b, h in heads:  # kernel 3: O = P V, one program per Br rows of O
         for i in range(t.n_q_blocks):
             r = slice(*t.q_rows(i))
             acc = np.zeros((r.stop - r.start, d), mem.tensors["O"].dtype)  # fp32 accumulator, on chip
             for j in t.kv_blocks(i):
                 c = slice(*t.kv_rows(j))
-                keep = t.keep(r, c)
-                p_ij = mem.load("pv", "P", (b, h, r, c), mask=keep)  # read Br*Bc
+                p_ij = mem.load("pv", "P", (b, h, r, c))  # read Br*Bc (P is 0 right of the diagonal)
                 v_j = mem.load("pv", "V", (b, cfg.kv_head(h), c))  # read Bc*d
                 acc += p_ij @ v_j
                 mem.step("pv", (b, h, i), (i, j), cfg.sram_bytes("pv", r.stop - r.start, c.stop - c.start))
@@ -76,24 +76,29 @@ def _naive(mem, cfg):
             mem.step("pv", (b, h, i), (i, None), cfg.sram_bytes("pv", r.stop - r.start, 0))
 
 
-def _softmax_row(mem, cfg, b, h, row, n):
-    """Softmax of the first n entries of one row of S (the rest are masked). A row that fits in SRAM is
-    read once; a longer one is streamed in block_kv chunks by the safe softmax: a pass for the max, one
-    for the sum, one to write P (3 reads + 1 write per element)."""
+def _softmax_row(mem, cfg, b, h, row, n, visible):
+    """Softmax of one row of S over its first n entries (the visited tiles), of which the first `visible`
+    survive the causal mask: the rest are masked in SRAM and get P = 0. A row that fits in SRAM is read
+    once; a longer one is streamed in block_kv chunks by the safe softmax: a pass for the max, one for
+    the sum, one to write P (3 reads + 1 write per element)."""
     sram = cfg.sram_bytes("softmax")
+
+    def masked(c):  # a chunk of S, read from HBM, with the masked keys set to -inf
+        return np.where(np.arange(c.start, c.stop) < visible, mem.load("softmax", "S", (b, h, row, c)), -np.inf)
+
     if cfg.softmax_fits:
-        x = mem.load("softmax", "S", (b, h, row, slice(0, n)))  # read N
+        x = masked(slice(0, n))  # read N
         e = np.exp(x - x.max())
         mem.store("softmax", "P", (b, h, row, slice(0, n)), e / e.sum())  # write N
         mem.step("softmax", (b, h, row), (row, 0), sram)
         return
     chunks = [slice(c, min(c + cfg.block_kv, n)) for c in range(0, n, cfg.block_kv)]
-    m_row = max(mem.load("softmax", "S", (b, h, row, c)).max() for c in chunks)  # pass 1: read N
+    m_row = max(masked(c).max() for c in chunks)  # pass 1: read N
     mem.step("softmax", (b, h, row), (row, 1), sram)
-    l_row = sum(np.exp(mem.load("softmax", "S", (b, h, row, c)) - m_row).sum() for c in chunks)  # pass 2: read N
+    l_row = sum(np.exp(masked(c) - m_row).sum() for c in chunks)  # pass 2: read N
     mem.step("softmax", (b, h, row), (row, 2), sram)
     for c in chunks:  # pass 3: read N, write N
-        mem.store("softmax", "P", (b, h, row, c), np.exp(mem.load("softmax", "S", (b, h, row, c)) - m_row) / l_row)
+        mem.store("softmax", "P", (b, h, row, c), np.exp(masked(c) - m_row) / l_row)
     mem.step("softmax", (b, h, row), (row, 3), sram)
 
 

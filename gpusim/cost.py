@@ -4,8 +4,10 @@ Assumptions of the time model (a roofline per kernel), written down here because
 - A kernel's time is the larger of its memory time and its compute time. Memory time is the larger of
   the bytes the SMs move over L2 bandwidth and the bytes that reach DRAM (l2.py) over HBM bandwidth; a
   GPU with no published L2 bandwidth is charged HBM bandwidth for both (a conservative prediction).
-  Compute time is matmul FLOPs over the tensor-core peak for its dtype plus non-matmul FLOPs over the
-  CUDA-core fp32 peak: within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
+  Compute time is matmul FLOPs over the tensor-core peak for its dtype plus the non-matmul time:
+  exponentials over the special function units' rate (16 per clock per SM: 25 times fewer than the
+  CUDA cores' FLOPs on an H100, the bottleneck FlashAttention-3 names), the rest over the CUDA-core fp32
+  peak. Within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
   add; the Hopper kernel overlaps them (FlashAttention-3's asynchronous TMA loads and warp
   specialization), so it takes their maximum.
 - Thread blocks run in waves over the SMs. An SM holds as many blocks as its shared memory allows. A
@@ -34,8 +36,9 @@ FLASH2_PER_ROW_END = 2  # LSE = m_i + log(l_i); plus head_dim divisions O_i / l_
 
 
 def flops(cfg):
-    """{kernel: (matmul_flops, other_flops)} over all batches and heads. Partial causal tiles are
-    computed whole, as the kernels do; fully masked tiles are skipped."""
+    """{kernel: (matmul_flops, other_flops, exps)} over all batches and heads; other_flops includes the
+    exps (one FLOP each). Partial causal tiles are computed whole, as the kernels do; fully masked tiles
+    are skipped."""
     t, d = cfg.tiling, cfg.head_dim
     tile_el = t.tile_elements  # S elements computed
     row_visits = int((t.rows_per_q_block * t.kv_blocks_per_q_block).sum())
@@ -43,18 +46,19 @@ def flops(cfg):
     if cfg.algo == "naive":
         exp_passes = 1 if cfg.softmax_fits else 2  # a streamed row recomputes its exponentials
         per_head = {
-            "qk": (2 * d * tile_el, PER_SCORE["scale"] * tile_el),
-            "softmax": (0, (3 + 2 * exp_passes) * t.kept_elements),  # max, sum, divide; subtract, exp per pass
-            "pv": (2 * d * tile_el, 0),
+            "qk": (2 * d * tile_el, PER_SCORE["scale"] * tile_el, 0),
+            "softmax": (0, (3 + 2 * exp_passes) * tile_el, exp_passes * tile_el),  # max, sum, divide; -, exp
+            "pv": (2 * d * tile_el, 0, 0),
         }
-    elif cfg.algo == "flash1":
+    elif cfg.algo == "flash1":  # exp(S - m~) per score; exp(m_i - m_new), exp(m~ - m_new) per row and step
         per_row = FLASH1_PER_ROW_STEP + FLASH1_PER_O_ELEMENT_STEP * d
-        per_head = {"flash1": (4 * d * tile_el, per_score * tile_el + per_row * row_visits)}
-    else:  # flash2, hopper
+        per_head = {"flash1": (4 * d * tile_el, per_score * tile_el + per_row * row_visits, tile_el + 2 * row_visits)}
+    else:  # flash2, hopper: exp(S - m_new) per score, alpha per row and step, log(l_i) per row
         per_row = FLASH2_PER_ROW_STEP + FLASH2_PER_O_ELEMENT_STEP * d
         end = (FLASH2_PER_ROW_END + d) * cfg.seq
-        per_head = {cfg.algo: (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end)}
-    return {kernel: (mm * cfg.bh, other * cfg.bh) for kernel, (mm, other) in per_head.items()}
+        per_head = {cfg.algo: (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end,
+                               tile_el + row_visits + cfg.seq)}
+    return {kernel: tuple(x * cfg.bh for x in counts) for kernel, counts in per_head.items()}
 
 
 def programs(cfg, kernel):
@@ -74,13 +78,13 @@ def busy_fraction(gpu, n_programs, sram_bytes_per_block):
     return n_programs / (gpu.sm_count * ((waves - 1) * per_sm + math.ceil(last / gpu.sm_count)))
 
 
-def kernel_time(gpu, dtype, sm_bytes, dram_bytes, matmul_flops, other_flops, busy, overlap=False):
+def kernel_time(gpu, dtype, sm_bytes, dram_bytes, matmul_flops, other_flops, exps, busy, overlap=False):
     """(predicted time, {memory_time_s, matmul_time_s, other_time_s}) of one launch: the roofline terms at
     the whole GPU's rates, then the busy fraction and the launch overhead."""
     terms = {"memory_time_s": max(sm_bytes / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s),
                                   dram_bytes / gpu.hbm_bytes_per_s),
              "matmul_time_s": matmul_flops / gpu.matmul_flops_per_s(dtype),
-             "other_time_s": other_flops / gpu.fp32_flops_per_s}
+             "other_time_s": (other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s}
     compute = (max if overlap else sum)((terms["matmul_time_s"], terms["other_time_s"]))
     return max(terms["memory_time_s"], compute) / busy + LAUNCH_OVERHEAD_S, terms
 

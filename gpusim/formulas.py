@@ -15,15 +15,15 @@ def count(cfg):
     row_visits = int((j * n).sum())  # sum_i J_i n_i: query rows times K/V blocks they meet
     keys_read = int(k.sum())  # sum_i k_i: K (or V) rows loaded, once per Q block
     if cfg.algo == "naive":
-        kept = t.kept_elements  # S entries the mask keeps (N * N_kv when not causal)
+        tiles = t.tile_elements  # S entries in the visited tiles (N * N_kv when not causal)
         passes = 1 if cfg.softmax_fits else 3
         per_head = {
             ("qk", "Q"): (row_visits * d * e, 0),  # each S tile reads its Br*d rows of Q
             ("qk", "K"): (keys_read * d * e, 0),  # and its Bc*d rows of K
-            ("qk", "S"): (0, kept * e),  # write N*N_kv
-            ("softmax", "S"): (passes * kept * e, 0),  # read N*N_kv once, or 3 times when a row overflows SRAM
-            ("softmax", "P"): (0, kept * e),  # write N*N_kv
-            ("pv", "P"): (kept * e, 0),  # read N*N_kv
+            ("qk", "S"): (0, tiles * e),  # write N*N_kv
+            ("softmax", "S"): (passes * tiles * e, 0),  # read N*N_kv once, or 3 times when a row overflows SRAM
+            ("softmax", "P"): (0, tiles * e),  # write N*N_kv
+            ("pv", "P"): (tiles * e, 0),  # read N*N_kv
             ("pv", "V"): (keys_read * d * e, 0),  # each O tile reads V for its visited blocks
             ("pv", "O"): (0, cfg.seq * d * cfg.tensor_bytes("O")),  # write N*d
         }

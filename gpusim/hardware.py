@@ -23,7 +23,8 @@ class GPU:
     l2_bytes: int
     hbm_bytes: int
     hbm_bytes_per_s: float
-    fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of all non-matmul work
+    fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of non-matmul work but exponentials
+    sfu_ops_per_s: float  # special function units: exp2, log2, reciprocal results per second
     fp16_matmul_flops_per_s: float  # tensor cores, fp16 inputs, fp32 accumulate
     bf16_matmul_flops_per_s: float | None = None  # None: no bf16 tensor cores
     tf32_matmul_flops_per_s: float | None = None  # None: no TF32 tensor cores
@@ -54,6 +55,7 @@ def _a100(name, hbm_bytes, hbm_bytes_per_s):
         hbm_bytes=hbm_bytes,
         hbm_bytes_per_s=hbm_bytes_per_s,
         fp32_flops_per_s=19.5e12,  # A100 datasheet: FP32 19.5 TFLOPS
+        sfu_ops_per_s=16 * 108 * 1.41e9,  # Programming Guide throughput table: 16/clk/SM (cc 8.0); 1410 MHz boost
         tf32_matmul_flops_per_s=156e12,  # A100 datasheet: TF32 Tensor Core 156 TFLOPS (dense)
         fp16_matmul_flops_per_s=312e12,  # A100 datasheet: FP16 Tensor Core 312 TFLOPS (dense)
         bf16_matmul_flops_per_s=312e12,  # A100 datasheet: BF16 Tensor Core 312 TFLOPS (dense)
@@ -72,6 +74,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         hbm_bytes=hbm_bytes,
         hbm_bytes_per_s=hbm_bytes_per_s,
         fp32_flops_per_s=67e12,  # H100 SXM datasheet: FP32 67 TFLOPS
+        sfu_ops_per_s=16 * 132 * 1.98e9,  # Programming Guide throughput table: 16/clk/SM (cc 9.0); 1980 MHz boost
         tf32_matmul_flops_per_s=494.5e12,  # H100 SXM datasheet: TF32 989 TFLOPS with sparsity, halved
         fp16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: FP16 1,979 TFLOPS with sparsity, halved
         bf16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity, halved
@@ -98,6 +101,7 @@ PRESETS = {
             hbm_bytes=24 * GiB,  # Ada whitepaper: 24 GB GDDR6X (not HBM; the same level of the hierarchy)
             hbm_bytes_per_s=1008e9,  # Ada whitepaper: 1008 GB/s
             fp32_flops_per_s=82.6e12,  # Ada whitepaper: 82.6 TFLOPS FP32
+            sfu_ops_per_s=16 * 128 * 2.52e9,  # Programming Guide: 16/clk/SM (cc 8.9); Ada whitepaper: 2520 MHz
             tf32_matmul_flops_per_s=82.6e12,  # Ada whitepaper: TF32 Tensor 82.6 TFLOPS (dense)
             fp16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: FP16 Tensor, FP32 accumulate, 165.2 (dense)
             bf16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: BF16 Tensor, FP32 accumulate, 165.2 (dense)
@@ -112,6 +116,7 @@ PRESETS = {
             hbm_bytes=16 * GiB,  # T4 datasheet: 16 GB GDDR6
             hbm_bytes_per_s=320e9,  # T4 datasheet: 320+ GB/s
             fp32_flops_per_s=8.1e12,  # T4 datasheet: 8.1 TFLOPS single precision
+            sfu_ops_per_s=16 * 40 * 1.59e9,  # Programming Guide: 16/clk/SM (cc 7.5); T4 datasheet: 1590 MHz boost
             fp16_matmul_flops_per_s=65e12,  # T4 datasheet: 65 TFLOPS mixed precision (FP16/FP32)
         ),
     ]

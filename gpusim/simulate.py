@@ -22,7 +22,8 @@ class KernelResult:
     dram_read_bytes: int  # the part of read_bytes that misses in L2
     dram_write_bytes: int  # the part of write_bytes written back to DRAM before the kernel ends
     flops_matmul: int
-    flops_other: int
+    flops_other: int  # everything else, exponentials included
+    exps: int  # exponentials (and logarithms), which run on the special function units
     predicted_time_s: float
     memory_time_s: float  # the roofline terms (cost.py), at the whole GPU's rates
     matmul_time_s: float
@@ -182,13 +183,13 @@ def _kernels(cfg, counts, dram):
     out = []
     for name in KERNELS[cfg.algo]:
         (read, write), (dram_read, dram_write) = _kernel_sums(counts, name), _kernel_sums(dram, name)
-        mm, other = fl[name]
+        mm, other, exps = fl[name]
         sram = cfg.sram_bytes(name)
         n = cost.programs(cfg, name)
         busy = cost.busy_fraction(cfg.gpu, n, sram)
-        time, terms = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, busy,
-                                       overlap=name == "hopper")
-        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, time, **terms,
+        time, terms = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, exps,
+                                       busy, overlap=name == "hopper")
+        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, exps, time, **terms,
                                 busy_fraction=busy))
     return tuple(out)
 

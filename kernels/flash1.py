@@ -64,5 +64,5 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=
     cfg, q, k, v = prepare("flash1", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
-    flash1_kernel[(cfg.bh,)](q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **constants(cfg))
+    flash1_kernel[(cfg.bh,)](q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **constants(cfg, "flash1"))
     return o

@@ -51,5 +51,5 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, retu
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     flash2_kernel[(cfg.tiling.n_q_blocks, cfg.bh)](q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5,
-                                                    **constants(cfg))
+                                                    **constants(cfg, "flash2"))
     return (o, lse) if return_lse else o

@@ -66,22 +66,24 @@ def detect_gpu(device):
     return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
 
 
-def options(cfg):
+def options(cfg, kernel):
     """Launch options. 8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4
-    warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except flash2's
-    K/V loop: Triton software-pipelines it, loading the next K_j, V_j into spare buffers while these are
-    used, as deep (up to 3) as fits in 80% of the shared memory (the rest is Triton's scratch). The same
-    bytes come from HBM; the SMs wait less for them."""
+    warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except in the
+    K/V loops of flash2 and pv: Triton software-pipelines those, loading the next tiles into spare buffers
+    while these are used, as deep (up to 3) as fits in 80% of the shared memory (the rest is Triton's
+    scratch). The same bytes come from HBM; the SMs wait less for them."""
+    d, e = triton.next_power_of_2(cfg.head_dim), cfg.itemsize
+    per_stage = {"flash2": 2 * cfg.block_kv * d * e, "pv": cfg.block_q * cfg.block_kv * e + cfg.block_kv * d * e}
     stages = 1
-    if cfg.algo == "flash2":
-        kv = 2 * cfg.block_kv * triton.next_power_of_2(cfg.head_dim) * cfg.itemsize  # one K_j and one V_j
-        fits = [s for s in (2, 3) if cfg.sram_bytes("flash2") + (s - 1) * kv <= 0.8 * cfg.gpu.sram_bytes_per_block]
+    if kernel in per_stage:
+        fits = [s for s in (2, 3) if cfg.sram_bytes(kernel) + (s - 1) * per_stage[kernel]
+                <= 0.8 * cfg.gpu.sram_bytes_per_block]
         stages = max(fits, default=1)
     return dict(num_warps=8 if cfg.block_q >= 128 else 4, num_stages=stages)
 
 
-def constants(cfg):
-    """The compile-time constants of the tiled kernels (tile sizes, head_dim and its power-of-two tile
-    width), with the launch options."""
+def constants(cfg, kernel):
+    """The compile-time constants of a tiled kernel (tile sizes, head_dim and its power-of-two tile
+    width), with its launch options."""
     return dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
-                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg))
+                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg, kernel))

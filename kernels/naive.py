@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from .launch import constants, options, prepare
-from .tiles import keep, kv_blocks_visited, row_offsets
+from .tiles import kv_blocks_visited, row_offsets
 
 
 @triton.jit
@@ -25,22 +25,26 @@ def qk_kernel(Q, K, S, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLO
         q_i = tl.load(Q + bh * N * D + q_offs, mask=q_mask, other=0.0)  # read Br*d
         k_j = tl.load(K + (bh // GROUP) * N_KV * D + k_offs, mask=k_mask, other=0.0)  # read Bc*d
         s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale
-        s_mask = (rows < N)[:, None] & keep(rows, keys, N_KV, CAUSAL)
+        s_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # the whole tile: the softmax applies the mask
         s_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
-        tl.store(S + bh * N * N_KV + s_offs, s_ij.to(S.dtype.element_ty), mask=s_mask)  # write Br*Bc (kept)
+        tl.store(S + bh * N * N_KV + s_offs, s_ij.to(S.dtype.element_ty), mask=s_mask)  # write Br*Bc
 
 
 @triton.jit
 def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_N: tl.constexpr,
-                   Bc: tl.constexpr):
+                   Br: tl.constexpr, Bc: tl.constexpr):
     row = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     s_row = S + (bh * N + row) * N_KV
     p_row = P + (bh * N + row) * N_KV
-    n = tl.minimum(row + 1, N_KV) if CAUSAL else N_KV  # the row's visible keys; the rest are masked
+    # The row's part of the tiles qk wrote (all of it unless causal), read and written whole so the loads
+    # and stores stay vectorised; keys right of the diagonal are masked here, in registers, and get P = 0.
+    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, N_KV)
+    visible = tl.minimum(row + 1, N_KV) if CAUSAL else N_KV
     if ONE_PASS:  # the row fits in SRAM: read it once
         cols = tl.arange(0, BLOCK_N)
         x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read n
+        x = tl.where(cols < visible, x, float("-inf"))
         e = tl.exp(x - tl.max(x, 0))
         tl.store(p_row + cols, (e / tl.sum(e, 0)).to(P.dtype.element_ty), mask=cols < n)  # write n
     else:  # the safe softmax, streamed in chunks of Bc: 3 reads and 1 write per element
@@ -48,16 +52,17 @@ def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
         for c in range(0, n, Bc):  # pass 1: the row max
             cols = c + tl.arange(0, Bc)
             x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read Bc
-            m_row = tl.maximum(m_row, tl.max(x, 0))
+            m_row = tl.maximum(m_row, tl.max(tl.where(cols < visible, x, float("-inf")), 0))
         l_row = 0.0
         for c in range(0, n, Bc):  # pass 2: the sum of exponentials
             cols = c + tl.arange(0, Bc)
             x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read Bc
-            l_row += tl.sum(tl.exp(x - m_row), 0)
+            l_row += tl.sum(tl.exp(tl.where(cols < visible, x, float("-inf")) - m_row), 0)
         for c in range(0, n, Bc):  # pass 3: P
             cols = c + tl.arange(0, Bc)
             x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read Bc
-            tl.store(p_row + cols, (tl.exp(x - m_row) / l_row).to(P.dtype.element_ty), mask=cols < n)  # write Bc
+            p = tl.exp(tl.where(cols < visible, x, float("-inf")) - m_row) / l_row
+            tl.store(p_row + cols, p.to(P.dtype.element_ty), mask=cols < n)  # write Bc
 
 
 @triton.jit
@@ -69,7 +74,7 @@ def pv_kernel(P, V, O, N, N_KV, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: t
     acc = tl.zeros([Br, BLOCK_D], tl.float32)  # O_i, in registers
     for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
         keys = j * Bc + tl.arange(0, Bc)
-        p_mask = (rows < N)[:, None] & keep(rows, keys, N_KV, CAUSAL)
+        p_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # P is 0 right of the diagonal
         p_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
         p_ij = tl.load(P + bh * N * N_KV + p_offs, mask=p_mask, other=0.0)  # read Br*Bc
         v_offs, v_mask = row_offsets(keys, N_KV, D, BLOCK_D)
@@ -85,13 +90,14 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: gpusim's
     default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
     cfg, q, k, v = prepare("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
-    t, c, scale = cfg.tiling, constants(cfg), cfg.head_dim**-0.5
+    t, scale = cfg.tiling, cfg.head_dim**-0.5
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
-    qk_kernel[(t.n_q_blocks * t.n_kv_blocks, cfg.bh)](q, k, s, cfg.seq, cfg.seq_kv, scale, **c)
+    qk_kernel[(t.n_q_blocks * t.n_kv_blocks, cfg.bh)](q, k, s, cfg.seq, cfg.seq_kv, scale, **constants(cfg, "qk"))
     p = torch.empty_like(s)
     softmax_kernel[(cfg.seq, cfg.bh)](s, p, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.softmax_fits,
-                                      BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Bc=cfg.block_kv, **options(cfg))
+                                      BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv,
+                                      **options(cfg, "softmax"))
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
-    pv_kernel[(t.n_q_blocks, cfg.bh)](p, v, o, cfg.seq, cfg.seq_kv, **c)
+    pv_kernel[(t.n_q_blocks, cfg.bh)](p, v, o, cfg.seq, cfg.seq_kv, **constants(cfg, "pv"))
     return o

@@ -26,8 +26,8 @@ METRICS = {
     "dram_write_bytes": "dram__bytes_write.sum",
     "time_s": "gpu__time_duration.sum",
 }
-UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1e-9, "usecond": 1e-6,
-         "msecond": 1e-3, "second": 1}
+UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
+         "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper")
 COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
            "--metrics $(python -m kernels.ncu metrics) --log-file raw.csv python -m kernels.ncu workload --manifest "

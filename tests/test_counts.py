@@ -103,13 +103,15 @@ def test_causal_skips_whole_tiles_only():
     assert causal.by_tensor["K"]["read_bytes"] * t == full.by_tensor["K"]["read_bytes"] * (t + 1) // 2
     assert causal.config.tiling.tiles == t * (t + 1) // 2
     naive = gpusim.simulate("naive", seq=n, head_dim=64, block_q=b, block_kv=b, causal=True)
-    assert naive.counts[("qk", "S")][1] == n * (n + 1) // 2 * 2  # masked entries are never written
+    assert naive.counts[("qk", "S")][1] == t * (t + 1) // 2 * b * b * 2  # visited tiles are written whole
 
 
 def test_causal_with_more_queries_than_keys():
-    # top-left alignment: rows past the last key see every key, no row is empty
+    # top-left alignment: rows past the last key see every key, no row is empty. Q block 0 (rows 0-31)
+    # visits K/V blocks 0-1 (32 keys); the others all 3 blocks, clipped at the 40 keys there are.
     r = gpusim.simulate("naive", seq=100, seq_kv=40, head_dim=16, block_q=32, block_kv=16, causal=True)
-    assert r.counts[("qk", "S")][1] == (40 * 41 // 2 + 60 * 40) * 2
+    assert r.counts[("qk", "S")][1] == (32 * 32 + 68 * 40) * 2
+    assert r.config.tiling.kept_elements == 40 * 41 // 2 + 60 * 40
 
 
 def test_softmax_streams_rows_that_overflow_sram():
