@@ -232,8 +232,8 @@ def bench_chart(rows, chart, environment=None):
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=7, ncol=2)
     env = environment or {}
-    fig.suptitle(f"{title}: {env.get('gpu', '')}, fp16, batch x N = 16k tokens, heads x d = 2048 "
-                 f"(torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')})")
+    fig.suptitle(f"{title}\n{env.get('gpu', '')}, fp16, batch x N = 16k tokens, heads x d = 2048; "
+                 f"torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')}")
     return fig
 
 

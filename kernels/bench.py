@@ -142,9 +142,13 @@ def run(args):
     table = providers()
     result = {"environment": environment("python -m kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
-    for batch, heads, seq, head_dim, causal, dtype, long_only in tqdm(todo, desc="configurations", file=sys.stderr):
+    for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
+            tqdm(todo, desc="configurations", file=sys.stderr)):
         if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped after {args.max_minutes} minutes"
+            result["environment"]["truncated"] = f"stopped by --max-minutes {args.max_minutes} after {done} of " \
+                                                 f"{len(todo)} configurations"
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
             break
         gen = torch.Generator(device="cuda").manual_seed(seq + head_dim)
         q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", generator=gen).to(dtypes[dtype])

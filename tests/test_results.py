@@ -1,0 +1,72 @@
+"""The shipped GPU results: the charts redraw from the JSON on CPU, and the Nsight Compute parsing and
+comparison work on a stored fixture of the real CSV."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim.plots import _series, save_bench_figures
+from kernels import ncu
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "h200"
+FIXTURES = Path(__file__).parent / "fixtures"
+TIME_NS, QK_READ_BYTES = 513_408, 1_072_855_296  # the first launch of the fixture, as ncu printed it
+ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
+
+
+def test_bench_json_names_its_run_and_has_every_field():
+    data = json.loads((RESULTS / "bench.json").read_text())
+    assert {"gpu", "driver", "torch", "triton", "date", "command"} <= set(data["environment"])
+    assert {r["provider"] for r in data["rows"]} >= {"naive", "flash1", "flash2", "hopper", "torch_naive", "sdpa_math",
+                                                      "sdpa_flash", "sdpa_efficient", "sdpa_cudnn"}
+    for row in data["rows"]:
+        assert ROW_FIELDS <= set(row)
+        assert "error" in row or {"ms", "tflops", "peak_bytes", "rel_err"} <= set(row)
+
+
+def test_charts_redraw_from_the_json(tmp_path):
+    shutil.copy(RESULTS / "bench.json", tmp_path / "bench.json")
+    pngs = save_bench_figures(tmp_path / "bench.json")
+    assert [p.name for p in pngs] == ["bench_speedup.png", "bench_tflops.png", "bench_memory.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_speedup_series_divides_by_the_naive_kernels_time():
+    rows = [dict(provider=p, dtype="fp16", head_dim=64, causal=False, seq=1024, ms=ms, tflops=1.0, peak_bytes=1)
+            for p, ms in (("naive", 6.0), ("flash2", 2.0))]
+    assert _series(rows, 64, False, "speedup") == {"flash2": [(1024, 3.0)]}
+
+
+def test_ncu_csv_parses_units_and_thousands_separators():
+    launches = ncu.parse_csv((FIXTURES / "ncu_raw_head.csv").read_text())
+    assert [ncu.kernel_of(launch["kernel_name"]) for launch in launches] == ["qk", "softmax", "pv", "flash1",
+                                                                             "flash2", "hopper"]
+    assert launches[0]["time_s"] == pytest.approx(TIME_NS * 1e-9, rel=1e-12)  # "ns" with separators in the CSV
+    assert launches[0]["l2_to_sm_bytes"] == QK_READ_BYTES
+
+
+def test_ncu_comparison_on_the_fixture():
+    launches = ncu.parse_csv((FIXTURES / "ncu_raw_head.csv").read_text())
+    manifest = json.loads((FIXTURES / "ncu_manifest_head.json").read_text())["launches"]
+    rows = ncu.compare(launches, manifest)
+    assert len(rows) == 6 * 5
+    flash2 = {r["quantity"]: r for r in rows if r["kernel"] == "flash2"}
+    entry = manifest[2]
+    r = gpusim.simulate("flash2", **{k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads",
+                                                          "block_q", "block_kv")}, gpu=ncu.PRESET)
+    assert flash2["l2_to_sm_bytes"]["simulated"] == r.hbm_read_bytes == flash2["l2_to_sm_bytes"]["measured"]
+    hopper = {r["quantity"]: r for r in rows if r["kernel"] == "hopper"}
+    assert hopper["l2_to_sm_bytes"]["rel_err"] == 0  # TMA loads, read from their own counter
+    assert "| flash2 | l2_to_sm_bytes | 2% | 1 | 100% | 0.0% |" in ncu.format_summary(rows)
+
+
+def test_ncu_comparison_refuses_a_manifest_that_does_not_match():
+    launches = ncu.parse_csv((FIXTURES / "ncu_raw_head.csv").read_text())
+    manifest = json.loads((FIXTURES / "ncu_manifest_head.json").read_text())["launches"]
+    with pytest.raises(ValueError, match="lists 3 launches but ncu profiled 6"):
+        ncu.compare(launches, manifest[1:])
+    with pytest.raises(ValueError, match="'flash1_kernel' is not the expected flash2 kernel"):
+        ncu.compare(launches, [manifest[0], manifest[2], manifest[1], manifest[3]])
