@@ -40,7 +40,7 @@ def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
     # The row's part of the tiles qk wrote (all of it unless causal), read and written whole so the loads
     # and stores stay vectorised; keys right of the diagonal are masked here, in registers, and get P = 0.
     n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, N_KV) if CAUSAL else N_KV
-    visible = tl.minimum(row + 1, N_KV)
+    visible = tl.minimum(row + 1, N_KV) if CAUSAL else N_KV
     if ONE_PASS:  # the row fits in SRAM: read it once
         cols = tl.arange(0, BLOCK_N)
         x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read n
