@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim import exercises, plots, widgets
+from gpusim import course, exercises, plots, widgets
 from gpusim.cost import LAUNCH_OVERHEAD_S, busy_fraction
 
 
@@ -252,7 +252,7 @@ def test_waves_explorer_uses_gpusims_busy_fraction():
 def test_overlap_explorer_draws_gpusims_per_tile_terms():
     ex = widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
     for algo, r in ex.results.items():
-        t = widgets.time_terms(r)[0]
+        t = course.time_terms(r)[0]
         tiles = r.config.tiling.tiles * r.config.bh / r.config.gpu.sm_count
         assert ex.per_tile[algo]["t_matmul"] == pytest.approx(t["t_matmul"] / tiles)
     ex.dtype.value = "fp8"
@@ -264,7 +264,7 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
                                           ("flash2", dict(seq=1, seq_kv=65536, heads=8))])
 def test_time_terms_rebuild_gpusims_predicted_time(algo, kwargs):
     r = gpusim.simulate(algo, head_dim=128, gpu="H100-SXM", **kwargs)
-    for t in widgets.time_terms(r):
+    for t in course.time_terms(r):
         assert max(t["t_memory"], t["t_compute"]) / t["busy"] + LAUNCH_OVERHEAD_S == pytest.approx(t["predicted"])
 
 
@@ -310,21 +310,21 @@ def test_solution_prints_the_reference(capsys):
 def test_ulp_distance_counts_representable_floats_between():
     x = np.array([1.0, -1.0, 0.0], dtype=np.float32)
     up = np.nextafter(x, np.float32(np.inf))
-    assert list(widgets.ulp_distance(x, x)) == [0, 0, 0]
-    assert list(widgets.ulp_distance(x, up)) == [1, 1, 1]
-    assert widgets.ulp_distance(np.float16([-0.0]), np.float16([0.0]))[0] == 0
+    assert list(course.ulp_distance(x, x)) == [0, 0, 0]
+    assert list(course.ulp_distance(x, up)) == [1, 1, 1]
+    assert course.ulp_distance(np.float16([-0.0]), np.float16([0.0]))[0] == 0
 
 
 def test_bit_comparison_is_measured_on_gpusims_softmaxes():
-    c = widgets.bit_comparison(np.float32, rows=20, n=256, chunk=32)
+    c = course.bit_comparison(np.float32, rows=20, n=256, chunk=32)
     assert c["elements"] == 20 * 256 and 0 <= c["equal_fraction"] <= 1
-    same = widgets._bits("same", np.ones(4, np.float32), np.ones(4, np.float32))
-    assert widgets.bits_verdict([same]).startswith("Measured: bit-for-bit identical")
-    assert widgets.bits_verdict([c]).startswith("Measured: not") == (c["equal_fraction"] < 1)
+    same = course._bits("same", np.ones(4, np.float32), np.ones(4, np.float32))
+    assert course.bits_verdict([same]).startswith("Measured: bit-for-bit identical")
+    assert course.bits_verdict([c]).startswith("Measured: not") == (c["equal_fraction"] < 1)
 
 
 def test_when_flash_helps_table_is_gpusims():
-    rows = {r["scenario"]: r for r in widgets.when_flash_helps("H100-SXM")}
+    rows = {r["scenario"]: r for r in course.when_flash_helps("H100-SXM")}
     naive = gpusim.simulate("naive", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
     flash = gpusim.simulate("flash2", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
     speedup = naive.predicted_time_s / flash.predicted_time_s
@@ -339,7 +339,7 @@ def test_bench_plots_take_rows_in_the_shipped_format():
             for p, ms in (("naive", 2.0), ("flash2", 0.5)) for s in (1024, 2048)]
     rows.append({"provider": "naive", "dtype": "fp16", "head_dim": 64, "causal": False, "seq": 4096, "batch": 4,
                  "heads": 32, "error": "OOM"})
-    group = widgets.bench_group(rows)
-    fig = plots.bench_figure(group, widgets.predictions(group))
+    group = course.bench_group(rows)
+    fig = plots.bench_figure(group, course.predictions(group))
     speedup = [line for line in fig.axes[1].lines if line.get_label() == "flash2"][0]
     assert list(speedup.get_ydata()) == [4.0, 4.0]
