@@ -195,11 +195,23 @@ def main(argv=None):
         with open(args.manifest) as f:
             manifest = json.load(f)
         rows = compare(launches, manifest["launches"])
-        with open(args.out, "w") as f:
-            json.dump({"environment": manifest["environment"], "preset": PRESET, "targets": TARGETS, "rows": rows},
-                      f, indent=1)
+        write(rows, manifest["environment"], args.out)
         print(format_summary(rows))
     return 0
+
+
+def write(rows, environment, out):
+    """The comparison as JSON, its summary table beside it (.md) and its chart (.png)."""
+    from pathlib import Path
+
+    from gpusim.plots import ncu_figure
+    out = Path(out)
+    out.write_text(json.dumps({"environment": environment, "preset": PRESET, "targets": TARGETS, "rows": rows},
+                              indent=1))
+    out.with_suffix(".md").write_text(f"Nsight Compute against gpusim ({PRESET} preset): {environment['gpu']}, "
+                                      f"torch {environment['torch']}, triton {environment['triton']}, "
+                                      f"{environment['date']}\n\n{format_summary(rows)}\n")
+    ncu_figure(rows).savefig(out.with_suffix(".png"), dpi=110)
 
 
 def environment():
