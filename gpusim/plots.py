@@ -94,7 +94,7 @@ def draw_score_grid(ax, tiling, tile=None, done=None):
 
 def time_terms_figure(rows, title):
     """Grouped bars per kernel: memory time, matmul time, non-matmul time and gpusim's predicted time,
-    from widgets.time_terms rows."""
+    from course.time_terms rows."""
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     keys = [("t_memory", "memory (bytes / bandwidth)", "tab:red"), ("t_matmul", "matmul (tensor cores)", "tab:blue"),
             ("t_other", "non-matmul (CUDA cores)", "tab:green"), ("predicted", "predicted (gpusim)", "k")]
@@ -114,7 +114,7 @@ ULP_BINS = 16  # distances of ULP_BINS or more share the last bar
 
 def ulp_figure(comparisons):
     """Histograms of the ULP distance between two computations, one panel per comparison
-    (widgets.bit_comparison results)."""
+    (course.bit_comparison results)."""
     fig, axes = plt.subplots(1, len(comparisons), figsize=(4 * len(comparisons), 3), layout="constrained",
                              squeeze=False)
     for ax, c in zip(axes[0], comparisons):
@@ -138,12 +138,12 @@ def bench_figure(rows, predicted=None):
         by_provider.setdefault(r["provider"], []).append(r)
     naive = {r["seq"]: r["ms"] for r in by_provider.get("naive", [])}
     for provider, rs in by_provider.items():
-        color = COLORS.get(provider)
-        ax_t.plot([r["seq"] for r in rs], [r["ms"] for r in rs], "o-", color=color, label=f"{provider} (measured)")
-        ax_m.plot([r["seq"] for r in rs], [r["peak_bytes"] / 2**30 for r in rs], "o-", color=color, label=provider)
+        color, style = PROVIDER_STYLE.get(provider, (COLORS.get(provider), "-"))
+        line = dict(marker="o", ms=4, ls=style, color=color)
+        ax_t.plot([r["seq"] for r in rs], [r["ms"] for r in rs], **line, label=f"{provider} (measured)")
+        ax_m.plot([r["seq"] for r in rs], [r["peak_bytes"] / 2**30 for r in rs], **line, label=provider)
         sped = [r for r in rs if r["seq"] in naive and provider != "naive"]
-        ax_s.plot([r["seq"] for r in sped], [naive[r["seq"]] / r["ms"] for r in sped], "o-", color=color,
-                  label=provider)
+        ax_s.plot([r["seq"] for r in sped], [naive[r["seq"]] / r["ms"] for r in sped], **line, label=provider)
     for algo, results in (predicted or {}).items():
         seqs = [r.config.seq for r in results]
         color = COLORS.get(algo)
@@ -174,6 +174,9 @@ def score_grid_figure(tilings, titles):
     return fig
 
 
+NCU_COLORS = COLORS | {"qk": "tab:red", "softmax": "tab:pink", "pv": "tab:brown"}  # the naive kernels in reds
+
+
 def ncu_figure(rows):
     """Nsight Compute measurements (results/*/ncu.json rows) against gpusim, one panel per quantity."""
     quantities = list(dict.fromkeys(r["quantity"] for r in rows))
@@ -184,7 +187,7 @@ def ncu_figure(rows):
             pts = [(r["measured"], r["simulated"]) for r in rows if r["quantity"] == quantity and r["kernel"] == kernel
                    and r["measured"]]
             if pts:
-                ax.plot(*zip(*pts), "o", color=COLORS.get(kernel), label=kernel, alpha=0.7)
+                ax.plot(*zip(*pts), "o", color=NCU_COLORS.get(kernel), label=kernel, alpha=0.7)
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")

@@ -68,6 +68,21 @@ def test_notebook_is_committed_clean(path):
     assert sum("parameters" in c.metadata.get("tags", []) for c in code) == 1
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_cites_only_the_projects_own_results(path):
+    """Every GPU number comes from a results file in this repository that names its run."""
+    text = path.read_text()
+    assert "shared/" not in text and "baselines" not in text
+    for cited in set(re.findall(r"results/[\w/.-]+\.(?:json|png|txt)", text)):
+        assert (ROOT / cited).exists(), f"{path.name} cites {cited}, which is not in the repository"
+
+
+def test_notebook4_code_does_not_read_the_results_folder():
+    """The browser test serves a copy of notebooks/ alone, without ../results."""
+    nb = nbformat.read(ROOT / "notebooks" / "04_tiling.ipynb", as_version=4)
+    assert not any("results" in c.source for c in nb.cells if c.cell_type == "code")
+
+
 def widget_states(nb):
     return [m["state"] for m in nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()]
 

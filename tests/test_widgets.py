@@ -10,6 +10,7 @@ import pytest
 
 import gpusim
 from gpusim import course, exercises, plots, widgets
+from gpusim.cli import fmt_bytes
 from gpusim.cost import LAUNCH_OVERHEAD_S, busy_fraction
 
 
@@ -343,3 +344,125 @@ def test_bench_plots_take_rows_in_the_shipped_format():
     fig = plots.bench_figure(group, course.predictions(group))
     speedup = [line for line in fig.axes[1].lines if line.get_label() == "flash2"][0]
     assert list(speedup.get_ydata()) == [4.0, 4.0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The measured numbers the notebooks quote (gpusim.course over results/<gpu>/*.json rows)
+
+
+def bench_row(provider, seq, ms, dtype="fp16", head_dim=128, causal=False, **extra):
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    return {"provider": provider, "dtype": dtype, "head_dim": head_dim, "causal": causal, "seq": seq, "batch": batch,
+            "heads": heads, "ms": ms, "tflops": 4 * batch * heads * seq * seq * head_dim / (ms * 1e-3) / 1e12,
+            "peak_bytes": 2**30, "rel_err": 1e-3} | extra
+
+
+def test_environment_line_names_gpu_versions_date_command_and_truncation():
+    line = course.environment_line({"environment": {"gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29",
+                                                    "command": "python -m kernels.bench", "truncated": "stopped"}})
+    assert line.startswith("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m kernels.bench")
+    assert line.endswith("note: stopped")
+    assert "command: python benchmarks/ceilings.py" in course.environment_line(
+        {"gpu": "H", "command": "python benchmarks/ceilings.py"})  # ceilings.json: the fields at the top level
+
+
+def test_read_results_says_where_the_file_should_be(tmp_path):
+    with pytest.raises(FileNotFoundError, match="checkout of the repository"):
+        course.read_results(tmp_path / "bench.json")
+    (tmp_path / "bench.json").write_text('{"rows": []}')
+    assert course.read_results(tmp_path / "bench.json") == {"rows": []}
+
+
+def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
+    rows = [bench_row("hopper", 4096, 1.0, rel_err=2e-4), bench_row("hopper", 4096, 0.75, dtype="fp8", rel_err=4e-2),
+            bench_row("sdpa_cudnn", 4096, 0.9), bench_row("sdpa_flash", 4096, 1.5),
+            bench_row("hopper", 8192, 2.0, rel_err=2e-4), bench_row("hopper", 8192, 1.6, dtype="fp8", rel_err=3e-2),
+            bench_row("sdpa_cudnn", 8192, 1.9), bench_row("sdpa_flash", 8192, 3.2),
+            bench_row("sdpa_cudnn", 16384, 9.0), {**bench_row("hopper", 16384, 0.1), "error": "OOM", "ms": None}]
+    got = course.hopper_rows(rows, head_dim=128)
+    assert [r["N"] for r in got] == [4096, 8192]  # 16,384: no Hopper time
+    r = got[0]
+    assert r["speed vs SDPA cuDNN"] == pytest.approx(0.9) and r["speed vs SDPA flash"] == pytest.approx(1.5)
+    assert r["fp8 speed vs fp16"] == pytest.approx(1 / 0.75) and r["fp8 error / fp16 error"] == pytest.approx(200)
+    batch, heads = gpusim.fa2_shape(4096, 128)
+    p16, p8 = (gpusim.simulate("hopper", seq=4096, batch=batch, heads=heads, head_dim=128, dtype=dt,
+                               gpu="H200-measured").predicted_time_s for dt in ("fp16", "fp8"))
+    assert r["gpusim fp16 ms"] == pytest.approx(p16 * 1e3) and r["gpusim fp8 vs fp16"] == pytest.approx(p16 / p8)
+    text = course.hopper_summary(rows, head_dim=128, min_seq=4096)
+    assert "0.90 to 0.95x cuDNN's speed" in text and "1.50 to 1.60x SDPA's FlashAttention-2" in text
+    assert "1.25 to 1.33x its fp16 speed" in text and "150 to 200x fp16's error" in text
+
+
+def test_speedup_rows_divide_naive_by_flash2_and_say_when_pytorch_ran_out():
+    rows = [bench_row(p, s, ms, head_dim=64) for s in (1024, 2048) for p, ms in
+            (("naive", 3.0), ("flash2", 1.0), ("torch_naive", 4.0), ("sdpa_flash", 0.5))]
+    rows[-2] = {k: v for k, v in rows[-2].items() if k != "ms"} | {"error": "OOM"}  # torch_naive at 2,048
+    got = course.speedup_rows(rows, head_dim=64)
+    assert [r["measured: flash2 over naive"] for r in got] == ["3.0x", "3.0x"]
+    last = got[-1]["measured: SDPA flash over PyTorch's standard attention"]
+    assert got[0]["measured: SDPA flash over PyTorch's standard attention"] == "8.0x" and "out of memory" in last
+    shape = dict(seq=1024, batch=16, heads=32, head_dim=64, gpu="H200-measured")
+    predicted = gpusim.simulate("naive", **shape).predicted_time_s / gpusim.simulate("flash2", **shape).predicted_time_s
+    assert got[0]["gpusim: flash2 over naive"] == f"{predicted:.1f}x"
+
+
+def test_footprint_rows_set_measured_peaks_beside_gpusims_naive_footprint():
+    seq, d = 32768, 64
+    sim = gpusim.simulate("naive", seq=seq, batch=1, heads=32, head_dim=d, gpu="H200").hbm_peak_bytes
+    rows = [bench_row("naive", seq, 1.0, head_dim=d, peak_bytes=sim),
+            {**bench_row("torch_naive", seq, 1.0, head_dim=d), "error": "OOM"}]
+    got = course.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive"))
+    assert [r["measured / gpusim"] for r in got] == ["1.000", ""]
+    assert got[1]["measured peak"] == "out of memory"
+    assert got[0]["gpusim (naive)"] == f"{sim / 2**30:.1f} GiB = {sim / gpusim.get_gpu('H200').hbm_bytes:.0%} of H200"
+
+
+def ncu_rows():
+    """ncu.json-shaped rows: flash2 exact, flash1 causal reading 25% more than counted, two naive kernels."""
+    rows = []
+    for kernel, causal, l2_measured, time_measured in (("flash2", False, 1000, 2e-3), ("flash1", True, 1250, 4e-3),
+                                                      ("qk", False, 990, 1e-3), ("softmax", False, 1000, 50e-6)):
+        for quantity, sim, meas in (("l2_to_sm_bytes", 1000, l2_measured), ("dram_read_bytes", 500, 520),
+                                    ("dram_write_bytes", 100, 101), ("time_s", 1e-3, time_measured)):
+            rows.append({"kernel": kernel, "seq": 4096, "head_dim": 64, "causal": causal, "dtype": "fp16",
+                         "quantity": quantity, "simulated": sim, "measured": meas, "rel_err": (sim - meas) / meas})
+    return rows
+
+
+def test_ncu_measured_sums_an_algorithms_kernels():
+    rows = ncu_rows()
+    got = course.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
+    assert got["naive"][:2] == (2 * (520 + 101), 1e-3 + 50e-6)  # qk and softmax: the naive kernels in the rows
+    assert got["flash2"][:2] == (520 + 101, 2e-3)
+    with pytest.raises(ValueError, match="no naive launch at N=8192"):
+        course.ncu_measured(rows, seq=8192, head_dim=64)
+    assert course.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
+
+
+def test_ncu_error_rows_and_findings_are_computed_from_the_rows():
+    rows = ncu_rows()
+    l2 = {r["kernel"]: r for r in course.ncu_error_rows(rows, "l2_to_sm_bytes")}
+    assert l2["flash2"]["equal to the byte"] == 1 and l2["flash1"]["equal to the byte"] == 0
+    assert l2["flash1"]["(gpusim - measured) / measured"] == "-20.0%"
+    times = {r["kernel"] for r in course.ncu_error_rows(rows, "time_s")}
+    assert times == {"flash2", "flash1", "qk"}  # softmax's 50 us launch is under the 100 us cut
+    findings = course.ncu_findings(rows)
+    assert findings[0].startswith("Bytes from L2 into the SMs: equal to gpusim's count to the byte in every launch "
+                                  "of flash2, softmax (2 launches)")
+    assert "within 1% of gpusim's count" in findings[1]
+    assert not any("flash1: within" in f for f in findings)  # no flash1 launch without the mask to compare
+    assert "below the measured time in 2 of 3 launches" in findings[-1] and "by up to 75%" in findings[-1]
+
+
+def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_the_winner():
+    rows = [{"head_dim": 128, "causal": c, "seq": 4096, "block_q": bq, "block_kv": bkv, "ms": ms,
+             "sdpa_flash_ms": 1.0, "vs_sdpa_flash": 1.0 / ms}
+            for c in (False, True) for bq, bkv, ms in ((128, 128, 1.2), (64, 64, 0.9))]
+    got = course.tile_rows(rows)
+    assert [r["fastest measured"] for r in got] == ["", "✓", "", "✓"]
+    assert sum(r["gpusim's fastest"] == "✓" for r in got) == 2
+    big = gpusim.simulate("flash2", seq=4096, head_dim=128, batch=4, heads=16, block_q=128, block_kv=128,
+                          gpu="H200-measured")
+    assert got[0]["gpusim L2→SM"] == fmt_bytes(big.hbm_bytes)
+    assert course.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x SDPA "
+                                        "flash without the mask; 1.11x SDPA flash with the mask)."]
