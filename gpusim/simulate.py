@@ -56,11 +56,11 @@ class Result:
     @property
     def by_tensor(self):
         """{tensor: {"read_bytes", "write_bytes"}} summed over kernels, in the order Q K V S P O l m LSE."""
-        return _by_tensor(self.counts, "read_bytes", "write_bytes")
+        return by_tensor(self.counts)
 
     @property
     def dram_by_tensor(self):
-        return _by_tensor(self.dram, "dram_read_bytes", "dram_write_bytes")
+        return by_tensor(self.dram, "dram_read_bytes", "dram_write_bytes")
 
     @property
     def hbm_read_bytes(self):
@@ -165,7 +165,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 TENSOR_ORDER = ("Q", "K", "V", "S", "P", "O", "l", "m", "LSE")
 
 
-def _by_tensor(table, read_key, write_key):
+def by_tensor(table, read_key="read_bytes", write_key="write_bytes"):
+    """{(kernel, tensor): (read, write)} summed over kernels into {tensor: {read_key, write_key}}."""
     out = {}
     for (_, tensor), (r, w) in sorted(table.items(), key=lambda item: TENSOR_ORDER.index(item[0][1])):
         entry = out.setdefault(tensor, {read_key: 0, write_key: 0})

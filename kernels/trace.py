@@ -12,6 +12,8 @@ from unittest.mock import patch
 
 from triton.runtime import interpreter
 
+from gpusim.simulate import by_tensor
+
 from .interpreter import INTERPRETED
 
 
@@ -24,14 +26,8 @@ def trace_io(fn, *args, by_kernel=False, **kwargs):
     counts = {}
     with _recording(counts):
         fn(*args, **kwargs)
-    if by_kernel:
-        return {key: tuple(rw) for key, rw in counts.items()}
-    by_tensor = {}
-    for (_, tensor), (r, w) in counts.items():
-        entry = by_tensor.setdefault(tensor, {"read_bytes": 0, "write_bytes": 0})
-        entry["read_bytes"] += r
-        entry["write_bytes"] += w
-    return by_tensor
+    counts = {key: tuple(rw) for key, rw in counts.items()}
+    return counts if by_kernel else by_tensor(counts)
 
 
 @contextmanager
