@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
-from kernels import flash2_attention
-from kernels.bench import environment, tflops
+from gpusim_kernels import flash2_attention
+from gpusim_kernels.bench import environment, tflops
 
 TILES = ((128, 64), (128, 128), (64, 64))
 

@@ -7,7 +7,7 @@
 1. Accuracy: relative error (Frobenius) against float64 for fp16, bf16 and fp8 (fp8 against the fp16
    kernel's error on the same inputs), ragged grouped-query shapes and the table's launches.
 2. Launch variants (block_kv, warps, stages, warp specialization) at N = 4096 for each (d, dtype, causal);
-   the fastest whose output is within CORRECT of SDPA's is "chosen" (kernels.hopper.CONFIGS copies it)
+   the fastest whose output is within CORRECT of SDPA's is "chosen" (gpusim_kernels.hopper.CONFIGS copies it)
    and used in 3.
 3. TFLOP/s (4·B·H·N²·d, halved when causal; batch = 16384/N, heads = 2048/d) at d = 128 and 64,
    N = 4096 and 8192, causal and not: hopper in fp16 and fp8, SDPA flash and cuDNN in fp16, and bf16 at
@@ -27,8 +27,8 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernels.hopper import CONFIGS, hopper_attention, to_fp8  # noqa: E402
-from kernels.reference import reference_attention  # noqa: E402
+from gpusim_kernels.hopper import CONFIGS, hopper_attention, to_fp8  # noqa: E402
+from gpusim_kernels.reference import reference_attention  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 TOKENS, MODEL_DIM, SEQS, SWEEP_SEQ = 16384, 2048, (4096, 8192), 4096

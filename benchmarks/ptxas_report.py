@@ -19,7 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kernels import flash1, flash2, naive  # noqa: E402
+from gpusim_kernels import flash1, flash2, naive  # noqa: E402
 
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 F16, F32, I32, C = "*fp16", "*fp32", "i32", "constexpr"

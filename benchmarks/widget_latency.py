@@ -9,7 +9,7 @@ import itertools
 import statistics
 import time
 
-from gpusim import widgets
+from gpusim_course import widgets
 
 TARGET_S = 0.2
 CHANGES = 50

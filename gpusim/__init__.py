@@ -4,7 +4,7 @@
     >>> r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=16, gpu="H100-SXM")
     >>> r.hbm_read_bytes, r.predicted_time_s
 
-The core imports NumPy only; gpusim.plots and gpusim.widgets (matplotlib, ipywidgets) build on it.
+The core imports NumPy only; gpusim_course.plots and gpusim_course.widgets (matplotlib, ipywidgets) build on it.
 """
 from .attention import reference_attention
 from .formulas import theorem2

@@ -6,6 +6,7 @@ import sys
 from .hardware import DTYPE_BYTES, PRESETS
 from .schedule import ALGOS
 from .simulate import simulate
+from .units import fmt_bytes, fmt_time
 from .sweep import SEQS, sweep
 
 
@@ -41,7 +42,7 @@ def _parser():
     sw.add_argument("--seqs", default=",".join(map(str, SEQS)), help="comma-separated (default: 512..131072)")
     sw.add_argument("--head-dim", type=int, default=64)
     _common(sw, seq=True)
-    sw.add_argument("--out", default="sweep", help="writes OUT.png and OUT.json (default: %(default)s)")
+    sw.add_argument("--out", default="sweep", help="writes OUT.json (default: %(default)s)")
     sw.set_defaults(run=_sweep)
     return p
 
@@ -74,15 +75,12 @@ def _count(args):
 
 
 def _sweep(args):
-    from .plots import sweep_figure  # matplotlib only here: the core stays NumPy-only
-
     algos, seqs = args.algos.split(","), [_int_arg("--seqs", s) for s in args.seqs.split(",")]
     results = sweep(algos, seqs, head_dim=args.head_dim, causal=args.causal, dtype=args.dtype, gpu=args.gpu,
                     block_q=args.block_q, block_kv=args.block_kv, progress=_progress)
     with open(f"{args.out}.json", "w") as f:
         json.dump([r.to_dict() for r in results], f, indent=1)
-    sweep_figure(results).savefig(f"{args.out}.png", dpi=120)
-    print(f"wrote {args.out}.png and {args.out}.json")
+    print(f"wrote {args.out}.json; draw it with: python -m gpusim_course.plots sweep {args.out}.json")
     return 0
 
 
@@ -97,17 +95,6 @@ def _progress(done, total, width=30):
     filled = width * done // total
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="\n" if done == total else "",
           file=sys.stderr, flush=True)
-
-
-def fmt_bytes(n):
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,} B"
-
-
-def fmt_time(s):
-    return f"{s * 1e3:,.3f} ms" if s >= 1e-3 else f"{s * 1e6:,.1f} us"
 
 
 def format_gpus():

@@ -3,7 +3,7 @@ style) kernel that move exactly the bytes
 gpusim counts, a float64 reference beside them, and trace_io, which proves the first claim by counting
 every tl.load and tl.store under Triton's interpreter.
 
-Set TRITON_INTERPRET=1 before importing kernels to run them on CPU tensors (the interpreter).
+Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention

@@ -1,8 +1,9 @@
 """Time the project's kernels against what users would otherwise pick, on the GPU, in one run.
 
-    python -m kernels.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
-    python -m kernels.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
-    python -m kernels.bench --plot results/h200/bench.json         # redraw the charts (CPU is fine)
+    python -m gpusim_kernels.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
+    python -m gpusim_kernels.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
+
+The charts: python -m gpusim_course.plots bench results/h200/bench.json (the course package draws them).
 
 Every provider gets: the median of CUDA-event timings after warm-up (triton.testing.do_bench), TFLOP/s
 (4·B·H·N²·d, halved when causal), peak memory (torch.cuda.max_memory_allocated, inputs included), and
@@ -36,7 +37,7 @@ def providers():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    import kernels
+    import gpusim_kernels
 
     def sdpa(backend):
         def run(q, k, v, causal):
@@ -56,18 +57,18 @@ def providers():
             return fn(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv)
         return run
 
-    out = {"naive": ours(kernels.naive_attention, "naive"), "flash1": ours(kernels.flash1_attention, "flash1"),
-           "flash2": ours(kernels.flash2_attention, "flash2"), "torch_naive": torch_naive,
+    out = {"naive": ours(gpusim_kernels.naive_attention, "naive"), "flash1": ours(gpusim_kernels.flash1_attention, "flash1"),
+           "flash2": ours(gpusim_kernels.flash2_attention, "flash2"), "torch_naive": torch_naive,
            "sdpa_math": sdpa(SDPBackend.MATH), "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
            "sdpa_efficient": sdpa(SDPBackend.EFFICIENT_ATTENTION), "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION)}
     if torch.cuda.get_device_capability()[0] == 9:
-        out["hopper"] = lambda q, k, v, causal: kernels.hopper_attention(q, k, v, causal=causal)
+        out["hopper"] = lambda q, k, v, causal: gpusim_kernels.hopper_attention(q, k, v, causal=causal)
     return out
 
 
 def fp8_inputs(q, k, v):
     """The Hopper kernel's fp8 inputs (e4m3, one scale per tensor, V stored K-major) and its fp8 call."""
-    from kernels.hopper import hopper_attention, to_fp8
+    from gpusim_kernels.hopper import hopper_attention, to_fp8
     (q8, qs), (k8, ks), (v8, vs) = to_fp8(q), to_fp8(k), to_fp8(v, k_major=True)
     return (q8, k8, v8), lambda q, k, v, causal: hopper_attention(q, k, v, causal=causal, fp8_scale=(qs, ks, vs))
 
@@ -140,7 +141,7 @@ def run(args):
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
     todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes))
     table = providers()
-    result = {"environment": environment("python -m kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
+    result = {"environment": environment("python -m gpusim_kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
     for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
             tqdm(todo, desc="configurations", file=sys.stderr)):
@@ -196,21 +197,13 @@ def print_table(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="where the JSON goes (rewritten after every row)")
+    ap = argparse.ArgumentParser(prog="python -m gpusim_kernels.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every row)")
     ap.add_argument("--shape", action="append", default=[], help="B,H,N,d to measure too (repeatable)")
     ap.add_argument("--only-shapes", action="store_true", help="measure only the --shape shapes")
     ap.add_argument("--dtypes", default="fp16,bf16")
     ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
-    ap.add_argument("--plot", metavar="JSON", help="redraw the charts of a results file instead of measuring")
     args = ap.parse_args(argv)
-    if args.plot:
-        from gpusim.plots import save_bench_figures
-        for path in save_bench_figures(args.plot):
-            print("wrote", path)
-        return 0
-    if not args.out:
-        ap.error("--out is required to measure")
     run(args)
     return 0
 

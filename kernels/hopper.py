@@ -233,7 +233,7 @@ def _check_device(q, k, v):
         where = "{} (sm_{}{})".format(torch.cuda.get_device_name(q.device), *torch.cuda.get_device_capability(q.device))
     raise RuntimeError(f"hopper_attention needs an sm_90 (Hopper) GPU, for its TMA copies, warp-specialized "
                        f"pipeline and fp8 tensor cores; q is on {where}. On CPU, set TRITON_INTERPRET=1 before "
-                       "importing kernels to run it in Triton's interpreter.")
+                       "importing gpusim_kernels to run it in Triton's interpreter.")
 
 
 def _descriptor_scratch(size, alignment, stream):

@@ -1,5 +1,5 @@
 """Triton's interpreter (TRITON_INTERPRET=1), which runs the kernels on CPU tensors, and three fixes to
-triton 3.6.0's, applied when kernels is imported in interpreter mode, so that it computes what the GPU does:
+triton 3.6.0's, applied when gpusim_kernels is imported in interpreter mode, so that it computes what the GPU does:
 
 - a loop `for j in range(n)` over a runtime n converts a one-element array with int(), which NumPy 2.4
   refuses (triton-lang/triton#9171);

@@ -40,7 +40,7 @@ def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
         raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")
     if q.device.type == "cpu" and not INTERPRETED:
         raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
-                         "before importing kernels to run them in Triton's interpreter")
+                         "before importing gpusim_kernels to run them in Triton's interpreter")
     if q.device.type not in ("cpu", "cuda"):
         raise ValueError(f"q is on {q.device}: the kernels run on cuda, or on cpu in Triton's interpreter")
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):

@@ -3,9 +3,9 @@
 On the GPU (one command profiles every launch of the workload, then compares):
 
     ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \\
-        --page raw --metrics $(python -m kernels.ncu metrics) --log-file raw.csv \\
-        python -m kernels.ncu workload --manifest manifest.json
-    python -m kernels.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
+        --page raw --metrics $(python -m gpusim_kernels.ncu metrics) --log-file raw.csv \\
+        python -m gpusim_kernels.ncu workload --manifest manifest.json
+    python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
 so ncu sees exactly one launch per kernel and configuration, with caches flushed before each.
@@ -30,8 +30,8 @@ UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper")
 COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
-           "--metrics $(python -m kernels.ncu metrics) --log-file raw.csv python -m kernels.ncu workload --manifest "
-           "manifest.json && python -m kernels.ncu compare --csv raw.csv --manifest manifest.json --out "
+           "--metrics $(python -m gpusim_kernels.ncu metrics) --log-file raw.csv python -m gpusim_kernels.ncu workload --manifest "
+           "manifest.json && python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out "
            "results/h200/ncu.json")
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
@@ -49,7 +49,7 @@ def launch_blocks(algo, cfg):
     """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults for the others."""
     import gpusim
     if algo == "hopper":
-        from kernels.hopper import CONFIGS
+        from gpusim_kernels.hopper import CONFIGS
         table = CONFIGS[(cfg["head_dim"], cfg["dtype"], cfg["causal"])]
         return table["block_q"], table["block_kv"]
     return gpusim.default_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
@@ -63,11 +63,11 @@ def workload(manifest_path, seqs=SEQS):
     import torch
 
     import gpusim
-    import kernels
+    import gpusim_kernels
 
-    fns = {"naive": kernels.naive_attention, "flash1": kernels.flash1_attention, "flash2": kernels.flash2_attention}
+    fns = {"naive": gpusim_kernels.naive_attention, "flash1": gpusim_kernels.flash1_attention, "flash2": gpusim_kernels.flash2_attention}
     if torch.cuda.get_device_capability()[0] == 9:
-        fns["hopper"] = kernels.hopper_attention
+        fns["hopper"] = gpusim_kernels.hopper_attention
     manifest = {"environment": environment(), "launches": []}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
@@ -174,7 +174,7 @@ def format_summary(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m kernels.ncu", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m gpusim_kernels.ncu", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("metrics", help="print the --metrics list for ncu")
     w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")
@@ -201,17 +201,16 @@ def main(argv=None):
 
 
 def write(rows, environment, out):
-    """The comparison as JSON, its summary table beside it (.md) and its chart (.png)."""
+    """The comparison as JSON and its summary table beside it (.md). The chart is the course's:
+    python -m gpusim_course.plots ncu OUT."""
     from pathlib import Path
 
-    from gpusim.plots import ncu_figure
     out = Path(out)
     out.write_text(json.dumps({"environment": environment, "preset": PRESET, "targets": TARGETS, "rows": rows},
                               indent=1))
     out.with_suffix(".md").write_text(f"Nsight Compute against gpusim ({PRESET} preset): {environment['gpu']}, "
                                       f"torch {environment['torch']}, triton {environment['triton']}, "
                                       f"{environment['date']}\n\n{format_summary(rows)}\n")
-    ncu_figure(rows).savefig(out.with_suffix(".png"), dpi=110)
 
 
 def environment():

@@ -41,7 +41,7 @@ def test_gpus_lists_the_presets():
     assert json.loads(run("gpus", "--json").stdout)["H200"]["sm_count"] == 132
 
 
-def test_sweep_writes_png_and_json(tmp_path):
+def test_sweep_writes_json_and_the_course_draws_it(tmp_path):
     p = run("sweep", "--seqs", "512,1024,2048", "--head-dim", "128", "--gpu", "A100-40GB", "--out",
             str(tmp_path / "s"))
     assert p.returncode == 0, p.stderr
@@ -49,6 +49,10 @@ def test_sweep_writes_png_and_json(tmp_path):
     rows = json.loads((tmp_path / "s.json").read_text())
     assert [(r["config"]["algo"], r["config"]["seq"]) for r in rows[:3]] == [("naive", 512), ("flash1", 512),
                                                                              ("flash2", 512)]
+    pytest.importorskip("matplotlib", reason="the figure is the course's (pip install -e '.[course]')")
+    p = subprocess.run([sys.executable, "-m", "gpusim_course.plots", "sweep", str(tmp_path / "s.json")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -20,9 +20,9 @@ pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
 
 import gpusim
-import kernels
-from kernels.hopper import FP8, hopper_attention, to_fp8
-from kernels.interpreter import INTERPRETED
+import gpusim_kernels
+from gpusim_kernels.hopper import FP8, hopper_attention, to_fp8
+from gpusim_kernels.interpreter import INTERPRETED
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8": FP8}
 TOLERANCE = {"fp16": 4 * 2.0**-11, "bf16": 4 * 2.0**-8, "fp8": 2 * 2.0**-4}
@@ -61,7 +61,7 @@ def check(shape, causal, record_property):
     """Every dtype on one shape: O and the log-sum-exp against float64, fp8 against fp16."""
     q, k, v = inputs(shape)
     blocks = dict(block_q=shape[6], block_kv=shape[7])
-    ref = kernels.reference_attention(q, k, v, causal=causal)
+    ref = gpusim_kernels.reference_attention(q, k, v, causal=causal)
     s = q.double() @ k.double().repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-1, -2) * q.shape[3]**-0.5
     if causal:
         s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
@@ -97,7 +97,7 @@ def test_sm90_matches_float64(shape, causal, record_property):
 def test_bytes_are_gpusims(shape, causal, dtype):
     """Every TMA copy and store, counted under the interpreter, is a byte gpusim counts for "hopper"."""
     b, h, h_kv, n, n_kv, d, block_q, block_kv = shape
-    moved = kernels.trace_io(run, dtype, *inputs(shape), causal=causal, block_q=block_q, block_kv=block_kv)
+    moved = gpusim_kernels.trace_io(run, dtype, *inputs(shape), causal=causal, block_q=block_q, block_kv=block_kv)
     counted = gpusim.simulate("hopper", batch=b, heads=h, kv_heads=h_kv, seq=n, seq_kv=n_kv, head_dim=d,
                               block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype, gpu="H200")
     assert moved == counted.by_tensor
@@ -115,7 +115,7 @@ def test_fp8_v_in_any_layout():
 
 @CPU
 def test_needs_sm90(monkeypatch):
-    monkeypatch.setattr("kernels.hopper.INTERPRETED", False)
+    monkeypatch.setattr("gpusim_kernels.hopper.INTERPRETED", False)
     with pytest.raises(RuntimeError, match=r"needs an sm_90 \(Hopper\) GPU.*q is on cpu.*TRITON_INTERPRET=1"):
         hopper_attention(*(x.half() for x in inputs(CPU_SHAPES[0])))
 

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpusim
-import kernels
-from kernels.interpreter import INTERPRETED
+import gpusim_kernels
+from gpusim_kernels.interpreter import INTERPRETED
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
@@ -75,7 +75,7 @@ def inputs(c, device, seed=0):
 
 
 def run(c, q, k, v, **extra):
-    fn = getattr(kernels, f"{c['algo']}_attention")
+    fn = getattr(gpusim_kernels, f"{c['algo']}_attention")
     return fn(q, k, v, causal=c["causal"], block_q=c["block_q"], block_kv=c["block_kv"], gpu=c["gpu"], **extra)
 
 
@@ -112,7 +112,7 @@ def test_output_matches_reference(device, c):
     out = run(c, q, k, v, **({"return_lse": True} if c["algo"] == "flash2" else {}))
     out, lse = out if c["algo"] == "flash2" else (out, None)
     assert out.shape == q.shape and out.dtype == (torch.float32 if c["algo"] == "flash1" else q.dtype)
-    ref = kernels.reference_attention(q, k, v, causal=c["causal"])
+    ref = gpusim_kernels.reference_attention(q, k, v, causal=c["causal"])
     # At most twice the error of torch's attention in the same precision, both against float64, plus one
     # rounding of O to the dtype: on tiny shapes torch's error can by chance be below that one rounding.
     bound = 2 * relative_error(torch_same_precision(c, q, k, v), ref) + UNIT_ROUNDOFF[c["dtype"]]
@@ -126,7 +126,7 @@ def test_output_matches_reference(device, c):
 @pytest.mark.parametrize("c", SMALL, ids=case_id)
 def test_bytes_moved_equal_gpusim_counts(c):
     q, k, v = inputs(c, "cpu")
-    moved = kernels.trace_io(run, c, q, k, v, by_kernel=True)
+    moved = gpusim_kernels.trace_io(run, c, q, k, v, by_kernel=True)
     counted = gpusim.simulate(**c)
     assert moved == counted.counts
 
@@ -134,7 +134,7 @@ def test_bytes_moved_equal_gpusim_counts(c):
 @CPU
 def test_trace_io_by_tensor_sums_the_kernels():
     c = case("naive", "bf16", 40, 50, 48, 16, 32, causal=True, heads=2, kv_heads=1)
-    assert kernels.trace_io(run, c, *inputs(c, "cpu")) == gpusim.simulate(**c).by_tensor
+    assert gpusim_kernels.trace_io(run, c, *inputs(c, "cpu")) == gpusim.simulate(**c).by_tensor
 
 
 DEVICE = "cpu" if INTERPRETED else "cuda"  # where the kernels run in this session
@@ -166,32 +166,32 @@ def tensors(shapes, dtypes=F16):
 ])
 def test_bad_input_raises_a_clear_error(shapes, dtypes, kwargs, message):
     with pytest.raises(ValueError) as err:
-        kernels.flash2_attention(*tensors(shapes, dtypes), **kwargs)
+        gpusim_kernels.flash2_attention(*tensors(shapes, dtypes), **kwargs)
     assert message in str(err.value)
 
 
 def test_cpu_tensors_without_the_interpreter(monkeypatch):
-    monkeypatch.setattr(kernels.launch, "INTERPRETED", False)
+    monkeypatch.setattr(gpusim_kernels.launch, "INTERPRETED", False)
     with pytest.raises(ValueError, match="q is a CPU tensor but the kernels were compiled for the GPU: set "
                                          "TRITON_INTERPRET=1"):
-        kernels.naive_attention(*(torch.zeros(s) for s in QKV))
+        gpusim_kernels.naive_attention(*(torch.zeros(s) for s in QKV))
 
 
 def test_trace_io_needs_the_interpreter(monkeypatch):
-    monkeypatch.setattr(kernels.trace, "INTERPRETED", False)
+    monkeypatch.setattr(gpusim_kernels.trace, "INTERPRETED", False)
     with pytest.raises(RuntimeError, match="trace_io needs Triton's interpreter"):
-        kernels.trace_io(kernels.flash2_attention, *(torch.zeros(s) for s in QKV))
+        gpusim_kernels.trace_io(gpusim_kernels.flash2_attention, *(torch.zeros(s) for s in QKV))
 
 
 @RUNS
 def test_non_contiguous_inputs_are_copied():
     views = [x.transpose(1, 2) for x in tensors([(1, 32, 2, 16), (1, 32, 1, 16), (1, 32, 1, 16)])]
     # (B, N, H, d) memory seen as (B, H, N, d): the kernels get contiguous copies
-    assert torch.equal(kernels.flash2_attention(*views), kernels.flash2_attention(*(x.contiguous() for x in views)))
+    assert torch.equal(gpusim_kernels.flash2_attention(*views), gpusim_kernels.flash2_attention(*(x.contiguous() for x in views)))
 
 
 @CPU
 def test_trace_io_refuses_arguments_that_share_memory():
     q, kv = tensors(QKV[1:])
     with pytest.raises(ValueError, match="flash2: arguments K and V share memory"):
-        kernels.trace_io(kernels.flash2_attention, q, kv, kv)
+        gpusim_kernels.trace_io(gpusim_kernels.flash2_attention, q, kv, kv)

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim.plots import _series, save_bench_figures
+from gpusim_course.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from kernels import ncu  # noqa: E402
+from gpusim_kernels import ncu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"

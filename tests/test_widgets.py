@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim import course, exercises, plots, widgets
+from gpusim_course import exercises, plots, tables, widgets
 from gpusim.cli import fmt_bytes
 from gpusim.cost import LAUNCH_OVERHEAD_S, busy_fraction
 
@@ -253,7 +253,7 @@ def test_waves_explorer_uses_gpusims_busy_fraction():
 def test_overlap_explorer_draws_gpusims_per_tile_terms():
     ex = widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
     for algo, r in ex.results.items():
-        t = course.time_terms(r)[0]
+        t = tables.time_terms(r)[0]
         tiles = r.config.tiling.tiles * r.config.bh / r.config.gpu.sm_count
         assert ex.per_tile[algo]["t_matmul"] == pytest.approx(t["t_matmul"] / tiles)
     ex.dtype.value = "fp8"
@@ -265,7 +265,7 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
                                           ("flash2", dict(seq=1, seq_kv=65536, heads=8))])
 def test_time_terms_rebuild_gpusims_predicted_time(algo, kwargs):
     r = gpusim.simulate(algo, head_dim=128, gpu="H100-SXM", **kwargs)
-    for t in course.time_terms(r):
+    for t in tables.time_terms(r):
         assert max(t["t_memory"], t["t_compute"]) / t["busy"] + LAUNCH_OVERHEAD_S == pytest.approx(t["predicted"])
 
 
@@ -311,21 +311,21 @@ def test_solution_prints_the_reference(capsys):
 def test_ulp_distance_counts_representable_floats_between():
     x = np.array([1.0, -1.0, 0.0], dtype=np.float32)
     up = np.nextafter(x, np.float32(np.inf))
-    assert list(course.ulp_distance(x, x)) == [0, 0, 0]
-    assert list(course.ulp_distance(x, up)) == [1, 1, 1]
-    assert course.ulp_distance(np.float16([-0.0]), np.float16([0.0]))[0] == 0
+    assert list(tables.ulp_distance(x, x)) == [0, 0, 0]
+    assert list(tables.ulp_distance(x, up)) == [1, 1, 1]
+    assert tables.ulp_distance(np.float16([-0.0]), np.float16([0.0]))[0] == 0
 
 
 def test_bit_comparison_is_measured_on_gpusims_softmaxes():
-    c = course.bit_comparison(np.float32, rows=20, n=256, chunk=32)
+    c = tables.bit_comparison(np.float32, rows=20, n=256, chunk=32)
     assert c["elements"] == 20 * 256 and 0 <= c["equal_fraction"] <= 1
-    same = course._bits("same", np.ones(4, np.float32), np.ones(4, np.float32))
-    assert course.bits_verdict([same]).startswith("Measured: bit-for-bit identical")
-    assert course.bits_verdict([c]).startswith("Measured: not") == (c["equal_fraction"] < 1)
+    same = tables._bits("same", np.ones(4, np.float32), np.ones(4, np.float32))
+    assert tables.bits_verdict([same]).startswith("Measured: bit-for-bit identical")
+    assert tables.bits_verdict([c]).startswith("Measured: not") == (c["equal_fraction"] < 1)
 
 
 def test_when_flash_helps_table_is_gpusims():
-    rows = {r["scenario"]: r for r in course.when_flash_helps("H100-SXM")}
+    rows = {r["scenario"]: r for r in tables.when_flash_helps("H100-SXM")}
     naive = gpusim.simulate("naive", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
     flash = gpusim.simulate("flash2", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
     speedup = naive.predicted_time_s / flash.predicted_time_s
@@ -340,14 +340,14 @@ def test_bench_plots_take_rows_in_the_shipped_format():
             for p, ms in (("naive", 2.0), ("flash2", 0.5)) for s in (1024, 2048)]
     rows.append({"provider": "naive", "dtype": "fp16", "head_dim": 64, "causal": False, "seq": 4096, "batch": 4,
                  "heads": 32, "error": "OOM"})
-    group = course.bench_group(rows)
-    fig = plots.bench_figure(group, course.predictions(group))
+    group = tables.bench_group(rows)
+    fig = plots.bench_figure(group, tables.predictions(group))
     speedup = [line for line in fig.axes[1].lines if line.get_label() == "flash2"][0]
     assert list(speedup.get_ydata()) == [4.0, 4.0]
 
 
 # ---------------------------------------------------------------------------------------------------
-# The measured numbers the notebooks quote (gpusim.course over results/<gpu>/*.json rows)
+# The measured numbers the notebooks quote (gpusim_course.tables over results/<gpu>/*.json rows)
 
 
 def bench_row(provider, seq, ms, dtype="fp16", head_dim=128, causal=False, **extra):
@@ -358,19 +358,19 @@ def bench_row(provider, seq, ms, dtype="fp16", head_dim=128, causal=False, **ext
 
 
 def test_environment_line_names_gpu_versions_date_command_and_truncation():
-    line = course.environment_line({"environment": {"gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29",
-                                                    "command": "python -m kernels.bench", "truncated": "stopped"}})
-    assert line.startswith("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m kernels.bench")
+    line = tables.environment_line({"environment": {"gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29",
+                                                    "command": "python -m gpusim_kernels.bench", "truncated": "stopped"}})
+    assert line.startswith("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m gpusim_kernels.bench")
     assert line.endswith("note: stopped")
-    assert "command: python benchmarks/ceilings.py" in course.environment_line(
+    assert "command: python benchmarks/ceilings.py" in tables.environment_line(
         {"gpu": "H", "command": "python benchmarks/ceilings.py"})  # ceilings.json: the fields at the top level
 
 
 def test_read_results_says_where_the_file_should_be(tmp_path):
     with pytest.raises(FileNotFoundError, match="checkout of the repository"):
-        course.read_results(tmp_path / "bench.json")
+        tables.read_results(tmp_path / "bench.json")
     (tmp_path / "bench.json").write_text('{"rows": []}')
-    assert course.read_results(tmp_path / "bench.json") == {"rows": []}
+    assert tables.read_results(tmp_path / "bench.json") == {"rows": []}
 
 
 def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
@@ -379,7 +379,7 @@ def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
             bench_row("hopper", 8192, 2.0, rel_err=2e-4), bench_row("hopper", 8192, 1.6, dtype="fp8", rel_err=3e-2),
             bench_row("sdpa_cudnn", 8192, 1.9), bench_row("sdpa_flash", 8192, 3.2),
             bench_row("sdpa_cudnn", 16384, 9.0), {**bench_row("hopper", 16384, 0.1), "error": "OOM", "ms": None}]
-    got = course.hopper_rows(rows, head_dim=128)
+    got = tables.hopper_rows(rows, head_dim=128)
     assert [r["N"] for r in got] == [4096, 8192]  # 16,384: no Hopper time
     r = got[0]
     assert r["speed vs SDPA cuDNN"] == pytest.approx(0.9) and r["speed vs SDPA flash"] == pytest.approx(1.5)
@@ -388,7 +388,7 @@ def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
     p16, p8 = (gpusim.simulate("hopper", seq=4096, batch=batch, heads=heads, head_dim=128, dtype=dt,
                                gpu="H200-measured").predicted_time_s for dt in ("fp16", "fp8"))
     assert r["gpusim fp16 ms"] == pytest.approx(p16 * 1e3) and r["gpusim fp8 vs fp16"] == pytest.approx(p16 / p8)
-    text = course.hopper_summary(rows, head_dim=128, min_seq=4096)
+    text = tables.hopper_summary(rows, head_dim=128, min_seq=4096)
     assert "0.90 to 0.95x cuDNN's speed" in text and "1.50 to 1.60x SDPA's FlashAttention-2" in text
     assert "1.25 to 1.33x its fp16 speed" in text and "150 to 200x fp16's error" in text
 
@@ -397,7 +397,7 @@ def test_speedup_rows_divide_naive_by_flash2_and_say_when_pytorch_ran_out():
     rows = [bench_row(p, s, ms, head_dim=64) for s in (1024, 2048) for p, ms in
             (("naive", 3.0), ("flash2", 1.0), ("torch_naive", 4.0), ("sdpa_flash", 0.5))]
     rows[-2] = {k: v for k, v in rows[-2].items() if k != "ms"} | {"error": "OOM"}  # torch_naive at 2,048
-    got = course.speedup_rows(rows, head_dim=64)
+    got = tables.speedup_rows(rows, head_dim=64)
     assert [r["measured: flash2 over naive"] for r in got] == ["3.0x", "3.0x"]
     last = got[-1]["measured: SDPA flash over PyTorch's standard attention"]
     assert got[0]["measured: SDPA flash over PyTorch's standard attention"] == "8.0x" and "out of memory" in last
@@ -411,7 +411,7 @@ def test_footprint_rows_set_measured_peaks_beside_gpusims_naive_footprint():
     sim = gpusim.simulate("naive", seq=seq, batch=1, heads=32, head_dim=d, gpu="H200").hbm_peak_bytes
     rows = [bench_row("naive", seq, 1.0, head_dim=d, peak_bytes=sim),
             {**bench_row("torch_naive", seq, 1.0, head_dim=d), "error": "OOM"}]
-    got = course.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive"))
+    got = tables.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive"))
     assert [r["measured / gpusim"] for r in got] == ["1.000", ""]
     assert got[1]["measured peak"] == "out of memory"
     assert got[0]["gpusim (naive)"] == f"{sim / 2**30:.1f} GiB = {sim / gpusim.get_gpu('H200').hbm_bytes:.0%} of H200"
@@ -431,22 +431,22 @@ def ncu_rows():
 
 def test_ncu_measured_sums_an_algorithms_kernels():
     rows = ncu_rows()
-    got = course.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
+    got = tables.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
     assert got["naive"][:2] == (2 * (520 + 101), 1e-3 + 50e-6)  # qk and softmax: the naive kernels in the rows
     assert got["flash2"][:2] == (520 + 101, 2e-3)
     with pytest.raises(ValueError, match="no naive launch at N=8192"):
-        course.ncu_measured(rows, seq=8192, head_dim=64)
-    assert course.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
+        tables.ncu_measured(rows, seq=8192, head_dim=64)
+    assert tables.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
 
 
 def test_ncu_error_rows_and_findings_are_computed_from_the_rows():
     rows = ncu_rows()
-    l2 = {r["kernel"]: r for r in course.ncu_error_rows(rows, "l2_to_sm_bytes")}
+    l2 = {r["kernel"]: r for r in tables.ncu_error_rows(rows, "l2_to_sm_bytes")}
     assert l2["flash2"]["equal to the byte"] == 1 and l2["flash1"]["equal to the byte"] == 0
     assert l2["flash1"]["(gpusim - measured) / measured"] == "-20.0%"
-    times = {r["kernel"] for r in course.ncu_error_rows(rows, "time_s")}
+    times = {r["kernel"] for r in tables.ncu_error_rows(rows, "time_s")}
     assert times == {"flash2", "flash1", "qk"}  # softmax's 50 us launch is under the 100 us cut
-    findings = course.ncu_findings(rows)
+    findings = tables.ncu_findings(rows)
     assert findings[0].startswith("Bytes from L2 into the SMs: equal to gpusim's count to the byte in every launch "
                                   "of flash2, softmax (2 launches)")
     assert "within 1% of gpusim's count" in findings[1]
@@ -458,11 +458,11 @@ def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_
     rows = [{"head_dim": 128, "causal": c, "seq": 4096, "block_q": bq, "block_kv": bkv, "ms": ms,
              "sdpa_flash_ms": 1.0, "vs_sdpa_flash": 1.0 / ms}
             for c in (False, True) for bq, bkv, ms in ((128, 128, 1.2), (64, 64, 0.9))]
-    got = course.tile_rows(rows)
+    got = tables.tile_rows(rows)
     assert [r["fastest measured"] for r in got] == ["", "✓", "", "✓"]
     assert sum(r["gpusim's fastest"] == "✓" for r in got) == 2
     big = gpusim.simulate("flash2", seq=4096, head_dim=128, batch=4, heads=16, block_q=128, block_kv=128,
                           gpu="H200-measured")
     assert got[0]["gpusim L2→SM"] == fmt_bytes(big.hbm_bytes)
-    assert course.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x SDPA "
+    assert tables.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x SDPA "
                                         "flash without the mask; 1.11x SDPA flash with the mask)."]

@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Polygon, Rectangle
 
-from .sweep import speedups
+from gpusim.sweep import speedups
 
 COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hopper": "tab:purple"}
 
@@ -52,7 +52,7 @@ def sweep_figure(results):
     return fig
 
 
-# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim.widgets);
+# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim_course.widgets);
 # the *_figure functions make the notebooks' static figures.
 
 GRID_MAX_LINES = 64  # tile boundaries drawn per axis of the score grid at most
@@ -94,7 +94,7 @@ def draw_score_grid(ax, tiling, tile=None, done=None):
 
 def time_terms_figure(rows, title):
     """Grouped bars per kernel: memory time, matmul time, non-matmul time and gpusim's predicted time,
-    from course.time_terms rows."""
+    from tables.time_terms rows."""
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     keys = [("t_memory", "memory (bytes / bandwidth)", "tab:red"), ("t_matmul", "matmul (tensor cores)", "tab:blue"),
             ("t_other", "non-matmul (CUDA cores)", "tab:green"), ("predicted", "predicted (gpusim)", "k")]
@@ -114,7 +114,7 @@ ULP_BINS = 16  # distances of ULP_BINS or more share the last bar
 
 def ulp_figure(comparisons):
     """Histograms of the ULP distance between two computations, one panel per comparison
-    (course.bit_comparison results)."""
+    (tables.bit_comparison results)."""
     fig, axes = plt.subplots(1, len(comparisons), figsize=(4 * len(comparisons), 3), layout="constrained",
                              squeeze=False)
     for ax, c in zip(axes[0], comparisons):
@@ -251,3 +251,30 @@ def save_bench_figures(path):
         plt.close("all")
         out.append(png)
     return out
+
+
+def main(argv=None):
+    """python -m gpusim_course.plots {sweep,bench,ncu} FILE.json: the figure(s) beside the JSON."""
+    import argparse
+
+    from gpusim import simulate
+    ap = argparse.ArgumentParser(prog="python -m gpusim_course.plots", description=main.__doc__.split(":")[0])
+    ap.add_argument("kind", choices=("sweep", "bench", "ncu"))
+    ap.add_argument("path", type=Path)
+    args = ap.parse_args(argv)
+    data = json.loads(args.path.read_text())
+    if args.kind == "bench":
+        pngs = save_bench_figures(args.path)
+    else:
+        png = args.path.with_suffix(".png")
+        fig = (sweep_figure([simulate(**r["config"]) for r in data]) if args.kind == "sweep"
+               else ncu_figure(data["rows"]))
+        fig.savefig(png, dpi=120)
+        pngs = [png]
+    for png in pngs:
+        print("wrote", png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The course's interactive widgets, on top of gpusim (the numbers the notebooks print are in gpusim.course).
+"""The course's interactive widgets, on top of gpusim (the numbers the notebooks print are in gpusim_course.tables).
 
 Every widget is a class with its controls as attributes (ipywidgets sliders, dropdowns, checkboxes), a
 `readout` (ipywidgets.HTML with the numbers) and a `figure` (a matplotlib Figure). Setting a control's
@@ -24,9 +24,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import gpusim
-from gpusim.cli import fmt_bytes, fmt_time
+from gpusim.units import fmt_bytes, fmt_time
 
-from .course import html_table, largest_fitting_seq, supported_dtypes, time_terms
+from .tables import html_table, largest_fitting_seq, supported_dtypes, time_terms
 from .plots import COLORS, draw_score_grid, score_grid_axes
 
 BLOCKS = tuple(2**p for p in range(4, 10))  # 16 .. 512: the values the block sliders move between

@@ -1,6 +1,6 @@
 """The numbers the course's notebooks show: small functions over gpusim, and over the project's own GPU
 measurements (results/<gpu>/*.json), that return table rows (a list of dicts with the same keys, shown by
-html_table) or a sentence. No widgets here: the interactive classes are in gpusim.widgets.
+html_table) or a sentence. No widgets here: the interactive classes are in gpusim_course.widgets.
 
 Every measured number the course quotes is computed here from a results file that names the GPU, the
 versions, the date and the command of its run; nothing is typed in by hand.
@@ -13,7 +13,7 @@ import numpy as np
 from IPython.display import HTML
 
 import gpusim
-from gpusim.cli import fmt_bytes, fmt_time
+from gpusim.units import fmt_bytes, fmt_time
 
 
 def html_table(rows):
@@ -370,7 +370,7 @@ def live_bench_rows(kernels, seqs=(1024, 2048, 4096), head_dim=64, causal=False)
 
 
 def kernel_error_rows(kernels, q, k, v, causal=False, block_q=64, block_kv=64):
-    """Each Triton kernel's largest error against the float64 reference (kernels.reference_attention)."""
+    """Each Triton kernel's largest error against the float64 reference (gpusim_kernels.reference_attention)."""
     exact = kernels.reference_attention(q, k, v, causal=causal)
     rows = []
     for algo in ("naive", "flash1", "flash2"):
@@ -381,7 +381,7 @@ def kernel_error_rows(kernels, q, k, v, causal=False, block_q=64, block_kv=64):
 
 
 def kernel_io_rows(kernels, algo, q, k, v, causal=False, block_q=64, block_kv=64):
-    """Bytes a Triton kernel loads and stores (kernels.trace_io, under the interpreter) beside gpusim's
+    """Bytes a Triton kernel loads and stores (gpusim_kernels.trace_io, under the interpreter) beside gpusim's
     count for the same configuration."""
     fn = getattr(kernels, f"{algo}_attention")
     measured = kernels.trace_io(fn, q, k, v, causal=causal, block_q=block_q, block_kv=block_kv)
@@ -404,7 +404,7 @@ def kernel_io_rows(kernels, algo, q, k, v, causal=False, block_q=64, block_kv=64
 
 GiB = 2**30
 NCU_KERNELS = {"naive": ("qk", "softmax", "pv")}  # an algorithm's kernels in ncu.json, where not just its name
-MIN_TIME_S = 100e-6  # as kernels.ncu: times are compared for launches of 100 us or more
+MIN_TIME_S = 100e-6  # as gpusim_kernels.ncu: times are compared for launches of 100 us or more
 
 
 def environment_line(data):

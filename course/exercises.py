@@ -3,7 +3,7 @@ several cases, compares each answer with gpusim, and says right, wrong (with the
 likely mistake) or not yet (the stub still returns None or raises NotImplementedError). It never raises.
 `solution(name)` prints a reference solution.
 
-    >>> from gpusim import exercises
+    >>> from gpusim_course import exercises
     >>> exercises.check("causal_kept", causal_kept)
     >>> exercises.solution("causal_kept")
 """
