@@ -13,7 +13,7 @@ from .memory import Step
 from .schedule import ALGOS, default_blocks
 from .simulate import Result, simulate
 from .softmax import softmax
-from .sweep import fa2_shape, speedups, sweep
+from .sweep import fa2_shape, nominal_flops, speedups, sweep
 
 __all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "default_blocks", "fa2_shape", "get_gpu",
-           "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]
+           "nominal_flops", "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]

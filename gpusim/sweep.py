@@ -12,6 +12,12 @@ def fa2_shape(seq, head_dim):
     return max(1, TOKENS // seq), max(1, MODEL_DIM // head_dim)
 
 
+def nominal_flops(batch, heads, seq, head_dim, causal=False, seq_kv=None):
+    """The benchmark convention for attention's forward FLOPs: 4·B·H·N·N_kv·d (two matmuls of 2·N·N_kv·d),
+    halved when causal, whatever an algorithm really computes. TFLOP/s = nominal_flops / time / 1e12."""
+    return 4 * batch * heads * seq * (seq if seq_kv is None else seq_kv) * head_dim // (2 if causal else 1)
+
+
 def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal=False, dtype="fp16",
           gpu="A100-40GB", block_q=None, block_kv=None, progress=None):
     """simulate() for every algorithm and sequence length; `progress(done, total)` is called as it goes."""
