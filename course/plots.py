@@ -72,7 +72,7 @@ def draw_score_grid(ax, tiling, tile=None, done=None):
     if done is not None:
         artists.append(ax.imshow(done, cmap="Blues", vmin=0, vmax=2.5, interpolation="nearest", aspect="auto",
                                  extent=(0, t.n_kv_blocks * t.block_kv, t.n_q_blocks * t.block_q, 0)))
-    ends = np.minimum(t.kv_blocks_per_q_block * t.block_kv, t.seq_kv)
+    ends = [t.keys_of(i) for i in range(t.n_q_blocks)]
     stairs = [(t.seq_kv, 0)] + [(x, y) for i, e in enumerate(ends) for x, y in
                                 ((e, i * t.block_q), (e, min((i + 1) * t.block_q, t.seq_q)))] + [(t.seq_kv, t.seq_q)]
     artists.append(ax.add_patch(Polygon(stairs, closed=True, fc="0.88", ec="0.6", hatch="//", lw=0.5)))

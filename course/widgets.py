@@ -34,7 +34,7 @@ SEQS = tuple(2**p for p in range(8, 18))  # 256 .. 131,072
 LONG_SEQS = tuple(2**p for p in range(9, 21))  # 512 .. 1,048,576
 HEAD_DIMS = (32, 64, 128, 256)
 DPI = 72
-STAGED = {  # what each kernel stages in SRAM (gpusim.schedule.Config.sram_bytes)
+STAGED = {  # what each kernel stages in SRAM (gpusim.config.Config.sram_bytes)
     "flash1": "K_j and V_j (kept for the whole inner loop), Q_i, O_i, l_i, m_i",
     "flash2": "Q_i (kept for the whole inner loop), K_j, V_j",
 }
@@ -422,7 +422,7 @@ def first_block_tiles(cfg, limit=2**20):
     elif cfg.algo == "naive":
         tiles[0, 0] = 1
     else:
-        tiles[0, :t.kv_blocks_per_q_block[0]] = 1
+        tiles[0, :t.kv_blocks_of(0)] = 1
     return tiles
 
 

@@ -6,14 +6,15 @@
 
 The core imports NumPy only; gpusim_course.plots and gpusim_course.widgets (matplotlib, ipywidgets) build on it.
 """
-from .attention import reference_attention
-from .formulas import theorem2
+from .algorithms import ALGOS
+from .config import default_blocks
+from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
 from .memory import Step
-from .schedule import ALGOS, default_blocks
 from .simulate import Result, simulate
 from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
+from .theorems import theorem2
 
 __all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "default_blocks", "fa2_shape", "get_gpu",
            "nominal_flops", "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]

@@ -4,7 +4,7 @@ import json
 import sys
 
 from .hardware import DTYPE_BYTES, PRESETS
-from .schedule import ALGOS
+from .algorithms import ALGOS
 from .simulate import simulate
 from .units import fmt_bytes, fmt_time
 from .sweep import SEQS, sweep

@@ -22,52 +22,6 @@ from .hardware import STATS_BYTES
 
 LAUNCH_OVERHEAD_S = 3.2e-6  # an empty Triton kernel, median on the lent H200 (results/h200/ceilings.json)
 
-# Non-matmul FLOPs, per element of S computed and per query row each time it meets a K/V block.
-PER_SCORE = {"scale": 1, "rowmax": 1, "subtract": 1, "exp": 1, "rowsum": 1}
-# FlashAttention-1, per row per step (Algorithm 1, lines 11-12): m_new, two exp(a - b), l_new, the two
-# coefficients l_i e^(m_i - m_new) / l_new and e^(m~ - m_new) / l_new, then 3 FLOPs per element of O_i.
-FLASH1_PER_ROW_STEP = 1 + 4 + 3 + 3
-FLASH1_PER_O_ELEMENT_STEP = 3
-# FlashAttention-2, per row per step: m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum;
-# O_i is only multiplied by alpha (1 FLOP per element) and divided by l_i once at the end.
-FLASH2_PER_ROW_STEP = 1 + 2 + 2
-FLASH2_PER_O_ELEMENT_STEP = 1
-FLASH2_PER_ROW_END = 2  # LSE = m_i + log(l_i); plus head_dim divisions O_i / l_i
-
-
-def flops(cfg):
-    """{kernel: (matmul_flops, other_flops, exps)} over all batches and heads; other_flops includes the
-    exps (one FLOP each). Partial causal tiles are computed whole, as the kernels do; fully masked tiles
-    are skipped."""
-    t, d = cfg.tiling, cfg.head_dim
-    tile_el = t.tile_elements  # S elements computed
-    row_visits = int((t.rows_per_q_block * t.kv_blocks_per_q_block).sum())
-    per_score = sum(PER_SCORE.values())
-    if cfg.algo == "naive":
-        exp_passes = 1 if cfg.softmax_fits else 2  # a streamed row recomputes its exponentials
-        per_head = {
-            "qk": (2 * d * tile_el, PER_SCORE["scale"] * tile_el, 0),
-            "softmax": (0, (3 + 2 * exp_passes) * tile_el, exp_passes * tile_el),  # max, sum, divide; -, exp
-            "pv": (2 * d * tile_el, 0, 0),
-        }
-    elif cfg.algo == "flash1":  # exp(S - m~) per score; exp(m_i - m_new), exp(m~ - m_new) per row and step
-        per_row = FLASH1_PER_ROW_STEP + FLASH1_PER_O_ELEMENT_STEP * d
-        per_head = {"flash1": (4 * d * tile_el, per_score * tile_el + per_row * row_visits, tile_el + 2 * row_visits)}
-    else:  # flash2, hopper: exp(S - m_new) per score, alpha per row and step, log(l_i) per row
-        per_row = FLASH2_PER_ROW_STEP + FLASH2_PER_O_ELEMENT_STEP * d
-        end = (FLASH2_PER_ROW_END + d) * cfg.seq
-        per_head = {cfg.algo: (4 * d * tile_el, per_score * tile_el + per_row * row_visits + end,
-                               tile_el + row_visits + cfg.seq)}
-    return {kernel: tuple(x * cfg.bh for x in counts) for kernel, counts in per_head.items()}
-
-
-def programs(cfg, kernel):
-    """Thread blocks in the kernel's grid."""
-    t = cfg.tiling
-    return cfg.bh * {"qk": t.tiles, "softmax": cfg.seq, "pv": t.n_q_blocks, "flash1": 1,
-                     "flash2": t.n_q_blocks, "hopper": t.n_q_blocks}[kernel]
-
-
 def busy_fraction(gpu, n_programs, sram_bytes_per_block):
     """Share of the GPU a grid keeps busy, averaged over its waves. A wave fills every SM with as many
     blocks as fit in its shared memory; the last wave's r blocks keep min(r, SMs) SMs busy, each block

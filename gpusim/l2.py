@@ -18,9 +18,8 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
 """
 import math
 
-from . import cost
+from . import algorithms
 from .hardware import STATS_BYTES
-from .schedule import KERNELS
 
 # Fitted to the qk kernel (N=4096, d=64; nearly all of its DRAM traffic is writes of S), whose final
 # 27 MB stayed in the H200's 60 MiB L2 (results/h200/ncu.json); every other launch there validates it.
@@ -30,7 +29,7 @@ L2_RECENT_FRACTION = 0.44
 def dram(cfg, counts):
     """{(kernel, tensor): (dram_read_bytes, dram_write_bytes)} for the SM-side `counts`."""
     out = {}
-    for kernel in KERNELS[cfg.algo]:
+    for kernel in cfg.kernels:
         reads = _reads(cfg, kernel, {t: r for (k, t), (r, _) in counts.items() if k == kernel})
         writes = _writes(cfg, kernel, {t: w for (k, t), (_, w) in counts.items() if k == kernel},
                          sum(reads.values()))
@@ -41,41 +40,41 @@ def dram(cfg, counts):
 def in_flight(cfg, kernel):
     """Thread blocks running at once: as many as the SMs' shared memory holds."""
     per_sm = max(1, cfg.gpu.sram_bytes_per_sm // max(1, cfg.sram_bytes(kernel)))
-    return min(cost.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
+    return min(algorithms.get(cfg.algo).programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
 
 
-def _flash1_fits(cfg):
+def _rmw_fits(cfg, kernel):
     """Each flash1 block keeps re-reading and rewriting its head's Q, O, l and m."""
     per_head = cfg.seq * (cfg.head_dim * (cfg.itemsize + cfg.tensor_bytes("O")) + 2 * STATS_BYTES)
-    return in_flight(cfg, "flash1") * per_head <= cfg.gpu.l2_bytes
+    return in_flight(cfg, kernel) * per_head <= cfg.gpu.l2_bytes
 
 
 def _reads(cfg, kernel, sm_reads):
     t, l2, d, e = cfg.tiling, cfg.gpu.l2_bytes, cfg.head_dim, cfg.itemsize
-    kv_head = int(t.keys_per_q_block.max()) * d * e  # K (or V) of one head, as far as it is touched
+    kv_head = t.max_keys * d * e  # K (or V) of one head, as far as it is touched
     first = {"Q": cfg.bh * cfg.seq * d * e, "K": cfg.batch * cfg.kv_heads * kv_head,
              "V": cfg.batch * cfg.kv_heads * kv_head, "S": cfg.bh * t.tile_elements * e,
              "P": cfg.bh * t.tile_elements * e}  # anything else (flash1's O, l, m) this kernel wrote first
     flight = in_flight(cfg, kernel)
-    if kernel in ("flash2", "hopper", "pv"):  # K/V re-read by each of a head's Tr Q blocks
-        reread = ("V",) if kernel == "pv" else ("K", "V")
+    pattern, reread = algorithms.get(cfg.algo).L2_REUSE[kernel]
+    if pattern == "kv_per_q_block":  # K/V re-read by each of a head's Tr Q blocks
         heads = min(cfg.bh, math.ceil(flight / t.n_q_blocks))
         fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2
         waves = math.ceil(t.n_q_blocks / flight)
         return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, cfg.bh * kv_head * waves)
                 for x, r in sm_reads.items()}
-    if kernel == "flash1":
-        fits = _flash1_fits(cfg)
-    elif kernel == "qk":  # each S tile re-reads its rows of Q and K
+    if pattern == "rmw_per_head":
+        fits = _rmw_fits(cfg, kernel)
+    elif pattern == "tiles":  # each S tile re-reads its rows of Q and K
         fits = min(cfg.bh, math.ceil(flight / t.tiles)) * (cfg.seq * d * e + kv_head) <= l2
-    else:  # softmax: a streamed row is read three times
+    else:  # row_passes: a streamed row is read three times
         fits = flight * cfg.seq_kv * e <= l2
     return {x: min(r, first.get(x, 0)) if fits else r for x, r in sm_reads.items()}
 
 
 def _writes(cfg, kernel, sm_writes, dram_reads):
     unique = dict(sm_writes)
-    if kernel == "flash1" and _flash1_fits(cfg):  # rewrites of O, l, m are absorbed: one copy each
+    if algorithms.get(cfg.algo).L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, kernel):  # absorbed
         unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) for x in sm_writes}
     total = sum(unique.values())
     if not total:

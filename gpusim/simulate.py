@@ -3,9 +3,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cost, formulas, l2
-from .attention import execute
-from .schedule import KERNELS, make_config
+from . import algorithms, cost, l2
+from .config import make_config
+from .execute import execute
 
 EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
 EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of naive attention's S and P held in NumPy
@@ -45,7 +45,7 @@ class KernelResult:
 
 @dataclass(frozen=True)
 class Result:
-    config: object  # schedule.Config
+    config: object  # config.Config
     counts: dict  # {(kernel, tensor): (read_bytes, write_bytes)}, SM <-> memory
     dram: dict  # {(kernel, tensor): (dram_read_bytes, dram_write_bytes)}, L2 <-> DRAM (l2.py)
     kernels: tuple  # KernelResult per launch, in launch order
@@ -157,7 +157,7 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         steps = tuple(mem.steps) if trace else None
         output = output if q is not None else None
     else:
-        counts = formulas.count(cfg)
+        counts = algorithms.get(cfg.algo).count(cfg)
     dram = l2.dram(cfg, counts)
     return Result(cfg, counts, dram, _kernels(cfg, counts, dram), cost.hbm_peak_bytes(cfg), output, steps)
 
@@ -180,13 +180,14 @@ def _kernel_sums(table, name):
 
 
 def _kernels(cfg, counts, dram):
-    fl = cost.flops(cfg)
+    module = algorithms.get(cfg.algo)
+    fl = module.flops(cfg)
     out = []
-    for name in KERNELS[cfg.algo]:
+    for name in module.KERNELS:
         (read, write), (dram_read, dram_write) = _kernel_sums(counts, name), _kernel_sums(dram, name)
         mm, other, exps = fl[name]
         sram = cfg.sram_bytes(name)
-        n = cost.programs(cfg, name)
+        n = module.programs(cfg, name)
         busy = cost.busy_fraction(cfg.gpu, n, sram)
         time, terms = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, exps,
                                        busy, overlap=name == "hopper")

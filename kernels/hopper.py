@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 from triton.runtime import interpreter
 
-from gpusim.schedule import make_config
+from gpusim.config import make_config
 
 from .interpreter import INTERPRETED
 from .tiles import keep, kv_blocks_visited

@@ -10,7 +10,8 @@ import torch
 import triton
 
 from gpusim.hardware import PRESETS, GiB
-from gpusim.schedule import MIN_BLOCK, make_config
+from gpusim import algorithms
+from gpusim.config import MIN_BLOCK, make_config
 
 from .interpreter import INTERPRETED
 
@@ -67,19 +68,10 @@ def detect_gpu(device):
 
 
 def options(cfg, kernel):
-    """Launch options. 8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4
-    warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except in the
-    K/V loops of flash2 and pv: Triton software-pipelines those, loading the next tiles into spare buffers
-    while these are used, as deep (up to 3) as fits in 80% of the shared memory (the rest is Triton's
-    scratch). The same bytes come from HBM; the SMs wait less for them."""
-    d, e = triton.next_power_of_2(cfg.head_dim), cfg.itemsize
-    per_stage = {"flash2": 2 * cfg.block_kv * d * e, "pv": cfg.block_q * cfg.block_kv * e + cfg.block_kv * d * e}
-    stages = 1
-    if kernel in per_stage:
-        fits = [s for s in (2, 3) if cfg.sram_bytes(kernel) + (s - 1) * per_stage[kernel]
-                <= 0.8 * cfg.gpu.sram_bytes_per_block]
-        stages = max(fits, default=1)
-    return dict(num_warps=8 if cfg.block_q >= 128 else 4, num_stages=stages)
+    """Launch options: gpusim's launch rule for the algorithm (gpusim/algorithms/), which the time model
+    prices, so that what runs is what is predicted."""
+    num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
+    return dict(num_warps=num_warps, num_stages=num_stages)
 
 
 def constants(cfg, kernel):

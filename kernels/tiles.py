@@ -1,5 +1,5 @@
 """The tile schedule in Triton, shared by every kernel: which K/V blocks a Q block visits, which scores
-survive the causal mask, and where a tile's rows lie. The rules of gpusim.schedule, so the same tiles move.
+survive the causal mask, and where a tile's rows lie. The rules of gpusim.tiling, so the same tiles move.
 
 Causal masking is torch's is_causal=True: query row r sees keys 0..r, top-left aligned, also when the
 query and key lengths differ. Names follow the papers: Br == block_q, Bc == block_kv.

@@ -1,0 +1,34 @@
+"""What several algorithms share: tile sizes that fit, the masked score tile, and software-pipeline depth."""
+import numpy as np
+
+MIN_BLOCK = 16  # the smallest tile a tensor-core matmul (and Triton's tl.dot) takes
+
+
+def pow2_floor(x):
+    return 1 << (int(x).bit_length() - 1)
+
+
+def shrink_to_fit(br, bc, need, limit):
+    """Halve the larger of (br, bc) until need(br, bc) <= limit or both are MIN_BLOCK."""
+    br, bc = max(MIN_BLOCK, br), max(MIN_BLOCK, bc)
+    while need(br, bc) > limit and max(br, bc) > MIN_BLOCK:
+        br, bc = (br // 2, bc) if br > bc else (br, bc // 2)
+    return br, bc
+
+
+def masked_scores(q_i, k_j, scale, keep):
+    s = q_i @ k_j.T * scale  # (Br, Bc), on chip
+    return s if keep is None else np.where(keep, s, -np.inf)
+
+
+def pipeline_stages(cfg, kernel, per_stage_bytes, max_stages=3, budget=0.8):
+    """Software-pipelining depth of a K/V loop: the next tiles load into spare buffers while these are used,
+    as deep (up to max_stages) as fits in `budget` of a block's shared memory (the rest is Triton's scratch)."""
+    fits = [s for s in range(2, max_stages + 1)
+            if cfg.sram_bytes(kernel) + (s - 1) * per_stage_bytes <= budget * cfg.gpu.sram_bytes_per_block]
+    return max(fits, default=1)
+
+
+def warps(block_q):
+    """8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4 warps' registers."""
+    return 8 if block_q >= 128 else 4

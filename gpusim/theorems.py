@@ -1,0 +1,7 @@
+"""The FlashAttention paper's I/O theorems as orders of growth, to overlay on simulated counts."""
+
+
+def theorem2(seq, head_dim, sram_elements):
+    """Theorem 2, in elements moved: standard attention Θ(Nd + N²), FlashAttention Θ(N²d²/M) for an SRAM of
+    M elements (d <= M <= Nd). Constants 1."""
+    return {"naive": seq * head_dim + seq**2, "flash": seq**2 * head_dim**2 / sram_elements}

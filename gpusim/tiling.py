@@ -1,0 +1,154 @@
+"""The tile geometry of attention: which (Q block, K/V block) tiles exist and which a causal mask skips,
+summed in closed form so that counting any N costs O(log N) time and O(1) memory.
+
+Names follow the FlashAttention papers: Br == block_q rows of Q per tile, Bc == block_kv rows of K/V,
+Tr = ceil(N / Br) query blocks, Tc = ceil(N_kv / Bc) key/value blocks.
+
+Causal masking: query row r sees keys 0 .. r + offset. offset = 0 is PyTorch's `is_causal=True` (top-left
+aligned, also when N != N_kv); offset = N_kv - N aligns the last query with the last key (bottom-right,
+FlashAttention >= 2.1, decoding with several query rows). offset >= 0, so every row sees key 0. A tile
+whose keys all lie right of its last row's diagonal is skipped: never loaded, never computed, never counted.
+Visited tiles are computed whole, the masked part of a tile on the diagonal included (as the kernels do).
+"""
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+
+def floor_sum(n, m, a, b):
+    """sum(floor((a*i + b) / m) for i in range(n)) for integers n, m > 0 and a, b >= 0, in O(log) steps
+    (the Euclid-like reduction: peel off whole multiples of m, then swap the roles of a and m)."""
+    total = 0
+    while n > 0:
+        total += (a // m) * n * (n - 1) // 2 + (b // m) * n
+        a, b = a % m, b % m
+        y_max = a * n + b
+        if y_max < m:
+            break
+        n, b, m, a = y_max // m, y_max % m, a, m
+    return total
+
+
+@dataclass(frozen=True)
+class Tiling:
+    seq_q: int  # N
+    seq_kv: int  # N_kv
+    block_q: int  # Br
+    block_kv: int  # Bc
+    causal: bool
+    offset: int = 0  # causal: row r sees keys 0 .. r + offset
+
+    @property
+    def n_q_blocks(self):  # Tr
+        return -(-self.seq_q // self.block_q)
+
+    @property
+    def n_kv_blocks(self):  # Tc
+        return -(-self.seq_kv // self.block_kv)
+
+    def q_rows(self, i):
+        return i * self.block_q, min((i + 1) * self.block_q, self.seq_q)
+
+    def kv_rows(self, j):
+        return j * self.block_kv, min((j + 1) * self.block_kv, self.seq_kv)
+
+    def kv_blocks_of(self, i):
+        """J_i: Q block i visits K/V blocks 0 .. J_i - 1; causal, up to the block holding its last row's
+        last visible key."""
+        if not self.causal:
+            return self.n_kv_blocks
+        last_row = self.q_rows(i)[1] - 1
+        return min(-(-(last_row + self.offset + 1) // self.block_kv), self.n_kv_blocks)
+
+    def keys_of(self, i):
+        """k_i: the K/V rows Q block i loads (its visited blocks, clipped at N_kv)."""
+        return min(self.kv_blocks_of(i) * self.block_kv, self.seq_kv)
+
+    def kv_blocks(self, i):
+        return range(self.kv_blocks_of(i))
+
+    def q_blocks(self, j):
+        """The Q blocks that visit K/V block j (FlashAttention-1's inner loop): i >= first_q_block(j)."""
+        return range(self.first_q_block(j), self.n_q_blocks)
+
+    def first_q_block(self, j):
+        """The first Q block whose last row sees a key of block j (J_i is non-decreasing in i)."""
+        if not self.causal:
+            return 0
+        row = max(0, j * self.block_kv - self.offset)  # the first row that sees key j * Bc
+        return row // self.block_q if row < self.seq_q else self.n_q_blocks
+
+    @cached_property
+    def _full(self):
+        """The Q blocks before the last one (all Br rows) split at s: blocks i < s visit J_i = f(i) < Tc
+        blocks, blocks s <= i < Tr - 1 visit all Tc. f(i) = ceil(((i + 1) Br + offset) / Bc)
+        = floor((Br i + Br + offset + Bc - 1) / Bc). Returns (s, sum of f(i) over i < s)."""
+        full, br, bc, tc = self.n_q_blocks - 1, self.block_q, self.block_kv, self.n_kv_blocks
+        if not self.causal:
+            return 0, 0
+        c = br + self.offset + bc - 1
+        s = min(full, max(0, -(-(tc * bc - c) // br)))  # first i with f(i) >= Tc
+        return s, floor_sum(s, bc, br, c)
+
+    def _sum(self, per_block, last):
+        """sum over Q blocks of per_block(J_i, k_i, n_i), given the ramp's closed form; `per_block` is linear
+        in its arguments, so the ramp is summed through it once."""
+        s, ramp_j = self._full
+        full, tc, nk = self.n_q_blocks - 1, self.n_kv_blocks, self.seq_kv
+        ramp = per_block(ramp_j, ramp_j * self.block_kv, s * self.block_q, s)
+        flat = per_block((full - s) * tc, (full - s) * nk, (full - s) * self.block_q, full - s)
+        return ramp + flat + last
+
+    @property
+    def tiles(self):
+        """(i, j) tiles computed: sum_i J_i."""
+        return self._sum(lambda j, k, n, count: j, self.kv_blocks_of(self.n_q_blocks - 1))
+
+    @property
+    def row_visits(self):
+        """Query rows times the K/V blocks they meet: sum_i n_i J_i."""
+        last = self.n_q_blocks - 1
+        n_last = self.seq_q - last * self.block_q
+        return self._sum(lambda j, k, n, count: self.block_q * j, n_last * self.kv_blocks_of(last))
+
+    @property
+    def keys_read(self):
+        """K (or V) rows loaded, once per Q block: sum_i k_i."""
+        return self._sum(lambda j, k, n, count: k, self.keys_of(self.n_q_blocks - 1))
+
+    @property
+    def tile_elements(self):
+        """S elements computed, whole tiles (masked elements of a diagonal tile included): sum_i n_i k_i."""
+        last = self.n_q_blocks - 1
+        n_last = self.seq_q - last * self.block_q
+        return self._sum(lambda j, k, n, count: self.block_q * k, n_last * self.keys_of(last))
+
+    @property
+    def max_keys(self):
+        """The most K/V rows one Q block loads (the last block's)."""
+        return self.keys_of(self.n_q_blocks - 1)
+
+    @property
+    def kept_elements(self):
+        """S elements the causal mask keeps: sum over rows r of min(r + 1 + offset, N_kv)."""
+        n, nk, o = self.seq_q, self.seq_kv, self.offset
+        if not self.causal:
+            return n * nk
+        ramp = max(0, min(n, nk - o))  # rows 0 .. ramp-1 see r + 1 + offset keys, the rest see all N_kv
+        return ramp * (ramp + 1) // 2 + ramp * o + (n - ramp) * nk
+
+    def keep(self, rows, cols):
+        """Mask of S[rows, cols] that survives causal masking, or None when nothing is masked."""
+        if not self.causal or cols.stop - 1 <= rows.start + self.offset:
+            return None
+        return np.arange(cols.start, cols.stop)[None, :] <= np.arange(rows.start, rows.stop)[:, None] + self.offset
+
+    def work(self):
+        """The K/V blocks each Q block visits, as (values, counts): the programs of a flash2 launch per
+        (batch, head), grouped, for the time model's schedule. O(Tr) only for causal; O(1) otherwise."""
+        if not self.causal:
+            return np.array([self.n_kv_blocks]), np.array([self.n_q_blocks])
+        j = np.array([self.kv_blocks_of(i) for i in range(self.n_q_blocks)])
+        values, counts = np.unique(j, return_counts=True)
+        return values, counts
