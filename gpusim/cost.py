@@ -1,57 +1,156 @@
-"""FLOPs, predicted time and HBM footprint.
+"""Predicted time of a launch: occupancy, latency and the busiest unit, program by program.
 
-Assumptions of the time model (a roofline per kernel), written down here because they are choices:
-- A kernel's time is the larger of its memory time and its compute time. Memory time is the larger of
-  the bytes the SMs move over L2 bandwidth and the bytes that reach DRAM (l2.py) over HBM bandwidth; a
-  GPU with no published L2 bandwidth is charged HBM bandwidth for both (a conservative prediction).
-  Compute time is matmul FLOPs over the tensor-core peak for its dtype plus the non-matmul time:
-  exponentials over the special function units' rate (16 per clock per SM: 25 times fewer than the
-  CUDA cores' FLOPs on an H100, the bottleneck FlashAttention-3 names), the rest over the CUDA-core fp32
-  peak. Within a thread block the softmax waits for the matmul and vice versa, so the two compute terms
-  add; the Hopper kernel overlaps them (FlashAttention-3's asynchronous TMA loads and warp
-  specialization), so it takes their maximum.
-- Thread blocks run in waves over the SMs. An SM holds as many blocks as its shared memory allows. A
-  grid that leaves SMs idle in its last wave (or has fewer blocks than SMs, as FlashAttention-1 does
-  with one block per batch and head) gets the busy fraction of the machine's bandwidth and FLOPs.
-- Each launch costs LAUNCH_OVERHEAD_S.
-- Peak rates are datasheet peaks: predictions are floors, not forecasts.
+The model, in five steps, each a choice written down here:
+
+1. Occupancy. Each thread block holds registers, shared memory and warps (gpusim/occupancy.py); an SM
+   keeps `b` blocks resident, as CUDA's occupancy calculator computes it. A tile that leaves no block
+   resident cannot run and is refused.
+2. Units per SM. The tensor cores run matmuls at the dtype's peak times the efficiency of the tile shape
+   and warp count (measured on the H200 by benchmarks/matmul_tiles.py); exponentials run on the special
+   function units (16 per clock per SM); the rest on the CUDA cores; bytes move at the SM's share of the
+   L2 bandwidth (L2 hits) and of the DRAM bandwidth (the part that misses, gpusim/l2.py).
+3. One program. A program does a prologue (its first loads: one memory latency plus the transfer), J
+   steps (one K/V tile each for the flash kernels), and an epilogue (its stores). Within one program the
+   matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
+   a step's loads are exposed unless the kernel prefetches them (num_stages > 1), in which case a step
+   waits only for what the prefetch distance does not cover. That critical path is chain(J).
+4. One SM. The b resident programs share the units, so a program occupies its slot for
+   tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
+   This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
+   cannot keep the busiest unit busy (one store burst per program, nothing overlapping it) is
+   latency-bound, and its achieved bandwidth is the bytes b programs keep in flight over their latency.
+5. The grid. Programs go to the SMs' b slots in launch order, each slot taking the next program when its
+   last one ends: all slots stay busy until the last wave, whose time is set by its longest program
+   (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
+   wave's) / slots + the last wave's longest tau, plus the launch overhead.
+
+Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 """
 import math
+from dataclasses import dataclass
 
-from .hardware import STATS_BYTES
+from . import algorithms
+from .occupancy import occupancy, resources
 
-LAUNCH_OVERHEAD_S = 3.2e-6  # an empty Triton kernel, median on the lent H200 (results/h200/ceilings.json)
-
-def busy_fraction(gpu, n_programs, sram_bytes_per_block):
-    """Share of the GPU a grid keeps busy, averaged over its waves. A wave fills every SM with as many
-    blocks as fit in its shared memory; the last wave's r blocks keep min(r, SMs) SMs busy, each block
-    alone on its SM getting the whole SM."""
-    per_sm = max(1, gpu.sram_bytes_per_sm // max(1, sram_bytes_per_block))
-    waves = math.ceil(n_programs / (gpu.sm_count * per_sm))
-    last = n_programs - (waves - 1) * gpu.sm_count * per_sm
-    return n_programs / (gpu.sm_count * ((waves - 1) * per_sm + math.ceil(last / gpu.sm_count)))
+TAIL_PROGRAMS = 1 << 13  # programs of the last wave considered one by one (more than any GPU's slots)
 
 
-def kernel_time(gpu, dtype, sm_bytes, dram_bytes, matmul_flops, other_flops, exps, busy, overlap=False):
-    """(predicted time, {memory_time_s, matmul_time_s, other_time_s}) of one launch: the roofline terms at
-    the whole GPU's rates, then the busy fraction and the launch overhead."""
-    terms = {"memory_time_s": max(sm_bytes / (gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s),
-                                  dram_bytes / gpu.hbm_bytes_per_s),
-             "matmul_time_s": matmul_flops / gpu.matmul_flops_per_s(dtype),
-             "other_time_s": (other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s}
-    compute = (max if overlap else sum)((terms["matmul_time_s"], terms["other_time_s"]))
-    return max(terms["memory_time_s"], compute) / busy + LAUNCH_OVERHEAD_S, terms
+@dataclass(frozen=True)
+class Timing:
+    predicted_time_s: float
+    memory_time_s: float  # the roofline terms, at the whole GPU's rates, for comparison
+    matmul_time_s: float
+    other_time_s: float
+    busy_fraction: float  # the share of the SMs' slot time that programs fill
+    blocks_per_sm: int
+    registers_per_thread: int
+    limited_by: str  # what caps the blocks per SM: registers, shared memory, warps or blocks
+    latency_bound: bool  # True when a program's critical path, not a unit, sets its slot time
 
 
-def hbm_peak_bytes(cfg):
-    """Bytes allocated in HBM at the worst moment: inputs, output and every intermediate alive then.
-    Naive attention frees S after the softmax, before O is allocated; S and P are allocated whole even
-    when causal."""
-    q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
-    kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
-    o = cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")
-    stats = cfg.bh * cfg.seq * STATS_BYTES
-    if cfg.algo == "naive":
-        nn = cfg.bh * cfg.seq * cfg.seq_kv * cfg.itemsize  # one N x N_kv matrix, S or P
-        return q + kv + max(2 * nn, nn + o)
-    return q + kv + o + (2 * stats if cfg.algo == "flash1" else stats)
+def mma_efficiency(gpu, cfg, num_warps):
+    """The fraction of the tensor-core peak a tile of block_q x block_kv at head_dim with num_warps reaches
+    (gpu.mma_efficiency, measured), or the nearest measured shape's, or 1 where none was measured."""
+    table = dict(gpu.mma_efficiency)
+    if not table:
+        return 1.0
+    key = (cfg.block_q, cfg.block_kv, cfg.head_dim, num_warps)
+    if key in table:
+        return table[key]
+    distance = lambda k: sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(k, key))  # noqa: E731
+    return table[min(table, key=distance)]
+
+
+def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
+    """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
+    SMs and L2, and the part of it that reaches DRAM."""
+    gpu, module = cfg.gpu, algorithms.get(cfg.algo)
+    res = resources(cfg, kernel)
+    occ = occupancy(gpu, res)
+    if occ.blocks_per_sm == 0:
+        raise ValueError(infeasible(cfg, kernel, res, occ))
+    work = module.work(cfg, kernel)
+    programs, steps = int(sum(work.counts)), int(sum(v * c for v, c in zip(work.values, work.counts)))
+    sms = gpu.sm_count
+    b = min(occ.blocks_per_sm, -(-programs // sms))  # blocks an SM really holds: fewer when the grid is small
+    slots = sms * b
+    rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
+                sfu=gpu.sfu_ops_per_s / sms, alu=gpu.fp32_flops_per_s / sms,
+                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
+    step, fixed = _split(counts, dram, module.STEP_TENSORS[kernel])
+    spill = res.spill_bytes_per_thread * res.threads * steps  # local memory, through L1 and L2, every step
+    step = (step[0] + spill, step[1])
+    step_bytes, step_latency = _per(step, steps, gpu), _latency(step, gpu)
+    fixed_bytes, fixed_latency = _per(fixed, programs, gpu), _latency(fixed, gpu)
+    t_mm = matmul_flops / max(steps, 1) / rate["tensor"]
+    t_other = ((other_flops - exps) / rate["alu"] + exps / rate["sfu"]) / max(steps, 1)
+    t_comp = (t_mm + t_other) / module.streams(cfg, kernel)  # a program's compute per step: one after another
+    stages = res.num_stages
+
+    def transfer(nbytes):  # (SM-side bytes, DRAM bytes) at the SM's share of each bandwidth
+        return max(nbytes[0] / rate["l2"], nbytes[1] / rate["dram"])
+
+    step_memory = step_latency + transfer(step_bytes) if steps else 0.0
+    step_chain = t_comp + step_memory if stages == 1 else max(t_comp, step_memory / (stages - 1))
+
+    def chain(j):  # one program alone: prologue, j steps (a pipelined loop fills first), epilogue
+        fill = step_latency if stages > 1 and j else 0.0
+        return fixed_latency + transfer(fixed_bytes) + fill + j * step_chain
+
+    def busiest(j):  # the busiest unit, for one program
+        moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])
+        return max(transfer(moved), j * t_mm, j * t_other)
+
+    def tau(j):
+        return max(chain(j), b * busiest(j))
+
+    total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
+    last = programs - (math.ceil(programs / slots) - 1) * slots  # programs in the last wave
+    tail = [tau(j) for j in work.tail[:last]]
+    time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
+    longest = max(work.tail[:last])
+    return Timing(
+        predicted_time_s=time,
+        memory_time_s=max(sum(map(sum, counts.values())) / rate["l2"] / sms,
+                          sum(map(sum, dram.values())) / rate["dram"] / sms),
+        matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
+        other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
+        busy_fraction=total / slots / (time - gpu.launch_overhead_s),
+        blocks_per_sm=occ.blocks_per_sm,
+        registers_per_thread=res.registers_per_thread,
+        limited_by=occ.limited_by,
+        latency_bound=chain(longest) > b * busiest(longest),
+    )
+
+
+def _split(counts, dram, step_tensors):
+    """((SM bytes, DRAM bytes) of the step tensors, (SM bytes, DRAM bytes) of the rest), reads + writes."""
+    def total(table, inside):
+        return sum(sum(rw) for t, rw in table.items() if (t in step_tensors) == inside)
+    return (total(counts, True), total(dram, True)), (total(counts, False), total(dram, False))
+
+
+def _per(nbytes, n, gpu):
+    return (nbytes[0] / n, nbytes[1] / n) if n else (0.0, 0.0)
+
+
+def _latency(nbytes, gpu):
+    """An L2 hit's latency, or DRAM's for the share of bytes that miss."""
+    miss = nbytes[1] / nbytes[0] if nbytes[0] else 0.0
+    return gpu.l2_latency_s + min(1.0, miss) * (gpu.hbm_latency_s - gpu.l2_latency_s)
+
+
+def infeasible(cfg, kernel, res, occ):
+    """One line: what the tile needs and what the GPU allows."""
+    head = (f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) in the "
+            f"{kernel} kernel need")
+    gpu = cfg.gpu
+    if res.registers_per_thread > gpu.max_registers_per_thread:
+        source = "compiled" if res.compiled else "estimated from the fp32 tiles in registers"
+        return (f"{head} {res.registers_per_thread} registers per thread ({source}); {gpu.name} allows "
+                f"{gpu.max_registers_per_thread}")
+    if occ.limits["registers"] == 0:
+        return (f"{head} {res.registers_per_thread * res.threads:,} registers per block ({res.threads} threads x "
+                f"{res.registers_per_thread}); an SM of {gpu.name} has {gpu.registers_per_sm:,}")
+    return (f"{head} {res.shared_bytes:,} B of shared memory per block; {gpu.name} has "
+            f"{gpu.sram_bytes_per_block:,} B per thread block")

@@ -9,6 +9,12 @@ from dataclasses import dataclass
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
+# Idle latencies measured on the lent H200 by pointer chasing (benchmarks/latency.py, results/h200/latency.json).
+# The other presets were not measured: they take the H200's L2 latency in clock cycles at their own clock and
+# its DRAM latency in seconds (an assumption, said where it is used).
+HOPPER_L2_LATENCY_CYCLES = 270  # placeholder until results/h200/latency.json: refreshed from the measurement
+HOPPER_HBM_LATENCY_S = 600e-9  # placeholder until results/h200/latency.json: refreshed from the measurement
+
 # Bytes per element of each storage dtype. Statistics (l, m, LSE) are always fp32.
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 STATS_BYTES = 4
@@ -31,6 +37,19 @@ class GPU:
     fp8_matmul_flops_per_s: float | None = None  # None: no fp8 tensor cores
     l2_bytes_per_s: float | None = None  # None: not published
     sram_bytes_per_s: float | None = None  # all SMs together; None: not published
+    # What occupancy and latency need (CUDA C++ Programming Guide, "Technical Specifications per Compute
+    # Capability", unless a preset says otherwise)
+    arch: str = "sm_80"  # the compiler target: selects compiled kernel resources (gpusim/compiled.py)
+    clock_hz: float = 1.41e9  # SM boost clock
+    registers_per_sm: int = 65536  # 64 K 32-bit registers, every compute capability here
+    max_registers_per_thread: int = 255
+    max_warps_per_sm: int = 64
+    max_blocks_per_sm: int = 32
+    sram_reserved_bytes_per_block: int = 1024  # cc >= 8.0 reserves 1 KiB of shared memory per block
+    l2_latency_s: float = 200 / 1.41e9  # an L2 hit, idle: see each preset
+    hbm_latency_s: float = 500 / 1.41e9  # a DRAM access, idle: see each preset
+    launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
+    mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
 
     def matmul_flops_per_s(self, dtype):
         """Peak matmul rate for inputs of `dtype`. fp32 matmuls run in full precision on the CUDA cores, as
@@ -61,6 +80,12 @@ def _a100(name, hbm_bytes, hbm_bytes_per_s):
         bf16_matmul_flops_per_s=312e12,  # A100 datasheet: BF16 Tensor Core 312 TFLOPS (dense)
         l2_bytes_per_s=5120 * 1.41e9,  # A100 whitepaper: 5120 B/clk L2 read bandwidth, 1410 MHz boost
         sram_bytes_per_s=19e12,  # FlashAttention paper (Dao et al. 2022), Sec. 2.1: "around 19TB/s"
+        arch="sm_80",
+        clock_hz=1.41e9,  # A100 whitepaper: 1410 MHz boost
+        max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 8.0
+        max_blocks_per_sm=32,  # same table, cc 8.0
+        l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.41e9,  # not measured here: the H200's cycles at this clock
+        hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
     )
 
 
@@ -80,6 +105,12 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         bf16_matmul_flops_per_s=989.5e12,  # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity, halved
         fp8_matmul_flops_per_s=1979e12,  # H100 SXM datasheet: FP8 3,958 TFLOPS with sparsity, halved
         l2_bytes_per_s=8.1e12,  # not published: L2 reads measured on the lent H200 (results/h200/ceilings.json)
+        arch="sm_90",
+        clock_hz=1.98e9,  # H100 SXM: 1980 MHz boost (the sfu rate above uses it too)
+        max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 9.0
+        max_blocks_per_sm=32,  # same table, cc 9.0
+        l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # measured on the lent H200 (results/h200/latency.json)
+        hbm_latency_s=HOPPER_HBM_LATENCY_S,  # measured on the lent H200 (results/h200/latency.json)
     )
 
 
@@ -106,6 +137,12 @@ PRESETS = {
             fp16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: FP16 Tensor, FP32 accumulate, 165.2 (dense)
             bf16_matmul_flops_per_s=165.2e12,  # Ada whitepaper: BF16 Tensor, FP32 accumulate, 165.2 (dense)
             fp8_matmul_flops_per_s=330.3e12,  # Ada whitepaper: FP8 Tensor, FP32 accumulate, 330.3 (dense)
+            arch="sm_89",
+            clock_hz=2.52e9,  # Ada whitepaper: 2520 MHz boost
+            max_warps_per_sm=48,  # Programming Guide, Technical Specifications: cc 8.9
+            max_blocks_per_sm=24,  # same table, cc 8.9
+            l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 2.52e9,  # not measured here: the H200's cycles at this clock
+            hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
         ),
         GPU(
             name="T4",
@@ -118,6 +155,13 @@ PRESETS = {
             fp32_flops_per_s=8.1e12,  # T4 datasheet: 8.1 TFLOPS single precision
             sfu_ops_per_s=16 * 40 * 1.59e9,  # Programming Guide: 16/clk/SM (cc 7.5); T4 datasheet: 1590 MHz boost
             fp16_matmul_flops_per_s=65e12,  # T4 datasheet: 65 TFLOPS mixed precision (FP16/FP32)
+            arch="sm_75",
+            clock_hz=1.59e9,  # T4 datasheet: 1590 MHz boost
+            max_warps_per_sm=32,  # Programming Guide, Technical Specifications: cc 7.5
+            max_blocks_per_sm=16,  # same table, cc 7.5
+            sram_reserved_bytes_per_block=0,  # the 1 KiB reservation begins with cc 8.0
+            l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.59e9,  # not measured here: the H200's cycles at this clock
+            hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
         ),
     ]
 }

@@ -1,11 +1,15 @@
 """The entry point: simulate(algo, ...) counts (and optionally executes) one attention forward pass."""
 from dataclasses import dataclass
 
+import functools
+import itertools
+
 import numpy as np
 
 from . import algorithms, cost, l2
 from .config import make_config
 from .execute import execute
+from .hardware import get_gpu
 
 EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
 EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of naive attention's S and P held in NumPy
@@ -25,15 +29,20 @@ class KernelResult:
     flops_other: int  # everything else, exponentials included
     exps: int  # exponentials (and logarithms), which run on the special function units
     predicted_time_s: float
-    memory_time_s: float  # the roofline terms (cost.py), at the whole GPU's rates
-    matmul_time_s: float
-    other_time_s: float
-    busy_fraction: float  # share of the SMs the grid keeps busy, over its waves
+    memory_time_s: float  # roofline terms at the whole GPU's rates (cost.py): bytes over bandwidth,
+    matmul_time_s: float  # matmul FLOPs over the tensor-core peak,
+    other_time_s: float  # the rest over the CUDA cores, exponentials over the special function units
+    busy_fraction: float  # the share of the SMs' slot time the grid's programs fill
+    blocks_per_sm: int  # occupancy: thread blocks an SM keeps resident (gpusim/occupancy.py)
+    registers_per_thread: int
+    limited_by: str  # registers, shared memory, warps or blocks: what caps blocks_per_sm
+    latency_bound: bool  # a program's critical path, not a unit, sets its time (Little's law)
+    overlap: bool  # the kernel overlaps its softmax with its matmuls (warp specialization)
 
     @property
     def compute_time_s(self):
-        """Matmul and non-matmul time, added, or overlapped in the Hopper kernel."""
-        return (max if self.name == "hopper" else sum)((self.matmul_time_s, self.other_time_s))
+        """Matmul and non-matmul time, added, or overlapped where the kernel overlaps them."""
+        return (max if self.overlap else sum)((self.matmul_time_s, self.other_time_s))
 
     @property
     def bound(self):
@@ -126,25 +135,37 @@ class Result:
 
 
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
-             block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", q=None, k=None, v=None, trace=False):
+             block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align="top_left", q=None, k=None,
+             v=None, trace=False):
     """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass.
 
     algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
-    flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq,
-    head_dim) for Q and (batch, kv_heads, seq_kv, head_dim) for K and V. Without arrays only the schedule
-    is counted (count mode, microseconds). With q, k, v (NumPy, any float dtype) the schedule runs on
-    them tile by tile (execute mode) and `output` holds the result; the counts are the same. trace=True
-    records every step (without arrays, q, k, v are drawn from a seeded standard normal).
+    flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
+    (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
+    fastest predicted (best_blocks). dtype: the storage dtype whose bytes are counted (fp32, fp16, bf16,
+    fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays (exact arithmetic
+    on a model of half-precision storage) and in count mode. causal_align: "top_left" (torch's is_causal:
+    row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
+
+    Without arrays only the schedule is counted (count mode: closed forms, any N up to 2**40). With q, k, v
+    (NumPy, any float dtype) the schedule runs on them tile by tile (execute mode) and `output` holds the
+    result; the counts are the same. trace=True records every step (without arrays, q, k, v are drawn
+    from a seeded standard normal).
     """
     arrays = _arrays(q, k, v)
     if arrays:
         batch, heads, seq, head_dim, kv_heads, seq_kv = _shape_from(arrays, batch, heads, seq, head_dim,
                                                                     kv_heads, seq_kv)
+        dtype = dtype or ARRAY_DTYPES.get(np.result_type(*arrays).name, "fp16")
     if seq is None or head_dim is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
-    cfg = make_config(algo, seq=seq, head_dim=head_dim, heads=1 if heads is None else heads,
-                      batch=1 if batch is None else batch, kv_heads=kv_heads, seq_kv=seq_kv, block_q=block_q,
-                      block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu)
+    shape = dict(seq=seq, head_dim=head_dim, heads=1 if heads is None else heads, batch=1 if batch is None else batch,
+                 kv_heads=kv_heads, seq_kv=seq_kv, causal=causal, dtype=dtype or "fp16", gpu=gpu,
+                 causal_align=causal_align)
+    if block_q is None or block_kv is None:
+        best = best_blocks(algo, **shape)
+        block_q, block_kv = block_q or best[0], block_kv or best[1]
+    cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
     output = steps = None
     if arrays or trace:
         _check_executable(cfg)
@@ -159,7 +180,33 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     else:
         counts = algorithms.get(cfg.algo).count(cfg)
     dram = l2.dram(cfg, counts)
-    return Result(cfg, counts, dram, _kernels(cfg, counts, dram), cost.hbm_peak_bytes(cfg), output, steps)
+    return Result(cfg, counts, dram, _kernels(cfg, counts, dram), algorithms.get(cfg.algo).peak_bytes(cfg), output,
+                  steps)
+
+
+ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}
+BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them
+
+
+@functools.lru_cache(maxsize=4096)
+def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",
+                gpu="A100-40GB", causal_align="top_left"):
+    """(block_q, block_kv): of the tiles in BLOCKS x BLOCKS that fit the GPU (SRAM, registers, a resident
+    block), the one with the lowest predicted time. The project's kernels take it as their default."""
+    shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
+                 causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
+    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
+        causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
+    times = {}
+    for blocks in itertools.product(BLOCKS, BLOCKS):
+        try:
+            times[blocks] = simulate(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
+        except ValueError:  # the tile does not fit: SRAM, registers or no resident block
+            continue
+    if not times:
+        raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
+                         f"({dtype}) on {get_gpu(gpu).name}")
+    return min(times, key=times.get)
 
 
 TENSOR_ORDER = ("Q", "K", "V", "S", "P", "O", "l", "m", "LSE")
@@ -175,24 +222,20 @@ def by_tensor(table, read_key="read_bytes", write_key="write_bytes"):
     return out
 
 
-def _kernel_sums(table, name):
-    return tuple(sum(rw[i] for (kernel, _), rw in table.items() if kernel == name) for i in (0, 1))
+def _of(table, name):
+    return {tensor: rw for (kernel, tensor), rw in table.items() if kernel == name}
 
 
 def _kernels(cfg, counts, dram):
     module = algorithms.get(cfg.algo)
-    fl = module.flops(cfg)
     out = []
-    for name in module.KERNELS:
-        (read, write), (dram_read, dram_write) = _kernel_sums(counts, name), _kernel_sums(dram, name)
-        mm, other, exps = fl[name]
-        sram = cfg.sram_bytes(name)
-        n = module.programs(cfg, name)
-        busy = cost.busy_fraction(cfg.gpu, n, sram)
-        time, terms = cost.kernel_time(cfg.gpu, cfg.dtype, read + write, dram_read + dram_write, mm, other, exps,
-                                       busy, overlap=name == "hopper")
-        out.append(KernelResult(name, n, sram, read, write, dram_read, dram_write, mm, other, exps, time, **terms,
-                                busy_fraction=busy))
+    for name, (mm, other, exps) in module.flops(cfg).items():
+        mine, to_dram = _of(counts, name), _of(dram, name)
+        (read, write), (dram_read, dram_write) = ([sum(rw[i] for rw in table.values()) for i in (0, 1)]
+                                                  for table in (mine, to_dram))
+        t = cost.kernel_time(cfg, name, mine, to_dram, mm, other, exps)
+        out.append(KernelResult(name, module.programs(cfg, name), cfg.sram_bytes(name), read, write, dram_read,
+                                dram_write, mm, other, exps, overlap=module.streams(cfg, name) > 1, **t.__dict__))
     return tuple(out)
 
 

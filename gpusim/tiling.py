@@ -61,6 +61,14 @@ class Tiling:
         last_row = self.q_rows(i)[1] - 1
         return min(-(-(last_row + self.offset + 1) // self.block_kv), self.n_kv_blocks)
 
+    def kv_blocks_at(self, i):
+        """J_i for an array of Q block indices (int64)."""
+        i = np.asarray(i, dtype=np.int64)
+        if not self.causal:
+            return np.full(i.shape, self.n_kv_blocks, dtype=np.int64)
+        last_row = np.minimum((i + 1) * self.block_q, self.seq_q) - 1
+        return np.minimum(-(-(last_row + self.offset + 1) // self.block_kv), self.n_kv_blocks)
+
     def keys_of(self, i):
         """k_i: the K/V rows Q block i loads (its visited blocks, clipped at N_kv)."""
         return min(self.kv_blocks_of(i) * self.block_kv, self.seq_kv)
@@ -152,3 +160,38 @@ class Tiling:
         j = np.array([self.kv_blocks_of(i) for i in range(self.n_q_blocks)])
         values, counts = np.unique(j, return_counts=True)
         return values, counts
+
+
+MAX_BINS = 4096  # a ramp of more Q blocks is summed over this many equal bins of its J values
+TAIL = 1 << 13  # programs at the end of the launch order kept one by one (more than any GPU holds at once)
+
+
+@dataclass(frozen=True)
+class Work:
+    """The steps J each program of a launch does (one K/V tile per step for the flash kernels): values and
+    how many programs have each (binned for very long ramps), and the last TAIL programs' J in launch order,
+    the last first (the last wave of the schedule)."""
+    values: tuple
+    counts: tuple
+    tail: tuple
+
+
+def uniform_work(programs, steps):
+    return Work((steps,), (programs,), (steps,) * min(programs, TAIL))
+
+
+def ramp_work(tiling, groups, reverse=False):
+    """Q block i of each of `groups` (batch, head) problems does J_i steps; blocks launch in order i = 0,
+    1, ... within a problem (reverse: the last Q block first), problems one after another."""
+    tr = tiling.n_q_blocks
+    if not tiling.causal:
+        return uniform_work(groups * tr, tiling.n_kv_blocks)
+    if tr <= MAX_BINS:
+        values, counts = np.unique(tiling.kv_blocks_at(np.arange(tr)), return_counts=True)
+    else:  # equal bins of Q blocks, each at its middle block's J: J_i is within one of linear in i
+        edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
+        values, counts = tiling.kv_blocks_at((edges[:-1] + edges[1:]) // 2), np.diff(edges)
+    ends = np.arange(min(tr, TAIL))  # the launch order, backwards from its end
+    head = tiling.kv_blocks_at(ends if reverse else tr - 1 - ends).tolist()
+    tail = (head * -(-min(groups * tr, TAIL) // len(head)))[:min(groups * tr, TAIL)]
+    return Work(tuple(int(v) for v in values), tuple(int(c) * groups for c in counts), tuple(tail))

@@ -9,11 +9,13 @@ from itertools import product
 import numpy as np
 
 from ..hardware import STATS_BYTES, check_dtype
+from ..tiling import uniform_work
 from .common import masked_scores, pow2_floor, shrink_to_fit, warps
 
 KERNELS = ("flash1",)
 TENSOR_BYTES = {"O": STATS_BYTES}  # O is read-modify-written Tc times: an fp32 accumulator in HBM
 L2_REUSE = {"flash1": ("rmw_per_head", ("Q", "O", "l", "m"))}
+STEP_TENSORS = {"flash1": ("Q", "K", "V", "O", "l", "m")}  # a step: Q_i, O_i, l_i, m_i in and out (K_j, V_j per j)
 # Per score: scale, row max, subtract, exp, row sum. Per row per step (Algorithm 1, lines 11-12): m_new,
 # two exp(a - b), l_new, the two coefficients l_i e^(m_i - m_new) / l_new and e^(m~ - m_new) / l_new, then
 # 3 FLOPs per element of O_i.
@@ -40,8 +42,38 @@ def sram_bytes(cfg, kernel, rows, keys):
     return _staged(rows, keys, cfg.head_dim, cfg.itemsize)
 
 
+def streams(cfg, kernel):
+    """Independent instruction streams in a block (warp specialization): one, all warps alike."""
+    return 1
+
+
 def programs(cfg, kernel):
     return cfg.bh
+
+
+def work(cfg, kernel):
+    """One program per (batch, head) walks every visited tile: sum_i J_i steps."""
+    return uniform_work(cfg.bh, cfg.tiling.tiles)
+
+
+def shared_bytes(cfg, kernel, num_stages):
+    """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
+    return cfg.sram_bytes(kernel) + (num_stages - 1) * stage_bytes(cfg, kernel)
+
+
+def stage_bytes(cfg, kernel):
+    return 0  # no pipelining
+
+
+def register_tiles(cfg, kernel):
+    """S_ij, P_ij and P_ij V_j in fp32, O_i read back in fp32, P_ij in the dtype."""
+    return cfg.block_q * cfg.block_kv * (8 + cfg.itemsize) + 8 * cfg.block_q * cfg.head_dim
+
+
+def peak_bytes(cfg):
+    """Q, K, V, the fp32 O, l and m."""
+    from .flash2 import _qkvo
+    return _qkvo(cfg) + 2 * cfg.bh * cfg.seq * STATS_BYTES
 
 
 def count(cfg):

@@ -10,11 +10,13 @@ from itertools import product
 import numpy as np
 
 from ..hardware import STATS_BYTES, check_dtype
+from ..tiling import ramp_work
 from .common import masked_scores, pipeline_stages, pow2_floor, shrink_to_fit, warps
 
 KERNELS = ("flash2",)
 TENSOR_BYTES = {}
 L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
+STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
 # Non-matmul FLOPs. Per element of S computed: scale, row max, subtract, exp, row sum. Per query row each
 # time it meets a K/V block: m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum; O_i is multiplied
 # by alpha (1 FLOP per element). Per row at the end: LSE = m_i + log(l_i), and d divisions O_i / l_i.
@@ -43,8 +45,45 @@ def sram_bytes(cfg, kernel, rows, keys, kv_buffers=1):
     return _staged(rows, keys, cfg.head_dim, cfg.itemsize, kv_buffers)
 
 
+def streams(cfg, kernel):
+    """Independent instruction streams in a block (warp specialization): one, all warps alike."""
+    return 1
+
+
 def programs(cfg, kernel):
     return cfg.bh * cfg.tiling.n_q_blocks
+
+
+def work(cfg, kernel, reverse=False):
+    """Q block i does J_i steps; the grid (Tr, B*H) launches the Q blocks of a head in order."""
+    return ramp_work(cfg.tiling, cfg.bh, reverse)
+
+
+def shared_bytes(cfg, kernel, num_stages):
+    """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
+    return cfg.sram_bytes(kernel) + (num_stages - 1) * stage_bytes(cfg, kernel)
+
+
+def stage_bytes(cfg, kernel):
+    """One more pipeline stage holds another K_j and V_j (d rounded up to a power of two, as Triton tiles it)."""
+    return 2 * cfg.block_kv * (1 << (cfg.head_dim - 1).bit_length()) * cfg.itemsize
+
+
+def register_tiles(cfg, kernel):
+    """Bytes a block keeps in registers: S_ij in fp32 and as P_ij in the dtype, the fp32 accumulator O_i, and
+    Q_i (the first matmul's A operand)."""
+    return cfg.block_q * cfg.block_kv * (4 + cfg.itemsize) + (4 + cfg.itemsize) * cfg.block_q * cfg.head_dim
+
+
+def peak_bytes(cfg):
+    """HBM allocated at once: Q, K, V, O and the LSE."""
+    return _qkvo(cfg) + cfg.bh * cfg.seq * STATS_BYTES
+
+
+def _qkvo(cfg):
+    q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
+    kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
+    return q + kv + cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")
 
 
 def count(cfg, kernel="flash2"):
@@ -72,8 +111,7 @@ def flops(cfg, kernel="flash2"):
 
 def launch(cfg, kernel="flash2"):
     """(num_warps, num_stages) of the Triton kernel: Triton software-pipelines the K/V loop."""
-    d_tile = 1 << (cfg.head_dim - 1).bit_length()
-    return warps(cfg.block_q), pipeline_stages(cfg, kernel, 2 * cfg.block_kv * d_tile * cfg.itemsize)
+    return warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes(cfg, kernel))
 
 
 def execute(mem, cfg, kernel="flash2"):

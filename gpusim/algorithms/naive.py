@@ -10,11 +10,13 @@ from itertools import product
 import numpy as np
 
 from ..hardware import check_dtype
+from ..tiling import ramp_work, uniform_work
 from .common import pipeline_stages, shrink_to_fit, warps
 
 KERNELS = ("qk", "softmax", "pv")
 TENSOR_BYTES = {}
 L2_REUSE = {"qk": ("tiles", ("Q", "K")), "softmax": ("row_passes", ("S",)), "pv": ("kv_per_q_block", ("V",))}
+STEP_TENSORS = {"qk": ("Q", "K"), "softmax": ("S", "P"), "pv": ("P", "V")}  # qk: one step, its store after
 MATMUL_TILE = 128  # 128 x 128 tiles for both matmuls
 PER_SCORE_QK = 1  # the scale
 # softmax per element: max, sum, divide; subtract and exp once per pass that computes exponentials
@@ -51,9 +53,56 @@ def sram_bytes(cfg, kernel, rows, keys):
     return _pv(rows, keys, d, e)
 
 
+def streams(cfg, kernel):
+    """Independent instruction streams in a block (warp specialization): one, all warps alike."""
+    return 1
+
+
 def programs(cfg, kernel):
     t = cfg.tiling
     return cfg.bh * {"qk": t.tiles, "softmax": cfg.seq, "pv": t.n_q_blocks}[kernel]
+
+
+def work(cfg, kernel):
+    """qk: one tile per program. softmax: a row that fits is one step (one load of the row, one store);
+    a streamed row is three passes of Bc chunks. pv: Q block i does J_i steps."""
+    t = cfg.tiling
+    if kernel == "qk":
+        return uniform_work(programs(cfg, kernel), 1)
+    if kernel == "pv":
+        return ramp_work(t, cfg.bh)
+    if softmax_fits(cfg):
+        return uniform_work(programs(cfg, kernel), 1)
+    return uniform_work(programs(cfg, kernel), 3 * -(-t.tile_elements // cfg.seq // cfg.block_kv))
+
+
+def shared_bytes(cfg, kernel, num_stages):
+    """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
+    return cfg.sram_bytes(kernel) + (num_stages - 1) * stage_bytes(cfg, kernel)
+
+
+def stage_bytes(cfg, kernel):
+    if kernel != "pv":
+        return 0
+    return (cfg.block_q * cfg.block_kv + cfg.block_kv * (1 << (cfg.head_dim - 1).bit_length())) * cfg.itemsize
+
+
+def register_tiles(cfg, kernel):
+    """qk: the fp32 S tile; pv: the fp32 O_i; softmax: a row (or chunk) in fp32."""
+    if kernel == "qk":
+        return 4 * cfg.block_q * cfg.block_kv
+    if kernel == "pv":
+        return 4 * cfg.block_q * cfg.head_dim
+    return 4 * (cfg.seq_kv if softmax_fits(cfg) else cfg.block_kv)
+
+
+def peak_bytes(cfg):
+    """S is freed after the softmax, before O is allocated; S and P are allocated whole even when causal."""
+    q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
+    kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
+    o = cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")
+    nn = cfg.bh * cfg.seq * cfg.seq_kv * cfg.itemsize  # one N x N_kv matrix, S or P
+    return q + kv + max(2 * nn, nn + o)
 
 
 def count(cfg):
@@ -88,9 +137,7 @@ def flops(cfg):
 def launch(cfg, kernel):
     """(num_warps, num_stages): one buffer per tile except pv's K/V loop, which Triton software-pipelines."""
     if kernel == "pv":
-        d_tile = 1 << (cfg.head_dim - 1).bit_length()
-        return warps(cfg.block_q), pipeline_stages(cfg, kernel, cfg.block_q * cfg.block_kv * cfg.itemsize +
-                                                   cfg.block_kv * d_tile * cfg.itemsize)
+        return warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes(cfg, kernel))
     return warps(cfg.block_q), 1
 
 

@@ -1,0 +1,84 @@
+"""What one thread block of a kernel holds (registers, shared memory, warps) and how many blocks an SM
+keeps resident at once: occupancy, computed the way CUDA's occupancy calculator does
+(cudaOccupancyMaxActiveBlocksPerMultiprocessor; the rules are restated below).
+
+Registers per thread come from the compiled kernel where the project has compiled it for the GPU's
+architecture (gpusim/compiled.py, written by benchmarks/resources.py from triton's own compiler and ptxas),
+and otherwise from an estimate from the tile shapes: the fp32 tiles a block keeps in registers (the score
+tile S_ij, the accumulator O_i, ...) spread over its threads, plus what every kernel keeps besides (indices,
+pointers, row statistics), REGISTER_BASE. tests/test_occupancy.py checks the estimate against the compiled
+values.
+"""
+from dataclasses import dataclass
+
+from . import algorithms
+from .compiled import COMPILED
+
+WARP = 32
+REGISTER_BASE = 40  # per thread besides the tiles: addresses, loop counters, m_i and l_i fragments
+REGISTER_ALLOCATION_UNIT = 256  # registers are allocated per warp in units of 256 (occupancy calculator)
+SHARED_ALLOCATION_UNIT = 128  # shared memory is allocated per block in units of 128 B (cc 8.0, 9.0)
+SUB_PARTITIONS = 4  # an SM's register file is split between its 4 warp schedulers
+
+
+@dataclass(frozen=True)
+class Resources:
+    num_warps: int
+    num_stages: int
+    registers_per_thread: int
+    shared_bytes: int  # per block: the staged tiles, Triton's scratch included where compiled
+    spill_bytes_per_thread: int  # local-memory stores + loads per thread, as ptxas reports them
+    compiled: bool  # True: read off the compiled kernel; False: estimated from the tile shapes
+
+    @property
+    def threads(self):
+        return WARP * self.num_warps
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    limits: dict  # {"registers", "shared memory", "warps", "blocks"}: blocks per SM each allows
+
+    @property
+    def limited_by(self):
+        return min(self.limits, key=self.limits.get)
+
+
+def resources(cfg, kernel):
+    """The kernel's resources per thread block: compiled where known, else estimated."""
+    num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
+    key = (cfg.gpu.arch, kernel, cfg.head_dim, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
+    if key in COMPILED:
+        registers, spill, shared = COMPILED[key]
+        return Resources(num_warps, num_stages, registers, shared, spill, True)
+    shared = algorithms.get(cfg.algo).shared_bytes(cfg, kernel, num_stages)
+    return Resources(num_warps, num_stages, estimate_registers(cfg, kernel, num_warps), shared, 0, False)
+
+
+def estimate_registers(cfg, kernel, num_warps):
+    """REGISTER_BASE + the fp32 tiles the block keeps in registers, over its threads (4 bytes a register)."""
+    tile_bytes = algorithms.get(cfg.algo).register_tiles(cfg, kernel)
+    return REGISTER_BASE + -(-tile_bytes // (4 * WARP * num_warps))
+
+
+def occupancy(gpu, res):
+    """Blocks of `res` one SM of `gpu` keeps resident: the least of what its registers, shared memory, warp
+    slots and block slots allow.
+    - registers: each warp gets registers_per_thread * 32 rounded up to 256; the register file is split
+      into 4 sub-partitions, each holding whole warps; a block needs all its warps resident.
+    - shared memory: the block's bytes plus the 1 KiB the system reserves per block (cc >= 8.0), rounded up
+      to 128 B, against the SM's shared memory.
+    - warps and blocks: the SM's limits per compute capability.
+    A block over 255 registers per thread, or one whose limits allow none, cannot run: 0."""
+    per_warp = -(-res.registers_per_thread * WARP // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+    warps_by_registers = (gpu.registers_per_sm // SUB_PARTITIONS // per_warp) * SUB_PARTITIONS
+    shared = -(-(res.shared_bytes + gpu.sram_reserved_bytes_per_block) // SHARED_ALLOCATION_UNIT) * SHARED_ALLOCATION_UNIT
+    limits = {
+        "registers": warps_by_registers // res.num_warps if res.registers_per_thread <= gpu.max_registers_per_thread else 0,
+        "shared memory": (gpu.sram_bytes_per_sm // shared if shared else gpu.max_blocks_per_sm)
+        if res.shared_bytes <= gpu.sram_bytes_per_block else 0,
+        "warps": gpu.max_warps_per_sm // res.num_warps,
+        "blocks": gpu.max_blocks_per_sm,
+    }
+    return Occupancy(min(limits.values()), limits)

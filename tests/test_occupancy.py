@@ -1,0 +1,72 @@
+"""Occupancy as CUDA's occupancy calculator computes it, the register estimate, and tiles that cannot run."""
+import dataclasses
+
+import pytest
+
+import gpusim
+from gpusim.occupancy import Resources, occupancy
+
+# A device of compute capability 7.0 (V100): 64 K registers, 64 warps, 32 blocks, 96 KiB of shared memory
+# per SM (Programming Guide, Technical Specifications), no per-block reservation.
+CC70 = dataclasses.replace(gpusim.get_gpu("T4"), name="cc7.0", max_warps_per_sm=64, max_blocks_per_sm=32,
+                           sram_bytes_per_sm=96 * 1024, sram_bytes_per_block=96 * 1024)
+
+
+def blocks(gpu, threads, registers, shared=0):
+    return occupancy(gpu, Resources(threads // 32, 1, registers, shared, 0, True))
+
+
+def test_the_best_practices_guide_example():
+    # CUDA C++ Best Practices Guide, "Calculating Occupancy": on compute capability 7.0, 128-thread blocks of
+    # 37 registers per thread reach 75% occupancy with 12 resident blocks; 320-thread blocks with the same
+    # registers, 63%: only four blocks reside. (37 registers -> 1,280 per warp; 12 warps per sub-partition.)
+    small, large = blocks(CC70, 128, 37), blocks(CC70, 320, 37)
+    assert small.blocks_per_sm == 12 and small.blocks_per_sm * 4 / 64 == 0.75
+    assert large.blocks_per_sm == 4 and large.limited_by == "registers"
+    assert round(large.blocks_per_sm * 10 / 64, 2) == 0.62  # 40 of 64 warps; the guide rounds to 63%
+
+
+def test_each_limit_can_be_the_one():
+    h100 = gpusim.get_gpu("H100-SXM")
+    assert blocks(h100, 32, 16).limited_by == "blocks"  # 1 warp a block: 32 blocks before 64 warps
+    assert blocks(h100, 256, 24).limited_by == "warps"  # 8 warps: 8 blocks fill 64 warps before registers do
+    assert blocks(h100, 256, 128).blocks_per_sm == 2  # 4 KiB registers per warp: 2 blocks of 8 warps
+    # shared memory: 100 KiB + 1 KiB reserved per block, in 228 KiB: two blocks
+    two = blocks(h100, 128, 32, shared=100 * 1024)
+    assert two.blocks_per_sm == 2 and two.limited_by == "shared memory"
+
+
+def test_a_block_that_cannot_be_resident_gets_none():
+    h100 = gpusim.get_gpu("H100-SXM")
+    assert blocks(h100, 128, 256).blocks_per_sm == 0  # over 255 registers per thread
+    assert blocks(h100, 1024, 128).blocks_per_sm == 0  # 128 K registers for one block: the SM has 64 K
+    assert blocks(h100, 128, 32, shared=300 * 1024).blocks_per_sm == 0
+
+
+def test_register_infeasible_tiles_are_refused_in_one_line():
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate("flash2", seq=4096, head_dim=128, block_q=256, block_kv=128, gpu="A100-40GB")
+    message = str(err.value)
+    assert "\n" not in message
+    assert "block_q=256, block_kv=128, head_dim=128 (fp16) in the flash2 kernel need" in message
+    assert "registers per thread" in message and "allows 255" in message
+
+
+@pytest.mark.parametrize("algo", gpusim.ALGOS)
+@pytest.mark.parametrize("gpu", ["A100-40GB", "H200-measured", "T4"])
+def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
+    shape = dict(seq=4096, head_dim=64, heads=8, batch=2, causal=True, gpu=gpu)
+    block_q, block_kv = gpusim.best_blocks(algo, **shape)
+    best = gpusim.simulate(algo, block_q=block_q, block_kv=block_kv, **shape)
+    assert all(k.blocks_per_sm >= 1 and k.registers_per_thread <= 255 for k in best.kernels)
+    for other in ((64, 64), (128, 64), (64, 32)):
+        try:
+            assert gpusim.simulate(algo, block_q=other[0], block_kv=other[1], **shape).predicted_time_s >= \
+                best.predicted_time_s
+        except ValueError:
+            continue  # that tile does not fit this GPU
+
+
+def test_simulate_defaults_to_the_best_tile():
+    shape = dict(seq=2048, head_dim=128, heads=16, gpu="H200-measured")
+    assert gpusim.simulate("flash2", **shape).config.block_q == gpusim.best_blocks("flash2", **shape)[0]
