@@ -49,7 +49,7 @@ def _recording(counts):
         return args_hst, kwargs_hst
 
     def count(ptrs, mask, direction):
-        addresses = ptrs.data[mask.data]
+        addresses = ptrs.data[mask.data.astype(bool)]  # a block mask & a scalar one holds int32 0/1
         moved = 0
         for start, end, name in launch["ranges"]:
             n = int(((addresses >= start) & (addresses < end)).sum())
