@@ -55,9 +55,9 @@ def kv_calculator(model="Llama-3-8B", context_tokens=8192, batch=1, dtype="fp16"
 
 def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4, kv_heads=1, head_dim=16):
     """Flash-Decoding of one request, step by step, for a stepper: which program reads which chunk (its
-    keys, the pages they sit in and the bytes it loads), the running max and sum after the step, then
-    the reduce merging the partial results split by split. Random arrays, seeded; the page table maps
-    page i to page i."""
+    keys, the pages they sit in and the bytes it loads) and the running max and sum after the step; then,
+    per query row, the reduce: the largest partial LSE (m_i), the sum of the weights (l_i) and each split's
+    weight exp(LSE_s - m_i). Random arrays, seeded; the page table maps page i to page i."""
     rng = np.random.default_rng(STEP_SEED)
     pages = -(-seq_kv // page_size)
     q = rng.standard_normal((1, heads, 1, head_dim))
@@ -70,7 +70,8 @@ def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4,
         row = {"kernel": step.kernel, "program": step.program, "split": split, "chunk": chunk,
                "loads": dict(step.loads), "stores": dict(step.stores),
                "m_i": None if step.m_i is None else step.m_i.tolist(),
-               "l_i": None if step.l_i is None else step.l_i.tolist()}
+               "l_i": None if step.l_i is None else step.l_i.tolist(),
+               "weights": step.rescale.tolist() if step.kernel == "reduce" else None}
         if step.kernel != "reduce" and chunk is not None:
             first, end = chunk * block_kv, min((chunk + 1) * block_kv, seq_kv)
             row |= {"keys": (first, end), "pages": tuple(range(first // page_size, (end - 1) // page_size + 1))}

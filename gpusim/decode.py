@@ -12,8 +12,10 @@ chunks of Bc == block_kv keys (K_b: the keys its last query row sees, below); sp
 short request may leave its last splits empty: they read their length and exit. With num_splits == 1
 this is FlashAttention-2's decode path (kernel "decode"): one program per (batch, head) writes O and the
 log-sum-exp directly. With more (kernel "split_kv"), each program writes a partial O and LSE in fp32,
-and kernel "reduce" (one program per (batch, query head)) merges them with the online softmax's
-rescaling and writes O once in the input dtype.
+and kernel "reduce" (one program per query row: (batch, query head, row)) merges them and writes O
+once in the input dtype. The merge is the online softmax's: each split's O was normalised by its own
+sum, so it is weighted by exp(LSE_s - LSE), LSE = log sum_s exp(LSE_s); the reduce loads every split's
+LSE at once, takes their max, and sums the weighted partial O in one pass.
 
 Paged cache. With page_size = P the cache is (num_pages, P, kv_heads, d) and request b's token t lives in
 page block_table[b, t // P], row t % P. A program reads one int32 block-table entry for each page its
@@ -43,10 +45,10 @@ DEFAULT_BLOCK_KV = 64
 PER_SCORE = 5
 PER_ROW_STEP = 5
 PER_ROW_END = 2
-# The reduce, per row per split: max, two subtractions, two exps, l = l * alpha + w (2); and per element
-# of O, acc * alpha + w * o (3). Per row at the end: log and add, and d divisions.
-REDUCE_PER_ROW_SPLIT = 7
-REDUCE_PER_ELEMENT_SPLIT = 3
+# The reduce, per row per split: max, subtract, exp, sum of the weights; per element of O, w * o summed
+# (2). Per row at the end: log and add for the LSE, and d divisions.
+REDUCE_PER_ROW_SPLIT = 4
+REDUCE_PER_ELEMENT_SPLIT = 2
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ class DecodeLaunch:
     @property
     def padded_rows(self):  # the rows of its tl.dot tile
         return max(MIN_ROWS, 1 << (self.rows - 1).bit_length())
+
+    @property
+    def padded_splits(self):  # the reduce's tile of splits
+        return 1 << (self.num_splits - 1).bit_length()
 
     @property
     def itemsize(self):
@@ -289,7 +295,7 @@ def count(launch):
     return out | {
         (kernel, "O_partial"): (0, partials * d * f),  # fp32, per active split
         (kernel, "LSE_partial"): (0, partials * f),
-        ("reduce", "cache_seqlens"): (INDEX_BYTES * L.batch * L.heads, 0),
+        ("reduce", "cache_seqlens"): (INDEX_BYTES * L.batch * rows, 0),  # every program (query row): read 1
         ("reduce", "O_partial"): (partials * d * f, 0),
         ("reduce", "LSE_partial"): (partials * f, 0),
         ("reduce", "O"): (0, L.batch * rows * d * L.out_itemsize),
@@ -324,21 +330,22 @@ def flops(launch):
         return {"decode": main}
     merges, outputs = row_ends, L.batch * rows
     reduce = (0, (REDUCE_PER_ROW_SPLIT + REDUCE_PER_ELEMENT_SPLIT * d) * merges + (PER_ROW_END + d) * outputs,
-              2 * merges + outputs)
+              merges + outputs)
     return {"split_kv": main, "reduce": reduce}
 
 
 def programs(launch, kernel):
     """Thread blocks in the kernel's grid (empty splits of short requests included: they start and exit)."""
     if kernel == "reduce":
-        return launch.batch * launch.heads
+        return launch.batch * launch.heads * launch.seq
     return launch.batch * launch.units * launch.num_splits
 
 
 def sram_bytes(launch, kernel):
-    """Shared memory one thread block stages: its query rows (padded to the tl.dot tile) and one K and one V
-    chunk; the reduce, one partial O and LSE of seq rows. Scores and accumulators live in registers."""
+    """What one thread block holds: its query rows (padded to the tl.dot tile) and one K and one V chunk;
+    the reduce, every split's partial O and LSE of its row (splits padded to a power of two). Scores and
+    accumulators live in registers, so they are not counted."""
     d, e = launch.head_dim, launch.itemsize
     if kernel == "reduce":
-        return launch.seq * (d + 1) * STATS_BYTES
+        return launch.padded_splits * (d + 1) * STATS_BYTES
     return launch.padded_rows * d * e + 2 * launch.block_kv * d * e

@@ -80,8 +80,8 @@ def execute(launch, q, k_cache, v_cache, block_table=None, trace=False):
     for batch, unit, split in product(range(b), range(L.units), range(S)):
         _program(mem, L, batch, unit, split)
     if S > 1:
-        for batch, head in product(range(b), range(h)):
-            _reduce(mem, L, batch, head)
+        for batch, head, row in product(range(b), range(h), range(n)):
+            _reduce(mem, L, batch, head, row)
     return tensors["O"], mem
 
 
@@ -137,22 +137,16 @@ def _program(mem, L, b, unit, split):
     mem.step(kernel, program, (split, None), sram_bytes(L, kernel))
 
 
-def _reduce(mem, L, b, h):
-    """One program of the reduce kernel: request b, query head h. The partial results merge as the online
-    softmax merges chunks: rescale what is summed to the new running max, add the next part."""
+def _reduce(mem, L, b, h, i):
+    """One program of the reduce kernel: query row i of head h of request b. Each split's O was divided by
+    its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O, LSE = log sum_s exp(LSE_s)."""
     mem.load("reduce", "cache_seqlens", b)  # read 1 int32: how many splits request b filled
-    m = np.full(L.seq, -np.inf)  # running max of the partial LSEs
-    l_sum = np.zeros(L.seq)  # sum of exp(LSE_s - m)
-    acc = np.zeros((L.seq, L.head_dim))
-    for s in range(int(L.active_splits[b])):
-        lse_s = mem.load("reduce", "LSE_partial", (s, b, h))  # read seq (fp32)
-        o_s = mem.load("reduce", "O_partial", (s, b, h))  # read seq*d (fp32)
-        m_new = np.maximum(m, lse_s)  # finite: split 0 holds key 0, which every row sees
-        alpha, w = np.exp(m - m_new), np.exp(lse_s - m_new)
-        l_sum = alpha * l_sum + w
-        acc = alpha[:, None] * acc + w[:, None] * o_s
-        m = m_new
-        mem.step("reduce", (b, h), (s, None), sram_bytes(L, "reduce"), m_i=m, l_i=l_sum, rescale=alpha)
-    mem.store("reduce", "O", (b, h), acc / l_sum[:, None])  # write seq*d
-    mem.store("reduce", "LSE", (b, h), m + np.log(l_sum))  # write seq (fp32)
-    mem.step("reduce", (b, h), (None, None), sram_bytes(L, "reduce"))
+    filled = slice(0, int(L.active_splits[b]))
+    lse_s = mem.load("reduce", "LSE_partial", (filled, b, h, i))  # read a_b (fp32)
+    o_s = mem.load("reduce", "O_partial", (filled, b, h, i))  # read a_b*d (fp32)
+    m = lse_s.max()  # finite: split 0 holds key 0, which every row sees
+    w = np.exp(lse_s - m)  # 0 for a split where the row saw no key (LSE_s = -inf)
+    row = (b, h, slice(i, i + 1))
+    mem.store("reduce", "O", row, (w @ o_s / w.sum())[None])  # write d
+    mem.store("reduce", "LSE", row, m + np.log(w.sum()))  # write 1 (fp32)
+    mem.step("reduce", (b, h, i), (None, None), sram_bytes(L, "reduce"), m_i=[m], l_i=[w.sum()], rescale=w)

@@ -84,20 +84,24 @@ def copy_bytes_per_s(nbytes):
 
 
 def _compile(num_splits):
-    """One small launch with the sweep's compile-time constants (a worker process fills Triton's cache)."""
-    inputs = cache_inputs(1, 1024, SHAPE, copies=1, seed=0)[0]
+    """One small launch with the sweep's compile-time constants (in a worker process: it fills Triton's
+    cache). The reduce is specialised on num_splits rounded up to a power of two."""
+    inputs = cache_inputs(1, 64 * num_splits, SHAPE, copies=1, seed=0)[0]
     run_decode(prepare_decode(*inputs["paged"], cache_seqlens=inputs["lengths"], block_table=inputs["table"],
-                              page_size=PAGE_SIZE, num_splits=num_splits))
+                              page_size=PAGE_SIZE, num_splits=num_splits, block_kv=64))
     torch.cuda.synchronize()
 
 
-def warm_triton_cache():
-    """Compile the decode kernel and the split-KV + reduce pair in parallel processes (spawned: CUDA does not
-    survive fork) so that the timed process loads them from Triton's cache."""
+def warm_triton_cache(batches, seq_kvs):
+    """Compile every kernel the sweep launches (num_splits = 1, and each split count flash-attention's
+    heuristic picks for it) in parallel processes (spawned: CUDA does not survive fork), so that the timed
+    process loads them from Triton's cache."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
-    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
-        list(pool.map(_compile, (1, 4)))
+    splits = {1} | {decode.make_launch(batch=b, seq_kv=n, page_size=PAGE_SIZE, gpu="H200", **SHAPE).num_splits
+                    for b in batches for n in seq_kvs}
+    with ProcessPoolExecutor(4, mp_context=get_context("spawn")) as pool:
+        list(pool.map(_compile, sorted(splits)))
 
 
 def cache_inputs(batch, seq_kv, shape, copies, seed):
@@ -274,7 +278,7 @@ def main(argv=None):
         shape, batches, seq_kvs = SMOKE["shape"], SMOKE["batches"], SMOKE["seq_kvs"]
     else:
         shape, batches, seq_kvs = SHAPE, BATCHES, SEQ_KVS
-        warm_triton_cache()
+        warm_triton_cache(batches, seq_kvs)
     if os.environ.get("TRITON_INTERPRET") != "1" and DEVICE == "cpu":
         raise SystemExit("no GPU: run the smoke test with TRITON_INTERPRET=1 and --smoke")
     result = run(args, shape, batches, seq_kvs)

@@ -112,34 +112,28 @@ def split_kv_kernel(Q, K, V, O_partial, LSE_partial, block_table, cache_seqlens,
 
 @triton.jit(do_not_specialize=["num_splits"])
 def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: tl.constexpr, SEQ: tl.constexpr,
-                  BLOCK_SEQ: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Bc: tl.constexpr,
+                  SPLITS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Bc: tl.constexpr,
                   BOTTOM_RIGHT: tl.constexpr):
-    """One (query head, request): merge its splits' partial results as the online softmax merges chunks."""
-    h, b = tl.program_id(0), tl.program_id(1).to(tl.int64)
+    """One query row (head h, request b, row i): every split's partial result at once. Split s's O was
+    divided by its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O."""
+    h, b, i = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2)
     n_cached = tl.load(cache_seqlens + b)  # read 1 int32: L_b, which says how many splits it filled
     n_keys = n_cached if BOTTOM_RIGHT else tl.minimum(n_cached, SEQ)
     n_chunks = tl.cdiv(n_keys, Bc)
-    n_filled = tl.cdiv(n_chunks, tl.cdiv(n_chunks, num_splits))  # a_b
-    i, cols = tl.arange(0, BLOCK_SEQ), tl.arange(0, BLOCK_D)
-    rows = (b * H + h) * SEQ + i
-    row_ok = i < SEQ
-    mask = row_ok[:, None] & (cols < D)[None, :]
-    stride = tl.num_programs(1).to(tl.int64) * H * SEQ  # one split's rows
-    m = tl.full([BLOCK_SEQ], float("-inf"), tl.float32)  # running max of the partial LSEs
-    l_sum = tl.zeros([BLOCK_SEQ], tl.float32)  # sum of exp(LSE_s - m)
-    acc = tl.zeros([BLOCK_SEQ, BLOCK_D], tl.float32)
-    for s in range(n_filled):
-        lse_s = tl.load(LSE_partial + s * stride + rows, mask=row_ok, other=0.0)  # read seq (fp32)
-        o_s = tl.load(O_partial + (s * stride + rows)[:, None] * D + cols[None, :], mask=mask,
-                      other=0.0)  # read seq*d (fp32)
-        m_new = tl.maximum(m, lse_s)  # finite: split 0 holds key 0, which every row sees
-        alpha, w = tl.exp(m - m_new), tl.exp(lse_s - m_new)
-        l_sum = alpha * l_sum + w
-        acc = acc * alpha[:, None] + w[:, None] * o_s
-        m = m_new
-    tl.store(O + rows[:, None] * D + cols[None, :], (acc / l_sum[:, None]).to(O.dtype.element_ty),
-             mask=mask)  # write seq*d
-    tl.store(LSE + rows, m + tl.log(l_sum), mask=row_ok)  # write seq (fp32)
+    s = tl.arange(0, SPLITS)
+    filled = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, num_splits))  # splits 0 .. a_b - 1
+    cols = tl.arange(0, BLOCK_D)
+    at = s * (tl.num_programs(1).to(tl.int64) * H * SEQ) + (b * H + h) * SEQ + i  # the row in each split
+    lse_s = tl.load(LSE_partial + at, mask=filled, other=float("-inf"))  # read a_b (fp32)
+    o_s = tl.load(O_partial + at[:, None] * D + cols[None, :], mask=filled[:, None] & (cols < D)[None, :],
+                  other=0.0)  # read a_b*d (fp32)
+    m = tl.max(lse_s, 0)  # finite: split 0 holds key 0, which every row sees
+    w = tl.exp(lse_s - m)  # 0 for the empty splits and where the row saw no key
+    l_sum = tl.sum(w, 0)
+    row = (b * H + h) * SEQ + i
+    tl.store(O + row * D + cols, (tl.sum(w[:, None] * o_s, 0) / l_sum).to(O.dtype.element_ty),
+             mask=cols < D)  # write d
+    tl.store(LSE + row, m + tl.log(l_sum))  # write 1 (fp32)
 
 
 @dataclass(frozen=True)
@@ -227,8 +221,8 @@ def run_decode(call):
         decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **common)
         return o, lse
     split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args, **common)
-    reduce_kernel[(L.heads, L.batch)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits, H=L.heads,
-                                      SEQ=L.seq, BLOCK_SEQ=max(16, triton.next_power_of_2(L.seq)), D=L.head_dim,
-                                      BLOCK_D=common["BLOCK_D"], Bc=L.block_kv, BOTTOM_RIGHT=common["BOTTOM_RIGHT"],
-                                      num_warps=4, num_stages=1)
+    reduce_kernel[(L.heads, L.batch, L.seq)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits,
+                                             H=L.heads, SEQ=L.seq, SPLITS=L.padded_splits, D=L.head_dim,
+                                             BLOCK_D=common["BLOCK_D"], Bc=L.block_kv,
+                                             BOTTOM_RIGHT=common["BOTTOM_RIGHT"], num_warps=4, num_stages=1)
     return o, lse

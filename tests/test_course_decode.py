@@ -43,8 +43,10 @@ def test_split_kv_steps_follow_the_schedule():
                       (2, 4, (256, 300), (16, 17, 18))]
     last = chunks[-1]
     assert steps[[s["chunk"] for s in steps].index(4)]["loads"]["K"] == (last[2][1] - last[2][0]) * 16 * 2
-    merges = [s for s in steps if s["kernel"] == "reduce" and s["split"] is not None]
-    assert len(merges) == 4 * 3 and all(len(s["m_i"]) == 1 for s in merges)  # 4 heads x 3 splits
+    merges = [s for s in steps if s["kernel"] == "reduce"]
+    assert [s["program"] for s in merges] == [(0, h, 0) for h in range(4)]  # one per query row
+    assert all(len(s["weights"]) == 3 and max(s["weights"]) == 1.0 for s in merges)  # exp(LSE_s - max LSE)
+    assert all(s["loads"] == {"cache_seqlens": 4, "LSE_partial": 3 * 4, "O_partial": 3 * 16 * 4} for s in merges)
 
 
 def test_allocation_compares_both_allocators_on_the_same_memory():

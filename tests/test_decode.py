@@ -88,12 +88,12 @@ def brute_force_counts(c):
                 writes[kernel, out] += rows * d * size
                 writes[kernel, lse] += rows * f
         filled = sum(1 for keys in splits if keys)
-        for _head in range(c["heads"] if S > 1 else 0):
+        for _row in range(c["heads"] * seq if S > 1 else 0):  # a reduce program per query row
             reads["reduce", "cache_seqlens"] += 4
-            reads["reduce", "LSE_partial"] += filled * seq * f
-            reads["reduce", "O_partial"] += filled * seq * d * f
-            writes["reduce", "O"] += seq * d * e
-            writes["reduce", "LSE"] += seq * f
+            reads["reduce", "LSE_partial"] += filled * f
+            reads["reduce", "O_partial"] += filled * d * f
+            writes["reduce", "O"] += d * e
+            writes["reduce", "LSE"] += f
     return {key: (reads[key], writes[key]) for key in reads.keys() | writes.keys()}
 
 
@@ -175,7 +175,8 @@ def test_flops_by_hand():
     assert mm == 4 * 16 * 2 * 40
     assert exps == 2 * 40 + 2 * 3 + 2 * 2  # scores, a rescale per row per chunk, a log per row per split
     assert other == 5 * 2 * 40 + (5 + 16) * 2 * 3 + (2 + 16) * 2 * 2
-    assert decode.flops(launch)["reduce"] == (0, (7 + 3 * 16) * 2 * 2 + (2 + 16) * 2, 2 * 2 * 2 + 2)
+    # per row and split: max, subtract, exp, sum, and w * o summed over d; per row: log, add, d divisions
+    assert decode.flops(launch)["reduce"] == (0, (4 + 2 * 16) * 2 * 2 + (2 + 16) * 2, 2 * 2 + 2)
 
 
 GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)
