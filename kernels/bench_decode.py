@@ -181,20 +181,17 @@ def measure(fn, ref):
     return {"ms": median_ms(fn), "rel_err": rel_err}
 
 
-def run(args, shape, batches, seq_kvs):
+def run(out, deadline, shape, batches, seq_kvs):
     copy = copy_bytes_per_s(COPY_BYTES if DEVICE == "cuda" else 1 << 20)
     result = {"environment": environment(), "copy_bytes_per_s": copy, "page_size": PAGE_SIZE, "rows": []}
-    deadline = time.monotonic() + args.max_minutes * 60
     todo = [(b, n) for b in batches for n in seq_kvs]
     for done, (batch, seq_kv) in enumerate(todo):
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes after {done} of {len(todo)} configurations"
             break
         result["rows"] += configuration(batch, seq_kv, shape, copy)
-        with open(args.out, "w") as f:
+        with open(out, "w") as f:
             json.dump(result, f, indent=1)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
     return result
 
 
@@ -271,9 +268,11 @@ def print_table(result):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python kernels/bench_decode.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every configuration)")
-    ap.add_argument("--max-minutes", type=float, default=math.inf, help="start no configuration after this")
+    ap.add_argument("--max-minutes", type=float, default=math.inf,
+                    help="start no configuration after this many minutes (the run then ends within seconds)")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (TRITON_INTERPRET=1)")
     args = ap.parse_args(argv)
+    deadline = time.monotonic() + args.max_minutes * 60  # the compile warm-up included
     if args.smoke:
         shape, batches, seq_kvs = SMOKE["shape"], SMOKE["batches"], SMOKE["seq_kvs"]
     else:
@@ -281,7 +280,7 @@ def main(argv=None):
         warm_triton_cache(batches, seq_kvs)
     if os.environ.get("TRITON_INTERPRET") != "1" and DEVICE == "cpu":
         raise SystemExit("no GPU: run the smoke test with TRITON_INTERPRET=1 and --smoke")
-    result = run(args, shape, batches, seq_kvs)
+    result = run(args.out, deadline, shape, batches, seq_kvs)
     result["summary"] = summary(result["rows"])
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
