@@ -189,14 +189,20 @@ def prepare_decode(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page
     else:
         table = _indices("block_table", block_table, 2, q.device)
         check_block_table(table.cpu().numpy(), launch.seq_kv, k_cache.shape[0], launch.page_size)
-    return DecodeCall(launch, q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), seqlens, table)
+    return DecodeCall(launch, q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), _int32(seqlens),
+                      _int32(table))
 
 
 def _indices(name, x, dims, device):
-    """An int32 tensor on the device (a copy when x is another integer type or a list)."""
+    """x as an integer tensor on the device, its values as given (checked before any narrowing)."""
     x = torch.as_tensor(x, device=device)
     if x.dim() != dims or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
+    return x
+
+
+def _int32(x):
+    """What the kernels read: int32, contiguous (a copy for other integer types; values already checked)."""
     return x.to(torch.int32).contiguous()
 
 

@@ -109,6 +109,8 @@ def paged_inputs():
     (dict(cache_seqlens=[40]), "cache_seqlens has 1 cache lengths but batch=2: give one per request"),
     (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected 1-d integers"),
     (dict(block_table=[0, 1, 2]), "block_table is torch.int64 (3,): expected 2-d integers"),
+    (dict(cache_seqlens=[40, 33], block_table=[[0, 1, 2], [3, 4, 2**32 + 5]]),
+     "block_table[1, 2]=4294967301 is out of range"),  # checked before the int32 copy could wrap it to 5
     (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
 ])
 def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, message):
