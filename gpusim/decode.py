@@ -170,7 +170,8 @@ def num_splits_heuristic(batch_nheads_mblocks, num_sms, num_n_blocks, max_splits
     """flash-attention's rule (csrc/flash_attn/flash_api.cpp of Dao-AILab/flash-attention, which calls it
     with twice the SM count, two 128-thread blocks per SM, and max_splits = 128): no split when the grid
     already almost fills the SMs; otherwise the fewest splits whose last wave is at least 85% as full as
-    the best split count's. A split count that gives the same chunks per split as one fewer is skipped."""
+    the best split count's. A split count that gives the same chunks per split as one fewer is skipped.
+    make_launch applies it to this kernel: its programs per split and its chunks of block_kv keys."""
     if batch_nheads_mblocks >= 0.8 * num_sms:
         return 1
     max_splits = min(max_splits, num_sms, num_n_blocks)
