@@ -10,6 +10,7 @@ Arguments are named as in gpusim (Q, K, V, S, P, O, l, m, LSE) and kernels as na
 from contextlib import contextmanager
 from unittest.mock import patch
 
+import numpy as np
 from triton.runtime import interpreter
 
 from gpusim.simulate import by_tensor
@@ -49,7 +50,7 @@ def _recording(counts):
         return args_hst, kwargs_hst
 
     def count(ptrs, mask, direction):
-        addresses = ptrs.data[mask.data]
+        addresses = ptrs.data[np.asarray(mask.data).astype(bool)]  # a block mask & a scalar one: int32 0/1
         moved = 0
         for start, end, name in launch["ranges"]:
             n = int(((addresses >= start) & (addresses < end)).sum())

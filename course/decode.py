@@ -1,0 +1,103 @@
+"""What the decode notebook shows, as data: the "When FlashAttention Helps Most" rows (prefill against
+decode), a KV-cache calculator, the split-KV schedule step by step, and the paged-allocation simulation's
+memory map. Small functions over gpusim, gpusim.decode and gpusim.kvcache; no widgets, no plotting.
+"""
+import numpy as np
+
+import gpusim
+from gpusim import decode, kvcache
+from gpusim.decode_execute import decode_attention
+
+STEP_SEED = 0  # the arrays split_kv_steps runs on
+
+
+def helps_most_rows(gpu="H200", model="Llama-3-8B", context_tokens=4096, dtype="fp16"):
+    """Prefill (the whole prompt at once, causal) against decode (one new token per request, batch 1 and
+    64) at the model's attention shape: FlashAttention-2's FLOPs per byte reaching DRAM against the GPU's
+    ridge point and what gpusim's time model says bounds it; the bytes the SMs move for standard attention,
+    FlashAttention-2 and the split-KV kernel (K/V once per GQA group); the predicted times; and how many
+    programs each decode kernel launches against the SMs there are to fill."""
+    m, g = kvcache.get_model(model), gpusim.get_gpu(gpu)
+    shape = dict(heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, dtype=dtype, gpu=g)
+    ridge = g.matmul_flops_per_s(dtype) / g.hbm_bytes_per_s
+    rows = []
+    for scenario, batch, seq in (("prefill", 1, context_tokens), ("decode, batch 1", 1, 1),
+                                 ("decode, batch 64", 64, 1)):
+        prefill = seq > 1
+        naive, flash = (gpusim.simulate(algo, batch=batch, seq=seq, seq_kv=context_tokens, causal=prefill, **shape)
+                        for algo in ("naive", "flash2"))
+        split = None if prefill else decode.make_launch(batch=batch, seq_kv=context_tokens, **shape)
+        rows.append({
+            "scenario": scenario, "query tokens": batch * seq, "cache tokens": batch * context_tokens,
+            "FLOPs per DRAM byte": (flash.flops_matmul + flash.flops_other) / (flash.dram_read_bytes +
+                                                                              flash.dram_write_bytes),
+            "ridge point": ridge, "bound": flash.kernels[0].bound,
+            "standard attention bytes": naive.hbm_bytes, "FlashAttention-2 bytes": flash.hbm_bytes,
+            "bytes saved": naive.hbm_bytes / flash.hbm_bytes,
+            "split-KV bytes": None if split is None else sum(r + w for r, w in decode.count(split).values()),
+            "standard predicted s": naive.predicted_time_s, "FlashAttention-2 predicted s": flash.predicted_time_s,
+            "FlashAttention-2 programs": flash.kernels[0].programs, "SMs": g.sm_count,
+            "split-KV programs": None if split is None else decode.programs(split, split.kernels[0]),
+        })
+    return rows
+
+
+def kv_calculator(model="Llama-3-8B", context_tokens=8192, batch=1, dtype="fp16", gpu="H200"):
+    """The KV cache of `batch` requests of `context_tokens` tokens beside the model's weights on one GPU."""
+    m, g = kvcache.get_model(model), gpusim.get_gpu(gpu)
+    per_token = kvcache.bytes_per_token(m, dtype)
+    total = batch * context_tokens * per_token
+    return {"model": m.name, "bytes per token": per_token, "bytes per request": context_tokens * per_token,
+            "KV cache bytes": total, "weight bytes": m.weight_bytes, "HBM bytes": g.hbm_bytes,
+            "fits": m.weight_bytes + total <= g.hbm_bytes,
+            "largest batch": kvcache.max_batch(m, g, context_tokens, dtype)}
+
+
+def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4, kv_heads=1, head_dim=16):
+    """Flash-Decoding of one request, step by step, for a stepper: which program reads which chunk (its
+    keys, the pages they sit in and the bytes it loads) and the running max and sum after the step; then,
+    per query row, the reduce: the largest partial LSE (m_i), the sum of the weights (l_i) and each split's
+    weight exp(LSE_s - m_i). Random arrays, seeded; the page table maps page i to page i."""
+    rng = np.random.default_rng(STEP_SEED)
+    pages = -(-seq_kv // page_size)
+    q = rng.standard_normal((1, heads, 1, head_dim))
+    k, v = (rng.standard_normal((pages, page_size, kv_heads, head_dim)) for _ in range(2))
+    _, launch, mem = decode_attention(q, k, v, cache_seqlens=[seq_kv], block_table=np.arange(pages)[None, :],
+                                      num_splits=num_splits, block_kv=block_kv, trace=True)
+    steps = []
+    for step in mem.steps:
+        split, chunk = step.tile
+        row = {"kernel": step.kernel, "program": step.program, "split": split, "chunk": chunk,
+               "loads": dict(step.loads), "stores": dict(step.stores),
+               "m_i": None if step.m_i is None else step.m_i.tolist(),
+               "l_i": None if step.l_i is None else step.l_i.tolist(),
+               "weights": step.rescale.tolist() if step.kernel == "reduce" else None}
+        if step.kernel != "reduce" and chunk is not None:
+            first, end = chunk * block_kv, min((chunk + 1) * block_kv, seq_kv)
+            row |= {"keys": (first, end), "pages": tuple(range(first // page_size, (end - 1) // page_size + 1))}
+        steps.append(row)
+    return steps
+
+
+def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, page_size=16, slots=8, seed=0):
+    """The same seeded stream of requests served from the same memory (`slots` requests of max_tokens
+    each) by both allocators: {policy: gpusim.kvcache.Serving}."""
+    reqs = kvcache.arrivals(steps, per_step, max_tokens, seed=seed)
+    budget = slots * max_tokens * kvcache.bytes_per_token(model)
+    return {policy: kvcache.serve(model, reqs, steps=steps, policy=policy, page_size=page_size, max_tokens=max_tokens,
+                                  budget_bytes=budget) for policy in ("contiguous", "paged")}
+
+
+def memory_map_rows(serving):
+    """One row per block of the memory map (a contiguous slot or a page): its owner (None: free), the
+    tokens it holds and the tokens it could hold."""
+    mm = serving.memory_map
+    return [{"block": i, "owner": None if owner < 0 else owner, "used tokens": used, "capacity tokens": mm.block_tokens}
+            for i, (owner, used) in enumerate(zip(mm.owner, mm.used_tokens))]
+
+
+def waste_rows(servings):
+    """Per allocator: requests served at once (peak), finished, preempted, and the share of the reserved
+    memory that held no token, over the whole run."""
+    return [{"allocator": policy, "page size": s.page_size, "peak running": s.peak_running, "finished": s.finished,
+             "preemptions": s.preemptions, "wasted share": s.wasted_fraction} for policy, s in servings.items()]

@@ -1,0 +1,70 @@
+"""The decode notebook's data (gpusim_course.decode): each function against gpusim and numbers by hand."""
+import pytest
+
+import gpusim
+from gpusim import decode, kvcache
+from gpusim_course import decode as course
+
+
+def test_helps_most_prefill_is_compute_bound_and_decode_memory_bound():
+    prefill, batch1, batch64 = course.helps_most_rows()
+    assert [r["scenario"] for r in (prefill, batch1, batch64)] == ["prefill", "decode, batch 1", "decode, batch 64"]
+    assert prefill["bound"] == "compute" and batch1["bound"] == batch64["bound"] == "memory"
+    assert prefill["FLOPs per DRAM byte"] > prefill["ridge point"] > batch1["FLOPs per DRAM byte"]
+    assert prefill["bytes saved"] > 3 > 1.1 > batch1["bytes saved"]  # the N x N matrix is what FlashAttention saves
+    # FlashAttention-2's decode path: one program per (batch, head), 32 on 132 SMs; split KV fills them
+    assert batch1["FlashAttention-2 programs"] == 32 < batch1["SMs"] <= batch1["split-KV programs"]
+    flash = gpusim.simulate("flash2", seq=4096, heads=32, kv_heads=8, head_dim=128, causal=True, gpu="H200")
+    assert prefill["FlashAttention-2 bytes"] == flash.hbm_bytes
+
+
+def test_helps_most_split_kv_bytes_are_the_model_count():
+    row = course.helps_most_rows(context_tokens=1024)[1]
+    launch = decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=1024)
+    assert row["split-KV bytes"] == sum(r + w for r, w in decode.count(launch).values())
+
+
+def test_kv_calculator_by_hand():
+    c = course.kv_calculator("Llama-3-8B", context_tokens=8192, batch=10, dtype="fp16", gpu="H200")
+    assert c["bytes per token"] == 131_072
+    assert c["bytes per request"] == 8192 * 131_072 == 1 << 30
+    assert c["KV cache bytes"] == 10 << 30
+    assert c["fits"] and c["largest batch"] == 124
+    assert not course.kv_calculator("Llama-3-70B", context_tokens=8192, batch=4, gpu="H200")["fits"]
+
+
+def test_split_kv_steps_follow_the_schedule():
+    """300 keys in chunks of 64 (5 chunks) over 3 splits of 2, 2 and 1 chunks; pages of 16."""
+    steps = course.split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16)
+    chunks = [(s["split"], s["chunk"], s["keys"], s["pages"]) for s in steps
+              if s["kernel"] == "split_kv" and s["chunk"] is not None]
+    assert chunks == [(0, 0, (0, 64), (0, 1, 2, 3)), (0, 1, (64, 128), (4, 5, 6, 7)),
+                      (1, 2, (128, 192), (8, 9, 10, 11)), (1, 3, (192, 256), (12, 13, 14, 15)),
+                      (2, 4, (256, 300), (16, 17, 18))]
+    last = chunks[-1]
+    assert steps[[s["chunk"] for s in steps].index(4)]["loads"]["K"] == (last[2][1] - last[2][0]) * 16 * 2
+    merges = [s for s in steps if s["kernel"] == "reduce"]
+    assert [s["program"] for s in merges] == [(0, h, 0) for h in range(4)]  # one per query row
+    assert all(len(s["weights"]) == 3 and max(s["weights"]) == 1.0 for s in merges)  # exp(LSE_s - max LSE)
+    assert all(s["loads"] == {"cache_seqlens": 4, "LSE_partial": 3 * 4, "O_partial": 3 * 16 * 4} for s in merges)
+
+
+def test_allocation_compares_both_allocators_on_the_same_memory():
+    servings = course.allocation(steps=60, slots=4, max_tokens=1024)
+    contiguous, paged = servings["contiguous"], servings["paged"]
+    assert contiguous.budget_bytes == paged.budget_bytes == 4 * 1024 * 131_072
+    assert len(contiguous.memory_map.owner) == 4 and len(paged.memory_map.owner) == 4 * 1024 // 16
+    rows = {r["allocator"]: r for r in course.waste_rows(servings)}
+    assert rows["paged"]["peak running"] > rows["contiguous"]["peak running"] <= 4
+    assert rows["paged"]["wasted share"] < rows["contiguous"]["wasted share"]
+
+
+@pytest.mark.parametrize("policy", ["contiguous", "paged"])
+def test_memory_map_rows(policy):
+    serving = course.allocation(steps=40, slots=2, max_tokens=512)[policy]
+    rows = course.memory_map_rows(serving)
+    assert len(rows) == len(serving.memory_map.owner)
+    assert all(r["used tokens"] == 0 for r in rows if r["owner"] is None)
+    assert all(0 <= r["used tokens"] <= r["capacity tokens"] == serving.memory_map.block_tokens for r in rows)
+    held = sum(r["used tokens"] for r in rows) * kvcache.bytes_per_token("Llama-3-8B")
+    assert held == serving.snapshots[-1].used_bytes

@@ -1,0 +1,221 @@
+"""Flash-Decoding: the Triton kernels against the float64 reference and against gpusim.decode's closed form
+(trace_io, byte for byte), execute mode against both, an independent brute-force count, and bad input.
+
+Without a GPU the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1). With a
+GPU the accuracy tests run compiled, on larger shapes too.
+"""
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusim import decode
+from gpusim.decode_execute import decode_attention as execute_decode
+from gpusim.decode_execute import decode_reference
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
+
+
+def random_case(seed, max_len=300, dtypes=("fp16", "bf16", "fp32")):
+    """Ragged lengths (not multiples of the page), random page sizes 16..256 or a contiguous cache, 1 to 8
+    query rows, GQA groups 1/4/8, grouped or not, num_splits 1, several, or the heuristic's."""
+    rng = random.Random(seed)
+    seq, batch = rng.randint(1, 8), rng.randint(1, 3)
+    kv_heads, group = rng.choice([1, 2]), rng.choice([1, 4, 8])
+    case = dict(batch=batch, heads=kv_heads * group, kv_heads=kv_heads, head_dim=rng.choice([16, 32, 48]), seq=seq,
+                seq_kv=tuple(rng.randint(seq, max_len) for _ in range(batch)), block_kv=rng.choice([16, 32, 64]),
+                page_size=rng.choice([None, 16, 32, 64, 128, 256]), grouped=rng.random() < 0.75,
+                causal_align="bottom_right" if rng.random() < 0.8 else "top_left", dtype=dtypes[seed % len(dtypes)])
+    chunks = int(decode.make_launch(**case, num_splits=1, gpu="A100-40GB").chunks.max())
+    case["num_splits"] = rng.choice([1, None, rng.randint(1, chunks), chunks])
+    return case
+
+
+def case_id(c):
+    return (f"{c['dtype']}-B{c['batch']}H{c['heads']}kv{c['kv_heads']}-seq{c['seq']}-L{'/'.join(map(str, c['seq_kv']))}"
+            f"-P{c['page_size']}-Bc{c['block_kv']}-S{c['num_splits']}{'' if c['grouped'] else '-ungrouped'}"
+            f"-{c['causal_align']}")
+
+
+def cache_arrays(c, seed=0):
+    """NumPy float64 q, k_cache, v_cache and block_table (None when contiguous). A paged cache holds spare
+    pages; the table maps each request's pages to a random permutation, unused entries -1 (never read)."""
+    rng = np.random.default_rng(seed)
+    lengths, d = np.array(c["seq_kv"]), c["head_dim"]
+    q = rng.standard_normal((c["batch"], c["heads"], c["seq"], d))
+    if c["page_size"] is None:
+        shape = (c["batch"], c["kv_heads"], int(lengths.max()) + 3, d)
+        return q, rng.standard_normal(shape), rng.standard_normal(shape), None
+    need = -(-lengths // c["page_size"])
+    pages = rng.permutation(int(need.sum()) + 5)
+    table = np.full((c["batch"], int(need.max()) + 2), -1, dtype=np.int32)
+    for b, start in enumerate(np.cumsum(need) - need):
+        table[b, : need[b]] = pages[start: start + need[b]]
+    shape = (len(pages), c["page_size"], c["kv_heads"], d)
+    return q, rng.standard_normal(shape), rng.standard_normal(shape), table
+
+
+def brute_force_counts(c):
+    """{(kernel, tensor): (read, write)} counted program by program, chunk by chunk, key by key, from the
+    algorithm as described (gpusim/decode.py's docstring), not from its closed form."""
+    e, f, d, seq, S, P = DTYPE_BYTES[c["dtype"]], 4, c["head_dim"], c["seq"], c["num_splits"], c["page_size"]
+    group = c["heads"] // c["kv_heads"]
+    units, heads_per_unit = (c["kv_heads"], group) if c["grouped"] else (c["heads"], 1)
+    kernel = "decode" if S == 1 else "split_kv"
+    reads, writes = Counter(), Counter()
+    for n_cached in c["seq_kv"]:
+        visible = n_cached if c["causal_align"] == "bottom_right" else min(n_cached, seq)
+        chunks = [list(range(k, min(k + c["block_kv"], visible))) for k in range(0, visible, c["block_kv"])]
+        per_split = math.ceil(len(chunks) / S)
+        splits = [[k for chunk in chunks[s * per_split:(s + 1) * per_split] for k in chunk] for s in range(S)]
+        rows = heads_per_unit * seq
+        for _unit in range(units):
+            for keys in splits:
+                reads[kernel, "cache_seqlens"] += 4  # every program reads its request's length
+                if not keys:
+                    continue
+                reads[kernel, "Q"] += rows * d * e
+                reads[kernel, "K"] += len(keys) * d * e
+                reads[kernel, "V"] += len(keys) * d * e
+                if P is not None:
+                    reads[kernel, "block_table"] += 4 * len({k // P for k in keys})
+                out, lse, size = ("O", "LSE", e) if S == 1 else ("O_partial", "LSE_partial", f)
+                writes[kernel, out] += rows * d * size
+                writes[kernel, lse] += rows * f
+        filled = sum(1 for keys in splits if keys)
+        for _row in range(c["heads"] * seq if S > 1 else 0):  # a reduce program per query row
+            reads["reduce", "cache_seqlens"] += 4
+            reads["reduce", "LSE_partial"] += filled * f
+            reads["reduce", "O_partial"] += filled * d * f
+            writes["reduce", "O"] += d * e
+            writes["reduce", "LSE"] += f
+    return {key: (reads[key], writes[key]) for key in reads.keys() | writes.keys()}
+
+
+MODEL_CASES = [random_case(seed) for seed in range(200)]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_closed_form_equals_brute_force(seed):
+    c = dict(MODEL_CASES[seed])
+    launch = decode.make_launch(**c, gpu="H200")
+    c["num_splits"] = launch.num_splits  # the heuristic's choice, when None
+    assert decode.count(launch) == brute_force_counts(c)
+
+
+def test_brute_force_by_hand():
+    """One request of 100 keys, page 16, chunks of 32 in 2 splits of 2 chunks: keys 0..63 and 64..99.
+    Split 0 touches pages 0-3, split 1 pages 4-6: 7 entries. fp16, d = 16, one K/V head, group 4."""
+    c = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq=1, seq_kv=(100,), block_kv=32, page_size=16,
+             grouped=True, causal_align="bottom_right", dtype="fp16", num_splits=2)
+    counts = decode.count(decode.make_launch(**c))
+    assert counts == brute_force_counts(c)
+    assert counts["split_kv", "K"] == (100 * 16 * 2, 0)
+    assert counts["split_kv", "block_table"] == (7 * 4, 0)
+    assert counts["split_kv", "Q"] == (2 * 4 * 16 * 2, 0)  # both splits read the group's 4 rows
+    assert counts["reduce", "O_partial"] == (2 * 4 * 16 * 4, 0)
+    assert counts["split_kv", "O_partial"] == (0, 2 * 4 * 16 * 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6))
+def test_execute_mode_equals_closed_form_and_reference(seed):
+    c = random_case(seed, max_len=200)
+    q, k, v, table = cache_arrays(c, seed)
+    out, launch, mem = execute_decode(q, k, v, cache_seqlens=c["seq_kv"], block_table=table,
+                                      causal_align=c["causal_align"], num_splits=c["num_splits"],
+                                      block_kv=c["block_kv"], grouped=c["grouped"], dtype=c["dtype"], gpu="H200")
+    ref = decode_reference(q, k, v, cache_seqlens=c["seq_kv"], block_table=table, causal_align=c["causal_align"])
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    assert {key: tuple(rw) for key, rw in mem.counts.items()} == decode.count(launch)
+
+
+def test_grouping_saves_the_group_factor_on_k_and_v():
+    shape = dict(batch=2, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, num_splits=4, page_size=16)
+    grouped, ungrouped = (decode.count(decode.make_launch(**shape, grouped=g)) for g in (True, False))
+    assert ungrouped["split_kv", "K"][0] == 4 * grouped["split_kv", "K"][0] == 4 * 2 * 8 * 4096 * 128 * 2
+    assert ungrouped["split_kv", "block_table"][0] == 4 * grouped["split_kv", "block_table"][0]
+
+
+def test_top_left_with_one_query_sees_one_key():
+    """torch's is_causal=True on a decode step: the new token attends to key 0 only."""
+    c = dict(batch=1, heads=2, kv_heads=1, head_dim=16, seq=1, seq_kv=(50,), block_kv=16, page_size=None,
+             grouped=True, causal_align="top_left", dtype="fp16", num_splits=1)
+    q, k, v, _ = cache_arrays(c)
+    ref = decode_reference(q, k, v, cache_seqlens=(50,), causal_align="top_left")
+    np.testing.assert_allclose(ref[0, :, 0], np.repeat(v[0, :, 0], 2, axis=0), rtol=1e-15)
+    assert decode.count(decode.make_launch(**c))["decode", "K"] == (16 * 2, 0)
+
+
+@pytest.mark.parametrize("units, sms, blocks, expected", [
+    (48, 108, 100, 2),  # flash_api.cpp's own example: 48 (batch x heads) on 108 SMs -> 2 splits (eff 0.89)
+    (8, 264, 2048, 29),  # Llama-3-8B batch 1 on an H200 (2 x 132): 232/264 = 0.879 >= 0.85; 28 gives 0.848
+    (512, 264, 2048, 1),  # batch 64: the grid already fills the SMs
+    (8, 264, 3, 3),  # never more splits than chunks
+])
+def test_num_splits_heuristic(units, sms, blocks, expected):
+    assert decode.num_splits_heuristic(units, sms, blocks, decode.MAX_SPLITS) == expected
+
+
+def test_default_splits_fill_the_h200():
+    launch = decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16)
+    assert launch.num_splits == 29 and decode.programs(launch, "split_kv") == 232
+    assert decode.make_launch(batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=131072).kernels == ("decode",)
+
+
+def test_flops_by_hand():
+    """One request, 2 heads, one K/V head, d = 16, 40 keys in chunks of 16 (3 chunks), 2 splits (2 + 1)."""
+    launch = decode.make_launch(batch=1, heads=2, kv_heads=1, head_dim=16, seq_kv=40, block_kv=16, num_splits=2)
+    mm, other, exps = decode.flops(launch)["split_kv"]
+    assert mm == 4 * 16 * 2 * 40
+    assert exps == 2 * 40 + 2 * 3 + 2 * 2  # scores, a rescale per row per chunk, a log per row per split
+    assert other == 5 * 2 * 40 + (5 + 16) * 2 * 3 + (2 + 16) * 2 * 2
+    # per row and split: max, subtract, exp, sum, and w * o summed over d; per row: log, add, d divisions
+    assert decode.flops(launch)["reduce"] == (0, (4 + 2 * 16) * 2 * 2 + (2 + 16) * 2, 2 * 2 + 2)
+
+
+GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(num_splits=0), "num_splits=0 must be a positive integer"),
+    (dict(num_splits=5), "num_splits=5 is more than the 4 K/V chunks of block_kv=16 in the longest request (64 keys)"),
+    (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
+    (dict(page_size=-16), "page_size=-16 must be a positive number of tokens per page"),
+    (dict(page_size=48), "page_size=48 must be a power of two >= 1"),
+    (dict(block_kv=24), "block_kv=24 must be a power of two >= 16"),
+    (dict(seq_kv=(64, 10)), "seq_kv has 2 cache lengths but batch=1: give one per request"),
+    (dict(seq=4, seq_kv=3), "seq_kv[0]=3 < seq=4: aligned bottom-right, request 0's query row 0 would see no keys"),
+    (dict(seq_kv=0), "seq_kv[0]=0: request 0 needs a positive number of cached tokens"),
+    (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
+    (dict(heads=3, kv_heads=2), "heads=3 is not a multiple of kv_heads=2"),
+    (dict(block_kv=2048, head_dim=256, gpu="A100-40GB"), "block_kv=2048, 16 query rows, head_dim=256 (fp16) need "
+     "2,105,344 B of SRAM in the decode kernel; A100-40GB has 166,912 B per thread block"),
+    (dict(dtype="int8"), "dtype='int8' is not supported"),
+])
+def test_bad_launch_gives_one_line(changes, message):
+    with pytest.raises(ValueError) as err:
+        decode.make_launch(**{**GOOD, "num_splits": 1, **changes})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+TABLE = np.array([[0, 1, 2], [3, 4, -1]])
+
+
+@pytest.mark.parametrize("table, lengths, message", [
+    (np.array([[0, 1, 2], [3, 99, -1]]), (40, 20), "block_table[1, 1]=99 is out of range for request 1: the cache "
+                                                    "has 10 pages (0..9)"),
+    (np.array([[0, -1, 2], [3, 4, -1]]), (40, 20), "block_table[0, 1]=-1 is negative for request 0"),
+    (TABLE, (40, 60), "block_table has 3 pages per request but request 1 (cache_seqlens[1]=60) needs 4 pages of 16"),
+    (TABLE[:1], (40, 20), "block_table is int64 (1, 3): expected integers, one row per request (2, max_pages)"),
+])
+def test_bad_block_table_gives_one_line(table, lengths, message):
+    with pytest.raises(ValueError) as err:
+        decode.check_block_table(table, lengths, num_pages=10, page_size=16)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    decode.check_block_table(TABLE, (40, 20), num_pages=10, page_size=16)  # the -1 past request 1's pages is unused

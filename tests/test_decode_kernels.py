@@ -1,0 +1,152 @@
+"""The Triton split-KV decode kernels (gpusim_kernels.decode) against the float64 reference and against
+gpusim.decode's closed form, byte for byte; and their one-line errors, raised before anything launches.
+
+Without a GPU they run in Triton's interpreter on small shapes; with one (TRITON_INTERPRET unset) the
+accuracy tests run compiled, plus Llama-3-8B-shaped ones with caches up to 20,000 tokens.
+"""
+import random
+
+import numpy as np
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+from test_decode import cache_arrays, case_id, random_case
+
+import gpusim_kernels
+from gpusim import decode
+from gpusim.decode_execute import decode_reference
+from gpusim_kernels.interpreter import INTERPRETED
+
+TORCH = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
+CPU = pytest.mark.skipif(not INTERPRETED, reason="CPU tensors need Triton's interpreter: TRITON_INTERPRET=1")
+CUDA = pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available(),
+                          reason="needs a GPU, with TRITON_INTERPRET unset (the kernels compiled)")
+
+
+def large_case(seed):
+    """Llama-3-8B's attention shape (32 query heads, 8 K/V heads, d = 128), ragged caches up to 20,000."""
+    rng = random.Random(seed)
+    seq = rng.choice([1, 4, 8])
+    return dict(batch=3, heads=32, kv_heads=8, head_dim=128, seq=seq,
+                seq_kv=tuple(rng.randint(seq, 20000) for _ in range(3)), block_kv=64,
+                page_size=rng.choice([None, 16, 64, 256]), grouped=rng.random() < 0.75, causal_align="bottom_right",
+                dtype=("fp16", "bf16")[seed % 2], num_splits=rng.choice([1, None, 7]))
+
+
+SMALL = [random_case(seed) for seed in range(24)]
+LARGE = [large_case(seed) for seed in range(8)]
+
+
+def torch_inputs(c, device, seed=0):
+    """The case's arrays as tensors in its dtype; the float64 copies the reference gets are of those
+    rounded values, so only the kernel's own error is measured."""
+    q, k, v, table = cache_arrays(c, seed)
+    q, k, v = (torch.from_numpy(x).to(TORCH[c["dtype"]]).to(device) for x in (q, k, v))
+    table = None if table is None else torch.from_numpy(table).to(device)
+    return q, k, v, table
+
+
+def run(c, q, k, v, table, **extra):
+    return gpusim_kernels.decode_attention(
+        q, k, v, cache_seqlens=torch.tensor(c["seq_kv"], device=q.device), block_table=table,
+        num_splits=c["num_splits"], block_kv=c["block_kv"], causal_align=c["causal_align"], grouped=c["grouped"],
+        **extra)
+
+
+def device_cases(cases, device, mark):
+    return [pytest.param(device, c, marks=mark, id=f"{device}-{case_id(c)}") for c in cases]
+
+
+@pytest.mark.parametrize("device, c", device_cases(SMALL, "cpu", CPU) + device_cases(SMALL + LARGE, "cuda", CUDA))
+def test_output_matches_reference(device, c):
+    q, k, v, table = torch_inputs(c, device)
+    out, lse = run(c, q, k, v, table, return_lse=True)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    as64 = [x.cpu().double().numpy() for x in (q, k, v)]
+    ref = decode_reference(*as64, cache_seqlens=c["seq_kv"], block_table=None if table is None else table.cpu().numpy(),
+                           causal_align=c["causal_align"])
+    err = np.linalg.norm(out.cpu().double().numpy() - ref) / np.linalg.norm(ref)
+    # The weights P are rounded to the dtype before P V (relative error <= u each) and O once at the end
+    # (<= u): 2u in norm. Everything else is fp32: scores, exponentials and sums over head_dim and over at
+    # most L keys, bounded by (d + L) fp32 roundings.
+    assert err <= 2 * UNIT_ROUNDOFF[c["dtype"]] + (c["head_dim"] + max(c["seq_kv"])) * 2.0**-24
+    assert torch.isfinite(lse).all()
+
+
+@CPU
+@pytest.mark.parametrize("c", SMALL, ids=case_id)
+def test_bytes_moved_equal_gpusim_counts(c):
+    q, k, v, table = torch_inputs(c, "cpu")
+    moved = gpusim_kernels.trace_io(run, c, q, k, v, table, by_kernel=True)
+    launch = decode.make_launch(**c, gpu="A100-40GB")  # the GPU CPU runs are checked against
+    assert moved == decode.count(launch)
+
+
+DEVICE = "cpu" if INTERPRETED else "cuda"
+RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
+
+
+def paged_inputs():
+    """Two requests of 40 and 20 tokens in pages of 16 (3 and 2 pages) of a 10-page cache, d = 16."""
+    q = torch.randn(2, 4, 1, 16, dtype=torch.float16, device=DEVICE)
+    k, v = (torch.randn(10, 16, 1, 16, dtype=torch.float16, device=DEVICE) for _ in range(2))
+    table = torch.tensor([[0, 1, 2], [3, 4, -1]], dtype=torch.int32, device=DEVICE)
+    return q, k, v, table
+
+
+@RUNS
+@pytest.mark.parametrize("change, message", [
+    (dict(block_table=[[0, 1, 2], [3, 99, -1]]), "block_table[1, 1]=99 is out of range for request 1: the cache "
+                                                "has 10 pages (0..9)"),
+    (dict(block_table=[[0, -7, 2], [3, 4, -1]]), "block_table[0, 1]=-7 is negative for request 0"),
+    (dict(cache_seqlens=[40, 60]), "block_table has 3 pages per request but request 1 (cache_seqlens[1]=60) needs 4"),
+    (dict(num_splits=0), "num_splits=0 must be a positive integer"),
+    (dict(num_splits=4), "num_splits=4 is more than the 3 K/V chunks of block_kv=16 in the longest request (40 keys)"),
+    (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
+    (dict(page_size=32), "page_size=32 but k_cache (10, 16, 1, 16) has pages of 16 tokens"),
+    (dict(cache_seqlens=[40]), "cache_seqlens has 1 cache lengths but batch=2: give one per request"),
+    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected 1-d integers"),
+    (dict(block_table=[0, 1, 2]), "block_table is torch.int64 (3,): expected 2-d integers"),
+    (dict(cache_seqlens=[40, 33], block_table=[[0, 1, 2], [3, 4, 2**32 + 5]]),
+     "block_table[1, 2]=4294967301 is out of range"),  # checked before the int32 copy could wrap it to 5
+    (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
+])
+def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, message):
+    q, k, v, table = paged_inputs()
+    monkeypatch.setattr(gpusim_kernels.decode, "run_decode", lambda call: pytest.fail("a kernel was launched"))
+    kwargs = dict(cache_seqlens=[40, 20], block_table=table, block_kv=16, num_splits=None) | change
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.decode_attention(q, k, v, **kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("shapes, dtypes, message", [
+    ([(2, 4, 16), (2, 1, 64, 16), (2, 1, 64, 16)], None, "q is (2, 4, 16): expected a 4-d tensor"),
+    ([(2, 4, 1, 16), (2, 1, 64, 16), (2, 1, 64, 16)], (torch.float64,) * 3, "q has dtype torch.float64"),
+    ([(2, 4, 1, 16), (2, 1, 64, 16), (2, 1, 64, 16)], (torch.float16, torch.bfloat16, torch.bfloat16),
+     "q, k_cache, v_cache have dtypes torch.float16, torch.bfloat16, torch.bfloat16: they must match"),
+    ([(2, 4, 1, 16), (2, 1, 64, 32), (2, 1, 64, 32)], None, "must agree on head_dim"),
+    ([(2, 4, 1, 16), (2, 1, 30, 16), (2, 1, 30, 16)], None, "cache_seqlens[0]=40 is longer than the cache's 30"),
+    ([(2, 4, 1, 16), (3, 1, 64, 16), (3, 1, 64, 16)], None, "q has batch 2 but k_cache (3, 1, 64, 16) holds 3"),
+    ([(2, 4, 1, 16), (2, 1, 64, 16), (2, 1, 60, 16)], None, "k_cache is (2, 1, 64, 16) but v_cache is (2, 1, 60, 16)"),
+])
+def test_bad_contiguous_cache_gives_one_line(shapes, dtypes, message):
+    dtypes = dtypes or (torch.float16,) * 3
+    q, k, v = (torch.randn(s, device=DEVICE).to(t) for s, t in zip(shapes, dtypes))
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.decode_attention(q, k, v, cache_seqlens=[40, 20])
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+def test_paged_and_contiguous_caches_agree():
+    """The same tokens through a block table and laid out contiguously give the same output, bit for bit."""
+    q, k, v, table = paged_inputs()
+    paged = gpusim_kernels.decode_attention(q, k, v, cache_seqlens=[40, 20], block_table=table, num_splits=2,
+                                            block_kv=16)
+    flat = [x[table.clamp(min=0).long()].reshape(2, 48, 1, 16).transpose(1, 2).contiguous() for x in (k, v)]
+    contiguous = gpusim_kernels.decode_attention(q, *flat, cache_seqlens=[40, 20], num_splits=2, block_kv=16)
+    assert torch.equal(paged, contiguous)

@@ -1,0 +1,103 @@
+"""KV-cache memory (gpusim.kvcache) against numbers worked out by hand, and the serving simulation on
+scenarios small enough to follow step by step."""
+import pytest
+
+from gpusim import kvcache as kv
+from gpusim.kvcache import Request
+
+H200_HBM = 150_109_880_320  # gpusim's H200 preset (what torch can allocate on the lent H200)
+
+
+def test_bytes_per_token_by_hand():
+    assert kv.bytes_per_token("Llama-3-8B", "fp16") == 2 * 32 * 8 * 128 * 2 == 131_072
+    assert kv.bytes_per_token("Llama-3-70B", "fp16") == 2 * 80 * 8 * 128 * 2 == 327_680
+    assert kv.bytes_per_token("Llama-3-8B", "fp8") == 65_536
+
+
+def test_parameters_by_hand():
+    # embeddings in and out, 32 layers of q, o (4096²), k, v (4096 x 1024), MLP (3 x 4096 x 14336), 2 norms
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert kv.MODELS["Llama-3-8B"].params == 2 * 128256 * 4096 + 32 * layer + 4096 == 8_030_261_248
+    assert kv.MODELS["Llama-3-8B"].weight_bytes == 16_060_522_496  # bf16
+    assert kv.MODELS["Llama-3-70B"].params == 70_553_706_496
+
+
+def test_how_many_requests_fit_by_hand():
+    budget = H200_HBM - 16_060_522_496
+    assert kv.kv_budget_bytes("Llama-3-8B", "H200") == budget == 134_049_357_824
+    assert kv.max_batch("Llama-3-8B", "H200", 8192) == budget // (8192 * 131_072) == 124
+    assert kv.max_batch("Llama-3-70B", "H200", 8192) == (H200_HBM - 141_107_412_992) // (8192 * 327_680) == 3
+    assert kv.max_batch("Llama-3-70B", "A100-40GB", 1024) == 0  # the weights alone do not fit
+
+
+def requests(*lengths):
+    return tuple(Request(i, 0, p, o) for i, (p, o) in enumerate(lengths))
+
+
+def test_paged_serving_step_by_step():
+    """Two requests of a 5-token prompt and 3 output tokens, pages of 4 tokens: after step 0 each holds 6
+    tokens in 2 pages (16 reserved, 12 used); after step 1, 7 tokens; at step 2 both finish."""
+    r = kv.serve("Llama-3-8B", requests((5, 3), (5, 3)), steps=3, policy="paged", page_size=4, max_tokens=16,
+                 budget_bytes=10 * 4 * 131_072)
+    t = 131_072
+    assert [(s.running, s.used_bytes, s.reserved_bytes) for s in r.snapshots] == [
+        (2, 12 * t, 16 * t), (2, 14 * t, 16 * t), (0, 0, 0)]
+    assert r.finished == 2 and r.preemptions == 0
+    assert r.wasted_fraction == (4 + 2) / (16 + 16)
+
+
+def test_contiguous_serving_reserves_the_longest_request():
+    r = kv.serve("Llama-3-8B", requests((5, 3), (5, 3), (5, 3)), steps=1, policy="contiguous", max_tokens=16,
+                 budget_bytes=2 * 16 * 131_072)
+    s = r.snapshots[0]
+    assert (s.running, s.waiting, s.used_bytes, s.reserved_bytes) == (2, 1, 12 * 131_072, 32 * 131_072)
+    assert r.memory_map == kv.MemoryMap(16, (0, 1), (6, 6))
+
+
+def test_preemption_by_hand():
+    """3 pages of 4 tokens, two requests of prompt 3 and output 3. Step 0: each takes a page (room for
+    4 tokens) and grows to 4. Step 1: request 0 takes the last page; request 1 needs one, none is free,
+    so it (the latest admitted) is preempted. Step 2: request 0 finishes. Step 3: request 1 comes back
+    with its 4 tokens recomputed into 2 pages, and grows to 5."""
+    r = kv.serve("Llama-3-8B", requests((3, 3), (3, 3)), steps=4, policy="paged", page_size=4, max_tokens=8,
+                 budget_bytes=3 * 4 * 131_072)
+    t = 131_072
+    assert [(s.running, s.waiting, s.used_bytes // t, s.reserved_bytes // t) for s in r.snapshots] == [
+        (2, 0, 8, 8), (1, 1, 5, 8), (0, 1, 0, 0), (1, 0, 5, 8)]
+    assert r.preemptions == 1 and r.finished == 1
+    assert r.memory_map == kv.MemoryMap(4, (1, 1, -1), (4, 1, 0))
+
+
+def test_arrivals_are_seeded_and_bounded():
+    a, b = kv.arrivals(200, 3, 512, seed=7), kv.arrivals(200, 3, 512, seed=7)
+    assert a == b and a != kv.arrivals(200, 3, 512, seed=8)
+    assert all(r.prompt_tokens >= 1 and r.output_tokens >= 1 and r.prompt_tokens + r.output_tokens <= 512 for r in a)
+
+
+def test_paging_wastes_less_and_fits_more_than_contiguous():
+    """The source's claim: reserving the maximum context for each of many chat requests wastes most of the
+    memory ("70%"). With ShareGPT-like lengths and Llama-3's 8,192-token context it is more than that."""
+    reqs = kv.arrivals(300, 2, 8192, seed=0)
+    budget = 64 * 8192 * 131_072  # 64 contiguous slots
+    contiguous = kv.serve("Llama-3-8B", reqs, steps=300, policy="contiguous", budget_bytes=budget)
+    paged = kv.serve("Llama-3-8B", reqs, steps=300, policy="paged", page_size=16, budget_bytes=budget)
+    assert contiguous.wasted_fraction > 0.7
+    assert paged.wasted_fraction < 0.05
+    assert paged.peak_running > 5 * contiguous.peak_running
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(policy="buddy"), "policy='buddy' is not one of contiguous, paged"),
+    (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
+    (dict(max_tokens=6), "request 0 has 5 + 3 tokens: each part must be >= 1 and the sum <= max_tokens=6"),
+    (dict(dtype="int4"), "dtype='int4' is not supported"),
+])
+def test_bad_serving_input_gives_one_line(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        kv.serve("Llama-3-8B", requests((5, 3)), steps=1, **{"max_tokens": 16, **kwargs})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_unknown_model():
+    with pytest.raises(ValueError, match="unknown model='Llama-2'"):
+        kv.bytes_per_token("Llama-2")
