@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 
 import gpusim
 from gpusim.algorithms import get as algorithm
+from gpusim.config import make_config
+
+from brute import count as brute_count
 
 ALGOS = gpusim.ALGOS
 
@@ -37,6 +40,18 @@ def arrays(cfg, seed=0, dtype=np.float64):
     shape_q = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
     shape_kv = (cfg["batch"], cfg["kv_heads"], cfg["seq_kv"], cfg["head_dim"])
     return [rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_kv, shape_kv)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(configs())
+def test_closed_forms_equal_an_independent_tile_loop(cfg):
+    # tests/brute.py walks the papers' loops without gpusim's tiling or element widths
+    bottom_right = cfg["seq_kv"] >= cfg["seq"] and cfg["block_q"] % 2 == 0  # both alignments, where defined
+    counted = gpusim.simulate(**cfg, causal_align="bottom_right" if bottom_right else "top_left")
+    expected = brute_count(cfg["algo"], cfg["batch"], cfg["heads"], cfg["seq"], cfg["seq_kv"], cfg["head_dim"],
+                           cfg["block_q"], cfg["block_kv"], cfg["causal"], cfg["dtype"],
+                           counted.config.gpu.sram_bytes_per_block, bottom_right)
+    assert counted.counts == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -139,18 +154,24 @@ def test_fp8_halves_operand_bytes_and_writes_fp16_output():
     assert f8.by_tensor["O"] == f16.by_tensor["O"]
 
 
-def test_theorem2_flash_bytes_scale_as_one_over_m_naive_nxn_does_not():
-    n, d = 16384, 64
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_theorem2_flash_bytes_scale_as_one_over_m_naive_nxn_does_not(d):
+    # Theorem 2 with the paper's tiles, Bc = M / 6d (its M / 4d, less room for gpusim's fp32 O_i, l_i, m_i) and
+    # Br = min(Bc, d), for M from 32 to 256 KiB of fp16, any size (not powers of two only), inside the theorem's
+    # d <= M <= N d (at M near N d the N d terms of K, V and O catch up). Bytes only (no time, no register limit).
+    n = 16384
     flash, nxn = [], []
-    for kib in (64, 128, 256, 512):
+    for kib in (32, 48, 96, 160, 256):
         gpu = dataclasses.replace(gpusim.get_gpu("H100-SXM"), name=f"{kib}K", sram_bytes_per_block=kib * 1024,
                                   sram_bytes_per_sm=kib * 1024)
         m = kib * 1024 // 2  # SRAM in fp16 elements
-        r = gpusim.simulate("flash1", seq=n, head_dim=d, gpu=gpu)
-        flash.append(r.hbm_bytes * m / (n**2 * d**2))
-        naive = gpusim.simulate("naive", seq=n, head_dim=d, gpu=gpu)
-        nxn.append(sum(naive.by_tensor[t]["read_bytes"] + naive.by_tensor[t]["write_bytes"] for t in "SP"))
-    assert max(flash) / min(flash) < 1.3  # bytes * M / (N^2 d^2) stays put while M grows 8x
+        bc = m // (6 * d)
+        cfg = make_config("flash1", seq=n, head_dim=d, block_q=min(bc, d), block_kv=bc, gpu=gpu)
+        moved = sum(r + w for r, w in algorithm("flash1").count(cfg).values()) // 2  # fp16 elements (O counts 2x)
+        flash.append(moved * m / (n**2 * d**2))
+        naive = algorithm("naive").count(make_config("naive", seq=n, head_dim=d, block_q=64, block_kv=64, gpu=gpu))
+        nxn.append(sum(naive[key][0] + naive[key][1] for key in naive if key[1] in "SP"))
+    assert max(flash) / min(flash) < 1.15, flash  # bytes * M / (N^2 d^2) stays put while M grows 8x
     assert len(set(nxn)) == 1  # the N^2 term does not move at all
     assert gpusim.theorem2(n, d, 1)["naive"] == n * d + n * n
 
