@@ -21,23 +21,29 @@ def with_sram(gpu, sram_bytes):
 
 
 def theorem2_curve(config, sram_sizes=SRAM_SIZES):
-    """HBM traffic against the SRAM size M, with gpusim's default blocks for each M: the simulated bytes of
-    config's algorithm (`flash`) and of naive attention, and Theorem 2's N²d²/M (M in elements) scaled to meet
-    the flash curve at the smallest M. Sizes no block fits in are left out."""
-    c = config | dict(block_q=None, block_kv=None)
+    """HBM traffic against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
+    (gpusim.default_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
+    Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at the smallest M. Sizes the rule's
+    blocks do not fit in are left out."""
     sizes, flash, naive = [], [], []
     for m in sram_sizes:
-        gpu = with_sram(c["gpu"], m)
+        gpu = with_sram(config["gpu"], m)
         try:
-            f = gpusim.simulate(**(c | dict(gpu=gpu)))
+            f, n = (gpusim.simulate(**(config | dict(algo=algo, gpu=gpu, **paper_blocks(algo, gpu, config))))
+                    for algo in (config["algo"], "naive"))
         except ValueError:
             continue
         sizes.append(m)
         flash.append(f.hbm_bytes)
-        naive.append(gpusim.simulate(**(c | dict(algo="naive", gpu=gpu))).hbm_bytes)
-    e = gpusim.DTYPE_BYTES[c["dtype"]]
-    shape = np.array([gpusim.theorem2(c["seq"], c["head_dim"], m / e)["flash"] for m in sizes])
+        naive.append(n.hbm_bytes)
+    e = gpusim.DTYPE_BYTES[config["dtype"]]
+    shape = np.array([gpusim.theorem2(config["seq"], config["head_dim"], m / e)["flash"] for m in sizes])
     return {"sram_bytes": sizes, "flash": flash, "naive": naive, "theorem2": list(shape * flash[0] / shape[0])}
+
+
+def paper_blocks(algo, gpu, config):
+    """{block_q, block_kv} of gpusim.default_blocks: the algorithm's paper rule for the GPU's SRAM."""
+    return dict(zip(("block_q", "block_kv"), gpusim.default_blocks(algo, gpu, config["head_dim"], config["dtype"])))
 
 
 def block_grid(config, blocks=BLOCKS):

@@ -322,6 +322,6 @@ class OverlapExplorer(Live):
                 ax.broken_barh([(start, mm / 2), (start + mm / 2 + other, mm / 2)], (0.65, 0.7), color="tab:blue",
                                **bar)
                 ax.broken_barh([(start + mm / 2, other)], (-0.35, 0.7), color="tab:green", **bar)
-        ax.set_yticks([2, 1, 0], ["loads (TMA)" if overlap else "loads", "tensor cores", "CUDA cores"])
+        ax.set_yticks([2, 1, 0], ["loads (TMA)" if algo == "hopper" else "loads", "tensor cores", "CUDA cores"])
         ax.set(xlabel="ns (average per tile on one SM, from gpusim's roofline terms)",
                title=f"{algo} ({r.config.dtype}): one tile every {period:,.0f} ns")

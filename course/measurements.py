@@ -181,7 +181,8 @@ def hopper_rows(rows, head_dim=128, causal=False, gpu="H200-measured"):
 
 
 def hopper_summary(rows, head_dim=128, causal=False, min_seq=4096, gpu="H200-measured", datasheet="H200"):
-    """hopper_rows from min_seq on, in one paragraph, with the source's FlashAttention-3 claims beside."""
+    """hopper_rows from min_seq on, in one paragraph, with the FlashAttention-3 claims of the blog post
+    "FlashAttention: The GPU Memory Hack That Changed Everything" beside."""
     hr = [r for r in hopper_rows(rows, head_dim, causal, gpu) if r["N"] >= min_seq]
 
     def col(key):
@@ -193,10 +194,10 @@ def hopper_summary(rows, head_dim=128, causal=False, min_seq=4096, gpu="H200-mea
     return (f"d = {head_dim}{', causal' if causal else ''}, N from {min_seq:,} to {max(col('N')):,}: SDPA's cuDNN "
             f"kernel ran at {span(col('SDPA cuDNN TFLOP/s'), '{:.0f}')} TFLOP/s. The project's Hopper kernel in "
             f"fp16 ran at {span(col('speed vs SDPA cuDNN'))}x cuDNN's speed and "
-            f"{span(col('speed vs SDPA flash'))}x SDPA's FlashAttention-2 (the source: ~1.5x); in fp8 at "
+            f"{span(col('speed vs SDPA flash'))}x SDPA's FlashAttention-2 (the blog post: ~1.5x); in fp8 at "
             f"{span(col('fp8 speed vs fp16'))}x its fp16 speed, {span(fp8_vs_fa2)}x SDPA's FlashAttention-2 "
-            f"(the source: ~2x), with {span(col('fp8 error / fp16 error'), '{:.0f}')}x fp16's error. Its best "
+            f"(the blog post: ~2x), with {span(col('fp8 error / fp16 error'), '{:.0f}')}x fp16's error. Its best "
             f"fp16 rate, {best / 1e12:.0f} TFLOP/s, is {best / sheet_peak:.0%} of the datasheet's fp16 matmul peak "
-            f"and {best / measured_peak:.0%} of the measured matmul ceiling (the source: up to 75% utilization). "
+            f"and {best / measured_peak:.0%} of the measured matmul ceiling (the blog post: up to 75% utilization). "
             f"gpusim predicts fp8 at {span(col('gpusim fp8 vs fp16'))}x fp16, and fp16 times at "
             f"{span([p / m for p, m in zip(col('gpusim fp16 ms'), col('hopper fp16 ms'))])}x the measured.")

@@ -76,23 +76,19 @@ def time_rows(result):
 
 def tile_terms(result):
     """The first kernel's roofline terms (time_terms) averaged per tile of S on one SM, with the `period` of
-    one tile, max(t_memory, t_compute), and whether gpusim overlaps its matmuls with the softmax
-    (`overlapped`: its compute time is less than their sum)."""
-    t, c = time_terms(result)[0], result.config
+    one tile, max(t_memory, t_compute), and whether the kernel overlaps its matmuls with the softmax."""
+    t, c, k = time_terms(result)[0], result.config, result.kernels[0]
     tiles_per_sm = c.tiling.tiles * c.bh / c.gpu.sm_count
     out = {key: t[key] / tiles_per_sm for key in ("t_memory", "t_matmul", "t_other", "t_compute")}
-    return out | {"period": max(out["t_memory"], out["t_compute"]),
-                  "overlapped": t["t_compute"] < t["t_matmul"] + t["t_other"]}
+    return out | {"period": max(out["t_memory"], out["t_compute"]), "overlapped": k.overlap}
 
 
 def occupancy(result):
-    """The first kernel's thread blocks, how many fit on one SM's shared memory and how many waves they run in.
-    gpusim's time model applies the same rule (its busy_fraction), but its Result does not carry the
-    blocks per SM or the waves: tests/test_course_tables.py checks that these rebuild its busy_fraction."""
+    """The first kernel's thread blocks, how many an SM keeps resident (gpusim's occupancy) and the waves
+    they run in."""
     k, g = result.kernels[0], result.config.gpu
-    per_sm = max(1, g.sram_bytes_per_sm // k.sram_bytes_per_block)
-    return {"thread blocks": k.programs, "blocks per SM (SRAM)": per_sm,
-            "waves": math.ceil(k.programs / (g.sm_count * per_sm))}
+    return {"thread blocks": k.programs, "blocks per SM": k.blocks_per_sm,
+            "waves": math.ceil(k.programs / (g.sm_count * k.blocks_per_sm))}
 
 
 def memory_bound_share(result):
@@ -173,8 +169,9 @@ def decode_shape(seq_kv, heads=32, kv_heads=32, head_dim=128, batch=1):
 
 
 def when_flash_helps(gpu="H100-SXM", heads=32, kv_heads=32, head_dim=128):
-    """The source material's empty table "when does FlashAttention help most", filled in by gpusim for one
-    attention layer (32 heads of 128, as in Llama-2-7B): prefill and decode, short and long."""
+    """The empty table "When FlashAttention Helps Most" of the blog post "FlashAttention: The GPU Memory Hack
+    That Changed Everything", filled in by gpusim for one attention layer (32 heads of 128, as in
+    Llama-2-7B): prefill and decode, short and long."""
     prefill = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim)
     scenarios = [("prefill, short prompt", dict(seq=512, **prefill)),
                  ("prefill, long prompt", dict(seq=8192, **prefill)),
@@ -200,7 +197,8 @@ def when_flash_helps(gpu="H100-SXM", heads=32, kv_heads=32, head_dim=128):
 
 
 def fa3_rows(gpu="H100-SXM", seq=8192, head_dim=128, causal=False):
-    """The source's FlashAttention-3 claims beside gpusim's predictions (FA2 benchmark shape)."""
+    """The FlashAttention-3 claims of the blog post "FlashAttention: The GPU Memory Hack That Changed
+    Everything" beside gpusim's predictions (FA2 benchmark shape)."""
     batch, heads = gpusim.fa2_shape(seq, head_dim)
     shape = dict(seq=seq, head_dim=head_dim, batch=batch, heads=heads, causal=causal, gpu=gpu)
     base = gpusim.simulate("flash2", **shape)
@@ -209,7 +207,7 @@ def fa3_rows(gpu="H100-SXM", seq=8192, head_dim=128, causal=False):
                                ("hopper", "fp8", "~2x faster than FA-2")):
         r = gpusim.simulate(algo, dtype=dtype, **shape)
         peak = r.config.gpu.matmul_flops_per_s(dtype)
-        rows.append({"kernel": f"{algo} {dtype}", "source claims": claim,
+        rows.append({"kernel": f"{algo} {dtype}", "the blog post claims": claim,
                      "predicted time": fmt_time(r.predicted_time_s),
                      "predicted speedup over flash2 fp16": f"{base.predicted_time_s / r.predicted_time_s:.2f}x",
                      "matmul utilization": (f"{r.flops_matmul / r.predicted_time_s / peak:.0%} of "

@@ -159,19 +159,23 @@ def test_waves_explorer_shows_gpusims_busy_fraction():
     ex = explorers.WavesExplorer(gpu="A100-40GB", batch=1, heads=8)
     for algo, rs in ex.curves.items():
         assert ex.busy[algo] == [r.kernels[0].busy_fraction for r in rs]
-    assert ex.busy["flash1"] == [8 / 108] * len(ex.seqs)  # one thread block per (batch, head) on 108 SMs
+    assert ex.busy["flash1"] == pytest.approx([8 / 108] * len(ex.seqs))  # one thread block per head, 108 SMs
     assert "<td>8</td>" in ex.readout.value  # flash1's thread blocks
     ex.heads.value = 64
     assert ex.curves["flash1"][0].config.heads == 64
-    assert list(ex.axes[0].lines[0].get_ydata()) == [64 / 108] * len(ex.seqs)
+    assert list(ex.axes[0].lines[0].get_ydata()) == pytest.approx([64 / 108] * len(ex.seqs))
 
 
 def test_overlap_explorer_draws_gpusims_per_tile_terms():
     ex = explorers.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
-    for algo, r in ex.results.items():
-        assert ex.per_tile[algo] == tables.tile_terms(r)
-    hopper_axis = ex.axes[1]
-    assert hopper_axis.get_title().endswith(f"one tile every {ex.per_tile['hopper']['period'] * 1e9:,.0f} ns")
-    assert [t.get_text() for t in hopper_axis.get_yticklabels()][0] == "loads (TMA)"
+    for ax, (algo, r) in zip(ex.axes, ex.results.items()):
+        terms = ex.per_tile[algo]
+        assert terms == tables.tile_terms(r)
+        assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns")
+        assert [t.get_text() for t in ax.get_yticklabels()][0] == ("loads (TMA)" if algo == "hopper" else "loads")
+        assert len(ax.collections) == 3 * explorers.OverlapExplorer.ITERATIONS  # loads, matmuls, softmax per tile
+        # The first tile's softmax waits for S = QKᵀ (half the matmul time) or, overlapped, for both matmuls.
+        first = ax.collections[2].get_paths()[0].vertices[:, 0].min()
+        assert first == pytest.approx((terms["t_matmul"] if terms["overlapped"] else terms["t_matmul"] / 2) * 1e9)
     ex.dtype.value = "fp8"
     assert ex.results["hopper"].config.dtype == "fp8" and ex.results["flash2"].config.dtype == "fp16"

@@ -73,7 +73,7 @@ def test_score_grid_figure_sets_grids_side_by_side():
 
 
 def test_sweep_figure_plots_gpusims_predictions_and_speedups():
-    results = gpusim.sweep(("naive", "flash2"), (1024, 65536), head_dim=64, gpu="A100-40GB")
+    results = gpusim.sweep(("naive", "flash2"), (1024, 32768), head_dim=64, gpu="A100-40GB")
     fig = plots.sweep_figure(results)
     ax_t, ax_s, ax_b, ax_m = fig.axes
     fitting = [r for r in results if r.config.algo == "naive" and r.fits_in_hbm]
@@ -106,21 +106,27 @@ def test_ulp_figure_is_a_histogram_of_shares():
 
 
 def bench_rows():
-    rows = [{"provider": p, "dtype": "fp16", "head_dim": 64, "causal": False, "seq": s, "batch": 16384 // s,
-             "heads": 32, "ms": ms, "tflops": 1.0, "peak_bytes": 2**30, "rel_err": 1e-3}
-            for p, ms in (("naive", 2.0), ("flash2", 0.5)) for s in (1024, 2048)]
-    return rows + [{"provider": "naive", "dtype": "fp16", "head_dim": 64, "causal": False, "seq": 4096, "batch": 4,
-                    "heads": 32, "error": "OOM"}]
+    """bench.json rows at d = 64 in the FlashAttention-2 benchmark shape: naive 2 ms, flash2 0.5 ms."""
+    rows = [{"provider": p, "dtype": "fp16", "head_dim": 64, "causal": False, "seq": s, "ms": ms, "tflops": 1.0,
+             "peak_bytes": 2**30, "rel_err": 1e-3} | fa2(s) for p, ms in (("naive", 2.0), ("flash2", 0.5))
+            for s in (1024, 2048)]
+    return rows + [{"provider": "naive", "dtype": "fp16", "head_dim": 64, "causal": False, "seq": 4096, "error": "OOM"}
+                   | fa2(4096)]
+
+
+def fa2(seq):
+    return dict(zip(("batch", "heads"), gpusim.fa2_shape(seq, 64)))
 
 
 def test_bench_figure_measured_speedup_and_gpusims_beside():
     group = bench_rows()
-    predicted = {algo: [gpusim.simulate(algo, seq=s, batch=16384 // s, heads=32, head_dim=64, gpu="H200")
-                        for s in (1024, 2048)] for algo in ("naive", "flash2")}
+    predicted = {algo: [gpusim.simulate(algo, seq=s, head_dim=64, gpu="H200", **fa2(s)) for s in (1024, 2048)]
+                 for algo in ("naive", "flash2")}
     ax_t, ax_s, ax_m = plots.bench_figure(group, predicted).axes
     speedup = {line.get_label(): list(line.get_ydata()) for line in ax_s.lines}
     assert speedup["flash2"] == [4.0, 4.0]  # 2 ms / 0.5 ms; the OOM row has no time
-    assert speedup["flash2 (gpusim)"] == list(gpusim.speedups(predicted["naive"] + predicted["flash2"])["flash2"].values())
+    predicted_speedup = gpusim.speedups(predicted["naive"] + predicted["flash2"])["flash2"]
+    assert speedup["flash2 (gpusim)"] == list(predicted_speedup.values())
     assert [line.get_label() for line in ax_t.lines] == ["naive (measured)", "flash2 (measured)", "naive (gpusim)",
                                                           "flash2 (gpusim)"]
 
