@@ -15,9 +15,6 @@ import numpy as np
 
 import gpusim
 
-DTYPES = {4: "fp32", 2: "fp16", 1: "fp8"}
-
-
 @dataclass(frozen=True)
 class Verdict:
     name: str
@@ -59,10 +56,10 @@ def _show(x):
     return x.name if isinstance(x, gpusim.GPU) else f"array{x.shape}" if isinstance(x, np.ndarray) else repr(x)
 
 
-def _numeric(fn, cases, expected, hint, rtol=0.0):
-    for args in cases:
+def _numeric(fn, cases, hint, rtol=0.0):
+    """Check fn against (args, gpusim's answer) pairs; the first miss stops with the case and a hint."""
+    for args, want in cases:
         call, got = _call(fn, args)
-        want = expected(*args)
         if not isinstance(got, (int, float, np.integer, np.floating)) or not math.isclose(got, want, rel_tol=rtol):
             raise _Stop("wrong", f"{call} returned {got!r}; gpusim says {want:,}. {hint(args, got, want)}")
     return f"matches gpusim on all {len(cases)} cases."
@@ -87,7 +84,7 @@ def _check_ridge_point(fn):
             return "Use the tensor-core rate of the dtype, gpu.matmul_flops_per_s(dtype), not the CUDA cores' fp32."
         return "The ridge point is the peak FLOP/s of the dtype over the HBM bandwidth in bytes/s."
 
-    return _numeric(fn, cases, ridge_point, hint, rtol=1e-9)
+    return _numeric(fn, [(args, ridge_point(*args)) for args in cases], hint, rtol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -98,9 +95,10 @@ def naive_sp_bytes(seq, itemsize):
     return 4 * seq * seq * itemsize  # S written, S read, P written, P read
 
 
-def _naive_sp_sim(seq, itemsize):
-    t = gpusim.simulate("naive", seq=seq, head_dim=64, dtype=DTYPES[itemsize], gpu="H100-SXM").by_tensor
-    return sum(t[x]["read_bytes"] + t[x]["write_bytes"] for x in ("S", "P"))
+def _naive_sp_case(seq, dtype):
+    """((seq, itemsize), gpusim's S and P bytes) for one head of naive attention in `dtype`."""
+    t = gpusim.simulate("naive", seq=seq, head_dim=64, dtype=dtype, gpu="H100-SXM").by_tensor
+    return (seq, gpusim.DTYPE_BYTES[dtype]), sum(t[x]["read_bytes"] + t[x]["write_bytes"] for x in ("S", "P"))
 
 
 def _check_naive_sp_bytes(fn):
@@ -113,7 +111,10 @@ def _check_naive_sp_bytes(fn):
             return "That is elements: multiply by itemsize for bytes."
         return "Count four N × N transfers: S out, S in, P out, P in."
 
-    return _numeric(fn, [(128, 2), (1000, 2), (4096, 4), (3000, 1)], _naive_sp_sim, hint)
+    # fp32 first: at 2 bytes an element, N² x 4 elements is also 2 N² x 2 bytes, and the hints could not tell
+    # "forgot the itemsize" from "counted each matrix once".
+    cases = [(4096, "fp32"), (128, "fp16"), (1000, "bf16"), (3000, "fp8")]
+    return _numeric(fn, [_naive_sp_case(*c) for c in cases], hint)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -171,10 +172,11 @@ def flash2_k_read_bytes(seq, head_dim, block_q, itemsize):
     return math.ceil(seq / block_q) * seq * head_dim * itemsize  # all of K, once per Q block
 
 
-def _flash2_k_sim(seq, head_dim, block_q, itemsize):
-    r = gpusim.simulate("flash2", seq=seq, head_dim=head_dim, block_q=block_q, block_kv=32, dtype=DTYPES[itemsize],
+def _flash2_k_case(seq, head_dim, block_q, dtype):
+    """((seq, head_dim, block_q, itemsize), gpusim's K read bytes) for one head of FlashAttention-2."""
+    r = gpusim.simulate("flash2", seq=seq, head_dim=head_dim, block_q=block_q, block_kv=32, dtype=dtype,
                         gpu="H100-SXM")
-    return r.by_tensor["K"]["read_bytes"]
+    return (seq, head_dim, block_q, gpusim.DTYPE_BYTES[dtype]), r.by_tensor["K"]["read_bytes"]
 
 
 def _check_flash2_k_read_bytes(fn):
@@ -186,8 +188,8 @@ def _check_flash2_k_read_bytes(fn):
             return "N is not a multiple of Br here: the last, partial Q block still loads all of K (use ceil)."
         return "K read bytes = Tr × N × d × itemsize, with Tr = ceil(N / Br)."
 
-    cases = [(4096, 64, 128, 2), (1000, 64, 128, 2), (2048, 128, 64, 4), (300, 32, 16, 2)]
-    return _numeric(fn, cases, _flash2_k_sim, hint)
+    cases = [(4096, 64, 128, "fp16"), (1000, 64, 128, "bf16"), (2048, 128, 64, "fp32"), (300, 32, 16, "fp16")]
+    return _numeric(fn, [_flash2_k_case(*c) for c in cases], hint)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -199,8 +201,10 @@ def causal_kept(seq_q, seq_kv):
     return ramp * (ramp + 1) // 2 + (seq_q - ramp) * seq_kv
 
 
-def _kept_sim(seq_q, seq_kv):
-    return gpusim.simulate("flash2", seq=seq_q, seq_kv=seq_kv, head_dim=16, causal=True).config.tiling.kept_elements
+def _kept_case(seq_q, seq_kv):
+    """((seq_q, seq_kv), the S elements gpusim's causal mask keeps)."""
+    tiling = gpusim.simulate("flash2", seq=seq_q, seq_kv=seq_kv, head_dim=16, causal=True).config.tiling
+    return (seq_q, seq_kv), tiling.kept_elements
 
 
 def _check_causal_kept(fn):
@@ -213,7 +217,8 @@ def _check_causal_kept(fn):
                     "keys.")
         return "Sum over rows r of min(r + 1, N_kv)."
 
-    return _numeric(fn, [(4, 4), (1000, 1000), (5, 9), (9, 5), (1, 4096), (4096, 1)], _kept_sim, hint)
+    cases = [(4, 4), (1000, 1000), (5, 9), (9, 5), (1, 4096), (4096, 1)]
+    return _numeric(fn, [_kept_case(*c) for c in cases], hint)
 
 
 EXERCISES = {

@@ -1,4 +1,6 @@
-"""Matplotlib figures over gpusim results. Builds on the core; the core never imports this module."""
+"""Matplotlib figures: the score grid split into tiles (drawn into the widgets' axes too), gpusim's sweeps and
+time terms, ULP histograms, and the project's GPU measurements (results/<gpu>/bench.json, ncu.json) beside
+gpusim. `python -m gpusim_course.plots` redraws the charts of a results file."""
 import json
 from pathlib import Path
 
@@ -7,9 +9,16 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Polygon, Rectangle
 
-from gpusim.sweep import speedups
+import gpusim
 
 COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hopper": "tab:purple"}
+
+
+def fa2_shape_text():
+    """The FlashAttention-2 benchmark shape (gpusim.fa2_shape) in words: "batch x N = 16k tokens, heads x d =
+    2048"."""
+    tokens, model_dim = gpusim.fa2_shape(1, 1)  # batch at N = 1 is the token count; heads at d = 1 the model width
+    return f"batch x N = {tokens // 1024}k tokens, heads x d = {model_dim}"
 
 
 def _by_algo(results):
@@ -34,13 +43,13 @@ def sweep_figure(results):
         ax_m.plot([r.config.seq for r in fits], [r.hbm_peak_bytes / 2**30 for r in fits], "o", color=color)
         ax_m.plot([r.config.seq for r in rs if not r.fits_in_hbm],
                   [r.hbm_peak_bytes / 2**30 for r in rs if not r.fits_in_hbm], "o", mfc="none", color=color)
-    for algo, curve in speedups(results).items():
+    for algo, curve in gpusim.speedups(results).items():
         ax_s.plot(list(curve), list(curve.values()), "o-", color=COLORS.get(algo), label=f"{algo} over naive")
     gpu = results[0].config.gpu
     ax_m.axhline(gpu.hbm_bytes / 2**30, color="k", ls="--", lw=1, label=f"{gpu.name} HBM")
     c = results[0].config
     fig.suptitle(f"Predicted on {gpu.name}: d={c.head_dim}, {c.dtype}{', causal' if c.causal else ''}, "
-                 f"batch x seq = 16k tokens, heads x d = 2048")
+                 f"{fa2_shape_text()}")
     for ax, title, ylabel in [(ax_t, "predicted time", "ms"), (ax_s, "speedup over naive attention", "x"),
                               (ax_b, "HBM traffic", "GiB moved"), (ax_m, "peak HBM footprint", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N")
@@ -52,8 +61,8 @@ def sweep_figure(results):
     return fig
 
 
-# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim_course.widgets);
-# the *_figure functions make the notebooks' static figures.
+# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim_course.explorers
+# and .steppers); the *_figure functions make the notebooks' static figures.
 
 GRID_MAX_LINES = 64  # tile boundaries drawn per axis of the score grid at most
 
@@ -61,6 +70,22 @@ GRID_MAX_LINES = 64  # tile boundaries drawn per axis of the score grid at most
 def score_grid_axes(ax, seq_q, seq_kv):
     """Limits and labels of a score grid (the part that stays while the tiles change)."""
     ax.set(xlim=(0, seq_kv), ylim=(seq_q, 0), xlabel="key index (columns of S)", ylabel="query index (rows of S)")
+
+
+def first_block_tiles(cfg, limit=2**20):
+    """Tr x Tc array marking the tiles the first thread block works through: Q block 0's row (flash2,
+    hopper), K/V block 0's column (flash1), one tile (naive's S = QKᵀ); None for grids over `limit` tiles."""
+    t = cfg.tiling
+    if t.n_q_blocks * t.n_kv_blocks > limit:
+        return None
+    tiles = np.zeros((t.n_q_blocks, t.n_kv_blocks))
+    if cfg.algo == "flash1":
+        tiles[t.q_blocks(0), 0] = 1
+    elif cfg.algo == "naive":
+        tiles[0, 0] = 1
+    else:
+        tiles[0, :t.kv_blocks_of(0)] = 1
+    return tiles
 
 
 def draw_score_grid(ax, tiling, tile=None, done=None):
@@ -149,12 +174,8 @@ def bench_figure(rows, predicted=None):
         color = COLORS.get(algo)
         ax_t.plot(seqs, [r.predicted_time_s * 1e3 for r in results], "--", color=color, label=f"{algo} (gpusim)")
         ax_m.plot(seqs, [r.hbm_peak_bytes / 2**30 for r in results], "--", color=color, alpha=0.6)
-    base = {r.config.seq: r for r in (predicted or {}).get("naive", [])}
-    for algo, results in (predicted or {}).items():
-        if algo != "naive" and base:
-            pairs = [(r.config.seq, base[r.config.seq].predicted_time_s / r.predicted_time_s) for r in results
-                     if r.config.seq in base and base[r.config.seq].fits_in_hbm]
-            ax_s.plot(*zip(*pairs), "--", color=COLORS.get(algo), label=f"{algo} (gpusim)")
+    for algo, curve in gpusim.speedups([r for results in (predicted or {}).values() for r in results]).items():
+        ax_s.plot(list(curve), list(curve.values()), "--", color=COLORS.get(algo), label=f"{algo} (gpusim)")
     for ax, title, ylabel in [(ax_t, "time", "ms"), (ax_s, "speedup over naive", "x"), (ax_m, "peak memory", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N", xscale="log")
         ax.grid(alpha=0.3)
@@ -235,7 +256,7 @@ def bench_chart(rows, chart, environment=None):
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=7, ncol=2)
     env = environment or {}
-    fig.suptitle(f"{title}\n{env.get('gpu', '')}, fp16, batch x N = 16k tokens, heads x d = 2048; "
+    fig.suptitle(f"{title}\n{env.get('gpu', '')}, fp16, {fa2_shape_text()}; "
                  f"torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')}")
     return fig
 
@@ -257,7 +278,6 @@ def main(argv=None):
     """python -m gpusim_course.plots {sweep,bench,ncu} FILE.json: the figure(s) beside the JSON."""
     import argparse
 
-    from gpusim import simulate
     ap = argparse.ArgumentParser(prog="python -m gpusim_course.plots", description=main.__doc__.split(":")[0])
     ap.add_argument("kind", choices=("sweep", "bench", "ncu"))
     ap.add_argument("path", type=Path)
@@ -267,7 +287,7 @@ def main(argv=None):
         pngs = save_bench_figures(args.path)
     else:
         png = args.path.with_suffix(".png")
-        fig = (sweep_figure([simulate(**r["config"]) for r in data]) if args.kind == "sweep"
+        fig = (sweep_figure([gpusim.simulate(**r["config"]) for r in data]) if args.kind == "sweep"
                else ncu_figure(data["rows"]))
         fig.savefig(png, dpi=120)
         pngs = [png]

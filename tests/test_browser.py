@@ -23,6 +23,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 import gpusim
+from gpusim_course.block_sliders import BLOCK_LABELS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOK = "04_tiling.ipynb"
@@ -35,7 +36,7 @@ TOKEN = "gpusim-browser-test"
 KERNEL_NAME = "gpusim test kernel"
 HBM_SPAN = ".jp-OutputArea .gpusim-hbm-bytes"
 SLIDER_HANDLE = (
-    "//div[contains(@class, 'widget-slider')][.//label[normalize-space() = '{name}']]"
+    "//div[contains(@class, 'widget-slider')][.//label[normalize-space() = '{label}']]"
     "//div[contains(@class, 'noUi-handle')]"
 )
 
@@ -161,8 +162,9 @@ def _simulated_hbm_bytes(config):
 
 
 def _move_slider(driver, wait, name, before):
-    """Moves the slider labelled `name` one step with the keyboard; returns the HBM reading that follows."""
-    handle = wait.until(lambda d: d.find_element(By.XPATH, SLIDER_HANDLE.format(name=name)))
+    """Moves the slider of `name` (labelled BLOCK_LABELS[name]) one step with the keyboard; returns the HBM
+    reading that follows."""
+    handle = wait.until(lambda d: d.find_element(By.XPATH, SLIDER_HANDLE.format(label=BLOCK_LABELS[name])))
     at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
     handle.send_keys(Keys.ARROW_LEFT if at_max else Keys.ARROW_RIGHT)
     shown, config = wait.until(lambda d: (now := _hbm_reading(d)) and now[1][name] != before[1][name] and now)

@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 import gpusim
+from gpusim_course.block_sliders import BLOCK_LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -91,7 +92,7 @@ def test_notebook4_panel_shows_the_hbm_bytes_gpusim_computes():
     nb, _ = execute(ROOT / "notebooks" / "04_tiling.ipynb")
     states = widget_states(nb)
     sliders = {s["description"] for s in states if s.get("_model_name") == "IntSliderModel"}
-    assert {"block_q", "block_kv"} <= sliders
+    assert set(BLOCK_LABELS.values()) <= sliders
     pattern = r"<span class=\"gpusim-hbm-bytes\" data-config='([^']*)'>([\d,]+)</span>"
     spans = [m for s in states if s.get("_model_name") == "HTMLModel" for m in re.finditer(pattern, s["value"])]
     assert len(spans) == 1

@@ -1,0 +1,67 @@
+"""What notebook 4's TilingExplorer plots beside the tiles, swept with gpusim: HBM traffic against the SRAM
+size (Theorem 2 of the FlashAttention paper) and the predicted time of every block pair. Pure functions of
+a `config`, the keyword arguments of gpusim.simulate.
+"""
+from dataclasses import replace
+
+import numpy as np
+
+import gpusim
+
+from .block_sliders import BLOCKS
+
+SRAM_SIZES = tuple(2**p for p in range(12, 22))  # 4 KiB .. 2 MiB of SRAM per thread block
+
+
+def with_sram(gpu, sram_bytes):
+    """The GPU with `sram_bytes` of SRAM per thread block (and per SM)."""
+    gpu = gpusim.get_gpu(gpu)
+    return replace(gpu, name=f"{gpu.name}, {sram_bytes // 1024} KiB SRAM", sram_bytes_per_block=sram_bytes,
+                   sram_bytes_per_sm=sram_bytes)
+
+
+def theorem2_curve(config, sram_sizes=SRAM_SIZES):
+    """HBM traffic against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
+    (gpusim.default_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
+    Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at the smallest M. Sizes the rule's
+    blocks do not fit in are left out."""
+    sizes, flash, naive = [], [], []
+    for m in sram_sizes:
+        gpu = with_sram(config["gpu"], m)
+        try:
+            f, n = (gpusim.simulate(**(config | dict(algo=algo, gpu=gpu, **paper_blocks(algo, gpu, config))))
+                    for algo in (config["algo"], "naive"))
+        except ValueError:
+            continue
+        sizes.append(m)
+        flash.append(f.hbm_bytes)
+        naive.append(n.hbm_bytes)
+    e = gpusim.DTYPE_BYTES[config["dtype"]]
+    shape = np.array([gpusim.theorem2(config["seq"], config["head_dim"], m / e)["flash"] for m in sizes])
+    return {"sram_bytes": sizes, "flash": flash, "naive": naive, "theorem2": list(shape * flash[0] / shape[0])}
+
+
+def paper_blocks(algo, gpu, config):
+    """{block_q, block_kv} of gpusim.default_blocks: the algorithm's paper rule for the GPU's SRAM."""
+    return dict(zip(("block_q", "block_kv"), gpusim.default_blocks(algo, gpu, config["head_dim"], config["dtype"])))
+
+
+def block_grid(config, blocks=BLOCKS):
+    """Predicted time, HBM bytes and SRAM per thread block of every (block_q, block_kv) in blocks x blocks,
+    rows block_q, columns block_kv; NaN where gpusim refuses the pair."""
+    grid = {key: np.full((len(blocks), len(blocks)), np.nan) for key in ("time", "bytes", "sram")}
+    for a, bq in enumerate(blocks):
+        for b, bkv in enumerate(blocks):
+            try:
+                r = gpusim.simulate(**(config | dict(block_q=bq, block_kv=bkv)))
+            except ValueError:
+                continue
+            grid["time"][a, b], grid["bytes"][a, b], grid["sram"][a, b] = (r.predicted_time_s, r.hbm_bytes,
+                                                                            r.sram_bytes_per_block)
+    return grid
+
+
+def best_blocks(grid, blocks=BLOCKS):
+    """(block_q, block_kv, predicted seconds) of the fastest pair of a block_grid."""
+    a, b = np.unravel_index(np.nanargmin(grid["time"]), grid["time"].shape)
+    return blocks[a], blocks[b], float(grid["time"][a, b])

@@ -1,0 +1,45 @@
+"""How the course shows rows and numbers: an HTML table of a list of dicts, and number spans as text.
+
+No IPython here: `html_table` returns an `Html`, which Jupyter shows through its `_repr_html_`.
+"""
+from dataclasses import dataclass
+from html import escape
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Html:
+    """A piece of HTML that a notebook cell shows rendered."""
+    html: str
+
+    def _repr_html_(self):
+        return self.html
+
+
+def table_html(rows):
+    """The <table> of a list of dicts with the same keys: a header of the keys, a row per dict."""
+    head = "".join(f"<th>{escape(str(k))}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell(v))}</td>" for v in r.values()) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_table(rows):
+    """table_html(rows), shown as a table when it ends a notebook cell."""
+    return Html(table_html(rows))
+
+
+def cell(value):
+    """A table cell: integers with thousands separators, floats to 3 significant digits (whole numbers
+    from 10,000 on), anything else as str."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{value:,}"
+    return f"{value:,.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def span(values, fmt="{:.2f}"):
+    """'lo to hi' of the values, or one value when both ends print the same."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo} to {hi}"

@@ -1,0 +1,87 @@
+"""gpusim_course.exercises: each reference solution is right, a stub is "not yet", and each likely mistake
+gets its reason. The answers are checked against gpusim on cases in every dtype the exercise names."""
+import numpy as np
+import pytest
+
+import gpusim
+from gpusim_course import exercises
+
+
+@pytest.mark.parametrize("name", list(exercises.EXERCISES))
+def test_each_solution_is_right_and_each_stub_is_not_yet(name):
+    verdict = exercises.check(name, exercises.EXERCISES[name][1])
+    assert verdict.status == "right" and bool(verdict)
+
+    def stub(*args):
+        return None
+
+    assert exercises.check(name, stub).status == "not yet"
+
+    def unwritten(*args):
+        raise NotImplementedError
+
+    assert "NotImplementedError" in exercises.check(name, unwritten).message
+
+
+def unscaled_l(m_i, l_i, acc, s_ij, v_j):
+    """A tile update that forgets to rescale l_i when the max grows."""
+    m_new, _, acc_new = exercises.tile_update(m_i, l_i, acc, s_ij, v_j)
+    return m_new, l_i + np.exp(s_ij - m_new[:, None]).sum(axis=1), acc_new
+
+
+@pytest.mark.parametrize("name, wrong, hint", [
+    ("ridge_point", lambda g, d: g.hbm_bytes_per_s / g.matmul_flops_per_s(d), "bytes per FLOP"),
+    ("ridge_point", lambda g, d: g.fp32_flops_per_s / g.hbm_bytes_per_s, "tensor-core rate"),
+    ("naive_sp_bytes", lambda n, e: 2 * n * n * e, "counted each matrix once"),
+    ("naive_sp_bytes", lambda n, e: 4 * n * n, "multiply by itemsize"),
+    ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),
+    ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
+    ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
+    ("causal_kept", lambda n, nk: n * (n + 1) // 2, "top-left aligned"),
+    ("causal_kept", lambda n, nk: n * (n - 1) // 2, "the diagonal included"),
+    ("tile_update", unscaled_l, "without rescaling"),
+    ("tile_update", lambda m, l, acc, s, v: (m, l), "should return the tuple"),
+    ("causal_kept", lambda n, nk: 1 / 0, "ZeroDivisionError"),
+])
+def test_a_wrong_answer_gets_the_reason(name, wrong, hint):
+    verdict = exercises.check(name, wrong)
+    assert verdict.status == "wrong" and hint in verdict.message and not verdict
+    assert "wrong" in verdict._repr_html_() and str(verdict).startswith(f"{name}: wrong. ")
+
+
+def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
+    """The cases name their dtype (bf16 is a 2-byte dtype of its own, not fp16) and pass its width."""
+    seen = []
+
+    def spy(seq, itemsize):
+        seen.append((seq, itemsize))
+        return exercises.naive_sp_bytes(seq, itemsize)
+
+    assert exercises.check("naive_sp_bytes", spy)
+    assert seen == [(4096, 4), (128, 2), (1000, 2), (3000, 1)]  # fp32, fp16, bf16, fp8
+    # S written and read, P written and read: four N x N transfers in bf16
+    bf16 = gpusim.simulate("naive", seq=1000, head_dim=64, dtype="bf16", gpu="H100-SXM").by_tensor
+    assert sum(bf16[t][k] for t in "SP" for k in ("read_bytes", "write_bytes")) == 4 * 1000 * 1000 * 2
+
+
+def test_solutions_give_the_hand_computed_answers():
+    assert exercises.causal_kept(4, 4) == 10 and exercises.causal_kept(9, 5) == 15 + 4 * 5
+    assert exercises.flash2_k_read_bytes(1000, 64, 128, 2) == 8 * 1000 * 64 * 2  # ceil(1000 / 128) = 8 Q blocks
+    assert exercises.naive_sp_bytes(128, 4) == 4 * 128 * 128 * 4
+    a100 = gpusim.get_gpu("A100-40GB")
+    assert exercises.ridge_point(a100, "fp16") == pytest.approx(312e12 / 1.555e12)
+
+
+def test_tile_update_solution_matches_softmax_attention_on_one_block():
+    """After one K/V block from a fresh state, acc / l is softmax(s) @ v."""
+    rng = np.random.default_rng(0)
+    s, v = rng.standard_normal((4, 8)), rng.standard_normal((8, 3))
+    m, l, acc = exercises.tile_update(np.full(4, -np.inf), np.zeros(4), np.zeros((4, 3)), s, v)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    assert np.allclose(acc / l[:, None], p / p.sum(axis=1, keepdims=True) @ v, rtol=1e-12)
+    assert np.array_equal(m, s.max(axis=1))
+
+
+def test_solution_prints_the_reference(capsys):
+    exercises.solution("causal_kept")
+    assert "def causal_kept" in capsys.readouterr().out

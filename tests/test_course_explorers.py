@@ -1,0 +1,181 @@
+"""gpusim_course.explorers, driven as a learner would: set a control's value, then check the numbers and the
+plot data it produced against gpusim."""
+import json
+import math
+import re
+
+import pytest
+
+import gpusim
+from gpusim_course import block_sliders, block_sweep, explorers, tables
+from gpusim_course.block_sliders import BLOCK_LABELS, BLOCKS
+
+
+def span(readout):
+    """(bytes shown, config) of the one gpusim-hbm-bytes span in a readout."""
+    found = re.findall(r"<span class=\"gpusim-hbm-bytes\" data-config='([^']*)'>([\d,]+)</span>", readout.value)
+    assert len(found) == 1
+    return int(found[0][1].replace(",", "")), json.loads(found[0][0])
+
+
+def simulated_bytes(config):
+    r = gpusim.simulate(**config)
+    return r.hbm_read_bytes + r.hbm_write_bytes
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return explorers.TilingExplorer(gpu="A100-40GB", seq=4096, head_dim=64, heads=16)
+
+
+# ---------------------------------------------------------------------------------------------------
+# TilingExplorer: the contract with the browser test, the SRAM limits, the plots
+
+
+def test_explorer_starts_at_gpusims_default_blocks_and_shows_its_bytes(explorer):
+    assert (explorer.block_q.value, explorer.block_kv.value) == gpusim.default_blocks("flash2", "A100-40GB", 64, "fp16")
+    assert (explorer.block_q.description, explorer.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")
+    shown, config = span(explorer.readout)
+    assert config == explorer.config
+    assert shown == simulated_bytes(config) == explorer.hbm_bytes
+    assert f">{shown:,}</span>" in explorer.readout.value
+
+
+@pytest.mark.parametrize("name, value", [("block_kv", 128), ("block_q", 64), ("block_kv", 32), ("block_q", 128)])
+def test_a_block_slider_updates_the_bytes_and_the_plots(explorer, name, value):
+    getattr(explorer, name).value = value
+    shown, config = span(explorer.readout)
+    assert config[name] == value and shown == simulated_bytes(config)
+    r = gpusim.simulate(**config)
+    tiling = r.config.tiling
+    ax_grid, ax_thm, ax_heat = explorer.axes
+    star = ax_thm.lines[-1]
+    assert star.get_xdata()[0] == r.sram_bytes_per_block / 1024 and star.get_ydata()[0] == shown / 2**30
+    cell = ax_heat.lines[-1]
+    assert (cell.get_xdata()[0], cell.get_ydata()[0]) == (BLOCKS.index(config["block_kv"]),
+                                                          BLOCKS.index(config["block_q"]))
+    title = ax_grid.texts[-1].get_text()
+    assert f"{tiling.n_q_blocks} x {tiling.n_kv_blocks} tiles of Br={config['block_q']} x Bc={config['block_kv']}" \
+        in title
+
+
+def test_block_q_sets_flash2s_k_and_v_traffic(explorer):
+    for block_q in (32, 64, 128):
+        explorer.block_q.value = block_q
+        k = explorer.result.by_tensor["K"]["read_bytes"]
+        assert k == math.ceil(4096 / block_q) * 4096 * 64 * 2 * 16  # K once per Q block, 16 heads, fp16
+
+
+@pytest.mark.parametrize("old, new, snapped", [(64, 80, 128), (128, 112, 64), (32, 48, 64), (64, 48, 32)])
+def test_a_slider_step_lands_on_the_next_power_of_two(explorer, old, new, snapped):
+    explorer.block_kv.value = old
+    explorer.block_kv.value = new
+    assert explorer.block_kv.value == snapped
+    assert span(explorer.readout)[1]["block_kv"] == snapped
+
+
+def test_sliders_stop_where_sram_runs_out_and_say_why():
+    ex = explorers.TilingExplorer(algo="flash1", gpu="T4", seq=1024, head_dim=256, heads=1)
+    _, caps, limits = block_sliders.fit_blocks(ex.config)
+    assert (ex.block_q.max, ex.block_kv.max) == (caps["block_q"], caps["block_kv"])
+    assert ex.limits == limits and limits
+    for name, (cap, message) in limits.items():
+        assert f"{name} stops at {cap}: {message}" in ex.readout.value
+
+
+def test_a_gpu_with_less_sram_resets_blocks_that_no_longer_fit():
+    ex = explorers.TilingExplorer(gpu="H100-SXM", seq=2048, head_dim=128, heads=1)
+    ex.block_q.value = 256
+    ex.gpu.value = "T4"
+    assert ex.error is None
+    assert (ex.block_q.value, ex.block_kv.value) == gpusim.default_blocks("flash2", "T4", 128, "fp16")
+    assert span(ex.readout)[0] == simulated_bytes(ex.config)
+
+
+def test_dtypes_follow_the_gpu():
+    ex = explorers.TilingExplorer(gpu="H100-SXM", seq=1024, heads=1, dtype="fp8")
+    assert "fp8" in ex.dtype.options
+    ex.gpu.value = "A100-40GB"
+    assert "fp8" not in ex.dtype.options and ex.dtype.value == "fp16" and ex.error is None
+
+
+def test_the_panels_draw_the_sweeps(explorer):
+    c = block_sweep.theorem2_curve(explorer.config)
+    assert explorer.curve == c
+    assert list(explorer.axes[1].lines[1].get_ydata()) == [b / 2**30 for b in c["flash"]]
+    bq, bkv, seconds = explorer.best
+    assert (bq, bkv, seconds) == block_sweep.best_blocks(block_sweep.block_grid(explorer.config))
+    star = [line for line in explorer.axes[2].lines if line.get_marker() == "*"][0]
+    assert (star.get_xdata()[0], star.get_ydata()[0]) == (BLOCKS.index(bkv), BLOCKS.index(bq))
+    assert (explorer.axes[2].get_xlabel(), explorer.axes[2].get_ylabel()) == (BLOCK_LABELS["block_kv"],
+                                                                              BLOCK_LABELS["block_q"])
+
+
+def test_a_gpusim_error_is_a_line_in_the_readout_not_a_traceback():
+    ex = explorers.TilingExplorer(seq=1024, heads=4)
+    image = ex.image.value
+    ex.heads = 0
+    ex.refresh()
+    assert ex.error == "heads=0 must be a positive integer"
+    assert "gpusim:" in ex.readout.value and ex.image.value == image
+    ex.heads = 4
+    ex.refresh()
+    assert ex.error is None and span(ex.readout)[0] == simulated_bytes(ex.config)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The explorers of notebooks 1, 2, 5 and 7
+
+
+def test_roofline_ridge_point_follows_the_gpu_and_dtype():
+    ex = explorers.RooflineExplorer(gpu="A100-40GB")
+    assert ex.ridge == pytest.approx(312e12 / 1.555e12)  # the A100's fp16 tensor cores over its HBM
+    for gpu, dtype in (("H100-SXM", "fp16"), ("H100-SXM", "fp8"), ("T4", "fp32")):
+        ex.gpu.value = gpu
+        ex.dtype.value = dtype
+        g = gpusim.get_gpu(gpu)
+        assert ex.ridge == g.matmul_flops_per_s(dtype) / g.hbm_bytes_per_s
+        roof = ex.axes[0].lines[0]
+        assert roof.get_ydata()[-1] == pytest.approx(g.matmul_flops_per_s(dtype) / 1e12)
+        name, intensity, achieved = ex.points[-1]
+        k = ex.results[1].kernels[0]
+        assert name == "flash2" and intensity == (k.flops_matmul + k.flops_other) / (k.read_bytes + k.write_bytes)
+        assert achieved == (k.flops_matmul + k.flops_other) / k.predicted_time_s
+
+
+def test_footprint_explorer_finds_the_longest_sequence_that_fits():
+    ex = explorers.FootprintExplorer(gpu="A100-40GB", heads=1, head_dim=128)
+    n = ex.limit["naive"]
+    assert n == tables.largest_fitting_seq("naive", "A100-40GB", heads=1, batch=1, head_dim=128, dtype="fp16")
+    ex.heads.value = 32
+    assert ex.limit["naive"] < n
+    line = ex.axes[0].lines[0]
+    peaks = [gpusim.simulate("naive", seq=s, heads=32, head_dim=128, gpu="A100-40GB").hbm_peak_bytes
+             for s in explorers.LONG_SEQS]
+    assert list(line.get_ydata()) == [p / 2**30 for p in peaks]
+
+
+def test_waves_explorer_shows_gpusims_busy_fraction():
+    ex = explorers.WavesExplorer(gpu="A100-40GB", batch=1, heads=8)
+    for algo, rs in ex.curves.items():
+        assert ex.busy[algo] == [r.kernels[0].busy_fraction for r in rs]
+    assert ex.busy["flash1"] == pytest.approx([8 / 108] * len(ex.seqs))  # one thread block per head, 108 SMs
+    assert "<td>8</td>" in ex.readout.value  # flash1's thread blocks
+    ex.heads.value = 64
+    assert ex.curves["flash1"][0].config.heads == 64
+    assert list(ex.axes[0].lines[0].get_ydata()) == pytest.approx([64 / 108] * len(ex.seqs))
+
+
+def test_overlap_explorer_draws_gpusims_per_tile_terms():
+    ex = explorers.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
+    for ax, (algo, r) in zip(ex.axes, ex.results.items()):
+        terms = ex.per_tile[algo]
+        assert terms == tables.tile_terms(r)
+        assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns")
+        assert [t.get_text() for t in ax.get_yticklabels()][0] == ("loads (TMA)" if algo == "hopper" else "loads")
+        assert len(ax.collections) == 3 * explorers.OverlapExplorer.ITERATIONS  # loads, matmuls, softmax per tile
+        # The first tile's softmax waits for S = QKᵀ (half the matmul time) or, overlapped, for both matmuls.
+        first = ax.collections[2].get_paths()[0].vertices[:, 0].min()
+        assert first == pytest.approx((terms["t_matmul"] if terms["overlapped"] else terms["t_matmul"] / 2) * 1e9)
+    ex.dtype.value = "fp8"
+    assert ex.results["hopper"].config.dtype == "fp8" and ex.results["flash2"].config.dtype == "fp16"

@@ -1,0 +1,144 @@
+"""gpusim_course.measurements: the project's GPU results files, read and set beside gpusim. Rows are made
+in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that every ratio the
+tables print can be worked out by hand."""
+import json
+
+import pytest
+
+import gpusim
+from gpusim.units import fmt_bytes, fmt_time
+from gpusim_course import measurements
+
+
+def bench_row(provider, seq, ms, dtype="fp16", head_dim=128, causal=False, **extra):
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    return {"provider": provider, "dtype": dtype, "head_dim": head_dim, "causal": causal, "seq": seq, "batch": batch,
+            "heads": heads, "ms": ms,
+            "tflops": gpusim.nominal_flops(batch, heads, seq, head_dim, causal) / (ms * 1e-3) / 1e12,
+            "peak_bytes": 2**30, "rel_err": 1e-3} | extra
+
+
+def test_read_results_reads_the_json_or_says_where_it_should_be(tmp_path):
+    with pytest.raises(FileNotFoundError, match="bench.json is not there: .* checkout of the repository"):
+        measurements.read_results(tmp_path / "bench.json")
+    (tmp_path / "bench.json").write_text('{"rows": [{"seq": 512}]}')
+    assert measurements.read_results(tmp_path / "bench.json") == {"rows": [{"seq": 512}]}
+    assert measurements.read_results(str(tmp_path / "bench.json"))["rows"][0]["seq"] == 512
+
+
+def test_environment_line_names_gpu_versions_date_command_and_truncation():
+    line = measurements.environment_line({"environment": {
+        "gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29", "command": "python -m gpusim_kernels.bench",
+        "truncated": "stopped"}})
+    assert line == ("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m gpusim_kernels.bench; "
+                    "note: stopped")
+    assert measurements.environment_line({"gpu": "H", "command": "python benchmarks/ceilings.py"}) == (
+        "Measured on H: ; command: python benchmarks/ceilings.py")  # ceilings.json: the fields at the top level
+
+
+def test_ceilings_rows_divide_measured_by_datasheet():
+    data = {"gpu": "NVIDIA H200", "date": "2026-11-29", "copy_bytes_per_s": 4.32e12,
+            "matmul_float16_flops_per_s": 494.75e12, "matmul_fp8_e4m3_flops_per_s": 1979e12}
+    rows = measurements.ceilings_rows(data, gpu="H200")  # datasheet: 4.8 TB/s, 989.5 and 1,979 TFLOP/s
+    assert [(r["quantity"], r["measured"], r["datasheet (preset)"], r["measured / datasheet"]) for r in rows] == [
+        ("HBM bandwidth (copy)", "4.32 TB/s", "4.80 TB/s", "90%"),
+        ("fp16 matmul", "494.75 TFLOP/s", "989.50 TFLOP/s", "50%"),
+        ("fp8 matmul", "1,979.00 TFLOP/s", "1,979.00 TFLOP/s", "100%"),
+        ("measured on", "NVIDIA H200, 2026-11-29", "H200", "")]
+
+
+def test_bench_group_and_timed_by_seq_pick_rows():
+    rows = [bench_row("naive", 1024, 2.0, head_dim=64), bench_row("naive", 2048, 3.0, head_dim=64),
+            bench_row("naive", 1024, 5.0, head_dim=64, causal=True), bench_row("naive", 1024, 4.0, head_dim=128),
+            {**bench_row("naive", 4096, 1.0, head_dim=64), "ms": None, "error": "OOM"},
+            bench_row("flash2", 1024, 1.0, head_dim=64)]
+    assert measurements.bench_group(rows, head_dim=64) == [rows[0], rows[1], rows[4], rows[5]]
+    assert measurements.timed_by_seq(rows, "naive", head_dim=64) == {1024: rows[0], 2048: rows[1]}
+
+
+def test_predictions_simulate_each_shape_of_a_group():
+    rows = [bench_row(p, s, 1.0, head_dim=64) for s in (2048, 1024) for p in ("naive", "flash2")]
+    got = measurements.predictions(rows, gpu="H200", algos=("naive", "flash2"))
+    assert [r.config.seq for r in got["flash2"]] == [1024, 2048]
+    r = got["naive"][0]
+    assert (r.config.batch, r.config.heads, r.config.head_dim, r.config.dtype) == (16, 32, 64, "fp16")
+    assert r.predicted_time_s == gpusim.simulate("naive", seq=1024, batch=16, heads=32, head_dim=64,
+                                                 gpu="H200").predicted_time_s
+
+
+def test_speedup_rows_divide_naive_by_flash2_and_say_when_pytorch_ran_out():
+    rows = [bench_row(p, s, ms, head_dim=64) for s in (1024, 2048) for p, ms in
+            (("naive", 3.0), ("flash2", 1.0), ("torch_naive", 4.0), ("sdpa_flash", 0.5))]
+    rows[-2] = {k: v for k, v in rows[-2].items() if k != "ms"} | {"error": "OOM"}  # torch_naive at 2,048
+    got = measurements.speedup_rows(rows, head_dim=64)
+    assert [r["measured: flash2 over naive"] for r in got] == ["3.0x", "3.0x"]
+    last = got[-1]["measured: SDPA flash over PyTorch's standard attention"]
+    assert got[0]["measured: SDPA flash over PyTorch's standard attention"] == "8.0x" and "out of memory" in last
+    shape = dict(seq=1024, batch=16, heads=32, head_dim=64, gpu="H200-measured")
+    predicted = gpusim.simulate("naive", **shape).predicted_time_s / gpusim.simulate("flash2", **shape).predicted_time_s
+    assert got[0]["gpusim: flash2 over naive"] == f"{predicted:.1f}x"
+
+
+def test_footprint_rows_set_measured_peaks_beside_gpusims_naive_footprint():
+    seq, d = 32768, 64
+    sim = gpusim.simulate("naive", seq=seq, batch=1, heads=32, head_dim=d, gpu="H200").hbm_peak_bytes
+    rows = [bench_row("naive", seq, 1.0, head_dim=d, peak_bytes=sim),
+            {**bench_row("torch_naive", seq, 1.0, head_dim=d), "error": "OOM"}]
+    got = measurements.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive", "x"))
+    assert [r["measured / gpusim"] for r in got] == ["1.000", "", ""]
+    assert [r["measured peak"] for r in got] == [f"{sim / 2**30:.1f} GiB", "out of memory", "not run"]
+    # At the peak, S and P in fp16 (2 x 32 heads x 32,768² x 2 B = 128 GiB) beside Q, K and V (3 x 128 MiB):
+    # 128.375 GiB, 92% of the H200's 139.8 GiB.
+    assert sim == 2 * 32 * seq * seq * 2 + 3 * 32 * seq * d * 2
+    assert got[0]["gpusim (naive)"] == "128.4 GiB = 92% of H200"
+
+
+def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_the_winner():
+    rows = [{"head_dim": 128, "causal": c, "seq": 4096, "block_q": bq, "block_kv": bkv, "ms": ms,
+             "sdpa_flash_ms": 1.0, "vs_sdpa_flash": 1.0 / ms}
+            for c in (False, True) for bq, bkv, ms in ((128, 128, 1.2), (64, 64, 0.9))]
+    got = measurements.tile_rows(rows)
+    assert [r["fastest measured"] for r in got] == ["", "✓", "", "✓"]
+    assert [r["tile"] for r in got] == ["128 x 128", "64 x 64"] * 2 and got[1]["vs SDPA flash"] == "1.11x"
+    sims = [gpusim.simulate("flash2", seq=4096, head_dim=128, batch=4, heads=16, block_q=b, block_kv=b, causal=c,
+                            gpu="H200-measured") for c in (False, True) for b in (128, 64)]
+    predicted = [s.predicted_time_s for s in sims]
+    assert [r["gpusim's fastest"] == "✓" for r in got] == [
+        predicted[i] == min(predicted[2 * (i // 2):2 * (i // 2) + 2]) for i in range(4)]
+    assert [r["gpusim L2→SM"] for r in got] == [fmt_bytes(s.hbm_bytes) for s in sims]
+    assert got[0]["gpusim predicted"] == fmt_time(predicted[0])
+    assert measurements.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "
+                                              "SDPA flash without the mask; 1.11x SDPA flash with the mask)."]
+
+
+def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
+    rows = [bench_row("hopper", 4096, 1.0, rel_err=2e-4), bench_row("hopper", 4096, 0.75, dtype="fp8", rel_err=4e-2),
+            bench_row("sdpa_cudnn", 4096, 0.9), bench_row("sdpa_flash", 4096, 1.5),
+            bench_row("hopper", 8192, 2.0, rel_err=2e-4), bench_row("hopper", 8192, 1.6, dtype="fp8", rel_err=3e-2),
+            bench_row("sdpa_cudnn", 8192, 1.9), bench_row("sdpa_flash", 8192, 3.2),
+            bench_row("sdpa_cudnn", 16384, 9.0), {**bench_row("hopper", 16384, 0.1), "error": "OOM", "ms": None}]
+    got = measurements.hopper_rows(rows, head_dim=128)
+    assert [r["N"] for r in got] == [4096, 8192]  # 16,384: no Hopper time
+    r = got[0]
+    assert r["speed vs SDPA cuDNN"] == pytest.approx(0.9) and r["speed vs SDPA flash"] == pytest.approx(1.5)
+    assert r["fp8 speed vs fp16"] == pytest.approx(1 / 0.75) and r["fp8 error / fp16 error"] == pytest.approx(200)
+    # 4 x 16 heads x 4,096² x 128 x 4 FLOPs in 1 ms
+    assert r["hopper fp16 TFLOP/s"] == pytest.approx(4 * 16 * 4096 * 4096 * 128 * 4 / 1e-3 / 1e12)
+    batch, heads = gpusim.fa2_shape(4096, 128)
+    p16, p8 = (gpusim.simulate("hopper", seq=4096, batch=batch, heads=heads, head_dim=128, dtype=dt,
+                               gpu="H200-measured").predicted_time_s for dt in ("fp16", "fp8"))
+    assert r["gpusim fp16 ms"] == pytest.approx(p16 * 1e3) and r["gpusim fp8 vs fp16"] == pytest.approx(p16 / p8)
+    text = measurements.hopper_summary(rows, head_dim=128, min_seq=4096)
+    assert "0.90 to 0.95x cuDNN's speed" in text and "1.50 to 1.60x SDPA's FlashAttention-2" in text
+    assert "1.25 to 1.33x its fp16 speed" in text and "150 to 200x fp16's error" in text
+    assert text.startswith("d = 128, N from 4,096 to 8,192:")
+
+
+def test_the_shipped_results_name_their_run(tmp_path):
+    """The course reads results/h200 as the notebooks do; each file names the GPU and the command."""
+    from pathlib import Path
+    results = Path(__file__).resolve().parents[1] / "results" / "h200"
+    for name in ("bench.json", "ncu.json", "flash2_tiles.json", "ceilings.json"):
+        line = measurements.environment_line(measurements.read_results(results / name))
+        assert line.startswith("Measured on NVIDIA H200: ") and "command: " in line and "?" not in line
+    assert json.loads((results / "ncu.json").read_text())["targets"]["time_s"] > 0

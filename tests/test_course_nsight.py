@@ -1,0 +1,76 @@
+"""gpusim_course.nsight: Nsight Compute's rows (results/<gpu>/ncu.json) summed, grouped and told as sentences.
+The rows here are made so that each number the functions print can be worked out by hand."""
+import pytest
+
+import gpusim
+from gpusim.units import fmt_bytes, fmt_time
+from gpusim_course import nsight
+
+TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.1, "dram_write_bytes": 0.2,
+           "time_s": 0.25}
+
+
+def ncu_rows():
+    """ncu.json-shaped rows: flash2 exact, flash1 causal reading 25% more than counted, two naive kernels."""
+    rows = []
+    for kernel, causal, l2_measured, time_measured in (("flash2", False, 1000, 2e-3), ("flash1", True, 1250, 4e-3),
+                                                      ("qk", False, 990, 1e-3), ("softmax", False, 1000, 50e-6)):
+        for quantity, sim, meas in (("l2_to_sm_bytes", 1000, l2_measured), ("dram_read_bytes", 500, 520),
+                                    ("dram_write_bytes", 100, 101), ("time_s", 1e-3, time_measured)):
+            rows.append({"kernel": kernel, "seq": 4096, "head_dim": 64, "causal": causal, "dtype": "fp16",
+                         "quantity": quantity, "simulated": sim, "measured": meas, "rel_err": (sim - meas) / meas})
+    return rows
+
+
+def test_kernel_names_are_gpusims_launches():
+    assert nsight.kernel_names("naive") == ("qk", "softmax", "pv")
+    assert nsight.kernel_names("flash2") == ("flash2",)
+
+
+def test_ncu_measured_sums_an_algorithms_kernels():
+    rows = ncu_rows()
+    got = nsight.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
+    assert got["naive"] == (2 * (520 + 101), 1e-3 + 50e-6, "the project's Triton kernels qk, softmax, pv")
+    assert got["flash2"] == (520 + 101, 2e-3, "the project's Triton kernel flash2")
+    with pytest.raises(ValueError, match="no naive launch at N=8192"):
+        nsight.ncu_measured(rows, seq=8192, head_dim=64)
+    assert nsight.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
+
+
+def test_ncu_error_rows_group_per_kernel():
+    rows = ncu_rows()
+    l2 = {r["kernel"]: r for r in nsight.ncu_error_rows(rows, "l2_to_sm_bytes")}
+    assert l2["flash2"]["equal to the byte"] == 1 and l2["flash1"]["equal to the byte"] == 0
+    assert l2["flash1"]["(gpusim - measured) / measured"] == "-20.0%"  # 1000 / 1250 - 1
+    assert l2["qk"]["at the longest N"] == "+1.0%" and l2["qk"]["N"] == "4,096 to 4,096"
+    times = {r["kernel"] for r in nsight.ncu_error_rows(rows, "time_s")}
+    assert times == {"flash2", "flash1", "qk"}  # softmax's 50 us launch is under the 100 us cut
+    assert "equal to the byte" not in nsight.ncu_error_rows(rows, "time_s")[0]
+
+
+def test_ncu_findings_are_computed_from_the_rows():
+    findings = nsight.ncu_findings(ncu_rows(), TARGETS)
+    assert findings[0] == ("Bytes from L2 into the SMs: equal to gpusim's count to the byte in every launch of "
+                           "flash2, softmax (2 launches).")
+    assert findings[1] == "The naive kernels (qk, softmax, pv): within 1% of gpusim's count."
+    assert not any("flash1: within" in f for f in findings)  # no flash1 launch without the mask to compare
+    assert findings[2] == "DRAM writes: within 1% of gpusim's L2 model in all 4 launches."
+    assert findings[3] == "DRAM reads: within 10% in 4 of 4 launches."  # 500 / 520 - 1 = -3.8%
+    assert findings[-1] == ("Time: gpusim's prediction is below the measured time in 2 of 3 launches (of 100 us or "
+                            "more), by up to 75%; within 25% at the longest N for: qk d=64.")
+
+
+def test_ncu_findings_quote_the_targets_of_the_file():
+    findings = nsight.ncu_findings(ncu_rows(), TARGETS | {"time_s": 0.5, "dram_read_bytes": 0.02})
+    assert findings[3] == ("DRAM reads: within 2% in 0 of 4 launches; the others: flash2 N=4,096 d=64 (-4%), flash1 "
+                           "N=4,096 d=64 causal (-4%), qk N=4,096 d=64 (-4%), softmax N=4,096 d=64 (-4%).")
+    assert findings[-1].endswith("within 50% at the longest N for: flash2 d=64, qk d=64.")  # flash2: -50%
+
+
+def test_measured_rows_put_gpusims_dram_bytes_and_time_beside_the_measurement():
+    shape = dict(seq=4096, head_dim=64, batch=4, heads=32)
+    got = nsight.measured_rows({"flash2": (3 * 2**30, 2e-3, "a kernel")}, "H200-measured", **shape)
+    r = gpusim.simulate("flash2", gpu="H200-measured", **shape)
+    assert got == [{"algo": "flash2", "measured": "a kernel", "measured HBM traffic": "3.00 GiB",
+                    "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
+                    "measured time": "2.000 ms", "gpusim predicted": fmt_time(r.predicted_time_s)}]

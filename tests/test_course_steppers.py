@@ -1,0 +1,106 @@
+"""gpusim_course.steppers: the widgets that walk through a schedule, step by step, against gpusim's trace
+and counts; and the helpers that read the trace."""
+import numpy as np
+import pytest
+
+import gpusim
+from gpusim.memory import Step
+from gpusim_course import steppers
+
+
+def step(tile, loads=(), stores=()):
+    return Step(kernel="flash2", program=(0, 0, 0), tile=tile, loads=loads, stores=stores, sram_bytes=0)
+
+
+def test_cumulative_bytes_add_up_loads_and_stores_per_tensor():
+    steps = [step((0, 0), loads=(("Q", 100), ("K", 10))), step((0, 1), loads=(("K", 10),), stores=(("O", 100),))]
+    assert steppers.cumulative_bytes(steps) == {"Q": [100, 0], "K": [20, 0], "O": [0, 100]}
+    assert steppers.cumulative_bytes([]) == {}
+
+
+def test_done_tiles_mark_the_tiles_the_steps_computed():
+    tiling = gpusim.simulate("flash2", seq=128, head_dim=16, block_q=64, block_kv=64).config.tiling
+    done = steppers.done_tiles([step((None, None)), step((0, 0)), step((1, 1)), step((1, None))], tiling)
+    assert done.tolist() == [[1, 0], [0, 1]]
+
+
+def test_describe_step_and_grid_tile():
+    assert steppers.describe_step(step((0, 0), loads=(("K", 2048), ("V", 2048)))) == "loads K (2,048 B), V (2,048 B)"
+    assert steppers.describe_step(step((0, None), stores=(("O", 8192),))) == "stores O (8,192 B)"
+    assert steppers.describe_step(step((None, None))) == "moves nothing"
+    assert steppers.grid_tile(step((None, None))) is None and steppers.grid_tile(step((2, None))) == (2, None)
+
+
+def test_trace_is_one_head_in_execute_mode():
+    r = steppers.trace("flash2", 128, 16, 64, 32, False, "A100-40GB")
+    assert (r.config.heads, r.config.batch, r.config.block_q, r.config.block_kv) == (1, 1, 64, 32)
+    # Two Q blocks of 64 rows, each: four K/V blocks of 32, then the store of O_i and its LSE.
+    assert [s.tile for s in r.trace] == [(i, j) for i in (0, 1) for j in (0, 1, 2, 3, None)]
+    assert r.trace[4].stores == (("O", 64 * 16 * 2), ("LSE", 64 * 4))  # O counted in fp16, the LSE in fp32
+
+
+def test_tile_stepper_follows_gpusims_trace():
+    st = steppers.TileStepper(algo="flash2", seq=128, block_q=64, block_kv=32)
+    assert (st.block_q.description, st.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")
+    steps = st.result.trace
+    assert st.step.max == len(steps) - 1
+    st.step.value = 5
+    assert st.current == steps[5]
+    assert st.so_far == steppers.cumulative_bytes(steps[:6])
+    bars = [a for a in st.axes[1].patches if a.get_animated()]
+    assert [b.get_height() for b in bars] == [st.so_far.get(t, [0, 0])[d] / 1024 for d in (0, 1) for t in st.total]
+    assert f"{steps[5].sram_bytes:,} B" in st.readout.value
+    st.step.value = st.step.max
+    counts = gpusim.simulate("flash2", seq=128, head_dim=64, block_q=64, block_kv=32).by_tensor
+    assert st.so_far == {t: [v["read_bytes"], v["write_bytes"]] for t, v in counts.items()}
+    # by hand: K (128 x 64 x 2 B = 16 KiB) read once per Q block, twice
+    assert st.so_far["K"] == [2 * 128 * 64 * 2, 0]
+
+
+def test_tile_stepper_retraces_when_the_configuration_changes():
+    st = steppers.TileStepper(seq=128, block_q=64, block_kv=64)
+    st.step.value = st.step.max
+    st.algo.value = "flash1"
+    assert st.result.config.algo == "flash1"
+    assert st.step.max == len(st.result.trace) - 1 and st.step.value <= st.step.max
+    st.causal.value = True
+    assert st.result.config.causal and st.result.config.tiling.tiles == 3  # 2 x 2 tiles, one masked
+    st.block_kv.value = 32
+    assert st.result.config.block_kv == 32 and st.result.config.tiling.tiles == 2 + 4  # keys 0..63, then 0..127
+
+
+def test_loop_order_comparison_ends_at_gpusims_counts():
+    cmp = steppers.LoopOrderComparison(seq=128, block=64)
+    cmp.step.value = cmp.step.max
+    for algo, moved in cmp.moved.items():
+        assert moved[-1] == gpusim.simulate(algo, seq=128, head_dim=64, block_q=64, block_kv=64).hbm_bytes
+        assert list(cmp.axes[2].lines[list(cmp.moved).index(algo)].get_ydata()) == list(moved / 1024)
+    assert cmp.at("flash2") == len(cmp.traces["flash2"]) - 1
+
+
+def test_online_softmax_stepper_shows_gpusims_running_max_and_sum():
+    st = steppers.OnlineSoftmaxStepper(n=32, chunk=4, seed=0)
+    steps = gpusim.softmax(st.x, "online", chunk=4).steps
+    for k in (0, 3, len(steps) - 1):
+        st.step.value = k
+        assert (st.m, st.d, st.rescale) == steps[k][1:]
+        assert st.m == st.x[:4 * (k + 1)].max()  # the running max of what has been read
+        history = [a for a in st.axes[1].lines if a.get_animated()][0]
+        assert list(history.get_ydata()) == [s[2] for s in steps[:k + 1]]
+    assert st.d == pytest.approx(np.exp(st.x - st.x.max()).sum())
+    assert "Done" in st.readout.value
+    st.chunk.value = 8
+    assert st.step.max == 3 and len(st.steps) == 4
+
+
+def test_naive_stepper_shows_each_kernels_bytes():
+    st = steppers.NaiveStepper(seq=1024, head_dim=64)
+    r = gpusim.simulate("naive", seq=1024, head_dim=64)
+    for label, kernel in steppers.NAIVE_STEPS.items():
+        st.step.value = label
+        assert st.bytes == {t: r.counts.get((kernel, t), (0, 0)) for t in steppers.NAIVE_TENSORS}
+        solid = [b.get_height() for b in st.axes[0].patches if b.get_facecolor()[3] > 0]
+        assert solid == [st.bytes[t][d] / 2**20 for d in (0, 1) for t in steppers.NAIVE_TENSORS]
+    st.step.value = "1: S = QKᵀ·scale"
+    assert st.bytes["S"] == (0, 1024 * 1024 * 2)  # S written whole in fp16
+    assert "One N × N matrix is 1 × 1,024 × 1,024 × 2 B = <b>2.00 MiB</b>" in st.readout.value

@@ -1,0 +1,183 @@
+"""gpusim_course.tables: the tables the notebooks build from gpusim alone, checked against numbers worked
+out by hand from the presets and the papers' algorithms, or against invariants a wrong table breaks."""
+import pytest
+
+import gpusim
+from gpusim.units import fmt_bytes
+from gpusim_course import tables
+
+
+def test_supported_dtypes_are_the_tensor_core_dtypes_of_each_generation():
+    assert tables.supported_dtypes("T4") == ["fp32", "fp16"]  # Turing: no bf16, no fp8
+    assert tables.supported_dtypes("A100-40GB") == ["fp32", "fp16", "bf16"]  # Ampere: no fp8
+    assert tables.supported_dtypes(gpusim.get_gpu("H100-SXM")) == ["fp32", "fp16", "bf16", "fp8"]
+
+
+def test_hierarchy_row_of_the_a100_40gb():
+    row = tables.hierarchy_rows()[list(gpusim.PRESETS).index("A100-40GB")]
+    # 164 KiB of shared memory per SM; 108 SMs hold 17,712 KiB = 17.30 MiB; 40 GiB of HBM at 1.555 TB/s.
+    assert row == {"GPU": "A100-40GB", "SMs": 108, "SRAM per SM": "164.00 KiB", "SRAM, all SMs": "17.30 MiB",
+                   "SRAM bandwidth": "19 TB/s", "HBM": "40.00 GiB", "HBM bandwidth": "1.55 TB/s",
+                   "HBM / SRAM capacity": "2,368x",  # 40 GiB / (108 x 164 KiB) = 2,368.0
+                   "SRAM / HBM bandwidth": "12x"}  # 19 / 1.555 = 12.2
+    assert len(tables.hierarchy_rows()) == len(gpusim.PRESETS)
+    assert tables.hierarchy_rows()[list(gpusim.PRESETS).index("T4")]["SRAM bandwidth"] == "not published"
+
+
+def test_kitchen_numbers_of_the_a100_40gb():
+    text = tables.kitchen_numbers("A100-40GB")
+    # 163 KiB per thread block; 40 GiB / 163 KiB = 41,943,040 / 163 = 257,319.3 counters.
+    assert text.startswith("A100-40GB: one thread block's counter (SRAM) holds 163.00 KiB; all 108 SMs' counters "
+                           "together 17.30 MiB; the fridge (HBM) 40.00 GiB, 257,319 times one counter")
+
+
+def test_ridge_points_divide_the_tensor_core_rate_by_the_bandwidth():
+    a100 = tables.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
+    assert a100["ridge point fp16 (FLOP/B)"] == 201  # 312 TFLOP/s / 1.555 TB/s = 200.6
+    assert a100["ridge point fp8 (FLOP/B)"] == "no tensor cores"
+    h100 = tables.ridge_rows(dtypes=("fp8",))[list(gpusim.PRESETS).index("H100-SXM")]
+    assert h100 == {"GPU": "H100-SXM", "ridge point fp8 (FLOP/B)": 591}  # 1,979 TFLOP/s / 3.35 TB/s = 590.7
+
+
+@pytest.mark.parametrize("algo, kwargs", [("naive", dict(seq=4096)), ("flash1", dict(seq=8192, causal=True)),
+                                          ("flash2", dict(seq=2048, heads=32)), ("hopper", dict(seq=8192, dtype="fp8")),
+                                          ("flash2", dict(seq=1, seq_kv=65536, heads=8))])
+def test_time_terms_are_each_kernels_terms(algo, kwargs):
+    r = gpusim.simulate(algo, head_dim=128, gpu="H100-SXM", block_q=64, block_kv=64, **kwargs)
+    terms = tables.time_terms(r)
+    assert [(t["t_memory"], t["t_matmul"], t["t_other"], t["t_compute"], t["busy"], t["predicted"], t["bound"])
+            for t in terms] == [(k.memory_time_s, k.matmul_time_s, k.other_time_s, k.compute_time_s, k.busy_fraction,
+                                 k.predicted_time_s, k.bound) for k in r.kernels]
+    assert sum(t["predicted"] for t in terms) == pytest.approx(r.predicted_time_s)
+    assert [t["label"] for t in terms] == (["naive: qk", "naive: softmax", "naive: pv"] if algo == "naive"
+                                           else [algo])
+
+
+def test_time_rows_format_the_terms():
+    r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
+    rows = tables.time_rows(r)
+    assert [row["kernel"] for row in rows] == ["naive: qk", "naive: softmax", "naive: pv"]
+    assert [row["SMs busy"] for row in rows] == [f"{k.busy_fraction:.0%}" for k in r.kernels]
+    assert [row["bound by"] for row in rows] == [k.bound for k in r.kernels]
+
+
+def test_memory_bound_share_weighs_kernels_by_their_time():
+    naive = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
+    memory = sum(k.predicted_time_s for k in naive.kernels if k.memory_time_s >= k.compute_time_s)
+    assert tables.memory_bound_share(naive) == pytest.approx(memory / naive.predicted_time_s)
+    flash = gpusim.simulate("flash2", seq=16384, head_dim=128, gpu="H100-SXM")
+    assert tables.memory_bound_share(flash) == (1.0 if flash.kernels[0].bound == "memory" else 0.0)
+
+
+def test_tile_terms_average_the_first_kernel_over_its_tiles_on_one_sm():
+    for algo in ("flash2", "hopper"):
+        r = gpusim.simulate(algo, seq=8192, head_dim=128, batch=2, heads=16, block_q=128, block_kv=64, gpu="H100-SXM")
+        got, k = tables.tile_terms(r), r.kernels[0]
+        tiles_per_sm = (8192 // 128) * (8192 // 64) * 32 / 132  # Tr x Tc tiles of 32 heads over 132 SMs
+        assert got["t_matmul"] == pytest.approx(k.matmul_time_s / tiles_per_sm)
+        assert got["t_memory"] == pytest.approx(k.memory_time_s / tiles_per_sm)
+        assert got["t_compute"] == pytest.approx(k.compute_time_s / tiles_per_sm)
+        assert got["period"] == max(got["t_memory"], got["t_compute"])
+        assert got["overlapped"] is k.overlap
+
+
+def test_occupancy_counts_the_waves_of_resident_blocks():
+    for algo, batch, heads, seq in (("flash1", 1, 8, 4096), ("flash2", 1, 8, 4096), ("flash2", 4, 32, 8192)):
+        r = gpusim.simulate(algo, seq=seq, head_dim=64, batch=batch, heads=heads, block_q=64, block_kv=64,
+                            gpu="A100-40GB")
+        occ, k = tables.occupancy(r), r.kernels[0]
+        assert occ["thread blocks"] == k.programs and occ["blocks per SM"] == k.blocks_per_sm
+        # The waves hold every block, and one wave fewer would not.
+        slots = 108 * k.blocks_per_sm
+        assert (occ["waves"] - 1) * slots < k.programs <= occ["waves"] * slots
+    one_per_head = tables.occupancy(gpusim.simulate("flash1", seq=4096, head_dim=64, heads=8, block_q=64,
+                                                    block_kv=64, gpu="A100-40GB"))
+    assert one_per_head["thread blocks"] == 8 and one_per_head["waves"] == 1  # one thread block per head
+
+
+def test_tensor_rows_of_flash2_by_hand():
+    """N = 1024, d = 64, fp16, Br = Bc = 64: Q read once (128 KiB), K and V once per Q block (16 x 128 KiB),
+    O written once, the LSE in fp32 (4 KiB)."""
+    r = gpusim.simulate("flash2", seq=1024, head_dim=64, block_q=64, block_kv=64)
+    rows = {row["tensor"]: row for row in tables.tensor_rows([r])}
+    assert rows["Q"] == {"tensor": "Q", "flash2 read": "128.00 KiB", "flash2 written": "0 B"}
+    assert rows["K"]["flash2 read"] == rows["V"]["flash2 read"] == "2.00 MiB"
+    assert rows["O"]["flash2 written"] == "128.00 KiB" and rows["LSE"]["flash2 written"] == "4.00 KiB"
+    assert rows["total"] == {"tensor": "total", "flash2 read": "4.12 MiB", "flash2 written": "132.00 KiB"}
+
+
+def test_tensor_rows_put_results_side_by_side():
+    shape = dict(seq=1024, head_dim=64, block_q=64, block_kv=64)
+    rows = tables.tensor_rows([gpusim.simulate("flash1", **shape), gpusim.simulate("flash2", **shape)])
+    assert [row["tensor"] for row in rows] == ["Q", "K", "V", "O", "l", "m", "LSE", "total"]
+    lse = rows[6]
+    assert lse["flash1 read"] == lse["flash1 written"] == "0 B"  # flash1 keeps l and m, not the LSE
+
+
+def test_causal_rows_count_the_tiles_the_mask_skips():
+    """N = 256 in 64 x 64 tiles: 4 x 4 tiles, of which the causal mask keeps 4 + 3 + 2 + 1 = 10 and
+    256 x 257 / 2 = 32,896 scores."""
+    rows = tables.causal_rows(seq=256, head_dim=64, block_q=64, block_kv=64)
+    assert [(r["causal"], r["tiles computed"], r["S elements kept"]) for r in rows] == [
+        (False, "16 of 16", 65536), (True, "10 of 16", 32896)]
+    # Q, O 32 KiB each, LSE 1 KiB; K and V 8 KiB per block: 4 x 4 blocks each, or 1 + 2 + 3 + 4 with the mask.
+    assert [r["HBM traffic"] for r in rows] == [fmt_bytes((32 + 32 + 1 + 2 * 16 * 8) * 1024),
+                                                fmt_bytes((32 + 32 + 1 + 2 * 10 * 8) * 1024)]
+
+
+def test_softmax_accesses_are_the_papers_loads_and_stores():
+    """Milakov & Gimelshein: naive 2 loads + 1 store per element, safe 3 + 1, online 2 + 1."""
+    rows = tables.softmax_accesses(n=4096)
+    assert [(r["variant"], r["loads"], r["stores"]) for r in rows] == [
+        ("naive", 8192, 4096), ("safe", 12288, 4096), ("online", 8192, 4096)]
+    assert [r["accesses per element"] for r in rows] == [3, 4, 3]
+
+
+def test_largest_fitting_seq_is_the_last_length_that_fits():
+    shape = dict(heads=32, head_dim=64, block_q=64, block_kv=64)
+    n = tables.largest_fitting_seq("naive", "A100-40GB", **shape)
+    assert gpusim.simulate("naive", seq=n, gpu="A100-40GB", **shape).fits_in_hbm
+    assert not gpusim.simulate("naive", seq=n + 1, gpu="A100-40GB", **shape).fits_in_hbm
+    # Naive attention holds S and P, 2 x 32 heads x N² x 2 bytes: N² <= 40 GiB / 128, N <= 18,317 (Q, K, V
+    # and O take a few MiB more).
+    assert 18_000 < n <= 18_317
+
+
+def test_nonmatmul_rows_show_flash2_doing_less_non_matmul_work():
+    """The FlashAttention-2 paper: fewer non-matmul FLOPs than FlashAttention-1 on the same tiles."""
+    rows = tables.nonmatmul_rows("A100-40GB", seq=4096, head_dims=(64, 128), block=64)
+    assert [(r["head_dim"], r["algo"]) for r in rows] == [(64, "flash1"), (64, "flash2"), (128, "flash1"),
+                                                          (128, "flash2")]
+    share = [float(r["non-matmul FLOPs"].rstrip("%")) for r in rows]
+    assert share[1] < share[0] and share[3] < share[2]
+    batch, heads = gpusim.fa2_shape(4096, 64)
+    r = gpusim.simulate("flash2", seq=4096, head_dim=64, batch=batch, heads=heads, block_q=64, block_kv=64)
+    assert rows[1]["non-matmul FLOPs"] == f"{r.flops_other / (r.flops_matmul + r.flops_other):.1%}"
+
+
+def test_decode_shape_is_one_query_against_the_cache():
+    assert tables.decode_shape(2048, batch=64) == dict(seq=1, seq_kv=2048, heads=32, kv_heads=32, head_dim=128,
+                                                       batch=64)
+
+
+def test_when_flash_helps_table_is_gpusims():
+    rows = {r["scenario"]: r for r in tables.when_flash_helps("H100-SXM")}
+    naive = gpusim.simulate("naive", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
+    flash = gpusim.simulate("flash2", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
+    speedup = naive.predicted_time_s / flash.predicted_time_s
+    assert rows["prefill, short prompt"]["predicted speedup"] == f"{speedup:.1f}x"
+    assert rows["prefill, 128K context"]["predicted speedup"] == "naive cannot run"
+    assert rows["decode, 128K cache"]["queries x keys"] == "1 x 131,072"
+    # one query row per (batch, head): FlashAttention-2 launches one thread block per head at decode
+    assert rows["decode, 128K cache"]["flash2 thread blocks"] == "32 on 132 SMs"
+
+
+def test_fa3_rows_are_speedups_over_flash2_fp16():
+    rows = tables.fa3_rows("H100-SXM", seq=8192, head_dim=128)
+    assert [r["kernel"] for r in rows] == ["flash2 fp16", "hopper fp16", "hopper fp8"]
+    assert rows[0]["predicted speedup over flash2 fp16"] == "1.00x"
+    batch, heads = gpusim.fa2_shape(8192, 128)
+    shape = dict(seq=8192, head_dim=128, batch=batch, heads=heads, gpu="H100-SXM")
+    base, fp8 = gpusim.simulate("flash2", **shape), gpusim.simulate("hopper", dtype="fp8", **shape)
+    assert rows[2]["predicted speedup over flash2 fp16"] == f"{base.predicted_time_s / fp8.predicted_time_s:.2f}x"
+    assert rows[2]["matmul utilization"].endswith("of 1,979 TFLOP/s")  # the H100's fp8 peak
