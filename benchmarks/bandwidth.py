@@ -25,9 +25,6 @@ processes, 10 s; 112 HBM loads x ~70 ms (do_bench's 5-call estimate and 10 + 40 
 1 KiB x 1 program per SM, reads 4 GiB at ~0.2 TB/s in 25 ms, 9 calls) 9 s; 112 L2 loads x ~100 ms (calls of
 0.1-2 ms, each after do_bench's 256 MB L2 flush) 11 s; 21 store bursts and the copy 2 s.
 """
-import argparse
-import sys
-import time
 
 import torch
 import triton
@@ -157,21 +154,10 @@ def run(results, workers):
 
 
 def main(argv=None):
-    global TILE_BYTES, PROGRAMS_PER_SM, STAGES, STORE_WARPS, HBM_BYTES, L2_BYTES, PASSES, STORE_BYTES, COPY_BYTES
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="the folder for bandwidth.json, or a .json file")
-    ap.add_argument("--smoke", action="store_true", help="tiny buffers (CPU, TRITON_INTERPRET=1)")
-    ap.add_argument("--workers", type=int, default=probe.WORKERS, help="processes compiling the kernels before timing")
-    args = ap.parse_args(argv)
-    probe.check_device()
+    args = probe.parser(__doc__, "bandwidth.json").parse_args(argv)
     if args.smoke:
-        TILE_BYTES, PROGRAMS_PER_SM, STAGES, STORE_WARPS, HBM_BYTES, L2_BYTES, PASSES, STORE_BYTES, COPY_BYTES = \
-            SMOKE.values()
-    start = time.monotonic()
-    results = probe.Results(probe.out_file(args.out, "bandwidth.json"),
-                            probe.environment("python benchmarks/bandwidth.py " + " ".join(argv or sys.argv[1:])))
-    run(results, args.workers)
-    print(f"bandwidth.py: {time.monotonic() - start:.1f} s")
+        globals().update(SMOKE)
+    run(probe.open_results("bandwidth.json", args, argv), args.workers)
 
 
 if __name__ == "__main__":

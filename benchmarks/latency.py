@@ -17,12 +17,9 @@ cycles per hop = ns per hop x the SM clock that nvidia-smi reports (clocks.sm) w
 
 Expected wall time on the H200, about 15 s: imports and CUDA start 5 s; building the 4 GiB cycles 2 s; per
 working set REPEATS x 3h hops (h = 2**15 to 2**16) at 0.3-0.9 us, 0.2-0.5 s, 7 of them, plus warming the
-L2-sized cycles (up to 393,216 hops) and one 0.5 s chase for the clock.
+L2-sized cycles (up to 393,216 hops) and one 1 s chase for the clock.
 """
-import argparse
 import subprocess
-import sys
-import time
 
 import torch
 import triton
@@ -40,6 +37,7 @@ CHASES = [(2 * MiB, "spread"), (8 * MiB, "spread"), (32 * MiB, "spread"), (48 * 
           (128 * MiB, "spread"), (4 * GiB, "local"), (4 * GiB, "spread")]
 HOPS_L2, HOPS_HBM = 2**16, 2**15  # h: about 20 ms of chasing either way
 CLOCK_HOPS = 2**22  # a chase of about 1 s in L2, while nvidia-smi reads the SM clock
+L2_BYTES = None  # the device's L2 (60 MiB on the H200), read when the run starts
 SMOKE = dict(CHASES=[(16 * 1024, "spread"), (64 * 1024, "local"), (64 * 1024, "spread")], HOPS_L2=64, HOPS_HBM=32,
              CLOCK_HOPS=64, PAGE_BYTES=16 * 1024, L2_BYTES=32 * 1024)
 
@@ -123,11 +121,11 @@ def level(working_set_bytes, l2_bytes):
     return "hbm" if working_set_bytes >= 2 * l2_bytes else "l2+hbm"
 
 
-def measure(working_set_bytes, pages, l2_bytes, clock_hz):
+def measure(working_set_bytes, pages, clock_hz):
     """One row: the chase over working_set_bytes, warmed into L2 first when it fits there."""
     buf = chain_buffer(working_set_bytes, pages, PAGE_BYTES, probe.DEVICE)
     out = torch.zeros(1, dtype=torch.int32, device=probe.DEVICE)
-    warm = working_set_bytes <= l2_bytes
+    warm = working_set_bytes <= L2_BYTES
     hops = HOPS_L2 if warm else HOPS_HBM
     n_lines = working_set_bytes // LINE_BYTES
     chase(buf, out, 0, -(-n_lines // UNROLL) * UNROLL if warm else UNROLL)  # every line into L2, or just compile
@@ -137,30 +135,23 @@ def measure(working_set_bytes, pages, l2_bytes, clock_hz):
 
 
 def main(argv=None):
-    global CHASES, HOPS_L2, HOPS_HBM, CLOCK_HOPS, PAGE_BYTES
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="the folder for latency.json, or a .json file")
-    ap.add_argument("--smoke", action="store_true", help="tiny working sets (CPU, TRITON_INTERPRET=1)")
-    args = ap.parse_args(argv)
-    probe.check_device()
-    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size if probe.DEVICE == "cuda" else 60 * MiB
+    global L2_BYTES
+    args = probe.parser(__doc__, "latency.json", pool=False).parse_args(argv)
     if args.smoke:
-        CHASES, HOPS_L2, HOPS_HBM, CLOCK_HOPS, PAGE_BYTES, l2_bytes = SMOKE.values()
-    start = time.monotonic()
-    results = probe.Results(probe.out_file(args.out, "latency.json"),
-                            probe.environment("python benchmarks/latency.py " + " ".join(argv or sys.argv[1:])))
+        globals().update(SMOKE)
+    results = probe.open_results("latency.json", args, argv)
+    L2_BYTES = L2_BYTES or (torch.cuda.get_device_properties(0).L2_cache_size if probe.DEVICE == "cuda" else 60 * MiB)
     clock_buf = chain_buffer(min(CHASES)[0], "spread", PAGE_BYTES, probe.DEVICE)
     clock_hz, max_clock_hz = sm_clocks_hz(clock_buf, torch.zeros(1, dtype=torch.int32, device=probe.DEVICE))
     results.data["environment"] |= {"sm_clock_hz": clock_hz, "sm_max_clock_hz": max_clock_hz,
                                     "sm_clock_source": "nvidia-smi clocks.sm, read while a chase runs"}
     for working_set_bytes, pages in CHASES:
-        row = {"level": level(working_set_bytes, l2_bytes), "pages": pages, "working_set_bytes": working_set_bytes}
-        results.add(probe.attempt(row, lambda: measure(working_set_bytes, pages, l2_bytes, clock_hz)))
+        row = {"level": level(working_set_bytes, L2_BYTES), "pages": pages, "working_set_bytes": working_set_bytes}
+        results.add(probe.attempt(row, lambda: measure(working_set_bytes, pages, clock_hz)))
         print(f"{row['level']:6s} {working_set_bytes / MiB:8.2f} MiB {pages:6s}: "
               f"{row.get('ns_per_hop', float('nan')):7.1f} ns/hop {row.get('error', '')}", flush=True)
         if probe.DEVICE == "cuda":
             torch.cuda.empty_cache()
-    print(f"latency.py: {time.monotonic() - start:.1f} s")
 
 
 if __name__ == "__main__":

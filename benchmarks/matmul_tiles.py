@@ -25,10 +25,7 @@ their start; 70 timings x ~70 ms (about 1.5 ms per launch at 650 TFLOP/s: do_ben
 wgmma ptxas serializes (results/sm90_resources.json: 128 x 128 and 256 x 64 tiles on 4 warps), which run at
 tens of TFLOP/s: 8 launches of up to 100 ms.
 """
-import argparse
 import re
-import sys
-import time
 
 import torch
 import triton
@@ -168,20 +165,10 @@ def run(results, workers):
 
 
 def main(argv=None):
-    global SHAPES, HEAD_DIMS, WARPS, DTYPE_CHECKS, PROGRAMS_PER_SM, TARGET_FLOPS, RATE_OPS
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="the folder for matmul_tiles.json, or a .json file")
-    ap.add_argument("--smoke", action="store_true", help="tiny shapes (CPU, TRITON_INTERPRET=1)")
-    ap.add_argument("--workers", type=int, default=probe.WORKERS, help="processes compiling the kernels before timing")
-    args = ap.parse_args(argv)
-    probe.check_device()
+    args = probe.parser(__doc__, "matmul_tiles.json").parse_args(argv)
     if args.smoke:
-        SHAPES, HEAD_DIMS, WARPS, DTYPE_CHECKS, PROGRAMS_PER_SM, TARGET_FLOPS, RATE_OPS = SMOKE.values()
-    start = time.monotonic()
-    results = probe.Results(probe.out_file(args.out, "matmul_tiles.json"),
-                            probe.environment("python benchmarks/matmul_tiles.py " + " ".join(argv or sys.argv[1:])))
-    run(results, args.workers)
-    print(f"matmul_tiles.py: {time.monotonic() - start:.1f} s")
+        globals().update(SMOKE)
+    run(probe.open_results("matmul_tiles.json", args, argv), args.workers)
 
 
 if __name__ == "__main__":

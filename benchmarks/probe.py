@@ -8,10 +8,12 @@ On CPU, with TRITON_INTERPRET=1 set before the scripts import triton, the same c
 interpreter at tiny sizes (--smoke): the times are then wall-clock times of single calls, proof only that
 every code path runs. On the GPU gpusim_kernels must be importable (gpu_probe.sh arranges it).
 """
+import argparse
 import datetime
 import json
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from pathlib import Path
@@ -27,9 +29,22 @@ WORKERS = min(16, os.cpu_count())  # compiling processes: the GPU machine has 16
 WARMUP_MS, REP_MS = 10, 40  # do_bench's warm-up and measurement windows: >= 10 calls of a kernel over 100 us
 
 
-def check_device():
+def parser(doc, name, pool=True):
+    """The arguments of a probe script: --out, --smoke and (for those compiling in a pool) --workers."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", required=True, help=f"the folder for {name}, or a .json file")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
+    if pool:
+        ap.add_argument("--workers", type=int, default=WORKERS, help="processes compiling the kernels before timing")
+    return ap
+
+
+def open_results(name, args, argv):
+    """The results file of a run: in args.out, its environment naming the command (argv None: sys.argv's)."""
     if not INTERPRETED and not torch.cuda.is_available():
         raise SystemExit("no CUDA GPU here: run on the GPU, or on CPU as TRITON_INTERPRET=1 python ... --smoke")
+    command = f"python benchmarks/{Path(name).stem}.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    return Results(out_file(args.out, name), environment(command))
 
 
 def out_file(out, name):

@@ -26,8 +26,6 @@ processes, ~25 s; 12 groups x 25 timings: at N = 2K and 8K ~80 ms each (do_bench
 its 5-call estimate; calls of 0.3-4 ms), 16 s; at N = 32K (one call 7-30 ms, 8 calls; spilling tiles up to
 5x longer) ~0.3 s each, 30 s; inputs and references 5 s.
 """
-import argparse
-import sys
 import time
 
 import torch
@@ -175,21 +173,12 @@ def run(results, max_minutes, workers):
 
 
 def main(argv=None):
-    global TOKENS, MODEL_DIM, SEQS, TILES, HOPPER_VARIANTS, WARM_SEQ
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="the folder for tiles.json, or a .json file")
-    ap.add_argument("--smoke", action="store_true", help="tiny shapes (CPU, TRITON_INTERPRET=1)")
+    ap = probe.parser(__doc__, "tiles.json")
     ap.add_argument("--max-minutes", type=float, default=3.0, help="start no group after this many minutes")
-    ap.add_argument("--workers", type=int, default=probe.WORKERS, help="processes compiling the kernels before timing")
     args = ap.parse_args(argv)
-    probe.check_device()
     if args.smoke:
-        TOKENS, MODEL_DIM, SEQS, TILES, HOPPER_VARIANTS, WARM_SEQ = SMOKE.values()
-    start = time.monotonic()
-    results = probe.Results(probe.out_file(args.out, "tiles.json"),
-                            probe.environment("python benchmarks/tiles.py " + " ".join(argv or sys.argv[1:])))
-    run(results, args.max_minutes, args.workers)
-    print(f"tiles.py: {time.monotonic() - start:.1f} s")
+        globals().update(SMOKE)
+    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def test_latency_labels_and_clocks():
 
 
 def test_latency_smoke_run_writes_every_row(tmp_path, monkeypatch):
-    for name in ("CHASES", "HOPS_L2", "HOPS_HBM", "CLOCK_HOPS", "PAGE_BYTES"):
+    for name in latency.SMOKE:
         monkeypatch.setattr(latency, name, getattr(latency, name))  # restored after main() sets the smoke values
     latency.main(["--out", str(tmp_path), "--smoke"])
     data = json.loads((tmp_path / "latency.json").read_text())
