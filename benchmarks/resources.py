@@ -1,0 +1,190 @@
+"""Registers, spills and shared memory of every configuration of the project's kernels that the tile sweep
+(benchmarks/tiles.py) and the benchmark (gpusim_kernels.bench) launch, compiled for the H200 (sm_90a) on
+this machine: no GPU needed. Writes JSON: the resources gpusim's occupancy model reads.
+
+    python benchmarks/resources.py --out results/sm90_resources.json
+
+Each configuration is compiled by triton.compile for sm_90a with the constants and launch options the
+kernel's own launch would pass on the H200 (gpusim_kernels.launch.constants; hopper's CONFIGS and the
+sweep's variants), integer and pointer arguments marked divisible by 16 as Triton specialises them at
+launch for the benchmark shapes. shared_bytes is Triton's (compiled.metadata.shared); registers and spill
+bytes are what ptxas -v prints for the PTX, run with the flags Triton itself runs it with (the same ptxas,
+bundled with triton: the GPU's compile gives the same numbers). wgmma_serialized: the reason ptxas gives
+when it serializes the wgmma instructions (too few registers for their pipeline), else null. For a
+warp-specialized Hopper launch ptxas reports the registers every warp starts with; setmaxnreg then moves
+registers from the producer warps to the consumers.
+
+Configurations (fp16 and bf16, d 64/128, causal or not): flash2 at every tile of tiles.TILES on the warps
+of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its softmax at every N of the
+benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
+tiles for the H200; hopper at its CONFIGS launch and tiles.HOPPER_VARIANTS, and fp8 at its CONFIGS launches.
+One that fails to compile is an error row.
+
+Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (284 compiles, 220 CPU
+seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
+(ptxas once per configuration, 50 CPU seconds).
+"""
+import argparse
+import datetime
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+
+from gpusim.schedule import default_blocks, make_config
+from gpusim_kernels import flash1, flash2, hopper, naive
+from gpusim_kernels.bench import SEQS
+from gpusim_kernels.launch import constants, options
+
+import probe
+from tiles import HOPPER_VARIANTS, TILES
+
+GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
+TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
+ARG_TYPES = {"N": "i32", "N_KV": "i32", "V_STRIDE": "i32", "scale": "fp32", "qk_scale": "fp32", "o_scale": "fp32",
+             "LSE": "*fp32", "l": "*fp32", "m": "*fp32"}  # every other argument: a pointer to the inputs' type
+KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.pv_kernel,
+           "flash1": flash1.flash1_kernel, "flash2": flash2.flash2_kernel, "hopper": hopper.hopper_kernel}
+NAIVE_BLOCKS = ((128, 128), (64, 64))
+SPEC_SEQ = 4096  # the N the configurations are made at: nothing compiled depends on it but softmax's BLOCK_N
+
+
+def signature(kernel, dtype):
+    """Triton's signature of a kernel for inputs of dtype: O is fp32 in flash1 (its accumulator) and fp16 for
+    fp8 inputs (the Hopper kernel's output)."""
+    params = inspect.signature(KERNELS[kernel].fn).parameters.values()  # .fn: the Python function, also interpreted
+    out = {"flash1": "fp32"}.get(kernel, "fp16" if dtype == "fp8" else TYPES[dtype])
+    return {p.name: "constexpr" if "constexpr" in str(p.annotation) else
+            ARG_TYPES.get(p.name, f"*{out}" if p.name == "O" else f"*{TYPES[dtype]}") for p in params}
+
+
+def tiled(kernel, d, dtype, causal, block_q, block_kv, num_warps=None):
+    """A tiled kernel's row and compile arguments as its launch passes them (num_warps overridden if given)."""
+    algo = {"qk": "naive", "pv": "naive"}.get(kernel, kernel)
+    cfg = make_config(algo, seq=SPEC_SEQ, head_dim=d, block_q=block_q, block_kv=block_kv, causal=causal,
+                      dtype=dtype, gpu=GPU)
+    consts = constants(cfg, kernel)
+    launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
+    launch["num_warps"] = num_warps or launch["num_warps"]
+    return row(kernel, d, dtype, causal, block_q, block_kv, **launch), consts, launch
+
+
+def softmax(seq, dtype, causal, block_q, block_kv):
+    cfg = make_config("naive", seq=seq, head_dim=64, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
+                      gpu=GPU)
+    launch = options(cfg, "softmax")
+    consts = dict(CAUSAL=causal, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(seq), Br=block_q,
+                  Bc=block_kv)
+    return row("softmax", None, dtype, causal, block_q, block_kv, seq=seq, **launch), consts, launch
+
+
+def hopper_launch(d, dtype, causal, launch):
+    consts = dict(GROUP=1, D=d, Br=launch["block_q"], Bc=launch["block_kv"], CAUSAL=causal, RAGGED=False,
+                  FP8=dtype == "fp8", STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"])
+    return (row("hopper", d, dtype, causal, launch["block_q"], launch["block_kv"], num_warps=launch["num_warps"],
+                num_stages=launch["num_stages"], warp_specialize=launch["warp_specialize"]),
+            consts, {"num_warps": launch["num_warps"]})  # the loop's depth is STAGES; the launch passes no num_stages
+
+
+def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stages, seq=None, warp_specialize=None):
+    return dict(kernel=kernel, head_dim=head_dim, dtype=dtype, causal=causal, block_q=block_q, block_kv=block_kv,
+                num_warps=num_warps, num_stages=num_stages, seq=seq, warp_specialize=warp_specialize)
+
+
+def configs():
+    """(row, constants, options) for every configuration."""
+    out = []
+    for dtype in ("fp16", "bf16"):
+        for d in (64, 128):
+            for causal in (False, True):
+                for block_q, block_kv in TILES:
+                    rule = tiled("flash2", d, dtype, causal, block_q, block_kv)
+                    out += [rule, tiled("flash2", d, dtype, causal, block_q, block_kv, 12 - rule[2]["num_warps"])]
+                out += [tiled(k, d, dtype, causal, b_q, b_kv) for k in ("qk", "pv") for b_q, b_kv in NAIVE_BLOCKS]
+                out.append(tiled("flash1", d, dtype, causal, *default_blocks("flash1", GPU, d, dtype)))
+                own = hopper.CONFIGS[d, dtype, causal]
+                out += [hopper_launch(d, dtype, causal, v) for v in [own] + [v for v in HOPPER_VARIANTS if v != own]]
+        out += [softmax(seq, dtype, causal, b_q, b_kv) for seq in SEQS for causal in (False, True)
+                for b_q, b_kv in NAIVE_BLOCKS]
+    out += [hopper_launch(d, "fp8", causal, hopper.CONFIGS[d, "fp8", causal]) for d in (64, 128)
+            for causal in (False, True)]
+    return out
+
+
+def parse_ptxas(log):
+    """Registers, spill stores and loads, and stack frame (bytes per thread) from ptxas -v's report of one kernel,
+    and why ptxas serialized the kernel's wgmma instructions, if it did (info C7511: each then waits for the
+    one before, so the tensor cores idle between them)."""
+    fields = {"registers": r"Used (\d+) registers", "spill_store_bytes": r"(\d+) bytes spill stores",
+              "spill_load_bytes": r"(\d+) bytes spill loads", "stack_bytes": r"(\d+) bytes stack frame"}
+    found = {key: re.search(pattern, log) for key, pattern in fields.items()}
+    missing = [key for key, match in found.items() if match is None]
+    if missing:
+        raise ValueError(f"ptxas -v printed no {', '.join(missing)}: {log.strip()[:200]!r}")
+    serialized = re.search(r"wgmma\.mma_async instructions are serialized due to (.*?) in the function", log)
+    return {**{key: int(match.group(1)) for key, match in found.items()},
+            "wgmma_serialized": serialized.group(1) if serialized else None}
+
+
+def ptxas_report(ptx):
+    """ptxas -v on the PTX, with the flags triton's compiler passes it (backends/nvidia/compiler.py make_cubin)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "kernel.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        done = subprocess.run([get_ptxas(CAPABILITY).path, "-lineinfo", "-v", f"--gpu-name={ARCH}", src, "-o",
+                               os.path.join(tmp, "kernel.cubin")], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"ptxas failed ({done.returncode}): {done.stderr.strip()[:200]}")
+    return done.stdout + done.stderr
+
+
+def compile_one(config):
+    """One configuration's row with its resources, or with the error that stopped its compile."""
+    fields, consts, launch = config
+    try:
+        kernel = fields["kernel"]
+        sig = signature(kernel, fields["dtype"])
+        attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*") or t == "i32"}
+        src = ASTSource(fn=KERNELS[kernel], signature=sig, constexprs=consts, attrs=attrs)
+        compiled = triton.compile(src, target=GPUTarget("cuda", CAPABILITY, 32), options=launch)
+        return {**fields, **parse_ptxas(ptxas_report(compiled.asm["ptx"])), "shared_bytes": compiled.metadata.shared}
+    except Exception as err:  # noqa: BLE001 - a configuration that does not compile is a result
+        return {**fields, "error": probe.one_line(err)}
+
+
+def environment(command):
+    version = subprocess.run([get_ptxas(CAPABILITY).path, "--version"], capture_output=True, text=True).stdout
+    return {"gpu": f"none: compiled for {ARCH} (the H200) on CPU", "driver": None, "torch": None,
+            "triton": triton.__version__, "cuda": None, "ptxas": version.strip().splitlines()[-2],
+            "target": ARCH, "date": datetime.date.today().isoformat(), "command": command}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="the JSON file to write")
+    ap.add_argument("--workers", type=int, default=os.cpu_count(), help="compiling processes")
+    args = ap.parse_args(argv)
+    start = time.monotonic()
+    results = probe.Results(args.out, environment("python benchmarks/resources.py " + " ".join(argv or sys.argv[1:])))
+    with ProcessPoolExecutor(args.workers) as pool:
+        for r in pool.map(compile_one, configs()):
+            results.add(r)
+            print(f"{r['kernel']:7s} {r['dtype']} d={r['head_dim']} causal={r['causal']:d} {r['block_q']}x{r['block_kv']} "
+                  f"w{r['num_warps']} s{r['num_stages']}: {r.get('registers')} registers, spills "
+                  f"{r.get('spill_store_bytes')}/{r.get('spill_load_bytes')} B, {r.get('shared_bytes')} B shared "
+                  f"{r.get('error', '')}", flush=True)
+    print(f"resources.py: {len(results.data['rows'])} configurations in {time.monotonic() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

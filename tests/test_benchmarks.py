@@ -1,0 +1,284 @@
+"""The GPU probe scripts in benchmarks/ (gpu_probe.sh runs them on the GPU; resources.py runs on CPU): their
+pure-Python parts (arguments, the JSON and its rows, the configurations they sweep, ptxas's report), their
+kernels in Triton's interpreter, which must compute what the scripts say they measure, and their kernels
+compiled for sm_90a on this machine, which must use the instructions the scripts say they time. The
+timings themselves need the GPU."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import their sibling probe.py
+import bandwidth  # noqa: E402
+import latency  # noqa: E402
+import matmul_tiles  # noqa: E402
+import probe  # noqa: E402
+import resources  # noqa: E402
+import tiles  # noqa: E402
+
+from gpusim_kernels import hopper  # noqa: E402
+
+RESOURCES = ROOT / "results" / "sm90_resources.json"
+H200_SHARED_BYTES = 232_448  # the H200's shared memory per thread block (227 KiB, cudaFuncAttribute opt-in)
+PTXAS_LOG = (  # ptxas -v on flash2 d=128, 256 x 64 tiles, 4 warps (triton 3.6.0's ptxas 12.8)
+    "ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+    "insufficient register resources for the wgmma pipeline in the function 'flash2_kernel'\n"
+    "ptxas info    : 11 bytes gmem\nptxas info    : Compiling entry function 'flash2_kernel' for 'sm_90a'\n"
+    "ptxas info    : Function properties for flash2_kernel\n"
+    "    1376 bytes stack frame, 2204 bytes spill stores, 1888 bytes spill loads\n"
+    "ptxas info    : Used 255 registers, used 1 barriers, 1376 bytes cumulative stack size\n")
+
+
+def test_out_is_the_json_file_or_the_folder_for_it(tmp_path):
+    assert probe.out_file(tmp_path / "a" / "x.json", "latency.json") == tmp_path / "a" / "x.json"
+    assert probe.out_file(tmp_path / "b", "latency.json") == tmp_path / "b" / "latency.json"
+    assert (tmp_path / "a").is_dir() and (tmp_path / "b").is_dir()
+
+
+def test_results_are_valid_json_after_every_row(tmp_path):
+    results = probe.Results(tmp_path / "r.json", {"gpu": "g", "command": "c"})
+    assert json.loads((tmp_path / "r.json").read_text()) == {"environment": {"gpu": "g", "command": "c"}, "rows": []}
+    results.add({"ms": 1.0})
+    results.add({"error": "x"})
+    assert json.loads((tmp_path / "r.json").read_text())["rows"] == [{"ms": 1.0}, {"error": "x"}]
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_a_failing_configuration_is_one_error_line_and_the_rest_go_on():
+    def fails():
+        raise RuntimeError("out of resource: shared memory, Required: 262144\nHardware limit: 232448")
+    assert probe.attempt({"tile": 1}, fails) == {"tile": 1, "error": "RuntimeError: out of resource: shared memory, "
+                                                                    "Required: 262144"}
+    assert probe.attempt({"tile": 2}, lambda: {"ms": 2.0}) == {"tile": 2, "ms": 2.0}
+    assert probe.one_line(ValueError()) == "ValueError: "
+
+
+def test_compile_pool_reports_the_items_that_fail():
+    assert probe.compile_all(int, ["1", "x", "3"], 2, 120) == {"x": "ValueError: invalid literal for int() with "
+                                                                     "base 10: 'x'"}
+
+
+def test_environment_names_the_command():
+    env = probe.environment("python benchmarks/latency.py --out x")
+    assert {"gpu", "driver", "torch", "triton", "cuda", "date", "command"} <= set(env)
+    assert env["command"] == "python benchmarks/latency.py --out x"
+
+
+@pytest.mark.parametrize("pages", ["spread", "local"])
+def test_the_chase_visits_every_line_once_per_cycle(pages):
+    n_lines, per_page = 256, 16
+    gen = torch.Generator().manual_seed(0)
+    next_line = latency.cycle(n_lines, per_page if pages == "local" else None, gen).tolist()
+    order, line = [], 0
+    for _ in range(n_lines):
+        order.append(line)
+        line = next_line[line]
+    assert line == 0 and sorted(order) == list(range(n_lines))
+    page_changes = sum(a // per_page != b // per_page for a, b in zip(order, order[1:] + order[:1]))
+    assert page_changes == (n_lines // per_page if pages == "local" else pytest.approx(n_lines, rel=0.2))
+
+
+def test_chase_kernel_follows_the_chain_and_comes_back_around():
+    size, page = 16 * 1024, 4 * 1024
+    buf = latency.chain_buffer(size, "local", page, probe.DEVICE)
+    out = torch.zeros(1, dtype=torch.int32, device=probe.DEVICE)
+    n_lines, ints = size // latency.LINE_BYTES, latency.LINE_BYTES // latency.INT_BYTES
+    assert buf.view(n_lines, ints)[:, 1:].count_nonzero() == 0  # one int per 128-byte line
+    _, stop = latency.chase(buf, out, 0, latency.UNROLL)
+    expected = 0
+    for _ in range(latency.UNROLL):
+        expected = int(buf[expected])
+    assert stop == expected and stop % ints == 0
+    assert latency.chase(buf, out, 0, n_lines)[1] == 0  # n_lines hops: once around the cycle
+
+
+def test_latency_labels_and_clocks():
+    mib = 2**20
+    assert [latency.level(s * mib, 60 * mib) for s in (8, 30, 48, 119, 120, 4096)] == [
+        "l2", "l2", "l2+hbm", "l2+hbm", "hbm", "hbm"]
+    assert latency.parse_clocks("1980, 1980\n") == (1.98e9, 1.98e9)
+    assert latency.parse_clocks("") == latency.parse_clocks("[N/A], [N/A]") == (None, None)
+
+
+def test_latency_smoke_run_writes_every_row(tmp_path, monkeypatch):
+    for name in latency.SMOKE:
+        monkeypatch.setattr(latency, name, getattr(latency, name))  # restored after main() sets the smoke values
+    latency.main(["--out", str(tmp_path), "--smoke"])
+    data = json.loads((tmp_path / "latency.json").read_text())
+    assert data["environment"]["command"] == f"python benchmarks/latency.py --out {tmp_path} --smoke"
+    assert len(data["rows"]) == len(latency.SMOKE["CHASES"])
+    for row in data["rows"]:
+        assert {"level", "pages", "working_set_bytes", "hops", "ns_per_hop", "cycles_per_hop"} <= set(row)
+        assert isinstance(row["ns_per_hop"], float)  # wall clock in the interpreter: its value means nothing
+
+
+@pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, tiles, resources])
+def test_every_script_needs_out(script, capsys):
+    with pytest.raises(SystemExit):
+        script.main([])
+    assert "--out" in capsys.readouterr().err
+
+
+def test_bytes_in_flight_follow_the_pipeline_depth():
+    assert [bandwidth.bytes_in_flight_per_sm("load", 1024, 4, s) for s in (1, 2, 3, 4)] == [4096, 4096, 8192, 12288]
+    assert bandwidth.bytes_in_flight_per_sm("store", 1024, None, 1) is None
+    assert [bandwidth.load_warps(t) for t in (8 * 1024, 16 * 1024)] == [4, 8]  # 64 rows: 4 warps; 128 rows: 8
+    configs = bandwidth.load_configs()
+    assert len(configs) == len(set(configs)) == 2 * 7 * 4 * 4
+
+
+@pytest.mark.parametrize("level", ["hbm", "l2"])
+def test_load_kernel_reads_every_tile_of_its_share(level, monkeypatch):
+    kib = 1024
+    monkeypatch.setattr(bandwidth, "HBM_BYTES", 16 * kib)
+    monkeypatch.setattr(bandwidth, "L2_BYTES", 8 * kib)
+    monkeypatch.setattr(bandwidth, "PASSES", 2)
+    buf = torch.randn(16 * kib // 2, generator=torch.Generator().manual_seed(1)).half().to(probe.DEVICE)
+    out = torch.zeros(2 * probe.sm_count(), device=probe.DEVICE)
+    _, moved, programs = bandwidth.launch(("load", level, kib, 2, 4, 2), buf, out)
+    region = (16 if level == "hbm" else 8) * kib
+    tiles = buf[:region // 2].view(-1, kib // 2).float().sum(dim=1)  # per tile
+    passes = 1 if level == "hbm" else 2
+    per_program = len(tiles) * passes // programs
+    expected = [sum(tiles[(p + t * programs) % len(tiles)] for t in range(per_program)) for p in range(programs)]
+    assert moved == per_program * programs * kib == region * passes
+    torch.testing.assert_close(out[:programs].cpu(), torch.stack(expected), rtol=1e-5, atol=1e-3)  # fp32 sums
+
+
+def test_store_kernel_writes_one_tile_per_program(monkeypatch):
+    monkeypatch.setattr(bandwidth, "STORE_BYTES", 8 * 1024)
+    buf = torch.zeros(4 * 1024, dtype=torch.float16, device=probe.DEVICE)
+    _, moved, programs = bandwidth.launch(("store", "hbm", 2048, None, 4, 1), buf, None)
+    assert (moved, programs) == (8 * 1024, 4) and bool((buf == 1).all())
+
+
+@pytest.mark.parametrize("variant", ["mma", "exp2", "softmax"])
+def test_mma_kernel_runs_flash2s_inner_loop(variant):
+    br, bc, d, r = 32, 16, 16, 3
+    q, k, v = matmul_tiles.tiles("fp16", br, bc, d)
+    out = torch.empty(1, device=probe.DEVICE)
+    matmul_tiles.launch((variant, "fp16", br, bc, d, 4), 1, r, [q, k, v], out)
+    s, acc = torch.zeros(br, bc), torch.zeros(br, d)
+    m, l = torch.full((br,), -1e30), torch.zeros(br)
+    for _ in range(r):
+        s = s + q.cpu().float() @ k.cpu().float().T
+        p = s
+        if variant != "mma":
+            m_new = torch.maximum(m, s.max(dim=1).values)
+            p = torch.exp2(s - m_new[:, None])
+            if variant == "softmax":
+                alpha = torch.exp2(m - m_new)
+                l, acc = l * alpha + p.sum(dim=1), acc * alpha[:, None]
+            m = m_new
+        acc = acc + p.half().float() @ v.cpu().float()
+    expected = acc.sum() + l.sum() + m.sum()
+    # fp32 sums in another order, and P rounded to fp16 (unit roundoff 2**-11) where the two disagree
+    assert float(out[0]) == pytest.approx(float(expected), rel=1e-3)
+
+
+def test_mma_instructions_come_from_the_ptx():
+    ptx = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {...}; mma.sync.aligned.m16n8k16.row.col.f32.f16 ;"
+    assert matmul_tiles.mma_instructions(SimpleNamespace(asm={"ptx": ptx})) == (
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16 wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")
+    assert matmul_tiles.mma_instructions(SimpleNamespace(asm={"ptx": "fma.rn.f32"})) == "none"
+    assert matmul_tiles.mma_instructions(None) is None
+
+
+def test_matmul_sweep_and_its_flop_count():
+    configs = matmul_tiles.configs()
+    assert len(configs) == len(set(configs)) == 8 * 2 * 2 + 4 + 2 * 8 * 2 + 2
+    programs = 132 * matmul_tiles.PROGRAMS_PER_SM
+    r = matmul_tiles.repeats(128, 64, 128, programs)
+    assert programs * matmul_tiles.flops_per_program(128, 64, 128, r) == pytest.approx(matmul_tiles.TARGET_FLOPS,
+                                                                                       rel=0.02)
+    assert matmul_tiles.flops_per_program(64, 32, 64, 1) == 2 * (2 * 64 * 32 * 64)  # two matmuls per iteration
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tile_groups_time_every_tile_on_both_warp_counts_and_the_hopper_launches(d, causal):
+    calls = tiles.group_calls(d, causal)
+    assert [a for a, _, _ in calls[:2]] == ["sdpa_flash", "sdpa_cudnn"]
+    flash2 = [(c["block_q"], c["block_kv"], c["num_warps"]) for a, c, _ in calls if a == "flash2"]
+    assert sorted(flash2) == sorted((bq, bkv, w) for bq, bkv in tiles.TILES for w in (4, 8))
+    launches = [c for a, c, _ in calls if a == "hopper"]
+    assert launches[0] == hopper.CONFIGS[d, "fp16", causal] and len(launches) == len({str(c) for c in launches}) >= 6
+    assert [default for a, c, default in calls if a == "hopper"] == [True] + [False] * (len(launches) - 1)
+    assert sum(default for a, _, default in calls if a == "flash2") <= 1
+
+
+def test_committed_resources_cover_every_configuration_and_five_hopper_launches_fit():
+    data = json.loads(RESOURCES.read_text())
+    assert data["environment"]["triton"] == "3.6.0" and data["environment"]["target"] == "sm_90a"
+    keys = ("kernel", "head_dim", "dtype", "causal", "block_q", "block_kv", "num_warps", "num_stages", "seq",
+            "warp_specialize")
+    rows = {tuple(r[k] for k in keys): r for r in data["rows"]}
+    assert set(rows) == {tuple(fields[k] for k in keys) for fields, _, _ in resources.configs()}
+    assert not [r for r in data["rows"] if "error" in r]
+    for d in (64, 128):
+        for causal in (False, True):
+            fit = [r for r in data["rows"] if (r["kernel"], r["head_dim"], r["dtype"], r["causal"]) ==
+                   ("hopper", d, "fp16", causal) and r["shared_bytes"] <= H200_SHARED_BYTES and r["spill_store_bytes"] == 0]
+            assert len(fit) >= 5
+
+
+def test_ptxas_report_parses_and_refuses_what_it_cannot_read():
+    assert resources.parse_ptxas(PTXAS_LOG) == {
+        "registers": 255, "spill_store_bytes": 2204, "spill_load_bytes": 1888, "stack_bytes": 1376,
+        "wgmma_serialized": "insufficient register resources for the wgmma pipeline"}
+    with pytest.raises(ValueError, match="ptxas -v printed no registers"):
+        resources.parse_ptxas("ptxas info    : 0 bytes gmem\n    0 bytes stack frame, 0 bytes spill stores, "
+                              "0 bytes spill loads\n")
+
+
+def test_signatures_give_each_kernel_its_output_type():
+    assert resources.signature("flash1", "bf16")["O"] == "*fp32"  # its accumulator in HBM
+    hop = resources.signature("hopper", "fp8")
+    assert (hop["Q"], hop["O"], hop["LSE"], hop["V_STRIDE"], hop["STAGES"]) == ("*fp8e4nv", "*fp16", "*fp32", "i32",
+                                                                                 "constexpr")
+
+
+SM90_CHECK = """
+import re, sys
+sys.path.insert(0, "benchmarks")
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import bandwidth, latency, matmul_tiles
+
+def ptx(fn, sig, consts, num_warps, num_stages=3):
+    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs),
+                       target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps, num_stages=num_stages))
+    return k.asm["ptx"], k.metadata.shared
+
+chase, _ = ptx(latency.chase_kernel, dict(buf="*i32", out="*i32", start="i32", hops="i32", UNROLL="constexpr"),
+               dict(UNROLL=latency.UNROLL), 1)
+load = dict(X="*fp16", out="*fp32", n_tiles="i32", tiles_per_program="i32", ROWS="constexpr", STAGES="constexpr")
+mma = dict(Q="*fp16", K="*fp16", V="*fp16", OUT="*fp32", R="i32", Br="constexpr", Bc="constexpr", D="constexpr",
+           VARIANT="constexpr")
+print(len(re.findall(r"ld\\.global\\.cg", chase)))
+for stages in (1, 3):
+    code, shared = ptx(bandwidth.load_kernel, load, dict(ROWS=128, STAGES=stages), 8, stages)
+    print(len(re.findall(r"cp\\.async\\.cg", code)) > 0, shared)
+for br in (128, 32):
+    code, _ = ptx(matmul_tiles.mma_kernel, mma, dict(Br=br, Bc=64, D=64, VARIANT="softmax"), 8)
+    print(" ".join(sorted(set(re.findall(r"wgmma\\.mma_async|mma\\.sync", code)))))
+"""
+
+
+def test_microbenchmark_kernels_compile_for_sm90_to_the_instructions_they_time():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", SM90_CHECK], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:-1] == [
+        str(latency.UNROLL),  # one ld.global.cg per hop, unrolled
+        "False 32", "True 32768",  # 1 stage: plain loads; 3: cp.async into 2 buffers of 16 KiB
+        "wgmma.mma_async", "mma.sync"]  # 128 rows: warp-group MMA; 32 rows: below wgmma's 64, the per-warp MMA
