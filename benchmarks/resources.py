@@ -40,7 +40,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
-from gpusim.schedule import default_blocks, make_config
+from gpusim.config import default_blocks, make_config
 from gpusim_kernels import flash1, flash2, hopper, naive
 from gpusim_kernels.bench import SEQS
 from gpusim_kernels.launch import constants, options

@@ -37,7 +37,7 @@ import probe
 from gpusim_kernels import hopper, hopper_attention
 from gpusim_kernels.bench import reference_rows, tflops
 from gpusim_kernels.flash2 import flash2_kernel
-from gpusim.schedule import make_config
+from gpusim.config import make_config
 from gpusim_kernels.launch import constants, detect_gpu, options, prepare
 
 TOKENS, MODEL_DIM = 16384, 2048

@@ -65,8 +65,8 @@ class Config:
 
     @property
     def softmax_fits(self):
-        """Naive attention's softmax stages a whole row of S in SRAM, or streams it in passes."""
-        return self.seq_kv * self.itemsize <= self.gpu.sram_bytes_per_block
+        """Naive attention's softmax reads a whole row of S once, or streams it in passes (naive.softmax_fits)."""
+        return algorithms.naive.softmax_fits(self)
 
     def sram_bytes(self, kernel, rows=None, keys=None):
         """Shared memory one thread block of `kernel` stages for a tile of `rows` queries and `keys` keys."""

@@ -117,7 +117,6 @@ def compare(launches, manifest):
     """Rows of simulated against measured, one per (launch, quantity). gpu__time_duration excludes the
     gap between launches, so the launch overhead is taken off the prediction."""
     import gpusim
-    from gpusim.cost import LAUNCH_OVERHEAD_S
 
     expected = [(entry, kernel) for entry in manifest for kernel in entry["kernels"]]
     if len(expected) != len(launches):
@@ -139,7 +138,7 @@ def compare(launches, manifest):
         }
         simulated = {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes,
                      "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
-                     "time_s": k.predicted_time_s - LAUNCH_OVERHEAD_S}
+                     "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s}
         for quantity, sim in simulated.items():
             meas = measured[quantity]
             rows.append({"kernel": kernel, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},

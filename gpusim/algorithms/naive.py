@@ -39,9 +39,30 @@ def _pv(rows, keys, d, e):  # P_ij, V_j
     return rows * keys * e + keys * d * e
 
 
+ROW_WARPS = (8, 16)  # a softmax program's warps: 8, more for long rows, up to 16
+ROW_ELEMENTS_PER_THREAD = 64  # softmax rows get warps until each thread holds at most this many (fp32 registers)
+# One pass holds a row (rounded to a power of two) in fp32 registers: 32 K elements in 16 warps is 64 a thread,
+# about 100 registers with the rest; a row of 64 K would need 512 threads x 168 registers, more than an SM has.
+MAX_ROW_ELEMENTS = 1 << 15
+
+
+def row_elements(cfg):
+    """A row of S as the softmax program loads it: N_kv rounded up to a power of two (a tl.arange)."""
+    return 1 << (cfg.seq_kv - 1).bit_length()
+
+
 def softmax_fits(cfg):
-    """A row of S fits in SRAM: read once. Otherwise the row streams in block_kv chunks, three passes."""
-    return cfg.seq_kv * cfg.itemsize <= cfg.gpu.sram_bytes_per_block
+    """The softmax reads a row once when it fits both the SRAM (the model's staging) and, in fp32, the
+    registers of one block (at most MAX_ROW_ELEMENTS); otherwise it streams the row in block_kv chunks,
+    three passes."""
+    return cfg.seq_kv * cfg.itemsize <= cfg.gpu.sram_bytes_per_block and row_elements(cfg) <= MAX_ROW_ELEMENTS
+
+
+def row_warps(cfg):
+    """Warps of a softmax program: enough that a one-pass row is at most ROW_ELEMENTS_PER_THREAD per thread."""
+    if not softmax_fits(cfg):
+        return ROW_WARPS[0]
+    return min(ROW_WARPS[1], max(ROW_WARPS[0], row_elements(cfg) // (32 * ROW_ELEMENTS_PER_THREAD)))
 
 
 def sram_bytes(cfg, kernel, rows, keys):
@@ -93,7 +114,7 @@ def register_tiles(cfg, kernel):
         return 4 * cfg.block_q * cfg.block_kv
     if kernel == "pv":
         return 4 * cfg.block_q * cfg.head_dim
-    return 4 * (cfg.seq_kv if softmax_fits(cfg) else cfg.block_kv)
+    return 4 * (row_elements(cfg) if softmax_fits(cfg) else cfg.block_kv)
 
 
 def peak_bytes(cfg):
@@ -138,6 +159,8 @@ def launch(cfg, kernel):
     """(num_warps, num_stages): one buffer per tile except pv's K/V loop, which Triton software-pipelines."""
     if kernel == "pv":
         return warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes(cfg, kernel))
+    if kernel == "softmax":
+        return row_warps(cfg), 1
     return warps(cfg.block_q), 1
 
 

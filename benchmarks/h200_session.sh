@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: the named jobs, each a list of commands, in parallel streams when the
+# machine has several GPUs (one GPU per stream), writing into $OUT. What each job runs is below; the JSON
+# files name the GPU, versions, date and command themselves. Logs go into $OUT/logs.tar.gz.
+#
+#     OUT=/path bash benchmarks/h200_session.sh probe,decode,hopper        # streams split by commas
+#     OUT=/path bash benchmarks/h200_session.sh "probe decode"             # one stream, one after the other
+set -u
+OUT=${OUT:?set OUT}
+mkdir -p "$OUT/logs" /tmp/shim
+ln -sfn "$PWD/kernels" /tmp/shim/gpusim_kernels
+ln -sfn "$PWD/course" /tmp/shim/gpusim_course
+export PYTHONPATH=/tmp/shim:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+
+job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAME.log
+  case $1 in
+    probe) OUT=$OUT bash benchmarks/gpu_probe.sh ;;
+    decode) python kernels/bench_decode.py --out "$OUT/decode.json" --max-minutes 2
+            python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
+    hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
+    bench) python -m gpusim_kernels.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
+    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes 3
+              python -m pytest -q -x -p no:cacheprovider tests/test_backward_kernels.py ;;
+    kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py \
+                    tests/test_decode_kernels.py tests/test_backward_kernels.py -rfE ;;
+    *) echo "unknown job $1" ;;
+  esac > "$OUT/logs/$1.log" 2>&1
+  echo "$1: exit $?, $SECONDS s into its stream"
+}
+
+stream() {  # stream GPU JOBS...: the jobs one after the other on one GPU
+  local gpu=$1
+  shift
+  for name in "$@"; do CUDA_VISIBLE_DEVICES=$gpu job "$name"; done
+}
+
+nvidia-smi > "$OUT/logs/nvidia-smi.txt" 2>&1
+gpus=$(nvidia-smi -L | wc -l)
+IFS=, read -ra streams <<< "$1"
+for i in "${!streams[@]}"; do
+  # shellcheck disable=SC2086  # a stream's jobs are words
+  stream $((i % gpus)) ${streams[$i]} &
+  ((gpus == 1)) && wait
+done
+wait
+mv "$OUT"/*.log "$OUT"/*.txt "$OUT"/*.csv "$OUT/logs/" 2>/dev/null
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -r "$OUT/logs"
+ls -la "$OUT"
