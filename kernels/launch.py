@@ -22,6 +22,15 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     """Check q, k, v and the tiles; return gpusim's Config for this launch and q, k, v contiguous.
     block_q, block_kv None: gpusim's default_blocks, as simulate() picks them."""
+    check_inputs(q, k, v, block_q, block_kv)
+    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
+                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
+                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
+
+
+def check_inputs(q, k, v, block_q, block_kv):
+    """The checks every launch makes, forward or backward, before gpusim checks the configuration."""
     for name, x in zip("qkv", (q, k, v)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -46,10 +55,6 @@ def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
         if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
-    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
-                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
-    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
 
 
 def detect_gpu(device):
@@ -66,17 +71,18 @@ def detect_gpu(device):
     return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
 
 
-def options(cfg, kernel):
+def options(cfg, kernel, stage_bytes=None):
     """Launch options. 8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4
     warps' registers. One buffer per tile (num_stages=1), as gpusim's SRAM model counts, except in the
     K/V loops of flash2 and pv: Triton software-pipelines those, loading the next tiles into spare buffers
     while these are used, as deep (up to 3) as fits in 80% of the shared memory (the rest is Triton's
-    scratch). The same bytes come from HBM; the SMs wait less for them."""
+    scratch). The same bytes come from HBM; the SMs wait less for them. stage_bytes: what one more buffer of
+    the streamed tiles costs, for kernels other than flash2 and pv (the backward's)."""
     d, e = triton.next_power_of_2(cfg.head_dim), cfg.itemsize
     per_stage = {"flash2": 2 * cfg.block_kv * d * e, "pv": cfg.block_q * cfg.block_kv * e + cfg.block_kv * d * e}
-    stages = 1
-    if kernel in per_stage:
-        fits = [s for s in (2, 3) if cfg.sram_bytes(kernel) + (s - 1) * per_stage[kernel]
+    stages, stage_bytes = 1, per_stage.get(kernel, stage_bytes)
+    if stage_bytes:
+        fits = [s for s in (2, 3) if cfg.sram_bytes(kernel) + (s - 1) * stage_bytes
                 <= 0.8 * cfg.gpu.sram_bytes_per_block]
         stages = max(fits, default=1)
     return dict(num_warps=8 if cfg.block_q >= 128 else 4, num_stages=stages)

@@ -85,11 +85,13 @@ def pv_kernel(P, V, O, N, N_KV, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: t
     tl.store(O + bh * N * D + o_offs, acc.to(O.dtype.element_ty), mask=o_mask)  # write Br*d
 
 
-def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None, return_p=False):
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two
     matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: gpusim's
-    default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
+    default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
+    return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
+    tiles; the tiles a causal mask skips are never written)."""
     cfg, q, k, v = prepare("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
     t, scale = cfg.tiling, cfg.head_dim**-0.5
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
@@ -101,4 +103,4 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
     pv_kernel[(t.n_q_blocks, cfg.bh)](p, v, o, cfg.seq, cfg.seq_kv, **constants(cfg, "pv"))
-    return o
+    return (o, p) if return_p else o

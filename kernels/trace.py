@@ -49,7 +49,7 @@ def _recording(counts):
         return args_hst, kwargs_hst
 
     def count(ptrs, mask, direction):
-        addresses = ptrs.data[mask.data]
+        addresses = ptrs.data[mask.data.astype(bool)]  # a mask combined with a scalar condition comes as int32
         moved = 0
         for start, end, name in launch["ranges"]:
             n = int(((addresses >= start) & (addresses < end)).sum())
