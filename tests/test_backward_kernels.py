@@ -6,6 +6,7 @@ backward's launches move; with a GPU (TRITON_INTERPRET unset) the gradient tests
 larger shapes.
 """
 import dataclasses
+import json
 import math
 import random
 
@@ -183,3 +184,41 @@ def test_backward_blocks_are_checked():
     out = gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=(24, 16))
     with pytest.raises(ValueError, match="block_q=24 must be a power of two >= 16"):
         out.sum().backward()
+
+
+@CPU
+def test_bench_bwd_smoke(tmp_path):
+    from gpusim_kernels import bench_bwd
+    out = tmp_path / "bench_bwd.json"
+    assert bench_bwd.main(["--smoke", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["provider"], r["pass"]) for r in rows} == {(p, s) for p in bench_bwd.ORDER for s in ("bwd", "fwd+bwd")}
+    timed = [r for r in rows if "error" not in r]
+    assert {"flash2", "torch_naive"} <= {r["provider"] for r in timed}  # the SDPA backends may refuse the CPU
+    for r in timed:
+        assert {"provider", "pass", "dtype", "head_dim", "causal", "seq", "batch", "heads", "ms", "tflops",
+                "peak_bytes"} <= r.keys()
+        flops = backward.nominal_flops(r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"])
+        assert r["tflops"] * r["ms"] * 1e9 == pytest.approx(flops * (1.4 if r["pass"] == "fwd+bwd" else 1))
+
+
+def test_ncu_compares_backward_kernels_with_gpusim_backward():
+    from gpusim_kernels import ncu
+    assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [
+        "dkdv", "dk", "dq", "preprocess"]
+    entry = {"seq": 1024, "head_dim": 64, "causal": True, "dtype": "fp16", "batch": 16, "heads": 32, "algo": "flash2",
+             "pass": "backward", "block_q": 128, "block_kv": 32, "kernels": ["preprocess", "dkdv", "dq"]}
+    cfg = backward.config("flash2", **{k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads",
+                                                              "block_q", "block_kv")}, gpu=ncu.PRESET)
+    counts, touched = backward.count(cfg), backward.first_touch(cfg)
+    launches = []
+    for kernel in entry["kernels"]:  # a GPU that moved exactly what gpusim counts, 10% more DRAM reads
+        sm = [sum(rw[i] for (k, _), rw in counts.items() if k == kernel) for i in (0, 1)]
+        dram = [sum(rw[i] for (k, _), rw in touched.items() if k == kernel) for i in (0, 1)]
+        launches.append({"kernel_name": f"{kernel}_kernel", "l2_to_sm_bytes": sm[0], "sm_to_l2_bytes": sm[1],
+                         "dram_read_bytes": 1.1 * dram[0], "dram_write_bytes": dram[1], "time_s": 1e-3})
+    rows = ncu.compare(launches, [entry])
+    assert {r["kernel"] for r in rows} == {"flash2 bwd preprocess", "flash2 bwd dkdv", "flash2 bwd dq"}
+    assert {r["quantity"]: r["rel_err"] for r in rows if r["kernel"] == "flash2 bwd dkdv"} == pytest.approx(
+        {"l2_to_sm_bytes": 0, "sm_to_l2_bytes": 0, "dram_read_bytes": 1 / 1.1 - 1, "dram_write_bytes": 0})
+    assert "| flash2 bwd dq | l2_to_sm_bytes | 2% | 1 | 100% | 0.0% |" in ncu.format_summary(rows)
