@@ -111,13 +111,15 @@ class Backward:
 
     def sram_bytes(self, kernel):
         """Shared memory one program stages: the tiles it loads (fp32 scores and accumulators are registers)."""
-        br, bc, d, e, o, f = self.block_q, self.block_kv, self.head_dim, self.itemsize, self.tensor_bytes("O"), STATS_BYTES
+        br, bc, d, e, f = self.block_q, self.block_kv, self.head_dim, self.itemsize, STATS_BYTES
+        o = self.tensor_bytes("O")
         if self.algo == "flash1":  # K_j, V_j; Q_i, O_i, dO_i, dQ_i, l_i, m_i
             return 2 * bc * d * e + br * d * (e + 2 * o + STATS_BYTES) + 2 * br * f
         return {"dv": br * bc * e + br * d * e, "dk": br * bc * e + br * d * e,  # P_ij or dS_ij; dO_i or Q_i
                 "dp": br * d * e + bc * d * e,  # dO_i, V_j
                 "ds": 2 * (self.seq_kv if self.ds_fits else bc) * e,  # P and dP: a row, or a chunk of each
-                "dq": br * bc * e + bc * d * e if self.algo == "naive" else br * d * (e + o) + 2 * br * f + 2 * bc * d * e,
+                "dq": br * bc * e + bc * d * e if self.algo == "naive"  # dS_ij, K_j
+                else br * d * (e + o) + 2 * br * f + 2 * bc * d * e,  # Q_i, dO_i, LSE_i, D_i; K_j, V_j
                 "preprocess": 2 * br * d * o,  # O_i, dO_i
                 "dkdv": 2 * br * d * e + bc * d * (e + o) + 2 * bc * f}[kernel]  # K_j, V_j; Q_i, dO_i, LSE_i, D_i
 

@@ -63,8 +63,9 @@ def check_executable(cfg):
         raise ValueError(f"the backward's execute mode would walk {steps:,} steps in Python (limit "
                          f"{EXECUTE_STEP_LIMIT:,}): use fewer heads or a shorter sequence, or count mode")
     if cfg.algo == "naive" and cfg.bh * cfg.seq * cfg.seq_kv > EXECUTE_ELEMENT_LIMIT:
-        raise ValueError(f"execute mode holds naive attention's P, dP and dS in NumPy: {cfg.bh * cfg.seq * cfg.seq_kv:,} "
-                         f"elements each (limit {EXECUTE_ELEMENT_LIMIT:,}): use count mode")
+        raise ValueError(f"execute mode holds naive attention's P, dP and dS in NumPy: "
+                         f"{cfg.bh * cfg.seq * cfg.seq_kv:,} elements each (limit {EXECUTE_ELEMENT_LIMIT:,}): "
+                         f"use count mode")
 
 
 def execute(cfg, q, k, v, do, saved=None, trace=False):
@@ -268,7 +269,8 @@ def simulate_backward(algo, *, q=None, k=None, v=None, do=None, trace=False, **s
     """Count (shape keywords as backward.config) or, given q, k, v and do, execute the backward."""
     arrays = [x for x in (q, k, v, do) if x is not None]
     if arrays and do is None:
-        raise ValueError("the backward's execute mode needs do (the output's gradient, shaped like q) as well as q, k, v")
+        raise ValueError("the backward's execute mode needs do (the output's gradient, shaped like q) as well as "
+                         "q, k, v")
     if arrays and len(arrays) < 4:
         raise ValueError("the backward's execute mode needs all of q, k, v and do")
     if arrays:

@@ -134,7 +134,8 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
         raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
                          f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
-    p, t, scale, kv_grid = p.contiguous(), cfg.tiling, cfg.head_dim**-0.5, (cfg.tiling.n_kv_blocks, cfg.batch * cfg.kv_heads)
+    p, t, scale = p.contiguous(), cfg.tiling, cfg.head_dim**-0.5
+    kv_grid = (t.n_kv_blocks, cfg.batch * cfg.kv_heads)
     dv = torch.empty_like(v)
     dv_kernel[kv_grid](p, do, dv, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dv"))
     dp = torch.empty_like(p)

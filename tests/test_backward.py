@@ -100,7 +100,8 @@ def brute_force(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, bl
                         c["flash1_bwd", t][0] += kr * d * e
                     for _ in heads_of:
                         for qs, qr in visitors:
-                            for t, size in (("Q", d * e), ("O", d * f), ("dO", d * f), ("dQ", d * f), ("l", f), ("m", f)):
+                            for t, size in (("Q", d * e), ("O", d * f), ("dO", d * f), ("dQ", d * f), ("l", f),
+                                            ("m", f)):
                                 c["flash1_bwd", t][0] += qr * size
                             c["flash1_bwd", "dQ"][1] += qr * d * f
                     c["flash1_bwd", "dK"][1] += kr * d * e

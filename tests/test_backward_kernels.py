@@ -53,7 +53,8 @@ SMALL = [random_case(seed) for seed in range(12)] + [
 ]
 LARGE = [case(algo, dtype, seq, seq_kv, head_dim, None, None, causal, heads=4, kv_heads=2)
          for algo in TRAINABLE for dtype in ("fp16", "bf16")
-         for seq, seq_kv, head_dim, causal in [(1000, 1500, 80, True), (2048, 2048, 64, False), (4096, 4096, 128, True)]]
+         for seq, seq_kv, head_dim, causal in [(1000, 1500, 80, True), (2048, 2048, 64, False),
+                                               (4096, 4096, 128, True)]]
 
 
 def case_id(c):
@@ -172,7 +173,8 @@ def test_sum_backward_passes_an_expanded_gradient():
 def test_bad_backward_input_raises_one_line(fn, args, message):
     q, k, v = (torch.randn(1, 1, 32, 16, dtype=torch.float16, device=DEVICE) for _ in range(3))
     o, lse = gpusim_kernels.flash2_attention(q, k, v, return_lse=True)
-    launcher = {"flash2": gpusim_kernels.flash2_attention_backward, "naive": gpusim_kernels.naive_attention_backward}[fn]
+    launcher = {"flash2": gpusim_kernels.flash2_attention_backward,
+                "naive": gpusim_kernels.naive_attention_backward}[fn]
     with pytest.raises(ValueError) as err:
         launcher(*args(q, k, v, o, lse))
     assert message in str(err.value) and "\n" not in str(err.value)
