@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from .backward import bwd_constants, prepare_backward
-from .naive import naive_attention
+from .naive import naive_attention, row_block_product, tile_product
 from .tiles import first_q_block, kv_blocks_visited, row_offsets
 
 
@@ -61,21 +61,7 @@ def dk_kernel(dS, Q, dK, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.const
 @triton.jit
 def dp_kernel(dO, V, dP, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    T_c = tl.cdiv(N_KV, Bc)
-    i = tl.program_id(0) // T_c  # the program's tile (i, j) of dP
-    j = tl.program_id(0) % T_c
-    bh = tl.program_id(1).to(tl.int64)
-    if j < kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL):  # causal: a tile right of the diagonal does nothing
-        rows = i * Br + tl.arange(0, Br)
-        keys = j * Bc + tl.arange(0, Bc)
-        do_offs, do_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
-        v_offs, v_mask = row_offsets(keys, N_KV, HEAD_DIM, BLOCK_D)
-        do_i = tl.load(dO + bh * N * HEAD_DIM + do_offs, mask=do_mask, other=0.0)  # read Br*d
-        v_j = tl.load(V + (bh // GROUP) * N_KV * HEAD_DIM + v_offs, mask=v_mask, other=0.0)  # read Bc*d
-        dp_ij = tl.dot(do_i, tl.trans(v_j), input_precision="ieee")
-        mask = (rows < N)[:, None] & (keys < N_KV)[None, :]
-        offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
-        tl.store(dP + bh * N * N_KV + offs, dp_ij.to(dP.dtype.element_ty), mask=mask)  # write Br*Bc
+    tile_product(dO, V, dP, N, N_KV, 1.0, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dP = dO Vᵀ, tile by tile
 
 
 @triton.jit
@@ -109,20 +95,7 @@ def ds_kernel(P, dP, dS, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
 @triton.jit
 def dq_kernel(dS, K, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    i = tl.program_id(0)  # Q block: Br rows of dQ
-    bh = tl.program_id(1).to(tl.int64)
-    rows = i * Br + tl.arange(0, Br)
-    acc = tl.zeros([Br, BLOCK_D], tl.float32)  # dQ_i / τ, in registers
-    for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
-        keys = j * Bc + tl.arange(0, Bc)
-        ds_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]
-        ds_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
-        ds_ij = tl.load(dS + bh * N * N_KV + ds_offs, mask=ds_mask, other=0.0)  # read Br*Bc
-        k_offs, k_mask = row_offsets(keys, N_KV, HEAD_DIM, BLOCK_D)
-        k_j = tl.load(K + (bh // GROUP) * N_KV * HEAD_DIM + k_offs, mask=k_mask, other=0.0)  # read Bc*d
-        acc += tl.dot(ds_ij, k_j, input_precision="ieee")
-    offs, mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
-    tl.store(dQ + bh * N * HEAD_DIM + offs, (acc * scale).to(dQ.dtype.element_ty), mask=mask)  # write Br*d
+    row_block_product(dS, K, dQ, N, N_KV, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
 
 
 def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, gpu=None):

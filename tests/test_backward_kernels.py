@@ -5,7 +5,6 @@ Without a GPU they run in Triton's interpreter (tests/conftest.py) and trace_io 
 backward's launches move; with a GPU (TRITON_INTERPRET unset) the gradient tests run compiled, plus
 larger shapes.
 """
-import dataclasses
 import json
 import math
 import random
@@ -14,24 +13,13 @@ import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
+from test_kernels import CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error
 
-import gpusim
 import gpusim_kernels
 from gpusim import backward
 from gpusim_kernels.interpreter import INTERPRETED
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
-TINY_SRAM = dataclasses.replace(gpusim.get_gpu("A100-40GB"), name="tiny-SRAM", sram_bytes_per_block=1024)
-CPU = pytest.mark.skipif(not INTERPRETED, reason="CPU tensors need Triton's interpreter: TRITON_INTERPRET=1")
-CUDA = pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available(),
-                          reason="needs a GPU, with TRITON_INTERPRET unset (the kernels compiled)")
 TRAINABLE = {"naive": gpusim_kernels.naive_attention_trainable, "flash2": gpusim_kernels.flash2_attention_trainable}
-
-
-def case(algo, dtype, seq, seq_kv, head_dim, block_q, block_kv, causal=False, batch=1, heads=1, kv_heads=1, gpu=None):
-    return dict(algo=algo, batch=batch, heads=heads, kv_heads=kv_heads, seq=seq, seq_kv=seq_kv, head_dim=head_dim,
-                block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu)
 
 
 def random_case(seed):
@@ -51,16 +39,10 @@ SMALL = [random_case(seed) for seed in range(12)] + [
     *(case(algo, "fp32", 20, 90, 16, 16, 32, causal=True) for algo in TRAINABLE),  # keys no query sees
     case("flash2", "bf16", 40, 40, 256, 16, 16, causal=True),  # the largest head_dim
 ]
-LARGE = [case(algo, dtype, seq, seq_kv, head_dim, None, None, causal, heads=4, kv_heads=2)
+LARGE = [case(algo, dtype, seq, seq_kv, head_dim, None, None, causal, heads=4, kv_heads=2, gpu=None)
          for algo in TRAINABLE for dtype in ("fp16", "bf16")
          for seq, seq_kv, head_dim, causal in [(1000, 1500, 80, True), (2048, 2048, 64, False),
                                                (4096, 4096, 128, True)]]
-
-
-def case_id(c):
-    gpu = c["gpu"].name if isinstance(c["gpu"], gpusim.GPU) else c["gpu"] or "detected"
-    return (f"{c['algo']}-{c['dtype']}-B{c['batch']}H{c['heads']}kv{c['kv_heads']}-N{c['seq']}x{c['seq_kv']}"
-            f"-d{c['head_dim']}-{c['block_q']}x{c['block_kv']}{'-causal' if c['causal'] else ''}-{gpu}")
 
 
 def inputs(c, device, seed=0):
@@ -93,14 +75,6 @@ def bound(c):
     return 4 * UNIT_ROUNDOFF[c["dtype"]] + 2 * math.sqrt(max(c["seq"], c["seq_kv"])) * 2.0**-24
 
 
-def relative_error(x, ref):
-    return ((x.double() - ref).norm() / ref.norm()).item()
-
-
-def device_cases(cases, device, mark):
-    return [pytest.param(device, c, marks=mark, id=f"{device}-{case_id(c)}") for c in cases]
-
-
 @pytest.mark.parametrize("device, c", device_cases(SMALL, "cpu", CPU) + device_cases(SMALL + LARGE, "cuda", CUDA))
 def test_loss_backward_matches_float64_autograd(device, c):
     q, k, v, do = inputs(c, device)
@@ -121,7 +95,7 @@ def backward_io(c, q, k, v, do):
 def test_backward_bytes_equal_gpusim_counts(c):
     q, k, v, do = inputs(c, "cpu", seed=1)
     shape = {key: value for key, value in c.items() if key not in ("algo", "gpu")}
-    counted = backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"] or "A100-40GB"))
+    counted = backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"]))
     assert backward_io(c, q, k, v, do) == counted
 
 
