@@ -100,10 +100,12 @@ def timer(fn, device):
     return statistics.median(times)
 
 
-def measure(fn, inputs, causal, blocks, pass_, device):
-    """ms and peak_bytes of one pass; the allocator's count before the inputs were made is `base`."""
+def measure(fn, shape, causal, blocks, pass_, device):
+    """ms and peak_bytes of one pass on fresh inputs of `shape`: the allocator's peak during the pass over
+    what was allocated before the inputs were made."""
     import torch
-    q, k, v, do = inputs
+    base = torch.cuda.memory_allocated() if device == "cuda" else 0
+    q, k, v, do = tensors(shape, device, shape[2])
     if pass_ == "bwd":
         out = fn(q, k, v, causal, blocks)
         call = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)  # noqa: E731
@@ -115,7 +117,7 @@ def measure(fn, inputs, causal, blocks, pass_, device):
         torch.cuda.reset_peak_memory_stats()
         call()
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated()
+        peak = torch.cuda.max_memory_allocated() - base
     return {"ms": timer(call, device), "peak_bytes": peak}
 
 
@@ -141,7 +143,7 @@ def pick_blocks(fn, head_dim, causal, device, seq, tokens, model_dim, candidates
     timings = {}
     for blocks in candidates:
         try:
-            timings[blocks] = measure(fn, tensors(shape, device, 1), causal, blocks, "bwd", device)["ms"]
+            timings[blocks] = measure(fn, shape, causal, blocks, "bwd", device)["ms"]
         except Exception as err:  # a tile that does not fit this GPU: skip it
             print(f"tiles {blocks}: {type(err).__name__}: {str(err).splitlines()[0][:120]}", file=sys.stderr)
         if device == "cuda":
@@ -208,8 +210,7 @@ def run(args):
                     row |= {"block_q": blocks[0], "block_kv": blocks[1],
                             "predicted_peak_bytes": predicted_peak(batch, heads, seq, head_dim, causal, blocks, device)}
                 try:
-                    row |= measure(fn, tensors((batch, heads, seq, head_dim), device, seq), causal, blocks, pass_,
-                                   device)
+                    row |= measure(fn, (batch, heads, seq, head_dim), causal, blocks, pass_, device)
                     row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"], pass_)
                 except torch.cuda.OutOfMemoryError:
                     row["error"] = "OOM"
