@@ -142,6 +142,5 @@ class NaiveAttention(torch.autograd.Function):
 def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
     """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
     same tiles: block_q, block_kv, or gpusim.backward's defaults for naive attention (which fit the forward)."""
-    cfg = prepare_backward("naive", q, k, v, torch.empty_like(q), causal=causal, block_q=block_q, block_kv=block_kv,
-                           gpu=gpu)[0]
+    cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)[0]
     return NaiveAttention.apply(q, k, v, causal, cfg.block_q, cfg.block_kv, gpu)

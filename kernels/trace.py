@@ -10,6 +10,8 @@ Arguments are named as in gpusim (Q, K, V, S, P, O, l, m, LSE) and kernels as na
 from contextlib import contextmanager
 from unittest.mock import patch
 
+import numpy as np
+
 from triton.runtime import interpreter
 
 from gpusim.simulate import by_tensor
@@ -49,7 +51,7 @@ def _recording(counts):
         return args_hst, kwargs_hst
 
     def count(ptrs, mask, direction):
-        addresses = ptrs.data[mask.data.astype(bool)]  # a mask combined with a scalar condition comes as int32
+        addresses = ptrs.data[np.asarray(mask.data).astype(bool)]  # a mask and-ed with a scalar comes as int32
         moved = 0
         for start, end, name in launch["ranges"]:
             n = int(((addresses >= start) & (addresses < end)).sum())
