@@ -43,7 +43,7 @@ import numbers
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
+from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, get_gpu
 from .schedule import Tiling
 
 ALGOS = ("naive", "flash1", "flash2")
@@ -71,7 +71,7 @@ class Backward:
     block_kv: int  # Bc
     causal: bool
     dtype: str
-    gpu: object  # hardware.GPU
+    gpu: GPU
 
     @cached_property
     def tiling(self):

@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from unittest.mock import patch
 
 import numpy as np
-
 from triton.runtime import interpreter
 
 from gpusim.simulate import by_tensor
