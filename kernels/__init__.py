@@ -1,17 +1,21 @@
 """Triton kernels for naive attention, FlashAttention-1, FlashAttention-2, a Hopper (FlashAttention-3
 style) kernel and Flash-Decoding (split KV over a paged cache) that move exactly the bytes
 gpusim counts, a float64 reference beside them, and trace_io, which proves the first claim by counting
-every tl.load and tl.store under Triton's interpreter.
+every tl.load and tl.store under Triton's interpreter. The backward passes of naive attention and
+FlashAttention-2 (gpusim.backward counts them) come with autograd wrappers: *_attention_trainable.
 
 Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """
+from .backward import flash2_attention_backward, flash2_attention_trainable
 from .decode import decode_attention, prepare_decode, run_decode
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
 from .hopper import hopper_attention, to_fp8
 from .naive import naive_attention
+from .naive_backward import naive_attention_backward, naive_attention_trainable
 from .reference import reference_attention
 from .trace import trace_io
 
-__all__ = ["decode_attention", "flash1_attention", "flash2_attention", "hopper_attention", "naive_attention",
-           "prepare_decode", "reference_attention", "run_decode", "to_fp8", "trace_io"]
+__all__ = ["decode_attention", "flash1_attention", "flash2_attention", "flash2_attention_backward",
+           "flash2_attention_trainable", "hopper_attention", "naive_attention", "naive_attention_backward",
+           "naive_attention_trainable", "prepare_decode", "reference_attention", "run_decode", "to_fp8", "trace_io"]

@@ -11,6 +11,7 @@ import triton
 
 from gpusim.hardware import PRESETS, GiB
 from gpusim import algorithms
+from gpusim.algorithms.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
 
 from .interpreter import INTERPRETED
@@ -23,6 +24,15 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     """Check q, k, v and the tiles; return gpusim's Config for this launch and q, k, v contiguous.
     block_q, block_kv None: gpusim's default_blocks, as simulate() picks them."""
+    check_inputs(q, k, v, block_q, block_kv)
+    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
+                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
+                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
+
+
+def check_inputs(q, k, v, block_q, block_kv):
+    """The checks every launch makes, forward or backward, before gpusim checks the configuration."""
     for name, x in zip("qkv", (q, k, v)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -47,10 +57,6 @@ def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
         if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
-    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
-                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
-    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
 
 
 def detect_gpu(device):
@@ -67,10 +73,15 @@ def detect_gpu(device):
     return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
 
 
-def options(cfg, kernel):
-    """Launch options: gpusim's launch rule for the algorithm (gpusim/algorithms/), which the time model
-    prices, so that what runs is what is predicted."""
-    num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
+def options(cfg, kernel, stage_bytes=None):
+    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/algorithms/),
+    which the time model prices, so that what runs is what is predicted. The backward's kernels pass
+    stage_bytes, what one more buffer of their streamed tiles costs, and are pipelined as deep as fits by the
+    same rule (gpusim.algorithms.common)."""
+    if stage_bytes is None:
+        num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
+    else:
+        num_warps, num_stages = warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes)
     return dict(num_warps=num_warps, num_stages=num_stages)
 
 

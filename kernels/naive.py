@@ -13,21 +13,29 @@ from .tiles import kv_blocks_visited, row_offsets
 @triton.jit
 def qk_kernel(Q, K, S, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    tile_product(Q, K, S, N, N_KV, scale, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # S = Q Kᵀ · scale
+
+
+@triton.jit
+def tile_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+                 Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """C_ij = scale · A_i B_jᵀ for the program's tile (i, j), written whole: A is (N, d) per head, B (N_kv, d)
+    per K/V head, C (N, N_kv) per head. S = Q Kᵀ · scale here; dP = dO Vᵀ in kernels/naive_backward.py."""
     T_c = tl.cdiv(N_KV, Bc)
-    i = tl.program_id(0) // T_c  # the program's tile (i, j) of S
+    i = tl.program_id(0) // T_c  # the program's tile (i, j) of C
     j = tl.program_id(0) % T_c
     bh = tl.program_id(1).to(tl.int64)  # b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
     if j < kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL):  # causal: a tile right of the diagonal does nothing
         rows = i * Br + tl.arange(0, Br)
         keys = j * Bc + tl.arange(0, Bc)
-        q_offs, q_mask = row_offsets(rows, N, D, BLOCK_D)
-        k_offs, k_mask = row_offsets(keys, N_KV, D, BLOCK_D)
-        q_i = tl.load(Q + bh * N * D + q_offs, mask=q_mask, other=0.0)  # read Br*d
-        k_j = tl.load(K + (bh // GROUP) * N_KV * D + k_offs, mask=k_mask, other=0.0)  # read Bc*d
-        s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale
-        s_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # the whole tile: the softmax applies the mask
-        s_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
-        tl.store(S + bh * N * N_KV + s_offs, s_ij.to(S.dtype.element_ty), mask=s_mask)  # write Br*Bc
+        a_offs, a_mask = row_offsets(rows, N, D, BLOCK_D)
+        b_offs, b_mask = row_offsets(keys, N_KV, D, BLOCK_D)
+        a_i = tl.load(A + bh * N * D + a_offs, mask=a_mask, other=0.0)  # read Br*d
+        b_j = tl.load(B + (bh // GROUP) * N_KV * D + b_offs, mask=b_mask, other=0.0)  # read Bc*d
+        c_ij = tl.dot(a_i, tl.trans(b_j), input_precision="ieee") * scale
+        c_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # the whole tile: S's mask is the softmax's
+        c_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
+        tl.store(C + bh * N * N_KV + c_offs, c_ij.to(C.dtype.element_ty), mask=c_mask)  # write Br*Bc
 
 
 @triton.jit
@@ -69,27 +77,38 @@ def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
 @triton.jit
 def pv_kernel(P, V, O, N, N_KV, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Br: tl.constexpr,
               Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    i = tl.program_id(0)  # Q block: Br rows of O
+    row_block_product(P, V, O, N, N_KV, 1.0, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # O = P V
+
+
+@triton.jit
+def row_block_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+                      Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """C_i = scale · Σ_j A_ij B_j for the program's Q block i (Br rows), over the K/V blocks it visits: A is
+    (N, N_kv) per head, B (N_kv, d) per K/V head, C (N, d) per head. O = P V here; dQ = τ dS K in
+    kernels/naive_backward.py."""
+    i = tl.program_id(0)  # Q block: Br rows of C
     bh = tl.program_id(1).to(tl.int64)
     rows = i * Br + tl.arange(0, Br)
-    acc = tl.zeros([Br, BLOCK_D], tl.float32)  # O_i, in registers
+    acc = tl.zeros([Br, BLOCK_D], tl.float32)  # C_i / scale, in registers
     for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
         keys = j * Bc + tl.arange(0, Bc)
-        p_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # P is 0 right of the diagonal
-        p_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
-        p_ij = tl.load(P + bh * N * N_KV + p_offs, mask=p_mask, other=0.0)  # read Br*Bc
-        v_offs, v_mask = row_offsets(keys, N_KV, D, BLOCK_D)
-        v_j = tl.load(V + (bh // GROUP) * N_KV * D + v_offs, mask=v_mask, other=0.0)  # read Bc*d
-        acc += tl.dot(p_ij, v_j, input_precision="ieee")
-    o_offs, o_mask = row_offsets(rows, N, D, BLOCK_D)
-    tl.store(O + bh * N * D + o_offs, acc.to(O.dtype.element_ty), mask=o_mask)  # write Br*d
+        a_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # P (and so dS) is 0 right of the diagonal
+        a_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
+        a_ij = tl.load(A + bh * N * N_KV + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
+        b_offs, b_mask = row_offsets(keys, N_KV, D, BLOCK_D)
+        b_j = tl.load(B + (bh // GROUP) * N_KV * D + b_offs, mask=b_mask, other=0.0)  # read Bc*d
+        acc += tl.dot(a_ij, b_j, input_precision="ieee")
+    c_offs, c_mask = row_offsets(rows, N, D, BLOCK_D)
+    tl.store(C + bh * N * D + c_offs, (acc * scale).to(C.dtype.element_ty), mask=c_mask)  # write Br*d
 
 
-def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None, return_p=False):
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two
     matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: gpusim's
-    default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
+    default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
+    return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
+    tiles; the tiles a causal mask skips are never written)."""
     cfg, q, k, v = prepare("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
     t, scale = cfg.tiling, cfg.head_dim**-0.5
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
@@ -101,4 +120,4 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
     pv_kernel[(t.n_q_blocks, cfg.bh)](p, v, o, cfg.seq, cfg.seq_kv, **constants(cfg, "pv"))
-    return o
+    return (o, p) if return_p else o

@@ -8,12 +8,19 @@ On the GPU (one command profiles every launch of the workload, then compares):
     python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
-so ncu sees exactly one launch per kernel and configuration, with caches flushed before each.
+so ncu sees exactly one launch per kernel and configuration, with caches flushed before each. With
+`workload --passes backward` it runs the backward launches of naive attention and flash2 instead (their
+forward outside the profiled range), compared with gpusim.backward: its counts for L2 -> SM and SM -> L2
+bytes, its first_touch bytes (every re-read caught by L2) for DRAM; no time model yet:
+
+    ncu ... --log-file raw_bwd.csv python -m gpusim_kernels.ncu workload --passes backward --manifest manifest_bwd.json
+    python -m gpusim_kernels.ncu compare --csv raw_bwd.csv --manifest manifest_bwd.json --out results/h200/ncu_bwd.json
 """
 import argparse
 import csv
 import json
 import sys
+from functools import partial
 
 # Counters that match a tile schedule (../shared/reference/h200-baselines.md). TMA loads and stores
 # bypass L1's LSU path, so the Hopper kernel's traffic is read from the TMA-specific counters.
@@ -28,7 +35,7 @@ METRICS = {
 }
 UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
-KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper")
+KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
 COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
            "--metrics $(python -m gpusim_kernels.ncu metrics) --log-file raw.csv python -m gpusim_kernels.ncu workload --manifest "
            "manifest.json && python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out "
@@ -58,38 +65,59 @@ def launch_blocks(algo, cfg):
 LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)
 
 
-def workload(manifest_path, seqs=SEQS):
+def workload(manifest_path, seqs=SEQS, passes=("forward",)):
     """Run every kernel once per configuration inside the profiler range; write what ran, in order."""
     import torch
 
     import gpusim
     import gpusim_kernels
+    from gpusim import backward
 
     fns = {"naive": gpusim_kernels.naive_attention, "flash1": gpusim_kernels.flash1_attention, "flash2": gpusim_kernels.flash2_attention}
     if torch.cuda.get_device_capability()[0] == 9:
         fns["hopper"] = gpusim_kernels.hopper_attention
+    runs = [(algo, "forward") for algo in fns if "forward" in passes]
+    runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
     manifest = {"environment": environment(), "launches": []}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
-        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(3))
-        for algo, fn in fns.items():
+        q, k, v, do = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(4))
+        for algo, pass_ in runs:
             if cfg["seq"] > LONGEST.get(algo, cfg["seq"]):
                 continue
-            block_q, block_kv = launch_blocks(algo, cfg)
-            r = gpusim.simulate(algo, **cfg, block_q=block_q, block_kv=block_kv, gpu=PRESET)
-            fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)  # compile, warm up
+            if pass_ == "forward":
+                block_q, block_kv = launch_blocks(algo, cfg)
+                kernels = [k.name for k in gpusim.simulate(algo, **cfg, block_q=block_q, block_kv=block_kv,
+                                                           gpu=PRESET).kernels]
+                fn = partial(fns[algo], q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)
+            else:
+                block_q, block_kv = backward.default_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
+                kernels = list(backward.KERNELS[algo])
+                fn = backward_call(algo, q, k, v, do, cfg["causal"], block_q, block_kv)
+            fn()  # compile, warm up
             torch.cuda.synchronize()
             torch.cuda.profiler.start()
-            fn(q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)
+            fn()
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
-            manifest["launches"].append({**cfg, "algo": algo, "block_q": block_q, "block_kv": block_kv,
-                                         "kernels": [k.name for k in r.kernels]})
+            manifest["launches"].append({**cfg, "algo": algo, "pass": pass_, "block_q": block_q, "block_kv": block_kv,
+                                         "kernels": kernels})
             with open(manifest_path, "w") as f:  # after every launch: a crash keeps what was profiled
                 json.dump(manifest, f, indent=1)
             print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
-        del q, k, v
+        del q, k, v, do, fn
         torch.cuda.empty_cache()
+
+
+def backward_call(algo, q, k, v, do, causal, block_q, block_kv):
+    """The backward's launches for algo as one call, its forward run now (outside the profiled range)."""
+    import gpusim_kernels
+    kw = dict(causal=causal, block_q=block_q, block_kv=block_kv)
+    if algo == "flash2":
+        o, lse = gpusim_kernels.flash2_attention(q, k, v, causal=causal, return_lse=True)
+        return partial(gpusim_kernels.flash2_attention_backward, q, k, v, o, lse, do, **kw)
+    _, p = gpusim_kernels.naive_attention(q, k, v, **kw, return_p=True)
+    return partial(gpusim_kernels.naive_attention_backward, q, k, v, p, do, **kw)
 
 
 def parse_csv(text):
@@ -109,15 +137,14 @@ def parse_csv(text):
 
 
 def kernel_of(name):
-    """The gpusim kernel a launch belongs to, from the Triton function name."""
-    return next(k for k in KERNELS if name.startswith(k) or name.startswith("_" + k))
+    """The gpusim kernel a launch belongs to, from the Triton function name (the longest that begins it:
+    dkdv_kernel is dkdv, not dk)."""
+    return max((k for k in KERNELS if name.startswith(k) or name.startswith("_" + k)), key=len)
 
 
 def compare(launches, manifest):
     """Rows of simulated against measured, one per (launch, quantity). gpu__time_duration excludes the
     gap between launches, so the launch overhead is taken off the prediction."""
-    import gpusim
-
     expected = [(entry, kernel) for entry in manifest for kernel in entry["kernels"]]
     if len(expected) != len(launches):
         raise ValueError(f"the manifest lists {len(expected)} launches but ncu profiled {len(launches)}")
@@ -126,8 +153,8 @@ def compare(launches, manifest):
         if kernel_of(launch["kernel_name"]) != kernel:
             raise ValueError(f"launch {launch['kernel_name']!r} is not the expected {kernel} kernel")
         config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
-        r = gpusim.simulate(entry["algo"], **config, gpu=PRESET)
-        k = next(k for k in r.kernels if k.name == kernel)
+        backward = entry.get("pass") == "backward"
+        simulated = (simulated_backward if backward else simulated_forward)(entry["algo"], kernel, config)
         tma = kernel == "hopper"
         measured = {
             "l2_to_sm_bytes": launch["l2_to_sm_tma_bytes" if tma else "l2_to_sm_bytes"],
@@ -136,15 +163,34 @@ def compare(launches, manifest):
             "dram_write_bytes": launch["dram_write_bytes"],
             "time_s": launch["time_s"],
         }
-        simulated = {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes,
-                     "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
-                     "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s}
+        label = f"{entry['algo']} bwd {kernel}" if backward else kernel
         for quantity, sim in simulated.items():
             meas = measured[quantity]
-            rows.append({"kernel": kernel, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},
+            rows.append({"kernel": label, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},
                          "quantity": quantity, "simulated": sim, "measured": meas,
                          "rel_err": None if not meas else (sim - meas) / meas})
     return rows
+
+
+def simulated_forward(algo, kernel, config):
+    import gpusim
+    r = gpusim.simulate(algo, **config, gpu=PRESET)
+    k = next(k for k in r.kernels if k.name == kernel)
+    return {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes, "dram_read_bytes": k.dram_read_bytes,
+            "dram_write_bytes": k.dram_write_bytes, "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s}
+
+
+def simulated_backward(algo, kernel, config):
+    """gpusim.backward's bytes of one backward kernel: its counts (SM side) and first touches (DRAM)."""
+    from gpusim import backward
+    cfg = backward.config(algo, **config, gpu=PRESET)
+
+    def total(table, i):
+        return sum(rw[i] for (k, _), rw in table.items() if k == kernel)
+
+    counts, touched = backward.count(cfg), backward.first_touch(cfg)
+    return {"l2_to_sm_bytes": total(counts, 0), "sm_to_l2_bytes": total(counts, 1),
+            "dram_read_bytes": total(touched, 0), "dram_write_bytes": total(touched, 1)}
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
@@ -167,7 +213,7 @@ def summary(rows):
 def format_summary(rows):
     lines = ["| kernel | quantity | target | launches | within target | worst error |", "|---|---|---|---|---|---|"]
     for (kernel, quantity), (n, worst, share) in sorted(summary(rows).items(), key=lambda kv: (
-            KERNELS.index(kv[0][0]), list(TARGETS).index(kv[0][1]))):
+            KERNELS.index(kv[0][0]) if kv[0][0] in KERNELS else len(KERNELS), kv[0][0], list(TARGETS).index(kv[0][1]))):
         lines.append(f"| {kernel} | {quantity} | {TARGETS[quantity]:.0%} | {n} | {share:.0%} | {worst:.1%} |")
     return "\n".join(lines)
 
@@ -179,6 +225,7 @@ def main(argv=None):
     w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")
     w.add_argument("--manifest", required=True)
     w.add_argument("--seqs", default=",".join(map(str, SEQS)))
+    w.add_argument("--passes", default="forward", help="forward, backward, or forward,backward")
     c = sub.add_parser("compare", help="ncu CSV + manifest -> results JSON, table and chart")
     c.add_argument("--csv", required=True)
     c.add_argument("--manifest", required=True)
@@ -187,7 +234,7 @@ def main(argv=None):
     if args.cmd == "metrics":
         print(",".join(sorted(set(METRICS.values()))))
     elif args.cmd == "workload":
-        workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")))
+        workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")))
     else:
         with open(args.csv) as f:
             launches = parse_csv(f.read())

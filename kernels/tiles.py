@@ -19,6 +19,16 @@ def kv_blocks_visited(i, N, N_KV, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl
 
 
 @triton.jit
+def first_q_block(j, N, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """The first Q block (of Br rows) that sees K/V block j (of Bc rows); the blocks after it see j too.
+    Causal: the block holding row j * Bc, or cdiv(N, Br) (none) when that row is past the last query."""
+    first = 0
+    if CAUSAL:
+        first = tl.where(j * Bc < N, (j * Bc) // Br, tl.cdiv(N, Br))
+    return first
+
+
+@triton.jit
 def keep(rows, keys, N_KV, CAUSAL: tl.constexpr):
     """Which scores of the tile rows x keys exist (key < N_KV) and survive the causal mask (key <= row)."""
     kept = (keys < N_KV)[None, :]

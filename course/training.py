@@ -1,0 +1,108 @@
+"""Training: what the course's backward-pass notebook computes. Tables are lists of dicts (numbers, not
+formatted text); gpusim.backward counts, gpusim.backward_execute walks the tiles.
+
+    >>> from gpusim_course import training
+    >>> training.saved_rows(seqs=(1024, 8192), head_dim=64, heads=16)
+    >>> training.backward_steps("flash2", seq=64, head_dim=16)
+"""
+import numpy as np
+
+import gpusim
+from gpusim import backward
+from gpusim.backward_execute import simulate_backward
+
+RECOMPUTES = {"flash2": {"dkdv": "S_ij, P_ij", "dq": "S_ij, P_ij, dP_ij"},  # per tile, on chip
+              "flash1": {"flash1_bwd": "S_ij, P_ij"}}
+# FlashAttention paper, Figure 2 (left): GPT-2 medium on an A100, fp16; HBM GB read + written, fwd + bwd.
+FIGURE2 = dict(seq=1024, head_dim=64, heads=16, batch=64, dtype="fp16", gpu="A100-40GB")
+FIGURE2_PUBLISHED_GB = {"standard": (40.3, 35.3), "flash": 4.4}  # the paper's versions disagree on standard
+
+
+def saved_rows(seqs, head_dim, heads, batch=1, dtype="fp16"):
+    """Why the forward keeps the LSE and not P: per layer, the bytes naive attention saves for its backward
+    beyond Q, K, V (P, N² per head) against FlashAttention-2's (O and the LSE, N(d + 2) per head at fp16)."""
+    rows = []
+    for seq in seqs:
+        naive, flash = (backward.saved_bytes(backward.config(algo, seq=seq, head_dim=head_dim, heads=heads,
+                                                             batch=batch, dtype=dtype)) for algo in ("naive", "flash2"))
+        rows.append({"seq": seq, "naive_P_bytes": naive["P"], "flash_O_bytes": flash["O"],
+                     "flash_LSE_bytes": flash["LSE"], "ratio": naive["P"] / (flash["O"] + flash["LSE"])})
+    return rows
+
+
+def bytes_saved_per_layer(seq, head_dim, heads, batch=1, dtype="fp16"):
+    """Exercise answer: what storing O and the LSE instead of P saves in one layer, in bytes."""
+    row = saved_rows([seq], head_dim, heads, batch, dtype)[0]
+    return row["naive_P_bytes"] - row["flash_O_bytes"] - row["flash_LSE_bytes"]
+
+
+def backward_steps(algo="flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True, seed=0):
+    """The backward's tiles in schedule order, executed on random arrays: kernel, program, tile (i, j),
+    bytes loaded and stored by tensor, and what the step recomputes on chip ("" when nothing)."""
+    rng = np.random.default_rng(seed)
+    q, k, v, do = (rng.standard_normal((1, 1, seq, head_dim)) for _ in range(4))
+    run = simulate_backward(algo, q=q, k=k, v=v, do=do, block_q=block_q, block_kv=block_kv, causal=causal, trace=True)
+    return [{"kernel": s.kernel, "program": s.program, "tile": s.tile, "loads": dict(s.loads), "stores": dict(s.stores),
+             "recomputes": RECOMPUTES.get(algo, {}).get(s.kernel, "") if None not in s.tile else ""} for s in run.trace]
+
+
+def dq_updates(seq, head_dim, block_q=128, block_kv=32, causal=False, dtype="fp16"):
+    """Where dQ's updates go, per block of query rows of the dK/dV kernel (Bc rows): with fp32 atomic adds
+    every K/V block (Br rows) that sees it adds τ dS_ij K_j into dQ_i (a read and a write of rows x d fp32
+    each); gpusim's flash2 instead writes each dQ row once from its own dQ kernel."""
+    cfg = backward.config("flash2", seq=seq, head_dim=head_dim, block_q=block_q, block_kv=block_kv, causal=causal,
+                          dtype=dtype)
+    t = cfg.kv_tiling
+    return [{"rows": t.q_rows(i), "atomic_adds": int(adds), "atomic_bytes": int(2 * adds * n * head_dim * 4),
+             "dq_kernel_write_bytes": int(n * head_dim * cfg.itemsize)}
+            for i, (n, adds) in enumerate(zip(t.rows_per_q_block, t.kv_blocks_per_q_block))]
+
+
+def model_memory_rows(seqs, layers=24, heads=16, head_dim=64, batch=8, dtype="fp16", gpu="A100-40GB"):
+    """Attention's training memory across a model's layers (gpusim.backward.model_memory) for naive attention
+    and FlashAttention-2 at each length: saved per model and the peak, and whether it fits the GPU."""
+    rows = []
+    for seq in seqs:
+        row = {"seq": seq}
+        for algo in ("naive", "flash2"):
+            m = backward.model_memory(algo, layers=layers, heads=heads, head_dim=head_dim, batch=batch, seq=seq,
+                                      dtype=dtype, gpu=gpu)
+            row |= {f"{algo}_saved_bytes": m["saved_per_model"], f"{algo}_peak_bytes": m["peak_bytes"],
+                    f"{algo}_fits": m["fits"]}
+        rows.append(row)
+    return rows
+
+
+def longest_trainable(layers=24, heads=16, head_dim=64, batch=8, dtype="fp16", gpu="A100-40GB"):
+    """{algo: the longest sequence whose attention training memory fits the GPU}: where naive runs out."""
+    return {algo: backward.max_trainable_seq(algo, layers=layers, heads=heads, head_dim=head_dim, batch=batch,
+                                             dtype=dtype, gpu=gpu) for algo in ("naive", "flash2")}
+
+
+def backward_flops_ratio(seq=1024, head_dim=64, causal=False):
+    """Exercise answer: backward matmul FLOPs over the forward's, by convention (2.5) and as each
+    algorithm's kernels run them (naive 2, flash1 2.5, flash2 3.5: its dQ kernel recomputes S and dP)."""
+    out = {"convention": backward.nominal_flops(1, 1, seq, head_dim, causal) / (4 * seq * seq * head_dim /
+                                                                              (2 if causal else 1))}
+    for algo in backward.ALGOS:
+        fwd = gpusim.simulate(algo, seq=seq, head_dim=head_dim, causal=causal).flops_matmul
+        bwd = sum(mm for mm, _, _ in backward.flops(backward.config(algo, seq=seq, head_dim=head_dim,
+                                                                    causal=causal)).values())
+        out[algo] = bwd / fwd
+    return out
+
+
+def figure2_left(causal=False):
+    """gpusim's numbers for the FlashAttention paper's Figure 2 (left), GB read + written in fp16, per
+    algorithm: forward and backward as the SMs request them (gpusim's counts), and what reaches DRAM
+    (the forward's L2 model, the backward's first touches), fwd + bwd."""
+    rows = []
+    for algo in backward.ALGOS:
+        fwd = gpusim.simulate(algo, causal=causal, **FIGURE2)
+        cfg = backward.config(algo, causal=causal, **FIGURE2)
+        bwd = sum(r + w for r, w in backward.count(cfg).values())
+        bwd_dram = sum(r + w for r, w in backward.first_touch(cfg).values())
+        rows.append({"algo": algo, "fwd_GB": fwd.hbm_bytes / 1e9, "bwd_GB": bwd / 1e9,
+                     "total_GB": (fwd.hbm_bytes + bwd) / 1e9,
+                     "dram_GB": (fwd.dram_read_bytes + fwd.dram_write_bytes + bwd_dram) / 1e9})
+    return rows

@@ -1,0 +1,156 @@
+"""FlashAttention-2's backward pass in three launches, and flash2_attention_trainable, which autograd can
+differentiate (loss.backward() runs these kernels).
+
+The forward saved O and the row log-sum-exp (LSE), not P. The backward recomputes P_ij = exp(S_ij - LSE_i)
+tile by tile: "preprocess" writes D = rowsum(dO ∘ O); "dkdv" holds one K/V block (Br == block_q rows) and
+sums dV_j = Σ P_ijᵀ dO_i and dK_j = τ Σ dS_ijᵀ Q_i as Q blocks (Bc == block_kv rows) stream past, over the
+query heads of its K/V head's group (grouped-query attention); "dq" holds one Q block (Br rows) and sums
+dQ_i = τ Σ dS_ij K_j as K/V blocks (Bc rows) stream past, recomputing S and dP again rather than adding
+into dQ atomically (gpusim/backward.py says why). gpusim.backward counts the bytes they move.
+"""
+import torch
+import triton
+import triton.language as tl
+
+from gpusim import backward as model
+
+from .flash2 import flash2_attention
+from .launch import DTYPES, check_inputs, detect_gpu, options
+from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
+
+
+@triton.jit
+def preprocess_kernel(O, dO, D, N, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, Br: tl.constexpr):
+    i = tl.program_id(0)  # Q block
+    bh = tl.program_id(1).to(tl.int64)  # b * H + h
+    rows = i * Br + tl.arange(0, Br)
+    offs, mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
+    o_i = tl.load(O + bh * N * HEAD_DIM + offs, mask=mask, other=0.0).to(tl.float32)  # read Br*d
+    do_i = tl.load(dO + bh * N * HEAD_DIM + offs, mask=mask, other=0.0).to(tl.float32)  # read Br*d
+    tl.store(D + bh * N + rows, tl.sum(o_i * do_i, 1), mask=rows < N)  # write Br (fp32)
+
+
+@triton.jit
+def dkdv_kernel(Q, K, V, dO, LSE, D, dK, dV, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+                BLOCK_D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    j = tl.program_id(0)  # K/V block of Br rows, held
+    bkv = tl.program_id(1).to(tl.int64)  # b * H_kv + kv head; its query heads are bkv * GROUP + g
+    keys = j * Br + tl.arange(0, Br)
+    kv_offs, kv_mask = row_offsets(keys, N_KV, HEAD_DIM, BLOCK_D)
+    first, T_q = first_q_block(j, N, Bc, Br, CAUSAL), tl.cdiv(N, Bc)  # Q blocks of Bc rows that see block j
+    seen = kv_mask & (first < T_q)  # a block no query sees is not read
+    k_j = tl.load(K + bkv * N_KV * HEAD_DIM + kv_offs, mask=seen, other=0.0)  # read Br*d; k_j stays in SRAM
+    v_j = tl.load(V + bkv * N_KV * HEAD_DIM + kv_offs, mask=seen, other=0.0)  # read Br*d; v_j stays in SRAM
+    dk = tl.zeros([Br, BLOCK_D], tl.float32)  # dK_j / τ, in registers
+    dv = tl.zeros([Br, BLOCK_D], tl.float32)  # dV_j, in registers
+    for g in range(GROUP):
+        bh = bkv * GROUP + g
+        for i in range(first, T_q):
+            rows = i * Bc + tl.arange(0, Bc)
+            q_offs, q_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
+            q_i = tl.load(Q + bh * N * HEAD_DIM + q_offs, mask=q_mask, other=0.0)  # read Bc*d
+            do_i = tl.load(dO + bh * N * HEAD_DIM + q_offs, mask=q_mask, other=0.0)  # read Bc*d
+            lse_i = tl.load(LSE + bh * N + rows, mask=rows < N, other=0.0)  # read Bc (fp32)
+            d_i = tl.load(D + bh * N + rows, mask=rows < N, other=0.0)  # read Bc (fp32)
+            s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # S recomputed, (Bc, Br)
+            kept = keep(rows, keys, N_KV, CAUSAL) & (rows < N)[:, None]
+            p_ij = tl.where(kept, tl.exp(s_ij - lse_i[:, None]), 0.0)  # P recomputed from the LSE
+            dv += tl.dot(tl.trans(p_ij.to(do_i.dtype)), do_i, input_precision="ieee")
+            dp_ij = tl.dot(do_i, tl.trans(v_j), input_precision="ieee")
+            ds_ij = p_ij * (dp_ij - d_i[:, None])
+            dk += tl.dot(tl.trans(ds_ij.to(q_i.dtype)), q_i, input_precision="ieee")
+    tl.store(dK + bkv * N_KV * HEAD_DIM + kv_offs, (dk * scale).to(dK.dtype.element_ty), mask=kv_mask)  # write Br*d
+    tl.store(dV + bkv * N_KV * HEAD_DIM + kv_offs, dv.to(dV.dtype.element_ty), mask=kv_mask)  # write Br*d
+
+
+@triton.jit
+def dq_kernel(Q, K, V, dO, LSE, D, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
+              BLOCK_D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    i = tl.program_id(0)  # Q block of Br rows, held
+    bh = tl.program_id(1).to(tl.int64)  # b * H + h; its K/V head is b * H_kv + h // GROUP
+    kv_head = (bh // GROUP) * N_KV * HEAD_DIM
+    rows = i * Br + tl.arange(0, Br)
+    q_offs, q_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
+    q_i = tl.load(Q + bh * N * HEAD_DIM + q_offs, mask=q_mask, other=0.0)  # read Br*d; stays in SRAM
+    do_i = tl.load(dO + bh * N * HEAD_DIM + q_offs, mask=q_mask, other=0.0)  # read Br*d; stays in SRAM
+    lse_i = tl.load(LSE + bh * N + rows, mask=rows < N, other=0.0)  # read Br (fp32)
+    d_i = tl.load(D + bh * N + rows, mask=rows < N, other=0.0)  # read Br (fp32)
+    dq = tl.zeros([Br, BLOCK_D], tl.float32)  # dQ_i / τ, in registers
+    for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
+        keys = j * Bc + tl.arange(0, Bc)
+        kv_offs, kv_mask = row_offsets(keys, N_KV, HEAD_DIM, BLOCK_D)
+        k_j = tl.load(K + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        v_j = tl.load(V + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # S recomputed, again
+        p_ij = tl.where(keep(rows, keys, N_KV, CAUSAL), tl.exp(s_ij - lse_i[:, None]), 0.0)
+        dp_ij = tl.dot(do_i, tl.trans(v_j), input_precision="ieee")
+        ds_ij = p_ij * (dp_ij - d_i[:, None])
+        dq += tl.dot(ds_ij.to(k_j.dtype), k_j, input_precision="ieee")
+    tl.store(dQ + bh * N * HEAD_DIM + q_offs, (dq * scale).to(dQ.dtype.element_ty), mask=q_mask)  # write Br*d
+
+
+def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
+    """Check q, k, v, do and the tiles; return gpusim.backward's configuration and the tensors contiguous."""
+    check_inputs(q, k, v, block_q, block_kv)
+    if not isinstance(do, torch.Tensor) or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
+        got = (tuple(do.shape), do.dtype, str(do.device)) if isinstance(do, torch.Tensor) else type(do).__name__
+        raise ValueError(f"do is {got}: expected the output's gradient, shaped like q {tuple(q.shape)}, {q.dtype}, "
+                         f"on {q.device}")
+    cfg = model.config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
+                       seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv, causal=causal,
+                       dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous()
+
+
+def bwd_constants(cfg, kernel, stage_bytes=None):
+    """Compile-time constants of a backward kernel, with its launch options."""
+    return dict(GROUP=cfg.group, HEAD_DIM=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
+                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg, kernel, stage_bytes))
+
+
+def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, gpu=None):
+    """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
+    returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
+    head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks)."""
+    cfg, q, k, v, do = prepare_backward("flash2", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
+                                        gpu=gpu)
+    if o.shape != q.shape or lse.shape != q.shape[:3] or lse.dtype != torch.float32:
+        raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
+                         f"{tuple(q.shape)} and {tuple(q.shape[:3])} (torch.float32)")
+    o, lse, t, scale = o.contiguous(), lse.contiguous(), cfg.tiling, cfg.head_dim**-0.5
+    streamed = 2 * cfg.block_kv * triton.next_power_of_2(cfg.head_dim) * cfg.itemsize  # one more buffer of 2 tiles
+    d = torch.empty_like(lse)
+    preprocess_kernel[(t.n_q_blocks, cfg.bh)](o, do, d, cfg.seq, HEAD_DIM=cfg.head_dim,
+                                              BLOCK_D=triton.next_power_of_2(cfg.head_dim), Br=cfg.block_q)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    dkdv_kernel[(cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads)](
+        q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dkdv", streamed))
+    dq = torch.empty_like(q)
+    dq_kernel[(t.n_q_blocks, cfg.bh)](q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale,
+                                      **bwd_constants(cfg, "dq", streamed))
+    return dq, dk, dv
+
+
+class Flash2Attention(torch.autograd.Function):
+    """flash2_attention forward (O and the LSE saved), flash2_attention_backward backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, blocks, backward_blocks, gpu):
+        o, lse = flash2_attention(q, k, v, causal=causal, block_q=blocks[0], block_kv=blocks[1], return_lse=True,
+                                  gpu=gpu)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
+
+
+def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, backward_blocks=None,
+                               gpu=None):
+    """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()
+    fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv: the forward's tiles
+    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's defaults."""
+    backward_blocks = (block_q, block_kv) if backward_blocks is None else tuple(backward_blocks)
+    return Flash2Attention.apply(q, k, v, causal, (block_q, block_kv), backward_blocks, gpu)

@@ -1,0 +1,146 @@
+"""Standard attention's backward pass (Algorithm 3 of the FlashAttention paper), one launch per line, and
+naive_attention_trainable, which autograd can differentiate. The forward saved P (N x N_kv per head);
+the backward reads it, writes dP and dS to HBM and reads them back: the quadratic traffic FlashAttention
+removes. For contrast with kernels/backward.py; gpusim.backward counts the bytes they move.
+
+    dv: dV = Pᵀ dO          one program per K/V block and K/V head, over the group's query heads
+    dp: dP = dO Vᵀ          one program per visited tile, written whole
+    ds: dS = P ∘ (dP - rowsum(P ∘ dP))   one program per row
+    dq: dQ = τ dS K         one program per Q block
+    dk: dK = τ dSᵀ Q        like dv
+"""
+import torch
+import triton
+import triton.language as tl
+
+from .backward import bwd_constants, prepare_backward
+from .naive import naive_attention, row_block_product, tile_product
+from .tiles import first_q_block, kv_blocks_visited, row_offsets
+
+
+@triton.jit
+def _summed_over_queries(A, X, bkv, j, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+                         Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """Σ A_ijᵀ X_i over the query heads of K/V head bkv's group and the Q blocks that see K/V block j:
+    (Bc, d) in fp32. A is an (N, N_kv) matrix per head (P or dS), X an (N, d) one (dO or Q)."""
+    keys = j * Bc + tl.arange(0, Bc)
+    acc = tl.zeros([Bc, BLOCK_D], tl.float32)
+    for g in range(GROUP):
+        bh = bkv * GROUP + g
+        for i in range(first_q_block(j, N, Br, Bc, CAUSAL), tl.cdiv(N, Br)):
+            rows = i * Br + tl.arange(0, Br)
+            a_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]
+            a_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
+            a_ij = tl.load(A + bh * N * N_KV + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
+            x_offs, x_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
+            x_i = tl.load(X + bh * N * HEAD_DIM + x_offs, mask=x_mask, other=0.0)  # read Br*d
+            acc += tl.dot(tl.trans(a_ij), x_i, input_precision="ieee")
+    return acc
+
+
+@triton.jit
+def dv_kernel(P, dO, dV, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    j = tl.program_id(0)  # K/V block
+    bkv = tl.program_id(1).to(tl.int64)  # b * H_kv + kv head
+    dv = _summed_over_queries(P, dO, bkv, j, N, N_KV, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)
+    offs, mask = row_offsets(j * Bc + tl.arange(0, Bc), N_KV, HEAD_DIM, BLOCK_D)
+    tl.store(dV + bkv * N_KV * HEAD_DIM + offs, dv.to(dV.dtype.element_ty), mask=mask)  # write Bc*d
+
+
+@triton.jit
+def dk_kernel(dS, Q, dK, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    j = tl.program_id(0)
+    bkv = tl.program_id(1).to(tl.int64)
+    dk = _summed_over_queries(dS, Q, bkv, j, N, N_KV, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL) * scale
+    offs, mask = row_offsets(j * Bc + tl.arange(0, Bc), N_KV, HEAD_DIM, BLOCK_D)
+    tl.store(dK + bkv * N_KV * HEAD_DIM + offs, dk.to(dK.dtype.element_ty), mask=mask)  # write Bc*d
+
+
+@triton.jit
+def dp_kernel(dO, V, dP, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    tile_product(dO, V, dP, N, N_KV, 1.0, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dP = dO Vᵀ, tile by tile
+
+
+@triton.jit
+def ds_kernel(P, dP, dS, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_N: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr):
+    row = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    at = (bh * N + row) * N_KV
+    # The row's part of the tiles the forward wrote (all of it unless causal). P is 0 at masked keys, so dS is.
+    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, N_KV) if CAUSAL else N_KV
+    if ONE_PASS:  # the row's P and dP fit in SRAM: read each once
+        cols = tl.arange(0, BLOCK_N)
+        p = tl.load(P + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read n
+        dp = tl.load(dP + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read n
+        ds = p * (dp - tl.sum(p * dp, 0))
+        tl.store(dS + at + cols, ds.to(dS.dtype.element_ty), mask=cols < n)  # write n
+    else:  # streamed in chunks of Bc: a pass for rowsum(P ∘ dP), one for dS
+        d_row = 0.0
+        for c in range(0, n, Bc):
+            cols = c + tl.arange(0, Bc)
+            p = tl.load(P + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read Bc
+            dp = tl.load(dP + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read Bc
+            d_row += tl.sum(p * dp, 0)
+        for c in range(0, n, Bc):
+            cols = c + tl.arange(0, Bc)
+            p = tl.load(P + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read Bc
+            dp = tl.load(dP + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read Bc
+            tl.store(dS + at + cols, (p * (dp - d_row)).to(dS.dtype.element_ty), mask=cols < n)  # write Bc
+
+
+@triton.jit
+def dq_kernel(dS, K, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    row_block_product(dS, K, dQ, N, N_KV, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
+
+
+def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, gpu=None):
+    """(dq, dk, dv) of attention for the output gradient do, from the P that naive_attention(...,
+    return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
+    visited tiles). Gradients in q's dtype; dk, dv summed over each K/V head's group."""
+    cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
+                                        gpu=gpu)
+    if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
+        raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
+                         f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
+    p, t, scale = p.contiguous(), cfg.tiling, cfg.head_dim**-0.5
+    kv_grid = (t.n_kv_blocks, cfg.batch * cfg.kv_heads)
+    dv = torch.empty_like(v)
+    dv_kernel[kv_grid](p, do, dv, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dv"))
+    dp = torch.empty_like(p)
+    dp_kernel[(t.n_q_blocks * t.n_kv_blocks, cfg.bh)](do, v, dp, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dp"))
+    ds = torch.empty_like(p)
+    ds_kernel[(cfg.seq, cfg.bh)](p, dp, ds, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
+                                 BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv)
+    del dp  # freed before dQ and dK are allocated: the peak is P, dP and dS together
+    dq = torch.empty_like(q)
+    dq_kernel[(t.n_q_blocks, cfg.bh)](ds, k, dq, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dq"))
+    dk = torch.empty_like(k)
+    dk_kernel[kv_grid](ds, q, dk, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dk"))
+    return dq, dk, dv
+
+
+class NaiveAttention(torch.autograd.Function):
+    """naive_attention forward (P saved), naive_attention_backward backward, on the same tiles."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, block_q, block_kv, gpu):
+        o, p = naive_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu, return_p=True)
+        ctx.save_for_backward(q, k, v, p)
+        ctx.options = dict(causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
+
+
+def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
+    """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
+    same tiles: block_q, block_kv, or gpusim.backward's defaults for naive attention (which fit the forward)."""
+    cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)[0]
+    return NaiveAttention.apply(q, k, v, causal, cfg.block_q, cfg.block_kv, gpu)

@@ -1,0 +1,200 @@
+"""The Triton backward kernels (kernels/backward.py, kernels/naive_backward.py) against autograd on the
+float64 reference and against gpusim.backward's counts.
+
+Without a GPU they run in Triton's interpreter (tests/conftest.py) and trace_io checks every byte the
+backward's launches move; with a GPU (TRITON_INTERPRET unset) the gradient tests run compiled, plus
+larger shapes.
+"""
+import json
+import math
+import random
+
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+from test_kernels import CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error
+
+import gpusim_kernels
+from gpusim import backward
+from gpusim_kernels.interpreter import INTERPRETED
+
+TRAINABLE = {"naive": gpusim_kernels.naive_attention_trainable, "flash2": gpusim_kernels.flash2_attention_trainable}
+
+
+def random_case(seed):
+    """Both algorithms in every dtype over 6 seeds; ragged lengths (at least 2 queries and keys, so that no
+    gradient is zero), grouped-query heads, head_dims that are not powers of two."""
+    rng = random.Random(seed)
+    kv_heads = rng.choice([1, 2])
+    return case(["naive", "flash2"][seed % 2], ["fp32", "fp16", "bf16"][seed // 2 % 3], seq=rng.randint(2, 90),
+                seq_kv=rng.randint(2, 90), head_dim=rng.choice([16, 48, 64]), block_q=rng.choice([16, 32, 64]),
+                block_kv=rng.choice([16, 32, 64]), causal=rng.random() < 0.5, batch=rng.choice([1, 2]),
+                heads=kv_heads * rng.choice([1, 2]), kv_heads=kv_heads)
+
+
+SMALL = [random_case(seed) for seed in range(12)] + [
+    case("naive", "fp16", 20, 300, 16, 16, 16, causal=True, heads=2, gpu=TINY_SRAM),  # ds streams each row twice
+    *(case(algo, "fp16", 100, 70, 64, 32, 16, causal=True, heads=4, kv_heads=2) for algo in TRAINABLE),  # ragged
+    *(case(algo, "fp32", 20, 90, 16, 16, 32, causal=True) for algo in TRAINABLE),  # keys no query sees
+    case("flash2", "bf16", 40, 40, 256, 16, 16, causal=True),  # the largest head_dim
+]
+LARGE = [case(algo, dtype, seq, seq_kv, head_dim, None, None, causal, heads=4, kv_heads=2, gpu=None)
+         for algo in TRAINABLE for dtype in ("fp16", "bf16")
+         for seq, seq_kv, head_dim, causal in [(1000, 1500, 80, True), (2048, 2048, 64, False),
+                                               (4096, 4096, 128, True)]]
+
+
+def inputs(c, device, seed=0):
+    """q, k, v (leaves that require grad) and do, standard normal in the case's dtype."""
+    gen = torch.Generator().manual_seed(seed)
+    q_shape, kv_shape = (c["batch"], c["heads"], c["seq"], c["head_dim"]), (c["batch"], c["kv_heads"], c["seq_kv"],
+                                                                              c["head_dim"])
+    q, k, v, do = (torch.randn(s, generator=gen).to(DTYPES[c["dtype"]]).to(device)
+                   for s in (q_shape, kv_shape, kv_shape, q_shape))
+    return q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), do
+
+
+def forward(c, q, k, v):
+    return TRAINABLE[c["algo"]](q, k, v, causal=c["causal"], block_q=c["block_q"], block_kv=c["block_kv"],
+                                gpu=c["gpu"])
+
+
+def reference_grads(q, k, v, do, causal):
+    """Autograd through the float64 reference (its repeat_interleave sums dK, dV over each group)."""
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    gpusim_kernels.reference_attention(q64, k64, v64, causal=causal).backward(do.double())
+    return q64.grad, k64.grad, v64.grad
+
+
+def bound(c):
+    """Each gradient is a matmul with one operand rounded to the dtype (P or dS: relative error <= u), summed in
+    fp32 and rounded once more (u / 2): about 1.5u normwise on random data (measured: at most 1.4u in fp16
+    and bf16). fp32 sums over up to n = max(N, N_kv) terms add about sqrt(n) 2^-24 (measured: 5.3u at n = 82).
+    The bound: 4u + 2 sqrt(n) 2^-24."""
+    return 4 * UNIT_ROUNDOFF[c["dtype"]] + 2 * math.sqrt(max(c["seq"], c["seq_kv"])) * 2.0**-24
+
+
+@pytest.mark.parametrize("device, c", device_cases(SMALL, "cpu", CPU) + device_cases(SMALL + LARGE, "cuda", CUDA))
+def test_loss_backward_matches_float64_autograd(device, c):
+    q, k, v, do = inputs(c, device)
+    (forward(c, q, k, v) * do).sum().backward()  # dLoss/dO = do
+    for name, got, expected in zip("qkv", (q.grad, k.grad, v.grad), reference_grads(q, k, v, do, c["causal"])):
+        assert got.dtype == q.dtype and got.shape == expected.shape
+        assert relative_error(got, expected) <= bound(c), name
+
+
+def backward_io(c, q, k, v, do):
+    """trace_io of the backward's launches only: the forward runs outside the trace."""
+    out = forward(c, q, k, v)
+    return gpusim_kernels.trace_io(torch.autograd.grad, out, (q, k, v), do, by_kernel=True)
+
+
+@CPU
+@pytest.mark.parametrize("c", SMALL, ids=case_id)
+def test_backward_bytes_equal_gpusim_counts(c):
+    q, k, v, do = inputs(c, "cpu", seed=1)
+    shape = {key: value for key, value in c.items() if key not in ("algo", "gpu")}
+    counted = backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"]))
+    assert backward_io(c, q, k, v, do) == counted
+
+
+@CPU
+def test_default_tiles_are_gpusims():
+    c = case("flash2", "fp16", 300, 200, 64, None, None, causal=True, heads=2)
+    q, k, v, do = inputs(c, "cpu")
+    cfg = backward.config("flash2", seq=300, seq_kv=200, head_dim=64, heads=2, kv_heads=1, causal=True)
+    assert (cfg.block_q, cfg.block_kv) == (128, 32)
+    assert backward_io(c, q, k, v, do) == backward.count(cfg)
+
+
+RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
+DEVICE = "cpu" if INTERPRETED else "cuda"
+
+
+@RUNS
+@pytest.mark.parametrize("algo", TRAINABLE)
+def test_dk_dv_are_summed_over_the_group(algo):
+    c = case(algo, "fp32", 40, 40, 16, 16, 16, causal=True, heads=4, kv_heads=2)
+    q, k, v, do = inputs(c, DEVICE)
+    forward(c, q, k, v).backward(do)
+    k4, v4 = (x.detach().repeat_interleave(2, dim=1).requires_grad_() for x in (k, v))
+    forward(dict(c, kv_heads=4), q.detach(), k4, v4).backward(do)  # every query head with its own K/V copy
+    for grouped, per_head in ((k.grad, k4.grad), (v.grad, v4.grad)):
+        torch.testing.assert_close(grouped, per_head.view(1, 2, 2, 40, 16).sum(dim=2), rtol=1e-5, atol=1e-5)
+
+
+@RUNS
+def test_sum_backward_passes_an_expanded_gradient():
+    c = case("flash2", "fp16", 33, 33, 16, 16, 16)
+    q, k, v, _ = inputs(c, DEVICE)
+    forward(c, q, k, v).sum().backward()  # dO is a stride-0 view of one 1.0: copied contiguous first
+    expected = reference_grads(q, k, v, torch.ones_like(q), False)
+    assert relative_error(q.grad, expected[0]) <= bound(c)
+
+
+@RUNS
+@pytest.mark.parametrize("fn, args, message", [
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse, q[:, :, :8]),
+     "do is ((1, 1, 8, 16), torch.float16, "),
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse, q.float()),
+     "expected the output's gradient, shaped like q (1, 1, 32, 16), torch.float16"),
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse.half(), q), "o (1, 1, 32, 16) and lse (1, 1, 32) "
+                                                                    "(torch.float16) must be the forward's"),
+    ("naive", lambda q, k, v, o, lse: (q, k, v, q, q), "p is (1, 1, 32, 16) (torch.float16): expected the forward's P"),
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse, "grad"), "do is str: expected the output's gradient"),
+])
+def test_bad_backward_input_raises_one_line(fn, args, message):
+    q, k, v = (torch.randn(1, 1, 32, 16, dtype=torch.float16, device=DEVICE) for _ in range(3))
+    o, lse = gpusim_kernels.flash2_attention(q, k, v, return_lse=True)
+    launcher = {"flash2": gpusim_kernels.flash2_attention_backward,
+                "naive": gpusim_kernels.naive_attention_backward}[fn]
+    with pytest.raises(ValueError) as err:
+        launcher(*args(q, k, v, o, lse))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+def test_backward_blocks_are_checked():
+    q, k, v = (torch.randn(1, 1, 32, 16, device=DEVICE, requires_grad=True) for _ in range(3))
+    out = gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=(24, 16))
+    with pytest.raises(ValueError, match="block_q=24 must be a power of two >= 16"):
+        out.sum().backward()
+
+
+@CPU
+def test_bench_bwd_smoke(tmp_path):
+    from gpusim_kernels import bench_bwd
+    out = tmp_path / "bench_bwd.json"
+    assert bench_bwd.main(["--smoke", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["provider"], r["pass"]) for r in rows} == {(p, s) for p in bench_bwd.ORDER for s in ("bwd", "fwd+bwd")}
+    timed = [r for r in rows if "error" not in r]
+    assert {"flash2", "torch_naive"} <= {r["provider"] for r in timed}  # the SDPA backends may refuse the CPU
+    for r in timed:
+        assert {"provider", "pass", "dtype", "head_dim", "causal", "seq", "batch", "heads", "ms", "tflops",
+                "peak_bytes"} <= r.keys()
+        flops = backward.nominal_flops(r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"])
+        assert r["tflops"] * r["ms"] * 1e9 == pytest.approx(flops * (1.4 if r["pass"] == "fwd+bwd" else 1))
+
+
+def test_ncu_compares_backward_kernels_with_gpusim_backward():
+    from gpusim_kernels import ncu
+    assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [
+        "dkdv", "dk", "dq", "preprocess"]
+    entry = {"seq": 1024, "head_dim": 64, "causal": True, "dtype": "fp16", "batch": 16, "heads": 32, "algo": "flash2",
+             "pass": "backward", "block_q": 128, "block_kv": 32, "kernels": ["preprocess", "dkdv", "dq"]}
+    cfg = backward.config("flash2", **{k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads",
+                                                              "block_q", "block_kv")}, gpu=ncu.PRESET)
+    counts, touched = backward.count(cfg), backward.first_touch(cfg)
+    launches = []
+    for kernel in entry["kernels"]:  # a GPU that moved exactly what gpusim counts, 10% more DRAM reads
+        sm = [sum(rw[i] for (k, _), rw in counts.items() if k == kernel) for i in (0, 1)]
+        dram = [sum(rw[i] for (k, _), rw in touched.items() if k == kernel) for i in (0, 1)]
+        launches.append({"kernel_name": f"{kernel}_kernel", "l2_to_sm_bytes": sm[0], "sm_to_l2_bytes": sm[1],
+                         "dram_read_bytes": 1.1 * dram[0], "dram_write_bytes": dram[1], "time_s": 1e-3})
+    rows = ncu.compare(launches, [entry])
+    assert {r["kernel"] for r in rows} == {"flash2 bwd preprocess", "flash2 bwd dkdv", "flash2 bwd dq"}
+    assert {r["quantity"]: r["rel_err"] for r in rows if r["kernel"] == "flash2 bwd dkdv"} == pytest.approx(
+        {"l2_to_sm_bytes": 0, "sm_to_l2_bytes": 0, "dram_read_bytes": 1 / 1.1 - 1, "dram_write_bytes": 0})
+    assert "| flash2 bwd dq | l2_to_sm_bytes | 2% | 1 | 100% | 0.0% |" in ncu.format_summary(rows)

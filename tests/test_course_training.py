@@ -1,0 +1,68 @@
+"""gpusim_course.training: the numbers the training notebook shows, each checked by hand or against the
+model, and the Figure 2 table of docs/backward.md against what gpusim computes now."""
+import re
+from pathlib import Path
+
+import pytest
+
+from gpusim import backward
+from gpusim_course import training
+
+
+def test_saved_rows_grow_quadratically_for_naive_linearly_for_flash():
+    small, big = training.saved_rows((1024, 8192), head_dim=64, heads=16)
+    assert small["naive_P_bytes"] == 16 * 1024 * 1024 * 2
+    assert (small["flash_O_bytes"], small["flash_LSE_bytes"]) == (16 * 1024 * 64 * 2, 16 * 1024 * 4)
+    assert big["naive_P_bytes"] == 64 * small["naive_P_bytes"]  # 8x longer: 64x the bytes
+    assert big["flash_O_bytes"] + big["flash_LSE_bytes"] == 8 * (small["flash_O_bytes"] + small["flash_LSE_bytes"])
+
+
+def test_bytes_saved_per_layer_by_hand():
+    n, d, h, e = 2048, 128, 32, 2
+    assert training.bytes_saved_per_layer(n, d, h) == h * n * n * e - h * n * d * e - h * n * 4
+
+
+def test_backward_steps_mark_the_recomputation():
+    steps = training.backward_steps("flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
+    kernels = [s["kernel"] for s in steps]
+    assert kernels == sorted(kernels, key=["preprocess", "dkdv", "dq"].index)  # three launches in order
+    tiles = [s for s in steps if s["recomputes"]]
+    assert {s["kernel"] for s in tiles} == {"dkdv", "dq"} and all(s["tile"][1] is not None for s in tiles)
+    assert all("P" not in s["loads"] for s in steps)  # P is never read: it is recomputed
+    naive = training.backward_steps("naive", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
+    assert not any(s["recomputes"] for s in naive) and any("P" in s["loads"] for s in naive)
+
+
+def test_dq_updates_count_one_atomic_add_per_tile():
+    rows = training.dq_updates(512, 64, block_q=128, block_kv=32, causal=True)
+    cfg = backward.config("flash2", seq=512, head_dim=64, block_q=128, block_kv=32, causal=True)
+    assert sum(r["atomic_adds"] for r in rows) == cfg.kv_tiling.tiles
+    assert rows[0]["atomic_adds"] == 1 and rows[-1]["atomic_adds"] == 4  # the last rows see all 4 K/V blocks
+    assert rows[-1]["atomic_bytes"] == 2 * 4 * 32 * 64 * 4  # read and write 32 x 64 fp32 per add
+    assert {r["dq_kernel_write_bytes"] for r in rows} == {32 * 64 * 2}
+
+
+def test_model_memory_rows_and_where_naive_runs_out():
+    longest = training.longest_trainable(layers=24, heads=16, head_dim=64, batch=8, gpu="A100-40GB")
+    rows = training.model_memory_rows((longest["naive"], longest["naive"] + 1), layers=24, heads=16, head_dim=64,
+                                      batch=8, gpu="A100-40GB")
+    assert rows[0]["naive_fits"] and not rows[1]["naive_fits"] and rows[1]["flash2_fits"]
+    assert rows[0]["flash2_saved_bytes"] < rows[0]["naive_saved_bytes"] < rows[0]["naive_peak_bytes"]
+    assert longest["flash2"] > 8 * longest["naive"]
+
+
+def test_backward_flops_ratio():
+    for causal in (False, True):
+        ratios = training.backward_flops_ratio(seq=1024, head_dim=64, causal=causal)
+        assert ratios["convention"] == 2.5
+        assert ratios["naive"] == 2.0 and ratios["flash1"] == 2.5
+        assert ratios["flash2"] == pytest.approx(3.5, rel=0.01)  # causal: its two kernels' partial tiles differ
+
+
+def test_figure2_table_in_the_docs_is_what_gpusim_computes():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "backward.md").read_text()
+    for row in training.figure2_left():
+        cells = " | ".join(f"{row[k]:.1f}" for k in ("fwd_GB", "bwd_GB", "total_GB", "dram_GB"))
+        assert f"| {row['algo']} | {cells} |" in doc
+    causal = {r["algo"]: f"{r['total_GB']:.1f}" for r in training.figure2_left(causal=True)}
+    assert re.search(rf"naive {causal['naive']}, flash1 {causal['flash1']}, flash2 {causal['flash2']} GB", doc)
