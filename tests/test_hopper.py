@@ -188,7 +188,7 @@ def compile(mask, causal):
         return "failed"
     return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
 
-print(json.dumps({"table": compile("every", False), "branch": compile("branch", True), "split": compile("split", True)}))
+print(json.dumps(dict(table=compile("every", False), branch=compile("branch", True), split=compile("split", True))))
 """
 
 
