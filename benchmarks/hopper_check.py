@@ -8,11 +8,12 @@ flash backends on an sm_90 GPU, in one run, and the table CONFIGS of kernels/hop
 1. A pool of worker processes compiles every variant into Triton's cache (and reports its registers,
    spills, shared memory and descriptor scratch); nothing is timed while they compile.
 2. Groups (d, causal, N), d = 128 and 64, N = 4096 and 16384, batch = 16384 / N, heads = 2048 / d, fp16:
-   SDPA cuDNN and flash, every variant of VARIANTS, the 4 fastest causal ones again with the longest programs
+   SDPA cuDNN and flash, every variant of variants(), the 4 fastest causal ones again with the longest programs
    first (lpt_heads 1 and 4), and at d = 128 the 3 fastest in fp8. do_bench's median (warmup 10 ms, rep
    40 ms); TFLOP/s = 4·B·H·N²·d, halved when causal; rel_err against float64 on the first and last 128 query
    rows of batch 0, head 0 (gpusim_kernels.bench.reference_rows); sdpa_diff against SDPA's whole output.
-   --max-seconds stops starting groups; the JSON is rewritten after every group.
+   --max-seconds: no group starts that would end after it (taking as long as the longest so far); the JSON
+   is rewritten after every group.
 3. A short table, and CONFIGS picked from the rows (pick), printed last.
 """
 import argparse
@@ -154,6 +155,20 @@ def median_ms(fn):
     return triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median")
 
 
+def host_us(fn, calls=5):
+    """CPU time to launch fn, the GPU still busy: do_bench's timing includes the part of it beyond the time
+    the GPU takes to clear the L2 before each call (256 MB of writes, about 70 µs on an H200)."""
+    if DEVICE == "cpu":
+        return None
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
 def rel(out, ref):
     return float((out.double() - ref.double()).norm() / ref.double().norm())
 
@@ -165,6 +180,7 @@ def measure(row, fn, check):
         out = fn()
         row["first_call_s"] = time.perf_counter() - start  # a cache hit loads in milliseconds
         row.update(check(out))
+        row["host_us"] = host_us(fn)
         row["ms"] = median_ms(fn)
         row["tflops"] = tflops(row["batch"], row["heads"], row["seq"], row["head_dim"], row["causal"], row["ms"])
     except Exception as err:  # noqa: BLE001 - a launch that fails (shared memory, a backend's limits) is a result
@@ -322,14 +338,16 @@ def run(args, argv):
     result["environment"]["compile_s"] = time.monotonic() - start
     print(f"compiled {sum('error' not in c for c in compiled.values())} of {len(compiled)} kernels in "
           f"{result['environment']['compile_s']:.0f} s", flush=True)
-    deadline = start + args.max_seconds
+    deadline, longest = start + args.max_seconds, 0.0
     for n in SEQS:
         for d in (128, 64):
             for causal in (False, True):
-                if time.monotonic() > deadline:
+                if time.monotonic() + longest > deadline:  # it would not end in time, as long as the longest so far
                     result["skipped_groups"].append(dict(head_dim=d, causal=causal, seq=n))
                     continue
+                group_start = time.monotonic()
                 result["rows"] += measure_group(d, causal, n, compiled, deadline)
+                longest = max(longest, time.monotonic() - group_start)
                 result["environment"]["seconds"] = time.monotonic() - start
                 Path(args.out).write_text(json.dumps(result, indent=1))
                 print(f"group d={d} causal={causal:d} N={n} done at {time.monotonic() - start:.0f} s", flush=True)
@@ -346,7 +364,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="the JSON to write")
     ap.add_argument("--pick", help="a JSON this script wrote: print the CONFIGS it picks")
-    ap.add_argument("--max-seconds", type=float, default=170, help="start no group after this")
+    ap.add_argument("--max-seconds", type=float, default=170, help="end the run by then (compiling: half of it)")
     ap.add_argument("--workers", type=int, help="compile processes (default: the cores, at most 16)")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes in Triton's interpreter (CPU)")
     args = ap.parse_args(argv)
