@@ -83,11 +83,15 @@ def variants(d, causal):
         name = f"{'ws' if ws else 'swp'}-{block_q}x{block_kv}-w{num_warps}-s{num_stages}"
         base = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
                     warp_specialize=ws, mask="every", overlap=False, lpt_heads=0)
-        for overlap in (False,) if ws else (False, True):
-            masks = ("every",) if ws else ("split", "branch", "every")[:3 - overlap] if causal else ("split",)
-            for mask in masks:
-                suffix = ("-overlap" if overlap else "") + (f"-{mask}" if causal and not ws else "")
-                out[name + suffix] = dict(base, mask=mask, overlap=overlap)
+        if ws:
+            out[name] = base
+            continue
+        for overlap in (False, True):
+            if not causal:  # nothing to mask: the mask option changes nothing
+                out[name + "-overlap" * overlap] = dict(base, mask="split", overlap=overlap)
+                continue
+            for mask in ("split", "branch") if overlap else ("split", "branch", "every"):
+                out[f"{name}{'-overlap' * overlap}-{mask}"] = dict(base, mask=mask, overlap=overlap)
     return out
 
 
@@ -101,8 +105,8 @@ def compile_task(key):
     """In a worker process: compile one kernel into Triton's cache; its registers, spills and memory."""
     d, dtype, causal, name = key
     start = time.perf_counter()
-    q, k, v = (randn(1, 1, 256, d, seed) for seed in range(3))  # the divisibility of the timed shapes
-    call = fp8_call(q, k, v) if dtype == "fp8" else (lambda **kw: (q.half(), k.half(), v.half(), kw))
+    x = [randn(1, 1, 256, d, seed) for seed in range(3)]  # the divisibility of the timed shapes
+    call = fp8_call(*x) if dtype == "fp8" else (lambda **kw: (*(t.half() for t in x), kw))
     try:
         q, k, v, kwargs = call(causal=causal, **variants(d, causal)[name])
         if INTERPRETED:  # the smoke run: the kernel runs once, nothing is compiled
@@ -300,7 +304,8 @@ def speedup(without, with_):
 def summary(rows):
     """One line per group: TFLOP/s of SDPA, of the table's launch and of the fastest correct variant (with
     its speed against cuDNN), and what each technique bought there: the best time without it over the best
-    time with it (diag: mask "every" against the diagonal only; fp8: fp16 over fp8)."""
+    time with it (overlap, diag: among software-pipelined launches, diag = mask "every" against the diagonal
+    only; ws: warp-specialized against not; fp8: fp16 over fp8)."""
     cell = lambda r: f"{r['tflops']:6.0f} {r['ratio_vs_cudnn'] or 0:4.2f}x" if r else f"{'-':>12}"  # noqa: E731
     lines = [f"{'d':>3} {'causal':>6} {'N':>5} {'cuDNN':>6} {'flash':>6} {'table':>12} {'best':>12} {'overlap':>7} "
              f"{'diag':>5} {'lpt':>5} {'ws':>5} {'fp8':>5}  best variant"]
@@ -308,11 +313,13 @@ def summary(rows):
         g = [r for r in rows if (r["head_dim"], r["causal"], r["seq"]) == (d, causal, n)]
         sdpa = {r["provider"]: r.get("tflops", 0) for r in g if r["provider"] != "hopper"}
         best = fastest(g)
-        diag = speedup(fastest(g, mask="every"), fastest(g, mask=("split", "branch"))) if causal else "    -"
+        swp = lambda **where: fastest(g, warp_specialize=False, **where)  # noqa: E731 - the options apply to it
+        diagonal = ("split", "branch")
+        diag = speedup(swp(mask="every"), swp(mask=diagonal, overlap=False)) if causal else "    -"
         lpt = speedup(fastest(g, lpt_heads=0), best) if causal else "    -"
         lines.append(f"{d:3d} {causal:6d} {n:5d} {sdpa.get('sdpa_cudnn', 0):6.0f} {sdpa.get('sdpa_flash', 0):6.0f} "
                      f"{cell(fastest(g, **CONFIGS[d, 'fp16', causal]))} {cell(best)} "
-                     f"{speedup(fastest(g, overlap=False), fastest(g, overlap=True)):>7} {diag} {lpt} "
+                     f"{speedup(swp(overlap=False, mask=diagonal), swp(overlap=True)):>7} {diag} {lpt} "
                      f"{speedup(fastest(g, warp_specialize=False), fastest(g, warp_specialize=True))} "
                      f"{speedup(best, fastest(g, 'fp8'))}  {best['variant'] if best else '-'}")
     return "\n".join(lines)

@@ -239,7 +239,10 @@ def compiled_kernel(q, k, v, *, causal=False, fp8_scale=None, **launch):
     Needs an sm_90 GPU: the interpreter compiles nothing."""
     if INTERPRETED:
         raise RuntimeError("compiled_kernel needs an sm_90 GPU: Triton's interpreter compiles nothing")
-    return _launch(q, k, v, causal, fp8_scale, launch, warmup=True)[2]
+    if set(launch) - set(WS):
+        raise ValueError(f"unknown launch options {', '.join(sorted(set(launch) - set(WS)))}: they are "
+                         f"{', '.join(WS)}")
+    return _launch(q, k, v, causal, fp8_scale, {**dict.fromkeys(WS), **launch}, warmup=True)[2]
 
 
 def descriptor_scratch_bytes(*, batch, heads, seq, block_q):
