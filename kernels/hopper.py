@@ -1,27 +1,28 @@
-"""FlashAttention-2's forward pass specialised for Hopper (sm_90), with the three tricks the source material
-lists under "FlashAttention-3: Hopper Architecture", as far as triton 3.6.0 exposes them:
+"""FlashAttention-2's forward pass specialised for Hopper (sm_90) with the techniques of FlashAttention-3
+(Shah et al. 2024, "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision"), as
+far as triton 3.6.0 expresses them. Each is a launch option of this one kernel (hopper_attention); the
+table CONFIGS picks them per head_dim, dtype and causal:
 
-- "Asynchronous data movement: the H100's TMA (Tensor Memory Accelerator) can copy data while computing".
-  Q, K and V tiles move through tensor descriptors: one TMA instruction copies a whole (rows, d) tile from
-  HBM into SRAM, with no per-thread addresses, and zero-pads the rows past the end of the sequence. The
-  software pipeline (tl.range(num_stages=...)) issues the copy of K_{j+1}, V_{j+1} while the tensor cores
-  still work on K_j, V_j: the SRAM holds Q_i and num_stages buffers of (K_j, V_j).
-- "Warp specialization: different warps (groups of 32 threads) handle different tasks simultaneously".
-  With warp_specialize=True the compiler splits the K/V loop between a producer warp group that only
-  issues TMA copies (and gives its registers to the others with setmaxnreg) and two consumer warp groups,
-  64 rows of Q_i each, that run the matmuls and the softmax; SRAM barriers hand the tiles over.
-- "FP8 tensor cores: run attention in FP8 precision, 2x the throughput of FP16". e4m3 inputs with
-  per-tensor scales (see hopper_attention); both matmuls run on fp8 tensor cores with fp32 accumulators,
-  and the output is fp16, as in FlashAttention-3. An fp8 wgmma reads both operands K-major, so V is kept
-  transposed in HBM (to_fp8(v, k_major=True) writes it so as it quantises). FlashAttention-3 transposes
-  V_j in SRAM instead; in Triton that goes through registers and halved the fp8 speed (docs/hopper.md).
+- TMA (Sec. 3.1, producer-consumer asynchrony): Q, K, V tiles move through tensor descriptors, one TMA
+  copy per (rows, d) tile, zero-padded past the end of the sequence; tl.range(num_stages=...) issues the
+  copy of K_{j+1}, V_{j+1} while the tensor cores still work on K_j, V_j.
+- warp_specialize (Sec. 3.1, warp specialization): a producer warp group only issues TMA copies (and gives
+  its registers away with setmaxnreg); two consumer warp groups, 64 rows of Q_i each, multiply and
+  exponentiate. Sec. 3.1's ping-pong scheduling of the two consumers triton 3.6 cannot express.
+- overlap (Sec. 3.2, intra-warpgroup overlapping of softmax and GEMMs): the softmax of S_j runs while
+  P_{j-1} V_{j-1} is still on the tensor cores (_attend).
+- mask (causal): only the blocks that cross the diagonal are masked, behind a branch or in a second loop.
+- lpt_heads (causal): the programs with the most K/V blocks start first (_program).
+- fp8 (Sec. 3.3, low precision): e4m3 inputs with per-tensor scales, both matmuls on fp8 tensor cores with
+  fp32 accumulators, fp16 output. An fp8 wgmma reads both operands K-major, so V is kept transposed in
+  HBM (to_fp8(v, k_major=True) writes it so as it quantises); FlashAttention-3 transposes V_j in SRAM,
+  which in Triton goes through registers and halved the fp8 speed (docs/hopper.md).
+The softmax runs in base 2: log2(e) is folded into the 1/sqrt(d) multiply, one exp2 per score.
 
-The softmax also runs in base 2: the scores are prescaled by log2(e) (folded into the 1/sqrt(d) multiply),
-so every exponential is a single exp2 instruction.
-
-The tiles are flash2's, so gpusim counts this kernel as algo "hopper" with flash2's bytes: one program
-per (batch, head, Q block) reads Q_i once and each K_j, V_j it visits once, and writes O_i (fp16 for fp8
-inputs) and the log-sum-exp (fp32) once. The asynchrony changes when the bytes move, not how many.
+The tiles are flash2's, so gpusim counts this kernel as algo "hopper" with flash2's bytes, whatever the
+options: one program per (batch, head, Q block) reads Q_i once and each K_j, V_j it visits once, and
+writes O_i (fp16 for fp8 inputs) and the log-sum-exp (fp32) once. The options change when the bytes move
+and in which order the programs run, not how many bytes move.
 """
 import math
 
@@ -37,19 +38,24 @@ from .interpreter import INTERPRETED
 from .tiles import keep, kv_blocks_visited
 
 FP8 = torch.float8_e4m3fn
+DESCRIPTOR_BYTES = 128  # one TMA descriptor (CUtensorMap) made in the kernel
 E4M3_MAX = 448.0  # the largest finite e4m3 value
-P_SCALE = tl.constexpr(256.0)  # fp8: P in [0, 1] goes to the PV matmul as P * 256, see _attend
+P_SCALE = tl.constexpr(256.0)  # fp8: P in [0, 1] goes to the PV matmul as P * 256, see _softmax
 LOG2E, LN2 = math.log2(math.e), tl.constexpr(math.log(2))
 OUT_DTYPES = {torch.float16: torch.float16, torch.bfloat16: torch.bfloat16, FP8: torch.float16}
 DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16", FP8: "fp8"}
 HEAD_DIMS = (64, 128)
-# (head_dim, dtype, causal) -> launch: the fastest correct variant on the H200 (benchmarks/hopper_check.py,
-# "chosen" in results/h200/hopper_check.json); bf16 takes fp16's. block_q = 128 rows are two warp groups of
-# 64, one wgmma row block each. WS: warp-specialized, 4 warps per warp group, one producer and two consumers
-# (12 warps); triton 3.6 computes it right only at num_stages=2 and 128 x 128 tiles. SWP: software-pipelined
-# only, on 8 warps, two warp groups that each load, multiply and exponentiate.
-WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=True)
-SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False)
+# (head_dim, dtype, causal) -> launch: the fastest correct variant on the H200 (benchmarks/hopper_check.py
+# picks it from its JSON and prints this table); bf16 takes fp16's. block_q = 128 rows are two warp groups
+# of 64, one wgmma row block each. WS: warp-specialized, 4 warps per warp group, one producer and two
+# consumers (12 warps), every causal block masked (the specializer takes one loop without branches).
+# SWP: software-pipelined only, on 8 warps, two warp groups that each load, multiply and exponentiate;
+# the causal diagonal masked in a second loop.
+WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=True, mask="every", overlap=False,
+          lpt_heads=0)
+SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False, mask="split", overlap=False,
+           lpt_heads=0)
+MASKS = ("every", "branch", "split")
 CONFIGS = {
     (64, "fp16", False): WS, (64, "fp16", True): {**SWP, "block_kv": 64},
     (64, "fp8", False): SWP, (64, "fp8", True): {**SWP, "block_kv": 64},
@@ -60,37 +66,104 @@ CONFIGS |= {(d, "bf16", causal): CONFIGS[d, "fp16", causal] for d in HEAD_DIMS f
 
 
 @triton.jit
-def _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, lo, hi, N_KV, qk_scale, Bc: tl.constexpr,
-            CAUSAL: tl.constexpr, MASKED: tl.constexpr, FP8: tl.constexpr, STAGES: tl.constexpr,
-            WARP_SPECIALIZE: tl.constexpr):
-    """The online softmax over K/V blocks lo..hi-1. MASKED: blocks that cross the causal diagonal or the end
-    of the keys; the others need no mask at all."""
-    for j in tl.range(lo, hi, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
-        k_j = k_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM, issued STAGES-1 blocks ahead
-        s_ij = tl.dot(q_i, k_j.T) * qk_scale  # wgmma, Q_i and K_j from SRAM; S_ij in registers, log2 units
-        if MASKED:
-            s_ij = tl.where(keep(rows, j * Bc + tl.arange(0, Bc), N_KV, CAUSAL), s_ij, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s_ij, 1))  # finite: block 0 holds key 0, which every row sees
-        p_ij = tl.math.exp2(s_ij - m_new[:, None])  # in registers
-        alpha = tl.math.exp2(m_i - m_new)  # rescales what was summed under the old max
-        if FP8:  # P scaled so that its small values stay on e4m3's grid: below 2**-9 / 256 they round to 0
-            v_j = v_desc.load([0, j * Bc]).T  # TMA: read d*Bc of V^T into SRAM; the transpose is a view
-            p_mma = (p_ij * P_SCALE).to(tl.float8e4nv)
-        else:
-            v_j = v_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM
-            p_mma = p_ij.to(v_j.dtype)
-        acc = tl.dot(p_mma, v_j, acc * alpha[:, None])  # wgmma, P_ij from registers, V_j from SRAM
-        l_i = l_i * alpha + tl.sum(p_ij, 1)
-        m_i = m_new
-    return acc, l_i, m_i
+def _program(N, Br: tl.constexpr, lpt_heads):
+    """(Q block i, b * H + h) of this program in a 1-d grid of n_q_blocks * B * H. lpt_heads = 0: the Q
+    blocks of one head in order, head after head. lpt_heads = G > 0, for causal launches: the longest
+    programs first, as FlashAttention-3's causal scheduler orders them. Heads go in groups of G (whose K/V
+    share the L2); within a group every head's last Q block (the most K/V blocks) starts first, then the
+    one before it. The hardware hands the next program to whichever SM frees up, so the short programs
+    fill the tail of the launch instead of the long ones."""
+    pid = tl.program_id(0)
+    n_q = tl.cdiv(N, Br)
+    g = tl.maximum(lpt_heads, 1)
+    group = pid // (n_q * g)
+    heads = tl.minimum(g, tl.num_programs(0) // n_q - group * g)  # the last group may be short
+    r = pid - group * n_q * g
+    # selects, not a branch: triton 3.6's warp specializer fails on a kernel with one before its loop
+    i = tl.where(lpt_heads > 0, n_q - 1 - r // heads, pid % n_q)
+    return i, tl.where(lpt_heads > 0, group * g + r % heads, pid // n_q)
 
 
 @triton.jit
-def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, GROUP: tl.constexpr, D: tl.constexpr,
-                  Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr, RAGGED: tl.constexpr,
-                  FP8: tl.constexpr, STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    i = tl.program_id(0)  # Q block
-    bh = tl.program_id(1).to(tl.int64)  # b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
+def _scores(q_i, k_desc, j, qk_scale, Bc: tl.constexpr):
+    k_j = k_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM, issued STAGES-1 blocks ahead
+    return tl.dot(q_i, k_j.T) * qk_scale  # wgmma, Q_i and K_j from SRAM; S_ij in registers, log2 units
+
+
+@triton.jit
+def _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc: tl.constexpr, CAUSAL: tl.constexpr, RAGGED: tl.constexpr,
+             MASK: tl.constexpr, FP8: tl.constexpr, P_DTYPE: tl.constexpr):
+    """The online softmax of block j: P_ij in the PV matmul's dtype, alpha (rescales what was summed under
+    the old max), l_i and m_i. MASK "none": no score of the block is hidden; "every": the mask is computed;
+    "branch": computed only for the blocks j >= mask_from, behind a branch every thread takes the same way."""
+    if MASK == "every":
+        s_ij = _mask(s_ij, rows, j * Bc + tl.arange(0, Bc), N_KV, CAUSAL, RAGGED)
+    elif MASK == "branch":
+        if j >= mask_from:
+            s_ij = _mask(s_ij, rows, j * Bc + tl.arange(0, Bc), N_KV, CAUSAL, RAGGED)
+    m_new = tl.maximum(m_i, tl.max(s_ij, 1))  # finite: block 0 holds key 0, which every row sees
+    p_ij = tl.math.exp2(s_ij - m_new[:, None])  # in registers
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p_ij, 1)
+    # fp8: P goes to the matmul as P * 256, so that its small values stay on e4m3's grid (below 2**-9 / 256
+    # they round to 0); l_i sums the unquantised P
+    p_mma = (p_ij * P_SCALE if FP8 else p_ij).to(P_DTYPE)
+    return p_mma, alpha, l_i, m_new
+
+
+@triton.jit
+def _mask(s_ij, rows, keys, N_KV, CAUSAL: tl.constexpr, RAGGED: tl.constexpr):
+    """-inf where the key is hidden. Without a ragged end every visited key exists: one compare per score."""
+    if RAGGED:
+        return tl.where(keep(rows, keys, N_KV, CAUSAL), s_ij, float("-inf"))
+    return tl.where(keys[None, :] <= rows[:, None], s_ij, float("-inf"))
+
+
+@triton.jit
+def _pv(acc, p_mma, v_desc, j, Bc: tl.constexpr, FP8: tl.constexpr):
+    if FP8:
+        v_j = v_desc.load([0, j * Bc]).T  # TMA: read d*Bc of V^T into SRAM; the transpose is a view
+    else:
+        v_j = v_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM
+    return tl.dot(p_mma, v_j, acc)  # wgmma, P_ij from registers, V_j from SRAM
+
+
+@triton.jit
+def _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, lo, hi, mask_from, N_KV, qk_scale, Bc: tl.constexpr,
+            CAUSAL: tl.constexpr, RAGGED: tl.constexpr, MASK: tl.constexpr, FP8: tl.constexpr,
+            STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, OVERLAP: tl.constexpr):
+    """The online softmax over K/V blocks lo..hi-1, each K_j and V_j read once."""
+    if not OVERLAP:  # FlashAttention-2's order: S_j, its softmax, P_j V_j
+        for j in tl.range(lo, hi, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
+            s_ij = _scores(q_i, k_desc, j, qk_scale, Bc)
+            p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
+                                              FP8, v_desc.dtype)
+            acc = _pv(acc * alpha[:, None], p_mma, v_desc, j, Bc, FP8)
+    elif hi > lo:
+        # FlashAttention-3, Sec. 3.2 (intra-warpgroup overlapping of softmax and GEMMs), as triton 3.6 can
+        # express it: its pipeliner leaves a wgmma in flight only while nothing in the loop reads the result,
+        # so the loop is rotated. Iteration j exponentiates S_j (computed in iteration j-1) while P_{j-1} V_{j-1}
+        # still runs on the tensor cores, then issues S_{j+1} (whose wait also retires P_{j-1} V_{j-1}) and
+        # P_j V_j, which runs into the next iteration's softmax.
+        s_ij = _scores(q_i, k_desc, lo, qk_scale, Bc)
+        for j in tl.range(lo, hi - 1, num_stages=STAGES):
+            p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
+                                              FP8, v_desc.dtype)
+            s_ij = _scores(q_i, k_desc, j + 1, qk_scale, Bc)
+            acc = _pv(acc * alpha[:, None], p_mma, v_desc, j, Bc, FP8)
+        p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, hi - 1, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
+                                          FP8, v_desc.dtype)
+        acc = _pv(acc * alpha[:, None], p_mma, v_desc, hi - 1, Bc, FP8)
+    return acc, l_i, m_i
+
+
+@triton.jit(do_not_specialize=["lpt_heads"])  # one compiled kernel for every order
+def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_heads, GROUP: tl.constexpr,
+                  D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr, RAGGED: tl.constexpr,
+                  FP8: tl.constexpr, STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, MASK: tl.constexpr,
+                  OVERLAP: tl.constexpr):
+    i, bh = _program(N, Br, lpt_heads)  # Q block, b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
+    bh = bh.to(tl.int64)
     # A TMA descriptor per (batch, head) matrix: its shape stops the copies at row N (N_KV), so the last
     # tile of a ragged sequence is zero-padded in SRAM and only its real rows move.
     q_desc = tl.make_tensor_descriptor(Q + bh * N * D, shape=[N, D], strides=[D, 1], block_shape=[Br, D])
@@ -111,18 +184,20 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, GROUP: 
     l_i = tl.zeros([Br], tl.float32)  # running row sum of exp2(s - m_i), in registers
     acc = tl.zeros([Br, D], tl.float32)  # O_i not yet divided by l_i, in registers
     n_blocks = kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)  # blocks 0 .. J_i, as gpusim's schedule visits them
-    if WARP_SPECIALIZE:  # the warp specializer partitions one loop: masked throughout if anything is masked
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_blocks, N_KV, qk_scale, Bc, CAUSAL,
-                                CAUSAL or RAGGED, FP8, STAGES, True)
-    else:  # blocks whose keys all exist and lie left of the diagonal need no mask; then the rest
-        n_full = N_KV // Bc
-        if CAUSAL:
-            n_full = tl.minimum(n_full, i * Br // Bc)
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_full, N_KV, qk_scale, Bc, CAUSAL,
-                                False, FP8, STAGES, False)
-        if CAUSAL or RAGGED:
-            acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, n_full, n_blocks, N_KV, qk_scale, Bc,
-                                    CAUSAL, True, FP8, STAGES, False)
+    # Blocks 0 .. n_full-1 have all their keys and lie left of the diagonal: they need no mask (causal
+    # masking of the diagonal blocks only, as FlashAttention-2 (Sec. 3.1.1) and -3 do). "every" masks them too.
+    n_full = N_KV // Bc
+    if CAUSAL:
+        n_full = tl.minimum(n_full, i * Br // Bc)
+    if MASK == "split" and (CAUSAL or RAGGED):  # two loops: the blocks that need no mask, then the rest
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_full, n_full, N_KV, qk_scale, Bc,
+                                CAUSAL, RAGGED, "none", FP8, STAGES, WARP_SPECIALIZE, OVERLAP)
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, n_full, n_blocks, n_full, N_KV, qk_scale,
+                                Bc, CAUSAL, RAGGED, "every", FP8, STAGES, WARP_SPECIALIZE, OVERLAP)
+    else:  # one loop, masked as MASK says if any key is hidden
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_blocks, n_full, N_KV, qk_scale, Bc,
+                                CAUSAL, RAGGED, MASK if CAUSAL or RAGGED else "none", FP8, STAGES, WARP_SPECIALIZE,
+                                OVERLAP)
     # O_i leaves by ordinary 16-byte stores: the warp specializer splits acc between its consumer warp
     # groups, and triton 3.6 cannot split a TMA store the same way.
     o_offs = (bh * N + rows[:, None]) * D + tl.arange(0, D)[None, :]
@@ -131,8 +206,8 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, GROUP: 
     tl.store(LSE + bh * N + rows, (m_i + tl.math.log2(l_i)) * LN2, mask=rows < N)  # write Br (fp32)
 
 
-def hopper_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, return_lse=False, fp8_scale=None,
-                     num_warps=None, num_stages=None, warp_specialize=None):
+def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None, block_q=None, block_kv=None,
+                     num_warps=None, num_stages=None, warp_specialize=None, mask=None, overlap=None, lpt_heads=None):
     """softmax(q kᵀ / sqrt(d)) v on a Hopper GPU. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv dividing H;
     d 64 or 128; fp16, bf16 or float8_e4m3fn. causal as torch's is_causal (row r sees keys 0..r).
 
@@ -144,23 +219,56 @@ def hopper_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, retu
     stored so; any other v is transposed into a new buffer first (one pass over V, outside the kernel).
 
     Returns O (q's dtype; fp16 for fp8) and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
-    which the kernel always writes. block_q, block_kv, num_warps, num_stages, warp_specialize override the
-    table CONFIGS; a table launch whose tiles or stages are overridden away from the only warp-specialized
-    launch triton 3.6 gets right (128 x 128, 2 stages) runs software-pipelined on 8 warps instead.
+    which the kernel always writes. The launch options override the table CONFIGS (docs/hopper.md):
+    block_q, block_kv (tiles); num_warps, num_stages, warp_specialize (1 producer + 2 consumer warp groups);
+    mask: "every" tile masked, or only those on the diagonal, behind a "branch" or in a "split" second loop;
+    overlap: FlashAttention-3's softmax/GEMM pipelining; lpt_heads: longest programs first, in groups of
+    that many heads (0: in order). A table launch made warp-specialized whose stages or warps are overridden
+    to values the warp specializer cannot run runs software-pipelined instead.
     Needs an sm_90 GPU, or Triton's interpreter on CPU tensors (TRITON_INTERPRET=1)."""
-    cfg, launch, qk_scale, o_scale = _prepare(q, k, v, causal, fp8_scale, dict(
-        block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
-        warp_specialize=warp_specialize))
+    launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
+                  warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads)
+    o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
+    return (o, lse) if return_lse else o
+
+
+def compiled_kernel(q, k, v, *, causal=False, fp8_scale=None, **launch):
+    """The kernel hopper_attention(q, k, v, causal=..., fp8_scale=..., **launch) launches, compiled (or
+    taken from Triton's cache) but not run: Triton's CompiledKernel, with metadata.shared (bytes of shared
+    memory per program) and metadata.global_scratch_size (bytes per program, see descriptor_scratch_bytes).
+    Needs an sm_90 GPU: the interpreter compiles nothing."""
+    if INTERPRETED:
+        raise RuntimeError("compiled_kernel needs an sm_90 GPU: Triton's interpreter compiles nothing")
+    if set(launch) - set(WS):
+        raise ValueError(f"unknown launch options {', '.join(sorted(set(launch) - set(WS)))}: they are "
+                         f"{', '.join(WS)}")
+    return _launch(q, k, v, causal, fp8_scale, {**dict.fromkeys(WS), **launch}, warmup=True)[2]
+
+
+def descriptor_scratch_bytes(*, batch, heads, seq, block_q):
+    """Bytes of global scratch one launch writes its TMA descriptors to, outside gpusim's "hopper" counts:
+    each of the batch * heads * ceil(seq / block_q) programs writes its Q, K and V descriptors (128 B each)
+    there, and the TMA unit reads them back from there."""
+    return 3 * DESCRIPTOR_BYTES * batch * heads * -(-seq // block_q)
+
+
+def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
+    """Check, allocate O and the LSE, and launch the kernel (warmup: only compile it); returns O, the LSE and
+    Triton's compiled kernel."""
+    cfg, launch, qk_scale, o_scale = _prepare(q, k, v, causal, fp8_scale, overrides)
     q, k, v = q.contiguous(), k.contiguous(), _k_major(v) if q.dtype == FP8 else v.contiguous()
     o = torch.empty(q.shape, dtype=OUT_DTYPES[q.dtype], device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     triton.set_allocator(_descriptor_scratch)  # descriptors made in the kernel live in global scratch memory
-    hopper_kernel[(cfg.tiling.n_q_blocks, cfg.bh)](
-        q, k, v, o, lse, cfg.seq, cfg.seq_kv, v.stride(2), qk_scale, o_scale, GROUP=cfg.heads // cfg.kv_heads,
-        D=cfg.head_dim, Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0,
-        FP8=q.dtype == FP8, STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"],
-        num_warps=launch["num_warps"])
-    return (o, lse) if return_lse else o
+    args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v.stride(2), qk_scale, o_scale, launch["lpt_heads"])
+    constants = dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, Br=cfg.block_q, Bc=cfg.block_kv,
+                     CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0, FP8=q.dtype == FP8,
+                     STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"], MASK=launch["mask"],
+                     OVERLAP=launch["overlap"], num_warps=launch["num_warps"])
+    grid = (cfg.tiling.n_q_blocks * cfg.bh,)
+    if warmup:
+        return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
+    return o, lse, hopper_kernel[grid](*args, **constants)
 
 
 def to_fp8(x, *, k_major=False):
@@ -203,14 +311,11 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
         raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
                          "with them")
     launch = {**CONFIGS[q.shape[3], dtype, bool(causal)], **{key: x for key, x in overrides.items() if x is not None}}
-    for name in ("block_q", "block_kv"):
-        if type(launch[name]) is not int or not 16 <= launch[name] <= 256 or launch[name] & (launch[name] - 1):
-            raise ValueError(f"{name}={launch[name]!r} must be a power of two from 16 to 256 (a TMA box and a "
-                             "tl.dot tile)")
-    if launch["warp_specialize"] and (launch["block_q"], launch["block_kv"], launch["num_stages"]) != (128, 128, 2):
-        if overrides["warp_specialize"]:
-            raise ValueError("warp_specialize=True needs block_q=block_kv=128 and num_stages=2: triton 3.6's Hopper "
-                             "warp specializer returns wrong results with other tiles or deeper pipelines")
+    _check_launch(launch)
+    limit = launch["warp_specialize"] and _warp_specializer_limit(launch, causal or k.shape[2] % launch["block_kv"])
+    if limit and overrides["warp_specialize"]:
+        raise ValueError(f"warp_specialize=True {limit}")
+    if limit:  # a table launch overridden to something the warp specializer cannot take
         launch.update(warp_specialize=False, num_warps=overrides["num_warps"] or SWP["num_warps"])
     cfg = make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
                       seq_kv=k.shape[2], head_dim=q.shape[3], block_q=launch["block_q"],
@@ -219,6 +324,36 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
     qk_scale = cfg.head_dim**-0.5 * LOG2E * q_descale * k_descale
     o_scale = v_descale / P_SCALE.value if dtype == "fp8" else 1.0
     return cfg, launch, qk_scale, o_scale
+
+
+def _check_launch(launch):
+    for name in ("block_q", "block_kv"):
+        if type(launch[name]) is not int or not 16 <= launch[name] <= 256 or launch[name] & (launch[name] - 1):
+            raise ValueError(f"{name}={launch[name]!r} must be a power of two from 16 to 256 (a TMA box and a "
+                             "tl.dot tile)")
+    if launch["num_warps"] not in (4, 8, 16):
+        raise ValueError(f"num_warps={launch['num_warps']!r} must be 4, 8 or 16 (whole warp groups of 4 warps)")
+    if type(launch["num_stages"]) is not int or launch["num_stages"] < 1:
+        raise ValueError(f"num_stages={launch['num_stages']!r} must be an integer >= 1")
+    if launch["mask"] not in MASKS:
+        raise ValueError(f"mask={launch['mask']!r} must be one of {', '.join(map(repr, MASKS))}")
+    if type(launch["lpt_heads"]) is not int or launch["lpt_heads"] < 0:
+        raise ValueError(f"lpt_heads={launch['lpt_heads']!r} must be an integer >= 0 (0: programs in launch order)")
+
+
+def _warp_specializer_limit(launch, masked):
+    """Why triton 3.6's Hopper warp specializer cannot run this launch (docs/hopper.md), or None."""
+    if launch["num_warps"] != 4:
+        return (f"needs num_warps=4, not {launch['num_warps']}: the specializer adds a producer and a second "
+                "consumer to one warp group of 4 warps, and leaves other launches unspecialized")
+    if launch["num_stages"] != 2:
+        return f"needs num_stages=2, not {launch['num_stages']}: with 3 it returned NaN on the H200"
+    if launch["overlap"]:
+        return "cannot take overlap=True: the specializer fails on the rotated loop (matmuls outside the loop)"
+    if masked and launch["mask"] != "every":
+        return (f"needs mask='every', not {launch['mask']!r}: a branch in the loop turns the specializer off, "
+                "and a second loop makes it fail")
+    return None
 
 
 def _check_device(q, k, v):

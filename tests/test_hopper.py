@@ -14,14 +14,22 @@ error is recorded against the fp16 kernel's error on the same inputs (fp8_over_f
 log-sum-exp's absolute error is bounded by 8u: the scores carry the rounding of q and k (2u relative to
 |q||k|/sqrt(d)), a few times |s| itself.
 """
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
+import triton
+import triton.language as tl
 
 import gpusim
 import gpusim_kernels
-from gpusim_kernels.hopper import FP8, hopper_attention, to_fp8
+from gpusim_kernels.hopper import (DESCRIPTOR_BYTES, FP8, _program, compiled_kernel, descriptor_scratch_bytes,
+                                   hopper_attention, to_fp8)
 from gpusim_kernels.interpreter import INTERPRETED
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8": FP8}
@@ -36,6 +44,13 @@ DEVICE = "cuda" if SM90 else "cpu"
 CPU_SHAPES = [(1, 2, 1, 100, 150, 64, 64, 32), (2, 2, 2, 64, 64, 128, 32, 32), (1, 3, 1, 40, 90, 128, 32, 64)]
 GPU_SHAPES = [(2, 4, 2, 1000, 1000, 64, None, None), (2, 4, 2, 1000, 1000, 128, None, None),
               (1, 8, 8, 2048, 2048, 64, None, None), (1, 8, 8, 2048, 2048, 128, None, None)]
+# Each FlashAttention-3 technique switched on alone, and together, software-pipelined (2 stages: with
+# overlap and 3, 128 x 128 tiles at d = 128 need more shared memory than an SM has); the warp-specialized
+# launch takes only lpt_heads of them
+SWP = dict(warp_specialize=False, num_warps=8, num_stages=2)
+VARIANTS = [dict(SWP, mask="every"), dict(SWP, mask="branch"), dict(SWP, mask="split"), dict(SWP, overlap=True),
+            dict(SWP, overlap=True, mask="split"), dict(SWP, overlap=True, mask="branch", lpt_heads=2),
+            dict(warp_specialize=True, num_warps=4, num_stages=2, mask="every", lpt_heads=2)]
 
 
 def inputs(shape, seed=0):
@@ -57,10 +72,10 @@ def rel_err(out, ref):
     return ((out.double() - ref).norm() / ref.norm()).item()
 
 
-def check(shape, causal, record_property):
+def check(shape, causal, record_property, **launch):
     """Every dtype on one shape: O and the log-sum-exp against float64, fp8 against fp16."""
     q, k, v = inputs(shape)
-    blocks = dict(block_q=shape[6], block_kv=shape[7])
+    blocks = dict(block_q=shape[6], block_kv=shape[7], **launch)
     ref = gpusim_kernels.reference_attention(q, k, v, causal=causal)
     s = q.double() @ k.double().repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-1, -2) * q.shape[3]**-0.5
     if causal:
@@ -103,6 +118,103 @@ def test_bytes_are_gpusims(shape, causal, dtype):
     assert moved == counted.by_tensor
 
 
+@CPU
+@pytest.mark.parametrize("launch, dtype", [(launch, "fp16") for launch in VARIANTS] + [(VARIANTS[-2], "fp8")],
+                         ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", CPU_SHAPES[::2])  # ragged; block_q above and below block_kv
+def test_interpreter_variants(shape, causal, launch, dtype):
+    """Every launch option gives the table launch's O and log-sum-exp to the bit (the same operations on the
+    same tiles: in another order, in other programs, or with masks that hide nothing) and moves gpusim's bytes."""
+    b, h, h_kv, n, n_kv, d, block_q, block_kv = shape
+    blocks = dict(causal=causal, block_q=block_q, block_kv=block_kv)
+    q, k, v = inputs(shape)
+    expected = run(dtype, q, k, v, return_lse=True, **blocks)
+    assert all(torch.equal(x, y) for x, y in zip(run(dtype, q, k, v, return_lse=True, **blocks, **launch), expected))
+    moved = gpusim_kernels.trace_io(run, dtype, q, k, v, **blocks, **launch)
+    counted = gpusim.simulate("hopper", batch=b, heads=h, kv_heads=h_kv, seq=n, seq_kv=n_kv, head_dim=d,
+                              block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype, gpu="H200")
+    assert moved == counted.by_tensor
+
+
+@GPU
+@pytest.mark.parametrize("launch", VARIANTS, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", GPU_SHAPES[:2])
+def test_sm90_variants(shape, causal, launch, record_property):
+    check(shape, causal, record_property, **launch)
+
+
+@triton.jit
+def _order_kernel(I, BH, N, lpt_heads, Br: tl.constexpr):
+    i, bh = _program(N, Br, lpt_heads)
+    tl.store(I + tl.program_id(0), i)
+    tl.store(BH + tl.program_id(0), bh)
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+@pytest.mark.parametrize("lpt_heads", [0, 1, 3, 7, 10])
+def test_program_order(lpt_heads):
+    """Program pid runs (Q block i, head bh). In order: Q blocks of head 0, then head 1, ... Longest first: heads
+    in groups of lpt_heads (7 heads in groups of 3 leave a short last one), each group's Q blocks last to first."""
+    n_q, heads = 4, 7  # N = 100 rows in blocks of 32
+    i = torch.empty(n_q * heads, dtype=torch.int32, device=DEVICE)
+    bh = torch.empty_like(i)
+    _order_kernel[(n_q * heads,)](i, bh, 100, lpt_heads, Br=32)
+    if lpt_heads == 0:
+        expected = [(q_block, head) for head in range(heads) for q_block in range(n_q)]
+    else:
+        groups = [range(first, min(first + lpt_heads, heads)) for first in range(0, heads, lpt_heads)]
+        expected = [(q_block, head) for group in groups for q_block in reversed(range(n_q)) for head in group]
+    assert list(zip(i.tolist(), bh.tolist())) == expected
+
+
+SM90_COMPILE = """
+import json
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from gpusim_kernels.hopper import hopper_kernel
+
+def compile(mask, causal):
+    signature = dict(Q="*fp16", K="*fp16", V="*fp16", O="*fp16", LSE="*fp32", N="i32", N_KV="i32", V_STRIDE="i32",
+                     qk_scale="fp32", o_scale="fp32", lpt_heads="i32")
+    constants = dict(GROUP=1, D=128, Br=128, Bc=128, CAUSAL=causal, RAGGED=False, FP8=False, STAGES=2,
+                     WARP_SPECIALIZE=True, MASK=mask, OVERLAP=False)
+    src = ASTSource(fn=hopper_kernel, signature={**signature, **dict.fromkeys(constants, "constexpr")},
+                    constexprs=constants)
+    try:
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
+    except RuntimeError:
+        return "failed"
+    return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
+
+print(json.dumps(dict(table=compile("every", False), branch=compile("branch", True), split=compile("split", True))))
+"""
+
+
+@CPU
+def test_sm90_compiler_on_cpu():
+    """Triton compiles sm_90 code without a GPU (its own ptxas). The warp-specialized launch becomes 12 warps (a
+    producer and two consumer warp groups) with three 128-byte TMA descriptors of global scratch per program; a
+    branch in its loop leaves it unspecialized (4 warps), a second loop makes the specializer fail: the reasons
+    hopper_attention refuses warp_specialize=True with mask='branch' or 'split'."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True, text=True, timeout=900)
+    compiled = json.loads(out.stdout.splitlines()[-1])
+    assert compiled["table"] == [12, 3 * DESCRIPTOR_BYTES]
+    assert compiled["branch"][0] == 4 and compiled["split"] == "failed"
+
+
+@GPU
+def test_sm90_descriptor_scratch():
+    q = torch.zeros(2, 3, 1000, 128, dtype=torch.float16, device=DEVICE)
+    kernel = compiled_kernel(q, q, q, block_q=128)
+    programs = 2 * 3 * 8  # 1000 rows in Q blocks of 128
+    assert kernel.metadata.global_scratch_size * programs == descriptor_scratch_bytes(batch=2, heads=3, seq=1000,
+                                                                                      block_q=128)
+
+
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
 def test_fp8_v_in_any_layout():
     """The fp8 matmul reads V transposed: a v in the ordinary layout is transposed first, to the same result."""
@@ -126,7 +238,14 @@ def test_needs_sm90(monkeypatch):
     (dict(dtype=torch.float32), "they must all be one of torch.float16, torch.bfloat16, torch.float8_e4m3fn"),
     (dict(fp8_scale=(1.0, 1.0, 1.0)), "fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn"),
     (dict(block_kv=48), "block_kv=48 must be a power of two from 16 to 256"),
-    (dict(block_kv=64, warp_specialize=True), "warp_specialize=True needs block_q=block_kv=128 and num_stages=2"),
+    (dict(num_stages=3, warp_specialize=True), "warp_specialize=True needs num_stages=2, not 3"),
+    (dict(num_warps=8, warp_specialize=True), "warp_specialize=True needs num_warps=4, not 8"),
+    (dict(overlap=True, warp_specialize=True), "warp_specialize=True cannot take overlap=True"),
+    (dict(causal=True, mask="split", warp_specialize=True, num_warps=4, num_stages=2),
+     "warp_specialize=True needs mask='every', not 'split'"),
+    (dict(mask="diagonal"), "mask='diagonal' must be one of 'every', 'branch', 'split'"),
+    (dict(lpt_heads=-1), "lpt_heads=-1 must be an integer >= 0"),
+    (dict(num_warps=6), "num_warps=6 must be 4, 8 or 16"),
 ])
 def test_bad_input(change, message):
     d, dtype = change.pop("head_dim", 64), change.pop("dtype", torch.float16)
