@@ -35,7 +35,8 @@ stream() {  # stream GPU JOBS...: the jobs one after the other on one GPU
 }
 
 nvidia-smi > "$OUT/logs/nvidia-smi.txt" 2>&1
-gpus=$(nvidia-smi -L | wc -l)
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+((gpus)) || gpus=1
 IFS=, read -ra streams <<< "$1"
 for i in "${!streams[@]}"; do
   # shellcheck disable=SC2086  # a stream's jobs are words

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, get_gpu
-from .schedule import Tiling
+from .tiling import Tiling
 
 ALGOS = ("naive", "flash1", "flash2")
 KERNELS = {"naive": ("dv", "dp", "ds", "dq", "dk"), "flash1": ("flash1_bwd",), "flash2": ("preprocess", "dkdv", "dq")}
@@ -181,11 +181,10 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
 
 def _sums(t):
     """Per (batch, head) sums over the Q blocks i of Tiling t."""
-    n, j, k = t.rows_per_q_block, t.kv_blocks_per_q_block, t.keys_per_q_block
-    return {"row_visits": int((n * j).sum()),  # Σ_i n_i J_i: query rows times the K/V blocks they meet
-            "keys_read": int(k.sum()),  # Σ_i k_i: K/V rows loaded, once per Q block
+    return {"row_visits": t.row_visits,  # Σ_i n_i J_i: query rows times the K/V blocks they meet
+            "keys_read": t.keys_read,  # Σ_i k_i: K/V rows loaded, once per Q block
             "tile_elements": t.tile_elements,  # Σ_i n_i k_i: scores in the visited tiles
-            "kv_rows_seen": int(k.max())}  # K/V rows in the blocks some Q block visits (the last visits most)
+            "kv_rows_seen": t.max_keys}  # K/V rows in the blocks some Q block visits (the last visits most)
 
 
 def _total(cfg, per_q, per_kv):

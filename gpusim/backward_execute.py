@@ -103,7 +103,7 @@ def _naive(mem, cfg):
             mem.store("dp", "dP", (b, h, r, c), do_i @ v_j.T)  # write Br*Bc
             mem.step("dp", (b, h, i, j), (i, j), cfg.sram_bytes("dp"))
     for b, h, row in product(range(cfg.batch), range(cfg.heads), range(cfg.seq)):  # line 3: dS, one row each
-        _ds_row(mem, cfg, b, h, row, int(t.keys_per_q_block[row // cfg.block_q]))
+        _ds_row(mem, cfg, b, h, row, t.keys_of(row // cfg.block_q))
     for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # line 4: dQ = τ dS K
         r = slice(*t.q_rows(i))
         acc = 0.0

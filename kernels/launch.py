@@ -10,7 +10,7 @@ import torch
 import triton
 
 from gpusim.hardware import PRESETS, GiB
-from gpusim import algorithms
+from gpusim import algorithms, best_blocks
 from gpusim.algorithms.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
 
@@ -23,11 +23,16 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 
 def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     """Check q, k, v and the tiles; return gpusim's Config for this launch and q, k, v contiguous.
-    block_q, block_kv None: gpusim's default_blocks, as simulate() picks them."""
+    block_q, block_kv None: the tile gpusim predicts fastest on this GPU (gpusim.best_blocks), as simulate()
+    picks it."""
     check_inputs(q, k, v, block_q, block_kv)
-    cfg = make_config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv,
-                      causal=causal, dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
+                 head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
+                 gpu=detect_gpu(q.device) if gpu is None else gpu)
+    if block_q is None or block_kv is None:
+        best = best_blocks(algo, **shape)
+        block_q, block_kv = block_q or best[0], block_kv or best[1]
+    cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
     return cfg, q.contiguous(), k.contiguous(), v.contiguous()
 
 
@@ -65,7 +70,7 @@ def detect_gpu(device):
     if device.type != "cuda":
         return CPU_GPU
     name, props = torch.cuda.get_device_name(device), torch.cuda.get_device_properties(device)
-    for key, preset in (("H200", "H200"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
+    for key, preset in (("H200", "H200-measured"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
         if key in name:
             return preset
     if "A100" in name:
