@@ -55,7 +55,7 @@ def _parser():
     sw = sub.add_parser("sweep", help="predicted time, speedup, bytes and memory against sequence length")
     sw.add_argument("--algos", type=_algos, default=ALGOS[:3], help=f"comma-separated (default: {','.join(ALGOS[:3])})")
     sw.add_argument("--seqs", type=_ints, default=SEQS, help="comma-separated (default: 512..131072)")
-    sw.add_argument("--head-dim", type=int, default=64)
+    sw.add_argument("--head-dim", type=_positive, default=64)
     _common(sw)
     sw.add_argument("--out", type=_out_prefix, default=os.path.join(tempfile.gettempdir(), "gpusim-sweep"),
                     help="writes OUT.json; its folder must exist (default: %(default)s)")
@@ -80,13 +80,18 @@ def _algos(text):
 
 
 def _ints(text):
-    out = []
-    for item in text.split(","):
-        try:
-            out.append(int(item))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not an integer") from None
-    return out
+    """Positive integers, comma-separated (the sweep's shape rule divides by them)."""
+    return [_positive(item) for item in text.split(",")]
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
 
 
 def _out_prefix(text):

@@ -97,13 +97,18 @@ def _uv_compile(requirements, *options):
     return dict(re.findall(r"^([\w.-]+)==(\S+)", p.stdout, flags=re.M))
 
 
-def test_cuda_command_resolves_from_pypi():
-    """The README's CUDA command, resolved against PyPI alone for Linux x86-64: CUDA torch, its triton."""
+@pytest.mark.parametrize("torch_pin", ["", "torch==2.11.0", "cpu"], ids=["as-is", "H200-torch", "cpu-pin"])
+def test_cuda_command_resolves_from_pypi(torch_pin):
+    """The README's CUDA command, resolved against PyPI alone for Linux x86-64: CUDA torch and its triton. Also
+    with torch pinned to the H200's version and to constraints-cpu.txt's, so that bumping either without
+    pyproject's ranges fails here."""
     if not _reachable(PYPI):
         pytest.skip(f"PyPI ({PYPI}) unreachable: the CUDA command's resolution is not checked")
     assert CUDA_COMMAND in (ROOT / "README.md").read_text()
-    pins = _uv_compile("-e " + CUDA_COMMAND.split('"')[1], "--python-platform", "x86_64-manylinux_2_28")
+    torch_pin = str(_cpu_pins()["torch"]) if torch_pin == "cpu" else torch_pin
+    pins = _uv_compile(f"-e {CUDA_COMMAND.split(chr(34))[1]}\n{torch_pin}", "--python-platform", "x86_64-manylinux_2_28")
     assert any(name.startswith("nvidia-") for name in pins), "expected PyPI's CUDA build of torch"
+    assert Requirement(torch_pin or "torch").specifier.contains(pins["torch"]), pins["torch"]
     assert _kernels_requirement("torch").specifier.contains(pins["torch"]), pins["torch"]
     assert _kernels_requirement("triton").specifier.contains(pins["triton"]), pins["triton"]
 
@@ -145,8 +150,8 @@ def _gpusim_wheel(folder):
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(folder), str(src)],
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(folder),
+                    str(src)], check=True, capture_output=True)
     return next(folder.glob("gpusim-*.whl"))
 
 
