@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -15,6 +14,11 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
