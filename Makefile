@@ -1,31 +1,33 @@
-# The two commands of the README: `make course` and `make test`. Both set up .venv first.
+# The two commands of the README: `make course` and `make test`. Both set up .venv first, on CPU.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-# The CPU build of torch 2.13.0; the kernels run in Triton's interpreter on CPU (triton pinned in pyproject).
-TORCH ?= torch==2.13.0
+# PyTorch's index of CPU-only builds: torch without CUDA's libraries or triton. Where it cannot be reached,
+# pip's own index and configuration are used; constraints-cpu.txt then refuses a CUDA build of torch (which
+# requires another triton) before anything is downloaded.
+CPU_INDEX := https://download.pytorch.org/whl/cpu
+PIP := $(PY) -m pip install -q -c constraints-cpu.txt
 
-.PHONY: course test browser clean
+.PHONY: course test clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints-cpu.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)" -e ".[kernels,course,test]"
+	@if $(PY) -c "import urllib.request as u; u.urlopen('$(CPU_INDEX)/torch/', timeout=5)" 2>/dev/null; then \
+	  echo "torch: the CPU build from $(CPU_INDEX)"; $(PIP) --index-url $(CPU_INDEX) torch; \
+	else \
+	  echo "torch: $(CPU_INDEX) unreachable; pip's configured index instead"; $(PIP) torch || { \
+	  echo "no CPU build of torch there: see the README for the CUDA command"; exit 1; }; \
+	fi
+	$(PIP) -e ".[kernels,course,test]"
 	touch $(STAMP)
 
 course: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) browser
+# The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped.
+test: $(STAMP)
 	$(PY) -m pytest
-
-# Debian's Chromium and ChromeDriver for the real-browser test of the course.
-browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  if command -v apt-get >/dev/null; then \
-	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	  else echo "no apt-get: install Chromium and ChromeDriver yourself, or the browser test is skipped"; fi
 
 clean:
 	rm -rf $(VENV)

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -162,6 +163,35 @@ def compile_one(config):
         return {**fields, "error": probe.one_line(err)}
 
 
+def model_table(rows, triton_version):
+    """gpusim/compiled.py's text: {(arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps,
+    num_stages): (registers, spill bytes stored + loaded per thread, shared bytes)}; shape is head_dim, or for
+    the softmax the row it holds (BLOCK_N)."""
+    entries = []
+    for r in rows:
+        if "error" in r:
+            continue
+        shape = r["head_dim"] if r["kernel"] != "softmax" else triton.next_power_of_2(r["seq"])
+        key = (ARCH.rstrip("a"), r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"],
+               r["num_warps"], r["num_stages"])
+        entries.append(f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
+                       f"{r['shared_bytes']}),")
+    head = (COMPILED_DOC + f"TRITON = {triton_version!r}\nCOMPILED = {{\n")
+    return head + "\n".join(sorted(entries)) + "\n}\n"
+
+
+COMPILED_DOC = '''"""Registers, spills and shared memory of the project's Triton kernels as compiled for an architecture,
+read off triton's compiler and ptxas by benchmarks/resources.py (results/sm90_resources.json holds the
+same rows with the triton version; tests/test_occupancy.py checks the two agree). Written by
+`python benchmarks/resources.py --out results/sm90_resources.json --model gpusim/compiled.py`.
+
+Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
+for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two).
+Value: (registers per thread, spill bytes per thread (stores + loads), shared bytes per block).
+"""
+'''
+
+
 def environment(command):
     version = subprocess.run([get_ptxas(CAPABILITY).path, "--version"], capture_output=True, text=True).stdout
     return {"gpu": f"none: compiled for {ARCH} (the H200) on CPU", "driver": None, "torch": None,
@@ -173,6 +203,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="the JSON file to write")
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="compiling processes")
+    ap.add_argument("--model", help="also write the table gpusim reads (gpusim/compiled.py)")
     args = ap.parse_args(argv)
     start = time.monotonic()
     results = probe.Results(args.out, environment("python benchmarks/resources.py " + " ".join(argv or sys.argv[1:])))
@@ -184,6 +215,8 @@ def main(argv=None):
                   f"{r.get('spill_store_bytes')}/{r.get('spill_load_bytes')} B, {r.get('shared_bytes')} B shared "
                   f"{r.get('error', '')}", flush=True)
     print(f"resources.py: {len(results.data['rows'])} configurations in {time.monotonic() - start:.0f} s")
+    if args.model:
+        Path(args.model).write_text(model_table(results.data["rows"], triton.__version__))
 
 
 if __name__ == "__main__":

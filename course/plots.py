@@ -49,7 +49,11 @@ def sweep_figure(results):
     ax_m.axhline(gpu.hbm_bytes / 2**30, color="k", ls="--", lw=1, label=f"{gpu.name} HBM")
     c = results[0].config
     fig.suptitle(f"Predicted on {gpu.name}: d={c.head_dim}, {c.dtype}{', causal' if c.causal else ''}, "
+<<<<<<< HEAD
                  f"{fa2_shape_text()}")
+=======
+                 f"batch = max(1, 16,384 // N), heads x d = 2048")
+>>>>>>> install
     for ax, title, ylabel in [(ax_t, "predicted time", "ms"), (ax_s, "speedup over naive attention", "x"),
                               (ax_b, "HBM traffic", "GiB moved"), (ax_m, "peak HBM footprint", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N")

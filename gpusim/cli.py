@@ -1,61 +1,109 @@
-"""python -m gpusim gpus | count | sweep. Errors are one line on stderr and exit code 2."""
+"""python -m gpusim gpus | count | sweep. Errors are one line on stderr, with a hint, and exit code 2."""
 import argparse
 import json
+import os
 import sys
+import tempfile
+from pathlib import Path
 
-from .hardware import DTYPE_BYTES, PRESETS
-from .algorithms import ALGOS
-from .simulate import simulate
-from .units import fmt_bytes, fmt_time
-from .sweep import SEQS, sweep
+from . import ALGOS, DTYPE_BYTES, PRESETS, simulate, sweep
+from .sweep import SEQS
+from .units import fmt_bytes, fmt_flops, fmt_time
+
+PROG = "python -m gpusim"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's errors in one line, with the hint, instead of the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"gpusim: error: {message} (try `{self.prog} --help`)\n")
 
 
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
-    except ValueError as err:
-        print(f"gpusim: error: {err}", file=sys.stderr)
+    except BrokenPipeError:  # `... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ValueError, OSError) as err:
+        print(f"gpusim: error: {err} (try `{PROG} {args.command} --help`)", file=sys.stderr)
         return 2
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="python -m gpusim", description=__doc__.split(".")[0])
+    p = Parser(prog=PROG, description=__doc__.split(".")[0])
     sub = p.add_subparsers(required=True, metavar="{gpus,count,sweep}")
 
     gpus = sub.add_parser("gpus", help="list the GPU presets")
     gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    gpus.set_defaults(run=_gpus)
+    gpus.set_defaults(run=_gpus, command="gpus")
 
     count = sub.add_parser("count", help="bytes, FLOPs, footprint and predicted time of one configuration")
-    count.add_argument("--algo", choices=ALGOS, required=True)
+    count.add_argument("--algo", type=str.lower, choices=ALGOS, required=True)
     count.add_argument("--seq", type=int, required=True, help="query length N")
     count.add_argument("--head-dim", type=int, required=True, help="d")
     count.add_argument("--seq-kv", type=int, help="key/value length (default: --seq)")
     count.add_argument("--kv-heads", type=int, help="K/V heads for grouped-query attention (default: --heads)")
-    _common(count, seq=False)
-    count.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    count.set_defaults(run=_count)
+    count.add_argument("--heads", type=int, default=1)
+    count.add_argument("--batch", type=int, default=1)
+    _common(count)
+    count.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
+    count.set_defaults(run=_count, command="count")
 
     sw = sub.add_parser("sweep", help="predicted time, speedup, bytes and memory against sequence length")
-    sw.add_argument("--algos", default=",".join(ALGOS[:3]), help="comma-separated (default: %(default)s)")
-    sw.add_argument("--seqs", default=",".join(map(str, SEQS)), help="comma-separated (default: 512..131072)")
-    sw.add_argument("--head-dim", type=int, default=64)
-    _common(sw, seq=True)
-    sw.add_argument("--out", default="sweep", help="writes OUT.json (default: %(default)s)")
-    sw.set_defaults(run=_sweep)
+    sw.add_argument("--algos", type=_algos, default=ALGOS[:3], help=f"comma-separated (default: {','.join(ALGOS[:3])})")
+    sw.add_argument("--seqs", type=_ints, default=SEQS, help="comma-separated (default: 512..131072)")
+    sw.add_argument("--head-dim", type=_positive, default=64)
+    _common(sw)
+    sw.add_argument("--out", type=_out_prefix, default=os.path.join(tempfile.gettempdir(), "gpusim-sweep"),
+                    help="writes OUT.json; its folder must exist (default: %(default)s)")
+    sw.set_defaults(run=_sweep, command="sweep")
     return p
 
 
-def _common(p, seq):
-    if not seq:
-        p.add_argument("--heads", type=int, default=1)
-        p.add_argument("--batch", type=int, default=1)
+def _common(p):
     p.add_argument("--block-q", type=int, help="Br (default: the paper's rule for the GPU)")
     p.add_argument("--block-kv", type=int, help="Bc (default: the paper's rule for the GPU)")
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--dtype", default="fp16", choices=list(DTYPE_BYTES))
-    p.add_argument("--gpu", default="A100-40GB", help="a preset name (see `gpus`)")
+    p.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
+    p.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")
+
+
+def _algos(text):
+    algos = [a.strip().lower() for a in text.split(",")]
+    unknown = [a for a in algos if a not in ALGOS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{unknown[0]!r} is not one of {', '.join(ALGOS)}")
+    return algos
+
+
+def _ints(text):
+    """Positive integers, comma-separated (the sweep's shape rule divides by them)."""
+    return [_positive(item) for item in text.split(",")]
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
+def _out_prefix(text):
+    """--out is checked before any work: its folder must exist and be writable."""
+    folder = Path(text).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: folder {folder} is not writable")
+    if Path(f"{text}.json").expanduser().is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {text}.json is a folder")
+    return str(Path(text).expanduser())
 
 
 def _gpus(args):
@@ -75,23 +123,22 @@ def _count(args):
 
 
 def _sweep(args):
-    algos, seqs = args.algos.split(","), [_int_arg("--seqs", s) for s in args.seqs.split(",")]
-    results = sweep(algos, seqs, head_dim=args.head_dim, causal=args.causal, dtype=args.dtype, gpu=args.gpu,
-                    block_q=args.block_q, block_kv=args.block_kv, progress=_progress)
-    with open(f"{args.out}.json", "w") as f:
+    results = sweep(args.algos, args.seqs, head_dim=args.head_dim, causal=args.causal, dtype=args.dtype,
+                    gpu=args.gpu, block_q=args.block_q, block_kv=args.block_kv,
+                    progress=_progress if sys.stderr.isatty() else None)
+    path = f"{args.out}.json"
+    with open(path, "w") as f:
         json.dump([r.to_dict() for r in results], f, indent=1)
-    print(f"wrote {args.out}.json; draw it with: python -m gpusim_course.plots sweep {args.out}.json")
+    print(format_sweep(results))
+    note = flash1_note(results)
+    if note:
+        print(note)
+    print(f"wrote {path}; draw it with: python -m gpusim_course.plots sweep {path}")
     return 0
 
 
-def _int_arg(name, text):
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name}: {text!r} is not an integer") from None
-
-
 def _progress(done, total, width=30):
+    """A progress bar redrawn in place; the sweep passes it only when stderr is a terminal."""
     filled = width * done // total
     print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="\n" if done == total else "",
           file=sys.stderr, flush=True)
@@ -112,15 +159,49 @@ def format_result(r):
             f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
             f"{', causal' if c.causal else ''}")
     tensors = [("tensor", "HBM read", "HBM write")] + [
-        (name, f"{t['read_bytes']:,}", f"{t['write_bytes']:,}") for name, t in r.by_tensor.items()]
-    kernels = [("kernel", "blocks", "SRAM/block", "HBM read", "HBM write", "matmul FLOP", "other FLOP", "time")] + [
-        (k.name, f"{k.programs:,}", f"{k.sram_bytes_per_block:,}", f"{k.read_bytes:,}", f"{k.write_bytes:,}",
-         f"{k.flops_matmul:,}", f"{k.flops_other:,}", fmt_time(k.predicted_time_s)) for k in r.kernels]
+        (name, fmt_bytes(t["read_bytes"]), fmt_bytes(t["write_bytes"])) for name, t in r.by_tensor.items()]
+    kernels = [("kernel", "blocks", "SMs busy", "SRAM/block", "HBM read", "HBM write", "matmul", "other", "time")] + [
+        (k.name, f"{k.programs:,}", f"{k.busy_fraction:.0%}", f"{k.sram_bytes_per_block:,} B", fmt_bytes(k.read_bytes),
+         fmt_bytes(k.write_bytes), fmt_flops(k.flops_matmul), fmt_flops(k.flops_other), fmt_time(k.predicted_time_s))
+        for k in r.kernels]
     fits = "fits in" if r.fits_in_hbm else "OUT OF MEMORY: more than"
     foot = (f"HBM read {fmt_bytes(r.hbm_read_bytes)}, write {fmt_bytes(r.hbm_write_bytes)}; "
             f"peak footprint {fmt_bytes(r.hbm_peak_bytes)} ({fits} {c.gpu.name}'s {fmt_bytes(c.gpu.hbm_bytes)}); "
-            f"predicted time {fmt_time(r.predicted_time_s)}")
+            f"predicted time {fmt_time(r.predicted_time_s)}. Exact integers: --json")
     return "\n\n".join([head, _table(tensors), _table(kernels), foot])
+
+
+def format_sweep(results):
+    """Predicted time per sequence length (rows) and algorithm (columns); "out of memory" where it does not fit."""
+    algos = list(dict.fromkeys(r.config.algo for r in results))
+    by = {(r.config.seq, r.config.algo): r for r in results}
+    rows = [("N", *algos)] + [
+        (f"{seq:,}", *(fmt_time(by[seq, a].predicted_time_s) if by[seq, a].fits_in_hbm else "out of memory"
+                       for a in algos)) for seq in dict.fromkeys(r.config.seq for r in results)]
+    return _table(rows)
+
+
+def flash1_note(results):
+    """One line, from the results' own numbers, on why flash1 is slower than naive where it is; None elsewhere."""
+    naive = {r.config.seq: r for r in results if r.config.algo == "naive" and r.fits_in_hbm}
+    slow = [(naive[r.config.seq], r) for r in results if r.config.algo == "flash1" and r.config.seq in naive
+            and r.predicted_time_s > naive[r.config.seq].predicted_time_s]
+    if not slow:
+        return None
+    seqs = [f"{f.config.seq:,}" for _, f in slow]
+    blocks = [f"{f.kernels[0].programs:,}" for _, f in slow]
+    busy = [f"{f.kernels[0].busy_fraction:.0%}" for _, f in slow]
+    naive_busy = [f"{min(k.busy_fraction for k in n.kernels):.0%}" for n, _ in slow]
+    memory = [f"{f.kernels[0].memory_time_s / sum(k.memory_time_s for k in n.kernels):.1f}x" for n, f in slow]
+    return (f"flash1 is slower than naive at N = {_span(seqs)}: it runs one thread block per (batch, head), "
+            f"{_span(blocks)} blocks for {slow[0][1].config.gpu.sm_count} SMs, keeping {_span(busy)} of them busy "
+            f"(naive: {_span(naive_busy)}); its memory time is {_span(memory)} naive's, as it reads and writes "
+            f"O, l and m once per K/V block")
+
+
+def _span(values):
+    values = list(values)
+    return values[0] if values[0] == values[-1] else f"{values[0]} to {values[-1]}"
 
 
 def _table(rows):

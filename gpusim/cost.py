@@ -79,30 +79,37 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
                 l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
     step, fixed = _split(counts, dram, module.STEP_TENSORS[kernel])
     spill = res.spill_bytes_per_thread * res.threads * steps  # local memory, through L1 and L2, every step
-    step = (step[0] + spill, step[1])
-    step_bytes, step_latency = _per(step, steps, gpu), _latency(step, gpu)
-    fixed_bytes, fixed_latency = _per(fixed, programs, gpu), _latency(fixed, gpu)
-    t_mm = matmul_flops / max(steps, 1) / rate["tensor"]
-    t_other = ((other_flops - exps) / rate["alu"] + exps / rate["sfu"]) / max(steps, 1)
-    t_comp = (t_mm + t_other) / module.streams(cfg, kernel)  # a program's compute per step: one after another
+    step = (step[0] + spill, step[1], step[2] + spill, step[3])
+    step_bytes, step_latency = _per(step, steps), _latency(step, gpu)
+    fixed_bytes, fixed_latency = _per(fixed, programs), _latency(fixed, gpu)
+    streams = module.streams(cfg, kernel)  # independent warp groups in a block (warp specialization)
+    unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"], sfu=exps / max(steps, 1) / rate["sfu"],
+                alu=(other_flops - exps) / max(steps, 1) / rate["alu"])  # one program's step, each unit alone
+    serial = sum(unit.values()) / streams  # a warp group runs its matmuls, exponentials and the rest in turn
     stages = res.num_stages
 
-    def transfer(nbytes):  # (SM-side bytes, DRAM bytes) at the SM's share of each bandwidth
+    def share(nbytes):  # (SM-side bytes, DRAM bytes) at the SM's share of each bandwidth, every SM busy
         return max(nbytes[0] / rate["l2"], nbytes[1] / rate["dram"])
 
-    step_memory = step_latency + transfer(step_bytes) if steps else 0.0
-    step_chain = t_comp + step_memory if stages == 1 else max(t_comp, step_memory / (stages - 1))
+    def alone(nbytes):  # the same bytes for one waiting program: its latency and its port's transfer
+        miss = nbytes[1] / nbytes[0] if nbytes[0] else 0.0
+        return nbytes[0] / (gpu.port_bytes_per_s("l2") * (1 - miss) + gpu.port_bytes_per_s("hbm") * miss or 1)
 
-    def chain(j):  # one program alone: prologue, j steps (a pipelined loop fills first), epilogue
-        fill = step_latency if stages > 1 and j else 0.0
-        return fixed_latency + transfer(fixed_bytes) + fill + j * step_chain
+    load = step_latency + alone(step_bytes) if steps else 0.0  # one step's loads, waited for
+    step_chain = serial + load if stages == 1 else max(serial, load / (stages - 1))
+    streams_per_sm = b * streams
 
-    def busiest(j):  # the busiest unit, for one program
+    def chain(j):  # one program's critical path: prologue, j steps (a pipelined loop fills first), epilogue
+        fill = load if stages > 1 and j else 0.0
+        return fixed_latency + alone(fixed_bytes) + fill + j * step_chain
+
+    def busy(j):  # SM time one of b programs takes: units shared, each stream's serial work filling the gaps
+        compute = max(unit.values()) + (sum(unit.values()) - max(unit.values())) / streams_per_sm
         moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])
-        return max(transfer(moved), j * t_mm, j * t_other)
+        return max(share(moved), j * compute)
 
     def tau(j):
-        return max(chain(j), b * busiest(j))
+        return max(chain(j), b * busy(j))
 
     total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
     last = programs - (math.ceil(programs / slots) - 1) * slots  # programs in the last wave
@@ -119,27 +126,29 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         blocks_per_sm=occ.blocks_per_sm,
         registers_per_thread=res.registers_per_thread,
         limited_by=occ.limited_by,
-        latency_bound=chain(longest) > b * busiest(longest),
+        latency_bound=chain(longest) > b * busy(longest),
     )
 
 
 def _split(counts, dram, step_tensors):
-    """((SM bytes, DRAM bytes) of the step tensors, (SM bytes, DRAM bytes) of the rest), reads + writes."""
-    def total(table, inside):
-        return sum(sum(rw) for t, rw in table.items() if (t in step_tensors) == inside)
-    return (total(counts, True), total(dram, True)), (total(counts, False), total(dram, False))
+    """For the step tensors and for the rest: (SM bytes, DRAM bytes, SM bytes read, DRAM bytes read)."""
+    def total(table, inside, reads_only):
+        return sum(rw[0] if reads_only else sum(rw) for t, rw in table.items() if (t in step_tensors) == inside)
+    return tuple(tuple(total(table, inside, reads) for reads in (False, True) for table in (counts, dram))
+                 for inside in (True, False))
 
 
-def _per(nbytes, n, gpu):
-    return (nbytes[0] / n, nbytes[1] / n) if n else (0.0, 0.0)
+def _per(nbytes, n):
+    return tuple(x / n for x in nbytes) if n else (0.0,) * len(nbytes)
 
 
 def _latency(nbytes, gpu):
-    """An L2 hit's latency, or DRAM's for the share of bytes that miss."""
-    miss = nbytes[1] / nbytes[0] if nbytes[0] else 0.0
-    return gpu.l2_latency_s + min(1.0, miss) * (gpu.hbm_latency_s - gpu.l2_latency_s)
-
-
+    """What a program waits for its loads: none without loads, an L2 hit's latency, DRAM's for the share of
+    the loaded bytes that miss."""
+    if not nbytes[2]:
+        return 0.0
+    miss = min(1.0, nbytes[3] / nbytes[2])
+    return gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
 def infeasible(cfg, kernel, res, occ):
     """One line: what the tile needs and what the GPU allows."""
     head = (f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) in the "

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
-# Idle latencies measured on the lent H200 by pointer chasing (benchmarks/latency.py, results/h200/latency.json).
-# The other presets were not measured: they take the H200's L2 latency in clock cycles at their own clock and
-# its DRAM latency in seconds (an assumption, said where it is used).
-HOPPER_L2_LATENCY_CYCLES = 270  # placeholder until results/h200/latency.json: refreshed from the measurement
-HOPPER_HBM_LATENCY_S = 600e-9  # placeholder until results/h200/latency.json: refreshed from the measurement
+# Latency and one SM's transfer rate, as measured on the lent H200 (H200-measured, below) and carried to the
+# presets nobody measured here: the L2's in clock cycles and bytes per clock at each GPU's own clock, DRAM's
+# latency in seconds (an assumption: both are properties of the chips' designs, not published).
+HOPPER_L2_LATENCY_CYCLES = 544  # 274.8 ns at 1.98 GHz (H200-measured)
+HOPPER_HBM_LATENCY_S = 490e-9  # H200-measured
+HOPPER_L2_PORT_BYTES_PER_CLOCK = 79  # 157 GB/s at 1.98 GHz (H200-measured)
+HOPPER_HBM_PORT_BYTES_PER_CLOCK = 35  # 69 GB/s at 1.98 GHz (H200-measured)
 
 # Bytes per element of each storage dtype. Statistics (l, m, LSE) are always fp32.
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
@@ -46,10 +48,19 @@ class GPU:
     max_warps_per_sm: int = 64
     max_blocks_per_sm: int = 32
     sram_reserved_bytes_per_block: int = 1024  # cc >= 8.0 reserves 1 KiB of shared memory per block
-    l2_latency_s: float = 200 / 1.41e9  # an L2 hit, idle: see each preset
-    hbm_latency_s: float = 500 / 1.41e9  # a DRAM access, idle: see each preset
+    l2_latency_s: float = 200 / 1.41e9  # an L2 hit, as a block waits for it while every SM loads: see each preset
+    hbm_latency_s: float = 500 / 1.41e9  # a DRAM load, likewise
+    l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
+    hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
     launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
+
+    def port_bytes_per_s(self, level):
+        """One SM's own transfer rate from `level` ("l2" or "hbm") while it waits alone: measured where the
+        preset says, else the H200's bytes per clock at this GPU's clock."""
+        measured = self.l2_port_bytes_per_s if level == "l2" else self.hbm_port_bytes_per_s
+        per_clock = HOPPER_L2_PORT_BYTES_PER_CLOCK if level == "l2" else HOPPER_HBM_PORT_BYTES_PER_CLOCK
+        return measured or per_clock * self.clock_hz
 
     def matmul_flops_per_s(self, dtype):
         """Peak matmul rate for inputs of `dtype`. fp32 matmuls run in full precision on the CUDA cores, as
@@ -109,8 +120,8 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         clock_hz=1.98e9,  # H100 SXM: 1980 MHz boost (the sfu rate above uses it too)
         max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 9.0
         max_blocks_per_sm=32,  # same table, cc 9.0
-        l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # measured on the lent H200 (results/h200/latency.json)
-        hbm_latency_s=HOPPER_HBM_LATENCY_S,  # measured on the lent H200 (results/h200/latency.json)
+        l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # as measured on the lent H200 (H200-measured)
+        hbm_latency_s=HOPPER_HBM_LATENCY_S,  # as measured on the lent H200 (H200-measured)
     )
 
 
@@ -165,14 +176,57 @@ PRESETS = {
         ),
     ]
 }
-# The lent H200 as measured (results/h200/ceilings.json, 2026-11-29): copy bandwidth and matmul rates on
-# random data, beside the datasheet preset. fp32 (CUDA-core) rate not measured: the datasheet's.
+# The lent H200 as measured, beside the datasheet preset: copy bandwidth (results/h200/ceilings.json,
+# 2026-11-29) and the microbenchmarks of 2026-11-30 (results/h200/latency.json, bandwidth.json,
+# matmul_tiles.json), each constant derived from them by benchmarks/h200_constants.py, which
+# tests/test_presets.py re-runs: none is fitted to attention timings.
 PRESETS["H200-measured"] = dataclasses.replace(
     PRESETS["H200"], name="H200-measured",
-    hbm_bytes_per_s=4.275e12,  # device-to-device copy, bytes read + written
-    fp16_matmul_flops_per_s=664e12,  # torch 8192^3 fp16 matmul
-    bf16_matmul_flops_per_s=687e12,  # torch 8192^3 bf16 matmul
-    fp8_matmul_flops_per_s=1262e12,  # torch._scaled_mm 8192^3 e4m3
+    hbm_bytes_per_s=4.275e12,  # device-to-device copy, bytes read + written (ceilings.json)
+    l2_bytes_per_s=8.378e+12,  # L2 loads with >= 64 KiB in flight per SM, median (bandwidth.json)
+    hbm_latency_s=4.897e-07,  # a block's DRAM load latency while every SM loads (bandwidth.json)
+    l2_latency_s=2.748e-07,  # the same for an L2 hit
+    hbm_port_bytes_per_s=6.888e+10,  # one SM's transfer rate from DRAM, alone in its wait
+    l2_port_bytes_per_s=1.573e+11,  # and from L2
+    sfu_ops_per_s=4.137e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
+    fp32_flops_per_s=6.151e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
+    fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)
+    bf16_matmul_flops_per_s=8.905e+14,
+    fp8_matmul_flops_per_s=1.398e+15,
+    mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json)
+        ((32, 64, 64, 4), 0.329),
+        ((32, 64, 64, 8), 0.208),
+        ((32, 64, 128, 4), 0.405),
+        ((32, 64, 128, 8), 0.268),
+        ((64, 32, 64, 4), 0.852),
+        ((64, 32, 64, 8), 0.359),
+        ((64, 32, 128, 4), 0.842),
+        ((64, 32, 128, 8), 0.37),
+        ((64, 64, 64, 4), 0.952),
+        ((64, 64, 64, 8), 0.532),
+        ((64, 64, 128, 4), 1.0),
+        ((64, 64, 128, 8), 0.509),
+        ((64, 128, 64, 4), 0.969),
+        ((64, 128, 64, 8), 0.579),
+        ((64, 128, 128, 4), 1.0),
+        ((64, 128, 128, 8), 0.611),
+        ((128, 32, 64, 4), 0.898),
+        ((128, 32, 64, 8), 0.85),
+        ((128, 32, 128, 4), 0.843),
+        ((128, 32, 128, 8), 0.852),
+        ((128, 64, 64, 4), 0.947),
+        ((128, 64, 64, 8), 0.979),
+        ((128, 64, 128, 4), 0.988),
+        ((128, 64, 128, 8), 0.967),
+        ((128, 128, 64, 4), 0.87),
+        ((128, 128, 64, 8), 0.963),
+        ((128, 128, 128, 4), 0.501),
+        ((128, 128, 128, 8), 0.976),
+        ((256, 64, 64, 4), 0.58),
+        ((256, 64, 64, 8), 0.939),
+        ((256, 64, 128, 4), 0.204),
+        ((256, 64, 128, 8), 0.964),
+    ),
 )
 
 

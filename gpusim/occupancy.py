@@ -47,13 +47,16 @@ class Occupancy:
 
 def resources(cfg, kernel):
     """The kernel's resources per thread block: compiled where known, else estimated."""
-    num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
-    key = (cfg.gpu.arch, kernel, cfg.head_dim, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
+    module = algorithms.get(cfg.algo)
+    num_warps, num_stages = module.launch(cfg, kernel)
+    shape = module.compiled_shape(cfg, kernel) if hasattr(module, "compiled_shape") else cfg.head_dim
+    key = (cfg.gpu.arch, kernel, shape, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
+    block_warps = module.warps(cfg, kernel) if hasattr(module, "warps") else num_warps  # warp groups of one launch
     if key in COMPILED:
         registers, spill, shared = COMPILED[key]
-        return Resources(num_warps, num_stages, registers, shared, spill, True)
-    shared = algorithms.get(cfg.algo).shared_bytes(cfg, kernel, num_stages)
-    return Resources(num_warps, num_stages, estimate_registers(cfg, kernel, num_warps), shared, 0, False)
+        return Resources(block_warps, num_stages, registers, shared, spill, True)
+    shared = module.shared_bytes(cfg, kernel, num_stages)
+    return Resources(block_warps, num_stages, estimate_registers(cfg, kernel, block_warps), shared, 0, False)
 
 
 def estimate_registers(cfg, kernel, num_warps):

@@ -132,6 +132,26 @@ class Tiling:
         n_last = self.seq_q - last * self.block_q
         return self._sum(lambda j, k, n, count: self.block_q * k, n_last * self.keys_of(last))
 
+    def unmasked_blocks_of(self, i):
+        """The first K/V blocks of Q block i that need no mask: whole blocks of keys that every row of the
+        block sees (a kernel masks only the rest: the diagonal, and a ragged last block)."""
+        whole = self.seq_kv // self.block_kv
+        if not self.causal:
+            return whole
+        return min(whole, (i * self.block_q + self.offset) // self.block_kv)
+
+    @property
+    def unmasked_elements(self):
+        """S elements in the tiles that need no mask: sum_i n_i * Bc * (unmasked blocks of Q block i)."""
+        tr, br, bc, whole = self.n_q_blocks, self.block_q, self.block_kv, self.seq_kv // self.block_kv
+        last = tr - 1
+        n_last = self.seq_q - last * br
+        if not self.causal:
+            return self.seq_q * bc * whole
+        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
+        ramp = floor_sum(s, bc, br, self.offset)
+        return bc * (br * (ramp + (last - s) * whole) + n_last * self.unmasked_blocks_of(last))
+
     @property
     def max_keys(self):
         """The most K/V rows one Q block loads (the last block's)."""

@@ -9,7 +9,30 @@ import triton
 import triton.language as tl
 
 from .launch import constants, prepare
-from .tiles import keep, kv_blocks_visited, row_offsets
+from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
+
+
+@triton.jit
+def _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, lo, hi, N_KV, scale, D: tl.constexpr, BLOCK_D: tl.constexpr,
+            Bc: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr):
+    """The online softmax over K/V blocks lo .. hi-1. MASKED: blocks that cross the causal diagonal or the
+    end of the keys; every other block is seen whole by every row and needs no mask (FlashAttention-2,
+    Sec. 3.1: only the diagonal blocks of a causal row are masked)."""
+    for j in range(lo, hi):
+        keys = j * Bc + tl.arange(0, Bc)
+        kv_offs, kv_mask = row_offsets(keys, N_KV, D, BLOCK_D)
+        k_j = tl.load(K + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        v_j = tl.load(V + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
+        s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # in registers
+        if MASKED:
+            s_ij = tl.where(keep(rows, keys, N_KV, CAUSAL), s_ij, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s_ij, 1))  # finite: block 0 holds key 0, which every row sees
+        alpha = tl.exp(m_i - m_new)  # rescales what was summed under the old max
+        p_ij = tl.exp(s_ij - m_new[:, None])
+        l_i = alpha * l_i + tl.sum(p_ij, 1)
+        acc = acc * alpha[:, None] + tl.dot(p_ij.to(v_j.dtype), v_j, input_precision="ieee")
+        m_i = m_new
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -25,19 +48,12 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
     m_i = tl.full([Br], float("-inf"), tl.float32)  # running row max, in registers
     l_i = tl.zeros([Br], tl.float32)  # running row sum of exp(s - m_i), in registers
     acc = tl.zeros([Br, BLOCK_D], tl.float32)  # O_i not yet divided by l_i, in registers
-    for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
-        keys = j * Bc + tl.arange(0, Bc)
-        kv_offs, kv_mask = row_offsets(keys, N_KV, D, BLOCK_D)
-        k_j = tl.load(K + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
-        v_j = tl.load(V + kv_head + kv_offs, mask=kv_mask, other=0.0)  # read Bc*d
-        s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # in registers
-        s_ij = tl.where(keep(rows, keys, N_KV, CAUSAL), s_ij, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s_ij, 1))  # finite: block 0 holds key 0, which every row sees
-        alpha = tl.exp(m_i - m_new)  # rescales what was summed under the old max
-        p_ij = tl.exp(s_ij - m_new[:, None])
-        l_i = alpha * l_i + tl.sum(p_ij, 1)
-        acc = acc * alpha[:, None] + tl.dot(p_ij.to(v_j.dtype), v_j, input_precision="ieee")
-        m_i = m_new
+    n_blocks = kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)  # blocks 0 .. J_i - 1, as gpusim's tiling visits
+    n_whole = unmasked_blocks(i, N_KV, Br, Bc, CAUSAL)  # the first blocks every row sees whole: no mask
+    acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, 0, n_whole, N_KV, scale, D, BLOCK_D, Bc,
+                            CAUSAL, False)
+    acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, n_whole, n_blocks, N_KV, scale, D, BLOCK_D,
+                            Bc, CAUSAL, True)
     tl.store(O + q_head + q_offs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=q_mask)  # write Br*d
     tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
 
@@ -45,8 +61,8 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
 def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, return_lse=False, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
-    which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default:
-    gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
+    which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default: the
+    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
     cfg, q, k, v = prepare("flash2", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)

@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 from triton.runtime import interpreter
 
+from gpusim.algorithms.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
 
 from .interpreter import INTERPRETED
@@ -44,25 +45,10 @@ P_SCALE = tl.constexpr(256.0)  # fp8: P in [0, 1] goes to the PV matmul as P * 2
 LOG2E, LN2 = math.log2(math.e), tl.constexpr(math.log(2))
 OUT_DTYPES = {torch.float16: torch.float16, torch.bfloat16: torch.bfloat16, FP8: torch.float16}
 DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16", FP8: "fp8"}
-HEAD_DIMS = (64, 128)
-# (head_dim, dtype, causal) -> launch: the fastest correct variant on the H200 (benchmarks/hopper_check.py
-# picks it from its JSON and prints this table); bf16 takes fp16's. block_q = 128 rows are two warp groups
-# of 64, one wgmma row block each. WS: warp-specialized, 4 warps per warp group, one producer and two
-# consumers (12 warps), every causal block masked (the specializer takes one loop without branches).
-# SWP: software-pipelined only, on 8 warps, two warp groups that each load, multiply and exponentiate;
-# the causal diagonal masked in a second loop.
-WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=True, mask="every", overlap=False,
-          lpt_heads=0)
-SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False, mask="split", overlap=False,
-           lpt_heads=0)
 MASKS = ("every", "branch", "split")
-CONFIGS = {
-    (64, "fp16", False): WS, (64, "fp16", True): {**SWP, "block_kv": 64},
-    (64, "fp8", False): SWP, (64, "fp8", True): {**SWP, "block_kv": 64},
-    (128, "fp16", False): WS, (128, "fp16", True): SWP,
-    (128, "fp8", False): WS, (128, "fp8", True): SWP,
-}
-CONFIGS |= {(d, "bf16", causal): CONFIGS[d, "fp16", causal] for d in HEAD_DIMS for causal in (False, True)}
+# (head_dim, dtype, causal) -> launch: gpusim's table (gpusim/algorithms/hopper.py LAUNCHES), which the
+# time model prices; benchmarks/hopper_check.py measures the variants and prints the table to paste there.
+CONFIGS = LAUNCHES
 
 
 @triton.jit
@@ -310,7 +296,8 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
     if (dtype == "fp8") != (fp8_scale is not None):
         raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
                          "with them")
-    launch = {**CONFIGS[q.shape[3], dtype, bool(causal)], **{key: x for key, x in overrides.items() if x is not None}}
+    base = WS if overrides.get("warp_specialize") else CONFIGS[q.shape[3], dtype, bool(causal)]
+    launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
     _check_launch(launch)
     limit = launch["warp_specialize"] and _warp_specializer_limit(launch, causal or k.shape[2] % launch["block_kv"])
     if limit and overrides["warp_specialize"]:

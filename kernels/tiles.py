@@ -29,6 +29,16 @@ def first_q_block(j, N, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr
 
 
 @triton.jit
+def unmasked_blocks(i, N_KV, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """The first K/V blocks that every row of Q block i sees whole (gpusim's Tiling.unmasked_blocks_of):
+    whole blocks of keys, left of the block's first row when causal."""
+    n_whole = N_KV // Bc
+    if CAUSAL:
+        n_whole = tl.minimum(n_whole, i * Br // Bc)
+    return n_whole
+
+
+@triton.jit
 def keep(rows, keys, N_KV, CAUSAL: tl.constexpr):
     """Which scores of the tile rows x keys exist (key < N_KV) and survive the causal mask (key <= row)."""
     kept = (keys < N_KV)[None, :]

@@ -1,7 +1,8 @@
 """The course in a real browser (issue 6): JupyterLab on localhost, driven by Debian's headless Chromium.
 
 Runs notebook 4, moves its block-size sliders one step each and checks that the HBM byte count it shows is the
-one gpusim computes. Skipped when chromium/chromedriver are missing, unless GPUSIM_REQUIRE_BROWSER=1 (CI).
+one gpusim computes. Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary,
+where they are missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
 import json
 import os
@@ -27,7 +28,7 @@ from gpusim_course.block_sliders import BLOCK_LABELS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOK = "04_tiling.ipynb"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+CHROMIUM, CHROMEDRIVER = ("chromium", "chromium-browser"), ("chromedriver",)  # Debian's and Ubuntu's names
 CHROMIUM_FLAGS = (
     "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic --no-first-run "
     "--disable-background-networking --disable-component-update --disable-sync --window-size=1400,1000"
@@ -41,20 +42,27 @@ SLIDER_HANDLE = (
 )
 
 
+def _on_path(names):
+    return next((path for path in map(shutil.which, names) if path), None)
+
+
 @pytest.fixture
 def browser(tmp_path):
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
-    if missing:
-        reason = f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (or `make browser`)"
+    chromium, chromedriver = _on_path(CHROMIUM), _on_path(CHROMEDRIVER)
+    if not (chromium and chromedriver):
+        missing = " and ".join(names[0] for names, path in ((CHROMIUM, chromium), (CHROMEDRIVER, chromedriver))
+                               if not path)
+        reason = (f"the real-browser test of the course did not run: no {missing} on the PATH "
+                  "(Debian: sudo apt-get install chromium chromium-driver; .ci/run installs them)")
         if os.environ.get("GPUSIM_REQUIRE_BROWSER") == "1":
             pytest.fail(f"GPUSIM_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = chromium
     for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'chromium'}"]:
         options.add_argument(flag)
     # A Service with a driver path keeps Selenium from running selenium-manager (which would download).
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:
         yield driver
     finally:

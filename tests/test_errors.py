@@ -1,4 +1,8 @@
-"""Bad input: one clear ValueError naming the value and the limit, never a traceback deep inside."""
+"""Bad input: one clear ValueError naming the value and the limit, never a traceback deep inside; on the
+command line, one line on stderr with a hint and exit code 2."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -73,3 +77,35 @@ def test_only_some_arrays():
 def test_execute_mode_refuses_what_would_not_finish():
     with pytest.raises(ValueError, match="execute mode would walk"):
         gpusim.simulate("flash2", seq=1 << 17, head_dim=64, block_q=16, block_kv=16, trace=True)
+
+
+COUNT = ["count", "--algo", "flash2", "--seq", "1024", "--head-dim", "64"]
+# Every bad command line, with a part of the one line it must give. The model's refusals reach the command
+# line through `count` too: add them here as they come (N past the limit, ...).
+CLI_BAD_INPUTS = [
+    ([], "the following arguments are required: {gpus,count,sweep}"),
+    (["counts"], "argument {gpus,count,sweep}: invalid choice: 'counts'"),
+    (["count", "--seq", "1024", "--head-dim", "64"], "the following arguments are required: --algo"),
+    (COUNT + ["--bogus"], "unrecognized arguments: --bogus"),
+    (["count", "--algo", "flash4", "--seq", "8", "--head-dim", "8"], "argument --algo: invalid choice: 'flash4'"),
+    (["count", "--algo", "flash2", "--seq", "1e6", "--head-dim", "64"], "argument --seq: invalid int value: '1e6'"),
+    (COUNT + ["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
+    (["count", "--algo", "flash2", "--seq", "0", "--head-dim", "64"], "seq=0 must be a positive integer"),
+    (COUNT + ["--gpu", "B200"], "unknown gpu='B200': known GPUs are"),
+    (["count", "--algo", "flash2", "--seq", "64", "--head-dim", "128", "--block-q", "512", "--gpu", "T4"],
+     "need 163,840 B of SRAM in the flash2 kernel; T4 has 65,536 B per thread block"),
+    (COUNT + ["--heads", "6", "--kv-heads", "4"], "heads=6 is not a multiple of kv_heads=4"),
+    (["sweep", "--out", "/missing/dir/x"], "argument --out: /missing/dir/x: folder /missing/dir does not exist"),
+    (["sweep", "--seqs", "512,lots"], "argument --seqs: 'lots' is not an integer"),
+    (["sweep", "--algos", "naive,flash4"], "argument --algos: 'flash4' is not one of naive, flash1, flash2, hopper"),
+    (["sweep", "--seqs", "512,0"], "argument --seqs: 0 is not a positive integer"),
+    (["sweep", "--head-dim", "0"], "argument --head-dim: 0 is not a positive integer"),
+]
+
+
+@pytest.mark.parametrize("argv, message", CLI_BAD_INPUTS, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
+def test_command_line_refuses_in_one_line(argv, message):
+    p = subprocess.run([sys.executable, "-m", "gpusim", *argv], capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (2, ""), p.stderr
+    assert p.stderr.startswith("gpusim: error: ") and p.stderr.count("\n") == 1, p.stderr
+    assert message in p.stderr and "--help`)" in p.stderr and "Traceback" not in p.stderr

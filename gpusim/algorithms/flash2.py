@@ -17,10 +17,14 @@ KERNELS = ("flash2",)
 TENSOR_BYTES = {}
 L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
 STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
-# Non-matmul FLOPs. Per element of S computed: scale, row max, subtract, exp, row sum. Per query row each
-# time it meets a K/V block: m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum; O_i is multiplied
-# by alpha (1 FLOP per element). Per row at the end: LSE = m_i + log(l_i), and d divisions O_i / l_i.
-PER_SCORE = 5
+# Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
+# subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second
+# matmul: 7, one of them on the special function units. Per element of a masked tile (the causal diagonal, a
+# ragged last block): key <= row, and with key < N_kv, select: 3 more. Per query row each time it meets a
+# K/V block: m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum; O_i is multiplied by alpha (1 per
+# element). Per row at the end: LSE = m_i + log(l_i), and d divisions O_i / l_i.
+PER_SCORE = 7
+PER_MASKED_SCORE = 3
 PER_ROW_STEP = 1 + 2 + 2
 PER_O_ELEMENT_STEP = 1
 PER_ROW_END = 2
@@ -104,7 +108,8 @@ def flops(cfg, kernel="flash2"):
     log(l_i) per row. Partial causal tiles are computed whole, fully masked ones skipped."""
     t, d = cfg.tiling, cfg.head_dim
     tile_el, row_visits = t.tile_elements, t.row_visits
-    other = PER_SCORE * tile_el + (PER_ROW_STEP + PER_O_ELEMENT_STEP * d) * row_visits + (PER_ROW_END + d) * cfg.seq
+    other = (PER_SCORE * tile_el + PER_MASKED_SCORE * (tile_el - t.unmasked_elements) +
+             (PER_ROW_STEP + PER_O_ELEMENT_STEP * d) * row_visits + (PER_ROW_END + d) * cfg.seq)
     per_head = (4 * d * tile_el, other, tile_el + row_visits + cfg.seq)
     return {kernel: tuple(x * cfg.bh for x in per_head)}
 

@@ -1,16 +1,46 @@
-"""The Hopper kernel (FlashAttention-3 style): flash2's tiles, so flash2's bytes and FLOPs, with the K/V
-loads issued ahead by TMA into STAGES buffers and the softmax overlapped with the matmuls (warp
-specialization), which changes the time, not the bytes. fp8 capable (O written in fp16)."""
+"""The Hopper kernel (FlashAttention-3 style, kernels/hopper.py): flash2's tiles, so flash2's bytes and
+FLOPs, with TMA loads issued ahead into STAGES buffers, and, per launch, warp specialization (a producer warp
+group and two consumer warp groups), the softmax overlapped with the matmuls, the causal mask on the
+diagonal blocks only, and the longest programs first. These change the time, not the bytes. fp8 capable (O
+written in fp16).
+
+LAUNCHES is the one home of the kernel's launch table: per (head_dim, dtype, causal), the fastest correct
+variant measured on the H200 (benchmarks/hopper_check.py, results/h200/hopper_variants.json); bf16 takes
+fp16's. The kernel reads it; the model prices it.
+"""
 from . import flash2
 
 KERNELS = ("hopper",)
 TENSOR_BYTES = {}
 L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
 STEP_TENSORS = {"hopper": ("K", "V")}
-# triton 3.6's warp specializer is right only for 128 x 128 tiles, 2 stages (kernels/hopper.py): other tiles
-# run software-pipelined on 8 warps, 3 stages
-WARP_SPECIALIZED = (128, 128)
-STAGES = 2  # K/V buffers the Hopper kernel keeps in flight
+STAGES = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
+HEAD_DIMS = (64, 128)
+# WS: warp-specialized, num_warps per warp group, one producer and two consumers, every causal block masked
+# (triton 3.6's specializer takes one loop without branches). SWP: software-pipelined on 8 warps.
+WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=True, mask="every", overlap=False,
+          lpt_heads=0)
+SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False, mask="split", overlap=False,
+           lpt_heads=0)
+LAUNCHES = {
+    (64, "fp16", False): WS,
+    (64, "fp16", True): {**SWP, "block_kv": 64, "overlap": True, "lpt_heads": 1},
+    (64, "fp8", False): SWP,
+    (64, "fp8", True): {**SWP, "block_kv": 64},
+    (128, "fp16", False): WS,
+    (128, "fp16", True): {**SWP, "mask": "branch", "lpt_heads": 4},
+    (128, "fp8", False): WS,
+    (128, "fp8", True): {**SWP, "mask": "branch", "lpt_heads": 4},
+}
+LAUNCHES |= {(d, "bf16", causal): LAUNCHES[d, "fp16", causal] for d in HEAD_DIMS for causal in (False, True)}
+
+
+def launch_options(cfg):
+    """The kernel's launch for cfg: the table's, when cfg has its tiles; else software-pipelined, 8 warps."""
+    own = LAUNCHES.get((cfg.head_dim, cfg.dtype, cfg.causal), SWP)
+    if (own["block_q"], own["block_kv"]) == (cfg.block_q, cfg.block_kv):
+        return own
+    return {**SWP, "block_q": cfg.block_q, "block_kv": cfg.block_kv}
 
 
 def default_blocks(gpu, head_dim, dtype):
@@ -22,23 +52,45 @@ def sram_bytes(cfg, kernel, rows, keys):
     return flash2.sram_bytes(cfg, kernel, rows, keys, kv_buffers=STAGES)
 
 
-def programs(cfg, kernel):
-    return flash2.programs(cfg, kernel)
-
-
-def work(cfg, kernel):
-    return flash2.work(cfg, kernel)
-
-
 def shared_bytes(cfg, kernel, num_stages):
     """sram_bytes holds STAGES K/V buffers; a deeper pipeline holds more."""
     return cfg.sram_bytes(kernel) + (num_stages - STAGES) * flash2.stage_bytes(cfg, kernel)
 
 
+def launch(cfg, kernel="hopper"):
+    """(num_warps, num_stages) as the kernel passes them to Triton; warp-specialized, num_warps is per warp
+    group (warps() counts the block's)."""
+    own = launch_options(cfg)
+    return own["num_warps"], own["num_stages"]
+
+
+def warps(cfg, kernel="hopper"):
+    """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized."""
+    own = launch_options(cfg)
+    return own["num_warps"] * (3 if own["warp_specialize"] else 1)
+
+
+def streams(cfg, kernel):
+    """Independent instruction streams in a block: two consumer warp groups (warp specialization) or the
+    softmax of one tile overlapping the matmul of the last (overlap) let one's softmax run under the
+    other's matmuls."""
+    own = launch_options(cfg)
+    return 2 if own["warp_specialize"] or own["overlap"] else 1
+
+
+def programs(cfg, kernel):
+    return flash2.programs(cfg, kernel)
+
+
+def work(cfg, kernel):
+    """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
+    return flash2.work(cfg, kernel, reverse=cfg.causal and launch_options(cfg)["lpt_heads"] > 0)
+
+
 def register_tiles(cfg, kernel):
-    """flash2's tiles, held by the two consumer warp groups alone (8 of the 12 warps): scaled by 12/8 so that
-    spread over all the block's threads they give a consumer thread's share."""
-    return flash2.register_tiles(cfg, kernel) * (3 if warp_specialized(cfg) else 2) // 2
+    """flash2's tiles, held by the consumer warps alone when warp-specialized (8 of the 12 warps): scaled by
+    12/8 so that spread over all the block's threads they give a consumer thread's share."""
+    return flash2.register_tiles(cfg, kernel) * (3 if launch_options(cfg)["warp_specialize"] else 2) // 2
 
 
 def peak_bytes(cfg):
@@ -50,22 +102,14 @@ def count(cfg):
 
 
 def flops(cfg):
-    return flash2.flops(cfg, kernel="hopper")
-
-
-def warp_specialized(cfg):
-    return (cfg.block_q, cfg.block_kv) == WARP_SPECIALIZED
-
-
-def launch(cfg, kernel="hopper"):
-    """Warp-specialized: a producer warp group and two consumer warp groups of 4 warps, STAGES deep.
-    Otherwise 8 warps, 3 stages (kernels/hopper.py)."""
-    return (12, STAGES) if warp_specialized(cfg) else (8, 3)
-
-
-def streams(cfg, kernel):
-    """Two consumer warp groups, 64 rows each: one's softmax overlaps the other's matmuls."""
-    return 2 if warp_specialized(cfg) else 1
+    """flash2's, with the scores prescaled by log2(e) (one multiply fewer per score) and the mask on every
+    block of a causal row when the launch masks every block."""
+    (mm, other, exps), = flash2.flops(cfg, kernel="hopper").values()
+    t, bh = cfg.tiling, cfg.bh
+    other -= bh * t.tile_elements  # exp2 of prescaled scores: no multiply by log2(e)
+    if launch_options(cfg)["mask"] == "every" and cfg.causal:
+        other += bh * flash2.PER_MASKED_SCORE * t.unmasked_elements
+    return {"hopper": (mm, other, exps)}
 
 
 def execute(mem, cfg):

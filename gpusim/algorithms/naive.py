@@ -51,6 +51,12 @@ def row_elements(cfg):
     return 1 << (cfg.seq_kv - 1).bit_length()
 
 
+def compiled_shape(cfg, kernel):
+    """What a compiled kernel is specialised on beyond its tiles (gpusim/compiled.py): head_dim, or the row
+    the softmax holds."""
+    return row_elements(cfg) if kernel == "softmax" else cfg.head_dim
+
+
 def softmax_fits(cfg):
     """The softmax reads a row once when it fits both the SRAM (the model's staging) and, in fp32, the
     registers of one block (at most MAX_ROW_ELEMENTS); otherwise it streams the row in block_kv chunks,

@@ -1,0 +1,72 @@
+"""The H200-measured preset's constants, derived from the microbenchmarks' results files (never from
+attention timings): run it to print them, tests/test_presets.py checks gpusim/hardware.py still holds them.
+
+    python benchmarks/h200_constants.py        # reads results/h200/{latency,bandwidth,matmul_tiles}.json
+
+- Loaded latency and one SM's port bandwidth, per level (HBM, L2): benchmarks/bandwidth.py's load kernel
+  with one program per SM and no prefetch (num_stages=1) waits a latency and a transfer per tile, so the
+  time per tile against the tile's bytes (2 to 16 KiB) is a line: intercept = the latency a block sees while
+  every SM loads (more than the idle pointer chase of benchmarks/latency.py), slope = 1 / the port bandwidth.
+- L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
+- Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
+- Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
+  fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
+PLATEAU_BYTES = 64 * 1024
+
+
+def rows(name):
+    return json.loads((RESULTS / f"{name}.json").read_text())["rows"]
+
+
+def latency_and_port(level, sms=132):
+    """(latency_s, port_bytes_per_s) of one level, from the no-prefetch, one-program-per-SM load rows."""
+    fit = [r for r in rows("bandwidth") if r["kind"] == "load" and r["level"] == level and r["programs_per_sm"] == 1
+           and r["num_stages"] == 1 and 2048 <= r["tile_bytes"] <= 16384]
+    size = np.array([r["tile_bytes"] for r in fit], float)
+    per_tile = size * sms / np.array([r["bytes_per_s"] for r in fit])
+    slope, intercept = np.polyfit(size, per_tile, 1)
+    return float(intercept), float(1 / slope)
+
+
+def l2_bytes_per_s():
+    plateau = [r["bytes_per_s"] for r in rows("bandwidth") if r["kind"] == "load" and r["level"] == "l2"
+               and r["bytes_in_flight_per_sm"] >= PLATEAU_BYTES]
+    return float(np.median(plateau))
+
+
+def rate(variant):
+    return next(r["ops_per_s"] for r in rows("matmul_tiles") if r["variant"] == variant)
+
+
+def matmul_peaks():
+    mma = [r for r in rows("matmul_tiles") if r["variant"] == "mma"]
+    return {dtype: max(r["tflops"] for r in mma if r["dtype"] == dtype) * 1e12 for dtype in ("fp16", "bf16", "fp8")}
+
+
+def mma_efficiency():
+    """((block_q, block_kv, head_dim, num_warps), fraction of the fp16 peak), fp16 rows, sorted."""
+    peak = matmul_peaks()["fp16"]
+    mma = [r for r in rows("matmul_tiles") if r["variant"] == "mma" and r["dtype"] == "fp16"]
+    return tuple(sorted(((r["br"], r["bc"], r["d"], r["num_warps"]), round(r["tflops"] * 1e12 / peak, 3)) for r in mma))
+
+
+def constants():
+    hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
+    peaks = matmul_peaks()
+    return {"hbm_latency_s": hbm[0], "hbm_port_bytes_per_s": hbm[1], "l2_latency_s": l2[0],
+            "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": l2_bytes_per_s(), "sfu_ops_per_s": rate("exp2_rate"),
+            "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
+            "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
+            "mma_efficiency": mma_efficiency()}
+
+
+if __name__ == "__main__":
+    for name, value in constants().items():
+        print(f"{name} = {value!r}" if name == "mma_efficiency" else f"{name} = {value:.4g}")
