@@ -15,10 +15,10 @@ COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hop
 
 
 def fa2_shape_text():
-    """The FlashAttention-2 benchmark shape (gpusim.fa2_shape) in words: "batch x N = 16k tokens, heads x d =
-    2048"."""
+    """The FlashAttention-2 benchmark shape (gpusim.fa2_shape) in words: "batch = max(1, 16k / N), heads x d =
+    2048" (16k tokens a batch up to N = 16k, one sequence beyond)."""
     tokens, model_dim = gpusim.fa2_shape(1, 1)  # batch at N = 1 is the token count; heads at d = 1 the model width
-    return f"batch x N = {tokens // 1024}k tokens, heads x d = {model_dim}"
+    return f"batch = max(1, {tokens // 1024}k / N), heads x d = {model_dim}"
 
 
 def _by_algo(results):
@@ -49,11 +49,7 @@ def sweep_figure(results):
     ax_m.axhline(gpu.hbm_bytes / 2**30, color="k", ls="--", lw=1, label=f"{gpu.name} HBM")
     c = results[0].config
     fig.suptitle(f"Predicted on {gpu.name}: d={c.head_dim}, {c.dtype}{', causal' if c.causal else ''}, "
-<<<<<<< HEAD
                  f"{fa2_shape_text()}")
-=======
-                 f"batch = max(1, 16,384 // N), heads x d = 2048")
->>>>>>> install
     for ax, title, ylabel in [(ax_t, "predicted time", "ms"), (ax_s, "speedup over naive attention", "x"),
                               (ax_b, "HBM traffic", "GiB moved"), (ax_m, "peak HBM footprint", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N")

@@ -149,6 +149,8 @@ def _latency(nbytes, gpu):
         return 0.0
     miss = min(1.0, nbytes[3] / nbytes[2])
     return gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
+
+
 def infeasible(cfg, kernel, res, occ):
     """One line: what the tile needs and what the GPU allows."""
     head = (f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) in the "

@@ -51,7 +51,7 @@ def resources(cfg, kernel):
     num_warps, num_stages = module.launch(cfg, kernel)
     shape = module.compiled_shape(cfg, kernel) if hasattr(module, "compiled_shape") else cfg.head_dim
     key = (cfg.gpu.arch, kernel, shape, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
-    block_warps = module.warps(cfg, kernel) if hasattr(module, "warps") else num_warps  # warp groups of one launch
+    block_warps = module.block_warps(cfg, kernel) if hasattr(module, "block_warps") else num_warps
     if key in COMPILED:
         registers, spill, shared = COMPILED[key]
         return Resources(block_warps, num_stages, registers, shared, spill, True)

@@ -59,12 +59,12 @@ def shared_bytes(cfg, kernel, num_stages):
 
 def launch(cfg, kernel="hopper"):
     """(num_warps, num_stages) as the kernel passes them to Triton; warp-specialized, num_warps is per warp
-    group (warps() counts the block's)."""
+    group (block_warps() counts the block's)."""
     own = launch_options(cfg)
     return own["num_warps"], own["num_stages"]
 
 
-def warps(cfg, kernel="hopper"):
+def block_warps(cfg, kernel="hopper"):
     """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized."""
     own = launch_options(cfg)
     return own["num_warps"] * (3 if own["warp_specialize"] else 1)
