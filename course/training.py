@@ -55,7 +55,7 @@ def dq_updates(seq, head_dim, block_q=128, block_kv=32, causal=False, dtype="fp1
     t = cfg.kv_tiling
     return [{"rows": t.q_rows(i), "atomic_adds": int(adds), "atomic_bytes": int(2 * adds * n * head_dim * 4),
              "dq_kernel_write_bytes": int(n * head_dim * cfg.itemsize)}
-            for i, (n, adds) in enumerate(zip(t.rows_per_q_block, t.kv_blocks_per_q_block))]
+            for i, n, adds in ((i, t.q_rows(i)[1] - t.q_rows(i)[0], t.kv_blocks_of(i)) for i in range(t.n_q_blocks))]
 
 
 def model_memory_rows(seqs, layers=24, heads=16, head_dim=64, batch=8, dtype="fp16", gpu="A100-40GB"):
@@ -85,10 +85,10 @@ def backward_flops_ratio(seq=1024, head_dim=64, causal=False):
     out = {"convention": backward.nominal_flops(1, 1, seq, head_dim, causal) / (4 * seq * seq * head_dim /
                                                                               (2 if causal else 1))}
     for algo in backward.ALGOS:
-        fwd = gpusim.simulate(algo, seq=seq, head_dim=head_dim, causal=causal).flops_matmul
-        bwd = sum(mm for mm, _, _ in backward.flops(backward.config(algo, seq=seq, head_dim=head_dim,
-                                                                    causal=causal)).values())
-        out[algo] = bwd / fwd
+        cfg = backward.config(algo, seq=seq, head_dim=head_dim, causal=causal)
+        fwd = gpusim.simulate(algo, seq=seq, head_dim=head_dim, causal=causal, block_q=cfg.block_q,
+                              block_kv=cfg.block_kv).flops_matmul  # the same tiles: the same partial tiles
+        out[algo] = sum(mm for mm, _, _ in backward.flops(cfg).values()) / fwd
     return out
 
 
@@ -98,8 +98,8 @@ def figure2_left(causal=False):
     (the forward's L2 model, the backward's first touches), fwd + bwd."""
     rows = []
     for algo in backward.ALGOS:
-        fwd = gpusim.simulate(algo, causal=causal, **FIGURE2)
         cfg = backward.config(algo, causal=causal, **FIGURE2)
+        fwd = gpusim.simulate(algo, causal=causal, block_q=cfg.block_q, block_kv=cfg.block_kv, **FIGURE2)
         bwd = sum(r + w for r, w in backward.count(cfg).values())
         bwd_dram = sum(r + w for r, w in backward.first_touch(cfg).values())
         rows.append({"algo": algo, "fwd_GB": fwd.hbm_bytes / 1e9, "bwd_GB": bwd / 1e9,

@@ -191,8 +191,8 @@ PRESETS["H200-measured"] = dataclasses.replace(
     sfu_ops_per_s=4.137e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
     fp32_flops_per_s=6.151e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)
-    bf16_matmul_flops_per_s=8.905e+14,
-    fp8_matmul_flops_per_s=1.398e+15,
+    bf16_matmul_flops_per_s=8.905e+14,  # the fastest bf16 tl.dot loop
+    fp8_matmul_flops_per_s=1.398e+15,  # the fastest e4m3 tl.dot loop
     mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json)
         ((32, 64, 64, 4), 0.329),
         ((32, 64, 64, 8), 0.208),

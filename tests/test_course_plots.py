@@ -26,7 +26,7 @@ def tiling(causal, seq=256, block=64, algo="flash2"):
 
 
 def test_fa2_shape_text_is_gpusims_benchmark_shape():
-    assert plots.fa2_shape_text() == "batch x N = 16k tokens, heads x d = 2048"
+    assert plots.fa2_shape_text() == "batch = max(1, 16k / N), heads x d = 2048"
     assert gpusim.fa2_shape(1024, 64) == (16, 32)  # 16 x 1,024 = 16k tokens, 32 x 64 = 2048
 
 
@@ -83,7 +83,7 @@ def test_sweep_figure_plots_gpusims_predictions_and_speedups():
     curve = gpusim.speedups(results)["flash2"]
     assert list(ax_s.lines[0].get_ydata()) == list(curve.values())
     assert ax_m.lines[-1].get_ydata()[0] == 40  # the A100-40GB's HBM in GiB
-    assert fig._suptitle.get_text().endswith("batch x N = 16k tokens, heads x d = 2048")
+    assert fig._suptitle.get_text().endswith("batch = max(1, 16k / N), heads x d = 2048")
 
 
 def test_time_terms_figure_bars_are_the_terms_in_microseconds():
@@ -147,7 +147,7 @@ def test_bench_chart_has_a_line_per_provider_and_panel():
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.lines] == ["flash2"] and list(ax.lines[0].get_ydata()) == [4.0, 4.0]
     assert [len(a.lines) for a in fig.axes] == [1, 0, 0, 0]
-    assert fig._suptitle.get_text() == ("speedup over the project's naive kernels\nG, fp16, batch x N = 16k tokens, "
+    assert fig._suptitle.get_text() == ("speedup over the project's naive kernels\nG, fp16, batch = max(1, 16k / N), "
                                         "heads x d = 2048; torch t, triton 3, d")
 
 

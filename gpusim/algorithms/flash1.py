@@ -16,10 +16,11 @@ KERNELS = ("flash1",)
 TENSOR_BYTES = {"O": STATS_BYTES}  # O is read-modify-written Tc times: an fp32 accumulator in HBM
 L2_REUSE = {"flash1": ("rmw_per_head", ("Q", "O", "l", "m"))}
 STEP_TENSORS = {"flash1": ("Q", "K", "V", "O", "l", "m")}  # a step: Q_i, O_i, l_i, m_i in and out (K_j, V_j per j)
-# Per score: scale, row max, subtract, exp, row sum. Per row per step (Algorithm 1, lines 11-12): m_new,
-# two exp(a - b), l_new, the two coefficients l_i e^(m_i - m_new) / l_new and e^(m~ - m_new) / l_new, then
-# 3 FLOPs per element of O_i.
-PER_SCORE = 5
+# Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is
+# masked), row max, subtract, exp (a multiply by log2(e) and an exp2), row sum, P converted to the dtype.
+# Per row per step (Algorithm 1, lines 11-12): m_new, two exp(a - b), l_new, the two coefficients
+# l_i e^(m_i - m_new) / l_new and e^(m~ - m_new) / l_new, then 3 FLOPs per element of O_i.
+PER_SCORE = 10
 PER_ROW_STEP = 1 + 4 + 3 + 3
 PER_O_ELEMENT_STEP = 3
 
@@ -66,8 +67,8 @@ def stage_bytes(cfg, kernel):
 
 
 def register_tiles(cfg, kernel):
-    """S_ij, P_ij and P_ij V_j in fp32, O_i read back in fp32, P_ij in the dtype."""
-    return cfg.block_q * cfg.block_kv * (8 + cfg.itemsize) + 8 * cfg.block_q * cfg.head_dim
+    """S_ij in fp32 (P_ij takes its registers), O_i read back and P_ij V_j in fp32, and Q_i."""
+    return 4 * cfg.block_q * cfg.block_kv + (8 + cfg.itemsize) * cfg.block_q * cfg.head_dim
 
 
 def peak_bytes(cfg):
