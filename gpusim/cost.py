@@ -33,6 +33,7 @@ from . import algorithms
 from .occupancy import occupancy, resources
 
 WARP = 32
+ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
@@ -82,8 +83,11 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
                 l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
     step_instructions, step_mufu, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps, steps,
                                                                      programs)
+    # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
+    # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
+    hiding = min(1.0, b * res.num_warps / ISSUE_PER_CLOCK * ISSUE_HIDING)
     unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"],  # one program's step, each unit alone
-                issue=step_instructions * res.num_warps / rate["issue"],
+                issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     streams = module.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
     serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
@@ -104,15 +108,18 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         latency = gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
         return latency + nbytes[2] * ((1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm"))
 
-    # A step waits for its loads: Triton's software pipeline issues them ahead, but measured (results/h200/
-    # tiles.json against matmul_tiles.json) a lone block still waits about a load per step; a warp-specialized
-    # producer keeps them off the consumers' path.
-    step_chain = serial + (0.0 if streams > 1 else wait(step_bytes))
+    # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
+    # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
+    # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
+    prefetched = streams > 1 or module.TMA  # a producer warp group, or TMA copies on barriers, load ahead
+    stages = res.num_stages
+    step_chain = max(serial, wait(step_bytes) / max(1, stages - 1)) if prefetched else serial + wait(step_bytes)
     if kernel in module.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
         step_chain += gpu.l2_latency_s + (step_bytes[0] - step_bytes[2]) / gpu.port_bytes_per_s("l2")
 
     def chain(j):  # one program alone: its first loads, j steps, its epilogue
-        return wait(fixed_bytes) + fixed_compute + (wait(step_bytes) if j and streams > 1 else 0.0) + j * step_chain
+        return (wait(fixed_bytes) + fixed_compute + module.SETUP_S + (wait(step_bytes) if j and prefetched else 0.0)
+                + j * step_chain)
 
     def busy(j):  # the SM's time for one of its b programs: bytes at its bandwidth share, work on its units
         moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])

@@ -15,6 +15,8 @@ from .common import compiled_issue, estimated_issue, masked_scores, pow2_floor, 
 KERNELS = ("flash1",)
 TENSOR_BYTES = {"O": STATS_BYTES}  # O is read-modify-written Tc times: an fp32 accumulator in HBM
 L2_REUSE = {"flash1": ("rmw_per_head", ("Q", "O", "l", "m"))}
+TMA = False  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"flash1": ("Q", "K", "V", "O", "l", "m")}  # a step: Q_i, O_i, l_i, m_i in and out (K_j, V_j per j)
 FENCED = ("flash1",)  # a step's stores are fenced (MEMBAR in the compiled loop) before O_i, l_i, m_i are read again
 # Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is

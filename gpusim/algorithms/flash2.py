@@ -17,6 +17,8 @@ KERNELS = ("flash2",)
 TENSOR_BYTES = {}
 L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
 FENCED = ()  # kernels that wait for their stores: none
+TMA = False  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
 # Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
 # subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second
