@@ -1,8 +1,16 @@
 """gpusim's time model against the H200's measurements: every row of the project's kernels in the results
-files (bench.json, tiles.json) re-simulated from its own configuration on the H200-measured preset, with the
-ratio predicted / measured. tests/test_results.py checks the bounds docs/perf.md states.
+files re-simulated from its own configuration on the H200-measured preset, with the ratio predicted /
+measured. tests/test_results.py checks the bounds docs/perf.md states.
+
+- bench.json, tiles.json: the forward kernels (naive, flash1, flash2, hopper);
+- decode.json: the split-KV decode kernel (provider split_kv, num_splits by flash-attention's heuristic)
+  and the same kernel with num_splits = 1 (split_kv_1), and at batch 1 the slowdown of num_splits = 1,
+  predicted against measured, per cache length;
+- bench_bwd.json: the backward (pass "bwd": the backward's kernels alone) and the training step (pass
+  "fwd+bwd": the forward's kernels, then the backward's) of the project's flash2 and naive kernels.
 
     python benchmarks/agreement.py                   # summary per file and kernel, worst rows
+    python benchmarks/agreement.py --markdown        # docs/perf.md's Decode and Backward tables
 """
 import json
 import statistics
@@ -15,16 +23,30 @@ import gpusim.algorithms
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
 KERNELS = ("naive", "flash1", "flash2", "hopper")
+DECODE = ("split_kv", "split_kv_1")  # decode.json's providers that are the project's kernel
+FILES = ("bench.json", "tiles.json", "decode.json", "bench_bwd.json")
+
+
+def simulated(row):
+    """gpusim's Result for a results row of one of the project's kernels, from the row's own configuration."""
+    algo = row.get("algo", row.get("provider"))
+    if algo in DECODE:
+        return gpusim.simulate("split_kv", batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
+                               head_dim=row["head_dim"], seq_kv=row["seq_kv"], dtype=row["dtype"],
+                               page_size=row["page_size"], num_splits=row["num_splits"], gpu=PRESET)
+    shape = dict(seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
+                 causal=row["causal"], dtype=row["dtype"], gpu=PRESET)
+    if "pass" in row:  # a training row's tiles are the backward's; the forward runs on the kernel's default
+        return gpusim.simulate(algo, **shape, backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
+    blocks = {key: row[key] for key in ("block_q", "block_kv") if row.get(key) is not None}
+    return gpusim.simulate(algo, **shape, **blocks)
 
 
 def predicted_s(row):
-    """gpusim's time for a results row of one of the project's kernels, from the row's own configuration."""
-    algo = row.get("algo", row.get("provider"))
-    blocks = {key: row[key] for key in ("block_q", "block_kv") if row.get(key) is not None}
-    if algo == "hopper":  # the Hopper kernel's launch comes from its table, unless the row names its tiles
-        blocks = blocks if blocks else {}
-    return gpusim.simulate(algo, seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
-                           causal=row["causal"], dtype=row["dtype"], gpu=PRESET, **blocks).predicted_time_s
+    """The predicted time of what the row timed: for a training row's "bwd" pass, the backward's kernels."""
+    result = simulated(row)
+    passes = ("backward",) if row.get("pass") == "bwd" else ("forward", "backward")
+    return sum(k.predicted_time_s for k in result.kernels if k.pass_ in passes)
 
 
 def rule_launch(row):
@@ -39,15 +61,22 @@ def rule_launch(row):
     return gpusim.algorithms.get(algo).launch(cfg, algo) == (row["num_warps"], row["num_stages"])
 
 
-def rows(name, default_only=False):
+def name(row):
+    """The row's kernel, and its pass for a training row."""
+    algo = row.get("algo", row.get("provider"))
+    return f"{algo} {row['pass']}" if "pass" in row else algo
+
+
+def rows(name_, default_only=False):
     """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME."""
-    data = json.loads((RESULTS / name).read_text())["rows"]
+    data = json.loads((RESULTS / name_).read_text())["rows"]
     out = []
     for row in data:
         algo = row.get("algo", row.get("provider"))
-        if algo not in KERNELS or "ms" not in row or row.get("error") or (default_only and not row.get("default")):
+        if algo not in KERNELS + DECODE or "ms" not in row or row.get("error") or (
+                default_only and not row.get("default")):
             continue
-        if name == "tiles.json" and not rule_launch(row):
+        if name_ == "tiles.json" and not rule_launch(row):
             continue  # launches overridden away from the kernel's rule: the model prices the rule's launch
         out.append((row, predicted_s(row) / (row["ms"] * 1e-3)))
     return out
@@ -61,18 +90,96 @@ def summary(pairs, within=0.2):
                                                                                   default=None)}
 
 
+def unsplit_slowdown(batch=1):
+    """{seq_kv: (predicted, measured)}: num_splits = 1's time over the split kernel's, at this batch."""
+    pairs = {(row["provider"], row["seq_kv"]): (predicted_s(row), row["ms"] * 1e-3)
+             for row, _ in rows("decode.json") if row["batch"] == batch}
+    return {n: (pairs["split_kv_1", n][0] / pairs["split_kv", n][0], pairs["split_kv_1", n][1] / pairs["split_kv", n][1])
+            for _, n in sorted(pairs) if ("split_kv", n) in pairs and ("split_kv_1", n) in pairs}
+
+
+def describe(row):
+    if "seq_kv" in row:
+        return f"batch={row['batch']} seq_kv={row['seq_kv']} splits={row['num_splits']}"
+    return (f"{row['dtype']} d={row['head_dim']} causal={row['causal']} N={row['seq']} "
+            f"{row.get('block_q')}x{row.get('block_kv')} w{row.get('num_warps')}")
+
+
+def load(file):
+    return json.loads((RESULTS / file).read_text())
+
+
+def by_batch(pairs):
+    """{batch: summary} of decode rows."""
+    return {b: summary([p for p in pairs if p[0]["batch"] == b]) for b in sorted({p[0]["batch"] for p in pairs})}
+
+
+def share(s):
+    return f"{s['within 20%']:.0%} of {s['rows']} (median {s['median']:.2f}, worst {s['worst']:.2f})"
+
+
+def decode_section():
+    """docs/perf.md's Decode section: the measured batch-1 sweep and the model against every row."""
+    data, pairs = load("decode.json"), rows("decode.json")
+    env, slowdown = data["environment"], unsplit_slowdown()
+    cells = {(r["provider"], r["batch"], r["seq_kv"]): r for r in data["rows"] if "ms" in r}
+    out = [f"Measured {env['date']} on the {env['gpu']} (`{env['command']}`), Llama-3-8B's attention (32 query "
+           f"heads, 8 K/V heads, d = 128, fp16), pages of {data['page_size']} tokens, copy bandwidth "
+           f"{data['copy_bytes_per_s'] / 1e12:.2f} TB/s. Batch 1, ms (predicted / measured in brackets):", "",
+           "| cache | split_kv (splits) | num_splits = 1 | fastest SDPA | split_kv copy fraction | "
+           "slowdown of num_splits = 1: measured, predicted |", "|---|---|---|---|---|---|"]
+    for n, (predicted, measured) in slowdown.items():
+        split, one = cells["split_kv", 1, n], cells["split_kv_1", 1, n]
+        sdpa = min((r for (p, b, m), r in cells.items() if p.startswith("sdpa") and (b, m) == (1, n)),
+                   key=lambda r: r["ms"])
+        ratio = {id(row): r for row, r in pairs}
+        out.append(f"| {n // 1024}K | {split['ms']:.3f} ({split['num_splits']}) [{ratio[id(split)]:.2f}] | "
+                   f"{one['ms']:.3f} [{ratio[id(one)]:.2f}] | {sdpa['ms']:.3f} ({sdpa['provider'][5:]}) | "
+                   f"{split['copy_fraction']:.2f} | {measured:.2f}, {predicted:.2f} |")
+    batches = by_batch(pairs)
+    out += ["", f"Every row of the project's kernel re-simulated (`python benchmarks/agreement.py`): "
+            f"{share(summary(pairs))} within 20%; batch 1: {share(batches[1])}, batch 8: {share(batches[8])}, "
+            f"batch 64: {share(batches[64])}."]
+    return "\n".join(out)
+
+
+def backward_section():
+    """docs/perf.md's Backward section: flash2's backward against SDPA's and the model against every row."""
+    data, pairs = load("bench_bwd.json"), rows("bench_bwd.json")
+    env = data["environment"]
+    cells = {(r["provider"], r["pass"], r["head_dim"], r["causal"], r["seq"]): r for r in data["rows"] if "ms" in r}
+    ratio = {id(row): r for row, r in pairs}
+    out = [f"Measured {env['date']} on the {env['gpu']} (`{env['command']}`), fp16, the FlashAttention-2 paper's "
+           f"sweep (16K tokens, hidden 2048). flash2's backward, ms [predicted / measured], against SDPA's flash "
+           f"backward:", "", "| d | causal | tiles | N | flash2 bwd | SDPA flash bwd | flash2 ÷ SDPA speed | "
+           "flash2 fwd+bwd |", "|---|---|---|---|---|---|---|---|"]
+    for (provider, pass_, d, causal, n), row in sorted(cells.items(), key=lambda kv: kv[0][2:]):
+        if (provider, pass_) != ("flash2", "bwd"):
+            continue
+        sdpa, both = cells["sdpa_flash", "bwd", d, causal, n], cells["flash2", "fwd+bwd", d, causal, n]
+        out.append(f"| {d} | {causal} | {row['block_q']} x {row['block_kv']} | {n:,} | {row['ms']:.3f} "
+                   f"[{ratio[id(row)]:.2f}] | {sdpa['ms']:.3f} | {sdpa['ms'] / row['ms']:.2f} | {both['ms']:.3f} "
+                   f"[{ratio[id(both)]:.2f}] |")
+    passes = {p: summary([q for q in pairs if q[0]["pass"] == p]) for p in ("bwd", "fwd+bwd")}
+    out += ["", f"Every row of the project's kernels re-simulated: {share(summary(pairs))} within 20%; the "
+            f"backward alone: {share(passes['bwd'])}, fwd+bwd: {share(passes['fwd+bwd'])}."]
+    return "\n".join(out)
+
+
 def main():
-    for name in ("bench.json", "tiles.json"):
-        pairs = rows(name)
-        print(name, summary(pairs))
-        for algo in KERNELS:
-            mine = [p for p in pairs if p[0].get("algo", p[0].get("provider")) == algo]
-            if mine:
-                print(f"  {algo:7s}", summary(mine))
+    if sys.argv[1:] == ["--markdown"]:
+        print(f"{decode_section()}\n\n{backward_section()}")
+        return 0
+    for file in FILES:
+        pairs = rows(file)
+        print(file, summary(pairs))
+        for kernel in sorted({name(row) for row, _ in pairs}):
+            print(f"  {kernel:14s}", summary([p for p in pairs if name(p[0]) == kernel]))
         for row, ratio in sorted(pairs, key=lambda p: -abs(p[1] - 1))[:12]:
-            print(f"    {ratio:5.2f}  {row.get('algo', row.get('provider'))} {row['dtype']} d={row['head_dim']} "
-                  f"causal={row['causal']} N={row['seq']} {row.get('block_q')}x{row.get('block_kv')} "
-                  f"w{row.get('num_warps')} {row['ms']:.3f} ms")
+            print(f"    {ratio:5.2f}  {name(row)} {describe(row)} {row['ms']:.3f} ms")
+    print("num_splits=1 slowdown at batch 1, predicted / measured:")
+    for n, (predicted, measured) in unsplit_slowdown().items():
+        print(f"  seq_kv={n:>7,}  {predicted:6.2f} / {measured:6.2f} = {predicted / measured:5.2f}")
     return 0
 
 

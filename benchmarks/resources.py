@@ -18,7 +18,12 @@ Configurations (fp16 and bf16, d 64/128, causal or not): flash2 at every tile of
 of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its softmax at every N of the
 benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
 tiles for the H200; hopper at its CONFIGS launch and tiles.HOPPER_VARIANTS, and fp8 at its CONFIGS launches.
-One that fails to compile is an error row.
+The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
+gpusim's backward modules look them up): flash2's at the tiles gpusim_kernels.bench_bwd weighs, naive's at
+128 x 128 and 64 x 64, its ds at every N of bench_bwd. Decoding (kernels/decode.py) at the shape
+gpusim_kernels.bench_decode measures: decode and split_kv over a paged (its page size) and a contiguous
+cache, the reduce for every power-of-two number of splits up to 128. Rows with a "shape" are keyed by it
+(model_key). One that fails to compile is an error row.
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (284 compiles, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
@@ -34,6 +39,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from itertools import product
 from pathlib import Path
 
 import triton
@@ -41,9 +47,14 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.nvidia.compiler import get_ptxas
 from triton.compiler import ASTSource
 
+from gpusim import backward as training, decode
 from gpusim.config import default_blocks, make_config
-from gpusim_kernels import flash1, flash2, hopper, naive
+from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
+from gpusim_kernels import decode as decode_kernels
+from gpusim_kernels.backward import bwd_constants
 from gpusim_kernels.bench import SEQS
+from gpusim_kernels.bench_bwd import CANDIDATES, SEQS as BWD_SEQS
+from gpusim_kernels.bench_decode import PAGE_SIZE, SHAPE as DECODE_SHAPE
 from gpusim_kernels.launch import constants, options
 
 import probe
@@ -52,9 +63,16 @@ from tiles import HOPPER_VARIANTS, TILES
 GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
 TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
 ARG_TYPES = {"N": "i32", "N_KV": "i32", "V_STRIDE": "i32", "lpt_heads": "i32", "scale": "fp32", "qk_scale": "fp32", "o_scale": "fp32",
-             "LSE": "*fp32", "l": "*fp32", "m": "*fp32"}  # every other argument: a pointer to the inputs' type
+             "LSE": "*fp32", "l": "*fp32", "m": "*fp32", "D": "*fp32", "O_partial": "*fp32", "LSE_partial": "*fp32",
+             "block_table": "*i32", "cache_seqlens": "*i32", "max_pages": "i32", "cache_len": "i32",
+             "num_splits": "i32"}  # every other argument: a pointer to the inputs' type
 KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.pv_kernel,
-           "flash1": flash1.flash1_kernel, "flash2": flash2.flash2_kernel, "hopper": hopper.hopper_kernel}
+           "flash1": flash1.flash1_kernel, "flash2": flash2.flash2_kernel, "hopper": hopper.hopper_kernel,
+           "decode": decode_kernels.decode_kernel, "split_kv": decode_kernels.split_kv_kernel,
+           "reduce": decode_kernels.reduce_kernel}
+KERNELS |= {f"naive_bwd_{k}": getattr(naive_backward, f"{k}_kernel") for k in training.KERNELS["naive"]}
+KERNELS |= {f"flash2_bwd_{k}": getattr(backward, f"{k}_kernel") for k in training.KERNELS["flash2"]}
+TRITON_DEFAULT_LAUNCH = {"num_warps": 4, "num_stages": 3}  # what a launch without options gets (CUDAOptions)
 NAIVE_BLOCKS = ((128, 128), (64, 64))
 SPEC_SEQ = 4096  # the N the configurations are made at: nothing compiled depends on it but softmax's BLOCK_N
 
@@ -97,9 +115,59 @@ def hopper_launch(d, dtype, causal, launch):
             consts, {"num_warps": launch["num_warps"]})  # the loop's depth is STAGES; the launch passes no num_stages
 
 
-def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stages, seq=None, warp_specialize=None):
-    return dict(kernel=kernel, head_dim=head_dim, dtype=dtype, causal=causal, block_q=block_q, block_kv=block_kv,
-                num_warps=num_warps, num_stages=num_stages, seq=seq, warp_specialize=warp_specialize)
+def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stages, seq=None, warp_specialize=None,
+        shape=None):
+    out = dict(kernel=kernel, head_dim=head_dim, dtype=dtype, causal=causal, block_q=block_q, block_kv=block_kv,
+               num_warps=num_warps, num_stages=num_stages, seq=seq, warp_specialize=warp_specialize)
+    return out if shape is None else out | {"shape": shape}
+
+
+def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_SEQ):
+    """A backward kernel's row and compile arguments as its launch passes them: the tiled kernels' options
+    (gpusim_kernels.backward.bwd_constants, flash2's pipelined by its streamed tiles), or none (Triton's
+    defaults: preprocess, ds)."""
+    cfg = training.config(algo, seq=seq, head_dim=d, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
+                          gpu=GPU)
+    block_d, shape = triton.next_power_of_2(d), d
+    if kernel == "preprocess":
+        consts, launch = dict(HEAD_DIM=d, BLOCK_D=block_d, Br=block_q), dict(TRITON_DEFAULT_LAUNCH)
+    elif kernel == "ds":
+        shape = triton.next_power_of_2(seq)  # the row it holds, as naive's softmax
+        consts = dict(CAUSAL=causal, ONE_PASS=cfg.ds_fits, BLOCK_N=shape, Br=block_q, Bc=block_kv)
+        launch = dict(TRITON_DEFAULT_LAUNCH)
+    else:
+        consts = bwd_constants(cfg, kernel, 2 * block_kv * block_d * cfg.itemsize if algo == "flash2" else None)
+        launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
+    return (row(f"{algo}_bwd_{kernel}", d, dtype, causal, block_q, block_kv, **launch,
+                seq=seq if kernel == "ds" else None, shape=shape), consts, launch)
+
+
+def decode_kernel(kernel, dtype, page_size, splits=2):
+    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as run_decode passes
+    them); keyed by (head_dim, page size or 0) or, for the reduce, (head_dim, splits padded)."""
+    launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
+                                 page_size=page_size, dtype=dtype, gpu=GPU, **DECODE_SHAPE)
+    consts = decode_kernels.constants(launch_, kernel)
+    launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
+    shape = [launch_.head_dim, launch_.padded_splits if kernel == "reduce" else page_size or 0]
+    return (row(kernel, launch_.head_dim, dtype, True, launch_.block_q, launch_.block_kv, **launch, shape=shape),
+            consts, launch)
+
+
+def training_and_decoding():
+    """(row, constants, options) for the backward's and decoding's configurations."""
+    out = []
+    for dtype, d, causal in product(("fp16", "bf16"), (64, 128), (False, True)):
+        out += [backward_kernel("flash2", k, d, dtype, causal, *blocks) for blocks in CANDIDATES
+                for k in ("preprocess", "dkdv", "dq")]
+        out += [backward_kernel("naive", k, d, dtype, causal, *blocks) for blocks in NAIVE_BLOCKS
+                for k in ("dv", "dp", "dq", "dk")]
+    out += [backward_kernel("naive", "ds", 64, dtype, causal, *blocks, seq=seq) for dtype in ("fp16", "bf16")
+            for seq in BWD_SEQS for causal in (False, True) for blocks in NAIVE_BLOCKS]
+    for dtype in ("fp16", "bf16"):
+        out += [decode_kernel(k, dtype, page_size) for k in ("decode", "split_kv") for page_size in (PAGE_SIZE, None)]
+        out += [decode_kernel("reduce", dtype, PAGE_SIZE, splits) for splits in (2, 4, 8, 16, 32, 64, 128)]
+    return out
 
 
 def configs():
@@ -119,7 +187,7 @@ def configs():
                 for b_q, b_kv in NAIVE_BLOCKS]
     out += [hopper_launch(d, "fp8", causal, hopper.CONFIGS[d, "fp8", causal]) for d in (64, 128)
             for causal in (False, True)]
-    return out
+    return out + training_and_decoding()
 
 
 def parse_ptxas(log):
@@ -191,7 +259,9 @@ def compile_one(config):
     try:
         kernel = fields["kernel"]
         sig = signature(kernel, fields["dtype"])
-        attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*") or t == "i32"}
+        unspecialized = set(KERNELS[kernel].do_not_specialize)
+        attrs = {(i,): [["tt.divisibility", 16]] for i, (name, t) in enumerate(sig.items())
+                 if (t.startswith("*") or t == "i32") and name not in unspecialized}
         src = ASTSource(fn=KERNELS[kernel], signature=sig, constexprs=consts, attrs=attrs)
         compiled = triton.compile(src, target=GPUTarget("cuda", CAPABILITY, 32), options=launch)
         return {**fields, **parse_ptxas(ptxas_report(compiled.asm["ptx"])), "shared_bytes": compiled.metadata.shared,
@@ -208,14 +278,20 @@ def model_table(rows, triton_version):
     for r in rows:
         if "error" in r:
             continue
-        shape = r["head_dim"] if r["kernel"] != "softmax" else triton.next_power_of_2(r["seq"])
-        key = (ARCH.rstrip("a"), r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"],
-               r["num_warps"], r["num_stages"])
+        key = model_key(r)
         loops = tuple(tuple(loop) for loop in r["loops"])
         entries.append(f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
                        f"{r['shared_bytes']}, {loops!r}, {tuple(r['issued'])!r}),")
     head = (COMPILED_DOC + f"TRITON = {triton_version!r}\n{issue_per_op(rows)}\nCOMPILED = {{\n")
     return head + "\n".join(sorted(entries)) + "\n}\n"
+
+
+def model_key(r):
+    """A row's key in gpusim/compiled.py: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps,
+    num_stages); shape is the row's own, else head_dim, or for the softmax the row it holds (BLOCK_N)."""
+    shape = r.get("shape", r["head_dim"] if r["kernel"] != "softmax" else triton.next_power_of_2(r["seq"] or 1))
+    return (ARCH.rstrip("a"), r["kernel"], tuple(shape) if isinstance(shape, list) else shape, r["dtype"], r["causal"],
+            r["block_q"], r["block_kv"], r["num_warps"], r["num_stages"])
 
 
 def issue_per_op(rows):

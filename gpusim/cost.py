@@ -116,6 +116,9 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     step_chain = max(serial, wait(step_bytes) / max(1, stages - 1)) if prefetched else serial + wait(step_bytes)
     if kernel in module.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
         step_chain += gpu.l2_latency_s + (step_bytes[0] - step_bytes[2]) / gpu.port_bytes_per_s("l2")
+    for tensor in getattr(module, "ADDRESS_TENSORS", {}).get(kernel, ()):  # loads that give the step's addresses
+        if tensor in counts:  # (a paged gather's block table) are waited for before the step's other loads
+            step_chain += wait(_per((0, 0, counts[tensor][0], dram[tensor][0]), steps))
 
     def chain(j):  # one program alone: its first loads, j steps, its epilogue
         return (wait(fixed_bytes) + fixed_compute + module.SETUP_S + (wait(step_bytes) if j and prefetched else 0.0)

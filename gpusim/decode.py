@@ -67,6 +67,16 @@ class DecodeLaunch:
     dtype: str
     gpu: GPU
 
+    algo = "split_kv"  # the time model's module: gpusim/algorithms/split_kv.py
+    causal = True  # the cache's keys come before the query rows (aligned by causal_align)
+
+    @property
+    def block_q(self):  # Br == the rows of a program's tl.dot tile, as the time model reads a tile
+        return self.padded_rows
+
+    def sram_bytes(self, kernel):
+        return sram_bytes(self, kernel)
+
     @property
     def group(self):  # query heads per K/V head
         return self.heads // self.kv_heads

@@ -1,158 +1,67 @@
-"""The entry point: simulate(algo, ...) counts (and optionally executes) one attention forward pass."""
-from dataclasses import dataclass
-
+"""The entry point: simulate(algo, ...) counts (and optionally executes) one attention forward pass, a
+training step (the forward, then the backward), or a decoding step from a KV cache (split_kv)."""
 import functools
 import itertools
 
 import numpy as np
 
-from . import algorithms, cost, l2
+from . import algorithms, backward as training, decode, l2
+from .algorithms.backward_common import BackwardPass
+from .backward_execute import check_executable as check_backward_executable, execute as execute_backward
 from .config import make_config
+from .decode_execute import execute as execute_decode
 from .execute import execute
 from .compiled import COMPILED
 from .hardware import get_gpu
+from .result import TENSOR_ORDER, KernelResult, Result, by_tensor, time_kernels  # noqa: F401 (gpusim.simulate's names)
 
 EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
 EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of naive attention's S and P held in NumPy
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v from this seed
 
 
-@dataclass(frozen=True)
-class KernelResult:
-    name: str
-    programs: int  # thread blocks in the grid
-    sram_bytes_per_block: int
-    read_bytes: int  # HBM -> SRAM (the paper's HBM accesses: what the SMs ask the memory system for)
-    write_bytes: int  # SRAM -> HBM
-    dram_read_bytes: int  # the part of read_bytes that misses in L2
-    dram_write_bytes: int  # the part of write_bytes written back to DRAM before the kernel ends
-    flops_matmul: int
-    flops_other: int  # everything else, exponentials included
-    exps: int  # exponentials (and logarithms), which run on the special function units
-    predicted_time_s: float
-    memory_time_s: float  # roofline terms at the whole GPU's rates (cost.py): bytes over bandwidth,
-    matmul_time_s: float  # matmul FLOPs over the tensor-core peak,
-    other_time_s: float  # the rest over the CUDA cores, exponentials over the special function units
-    busy_fraction: float  # the share of the SMs' slot time the grid's programs fill
-    blocks_per_sm: int  # occupancy: thread blocks an SM keeps resident (gpusim/occupancy.py)
-    registers_per_thread: int
-    limited_by: str  # registers, shared memory, warps or blocks: what caps blocks_per_sm
-    latency_bound: bool  # a program's critical path, not a unit, sets its time (Little's law)
-    overlap: bool  # the kernel overlaps its softmax with its matmuls (warp specialization)
-
-    @property
-    def compute_time_s(self):
-        """Matmul and non-matmul time, added, or overlapped where the kernel overlaps them."""
-        return (max if self.overlap else sum)((self.matmul_time_s, self.other_time_s))
-
-    @property
-    def bound(self):
-        return "memory" if self.memory_time_s >= self.compute_time_s else "compute"
-
-    def to_dict(self):
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Result:
-    config: object  # config.Config
-    counts: dict  # {(kernel, tensor): (read_bytes, write_bytes)}, SM <-> memory
-    dram: dict  # {(kernel, tensor): (dram_read_bytes, dram_write_bytes)}, L2 <-> DRAM (l2.py)
-    kernels: tuple  # KernelResult per launch, in launch order
-    hbm_peak_bytes: int
-    output: np.ndarray | None = None  # (B, H, N, d) when q, k, v were given
-    trace: tuple | None = None  # memory.Step, in schedule order
-
-    @property
-    def by_tensor(self):
-        """{tensor: {"read_bytes", "write_bytes"}} summed over kernels, in the order Q K V S P O l m LSE."""
-        return by_tensor(self.counts)
-
-    @property
-    def dram_by_tensor(self):
-        return by_tensor(self.dram, "dram_read_bytes", "dram_write_bytes")
-
-    @property
-    def hbm_read_bytes(self):
-        return sum(r for r, _ in self.counts.values())
-
-    @property
-    def hbm_write_bytes(self):
-        return sum(w for _, w in self.counts.values())
-
-    @property
-    def dram_read_bytes(self):
-        return sum(r for r, _ in self.dram.values())
-
-    @property
-    def dram_write_bytes(self):
-        return sum(w for _, w in self.dram.values())
-
-    @property
-    def hbm_bytes(self):
-        return self.hbm_read_bytes + self.hbm_write_bytes
-
-    @property
-    def flops_matmul(self):
-        return sum(k.flops_matmul for k in self.kernels)
-
-    @property
-    def flops_other(self):
-        return sum(k.flops_other for k in self.kernels)
-
-    @property
-    def sram_bytes_per_block(self):
-        return max(k.sram_bytes_per_block for k in self.kernels)
-
-    @property
-    def predicted_time_s(self):
-        return sum(k.predicted_time_s for k in self.kernels)
-
-    @property
-    def fits_in_hbm(self):
-        return self.hbm_peak_bytes <= self.config.gpu.hbm_bytes
-
-    def to_dict(self):
-        c = self.config
-        return {
-            "config": {"algo": c.algo, "batch": c.batch, "heads": c.heads, "kv_heads": c.kv_heads, "seq": c.seq,
-                       "seq_kv": c.seq_kv, "head_dim": c.head_dim, "block_q": c.block_q, "block_kv": c.block_kv,
-                       "causal": c.causal, "dtype": c.dtype, "gpu": c.gpu.name},
-            "hbm_read_bytes": self.hbm_read_bytes,
-            "hbm_write_bytes": self.hbm_write_bytes,
-            "by_tensor": self.by_tensor,
-            "by_kernel": [k.to_dict() for k in self.kernels],
-            "dram_read_bytes": self.dram_read_bytes,
-            "dram_write_bytes": self.dram_write_bytes,
-            "dram_by_tensor": self.dram_by_tensor,
-            "flops_matmul": self.flops_matmul,
-            "flops_other": self.flops_other,
-            "sram_bytes_per_block": self.sram_bytes_per_block,
-            "hbm_peak_bytes": self.hbm_peak_bytes,
-            "hbm_bytes_available": c.gpu.hbm_bytes,
-            "fits_in_hbm": self.fits_in_hbm,
-            "predicted_time_s": self.predicted_time_s,
-        }
-
-
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
-             block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align="top_left", q=None, k=None,
-             v=None, trace=False):
-    """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass.
+             block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None,
+             v=None, trace=False, backward=False, do=None, backward_blocks=None, num_splits=None,
+             page_size=None, grouped=None, block_table=None):
+    """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass, one
+    training step (backward=True) or one decoding step (algo="split_kv").
 
     algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
     (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
     fastest predicted (best_blocks). dtype: the storage dtype whose bytes are counted (fp32, fp16, bf16,
     fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays (exact arithmetic
-    on a model of half-precision storage) and in count mode. causal_align: "top_left" (torch's is_causal:
-    row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
+    on a model of half-precision storage) and in count mode. causal_align: "top_left" (the default; torch's
+    is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
 
     Without arrays only the schedule is counted (count mode: closed forms, any N up to 2**40). With q, k, v
     (NumPy, any float dtype) the schedule runs on them tile by tile (execute mode) and `output` holds the
     result; the counts are the same. trace=True records every step (without arrays, q, k, v are drawn
     from a seeded standard normal).
+
+    Training (backward=True; naive, flash1, flash2): the forward's kernels, then the backward's
+    (gpusim/backward.py), each KernelResult with pass_ "forward" or "backward". backward_blocks: the
+    backward's (Br, Bc); None: naive's forward tiles (its kernels share them), flash's backward defaults.
+    Execute mode needs do, the output's gradient (shaped like q), and returns grads = (dq, dk, dv).
+
+    Decoding (algo="split_kv"; gpusim/decode.py): seq query rows (default 1) per request attend to its
+    cache; seq_kv is one cache length or one per request. num_splits (None: flash-attention's heuristic),
+    page_size (None: a contiguous cache), grouped (default True: a program serves a K/V head's whole
+    group), block_kv (the chunk, 64), causal_align ("bottom_right" by default). Execute mode: q, k and v
+    the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
+    block_table (batch, max_pages); seq_kv the cache lengths (default: the whole contiguous cache).
     """
+    decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
+    if str(algo).lower() in algorithms.DECODE:
+        _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
+                   backward=backward or None, do=do, backward_blocks=backward_blocks)
+        return _decode(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
+                       block_kv=block_kv, dtype=dtype, gpu=gpu, causal_align=causal_align or "bottom_right",
+                       q=q, k=k, v=v, trace=trace, **decoding)
+    _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
+    if not backward:
+        _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
     arrays = _arrays(q, k, v)
     if arrays:
         batch, heads, seq, head_dim, kv_heads, seq_kv = _shape_from(arrays, batch, heads, seq, head_dim,
@@ -162,18 +71,22 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         raise ValueError("seq and head_dim are required unless q, k, v are given")
     shape = dict(seq=seq, head_dim=head_dim, heads=1 if heads is None else heads, batch=1 if batch is None else batch,
                  kv_heads=kv_heads, seq_kv=seq_kv, causal=causal, dtype=dtype or "fp16", gpu=gpu,
-                 causal_align=causal_align)
+                 causal_align=causal_align or "top_left")
     if block_q is None or block_kv is None:
         best = best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
     cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
-    output = steps = None
+    bwd = _backward_config(cfg, backward_blocks, arrays, do) if backward else None
+    output = steps = mem = None
     if arrays or trace:
         _check_executable(cfg)
+        if bwd:
+            check_backward_executable(bwd)
         if not arrays:
             rng = np.random.default_rng(TRACE_SEED)
             arrays = [rng.standard_normal((cfg.batch, h, n, cfg.head_dim))
                       for h, n in [(cfg.heads, cfg.seq), (cfg.kv_heads, cfg.seq_kv), (cfg.kv_heads, cfg.seq_kv)]]
+            do = rng.standard_normal((cfg.batch, cfg.heads, cfg.seq, cfg.head_dim)) if bwd else None
         output, mem = execute(cfg, *arrays, trace=trace)
         counts = {key: tuple(rw) for key, rw in mem.counts.items()}
         steps = tuple(mem.steps) if trace else None
@@ -181,8 +94,101 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     else:
         counts = algorithms.get(cfg.algo).count(cfg)
     dram = l2.dram(cfg, counts)
-    return Result(cfg, counts, dram, _kernels(cfg, counts, dram), algorithms.get(cfg.algo).peak_bytes(cfg), output,
-                  steps)
+    forward = Result(cfg, counts, dram, time_kernels(cfg, counts, dram), algorithms.get(cfg.algo).peak_bytes(cfg),
+                     output, steps)
+    return _training(forward, bwd, arrays, do, mem, trace, q is not None) if bwd else forward
+
+
+def _only_with(what, where, **given):
+    """One line for the first option given that `what` does not take."""
+    for name, value in given.items():
+        if value is not None:
+            shown = f"{name} (an array)" if isinstance(value, np.ndarray) else f"{name}={value!r}"
+            raise ValueError(f"{shown} does not apply to {what}: it is for {where}")
+
+
+def _backward_config(cfg, blocks, arrays, do):
+    """The backward of cfg's forward (gpusim/backward.py), checked before anything runs."""
+    if cfg.algo not in training.ALGOS:
+        raise ValueError(f"backward=True: algo={cfg.algo!r} has no backward here; naive, flash1 and flash2 do")
+    if cfg.causal and cfg.tiling.offset:
+        raise ValueError(f"backward=True models top-left causal masks (torch's is_causal); causal_align="
+                         f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
+    if arrays and do is None:
+        raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
+    blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.algo == "naive" else (None, None))
+    return training.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
+                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
+                           causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
+
+
+SAVED = {"naive": ("P",), "flash1": ("O", "l", "m"), "flash2": ("O", "LSE")}  # what the backward reads
+
+
+def _training(forward, bwd, arrays, do, mem, trace, given):
+    """The forward's Result with the backward's kernels after it: their counts (closed form, or run on the
+    arrays with what the forward left in HBM) and times, the training step's peak and the gradients."""
+    grads = steps = None
+    if mem is None:
+        counts = training.count(bwd)
+    else:
+        do = np.asarray(do)
+        if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
+            raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
+                             f"shaped like q {arrays[0].shape}")
+        saved = {name: mem.tensors[name] for name in SAVED[bwd.algo]}
+        *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
+        counts = {key: tuple(rw) for key, rw in bmem.counts.items()}
+        steps = forward.trace + tuple(bmem.steps) if trace else None
+        grads = tuple(grads) if given else None
+    cfg = BackwardPass(bwd)
+    dram = l2.dram(cfg, counts)
+    return Result(forward.config, forward.counts | counts, forward.dram | dram,
+                  forward.kernels + time_kernels(cfg, counts, dram, "backward"), training.peak_bytes(bwd),
+                  forward.output, steps, grads, bwd)
+
+
+def _decode(*, seq, head_dim, heads, batch, kv_heads, seq_kv, block_kv, dtype, gpu, causal_align, q, k, v, trace,
+            num_splits, page_size, grouped, block_table):
+    """simulate() for algo="split_kv": the launch (gpusim/decode.py), its counts (closed form, or run on the
+    arrays), the L2 and the time of each of its kernels."""
+    options = dict(num_splits=num_splits, block_kv=block_kv, grouped=True if grouped is None else grouped,
+                   causal_align=causal_align, gpu=gpu)
+    arrays = _arrays(q, k, v)
+    if not arrays:
+        if trace:
+            raise ValueError("trace=True for algo='split_kv' needs q and a K/V cache (k, v): none are drawn")
+        if block_table is not None:
+            raise ValueError("block_table was given without q, k, v: count mode takes page_size and seq_kv")
+        if head_dim is None or seq_kv is None:
+            raise ValueError("algo='split_kv' needs head_dim and seq_kv (one cache length, or one per request) "
+                             "unless q and the caches are given")
+        heads = 1 if heads is None else heads
+        launch = decode.make_launch(batch=1 if batch is None else batch, heads=heads, head_dim=head_dim,
+                                    kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
+                                    seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16",
+                                    **options)
+        counts = decode.count(launch)
+        output = steps = None
+    else:
+        q, k, v = arrays
+        lengths = [k.shape[2]] * q.shape[0] if seq_kv is None and block_table is None else seq_kv
+        if lengths is None:
+            raise ValueError("a paged cache (block_table given) needs seq_kv, the cache length of each request")
+        launch = decode.launch_for_cache(q.shape, k.shape, v.shape, lengths, paged=block_table is not None,
+                                         page_size=page_size, dtype=dtype or ARRAY_DTYPES.get(
+                                             np.result_type(*arrays).name, "fp16"), **options)
+        for name, value in dict(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq).items():
+            if value is not None and value != getattr(launch, name):
+                raise ValueError(f"{name}={value} does not match the arrays, which have {name}={getattr(launch, name)}")
+        if block_table is not None:
+            decode.check_block_table(block_table, launch.seq_kv, k.shape[0], launch.page_size)
+        output, mem = execute_decode(launch, q, k, v, block_table, trace)
+        counts = {key: tuple(rw) for key, rw in mem.counts.items()}
+        steps = tuple(mem.steps) if trace else None
+    dram = l2.dram(launch, counts)
+    module = algorithms.get(launch.algo)
+    return Result(launch, counts, dram, time_kernels(launch, counts, dram), module.peak_bytes(launch), output, steps)
 
 
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}
@@ -217,36 +223,6 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
                          f"({dtype}) on {get_gpu(gpu).name}")
     return min(times, key=times.get)
-
-
-TENSOR_ORDER = ("Q", "K", "V", "S", "P", "O", "l", "m", "LSE")
-
-
-def by_tensor(table, read_key="read_bytes", write_key="write_bytes"):
-    """{(kernel, tensor): (read, write)} summed over kernels into {tensor: {read_key, write_key}}."""
-    out = {}
-    for (_, tensor), (r, w) in sorted(table.items(), key=lambda item: TENSOR_ORDER.index(item[0][1])):
-        entry = out.setdefault(tensor, {read_key: 0, write_key: 0})
-        entry[read_key] += r
-        entry[write_key] += w
-    return out
-
-
-def _of(table, name):
-    return {tensor: rw for (kernel, tensor), rw in table.items() if kernel == name}
-
-
-def _kernels(cfg, counts, dram):
-    module = algorithms.get(cfg.algo)
-    out = []
-    for name, (mm, other, exps) in module.flops(cfg).items():
-        mine, to_dram = _of(counts, name), _of(dram, name)
-        (read, write), (dram_read, dram_write) = ([sum(rw[i] for rw in table.values()) for i in (0, 1)]
-                                                  for table in (mine, to_dram))
-        t = cost.kernel_time(cfg, name, mine, to_dram, mm, other, exps)
-        out.append(KernelResult(name, module.programs(cfg, name), cfg.sram_bytes(name), read, write, dram_read,
-                                dram_write, mm, other, exps, overlap=module.streams(cfg, name) > 1, **t.__dict__))
-    return tuple(out)
 
 
 def _arrays(q, k, v):

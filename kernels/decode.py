@@ -13,6 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
+from gpusim.algorithms import split_kv as split_kv_model
 from gpusim.decode import check_block_table, launch_for_cache
 
 from .interpreter import INTERPRETED
@@ -216,19 +217,25 @@ def run_decode(call):
         o_partial = torch.empty((L.num_splits, *q.shape), dtype=torch.float32, device=q.device)
         lse_partial = torch.empty((L.num_splits, *q.shape[:3]), dtype=torch.float32, device=q.device)
     paged = L.page_size is not None
-    common = dict(H=L.heads, KV_HEADS=L.kv_heads, SEQ=L.seq, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped,
-                  BLOCK_R=L.padded_rows, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
-                  P=L.page_size if paged else 0, BOTTOM_RIGHT=L.causal_align == "bottom_right",
-                  num_warps=4, num_stages=3)
     grid = (L.units, L.batch, L.num_splits)
     args = (call.block_table, call.cache_seqlens, L.head_dim ** -0.5, call.block_table.shape[-1],
             0 if paged else call.k_cache.shape[2], L.num_splits)
     if not split:
-        decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **common)
+        decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **constants(L, "decode"))
         return o, lse
-    split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args, **common)
+    split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args, **constants(L, "split_kv"))
     reduce_kernel[(L.heads, L.batch, L.seq)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits,
-                                             H=L.heads, SEQ=L.seq, SPLITS=L.padded_splits, D=L.head_dim,
-                                             BLOCK_D=common["BLOCK_D"], Bc=L.block_kv,
-                                             BOTTOM_RIGHT=common["BOTTOM_RIGHT"], num_warps=4, num_stages=1)
+                                             **constants(L, "reduce"))
     return o, lse
+
+
+def constants(L, kernel):
+    """A kernel's compile-time constants and launch options for DecodeLaunch L, as gpusim prices them
+    (gpusim/algorithms/split_kv.py launch)."""
+    num_warps, num_stages = split_kv_model.launch(L, kernel)
+    shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
+                  BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
+    if kernel == "reduce":
+        return shared | dict(SPLITS=L.padded_splits)
+    return shared | dict(KV_HEADS=L.kv_heads, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped, BLOCK_R=L.padded_rows,
+                         P=L.page_size or 0)

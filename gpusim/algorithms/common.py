@@ -51,3 +51,14 @@ def compiled_issue(res, step_loops):
     mufu = sum(w * res.loops[i][1] for i, w in step_loops)
     in_loops = sum(loop[0] for loop in res.loops)
     return instructions, mufu, max(0, res.issued[0] - in_loops)
+
+
+def per_step_issue(res, other_flops, exps, steps):
+    """issue() of a kernel whose steps are the iterations of its loops, taken in turn (one loop: every step;
+    a streamed row's passes: each in its share), or, without a loop, the whole kernel once per program;
+    estimated from the operations where nothing was compiled."""
+    if not res.issued[0]:
+        return estimated_issue(res, other_flops, exps, steps)
+    if not res.loops:
+        return res.issued[0], res.issued[1], 0.0
+    return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])

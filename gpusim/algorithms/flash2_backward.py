@@ -1,0 +1,84 @@
+"""FlashAttention-2's backward (gpusim/backward.py counts it) as the time model sees kernels/backward.py:
+three launches, their grids, the steps of each program, how they launch, and which reads reach DRAM.
+
+    preprocess: D = rowsum(dO ∘ O)   one program per Q block (Br rows), one step
+    dkdv:  one program per K/V block of Br == block_q rows and K/V head, a step per (query head, Q block
+           of Bc == block_kv rows) that sees it: Q_i, dO_i, LSE_i, D_i streamed past K_j, V_j
+    dq:    one program per Q block (Br rows), a step per K/V block (Bc rows) it visits: K_j, V_j streamed
+"""
+from .. import backward
+from ..tiling import ramp_work, uniform_work
+from .backward_common import column_work, dram_reads as _dram_reads, padded, shared_bytes as _shared
+from .common import per_step_issue, pipeline_stages, warps
+
+KERNELS = backward.KERNELS["flash2"]
+TENSOR_BYTES = {}
+L2_REUSE = {kernel: ("first_touch", ()) for kernel in KERNELS}  # dram_reads below
+FENCED = ()
+TMA = False
+SETUP_S = 0.0
+STEP_TENSORS = {"preprocess": ("O", "dO"), "dkdv": ("Q", "dO", "LSE", "D"), "dq": ("K", "V")}
+SHARED_BY = {"preprocess": "program", "dkdv": "kv_head", "dq": "head"}
+DEFAULT_LAUNCH = (4, 3)  # Triton's num_warps, num_stages: preprocess is launched without options
+
+
+def count(cfg):
+    return backward.count(cfg.of)
+
+
+def flops(cfg):
+    return backward.flops(cfg.of)
+
+
+def work(cfg, kernel):
+    if kernel == "dkdv":
+        return column_work(cfg.kv_tiling, cfg.batch * cfg.kv_heads, cfg.group)
+    if kernel == "dq":
+        return ramp_work(cfg.tiling, cfg.bh)
+    return uniform_work(cfg.bh * cfg.tiling.n_q_blocks, 1)
+
+
+def programs(cfg, kernel):
+    return sum(work(cfg, kernel).counts)
+
+
+def stage_bytes(cfg, kernel):
+    """One more buffer of the two streamed tiles (Bc rows, d padded), as kernels/backward.py sizes it."""
+    return 0 if kernel == "preprocess" else 2 * cfg.block_kv * padded(cfg.head_dim) * cfg.itemsize
+
+
+def launch(cfg, kernel):
+    """(num_warps, num_stages) as kernels/backward.py launches them (kernels/launch.py options): the loops
+    pipelined as deep as fits by the forward's rule; preprocess with Triton's defaults."""
+    if kernel == "preprocess":
+        return DEFAULT_LAUNCH
+    return warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes(cfg, kernel))
+
+
+def shared_bytes(cfg, kernel, num_stages):
+    return _shared(cfg, kernel, num_stages, stage_bytes(cfg, kernel))
+
+
+def register_tiles(cfg, kernel):
+    """dkdv: dK_j and dV_j accumulated in fp32 (Br x d each); dq: dQ_i (Br x d); both: two fp32 score tiles
+    live at once (P_ij, then dP_ij and dS_ij; Br x Bc). preprocess: O_i and dO_i in fp32."""
+    d, tile = padded(cfg.head_dim), 8 * cfg.block_q * cfg.block_kv
+    return {"preprocess": 8 * cfg.block_q * d, "dkdv": 8 * cfg.block_q * d + tile, "dq": 4 * cfg.block_q * d + tile}[kernel]
+
+
+def streams(cfg, kernel):
+    return 1
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """From the compiled kernel (benchmarks/resources.py), its loop a step; else estimated."""
+    return per_step_issue(res, other_flops, exps, steps)
+
+
+def compiled_name(kernel):
+    """The kernel's name in gpusim/compiled.py: the forward passes and the other backward name theirs alike."""
+    return f"flash2_bwd_{kernel}"
+
+
+def dram_reads(cfg, kernel, sm_reads):
+    return _dram_reads(cfg, kernel, sm_reads, SHARED_BY[kernel])
