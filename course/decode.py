@@ -79,13 +79,16 @@ def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4,
     return steps
 
 
-def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, page_size=16, slots=8, seed=0):
-    """The same seeded stream of requests served from the same memory (`slots` requests of max_tokens
-    each) by both allocators: {policy: gpusim.kvcache.Serving}."""
+def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, page_size=16, slots=8, seed=0,
+               until=None):
+    """The same seeded stream of requests (`steps` steps of arrivals) served from the same memory (`slots`
+    requests of max_tokens each) by both allocators, for its first `until` steps (default: all):
+    {policy: gpusim.kvcache.Serving}."""
     reqs = kvcache.arrivals(steps, per_step, max_tokens, seed=seed)
     budget = slots * max_tokens * kvcache.bytes_per_token(model)
-    return {policy: kvcache.serve(model, reqs, steps=steps, policy=policy, page_size=page_size, max_tokens=max_tokens,
-                                  budget_bytes=budget) for policy in ("contiguous", "paged")}
+    return {policy: kvcache.serve(model, reqs, steps=steps if until is None else until, policy=policy,
+                                  page_size=page_size, max_tokens=max_tokens, budget_bytes=budget)
+            for policy in ("contiguous", "paged")}
 
 
 def memory_map_rows(serving):
@@ -101,3 +104,20 @@ def waste_rows(servings):
     memory that held no token, over the whole run."""
     return [{"allocator": policy, "page size": s.page_size, "peak running": s.peak_running, "finished": s.finished,
              "preemptions": s.preemptions, "wasted share": s.wasted_fraction} for policy, s in servings.items()]
+
+
+def waste_claim_rows(users=50, max_tokens=(1024, 2048, 4096, 8192), steps=300, per_step=1.0, page_size=16,
+                     model="Llama-3-8B", seed=0):
+    """The source's "50 users chatting simultaneously. Pre-allocated GPU memory for max context length.
+    70% of that memory is wasted.": memory for `users` requests of max_tokens each, requests with
+    ShareGPT's lengths (gpusim.kvcache.arrivals), served contiguously and paged; per max_tokens, the share
+    of the reserved memory that held no token over the run, and the requests each allocator finished."""
+    rows = []
+    for longest in max_tokens:
+        runs = allocation(model, steps, per_step, longest, page_size, users, seed)
+        rows.append({"max_tokens": longest, "contiguous wasted share": runs["contiguous"].wasted_fraction,
+                     "paged wasted share": runs["paged"].wasted_fraction,
+                     "contiguous peak running": runs["contiguous"].peak_running,
+                     "paged peak running": runs["paged"].peak_running,
+                     "contiguous finished": runs["contiguous"].finished, "paged finished": runs["paged"].finished})
+    return rows
