@@ -121,3 +121,12 @@ def waste_claim_rows(users=50, max_tokens=(1024, 2048, 4096, 8192), steps=300, p
                      "paged peak running": runs["paged"].peak_running,
                      "contiguous finished": runs["contiguous"].finished, "paged finished": runs["paged"].finished})
     return rows
+
+
+def waste_claim_sentence(rows, users=50):
+    """waste_claim_rows in words: the wasted shares against the source's 70%."""
+    contiguous = [r["contiguous wasted share"] for r in rows]
+    paged = [r["paged wasted share"] for r in rows]
+    return (f"Room for {users} requests of max_tokens each: contiguous allocation left {min(contiguous):.0%} "
+            f"(max_tokens {rows[0]['max_tokens']:,}) to {max(contiguous):.0%} (max_tokens {rows[-1]['max_tokens']:,}) "
+            f"of what it reserved empty; paged allocation {max(paged):.1%} at most.")

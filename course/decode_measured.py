@@ -136,3 +136,31 @@ def _row(scenario, batch, intensity, gpu, dtype, predicted, measured_project, me
             "memory-bound?": "yes" if intensity < ridge else "no",
             "FA benefit, gpusim": predicted, "FA benefit, H200: project's kernels": measured_project,
             "FA benefit, H200: torch over FlashAttention": measured_torch}
+
+
+def unsplit_sentence(lesson):
+    """unsplit_lesson's numbers in words."""
+    return (f"At batch {lesson['batch']} with {lesson['cache tokens']:,} cached tokens, num_splits=1 launches "
+            f"{lesson['num_splits=1 programs']} programs (one per request and K/V head) on {lesson['SMs']} SMs: "
+            f"{lesson['idle SMs']:.0%} of the SMs have no work, and the kernel reaches "
+            f"{lesson['num_splits=1 share of copy bandwidth']:.1%} of the measured copy bandwidth. Split into "
+            f"{lesson['split programs']} programs it reaches {lesson['split share of copy bandwidth']:.0%}. Not "
+            f"splitting is {lesson['slowdown measured']:.1f}x slower as measured; gpusim predicts "
+            f"{lesson['slowdown predicted']:.1f}x.")
+
+
+def fixed_cost_sentence(cost):
+    """fixed_cost's numbers in words."""
+    return (f"From {cost['from']:,} to {cost['to']:,} cached tokens the split kernel's bytes grow "
+            f"{cost['bytes growth']:.0f}x but its measured time only {cost['time growth']:.2f}x (it stays between "
+            f"{cost['fastest ms'] * 1e3:.0f} and {cost['slowest ms'] * 1e3:.0f} µs): a cost per call that does not "
+            f"grow with the cache dominates there.")
+
+
+def agreement(data, within=0.2, min_cache=0):
+    """How many of the split_kv and split_kv_1 rows (cache >= min_cache) gpusim predicts within `within`:
+    {"rows", "within", "share"}."""
+    rows = [r for name in ("split_kv", "split_kv_1") for r in data["rows"]
+            if r["provider"] == name and r.get("ms") and r["seq_kv"] >= min_cache]
+    close = [r for r in rows if abs(decode_time.predict(launch_of(r))["total_s"] * 1e3 / r["ms"] - 1) <= within]
+    return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}

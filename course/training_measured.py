@@ -12,6 +12,7 @@ from . import training_time
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/bench_bwd.py)
+BENCH_BWD = "../results/h200/bench_bwd.json"  # as the notebooks, which run in notebooks/, reach it
 STANDARD = "torch_naive"  # standard attention, as measured: matmul, softmax, matmul under autograd
 FLASH = ("flash2", "sdpa_flash")  # the project's FlashAttention-2 backward, and PyTorch's
 
