@@ -68,3 +68,20 @@ def test_memory_map_rows(policy):
     assert all(0 <= r["used tokens"] <= r["capacity tokens"] == serving.memory_map.block_tokens for r in rows)
     held = sum(r["used tokens"] for r in rows) * kvcache.bytes_per_token("Llama-3-8B")
     assert held == serving.snapshots[-1].used_bytes
+
+
+def test_allocation_until_is_a_prefix_of_the_whole_run():
+    whole = course.allocation(steps=80, slots=4, max_tokens=1024)
+    part = course.allocation(steps=80, slots=4, max_tokens=1024, until=30)
+    for policy in whole:
+        assert part[policy].snapshots == whole[policy].snapshots[:30]
+
+
+def test_waste_claim_rows_grow_with_the_reserved_length():
+    rows = course.waste_claim_rows(users=10, max_tokens=(512, 2048), steps=120)
+    assert [r["max_tokens"] for r in rows] == [512, 2048]
+    small, big = rows
+    assert small["contiguous wasted share"] < big["contiguous wasted share"]  # longer slots, more empty room
+    assert all(r["paged wasted share"] < 0.1 < r["contiguous wasted share"] for r in rows)
+    assert all(r["contiguous peak running"] <= 10 < r["paged peak running"] for r in rows)
+    assert "10 requests" in course.waste_claim_sentence(rows, users=10)
