@@ -19,10 +19,10 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
             python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
     hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
     bench) python -m gpusim_kernels.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
-    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes 3
-              python -m pytest -q -x -p no:cacheprovider tests/test_backward_kernels.py ;;
-    kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py \
-                    tests/test_decode_kernels.py tests/test_backward_kernels.py -rfE ;;
+    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}"
+              python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
+    kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py -rfE ;;
+    tiles) python benchmarks/tiles.py --out "$OUT" --max-minutes "${TILES_MINUTES:-2.2}" ;;
     *) echo "unknown job $1" ;;
   esac > "$OUT/logs/$1.log" 2>&1
   echo "$1: exit $?, $SECONDS s into its stream"
