@@ -4,7 +4,7 @@ Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely 
 stub still returns None or raises NotImplementedError). It never raises.
 
 Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
-message for a right answer. (course/exercises.py does the same for notebooks 1 to 5.)
+message for a right answer; `check` and `solution` take that table. (course/exercises.py does the same for notebooks 1 to 5.)
 """
 import inspect
 import math
@@ -64,13 +64,16 @@ def numeric(fn, cases, hint, rel_tol=0.0):
     return f"matches gpusim on all {len(cases)} cases."
 
 
-def run(name, checker, fn):
+def check(exercises, name, fn):
+    """Run the learner's `fn` for exercise `name` of `exercises` ({name: (checker, reference)}); a Verdict."""
+    if name not in exercises:
+        raise ValueError(f"no exercise {name!r}: choose one of {', '.join(exercises)}")
     try:
-        return Verdict(name, "right", checker(fn))
+        return Verdict(name, "right", exercises[name][0](fn))
     except Stop as stop:
         return Verdict(name, stop.status, stop.message)
 
 
-def source(fn):
-    """A reference solution's code, to print."""
-    return inspect.getsource(fn)
+def solution(exercises, name):
+    """Print the reference solution of exercise `name`."""
+    print(inspect.getsource(exercises[name][1]))

@@ -9,7 +9,8 @@ import math
 import gpusim
 from gpusim import decode, kvcache
 
-from .checks import numeric, run, source
+from . import checks
+from .checks import numeric
 
 MODELS = tuple(kvcache.MODELS.values())
 LONG_CACHE = 1 << 17  # enough K/V chunks for any split count the cases need
@@ -143,12 +144,9 @@ EXERCISES = {
 
 def check(name, fn):
     """Run the learner's `fn` for exercise `name` against gpusim; a Verdict (shown in color)."""
-    if name not in EXERCISES:
-        raise ValueError(f"no exercise {name!r}: the decode notebook's are {', '.join(EXERCISES)}")
-    return run(name, EXERCISES[name][0], fn)
+    return checks.check(EXERCISES, name, fn)
 
 
 def solution(name):
     """Print a reference solution of exercise `name`."""
-    print(source(EXERCISES[name][1]))
-
+    checks.solution(EXERCISES, name)
