@@ -26,7 +26,9 @@ processes, ~25 s; 12 groups x 25 timings: at N = 2K and 8K ~80 ms each (do_bench
 its 5-call estimate; calls of 0.3-4 ms), 16 s; at N = 32K (one call 7-30 ms, 8 calls; spilling tiles up to
 5x longer) ~0.3 s each, 30 s; inputs and references 5 s.
 """
+import json
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -161,9 +163,10 @@ def run_group(results, d, causal, seq, resources):
         torch.cuda.empty_cache()
 
 
-def run(results, max_minutes, workers):
+def run(results, max_minutes, workers, skip=()):
     start = time.monotonic()
-    groups = [(d, causal, seq) for seq in SEQS for d in HEAD_DIMS for causal in (False, True)]
+    groups = [(d, causal, seq) for seq in SEQS for d in HEAD_DIMS for causal in (False, True)
+              if (d, causal, seq) not in skip]
     todo = [(algo, d, causal, tuple(launch.items())) for d in HEAD_DIMS for causal in (False, True)
             for algo, launch, _ in group_calls(d, causal) if algo not in SDPA]
     errors = probe.compile_all(warm, todo, workers, max_minutes * 60 * 0.4)
@@ -182,10 +185,14 @@ def run(results, max_minutes, workers):
 def main(argv=None):
     ap = probe.parser(__doc__, "tiles.json")
     ap.add_argument("--max-minutes", type=float, default=3.0, help="start no group after this many minutes")
+    ap.add_argument("--skip", help="a tiles.json whose groups are not measured again (a run to complete)")
     args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
-    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers)
+    done = set()
+    if args.skip:
+        done = {(r["head_dim"], r["causal"], r["seq"]) for r in json.loads(Path(args.skip).read_text())["rows"]}
+    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers, done)
 
 
 if __name__ == "__main__":

@@ -125,11 +125,11 @@ def gpu_time(call):
         return {"ms": do_bench(call, warmup=25, rep=100, return_mode="median"), "timing": "events"}
 
 
-def configs(shapes, dtypes, sweep=True):
+def configs(shapes, dtypes, sweep=True, head_dims=(64, 128), causals=(False, True)):
     """(batch, heads, seq, head_dim, causal, dtype, flash_only) in the order they are measured."""
     for dtype in dtypes if sweep else ():
-        for head_dim in (64, 128):
-            for causal in (False, True):
+        for head_dim in head_dims:
+            for causal in causals:
                 for seq in SEQS + LONG_SEQS:
                     batch, heads = max(1, TOKENS // seq), MODEL_DIM // head_dim
                     yield batch, heads, seq, head_dim, causal, dtype, seq in LONG_SEQS
@@ -154,8 +154,10 @@ def run(args):
 
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
-    todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes))
-    table = providers()
+    causals = {"both": (False, True), "no": (False,), "yes": (True,)}[args.causal]
+    todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes,
+                        head_dims=tuple(int(d) for d in args.head_dims.split(",")), causals=causals))
+    table = {name: fn for name, fn in providers().items() if name not in args.without.split(",")}
     result = {"environment": environment("python -m gpusim_kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
     for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
@@ -217,6 +219,9 @@ def main(argv=None):
     ap.add_argument("--shape", action="append", default=[], help="B,H,N,d to measure too (repeatable)")
     ap.add_argument("--only-shapes", action="store_true", help="measure only the --shape shapes")
     ap.add_argument("--dtypes", default="fp16,bf16")
+    ap.add_argument("--head-dims", default="64,128", help="the sweep's head dims (comma-separated)")
+    ap.add_argument("--without", default="", help="providers not to measure (comma-separated)")
+    ap.add_argument("--causal", choices=("both", "no", "yes"), default="both", help="the sweep's masks")
     ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
     args = ap.parse_args(argv)
     run(args)
