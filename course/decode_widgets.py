@@ -5,7 +5,6 @@ from html import escape
 
 import ipywidgets as W
 
-import gpusim
 from gpusim import kvcache
 from gpusim.units import fmt_bytes
 
