@@ -1,10 +1,10 @@
 """How the decode and training notebooks' exercises are checked. The learner writes a small function;
-`run(name, checker, fn)` calls it on several cases, compares each answer with gpusim's, and returns a
+`check(exercises, name, fn)` calls it on several cases, compares each answer with gpusim's, and returns a
 Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely mistake) or not yet (the
-stub still returns None or raises NotImplementedError). It never raises.
+stub still returns None or raises NotImplementedError). It never raises for the learner's code.
 
 Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
-message for a right answer; `check` and `solution` take that table. (course/exercises.py does the same for notebooks 1 to 5.)
+message for a right answer. (course/exercises.py does the same for notebooks 1 to 5.)
 """
 import inspect
 import math
