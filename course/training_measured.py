@@ -9,6 +9,7 @@ from pathlib import Path
 import gpusim
 
 from . import training_time
+from .formatting import span
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/bench_bwd.py)
@@ -75,3 +76,18 @@ def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=training_time.GPU):
         row["flash2 measured ms"] = measured.get("flash2", {}).get(seq)
         rows.append(row)
     return rows
+
+
+def comparison_sentence(groups):
+    """The measured side against the predicted one over all groups of speedup_rows, in words."""
+    rows = [r for group in groups.values() for r in group]
+    timed = [r for r in rows if r["flash2 measured ms"] and r["measured speedup, flash2"]]
+    predicted = [r["predicted speedup"] for r in rows]
+    head = f"gpusim predicts its naive kernels {span(predicted, '{:.1f}x')} slower than flash2"
+    if not timed:
+        return f"{head}; nothing measured yet."
+    over = [r["flash2 measured ms"] / r["flash2 predicted ms"] for r in timed]
+    speedup = [r["measured speedup, flash2"] for r in timed]
+    return (f"{head}; measured, torch's standard attention is {span(speedup, '{:.1f}x')} slower than the "
+            f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim's roofline gives it "
+            f"({len(timed)} lengths and shapes).")

@@ -58,3 +58,13 @@ def test_with_the_file_the_measured_ratios():
     assert rows[0]["measured speedup, sdpa_flash"] == raw["torch_naive"] / raw["sdpa_flash"]
     assert rows[0]["flash2 measured ms"] == raw["flash2"]
     assert rows[1]["measured speedup, flash2"] is None  # N = 128 was not run
+
+
+def test_comparison_sentence_with_and_without_measurements():
+    rows = tm.speedup_rows(None, 64, False, seqs=(1024, 2048))
+    assert tm.comparison_sentence({(64, False): rows}).endswith("nothing measured yet.")
+    data = tm.read_bench_bwd(SMOKE)
+    groups = {(64, causal): tm.speedup_rows(data, 64, causal, seqs=(64,)) for causal in (False, True)}
+    sentence = tm.comparison_sentence(groups)
+    over = sorted(g[0]["flash2 measured ms"] / g[0]["flash2 predicted ms"] for g in groups.values())
+    assert f"takes {over[0]:.1f}x to {over[1]:.1f}x the time" in sentence and "(2 lengths and shapes)" in sentence
