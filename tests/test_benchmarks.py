@@ -11,8 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import torch
 
+torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import their sibling probe.py
