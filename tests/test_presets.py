@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
+import gpusim.algorithms
 from gpusim import compiled
 from gpusim.config import make_config
 from gpusim.occupancy import estimate_registers
@@ -20,7 +21,9 @@ import mutants  # noqa: E402
 def test_h200_measured_holds_the_microbenchmarks_constants():
     gpu = gpusim.get_gpu("H200-measured")
     for name, value in h200_constants.constants().items():
-        if name == "mma_efficiency":
+        if name == "hopper_setup_s":
+            assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
+        elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
