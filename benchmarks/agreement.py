@@ -10,7 +10,6 @@ measured. tests/test_results.py checks the bounds docs/perf.md states.
   "fwd+bwd": the forward's kernels, then the backward's) of the project's flash2 and naive kernels.
 
     python benchmarks/agreement.py                   # summary per file and kernel, worst rows
-    python benchmarks/agreement.py --markdown        # docs/perf.md's Decode and Backward tables
 """
 import json
 import statistics
@@ -105,71 +104,26 @@ def describe(row):
             f"{row.get('block_q')}x{row.get('block_kv')} w{row.get('num_warps')}")
 
 
-def load(file):
-    return json.loads((RESULTS / file).read_text())
-
-
-def by_batch(pairs):
-    """{batch: summary} of decode rows."""
-    return {b: summary([p for p in pairs if p[0]["batch"] == b]) for b in sorted({p[0]["batch"] for p in pairs})}
-
-
-def share(s):
-    return f"{s['within 20%']:.0%} of {s['rows']} (median {s['median']:.2f}, worst {s['worst']:.2f})"
-
-
-def decode_section():
-    """docs/perf.md's Decode section: the measured batch-1 sweep and the model against every row."""
-    data, pairs = load("decode.json"), rows("decode.json")
-    env, slowdown = data["environment"], unsplit_slowdown()
-    cells = {(r["provider"], r["batch"], r["seq_kv"]): r for r in data["rows"] if "ms" in r}
-    out = [f"Measured {env['date']} on the {env['gpu']} (`{env['command']}`), Llama-3-8B's attention (32 query "
-           f"heads, 8 K/V heads, d = 128, fp16), pages of {data['page_size']} tokens, copy bandwidth "
-           f"{data['copy_bytes_per_s'] / 1e12:.2f} TB/s. Batch 1, ms (predicted / measured in brackets):", "",
-           "| cache | split_kv (splits) | num_splits = 1 | fastest SDPA | split_kv copy fraction | "
-           "slowdown of num_splits = 1: measured, predicted |", "|---|---|---|---|---|---|"]
-    for n, (predicted, measured) in slowdown.items():
-        split, one = cells["split_kv", 1, n], cells["split_kv_1", 1, n]
-        sdpa = min((r for (p, b, m), r in cells.items() if p.startswith("sdpa") and (b, m) == (1, n)),
-                   key=lambda r: r["ms"])
-        ratio = {id(row): r for row, r in pairs}
-        out.append(f"| {n // 1024}K | {split['ms']:.3f} ({split['num_splits']}) [{ratio[id(split)]:.2f}] | "
-                   f"{one['ms']:.3f} [{ratio[id(one)]:.2f}] | {sdpa['ms']:.3f} ({sdpa['provider'][5:]}) | "
-                   f"{split['copy_fraction']:.2f} | {measured:.2f}, {predicted:.2f} |")
-    batches = by_batch(pairs)
-    out += ["", f"Every row of the project's kernel re-simulated (`python benchmarks/agreement.py`): "
-            f"{share(summary(pairs))} within 20%; batch 1: {share(batches[1])}, batch 8: {share(batches[8])}, "
-            f"batch 64: {share(batches[64])}."]
-    return "\n".join(out)
-
-
-def backward_section():
-    """docs/perf.md's Backward section: flash2's backward against SDPA's and the model against every row."""
-    data, pairs = load("bench_bwd.json"), rows("bench_bwd.json")
-    env = data["environment"]
-    cells = {(r["provider"], r["pass"], r["head_dim"], r["causal"], r["seq"]): r for r in data["rows"] if "ms" in r}
-    ratio = {id(row): r for row, r in pairs}
-    out = [f"Measured {env['date']} on the {env['gpu']} (`{env['command']}`), fp16, the FlashAttention-2 paper's "
-           f"sweep (16K tokens, hidden 2048). flash2's backward, ms [predicted / measured], against SDPA's flash "
-           f"backward:", "", "| d | causal | tiles | N | flash2 bwd | SDPA flash bwd | flash2 ÷ SDPA speed | "
-           "flash2 fwd+bwd |", "|---|---|---|---|---|---|---|---|"]
-    for (provider, pass_, d, causal, n), row in sorted(cells.items(), key=lambda kv: kv[0][2:]):
-        if (provider, pass_) != ("flash2", "bwd"):
+def tile_choice(name="tiles.json"):
+    """Per tile-sweep group and kernel: the tile best_blocks picks, its measured time over the fastest
+    measured rule launch in the group (1.0: it picked the fastest), or None where its pick was not measured."""
+    data = json.loads((RESULTS / name).read_text())["rows"]
+    out = {}
+    for row in data:
+        if row.get("algo") not in ("flash2", "hopper") or "ms" not in row or not rule_launch(row):
             continue
-        sdpa, both = cells["sdpa_flash", "bwd", d, causal, n], cells["flash2", "fwd+bwd", d, causal, n]
-        out.append(f"| {d} | {causal} | {row['block_q']} x {row['block_kv']} | {n:,} | {row['ms']:.3f} "
-                   f"[{ratio[id(row)]:.2f}] | {sdpa['ms']:.3f} | {sdpa['ms'] / row['ms']:.2f} | {both['ms']:.3f} "
-                   f"[{ratio[id(both)]:.2f}] |")
-    passes = {p: summary([q for q in pairs if q[0]["pass"] == p]) for p in ("bwd", "fwd+bwd")}
-    out += ["", f"Every row of the project's kernels re-simulated: {share(summary(pairs))} within 20%; the "
-            f"backward alone: {share(passes['bwd'])}, fwd+bwd: {share(passes['fwd+bwd'])}."]
-    return "\n".join(out)
+        key = (row["algo"], row["head_dim"], row["causal"], row["seq"])
+        out.setdefault(key, {})[(row["block_q"], row["block_kv"])] = row["ms"]
+    picks = {}
+    for (algo, d, causal, seq), times in out.items():
+        batch, heads = gpusim.fa2_shape(seq, d)
+        pick = gpusim.best_blocks(algo, seq=seq, head_dim=d, heads=heads, batch=batch, causal=causal,
+                                  dtype="fp16", gpu=PRESET)
+        picks[(algo, d, causal, seq)] = (pick, times[pick] / min(times.values()) if pick in times else None)
+    return picks
 
 
 def main():
-    if sys.argv[1:] == ["--markdown"]:
-        print(f"{decode_section()}\n\n{backward_section()}")
-        return 0
     for file in FILES:
         pairs = rows(file)
         print(file, summary(pairs))
@@ -185,3 +139,4 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
+import gpusim.algorithms
 from gpusim import compiled
 from gpusim.config import make_config
 from gpusim.occupancy import estimate_registers
@@ -14,12 +15,15 @@ from gpusim.occupancy import estimate_registers
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import h200_constants  # noqa: E402
+import mutants  # noqa: E402
 
 
 def test_h200_measured_holds_the_microbenchmarks_constants():
     gpu = gpusim.get_gpu("H200-measured")
     for name, value in h200_constants.constants().items():
-        if name == "mma_efficiency":
+        if name == "hopper_setup_s":
+            assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
+        elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
@@ -30,24 +34,26 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
 def test_compiled_table_is_the_resources_file():
     data = json.loads((ROOT / "results" / "sm90_resources.json").read_text())
     assert data["environment"]["triton"] == compiled.TRITON
-    rows = [r for r in data["rows"] if "error" not in r]
-    keys = set()
-    for r in rows:  # keyed as benchmarks/resources.py's model_key keys them (a variant may repeat a launch)
-        shape = r.get("shape", r["head_dim"] if r["kernel"] != "softmax" else 1 << (r["seq"] - 1).bit_length())
-        key = ("sm_90", r["kernel"], tuple(shape) if isinstance(shape, list) else shape, r["dtype"], r["causal"],
-               r["block_q"], r["block_kv"], r["num_warps"], r["num_stages"])
-        keys.add(key)
+    by_key = {}  # launch variants the model does not tell apart (the Hopper kernel's masks) share a key: the last
+    for r in data["rows"]:
+        if "error" not in r:
+            shape = r.get("shape", r["head_dim"] if r["kernel"] != "softmax" else 1 << (r["seq"] - 1).bit_length())
+            by_key[("sm_90", r["kernel"], tuple(shape) if isinstance(shape, list) else shape, r["dtype"], r["causal"],
+                    r["block_q"], r["block_kv"], r["num_warps"], r["num_stages"])] = r  # shape: the row's own, if any
+    assert by_key.keys() == compiled.COMPILED.keys()
+    for key, r in by_key.items():
         registers, spill, shared, loops, issued = compiled.COMPILED[key]
         assert (registers, spill, shared) == (r["registers"], r["spill_store_bytes"] + r["spill_load_bytes"],
                                               r["shared_bytes"])
         assert [list(loop) for loop in loops] == r["loops"] and list(issued) == r["issued"]
-    assert keys == set(compiled.COMPILED)
 
 
 # The estimate (gpusim/occupancy.py: REGISTER_BASE + the fp32 tiles in registers over the threads) stands in
-# for configurations never compiled. Against every compiled flash2 and naive kernel that does not spill, it is
-# within this of the compiled registers (the compiler keeps more or fewer fragments live than the tiles).
-ESTIMATE_TOLERANCE = 0.3
+# for configurations never compiled. Against the 66 compiled fp16 flash2, qk and pv kernels that do not spill
+# its median error is 10%; within 35% where every warp has 16 rows of the tile or more, within 60% where it has
+# fewer (the compiler then splits the columns between warps and repeats row operands in each: 64 x 128 on 8
+# warps keeps 241 registers where the tiles alone need 112).
+ESTIMATE_TOLERANCE = {True: 0.35, False: 0.6}  # by: at least 16 rows of the tile per warp
 
 
 @pytest.mark.parametrize("key", [k for k, v in compiled.COMPILED.items()
@@ -59,4 +65,12 @@ def test_register_estimate_is_near_the_compiled_kernel(key):
     cfg = make_config(algo, seq=4096, head_dim=d, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
                       gpu="H200")
     estimate = estimate_registers(cfg, kernel, num_warps)
-    assert abs(estimate - compiled.COMPILED[key][0]) <= ESTIMATE_TOLERANCE * compiled.COMPILED[key][0]
+    tolerance = ESTIMATE_TOLERANCE[block_q >= 16 * num_warps]
+    assert abs(estimate - compiled.COMPILED[key][0]) <= tolerance * compiled.COMPILED[key][0]
+
+
+def test_every_deliberate_bug_still_applies():
+    """docs/testing.md's mutants (benchmarks/mutants.py) each replace text that is still in its file."""
+    for bug, file, text, _, test in mutants.MUTANTS:
+        assert text in (mutants.ROOT / file).read_text(), bug
+        assert (mutants.ROOT / test.split("::")[0]).exists(), test
