@@ -24,6 +24,21 @@ PRESET = "H200-measured"
 KERNELS = ("naive", "flash1", "flash2", "hopper")
 DECODE = ("split_kv", "split_kv_1")  # decode.json's providers that are the project's kernel
 FILES = ("bench.json", "tiles.json", "decode.json", "bench_bwd.json")
+# What docs/perf.md states and tests/test_agreement.py checks for decoding and training: per file and group of
+# rows ("all", a kernel, a pass or "batch N"), the least share within 20% and within 40%.
+BOUNDS = {("decode.json", "all"): (0.75, 0.85), ("decode.json", "split_kv_1"): (0.95, 1.0),
+          ("decode.json", "batch 64"): (1.0, 1.0), ("bench_bwd.json", "all"): (0.9, 1.0),
+          ("bench_bwd.json", "bwd"): (0.95, 1.0)}
+
+
+def group(file, name_):
+    """The (row, ratio) pairs of a BOUNDS group."""
+    pairs = rows(file)
+    if name_ == "all":
+        return pairs
+    if name_.startswith("batch "):
+        return [p for p in pairs if p[0]["batch"] == int(name_.split()[1])]
+    return [p for p in pairs if name_ in (p[0].get("pass"), p[0].get("provider"))]
 
 
 def simulated(row):

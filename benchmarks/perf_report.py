@@ -112,29 +112,41 @@ def _share(pairs):
     return f"{s['within 20%']:.0%} of {s['rows']} (median {s['median']:.2f}, worst {s['worst']:.2f})"
 
 
+def bounds(file):
+    """The bounds tests/test_agreement.py checks for a results file, in words."""
+    return "; ".join(f"{group}: at least {w20:.0%} within 20%, {w40:.0%} within 40%"
+                     for (f, group), (w20, w40) in agreement.BOUNDS.items() if f == file)
+
+
 def decode_table():
     """Batch 1 of results/h200/decode.json: the split kernel, num_splits = 1 and the fastest SDPA backend,
     predicted / measured in brackets; the model against every row, by batch; the launches the run timed
     Python for."""
     data, pairs = json.loads((agreement.RESULTS / "decode.json").read_text()), agreement.rows("decode.json")
-    ratio = {id(row): r for row, r in pairs}
-    cells = {(r["provider"], r["batch"], r["seq_kv"]): r for r in data["rows"] if "ms" in r}
+    key = lambda r: (r["provider"], r["batch"], r["seq_kv"])  # noqa: E731
+    ratio = {key(row): r for row, r in pairs}
+    cells = {key(r): r for r in data["rows"] if "ms" in r}
     lines = ["| cache | split_kv, ms (splits) | num_splits = 1, ms | fastest SDPA, ms | split_kv: copy fraction | "
              "num_splits = 1 slowdown: measured, predicted |", "|---|---|---|---|---|---|"]
     for n, (predicted, measured_) in agreement.unsplit_slowdown().items():
         split, one = cells["split_kv", 1, n], cells["split_kv_1", 1, n]
         sdpa = min((r for (p, b, m), r in cells.items() if p.startswith("sdpa") and (b, m) == (1, n)),
                    key=lambda r: r["ms"])
-        lines.append(f"| {n:,} | {split['ms']:.3f} ({split['num_splits']}) [{ratio[id(split)]:.2f}] | {one['ms']:.3f} "
-                     f"[{ratio[id(one)]:.2f}] | {sdpa['ms']:.3f} ({sdpa['provider']}) | {split['copy_fraction']:.2f} | "
+        lines.append(f"| {n:,} | {split['ms']:.3f} ({split['num_splits']}) [{ratio[key(split)]:.2f}] | {one['ms']:.3f} "
+                     f"[{ratio[key(one)]:.2f}] | {sdpa['ms']:.3f} ({sdpa['provider']}) | {split['copy_fraction']:.2f} | "
                      f"{measured_:.2f}, {predicted:.2f} |")
+    close = [n for n, (predicted, measured_) in agreement.unsplit_slowdown().items()
+             if abs(predicted / measured_ - 1) <= 0.25]
+    lines += ["", f"The predicted slowdown of num_splits = 1 is within 25% of the measured one at {len(close)} of "
+              f"{len(agreement.unsplit_slowdown())} cache lengths ({', '.join(f'{n:,}' for n in close)})."]
     batches = {b: [p for p in pairs if p[0]["batch"] == b] for b in sorted({p[0]["batch"] for p in pairs})}
     lines += ["", f"Every row of the project's kernel (`python benchmarks/agreement.py`): {_share(pairs)} within "
               f"20%; " + "; ".join(f"batch {b}: {_share(mine)}" for b, mine in batches.items()) + "."]
     short = [cells["split_kv", 1, n] for n in sorted(n for (p, b, n) in cells if (p, b) == ("split_kv", 1))][:-1]
     lines += ["", f"From {short[0]['seq_kv']:,} to {short[-1]['seq_kv']:,} cached tokens the split launch at batch 1 "
               f"measured {min(r['ms'] for r in short):.3f}–{max(r['ms'] for r in short):.3f} ms while its bytes grew "
-              f"{short[-1]['model_bytes'] / short[0]['model_bytes']:.0f}×."]
+              f"{short[-1]['model_bytes'] / short[0]['model_bytes']:.0f}×.", "",
+              f"Checked by `tests/test_agreement.py`: {bounds('decode.json')}."]
     return "\n".join(lines)
 
 
@@ -142,8 +154,9 @@ def backward_table():
     """results/h200/bench_bwd.json: flash2's backward against SDPA's flash backward, predicted / measured in
     brackets, the measured peak against gpusim's; the model against every row, by pass."""
     data, pairs = json.loads((agreement.RESULTS / "bench_bwd.json").read_text()), agreement.rows("bench_bwd.json")
-    ratio = {id(row): r for row, r in pairs}
-    cells = {(r["provider"], r["pass"], r["head_dim"], r["causal"], r["seq"]): r for r in data["rows"] if "ms" in r}
+    key = lambda r: (r["provider"], r["pass"], r["head_dim"], r["causal"], r["seq"])  # noqa: E731
+    ratio = {key(row): r for row, r in pairs}
+    cells = {key(r): r for r in data["rows"] if "ms" in r}
     lines = ["| d | causal | tiles | N | flash2 bwd, ms | SDPA flash bwd, ms | flash2 ÷ SDPA speed | flash2 fwd+bwd, ms "
              "| peak, measured / gpusim |", "|---|---|---|---|---|---|---|---|---|"]
     for (provider, pass_, d, causal, n), row in sorted(cells.items(), key=lambda kv: kv[0][2:]):
@@ -152,11 +165,12 @@ def backward_table():
         sdpa, both = cells["sdpa_flash", "bwd", d, causal, n], cells["flash2", "fwd+bwd", d, causal, n]
         peak = agreement.simulated(row).hbm_peak_bytes
         lines.append(f"| {d} | {'yes' if causal else 'no'} | {row['block_q']} x {row['block_kv']} | {n:,} | "
-                     f"{row['ms']:.3f} [{ratio[id(row)]:.2f}] | {sdpa['ms']:.3f} | {sdpa['ms'] / row['ms']:.2f} | "
-                     f"{both['ms']:.3f} [{ratio[id(both)]:.2f}] | {row['peak_bytes'] / peak:.3f} |")
+                     f"{row['ms']:.3f} [{ratio[key(row)]:.2f}] | {sdpa['ms']:.3f} | {sdpa['ms'] / row['ms']:.2f} | "
+                     f"{both['ms']:.3f} [{ratio[key(both)]:.2f}] | {row['peak_bytes'] / peak:.3f} |")
     passes = [(p, [q for q in pairs if q[0]["pass"] == p]) for p in ("bwd", "fwd+bwd")]
     lines += ["", f"Every row of the project's kernels: {_share(pairs)} within 20%; " +
-              "; ".join(f"{p}: {_share(mine)}" for p, mine in passes) + "."]
+              "; ".join(f"{p}: {_share(mine)}" for p, mine in passes) + ".", "",
+              f"Checked by `tests/test_agreement.py`: {bounds('bench_bwd.json')}."]
     return "\n".join(lines)
 
 

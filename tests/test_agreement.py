@@ -28,6 +28,24 @@ def test_the_time_model_holds_its_stated_agreement_with_the_h200(kernel):
     assert sum(abs(r - 1) <= 0.4 for _, r in pairs) >= within40 * len(pairs)
 
 
+def test_decoding_and_training_hold_their_stated_agreement_with_the_h200():
+    """decode.json and bench_bwd.json re-simulated through simulate("split_kv") and simulate(..., backward=True):
+    the bounds docs/perf.md's Decode and Backward sections state (benchmarks/agreement.py BOUNDS)."""
+    agreement, _ = _agreement()
+    for (file, group), (within20, within40) in agreement.BOUNDS.items():
+        ratios = [r for _, r in agreement.group(file, group)]
+        assert ratios, (file, group)
+        assert sum(abs(r - 1) <= 0.2 for r in ratios) >= within20 * len(ratios), (file, group)
+        assert sum(abs(r - 1) <= 0.4 for r in ratios) >= within40 * len(ratios), (file, group)
+
+
+def test_decode_rows_model_bytes_are_what_simulate_counts():
+    """decode.json's model_bytes for the project's kernel is gpusim's count of the row's launch."""
+    agreement, _ = _agreement()
+    for row, _ in agreement.rows("decode.json"):
+        assert agreement.simulated(row).hbm_bytes == row["model_bytes"]
+
+
 def test_best_blocks_picks_within_5_percent_of_the_fastest_measured_tile():
     agreement, _ = _agreement()
     picks = agreement.tile_choice()
