@@ -16,8 +16,10 @@ log-sum-exp's absolute error is bounded by 8u: the scores carry the rounding of 
 """
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +34,7 @@ from gpusim_kernels.hopper import (DESCRIPTOR_BYTES, FP8, _program, compiled_ker
                                    hopper_attention, to_fp8)
 from gpusim_kernels.interpreter import INTERPRETED
 
+ROOT = Path(__file__).resolve().parents[1]
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8": FP8}
 TOLERANCE = {"fp16": 4 * 2.0**-11, "bf16": 4 * 2.0**-8, "fp8": 2 * 2.0**-4}
 SM90 = not INTERPRETED and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
@@ -282,3 +285,17 @@ def test_bad_input(change, message):
     with pytest.raises(ValueError) as err:
         hopper_attention(q, q, q, **change)
     assert message in str(err.value)
+
+
+def test_docs_variant_table_is_what_the_results_file_gives():
+    """docs/hopper.md's table of the variants, recomputed from results/h200/hopper_variants.json."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import hopper_check
+    rows = json.loads((ROOT / "results" / "h200" / "hopper_variants.json").read_text())["rows"]
+    printed = [line.split() for line in hopper_check.summary(rows).splitlines()[1:]]
+    expected = [[d, "yes" if causal == "1" else "no", f"{int(n):,}", cudnn, flash, f"{table} ({ratio[:-1]})",
+                 *techniques] for d, causal, n, cudnn, flash, table, ratio, _, _, *techniques, _ in printed]
+    text = (ROOT / "docs" / "hopper.md").read_text()
+    documented = [[cell.strip() for cell in line.strip("|").split("|")] for line in text.splitlines()
+                  if re.match(r"\| (64|128) \| (yes|no) \| [\d,]+ \|", line)]
+    assert documented == expected
