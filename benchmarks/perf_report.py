@@ -8,6 +8,7 @@ every row of the project's kernels, the speedup chart, the tile choice, the kern
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
 """
+import importlib.util
 import json
 import re
 import sys
@@ -174,8 +175,33 @@ def backward_table():
     return "\n".join(lines)
 
 
+def _ncu():
+    """kernels/ncu.py by its path: its comparison needs only the standard library and gpusim, not torch."""
+    spec = importlib.util.spec_from_file_location("ncu", ROOT / "kernels" / "ncu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ncu_table():
+    """The Nsight Compute run (results/h200/ncu_raw.csv and manifest.json) against the current model: per
+    kernel and quantity, the share of launches within the target and the worst error."""
+    ncu = _ncu()
+    manifest = json.loads((agreement.RESULTS / "manifest.json").read_text())["launches"]
+    summary = ncu.summary(ncu.compare(ncu.parse_csv((agreement.RESULTS / "ncu_raw.csv").read_text()), manifest))
+    names = {"l2_to_sm_bytes": "L2→SM", "sm_to_l2_bytes": "SM→L2", "dram_read_bytes": "DRAM read",
+             "dram_write_bytes": "DRAM write", "time_s": "time ≥ 100 µs"}
+    lines = ["| kernel | " + " | ".join(f"{name} ({ncu.TARGETS[q]:.0%})" for q, name in names.items()) + " |",
+             "|---|" + "---|" * len(names)]
+    for kernel in dict.fromkeys(k for k, _ in summary):
+        cells = [f"{summary[kernel, q][2]:.0%}, {summary[kernel, q][1]:.1%}" if (kernel, q) in summary else "-"
+                 for q in names]
+        lines.append(f"| {kernel} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
-          "sdpa": against_sdpa_table, "decode": decode_table, "backward": backward_table}
+          "sdpa": against_sdpa_table, "ncu": ncu_table, "decode": decode_table, "backward": backward_table}
 
 
 def render(text):
