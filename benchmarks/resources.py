@@ -19,11 +19,11 @@ of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its
 benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
 tiles for the H200; hopper at its CONFIGS launch and tiles.HOPPER_VARIANTS, and fp8 at its CONFIGS launches.
 The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
-gpusim's backward modules look them up): flash2's at the tiles gpusim_kernels.bench_bwd weighs, naive's at
-128 x 128 and 64 x 64, its ds at every N of bench_bwd. Decoding (kernels/decode.py) at the shape
-gpusim_kernels.bench_decode measures: decode and split_kv over a paged (its page size) and a contiguous
-cache, the reduce for every power-of-two number of splits up to 128. Rows with a "shape" are keyed by it
-(model_key). One that fails to compile is an error row.
+gpusim's backward modules look them up), fp16 as measured (bf16 is priced from the estimate): flash2's at the
+tiles gpusim_kernels.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
+Decoding (kernels/decode.py), fp16 at the shape gpusim_kernels.bench_decode measures: decode and split_kv
+over a paged (its page size) and a contiguous cache, the reduce for every power-of-two number of splits up
+to 128. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (284 compiles, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.backends.nvidia.compiler import get_ptxas
+from triton.backends.nvidia.compiler import CUDAOptions, get_ptxas
 from triton.compiler import ASTSource
 
 from gpusim import backward as training, decode
@@ -72,7 +72,7 @@ KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.p
            "reduce": decode_kernels.reduce_kernel}
 KERNELS |= {f"naive_bwd_{k}": getattr(naive_backward, f"{k}_kernel") for k in training.KERNELS["naive"]}
 KERNELS |= {f"flash2_bwd_{k}": getattr(backward, f"{k}_kernel") for k in training.KERNELS["flash2"]}
-TRITON_DEFAULT_LAUNCH = {"num_warps": 4, "num_stages": 3}  # what a launch without options gets (CUDAOptions)
+TRITON_DEFAULT_LAUNCH = {"num_warps": CUDAOptions.num_warps, "num_stages": CUDAOptions.num_stages}  # no options
 NAIVE_BLOCKS = ((128, 128), (64, 64))
 SPEC_SEQ = 4096  # the N the configurations are made at: nothing compiled depends on it but softmax's BLOCK_N
 
@@ -157,17 +157,15 @@ def decode_kernel(kernel, dtype, page_size, splits=2):
 def training_and_decoding():
     """(row, constants, options) for the backward's and decoding's configurations."""
     out = []
-    for dtype, d, causal in product(("fp16", "bf16"), (64, 128), (False, True)):
+    for dtype, d, causal in product(("fp16",), (64, 128), (False, True)):
         out += [backward_kernel("flash2", k, d, dtype, causal, *blocks) for blocks in CANDIDATES
                 for k in ("preprocess", "dkdv", "dq")]
         out += [backward_kernel("naive", k, d, dtype, causal, *blocks) for blocks in NAIVE_BLOCKS
                 for k in ("dv", "dp", "dq", "dk")]
-    out += [backward_kernel("naive", "ds", 64, dtype, causal, *blocks, seq=seq) for dtype in ("fp16", "bf16")
-            for seq in BWD_SEQS for causal in (False, True) for blocks in NAIVE_BLOCKS]
-    for dtype in ("fp16", "bf16"):
-        out += [decode_kernel(k, dtype, page_size) for k in ("decode", "split_kv") for page_size in (PAGE_SIZE, None)]
-        out += [decode_kernel("reduce", dtype, PAGE_SIZE, splits) for splits in (2, 4, 8, 16, 32, 64, 128)]
-    return out
+    out += [backward_kernel("naive", "ds", 64, "fp16", causal, *blocks, seq=seq) for seq in BWD_SEQS
+            for causal in (False, True) for blocks in NAIVE_BLOCKS]
+    out += [decode_kernel(k, "fp16", page_size) for k in ("decode", "split_kv") for page_size in (PAGE_SIZE, None)]
+    return out + [decode_kernel("reduce", "fp16", PAGE_SIZE, splits) for splits in (2, 4, 8, 16, 32, 64, 128)]
 
 
 def configs():

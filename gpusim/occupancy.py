@@ -52,7 +52,7 @@ def resources(cfg, kernel):
     module = algorithms.get(cfg.algo)
     num_warps, num_stages = module.launch(cfg, kernel)
     shape = module.compiled_shape(cfg, kernel) if hasattr(module, "compiled_shape") else cfg.head_dim
-    name = module.compiled_name(kernel) if hasattr(module, "compiled_name") else kernel  # one another pass shares
+    name = module.compiled_name(cfg, kernel) if hasattr(module, "compiled_name") else kernel  # a name others share
     key = (cfg.gpu.arch, name, shape, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
     block_warps = module.block_warps(cfg, kernel) if hasattr(module, "block_warps") else num_warps
     if key in COMPILED:

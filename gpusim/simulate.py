@@ -52,6 +52,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
     block_table (batch, max_pages); seq_kv the cache lengths (default: the whole contiguous cache).
     """
+    names = algorithms.ALGOS + algorithms.DECODE  # a backward pass's module is not an algorithm to ask for
+    if str(algo).lower() not in names:
+        raise ValueError(f"algo={algo!r} is not one of {', '.join(names)}")
     decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
     if str(algo).lower() in algorithms.DECODE:
         _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,

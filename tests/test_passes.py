@@ -130,16 +130,20 @@ def test_backward_trace_follows_the_forward_trace():
     assert r.grads is None  # no arrays were given: q, k, v and do were drawn
 
 
-def test_backward_kernels_are_timed_with_their_compiled_resources():
-    """The bench_bwd.json configuration (flash2, d = 64, 64 x 64 backward tiles on the H200): the model's
-    launch finds benchmarks/resources.py's compile of each backward kernel."""
-    r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=32, batch=4, gpu="H200-measured", backward=True,
-                        backward_blocks=(64, 64))
+@pytest.mark.parametrize("algo, blocks", [("flash2", (64, 32)), ("flash2", (128, 64)), ("naive", (128, 128))])
+def test_backward_kernels_are_timed_with_their_compiled_resources(algo, blocks):
+    """bench_bwd.json's configurations on the H200: each backward kernel's key, with the launch the model
+    prices, is benchmarks/resources.py's compile of it, made with the launch the kernel passes (Triton's
+    defaults where it passes none): so the two launch alike."""
+    r = gpusim.simulate(algo, seq=4096, head_dim=64, heads=32, batch=4, gpu="H200-measured", backward=True,
+                        backward_blocks=blocks)
     cfg = BackwardPass(r.backward_config)
-    for k in r.kernels[1:]:
-        module = gpusim.algorithms.get(cfg.algo)
-        key = ("sm_90", f"flash2_bwd_{k.name}", 64, "fp16", False, 64, 64, *module.launch(cfg, k.name))
-        assert k.registers_per_thread == compiled.COMPILED[key][0]
+    module = gpusim.algorithms.get(cfg.algo)
+    for k in r.kernels:
+        if k.pass_ == "backward":
+            key = ("sm_90", module.compiled_name(cfg, k.name), module.compiled_shape(cfg, k.name) if algo == "naive" else 64,
+                   "fp16", False, *blocks, *module.launch(cfg, k.name))
+            assert k.registers_per_thread == compiled.COMPILED[key][0]
 
 
 def test_decode_kernels_are_timed_with_their_compiled_resources():
@@ -175,6 +179,7 @@ def test_the_unsplit_kernel_is_latency_bound_at_batch_1():
     (dict(algo="split_kv"), "algo='split_kv' needs head_dim and seq_kv"),
     (dict(algo="split_kv", seq_kv=256, trace=True), "trace=True for algo='split_kv' needs q"),
     (dict(algo="flash3"), "algo='flash3' is not one of naive, flash1, flash2, hopper, split_kv"),
+    (dict(algo="flash2_backward"), "algo='flash2_backward' is not one of naive, flash1, flash2, hopper, split_kv"),
 ])
 def test_bad_input_gets_one_line(kwargs, message):
     shape = dict(seq=64, head_dim=16, gpu="H200-measured") | {k: v for k, v in kwargs.items() if k != "algo"}

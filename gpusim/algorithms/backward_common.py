@@ -9,8 +9,10 @@ import numpy as np
 from .. import backward
 from ..occupancy import REGISTER_BASE, WARP
 from ..tiling import MAX_BINS, TAIL, Work, uniform_work
+from .common import per_step_issue
 
-FIRST_TOUCH_REFERENCE = "results/h200/ncu_bwd.json"  # Nsight: DRAM reads within 4.4% of first touches
+FIRST_TOUCH_REFERENCE = "results/h200/ncu_bwd.json"  # Nsight's DRAM reads against first touches
+DEFAULT_LAUNCH = (4, 3)  # Triton's num_warps, num_stages for a launch that passes none (preprocess, ds)
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,45 @@ def column_work(tiling, groups, per_block):
                 tuple((head * -(-n // len(head)))[:n]))
 
 
-def dram_reads(cfg, kernel, sm_reads, shared_by):
+def count(cfg):
+    return backward.count(cfg.of)
+
+
+def flops(cfg):
+    return backward.flops(cfg.of)
+
+
+def programs(cfg, kernel):
+    from . import get
+    return sum(get(cfg.algo).work(cfg, kernel).counts)
+
+
+def streams(cfg, kernel):
+    """Independent instruction streams in a block (warp specialization): one, all warps alike."""
+    return 1
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """From the compiled kernel (benchmarks/resources.py), its loops the steps; else estimated."""
+    return per_step_issue(res, other_flops, exps, steps)
+
+
+def compiled_name(cfg, kernel):
+    """The kernel's name in gpusim/compiled.py (benchmarks/resources.py): naive's and flash2's backward both
+    have a "dq" kernel."""
+    return f"{cfg.of.algo}_bwd_{kernel}"
+
+
+def dram_reads(cfg, kernel, sm_reads):
     """Rule 2 of gpusim/l2.py for the backward's kernels: re-reads hit while the data the programs in flight
     share fits in L2, and then only each tensor's first touch (gpusim.backward.first_touch) reaches DRAM,
-    as Nsight measured (FIRST_TOUCH_REFERENCE); otherwise every read misses. shared_by: which programs share
-    what they re-read: "kv_head" (the K/V blocks of one (batch, K/V head): Q, dO, LSE, D or dS streamed past
-    them), "head" (the blocks of one (batch, head): K, V, dO or Q), or "program" (a row re-read by its own
-    program)."""
+    as Nsight measured (FIRST_TOUCH_REFERENCE); otherwise every read misses. The module's SHARED_BY says
+    which programs share what they re-read: "kv_head" (the K/V blocks of one (batch, K/V head): Q, dO, LSE,
+    D or dS streamed past them), "head" (the blocks of one (batch, head): K, V, dO or Q), or "program" (a
+    row re-read by its own program)."""
     from ..l2 import in_flight  # gpusim/l2.py imports the algorithms: imported when called
     from . import get
+    shared_by = get(cfg.algo).SHARED_BY[kernel]
     first = {t: r for (k, t), (r, _) in backward.first_touch(cfg.of).items() if k == kernel}
     reread = [t for t, r in sm_reads.items() if r > first[t]]
     if not reread:

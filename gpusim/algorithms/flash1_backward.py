@@ -6,33 +6,24 @@ one buffer per tile, each step's stores landing before the next step reads dQ_i 
 """
 from .. import backward
 from ..tiling import uniform_work
-from .backward_common import dram_reads as _dram_reads, padded, shared_bytes as _shared, spilled
-from .common import estimated_issue, warps
+from .backward_common import padded, shared_bytes as _shared, spilled
+from .backward_common import (compiled_name, count, dram_reads, flops, issue,  # noqa: F401
+                              programs, streams)  # the interface, shared
+from .common import warps
 
 KERNELS = backward.KERNELS["flash1"]
 TENSOR_BYTES = {}
-L2_REUSE = {"flash1_bwd": ("first_touch", ())}  # dram_reads below
+L2_REUSE = {"flash1_bwd": ("first_touch", ())}  # backward_common.dram_reads
 FENCED = ("flash1_bwd",)  # dQ_i is written back every step and read again at the next K/V block
 TMA = False
 SETUP_S = 0.0
 STEP_TENSORS = {"flash1_bwd": ("Q", "K", "V", "O", "dO", "dQ", "l", "m")}
-
-
-def count(cfg):
-    return backward.count(cfg.of)
-
-
-def flops(cfg):
-    return backward.flops(cfg.of)
+SHARED_BY = {"flash1_bwd": "kv_head"}  # re-reads of the group's Q, O, dO, dQ, l, m (backward_common.dram_reads)
 
 
 def work(cfg, kernel):
     """One program per (batch, K/V head) walks every visited tile of each query head of its group."""
     return uniform_work(cfg.batch * cfg.kv_heads, cfg.group * cfg.tiling.tiles)
-
-
-def programs(cfg, kernel):
-    return cfg.batch * cfg.kv_heads
 
 
 def launch(cfg, kernel):
@@ -48,16 +39,3 @@ def register_tiles(cfg, kernel):
     dP_ij and dS_ij). The paper's tiles (Bc = M / 4d) hold more than a block's registers: they spill."""
     tiles = 8 * cfg.block_kv * padded(cfg.head_dim) + 8 * cfg.block_q * cfg.block_kv
     return spilled(cfg, tiles, launch(cfg, kernel)[0])
-
-
-def streams(cfg, kernel):
-    return 1
-
-
-def issue(cfg, kernel, res, other_flops, exps, steps, programs):
-    return estimated_issue(res, other_flops, exps, steps)
-
-
-def dram_reads(cfg, kernel, sm_reads):
-    """Re-reads of the group's Q, O, dO, dQ, l, m hit while the groups in flight fit in L2."""
-    return _dram_reads(cfg, kernel, sm_reads, "kv_head")

@@ -8,26 +8,19 @@ three launches, their grids, the steps of each program, how they launch, and whi
 """
 from .. import backward
 from ..tiling import ramp_work, uniform_work
-from .backward_common import column_work, dram_reads as _dram_reads, padded, shared_bytes as _shared
-from .common import per_step_issue, pipeline_stages, warps
+from .backward_common import column_work, padded, shared_bytes as _shared
+from .backward_common import (DEFAULT_LAUNCH, compiled_name, count, dram_reads, flops, issue,  # noqa: F401
+                              programs, streams)  # the interface, shared
+from .common import pipeline_stages, warps
 
 KERNELS = backward.KERNELS["flash2"]
 TENSOR_BYTES = {}
-L2_REUSE = {kernel: ("first_touch", ()) for kernel in KERNELS}  # dram_reads below
+L2_REUSE = {kernel: ("first_touch", ()) for kernel in KERNELS}  # backward_common.dram_reads
 FENCED = ()
 TMA = False
 SETUP_S = 0.0
 STEP_TENSORS = {"preprocess": ("O", "dO"), "dkdv": ("Q", "dO", "LSE", "D"), "dq": ("K", "V")}
 SHARED_BY = {"preprocess": "program", "dkdv": "kv_head", "dq": "head"}
-DEFAULT_LAUNCH = (4, 3)  # Triton's num_warps, num_stages: preprocess is launched without options
-
-
-def count(cfg):
-    return backward.count(cfg.of)
-
-
-def flops(cfg):
-    return backward.flops(cfg.of)
 
 
 def work(cfg, kernel):
@@ -36,10 +29,6 @@ def work(cfg, kernel):
     if kernel == "dq":
         return ramp_work(cfg.tiling, cfg.bh)
     return uniform_work(cfg.bh * cfg.tiling.n_q_blocks, 1)
-
-
-def programs(cfg, kernel):
-    return sum(work(cfg, kernel).counts)
 
 
 def stage_bytes(cfg, kernel):
@@ -65,21 +54,3 @@ def register_tiles(cfg, kernel):
     into its row sums (its compiles in gpusim/compiled.py need fewer registers than REGISTER_BASE)."""
     d, tile = padded(cfg.head_dim), 8 * cfg.block_q * cfg.block_kv
     return {"preprocess": 0, "dkdv": 8 * cfg.block_q * d + tile, "dq": 4 * cfg.block_q * d + tile}[kernel]
-
-
-def streams(cfg, kernel):
-    return 1
-
-
-def issue(cfg, kernel, res, other_flops, exps, steps, programs):
-    """From the compiled kernel (benchmarks/resources.py), its loop a step; else estimated."""
-    return per_step_issue(res, other_flops, exps, steps)
-
-
-def compiled_name(kernel):
-    """The kernel's name in gpusim/compiled.py: the forward passes and the other backward name theirs alike."""
-    return f"flash2_bwd_{kernel}"
-
-
-def dram_reads(cfg, kernel, sm_reads):
-    return _dram_reads(cfg, kernel, sm_reads, SHARED_BY[kernel])

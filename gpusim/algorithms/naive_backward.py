@@ -13,26 +13,19 @@ import numpy as np
 from .. import backward
 from ..hardware import STATS_BYTES
 from ..tiling import TAIL, Work, ramp_work, uniform_work
-from .backward_common import column_work, dram_reads as _dram_reads, padded, shared_bytes as _shared, spilled
-from .common import per_step_issue, warps
+from .backward_common import column_work, padded, shared_bytes as _shared, spilled
+from .backward_common import (DEFAULT_LAUNCH, compiled_name, count, dram_reads, flops, issue,  # noqa: F401
+                              programs, streams)  # the interface, shared
+from .common import warps
 
 KERNELS = backward.KERNELS["naive"]
 TENSOR_BYTES = {}
-L2_REUSE = {kernel: ("first_touch", ()) for kernel in KERNELS}  # dram_reads below
+L2_REUSE = {kernel: ("first_touch", ()) for kernel in KERNELS}  # backward_common.dram_reads
 FENCED = ()
 TMA = False
 SETUP_S = 0.0
 STEP_TENSORS = {"dv": ("P", "dO"), "dp": ("dO", "V"), "ds": ("P", "dP"), "dq": ("dS", "K"), "dk": ("dS", "Q")}
 SHARED_BY = {"dv": "kv_head", "dp": "head", "ds": "program", "dq": "head", "dk": "kv_head"}
-DEFAULT_LAUNCH = (4, 3)  # Triton's num_warps, num_stages: ds is launched without options
-
-
-def count(cfg):
-    return backward.count(cfg.of)
-
-
-def flops(cfg):
-    return backward.flops(cfg.of)
 
 
 def work(cfg, kernel):
@@ -61,10 +54,6 @@ def _tile_work(cfg):
     return Work(values, tuple(c * cfg.bh for c in counts), tuple((head * -(-n // len(head)))[:n]))
 
 
-def programs(cfg, kernel):
-    return sum(work(cfg, kernel).counts)
-
-
 def launch(cfg, kernel):
     """(num_warps, num_stages) as kernels/naive_backward.py launches them: the tiled kernels as naive
     attention's forward (kernels/launch.py options), one buffer per tile; ds with Triton's defaults."""
@@ -89,21 +78,3 @@ def register_tiles(cfg, kernel):
 def compiled_shape(cfg, kernel):
     """What a compiled kernel is specialised on beyond its tiles: ds, the row it holds (N_kv padded)."""
     return padded(cfg.seq_kv) if kernel == "ds" else cfg.head_dim
-
-
-def streams(cfg, kernel):
-    return 1
-
-
-def issue(cfg, kernel, res, other_flops, exps, steps, programs):
-    """From the compiled kernel (benchmarks/resources.py), its loop a step; else estimated."""
-    return per_step_issue(res, other_flops, exps, steps)
-
-
-def compiled_name(kernel):
-    """The kernel's name in gpusim/compiled.py: the forward passes and the other backward name theirs alike."""
-    return f"naive_bwd_{kernel}"
-
-
-def dram_reads(cfg, kernel, sm_reads):
-    return _dram_reads(cfg, kernel, sm_reads, SHARED_BY[kernel])
