@@ -15,7 +15,7 @@ from gpusim.units import fmt_bytes, fmt_time
 from . import block_sliders, block_sweep
 from .block_sliders import BLOCK_LABELS, BLOCK_NAMES, BLOCKS
 from .formatting import DRAM_BYTES, SM_BYTES, table_html
-from .plots import COLORS, TRAFFIC_TITLE, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
+from .plots import COLORS, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
 from .tables import hopper_gpus, largest_fitting_seq, matmul_units, occupancy, supported_dtypes, tile_terms, time_terms
 from .widget import (HEAD_DIMS, LONG_SEQS, Live, Question, block_slider, dropdown, gpu_dropdown, seq_slider,
                      sync_dtypes)
