@@ -105,3 +105,15 @@ def test_naive_stepper_shows_each_kernels_bytes():
     st.step.value = "1: S = QKᵀ·scale"
     assert st.bytes["S"] == (0, 1024 * 1024 * 2)  # S written whole in fp16
     assert "One N × N matrix is 1 × 1,024 × 1,024 × 2 B = <b>2.00 MiB</b>" in st.readout.value
+
+
+def test_naive_stepper_says_when_the_sms_are_idle():
+    st = steppers.NaiveStepper(seq=4096, head_dim=64)
+    for label, term in zip(steppers.NAIVE_STEPS, st.terms):
+        st.step.value = label
+        idle = term["busy"] < steppers.BUSY or term["latency_bound"]
+        assert ("is longer than both terms because" in st.readout.value) == idle
+        if term["busy"] < steppers.BUSY:
+            assert f"only {term['busy']:.0%} of the SMs' slots are busy" in st.readout.value
+    notes = [t.get_text() for t in st.axes[1].texts]
+    assert notes == [steppers.idle_note(t) for t in st.terms if t["busy"] < steppers.BUSY or t["latency_bound"]]

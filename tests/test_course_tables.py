@@ -185,3 +185,18 @@ def test_fa3_rows_are_speedups_over_flash2_fp16():
     base, fp8 = gpusim.simulate("flash2", **shape), gpusim.simulate("hopper", dtype="fp8", **shape)
     assert rows[2]["predicted speedup over flash2 fp16"] == f"{base.predicted_time_s / fp8.predicted_time_s:.2f}x"
     assert rows[2]["matmul utilization"].endswith("of 1,979 TFLOP/s")  # the H100's fp8 peak
+
+
+def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
+    shares = tables.nonmatmul_shares("A100-40GB", 4096)
+    sentence = tables.nonmatmul_sentence("A100-40GB", 4096)
+    for algo in ("flash1", "flash2"):
+        worst = max(s["time_share"] for s in shares if s["algo"] == algo)
+        assert f"({tables.share_words(worst)})" in sentence
+    assert tables.share_words(0.45) == tables.share_words(0.49) == "about half"  # not "a minority"
+    assert tables.share_words(0.2) == "a minority" and tables.share_words(0.7) == "most"
+
+
+def test_hopper_gpus_and_matmul_units():
+    assert tables.hopper_gpus() == ["H100-SXM", "H200", "H200-measured"]
+    assert tables.matmul_units("fp32") == "fp32 on the CUDA cores" and tables.matmul_units("fp8") == "fp8 tensor cores"
