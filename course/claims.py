@@ -139,7 +139,7 @@ def waiting(results):
                "02_standard_attention.ipynb", "Where the time goes, operation by operation")
 
 
-def block_rule(results, gpu="A100-40GB", dtype="fp16"):
+def block_rule(results=None, gpu="A100-40GB", dtype="fp16"):
     g = gpusim.get_gpu(gpu)
     checks, shown = [], []
     for d in (64, 128):
@@ -386,6 +386,17 @@ def kv_waste(results, model="Llama-3-8B", steps=300):
                "08_inference.ipynb", "")
 
 
+def kv_linear(results, model="Llama-3-8B"):
+    seqs = (1024, 8192, 65536)
+    kv = [kvcache.bytes_per_token(model) * n for n in seqs]
+    flash = [gpusim.simulate("flash2", seq=n, head_dim=128, heads=32, kv_heads=8).hbm_peak_bytes for n in seqs]
+    checks = [(f"{model}'s KV cache grows as N^{slope(seqs, kv):.2f}", abs(slope(seqs, kv) - 1) <= SLOPE),
+              (f"FlashAttention-2's footprint as N^{slope(seqs, flash):.2f}", abs(slope(seqs, flash) - 1) <= SLOPE)]
+    return Row("While it eliminates the attention matrix memory cost, activations and KV cache still scale linearly "
+               "with sequence length.", SUMMARY, f"{model}: {kvcache.bytes_per_token(model):,} B of KV cache per token "
+               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb", "")
+
+
 def prefill_decode(results):
     bench = _bench(results)
     decode = read_results(Path(results) / "decode.json")["rows"]
@@ -457,7 +468,8 @@ def fp8_rate(results):
 
 CLAIMS = (speedup, memory, fa2_over_fa1, matmul_share, linear_memory, waiting, block_rule, hbm_reads, model_table,
           kitchen, ten_x, bit_identical, differs, sdpa_conditions, mask_limits, warp_split, fa3_fp16, fa3_fp8,
-          fa3_utilization, longer_bigger, kv_waste, prefill_decode, s_matrix, long_context, parallelism, fp8_rate)
+          fa3_utilization, longer_bigger, kv_waste, kv_linear, prefill_decode, s_matrix, long_context, parallelism,
+          fp8_rate)
 
 
 def rows(results):

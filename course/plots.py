@@ -81,8 +81,10 @@ GRID_MAX_LINES = 16  # tile boundaries drawn per axis of the score grid at most:
 
 
 def score_grid_axes(ax, seq_q, seq_kv):
-    """Limits and labels of a score grid (the part that stays while the tiles change)."""
+    """Limits and labels of a score grid (the part that stays while the tiles change), and two empty title
+    lines that keep room for draw_score_grid's caption when the layout is computed."""
     ax.set(xlim=(0, seq_kv), ylim=(seq_q, 0), xlabel="key index (columns of S)", ylabel="query index (rows of S)")
+    ax.set_title("\n", fontsize=FONT_PT)
 
 
 def first_block_tiles(cfg, limit=2**20):

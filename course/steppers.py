@@ -4,6 +4,7 @@ block's tiles with its running m_i and l_i (4) and FlashAttention-1 beside -2 (5
 """
 import ipywidgets as W
 import numpy as np
+from matplotlib.patches import Patch
 
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
@@ -84,7 +85,7 @@ class NaiveStepper(Live):
         ax_t.set_xticks(np.arange(3), labels)
         ax_t.margins(y=0.2)
         ax_t.set(ylabel="µs", title="time per kernel (gpusim's roofline terms)")
-        legend_outside(ax_t, "below", ncols=3)
+        legend_outside(ax_t, "below", ncols=3, handles=[Patch(color=c, label=label) for _, c, label in series])
 
     def _story(self, r):
         c, e = r.config, r.config.itemsize
