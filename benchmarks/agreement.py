@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import gpusim
+import gpusim.algorithms
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
@@ -26,6 +27,18 @@ def predicted_s(row):
                            causal=row["causal"], dtype=row["dtype"], gpu=PRESET, **blocks).predicted_time_s
 
 
+def rule_launch(row):
+    """Whether a tile-sweep row ran the launch the kernel's rule gives its tiles (the one gpusim prices)."""
+    algo = row["algo"]
+    cfg = gpusim.simulate(algo, seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
+                          causal=row["causal"], dtype=row["dtype"], gpu=PRESET, block_q=row["block_q"],
+                          block_kv=row["block_kv"]).config
+    if algo == "hopper":
+        own = gpusim.algorithms.hopper.launch_options(cfg)
+        return all(row.get(key) == own[key] for key in ("num_warps", "num_stages", "warp_specialize"))
+    return gpusim.algorithms.get(algo).launch(cfg, algo) == (row["num_warps"], row["num_stages"])
+
+
 def rows(name, default_only=False):
     """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME."""
     data = json.loads((RESULTS / name).read_text())["rows"]
@@ -34,8 +47,8 @@ def rows(name, default_only=False):
         algo = row.get("algo", row.get("provider"))
         if algo not in KERNELS or "ms" not in row or row.get("error") or (default_only and not row.get("default")):
             continue
-        if row.get("warp_specialize") is not None and algo == "hopper" and row.get("num_warps") is not None:
-            continue  # hopper variants with launch overrides the model does not take: only the table's launch
+        if name == "tiles.json" and not rule_launch(row):
+            continue  # launches overridden away from the kernel's rule: the model prices the rule's launch
         out.append((row, predicted_s(row) / (row["ms"] * 1e-3)))
     return out
 

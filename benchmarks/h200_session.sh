@@ -20,10 +20,22 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
     sdpa) python benchmarks/sdpa_backends.py --out "$OUT/sdpa_backends.json" ;;
     bench) python -m gpusim_kernels.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
-    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes 3
-              python -m pytest -q -x -p no:cacheprovider tests/test_backward_kernels.py ;;
-    kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py \
-                    tests/test_decode_kernels.py tests/test_backward_kernels.py -rfE ;;
+    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}"
+              python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
+    kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py -rfE ;;
+    tiles) python benchmarks/tiles.py --out "$OUT" --max-minutes "${TILES_MINUTES:-2.2}" ${TILES_SKIP:+--skip "$TILES_SKIP"} ;;
+    bench_fp16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_fp16_d128.json" --dtypes fp16 --head-dims 128 \
+                       --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    bench_bf16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
+                       --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    setup) python benchmarks/program_setup.py --out "$OUT" ;;
+    backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
+    ncu_bwd) timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
+               --cache-control all --print-units base --csv --page raw --metrics "$(python -m gpusim_kernels.ncu metrics)" \
+               --log-file "$OUT/logs/raw_bwd.csv" python -m gpusim_kernels.ncu workload --passes backward \
+               --seqs 1024,4096 --manifest "$OUT/logs/manifest_bwd.json"
+             python -m gpusim_kernels.ncu compare --csv "$OUT/logs/raw_bwd.csv" --manifest "$OUT/logs/manifest_bwd.json" \
+               --out "$OUT/ncu_bwd.json" ;;
     *) echo "unknown job $1" ;;
   esac > "$OUT/logs/$1.log" 2>&1
   echo "$1: exit $?, $SECONDS s into its stream"

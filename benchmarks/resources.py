@@ -51,7 +51,7 @@ from tiles import HOPPER_VARIANTS, TILES
 
 GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
 TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
-ARG_TYPES = {"N": "i32", "N_KV": "i32", "V_STRIDE": "i32", "scale": "fp32", "qk_scale": "fp32", "o_scale": "fp32",
+ARG_TYPES = {"N": "i32", "N_KV": "i32", "V_STRIDE": "i32", "lpt_heads": "i32", "scale": "fp32", "qk_scale": "fp32", "o_scale": "fp32",
              "LSE": "*fp32", "l": "*fp32", "m": "*fp32"}  # every other argument: a pointer to the inputs' type
 KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.pv_kernel,
            "flash1": flash1.flash1_kernel, "flash2": flash2.flash2_kernel, "hopper": hopper.hopper_kernel}
@@ -90,7 +90,8 @@ def softmax(seq, dtype, causal, block_q, block_kv):
 
 def hopper_launch(d, dtype, causal, launch):
     consts = dict(GROUP=1, D=d, Br=launch["block_q"], Bc=launch["block_kv"], CAUSAL=causal, RAGGED=False,
-                  FP8=dtype == "fp8", STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"])
+                  FP8=dtype == "fp8", STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"],
+                  MASK=launch.get("mask", "every"), OVERLAP=launch.get("overlap", False))
     return (row("hopper", d, dtype, causal, launch["block_q"], launch["block_kv"], num_warps=launch["num_warps"],
                 num_stages=launch["num_stages"], warp_specialize=launch["warp_specialize"]),
             consts, {"num_warps": launch["num_warps"]})  # the loop's depth is STAGES; the launch passes no num_stages
@@ -136,6 +137,41 @@ def parse_ptxas(log):
             "wgmma_serialized": serialized.group(1) if serialized else None}
 
 
+def sass_loops(cubin):
+    """What the compiled kernel issues, from its disassembly (nvdisasm, shipped with triton): per loop (a
+    backward branch, in address order), [instructions a warp issues per iteration but the tensor cores'
+    HGMMA, of them MUFU (special function unit)]; and the same for the whole kernel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        text = subprocess.run([os.path.join(os.path.dirname(get_ptxas(CAPABILITY).path), "nvdisasm"), "-c", path],
+                              capture_output=True, text=True, check=True).stdout
+    labels, ops, pending = {}, [], None
+    for line in text.splitlines():
+        label = re.match(r"\s*\.L_x_(\d+):", line)
+        if label:
+            pending = label.group(1)
+            continue
+        inst = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*)", line)
+        if not inst:
+            continue
+        address = int(inst.group(1), 16)
+        if pending is not None:
+            labels[pending], pending = address, None
+        ops.append((address, inst.group(2).split(".")[0], inst.group(3)))
+    loops = []
+    for address, op, rest in ops:
+        target = re.search(r"`\(\.L_x_(\d+)\)", rest) if op == "BRA" else None
+        if target and labels.get(target.group(1), address) < address:
+            loops.append((labels[target.group(1)], address))
+
+    def issued(lo, hi):
+        inside = [op for a, op, _ in ops if lo <= a <= hi]
+        return [sum(op != "HGMMA" for op in inside), inside.count("MUFU")]
+    return {"loops": [issued(lo, hi) for lo, hi in sorted(loops)], "issued": issued(0, ops[-1][0] if ops else 0)}
+
+
 def ptxas_report(ptx):
     """ptxas -v on the PTX, with the flags triton's compiler passes it (backends/nvidia/compiler.py make_cubin)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,7 +194,8 @@ def compile_one(config):
         attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*") or t == "i32"}
         src = ASTSource(fn=KERNELS[kernel], signature=sig, constexprs=consts, attrs=attrs)
         compiled = triton.compile(src, target=GPUTarget("cuda", CAPABILITY, 32), options=launch)
-        return {**fields, **parse_ptxas(ptxas_report(compiled.asm["ptx"])), "shared_bytes": compiled.metadata.shared}
+        return {**fields, **parse_ptxas(ptxas_report(compiled.asm["ptx"])), "shared_bytes": compiled.metadata.shared,
+                **sass_loops(compiled.asm["cubin"])}
     except Exception as err:  # noqa: BLE001 - a configuration that does not compile is a result
         return {**fields, "error": probe.one_line(err)}
 
@@ -174,10 +211,23 @@ def model_table(rows, triton_version):
         shape = r["head_dim"] if r["kernel"] != "softmax" else triton.next_power_of_2(r["seq"])
         key = (ARCH.rstrip("a"), r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"],
                r["num_warps"], r["num_stages"])
+        loops = tuple(tuple(loop) for loop in r["loops"])
         entries.append(f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
-                       f"{r['shared_bytes']}),")
-    head = (COMPILED_DOC + f"TRITON = {triton_version!r}\nCOMPILED = {{\n")
+                       f"{r['shared_bytes']}, {loops!r}, {tuple(r['issued'])!r}),")
+    head = (COMPILED_DOC + f"TRITON = {triton_version!r}\n{issue_per_op(rows)}\nCOMPILED = {{\n")
     return head + "\n".join(sorted(entries)) + "\n}\n"
+
+
+def issue_per_op(rows):
+    """ISSUE_PER_OP's line: the median, over the compiled flash2 kernels, of the instructions a warp issues
+    per unmasked step (their first loop) over the non-matmul operations gpusim counts for that step."""
+    from gpusim.algorithms import flash2 as model
+    ratios = sorted(r["loops"][0][0] * 32 * r["num_warps"] /
+                    (model.PER_SCORE * r["block_q"] * r["block_kv"] +
+                     (model.PER_ROW_STEP + model.PER_O_ELEMENT_STEP * r["head_dim"]) * r["block_q"])
+                    for r in rows if r["kernel"] == "flash2" and "error" not in r and r["loops"])
+    return (f"ISSUE_PER_OP = {ratios[len(ratios) // 2]:.3f}  # median of {len(ratios)} compiled flash2 kernels "
+            f"({ratios[0]:.2f} to {ratios[-1]:.2f}): instructions per counted operation")
 
 
 COMPILED_DOC = '''"""Registers, spills and shared memory of the project's Triton kernels as compiled for an architecture,
@@ -187,7 +237,9 @@ same rows with the triton version; tests/test_occupancy.py checks the two agree)
 
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
 for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two).
-Value: (registers per thread, spill bytes per thread (stores + loads), shared bytes per block).
+Value: (registers per thread, spill bytes per thread (stores + loads), shared bytes per block, per loop
+in address order (instructions a warp issues per iteration, not counting HGMMA; of them MUFU), the same for
+the whole kernel), the loops read off the disassembly (nvdisasm).
 """
 '''
 

@@ -15,8 +15,8 @@ the last. In a group:
 - hopper: the kernel's own launch for the group (gpusim_kernels.hopper.CONFIGS) and HOPPER_VARIANTS,
   through hopper_attention's overrides.
 Every configuration is compiled first, in a pool of worker processes (a launch at N = WARM_SEQ, the same
-specialisation), then timed in this process: triton.testing.do_bench's median of the whole call (its
-Python included, as users call it and as gpusim_kernels.bench times it). TFLOP/s = 4 B H N² d, halved when
+specialisation), then timed in this process: the median of its GPU work replayed from a CUDA graph (gpusim_kernels.bench.gpu_time:
+no Python between launches, as gpusim_kernels.bench times it). TFLOP/s = 4 B H N² d, halved when
 causal. rel_err: against float64 on the first and last 128 query rows of batch 0, head 0
 (gpusim_kernels.bench.reference_rows). n_regs, n_spills, shared_bytes: the compiled kernel's. default:
 true for the tile and launch each kernel picks itself on this GPU.
@@ -26,7 +26,9 @@ processes, ~25 s; 12 groups x 25 timings: at N = 2K and 8K ~80 ms each (do_bench
 its 5-call estimate; calls of 0.3-4 ms), 16 s; at N = 32K (one call 7-30 ms, 8 calls; spilling tiles up to
 5x longer) ~0.3 s each, 30 s; inputs and references 5 s.
 """
+import json
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +36,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpusim
 import probe
+from gpusim_kernels.bench import gpu_time
 from gpusim_kernels import hopper, hopper_attention
 from gpusim_kernels.bench import reference_rows, tflops
 from gpusim_kernels.flash2 import flash2_kernel
@@ -54,6 +57,12 @@ SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN
 WARM_SEQ = 256  # compiling launches: a multiple of 16 like every N above, so the same specialisation
 SMOKE = dict(TOKENS=128, MODEL_DIM=128, SEQS=(64, 128), TILES=[(32, 64), (64, 32)],
              HOPPER_VARIANTS=HOPPER_VARIANTS[-2:], WARM_SEQ=128)
+
+
+def graph_ms(fn):
+    """The call's GPU time, replayed from a CUDA graph (gpusim_kernels.bench.gpu_time); its wall clock in the
+    interpreter."""
+    return probe.launch_ms(fn) if probe.INTERPRETED else gpu_time(fn)["ms"]
 
 
 def flash2(q, k, v, causal, block_q, block_kv, num_warps):
@@ -127,7 +136,7 @@ def measure(fn, jit_fn, ref, shape, known):
     rows, expected = ref
     rel_err = float(torch.linalg.norm(out[0, 0, rows].double() - expected) / torch.linalg.norm(expected))
     del out
-    ms = probe.median_ms(fn)
+    ms = graph_ms(fn)
     return {"ms": ms, "tflops": tflops(*shape, ms), "rel_err": rel_err, **known}
 
 
@@ -154,9 +163,10 @@ def run_group(results, d, causal, seq, resources):
         torch.cuda.empty_cache()
 
 
-def run(results, max_minutes, workers):
+def run(results, max_minutes, workers, skip=()):
     start = time.monotonic()
-    groups = [(d, causal, seq) for seq in SEQS for d in HEAD_DIMS for causal in (False, True)]
+    groups = [(d, causal, seq) for seq in SEQS for d in HEAD_DIMS for causal in (False, True)
+              if (d, causal, seq) not in skip]
     todo = [(algo, d, causal, tuple(launch.items())) for d in HEAD_DIMS for causal in (False, True)
             for algo, launch, _ in group_calls(d, causal) if algo not in SDPA]
     errors = probe.compile_all(warm, todo, workers, max_minutes * 60 * 0.4)
@@ -175,10 +185,14 @@ def run(results, max_minutes, workers):
 def main(argv=None):
     ap = probe.parser(__doc__, "tiles.json")
     ap.add_argument("--max-minutes", type=float, default=3.0, help="start no group after this many minutes")
+    ap.add_argument("--skip", help="a tiles.json whose groups are not measured again (a run to complete)")
     args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
-    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers)
+    done = set()
+    if args.skip:
+        done = {(r["head_dim"], r["causal"], r["seq"]) for r in json.loads(Path(args.skip).read_text())["rows"]}
+    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers, done)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,11 @@ from dataclasses import dataclass
 from . import algorithms
 from .occupancy import occupancy, resources
 
-TAIL_PROGRAMS = 1 << 13  # programs of the last wave considered one by one (more than any GPU's slots)
+WARP = 32
+ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more
+CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
+ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
+#                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
 
 
 @dataclass(frozen=True)
@@ -75,38 +79,52 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     b = min(occ.blocks_per_sm, -(-programs // sms))  # blocks an SM really holds: fewer when the grid is small
     slots = sms * b
     rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
-                sfu=gpu.sfu_ops_per_s / sms, alu=gpu.fp32_flops_per_s / sms,
+                issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
                 l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
+    step_instructions, step_mufu, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps, steps,
+                                                                     programs)
+    # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
+    # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
+    hiding = min(1.0, b * res.num_warps / ISSUE_PER_CLOCK * ISSUE_HIDING)
+    unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"],  # one program's step, each unit alone
+                issue=step_instructions * res.num_warps / rate["issue"] / hiding,
+                sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
+    streams = module.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
+    serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
+    overlapped = max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams
+    fixed_compute = fixed_instructions * res.num_warps / rate["issue"]
     step, fixed = _split(counts, dram, module.STEP_TENSORS[kernel])
     spill = res.spill_bytes_per_thread * res.threads * steps  # local memory, through L1 and L2, every step
     step = (step[0] + spill, step[1], step[2] + spill, step[3])
-    step_bytes, step_latency = _per(step, steps), _latency(step, gpu)
-    fixed_bytes, fixed_latency = _per(fixed, programs), _latency(fixed, gpu)
-    streams = module.streams(cfg, kernel)  # independent warp groups in a block (warp specialization)
-    unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"], sfu=exps / max(steps, 1) / rate["sfu"],
-                alu=(other_flops - exps) / max(steps, 1) / rate["alu"])  # one program's step, each unit alone
-    serial = sum(unit.values()) / streams  # a warp group runs its matmuls, exponentials and the rest in turn
-    stages = res.num_stages
+    step_bytes, fixed_bytes = _per(step, steps), _per(fixed, programs)
 
     def share(nbytes):  # (SM-side bytes, DRAM bytes) at the SM's share of each bandwidth, every SM busy
         return max(nbytes[0] / rate["l2"], nbytes[1] / rate["dram"])
 
-    def alone(nbytes):  # the same bytes for one waiting program: its latency and its port's transfer
-        miss = nbytes[1] / nbytes[0] if nbytes[0] else 0.0
-        return nbytes[0] / (gpu.port_bytes_per_s("l2") * (1 - miss) + gpu.port_bytes_per_s("hbm") * miss or 1)
+    def wait(nbytes):  # loading these bytes, alone: the latency of the level they come from, then the port
+        if not nbytes[2]:
+            return 0.0
+        miss = min(1.0, nbytes[3] / nbytes[2])
+        latency = gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
+        return latency + nbytes[2] * ((1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm"))
 
-    load = step_latency + alone(step_bytes) if steps else 0.0  # one step's loads, waited for
-    step_chain = serial + load if stages == 1 else max(serial, load / (stages - 1))
-    streams_per_sm = b * streams
+    # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
+    # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
+    # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
+    prefetched = streams > 1 or module.TMA  # a producer warp group, or TMA copies on barriers, load ahead
+    stages = res.num_stages
+    step_chain = max(serial, wait(step_bytes) / max(1, stages - 1)) if prefetched else serial + wait(step_bytes)
+    if kernel in module.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
+        step_chain += gpu.l2_latency_s + (step_bytes[0] - step_bytes[2]) / gpu.port_bytes_per_s("l2")
 
-    def chain(j):  # one program's critical path: prologue, j steps (a pipelined loop fills first), epilogue
-        fill = load if stages > 1 and j else 0.0
-        return fixed_latency + alone(fixed_bytes) + fill + j * step_chain
+    def chain(j):  # one program alone: its first loads, j steps, its epilogue
+        return (wait(fixed_bytes) + fixed_compute + module.SETUP_S + (wait(step_bytes) if j and prefetched else 0.0)
+                + j * step_chain)
 
-    def busy(j):  # SM time one of b programs takes: units shared, each stream's serial work filling the gaps
-        compute = max(unit.values()) + (sum(unit.values()) - max(unit.values())) / streams_per_sm
+    def busy(j):  # the SM's time for one of its b programs: bytes at its bandwidth share, work on its units
         moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])
-        return max(share(moved), j * compute)
+        memory, compute = share(moved), fixed_compute + j * (overlapped if streams > 1 else serial)
+        return max(memory, compute) + CONTENTION * min(memory, compute)
 
     def tau(j):
         return max(chain(j), b * busy(j))
@@ -140,15 +158,6 @@ def _split(counts, dram, step_tensors):
 
 def _per(nbytes, n):
     return tuple(x / n for x in nbytes) if n else (0.0,) * len(nbytes)
-
-
-def _latency(nbytes, gpu):
-    """What a program waits for its loads: none without loads, an L2 hit's latency, DRAM's for the share of
-    the loaded bytes that miss."""
-    if not nbytes[2]:
-        return 0.0
-    miss = min(1.0, nbytes[3] / nbytes[2])
-    return gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
 
 
 def infeasible(cfg, kernel, res, occ):

@@ -29,6 +29,8 @@ class Resources:
     shared_bytes: int  # per block: the staged tiles, Triton's scratch included where compiled
     spill_bytes_per_thread: int  # local-memory stores + loads per thread, as ptxas reports them
     compiled: bool  # True: read off the compiled kernel; False: estimated from the tile shapes
+    loops: tuple = ()  # compiled: per loop, (instructions a warp issues per iteration but HGMMA, MUFU of them)
+    issued: tuple = (0, 0)  # compiled: the same over the whole kernel
 
     @property
     def threads(self):
@@ -53,8 +55,8 @@ def resources(cfg, kernel):
     key = (cfg.gpu.arch, kernel, shape, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
     block_warps = module.block_warps(cfg, kernel) if hasattr(module, "block_warps") else num_warps
     if key in COMPILED:
-        registers, spill, shared = COMPILED[key]
-        return Resources(block_warps, num_stages, registers, shared, spill, True)
+        registers, spill, shared, loops, issued = COMPILED[key]
+        return Resources(block_warps, num_stages, registers, shared, spill, True, loops, issued)
     shared = module.shared_bytes(cfg, kernel, num_stages)
     return Resources(block_warps, num_stages, estimate_registers(cfg, kernel, block_warps), shared, 0, False)
 

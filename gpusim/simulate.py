@@ -9,6 +9,7 @@ import numpy as np
 from . import algorithms, cost, l2
 from .config import make_config
 from .execute import execute
+from .compiled import COMPILED
 from .hardware import get_gpu
 
 EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
@@ -185,6 +186,15 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
 
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}
+
+
+def candidates(algo, gpu, head_dim, dtype, causal):
+    """The tiles best_blocks weighs: where the project's kernels were compiled for the GPU's architecture
+    (gpusim/compiled.py), the tiles compiled for this head_dim, dtype and causality (their resources are
+    known, not estimated); elsewhere every pair from BLOCKS."""
+    kernel = algorithms.get(algo).KERNELS[0]
+    known = {(k[5], k[6]) for k in COMPILED if k[:5] == (gpu.arch, kernel, head_dim, dtype, bool(causal))}
+    return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
 BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them
 
 
@@ -198,7 +208,7 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
         causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
     times = {}
-    for blocks in itertools.product(BLOCKS, BLOCKS):
+    for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal):
         try:
             times[blocks] = simulate(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
         except ValueError:  # the tile does not fit: SRAM, registers or no resident block

@@ -5,7 +5,8 @@
 
 The charts: python -m gpusim_course.plots bench results/h200/bench.json (the course package draws them).
 
-Every provider gets: the median of CUDA-event timings after warm-up (triton.testing.do_bench), TFLOP/s
+Every provider gets: the median time of its GPU work replayed from a CUDA graph (triton.testing.
+do_bench_cudagraph; do_bench's CUDA events where a call cannot be captured, as the row's "timing" says), TFLOP/s
 (4·B·H·N²·d, halved when causal), peak memory (torch.cuda.max_memory_allocated, inputs included), and
 the relative error against float64 on the first and last query rows of one head. Out-of-memory is
 recorded as such and the sweep goes on. Rows are written after every measurement.
@@ -53,7 +54,7 @@ def providers():
 
     def ours(fn, algo):
         def run(q, k, v, causal):
-            block_q, block_kv = blocks(algo, q.shape[-1])
+            block_q, block_kv = blocks(algo, q, causal)
             return fn(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv)
         return run
 
@@ -73,10 +74,14 @@ def fp8_inputs(q, k, v):
     return (q8, k8, v8), lambda q, k, v, causal: hopper_attention(q, k, v, causal=causal, fp8_scale=(qs, ks, vs))
 
 
-def blocks(algo, head_dim):
-    """The tiles each of the project's teaching kernels runs with: gpusim's defaults for the H200."""
+def blocks(algo, q, causal):
+    """The tiles the project's teaching kernels run with by default: the fastest gpusim predicts for this
+    shape on this GPU (gpusim.best_blocks, as the kernels pick them themselves)."""
     import gpusim
-    return gpusim.default_blocks(algo, "H200", head_dim, "fp16")
+    from gpusim_kernels.launch import DTYPES, detect_gpu
+    batch, heads, seq, head_dim = q.shape
+    return gpusim.best_blocks(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch, causal=causal,
+                              dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device))
 
 
 def reference_rows(q, k, v, causal):
@@ -106,15 +111,25 @@ def measure(fn, inputs, causal, ref):
     got = out[0, 0, rows].double()
     rel_err = float(torch.linalg.norm(got - expected) / torch.linalg.norm(expected))
     del out
-    ms = do_bench(lambda: fn(*inputs, causal), warmup=25, rep=100, return_mode="median")
-    return {"ms": ms, "peak_bytes": peak, "rel_err": rel_err}
+    return {**gpu_time(lambda: fn(*inputs, causal)), "peak_bytes": peak, "rel_err": rel_err}
 
 
-def configs(shapes, dtypes, sweep=True):
+def gpu_time(call):
+    """{"ms", "timing"}: the median time of the call's GPU work, replayed from a CUDA graph (no Python between
+    launches: what gpusim predicts, whatever the host's speed), or timed with events around each call when
+    the call cannot be captured."""
+    from triton.testing import do_bench, do_bench_cudagraph
+    try:
+        return {"ms": do_bench_cudagraph(call, rep=100, return_mode="median"), "timing": "cuda_graph"}
+    except Exception:  # noqa: BLE001 - a provider that cannot be captured is timed call by call
+        return {"ms": do_bench(call, warmup=25, rep=100, return_mode="median"), "timing": "events"}
+
+
+def configs(shapes, dtypes, sweep=True, head_dims=(64, 128), causals=(False, True)):
     """(batch, heads, seq, head_dim, causal, dtype, flash_only) in the order they are measured."""
     for dtype in dtypes if sweep else ():
-        for head_dim in (64, 128):
-            for causal in (False, True):
+        for head_dim in head_dims:
+            for causal in causals:
                 for seq in SEQS + LONG_SEQS:
                     batch, heads = max(1, TOKENS // seq), MODEL_DIM // head_dim
                     yield batch, heads, seq, head_dim, causal, dtype, seq in LONG_SEQS
@@ -139,8 +154,10 @@ def run(args):
 
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
-    todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes))
-    table = providers()
+    causals = {"both": (False, True), "no": (False,), "yes": (True,)}[args.causal]
+    todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes,
+                        head_dims=tuple(int(d) for d in args.head_dims.split(",")), causals=causals))
+    table = {name: fn for name, fn in providers().items() if name not in args.without.split(",")}
     result = {"environment": environment("python -m gpusim_kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
     for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
@@ -163,7 +180,7 @@ def run(args):
             row = {"provider": name, "dtype": row_dtype, "head_dim": head_dim, "causal": causal, "seq": seq,
                    "batch": batch, "heads": heads}
             if name in ("naive", "flash1", "flash2"):
-                row["block_q"], row["block_kv"] = blocks(name, head_dim)
+                row["block_q"], row["block_kv"] = blocks(name, inputs[0], causal)
             try:
                 row |= measure(fn, inputs, causal, ref)
                 row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"])
@@ -202,6 +219,9 @@ def main(argv=None):
     ap.add_argument("--shape", action="append", default=[], help="B,H,N,d to measure too (repeatable)")
     ap.add_argument("--only-shapes", action="store_true", help="measure only the --shape shapes")
     ap.add_argument("--dtypes", default="fp16,bf16")
+    ap.add_argument("--head-dims", default="64,128", help="the sweep's head dims (comma-separated)")
+    ap.add_argument("--without", default="", help="providers not to measure (comma-separated)")
+    ap.add_argument("--causal", choices=("both", "no", "yes"), default="both", help="the sweep's masks")
     ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
     args = ap.parse_args(argv)
     run(args)

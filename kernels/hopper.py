@@ -299,6 +299,10 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
     base = WS if overrides.get("warp_specialize") else CONFIGS[q.shape[3], dtype, bool(causal)]
     launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
     _check_launch(launch)
+    if (q.device.type == "cuda" and not launch["warp_specialize"] and launch["num_stages"] == 2 and causal
+            and k.shape[2] % launch["block_kv"]):
+        raise ValueError("num_stages=2 without warp specialization returned NaN on the H200 for a causal launch "
+                         "whose keys do not fill the last block (tests/test_hopper.py, 2026-11-30): use num_stages=3")
     limit = launch["warp_specialize"] and _warp_specializer_limit(launch, causal or k.shape[2] % launch["block_kv"])
     if limit and overrides["warp_specialize"]:
         raise ValueError(f"warp_specialize=True {limit}")

@@ -5,6 +5,7 @@ import pytest
 
 import gpusim
 from gpusim.occupancy import Resources, occupancy
+from gpusim.simulate import candidates
 
 # A device of compute capability 7.0 (V100): 64 K registers, 64 warps, 32 blocks, 96 KiB of shared memory
 # per SM (Programming Guide, Technical Specifications), no per-block reservation.
@@ -59,7 +60,7 @@ def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
     block_q, block_kv = gpusim.best_blocks(algo, **shape)
     best = gpusim.simulate(algo, block_q=block_q, block_kv=block_kv, **shape)
     assert all(k.blocks_per_sm >= 1 and k.registers_per_thread <= 255 for k in best.kernels)
-    for other in ((64, 64), (128, 64), (64, 32)):
+    for other in candidates(algo, gpusim.get_gpu(gpu), 64, "fp16", True):
         try:
             assert gpusim.simulate(algo, block_q=other[0], block_kv=other[1], **shape).predicted_time_s >= \
                 best.predicted_time_s

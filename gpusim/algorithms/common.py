@@ -32,3 +32,22 @@ def pipeline_stages(cfg, kernel, per_stage_bytes, max_stages=3, budget=0.8):
 def warps(block_q):
     """8 warps for 128-row tiles, whose fp32 scores and accumulator would not fit in 4 warps' registers."""
     return 8 if block_q >= 128 else 4
+
+
+def estimated_issue(res, other_flops, exps, steps):
+    """(instructions a warp issues per step, of them MUFU, per program besides): where nothing was compiled,
+    the step's non-matmul operations over the block's lanes, times ISSUE_PER_OP, the instructions the
+    compiled flash2 loops issue per counted operation (gpusim/compiled.py, derived from their disassembly:
+    addresses, masks, conversions and moves come with every operation counted)."""
+    from ..compiled import ISSUE_PER_OP
+    lanes = 32 * res.num_warps * max(steps, 1)
+    return ISSUE_PER_OP * other_flops / lanes, exps / lanes, 0.0
+
+
+def compiled_issue(res, step_loops):
+    """(instructions per step, MUFU per step, instructions per program besides) from the compiled kernel:
+    step_loops, the loops a step runs, weighted [(loop index, weight)]; the rest of the kernel once."""
+    instructions = sum(w * res.loops[i][0] for i, w in step_loops)
+    mufu = sum(w * res.loops[i][1] for i, w in step_loops)
+    in_loops = sum(loop[0] for loop in res.loops)
+    return instructions, mufu, max(0, res.issued[0] - in_loops)

@@ -10,12 +10,15 @@ import numpy as np
 
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import uniform_work
-from .common import masked_scores, pow2_floor, shrink_to_fit, warps
+from .common import compiled_issue, estimated_issue, masked_scores, pow2_floor, shrink_to_fit, warps
 
 KERNELS = ("flash1",)
 TENSOR_BYTES = {"O": STATS_BYTES}  # O is read-modify-written Tc times: an fp32 accumulator in HBM
 L2_REUSE = {"flash1": ("rmw_per_head", ("Q", "O", "l", "m"))}
+TMA = False  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"flash1": ("Q", "K", "V", "O", "l", "m")}  # a step: Q_i, O_i, l_i, m_i in and out (K_j, V_j per j)
+FENCED = ("flash1",)  # a step's stores are fenced (MEMBAR in the compiled loop) before O_i, l_i, m_i are read again
 # Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is
 # masked), row max, subtract, exp (a multiply by log2(e) and an exp2), row sum, P converted to the dtype.
 # Per row per step (Algorithm 1, lines 11-12): m_new, two exp(a - b), l_new, the two coefficients
@@ -60,6 +63,13 @@ def work(cfg, kernel):
 def shared_bytes(cfg, kernel, num_stages):
     """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
     return cfg.sram_bytes(kernel) + (num_stages - 1) * stage_bytes(cfg, kernel)
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """A step is the inner loop (the last by address: inside the K/V loop, after the initialising loop)."""
+    if not res.loops:
+        return estimated_issue(res, other_flops, exps, steps)
+    return compiled_issue(res, [(len(res.loops) - 1, 1.0)])
 
 
 def stage_bytes(cfg, kernel):

@@ -11,11 +11,14 @@ import numpy as np
 
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import ramp_work
-from .common import masked_scores, pipeline_stages, pow2_floor, shrink_to_fit, warps
+from .common import compiled_issue, estimated_issue, masked_scores, pipeline_stages, pow2_floor, shrink_to_fit, warps
 
 KERNELS = ("flash2",)
 TENSOR_BYTES = {}
 L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
+FENCED = ()  # kernels that wait for their stores: none
+TMA = False  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
 # Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
 # subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second
@@ -56,6 +59,16 @@ def streams(cfg, kernel):
 
 def programs(cfg, kernel):
     return cfg.bh * cfg.tiling.n_q_blocks
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """Instructions per step: the compiled kernel's unmasked loop (the first) and masked loop (the last), in
+    the share of steps each runs; or estimated from the operations counted."""
+    if not res.loops:
+        return estimated_issue(res, other_flops, exps, steps)
+    t = cfg.tiling
+    whole = t.unmasked_elements / t.tile_elements if t.tile_elements else 1.0
+    return compiled_issue(res, [(0, whole), (len(res.loops) - 1, 1 - whole)])
 
 
 def work(cfg, kernel, reverse=False):

@@ -9,10 +9,14 @@ variant measured on the H200 (benchmarks/hopper_check.py, results/h200/hopper_va
 fp16's. The kernel reads it; the model prices it.
 """
 from . import flash2
+from .common import estimated_issue
 
 KERNELS = ("hopper",)
 TENSOR_BYTES = {}
 L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
+FENCED = ()  # kernels that wait for their stores: none
+TMA = True  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"hopper": ("K", "V")}
 STAGES = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
 HEAD_DIMS = (64, 128)
@@ -80,6 +84,12 @@ def streams(cfg, kernel):
 
 def programs(cfg, kernel):
     return flash2.programs(cfg, kernel)
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """Estimated from the operations counted: the warp-specialized kernel's disassembly holds the producer's,
+    both consumers' and the specializer's loops, which this model does not tell apart."""
+    return estimated_issue(res, other_flops, exps, steps)
 
 
 def work(cfg, kernel):

@@ -11,11 +11,14 @@ import numpy as np
 
 from ..hardware import check_dtype
 from ..tiling import ramp_work, uniform_work
-from .common import pipeline_stages, shrink_to_fit, warps
+from .common import compiled_issue, estimated_issue, pipeline_stages, shrink_to_fit, warps
 
 KERNELS = ("qk", "softmax", "pv")
 TENSOR_BYTES = {}
 L2_REUSE = {"qk": ("tiles", ("Q", "K")), "softmax": ("row_passes", ("S",)), "pv": ("kv_per_q_block", ("V",))}
+FENCED = ()  # kernels that wait for their stores: none
+TMA = False  # its tiles arrive by TMA copies, issued stages ahead
+SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"qk": ("Q", "K"), "softmax": ("S", "P"), "pv": ("P", "V")}  # qk: one step, its store after
 MATMUL_TILE = 128  # 128 x 128 tiles for both matmuls
 PER_SCORE_QK = 1  # the scale
@@ -106,6 +109,16 @@ def work(cfg, kernel):
 def shared_bytes(cfg, kernel, num_stages):
     """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
     return cfg.sram_bytes(kernel) + (num_stages - 1) * stage_bytes(cfg, kernel)
+
+
+def issue(cfg, kernel, res, other_flops, exps, steps, programs):
+    """qk and a one-pass softmax are one step each: the whole kernel. pv: its loop. A streamed softmax: its
+    three passes' loops, one pass a step. Estimated from the operations where nothing was compiled."""
+    if not res.issued[0]:
+        return estimated_issue(res, other_flops, exps, steps)
+    if not res.loops:
+        return res.issued[0], res.issued[1], 0.0
+    return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])
 
 
 def stage_bytes(cfg, kernel):
