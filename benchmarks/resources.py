@@ -204,7 +204,7 @@ def model_table(rows, triton_version):
     """gpusim/compiled.py's text: {(arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps,
     num_stages): (registers, spill bytes stored + loaded per thread, shared bytes)}; shape is head_dim, or for
     the softmax the row it holds (BLOCK_N)."""
-    entries = []
+    entries = {}  # by key: launch variants the model does not tell apart keep the last row's resources
     for r in rows:
         if "error" in r:
             continue
@@ -212,10 +212,10 @@ def model_table(rows, triton_version):
         key = (ARCH.rstrip("a"), r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"],
                r["num_warps"], r["num_stages"])
         loops = tuple(tuple(loop) for loop in r["loops"])
-        entries.append(f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
-                       f"{r['shared_bytes']}, {loops!r}, {tuple(r['issued'])!r}),")
+        entries[key] = (f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
+                        f"{r['shared_bytes']}, {loops!r}, {tuple(r['issued'])!r}),")
     head = (COMPILED_DOC + f"TRITON = {triton_version!r}\n{issue_per_op(rows)}\nCOMPILED = {{\n")
-    return head + "\n".join(sorted(entries)) + "\n}\n"
+    return head + "\n".join(sorted(entries.values())) + "\n}\n"
 
 
 def issue_per_op(rows):

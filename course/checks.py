@@ -1,0 +1,79 @@
+"""How the decode and training notebooks' exercises are checked. The learner writes a small function;
+`check(exercises, name, fn)` calls it on several cases, compares each answer with gpusim's, and returns a
+Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely mistake) or not yet (the
+stub still returns None or raises NotImplementedError). It never raises for the learner's code.
+
+Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
+message for a right answer. (course/exercises.py does the same for notebooks 1 to 5.)
+"""
+import inspect
+import math
+from dataclasses import dataclass
+from html import escape
+
+COLORS = {"right": "#1a7f37", "wrong": "#b00", "not yet": "#8a6d00"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    status: str  # "right", "wrong" or "not yet"
+    message: str
+
+    def __bool__(self):
+        return self.status == "right"
+
+    def __str__(self):
+        return f"{self.name}: {self.status}. {self.message}"
+
+    def _repr_html_(self):
+        color = COLORS[self.status]
+        return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
+                f"{self.status}</b> ({escape(self.name)}): {escape(self.message)}</div>")
+
+
+class Stop(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def call(fn, args):
+    """(the call as text, fn(*args)); a stub or a crash becomes a Stop."""
+    text = f"{fn.__name__}({', '.join(map(repr, args))})"
+    try:
+        got = fn(*args)
+    except NotImplementedError:
+        raise Stop("not yet", f"{fn.__name__} still raises NotImplementedError: replace it with your code.") from None
+    except Exception as err:  # the learner's bug, reported as a verdict rather than a traceback
+        raise Stop("wrong", f"{text} raised {type(err).__name__}: {err}") from None
+    if got is None:
+        raise Stop("not yet", f"{fn.__name__} returns None: fill in its body and return the answer.")
+    return text, got
+
+
+def numeric(fn, cases, hint, rel_tol=0.0):
+    """Check fn against (args, gpusim's answer) pairs; the first miss stops with the case and hint(args, got).
+    rel_tol=0: integers (byte counts) must be equal."""
+    for args, want in cases:
+        text, got = call(fn, args)
+        number = isinstance(got, (int, float)) or type(got).__module__ == "numpy"
+        if not number or not math.isclose(got, want, rel_tol=rel_tol):
+            shown = f"{got:,}" if number else repr(got)
+            raise Stop("wrong", f"{text} returned {shown}; gpusim says {want:,}. {hint(args, got)}")
+    return f"matches gpusim on all {len(cases)} cases."
+
+
+def check(exercises, name, fn):
+    """Run the learner's `fn` for exercise `name` of `exercises` ({name: (checker, reference)}); a Verdict."""
+    if name not in exercises:
+        raise ValueError(f"no exercise {name!r}: choose one of {', '.join(exercises)}")
+    try:
+        return Verdict(name, "right", exercises[name][0](fn))
+    except Stop as stop:
+        return Verdict(name, stop.status, stop.message)
+
+
+def solution(exercises, name):
+    """Print the reference solution of exercise `name`."""
+    print(inspect.getsource(exercises[name][1]))

@@ -1,0 +1,166 @@
+"""The decode notebook's measurements beside gpusim: results/h200/decode.json (the split-KV kernel, the same
+with num_splits=1, SDPA's backends and torch naive at Llama-3-8B's attention shape) and results/h200/bench.json
+(prefill). Every measured number is read from those files; gpusim's side comes from gpusim.decode's counts
+and course/decode_time.py's predicted times.
+"""
+import gpusim
+from gpusim import decode
+
+from . import decode_time
+
+SDPA = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
+PREFILL = dict(dtype="fp16", head_dim=128, causal=True)  # bench.json's group the prefill rows come from
+
+
+def timed(rows, provider, batch):
+    """{seq_kv: row} of one provider's decode.json rows at one batch that ran (a time, not an error)."""
+    return {r["seq_kv"]: r for r in rows if r["provider"] == provider and r["batch"] == batch and r.get("ms")}
+
+
+def fastest_sdpa(rows, batch):
+    """{seq_kv: row} of the fastest SDPA backend at each cache length."""
+    best = {}
+    for name in SDPA:
+        for n, row in timed(rows, name, batch).items():
+            if n not in best or row["ms"] < best[n]["ms"]:
+                best[n] = row
+    return best
+
+
+def launch_of(row, num_splits=None):
+    """The gpusim launch of a split_kv / split_kv_1 row (its splits, pages and shape), on the H200 preset."""
+    return decode.make_launch(batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
+                              head_dim=row["head_dim"], seq_kv=row["seq_kv"], dtype=row["dtype"],
+                              num_splits=row["num_splits"] if num_splits is None else num_splits,
+                              page_size=row["page_size"], gpu="H200")
+
+
+def comparison_rows(data, batch):
+    """Per cache length at one batch: the split-KV kernel and num_splits=1, measured and predicted, the
+    slowdown of not splitting both ways, the fastest SDPA backend, and the split kernel's share of the
+    measured copy bandwidth."""
+    rows = data["rows"]
+    split, unsplit, sdpa = timed(rows, "split_kv", batch), timed(rows, "split_kv_1", batch), fastest_sdpa(rows, batch)
+    out = []
+    for n in sorted(split.keys() & unsplit.keys()):
+        s, u = split[n], unsplit[n]
+        ps, pu = (decode_time.predict(launch_of(r))["total_s"] * 1e3 for r in (s, u))
+        out.append({"cache tokens": n, "num_splits": s["num_splits"], "split ms": s["ms"], "split predicted ms": ps,
+                    "num_splits=1 ms": u["ms"], "num_splits=1 predicted ms": pu,
+                    "slowdown measured": u["ms"] / s["ms"], "slowdown predicted": pu / ps,
+                    "fastest SDPA": sdpa[n]["provider"] if n in sdpa else None,
+                    "fastest SDPA ms": sdpa[n]["ms"] if n in sdpa else None,
+                    "split share of copy bandwidth": s["copy_fraction"]})
+    return out
+
+
+def series(data, batch):
+    """The Flash-Decoding chart's curves at one batch: {name: (cache lengths, ms)}, measured and predicted."""
+    rows = comparison_rows(data, batch)
+    n = [r["cache tokens"] for r in rows]
+    out = {name: (n, [r[key] for r in rows]) for name, key in (
+        ("split KV, measured", "split ms"), ("split KV, gpusim", "split predicted ms"),
+        ("num_splits=1, measured", "num_splits=1 ms"), ("num_splits=1, gpusim", "num_splits=1 predicted ms"))}
+    sdpa = [r for r in rows if r["fastest SDPA ms"] is not None]
+    return out | {"fastest SDPA, measured": ([r["cache tokens"] for r in sdpa], [r["fastest SDPA ms"] for r in sdpa])}
+
+
+def unsplit_lesson(data, batch=1):
+    """What num_splits=1 leaves idle at the longest cache measured at `batch`: programs, SMs, the share of
+    the copy bandwidth each kernel reached, and the slowdown measured and predicted."""
+    row = comparison_rows(data, batch)[-1]
+    split = timed(data["rows"], "split_kv", batch)[row["cache tokens"]]
+    unsplit = timed(data["rows"], "split_kv_1", batch)[row["cache tokens"]]
+    one = launch_of(unsplit)
+    return {"cache tokens": row["cache tokens"], "batch": batch,
+            "num_splits=1 programs": decode.programs(one, "decode"), "SMs": one.gpu.sm_count,
+            "idle SMs": decode_time.idle_share(one), "split programs": decode.programs(launch_of(split), "split_kv"),
+            "num_splits=1 share of copy bandwidth": unsplit["copy_fraction"],
+            "split share of copy bandwidth": split["copy_fraction"],
+            "slowdown measured": row["slowdown measured"], "slowdown predicted": row["slowdown predicted"]}
+
+
+def fixed_cost(data, batch=1, upto=16384):
+    """At small caches the measured time stops following the bytes: {bytes growth, time growth, fastest ms,
+    slowest ms} of the split kernel from the smallest cache to `upto` (a fixed per-call cost dominates)."""
+    rows = [r for r in timed(data["rows"], "split_kv", batch).values() if r["seq_kv"] <= upto]
+    rows.sort(key=lambda r: r["seq_kv"])
+    ms = [r["ms"] for r in rows]
+    return {"from": rows[0]["seq_kv"], "to": rows[-1]["seq_kv"], "bytes growth": rows[-1]["model_bytes"] /
+            rows[0]["model_bytes"], "time growth": ms[-1] / ms[0], "fastest ms": min(ms), "slowest ms": max(ms)}
+
+
+def _prefill_rows(bench, seq):
+    group = [r for r in bench["rows"] if r["seq"] == seq and all(r[k] == v for k, v in PREFILL.items())]
+    return {r["provider"]: r for r in group if r.get("ms")}
+
+
+def helps_most(decode_data, bench, gpu=decode_time.GPU, prefill_seqs=(4096, 16384),
+               decodes=((1, 4096), (1, 131072), (64, 4096), (64, 32768))):
+    """The source's table "When FlashAttention Helps Most" (Scenario, Memory-Bound?, FA Benefit) filled in:
+    gpusim's FLOPs per DRAM byte against the ridge point, and standard attention's time over FlashAttention's,
+    predicted by gpusim and measured on the H200. Prefill: bench.json's fp16, d=128, causal rows (the
+    FlashAttention-2 benchmark shape: 16 heads, batch x seq = 16K), the project's naive kernels over its
+    flash2, and torch's matmul-softmax-matmul over SDPA's FlashAttention-2. Decode: decode.json's rows
+    (Llama-3-8B: 32 query heads, 8 K/V heads, d=128), torch naive over the split-KV kernel."""
+    g = gpusim.get_gpu(gpu)
+    out = []
+    for seq in prefill_seqs:
+        measured = _prefill_rows(bench, seq)
+        first = measured["flash2"]
+        shape = dict(batch=first["batch"], heads=first["heads"], seq=seq, gpu=g, **PREFILL)
+        naive, flash = (gpusim.simulate(algo, **shape) for algo in ("naive", "flash2"))
+        intensity = (flash.flops_matmul + flash.flops_other) / (flash.dram_read_bytes + flash.dram_write_bytes)
+        out.append(_row(f"prefill, {seq // 1024}K prompt", first["batch"], intensity, g, PREFILL["dtype"],
+                        naive.predicted_time_s / flash.predicted_time_s,
+                        measured["naive"]["ms"] / measured["flash2"]["ms"],
+                        measured["torch_naive"]["ms"] / measured["sdpa_flash"]["ms"]))
+    for batch, seq_kv in decodes:
+        cell = {r["provider"]: r for r in decode_data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)
+                and r.get("ms")}
+        split = cell["split_kv"]
+        launch = launch_of(split)
+        naive = gpusim.simulate("naive", batch=batch, seq=1, seq_kv=seq_kv, heads=split["heads"],
+                                kv_heads=split["kv_heads"], head_dim=split["head_dim"], dtype=split["dtype"], gpu=g)
+        flops = sum(mm + other for mm, other, _ in decode.flops(launch).values())
+        torch_ratio = cell["torch_naive"]["ms"] / split["ms"] if "torch_naive" in cell else None
+        out.append(_row(f"decode, {seq_kv // 1024}K cache", batch, flops / decode_time.bytes_moved(launch), g,
+                        split["dtype"], naive.predicted_time_s / decode_time.predict(launch, g)["total_s"], None,
+                        torch_ratio))
+    return out
+
+
+def _row(scenario, batch, intensity, gpu, dtype, predicted, measured_project, measured_torch):
+    ridge = gpu.matmul_flops_per_s(dtype) / gpu.hbm_bytes_per_s
+    return {"scenario": scenario, "batch": batch, "FLOPs per DRAM byte (gpusim)": intensity, "ridge point": ridge,
+            "memory-bound?": "yes" if intensity < ridge else "no",
+            "FA benefit, gpusim": predicted, "FA benefit, H200: project's kernels": measured_project,
+            "FA benefit, H200: torch over FlashAttention": measured_torch}
+
+
+def unsplit_sentence(lesson):
+    """unsplit_lesson's numbers in words."""
+    return (f"At batch {lesson['batch']} with {lesson['cache tokens']:,} cached tokens, num_splits=1 launches "
+            f"{lesson['num_splits=1 programs']} programs (one per request and K/V head) on {lesson['SMs']} SMs: "
+            f"{lesson['idle SMs']:.0%} of the SMs have no work, and the kernel reaches "
+            f"{lesson['num_splits=1 share of copy bandwidth']:.1%} of the measured copy bandwidth. Split into "
+            f"{lesson['split programs']} programs it reaches {lesson['split share of copy bandwidth']:.0%}. Not "
+            f"splitting is {lesson['slowdown measured']:.1f}x slower as measured; gpusim predicts "
+            f"{lesson['slowdown predicted']:.1f}x.")
+
+
+def fixed_cost_sentence(cost):
+    """fixed_cost's numbers in words."""
+    return (f"From {cost['from']:,} to {cost['to']:,} cached tokens the split kernel's bytes grow "
+            f"{cost['bytes growth']:.0f}x but its measured time only {cost['time growth']:.2f}x (it stays between "
+            f"{cost['fastest ms'] * 1e3:.0f} and {cost['slowest ms'] * 1e3:.0f} µs): a cost per call that does not "
+            f"grow with the cache dominates there.")
+
+
+def agreement(data, within=0.2, min_cache=0):
+    """How many of the split_kv and split_kv_1 rows (cache >= min_cache) gpusim predicts within `within`:
+    {"rows", "within", "share"}."""
+    rows = [r for name in ("split_kv", "split_kv_1") for r in data["rows"]
+            if r["provider"] == name and r.get("ms") and r["seq_kv"] >= min_cache]
+    close = [r for r in rows if abs(decode_time.predict(launch_of(r))["total_s"] * 1e3 / r["ms"] - 1) <= within]
+    return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}

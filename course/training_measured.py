@@ -1,0 +1,93 @@
+"""The training notebook's measurements beside gpusim: bench_bwd.json in results/h200/ (written by
+`python -m gpusim_kernels.bench_bwd`: the project's flash2 backward, SDPA's backends and torch naive on
+the FlashAttention-2 paper's sweep), read when it is there. Until it is, the notebook shows gpusim's side
+alone; every function here that needs the file takes its parsed contents.
+"""
+import json
+from pathlib import Path
+
+import gpusim
+
+from . import training_time
+from .formatting import span
+
+TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
+SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/bench_bwd.py)
+BENCH_BWD = "../results/h200/bench_bwd.json"  # as the notebooks, which run in notebooks/, reach it
+STANDARD = "torch_naive"  # standard attention, as measured: matmul, softmax, matmul under autograd
+FLASH = ("flash2", "sdpa_flash")  # the project's FlashAttention-2 backward, and PyTorch's
+
+
+def read_bench_bwd(path):
+    """The parsed results file, or None when it is not there yet."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def status_line(data, path):
+    """Where the measured side comes from, or why there is none yet."""
+    if data is None:
+        return (f"{path} is not there yet: the charts below show gpusim's predictions only. Run "
+                f"`python -m gpusim_kernels.bench_bwd --out results/h200/bench_bwd.json` on the GPU to add the "
+                f"measured side.")
+    env = data["environment"]
+    return (f"Measured on {env.get('gpu', env.get('device', '?'))}: torch {env.get('torch')}, triton "
+            f"{env.get('triton')}, {env.get('date')}; command: {env.get('command')}"
+            + (f"; note: {env['truncated']}" if env.get("truncated") else ""))
+
+
+def shape(seq, head_dim):
+    """(batch, heads) of the FlashAttention-2 sweep at this length: 16K tokens, hidden 2048."""
+    return max(1, TOKENS // seq), MODEL_DIM // head_dim
+
+
+def predicted(seqs, head_dim, causal, gpu=training_time.GPU):
+    """{algo: [step_s, ...]} for naive and flash2 at each length of the sweep (course/training_time.py)."""
+    out = {}
+    for algo in ("naive", "flash2"):
+        out[algo] = []
+        for seq in seqs:
+            batch, heads = shape(seq, head_dim)
+            out[algo].append(training_time.step_times(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch,
+                                                      causal=causal, gpu=gpu)["step_s"])
+    return out
+
+
+def measured_ms(data, provider, head_dim, causal, pass_="fwd+bwd"):
+    """{seq: ms} of one provider's timed rows."""
+    return {r["seq"]: r["ms"] for r in data["rows"] if (r["provider"], r["pass"], r["head_dim"], r["causal"]) ==
+            (provider, pass_, head_dim, causal) and r.get("ms")}
+
+
+def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=training_time.GPU):
+    """Per length: fwd + bwd time of standard attention over FlashAttention's, predicted (gpusim naive over
+    flash2) and, where bench_bwd.json has the rows, measured (torch naive over the project's flash2 and over
+    SDPA's FlashAttention-2); with the predicted and measured flash2 times."""
+    pred = predicted(seqs, head_dim, causal, gpu)
+    measured = {p: measured_ms(data, p, head_dim, causal) for p in (STANDARD, *FLASH)} if data else {}
+    rows = []
+    for i, seq in enumerate(seqs):
+        row = {"seq": seq, "predicted speedup": pred["naive"][i] / pred["flash2"][i],
+               "flash2 predicted ms": pred["flash2"][i] * 1e3}
+        standard = measured.get(STANDARD, {}).get(seq)
+        for provider in FLASH:
+            ms = measured.get(provider, {}).get(seq)
+            row[f"measured speedup, {provider}"] = standard / ms if standard and ms else None
+        row["flash2 measured ms"] = measured.get("flash2", {}).get(seq)
+        rows.append(row)
+    return rows
+
+
+def comparison_sentence(groups):
+    """The measured side against the predicted one over all groups of speedup_rows, in words."""
+    rows = [r for group in groups.values() for r in group]
+    timed = [r for r in rows if r["flash2 measured ms"] and r["measured speedup, flash2"]]
+    predicted = [r["predicted speedup"] for r in rows]
+    head = f"gpusim predicts its naive kernels {span(predicted, '{:.1f}x')} slower than flash2"
+    if not timed:
+        return f"{head}; nothing measured yet."
+    over = [r["flash2 measured ms"] / r["flash2 predicted ms"] for r in timed]
+    speedup = [r["measured speedup, flash2"] for r in timed]
+    return (f"{head}; measured, torch's standard attention is {span(speedup, '{:.1f}x')} slower than the "
+            f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim's roofline gives it "
+            f"({len(timed)} lengths and shapes).")

@@ -1,0 +1,72 @@
+"""The decode notebook's widgets: controls change the numbers gpusim computes, the answer stays hidden until
+revealed, and the image is rendered at twice the pixels it is shown at."""
+import io
+
+import PIL.Image
+import pytest
+
+from gpusim import kvcache
+from gpusim_course import decode as course
+from gpusim_course import decode_widgets as dw
+from gpusim_course.widget_extras import CSS_PX_PER_INCH, PIXEL_RATIO
+
+
+def natural_width(widget):
+    return PIL.Image.open(io.BytesIO(widget.image.value)).size[0]
+
+
+@pytest.fixture(scope="module")
+def calculator():
+    return dw.KVCalculator(model="Llama-3-8B", context=8192, batch=16)
+
+
+def test_calculator_hides_the_answer_until_revealed(calculator):
+    c = calculator
+    assert "131,072 B per token" in c.readout.value and "Predict" in c.readout.value
+    assert "largest batch" not in " ".join(c.axes[0].get_legend_handles_labels()[1])
+    c.guess.box.value = 100
+    c.guess.reveal.value = True
+    answer = kvcache.max_batch("Llama-3-8B", "H200", 8192)
+    assert f"{answer:,} requests" in c.readout.value and "0.81x the answer" in c.readout.value
+    assert f"largest batch: {answer:,}" in c.axes[0].get_legend_handles_labels()[1]
+    c.context.value = 16384  # a new question hides the answer again
+    assert not c.guess.reveal.value and "Predict" in c.readout.value
+
+
+def test_calculator_follows_model_and_dtype(calculator):
+    calculator.model.value, calculator.dtype.value = "Llama-3-70B", "fp8"
+    per_token = kvcache.bytes_per_token("Llama-3-70B", "fp8")
+    assert f"{per_token:,} B per token" in calculator.readout.value
+
+
+def test_image_is_rendered_at_twice_its_displayed_size(calculator):
+    shown = int(calculator.image.layout.width.removesuffix("px"))
+    assert shown == round(9 * CSS_PX_PER_INCH)
+    assert natural_width(calculator) == PIXEL_RATIO * shown
+
+
+def test_stepper_walks_the_schedule_and_reveals_the_total():
+    w = dw.SplitKVStepper(seq_kv=300, num_splits=3, block_kv=64, page_size=16)
+    steps = course.split_kv_steps(300, 3, 64, 16)
+    assert w.step.max == len(steps) - 1 and "split 0" in w.readout.value
+    w.step.value = len(steps) - 1
+    assert "reduce program" in w.readout.value and w.axes[1].get_ylabel() == "exp(LSE_s - max LSE)"
+    w.guess.reveal.value = True
+    total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in steps)
+    assert f"{total:,} B" in w.readout.value
+    w.num_splits.value = 8  # 5 chunks of 64 keys: gpusim refuses, in one line
+    assert w.error and "num_splits=8" in w.error and "gpusim" in w.readout.value
+
+
+def test_paged_allocation_maps_and_waste():
+    w = dw.PagedAllocation(page_size=16, slots=4, max_tokens=1024)
+    w.step.value = 100
+    runs = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4)
+    now = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4, until=101)
+    assert f"{now['paged'].snapshots[-1].running} running" in w.readout.value
+    assert not w.axes[2].lines  # the waste over time waits for the reveal
+    w.guess.reveal.value = True
+    assert f"{100 * runs['contiguous'].wasted_fraction:.1f}%" in w.readout.value
+    assert [line.get_label() for line in w.axes[2].lines][:2] == ["contiguous", "paged"]  # and the step marker
+    image = w.axes[1].images[0].get_array()
+    assert image.shape[0] * image.shape[1] >= 4 * 1024 // 16  # one cell per page

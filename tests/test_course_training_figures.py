@@ -1,0 +1,58 @@
+"""The training notebook's widget and figures: the stepper's readout and highlighted recomputation, the guess
+hidden until revealed, and what each figure draws."""
+import io
+
+import PIL.Image
+import pytest
+
+import gpusim
+from gpusim import backward
+from gpusim_course import training, training_measured, training_plots, training_widgets
+
+
+def test_stepper_marks_recomputation_and_hides_the_total():
+    w = training_widgets.BackwardStepper(algo="flash2", causal=True)
+    steps = training.backward_steps("flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
+    first = next(i for i, s in enumerate(steps) if s["recomputes"])
+    w.step.value = first
+    assert "recomputes S_ij, P_ij on chip" in w.readout.value and "Predict" in w.readout.value
+    assert any(p.get_hatch() == "xx" for p in w.axes[0].patches)
+    w.guess.reveal.value = True
+    total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in steps)
+    assert f"{total:,} B" in w.readout.value
+    w.algo.value = "naive"
+    assert "Predict" in w.readout.value  # a new question
+    w.step.value = w.step.max
+    labels = [t.get_text() for t in w.axes[1].get_yticklabels()]
+    assert {"P", "dP", "dS"} <= set(labels)
+    width = PIL.Image.open(io.BytesIO(w.image.value)).size[0]
+    assert width >= int(w.image.layout.width.removesuffix("px"))
+
+
+def test_memory_figure_and_slopes():
+    rows = training.model_memory_rows((2048, 4096, 8192), gpu="H200")
+    slopes = training_plots.slopes(rows)
+    assert slopes["flash2"] == pytest.approx(1.0, abs=1e-12)  # everything kept grows as N
+    assert 1.9 < slopes["naive"] < 2.0  # P grows as N², Q, K and V as N
+    longest = training.longest_trainable(gpu="H200")
+    fig = training_plots.memory_figure(rows, gpusim.get_gpu("H200").hbm_bytes, "H200", longest)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 5 and ax.get_legend() is not None
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.bbox.x1 - 1  # the legend sits right of the data
+
+
+def test_dq_figure_counts_one_add_per_tile():
+    fig = training_plots.dq_figure(seq=512, head_dim=64, block_q=128, block_kv=32, causal=True)
+    adds = [t for t in fig.axes[0].texts if t.get_text() == "+="]
+    cfg = backward.config("flash2", seq=512, head_dim=64, block_q=128, block_kv=32, causal=True)
+    assert len(adds) == cfg.kv_tiling.tiles
+
+
+def test_figure2_and_speedup_figures():
+    rows = training.figure2_left()
+    fig = training_plots.figure2_figure(rows, training.FIGURE2_PUBLISHED_GB)
+    assert [line.get_ydata()[0] for line in fig.axes[0].lines] == [40.3, 35.3, 4.4]
+    groups = {(64, False): training_measured.speedup_rows(None, 64, False, seqs=(1024, 2048))}
+    fig = training_plots.speedup_figure(groups)
+    assert fig.axes[0].lines[0].get_label() == "gpusim: naive over flash2"
+    assert len(fig.axes[0].lines) == 2  # the prediction and the line at 1x: nothing measured without the file
