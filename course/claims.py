@@ -52,11 +52,16 @@ def _predicted_ratio(pairs, slow, fast, key="predicted_time_s"):
     return values
 
 
+def _ratios(results, measured, modelled, field="ms", key="predicted_time_s"):
+    """Measured slow / fast ratios of `field` for the provider pair `measured` (bench.json), as observations,
+    and gpusim's ratios of `key` for the algorithm pair `modelled` at the same shapes."""
+    pairs = _pairs(_bench(results), *measured)
+    obs = [Obs(s[field] / f[field], f"N={n:,}", _group(d, c)) for d, c, n, s, f in pairs]
+    return obs, _predicted_ratio(pairs, *modelled, key)
+
+
 def speedup(results):
-    rows = _bench(results)
-    pairs = _pairs(rows, "torch_naive", "sdpa_flash")
-    obs = [Obs(s["ms"] / f["ms"], f"N={n:,}", _group(d, c)) for d, c, n, s, f in pairs]
-    predicted = _predicted_ratio(pairs, "naive", "flash2")
+    obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"))
     return Row("FlashAttention: 2-4x faster.", BLOG, f"flash2 over naive: {_span(predicted)}",
                f"SDPA flash over PyTorch's standard attention: {_span([o.value for o in obs])}",
                interval(obs, 2, 4, "2-4x"), "range", "05_flash1_vs_flash2.ipynb",
@@ -64,9 +69,8 @@ def speedup(results):
 
 
 def memory(results):
-    pairs = _pairs(_bench(results), "torch_naive", "sdpa_flash")
-    obs = [Obs(s["peak_bytes"] / f["peak_bytes"], f"N={n:,}", _group(d, c)) for d, c, n, s, f in pairs]
-    predicted = _predicted_ratio(pairs, "naive", "flash2", "hbm_peak_bytes")
+    obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"), "peak_bytes",
+                             "hbm_peak_bytes")
     return Row("5-20x less memory.", BLOG, f"peak footprint, naive over flash2: {_span(predicted)}",
                f"peak memory, PyTorch's standard attention over SDPA flash: {_span([o.value for o in obs])}",
                interval(obs, 5, 20, "5-20x"), "range", "02_standard_attention.ipynb",
@@ -74,9 +78,7 @@ def memory(results):
 
 
 def fa2_over_fa1(results):
-    pairs = _pairs(_bench(results), "flash1", "flash2")
-    obs = [Obs(s["ms"] / f["ms"], f"N={n:,}", _group(d, c)) for d, c, n, s, f in pairs]
-    predicted = _predicted_ratio(pairs, "flash1", "flash2")
+    obs, predicted = _ratios(results, ("flash1", "flash2"), ("flash1", "flash2"))
     return Row("FlashAttention-2 is ~2x faster than FlashAttention-1.", f"{BLOG}, {SUMMARY}",
                f"flash1 over flash2: {_span(predicted)}",
                f"the project's flash1 kernel over its flash2: {_span([o.value for o in obs])}",

@@ -2,7 +2,9 @@
 gpusim_course.puzzles.solution(name) prints one. Each is the notebook's template with its blanks filled in,
 and each moves exactly the bytes gpusim counts for its schedule (tests/test_course_puzzles.py).
 
-Names follow the papers: Br == block_q, Bc == block_kv, m_i (running row max), l_i (running row sum), acc (O_i
+Each is a whole kernel, as the learner types it into one notebook cell, so the three repeat the online softmax
+update on purpose: a solution that called a shared helper would not be one the learner could type and read
+whole. Names follow the papers: Br == block_q, Bc == block_kv, m_i (running row max), l_i (running row sum), acc (O_i
 not yet divided by l_i). Q, K, V, O are (B, H, N, d) contiguous; LSE is (B, H, N) in fp32.
 """
 import triton

@@ -12,7 +12,8 @@ Crisp figures: the image is shown at a fixed CSS width (the figure's inches at C
 than the page) and rendered at PIXEL_RATIO times that many pixels, so it stays sharp on screens of up to
 that device pixel ratio. Fonts are 10 pt or more at that scale.
 
-Predict, then reveal: a widget whose `question()` returns a `Question` gets a guess box (`Guess`). While
+Predict, then reveal: a widget whose `question()` returns a `Question` gets a guess box (`Guess`, its
+attribute `prediction`). While
 "predict first" is ticked, every change of a control hides the readout and the figure until the learner
 types a guess (bytes or time) and reveals gpusim's answer beside it.
 
@@ -115,8 +116,8 @@ class Live:
         self._busy = False
         self._static = self._background = None
         self._dynamic = []
-        self.guess = Guess(self._show) if type(self).question is not Live.question else None
-        asks = [self.guess.ui] if self.guess else []
+        self.prediction = Guess(self._show) if type(self).question is not Live.question else None
+        asks = [self.prediction.ui] if self.prediction else []
         self.ui = W.VBox([W.HBox(row) for row in rows] + asks + [self.readout, self.image])
         for row in rows:
             for control in row:
@@ -141,14 +142,14 @@ class Live:
             return
         finally:
             self._busy = False
-        if self.guess:
-            self.guess.ask(self.question())
+        if self.prediction:
+            self.prediction.ask(self.question())
         self._show()
         self._render()
 
     def _show(self):
         """Hide the readout and the figure while the guess box waits for a guess."""
-        display = "none" if self.guess and self.guess.hiding else None
+        display = "none" if self.prediction and self.prediction.hiding else None
         self.readout.layout.display = self.image.layout.display = display
 
     def _render(self):

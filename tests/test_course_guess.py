@@ -34,15 +34,15 @@ def test_judge_says_how_far_off():
 
 def test_the_answer_waits_for_a_guess_and_hides_again_when_the_question_changes():
     ex = explorers.TilingExplorer(seq=1024, heads=4)
-    assert ex.guess.hiding and ex.readout.layout.display == ex.image.layout.display == "none"
-    assert str(ex.config["block_q"]) in ex.guess.prompt.value
-    ex.guess.submit("not a number")
-    assert ex.guess.hiding and "cannot read" in ex.guess.feedback.value
-    ex.guess.text.value = f"{ex.hbm_bytes / 2**20:.3f} MiB"  # typing and pressing Enter submits
-    assert not ex.guess.hiding and ex.readout.layout.display is None and "spot on" in ex.guess.feedback.value
+    assert ex.prediction.hiding and ex.readout.layout.display == ex.image.layout.display == "none"
+    assert str(ex.config["block_q"]) in ex.prediction.prompt.value
+    ex.prediction.submit("not a number")
+    assert ex.prediction.hiding and "cannot read" in ex.prediction.feedback.value
+    ex.prediction.text.value = f"{ex.hbm_bytes / 2**20:.3f} MiB"  # typing and pressing Enter submits
+    assert not ex.prediction.hiding and ex.readout.layout.display is None and "spot on" in ex.prediction.feedback.value
     ex.block_kv.value = 32 if ex.block_kv.value != 32 else 64  # a new question
-    assert ex.guess.hiding and ex.guess.feedback.value == "" and ex.guess.text.value == ""
-    ex.guess.predict.value = False  # explore freely
+    assert ex.prediction.hiding and ex.prediction.feedback.value == "" and ex.prediction.text.value == ""
+    ex.prediction.predict.value = False  # explore freely
     assert ex.readout.layout.display is None and ex.image.layout.display is None
 
 

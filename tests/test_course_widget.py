@@ -108,4 +108,4 @@ def test_the_image_is_rendered_at_its_css_width_times_the_pixel_ratio():
     shown = int(live.image.layout.width.removesuffix("px"))
     assert shown == 2 * widget.CSS_PX_PER_INCH and width == shown * widget.PIXEL_RATIO >= 2 * shown
     assert live.image.layout.max_width == "100%"  # never wider than the page, so never stretched up
-    assert live.guess is None  # no question(): no guess box
+    assert live.prediction is None  # no question(): no guess box
