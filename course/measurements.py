@@ -140,6 +140,22 @@ def tile_rows(rows, gpu="H200-measured"):
     return out
 
 
+def tile_agreement(rows, gpu="H200-measured"):
+    """One sentence: in how many (d, causal, N) groups of flash2_tiles.json gpusim's fastest tile was the
+    measured fastest, and in how many the fastest requested the most bytes from L2."""
+    groups = {}
+    for r in rows:
+        batch, heads = gpusim.fa2_shape(r["seq"], r["head_dim"])
+        sim = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], batch=batch, heads=heads,
+                              causal=r["causal"], block_q=r["block_q"], block_kv=r["block_kv"], gpu=gpu)
+        groups.setdefault((r["head_dim"], r["causal"], r["seq"]), []).append((r["ms"], sim))
+    fastest = {key: min(range(len(g)), key=lambda i: g[i][0]) for key, g in groups.items()}
+    same = sum(fastest[k] == min(range(len(g)), key=lambda i: g[i][1].predicted_time_s) for k, g in groups.items())
+    most = sum(fastest[k] == max(range(len(g)), key=lambda i: g[i][1].hbm_bytes) for k, g in groups.items())
+    return (f"gpusim's time model picked the measured fastest tile in {same} of {len(groups)} groups; the tile "
+            f"requesting the most bytes from L2 was the fastest in {most} of them.")
+
+
 def tile_lesson(rows):
     """Per head dimension: which tile was fastest most often (flash2_tiles.json), and its speed against
     SDPA's FlashAttention-2 with and without the mask, as a sentence each."""

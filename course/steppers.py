@@ -275,7 +275,7 @@ class TileStepper(Live):
 
 class LoopOrderComparison(Live):
     """FlashAttention-1 and -2 on the same problem, step by step side by side: the loop order over the
-    score grid and the HBM traffic each has moved so far."""
+    score grid and the bytes each has requested so far."""
 
     def __init__(self, seq=256, head_dim=64, block=64, causal=False, gpu="A100-40GB"):
         runs = {algo: trace(algo, seq, head_dim, block, block, causal, gpu) for algo in ("flash1", "flash2")}

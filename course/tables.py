@@ -1,5 +1,5 @@
 """Tables over gpusim alone: small functions that return rows (a list of dicts with the same keys, shown by
-gpusim_course.formatting.html_table) or a sentence, for the presets, the time model's terms, HBM traffic per
+gpusim_course.formatting.html_table) or a sentence, for the presets, the time model's terms, the bytes the SMs request per
 tensor, the causal mask, the softmax variants and when FlashAttention helps. Measured numbers are in
 gpusim_course.measurements and gpusim_course.nsight; floating-point comparisons in gpusim_course.bits.
 """
@@ -131,7 +131,8 @@ def tensor_rows(results):
 
 
 def causal_rows(**shape):
-    """FlashAttention-2 with and without the causal mask: tiles computed, HBM traffic, predicted time."""
+    """FlashAttention-2 with and without the causal mask: tiles computed, bytes requested and reaching DRAM,
+    predicted time."""
     rows = []
     for causal in (False, True):
         r = gpusim.simulate("flash2", causal=causal, **shape)
