@@ -1,32 +1,27 @@
 """The claims of the scorecard (gpusim_course.scorecard), one function each: the claim as written, gpusim's
 prediction computed now, the H200 measurement read from results/h200/*.json where one exists, and the
-verdict by the scorecard's rules. `rows(results)` evaluates them all; `results` is the folder of the
-measurements (results/h200 from the repository root, ../results/h200 from notebooks/).
+verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpusim alone decides are in
+gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
+root, ../results/h200 from notebooks/).
 """
 from pathlib import Path
 
 import numpy as np
 
 import gpusim
-from gpusim import kvcache
 
-from . import bits, sdpa, warps
+from . import bits, sdpa
+from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, ratio_span, block_rule, hbm_reads, kv_linear, kv_waste,
+                           matmul_share, parallelism, s_matrix, ten_x, warp_split)
 from .measurements import hopper_rows, read_results, timed_by_seq
 from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, slope
-from .tables import nonmatmul_shares
 
-BLOG, SUMMARY = "blog post", "chapter summary"
-PREDICT_GPU = "H200-measured"  # gpusim's preset for the lent H200: its measured bandwidth and matmul rates
 GROUPS = [(64, False), (64, True), (128, False), (128, True)]
 N_MAX = 32768  # the longest N where standard attention ran
 
 
 def _group(d, causal):
     return f"d={d}{', causal' if causal else ''}"
-
-
-def _span(values, fmt="{:.1f}x"):
-    return f"{fmt.format(min(values))} to {fmt.format(max(values))}" if len(values) > 1 else fmt.format(values[0])
 
 
 def _bench(results):
@@ -62,8 +57,8 @@ def _ratios(results, measured, modelled, field="ms", key="predicted_time_s"):
 
 def speedup(results):
     obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"))
-    return Row("FlashAttention: 2-4x faster.", BLOG, f"flash2 over naive: {_span(predicted)}",
-               f"SDPA flash over PyTorch's standard attention: {_span([o.value for o in obs])}",
+    return Row("FlashAttention: 2-4x faster.", BLOG, f"flash2 over naive: {ratio_span(predicted)}",
+               f"SDPA flash over PyTorch's standard attention: {ratio_span([o.value for o in obs])}",
                interval(obs, 2, 4, "2-4x"), "range", "05_flash1_vs_flash2.ipynb",
                "Predicted time and speedup against sequence length")
 
@@ -71,8 +66,8 @@ def speedup(results):
 def memory(results):
     obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"), "peak_bytes",
                              "hbm_peak_bytes")
-    return Row("5-20x less memory.", BLOG, f"peak footprint, naive over flash2: {_span(predicted)}",
-               f"peak memory, PyTorch's standard attention over SDPA flash: {_span([o.value for o in obs])}",
+    return Row("5-20x less memory.", BLOG, f"peak footprint, naive over flash2: {ratio_span(predicted)}",
+               f"peak memory, PyTorch's standard attention over SDPA flash: {ratio_span([o.value for o in obs])}",
                interval(obs, 5, 20, "5-20x"), "range", "02_standard_attention.ipynb",
                "Memory: why 128K tokens cannot work")
 
@@ -80,24 +75,10 @@ def memory(results):
 def fa2_over_fa1(results):
     obs, predicted = _ratios(results, ("flash1", "flash2"), ("flash1", "flash2"))
     return Row("FlashAttention-2 is ~2x faster than FlashAttention-1.", f"{BLOG}, {SUMMARY}",
-               f"flash1 over flash2: {_span(predicted)}",
-               f"the project's flash1 kernel over its flash2: {_span([o.value for o in obs])}",
+               f"flash1 over flash2: {ratio_span(predicted)}",
+               f"the project's flash1 kernel over its flash2: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "05_flash1_vs_flash2.ipynb",
                "FlashAttention-2 against FlashAttention-1: is it 2x?")
-
-
-def matmul_share(results):
-    shares = nonmatmul_shares(PREDICT_GPU, seq=4096)
-    claims = {"flash1": 0.5, "flash2": 0.7}
-    checks = []
-    for x in shares:
-        lo, hi = about(claims[x["algo"]])
-        share = 1 - x["time_share"]
-        checks.append((f"{x['algo']} d={x['head_dim']}: {share:.0%} (the source: ~{claims[x['algo']]:.0%})",
-                       lo <= share <= hi))
-    return Row("FlashAttention-1: ~50% matmul, ~50% other; FlashAttention-2: ~70% matmul, ~30% other.", BLOG,
-               "matmul share of compute time, 64 x 64 tiles: " + "; ".join(c[0] for c in checks), "",
-               each(checks), "~x: within 1.25x", "05_flash1_vs_flash2.ipynb", "Non-matmul work")
 
 
 def linear_memory(results):
@@ -134,50 +115,11 @@ def waiting(results):
         r = gpusim.simulate("naive", seq=n, head_dim=d, batch=batch, heads=heads, gpu=PREDICT_GPU)
         predicted.append(sum(k.memory_time_s for k in r.kernels) / r.predicted_time_s)
     return Row("Standard attention wastes 90% of its time waiting for data to move between memory chips.", BLOG,
-               f"memory time over predicted time: {_span(predicted, '{:.0%}')}",
+               f"memory time over predicted time: {ratio_span(predicted, '{:.0%}')}",
                f"DRAM bytes at the copy bandwidth over the kernels' time (Nsight): "
-               f"{_span([o.value for o in obs], '{:.0%}')}",
+               f"{ratio_span([o.value for o in obs], '{:.0%}')}",
                interval(obs, *about(0.9), "~90% (72-100%)", "{:.0%}"), "~x: within 1.25x",
                "02_standard_attention.ipynb", "Where the time goes, operation by operation")
-
-
-def block_rule(results=None, gpu="A100-40GB", dtype="fp16"):
-    g = gpusim.get_gpu(gpu)
-    checks, shown = [], []
-    for d in (64, 128):
-        rows = g.sram_bytes_per_block // gpusim.DTYPE_BYTES[dtype] // (3 * d)  # SRAM_SIZE in elements
-        tile = 1 << (rows.bit_length() - 1)  # a power of two, as tl.dot takes
-        try:
-            gpusim.simulate("flash1", seq=4096, head_dim=d, block_q=tile, block_kv=tile, gpu=g, dtype=dtype)
-            why = "fits"
-        except ValueError as err:
-            why = str(err).split(" need ", 1)[-1]
-        paper = gpusim.default_blocks("flash1", g, d, dtype)
-        shown.append(f"d={d}: {rows} rows -> {tile} x {tile}: {why if why == 'fits' else 'needs ' + why}; the paper's "
-                     f"rule gives {paper[0]} x {paper[1]}")
-        checks.append((f"d={d}: a {tile} x {tile} tile {'fits' if why == 'fits' else 'does not fit: it needs ' + why}",
-                       why == "fits"))
-    return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
-               f"{g.name}, {dtype}: " + "; ".join(shown), "", each(checks), "gpusim accepts the tile",
-               "04_tiling.ipynb", "The source's block size: SRAM over 3d")
-
-
-def hbm_reads(results):
-    obs, shown = [], []
-    for g in gpusim.PRESETS.values():
-        try:
-            ys = [gpusim.simulate("flash1", seq=16384, head_dim=d, gpu=g,
-                                  **dict(zip(("block_q", "block_kv"), gpusim.default_blocks("flash1", g, d, "fp16"))))
-                  .hbm_bytes for d in (32, 64, 128)]
-        except ValueError:  # the paper's tile does not fit this GPU at some head_dim
-            continue
-        obs.append(Obs(slope((32, 64, 128), ys), g.name))
-        shown.append(f"{g.name} d^{obs[-1].value:.2f}")
-    return Row("Total HBM reads: O(N²d / SRAM_SIZE) (the paper's Theorem 2: Θ(N²d²/M)).", BLOG,
-               "flash1 with the paper's tiles, bytes against d: " + ", ".join(shown), "",
-               interval(obs, 1 - SLOPE, 1 + SLOPE, "d^1 (the source); the paper's d^2", "d^{:.2f}", "gpusim"),
-               "O(n^k): fitted exponent within 0.25", "04_tiling.ipynb",
-               "Explore: block sizes against the bytes the SMs request")
 
 
 def model_table(results):
@@ -215,14 +157,6 @@ def kitchen(results):
                "presets within 1.25x: " + "; ".join(c[0] for c in checks),
                f"H200: {ceilings['hbm_bytes'] / 1e9:.0f} GB of HBM at {ceilings['copy_bytes_per_s'] / 1e12:.2f} TB/s "
                f"(copy)", judged, "~x: within 1.25x, one GPU", "01_memory_hierarchy.ipynb", "Motivation: the kitchen")
-
-
-def ten_x(results):
-    obs = [Obs(g.sram_bytes_per_s / g.hbm_bytes_per_s, g.name) for g in gpusim.PRESETS.values() if g.sram_bytes_per_s]
-    return Row("The dramatic speed difference between HBM and SRAM (10x).", SUMMARY,
-               "SRAM over HBM bandwidth: " + ", ".join(f"{o.at} {o.value:.0f}x" for o in obs), "",
-               interval(obs, *about(10), "~10x", what="gpusim's presets (the published SRAM bandwidths)"),
-               "~x: within 1.25x", "01_memory_hierarchy.ipynb", "Motivation: the kitchen")
 
 
 def _bit_comparisons():
@@ -300,25 +234,12 @@ def mask_limits(results):
                "a mask tensor is refused", "06_real_kernels.ipynb", "SDPA in practice: which backend runs")
 
 
-def warp_split(results):
-    rows = warps.partition_rows(PREDICT_GPU, seq=4096, head_dim=128)
-    k, q = rows
-    checks = [(f"split-Q exchanges {q['of it, partials exchanged']:,} B per tile, split-K "
-               f"{k['of it, partials exchanged']:,} B", q["of it, partials exchanged"] < k["of it, partials exchanged"]),
-              (f"{q['barriers per tile']} barrier per tile against {k['barriers per tile']}",
-               q["barriers per tile"] < k["barriers per tile"])]
-    return Row("FlashAttention-2: better work partitioning across threads and warps.", SUMMARY,
-               f"tile {q['tile']}: shared memory per tile {k['shared memory per tile']:,} B (split-K) against "
-               f"{q['shared memory per tile']:,} B (split-Q)", "", each(checks), "fewer bytes and barriers",
-               "05_flash1_vs_flash2.ipynb", "Warps inside a thread block: split-K against split-Q")
-
-
 def fa3_fp16(results):
     rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
     obs = [Obs(r["speed vs SDPA flash"], f"N={r['N']:,}", "d=128") for r in rows]
     predicted = _fa3_predicted(rows, "fp16")
-    return Row("FA-3 on H100, FP16: ~1.5x faster than FA-2.", BLOG, f"hopper over flash2: {_span(predicted)}",
-               f"the project's Hopper kernel over SDPA flash: {_span([o.value for o in obs])}",
+    return Row("FA-3 on H100, FP16: ~1.5x faster than FA-2.", BLOG, f"hopper over flash2: {ratio_span(predicted)}",
+               f"the project's Hopper kernel over SDPA flash: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(1.5), "~1.5x (1.2-1.9x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
                "Measured: the project's Hopper kernel on the H200")
 
@@ -327,8 +248,8 @@ def fa3_fp8(results):
     rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
     obs = [Obs(r["speed vs SDPA flash"] * r["fp8 speed vs fp16"], f"N={r['N']:,}", "d=128") for r in rows]
     predicted = _fa3_predicted(rows, "fp8")
-    return Row("FA-3 on H100, FP8: ~2x faster than FA-2.", BLOG, f"hopper fp8 over flash2 fp16: {_span(predicted)}",
-               f"the Hopper kernel in fp8 over SDPA flash: {_span([o.value for o in obs])}",
+    return Row("FA-3 on H100, FP8: ~2x faster than FA-2.", BLOG, f"hopper fp8 over flash2 fp16: {ratio_span(predicted)}",
+               f"the Hopper kernel in fp8 over SDPA flash: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
                "Measured: the project's Hopper kernel on the H200")
 
@@ -370,33 +291,10 @@ def longer_bigger(results):
         obs.append(Obs(_rank_correlation(seqs, [s["ms"] / f["ms"] for *_, s, f in pairs]), "", _group(d, causal)))
         predicted.append(_rank_correlation(seqs, _predicted_ratio(pairs, "naive", "flash2")))
     return Row("The longer the sequence, the bigger the speedup.", BLOG,
-               f"rank correlation of flash2's speedup with N: {_span(predicted, '{:+.2f}')}",
+               f"rank correlation of flash2's speedup with N: {ratio_span(predicted, '{:+.2f}')}",
                "rank correlation of SDPA flash's speedup with N: " + ", ".join(f"{o.group} {o.value:+.2f}" for o in obs),
                interval(obs, 0.8, 1.0, "a rank correlation of 0.8 or more", "{:+.2f}"), "speedup rises with N",
                "05_flash1_vs_flash2.ipynb", "Predicted time and speedup against sequence length")
-
-
-def kv_waste(results, model="Llama-3-8B", steps=300):
-    obs = []
-    for max_tokens in (1024, 2048, 4096):
-        reqs = kvcache.arrivals(steps, 2.0, max_tokens, seed=0)
-        s = kvcache.serve(model, reqs, steps=steps, policy="contiguous", max_tokens=max_tokens)
-        obs.append(Obs(s.wasted_fraction, f"{max_tokens:,} tokens reserved per request"))
-    return Row("Pre-allocated GPU memory for max context length: 70% of that memory is wasted.", BLOG,
-               f"{model}, ShareGPT-like lengths: " + ", ".join(f"{o.value:.0%} at {o.at}" for o in obs), "",
-               interval(obs, *about(0.7), "~70% (56-88%)", "{:.0%}", "gpusim"), "~x: within 1.25x",
-               "08_inference.ipynb", "")
-
-
-def kv_linear(results, model="Llama-3-8B"):
-    seqs = (1024, 8192, 65536)
-    kv = [kvcache.bytes_per_token(model) * n for n in seqs]
-    flash = [gpusim.simulate("flash2", seq=n, head_dim=128, heads=32, kv_heads=8).hbm_peak_bytes for n in seqs]
-    checks = [(f"{model}'s KV cache grows as N^{slope(seqs, kv):.2f}", abs(slope(seqs, kv) - 1) <= SLOPE),
-              (f"FlashAttention-2's footprint as N^{slope(seqs, flash):.2f}", abs(slope(seqs, flash) - 1) <= SLOPE)]
-    return Row("While it eliminates the attention matrix memory cost, activations and KV cache still scale linearly "
-               "with sequence length.", SUMMARY, f"{model}: {kvcache.bytes_per_token(model):,} B of KV cache per token "
-               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb", "")
 
 
 def prefill_decode(results):
@@ -414,19 +312,10 @@ def prefill_decode(results):
                  for phase in ("prefill", "decode")}
     return Row("The prefill phase (processing your entire prompt) is where FlashAttention shines brightest.", BLOG,
                f"speedup over naive at N = 4K, 16K (32 heads, 8 K/V heads, d=128): prefill "
-               f"{_span(predicted['prefill'])}, decode {_span(predicted['decode'])}",
+               f"{ratio_span(predicted['prefill'])}, decode {ratio_span(predicted['decode'])}",
                "SDPA flash over PyTorch's, prefill speedup / decode speedup (batch 1): "
-               + _span([o.value for o in obs]), interval(obs, 1.0, float("inf"), "above 1", "{:.2f}"),
+               + ratio_span([o.value for o in obs]), interval(obs, 1.0, float("inf"), "above 1", "{:.2f}"),
                "prefill gains more than decode", "07_hopper_and_beyond.ipynb", "When does FlashAttention help most?")
-
-
-def s_matrix(results):
-    r = gpusim.simulate("naive", seq=4096, head_dim=128, dtype="fp16")
-    s_bytes = r.by_tensor["S"]["write_bytes"]
-    return Row("At N=4096, d=128: S = 4096×4096 = 64 MB in FP16.", BLOG,
-               f"S written: {s_bytes:,} B ({s_bytes / 2**20:.0f} MiB); S and P: {2 * s_bytes / 2**20:.0f} MiB", "",
-               interval([Obs(s_bytes, "S")], *about(64e6), "64 MB", "{:,.0f} B", "gpusim"), "~x: within 1.25x",
-               "02_standard_attention.ipynb", "Motivation: what standard attention writes down")
 
 
 def long_context(results):
@@ -441,21 +330,6 @@ def long_context(results):
                f"one head at N=131,072 needs {r.hbm_peak_bytes / 2**30:.1f} GiB at its peak", measured,
                each(checks), "more than the GPU's HBM", "02_standard_attention.ipynb",
                "Memory: why 128K tokens cannot work")
-
-
-def parallelism(results, seq=8192, head_dim=64):
-    batch, heads = gpusim.fa2_shape(seq, head_dim)
-    f1, f2 = (gpusim.simulate(a, seq=seq, head_dim=head_dim, batch=batch, heads=heads, gpu=PREDICT_GPU)
-              for a in ("flash1", "flash2"))
-    tr = f2.config.tiling.n_q_blocks
-    checks = [(f"flash1 launches {f1.kernels[0].programs:,} thread blocks = batch x heads",
-               f1.kernels[0].programs == batch * heads),
-              (f"flash2 {f2.kernels[0].programs:,} = batch x heads x {tr} Q blocks",
-               f2.kernels[0].programs == batch * heads * tr)]
-    return Row("FlashAttention-1 parallelized over batch and heads; FA-2 also parallelizes over the sequence.", BLOG,
-               f"N={seq:,}, {batch} x {heads} heads: flash1 keeps {f1.kernels[0].busy_fraction:.0%} of the SMs "
-               f"busy, flash2 {f2.kernels[0].busy_fraction:.0%}", "", each(checks), "thread blocks counted",
-               "05_flash1_vs_flash2.ipynb", "Parallelism: waves of thread blocks over the SMs")
 
 
 def fp8_rate(results):
