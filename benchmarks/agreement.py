@@ -78,3 +78,22 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def tile_choice(name="tiles.json"):
+    """Per tile-sweep group and kernel: the tile best_blocks picks, its measured time over the fastest
+    measured rule launch in the group (1.0: it picked the fastest), or None where its pick was not measured."""
+    data = json.loads((RESULTS / name).read_text())["rows"]
+    out = {}
+    for row in data:
+        if row.get("algo") not in ("flash2", "hopper") or "ms" not in row or not rule_launch(row):
+            continue
+        key = (row["algo"], row["head_dim"], row["causal"], row["seq"])
+        out.setdefault(key, {})[(row["block_q"], row["block_kv"])] = row["ms"]
+    picks = {}
+    for (algo, d, causal, seq), times in out.items():
+        batch, heads = gpusim.fa2_shape(seq, d)
+        pick = gpusim.best_blocks(algo, seq=seq, head_dim=d, heads=heads, batch=batch, causal=causal,
+                                  dtype="fp16", gpu=PRESET)
+        picks[(algo, d, causal, seq)] = (pick, times[pick] / min(times.values()) if pick in times else None)
+    return picks

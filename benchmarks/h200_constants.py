@@ -9,6 +9,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   every SM loads (more than the idle pointer chase of benchmarks/latency.py), slope = 1 / the port bandwidth.
 - L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
+- The Hopper kernel's per-program descriptor setup: program_setup.py (descriptor_setup_s).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
   fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak.
 """
@@ -57,6 +58,19 @@ def mma_efficiency():
     return tuple(sorted(((r["br"], r["bc"], r["d"], r["num_warps"]), round(r["tflops"] * 1e12 / peak, 3)) for r in mma))
 
 
+def descriptor_setup_s():
+    """What the Hopper kernel's in-kernel TMA descriptors add to one program: the intercept of its time against
+    the steps per program, less flash2's (benchmarks/program_setup.py: one program per SM, same tiles, same
+    Q and O bytes, same launch), averaged over the head dims measured."""
+    by = {}
+    for r in rows("program_setup"):
+        if "ms" in r:
+            by.setdefault((r["algo"], r["head_dim"]), []).append((r["steps"], r["ms"] * 1e-3))
+    intercepts = {key: float(np.polyfit(*zip(*points), 1)[1]) for key, points in by.items()}
+    dims = sorted({d for _, d in intercepts})
+    return float(np.mean([intercepts["hopper", d] - intercepts["flash2", d] for d in dims]))
+
+
 def constants():
     hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
     peaks = matmul_peaks()
@@ -64,7 +78,7 @@ def constants():
             "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": l2_bytes_per_s(), "sfu_ops_per_s": rate("exp2_rate"),
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
-            "mma_efficiency": mma_efficiency()}
+            "mma_efficiency": mma_efficiency(), "hopper_setup_s": descriptor_setup_s()}
 
 
 if __name__ == "__main__":

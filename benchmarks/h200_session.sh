@@ -29,6 +29,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     bench_bf16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
     setup) python benchmarks/program_setup.py --out "$OUT" ;;
+    bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu_bwd) timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
                --cache-control all --print-units base --csv --page raw --metrics "$(python -m gpusim_kernels.ncu metrics)" \

@@ -31,8 +31,21 @@ def preprocess_kernel(O, dO, D, N, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr
 
 
 @triton.jit
+def kept_t(keys, rows, N, N_KV, CAUSAL: tl.constexpr):
+    """keep(rows, keys, ...) transposed, built as (keys, rows): which scores of Sᵀ exist and survive the mask."""
+    kept = (keys < N_KV)[:, None] & (rows < N)[None, :]
+    if CAUSAL:
+        kept = kept & (keys[:, None] <= rows[None, :])
+    return kept
+
+
+@triton.jit
 def dkdv_kernel(Q, K, V, dO, LSE, D, dK, dV, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr,
                 BLOCK_D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    # Works on the transposed tiles Sᵀ, Pᵀ, dPᵀ, dSᵀ (Br, Bc), products of tiles loaded from HBM, so that
+    # tl.trans only touches loaded tiles (as in the forward and dq_kernel). Compiled on the H200 (triton
+    # 3.6.0), the form dK_j += tl.dot(tl.trans(dS_ij), Q_i), a transpose of a tile derived from a tl.dot
+    # result, gave dK 8u off where the interpreter gives 0.6u and dQ, with dS untransposed, was right.
     j = tl.program_id(0)  # K/V block of Br rows, held
     bkv = tl.program_id(1).to(tl.int64)  # b * H_kv + kv head; its query heads are bkv * GROUP + g
     keys = j * Br + tl.arange(0, Br)
@@ -52,13 +65,12 @@ def dkdv_kernel(Q, K, V, dO, LSE, D, dK, dV, N, N_KV, scale, GROUP: tl.constexpr
             do_i = tl.load(dO + bh * N * HEAD_DIM + q_offs, mask=q_mask, other=0.0)  # read Bc*d
             lse_i = tl.load(LSE + bh * N + rows, mask=rows < N, other=0.0)  # read Bc (fp32)
             d_i = tl.load(D + bh * N + rows, mask=rows < N, other=0.0)  # read Bc (fp32)
-            s_ij = tl.dot(q_i, tl.trans(k_j), input_precision="ieee") * scale  # S recomputed, (Bc, Br)
-            kept = keep(rows, keys, N_KV, CAUSAL) & (rows < N)[:, None]
-            p_ij = tl.where(kept, tl.exp(s_ij - lse_i[:, None]), 0.0)  # P recomputed from the LSE
-            dv += tl.dot(tl.trans(p_ij.to(do_i.dtype)), do_i, input_precision="ieee")
-            dp_ij = tl.dot(do_i, tl.trans(v_j), input_precision="ieee")
-            ds_ij = p_ij * (dp_ij - d_i[:, None])
-            dk += tl.dot(tl.trans(ds_ij.to(q_i.dtype)), q_i, input_precision="ieee")
+            s_t = tl.dot(k_j, tl.trans(q_i), input_precision="ieee") * scale  # Sᵀ recomputed, (Br, Bc)
+            p_t = tl.where(kept_t(keys, rows, N, N_KV, CAUSAL), tl.exp(s_t - lse_i[None, :]), 0.0)  # Pᵀ
+            dv += tl.dot(p_t.to(do_i.dtype), do_i, input_precision="ieee")
+            dp_t = tl.dot(v_j, tl.trans(do_i), input_precision="ieee")  # dPᵀ
+            ds_t = p_t * (dp_t - d_i[None, :])  # dSᵀ in fp32, rounded to the input dtype only for the dot
+            dk += tl.dot(ds_t.to(q_i.dtype), q_i, input_precision="ieee")
     tl.store(dK + bkv * N_KV * HEAD_DIM + kv_offs, (dk * scale).to(dK.dtype.element_ty), mask=kv_mask)  # write Br*d
     tl.store(dV + bkv * N_KV * HEAD_DIM + kv_offs, dv.to(dV.dtype.element_ty), mask=kv_mask)  # write Br*d
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import torch
 
+torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import their sibling probe.py
@@ -282,3 +282,4 @@ def test_microbenchmark_kernels_compile_for_sm90_to_the_instructions_they_time()
         str(latency.UNROLL),  # one ld.global.cg per hop, unrolled
         "False 32", "True 32768",  # 1 stage: plain loads; 3: cp.async into 2 buffers of 16 KiB
         "wgmma.mma_async", "mma.sync"]  # 128 rows: warp-group MMA; 32 rows: below wgmma's 64, the per-warp MMA
+

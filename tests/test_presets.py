@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
+import gpusim.algorithms
 from gpusim import compiled
 from gpusim.config import make_config
 from gpusim.occupancy import estimate_registers
@@ -14,12 +15,15 @@ from gpusim.occupancy import estimate_registers
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import h200_constants  # noqa: E402
+import mutants  # noqa: E402
 
 
 def test_h200_measured_holds_the_microbenchmarks_constants():
     gpu = gpusim.get_gpu("H200-measured")
     for name, value in h200_constants.constants().items():
-        if name == "mma_efficiency":
+        if name == "hopper_setup_s":
+            assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
+        elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
@@ -63,3 +67,10 @@ def test_register_estimate_is_near_the_compiled_kernel(key):
     estimate = estimate_registers(cfg, kernel, num_warps)
     tolerance = ESTIMATE_TOLERANCE[block_q >= 16 * num_warps]
     assert abs(estimate - compiled.COMPILED[key][0]) <= tolerance * compiled.COMPILED[key][0]
+
+
+def test_every_deliberate_bug_still_applies():
+    """docs/testing.md's mutants (benchmarks/mutants.py) each replace text that is still in its file."""
+    for bug, file, text, _, test in mutants.MUTANTS:
+        assert text in (mutants.ROOT / file).read_text(), bug
+        assert (mutants.ROOT / test.split("::")[0]).exists(), test

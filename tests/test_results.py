@@ -72,3 +72,4 @@ def test_ncu_comparison_refuses_a_manifest_that_does_not_match():
         ncu.compare(launches, manifest[1:])
     with pytest.raises(ValueError, match="'flash1_kernel' is not the expected flash2 kernel"):
         ncu.compare(launches, [manifest[0], manifest[2], manifest[1], manifest[3]])
+

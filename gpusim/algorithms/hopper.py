@@ -16,7 +16,8 @@ TENSOR_BYTES = {}
 L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
 FENCED = ()  # kernels that wait for their stores: none
 TMA = True  # its tiles arrive by TMA copies, issued stages ahead
-SETUP_S = 0.0  # per program, before its first load
+SETUP_S = 1.602e-06  # per program: its 3 TMA descriptors written and fenced in global memory before its first
+#                       copy; measured against flash2 (results/h200/program_setup.json, benchmarks/h200_constants.py)
 STEP_TENSORS = {"hopper": ("K", "V")}
 STAGES = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
 HEAD_DIMS = (64, 128)

@@ -1,0 +1,41 @@
+"""gpusim's time model against the H200's measurements (results/h200/), re-simulated from the current code:
+the bounds docs/perf.md states, the tile choice, and docs/perf.md's generated tables. NumPy only."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# The bounds docs/perf.md states for the time model against the H200 (benchmarks/agreement.py re-simulates
+# every timed row of the project's kernels from its own configuration).
+BOUNDS = {"all": (0.75, 0.95), "flash2": (0.95, 1.0), "naive": (0.8, 1.0), "hopper": (0.75, 0.95)}
+
+
+def _agreement():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import agreement
+    import perf_report
+    return agreement, perf_report
+
+
+@pytest.mark.parametrize("kernel", list(BOUNDS))
+def test_the_time_model_holds_its_stated_agreement_with_the_h200(kernel):
+    agreement, _ = _agreement()
+    pairs = [p for p in agreement.rows("bench.json")
+             if kernel == "all" or p[0]["provider"] == kernel]
+    within20, within40 = BOUNDS[kernel]
+    assert sum(abs(r - 1) <= 0.2 for _, r in pairs) >= within20 * len(pairs)
+    assert sum(abs(r - 1) <= 0.4 for _, r in pairs) >= within40 * len(pairs)
+
+
+def test_best_blocks_picks_within_5_percent_of_the_fastest_measured_tile():
+    agreement, _ = _agreement()
+    picks = agreement.tile_choice()
+    assert len(picks) >= 20
+    assert all(ratio is not None and ratio <= 1.05 for _, ratio in picks.values()), picks
+
+
+def test_perf_md_tables_are_what_the_current_code_computes():
+    _, perf_report = _agreement()
+    text = perf_report.PERF.read_text()
+    assert perf_report.render(text) == text, "run python benchmarks/perf_report.py --write and review the change"
