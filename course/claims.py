@@ -129,7 +129,8 @@ def model_table(results):
         slow, fast = (timed_by_seq(rows, p, "fp16", 64, causal)[seq] for p in ("torch_naive", "sdpa_flash"))
         ratio = slow["ms"] / fast["ms"]
         shape = dict(seq=seq, head_dim=64, batch=slow["batch"], heads=slow["heads"], causal=causal, gpu=PREDICT_GPU)
-        predicted.append(f"{model} {gpusim.simulate('naive', **shape).predicted_time_s / gpusim.simulate('flash2', **shape).predicted_time_s:.1f}x")
+        naive, flash = (gpusim.simulate(algo, **shape).predicted_time_s for algo in ("naive", "flash2"))
+        predicted.append(f"{model} {naive / flash:.1f}x")
         measured.append(f"{model} shape {ratio:.1f}x")
         checks.append((f"{model}'s {claimed}x is {'at most' if claimed <= ratio else 'more than'} attention's own "
                        f"{ratio:.1f}x", claimed <= ratio))
@@ -198,11 +199,13 @@ def _probe(results):
 def sdpa_conditions(results):
     probe = _probe(results)
     if probe:
-        checks = [(f"{r['dtype']} d={r['head_dim']} mask {r['mask']}: flash {'runs' if r['FLASH_ATTENTION']['ran'] else 'refused'}",
-                   r["FLASH_ATTENTION"]["ran"] == sdpa.source_conditions(r)) for r in probe]
-        agree = sum(ok for _, ok in checks)
-        judged = each([(f"the conditions predict flash in {agree} of {len(checks)} inputs", agree == len(checks))]
-                      + [c for c in checks if not c[1]])
+        said = {True: [], False: []}  # whether the stated conditions tell when flash runs: inputs by answer
+        for r in probe:
+            ran = r["FLASH_ATTENTION"]["ran"]
+            said[ran == sdpa.source_conditions(r)].append(
+                f"{r['dtype']} d={r['head_dim']} mask {r['mask']}: flash {'runs' if ran else 'refused'}")
+        judged = each([(f"the conditions tell when flash runs for {len(said[True])} inputs", True)] * bool(said[True])
+                      + [(f"not for {', '.join(said[False])}", False)] * bool(said[False]))
         measured = f"sm_{probe[0]['sm']}: PyTorch picks " + ", ".join(sorted({r["picked"] for r in probe}))
     else:
         ran = [r for r in _bench(results) if r["provider"] == "sdpa_flash" and "ms" in r]
@@ -300,7 +303,8 @@ def longer_bigger(results):
 def prefill_decode(results):
     bench = _bench(results)
     decode = read_results(Path(results) / "decode.json")["rows"]
-    prefill = {n: sl["ms"] / f["ms"] for d, c, n, sl, f in _pairs(bench, "torch_naive", "sdpa_flash") if (d, c) == (128, True)}
+    prefill = {n: sl["ms"] / f["ms"] for d, c, n, sl, f in _pairs(bench, "torch_naive", "sdpa_flash")
+               if (d, c) == (128, True)}
     step = {p: {r["seq_kv"]: r["ms"] for r in decode if r["provider"] == p and r["batch"] == 1 and r.get("ms")}
             for p in ("torch_naive", "sdpa_flash")}
     obs = [Obs(prefill[n] / (step["torch_naive"][n] / step["sdpa_flash"][n]), f"N={n:,}")

@@ -106,3 +106,25 @@ def test_table_and_html(rows):
     html = scorecard.html(rows)._repr_html_()
     assert html.count("<tr>") == len(rows) + 1 and "href='05_flash1_vs_flash2.ipynb#" in html
     assert sum(scorecard.counts(rows).values()) == len(rows)
+
+
+def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
+    """A results folder with sdpa_backends.json (rows as benchmarks/sdpa_backends.py writes them on a GPU):
+    the conditions and the mask rows are judged on those rows."""
+    copy = tmp_path / "h200"
+    shutil.copytree(RESULTS, copy)
+
+    def row(dtype, head_dim, mask, flash):
+        ran = {"ran": flash, "error": "" if flash else "No available kernel", "reasons": [] if flash else ["why"]}
+        other = {"ran": True, "error": "", "reasons": []}
+        return dict(dtype=dtype, head_dim=head_dim, mask=mask, device="cuda", sm="90", picked="FLASH_ATTENTION",
+                    FLASH_ATTENTION=ran, EFFICIENT_ATTENTION=other, CUDNN_ATTENTION=other, MATH=other)
+
+    rows = [row("fp16", 64, "none", True), row("fp32", 64, "none", False), row("fp16", 64, "boolean", False)]
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    assert claims.sdpa_conditions(copy).judged.verdict == "holds"
+    assert claims.mask_limits(copy).judged.verdict == "holds"
+    rows[1] = row("fp32", 64, "none", True)  # flash running in fp32 contradicts the stated conditions
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    judged = claims.sdpa_conditions(copy).judged
+    assert judged.verdict == "holds under conditions" and "fp32 d=64 mask none: flash runs" in judged.reason
