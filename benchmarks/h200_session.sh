@@ -28,6 +28,9 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
     bench_bf16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    bench_bf16_d64) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d64.json" --dtypes bf16 --head-dims 64 \
+                      --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
     setup) python benchmarks/program_setup.py --out "$OUT" ;;
     bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
