@@ -18,6 +18,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     decode) python kernels/bench_decode.py --out "$OUT/decode.json" --max-minutes 2
             python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
     hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
+    sdpa) python benchmarks/sdpa_backends.py --out "$OUT/sdpa_backends.json" ;;
     bench) python -m gpusim_kernels.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
     backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}"
               python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
@@ -27,6 +28,9 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
     bench_bf16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    bench_bf16_d64) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d64.json" --dtypes bf16 --head-dims 64 \
+                      --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
     setup) python benchmarks/program_setup.py --out "$OUT" ;;
     bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;

@@ -1,4 +1,4 @@
-"""What notebook 4's TilingExplorer plots beside the tiles, swept with gpusim: HBM traffic against the SRAM
+"""What notebook 4's TilingExplorer plots beside the tiles, swept with gpusim: the bytes the SMs request against the SRAM
 size (Theorem 2 of the FlashAttention paper) and the predicted time of every block pair. Pure functions of
 a `config`, the keyword arguments of gpusim.simulate.
 """
@@ -21,7 +21,7 @@ def with_sram(gpu, sram_bytes):
 
 
 def theorem2_curve(config, sram_sizes=SRAM_SIZES):
-    """HBM traffic against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
+    """The bytes the SMs request against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
     (gpusim.default_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
     Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at the smallest M. Sizes the rule's
     blocks do not fit in are left out."""

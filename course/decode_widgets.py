@@ -81,17 +81,17 @@ class SplitKVStepper(Live):
     def update(self):
         self.steps = course_decode.split_kv_steps(self.seq_kv.value, self.num_splits.value, self.block_kv.value,
                                                   self.page_size.value)
-        set_step_range(self.step, self.play, len(self.steps) - 1)
-        self.at = self.steps[self.step.value]
+        set_step_range(self.step, self.play, len(self.steps))
+        self.at = self.steps[self.step.value - 1]
         total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
         key = (self.seq_kv.value, self.num_splits.value, self.block_kv.value, self.page_size.value)
         self.revealed = self.guess.revealed(key)
-        self.readout.value = (f"<p>Step {self.step.value + 1} of {len(self.steps)}: {escape(describe(self.at))}</p>"
+        self.readout.value = (f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
                               + self.guess.html(total, f"{total:,} B"))
 
     def draw(self):
         ax_cache, ax_bytes = self.axes
-        done = self.steps[: self.step.value + 1]
+        done = self.steps[: self.step.value]
         visited = {s["chunk"] for s in done if s["kernel"] != "reduce" and s.get("keys")}
         for s in self.steps:
             if s["kernel"] == "reduce" or not s.get("keys"):
@@ -165,8 +165,8 @@ class PagedAllocation(Live):
         key = tuple(self._options().values())
         if key != self._key:
             self._key, self.runs = key, course_decode.allocation(steps=self.STEPS, **self._options())
-            set_step_range(self.step, self.play, self.STEPS - 1)
-        self.now = course_decode.allocation(steps=self.STEPS, until=self.step.value + 1, **self._options())
+            set_step_range(self.step, self.play, self.STEPS)
+        self.now = course_decode.allocation(steps=self.STEPS, until=self.step.value, **self._options())
         self.revealed = self.guess.revealed(key)
         answer = 100 * self.runs["contiguous"].wasted_fraction
         lines = []
@@ -175,7 +175,7 @@ class PagedAllocation(Live):
             waste = f", {fmt_bytes(snap.wasted_bytes)} reserved but empty" if self.revealed else ""
             lines.append(f"<b>{policy}</b>: {snap.running} running, {snap.waiting} waiting, "
                          f"{serving.finished} finished, {serving.preemptions} preempted{waste}")
-        self.readout.value = (f"<p>Step {self.step.value + 1} of {self.STEPS} (one decode step each; "
+        self.readout.value = (f"<p>Step {self.step.value} of {self.STEPS} (one decode step each; "
                               f"{self.slots.value} x {self.max_tokens.value:,} tokens of cache): "
                               + "; ".join(lines) + ".</p>" + self.guess.html(answer, f"{answer:.1f}%"))
 
@@ -196,6 +196,6 @@ class PagedAllocation(Live):
             snaps = self.runs[policy].snapshots
             share = [100 * s.wasted_bytes / s.reserved_bytes if s.reserved_bytes else 0 for s in snaps]
             ax.plot([s.step for s in snaps], share, color=color, label=policy)
-        ax.axvline(self.step.value, color="k", lw=1)
+        ax.axvline(self.step.value - 1, color="k", lw=1)  # snapshots count from 0
         ax.set(xlabel="decode step", ylabel="wasted %", ylim=(0, 100))
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)

@@ -196,29 +196,38 @@ def _check_flash2_k_read_bytes(fn):
 # Notebook 5
 
 
-def causal_kept(seq_q, seq_kv):
-    ramp = min(seq_q, seq_kv)  # rows 0 .. ramp-1 see r + 1 keys, the rest see all seq_kv
-    return ramp * (ramp + 1) // 2 + (seq_q - ramp) * seq_kv
+def causal_kept(seq_q, seq_kv, align):
+    if align == "bottom_right":  # row r sees keys 0 .. r + seq_kv - seq_q: the last row sees them all
+        return sum(min(r + 1 + seq_kv - seq_q, seq_kv) for r in range(seq_q))
+    return sum(min(r + 1, seq_kv) for r in range(seq_q))  # top-left: row r sees keys 0 .. r
 
 
-def _kept_case(seq_q, seq_kv):
-    """((seq_q, seq_kv), the S elements gpusim's causal mask keeps)."""
-    tiling = gpusim.simulate("flash2", seq=seq_q, seq_kv=seq_kv, head_dim=16, causal=True).config.tiling
-    return (seq_q, seq_kv), tiling.kept_elements
+def _kept_case(seq_q, seq_kv, align):
+    """((seq_q, seq_kv, align), the S elements gpusim's causal mask keeps)."""
+    tiling = gpusim.simulate("flash2", seq=seq_q, seq_kv=seq_kv, head_dim=16, causal=True,
+                             causal_align=align).config.tiling
+    return (seq_q, seq_kv, align), tiling.kept_elements
+
+
+# Both alignments, with query and key lengths equal (where they agree) and different (where they do not).
+# Bottom-right needs seq_q <= seq_kv: otherwise its first rows would see no key (gpusim refuses it).
+KEPT_CASES = [(4, 4, "top_left"), (1000, 1000, "top_left"), (5, 9, "top_left"), (9, 5, "top_left"),
+              (1, 4096, "top_left"), (4096, 1, "top_left"), (7, 7, "bottom_right"), (5, 9, "bottom_right"),
+              (1, 4096, "bottom_right"), (300, 1000, "bottom_right")]
 
 
 def _check_causal_kept(fn):
     def hint(args, got, want):
-        n, nk = args
+        n, nk, align = args
+        other = "top_left" if align == "bottom_right" else "bottom_right"
+        if n <= nk and got == causal_kept(n, nk, other):
+            return (f"That is the {other.replace('_', '-')} count: with align={align!r} row r sees keys 0 .. r"
+                    + (" + N_kv - N (the last row sees every key)." if align == "bottom_right" else "."))
         if got == n * (n - 1) // 2:
             return "Row r sees keys 0 .. r inclusive: r + 1 keys, the diagonal included."
-        if got == n * (n + 1) // 2 and n != nk:
-            return ("When N ≠ N_kv the mask stays top-left aligned (torch's is_causal): row r sees min(r + 1, N_kv) "
-                    "keys.")
-        return "Sum over rows r of min(r + 1, N_kv)."
+        return "Sum over rows r of the keys row r sees, at most N_kv."
 
-    cases = [(4, 4), (1000, 1000), (5, 9), (9, 5), (1, 4096), (4096, 1)]
-    return _numeric(fn, [_kept_case(*c) for c in cases], hint)
+    return _numeric(fn, [_kept_case(*c) for c in KEPT_CASES], hint)
 
 
 EXERCISES = {

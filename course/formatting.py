@@ -7,6 +7,13 @@ from html import escape
 
 import numpy as np
 
+# Where bytes are counted. Result.hbm_bytes (and by_tensor, counts) are every load and store the kernels
+# issue: the bytes the SMs request from the memory system, the FlashAttention paper's "HBM accesses". L2
+# serves the re-reads it still holds; Result.dram_* is the part that reaches DRAM (the HBM chips), as
+# gpusim's L2 model (gpusim/l2.py) estimates it.
+SM_BYTES = "requested by the SMs"
+DRAM_BYTES = "reaching DRAM"
+
 
 @dataclass(frozen=True)
 class Html:
@@ -37,6 +44,13 @@ def cell(value):
     if isinstance(value, (int, np.integer)):
         return f"{value:,}"
     return f"{value:,.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def share_words(fraction):
+    """A share in words that cannot mislead: "a minority" only below 40%, "about half" to 60%, "most" above."""
+    if fraction < 0.4:
+        return "a minority"
+    return "about half" if fraction <= 0.6 else "most"
 
 
 def span(values, fmt="{:.2f}"):

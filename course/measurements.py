@@ -140,6 +140,22 @@ def tile_rows(rows, gpu="H200-measured"):
     return out
 
 
+def tile_agreement(rows, gpu="H200-measured"):
+    """One sentence: in how many (d, causal, N) groups of flash2_tiles.json gpusim's fastest tile was the
+    measured fastest, and in how many the fastest requested the most bytes from L2."""
+    groups = {}
+    for r in rows:
+        batch, heads = gpusim.fa2_shape(r["seq"], r["head_dim"])
+        sim = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], batch=batch, heads=heads,
+                              causal=r["causal"], block_q=r["block_q"], block_kv=r["block_kv"], gpu=gpu)
+        groups.setdefault((r["head_dim"], r["causal"], r["seq"]), []).append((r["ms"], sim))
+    fastest = {key: min(range(len(g)), key=lambda i: g[i][0]) for key, g in groups.items()}
+    same = sum(fastest[k] == min(range(len(g)), key=lambda i: g[i][1].predicted_time_s) for k, g in groups.items())
+    most = sum(fastest[k] == max(range(len(g)), key=lambda i: g[i][1].hbm_bytes) for k, g in groups.items())
+    return (f"gpusim's time model picked the measured fastest tile in {same} of {len(groups)} groups; the tile "
+            f"requesting the most bytes from L2 was the fastest in {most} of them.")
+
+
 def tile_lesson(rows):
     """Per head dimension: which tile was fastest most often (flash2_tiles.json), and its speed against
     SDPA's FlashAttention-2 with and without the mask, as a sentence each."""
@@ -201,3 +217,25 @@ def hopper_summary(rows, head_dim=128, causal=False, min_seq=4096, gpu="H200-mea
             f"and {best / measured_peak:.0%} of the measured matmul ceiling (the blog post: up to 75% utilization). "
             f"gpusim predicts fp8 at {span(col('gpusim fp8 vs fp16'))}x fp16, and fp16 times at "
             f"{span([p / m for p, m in zip(col('gpusim fp16 ms'), col('hopper fp16 ms'))])}x the measured.")
+
+
+def provenance_rows(folder):
+    """One row per file of a results folder (subfolders too): for a JSON file the GPU, date and command its
+    environment records and how many rows it holds; for any other file the JSON of the same run it belongs
+    to (bench_speedup.png and bench.json; ncu_raw.csv and ncu.json), or the folder's README.md."""
+    folder = Path(folder)
+    out = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = str(path.relative_to(folder))
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+            env = data.get("environment", data) if isinstance(data, dict) else {}
+            rows = data.get("rows") if isinstance(data, dict) else data
+            out.append({"file": name, "GPU": env.get("gpu", ""), "date": env.get("date", ""),
+                        "command": env.get("command", ""), "rows": len(rows) if isinstance(rows, list) else ""})
+        else:
+            sibling = next((j for j in sorted(path.parent.glob("*.json")) if path.stem.startswith(j.stem)), None)
+            where = (f"from the run of {sibling.relative_to(folder)}" if sibling else "the folder's index"
+                     if path.name == "README.md" else "described in README.md")
+            out.append({"file": name, "GPU": "", "date": "", "command": where, "rows": ""})
+    return out

@@ -117,7 +117,7 @@ def measured_rows(measured, gpu, **shape):
     rows = []
     for algo, (nbytes, seconds, what) in measured.items():
         r = gpusim.simulate(algo, gpu=gpu, **shape)
-        rows.append({"algo": algo, "measured": what, "measured HBM traffic": fmt_bytes(nbytes),
+        rows.append({"algo": algo, "measured": what, "measured DRAM traffic": fmt_bytes(nbytes),
                      "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "measured time": fmt_time(seconds), "gpusim predicted": fmt_time(r.predicted_time_s)})
     return rows

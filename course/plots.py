@@ -12,6 +12,18 @@ from matplotlib.patches import Polygon, Rectangle
 import gpusim
 
 COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hopper": "tab:purple"}
+FONT_PT = 10  # the smallest text in any figure
+TRAFFIC_TITLE = "bytes the SMs request (solid) and that reach DRAM (dashed)"
+
+
+def legend_outside(ax, where="right", **kwargs):
+    """The axes' legend beside it (where="right") or under it ("below"), off the data, at FONT_PT; none for axes
+    without labelled artists."""
+    if not ax.get_legend_handles_labels()[0]:
+        return None
+    place = (dict(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0) if where == "right" else
+             dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2))
+    return ax.legend(fontsize=FONT_PT, **place | kwargs)
 
 
 def fa2_shape_text():
@@ -39,6 +51,7 @@ def sweep_figure(results):
         color = COLORS.get(algo)
         ax_t.plot([r.config.seq for r in fits], [r.predicted_time_s * 1e3 for r in fits], "o-", color=color, label=algo)
         ax_b.plot(seqs, [r.hbm_bytes / 2**30 for r in rs], "o-", color=color, label=algo)
+        ax_b.plot(seqs, [(r.dram_read_bytes + r.dram_write_bytes) / 2**30 for r in rs], "--", color=color)
         ax_m.plot(seqs, [r.hbm_peak_bytes / 2**30 for r in rs], "-", color=color, label=algo)
         ax_m.plot([r.config.seq for r in fits], [r.hbm_peak_bytes / 2**30 for r in fits], "o", color=color)
         ax_m.plot([r.config.seq for r in rs if not r.fits_in_hbm],
@@ -51,11 +64,11 @@ def sweep_figure(results):
     fig.suptitle(f"Predicted on {gpu.name}: d={c.head_dim}, {c.dtype}{', causal' if c.causal else ''}, "
                  f"{fa2_shape_text()}")
     for ax, title, ylabel in [(ax_t, "predicted time", "ms"), (ax_s, "speedup over naive attention", "x"),
-                              (ax_b, "HBM traffic", "GiB moved"), (ax_m, "peak HBM footprint", "GiB")]:
+                              (ax_b, TRAFFIC_TITLE, "GiB"), (ax_m, "peak HBM footprint", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N")
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        legend_outside(ax)
     for ax in (ax_t, ax_b, ax_m):
         ax.set_yscale("log")
     return fig
@@ -64,12 +77,14 @@ def sweep_figure(results):
 # The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim_course.explorers
 # and .steppers); the *_figure functions make the notebooks' static figures.
 
-GRID_MAX_LINES = 64  # tile boundaries drawn per axis of the score grid at most
+GRID_MAX_LINES = 16  # tile boundaries drawn per axis of the score grid at most: more would blur into grey
 
 
 def score_grid_axes(ax, seq_q, seq_kv):
-    """Limits and labels of a score grid (the part that stays while the tiles change)."""
+    """Limits and labels of a score grid (the part that stays while the tiles change), and two empty title
+    lines that keep room for draw_score_grid's caption when the layout is computed."""
     ax.set(xlim=(0, seq_kv), ylim=(seq_q, 0), xlabel="key index (columns of S)", ylabel="query index (rows of S)")
+    ax.set_title("\n", fontsize=FONT_PT)
 
 
 def first_block_tiles(cfg, limit=2**20):
@@ -111,9 +126,9 @@ def draw_score_grid(ax, tiling, tile=None, done=None):
         cols = (0, t.seq_kv) if j is None else t.kv_rows(j)
         artists.append(ax.add_patch(Rectangle((cols[0], rows[0]), cols[1] - cols[0], rows[1] - rows[0],
                                               fc=(1, 0.55, 0, 0.45), ec="tab:orange", lw=2)))
-    lines = f", a line every {every}" if every > 1 else ""
+    lines = f"\n(a line every {every} tiles)" if every > 1 else ""
     artists.append(ax.text(0.5, 1.01, f"S in {t.n_q_blocks} x {t.n_kv_blocks} tiles of Br={t.block_q} x Bc={t.block_kv}"
-                                      f"{lines}", transform=ax.transAxes, ha="center", va="bottom", fontsize=9))
+                                      f"{lines}", transform=ax.transAxes, ha="center", va="bottom", fontsize=FONT_PT))
     return artists
 
 
@@ -130,7 +145,7 @@ def time_terms_figure(rows, title):
     ax.set_xticks(x, [r["label"] for r in rows])
     ax.set(ylabel="µs", title=title, yscale="log")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     return fig
 
 
@@ -156,7 +171,7 @@ def bench_figure(rows, predicted=None):
     """Measured attention benchmarks (rows of results/*/bench.json) against sequence length: time per
     provider, speedup over the `naive` provider, and peak memory. `predicted` ({algo: [Result]}) overlays
     gpusim's predictions dashed."""
-    fig, (ax_t, ax_s, ax_m) = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
+    fig, (ax_t, ax_s, ax_m) = plt.subplots(1, 3, figsize=(14, 5.5), layout="constrained")
     ok = [r for r in rows if r.get("ms") is not None]
     by_provider = {}
     for r in sorted(ok, key=lambda r: r["seq"]):
@@ -179,7 +194,7 @@ def bench_figure(rows, predicted=None):
     for ax, title, ylabel in [(ax_t, "time", "ms"), (ax_s, "speedup over naive", "x"), (ax_m, "peak memory", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N", xscale="log")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        legend_outside(ax, "below")
     ax_t.set_yscale("log")
     ax_m.set_yscale("log")
     return fig
@@ -201,7 +216,7 @@ NCU_COLORS = COLORS | {"qk": "tab:red", "softmax": "tab:pink", "pv": "tab:brown"
 def ncu_figure(rows):
     """Nsight Compute measurements (results/*/ncu.json rows) against gpusim, one panel per quantity."""
     quantities = list(dict.fromkeys(r["quantity"] for r in rows))
-    fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 3.4), layout="constrained",
+    fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 4.8), layout="constrained",
                              squeeze=False)
     for ax, quantity in zip(axes[0], quantities):
         for kernel in dict.fromkeys(r["kernel"] for r in rows):
@@ -212,7 +227,7 @@ def ncu_figure(rows):
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")
-        ax.legend(fontsize=7)
+        legend_outside(ax, "below")
     return fig
 
 
@@ -254,7 +269,7 @@ def bench_chart(rows, chart, environment=None):
         if chart != "tflops":
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=7, ncol=2)
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right upper", fontsize=FONT_PT)
     env = environment or {}
     fig.suptitle(f"{title}\n{env.get('gpu', '')}, fp16, {fa2_shape_text()}; "
                  f"torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')}")

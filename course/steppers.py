@@ -4,14 +4,16 @@ block's tiles with its running m_i and l_i (4) and FlashAttention-1 beside -2 (5
 """
 import ipywidgets as W
 import numpy as np
+from matplotlib.patches import Patch
 
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
 from .block_sliders import BLOCKS
-from .plots import COLORS, draw_score_grid, score_grid_axes
+from .formatting import SM_BYTES
+from .plots import COLORS, draw_score_grid, legend_outside, score_grid_axes
 from .tables import time_terms
-from .widget import (HEAD_DIMS, Live, block_dropdown, dropdown, gpu_dropdown, seq_slider, set_step_range,
+from .widget import (HEAD_DIMS, Live, Question, block_dropdown, dropdown, gpu_dropdown, seq_slider, set_step_range,
                      step_controls)
 
 STAGED = {  # what each kernel stages in SRAM, as gpusim counts it (the trace's sram_bytes)
@@ -31,7 +33,7 @@ class NaiveStepper(Live):
         self.seq = seq_slider(seq)
         self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
         self.step = W.ToggleButtons(options=list(NAIVE_STEPS), description="kernel")
-        super().__init__([[self.gpu, self.head_dim], [self.seq], [self.step]], figsize=(11, 3.8), ncols=2)
+        super().__init__([[self.gpu, self.head_dim], [self.seq], [self.step]], figsize=(11, 4.8), ncols=2)
 
     @property
     def kernel(self):
@@ -44,6 +46,17 @@ class NaiveStepper(Live):
         self.terms = time_terms(r)
         self.readout.value = self._story(r)
 
+    def question(self):
+        c, (read, written) = self.result.config, self.moved
+        return Question(f"How many bytes will kernel {self.step.index + 1} ({self.kernel}) read and write for one "
+                        f"head of N = {c.seq:,}, d = {c.head_dim}, {c.dtype} on {c.gpu.name}?", "bytes",
+                        read + written, fmt_bytes(read + written))
+
+    @property
+    def moved(self):
+        """(read, written) bytes of the chosen kernel, all tensors."""
+        return tuple(sum(rw[d] for rw in self.bytes.values()) for d in (0, 1))
+
     def draw(self):
         ax_b, ax_t = self.axes
         x = np.arange(len(NAIVE_TENSORS))
@@ -55,8 +68,8 @@ class NaiveStepper(Live):
             ax_b.bar(x + off, [self.bytes[t][d] / 2**20 for t in NAIVE_TENSORS], 0.4, color=color,
                      label=f"{label} by this kernel")
         ax_b.set_xticks(x, NAIVE_TENSORS)
-        ax_b.set(ylabel="MiB", title=f"HBM traffic of kernel {self.step.index + 1} (dotted: all three kernels)")
-        ax_b.legend(fontsize=8)
+        ax_b.set(ylabel=f"MiB {SM_BYTES}", title=f"kernel {self.step.index + 1}'s bytes (dotted: all three kernels)")
+        legend_outside(ax_b, "below")
         labels = [t["label"].split(": ")[1] for t in self.terms]
         series = (("t_memory", "tab:red", "memory"), ("t_compute", "tab:blue", "compute"),
                   ("predicted", "k", "predicted"))
@@ -65,14 +78,22 @@ class NaiveStepper(Live):
                             label=label)
             for bar, name in zip(bars, labels):
                 bar.set_alpha(0.9 if name == self.kernel else 0.25)
+        for x, t in enumerate(self.terms):  # a predicted bar above both terms: say why
+            if t["busy"] < BUSY or t["latency_bound"]:
+                ax_t.annotate(idle_note(t), (x + 0.27, t["predicted"] * 1e6), ha="center", va="bottom", fontsize=10,
+                              xytext=(0, 2), textcoords="offset points")
         ax_t.set_xticks(np.arange(3), labels)
+        ax_t.margins(y=0.2)
         ax_t.set(ylabel="µs", title="time per kernel (gpusim's roofline terms)")
-        ax_t.legend(fontsize=8)
+        legend_outside(ax_t, "below", ncols=3, handles=[Patch(color=c, label=label) for _, c, label in series])
 
     def _story(self, r):
         c, e = r.config, r.config.itemsize
         moved = [", ".join(f"{t} {fmt_bytes(rw[d])}" for t, rw in self.bytes.items() if rw[d]) for d in (0, 1)]
         term = self.terms[self.step.index]
+        idle = "" if term["busy"] >= BUSY and not term["latency_bound"] else (
+            f" Its predicted time, {fmt_time(term['predicted'])}, is longer than both terms because "
+            f"{idle_reason(term)}.")
         passes = "" if c.softmax_fits else (f" A row of S ({fmt_bytes(c.seq_kv * e)}) does not fit in "
                                             f"{fmt_bytes(c.gpu.sram_bytes_per_block)} of SRAM, so the softmax "
                                             f"streams it three times.")
@@ -80,8 +101,27 @@ class NaiveStepper(Live):
                 f"One N × N matrix is {c.bh} × {c.seq:,} × {c.seq_kv:,} × {e} B = "
                 f"<b>{fmt_bytes(c.bh * c.seq * c.seq_kv * e)}</b>.{passes} Memory time "
                 f"{fmt_time(term['t_memory'])} against compute {fmt_time(term['t_compute'])}: "
-                f"<b>{term['bound']}-bound</b>. All three kernels: {fmt_bytes(r.hbm_bytes)} moved, predicted "
-                f"{fmt_time(r.predicted_time_s)}.</p>")
+                f"<b>{term['bound']}-bound</b>.{idle} All three kernels: {fmt_bytes(r.hbm_bytes)} {SM_BYTES}, "
+                f"predicted {fmt_time(r.predicted_time_s)}.</p>")
+
+
+BUSY = 0.9  # below this share of the SMs' slots busy, the figure says how many are idle
+
+
+def idle_reason(term):
+    """Why a kernel's predicted time exceeds its roofline terms, from gpusim's busy_fraction and latency_bound."""
+    reasons = []
+    if term["busy"] < BUSY:
+        reasons.append(f"only {term['busy']:.0%} of the SMs' slots are busy (the roofline terms assume all)")
+    if term["latency_bound"]:
+        reasons.append("each thread block waits on its own chain of loads (latency-bound), not on a full unit")
+    return " and ".join(reasons)
+
+
+def idle_note(term):
+    """idle_reason in a few words, for the figure."""
+    return "\n".join(([f"{term['busy']:.0%} of SMs busy"] if term["busy"] < BUSY else []) +
+                      (["latency-bound"] if term["latency_bound"] else []))
 
 
 class OnlineSoftmaxStepper(Live):
@@ -96,8 +136,8 @@ class OnlineSoftmaxStepper(Live):
 
     def update(self):
         self.steps = gpusim.softmax(self.x, "online", chunk=self.chunk.value).steps
-        set_step_range(self.step, self.play, len(self.steps) - 1)
-        k = self.step.value
+        set_step_range(self.step, self.play, len(self.steps))
+        k = self.step.value - 1
         _, self.m, self.d, self.rescale = self.steps[k]
         self.m_old = self.steps[k - 1][1] if k else -np.inf
         self.lo, self.hi = k * self.chunk.value, min((k + 1) * self.chunk.value, self.x.size)
@@ -121,8 +161,8 @@ class OnlineSoftmaxStepper(Live):
         ax_d.plot(range(1, len(ds) + 1), ds, "o-", color="0.85")
         ax_d.axhline(np.exp(self.x - self.x.max()).sum(), color="k", ls="--", lw=1, label="Σ exp(x − max x)")
         ax_d.plot([], [], "o-", color="tab:green", label="running d after each chunk")
-        ax_d.set(xlabel="chunks read", ylabel="d", title="the normalizer d, rescaled whenever the max grows")
-        ax_d.legend(fontsize=8)
+        ax_d.set(xlabel="chunks read (= step)", ylabel="d", title="the normalizer d, rescaled whenever the max grows")
+        legend_outside(ax_d)
 
     def draw_dynamic(self):
         ax_x, ax_d = self.axes
@@ -132,9 +172,9 @@ class OnlineSoftmaxStepper(Live):
         if np.isfinite(self.m_old):
             out.append(ax_x.axhline(self.m_old, color="tab:red", ls=":", lw=1))
         k = self.step.value
-        out += ax_d.plot(range(1, k + 2), [s[2] for s in self.steps[:k + 1]], "o-", color="tab:green")
-        out.append(ax_x.text(0.01, 0.97, f"m = {self.m:.3f} (red), before: {self.m_old:.3f} (dotted)",
-                             transform=ax_x.transAxes, va="top", fontsize=8))
+        out += ax_d.plot(range(1, k + 1), [s[2] for s in self.steps[:k]], "o-", color="tab:green")
+        out.append(ax_x.text(1.01, 0.97, f"m = {self.m:.3f} (red)\nbefore: {self.m_old:.3f} (dotted)",
+                             transform=ax_x.transAxes, va="top", fontsize=10))
         return out
 
 
@@ -198,16 +238,16 @@ class TileStepper(Live):
             algo, seq, block_q, block_kv, causal = self.static_key()
             self.result = trace(algo, seq, self.head_dim, block_q, block_kv, causal, self.gpu)
             self._traced = self.static_key()
-            set_step_range(self.step, self.play, len(self.result.trace) - 1)
+            set_step_range(self.step, self.play, len(self.result.trace))
         steps = self.result.trace
-        self.current = s = steps[self.step.value]
-        self.so_far = cumulative_bytes(steps[:self.step.value + 1])
+        self.current = s = steps[self.step.value - 1]
+        self.so_far = cumulative_bytes(steps[:self.step.value])
         self.total = cumulative_bytes(steps)
         cap = self.result.config.gpu.sram_bytes_per_block
         stats = "" if s.m_i is None else (
             f"<br>its first rows: m_i = {np.array2string(s.m_i[:4], precision=3)}, l_i = "
             f"{np.array2string(s.l_i[:4], precision=3)}, rescale = {np.array2string(s.rescale[:4], precision=3)} …")
-        self.readout.value = (f"<p>Step {self.step.value + 1} of {len(steps)}: {s.kernel} thread block {s.program}, "
+        self.readout.value = (f"<p>Step {self.step.value} of {len(steps)}: {s.kernel} thread block {s.program}, "
                               f"tile (i, j) = {s.tile}: {describe_step(s)}.<br>SRAM holds {STAGED[self.algo.value]}: "
                               f"<b>{s.sram_bytes:,} B</b> of {cap:,} B.{stats}</p>")
 
@@ -219,11 +259,11 @@ class TileStepper(Live):
             ax.bar(x + off, [rw[d] / 1024 for rw in self.total.values()], 0.4, color="none", ec=color, ls=":",
                    label=f"{label} (whole kernel)")
         ax.set_xticks(x, list(self.total))
-        ax.set(ylabel="KiB", title="HBM traffic so far (solid) of the whole kernel (dotted)")
-        ax.legend(fontsize=8)
+        ax.set(ylabel=f"KiB {SM_BYTES}", title="bytes so far (solid) of the whole kernel (dotted)")
+        legend_outside(ax)
 
     def draw_dynamic(self):
-        steps = self.result.trace[:self.step.value + 1]
+        steps = self.result.trace[:self.step.value]
         out = draw_score_grid(self.axes[0], self.result.config.tiling, tile=grid_tile(self.current),
                               done=done_tiles(steps, self.result.config.tiling))
         x = np.arange(len(self.total))
@@ -235,7 +275,7 @@ class TileStepper(Live):
 
 class LoopOrderComparison(Live):
     """FlashAttention-1 and -2 on the same problem, step by step side by side: the loop order over the
-    score grid and the HBM traffic each has moved so far."""
+    score grid and the bytes each has requested so far."""
 
     def __init__(self, seq=256, head_dim=64, block=64, causal=False, gpu="A100-40GB"):
         runs = {algo: trace(algo, seq, head_dim, block, block, causal, gpu) for algo in ("flash1", "flash2")}
@@ -244,12 +284,12 @@ class LoopOrderComparison(Live):
         self.moved = {algo: np.cumsum([sum(n for _, n in s.loads + s.stores) for s in steps])
                       for algo, steps in self.traces.items()}
         self.step, self.play = step_controls()
-        self.play.max = self.step.max = max(len(t) for t in self.traces.values()) - 1
-        super().__init__([[self.play, self.step]], figsize=(13, 4), ncols=3)
+        self.play.max = self.step.max = max(len(t) for t in self.traces.values())
+        super().__init__([[self.play, self.step]], figsize=(13, 5), ncols=3)
 
     def at(self, algo):
         steps = self.traces[algo]
-        return min(self.step.value, len(steps) - 1)
+        return min(self.step.value, len(steps)) - 1
 
     def update(self):
         self.readout.value = "<p>" + "<br>".join(
@@ -268,8 +308,8 @@ class LoopOrderComparison(Live):
         ax = self.axes[2]
         for algo, moved in self.moved.items():
             ax.plot(np.arange(1, len(moved) + 1), moved / 1024, color=COLORS[algo], label=algo)
-        ax.set(xlabel="step", ylabel="KiB", title="HBM traffic so far")
-        ax.legend(fontsize=8)
+        ax.set(xlabel="step", ylabel=f"KiB {SM_BYTES}", title="bytes so far")
+        legend_outside(ax, "below")
 
     def draw_dynamic(self):
         out = []

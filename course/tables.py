@@ -1,5 +1,5 @@
 """Tables over gpusim alone: small functions that return rows (a list of dicts with the same keys, shown by
-gpusim_course.formatting.html_table) or a sentence, for the presets, the time model's terms, HBM traffic per
+gpusim_course.formatting.html_table) or a sentence, for the presets, the time model's terms, the bytes the SMs request per
 tensor, the causal mask, the softmax variants and when FlashAttention helps. Measured numbers are in
 gpusim_course.measurements and gpusim_course.nsight; floating-point comparisons in gpusim_course.bits.
 """
@@ -9,6 +9,8 @@ import numpy as np
 
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
+
+from .formatting import DRAM_BYTES, SM_BYTES, share_words, span
 
 
 def supported_dtypes(gpu):
@@ -22,6 +24,18 @@ def supported_dtypes(gpu):
         except ValueError:
             pass
     return out
+
+
+def hopper_gpus():
+    """The presets of Hopper GPUs (sm_90): the only ones with TMA and warpgroup matmuls, which
+    FlashAttention-3's overlap needs."""
+    return [name for name, g in gpusim.PRESETS.items() if g.arch == "sm_90"]
+
+
+def matmul_units(dtype):
+    """Which units run gpusim's matmuls of `dtype`: the tensor cores, or for fp32 the CUDA cores (full-precision
+    fp32, as torch's default and the project's kernels compute it; TF32 tensor cores round the inputs)."""
+    return "fp32 on the CUDA cores" if dtype == "fp32" else f"{dtype} tensor cores"
 
 
 def hierarchy_rows():
@@ -50,9 +64,10 @@ def kitchen_numbers(gpu):
 
 
 def ridge_rows(dtypes=("fp16", "fp8", "fp32")):
-    """The ridge point (FLOPs per byte of HBM traffic) of every preset and dtype it supports."""
+    """The ridge point (FLOPs per byte of HBM traffic) of every preset and dtype it supports; a GPU without
+    tensor cores for a dtype says so ("no fp8 tensor cores")."""
     return [{"GPU": g.name} | {f"ridge point {d} (FLOP/B)": (round(g.matmul_flops_per_s(d) / g.hbm_bytes_per_s)
-                                                             if d in supported_dtypes(g) else "no tensor cores")
+                                                             if d in supported_dtypes(g) else f"no {d} tensor cores")
                                for d in dtypes} for g in gpusim.PRESETS.values()]
 
 
@@ -63,7 +78,7 @@ def time_terms(result):
     c = result.config
     return [{"label": f"{c.algo}: {k.name}" if c.algo == "naive" else k.name, "t_memory": k.memory_time_s,
              "t_matmul": k.matmul_time_s, "t_other": k.other_time_s, "t_compute": k.compute_time_s,
-             "busy": k.busy_fraction,
+             "busy": k.busy_fraction, "latency_bound": k.latency_bound,
              "predicted": k.predicted_time_s, "bound": k.bound} for k in result.kernels]
 
 
@@ -98,7 +113,8 @@ def memory_bound_share(result):
 
 
 def tensor_rows(results):
-    """HBM bytes read and written per tensor, one column pair per result."""
+    """Bytes the SMs request, read and written, per tensor, one column pair per result; then the totals and
+    the part of them that reaches DRAM (gpusim's L2 model)."""
     tensors = dict.fromkeys(t for r in results for t in r.by_tensor)
     rows = []
     for t in tensors:
@@ -108,18 +124,22 @@ def tensor_rows(results):
             row |= {f"{r.config.algo} read": fmt_bytes(v["read_bytes"]),
                     f"{r.config.algo} written": fmt_bytes(v["write_bytes"])}
         rows.append(row)
-    return rows + [{"tensor": "total"} | {f"{r.config.algo} {k}": fmt_bytes(n) for r in results
-                                         for k, n in (("read", r.hbm_read_bytes), ("written", r.hbm_write_bytes))}]
+    totals = [(f"total {SM_BYTES}", "hbm"), (f"of which {DRAM_BYTES}", "dram")]
+    return rows + [{"tensor": label} | {f"{r.config.algo} {k}": fmt_bytes(getattr(r, f"{level}_{attr}_bytes"))
+                                        for r in results for k, attr in (("read", "read"), ("written", "write"))}
+                   for label, level in totals]
 
 
 def causal_rows(**shape):
-    """FlashAttention-2 with and without the causal mask: tiles computed, HBM traffic, predicted time."""
+    """FlashAttention-2 with and without the causal mask: tiles computed, bytes requested and reaching DRAM,
+    predicted time."""
     rows = []
     for causal in (False, True):
         r = gpusim.simulate("flash2", causal=causal, **shape)
         t = r.config.tiling
         rows.append({"causal": causal, "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
-                     "S elements kept": t.kept_elements, "HBM traffic": fmt_bytes(r.hbm_bytes),
+                     "S elements kept": t.kept_elements, f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes),
+                     f"bytes {DRAM_BYTES}": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "predicted": fmt_time(r.predicted_time_s)})
     return rows
 
@@ -146,21 +166,38 @@ def largest_fitting_seq(algo, gpu, **shape):
     return lo
 
 
-def nonmatmul_rows(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
-    """The non-matmul share of FLOPs and of compute time, flash1 against flash2 on the same block x block
-    tiles (FA2 benchmark shape)."""
-    rows = []
+def nonmatmul_shares(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """flash1 against flash2 on the same block x block tiles (FA2 benchmark shape): per head_dim and algo the
+    Result, the non-matmul share of its FLOPs and of its compute time (gpusim's roofline terms)."""
+    out = []
     for d in head_dims:
         batch, heads = gpusim.fa2_shape(seq, d)
         for algo in ("flash1", "flash2"):
             r = gpusim.simulate(algo, seq=seq, head_dim=d, batch=batch, heads=heads, gpu=gpu, block_q=block,
                                 block_kv=block)
             t = time_terms(r)[0]
-            rows.append({"head_dim": d, "algo": algo,
-                         "non-matmul FLOPs": f"{r.flops_other / (r.flops_matmul + r.flops_other):.1%}",
-                         "non-matmul compute time": f"{t['t_other'] / (t['t_matmul'] + t['t_other']):.1%}",
-                         "predicted": fmt_time(r.predicted_time_s)})
-    return rows
+            out.append({"head_dim": d, "algo": algo, "result": r,
+                        "flops_share": r.flops_other / (r.flops_matmul + r.flops_other),
+                        "time_share": t["t_other"] / (t["t_matmul"] + t["t_other"])})
+    return out
+
+
+def nonmatmul_rows(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """nonmatmul_shares as a table."""
+    return [{"head_dim": s["head_dim"], "algo": s["algo"], "non-matmul FLOPs": f"{s['flops_share']:.1%}",
+             "non-matmul compute time": f"{s['time_share']:.1%}",
+             "predicted": fmt_time(s["result"].predicted_time_s)} for s in nonmatmul_shares(gpu, seq, head_dims, block)]
+
+
+def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """The non-matmul share of compute time per algorithm, in numbers and in words (formatting.share_words)."""
+    shares = nonmatmul_shares(gpu, seq, head_dims, block)
+    parts = []
+    for algo in ("flash1", "flash2"):
+        mine = [s["time_share"] for s in shares if s["algo"] == algo]
+        parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
+    return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}: " + "; ".join(parts) +
+            " (the source: ~50% for FlashAttention-1, ~30% for -2).")
 
 
 def decode_shape(seq_kv, heads=32, kv_heads=32, head_dim=128, batch=1):
@@ -186,7 +223,8 @@ def when_flash_helps(gpu="H100-SXM", heads=32, kv_heads=32, head_dim=128):
             "scenario": label, "queries x keys": f"{shape['seq']:,} x {shape.get('seq_kv', shape['seq']):,}",
             "naive: memory-bound kernels": f"{sum(t['bound'] == 'memory' for t in bound)} of {len(bound)}",
             "flash2 bound by": time_terms(flash)[0]["bound"],
-            "naive HBM traffic": fmt_bytes(naive.hbm_bytes), "flash2 HBM traffic": fmt_bytes(flash.hbm_bytes),
+            f"naive: bytes {SM_BYTES}": fmt_bytes(naive.hbm_bytes),
+            f"flash2: bytes {SM_BYTES}": fmt_bytes(flash.hbm_bytes),
             "naive peak memory": fmt_bytes(naive.hbm_peak_bytes) + ("" if naive.fits_in_hbm else " (does not fit)"),
             "flash2 peak memory": fmt_bytes(flash.hbm_peak_bytes),
             "predicted speedup": f"{naive.predicted_time_s / flash.predicted_time_s:.1f}x" if naive.fits_in_hbm
@@ -212,5 +250,5 @@ def fa3_rows(gpu="H100-SXM", seq=8192, head_dim=128, causal=False):
                      "predicted speedup over flash2 fp16": f"{base.predicted_time_s / r.predicted_time_s:.2f}x",
                      "matmul utilization": (f"{r.flops_matmul / r.predicted_time_s / peak:.0%} of "
                                             f"{peak / 1e12:,.0f} TFLOP/s"),
-                     "HBM traffic": fmt_bytes(r.hbm_bytes)})
+                     f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes)})
     return rows

@@ -30,17 +30,17 @@ class BackwardStepper(Live):
 
     def update(self):
         self.steps = training.backward_steps(self.algo.value, causal=self.causal.value, **self.shape)
-        set_step_range(self.step, self.play, len(self.steps) - 1)
-        self.at = self.steps[self.step.value]
+        set_step_range(self.step, self.play, len(self.steps))
+        self.at = self.steps[self.step.value - 1]
         total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
         self.guess.revealed((self.algo.value, self.causal.value))
-        self.readout.value = (f"<p>Step {self.step.value + 1} of {len(self.steps)}: {escape(describe(self.at))}</p>"
+        self.readout.value = (f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
                               + self.guess.html(total, f"{total:,} B"))
 
     def draw(self):
         ax_grid, ax_bytes = self.axes
         n = self.shape["seq"]
-        for s in self.steps[: self.step.value + 1]:
+        for s in self.steps[: self.step.value]:
             current = s is self.at
             (r0, r1), (c0, c1) = s["rows"] or (0, n), s["keys"] or (0, n)
             if s["rows"] is None or s["keys"] is None:  # a program's first or last step: a band, outlined
@@ -55,7 +55,7 @@ class BackwardStepper(Live):
         ax_grid.set(xlim=(0, n), ylim=(n, 0), aspect="equal", xlabel="key", ylabel="query row",
                     title=f"{self.at['kernel']} kernel, program {self.at['program']}")
         moved = {}
-        for s in self.steps[: self.step.value + 1]:
+        for s in self.steps[: self.step.value]:
             for tensor, nbytes in list(s["loads"].items()) + list(s["stores"].items()):
                 moved[tensor] = moved.get(tensor, 0) + nbytes
         names = list(moved)

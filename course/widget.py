@@ -8,10 +8,20 @@ atomic, so the plot changes in place without flicker or stale copies, and it nee
 it works in JupyterLab and with no front end at all (nbclient, tests). Tests set values and read the
 numbers and the figure's artists.
 
+Crisp figures: the image is shown at a fixed CSS width (the figure's inches at CSS_PX_PER_INCH, never wider
+than the page) and rendered at PIXEL_RATIO times that many pixels, so it stays sharp on screens of up to
+that device pixel ratio. Fonts are 10 pt or more at that scale.
+
+Predict, then reveal: a widget whose `question()` returns a `Question` gets a guess box (`Guess`, its
+attribute `prediction`). While
+"predict first" is ticked, every change of a control hides the readout and the figure until the learner
+types a guess (bytes or time) and reveals gpusim's answer beside it.
+
 Display a widget by ending a cell with it. Errors from gpusim (a block that overflows SRAM, a dtype the
 GPU lacks) are shown in the readout in one line, never as a traceback.
 """
 import io
+from dataclasses import dataclass
 from html import escape
 
 import ipywidgets as W
@@ -21,13 +31,70 @@ from matplotlib.figure import Figure
 
 import gpusim
 
+from . import guess
 from .block_sliders import BLOCK_LABELS
 from .tables import supported_dtypes
 
 SEQS = tuple(2**p for p in range(8, 18))  # 256 .. 131,072
 LONG_SEQS = tuple(2**p for p in range(9, 21))  # 512 .. 1,048,576
 HEAD_DIMS = (32, 64, 128, 256)
-DPI = 72
+CSS_PX_PER_INCH = 96  # how wide a figure inch is shown in the page
+PIXEL_RATIO = 2  # rendered pixels per CSS pixel: sharp up to this device pixel ratio
+DPI = CSS_PX_PER_INCH * PIXEL_RATIO
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the learner predicts before the answer shows: the question, "bytes" or "time", the answer in
+    bytes or seconds, and the answer as the readout writes it."""
+    text: str
+    kind: str
+    answer: float
+    answer_text: str
+
+
+class Guess:
+    """The guess box: a question, a text field, a reveal button and the "predict first" checkbox. `ask` poses
+    a new question (hiding the answer while predict first is on); `submit` (or Enter, or the button) reveals it."""
+
+    def __init__(self, on_reveal):
+        self.on_reveal = on_reveal
+        self.question = None
+        self.revealed = False
+        self.prompt = W.HTML()
+        self.text = W.Text(description="your guess", continuous_update=False, style={"description_width": "initial"})
+        self.button = W.Button(description="reveal", button_style="info")
+        self.predict = W.Checkbox(value=True, description="predict first")
+        self.feedback = W.HTML()
+        self.ui = W.VBox([self.prompt, W.HBox([self.text, self.button, self.predict]), self.feedback])
+        self.text.observe(lambda change: change["new"].strip() and self.submit(change["new"]), "value")
+        self.button.on_click(lambda _: self.submit(self.text.value))
+        self.predict.observe(lambda _: self.on_reveal(), "value")
+
+    @property
+    def hiding(self):
+        """True while the answer waits for a guess."""
+        return self.predict.value and not self.revealed
+
+    def ask(self, question):
+        """Pose `question`; a different question than the last hides the answer again."""
+        if question != self.question:
+            self.question, self.revealed = question, False
+            self.feedback.value = self.text.value = ""
+        self.prompt.value = (f"<p><b>Predict:</b> {escape(question.text)} "
+                             f"<small>({guess.EXAMPLES[question.kind]})</small></p>")
+
+    def submit(self, text):
+        """Reveal the answer beside the guess `text`; a guess that cannot be read says why and reveals nothing."""
+        q = self.question
+        try:
+            value = guess.parse(text, q.kind)
+        except ValueError as err:
+            self.feedback.value = f"<p style='color:#b00'>{escape(str(err))}</p>"
+            return
+        self.feedback.value = f"<p><b>{escape(guess.sentence(text, value, q.answer, q.answer_text))}</b></p>"
+        self.revealed = True
+        self.on_reveal()
 
 
 class Live:
@@ -40,7 +107,8 @@ class Live:
 
     def __init__(self, rows, figsize, ncols=1, nrows=1):
         self.readout = W.HTML()
-        self.image = W.Image(format="png")
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{round(figsize[0] * CSS_PX_PER_INCH)}px",
+                                                           max_width="100%", height="auto"))
         self.figure = Figure(figsize=figsize, dpi=DPI, layout="constrained")
         FigureCanvasAgg(self.figure)
         self.axes = self.figure.subplots(nrows, ncols, squeeze=False).ravel()
@@ -48,7 +116,9 @@ class Live:
         self._busy = False
         self._static = self._background = None
         self._dynamic = []
-        self.ui = W.VBox([W.HBox(row) for row in rows] + [self.readout, self.image])
+        self.prediction = Guess(self._show) if type(self).question is not Live.question else None
+        asks = [self.prediction.ui] if self.prediction else []
+        self.ui = W.VBox([W.HBox(row) for row in rows] + asks + [self.readout, self.image])
         for row in rows:
             for control in row:
                 if isinstance(control, W.ValueWidget) and not isinstance(control, W.Play):
@@ -68,10 +138,19 @@ class Live:
         except ValueError as err:
             self.error = str(err)
             self.readout.value = f"<p style='color:#b00'><b>gpusim:</b> {escape(str(err))}</p>"
+            self.readout.layout.display = None
             return
         finally:
             self._busy = False
+        if self.prediction:
+            self.prediction.ask(self.question())
+        self._show()
         self._render()
+
+    def _show(self):
+        """Hide the readout and the figure while the guess box waits for a guess."""
+        display = "none" if self.prediction and self.prediction.hiding else None
+        self.readout.layout.display = self.image.layout.display = display
 
     def _render(self):
         canvas, key = self.figure.canvas, self.static_key()
@@ -108,6 +187,10 @@ class Live:
         """None: redraw everything on every change."""
         return None
 
+    def question(self):
+        """The Question the learner answers before the readout shows; widgets without one have no guess box."""
+        raise NotImplementedError
+
     def draw_dynamic(self):
         """The artists that change while static_key() stays the same."""
         return []
@@ -116,9 +199,9 @@ class Live:
         return self.ui._repr_mimebundle_(**kwargs)
 
 
-def gpu_dropdown(value):
-    """The GPU presets, starting at `value` (a preset name or a gpusim.GPU)."""
-    return W.Dropdown(options=list(gpusim.PRESETS), value=gpusim.get_gpu(value).name, description="GPU")
+def gpu_dropdown(value, options=None):
+    """The GPU presets (or the preset names in `options`), starting at `value` (a preset name or a gpusim.GPU)."""
+    return W.Dropdown(options=list(options or gpusim.PRESETS), value=gpusim.get_gpu(value).name, description="GPU")
 
 
 def seq_slider(value, seqs=SEQS, description="seq (N)"):
@@ -147,17 +230,18 @@ def block_slider(name, value, blocks):
 
 
 def step_controls():
-    """An IntSlider for the step and a Play button that advances it in the browser."""
-    step = W.IntSlider(value=0, min=0, max=0, description="step")
-    play = W.Play(interval=500, min=0, max=0)
+    """An IntSlider for the step, counted from 1 as the readouts count, and a Play button that advances it in
+    the browser. A widget's step index is step.value - 1."""
+    step = W.IntSlider(value=1, min=1, max=1, description="step")
+    play = W.Play(interval=500, min=1, max=1)
     W.jslink((play, "value"), (step, "value"))
     return step, play
 
 
-def set_step_range(step, play, last):
-    """Let the step controls run 0 .. last, keeping the step where it is when it is still in range."""
-    play.max = step.max = last
-    step.value = min(step.value, last)
+def set_step_range(step, play, count):
+    """Let the step controls run 1 .. count, keeping the step where it is when it is still in range."""
+    play.max = step.max = count
+    step.value = min(step.value, count)
 
 
 def sync_dtypes(gpu_control, dtype_control):

@@ -10,8 +10,7 @@ from html import escape
 
 import ipywidgets as W
 
-CSS_PX_PER_INCH = 96
-PIXEL_RATIO = 2
+from .widget import CSS_PX_PER_INCH, PIXEL_RATIO
 
 
 def sharpen(live):

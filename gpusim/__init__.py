@@ -4,7 +4,8 @@
     >>> r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=16, gpu="H100-SXM")
     >>> r.hbm_read_bytes, r.predicted_time_s
 
-The core imports NumPy only; gpusim_course.plots and gpusim_course.widgets (matplotlib, ipywidgets) build on it.
+It imports NumPy only. gpusim_kernels (Triton) moves the bytes it counts; gpusim_course (the course's plots,
+tables and widgets) builds on both, never the reverse.
 """
 from .algorithms import ALGOS
 from .config import default_blocks

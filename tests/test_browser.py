@@ -1,8 +1,11 @@
-"""The course in a real browser (issue 6): JupyterLab on localhost, driven by Debian's headless Chromium.
+"""The course in a real browser: JupyterLab on localhost, driven by Debian's headless Chromium.
 
-Runs notebook 4, moves its block-size sliders one step each and checks that the HBM byte count it shows is the
-one gpusim computes. Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary,
-where they are missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
+Notebook 4: types a guess of the bytes into the tiling explorer, reveals gpusim's answer, checks that the byte
+count it shows is the one gpusim computes, that every widget image has at least as many pixels as it is shown
+with (no blurry upscaling), then moves its block-size sliders one step each. Notebook 10: types the reference
+solution of the first kernel puzzle into its template cell, runs it and the check, and sees it accepted.
+Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
+missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
 import json
 import os
@@ -19,6 +22,7 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -28,10 +32,11 @@ from gpusim_course.block_sliders import BLOCK_LABELS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOK = "04_tiling.ipynb"
+PUZZLES = "10_write_the_kernels.ipynb"
 CHROMIUM, CHROMEDRIVER = ("chromium", "chromium-browser"), ("chromedriver",)  # Debian's and Ubuntu's names
 CHROMIUM_FLAGS = (
     "--headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --disable-quic --no-first-run "
-    "--disable-background-networking --disable-component-update --disable-sync --window-size=1400,1000"
+    "--disable-background-networking --disable-component-update --disable-sync --window-size=1600,1000"
 ).split()
 TOKEN = "gpusim-browser-test"
 KERNEL_NAME = "gpusim test kernel"
@@ -72,8 +77,6 @@ def browser(tmp_path):
 @pytest.fixture
 def lab(tmp_path):
     """The URL of a JupyterLab serving a copy of notebooks/, with this Python as its kernel."""
-    if not (NOTEBOOKS / NOTEBOOK).exists():
-        pytest.skip("notebook 4 not written yet")
     root, env = _jupyter_sandbox(tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,13 +106,14 @@ def _jupyter_sandbox(tmp_path):
     """(root, env): a copy of notebooks/ and Jupyter dirs under tmp_path, so the repo and ~ are left untouched."""
     root, data, config = tmp_path / "notebooks", tmp_path / "jupyter-data", tmp_path / "jupyter-config"
     shutil.copytree(NOTEBOOKS, root)
-    notebook = json.loads((root / NOTEBOOK).read_text())
-    # Saved outputs or widget state would show a stale HBM count before Run All replaces it.
-    notebook["metadata"].pop("widgets", None)
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-    (root / NOTEBOOK).write_text(json.dumps(notebook))
+    for name in (NOTEBOOK, PUZZLES):
+        notebook = json.loads((root / name).read_text())
+        # Saved outputs or widget state would show a stale HBM count before Run All replaces it.
+        notebook["metadata"].pop("widgets", None)
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        (root / name).write_text(json.dumps(notebook))
     kernelspec = data / "kernels" / notebook["metadata"].get("kernelspec", {}).get("name", "python3")
     kernelspec.mkdir(parents=True)
     (kernelspec / "kernel.json").write_text(json.dumps({
@@ -154,9 +158,9 @@ def screenshot(browser, tmp_path, capsys):
 
 
 def _hbm_reading(driver):
-    """(bytes shown, config) of the gpusim-hbm-bytes span, or None while it isn't rendered."""
+    """(bytes shown, config) of the gpusim-hbm-bytes span, or None while it isn't rendered or is hidden."""
     spans = driver.find_elements(By.CSS_SELECTOR, HBM_SPAN)
-    if not spans:
+    if not spans or not spans[0].is_displayed():
         return None
     assert len(spans) == 1, f"expected one {HBM_SPAN}, found {len(spans)}"
     text = spans[0].text
@@ -181,18 +185,77 @@ def _move_slider(driver, wait, name, before):
     return shown, config
 
 
-def test_notebook4_block_sliders_update_hbm_bytes(browser, lab, screenshot):
-    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
-    browser.get(f"{lab}/lab/tree/{NOTEBOOK}?token={TOKEN}")
+def _open_and_run_all(browser, wait, lab, notebook):
+    browser.get(f"{lab}/lab/tree/{notebook}?token={TOKEN}")
     # The status bar, not the toolbar's execution indicator: that one says idle before the kernel even exists.
     kernel_idle = f"//*[contains(@class, 'jp-StatusBar-TextItem')][. = '{KERNEL_NAME} | Idle']"
     wait.until(lambda d: d.find_element(By.XPATH, kernel_idle))
     browser.find_element(By.XPATH, "//li[contains(@class, 'lm-MenuBar-item')][normalize-space() = 'Run']").click()
     wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "li[data-command='runmenu:run-all']")).click()
 
+
+GUESS = "//div[contains(@class, 'widget-text')][.//label[normalize-space() = 'your guess']]//input"
+PREDICT = "//div[contains(@class, 'widget-checkbox')][.//*[normalize-space() = 'predict first']]//input"
+IMAGE_SIZES = """return Array.from(document.querySelectorAll('.jp-OutputArea img'))
+    .filter(img => img.clientWidth > 0).map(img => [img.naturalWidth, img.clientWidth, img.className]);"""
+
+
+def test_notebook4_guess_reveal_and_block_sliders(browser, lab, screenshot):
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    _open_and_run_all(browser, wait, lab, NOTEBOOK)
+    guess = wait.until(lambda d: d.find_element(By.XPATH, GUESS))
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, HBM_SPAN))
+    assert _hbm_reading(browser) is None  # the answer waits for a guess
+    guess.send_keys("100 MiB", Keys.ENTER)
     first = reading = wait.until(_hbm_reading)
     assert first[0] == _simulated_hbm_bytes(first[1])
+    assert browser.find_element(By.XPATH, "//*[starts-with(normalize-space(), \"Your guess 100 MiB against gpusim's\")]")
+
+    sizes = browser.execute_script(IMAGE_SIZES)
+    assert any("widget-image" in cls for _, _, cls in sizes), sizes
+    for natural, shown, cls in sizes:  # rendered at the shown size or more: never stretched up, never blurry
+        assert natural >= shown, (natural, shown, cls)
+
+    browser.find_element(By.XPATH, PREDICT).click()  # untick "predict first": explore freely
     # block_kv sets FlashAttention-1's HBM traffic, block_q FlashAttention-2's: after moving both, it must differ.
     for name in ("block_kv", "block_q"):
         reading = _move_slider(browser, wait, name, reading)
     assert reading[0] != first[0]
+
+
+def _type_code(driver, editor, code):
+    """Type `code` into a cell's CodeMirror editor key by key, replacing what is there. After each Enter the
+    editor indents the new line itself; Shift+Home selects that indentation so the line's own replaces it."""
+    editor.click()
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).perform()
+    for n, line in enumerate(code.splitlines()):
+        if n:
+            ActionChains(driver).send_keys(Keys.ENTER).key_down(Keys.SHIFT).send_keys(Keys.HOME).key_up(
+                Keys.SHIFT).perform()
+        ActionChains(driver).send_keys(line).perform()
+
+
+def _cell_with(driver, text):
+    cells = [c for c in driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
+             if text in c.find_element(By.CSS_SELECTOR, ".cm-content").get_attribute("textContent")]
+    assert len(cells) == 1, f"{len(cells)} code cells hold {text!r}"
+    return cells[0]
+
+
+def test_notebook10_a_kernel_typed_into_the_puzzle_is_accepted(browser, lab):
+    from gpusim_course import puzzles
+
+    wait = WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException])
+    _open_and_run_all(browser, wait, lab, PUZZLES)
+    check = wait.until(lambda d: _cell_with(d, 'puzzles.check("online_softmax"'))
+    wait.until(lambda d: "not yet" in check.find_element(By.CSS_SELECTOR, ".jp-OutputArea").text)
+    template = _cell_with(browser, "def online_softmax(")
+    solution = puzzles.solution_source("online_softmax")
+    _type_code(browser, template.find_element(By.CSS_SELECTOR, ".cm-content"), solution)
+    typed = template.find_element(By.CSS_SELECTOR, ".cm-content").get_attribute("innerText")
+    assert [line.rstrip() for line in typed.splitlines()] == solution.splitlines()
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()  # run, go on
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()  # the check
+    verdict = wait.until(lambda d: (text := _cell_with(d, 'puzzles.check("online_softmax"').find_element(
+        By.CSS_SELECTOR, ".jp-OutputArea").text) and "right" in text and text)
+    assert "equal gpusim's count to the byte" in verdict

@@ -48,8 +48,8 @@ def test_image_is_rendered_at_twice_its_displayed_size(calculator):
 def test_stepper_walks_the_schedule_and_reveals_the_total():
     w = dw.SplitKVStepper(seq_kv=300, num_splits=3, block_kv=64, page_size=16)
     steps = course.split_kv_steps(300, 3, 64, 16)
-    assert w.step.max == len(steps) - 1 and "split 0" in w.readout.value
-    w.step.value = len(steps) - 1
+    assert w.step.max == len(steps) and "split 0" in w.readout.value  # steps counted from 1
+    w.step.value = len(steps)
     assert "reduce program" in w.readout.value and w.axes[1].get_ylabel() == "exp(LSE_s - max LSE)"
     w.guess.reveal.value = True
     total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in steps)
@@ -60,7 +60,7 @@ def test_stepper_walks_the_schedule_and_reveals_the_total():
 
 def test_paged_allocation_maps_and_waste():
     w = dw.PagedAllocation(page_size=16, slots=4, max_tokens=1024)
-    w.step.value = 100
+    w.step.value = 101  # the 101st decode step, counted from 1
     runs = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4)
     now = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4, until=101)
     assert f"{now['paged'].snapshots[-1].running} running" in w.readout.value

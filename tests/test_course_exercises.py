@@ -37,11 +37,12 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),
     ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
     ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
-    ("causal_kept", lambda n, nk: n * (n + 1) // 2, "top-left aligned"),
-    ("causal_kept", lambda n, nk: n * (n - 1) // 2, "the diagonal included"),
+    ("causal_kept", lambda n, nk, a: exercises.causal_kept(n, nk, "bottom_right"), "That is the bottom-right count"),
+    ("causal_kept", lambda n, nk, a: exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
+    ("causal_kept", lambda n, nk, a: n * (n - 1) // 2, "the diagonal included"),
     ("tile_update", unscaled_l, "without rescaling"),
     ("tile_update", lambda m, l, acc, s, v: (m, l), "should return the tuple"),
-    ("causal_kept", lambda n, nk: 1 / 0, "ZeroDivisionError"),
+    ("causal_kept", lambda n, nk, a: 1 / 0, "ZeroDivisionError"),
 ])
 def test_a_wrong_answer_gets_the_reason(name, wrong, hint):
     verdict = exercises.check(name, wrong)
@@ -65,7 +66,8 @@ def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
 
 
 def test_solutions_give_the_hand_computed_answers():
-    assert exercises.causal_kept(4, 4) == 10 and exercises.causal_kept(9, 5) == 15 + 4 * 5
+    assert exercises.causal_kept(4, 4, "top_left") == 10 and exercises.causal_kept(9, 5, "top_left") == 15 + 4 * 5
+    assert exercises.causal_kept(5, 9, "bottom_right") == 5 + 6 + 7 + 8 + 9  # the last row sees all 9 keys
     assert exercises.flash2_k_read_bytes(1000, 64, 128, 2) == 8 * 1000 * 64 * 2  # ceil(1000 / 128) = 8 Q blocks
     assert exercises.naive_sp_bytes(128, 4) == 4 * 128 * 128 * 4
     a100 = gpusim.get_gpu("A100-40GB")
@@ -80,6 +82,18 @@ def test_tile_update_solution_matches_softmax_attention_on_one_block():
     p = np.exp(s - s.max(axis=1, keepdims=True))
     assert np.allclose(acc / l[:, None], p / p.sum(axis=1, keepdims=True) @ v, rtol=1e-12)
     assert np.array_equal(m, s.max(axis=1))
+
+
+def test_a_correct_answer_in_either_alignment_is_right():
+    """The exercise names the alignment: a bottom-right answer to a bottom-right case is right, and the check
+    asks for both (the old check took only top-left and marked a correct bottom-right count wrong)."""
+    def closed_form(n, nk, align):
+        shift = nk - n if align == "bottom_right" else 0
+        ramp = min(n, nk - shift)  # rows that see fewer than nk keys
+        return ramp * (ramp + 1) // 2 + shift * ramp + (n - ramp) * nk
+
+    assert exercises.check("causal_kept", closed_form).status == "right"
+    assert {c[2] for c in exercises.KEPT_CASES} == {"top_left", "bottom_right"}
 
 
 def test_solution_prints_the_reference(capsys):

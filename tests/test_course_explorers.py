@@ -179,3 +179,27 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
         assert first == pytest.approx((terms["t_matmul"] if terms["overlapped"] else terms["t_matmul"] / 2) * 1e9)
     ex.dtype.value = "fp8"
     assert ex.results["hopper"].config.dtype == "fp8" and ex.results["flash2"].config.dtype == "fp16"
+
+
+def test_roofline_draws_each_kernel_at_its_requested_and_its_dram_intensity():
+    ex = explorers.RooflineExplorer(gpu="H100-SXM", seq=4096, head_dim=64)
+    for (name, intensity, achieved), dram, k in zip(ex.points, ex.dram_intensity,
+                                                    [k for r in ex.results for k in r.kernels]):
+        assert dram == (k.flops_matmul + k.flops_other) / (k.dram_read_bytes + k.dram_write_bytes)
+        filled = [line for line in ex.axes[0].lines if line.get_label() == name][0]
+        assert (filled.get_xdata()[0], filled.get_ydata()[0]) == (dram, achieved / 1e12)
+        assert achieved <= dram * gpusim.get_gpu("H100-SXM").hbm_bytes_per_s * 1.001  # under the HBM roof
+    assert "over L2's 8.1 TB/s" in ex.readout.value
+    ex.dtype.value = "fp32"
+    assert "(fp32 on the CUDA cores)" in ex.readout.value and "fp32 tensor cores" not in ex.readout.value
+
+
+def test_the_overlap_explorer_offers_hopper_gpus_only():
+    ex = explorers.OverlapExplorer(gpu="H100-SXM")
+    assert list(ex.gpu.options) == tables.hopper_gpus() and "A100-40GB" not in ex.gpu.options
+
+
+def test_the_waves_explorer_starts_at_the_benchmark_shape_and_says_it():
+    ex = explorers.WavesExplorer(gpu="A100-40GB", seq=8192, head_dim=64)
+    assert (ex.batch.value, ex.heads.value) == gpusim.fa2_shape(8192, 64)
+    assert "batch 2 x 32 heads, N = 8,192, d = 64" in ex.readout.value

@@ -142,3 +142,16 @@ def test_the_shipped_results_name_their_run(tmp_path):
         line = measurements.environment_line(measurements.read_results(results / name))
         assert line.startswith("Measured on NVIDIA H200: ") and "command: " in line and "?" not in line
     assert json.loads((results / "ncu.json").read_text())["targets"]["time_s"] > 0
+
+
+def test_tile_agreement_counts_the_groups_where_gpusim_picks_the_measured_fastest():
+    rows = [dict(head_dim=64, causal=False, seq=1024, block_q=bq, block_kv=64, ms=ms)
+            for bq, ms in ((64, 1.0), (128, 2.0))]
+    sims = {bq: gpusim.simulate("flash2", seq=1024, head_dim=64, batch=16, heads=32, block_q=bq, block_kv=64,
+                                gpu="H200-measured") for bq in (64, 128)}
+    same = int(sims[64].predicted_time_s < sims[128].predicted_time_s)  # the 64-row tile was measured fastest
+    most = int(sims[64].hbm_bytes > sims[128].hbm_bytes)  # and requests twice the bytes: K, V once per Q block
+    assert measurements.tile_agreement(rows) == (f"gpusim's time model picked the measured fastest tile in {same} "
+                                                 f"of 1 groups; the tile requesting the most bytes from L2 was the "
+                                                 f"fastest in {most} of them.")
+    assert most == 1

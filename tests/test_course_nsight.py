@@ -71,6 +71,6 @@ def test_measured_rows_put_gpusims_dram_bytes_and_time_beside_the_measurement():
     shape = dict(seq=4096, head_dim=64, batch=4, heads=32)
     got = nsight.measured_rows({"flash2": (3 * 2**30, 2e-3, "a kernel")}, "H200-measured", **shape)
     r = gpusim.simulate("flash2", gpu="H200-measured", **shape)
-    assert got == [{"algo": "flash2", "measured": "a kernel", "measured HBM traffic": "3.00 GiB",
+    assert got == [{"algo": "flash2", "measured": "a kernel", "measured DRAM traffic": "3.00 GiB",
                     "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                     "measured time": "2.000 ms", "gpusim predicted": fmt_time(r.predicted_time_s)}]

@@ -62,9 +62,10 @@ def test_score_grid_draws_the_causal_staircase_the_lines_and_the_tile():
 def test_dense_score_grids_draw_every_nth_line():
     fig, ax = plt.subplots()
     _, lines, title = plots.draw_score_grid(ax, tiling(False, seq=4096, block=16).tiling)
-    every = 4  # 256 tiles per side over GRID_MAX_LINES = 64
-    assert len(lines.get_segments()) == 2 * (256 // every - 1)
-    assert title.get_text().endswith(f", a line every {every}")
+    every = 16  # 256 tiles per side over GRID_MAX_LINES = 16: 15 lines per side, each 256 keys apart
+    assert len(lines.get_segments()) == 2 * (256 // every - 1) == 2 * (plots.GRID_MAX_LINES - 1)
+    assert lines.get_segments()[0][0][0] == every * 16
+    assert title.get_text().endswith(f"\n(a line every {every} tiles)")
 
 
 def test_score_grid_figure_sets_grids_side_by_side():

@@ -43,9 +43,9 @@ def test_tile_stepper_follows_gpusims_trace():
     st = steppers.TileStepper(algo="flash2", seq=128, block_q=64, block_kv=32)
     assert (st.block_q.description, st.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")
     steps = st.result.trace
-    assert st.step.max == len(steps) - 1
-    st.step.value = 5
-    assert st.current == steps[5]
+    assert (st.step.min, st.step.max) == (1, len(steps))  # counted from 1, as the readout counts
+    st.step.value = 6
+    assert st.current == steps[5] and "Step 6 of" in st.readout.value
     assert st.so_far == steppers.cumulative_bytes(steps[:6])
     bars = [a for a in st.axes[1].patches if a.get_animated()]
     assert [b.get_height() for b in bars] == [st.so_far.get(t, [0, 0])[d] / 1024 for d in (0, 1) for t in st.total]
@@ -62,7 +62,7 @@ def test_tile_stepper_retraces_when_the_configuration_changes():
     st.step.value = st.step.max
     st.algo.value = "flash1"
     assert st.result.config.algo == "flash1"
-    assert st.step.max == len(st.result.trace) - 1 and st.step.value <= st.step.max
+    assert st.step.max == len(st.result.trace) and st.step.value <= st.step.max
     st.causal.value = True
     assert st.result.config.causal and st.result.config.tiling.tiles == 3  # 2 x 2 tiles, one masked
     st.block_kv.value = 32
@@ -82,15 +82,16 @@ def test_online_softmax_stepper_shows_gpusims_running_max_and_sum():
     st = steppers.OnlineSoftmaxStepper(n=32, chunk=4, seed=0)
     steps = gpusim.softmax(st.x, "online", chunk=4).steps
     for k in (0, 3, len(steps) - 1):
-        st.step.value = k
+        st.step.value = k + 1  # the slider counts from 1, as "Step 1 of 8" does
         assert (st.m, st.d, st.rescale) == steps[k][1:]
+        assert f"Step {k + 1} of {len(steps)}" in st.readout.value
         assert st.m == st.x[:4 * (k + 1)].max()  # the running max of what has been read
         history = [a for a in st.axes[1].lines if a.get_animated()][0]
         assert list(history.get_ydata()) == [s[2] for s in steps[:k + 1]]
     assert st.d == pytest.approx(np.exp(st.x - st.x.max()).sum())
     assert "Done" in st.readout.value
     st.chunk.value = 8
-    assert st.step.max == 3 and len(st.steps) == 4
+    assert st.step.max == 4 and len(st.steps) == 4
 
 
 def test_naive_stepper_shows_each_kernels_bytes():
@@ -104,3 +105,15 @@ def test_naive_stepper_shows_each_kernels_bytes():
     st.step.value = "1: S = QKᵀ·scale"
     assert st.bytes["S"] == (0, 1024 * 1024 * 2)  # S written whole in fp16
     assert "One N × N matrix is 1 × 1,024 × 1,024 × 2 B = <b>2.00 MiB</b>" in st.readout.value
+
+
+def test_naive_stepper_says_when_the_sms_are_idle():
+    st = steppers.NaiveStepper(seq=4096, head_dim=64)
+    for label, term in zip(steppers.NAIVE_STEPS, st.terms):
+        st.step.value = label
+        idle = term["busy"] < steppers.BUSY or term["latency_bound"]
+        assert ("is longer than both terms because" in st.readout.value) == idle
+        if term["busy"] < steppers.BUSY:
+            assert f"only {term['busy']:.0%} of the SMs' slots are busy" in st.readout.value
+    notes = [t.get_text() for t in st.axes[1].texts]
+    assert notes == [steppers.idle_note(t) for t in st.terms if t["busy"] < steppers.BUSY or t["latency_bound"]]

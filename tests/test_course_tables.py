@@ -34,7 +34,7 @@ def test_kitchen_numbers_of_the_a100_40gb():
 def test_ridge_points_divide_the_tensor_core_rate_by_the_bandwidth():
     a100 = tables.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
     assert a100["ridge point fp16 (FLOP/B)"] == 201  # 312 TFLOP/s / 1.555 TB/s = 200.6
-    assert a100["ridge point fp8 (FLOP/B)"] == "no tensor cores"
+    assert a100["ridge point fp8 (FLOP/B)"] == "no fp8 tensor cores"  # it has fp16 ones
     h100 = tables.ridge_rows(dtypes=("fp8",))[list(gpusim.PRESETS).index("H100-SXM")]
     assert h100 == {"GPU": "H100-SXM", "ridge point fp8 (FLOP/B)": 591}  # 1,979 TFLOP/s / 3.35 TB/s = 590.7
 
@@ -103,13 +103,17 @@ def test_tensor_rows_of_flash2_by_hand():
     assert rows["Q"] == {"tensor": "Q", "flash2 read": "128.00 KiB", "flash2 written": "0 B"}
     assert rows["K"]["flash2 read"] == rows["V"]["flash2 read"] == "2.00 MiB"
     assert rows["O"]["flash2 written"] == "128.00 KiB" and rows["LSE"]["flash2 written"] == "4.00 KiB"
-    assert rows["total"] == {"tensor": "total", "flash2 read": "4.12 MiB", "flash2 written": "132.00 KiB"}
+    total = rows["total requested by the SMs"]
+    assert total == {"tensor": "total requested by the SMs", "flash2 read": "4.12 MiB", "flash2 written": "132.00 KiB"}
+    dram = rows["of which reaching DRAM"]
+    assert dram["flash2 read"] == fmt_bytes(r.dram_read_bytes) and dram["flash2 written"] == fmt_bytes(r.dram_write_bytes)
 
 
 def test_tensor_rows_put_results_side_by_side():
     shape = dict(seq=1024, head_dim=64, block_q=64, block_kv=64)
     rows = tables.tensor_rows([gpusim.simulate("flash1", **shape), gpusim.simulate("flash2", **shape)])
-    assert [row["tensor"] for row in rows] == ["Q", "K", "V", "O", "l", "m", "LSE", "total"]
+    assert [row["tensor"] for row in rows] == ["Q", "K", "V", "O", "l", "m", "LSE", "total requested by the SMs",
+                                               "of which reaching DRAM"]
     lse = rows[6]
     assert lse["flash1 read"] == lse["flash1 written"] == "0 B"  # flash1 keeps l and m, not the LSE
 
@@ -121,7 +125,7 @@ def test_causal_rows_count_the_tiles_the_mask_skips():
     assert [(r["causal"], r["tiles computed"], r["S elements kept"]) for r in rows] == [
         (False, "16 of 16", 65536), (True, "10 of 16", 32896)]
     # Q, O 32 KiB each, LSE 1 KiB; K and V 8 KiB per block: 4 x 4 blocks each, or 1 + 2 + 3 + 4 with the mask.
-    assert [r["HBM traffic"] for r in rows] == [fmt_bytes((32 + 32 + 1 + 2 * 16 * 8) * 1024),
+    assert [r["bytes requested by the SMs"] for r in rows] == [fmt_bytes((32 + 32 + 1 + 2 * 16 * 8) * 1024),
                                                 fmt_bytes((32 + 32 + 1 + 2 * 10 * 8) * 1024)]
 
 
@@ -181,3 +185,18 @@ def test_fa3_rows_are_speedups_over_flash2_fp16():
     base, fp8 = gpusim.simulate("flash2", **shape), gpusim.simulate("hopper", dtype="fp8", **shape)
     assert rows[2]["predicted speedup over flash2 fp16"] == f"{base.predicted_time_s / fp8.predicted_time_s:.2f}x"
     assert rows[2]["matmul utilization"].endswith("of 1,979 TFLOP/s")  # the H100's fp8 peak
+
+
+def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
+    shares = tables.nonmatmul_shares("A100-40GB", 4096)
+    sentence = tables.nonmatmul_sentence("A100-40GB", 4096)
+    for algo in ("flash1", "flash2"):
+        worst = max(s["time_share"] for s in shares if s["algo"] == algo)
+        assert f"({tables.share_words(worst)})" in sentence
+    assert tables.share_words(0.45) == tables.share_words(0.49) == "about half"  # not "a minority"
+    assert tables.share_words(0.2) == "a minority" and tables.share_words(0.7) == "most"
+
+
+def test_hopper_gpus_and_matmul_units():
+    assert tables.hopper_gpus() == ["H100-SXM", "H200", "H200-measured"]
+    assert tables.matmul_units("fp32") == "fp32 on the CUDA cores" and tables.matmul_units("fp8") == "fp8 tensor cores"

@@ -14,7 +14,7 @@ def test_stepper_marks_recomputation_and_hides_the_total():
     w = training_widgets.BackwardStepper(algo="flash2", causal=True)
     steps = training.backward_steps("flash2", seq=64, head_dim=16, block_q=32, block_kv=16, causal=True)
     first = next(i for i, s in enumerate(steps) if s["recomputes"])
-    w.step.value = first
+    w.step.value = first + 1  # the slider counts steps from 1
     assert "recomputes S_ij, P_ij on chip" in w.readout.value and "Predict" in w.readout.value
     assert any(p.get_hatch() == "xx" for p in w.axes[0].patches)
     w.guess.reveal.value = True

@@ -78,7 +78,7 @@ def test_controls():
 
 def test_step_controls_run_over_the_range():
     step, play = widget.step_controls()
-    step.value = 0
+    assert (step.min, play.min, step.value) == (1, 1, 1)  # counted from 1, as "Step 1 of 9"
     widget.set_step_range(step, play, 9)
     step.value = 7
     widget.set_step_range(step, play, 4)
@@ -100,3 +100,12 @@ def test_sync_dtypes_offers_what_the_gpu_supports():
     widget.sync_dtypes(gpu, dtype)
     assert list(dtype.options) == ["fp32", "fp16"] and dtype.value == "fp16"
 
+
+
+def test_the_image_is_rendered_at_its_css_width_times_the_pixel_ratio():
+    live = Counter()
+    width = PIL.Image.open(io.BytesIO(live.image.value)).size[0]
+    shown = int(live.image.layout.width.removesuffix("px"))
+    assert shown == 2 * widget.CSS_PX_PER_INCH and width == shown * widget.PIXEL_RATIO >= 2 * shown
+    assert live.image.layout.max_width == "100%"  # never wider than the page, so never stretched up
+    assert live.prediction is None  # no question(): no guess box

@@ -1,6 +1,7 @@
 """The course runs: every notebook executes top to bottom headless (nbclient, CPU) without an error in under
-60 s, is committed without outputs, and starts with its learning goals and a parameters cell. Notebook 4's
-control panel keeps the contract the browser test relies on."""
+60 s, is committed without outputs, and starts with its learning goals and a parameters cell; the numbering
+runs 01 to 12 without gaps. Notebook 4's control panel keeps the contract the browser test relies on, and
+notebook 10's puzzles accept the reference solutions typed into their cells."""
 import json
 import os
 import re
@@ -16,14 +17,17 @@ from gpusim_course.block_sliders import BLOCK_LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+COURSE = ("01_memory_hierarchy", "02_standard_attention", "03_online_softmax", "04_tiling", "05_flash1_vs_flash2",
+          "06_real_kernels", "07_hopper_and_beyond", "08_inference", "09_training", "10_write_the_kernels",
+          "11_claims_scorecard", "12_appendix_provenance")
 LIMIT_S = 60
 # Appended after a notebook's parameters cell under test: smaller problems, the same code paths.
 SMALLER = {"03_online_softmax.ipynb": "ROWS = 200"}
 
 
-def execute(path):
+def execute(path, nb=None):
     """Run a notebook as JupyterLab's "Run All" would; returns it with outputs and widget state, and the time."""
-    nb = nbformat.read(path, as_version=4)
+    nb = nb or nbformat.read(path, as_version=4)
     if path.name in SMALLER:
         at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(SMALLER[path.name]))
@@ -46,8 +50,10 @@ def working_tree_first():
         os.environ["PYTHONPATH"] = before
 
 
-def test_there_are_nine_notebooks():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08", "09"]
+def test_the_notebooks_are_the_course_numbered_without_gaps():
+    present = [p.stem for p in NOTEBOOKS]
+    assert present == list(COURSE), f"missing: {set(COURSE) - set(present)}, extra: {set(present) - set(COURSE)}"
+    assert [int(name[:2]) for name in present] == list(range(1, len(COURSE) + 1))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -99,3 +105,20 @@ def test_notebook4_panel_shows_the_hbm_bytes_gpusim_computes():
     config, shown = json.loads(spans[0].group(1)), int(spans[0].group(2).replace(",", ""))
     r = gpusim.simulate(**config)
     assert shown == r.hbm_read_bytes + r.hbm_write_bytes
+
+
+def test_notebook10_accepts_the_reference_solutions_typed_into_its_puzzles():
+    """Each puzzle's template cell replaced by its reference solution, as a learner would type it: every check
+    cell then says right (and the untouched notebook says not yet, in the run above)."""
+    from gpusim_course import puzzles
+
+    path = ROOT / "notebooks" / "10_write_the_kernels.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for name in puzzles.PUZZLES:
+        template = next(c for c in nb.cells if c.cell_type == "code" and f"def {name}(" in c.source)
+        assert "..." in template.source
+        template.source = puzzles.solution_source(name)
+    nb, _ = execute(path, nb)
+    verdicts = [o for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source for o in c.outputs]
+    texts = [o["data"]["text/html"] for o in verdicts]
+    assert len(texts) == 3 and all(">right</b>" in t and "to the byte" in t for t in texts)

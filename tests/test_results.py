@@ -29,6 +29,15 @@ def test_bench_json_names_its_run_and_has_every_field():
         assert "error" in row or {"ms", "tflops", "peak_bytes", "rel_err"} <= set(row)
 
 
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+def test_every_results_file_names_its_gpu_date_and_command_and_the_readme_lists_it(path):
+    data = json.loads(path.read_text())
+    environment = data.get("environment", data)  # ceilings.json (run 1) keeps them at the top level
+    assert environment.get("gpu") == "NVIDIA H200" and environment.get("date", "").startswith("2026-")
+    assert environment.get("command") and environment.get("torch", "").startswith("2.11")
+    assert f"`{path.name}`" in (RESULTS / "README.md").read_text()
+
+
 def test_charts_redraw_from_the_json(tmp_path):
     shutil.copy(RESULTS / "bench.json", tmp_path / "bench.json")
     pngs = save_bench_figures(tmp_path / "bench.json")

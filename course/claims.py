@@ -1,0 +1,357 @@
+"""The claims of the scorecard (gpusim_course.scorecard), one function each: the claim as written, gpusim's
+prediction computed now, the H200 measurement read from results/h200/*.json where one exists, and the
+verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpusim alone decides are in
+gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
+root, ../results/h200 from notebooks/).
+"""
+from pathlib import Path
+
+import numpy as np
+
+import gpusim
+
+from . import bits, sdpa
+from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, ratio_span, block_rule, hbm_reads, kv_linear, kv_waste,
+                           matmul_share, parallelism, s_matrix, ten_x, warp_split)
+from .measurements import hopper_rows, read_results, timed_by_seq
+from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, slope
+
+GROUPS = [(64, False), (64, True), (128, False), (128, True)]
+N_MAX = 32768  # the longest N where standard attention ran
+
+
+def _group(d, causal):
+    return f"d={d}{', causal' if causal else ''}"
+
+
+def _bench(results):
+    return read_results(Path(results) / "bench.json")["rows"]
+
+
+def _pairs(rows, slow, fast, dtype="fp16"):
+    """(d, causal, seq, slow row, fast row) where both providers ran, N <= N_MAX."""
+    out = []
+    for d, causal in GROUPS:
+        a, b = (timed_by_seq(rows, p, dtype, d, causal) for p in (slow, fast))
+        out += [(d, causal, n, a[n], b[n]) for n in sorted(a.keys() & b.keys()) if n <= N_MAX]
+    return out
+
+
+def _predicted_ratio(pairs, slow, fast, key="predicted_time_s"):
+    """gpusim's slow / fast ratio at the shapes of the measured pairs."""
+    values = []
+    for d, causal, n, row, _ in pairs:
+        shape = dict(seq=n, head_dim=d, batch=row["batch"], heads=row["heads"], causal=causal, gpu=PREDICT_GPU)
+        a, b = (getattr(gpusim.simulate(algo, **shape), key) for algo in (slow, fast))
+        values.append(a / b)
+    return values
+
+
+def _ratios(results, measured, modelled, field="ms", key="predicted_time_s"):
+    """Measured slow / fast ratios of `field` for the provider pair `measured` (bench.json), as observations,
+    and gpusim's ratios of `key` for the algorithm pair `modelled` at the same shapes."""
+    pairs = _pairs(_bench(results), *measured)
+    obs = [Obs(s[field] / f[field], f"N={n:,}", _group(d, c)) for d, c, n, s, f in pairs]
+    return obs, _predicted_ratio(pairs, *modelled, key)
+
+
+def speedup(results):
+    obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"))
+    return Row("FlashAttention: 2-4x faster.", BLOG, f"flash2 over naive: {ratio_span(predicted)}",
+               f"SDPA flash over PyTorch's standard attention: {ratio_span([o.value for o in obs])}",
+               interval(obs, 2, 4, "2-4x"), "range", "05_flash1_vs_flash2.ipynb",
+               "Predicted time and speedup against sequence length")
+
+
+def memory(results):
+    obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"), "peak_bytes",
+                             "hbm_peak_bytes")
+    return Row("5-20x less memory.", BLOG, f"peak footprint, naive over flash2: {ratio_span(predicted)}",
+               f"peak memory, PyTorch's standard attention over SDPA flash: {ratio_span([o.value for o in obs])}",
+               interval(obs, 5, 20, "5-20x"), "range", "02_standard_attention.ipynb",
+               "Memory: why 128K tokens cannot work")
+
+
+def fa2_over_fa1(results):
+    obs, predicted = _ratios(results, ("flash1", "flash2"), ("flash1", "flash2"))
+    return Row("FlashAttention-2 is ~2x faster than FlashAttention-1.", f"{BLOG}, {SUMMARY}",
+               f"flash1 over flash2: {ratio_span(predicted)}",
+               f"the project's flash1 kernel over its flash2: {ratio_span([o.value for o in obs])}",
+               interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "05_flash1_vs_flash2.ipynb",
+               "FlashAttention-2 against FlashAttention-1: is it 2x?")
+
+
+def linear_memory(results):
+    rows = _bench(results)
+    checks, measured = [], []
+    for provider, k in (("torch_naive", 2), ("sdpa_flash", 1)):
+        per_seq = timed_by_seq(rows, provider, "fp16", 64, False)
+        seqs = sorted(per_seq)
+        fitted = slope(seqs, [per_seq[n]["peak_bytes"] / per_seq[n]["batch"] for n in seqs])
+        measured.append(f"{provider} N^{fitted:.2f}")
+        checks.append((f"{provider}'s memory per sequence grows as N^{fitted:.2f} (claim: N^{k})",
+                       abs(fitted - k) <= SLOPE))
+    seqs = [2**p for p in range(10, 17)]
+    predicted = [slope(seqs, [gpusim.simulate(a, seq=n, head_dim=64).hbm_peak_bytes for n in seqs])
+                 for a in ("naive", "flash2")]
+    return Row("Reduces memory complexity from O(n^2) to O(n).", SUMMARY,
+               f"peak footprint of one head: naive N^{predicted[0]:.2f}, flash2 N^{predicted[1]:.2f}",
+               "peak memory per sequence (d=64): " + ", ".join(measured), each(checks),
+               "O(n^k): fitted exponent within 0.25", "02_standard_attention.ipynb",
+               "Memory: why 128K tokens cannot work")
+
+
+def waiting(results):
+    ncu = read_results(Path(results) / "ncu.json")["rows"]
+    bandwidth = read_results(Path(results) / "ceilings.json")["copy_bytes_per_s"]
+    naive = ("qk", "softmax", "pv")
+    obs, predicted = [], []
+    for n, d in sorted({(r["seq"], r["head_dim"]) for r in ncu if r["kernel"] in naive and not r["causal"]}):
+        picked = [r for r in ncu if r["kernel"] in naive and (r["seq"], r["head_dim"], r["causal"]) == (n, d, False)]
+        moved = sum(r["measured"] for r in picked if r["quantity"] in ("dram_read_bytes", "dram_write_bytes"))
+        seconds = sum(r["measured"] for r in picked if r["quantity"] == "time_s")
+        obs.append(Obs(moved / bandwidth / seconds, f"N={n:,}", f"d={d}"))
+        batch, heads = gpusim.fa2_shape(n, d)
+        r = gpusim.simulate("naive", seq=n, head_dim=d, batch=batch, heads=heads, gpu=PREDICT_GPU)
+        predicted.append(sum(k.memory_time_s for k in r.kernels) / r.predicted_time_s)
+    return Row("Standard attention wastes 90% of its time waiting for data to move between memory chips.", BLOG,
+               f"memory time over predicted time: {ratio_span(predicted, '{:.0%}')}",
+               f"DRAM bytes at the copy bandwidth over the kernels' time (Nsight): "
+               f"{ratio_span([o.value for o in obs], '{:.0%}')}",
+               interval(obs, *about(0.9), "~90% (72-100%)", "{:.0%}"), "~x: within 1.25x",
+               "02_standard_attention.ipynb", "Where the time goes, operation by operation")
+
+
+def model_table(results):
+    rows = _bench(results)
+    checks, measured, predicted = [], [], []
+    for model, seq, causal, claimed in (("BERT", 512, False, 2.2), ("GPT-2", 1024, True, 2.9)):
+        slow, fast = (timed_by_seq(rows, p, "fp16", 64, causal)[seq] for p in ("torch_naive", "sdpa_flash"))
+        ratio = slow["ms"] / fast["ms"]
+        shape = dict(seq=seq, head_dim=64, batch=slow["batch"], heads=slow["heads"], causal=causal, gpu=PREDICT_GPU)
+        naive, flash = (gpusim.simulate(algo, **shape).predicted_time_s for algo in ("naive", "flash2"))
+        predicted.append(f"{model} {naive / flash:.1f}x")
+        measured.append(f"{model} shape {ratio:.1f}x")
+        checks.append((f"{model}'s {claimed}x is {'at most' if claimed <= ratio else 'more than'} attention's own "
+                       f"{ratio:.1f}x", claimed <= ratio))
+    return Row("BERT (seq 512): 100 ms -> 45 ms, 2.2x; GPT-2 (seq 1K): 180 ms -> 62 ms, 2.9x.", BLOG,
+               "attention alone, flash2 over naive: " + ", ".join(predicted),
+               "attention alone, SDPA flash over PyTorch's: " + ", ".join(measured), each(checks),
+               "a whole model speeds up at most as much as its attention", "05_flash1_vs_flash2.ipynb",
+               "Predicted time and speedup against sequence length")
+
+
+def kitchen(results):
+    ceilings = read_results(Path(results) / "ceilings.json")
+    numbers = {"SRAM ~20 MB": (20e6, lambda g: g.sm_count * g.sram_bytes_per_sm),
+               "~19 TB/s": (19e12, lambda g: g.sram_bytes_per_s), "HBM ~80 GB": (80e9, lambda g: g.hbm_bytes),
+               "~3 TB/s": (3e12, lambda g: g.hbm_bytes_per_s)}
+    matches = {name: [g.name for g in gpusim.PRESETS.values() if get(g) and about(x)[0] <= get(g) <= about(x)[1]]
+               for name, (x, get) in numbers.items()}
+    one = [g for g in gpusim.PRESETS if all(g in m for m in matches.values())]
+    checks = [(f"{name}: {', '.join(m) or 'no preset'}", bool(m)) for name, m in matches.items()]
+    judged = each(checks)
+    if judged.verdict == "holds" and not one:
+        judged = Judged("holds under conditions", f"each number is some GPU's ({judged.reason[:-1]}), but no one "
+                                                  f"GPU has all four.")
+    return Row("SRAM (on-chip) ~20 MB, ~19 TB/s; HBM (off-chip) ~80 GB, ~3 TB/s.", BLOG,
+               "presets within 1.25x: " + "; ".join(c[0] for c in checks),
+               f"H200: {ceilings['hbm_bytes'] / 1e9:.0f} GB of HBM at {ceilings['copy_bytes_per_s'] / 1e12:.2f} TB/s "
+               f"(copy)", judged, "~x: within 1.25x, one GPU", "01_memory_hierarchy.ipynb", "Motivation: the kitchen")
+
+
+def _bit_comparisons():
+    return [bits.attention_bits(), bits.bit_comparison(np.float32, 200, 1024)]
+
+
+def _measured_errors(results):
+    rows = _bench(results)
+    at = {p: timed_by_seq(rows, p, "fp16", 64, False)[512]["rel_err"] for p in ("torch_naive", "sdpa_flash")}
+    return ", ".join(f"{p} {e:.2e}" for p, e in at.items()) + " relative error against float64 at N=512"
+
+
+def bit_identical(results):
+    comparisons = _bit_comparisons()
+    checks = [(f"{c['label']}: {c['equal_fraction']:.1%} of elements bit-identical", c["equal_fraction"] == 1)
+              for c in comparisons]
+    return Row("The final result is bit-for-bit identical to standard attention.", BLOG,
+               "; ".join(c[0] for c in checks), _measured_errors(results), each(checks),
+               "every element the same bits", "03_online_softmax.ipynb", "Is it bit-for-bit identical?")
+
+
+def differs(results, ulps=64):
+    comparisons = _bit_comparisons()
+    u = 2.0**-24
+    checks = [(f"{c['label']}: differs in {1 - c['equal_fraction']:.1%} of elements, by at most "
+               f"{c['max_difference'] / u:.0f} u of the output's scale", 0 < 1 - c["equal_fraction"]
+               and c["max_difference"] <= ulps * u) for c in comparisons]
+    return Row("May produce results that differ from standard attention at floating-point precision.", SUMMARY,
+               "; ".join(c[0] for c in checks), _measured_errors(results), each(checks),
+               f"differs, by at most {ulps} u (fp32)", "03_online_softmax.ipynb", "Is it bit-for-bit identical?")
+
+
+def _probe(results):
+    """The GPU's probe rows (results/<gpu>/sdpa_backends.json) if it was run there, else []."""
+    path = Path(results) / "sdpa_backends.json"
+    return [r for r in read_results(path)["rows"] if r["device"] == "cuda"] if path.exists() else []
+
+
+def sdpa_conditions(results):
+    probe = _probe(results)
+    if probe:
+        said = {True: [], False: []}  # whether the stated conditions tell when flash runs: inputs by answer
+        for r in probe:
+            ran = r["FLASH_ATTENTION"]["ran"]
+            said[ran == sdpa.source_conditions(r)].append(
+                f"{r['dtype']} d={r['head_dim']} mask {r['mask']}: flash {'runs' if ran else 'refused'}")
+        judged = each([(f"the conditions tell when flash runs for {len(said[True])} inputs", True)] * bool(said[True])
+                      + [(f"not for {', '.join(said[False])}", False)] * bool(said[False]))
+        measured = f"sm_{probe[0]['sm']}: PyTorch picks " + ", ".join(sorted({r["picked"] for r in probe}))
+    else:
+        ran = [r for r in _bench(results) if r["provider"] == "sdpa_flash" and "ms" in r]
+        dims = sorted({r["head_dim"] for r in ran})
+        measured = (f"SDPA flash ran in all {len(ran)} fp16/bf16 configurations of bench.json (d = "
+                    f"{', '.join(map(str, dims))}, sm_90)")
+        judged = Judged("holds under conditions", f"{measured}; inputs outside the conditions were not measured "
+                                                  f"(benchmarks/sdpa_backends.py probes them).")
+    return Row("PyTorch selects FlashAttention when conditions permit (CUDA, fp16/bf16, supported head dimensions; "
+               "Ampere or newer).", SUMMARY, "this machine: " + ", ".join(
+                   sorted({r["picked"] for r in sdpa.probe("cpu", sdpa.CASES[:3])})) + " on the CPU", measured,
+               judged, "the conditions predict when flash runs", "06_real_kernels.ipynb",
+               "SDPA in practice: which backend runs")
+
+
+def mask_limits(results):
+    probe = [r for r in _probe(results) if r["mask"] in ("boolean", "additive")]
+    if probe:
+        checks = [(f"a {r['mask']} mask: flash {'runs' if r['FLASH_ATTENTION']['ran'] else 'refused'}",
+                   not r["FLASH_ATTENTION"]["ran"]) for r in probe]
+        measured = "; ".join(c[0] for c in checks)
+    else:
+        masks = ("none", "causal", "bottom-right causal")
+        checks = [("the project's kernels and gpusim's schedules take only " + ", ".join(masks) + "; a general "
+                   "mask would be N x N more bytes to read", True)]
+        measured = ""
+    return Row("FlashAttention has constraints on attention mask patterns.", SUMMARY,
+               "tiles are skipped or masked by the causal rule only", measured, each(checks),
+               "a mask tensor is refused", "06_real_kernels.ipynb", "SDPA in practice: which backend runs")
+
+
+def fa3_fp16(results):
+    rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
+    obs = [Obs(r["speed vs SDPA flash"], f"N={r['N']:,}", "d=128") for r in rows]
+    predicted = _fa3_predicted(rows, "fp16")
+    return Row("FA-3 on H100, FP16: ~1.5x faster than FA-2.", BLOG, f"hopper over flash2: {ratio_span(predicted)}",
+               f"the project's Hopper kernel over SDPA flash: {ratio_span([o.value for o in obs])}",
+               interval(obs, *about(1.5), "~1.5x (1.2-1.9x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
+               "Measured: the project's Hopper kernel on the H200")
+
+
+def fa3_fp8(results):
+    rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
+    obs = [Obs(r["speed vs SDPA flash"] * r["fp8 speed vs fp16"], f"N={r['N']:,}", "d=128") for r in rows]
+    predicted = _fa3_predicted(rows, "fp8")
+    return Row("FA-3 on H100, FP8: ~2x faster than FA-2.", BLOG, f"hopper fp8 over flash2 fp16: {ratio_span(predicted)}",
+               f"the Hopper kernel in fp8 over SDPA flash: {ratio_span([o.value for o in obs])}",
+               interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
+               "Measured: the project's Hopper kernel on the H200")
+
+
+def _fa3_predicted(rows, dtype):
+    out = []
+    for r in rows:
+        batch, heads = gpusim.fa2_shape(r["N"], 128)
+        shape = dict(seq=r["N"], head_dim=128, batch=batch, heads=heads, gpu=PREDICT_GPU)
+        out.append(gpusim.simulate("flash2", **shape).predicted_time_s /
+                   gpusim.simulate("hopper", dtype=dtype, **shape).predicted_time_s)
+    return out
+
+
+def fa3_utilization(results, datasheet="H200"):
+    rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
+    peak = gpusim.get_gpu(datasheet).fp16_matmul_flops_per_s
+    best = max(r["hopper fp16 TFLOP/s"] for r in rows) * 1e12 / peak
+    batch, heads = gpusim.fa2_shape(16384, 128)
+    r = gpusim.simulate("hopper", seq=16384, head_dim=128, batch=batch, heads=heads, gpu=datasheet)
+    predicted = gpusim.nominal_flops(batch, heads, 16384, 128) / r.predicted_time_s / peak
+    return Row("FA-3 utilization: up to 75% of theoretical peak FLOPS.", BLOG,
+               f"hopper fp16 at N=16,384: {predicted:.0%} of {peak / 1e12:.0f} TFLOP/s",
+               f"best fp16 rate of the Hopper kernel: {best:.0%} of the datasheet's {peak / 1e12:.0f} TFLOP/s",
+               interval([Obs(best, "best")], *about(0.75), "~75% (60-94%)", "{:.0%}"), "up to x: the best within 1.25x",
+               "07_hopper_and_beyond.ipynb", "Measured: the project's Hopper kernel on the H200")
+
+
+def _rank_correlation(xs, ys):
+    return float(np.corrcoef(np.argsort(np.argsort(xs)), np.argsort(np.argsort(ys)))[0, 1])
+
+
+def longer_bigger(results):
+    rows = _bench(results)
+    obs, predicted = [], []
+    for d, causal in GROUPS:
+        pairs = [p for p in _pairs(rows, "torch_naive", "sdpa_flash") if p[:2] == (d, causal)]
+        seqs = [n for _, _, n, _, _ in pairs]
+        obs.append(Obs(_rank_correlation(seqs, [s["ms"] / f["ms"] for *_, s, f in pairs]), "", _group(d, causal)))
+        predicted.append(_rank_correlation(seqs, _predicted_ratio(pairs, "naive", "flash2")))
+    return Row("The longer the sequence, the bigger the speedup.", BLOG,
+               f"rank correlation of flash2's speedup with N: {ratio_span(predicted, '{:+.2f}')}",
+               "rank correlation of SDPA flash's speedup with N: " + ", ".join(f"{o.group} {o.value:+.2f}" for o in obs),
+               interval(obs, 0.8, 1.0, "a rank correlation of 0.8 or more", "{:+.2f}"), "speedup rises with N",
+               "05_flash1_vs_flash2.ipynb", "Predicted time and speedup against sequence length")
+
+
+def prefill_decode(results):
+    bench = _bench(results)
+    decode = read_results(Path(results) / "decode.json")["rows"]
+    prefill = {n: sl["ms"] / f["ms"] for d, c, n, sl, f in _pairs(bench, "torch_naive", "sdpa_flash")
+               if (d, c) == (128, True)}
+    step = {p: {r["seq_kv"]: r["ms"] for r in decode if r["provider"] == p and r["batch"] == 1 and r.get("ms")}
+            for p in ("torch_naive", "sdpa_flash")}
+    obs = [Obs(prefill[n] / (step["torch_naive"][n] / step["sdpa_flash"][n]), f"N={n:,}")
+           for n in sorted(prefill.keys() & step["torch_naive"].keys() & step["sdpa_flash"].keys())]
+    shape = dict(heads=32, kv_heads=8, head_dim=128, gpu=PREDICT_GPU)
+    predicted = {phase: [gpusim.simulate("naive", seq=q, seq_kv=n, causal=q > 1, **shape).predicted_time_s /
+                         gpusim.simulate("flash2", seq=q, seq_kv=n, causal=q > 1, **shape).predicted_time_s
+                         for n in (4096, 16384) for q in ([n] if phase == "prefill" else [1])]
+                 for phase in ("prefill", "decode")}
+    return Row("The prefill phase (processing your entire prompt) is where FlashAttention shines brightest.", BLOG,
+               f"speedup over naive at N = 4K, 16K (32 heads, 8 K/V heads, d=128): prefill "
+               f"{ratio_span(predicted['prefill'])}, decode {ratio_span(predicted['decode'])}",
+               "SDPA flash over PyTorch's, prefill speedup / decode speedup (batch 1): "
+               + ratio_span([o.value for o in obs]), interval(obs, 1.0, float("inf"), "above 1", "{:.2f}"),
+               "prefill gains more than decode", "07_hopper_and_beyond.ipynb", "When does FlashAttention help most?")
+
+
+def long_context(results):
+    r = gpusim.simulate("naive", seq=131072, head_dim=128, dtype="fp16")
+    checks = [(f"{g.name} ({g.hbm_bytes / 2**30:.0f} GiB): {'more' if r.hbm_peak_bytes > g.hbm_bytes else 'less'}",
+               r.hbm_peak_bytes > g.hbm_bytes) for g in gpusim.PRESETS.values()]
+    oom = [x for x in _bench(results) if x["provider"] == "torch_naive" and x.get("error") == "OOM"]
+    first = min(oom, key=lambda x: x["seq"]) if oom else None
+    measured = (f"PyTorch's standard attention ran out of memory at N={first['seq']:,} ({first['batch']} x "
+                f"{first['heads']} heads, d={first['head_dim']}) on the H200" if first else "")
+    return Row("128K tokens: S = P = 32 GB, 64 GB for one attention layer: more than the GPU's total HBM.", BLOG,
+               f"one head at N=131,072 needs {r.hbm_peak_bytes / 2**30:.1f} GiB at its peak", measured,
+               each(checks), "more than the GPU's HBM", "02_standard_attention.ipynb",
+               "Memory: why 128K tokens cannot work")
+
+
+def fp8_rate(results):
+    c = read_results(Path(results) / "ceilings.json")
+    measured = c["matmul_fp8_e4m3_flops_per_s"] / c["matmul_float16_flops_per_s"]
+    g = gpusim.get_gpu("H100-SXM")
+    return Row("FP8 tensor cores: 2x the throughput of FP16.", BLOG,
+               f"{g.name} datasheet: {g.fp8_matmul_flops_per_s / g.fp16_matmul_flops_per_s:.1f}x",
+               f"torch matmul on the H200: {measured:.2f}x", interval([Obs(measured, "H200")], *about(2), "~2x"),
+               "~x: within 1.25x", "01_memory_hierarchy.ipynb", "Check: datasheet peaks against measurements")
+
+
+CLAIMS = (speedup, memory, fa2_over_fa1, matmul_share, linear_memory, waiting, block_rule, hbm_reads, model_table,
+          kitchen, ten_x, bit_identical, differs, sdpa_conditions, mask_limits, warp_split, fa3_fp16, fa3_fp8,
+          fa3_utilization, longer_bigger, kv_waste, kv_linear, prefill_decode, s_matrix, long_context, parallelism,
+          fp8_rate)
+
+
+def rows(results):
+    """Every claim, evaluated: a list of scorecard.Row."""
+    return [claim(results) for claim in CLAIMS]

@@ -1,0 +1,48 @@
+"""Predict, then reveal: the learner types a guess (bytes or time) before a widget shows gpusim's answer.
+
+Pure functions: `parse` reads a guess such as "64 MiB", "1.5e9", "12 ms" or "80us" into bytes or seconds
+(one clear line when it cannot), and `judge` says how far it was from the answer, as a factor.
+"""
+import math
+import re
+
+UNITS = {
+    "bytes": {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20,
+              "gib": 2**30, "tib": 2**40},
+    "time": {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9},
+}
+EXAMPLES = {"bytes": "e.g. 64 MiB, 2.1 GB or 1.5e9", "time": "e.g. 1.2 ms, 80 us or 0.003 s"}
+CLOSE = 1.1  # within 10%: spot on
+NEAR = 2.0  # within a factor of two: the right idea
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Zµ]*)\s*$")
+
+
+def parse(text, kind):
+    """A guess as a positive number of bytes (kind "bytes") or seconds ("time"). A bare number is in bytes or
+    seconds. Raises ValueError naming the text and what would have been understood."""
+    units = UNITS[kind]
+    match = _NUMBER.match(str(text))
+    unit = match and match.group(2).lower()
+    if not match or unit not in units:
+        raise ValueError(f"cannot read {text!r} as {kind}: write a number with a unit, {EXAMPLES[kind]}")
+    value = float(match.group(1).replace(",", "").replace("_", "")) * units[unit]
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"the guess {text!r} must be a positive number of {kind}")
+    return value
+
+
+def judge(guess, answer):
+    """{"factor": how many times off (>= 1), "high": the guess was above, "verdict": a word} for a guess."""
+    factor = max(guess, answer) / min(guess, answer)
+    verdict = "spot on" if factor <= CLOSE else "close" if factor <= NEAR else "off"
+    return {"factor": factor, "high": guess > answer, "verdict": verdict}
+
+
+def sentence(guess_text, guess, answer, answer_text):
+    """What the reveal says: the guess, the answer and how far apart they are."""
+    j = judge(guess, answer)
+    if j["verdict"] == "spot on":
+        how = "within 10%"
+    else:
+        how = f"{j['factor']:,.1f}x too {'high' if j['high'] else 'low'}"
+    return f"Your guess {guess_text.strip()} against gpusim's {answer_text}: {j['verdict']} ({how})."

@@ -1,0 +1,148 @@
+"""The claims scorecard (notebook 11): every concrete claim of the two source documents (the blog post
+"FlashAttention: The GPU Memory Hack That Changed Everything" and the chapter summary "FlashAttention
+Implementation > Summary"), with gpusim's prediction computed live, the H200 measurement read from
+results/h200/*.json where one exists, and a verdict computed from those numbers by a stated rule:
+
+- a range "a-b" holds where a value lies in [a, b];
+- "~x" (and "up to x" for a best value) holds where a value lies within ABOUT of x: [x / 1.25, 1.25 x];
+- a scaling "O(n^k)" holds where the fitted log-log slope lies within SLOPE of k;
+- a comparison ("bigger", "more than", "fits") holds where it is true;
+- the verdict is "holds" when every observation satisfies the claim, "holds under conditions" when some do
+  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise.
+
+The claims themselves, each a function of the results folder, are in gpusim_course.claims.
+"""
+from dataclasses import dataclass
+from html import escape
+
+import numpy as np
+
+from .formatting import Html, table_html
+
+ABOUT = 1.25  # "~x": within a factor of 1.25 either way
+SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25
+VERDICTS = ("holds", "holds under conditions", "wrong")
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One number a verdict is computed from: its value, where it was taken (`at`, e.g. "N=4,096") and the
+    group of conditions it belongs to (e.g. "d=64, causal")."""
+    value: float
+    at: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: str
+    reason: str
+
+
+def about(x):
+    return x / ABOUT, x * ABOUT
+
+
+def interval(observations, lo, hi, claim, fmt="{:.1f}x", what="measured"):
+    """The verdict of a claim that a value lies in [lo, hi], over the observations."""
+    inside = [o for o in observations if lo <= o.value <= hi]
+    values = [o.value for o in observations]
+    spread = (f"{what} {fmt.format(values[0])}" if len(values) == 1 else
+              f"{what} {fmt.format(min(values))} to {fmt.format(max(values))} over {len(values)} cases")
+    if len(inside) == len(observations):
+        return Judged("holds", f"{spread}: all inside {claim}.")
+    if not inside:
+        side = "above" if min(values) > hi else "below" if max(values) < lo else "outside"
+        return Judged("wrong", f"{spread}: every one {side} {claim}.")
+    return Judged("holds under conditions", f"{spread}: inside {claim} {_where(observations, inside)}.")
+
+
+def _where(observations, inside):
+    """Where the observations inside lie: whole groups, else the cases themselves."""
+    groups = {}
+    for o in observations:
+        groups.setdefault(o.group, []).append(o)
+    whole = [g for g, os in groups.items() if g and all(o in inside for o in os)]
+    if whole:
+        return "for " + "; ".join(whole) + f" ({len(inside)} of {len(observations)} cases)"
+    cases = [f"{o.group + ' ' if o.group else ''}{o.at}".strip() for o in inside]
+    shown = ", ".join(cases[:4]) + (f" and {len(cases) - 4} more" if len(cases) > 4 else "")
+    return f"at {shown} ({len(inside)} of {len(observations)} cases)"
+
+
+def each(checks):
+    """The verdict of a claim made of parts: checks is [(part, true or false)]."""
+    ok = [part for part, good in checks if good]
+    bad = [part for part, good in checks if not good]
+    if not bad:
+        return Judged("holds", f"{'; '.join(ok)}.")
+    if not ok:
+        return Judged("wrong", f"{'; '.join(bad)}.")
+    return Judged("holds under conditions", f"{'; '.join(ok)}; but {'; '.join(bad)}.")
+
+
+def slope(xs, ys):
+    """The least-squares slope of log y against log x: the k of y ~ x^k."""
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+@dataclass(frozen=True)
+class Row:
+    claim: str  # as written in the source
+    source: str  # "blog post" or "chapter summary"
+    predicted: str  # gpusim, computed live
+    measured: str  # the H200 (results/h200/*.json), or "" where nothing was measured
+    judged: Judged
+    rule: str  # the rule the verdict follows, in a few words
+    notebook: str  # the notebook file where the learner runs the experiment
+    section: str  # its heading ("": the notebook as a whole)
+
+    @property
+    def link(self):
+        return f"{self.notebook}#{anchor(self.section)}" if self.section else self.notebook
+
+
+def anchor(heading):
+    """JupyterLab's anchor of a markdown heading: its text with spaces as hyphens."""
+    return heading.strip().replace(" ", "-")
+
+
+def rows_table(rows):
+    """The scorecard as dicts (one per claim) for gpusim_course.formatting.html_table or a DataFrame."""
+    return [{"claim": r.claim, "source": r.source, "gpusim predicts": r.predicted,
+             "H200 measured": r.measured or "not measured", "verdict": r.judged.verdict, "reason": r.judged.reason,
+             "rule": r.rule, "experiment": r.link} for r in rows]
+
+
+COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00"}
+
+
+def html(rows):
+    """The scorecard as an HTML table: verdicts in color, each experiment a link into its notebook."""
+    cells = []
+    for r in rows:
+        verdict = f"<b style='color:{COLORS[r.judged.verdict]}'>{r.judged.verdict}</b>"
+        cells.append({"claim": r.claim, "gpusim predicts": r.predicted, "H200 measured": r.measured or "—",
+                      "verdict": verdict, "reason": r.judged.reason, "experiment": (r.link, r.section)})
+    head = "".join(f"<th>{k}</th>" for k in cells[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_cell(k, v)}</td>" for k, v in c.items()) + "</tr>" for c in cells)
+    return Html(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def _cell(key, value):
+    if key == "verdict":
+        return value
+    if key == "experiment":
+        return f"<a href='{escape(value[0])}'>{escape(value[1] or value[0])}</a>"
+    return escape(str(value))
+
+
+def counts(rows):
+    """{verdict: how many rows}."""
+    return {v: sum(r.judged.verdict == v for r in rows) for v in VERDICTS}
+
+
+def summary_html(rows):
+    """The verdicts counted, as a table."""
+    return Html(table_html([counts(rows)]))

@@ -1,0 +1,130 @@
+"""gpusim_course.scorecard and .claims: the verdict rules on numbers worked out by hand, and the claims of
+the two source documents evaluated from gpusim and the results files, never typed in: change a results
+file and the measurement and the verdict follow."""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpusim_course import claims, scorecard
+from gpusim_course.scorecard import Obs
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "h200"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return claims.rows(RESULTS)
+
+
+def test_interval_verdicts_follow_the_share_of_observations_inside():
+    inside, above = Obs(3.0, "N=1", "d=64"), Obs(9.0, "N=2", "d=128")
+    assert scorecard.interval([inside, Obs(2.0, "N=2", "d=64")], 2, 4, "2-4x").verdict == "holds"  # ends included
+    partly = scorecard.interval([inside, above], 2, 4, "2-4x")
+    assert partly.verdict == "holds under conditions" and "for d=64 (1 of 2 cases)" in partly.reason
+    wrong = scorecard.interval([above], 2, 4, "2-4x")
+    assert wrong.verdict == "wrong" and wrong.reason == "measured 9.0x: every one above 2-4x."
+    assert scorecard.about(2) == (1.6, 2.5)
+
+
+def test_each_and_slope():
+    assert scorecard.each([("a", True), ("b", True)]).verdict == "holds"
+    assert scorecard.each([("a", True), ("b", False)]) == scorecard.Judged("holds under conditions", "a; but b.")
+    assert scorecard.each([("b", False)]).verdict == "wrong"
+    assert scorecard.slope([1, 2, 4, 8], [3, 12, 48, 192]) == pytest.approx(2.0)  # 3 N^2
+
+
+def test_anchor_is_jupyterlabs_heading_id():
+    assert scorecard.anchor("Is it bit-for-bit identical?") == "Is-it-bit-for-bit-identical?"
+
+
+def test_the_scorecard_has_every_claim_the_issue_names(rows):
+    assert len(rows) >= 15
+    text = " | ".join(r.claim for r in rows)
+    for needle in ("2-4x faster", "5-20x less memory", "~2x faster than FlashAttention-1", "~70% matmul",
+                   "O(n^2) to O(n)", "wastes 90%", "SRAM_SIZE // (3 * d)", "O(N²d / SRAM_SIZE)", "BERT (seq 512)",
+                   "~20 MB, ~19 TB/s", "bit-for-bit identical", "fp16/bf16", "mask patterns", "warps",
+                   "~1.5x faster than FA-2", "~2x faster than FA-2", "75%", "The longer the sequence",
+                   "70% of that memory", "prefill"):
+        assert needle in text, needle
+    assert all(r.judged.verdict in scorecard.VERDICTS and r.judged.reason.endswith(".") for r in rows)
+    assert {r.judged.verdict for r in rows} == set(scorecard.VERDICTS)  # the rules discriminate
+
+
+def test_every_link_names_a_notebook_section(rows):
+    """Links into notebooks of this tree must name one of their headings; 08 and 09 are written beside this one."""
+    for r in rows:
+        path = ROOT / "notebooks" / r.notebook
+        if not path.exists():
+            assert r.notebook in ("08_inference.ipynb", "09_training.ipynb"), r.notebook
+            continue
+        headings = {line.lstrip("#").strip() for c in nbformat.read(path, as_version=4).cells
+                    if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("#")}
+        assert not r.section or r.section in headings, (r.notebook, r.section)
+
+
+def test_measurements_are_read_from_the_results_files(tmp_path, rows):
+    """Divide SDPA flash's times by 8 in a copy of bench.json: the measured speedups grow 8x and the verdict
+    moves; gpusim's prediction does not."""
+    copy = tmp_path / "h200"
+    shutil.copytree(RESULTS, copy)
+    bench = json.loads((copy / "bench.json").read_text())
+    for r in bench["rows"]:
+        if r["provider"] == "sdpa_flash" and r.get("ms"):
+            r["ms"] /= 8
+    (copy / "bench.json").write_text(json.dumps(bench))
+    before, after = claims.speedup(RESULTS), claims.speedup(copy)
+    low = [float(x) for x in re.findall(r"([\d.]+)x", before.measured)]
+    high = [float(x) for x in re.findall(r"([\d.]+)x", after.measured)]
+    assert high == pytest.approx([8 * x for x in low], rel=0.03)  # the text rounds to 0.1x: 2.3x is 2.25 to 2.35
+    assert after.judged.verdict == "wrong" and before.predicted == after.predicted  # gpusim's side is unchanged
+
+
+def test_a_missing_results_file_says_where_it_should_be(tmp_path):
+    with pytest.raises(FileNotFoundError, match="bench.json is not there"):
+        claims.speedup(tmp_path)
+
+
+def test_verdicts_hand_checked_against_the_numbers(rows):
+    by_claim = {r.claim: r for r in rows}
+    s = by_claim["At N=4096, d=128: S = 4096×4096 = 64 MB in FP16."]
+    assert "33,554,432 B" in s.predicted and s.judged.verdict == "wrong"  # 4096² x 2 B = 32 MiB: half the claim
+    bits = by_claim["The final result is bit-for-bit identical to standard attention."]
+    assert bits.judged.verdict == "wrong"
+    parallel = next(r for r in rows if r.claim.startswith("FlashAttention-1 parallelized"))
+    assert parallel.judged.verdict == "holds" and "64 thread blocks = batch x heads" in parallel.judged.reason
+
+
+def test_table_and_html(rows):
+    table = scorecard.rows_table(rows)
+    assert len(table) == len(rows) and set(table[0]) == {"claim", "source", "gpusim predicts", "H200 measured",
+                                                         "verdict", "reason", "rule", "experiment"}
+    html = scorecard.html(rows)._repr_html_()
+    assert html.count("<tr>") == len(rows) + 1 and "href='05_flash1_vs_flash2.ipynb#" in html
+    assert sum(scorecard.counts(rows).values()) == len(rows)
+
+
+def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
+    """A results folder with sdpa_backends.json (rows as benchmarks/sdpa_backends.py writes them on a GPU):
+    the conditions and the mask rows are judged on those rows."""
+    copy = tmp_path / "h200"
+    shutil.copytree(RESULTS, copy)
+
+    def row(dtype, head_dim, mask, flash):
+        ran = {"ran": flash, "error": "" if flash else "No available kernel", "reasons": [] if flash else ["why"]}
+        other = {"ran": True, "error": "", "reasons": []}
+        return dict(dtype=dtype, head_dim=head_dim, mask=mask, device="cuda", sm="90", picked="FLASH_ATTENTION",
+                    FLASH_ATTENTION=ran, EFFICIENT_ATTENTION=other, CUDNN_ATTENTION=other, MATH=other)
+
+    rows = [row("fp16", 64, "none", True), row("fp32", 64, "none", False), row("fp16", 64, "boolean", False)]
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    assert claims.sdpa_conditions(copy).judged.verdict == "holds"
+    assert claims.mask_limits(copy).judged.verdict == "holds"
+    rows[1] = row("fp32", 64, "none", True)  # flash running in fp32 contradicts the stated conditions
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    judged = claims.sdpa_conditions(copy).judged
+    assert judged.verdict == "holds under conditions" and "fp32 d=64 mask none: flash runs" in judged.reason
