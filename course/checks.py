@@ -4,12 +4,17 @@ Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely 
 stub still returns None or raises NotImplementedError). It never raises for the learner's code.
 
 Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
-message for a right answer. (course/exercises.py does the same for notebooks 1 to 5.)
+message for a right answer. course/exercises.py (notebooks 1 to 5), decode_exercises.py, training_exercises.py
+and puzzles.py all report through it.
 """
 import inspect
 import math
 from dataclasses import dataclass
 from html import escape
+
+import numpy as np
+
+import gpusim
 
 COLORS = {"right": "#1a7f37", "wrong": "#b00", "not yet": "#8a6d00"}
 
@@ -40,7 +45,7 @@ class Stop(Exception):
 
 def call(fn, args):
     """(the call as text, fn(*args)); a stub or a crash becomes a Stop."""
-    text = f"{fn.__name__}({', '.join(map(repr, args))})"
+    text = f"{fn.__name__}({', '.join(map(show, args))})"
     try:
         got = fn(*args)
     except NotImplementedError:
@@ -52,15 +57,21 @@ def call(fn, args):
     return text, got
 
 
+def show(x):
+    """An argument as the learner would write it: a GPU by its name, an array by its shape."""
+    return x.name if isinstance(x, gpusim.GPU) else f"array{x.shape}" if isinstance(x, np.ndarray) else repr(x)
+
+
 def numeric(fn, cases, hint, rel_tol=0.0):
-    """Check fn against (args, gpusim's answer) pairs; the first miss stops with the case and hint(args, got).
+    """Check fn against (args, gpusim's answer) pairs; the first miss stops with the case and
+    hint(args, got, want).
     rel_tol=0: integers (byte counts) must be equal."""
     for args, want in cases:
         text, got = call(fn, args)
         number = isinstance(got, (int, float)) or type(got).__module__ == "numpy"
         if not number or not math.isclose(got, want, rel_tol=rel_tol):
             shown = f"{got:,}" if number else repr(got)
-            raise Stop("wrong", f"{text} returned {shown}; gpusim says {want:,}. {hint(args, got)}")
+            raise Stop("wrong", f"{text} returned {shown}; gpusim says {want:,}. {hint(args, got, want)}")
     return f"matches gpusim on all {len(cases)} cases."
 
 

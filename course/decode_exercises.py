@@ -25,7 +25,7 @@ def _check_kv_bytes_per_token(fn):
     cases = [((m.layers, m.heads, m.kv_heads, m.head_dim, gpusim.DTYPE_BYTES[dtype]), kvcache.bytes_per_token(m, dtype))
              for dtype in ("fp32", "fp16", "fp8") for m in MODELS]
 
-    def hint(args, got):
+    def hint(args, got, want):
         layers, heads, kv_heads, head_dim, e = args
         want = kv_bytes_per_token(*args)
         if got == want // 2:
@@ -54,7 +54,7 @@ def _check_largest_batch(fn):
                 args = (g.hbm_bytes, m.weight_bytes, context, kvcache.bytes_per_token(m, dtype))
                 cases.append((args, kvcache.max_batch(m, g, context, dtype)))
 
-    def hint(args, got):
+    def hint(args, got, want):
         hbm, weights, context, per_token = args
         if got == hbm // (context * per_token):
             return "The weights sit in HBM too: only hbm_bytes - weight_bytes is left for the cache."
@@ -86,7 +86,7 @@ def _check_splits_to_fill(fn):
     shapes = [(1, 32, 8, 132), (2, 32, 8, 132), (3, 32, 8, 132), (1, 64, 8, 108), (1, 32, 32, 132), (64, 32, 8, 132)]
     cases = [(args, _gpusim_splits(*args)) for args in shapes]
 
-    def hint(args, got):
+    def hint(args, got, want):
         batch, heads, kv_heads, sms = args
         if got == math.ceil(sms / (batch * heads)):
             return ("Grouped, one program serves all the query heads of a K/V head: there are batch x kv_heads "
@@ -119,7 +119,7 @@ def _check_kv_read_bytes(fn):
               (2, 8, 8, 777, 64, "fp32", True), (3, 16, 2, 300, 64, "fp8", False)]
     cases = [_kv_case(*shape) for shape in shapes]
 
-    def hint(args, got):
+    def hint(args, got, want):
         batch, heads, kv_heads, seq_kv, head_dim, e, grouped = args
         want = kv_read_bytes(*args)
         if got == want // 2:

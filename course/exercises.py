@@ -7,63 +7,14 @@ likely mistake) or not yet (the stub still returns None or raises NotImplemented
     >>> exercises.check("causal_kept", causal_kept)
     >>> exercises.solution("causal_kept")
 """
-import inspect
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 import gpusim
 
-@dataclass(frozen=True)
-class Verdict:
-    name: str
-    status: str  # "right", "wrong" or "not yet"
-    message: str
-
-    def __bool__(self):
-        return self.status == "right"
-
-    def __str__(self):
-        return f"{self.name}: {self.status}. {self.message}"
-
-    def _repr_html_(self):
-        color = {"right": "#1a7f37", "wrong": "#b00", "not yet": "#8a6d00"}[self.status]
-        return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
-                f"{self.status}</b> ({self.name}): {self.message}</div>")
-
-
-class _Stop(Exception):
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def _call(fn, args):
-    call = f"{fn.__name__}({', '.join(map(_show, args))})"
-    try:
-        got = fn(*args)
-    except NotImplementedError:
-        raise _Stop("not yet", f"{fn.__name__} still raises NotImplementedError: replace it with your code.") from None
-    except Exception as err:  # the learner's bug, reported as a verdict rather than a traceback
-        raise _Stop("wrong", f"{call} raised {type(err).__name__}: {err}") from None
-    if got is None:
-        raise _Stop("not yet", f"{fn.__name__} returns None: fill in its body and return the answer.")
-    return call, got
-
-
-def _show(x):
-    return x.name if isinstance(x, gpusim.GPU) else f"array{x.shape}" if isinstance(x, np.ndarray) else repr(x)
-
-
-def _numeric(fn, cases, hint, rtol=0.0):
-    """Check fn against (args, gpusim's answer) pairs; the first miss stops with the case and a hint."""
-    for args, want in cases:
-        call, got = _call(fn, args)
-        if not isinstance(got, (int, float, np.integer, np.floating)) or not math.isclose(got, want, rel_tol=rtol):
-            raise _Stop("wrong", f"{call} returned {got!r}; gpusim says {want:,}. {hint(args, got, want)}")
-    return f"matches gpusim on all {len(cases)} cases."
-
+from . import checks
+from .checks import Stop, call, numeric
 
 # ---------------------------------------------------------------------------------------------------
 # Notebook 1
@@ -84,7 +35,7 @@ def _check_ridge_point(fn):
             return "Use the tensor-core rate of the dtype, gpu.matmul_flops_per_s(dtype), not the CUDA cores' fp32."
         return "The ridge point is the peak FLOP/s of the dtype over the HBM bandwidth in bytes/s."
 
-    return _numeric(fn, [(args, ridge_point(*args)) for args in cases], hint, rtol=1e-9)
+    return numeric(fn, [(args, ridge_point(*args)) for args in cases], hint, rel_tol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -114,7 +65,7 @@ def _check_naive_sp_bytes(fn):
     # fp32 first: at 2 bytes an element, N² x 4 elements is also 2 N² x 2 bytes, and the hints could not tell
     # "forgot the itemsize" from "counted each matrix once".
     cases = [(4096, "fp32"), (128, "fp16"), (1000, "bf16"), (3000, "fp8")]
-    return _numeric(fn, [_naive_sp_case(*c) for c in cases], hint)
+    return numeric(fn, [_naive_sp_case(*c) for c in cases], hint)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -138,28 +89,28 @@ def _check_tile_update(fn, seq=64, head_dim=16, block=16):
     for j, step in enumerate(steps):
         k_j, v_j = k[0, 0, j * block:(j + 1) * block], v[0, 0, j * block:(j + 1) * block]
         s_ij = q_i @ k_j.T / np.sqrt(head_dim)
-        call, got = _call(fn, (m, l, acc, s_ij, v_j))
+        text, got = call(fn, (m, l, acc, s_ij, v_j))
         if not isinstance(got, tuple) or len(got) != 3:
-            raise _Stop("wrong", f"{fn.__name__} should return the tuple (m_new, l_new, acc_new), "
+            raise Stop("wrong", f"{fn.__name__} should return the tuple (m_new, l_new, acc_new), "
                                  f"got {type(got).__name__}.")
         m_new, l_new, acc_new = (np.asarray(x, dtype=float) for x in got)
         at = f"At K/V block j = {j}"
         if m_new.shape != m.shape or not np.allclose(m_new, step.m_i):
-            raise _Stop("wrong", f"{at}, m_new differs from gpusim's m_i. m_new is the larger of m_i and the tile's "
+            raise Stop("wrong", f"{at}, m_new differs from gpusim's m_i. m_new is the larger of m_i and the tile's "
                                  f"row max, s_ij.max(axis=1).")
         if l_new.shape != l.shape or not np.allclose(l_new, step.l_i):
             unscaled = l + np.exp(s_ij - step.m_i[:, None]).sum(axis=1)
             why = ("you added the new sum without rescaling the old l_i: multiply it by exp(m_i − m_new) first."
                    if l_new.shape == l.shape and np.allclose(l_new, unscaled) else
                    "l_new = exp(m_i − m_new)·l_i + Σ exp(s_ij − m_new).")
-            raise _Stop("wrong", f"{at}, l_new differs from gpusim's l_i: {why}")
+            raise Stop("wrong", f"{at}, l_new differs from gpusim's l_i: {why}")
         expected_acc = tile_update(m, l, acc, s_ij, v_j)[2]
         if acc_new.shape != acc.shape or not np.allclose(acc_new, expected_acc):
-            raise _Stop("wrong", f"{at}, acc_new is off: the old acc needs the same rescale, "
+            raise Stop("wrong", f"{at}, acc_new is off: the old acc needs the same rescale, "
                                  f"exp(m_i − m_new)[:, None]·acc + exp(s_ij − m_new[:, None]) @ v_j.")
         m, l, acc = m_new, l_new, acc_new
     if not np.allclose(acc / l[:, None], r.output[0, 0, :block]):
-        raise _Stop("wrong", "m and l match but O = acc / l differs from gpusim's output.")
+        raise Stop("wrong", "m and l match but O = acc / l differs from gpusim's output.")
     return (f"m_i and l_i match gpusim's trace at all {len(steps)} K/V blocks, and acc / l_i equals "
             f"FlashAttention-2's output for the first {block} rows.")
 
@@ -189,7 +140,7 @@ def _check_flash2_k_read_bytes(fn):
         return "K read bytes = Tr × N × d × itemsize, with Tr = ceil(N / Br)."
 
     cases = [(4096, 64, 128, "fp16"), (1000, 64, 128, "bf16"), (2048, 128, 64, "fp32"), (300, 32, 16, "fp16")]
-    return _numeric(fn, [_flash2_k_case(*c) for c in cases], hint)
+    return numeric(fn, [_flash2_k_case(*c) for c in cases], hint)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -227,7 +178,7 @@ def _check_causal_kept(fn):
             return "Row r sees keys 0 .. r inclusive: r + 1 keys, the diagonal included."
         return "Sum over rows r of the keys row r sees, at most N_kv."
 
-    return _numeric(fn, [_kept_case(*c) for c in KEPT_CASES], hint)
+    return numeric(fn, [_kept_case(*c) for c in KEPT_CASES], hint)
 
 
 EXERCISES = {
@@ -241,13 +192,9 @@ EXERCISES = {
 
 def check(name, fn):
     """Run the learner's `fn` for exercise `name` against gpusim; returns a Verdict (shown in color)."""
-    checker, _ = EXERCISES[name]
-    try:
-        return Verdict(name, "right", checker(fn))
-    except _Stop as stop:
-        return Verdict(name, stop.status, stop.message)
+    return checks.check(EXERCISES, name, fn)
 
 
 def solution(name):
     """Print a reference solution of exercise `name`."""
-    print(inspect.getsource(EXERCISES[name][1]))
+    checks.solution(EXERCISES, name)

@@ -27,7 +27,7 @@ from gpusim_kernels import reference_attention, trace_io
 from gpusim_kernels.interpreter import INTERPRETED
 
 from . import puzzle_solutions
-from .exercises import Verdict
+from .checks import Stop, Verdict
 
 U_FP16 = 2.0**-11  # unit roundoff of fp16
 # O: P is rounded to fp16 before P @ V and O once more on the way out, each at most u * max|v| per element
@@ -187,7 +187,7 @@ def _traced(puzzle, kernel, q, k, v, programs=None):
         with np.errstate(all="ignore"):
             return _by_tensor(trace_io(puzzle.run, kernel, q, k, v, programs, by_kernel=True))
     except Exception as err:  # e.g. a load outside the tensors, which trace_io refuses
-        raise _Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
+        raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
 
 
 def _last_line(err):
@@ -202,12 +202,6 @@ def _lse(q, k, causal):
     return s.logsumexp(dim=-1)
 
 
-class _Stop(Exception):
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
 def blanks(kernel):
     """How many `...` blanks the kernel's source still holds (its docstring aside)."""
     fn = getattr(kernel, "fn", kernel)
@@ -220,7 +214,7 @@ def _run(puzzle, kernel, q, k, v, programs=None):
         with np.errstate(all="ignore"):  # a wrong kernel's NaNs are reported in the verdict
             return puzzle.run(kernel, q, k, v, programs)
     except Exception as err:  # the learner's bug, reported in the verdict rather than as a traceback
-        raise _Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
+        raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
 
 
 def _errors(puzzle, got, want, p, v):
@@ -255,7 +249,7 @@ def _advice(puzzle, symptom):
 
 
 def check_correct(puzzle, kernel, q, k, v):
-    """Raise _Stop naming the first wrong tile, or return the largest errors."""
+    """Raise Stop naming the first wrong tile, or return the largest errors."""
     got, want = _run(puzzle, kernel, q, k, v), puzzle.reference(q, k, v)
     errors = [_errors(puzzle, got, want, p, v) for p in range(puzzle.programs)]
     bad = next((p for p, e in enumerate(errors) if _wrong(e)), None)
@@ -271,11 +265,11 @@ def check_correct(puzzle, kernel, q, k, v):
         symptom = "first_block" if j == 0 else "later_block"
         where = (f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g}), first when the keys end "
                  f"after K/V block {j}: {puzzle.tile(bad, j)}" if j is not None else f"its output is off by {o_err:.3g}")
-    raise _Stop("wrong", f"Correctness: {puzzle.describe(bad)} is wrong: {where}. {_advice(puzzle, symptom)}")
+    raise Stop("wrong", f"Correctness: {puzzle.describe(bad)} is wrong: {where}. {_advice(puzzle, symptom)}")
 
 
 def check_bytes(puzzle, kernel, q, k, v):
-    """Raise _Stop naming the first program whose traffic differs from gpusim's, or return the count."""
+    """Raise Stop naming the first program whose traffic differs from gpusim's, or return the count."""
     moved = _traced(puzzle, kernel, q, k, v)
     counted = puzzle.counted()
     if moved == counted:
@@ -301,7 +295,7 @@ def check_bytes(puzzle, kernel, q, k, v):
 def _raise_bytes(puzzle, p, detail, moved, counted, symptom):
     total = sum(sum(rw.values()) for rw in moved.values())
     want = sum(sum(rw.values()) for rw in counted.values())
-    raise _Stop("wrong", f"Bytes: the output is right, but the kernel moves {total:,} B where gpusim's schedule "
+    raise Stop("wrong", f"Bytes: the output is right, but the kernel moves {total:,} B where gpusim's schedule "
                          f"moves {want:,} B. The first program that differs is {puzzle.describe(p)}: {detail}. "
                          f"{_advice(puzzle, symptom)}")
 
@@ -350,7 +344,7 @@ def check(name, kernel):
     puzzle = PUZZLES[name]
     try:
         if blanks(kernel):
-            raise _Stop("not yet", f"the kernel still has {blanks(kernel)} blank(s) (`...`): fill them in and run "
+            raise Stop("not yet", f"the kernel still has {blanks(kernel)} blank(s) (`...`): fill them in and run "
                                    f"the cell again.")
         q, k, v = puzzle.inputs()
         o_err, lse_err = check_correct(puzzle, kernel, q, k, v)
@@ -358,7 +352,7 @@ def check(name, kernel):
             return Verdict(name, "right", f"O within {o_err:.2g} x max|v| of float64 attention (the bytes are "
                                           f"counted in Triton's interpreter: run on a CPU for that check).")
         counted = check_bytes(puzzle, kernel, q, k, v)
-    except _Stop as stop:
+    except Stop as stop:
         return Verdict(name, stop.status, stop.message)
     moved = ", ".join(f"{t} {rw['read_bytes'] + rw['write_bytes']:,} B" for t, rw in counted.items())
     return Verdict(name, "right", f"O within {o_err:.2g} x max|v| and the LSE within {lse_err:.1e} of float64 "

@@ -25,7 +25,7 @@ def _check_bytes_saved_per_layer(fn):
     cases = [((b, h, n, d, gpusim.DTYPE_BYTES[dtype]), training.bytes_saved_per_layer(n, d, h, b, dtype))
              for b, h, n, d, dtype in shapes]
 
-    def hint(args, got):
+    def hint(args, got, want):
         b, h, n, d, e = args
         want = bytes_saved_per_layer(*args)
         if got == want + b * h * n * LSE_BYTES:
@@ -50,7 +50,7 @@ def _check_backward_flops(fn):
     shapes = [(1, 16, 1024, 64, False), (1, 16, 1024, 64, True), (8, 32, 2048, 128, False), (2, 8, 4096, 128, True)]
     cases = [(args, backward.nominal_flops(*args)) for args in shapes]
 
-    def hint(args, got):
+    def hint(args, got, want):
         b, h, n, d, causal = args
         forward = 4 * b * h * n * n * d / (2 if causal else 1)
         want = 2.5 * forward

@@ -240,7 +240,7 @@ def first_touch(cfg):
     """{(kernel, tensor): (read_bytes, write_bytes)}: each tensor's bytes a kernel touches at least once,
     what reaches DRAM when L2 catches every re-read (rule 1 of gpusim/l2.py). K and V count once per K/V
     head, not once per query head."""
-    d, e, o, f = cfg.head_dim, cfg.itemsize, cfg.tensor_bytes("O"), STATS_BYTES
+    d, e = cfg.head_dim, cfg.itemsize
     n, nk, te = cfg.seq, cfg.seq_kv, cfg.tiling.tile_elements
     rows = {"Q": n * d, "O": n * d, "dO": n * d, "dQ": n * d, "LSE": n, "l": n, "m": n, "D": n,
             "P": te, "dP": te, "dS": te, "dK": nk * d, "dV": nk * d}

@@ -100,7 +100,6 @@ def reference_rows(q, k, v, causal):
 def measure(fn, inputs, causal, ref):
     """Time, peak memory (the inputs plus everything the call allocates) and error of fn(*inputs, causal)."""
     import torch
-    from triton.testing import do_bench
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
