@@ -19,15 +19,17 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
-import gpusim
+pytest.importorskip("selenium", reason="the course extra installs Selenium (pip install -e '.[course,test]')")
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+import gpusim  # noqa: E402
 from gpusim_course.block_sliders import BLOCK_LABELS
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"

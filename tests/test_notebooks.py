@@ -84,6 +84,21 @@ def test_notebook_cites_only_the_projects_own_results(path):
         assert (ROOT / cited).exists(), f"{path.name} cites {cited}, which is not in the repository"
 
 
+@pytest.mark.parametrize("bench_bwd, says", [("bench_bwd_smoke.json", "Measured on cpu"),
+                                              ("absent.json", "is not there yet")])
+def test_training_notebook_with_and_without_the_backward_benchmark(bench_bwd, says):
+    """Notebook 9 runs before the GPU's backward benchmark exists (gpusim's side only) and with one (a CPU smoke
+    run's, in the same format)."""
+    path = ROOT / "notebooks" / "09_training.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"BENCH_BWD = {str(ROOT / 'tests' / 'fixtures' / bench_bwd)!r}"))
+    nb, _ = execute(path, nb)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert says in "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+
+
 def test_notebook4_code_does_not_read_the_results_folder():
     """The browser test serves a copy of notebooks/ alone, without ../results."""
     nb = nbformat.read(ROOT / "notebooks" / "04_tiling.ipynb", as_version=4)
