@@ -80,7 +80,7 @@ def unsplit_lesson(data, batch=1):
             "slowdown measured": row["slowdown measured"], "slowdown predicted": row["slowdown predicted"]}
 
 
-def fixed_cost(data, batch=1, upto=16384):
+def fixed_cost(data, batch=1, upto=4096):
     """At small caches the measured time stops following the bytes: {bytes growth, time growth, fastest ms,
     slowest ms} of the split kernel from the smallest cache to `upto` (a fixed per-call cost dominates)."""
     rows = [r for r in timed(data["rows"], "split_kv", batch).values() if r["seq_kv"] <= upto]
