@@ -49,8 +49,11 @@ def simulated(row):
         return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=PRESET)
     shape = dict(seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
                  causal=row["causal"], dtype=row["dtype"], gpu=PRESET)
-    if "pass" in row:  # a training row's tiles are the backward's; the forward runs on the kernel's default
-        return gpusim.simulate(algo, **shape, backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
+    if "pass" in row:  # a training row's tiles are the backward's; flash2's forward runs on its default tile,
+        # naive attention's trainable runs both passes on the same tiles (kernels/naive_backward.py)
+        tiles = (row["block_q"], row["block_kv"])
+        forward = dict(zip(("block_q", "block_kv"), tiles)) if algo == "naive" else {}
+        return gpusim.simulate(algo, **shape, **forward, backward=True, backward_blocks=tiles)
     blocks = {key: row[key] for key in ("block_q", "block_kv") if row.get(key) is not None}
     return gpusim.simulate(algo, **shape, **blocks)
 

@@ -30,6 +30,13 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
     bench_bf16_d64) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d64.json" --dtypes bf16 --head-dims 64 \
                       --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    bench_d64_causal) python -m gpusim_kernels.bench --out "$OUT/bench_d64_causal.json" --dtypes fp16,bf16 --head-dims 64 \
+                        --causal yes --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
+    bench_d128_causal) python -m gpusim_kernels.bench --out "$OUT/bench_d128_causal.json" --dtypes fp16 --head-dims 128 \
+                         --causal yes --without sdpa_math --max-minutes "${BENCH_MINUTES:-2.5}" ;;
+    bwd_naive) python kernels/bench_bwd.py --out "$OUT/bench_bwd_naive.json" --providers naive \
+                 --max-minutes "${BWD_MINUTES:-3}" ;;
+    decode_tiles) python benchmarks/decode_tiles.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
     hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
     setup) python benchmarks/program_setup.py --out "$OUT" ;;
     bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;

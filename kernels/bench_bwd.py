@@ -3,18 +3,21 @@
     python -m gpusim_kernels.bench_bwd --out $OUT/bench_bwd.json --max-minutes 3
     python kernels/bench_bwd.py --out $OUT/bench_bwd.json          # no install: kernels/ loads as gpusim_kernels
     TRITON_INTERPRET=1 python kernels/bench_bwd.py --smoke --out /tmp/bench_bwd.json   # CPU, one tiny size
+    python kernels/bench_bwd.py --out $OUT/bench_bwd_naive.json --providers naive     # some providers only
 
 The FlashAttention-2 paper's sweep (16K tokens: batch = 16384 // N; hidden 2048: heads = 2048 // d; d 64
 and 128; causal or not; N 512 to 16K), fp16. Providers: the project's flash2 backward (its tiles picked
-first by timing a few at N = 4096), SDPA's flash, efficient and cuDNN backends, and torch naive (matmul,
-softmax, matmul under autograd). Passes: "bwd" runs the forward once, then times
+first by timing a few at N = 4096), the project's naive attention (three kernels each way, P saved; both
+passes on gpusim.backward's default tiles), SDPA's flash, efficient and cuDNN backends, and torch naive
+(matmul, softmax, matmul under autograd). Passes: "bwd" runs the forward once, then times
 torch.autograd.grad(out, (q, k, v), do, retain_graph=True) alone; "fwd+bwd" times the forward and that
 grad together. Every row: the median of CUDA-event timings (triton.testing.do_bench, modest warm-up and
 repetition), TFLOP/s under the FlashAttention-2 convention (backward 2.5 times the forward's
 4·B·H·N²·d, fwd+bwd 3.5 times; halved when causal), and peak_bytes: torch.cuda.max_memory_allocated
 during the pass over what was allocated before the inputs (inputs, do, the forward's saved tensors and
-the gradients included). flash2 rows also carry gpusim.backward's predicted peak. Triton's cache is
-warmed first in a process pool; rows are written after every configuration; a short table comes last.
+the gradients included). The project's kernels' rows also carry their tiles and gpusim.backward's predicted
+peak. Triton's cache is warmed first in a process pool; rows are written after every configuration; a short
+table comes last.
 """
 import argparse
 import datetime
@@ -52,7 +55,7 @@ def providers():
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from gpusim_kernels import flash2_attention_trainable
+    from gpusim_kernels import flash2_attention_trainable, naive_attention_trainable
 
     def sdpa(backend):
         def run(q, k, v, causal, blocks):
@@ -69,7 +72,10 @@ def providers():
     def flash2(q, k, v, causal, blocks):
         return flash2_attention_trainable(q, k, v, causal=causal, backward_blocks=blocks)
 
-    return {"flash2": flash2, "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
+    def naive(q, k, v, causal, blocks):
+        return naive_attention_trainable(q, k, v, causal=causal, block_q=blocks[0], block_kv=blocks[1])
+
+    return {"flash2": flash2, "naive": naive, "sdpa_flash": sdpa(SDPBackend.FLASH_ATTENTION),
             "sdpa_efficient": sdpa(SDPBackend.EFFICIENT_ATTENTION), "sdpa_cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
             "torch_naive": torch_naive}
 
@@ -158,12 +164,12 @@ def configs(seqs, tokens, model_dim):
                 yield max(1, tokens // seq), model_dim // head_dim, seq, head_dim, causal
 
 
-def predicted_peak(batch, heads, seq, head_dim, causal, blocks, device):
+def backward_config(algo, batch, heads, seq, head_dim, causal, blocks, device):
+    """gpusim.backward's configuration of a row, on the preset the kernels pick on this device."""
     from gpusim import backward
-    gpu = "H200" if device == "cuda" else "A100-40GB"
-    cfg = backward.config("flash2", batch=batch, heads=heads, seq=seq, head_dim=head_dim, causal=causal,
-                          block_q=blocks[0], block_kv=blocks[1], gpu=gpu)
-    return backward.peak_bytes(cfg)
+    gpu = "H200-measured" if device == "cuda" else "A100-40GB"
+    return backward.config(algo, batch=batch, heads=heads, seq=seq, head_dim=head_dim, causal=causal,
+                           block_q=blocks and blocks[0], block_kv=blocks and blocks[1], gpu=gpu)
 
 
 def environment(command, device):
@@ -178,17 +184,19 @@ def environment(command, device):
 
 def run(args):
     import torch
+
+    from gpusim import backward
     device = "cpu" if args.smoke else "cuda"
     sizes = SMOKE if args.smoke else dict(seqs=SEQS, tokens=TOKENS, model_dim=MODEL_DIM)
     deadline = time.monotonic() + args.max_minutes * 60
     candidates = CANDIDATES[:1] if args.smoke else CANDIDATES
     if device == "cuda":
         warm_cache((64, 128), candidates)
-    table = providers()
+    table = {name: fn for name, fn in providers().items() if args.providers is None or name in args.providers}
     result = {"environment": environment("python -m gpusim_kernels.bench_bwd " + " ".join(sys.argv[1:]), device),
               "tuning": [], "rows": []}
     chosen = {}
-    for head_dim in (64, 128):
+    for head_dim in (64, 128) if "flash2" in table else ():
         for causal in (False, True):
             seq = min(TUNE_SEQ, max(sizes["seqs"]))
             chosen[head_dim, causal], timings = pick_blocks(table["flash2"], head_dim, causal, device, seq,
@@ -201,14 +209,16 @@ def run(args):
             result["environment"]["truncated"] = f"stopped by --max-minutes {args.max_minutes} after {done} of " \
                                                  f"{len(todo)} configurations"
             break
-        blocks = chosen[head_dim, causal]
         for name, fn in table.items():
+            blocks = chosen.get((head_dim, causal)) if name == "flash2" else None
+            if name in ("flash2", "naive"):
+                cfg = backward_config(name, batch, heads, seq, head_dim, causal, blocks, device)
+                blocks = cfg.block_q, cfg.block_kv
             for pass_ in ("bwd", "fwd+bwd"):
                 row = {"provider": name, "pass": pass_, "dtype": "fp16", "head_dim": head_dim, "causal": causal,
                        "seq": seq, "batch": batch, "heads": heads}
-                if name == "flash2":
-                    row |= {"block_q": blocks[0], "block_kv": blocks[1],
-                            "predicted_peak_bytes": predicted_peak(batch, heads, seq, head_dim, causal, blocks, device)}
+                if name in ("flash2", "naive"):
+                    row |= {"block_q": blocks[0], "block_kv": blocks[1], "predicted_peak_bytes": backward.peak_bytes(cfg)}
                 try:
                     row |= measure(fn, (batch, heads, seq, head_dim), causal, blocks, pass_, device)
                     row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"], pass_)
@@ -225,7 +235,7 @@ def run(args):
     return result
 
 
-ORDER = ("torch_naive", "flash2", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
+ORDER = ("torch_naive", "naive", "flash2", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
 
 
 def print_table(rows):
@@ -246,6 +256,8 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every configuration)")
     ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
     ap.add_argument("--smoke", action="store_true", help="CPU, Triton's interpreter, one tiny size")
+    ap.add_argument("--providers", type=lambda s: s.split(","), help="comma-separated providers to time (all if "
+                    "left out): " + ", ".join(ORDER))
     run(ap.parse_args(argv))
     return 0
 

@@ -207,8 +207,9 @@ def _int32(x):
     return x.to(torch.int32).contiguous()
 
 
-def run_decode(call):
-    """Launch the checked call: (O, LSE)."""
+def run_decode(call, **launch_options):
+    """Launch the checked call: (O, LSE). launch_options (num_warps, num_stages) override the split kernel's
+    launch that gpusim prices, for a sweep of them (benchmarks/decode_tiles.py)."""
     L, q = call.launch, call.q
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
@@ -221,9 +222,10 @@ def run_decode(call):
     args = (call.block_table, call.cache_seqlens, L.head_dim ** -0.5, call.block_table.shape[-1],
             0 if paged else call.k_cache.shape[2], L.num_splits)
     if not split:
-        decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **constants(L, "decode"))
+        decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **constants(L, "decode") | launch_options)
         return o, lse
-    split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args, **constants(L, "split_kv"))
+    split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args,
+                          **constants(L, "split_kv") | launch_options)
     reduce_kernel[(L.heads, L.batch, L.seq)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits,
                                              **constants(L, "reduce"))
     return o, lse
