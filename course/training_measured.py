@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import gpusim
+from gpusim import backward
 
 from .formatting import span
 
@@ -49,17 +50,23 @@ def tiles(data, head_dim, causal):
     return tuple(chosen[0]) if chosen else None
 
 
-def step_s(algo, seq, head_dim, causal, gpu=GPU, backward_blocks=None):
+def step_s(algo, seq, head_dim, causal, gpu=GPU, flash2_blocks=None):
     """gpusim's predicted time of one training step (the forward's kernels, then the backward's) at the
-    sweep's shape for this length, in fp16."""
+    sweep's shape for this length, in fp16, on the tiles the project's kernels run (kernels/bench_bwd.py):
+    flash2's backward on flash2_blocks (None: gpusim's default) after its forward's default tile; naive attention
+    both passes on the same tiles, gpusim.backward's default (kernels/naive_backward.py)."""
     batch, heads = shape(seq, head_dim)
-    return gpusim.simulate(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch, causal=causal, dtype="fp16",
-                           gpu=gpu, backward=True, backward_blocks=backward_blocks).predicted_time_s
+    call = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, causal=causal, dtype="fp16", gpu=gpu)
+    if algo == "naive":
+        cfg = backward.config("naive", **call)
+        return gpusim.simulate("naive", **call, block_q=cfg.block_q, block_kv=cfg.block_kv,
+                               backward=True).predicted_time_s
+    return gpusim.simulate(algo, **call, backward=True, backward_blocks=flash2_blocks).predicted_time_s
 
 
-def predicted(seqs, head_dim, causal, gpu=GPU, blocks=None):
-    """{algo: [step_s, ...]} for naive and flash2 at each length of the sweep; blocks: flash2's backward tiles."""
-    return {algo: [step_s(algo, seq, head_dim, causal, gpu, blocks if algo == "flash2" else None) for seq in seqs]
+def predicted(seqs, head_dim, causal, gpu=GPU, flash2_blocks=None):
+    """{algo: [step_s, ...]} for naive and flash2 at each length of the sweep (step_s)."""
+    return {algo: [step_s(algo, seq, head_dim, causal, gpu, flash2_blocks) for seq in seqs]
             for algo in ("naive", "flash2")}
 
 
@@ -71,7 +78,7 @@ def measured_ms(data, provider, head_dim, causal, pass_="fwd+bwd"):
 
 def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=GPU):
     """Per length: fwd + bwd time of standard attention over FlashAttention's, predicted (gpusim naive over
-    flash2, on the backward tiles the benchmark ran) and, where bench_bwd.json has the rows, measured (torch
+    flash2, on the tiles the project's kernels run: step_s) and, where bench_bwd.json has the rows, measured (torch
     naive over the project's flash2 and over SDPA's FlashAttention-2); with the predicted and measured flash2
     times."""
     pred = predicted(seqs, head_dim, causal, gpu, tiles(data, head_dim, causal))

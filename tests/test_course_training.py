@@ -120,6 +120,17 @@ def test_predicted_step_is_the_forward_and_backward_kernels_on_the_tiles_each_ro
         assert shown["predicted speedup"] > 1  # gpusim's naive kernels are slower at every length
 
 
+def test_naive_step_runs_both_passes_on_the_backward_s_default_tiles():
+    """As kernels/bench_bwd.py runs the project's naive attention: at d = 64, causal, N = 512 gpusim's forward
+    alone would pick 64 x 64, but the trainable kernels share the backward's 128 x 128."""
+    batch, heads = tm.shape(512, 64)
+    call = dict(seq=512, head_dim=64, heads=heads, batch=batch, causal=True, gpu="H200-measured", backward=True)
+    assert gpusim.best_blocks("naive", **{k: v for k, v in call.items() if k != "backward"}) == (64, 64)
+    shared = gpusim.simulate("naive", **call, block_q=128, block_kv=128, backward_blocks=(128, 128))
+    assert tm.step_s("naive", 512, 64, True) == shared.predicted_time_s
+    assert tm.step_s("naive", 512, 64, True) != gpusim.simulate("naive", **call).predicted_time_s
+
+
 def test_without_the_file_only_gpusim_s_side_on_its_default_tiles():
     missing = SMOKE.parent / "no_such_bench_bwd.json"
     assert tm.read_bench_bwd(missing) is None and tm.tiles(None, 64, False) is None
