@@ -18,6 +18,7 @@ from pathlib import Path
 
 import gpusim
 import gpusim.algorithms
+from gpusim import decode
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
@@ -45,9 +46,7 @@ def simulated(row):
     """gpusim's Result for a results row of one of the project's kernels, from the row's own configuration."""
     algo = row.get("algo", row.get("provider"))
     if algo in DECODE:
-        return gpusim.simulate("split_kv", batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
-                               head_dim=row["head_dim"], seq_kv=row["seq_kv"], dtype=row["dtype"],
-                               page_size=row["page_size"], num_splits=row["num_splits"], gpu=PRESET)
+        return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=PRESET)
     shape = dict(seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
                  causal=row["causal"], dtype=row["dtype"], gpu=PRESET)
     if "pass" in row:  # a training row's tiles are the backward's; flash2's forward runs on its default tile,

@@ -1,13 +1,12 @@
 """The decode notebook's measurements beside gpusim: results/h200/decode.json (the split-KV kernel, the same
 with num_splits=1, SDPA's backends and torch naive at Llama-3-8B's attention shape) and results/h200/bench.json
-(prefill). Every measured number is read from those files; gpusim's side comes from gpusim.decode's counts
-and course/decode_time.py's predicted times.
+(prefill). Every measured number is read from those files; gpusim's side is gpusim.simulate("split_kv", ...) of
+each row's own launch (gpusim.decode.launch_options), on the preset benchmarks/agreement.py prices rows on.
 """
 import gpusim
 from gpusim import decode
 
-from . import decode_time
-
+GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 SDPA = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
 PREFILL = dict(dtype="fp16", head_dim=128, causal=True)  # bench.json's group the prefill rows come from
 
@@ -27,12 +26,14 @@ def fastest_sdpa(rows, batch):
     return best
 
 
-def launch_of(row, num_splits=None):
-    """The gpusim launch of a split_kv / split_kv_1 row (its splits, pages and shape), on the H200 preset."""
-    return decode.make_launch(batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
-                              head_dim=row["head_dim"], seq_kv=row["seq_kv"], dtype=row["dtype"],
-                              num_splits=row["num_splits"] if num_splits is None else num_splits,
-                              page_size=row["page_size"], gpu="H200")
+def simulated(row, gpu=GPU):
+    """gpusim's Result of the launch a split_kv / split_kv_1 row timed (its splits, pages and shape)."""
+    return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=gpu)
+
+
+def predicted_ms(row):
+    """gpusim's predicted time of a split_kv / split_kv_1 row's launch, in ms (the row's unit)."""
+    return simulated(row).predicted_time_s * 1e3
 
 
 def comparison_rows(data, batch):
@@ -44,7 +45,7 @@ def comparison_rows(data, batch):
     out = []
     for n in sorted(split.keys() & unsplit.keys()):
         s, u = split[n], unsplit[n]
-        ps, pu = (decode_time.predict(launch_of(r))["total_s"] * 1e3 for r in (s, u))
+        ps, pu = predicted_ms(s), predicted_ms(u)
         out.append({"cache tokens": n, "num_splits": s["num_splits"], "split ms": s["ms"], "split predicted ms": ps,
                     "num_splits=1 ms": u["ms"], "num_splits=1 predicted ms": pu,
                     "slowdown measured": u["ms"] / s["ms"], "slowdown predicted": pu / ps,
@@ -71,10 +72,11 @@ def unsplit_lesson(data, batch=1):
     row = comparison_rows(data, batch)[-1]
     split = timed(data["rows"], "split_kv", batch)[row["cache tokens"]]
     unsplit = timed(data["rows"], "split_kv_1", batch)[row["cache tokens"]]
-    one = launch_of(unsplit)
-    return {"cache tokens": row["cache tokens"], "batch": batch,
-            "num_splits=1 programs": decode.programs(one, "decode"), "SMs": one.gpu.sm_count,
-            "idle SMs": decode_time.idle_share(one), "split programs": decode.programs(launch_of(split), "split_kv"),
+    one, many = (decode.make_launch(**decode.launch_options(r), gpu=GPU) for r in (unsplit, split))
+    programs = decode.programs(one, "decode")
+    return {"cache tokens": row["cache tokens"], "batch": batch, "num_splits=1 programs": programs,
+            "SMs": one.gpu.sm_count, "idle SMs": 1 - min(1.0, programs / one.gpu.sm_count),
+            "split programs": decode.programs(many, "split_kv"),
             "num_splits=1 share of copy bandwidth": unsplit["copy_fraction"],
             "split share of copy bandwidth": split["copy_fraction"],
             "slowdown measured": row["slowdown measured"], "slowdown predicted": row["slowdown predicted"]}
@@ -95,7 +97,7 @@ def _prefill_rows(bench, seq):
     return {r["provider"]: r for r in group if r.get("ms")}
 
 
-def helps_most(decode_data, bench, gpu=decode_time.GPU, prefill_seqs=(4096, 16384),
+def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384),
                decodes=((1, 4096), (1, 131072), (64, 4096), (64, 32768))):
     """The source's table "When FlashAttention Helps Most" (Scenario, Memory-Bound?, FA Benefit) filled in:
     gpusim's FLOPs per DRAM byte against the ridge point, and standard attention's time over FlashAttention's,
@@ -110,8 +112,7 @@ def helps_most(decode_data, bench, gpu=decode_time.GPU, prefill_seqs=(4096, 1638
         first = measured["flash2"]
         shape = dict(batch=first["batch"], heads=first["heads"], seq=seq, gpu=g, **PREFILL)
         naive, flash = (gpusim.simulate(algo, **shape) for algo in ("naive", "flash2"))
-        intensity = (flash.flops_matmul + flash.flops_other) / (flash.dram_read_bytes + flash.dram_write_bytes)
-        out.append(_row(f"prefill, {seq // 1024}K prompt", first["batch"], intensity, g, PREFILL["dtype"],
+        out.append(_row(f"prefill, {seq // 1024}K prompt", first["batch"], _intensity(flash), g, PREFILL["dtype"],
                         naive.predicted_time_s / flash.predicted_time_s,
                         measured["naive"]["ms"] / measured["flash2"]["ms"],
                         measured["torch_naive"]["ms"] / measured["sdpa_flash"]["ms"]))
@@ -119,15 +120,18 @@ def helps_most(decode_data, bench, gpu=decode_time.GPU, prefill_seqs=(4096, 1638
         cell = {r["provider"]: r for r in decode_data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)
                 and r.get("ms")}
         split = cell["split_kv"]
-        launch = launch_of(split)
+        flash = simulated(split, g)
         naive = gpusim.simulate("naive", batch=batch, seq=1, seq_kv=seq_kv, heads=split["heads"],
                                 kv_heads=split["kv_heads"], head_dim=split["head_dim"], dtype=split["dtype"], gpu=g)
-        flops = sum(mm + other for mm, other, _ in decode.flops(launch).values())
         torch_ratio = cell["torch_naive"]["ms"] / split["ms"] if "torch_naive" in cell else None
-        out.append(_row(f"decode, {seq_kv // 1024}K cache", batch, flops / decode_time.bytes_moved(launch), g,
-                        split["dtype"], naive.predicted_time_s / decode_time.predict(launch, g)["total_s"], None,
-                        torch_ratio))
+        out.append(_row(f"decode, {seq_kv // 1024}K cache", batch, _intensity(flash), g, split["dtype"],
+                        naive.predicted_time_s / flash.predicted_time_s, None, torch_ratio))
     return out
+
+
+def _intensity(result):
+    """FLOPs per byte that reaches DRAM (after the L2), of a gpusim Result."""
+    return (result.flops_matmul + result.flops_other) / (result.dram_read_bytes + result.dram_write_bytes)
 
 
 def _row(scenario, batch, intensity, gpu, dtype, predicted, measured_project, measured_torch):
@@ -162,5 +166,5 @@ def agreement(data, within=0.2, min_cache=0):
     {"rows", "within", "share"}."""
     rows = [r for name in ("split_kv", "split_kv_1") for r in data["rows"]
             if r["provider"] == name and r.get("ms") and r["seq_kv"] >= min_cache]
-    close = [r for r in rows if abs(decode_time.predict(launch_of(r))["total_s"] * 1e3 / r["ms"] - 1) <= within]
+    close = [r for r in rows if abs(predicted_ms(r) / r["ms"] - 1) <= within]
     return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}

@@ -1,14 +1,15 @@
 """The training notebook's measurements beside gpusim: bench_bwd.json in results/h200/ (written by
 `python -m gpusim_kernels.bench_bwd`: the project's flash2 backward, SDPA's backends and torch naive on
 the FlashAttention-2 paper's sweep), read when it is there. Until it is, the notebook shows gpusim's side
-alone; every function here that needs the file takes its parsed contents.
+alone; every function here that needs the file takes its parsed contents. gpusim's side is
+gpusim.simulate(..., backward=True): the forward's kernels, then the backward's, each priced by its time model.
 """
 import json
 from pathlib import Path
 
 import gpusim
+from gpusim import backward
 
-from . import training_time
 from .formatting import span
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
@@ -16,6 +17,7 @@ SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/benc
 BENCH_BWD = "../results/h200/bench_bwd.json"  # as the notebooks, which run in notebooks/, reach it
 STANDARD = "torch_naive"  # standard attention, as measured: matmul, softmax, matmul under autograd
 FLASH = ("flash2", "sdpa_flash")  # the project's FlashAttention-2 backward, and PyTorch's
+GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 
 
 def read_bench_bwd(path):
@@ -41,16 +43,31 @@ def shape(seq, head_dim):
     return max(1, TOKENS // seq), MODEL_DIM // head_dim
 
 
-def predicted(seqs, head_dim, causal, gpu=training_time.GPU):
-    """{algo: [step_s, ...]} for naive and flash2 at each length of the sweep (course/training_time.py)."""
-    out = {}
-    for algo in ("naive", "flash2"):
-        out[algo] = []
-        for seq in seqs:
-            batch, heads = shape(seq, head_dim)
-            out[algo].append(training_time.step_times(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch,
-                                                      causal=causal, gpu=gpu)["step_s"])
-    return out
+def tiles(data, head_dim, causal):
+    """flash2's backward tiles (block_q, block_kv) the benchmark chose and ran for this head_dim and mask, or
+    None (gpusim's default tiles) without the file."""
+    chosen = [t["chosen"] for t in data["tuning"] if (t["head_dim"], t["causal"]) == (head_dim, causal)] if data else []
+    return tuple(chosen[0]) if chosen else None
+
+
+def step_s(algo, seq, head_dim, causal, gpu=GPU, flash2_blocks=None):
+    """gpusim's predicted time of one training step (the forward's kernels, then the backward's) at the
+    sweep's shape for this length, in fp16, on the tiles the project's kernels run (kernels/bench_bwd.py):
+    flash2's backward on flash2_blocks (None: gpusim's default) after its forward's default tile; naive attention
+    both passes on the same tiles, gpusim.backward's default (kernels/naive_backward.py)."""
+    batch, heads = shape(seq, head_dim)
+    call = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, causal=causal, dtype="fp16", gpu=gpu)
+    if algo == "naive":
+        cfg = backward.config("naive", **call)
+        return gpusim.simulate("naive", **call, block_q=cfg.block_q, block_kv=cfg.block_kv,
+                               backward=True).predicted_time_s
+    return gpusim.simulate(algo, **call, backward=True, backward_blocks=flash2_blocks).predicted_time_s
+
+
+def predicted(seqs, head_dim, causal, gpu=GPU, flash2_blocks=None):
+    """{algo: [step_s, ...]} for naive and flash2 at each length of the sweep (step_s)."""
+    return {algo: [step_s(algo, seq, head_dim, causal, gpu, flash2_blocks) for seq in seqs]
+            for algo in ("naive", "flash2")}
 
 
 def measured_ms(data, provider, head_dim, causal, pass_="fwd+bwd"):
@@ -59,11 +76,12 @@ def measured_ms(data, provider, head_dim, causal, pass_="fwd+bwd"):
             (provider, pass_, head_dim, causal) and r.get("ms")}
 
 
-def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=training_time.GPU):
+def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=GPU):
     """Per length: fwd + bwd time of standard attention over FlashAttention's, predicted (gpusim naive over
-    flash2) and, where bench_bwd.json has the rows, measured (torch naive over the project's flash2 and over
-    SDPA's FlashAttention-2); with the predicted and measured flash2 times."""
-    pred = predicted(seqs, head_dim, causal, gpu)
+    flash2, on the tiles the project's kernels run: step_s) and, where bench_bwd.json has the rows, measured (torch
+    naive over the project's flash2 and over SDPA's FlashAttention-2); with the predicted and measured flash2
+    times."""
+    pred = predicted(seqs, head_dim, causal, gpu, tiles(data, head_dim, causal))
     measured = {p: measured_ms(data, p, head_dim, causal) for p in (STANDARD, *FLASH)} if data else {}
     rows = []
     for i, seq in enumerate(seqs):
@@ -89,5 +107,5 @@ def comparison_sentence(groups):
     over = [r["flash2 measured ms"] / r["flash2 predicted ms"] for r in timed]
     speedup = [r["measured speedup, flash2"] for r in timed]
     return (f"{head}; measured, torch's standard attention is {span(speedup, '{:.1f}x')} slower than the "
-            f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim's roofline gives it "
+            f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim predicts for it "
             f"({len(timed)} lengths and shapes).")

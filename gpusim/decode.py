@@ -176,6 +176,15 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     return launch
 
 
+ROW_FIELDS = ("batch", "heads", "kv_heads", "head_dim", "seq_kv", "dtype", "page_size", "num_splits")
+
+
+def launch_options(row):
+    """make_launch's (and simulate("split_kv")'s) keyword arguments, less the GPU, of the launch a row of
+    kernels/bench_decode.py's results (results/h200/decode.json) timed: its shape, cache, pages and splits."""
+    return {name: row[name] for name in ROW_FIELDS}
+
+
 def num_splits_heuristic(batch_nheads_mblocks, num_sms, num_n_blocks, max_splits):
     """flash-attention's rule (csrc/flash_attn/flash_api.cpp of Dao-AILab/flash-attention, which calls it
     with twice the SM count, two 128-thread blocks per SM, and max_splits = 128): no split when the grid

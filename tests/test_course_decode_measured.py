@@ -1,5 +1,5 @@
 """gpusim_course.decode_measured: the decode notebook's measured rows, read from results/h200/decode.json and
-bench.json, set beside gpusim."""
+bench.json, set beside gpusim.simulate("split_kv", ...) of each row's launch."""
 import json
 from pathlib import Path
 
@@ -7,7 +7,6 @@ import pytest
 
 import gpusim
 from gpusim_course import decode_measured as dm
-from gpusim_course import decode_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +28,11 @@ def test_comparison_rows_are_the_file_s_numbers(data):
         n = r["cache tokens"]
         assert (r["split ms"], r["num_splits=1 ms"]) == (split[n]["ms"], unsplit[n]["ms"])
         assert r["slowdown measured"] == unsplit[n]["ms"] / split[n]["ms"]
-        assert r["split predicted ms"] == decode_time.predict(dm.launch_of(split[n]))["total_s"] * 1e3
+        for key, row in (("split predicted ms", split[n]), ("num_splits=1 predicted ms", unsplit[n])):
+            result = gpusim.simulate("split_kv", batch=1, heads=row["heads"], kv_heads=row["kv_heads"],
+                                     head_dim=row["head_dim"], seq_kv=n, dtype=row["dtype"], page_size=row["page_size"],
+                                     num_splits=row["num_splits"], gpu="H200-measured")
+            assert r[key] == result.predicted_time_s * 1e3
         sdpa = [x for x in data["rows"] if x["seq_kv"] == n and x["batch"] == 1 and x["provider"] in dm.SDPA
                 and x.get("ms")]
         assert r["fastest SDPA ms"] == min(x["ms"] for x in sdpa)
@@ -41,7 +44,40 @@ def test_series_and_lesson(data):
                            "fastest SDPA, measured"}
     lesson = dm.unsplit_lesson(data, batch=64)
     assert lesson["num_splits=1 programs"] == 64 * 8 and lesson["idle SMs"] == 0
-    assert "132 SMs" in dm.unsplit_sentence(dm.unsplit_lesson(data, batch=1))
+    one = dm.unsplit_lesson(data, batch=1)
+    assert one["num_splits=1 programs"] == 8 and one["idle SMs"] == 1 - 8 / 132  # one program per K/V head
+    assert "132 SMs" in dm.unsplit_sentence(one)
+
+
+def test_rows_relaunched_move_the_bytes_the_rows_record(data):
+    """Each row records gpusim's byte count of the launch it timed: the course's launch is that launch."""
+    rows = [r for r in data["rows"] if r["provider"].startswith("split_kv") and r.get("ms")]
+    assert rows and all(dm.simulated(r).hbm_bytes == r["model_bytes"] for r in rows)
+
+
+def test_not_splitting_costs_more_the_longer_the_cache_at_batch_one(data):
+    slowdown = [r["slowdown predicted"] for r in dm.comparison_rows(data, batch=1)]
+    assert len(slowdown) == 8 and slowdown[0] > 1
+    assert all(a < b for a, b in zip(slowdown, slowdown[1:]))
+    full = dm.comparison_rows(data, batch=64)  # 64 x 8 programs already fill the SMs: the heuristic does not split
+    assert {r["num_splits"] for r in full} == {1} and {r["slowdown predicted"] for r in full} == {1.0}
+
+
+def test_unsplit_batch_one_waits_on_latency_and_batch_64_streams(data):
+    """What the notebook reads off the chart: at batch 1 num_splits=1's few programs are latency-bound; at
+    batch 64 the kernel is not, and takes about its bytes at the DRAM bandwidth."""
+    unsplit = dm.timed(data["rows"], "split_kv_1", 1)[131072]
+    (one,) = dm.simulated(unsplit).kernels
+    assert one.latency_bound and one.predicted_time_s > 10 * one.memory_time_s
+    (full,) = dm.simulated(dm.timed(data["rows"], "split_kv_1", 64)[131072]).kernels
+    assert not full.latency_bound and full.predicted_time_s == pytest.approx(full.memory_time_s, rel=0.1)
+
+
+def test_unsplit_slowdown_at_128k_batch_one_within_a_quarter(data):
+    """The lesson the notebook draws: the measured cost of not splitting, and gpusim's prediction of it."""
+    lesson = dm.unsplit_lesson(data, batch=1)
+    assert lesson["cache tokens"] == 131072 and lesson["slowdown measured"] > 10
+    assert lesson["slowdown predicted"] == pytest.approx(lesson["slowdown measured"], rel=0.25)
 
 
 def test_fixed_cost_at_small_caches(data):
@@ -64,7 +100,7 @@ def test_helps_most_table(data):
     assert [r["scenario"] for r in rows] == ["prefill, 4K prompt", "prefill, 16K prompt", "decode, 4K cache",
                                              "decode, 128K cache", "decode, 4K cache", "decode, 32K cache"]
     assert [r["memory-bound?"] for r in rows] == ["no", "no", "yes", "yes", "yes", "yes"]
-    ridge = gpusim.get_gpu(decode_time.GPU)
+    ridge = gpusim.get_gpu(dm.GPU)
     assert rows[0]["ridge point"] == ridge.matmul_flops_per_s("fp16") / ridge.hbm_bytes_per_s
     prefill = {r["provider"]: r for r in bench["rows"] if (r["seq"], r["dtype"], r["head_dim"], r["causal"]) ==
                (4096, "fp16", 128, True)}

@@ -1,12 +1,20 @@
-"""gpusim_course.training: the numbers the training notebook shows, each checked by hand or against the
-model, and the Figure 2 table of docs/backward.md against what gpusim computes now."""
+"""gpusim_course.training and training_measured: the numbers the training notebook shows, each checked by hand
+or against the model, the Figure 2 table of docs/backward.md against what gpusim computes now, and the fwd + bwd
+speedup's predicted side against gpusim.simulate(..., backward=True) (the measured side from results/h200/
+bench_bwd.json, and from a CPU smoke run's file)."""
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+import gpusim
 from gpusim import backward
 from gpusim_course import training
+from gpusim_course import training_measured as tm
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "tests" / "fixtures" / "bench_bwd_smoke.json"  # bench_bwd.py --smoke, interpreter
 
 
 def test_saved_rows_grow_quadratically_for_naive_linearly_for_flash():
@@ -60,7 +68,7 @@ def test_backward_flops_ratio():
 
 
 def test_figure2_table_in_the_docs_is_what_gpusim_computes():
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "backward.md").read_text()
+    doc = (ROOT / "docs" / "backward.md").read_text()
     for row in training.figure2_left():
         cells = " | ".join(f"{row[k]:.1f}" for k in ("fwd_GB", "bwd_GB", "total_GB", "dram_GB"))
         assert f"| {row['algo']} | {cells} |" in doc
@@ -96,3 +104,62 @@ def test_dq_choice_rows_by_hand():
     tiles = (n // bc) * (n // br)  # not causal: every dK/dV program meets every Q block
     assert atomic["bytes for dQ"] == tiles * 2 * bc * d * 4 + n * d * 4 + n * d * (4 + 2)
     assert separate["same result every run"] and not atomic["same result every run"]
+
+
+def test_predicted_step_is_the_forward_and_backward_kernels_on_the_tiles_each_row_ran():
+    data = tm.read_bench_bwd(ROOT / "results" / "h200" / "bench_bwd.json")
+    rows = [r for r in data["rows"] if (r["provider"], r["pass"]) == ("flash2", "fwd+bwd") and r.get("ms")]
+    assert len(rows) == 24  # d 64 and 128, causal or not, 6 lengths
+    for r in rows:
+        (shown,) = tm.speedup_rows(data, r["head_dim"], r["causal"], seqs=(r["seq"],))
+        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                                 causal=r["causal"], dtype="fp16", gpu="H200-measured", backward=True,
+                                 backward_blocks=(r["block_q"], r["block_kv"]))
+        assert {k.pass_ for k in result.kernels} == {"forward", "backward"}
+        assert shown["flash2 predicted ms"] == sum(k.predicted_time_s for k in result.kernels) * 1e3
+        assert shown["predicted speedup"] > 1  # gpusim's naive kernels are slower at every length
+
+
+def test_naive_step_runs_both_passes_on_the_backward_s_default_tiles():
+    """As kernels/bench_bwd.py runs the project's naive attention: at d = 64, causal, N = 512 gpusim's forward
+    alone would pick 64 x 64, but the trainable kernels share the backward's 128 x 128."""
+    batch, heads = tm.shape(512, 64)
+    call = dict(seq=512, head_dim=64, heads=heads, batch=batch, causal=True, gpu="H200-measured", backward=True)
+    assert gpusim.best_blocks("naive", **{k: v for k, v in call.items() if k != "backward"}) == (64, 64)
+    shared = gpusim.simulate("naive", **call, block_q=128, block_kv=128, backward_blocks=(128, 128))
+    assert tm.step_s("naive", 512, 64, True) == shared.predicted_time_s
+    assert tm.step_s("naive", 512, 64, True) != gpusim.simulate("naive", **call).predicted_time_s
+
+
+def test_without_the_file_only_gpusim_s_side_on_its_default_tiles():
+    missing = SMOKE.parent / "no_such_bench_bwd.json"
+    assert tm.read_bench_bwd(missing) is None and tm.tiles(None, 64, False) is None
+    assert "is not there yet" in tm.status_line(None, missing)
+    rows = tm.speedup_rows(None, 64, False, seqs=(1024, 4096))
+    assert [r["seq"] for r in rows] == [1024, 4096]
+    assert all(r["measured speedup, flash2"] is None and r["flash2 measured ms"] is None for r in rows)
+    naive, flash = (gpusim.simulate(algo, seq=4096, head_dim=64, heads=32, batch=4, gpu="H200-measured",
+                                    backward=True).predicted_time_s for algo in ("naive", "flash2"))
+    assert tm.shape(4096, 64) == (4, 32) and rows[1]["predicted speedup"] == naive / flash
+
+
+def test_with_the_file_the_measured_ratios():
+    data = tm.read_bench_bwd(SMOKE)
+    assert "Measured on cpu" in tm.status_line(data, SMOKE)
+    rows = tm.speedup_rows(data, 64, True, seqs=(64, 128))
+    raw = {r["provider"]: r["ms"] for r in json.loads(SMOKE.read_text())["rows"] if
+           (r["pass"], r["head_dim"], r["causal"], r["seq"]) == ("fwd+bwd", 64, True, 64) and r.get("ms")}
+    assert rows[0]["measured speedup, flash2"] == raw["torch_naive"] / raw["flash2"]
+    assert rows[0]["measured speedup, sdpa_flash"] == raw["torch_naive"] / raw["sdpa_flash"]
+    assert rows[0]["flash2 measured ms"] == raw["flash2"]
+    assert rows[1]["measured speedup, flash2"] is None  # N = 128 was not run
+
+
+def test_comparison_sentence_with_and_without_measurements():
+    rows = tm.speedup_rows(None, 64, False, seqs=(1024, 2048))
+    assert tm.comparison_sentence({(64, False): rows}).endswith("nothing measured yet.")
+    data = tm.read_bench_bwd(SMOKE)
+    groups = {(64, causal): tm.speedup_rows(data, 64, causal, seqs=(64,)) for causal in (False, True)}
+    sentence = tm.comparison_sentence(groups)
+    over = sorted(g[0]["flash2 measured ms"] / g[0]["flash2 predicted ms"] for g in groups.values())
+    assert f"takes {over[0]:.1f}x to {over[1]:.1f}x the time" in sentence and "(2 lengths and shapes)" in sentence
