@@ -1,6 +1,6 @@
 """The training notebook's measurements beside gpusim: bench_bwd.json in results/h200/ (written by
-`python -m gpusim_kernels.bench_bwd`: the project's flash2 backward, SDPA's backends and torch naive on
-the FlashAttention-2 paper's sweep), read when it is there. Until it is, the notebook shows gpusim's side
+`python -m gpusim_kernels.bench_bwd`: the project's flash2 and naive backward, SDPA's backends and torch
+naive on the FlashAttention-2 paper's sweep), read when it is there. Until it is, the notebook shows gpusim's side
 alone; every function here that needs the file takes its parsed contents. gpusim's side is
 gpusim.simulate(..., backward=True): the forward's kernels, then the backward's, each priced by its time model.
 """
@@ -15,7 +15,8 @@ from .formatting import span
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/bench_bwd.py)
 BENCH_BWD = "../results/h200/bench_bwd.json"  # as the notebooks, which run in notebooks/, reach it
-STANDARD = "torch_naive"  # standard attention, as measured: matmul, softmax, matmul under autograd
+NAIVE = "naive"  # standard attention as gpusim prices it: the project's naive kernels, P saved
+STANDARD = "torch_naive"  # standard attention as most users run it: matmul, softmax, matmul under autograd
 FLASH = ("flash2", "sdpa_flash")  # the project's FlashAttention-2 backward, and PyTorch's
 GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 
@@ -78,19 +79,21 @@ def measured_ms(data, provider, head_dim, causal, pass_="fwd+bwd"):
 
 def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=GPU):
     """Per length: fwd + bwd time of standard attention over FlashAttention's, predicted (gpusim naive over
-    flash2, on the tiles the project's kernels run: step_s) and, where bench_bwd.json has the rows, measured (torch
-    naive over the project's flash2 and over SDPA's FlashAttention-2); with the predicted and measured flash2
-    times."""
+    flash2, on the tiles the project's kernels run: step_s) and, where bench_bwd.json has the rows, measured:
+    the project's naive kernels over its flash2 (the pair gpusim predicts), and torch naive over the project's
+    flash2 and over SDPA's FlashAttention-2; with the predicted and measured flash2 times."""
     pred = predicted(seqs, head_dim, causal, gpu, tiles(data, head_dim, causal))
-    measured = {p: measured_ms(data, p, head_dim, causal) for p in (STANDARD, *FLASH)} if data else {}
+    measured = {p: measured_ms(data, p, head_dim, causal) for p in (NAIVE, STANDARD, *FLASH)} if data else {}
+
+    def ratio(num, den, seq):
+        a, b = measured.get(num, {}).get(seq), measured.get(den, {}).get(seq)
+        return a / b if a and b else None
+
     rows = []
     for i, seq in enumerate(seqs):
         row = {"seq": seq, "predicted speedup": pred["naive"][i] / pred["flash2"][i],
-               "flash2 predicted ms": pred["flash2"][i] * 1e3}
-        standard = measured.get(STANDARD, {}).get(seq)
-        for provider in FLASH:
-            ms = measured.get(provider, {}).get(seq)
-            row[f"measured speedup, {provider}"] = standard / ms if standard and ms else None
+               "flash2 predicted ms": pred["flash2"][i] * 1e3, "measured speedup": ratio(NAIVE, "flash2", seq)}
+        row |= {f"measured speedup, {provider}": ratio(STANDARD, provider, seq) for provider in FLASH}
         row["flash2 measured ms"] = measured.get("flash2", {}).get(seq)
         rows.append(row)
     return rows
@@ -106,6 +109,9 @@ def comparison_sentence(groups):
         return f"{head}; nothing measured yet."
     over = [r["flash2 measured ms"] / r["flash2 predicted ms"] for r in timed]
     speedup = [r["measured speedup, flash2"] for r in timed]
+    pairs = [r["measured speedup"] / r["predicted speedup"] for r in timed if r["measured speedup"]]
+    ours = (f" The project's naive kernels measure {span(pairs, '{:.2f}x')} the speedup gpusim predicts for them "
+            f"({len(pairs)} lengths and shapes).") if pairs else ""
     return (f"{head}; measured, torch's standard attention is {span(speedup, '{:.1f}x')} slower than the "
             f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim predicts for it "
-            f"({len(timed)} lengths and shapes).")
+            f"({len(timed)} lengths and shapes).{ours}")

@@ -90,11 +90,13 @@ def figure2_figure(rows, published):
 
 def speedup_figure(groups):
     """fwd + bwd speedup of FlashAttention over standard attention against N, one panel per (head_dim,
-    causal): gpusim's prediction (naive over flash2) and, where measured, torch naive over the project's
-    flash2 and over SDPA's FlashAttention-2. groups: {(head_dim, causal): training_measured.speedup_rows}."""
+    causal): gpusim's prediction (naive over flash2) and, where measured, the project's naive kernels over its
+    flash2 (the same pair), and torch naive over the project's flash2 and over SDPA's FlashAttention-2.
+    groups: {(head_dim, causal): training_measured.speedup_rows}."""
     fig = Figure(figsize=(12, 4.4), layout="constrained")
     axes = fig.subplots(1, len(groups), sharey=True, squeeze=False)[0]
     styles = {"predicted speedup": ("k", "--", None, "gpusim: naive over flash2"),
+              "measured speedup": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
               "measured speedup, flash2": ("tab:blue", "-", "o", "measured: torch naive over the project's flash2"),
               "measured speedup, sdpa_flash": ("0.45", ":", "^", "measured: torch naive over SDPA flash")}
     for ax, ((head_dim, causal), rows) in zip(axes, groups.items()):
@@ -111,5 +113,5 @@ def speedup_figure(groups):
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=3, frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=2, frameon=False)
     return fig

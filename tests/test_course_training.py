@@ -149,6 +149,7 @@ def test_with_the_file_the_measured_ratios():
     rows = tm.speedup_rows(data, 64, True, seqs=(64, 128))
     raw = {r["provider"]: r["ms"] for r in json.loads(SMOKE.read_text())["rows"] if
            (r["pass"], r["head_dim"], r["causal"], r["seq"]) == ("fwd+bwd", 64, True, 64) and r.get("ms")}
+    assert rows[0]["measured speedup"] == raw["naive"] / raw["flash2"]  # the pair gpusim predicts
     assert rows[0]["measured speedup, flash2"] == raw["torch_naive"] / raw["flash2"]
     assert rows[0]["measured speedup, sdpa_flash"] == raw["torch_naive"] / raw["sdpa_flash"]
     assert rows[0]["flash2 measured ms"] == raw["flash2"]
@@ -163,3 +164,5 @@ def test_comparison_sentence_with_and_without_measurements():
     sentence = tm.comparison_sentence(groups)
     over = sorted(g[0]["flash2 measured ms"] / g[0]["flash2 predicted ms"] for g in groups.values())
     assert f"takes {over[0]:.1f}x to {over[1]:.1f}x the time" in sentence and "(2 lengths and shapes)" in sentence
+    mine = sorted(g[0]["measured speedup"] / g[0]["predicted speedup"] for g in groups.values())
+    assert f"measure {mine[0]:.2f}x to {mine[1]:.2f}x the speedup gpusim predicts" in sentence
