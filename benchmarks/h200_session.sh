@@ -15,7 +15,7 @@ export PYTHONPATH=/tmp/shim:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAME.log
   case $1 in
     probe) OUT=$OUT bash benchmarks/gpu_probe.sh ;;
-    decode) python kernels/bench_decode.py --out "$OUT/decode.json" --max-minutes 2
+    decode) python kernels/bench_decode.py --out "$OUT/decode.json" --max-minutes "${DECODE_MINUTES:-3}"
             python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
     hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
     sdpa) python benchmarks/sdpa_backends.py --out "$OUT/sdpa_backends.json" ;;

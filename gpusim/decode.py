@@ -142,7 +142,8 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
                 page_size=None, grouped=True, causal_align="bottom_right", dtype="fp16", gpu="H200"):
     """Validate one decode launch; every error is one line naming the value and its limit.
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens).
-    num_splits None: flash-attention's heuristic (num_splits_heuristic) on this GPU."""
+    num_splits None: flash-attention's heuristic (num_splits_heuristic) over the split programs this GPU keeps
+    resident (resident_programs)."""
     gpu = get_gpu(gpu)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
@@ -159,7 +160,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
                          causal_align, dtype, gpu)
     most = int(probe.chunks.max())
     if num_splits is None:
-        num_splits = num_splits_heuristic(batch * probe.units, 2 * gpu.sm_count, most, MAX_SPLITS)
+        num_splits = num_splits_heuristic(batch * probe.units, resident_programs(probe), most, MAX_SPLITS)
     elif isinstance(num_splits, bool) or not isinstance(num_splits, (int, np.integer)) or num_splits <= 0:
         raise ValueError(f"num_splits={num_splits!r} must be a positive integer")
     elif num_splits > most:
@@ -183,6 +184,16 @@ def launch_options(row):
     """make_launch's (and simulate("split_kv")'s) keyword arguments, less the GPU, of the launch a row of
     kernels/bench_decode.py's results (results/h200/decode.json) timed: its shape, cache, pages and splits."""
     return {name: row[name] for name in ROW_FIELDS}
+
+
+def resident_programs(launch):
+    """Split programs the GPU runs at once: its SMs times the blocks of the split kernel one SM keeps
+    resident (gpusim.occupancy, from the compiled kernel's registers and shared memory: 5 on an H200).
+    flash-attention passes twice the SM count, the two blocks of its own kernel per SM; this kernel's blocks
+    are smaller. On the H200 (results/h200/decode_tiles.json, batch 1, 128K tokens) 64 splits ran 1.22x
+    faster than the 29 that twice the SM count gives."""
+    from .occupancy import occupancy, resources  # occupancy imports the algorithms, which import this module
+    return launch.gpu.sm_count * occupancy(launch.gpu, resources(launch, "split_kv")).blocks_per_sm
 
 
 def num_splits_heuristic(batch_nheads_mblocks, num_sms, num_n_blocks, max_splits):

@@ -69,7 +69,7 @@ def test_unsplit_batch_one_waits_on_latency_and_batch_64_streams(data):
     unsplit = dm.timed(data["rows"], "split_kv_1", 1)[131072]
     (one,) = dm.simulated(unsplit).kernels
     assert one.latency_bound and one.predicted_time_s > 10 * one.memory_time_s
-    (full,) = dm.simulated(dm.timed(data["rows"], "split_kv_1", 64)[131072]).kernels
+    (full,) = dm.simulated(dm.timed(data["rows"], "split_kv_1", 64)[32768]).kernels
     assert not full.latency_bound and full.predicted_time_s == pytest.approx(full.memory_time_s, rel=0.1)
 
 
