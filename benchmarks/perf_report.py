@@ -160,7 +160,8 @@ def launch_sweep():
                    f"{own['copy_fraction']:.2f} of copy) against {best['ms']:.4f} ms ({best['num_splits']} splits of "
                    f"{best['block_kv']} keys, {best['num_warps']} warps, {best['num_stages']} stages, "
                    f"{best['copy_fraction']:.2f})")
-    return ("The kernel's own launch against the fastest of its swept launches (`decode_tiles.json`): " +
+    return ("Run 9's launch sweep (`decode_tiles.json`), before the split rule counted resident blocks: the "
+            "kernel's launch then against the fastest of the swept launches: " +
             "; ".join(out) + ".")
 
 

@@ -22,7 +22,9 @@ The model, in five steps, each a choice written down here:
 5. The grid. Programs go to the SMs' b slots in launch order, each slot taking the next program when its
    last one ends: all slots stay busy until the last wave, whose time is set by its longest program
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
-   wave's) / slots + the last wave's longest tau, plus the launch overhead.
+   wave's) / slots + the last wave's longest tau, plus the launch overhead. The L2 and DRAM serve the whole
+   GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
+   the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b.
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 """
@@ -124,17 +126,19 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         return (wait(fixed_bytes) + fixed_compute + module.SETUP_S + (wait(step_bytes) if j and prefetched else 0.0)
                 + j * step_chain)
 
-    def busy(j):  # the SM's time for one of its b programs: bytes at its bandwidth share, work on its units
+    def busy(j, sharing=b):  # an SM's time for its b programs: their bytes at the bandwidth share of
+        # `sharing` programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each
+        # SM's share grows), their work on the SM's own units
         moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])
-        memory, compute = share(moved), fixed_compute + j * (overlapped if streams > 1 else serial)
+        memory, compute = sharing * share(moved), b * (fixed_compute + j * (overlapped if streams > 1 else serial))
         return max(memory, compute) + CONTENTION * min(memory, compute)
 
-    def tau(j):
-        return max(chain(j), b * busy(j))
+    def tau(j, sharing=b):
+        return max(chain(j), busy(j, sharing))
 
     total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
     last = programs - (math.ceil(programs / slots) - 1) * slots  # programs in the last wave
-    tail = [tau(j) for j in work.tail[:last]]
+    tail = [tau(j, last / sms) for j in work.tail[:last]]
     time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
     longest = max(work.tail[:last])
     return Timing(
@@ -147,7 +151,7 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         blocks_per_sm=occ.blocks_per_sm,
         registers_per_thread=res.registers_per_thread,
         limited_by=occ.limited_by,
-        latency_bound=chain(longest) > b * busy(longest),
+        latency_bound=chain(longest) > busy(longest, last / sms),
     )
 
 

@@ -46,7 +46,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     Execute mode needs do, the output's gradient (shaped like q), and returns grads = (dq, dk, dv).
 
     Decoding (algo="split_kv"; gpusim/decode.py): seq query rows (default 1) per request attend to its
-    cache; seq_kv is one cache length or one per request. num_splits (None: flash-attention's heuristic),
+    cache; seq_kv is one cache length or one per request. num_splits (None: flash-attention's rule over the
+    programs the GPU keeps resident, gpusim.decode.resident_programs),
     page_size (None: a contiguous cache), grouped (default True: a program serves a K/V head's whole
     group), block_kv (the chunk, 64), causal_align ("bottom_right" by default). Execute mode: q, k and v
     the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with

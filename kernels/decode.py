@@ -154,7 +154,7 @@ def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, pa
     """Attention of q (B, H, seq, d) over a K/V cache: paged (num_pages, page_size, kv_heads, d) reached
     through block_table (B, max_pages), or contiguous (B, kv_heads, S, d) without one. cache_seqlens: the
     tokens cached per request. Returns O in q's dtype (and with return_lse=True the fp32 log-sum-exp,
-    (B, H, seq)). num_splits None: flash-attention's heuristic for this GPU; block_kv: the chunk (64)."""
+    (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (64)."""
     call = prepare_decode(q, k_cache, v_cache, cache_seqlens=cache_seqlens, block_table=block_table,
                           page_size=page_size, num_splits=num_splits, block_kv=block_kv, causal_align=causal_align,
                           grouped=grouped, gpu=gpu)

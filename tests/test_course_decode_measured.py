@@ -56,11 +56,15 @@ def test_rows_relaunched_move_the_bytes_the_rows_record(data):
 
 
 def test_not_splitting_costs_more_the_longer_the_cache_at_batch_one(data):
-    slowdown = [r["slowdown predicted"] for r in dm.comparison_rows(data, batch=1)]
-    assert len(slowdown) == 8 and slowdown[0] > 1
-    assert all(a < b for a, b in zip(slowdown, slowdown[1:]))
-    full = dm.comparison_rows(data, batch=64)  # 64 x 8 programs already fill the SMs: the heuristic does not split
-    assert {r["num_splits"] for r in full} == {1} and {r["slowdown predicted"] for r in full} == {1.0}
+    rows = dm.comparison_rows(data, batch=1)
+    measured = [r["slowdown measured"] for r in rows]
+    assert len(rows) == 8 and measured[0] > 1 and all(a < b for a, b in zip(measured, measured[1:]))
+    assert all(abs(r["slowdown predicted"] / r["slowdown measured"] - 1) <= 0.25 for r in rows)  # the target
+    # 64 x 8 programs fill 0.78 of the H200's 660 slots: the split rule splits 5 or 6 ways, which measured
+    # 0.85-1.0x as fast as not splitting (the partial results cost most at short caches); the model within 10%
+    full = dm.comparison_rows(data, batch=64)
+    assert {r["num_splits"] for r in full} <= {5, 6}
+    assert all(abs(r["slowdown predicted"] / r["slowdown measured"] - 1) < 0.1 for r in full)
 
 
 def test_unsplit_batch_one_waits_on_latency_and_batch_64_streams(data):
@@ -89,8 +93,7 @@ def test_fixed_cost_at_small_caches(data):
 
 def test_agreement_counts_rows(data):
     whole, long = dm.agreement(data), dm.agreement(data, min_cache=32768)
-    # 2 providers x (8 lengths at batch 1 and 8, 6 at batch 64: the run stopped there); >= 32K: 3 + 3 + 1 lengths
-    assert whole["rows"] == 44 and long["rows"] == 14
+    assert whole["rows"] == 48 and long["rows"] == 18  # 3 batches x 8 lengths x 2 providers; 3 lengths >= 32K
     assert 0 <= whole["within"] <= whole["rows"] and whole["share"] == whole["within"] / whole["rows"]
 
 
