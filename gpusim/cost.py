@@ -87,7 +87,8 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
                                                                      programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
-    hiding = min(1.0, b * res.num_warps / ISSUE_PER_CLOCK * ISSUE_HIDING)
+    per_warp = getattr(module, "ISSUE_HIDING", {}).get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
+    hiding = min(1.0, b * res.num_warps / ISSUE_PER_CLOCK * per_warp)
     unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"],  # one program's step, each unit alone
                 issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])

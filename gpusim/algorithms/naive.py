@@ -42,6 +42,14 @@ def _pv(rows, keys, d, e):  # P_ij, V_j
     return rows * keys * e + keys * d * e
 
 
+# The issue rate one resident softmax warp per scheduler sustains (gpusim/cost.py's ISSUE_HIDING, 0.45, is the
+# flash loops'). A one-pass row is block-synchronous: each thread folds its 64 elements into the row max and then
+# the sum in chains of 64 dependent FMNMX / FADD, each followed by a block-wide reduction through shared memory
+# (two bar.sync); while a block waits, only other blocks' warps issue. It shows where registers leave few warps
+# resident: 2 blocks of 8 warps at N = 16K, 1 of 16 at 32K (4 warps per scheduler), where Nsight measured the
+# causal softmax issue-bound at 1.6x the time predicted with 0.45, its bytes exact (results/h200/ncu.json).
+# Fitted on bench.json's naive d = 64 rows (least squares of log predicted / measured); d = 128 is held out.
+ISSUE_HIDING = {"softmax": 0.14}
 ROW_WARPS = (8, 16)  # a softmax program's warps: 8, more for long rows, up to 16
 ROW_ELEMENTS_PER_THREAD = 64  # softmax rows get warps until each thread holds at most this many (fp32 registers)
 # One pass holds a row (rounded to a power of two) in fp32 registers: 32 K elements in 16 warps is 64 a thread,
