@@ -7,6 +7,8 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   with one program per SM and no prefetch (num_stages=1) waits a latency and a transfer per tile, so the
   time per tile against the tile's bytes (2 to 16 KiB) is a line: intercept = the latency a block sees while
   every SM loads (more than the idle pointer chase of benchmarks/latency.py), slope = 1 / the port bandwidth.
+- Idle L2 hit latency: the median of benchmarks/latency.py's pointer chases through L2 (one load waited for at a
+  time, nothing else loading).
 - L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
 - The Hopper kernel's per-program descriptor setup: program_setup.py (descriptor_setup_s).
@@ -34,6 +36,10 @@ def latency_and_port(level, sms=132):
     per_tile = size * sms / np.array([r["bytes_per_s"] for r in fit])
     slope, intercept = np.polyfit(size, per_tile, 1)
     return float(intercept), float(1 / slope)
+
+
+def l2_idle_latency_s():
+    return float(np.median([r["ns_per_hop"] for r in rows("latency") if r["level"] == "l2"])) * 1e-9
 
 
 def l2_bytes_per_s():
@@ -75,6 +81,7 @@ def constants():
     hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
     peaks = matmul_peaks()
     return {"hbm_latency_s": hbm[0], "hbm_port_bytes_per_s": hbm[1], "l2_latency_s": l2[0],
+            "l2_idle_latency_s": l2_idle_latency_s(),
             "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": l2_bytes_per_s(), "sfu_ops_per_s": rate("exp2_rate"),
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],

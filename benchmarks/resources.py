@@ -206,7 +206,8 @@ def parse_ptxas(log):
 def sass_loops(cubin):
     """What the compiled kernel issues, from its disassembly (nvdisasm, shipped with triton): per loop (a
     backward branch, in address order), [instructions a warp issues per iteration but the tensor cores'
-    HGMMA, of them MUFU (special function unit)]; and the same for the whole kernel."""
+    HGMMA, of them MUFU (special function unit), of them LDL (spill reloads from local memory)]; and the same
+    for the whole kernel."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
@@ -234,7 +235,7 @@ def sass_loops(cubin):
 
     def issued(lo, hi):
         inside = [op for a, op, _ in ops if lo <= a <= hi]
-        return [sum(op != "HGMMA" for op in inside), inside.count("MUFU")]
+        return [sum(op != "HGMMA" for op in inside), inside.count("MUFU"), inside.count("LDL")]
     return {"loops": [issued(lo, hi) for lo, hi in sorted(loops)], "issued": issued(0, ops[-1][0] if ops else 0)}
 
 
@@ -312,8 +313,8 @@ same rows with the triton version; tests/test_occupancy.py checks the two agree)
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
 for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two).
 Value: (registers per thread, spill bytes per thread (stores + loads), shared bytes per block, per loop
-in address order (instructions a warp issues per iteration, not counting HGMMA; of them MUFU), the same for
-the whole kernel), the loops read off the disassembly (nvdisasm).
+in address order (instructions a warp issues per iteration, not counting HGMMA; of them MUFU; of them LDL,
+spill reloads), the same for the whole kernel), the loops read off the disassembly (nvdisasm).
 """
 '''
 

@@ -13,7 +13,8 @@ The model, in five steps, each a choice written down here:
    steps (one K/V tile each for the flash kernels), and an epilogue (its stores). Within one program the
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
    a step's loads are exposed unless the kernel prefetches them (num_stages > 1), in which case a step
-   waits only for what the prefetch distance does not cover. That critical path is chain(J).
+   waits only for what the prefetch distance does not cover; each spill reload in the compiled step waits
+   an L2 hit. That critical path is chain(J).
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
@@ -83,8 +84,8 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
                 issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
                 l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
-    step_instructions, step_mufu, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps, steps,
-                                                                     programs)
+    step_instructions, step_mufu, step_reloads, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps,
+                                                                                   steps, programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
     per_warp = getattr(module, "ISSUE_HIDING", {}).get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
@@ -119,6 +120,10 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     step_chain = max(serial, wait(step_bytes) / max(1, stages - 1)) if prefetched else serial + wait(step_bytes)
     if kernel in module.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
         step_chain += gpu.l2_latency_s + (step_bytes[0] - step_bytes[2]) / gpu.port_bytes_per_s("l2")
+    # A spill reload (LDL in the compiled step) waits for its register: the spilled lines do not stay in L1
+    # (Nsight: flash1's extra L2->SM bytes are its reloads' 4 B per thread, every step), so each is an L2 hit
+    # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
+    step_chain += step_reloads * gpu.l2_idle_latency_s
     for tensor in getattr(module, "ADDRESS_TENSORS", {}).get(kernel, ()):  # loads that give the step's addresses
         if tensor in counts:  # (a paged gather's block table) are waited for before the step's other loads
             step_chain += wait(_per((0, 0, counts[tensor][0], dram[tensor][0]), steps))

@@ -13,6 +13,7 @@ KiB, MiB, GiB = 1024, 1024**2, 1024**3
 # presets nobody measured here: the L2's in clock cycles and bytes per clock at each GPU's own clock, DRAM's
 # latency in seconds (an assumption: both are properties of the chips' designs, not published).
 HOPPER_L2_LATENCY_CYCLES = 544  # 274.8 ns at 1.98 GHz (H200-measured)
+HOPPER_L2_IDLE_LATENCY_CYCLES = 289  # 146 ns at 1.98 GHz: an L2 hit, idle (pointer chase, H200-measured)
 HOPPER_HBM_LATENCY_S = 490e-9  # H200-measured
 HOPPER_L2_PORT_BYTES_PER_CLOCK = 79  # 157 GB/s at 1.98 GHz (H200-measured)
 HOPPER_HBM_PORT_BYTES_PER_CLOCK = 35  # 69 GB/s at 1.98 GHz (H200-measured)
@@ -50,6 +51,7 @@ class GPU:
     sram_reserved_bytes_per_block: int = 1024  # cc >= 8.0 reserves 1 KiB of shared memory per block
     l2_latency_s: float = 200 / 1.41e9  # an L2 hit, as a block waits for it while every SM loads: see each preset
     hbm_latency_s: float = 500 / 1.41e9  # a DRAM load, likewise
+    l2_idle_latency_s: float = 289 / 1.41e9  # an L2 hit on an idle path: one load waited for (a pointer chase)
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
     launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
@@ -96,6 +98,7 @@ def _a100(name, hbm_bytes, hbm_bytes_per_s):
         max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 8.0
         max_blocks_per_sm=32,  # same table, cc 8.0
         l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.41e9,  # not measured here: the H200's cycles at this clock
+        l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 1.41e9,
         hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
     )
 
@@ -121,6 +124,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 9.0
         max_blocks_per_sm=32,  # same table, cc 9.0
         l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # as measured on the lent H200 (H200-measured)
+        l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 1.98e9,
         hbm_latency_s=HOPPER_HBM_LATENCY_S,  # as measured on the lent H200 (H200-measured)
     )
 
@@ -153,6 +157,7 @@ PRESETS = {
             max_warps_per_sm=48,  # Programming Guide, Technical Specifications: cc 8.9
             max_blocks_per_sm=24,  # same table, cc 8.9
             l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 2.52e9,  # not measured here: the H200's cycles at this clock
+            l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 2.52e9,
             hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
         ),
         GPU(
@@ -172,6 +177,7 @@ PRESETS = {
             max_blocks_per_sm=16,  # same table, cc 7.5
             sram_reserved_bytes_per_block=0,  # the 1 KiB reservation begins with cc 8.0
             l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.59e9,  # not measured here: the H200's cycles at this clock
+            l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 1.59e9,
             hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
         ),
     ]

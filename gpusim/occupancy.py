@@ -29,8 +29,9 @@ class Resources:
     shared_bytes: int  # per block: the staged tiles, Triton's scratch included where compiled
     spill_bytes_per_thread: int  # local-memory stores + loads per thread, as ptxas reports them
     compiled: bool  # True: read off the compiled kernel; False: estimated from the tile shapes
-    loops: tuple = ()  # compiled: per loop, (instructions a warp issues per iteration but HGMMA, MUFU of them)
-    issued: tuple = (0, 0)  # compiled: the same over the whole kernel
+    loops: tuple = ()  # compiled: per loop, (instructions a warp issues per iteration but HGMMA, MUFU of them,
+    #                    LDL of them: spill reloads)
+    issued: tuple = (0, 0, 0)  # compiled: the same over the whole kernel
 
     @property
     def threads(self):

@@ -35,22 +35,23 @@ def warps(block_q):
 
 
 def estimated_issue(res, other_flops, exps, steps):
-    """(instructions a warp issues per step, of them MUFU, per program besides): where nothing was compiled,
+    """(instructions a warp issues per step, of them MUFU, of them spill reloads, per program besides): where
+    nothing was compiled,
     the step's non-matmul operations over the block's lanes, times ISSUE_PER_OP, the instructions the
     compiled flash2 loops issue per counted operation (gpusim/compiled.py, derived from their disassembly:
     addresses, masks, conversions and moves come with every operation counted)."""
     from ..compiled import ISSUE_PER_OP
     lanes = 32 * res.num_warps * max(steps, 1)
-    return ISSUE_PER_OP * other_flops / lanes, exps / lanes, 0.0
+    return ISSUE_PER_OP * other_flops / lanes, exps / lanes, 0.0, 0.0
 
 
 def compiled_issue(res, step_loops):
-    """(instructions per step, MUFU per step, instructions per program besides) from the compiled kernel:
-    step_loops, the loops a step runs, weighted [(loop index, weight)]; the rest of the kernel once."""
-    instructions = sum(w * res.loops[i][0] for i, w in step_loops)
-    mufu = sum(w * res.loops[i][1] for i, w in step_loops)
+    """(instructions per step, MUFU per step, spill reloads (LDL) per step, instructions per program besides)
+    from the compiled kernel: step_loops, the loops a step runs, weighted [(loop index, weight)]; the rest of
+    the kernel once."""
+    instructions, mufu, reloads = (sum(w * res.loops[i][k] for i, w in step_loops) for k in range(3))
     in_loops = sum(loop[0] for loop in res.loops)
-    return instructions, mufu, max(0, res.issued[0] - in_loops)
+    return instructions, mufu, reloads, max(0, res.issued[0] - in_loops)
 
 
 def per_step_issue(res, other_flops, exps, steps):
@@ -60,5 +61,5 @@ def per_step_issue(res, other_flops, exps, steps):
     if not res.issued[0]:
         return estimated_issue(res, other_flops, exps, steps)
     if not res.loops:
-        return res.issued[0], res.issued[1], 0.0
+        return res.issued[0], res.issued[1], res.issued[2], 0.0
     return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])

@@ -125,7 +125,7 @@ def issue(cfg, kernel, res, other_flops, exps, steps, programs):
     if not res.issued[0]:
         return estimated_issue(res, other_flops, exps, steps)
     if not res.loops:
-        return res.issued[0], res.issued[1], 0.0
+        return res.issued[0], res.issued[1], res.issued[2], 0.0
     return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])
 
 
