@@ -112,3 +112,22 @@ def test_sweep_uses_the_flashattention2_benchmark_shapes():
 def test_speedup_skips_lengths_where_naive_runs_out_of_memory():
     results = gpusim.sweep(("naive", "flash2"), (4096, 65536), head_dim=64, gpu="T4")
     assert list(gpusim.speedups(results)["flash2"]) == [4096]
+
+
+def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
+    """flash1 at d = 64, causal, compiles spill reloads (LDL) into its step loop; one program alone is latency-bound,
+    so its time is its chain, and taking the reloads out shortens it by steps x reloads x the idle L2 latency."""
+    from gpusim import compiled
+    kw = dict(seq=4096, head_dim=64, causal=True, gpu=H200)
+    r = gpusim.simulate("flash1", **kw)
+    cfg = r.config
+    key = ("sm_90", "flash1", 64, "fp16", True, cfg.block_q, cfg.block_kv, 4, 1)
+    registers, spill, shared, loops, issued = compiled.COMPILED[key]
+    reloads = loops[-1][2]  # the step: flash1's last loop (gpusim/algorithms/flash1.py, issue)
+    assert reloads > 0 and r.kernels[0].latency_bound
+    work = gpusim.algorithms.get("flash1").work(cfg, "flash1")  # one program: batch 1, one head
+    steps = sum(v * c for v, c in zip(work.values, work.counts))
+    monkeypatch.setitem(compiled.COMPILED, key, (registers, spill, shared, loops[:-1] + (loops[-1][:2] + (0,),), issued))
+    without = gpusim.simulate("flash1", **kw)
+    gap = r.predicted_time_s - without.predicted_time_s
+    assert gap == pytest.approx(steps * reloads * cfg.gpu.l2_idle_latency_s, rel=1e-9)
