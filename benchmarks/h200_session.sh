@@ -37,6 +37,10 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     bwd_naive) python kernels/bench_bwd.py --out "$OUT/bench_bwd_naive.json" --providers naive \
                  --max-minutes "${BWD_MINUTES:-3}" ;;
     decode_tiles) python benchmarks/decode_tiles.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
+    softmax_issue) /usr/local/cuda/bin/ncu --clock-control none --cache-control all --print-units base -k regex:softmax \
+                     --section SchedulerStats --section WarpStateStats --section Occupancy --section SpeedOfLight \
+                     --csv --page details --log-file "$OUT/ncu_softmax.csv" python benchmarks/softmax_issue.py workload
+                   python benchmarks/softmax_issue.py compare "$OUT/ncu_softmax.csv" ;;
     hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
     setup) python benchmarks/program_setup.py --out "$OUT" ;;
     bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
