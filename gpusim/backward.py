@@ -43,7 +43,8 @@ import numbers
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, get_gpu
+from .config import Shape
+from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
 from .tiling import Tiling
 
 ALGOS = ("naive", "flash1", "flash2")
@@ -59,19 +60,7 @@ FLASH1_PER_ROW_STEP, FLASH1_PER_ROW_ELEMENT_STEP = 1, 4
 
 
 @dataclass(frozen=True)
-class Backward:
-    algo: str
-    batch: int
-    heads: int
-    kv_heads: int
-    seq: int  # query length N
-    seq_kv: int
-    head_dim: int  # d
-    block_q: int  # Br
-    block_kv: int  # Bc
-    causal: bool
-    dtype: str
-    gpu: GPU
+class Backward(Shape):
 
     @cached_property
     def tiling(self):
@@ -84,18 +73,6 @@ class Backward:
         if self.algo != "flash2":
             return self.tiling
         return Tiling(self.seq, self.seq_kv, self.block_kv, self.block_q, self.causal)
-
-    @property
-    def itemsize(self):
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def bh(self):
-        return self.batch * self.heads
-
-    @property
-    def group(self):  # query heads per K/V head
-        return self.heads // self.kv_heads
 
     def tensor_bytes(self, tensor):
         if tensor in ("LSE", "l", "m", "D"):

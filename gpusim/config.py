@@ -15,7 +15,9 @@ ALIGNS = ("top_left", "bottom_right")
 
 
 @dataclass(frozen=True)
-class Config:
+class Shape:
+    """What every counted pass of attention is: the forward's Config, the backward's
+    gpusim.backward.Backward."""
     algo: str
     batch: int
     heads: int
@@ -28,12 +30,6 @@ class Config:
     causal: bool
     dtype: str
     gpu: GPU
-    causal_align: str = "top_left"  # top_left: row r sees keys 0..r; bottom_right: 0..r + seq_kv - seq
-
-    @cached_property
-    def tiling(self):
-        offset = self.seq_kv - self.seq if self.causal_align == "bottom_right" else 0
-        return Tiling(self.seq, self.seq_kv, self.block_q, self.block_kv, self.causal, offset)
 
     @property
     def itemsize(self):
@@ -46,6 +42,16 @@ class Config:
     @property
     def group(self):  # query heads per K/V head (grouped-query attention)
         return self.heads // self.kv_heads
+
+
+@dataclass(frozen=True)
+class Config(Shape):
+    causal_align: str = "top_left"  # top_left: row r sees keys 0..r; bottom_right: 0..r + seq_kv - seq
+
+    @cached_property
+    def tiling(self):
+        offset = self.seq_kv - self.seq if self.causal_align == "bottom_right" else 0
+        return Tiling(self.seq, self.seq_kv, self.block_q, self.block_kv, self.causal, offset)
 
     def kv_head(self, h):
         """Grouped-query attention: q heads h share K/V head h // (heads / kv_heads)."""
