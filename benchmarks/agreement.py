@@ -27,7 +27,7 @@ DECODE = ("split_kv", "split_kv_1")  # decode.json's providers that are the proj
 FILES = ("bench.json", "tiles.json", "decode.json", "bench_bwd.json")
 # What docs/perf.md states and tests/test_agreement.py checks for decoding and training: per file and group of
 # rows ("all", a kernel, a pass or "batch N"), the least share within 20% and within 40%.
-BOUNDS = {("decode.json", "all"): (0.95, 1.0), ("decode.json", "split_kv_1"): (0.95, 1.0),
+BOUNDS = {("decode.json", "all"): (0.95, 0.97), ("decode.json", "split_kv_1"): (0.95, 1.0),
           ("decode.json", "batch 64"): (1.0, 1.0), ("bench_bwd.json", "all"): (0.9, 1.0),
           ("bench_bwd.json", "bwd"): (0.9, 1.0), ("bench_bwd.json", "naive"): (0.9, 1.0)}
 

@@ -70,7 +70,7 @@ def descriptor_setup_s():
     Q and O bytes, same launch), averaged over the head dims measured."""
     by = {}
     for r in rows("program_setup"):
-        if "ms" in r:
+        if "ms" in r and r.get("waves", 1) == 1:
             by.setdefault((r["algo"], r["head_dim"]), []).append((r["steps"], r["ms"] * 1e-3))
     intercepts = {key: float(np.polyfit(*zip(*points), 1)[1]) for key, points in by.items()}
     dims = sorted({d for _, d in intercepts})

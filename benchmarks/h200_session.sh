@@ -36,6 +36,8 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                          --causal yes --without sdpa_math --max-minutes "${BENCH_MINUTES:-2.5}" ;;
     bwd_naive) python kernels/bench_bwd.py --out "$OUT/bench_bwd_naive.json" --providers naive \
                  --max-minutes "${BWD_MINUTES:-3}" ;;
+    decode_splits) python benchmarks/decode_splits.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}"
+                   python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
     decode_tiles) python benchmarks/decode_tiles.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
     softmax_issue) /usr/local/cuda/bin/ncu --clock-control none --cache-control all --print-units base -k regex:softmax \
                      --section SchedulerStats --section WarpStateStats --section Occupancy --section SpeedOfLight \

@@ -1,16 +1,21 @@
 """What one program costs before and after its K/V loop: the Hopper kernel against flash2, a program per SM.
 
-    python benchmarks/program_setup.py --out $OUT          # GPU: $OUT/program_setup.json, about 30 s
+    python benchmarks/program_setup.py --out $OUT          # GPU: $OUT/program_setup.json, about 80 s
     TRITON_INTERPRET=1 python benchmarks/program_setup.py --out /tmp/p --smoke
 
 One wave of 132 programs (one per SM: heads = 132, one Q block each, batch 1), each looping over J K/V
-blocks, J = 1, 2, 4, 8, 16; the median GPU time per launch (a CUDA graph's replays). Per kernel the time is
-a line in J: the intercept is the launch and one program's fixed work (its first loads, its epilogue, and
+blocks, J = 1, 2, 4, 8, 16; the median GPU time per launch (a CUDA graph's replays). Then the same with 4
+and 16 times the programs (waves = 4, 16): what a program costs when it follows another on its SM. The
+Hopper kernel twice: its table launch (warp-specialized) and software-pipelined on 8 warps (hopper_swp), both
+one block per SM at these tiles (168 and 154 registers per thread, compiled): the set-up with and without warp
+specialization. Per kernel and wave count the time is a line in J: the intercept is the launch and one program's fixed work (its first loads, its epilogue, and
 for the Hopper kernel the three TMA descriptors it writes and fences in global memory before its first
 copy), the slope one step. The Hopper kernel's intercept less flash2's (same tiles, same Q and O bytes, same
 launch) is what its descriptors add per program: benchmarks/h200_constants.py derives the model's
 hopper.SETUP_S from it.
 """
+from itertools import product
+
 import torch
 
 import probe
@@ -19,29 +24,33 @@ from gpusim_kernels.bench import gpu_time
 
 STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200
+WAVES = (1, 4, 16)  # heads = HEADS x waves
 SHAPES = ((64, 128, 128), (128, 128, 128))  # (head_dim, block_q, block_kv): the Hopper kernel's table tiles
-SMOKE = dict(STEPS=(1, 2), HEADS=2, SHAPES=((64, 16, 16),))
+SMOKE = dict(STEPS=(1, 2), HEADS=2, SHAPES=((64, 16, 16),), WAVES=(1, 2))
 
 
 def launches(head_dim, block_q, block_kv):
     flash2 = lambda q, k, v: flash2_attention(q, k, v, block_q=block_q, block_kv=block_kv)  # noqa: E731
     hopper = lambda q, k, v: hopper_attention(q, k, v, block_q=block_q, block_kv=block_kv)  # noqa: E731
-    return {"flash2": flash2, "hopper": hopper}
+    swp = lambda q, k, v: hopper_attention(q, k, v, block_q=block_q, block_kv=block_kv,  # noqa: E731
+                                           warp_specialize=False, num_warps=8, num_stages=3)
+    return {"flash2": flash2, "hopper": hopper, "hopper_swp": swp}
 
 
 def measure(results):
     for head_dim, block_q, block_kv in SHAPES:
         for algo, fn in launches(head_dim, block_q, block_kv).items():
-            for steps in STEPS:
-                q = torch.randn(1, HEADS, block_q, head_dim, device=probe.DEVICE, dtype=torch.float16)
-                k, v = (torch.randn(1, HEADS, steps * block_kv, head_dim, device=probe.DEVICE, dtype=torch.float16)
+            for waves, steps in product(WAVES, STEPS):
+                heads = HEADS * waves
+                q = torch.randn(1, heads, block_q, head_dim, device=probe.DEVICE, dtype=torch.float16)
+                k, v = (torch.randn(1, heads, steps * block_kv, head_dim, device=probe.DEVICE, dtype=torch.float16)
                         for _ in range(2))
                 row = dict(algo=algo, head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps,
-                           heads=HEADS, seq=block_q, seq_kv=steps * block_kv)
+                           heads=heads, waves=waves, seq=block_q, seq_kv=steps * block_kv)
                 results.add(probe.attempt(row, lambda: {"ms": probe.launch_ms(lambda: fn(q, k, v))
                                                         if probe.INTERPRETED else gpu_time(lambda: fn(q, k, v))["ms"]}))
-                print(f"{algo:6s} d={head_dim} {block_q}x{block_kv} J={steps:2d}: {results.data['rows'][-1].get('ms')}",
-                      flush=True)
+                print(f"{algo:6s} d={head_dim} {block_q}x{block_kv} waves={waves:2d} J={steps:2d}: "
+                      f"{results.data['rows'][-1].get('ms')}", flush=True)
 
 
 def main(argv=None):

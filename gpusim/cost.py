@@ -17,6 +17,9 @@ The model, in five steps, each a choice written down here:
    an L2 hit. That critical path is chain(J).
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
+   With one resident program (b = 1) nothing runs on the units while it waits for its first loads and its
+   set-up (the Hopper kernel's TMA descriptors), so those add to b * busiest(J); with two or more, another
+   program's steps fill them.
    This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
    cannot keep the busiest unit busy (one store burst per program, nothing overlapping it) is
    latency-bound, and its achieved bandwidth is the bytes b programs keep in flight over their latency.
@@ -89,7 +92,8 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
     per_warp = getattr(module, "ISSUE_HIDING", {}).get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
-    hiding = min(1.0, b * res.num_warps / ISSUE_PER_CLOCK * per_warp)
+    warps = 1 if kernel in getattr(module, "FLAT_ISSUE", ()) else b * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
+    hiding = min(1.0, warps * per_warp)
     unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"],  # one program's step, each unit alone
                 issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
@@ -139,8 +143,10 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         memory, compute = sharing * share(moved), b * (fixed_compute + j * (overlapped if streams > 1 else serial))
         return max(memory, compute) + CONTENTION * min(memory, compute)
 
-    def tau(j, sharing=b):
-        return max(chain(j), busy(j, sharing))
+    alone = wait(fixed_bytes) + module.SETUP_S if b == 1 else 0.0  # first loads and set-up that no program's work
+
+    def tau(j, sharing=b):  # overlaps when the SM holds one
+        return max(chain(j), busy(j, sharing) + alone)
 
     total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
     last = programs - (math.ceil(programs / slots) - 1) * slots  # programs in the last wave

@@ -26,7 +26,6 @@ keys 0 .. L_b - seq + i, so K_b = L_b. "top_left" (torch's is_causal): row i see
 K_b = min(L_b, seq) and a single new token sees only key 0: the mistake of passing is_causal=True to a
 decode step. With seq == 1, bottom-right sees the whole cache.
 """
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,8 +141,8 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
                 page_size=None, grouped=True, causal_align="bottom_right", dtype="fp16", gpu="H200"):
     """Validate one decode launch; every error is one line naming the value and its limit.
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens).
-    num_splits None: flash-attention's heuristic (num_splits_heuristic) over the split programs this GPU keeps
-    resident (resident_programs)."""
+    num_splits None: the most splits whose programs fill this GPU's resident split blocks but one per SM
+    (num_splits_rule, split_slots)."""
     gpu = get_gpu(gpu)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
@@ -160,7 +159,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
                          causal_align, dtype, gpu)
     most = int(probe.chunks.max())
     if num_splits is None:
-        num_splits = num_splits_heuristic(batch * probe.units, resident_programs(probe), most, MAX_SPLITS)
+        num_splits = num_splits_rule(batch * probe.units, split_slots(probe), most, MAX_SPLITS)
     elif isinstance(num_splits, bool) or not isinstance(num_splits, (int, np.integer)) or num_splits <= 0:
         raise ValueError(f"num_splits={num_splits!r} must be a positive integer")
     elif num_splits > most:
@@ -188,34 +187,26 @@ def launch_options(row):
 
 def resident_programs(launch):
     """Split programs the GPU runs at once: its SMs times the blocks of the split kernel one SM keeps
-    resident (gpusim.occupancy, from the compiled kernel's registers and shared memory: 5 on an H200).
-    flash-attention passes twice the SM count, the two blocks of its own kernel per SM; this kernel's blocks
-    are smaller. On the H200 (results/h200/decode_tiles.json, batch 1, 128K tokens) 64 splits ran 1.22x
-    faster than the 29 that twice the SM count gives."""
+    resident (gpusim.occupancy, from the compiled kernel's registers and shared memory: 5 on an H200)."""
     from .occupancy import occupancy, resources  # occupancy imports the algorithms, which import this module
     return launch.gpu.sm_count * occupancy(launch.gpu, resources(launch, "split_kv")).blocks_per_sm
 
 
-def num_splits_heuristic(batch_nheads_mblocks, num_sms, num_n_blocks, max_splits):
-    """flash-attention's rule (csrc/flash_attn/flash_api.cpp of Dao-AILab/flash-attention, which calls it
-    with twice the SM count, two 128-thread blocks per SM, and max_splits = 128): no split when the grid
-    already almost fills the SMs; otherwise the fewest splits whose last wave is at least 85% as full as
-    the best split count's. A split count that gives the same chunks per split as one fewer is skipped.
-    make_launch applies it to this kernel: its programs per split and its chunks of block_kv keys."""
-    if batch_nheads_mblocks >= 0.8 * num_sms:
-        return 1
-    max_splits = min(max_splits, num_sms, num_n_blocks)
+def split_slots(launch):
+    """The programs the split rule places: every SM's resident split blocks but one (4 of 5 on an H200).
+    Measured on the H200 (results/h200/decode_splits.json, Llama-3-8B, pages of 16): 512 programs (64 splits
+    at batch 1, 8 at batch 8) ran fastest, or within 1% of it, from 4K to 128K tokens; filling all 5 slots
+    (82 and 9 splits) ran 0.5-5.5% slower (runs 12 and 14), flash-attention's rule over 2 per SM (29 splits)
+    1.2x slower (run 9, decode_tiles.json)."""
+    return max(launch.gpu.sm_count, resident_programs(launch) - launch.gpu.sm_count)
 
-    def eligible(s):
-        return s == 1 or -(-num_n_blocks // s) != -(-num_n_blocks // (s - 1))
 
-    def efficiency(s):
-        waves = batch_nheads_mblocks * s / num_sms
-        return waves / math.ceil(waves)
-
-    splits = [s for s in range(1, max_splits + 1) if eligible(s)]
-    best = max(efficiency(s) for s in splits)
-    return next(s for s in splits if efficiency(s) >= 0.85 * best)
+def num_splits_rule(per_split, slots, num_n_blocks, max_splits):
+    """The most splits whose programs (per_split each: batch x K/V heads) fit in `slots`, at least one and
+    at most one per chunk. A count that gives the same chunks per split as one fewer is passed over: its
+    last splits would hold nothing. At batch 64 (512 programs per split) nothing is split."""
+    top = max(1, min(max_splits, num_n_blocks, slots // per_split))
+    return next(s for s in range(top, 0, -1) if s == 1 or -(-num_n_blocks // s) != -(-num_n_blocks // (s - 1)))
 
 
 def launch_for_cache(q_shape, k_shape, v_shape, cache_seqlens, *, paged, page_size=None, causal_align="bottom_right",

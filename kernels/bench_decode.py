@@ -7,7 +7,8 @@
 Llama-3-8B's attention (32 query heads, 8 K/V heads, d = 128, fp16; gpusim/kvcache.py), one new token per
 request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
 - split_kv: the project's split-KV kernel over a paged cache (gpusim_kernels.decode), num_splits chosen by
-  flash-attention's rule over the programs the GPU keeps resident (gpusim.decode.resident_programs);
+  gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks but one,
+  split_slots), the reduce a programmatic dependent launch on Hopper;
   split_kv_1: the same with num_splits = 1 (FlashAttention-2's decode path);
 - sdpa_flash, sdpa_efficient, sdpa_cudnn, sdpa_math: torch's scaled_dot_product_attention forced to one
   backend, on a contiguous (B, 8, L, 128) cache with enable_gqa=True; a backend that refuses is a row
@@ -98,7 +99,7 @@ def _compile(num_splits):
 
 def warm_triton_cache(batches, seq_kvs):
     """Compile every kernel the sweep launches (num_splits = 1, and each split count flash-attention's
-    heuristic picks for it) in parallel processes (spawned: CUDA does not survive fork), so that the timed
+    rule picks for it) in parallel processes (spawned: CUDA does not survive fork), so that the timed
     process loads them from Triton's cache."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from gpusim.algorithms import split_kv as split_kv_model
 from gpusim.decode import check_block_table, launch_for_cache
@@ -97,8 +98,13 @@ def decode_kernel(Q, K, V, O, LSE, block_table, cache_seqlens, scale, max_pages,
 def split_kv_kernel(Q, K, V, O_partial, LSE_partial, block_table, cache_seqlens, scale, max_pages, cache_len,
                     num_splits, H: tl.constexpr, KV_HEADS: tl.constexpr, SEQ: tl.constexpr, GROUP: tl.constexpr,
                     ROWS: tl.constexpr, GROUPED: tl.constexpr, BLOCK_R: tl.constexpr, D: tl.constexpr,
-                    BLOCK_D: tl.constexpr, Bc: tl.constexpr, P: tl.constexpr, BOTTOM_RIGHT: tl.constexpr):
-    """One split of the cache: partial O and LSE in fp32, (num_splits, B, H, seq, d) and (num_splits, B, H, seq)."""
+                    BLOCK_D: tl.constexpr, Bc: tl.constexpr, P: tl.constexpr, BOTTOM_RIGHT: tl.constexpr,
+                    PDL: tl.constexpr):
+    """One split of the cache: partial O and LSE in fp32, (num_splits, B, H, seq, d) and (num_splits, B, H, seq).
+    PDL: the reduce may launch now (programmatic dependent launch), its programs waiting on the GPU (gdc_wait)
+    for these to finish, instead of launching after them."""
+    if PDL:
+        gdc_launch_dependents()
     acc, m_i, l_i, rows, row_ok = _attend(Q, K, V, block_table, cache_seqlens, scale, max_pages, cache_len,
                                           num_splits, H, KV_HEADS, SEQ, GROUP, ROWS, GROUPED, BLOCK_R, D, BLOCK_D,
                                           Bc, P, BOTTOM_RIGHT)
@@ -114,13 +120,15 @@ def split_kv_kernel(Q, K, V, O_partial, LSE_partial, block_table, cache_seqlens,
 @triton.jit(do_not_specialize=["num_splits"])
 def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: tl.constexpr, SEQ: tl.constexpr,
                   SPLITS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Bc: tl.constexpr,
-                  BOTTOM_RIGHT: tl.constexpr):
+                  BOTTOM_RIGHT: tl.constexpr, PDL: tl.constexpr):
     """One query row (head h, request b, row i): every split's partial result at once. Split s's O was
     divided by its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O."""
     h, b, i = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2)
     n_cached = tl.load(cache_seqlens + b)  # read 1 int32: L_b, which says how many splits it filled
     n_keys = n_cached if BOTTOM_RIGHT else tl.minimum(n_cached, SEQ)
     n_chunks = tl.cdiv(n_keys, Bc)
+    if PDL:  # launched early: wait until the split kernel has finished and its partials are visible
+        gdc_wait()
     s = tl.arange(0, SPLITS)
     filled = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, num_splits))  # splits 0 .. a_b - 1
     cols = tl.arange(0, BLOCK_D)
@@ -207,10 +215,13 @@ def _int32(x):
     return x.to(torch.int32).contiguous()
 
 
-def run_decode(call, **launch_options):
+def run_decode(call, pdl=None, **launch_options):
     """Launch the checked call: (O, LSE). launch_options (num_warps, num_stages) override the split kernel's
-    launch that gpusim prices, for a sweep of them (benchmarks/decode_tiles.py)."""
+    launch that gpusim prices, for a sweep of them (benchmarks/decode_tiles.py). pdl: launch the reduce as a
+    programmatic dependent launch (None: where the GPU has it, compute capability 9.0 and later; never in the
+    interpreter)."""
     L, q = call.launch, call.q
+    pdl = dependent_launch(q.device) if pdl is None else pdl
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     split = L.num_splits > 1
@@ -225,19 +236,26 @@ def run_decode(call, **launch_options):
         decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **constants(L, "decode") | launch_options)
         return o, lse
     split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args,
-                          **constants(L, "split_kv") | launch_options)
+                          **constants(L, "split_kv", pdl) | launch_options)
     reduce_kernel[(L.heads, L.batch, L.seq)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits,
-                                             **constants(L, "reduce"))
+                                             **constants(L, "reduce", pdl), launch_pdl=pdl)
     return o, lse
 
 
-def constants(L, kernel):
+def dependent_launch(device):
+    """Whether the reduce can be a programmatic dependent launch: compiled for a GPU of compute capability 9.0
+    or later (Hopper's griddepcontrol)."""
+    return not INTERPRETED and device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def constants(L, kernel, pdl=False):
     """A kernel's compile-time constants and launch options for DecodeLaunch L, as gpusim prices them
-    (gpusim/algorithms/split_kv.py launch)."""
+    (gpusim/algorithms/split_kv.py launch); pdl: the split kernel and the reduce as run_decode's pdl."""
     num_warps, num_stages = split_kv_model.launch(L, kernel)
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
     if kernel == "reduce":
-        return shared | dict(SPLITS=L.padded_splits)
-    return shared | dict(KV_HEADS=L.kv_heads, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped, BLOCK_R=L.padded_rows,
-                         P=L.page_size or 0)
+        return shared | dict(SPLITS=L.padded_splits, PDL=pdl)
+    own = dict(KV_HEADS=L.kv_heads, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped, BLOCK_R=L.padded_rows,
+               P=L.page_size or 0)
+    return shared | own | ({} if kernel == "decode" else dict(PDL=pdl))

@@ -132,3 +132,37 @@ def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
     without = gpusim.simulate("flash1", **kw)
     gap = r.predicted_time_s - without.predicted_time_s
     assert gap == pytest.approx(steps * reloads * cfg.gpu.l2_idle_latency_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_lone_programs_set_up_adds_to_its_busy_time(monkeypatch, causal):
+    """The Hopper kernel at d = 64, N = 2048, 8 x 32 heads: 4,096 programs. Non-causal it is warp-specialized
+    (12 warps, one block per SM): while a program writes its TMA descriptors nothing else runs on its SM, so
+    each of the 31 full waves and the last one grow by a longer set-up, even though the SM's units, not the
+    program's chain, bound them: 32 times the longer set-up. Causal it runs 2 blocks per SM, whose steps fill
+    each other's set-up: only the latency-bound last wave's chain grows, by at most one set-up."""
+    from gpusim.algorithms import hopper
+    kw = dict(seq=2048, head_dim=64, heads=32, batch=8, causal=causal, gpu=H200)
+    before = gpusim.simulate("hopper", **kw).kernels[0]
+    assert before.blocks_per_sm == (2 if causal else 1)
+    delta = 0.1e-6
+    monkeypatch.setattr(hopper, "SETUP_S", hopper.SETUP_S + delta)
+    gap = gpusim.simulate("hopper", **kw).kernels[0].predicted_time_s - before.predicted_time_s
+    if causal:
+        assert 0 <= gap <= delta
+    else:
+        assert not before.latency_bound and gap == pytest.approx(32 * delta, rel=1e-9)
+
+
+def test_flash1_issues_at_one_warp_per_schedulers_rate_however_many_are_resident(monkeypatch):
+    """flash1 at d = 64 runs 4 warps a block: with one block per SM (one warp per scheduler) the per-warp line
+    and flash1's flat rate agree; with two blocks per SM the line would double the issue rate, flash1's
+    measured steps do not (gpusim/algorithms/flash1.py FLAT_ISSUE)."""
+    from gpusim.algorithms import flash1
+    one = dict(seq=4096, head_dim=64, heads=32, batch=4, gpu=H200)  # 128 programs: one per SM
+    two = dict(seq=512, head_dim=64, heads=32, batch=32, gpu=H200)  # 1,024 programs: two per SM
+    flat = [gpusim.simulate("flash1", **kw).kernels[0] for kw in (one, two)]
+    monkeypatch.setattr(flash1, "FLAT_ISSUE", ())
+    line = [gpusim.simulate("flash1", **kw).kernels[0] for kw in (one, two)]
+    assert [k.blocks_per_sm for k in flat] == [2, 2] and flat[0].predicted_time_s == line[0].predicted_time_s
+    assert flat[1].predicted_time_s > 1.2 * line[1].predicted_time_s

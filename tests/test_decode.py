@@ -152,27 +152,40 @@ def test_top_left_with_one_query_sees_one_key():
     assert decode.count(decode.make_launch(**c))["decode", "K"] == (16 * 2, 0)
 
 
-@pytest.mark.parametrize("units, sms, blocks, expected", [
-    (48, 108, 100, 2),  # flash_api.cpp's own example: 48 (batch x heads) on 108 SMs -> 2 splits (eff 0.89)
-    (8, 264, 2048, 29),  # Llama-3-8B batch 1 on an H200 (2 x 132): 232/264 = 0.879 >= 0.85; 28 gives 0.848
-    (512, 264, 2048, 1),  # batch 64: the grid already fills the SMs
-    (8, 264, 3, 3),  # never more splits than chunks
+@pytest.mark.parametrize("per_split, slots, blocks, expected", [
+    (8, 528, 2048, 64),  # Llama-3-8B batch 1, 128K: 66 fit, but 65 and 66 give 64's 32 chunks per split
+    (64, 528, 256, 8),  # batch 8, 16K: 8 x 64 = 512 programs
+    (512, 528, 2048, 1),  # batch 64: one split already fills the slots
+    (8, 528, 3, 3),  # never more splits than chunks
+    (8, 528, 7, 7),
+    (8, 40, 100, 5),  # 5 x 8 = 40 fit; 5 gives 20 chunks per split, 4 gives 25
+    (1000, 528, 100, 1),  # more programs than slots: still one split
 ])
-def test_num_splits_heuristic(units, sms, blocks, expected):
-    assert decode.num_splits_heuristic(units, sms, blocks, decode.MAX_SPLITS) == expected
+def test_num_splits_rule(per_split, slots, blocks, expected):
+    splits = decode.num_splits_rule(per_split, slots, blocks, decode.MAX_SPLITS)
+    assert splits == expected
+    assert splits == 1 or (per_split * splits <= slots and -(-blocks // splits) != -(-blocks // (splits - 1)))
 
 
-def test_default_splits_fill_the_h200s_resident_blocks():
+def test_default_splits_fill_the_h200s_resident_blocks_but_one():
     """The split kernel keeps 5 blocks per SM on the H200 (93 registers x 128 threads, 38,928 B of shared
-    memory, compiled): 660 slots. 71 splits x 8 K/V heads = 568 programs, 0.86 of them (the best count, 82,
-    gives 0.99; 70 gives 0.848 < 0.85 x 0.99). Batch 64, paged: 512 programs < 0.8 x 660, so split: 5 (3.9
-    waves of the slots, 0.97 full; 1 to 4 splits leave 0.78 of the last wave)."""
-    launch = decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16)
-    assert decode.resident_programs(launch) == 132 * 5
-    assert launch.num_splits == 71 and decode.programs(launch, "split_kv") == 568
-    assert decode.make_launch(batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16).num_splits == 5
+    memory, compiled): 660 slots, of which the rule places 4 x 132 = 528. Batch 1: 64 splits x 8 K/V heads =
+    512 programs; batch 8: 8 splits; batch 64: 512 programs without splitting."""
+    shape = dict(heads=32, kv_heads=8, head_dim=128, page_size=16)
+    launch = decode.make_launch(batch=1, seq_kv=131072, **shape)
+    assert decode.resident_programs(launch) == 132 * 5 and decode.split_slots(launch) == 132 * 4
+    assert launch.num_splits == 64 and decode.programs(launch, "split_kv") == 512
+    assert decode.make_launch(batch=8, seq_kv=16384, **shape).num_splits == 8
+    assert decode.make_launch(batch=64, seq_kv=131072, **shape).kernels == ("decode",)
     # contiguous, the kernel keeps 3 blocks per SM (396 slots): 512 programs already fill them
     assert decode.make_launch(batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=131072).kernels == ("decode",)
+
+
+@pytest.mark.parametrize("blocks_per_sm, slots_per_sm", [(1, 1), (2, 1), (3, 2), (5, 4)])
+def test_split_slots_leave_one_block_per_sm_but_place_one(monkeypatch, blocks_per_sm, slots_per_sm):
+    launch = decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, page_size=16)
+    monkeypatch.setattr(decode, "resident_programs", lambda launch: launch.gpu.sm_count * blocks_per_sm)
+    assert decode.split_slots(launch) == launch.gpu.sm_count * slots_per_sm
 
 
 def test_flops_by_hand():

@@ -150,3 +150,33 @@ def test_paged_and_contiguous_caches_agree():
     flat = [x[table.clamp(min=0).long()].reshape(2, 48, 1, 16).transpose(1, 2).contiguous() for x in (k, v)]
     contiguous = gpusim_kernels.decode_attention(q, *flat, cache_seqlens=[40, 20], num_splits=2, block_kv=16)
     assert torch.equal(paged, contiguous)
+
+
+@CPU
+def test_decode_splits_smoke_run_times_each_split_count(tmp_path):
+    """benchmarks/decode_splits.py in the interpreter: the kernel's own split count and the swept ones, each
+    checked against float64; no programmatic dependent launch (the interpreter has none)."""
+    import json
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import decode_splits
+    assert decode_splits.main(["--out", str(tmp_path), "--smoke"]) == 0
+    rows = json.loads((tmp_path / "decode_splits.json").read_text())["rows"]
+    assert [(r["num_splits"], r["default"]) for r in rows] == [(4, True), (4, True), (2, False), (3, False)]
+    assert not any(r["pdl"] for r in rows) and all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
+    assert not gpusim_kernels.decode.dependent_launch(torch.device("cpu"))
+
+
+@CUDA
+def test_dependent_launch_changes_nothing_but_the_launch():
+    """With the reduce as a programmatic dependent launch (Hopper) or not, the same kernels compute the same
+    bits: gdc_wait makes every partial visible before the reduce reads it."""
+    if not gpusim_kernels.decode.dependent_launch(torch.device("cuda")):
+        pytest.skip("programmatic dependent launch needs compute capability 9.0 or later")
+    c = dict(LARGE[0], num_splits=7, seq=1, page_size=16, grouped=True)
+    q, k, v, table = torch_inputs(c, "cuda")
+    call = gpusim_kernels.prepare_decode(q, k, v, cache_seqlens=torch.tensor(c["seq_kv"], device="cuda"),
+                                         block_table=table, page_size=16, num_splits=7)
+    with_pdl, without = (gpusim_kernels.run_decode(call, pdl=pdl) for pdl in (True, False))
+    assert all(torch.equal(a, b) for a, b in zip(with_pdl, without))

@@ -19,6 +19,12 @@ TMA = False  # its tiles arrive by TMA copies, issued stages ahead
 SETUP_S = 0.0  # per program, before its first load
 STEP_TENSORS = {"flash1": ("Q", "K", "V", "O", "l", "m")}  # a step: Q_i, O_i, l_i, m_i in and out (K_j, V_j per j)
 FENCED = ("flash1",)  # a step's stores are fenced (MEMBAR in the compiled loop) before O_i, l_i, m_i are read again
+# Its step issues at the rate of one warp per scheduler (gpusim/cost.py's ISSUE_HIDING) however many warps an SM
+# holds: measured per step (benchmarks/flash1_steps.py, bench.json's d = 64 rows, the half the time model's
+# constants were fitted on), 4 warps with one block per SM and 8 with two issue alike, where the per-warp line
+# would double the rate. Why is not established (a sub-unit's throughput, shared-memory instructions say,
+# would do it). The held-out d = 128 rows (8 warps, one block) are reported in docs/perf.md.
+FLAT_ISSUE = ("flash1",)
 # Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is
 # masked), row max, subtract, exp (a multiply by log2(e) and an exp2), row sum, P converted to the dtype.
 # Per row per step (Algorithm 1, lines 11-12): m_new, two exp(a - b), l_new, the two coefficients

@@ -1,0 +1,104 @@
+"""Flash-Decoding's split count and the reduce's launch against cuDNN, in one run: at batch 1 and 8 over
+Llama-3-8B's paged cache (kernels/bench_decode.py's inputs and timing: CUDA-graph replay, input copies
+rotated past the L2), the split kernel at several split counts, each with the reduce as a programmatic
+dependent launch (pdl) and, at the kernel's own split count, without; SDPA's cuDNN and FlashAttention
+backends on the contiguous cache in the same process. What it measures decides the kernel's split rule
+(gpusim/decode.py); it is not fitted into the time model.
+
+    python benchmarks/decode_splits.py --out $OUT --max-minutes 3
+    TRITON_INTERPRET=1 python benchmarks/decode_splits.py --out /tmp --smoke      # CPU: the code paths
+
+Writes decode_splits.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv, provider, num_splits,
+pdl, default, ms, rel_err, copy_fraction}]}; provider split_kv (default: the kernel's own split count) or an
+SDPA backend.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
+import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
+
+from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+
+CASES = tuple((1, n) for n in (4096, 8192, 16384, 32768, 65536, 131072)) + ((8, 16384), (8, 131072))
+SPLITS = (8, 16, 32, 33, 48, 64, 82, 96, 128)
+SDPA = ("sdpa_cudnn", "sdpa_flash")
+SMOKE = dict(cases=((1, 200),), splits=(2, 3))
+
+
+def ours(sets, splits, pdl):
+    """(fn cycling through the input sets, the launch) of the split kernel at `splits` (None: its own)."""
+    calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
+                            num_splits=splits) for s in sets]
+    state = {"i": len(calls) - 1}
+
+    def fn():
+        state["i"] = (state["i"] + 1) % len(calls)
+        return run_decode(calls[state["i"]], pdl=pdl)[0]
+    return fn, calls[0].launch
+
+
+def timed(fn, sets, nbytes, copy_bps):
+    got = bd.measure(fn, bd.reference(sets[0]))
+    return {"ms": got["ms"], "rel_err": got["rel_err"], "copy_fraction": nbytes / (got["ms"] * 1e-3) / copy_bps}
+
+
+def case_rows(batch, seq_kv, sets, splits, copy_bps, cuda):
+    """The rows of one (batch, cache length)."""
+    base = {"batch": batch, "seq_kv": seq_kv}
+    _, own = ours(sets, None, False)
+    todo = [(None, True), (None, False)] + [(s, True) for s in splits if s != own.num_splits]
+    rows = []
+    for s, pdl in todo:
+        if s is not None and s > int(own.chunks.max()):
+            continue
+        fn, launch = ours(sets, s, pdl and cuda)
+        rows.append(base | {"provider": "split_kv", "num_splits": launch.num_splits, "pdl": pdl and cuda,
+                            "default": s is None} | timed(fn, sets, bd._total(launch), copy_bps))
+        print(rows[-1], flush=True)
+    if cuda:
+        providers = bd.providers(sets, bd.SHAPE)
+        for name in SDPA:
+            fn, _, nbytes = providers[name]
+            try:
+                rows.append(base | {"provider": name} | timed(fn, sets, nbytes, copy_bps))
+            except Exception as err:  # a backend that refuses this shape: its error
+                rows.append(base | {"provider": name, "error": f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--max-minutes", type=float, default=math.inf)
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args(argv)
+    grid = SMOKE if args.smoke else dict(cases=CASES, splits=SPLITS)
+    shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
+    cuda = bd.DEVICE == "cuda"
+    deadline = time.monotonic() + args.max_minutes * 60
+    copy_bps = bd.copy_bytes_per_s(bd.COPY_BYTES if cuda else 1 << 20)
+    env = bd.environment() | {"command": "python benchmarks/decode_splits.py " + " ".join(argv or sys.argv[1:])}
+    result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}
+    out = Path(args.out) / "decode_splits.json"
+    for batch, seq_kv in grid["cases"]:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
+            break
+        per_set = 2 * batch * seq_kv * shape["kv_heads"] * shape["head_dim"] * 2
+        copies = max(1, math.ceil(2 * bd.L2_BYTES / per_set)) if cuda else 1
+        sets = bd.cache_inputs(batch, seq_kv, shape, copies, seed=seq_kv)
+        result["rows"] += case_rows(batch, seq_kv, sets, grid["splits"], copy_bps, cuda)
+        out.write_text(json.dumps(result, indent=1))
+        del sets
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
