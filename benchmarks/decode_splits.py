@@ -12,9 +12,7 @@ Writes decode_splits.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv
 pdl, default, ms, rel_err, copy_fraction}]}; provider split_kv (default: the kernel's own split count) or an
 SDPA backend.
 """
-import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -67,17 +65,14 @@ def case_rows(batch, seq_kv, sets, splits, copy_bps, cuda):
             try:
                 rows.append(base | {"provider": name} | timed(fn, sets, nbytes, copy_bps))
             except Exception as err:  # a backend that refuses this shape: its error
-                rows.append(base | {"provider": name, "error": f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"})
+                error = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
+                rows.append(base | {"provider": name, "error": error})
             print(rows[-1], flush=True)
     return rows
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--max-minutes", type=float, default=math.inf)
-    ap.add_argument("--smoke", action="store_true")
-    args = ap.parse_args(argv)
+    args = bd.sweep_args(__doc__, argv)
     grid = SMOKE if args.smoke else dict(cases=CASES, splits=SPLITS)
     shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
     cuda = bd.DEVICE == "cuda"
@@ -90,9 +85,7 @@ def main(argv=None):
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
             break
-        per_set = 2 * batch * seq_kv * shape["kv_heads"] * shape["head_dim"] * 2
-        copies = max(1, math.ceil(2 * bd.L2_BYTES / per_set)) if cuda else 1
-        sets = bd.cache_inputs(batch, seq_kv, shape, copies, seed=seq_kv)
+        sets = bd.rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
         result["rows"] += case_rows(batch, seq_kv, sets, grid["splits"], copy_bps, cuda)
         out.write_text(json.dumps(result, indent=1))
         del sets

@@ -10,10 +10,8 @@ Writes decode_tiles.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv,
 num_warps, num_stages, ms, model_bytes, copy_fraction, default}]}, default marking the launch the kernel
 picks by itself.
 """
-import argparse
 import itertools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -50,11 +48,7 @@ def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--max-minutes", type=float, default=math.inf)
-    ap.add_argument("--smoke", action="store_true")
-    args = ap.parse_args(argv)
+    args = bd.sweep_args(__doc__, argv)
     grid = SMOKE if args.smoke else dict(cases=CASES, block_kv=BLOCK_KV, splits=SPLITS, launches=LAUNCHES)
     deadline = time.monotonic() + args.max_minutes * 60
     shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
@@ -63,9 +57,7 @@ def main(argv=None):
     result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}
     out = Path(args.out) / "decode_tiles.json"
     for batch, seq_kv in grid["cases"]:
-        per_set = 2 * batch * seq_kv * shape["kv_heads"] * shape["head_dim"] * 2
-        copies = max(1, math.ceil(2 * bd.L2_BYTES / per_set)) if bd.DEVICE == "cuda" else 1
-        sets = bd.cache_inputs(batch, seq_kv, shape, copies, seed=seq_kv)
+        sets = bd.rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
         # the chunk and split count at the kernel's own launch, then every launch at the default chunk
         todo = [(bkv, s, None) for bkv in grid["block_kv"] for s in grid["splits"]]
         todo += [(64, None, launch) for launch in grid["launches"]]

@@ -8,9 +8,9 @@ blocks, J = 1, 2, 4, 8, 16; the median GPU time per launch (a CUDA graph's repla
 and 16 times the programs (waves = 4, 16): what a program costs when it follows another on its SM. The
 Hopper kernel twice: its table launch (warp-specialized) and software-pipelined on 8 warps (hopper_swp), both
 one block per SM at these tiles (168 and 154 registers per thread, compiled): the set-up with and without warp
-specialization. Per kernel and wave count the time is a line in J: the intercept is the launch and one program's fixed work (its first loads, its epilogue, and
-for the Hopper kernel the three TMA descriptors it writes and fences in global memory before its first
-copy), the slope one step. The Hopper kernel's intercept less flash2's (same tiles, same Q and O bytes, same
+specialization. Per kernel and wave count the time is a line in J: the intercept is the launch and one
+program's fixed work (its first loads, its epilogue, and for the Hopper kernel the three TMA descriptors
+it writes and fences in global memory before its first copy), the slope one step. The Hopper kernel's intercept less flash2's (same tiles, same Q and O bytes, same
 launch) is what its descriptors add per program: benchmarks/h200_constants.py derives the model's
 hopper.SETUP_S from it.
 """

@@ -109,6 +109,22 @@ def warm_triton_cache(batches, seq_kvs):
         list(pool.map(_compile, sorted(splits)))
 
 
+def rotated_inputs(batch, seq_kv, shape, seed):
+    """cache_inputs with enough copies that the replayed sets exceed twice the L2 (one on CPU)."""
+    kv_bytes = 2 * batch * seq_kv * shape["kv_heads"] * shape["head_dim"] * 2
+    copies = max(1, math.ceil(2 * L2_BYTES / kv_bytes)) if DEVICE == "cuda" else 1
+    return cache_inputs(batch, seq_kv, shape, copies, seed)
+
+
+def sweep_args(doc, argv):
+    """The launch sweeps' arguments (benchmarks/decode_tiles.py, decode_splits.py): --out, --max-minutes, --smoke."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--max-minutes", type=float, default=math.inf)
+    ap.add_argument("--smoke", action="store_true")
+    return ap.parse_args(argv)
+
+
 def cache_inputs(batch, seq_kv, shape, copies, seed):
     """`copies` independent input sets: q (B, H, 1, d); the paged cache (pages of PAGE_SIZE, each request's
     pages a random permutation) with its block table; and the same tokens laid out contiguously."""
@@ -212,8 +228,7 @@ def configuration(batch, seq_kv, shape, copy):
     if 2.5 * kv_bytes > free:  # the paged and the contiguous copy, with room to spare
         return [base | {"provider": p, "error": f"skipped: the caches need {2 * kv_bytes:,} B, {free:,} B free"}
                 for p in PROVIDERS]
-    copies = max(1, math.ceil(2 * L2_BYTES / kv_bytes)) if DEVICE == "cuda" else 1  # replayed sets > 2x L2
-    sets = cache_inputs(batch, seq_kv, shape, copies, seed=batch * seq_kv)
+    sets = rotated_inputs(batch, seq_kv, shape, seed=batch * seq_kv)
     ref = reference(sets[0])
     rows = []
     for name, (fn, num_splits, nbytes) in providers(sets, shape).items():
