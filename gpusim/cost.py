@@ -143,9 +143,10 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         memory, compute = sharing * share(moved), b * (fixed_compute + j * (overlapped if streams > 1 else serial))
         return max(memory, compute) + CONTENTION * min(memory, compute)
 
-    alone = wait(fixed_bytes) + module.SETUP_S if b == 1 else 0.0  # first loads and set-up that no program's work
+    # A lone program's first loads and set-up: no other program's work overlaps them (step 4)
+    alone = wait(fixed_bytes) + module.SETUP_S if b == 1 else 0.0
 
-    def tau(j, sharing=b):  # overlaps when the SM holds one
+    def tau(j, sharing=b):
         return max(chain(j), busy(j, sharing) + alone)
 
     total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
