@@ -11,7 +11,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   time, nothing else loading).
 - L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
-- The Hopper kernel's per-program descriptor setup: program_setup.py (descriptor_setup_s).
+- The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
   fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak.
 """
@@ -64,17 +64,19 @@ def mma_efficiency():
     return tuple(sorted(((r["br"], r["bc"], r["d"], r["num_warps"]), round(r["tflops"] * 1e12 / peak, 3)) for r in mma))
 
 
-def descriptor_setup_s():
-    """What the Hopper kernel's in-kernel TMA descriptors add to one program: the intercept of its time against
-    the steps per program, less flash2's (benchmarks/program_setup.py: one program per SM, same tiles, same
-    Q and O bytes, same launch), averaged over the head dims measured."""
+def setup_s(algo):
+    """What one program of `algo` adds to flash2's fixed work: the intercept of its time against the steps
+    per program, less flash2's (benchmarks/program_setup.py: one wave of one program per SM, same tiles, same
+    Q and O bytes), averaged over the head dims measured. "hopper": the warp-specialized launch, which writes
+    its TMA descriptors in the kernel; "hopper_swp": the software-pipelined one, which takes the host's.
+    Floored at 0: a set-up below none is none (flash2's own prologue is the longer one)."""
     by = {}
     for r in rows("program_setup"):
-        if "ms" in r and r.get("waves", 1) == 1:
+        if "ms" in r and r["waves"] == 1:
             by.setdefault((r["algo"], r["head_dim"]), []).append((r["steps"], r["ms"] * 1e-3))
     intercepts = {key: float(np.polyfit(*zip(*points), 1)[1]) for key, points in by.items()}
     dims = sorted({d for _, d in intercepts})
-    return float(np.mean([intercepts["hopper", d] - intercepts["flash2", d] for d in dims]))
+    return max(0.0, float(np.mean([intercepts[algo, d] - intercepts["flash2", d] for d in dims])))
 
 
 def constants():
@@ -85,7 +87,8 @@ def constants():
             "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": l2_bytes_per_s(), "sfu_ops_per_s": rate("exp2_rate"),
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
-            "mma_efficiency": mma_efficiency(), "hopper_setup_s": descriptor_setup_s()}
+            "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
+            "hopper_host_setup_s": setup_s("hopper_swp")}
 
 
 if __name__ == "__main__":

@@ -218,7 +218,8 @@ def measure_group(d, causal, n, compiled, deadline):
         launch = dict(variants(d, causal)[name], lpt_heads=lpt_heads)
         row = dict(shape, provider="hopper", dtype=dtype, variant=name + (f"-lpt{lpt_heads}" if lpt_heads else ""),
                    base=name, **launch, **compiled[d, dtype, causal, name])
-        row["descriptor_scratch_bytes"] = descriptor_scratch_bytes(batch=b, heads=h, seq=n, block_q=launch["block_q"])
+        row["descriptor_scratch_bytes"] = descriptor_scratch_bytes(batch=b, heads=h, seq=n, block_q=launch["block_q"],
+                                                                 warp_specialize=launch["warp_specialize"])
         if "scratch_bytes_per_program" in row:
             programs = b * h * -(-n // launch["block_q"])
             row["scratch_ok"] = row["scratch_bytes_per_program"] * programs == row["descriptor_scratch_bytes"]

@@ -1,18 +1,18 @@
 """What one program costs before and after its K/V loop: the Hopper kernel against flash2, a program per SM.
 
-    python benchmarks/program_setup.py --out $OUT          # GPU: $OUT/program_setup.json, about 80 s
+    python benchmarks/program_setup.py --out $OUT          # GPU: $OUT/program_setup.json, about 65 s
     TRITON_INTERPRET=1 python benchmarks/program_setup.py --out /tmp/p --smoke
 
 One wave of 132 programs (one per SM: heads = 132, one Q block each, batch 1), each looping over J K/V
 blocks, J = 1, 2, 4, 8, 16; the median GPU time per launch (a CUDA graph's replays). Then the same with 4
 and 16 times the programs (waves = 4, 16): what a program costs when it follows another on its SM. The
-Hopper kernel twice: its table launch (warp-specialized) and software-pipelined on 8 warps (hopper_swp), both
-one block per SM at these tiles (168 and 154 registers per thread, compiled): the set-up with and without warp
-specialization. Per kernel and wave count the time is a line in J: the intercept is the launch and one
-program's fixed work (its first loads, its epilogue, and for the Hopper kernel the three TMA descriptors
-it writes and fences in global memory before its first copy), the slope one step. The Hopper kernel's intercept less flash2's (same tiles, same Q and O bytes, same
-launch) is what its descriptors add per program: benchmarks/h200_constants.py derives the model's
-hopper.SETUP_S from it.
+Hopper kernel twice: its table launch (warp-specialized, its three TMA descriptors written and fenced in global
+memory by each program) and software-pipelined on 8 warps (hopper_swp, its descriptors made on the host), both
+one block per SM at these tiles. Per kernel and wave count the time is a line in J: the intercept is the launch
+and one program's fixed work (its first loads, its epilogue, its descriptors), the slope one step. The Hopper
+kernel's one-wave intercept less flash2's (same tiles, same Q and O bytes, same launch) is what its set-up adds
+per program: benchmarks/h200_constants.py derives the model's hopper.SETUP_S (warp-specialized) and
+hopper.HOST_SETUP_S (software-pipelined) from it.
 """
 from itertools import product
 

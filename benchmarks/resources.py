@@ -86,6 +86,17 @@ def signature(kernel, dtype):
             ARG_TYPES.get(p.name, f"*{out}" if p.name == "O" else f"*{TYPES[dtype]}") for p in params}
 
 
+def host_descriptors(fields):
+    """The Hopper kernel's Q, K, V when its launch is software-pipelined: TMA descriptors the host made, one
+    (batch, head) matrix per box (kernels/hopper.py _host_descriptors; fp8 V transposed). Else nothing."""
+    if fields["kernel"] != "hopper" or fields["warp_specialize"]:
+        return {}
+    t, d, br, bc = TYPES[fields["dtype"]], fields["head_dim"], fields["block_q"], fields["block_kv"]
+    v_box = [1, d, bc] if fields["dtype"] == "fp8" else [1, bc, d]
+    return {"Q": f"tensordesc<{t}[1, {br}, {d}]>", "K": f"tensordesc<{t}[1, {bc}, {d}]>",
+            "V": f"tensordesc<{t}{v_box}>"}
+
+
 def tiled(kernel, d, dtype, causal, block_q, block_kv, num_warps=None):
     """A tiled kernel's row and compile arguments as its launch passes them (num_warps overridden if given)."""
     algo = {"qk": "naive", "pv": "naive"}.get(kernel, kernel)
@@ -257,7 +268,7 @@ def compile_one(config):
     fields, consts, launch = config
     try:
         kernel = fields["kernel"]
-        sig = signature(kernel, fields["dtype"])
+        sig = signature(kernel, fields["dtype"]) | host_descriptors(fields)
         unspecialized = set(KERNELS[kernel].do_not_specialize)
         attrs = {(i,): [["tt.divisibility", 16]] for i, (name, t) in enumerate(sig.items())
                  if (t.startswith("*") or t == "i32") and name not in unspecialized}

@@ -3,6 +3,7 @@ FlashAttention-2 and cuDNN backends, in one run (fp16, the FlashAttention-2 benc
 16384 / N, at least 1, heads = 2048 / d). The measured side of gpusim's tile choice (best_blocks).
 
     python benchmarks/tiles.py --out $OUT --max-minutes 3                   # GPU: $OUT/tiles.json
+    python benchmarks/tiles.py --out $OUT --algos hopper                    # GPU: only the Hopper kernel's launches
     TRITON_INTERPRET=1 python benchmarks/tiles.py --out /tmp/probe --smoke  # CPU: every code path, tiny
 
 Groups (d 64/128, causal or not, N 2K/8K/32K), N ascending, each measured whole before the next starts:
@@ -86,19 +87,19 @@ def gpu_name():
     return detect_gpu(torch.device(probe.DEVICE))
 
 
-def group_calls(d, causal):
+def group_calls(d, causal, algos=("flash2", "hopper")):
     """(algo, launch, default) for one group, launch a dict: block_q, block_kv, num_warps, num_stages,
-    warp_specialize (None where the provider decides)."""
+    warp_specialize (None where the provider decides); the SDPA backends and the kernels in algos."""
     calls = [(name, {}, True) for name in SDPA]
     own_tile = gpusim.default_blocks("flash2", gpu_name(), d, "fp16")
-    for block_q, block_kv in TILES:
+    for block_q, block_kv in TILES if "flash2" in algos else ():
         rule = flash2_launch(d, causal, block_q, block_kv)
         for num_warps in (rule["num_warps"], 12 - rule["num_warps"]):
             launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=rule["num_stages"],
                           warp_specialize=False)
             calls.append(("flash2", launch, (block_q, block_kv) == own_tile and num_warps == rule["num_warps"]))
     own = hopper.CONFIGS[d, "fp16", causal]
-    for launch in [own] + [v for v in HOPPER_VARIANTS if v != own]:
+    for launch in [own] + [v for v in HOPPER_VARIANTS if v != own] if "hopper" in algos else ():
         calls.append(("hopper", launch, launch == own))
     return calls
 
@@ -144,11 +145,11 @@ def key(algo, d, causal, launch):
     return algo, d, causal, tuple(sorted(launch.items()))
 
 
-def run_group(results, d, causal, seq, resources):
+def run_group(results, d, causal, seq, resources, algos):
     batch, heads = max(1, TOKENS // seq), MODEL_DIM // d
     q, k, v = inputs(batch, heads, seq, d, probe.DEVICE)
     ref = reference_rows(q, k, v, causal)
-    for algo, launch, default in group_calls(d, causal):
+    for algo, launch, default in group_calls(d, causal, algos):
         row = dict(algo=algo, dtype="fp16", head_dim=d, causal=causal, seq=seq, batch=batch, heads=heads,
                    **{name: launch.get(name) for name in ("block_q", "block_kv", "num_warps", "num_stages",
                                                           "warp_specialize")}, default=default)
@@ -163,12 +164,12 @@ def run_group(results, d, causal, seq, resources):
         torch.cuda.empty_cache()
 
 
-def run(results, max_minutes, workers, skip=()):
+def run(results, max_minutes, workers, skip=(), algos=("flash2", "hopper")):
     start = time.monotonic()
     groups = [(d, causal, seq) for seq in SEQS for d in HEAD_DIMS for causal in (False, True)
               if (d, causal, seq) not in skip]
     todo = [(algo, d, causal, tuple(launch.items())) for d in HEAD_DIMS for causal in (False, True)
-            for algo, launch, _ in group_calls(d, causal) if algo not in SDPA]
+            for algo, launch, _ in group_calls(d, causal, algos) if algo not in SDPA]
     errors = probe.compile_all(warm, todo, workers, max_minutes * 60 * 0.4)
     for item, error in errors.items():
         print(f"compile {item}: {error}")
@@ -179,20 +180,21 @@ def run(results, max_minutes, workers, skip=()):
                                                         f"{len(groups)} groups")
             results.save()
             break
-        run_group(results, d, causal, seq, resources)
+        run_group(results, d, causal, seq, resources, algos)
 
 
 def main(argv=None):
     ap = probe.parser(__doc__, "tiles.json")
     ap.add_argument("--max-minutes", type=float, default=3.0, help="start no group after this many minutes")
     ap.add_argument("--skip", help="a tiles.json whose groups are not measured again (a run to complete)")
+    ap.add_argument("--algos", default="flash2,hopper", help="the kernels swept beside SDPA (comma-separated)")
     args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
     done = set()
     if args.skip:
         done = {(r["head_dim"], r["causal"], r["seq"]) for r in json.loads(Path(args.skip).read_text())["rows"]}
-    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers, done)
+    run(probe.open_results("tiles.json", args, argv), args.max_minutes, args.workers, done, args.algos.split(","))
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ The model, in five steps, each a choice written down here:
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    With one resident program (b = 1) nothing runs on the units while it waits for its first loads and its
-   set-up (the Hopper kernel's TMA descriptors), so those add to b * busiest(J); with two or more, another
-   program's steps fill them.
+   set-up (the warp-specialized Hopper kernel's TMA descriptors), so those add to b * busiest(J); with two or
+   more, another program's steps fill them.
    This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
    cannot keep the busiest unit busy (one store burst per program, nothing overlapping it) is
    latency-bound, and its achieved bandwidth is the bytes b programs keep in flight over their latency.
@@ -132,8 +132,10 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         if tensor in counts:  # (a paged gather's block table) are waited for before the step's other loads
             step_chain += wait(_per((0, 0, counts[tensor][0], dram[tensor][0]), steps))
 
+    setup = module.setup_s(cfg) if hasattr(module, "setup_s") else module.SETUP_S  # per program, before its loads
+
     def chain(j):  # one program alone: its first loads, j steps, its epilogue
-        return (wait(fixed_bytes) + fixed_compute + module.SETUP_S + (wait(step_bytes) if j and prefetched else 0.0)
+        return (wait(fixed_bytes) + fixed_compute + setup + (wait(step_bytes) if j and prefetched else 0.0)
                 + j * step_chain)
 
     def busy(j, sharing=b):  # an SM's time for its b programs: their bytes at the bandwidth share of
@@ -144,7 +146,7 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
         return max(memory, compute) + CONTENTION * min(memory, compute)
 
     # A lone program's first loads and set-up: no other program's work overlaps them (step 4)
-    alone = wait(fixed_bytes) + module.SETUP_S if b == 1 else 0.0
+    alone = wait(fixed_bytes) + setup if b == 1 else 0.0
 
     def tau(j, sharing=b):
         return max(chain(j), busy(j, sharing) + alone)

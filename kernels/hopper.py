@@ -31,6 +31,7 @@ import torch
 import triton
 import triton.language as tl
 from triton.runtime import interpreter
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpusim.algorithms.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
@@ -71,8 +72,20 @@ def _program(N, Br: tl.constexpr, lpt_heads):
 
 
 @triton.jit
-def _scores(q_i, k_desc, j, qk_scale, Bc: tl.constexpr):
-    k_j = k_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM, issued STAGES-1 blocks ahead
+def _tile(desc, head, row, col, IN_KERNEL: tl.constexpr):
+    """One TMA copy: the (rows, cols) box at (row, col) of a (batch, head) matrix. IN_KERNEL: desc was made
+    in the kernel for that matrix; else on the host for all of them, (B*H, rows, cols) (see _launch)."""
+    if IN_KERNEL:
+        box = desc.load([row, col])
+    else:
+        box = desc.load([head.to(tl.int32), row, col])
+        box = box.reshape(box.shape[1], box.shape[2])
+    return box
+
+
+@triton.jit
+def _scores(q_i, k_desc, kvh, j, qk_scale, Bc: tl.constexpr, IN_KERNEL: tl.constexpr):
+    k_j = _tile(k_desc, kvh, j * Bc, 0, IN_KERNEL)  # TMA: read Bc*d into SRAM, issued STAGES-1 blocks ahead
     return tl.dot(q_i, k_j.T) * qk_scale  # wgmma, Q_i and K_j from SRAM; S_ij in registers, log2 units
 
 
@@ -106,40 +119,40 @@ def _mask(s_ij, rows, keys, N_KV, CAUSAL: tl.constexpr, RAGGED: tl.constexpr):
 
 
 @triton.jit
-def _pv(acc, p_mma, v_desc, j, Bc: tl.constexpr, FP8: tl.constexpr):
+def _pv(acc, p_mma, v_desc, kvh, j, Bc: tl.constexpr, FP8: tl.constexpr, IN_KERNEL: tl.constexpr):
     if FP8:
-        v_j = v_desc.load([0, j * Bc]).T  # TMA: read d*Bc of V^T into SRAM; the transpose is a view
+        v_j = _tile(v_desc, kvh, 0, j * Bc, IN_KERNEL).T  # TMA: read d*Bc of V^T into SRAM; the transpose is a view
     else:
-        v_j = v_desc.load([j * Bc, 0])  # TMA: read Bc*d into SRAM
+        v_j = _tile(v_desc, kvh, j * Bc, 0, IN_KERNEL)  # TMA: read Bc*d into SRAM
     return tl.dot(p_mma, v_j, acc)  # wgmma, P_ij from registers, V_j from SRAM
 
 
 @triton.jit
-def _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, lo, hi, mask_from, N_KV, qk_scale, Bc: tl.constexpr,
+def _attend(acc, l_i, m_i, q_i, k_desc, v_desc, kvh, rows, lo, hi, mask_from, N_KV, qk_scale, Bc: tl.constexpr,
             CAUSAL: tl.constexpr, RAGGED: tl.constexpr, MASK: tl.constexpr, FP8: tl.constexpr,
             STAGES: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, OVERLAP: tl.constexpr):
     """The online softmax over K/V blocks lo..hi-1, each K_j and V_j read once."""
     if not OVERLAP:  # FlashAttention-2's order: S_j, its softmax, P_j V_j
         for j in tl.range(lo, hi, num_stages=STAGES, warp_specialize=WARP_SPECIALIZE):
-            s_ij = _scores(q_i, k_desc, j, qk_scale, Bc)
+            s_ij = _scores(q_i, k_desc, kvh, j, qk_scale, Bc, WARP_SPECIALIZE)
             p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
                                               FP8, v_desc.dtype)
-            acc = _pv(acc * alpha[:, None], p_mma, v_desc, j, Bc, FP8)
+            acc = _pv(acc * alpha[:, None], p_mma, v_desc, kvh, j, Bc, FP8, WARP_SPECIALIZE)
     elif hi > lo:
         # FlashAttention-3, Sec. 3.2 (intra-warpgroup overlapping of softmax and GEMMs), as triton 3.6 can
         # express it: its pipeliner leaves a wgmma in flight only while nothing in the loop reads the result,
         # so the loop is rotated. Iteration j exponentiates S_j (computed in iteration j-1) while P_{j-1} V_{j-1}
         # still runs on the tensor cores, then issues S_{j+1} (whose wait also retires P_{j-1} V_{j-1}) and
         # P_j V_j, which runs into the next iteration's softmax.
-        s_ij = _scores(q_i, k_desc, lo, qk_scale, Bc)
+        s_ij = _scores(q_i, k_desc, kvh, lo, qk_scale, Bc, WARP_SPECIALIZE)
         for j in tl.range(lo, hi - 1, num_stages=STAGES):
             p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
                                               FP8, v_desc.dtype)
-            s_ij = _scores(q_i, k_desc, j + 1, qk_scale, Bc)
-            acc = _pv(acc * alpha[:, None], p_mma, v_desc, j, Bc, FP8)
+            s_ij = _scores(q_i, k_desc, kvh, j + 1, qk_scale, Bc, WARP_SPECIALIZE)
+            acc = _pv(acc * alpha[:, None], p_mma, v_desc, kvh, j, Bc, FP8, WARP_SPECIALIZE)
         p_mma, alpha, l_i, m_i = _softmax(s_ij, m_i, l_i, rows, hi - 1, mask_from, N_KV, Bc, CAUSAL, RAGGED, MASK,
                                           FP8, v_desc.dtype)
-        acc = _pv(acc * alpha[:, None], p_mma, v_desc, hi - 1, Bc, FP8)
+        acc = _pv(acc * alpha[:, None], p_mma, v_desc, kvh, hi - 1, Bc, FP8, WARP_SPECIALIZE)
     return acc, l_i, m_i
 
 
@@ -150,22 +163,28 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
                   OVERLAP: tl.constexpr):
     i, bh = _program(N, Br, lpt_heads)  # Q block, b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
     bh = bh.to(tl.int64)
-    # A TMA descriptor per (batch, head) matrix: its shape stops the copies at row N (N_KV), so the last
-    # tile of a ragged sequence is zero-padded in SRAM and only its real rows move.
-    q_desc = tl.make_tensor_descriptor(Q + bh * N * D, shape=[N, D], strides=[D, 1], block_shape=[Br, D])
-    k_desc = tl.make_tensor_descriptor(K + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
-                                       block_shape=[Bc, D])
-    if FP8:  # V stored transposed, (d, N_KV) rows V_STRIDE apart: the fp8 wgmma reads its B operand K-major
-        v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * D * V_STRIDE, shape=[D, N_KV], strides=[V_STRIDE, 1],
-                                           block_shape=[D, Bc])
-    else:
-        v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
+    # TMA descriptors whose shape stops the copies at row N (N_KV) of each head, so the last tile of a ragged
+    # sequence is zero-padded in SRAM and only its real rows move. Software-pipelined, Q, K, V are the host's
+    # (B*H, N, d) descriptors (kernel parameters). Warp-specialized, they are pointers, and each program writes
+    # a descriptor per (batch, head) matrix to global scratch and fences it before its first copy: triton 3.6's
+    # warp specializer hung on the H200 with host descriptors (results/h200/logs, run 16).
+    q_desc, k_desc, v_desc = Q, K, V
+    if WARP_SPECIALIZE:
+        q_desc = tl.make_tensor_descriptor(Q + bh * N * D, shape=[N, D], strides=[D, 1], block_shape=[Br, D])
+        k_desc = tl.make_tensor_descriptor(K + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
                                            block_shape=[Bc, D])
+        if FP8:  # V stored transposed, (d, N_KV) rows V_STRIDE apart: the fp8 wgmma reads its B operand K-major
+            v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * D * V_STRIDE, shape=[D, N_KV],
+                                               strides=[V_STRIDE, 1], block_shape=[D, Bc])
+        else:
+            v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
+                                               block_shape=[Bc, D])
     # rows through an int64 product: a value apart from the TMA coordinate i * Br, which triton 3.6's warp
     # specializer moves down 64 rows for the second consumer (one shared value would carry that shift into
     # rows too: the second consumer then wrote the next Q block's rows)
     rows = (i.to(tl.int64) * Br).to(tl.int32) + tl.arange(0, Br)
-    q_i = q_desc.load([i * Br, 0])  # TMA: read Br*d; Q_i stays in SRAM
+    q_i = _tile(q_desc, bh, i * Br, 0, WARP_SPECIALIZE)  # TMA: read Br*d; Q_i stays in SRAM
+    kvh = bh // GROUP  # its K/V head (grouped-query)
     m_i = tl.full([Br], float("-inf"), tl.float32)  # running row max (log2 units), in registers
     l_i = tl.zeros([Br], tl.float32)  # running row sum of exp2(s - m_i), in registers
     acc = tl.zeros([Br, D], tl.float32)  # O_i not yet divided by l_i, in registers
@@ -176,12 +195,12 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
     if CAUSAL:
         n_full = tl.minimum(n_full, i * Br // Bc)
     if MASK == "split" and (CAUSAL or RAGGED):  # two loops: the blocks that need no mask, then the rest
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_full, n_full, N_KV, qk_scale, Bc,
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, kvh, rows, 0, n_full, n_full, N_KV, qk_scale, Bc,
                                 CAUSAL, RAGGED, "none", FP8, STAGES, WARP_SPECIALIZE, OVERLAP)
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, n_full, n_blocks, n_full, N_KV, qk_scale,
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, kvh, rows, n_full, n_blocks, n_full, N_KV, qk_scale,
                                 Bc, CAUSAL, RAGGED, "every", FP8, STAGES, WARP_SPECIALIZE, OVERLAP)
     else:  # one loop, masked as MASK says if any key is hidden
-        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, rows, 0, n_blocks, n_full, N_KV, qk_scale, Bc,
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, k_desc, v_desc, kvh, rows, 0, n_blocks, n_full, N_KV, qk_scale, Bc,
                                 CAUSAL, RAGGED, MASK if CAUSAL or RAGGED else "none", FP8, STAGES, WARP_SPECIALIZE,
                                 OVERLAP)
     # O_i leaves by ordinary 16-byte stores: the warp specializer splits acc between its consumer warp
@@ -231,11 +250,12 @@ def compiled_kernel(q, k, v, *, causal=False, fp8_scale=None, **launch):
     return _launch(q, k, v, causal, fp8_scale, {**dict.fromkeys(WS), **launch}, warmup=True)[2]
 
 
-def descriptor_scratch_bytes(*, batch, heads, seq, block_q):
+def descriptor_scratch_bytes(*, batch, heads, seq, block_q, warp_specialize=True):
     """Bytes of global scratch one launch writes its TMA descriptors to, outside gpusim's "hopper" counts:
-    each of the batch * heads * ceil(seq / block_q) programs writes its Q, K and V descriptors (128 B each)
-    there, and the TMA unit reads them back from there."""
-    return 3 * DESCRIPTOR_BYTES * batch * heads * -(-seq // block_q)
+    warp-specialized, each of the batch * heads * ceil(seq / block_q) programs writes its Q, K and V
+    descriptors (128 B each) there, and the TMA unit reads them back from there. Software-pipelined, none:
+    the host's descriptors are kernel parameters."""
+    return 3 * DESCRIPTOR_BYTES * batch * heads * -(-seq // block_q) if warp_specialize else 0
 
 
 def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
@@ -246,15 +266,31 @@ def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     o = torch.empty(q.shape, dtype=OUT_DTYPES[q.dtype], device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     triton.set_allocator(_descriptor_scratch)  # descriptors made in the kernel live in global scratch memory
-    args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v.stride(2), qk_scale, o_scale, launch["lpt_heads"])
+    v_stride = v.stride(2)
+    if not launch["warp_specialize"]:
+        q, k, v = _host_descriptors(q, k, v, cfg)
+    args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, launch["lpt_heads"])
     constants = dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, Br=cfg.block_q, Bc=cfg.block_kv,
-                     CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0, FP8=q.dtype == FP8,
+                     CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0, FP8=cfg.dtype == "fp8",
                      STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"], MASK=launch["mask"],
                      OVERLAP=launch["overlap"], num_warps=launch["num_warps"])
     grid = (cfg.tiling.n_q_blocks * cfg.bh,)
     if warmup:
         return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
     return o, lse, hopper_kernel[grid](*args, **constants)
+
+
+def _host_descriptors(q, k, v, cfg):
+    """TMA descriptors of q (B, H, N, d), k and v as (B*H, N, d) stacks of matrices, one (batch, head) matrix
+    per box ((1, block_q, d) or (1, block_kv, d)): the copies stop at each head's last row. fp8 v is stored
+    transposed (_k_major): (B*H_kv, d, N_kv) with rows v.stride(2) apart, boxes (1, d, block_kv)."""
+    bh, bh_kv, (n, d), n_kv = cfg.bh, cfg.batch * cfg.kv_heads, q.shape[2:], k.shape[2]
+    q_desc = TensorDescriptor(q, [bh, n, d], [n * d, d, 1], [1, cfg.block_q, d])
+    k_desc = TensorDescriptor(k, [bh_kv, n_kv, d], [n_kv * d, d, 1], [1, cfg.block_kv, d])
+    if q.dtype == FP8:
+        return q_desc, k_desc, TensorDescriptor(v, [bh_kv, d, n_kv], [d * v.stride(2), v.stride(2), 1],
+                                                [1, d, cfg.block_kv])
+    return q_desc, k_desc, TensorDescriptor(v, [bh_kv, n_kv, d], [n_kv * d, d, 1], [1, cfg.block_kv, d])
 
 
 def to_fp8(x, *, k_major=False):

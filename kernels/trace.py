@@ -1,7 +1,8 @@
 """trace_io: the bytes a kernel really moves, counted load by load under Triton's interpreter.
 
 While fn runs, two of the interpreter's entry points are wrapped: the one that copies a launch's tensor
-arguments to the host (which gives each argument's memory range and the kernel's name), and the
+arguments (and the tensors of its TMA descriptor arguments) to the host (which gives each argument's memory
+range and the kernel's name), and the
 builder's masked load and store, which every tl.load and tl.store reaches (unmasked ones with an all-true
 mask). Each access adds, to the argument whose range holds its addresses, the element size times the
 number of mask-true elements: what a GPU would move, with nothing for the elements a mask turns off.
@@ -41,8 +42,9 @@ def _recording(counts):
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         named = {**dict(zip(self.arg_names, args_hst)), **kwargs_hst}
         launch["kernel"] = self.fn.__name__.removesuffix("_kernel")
+        tensors = {name: getattr(x, "base", x) for name, x in named.items()}  # a TMA descriptor's: its base
         launch["ranges"] = sorted((x.data_ptr(), x.data_ptr() + x.numel() * x.element_size(), name)
-                                  for name, x in named.items() if hasattr(x, "data_ptr"))
+                                  for name, x in tensors.items() if hasattr(x, "data_ptr"))
         for (_, end, name), (start, _, other) in zip(launch["ranges"], launch["ranges"][1:]):
             if start < end:
                 raise ValueError(f"{launch['kernel']}: arguments {name} and {other} share memory, so trace_io "

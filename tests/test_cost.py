@@ -139,14 +139,15 @@ def test_a_lone_programs_set_up_adds_to_its_busy_time(monkeypatch, causal):
     """The Hopper kernel at d = 64, N = 2048, 8 x 32 heads: 4,096 programs. Non-causal it is warp-specialized
     (12 warps, one block per SM): while a program writes its TMA descriptors nothing else runs on its SM, so
     each of the 31 full waves and the last one grow by a longer set-up, even though the SM's units, not the
-    program's chain, bound them: 32 times the longer set-up. Causal it runs 2 blocks per SM, whose steps fill
-    each other's set-up: only the latency-bound last wave's chain grows, by at most one set-up."""
+    program's chain, bound them: 32 times the longer set-up. Causal it is software-pipelined (its set-up is
+    HOST_SETUP_S: the host made its descriptors) and runs 2 blocks per SM, whose steps fill each other's
+    set-up: only the latency-bound last wave's chain grows, by at most one set-up."""
     from gpusim.algorithms import hopper
     kw = dict(seq=2048, head_dim=64, heads=32, batch=8, causal=causal, gpu=H200)
     before = gpusim.simulate("hopper", **kw).kernels[0]
     assert before.blocks_per_sm == (2 if causal else 1)
-    delta = 0.1e-6
-    monkeypatch.setattr(hopper, "SETUP_S", hopper.SETUP_S + delta)
+    delta, name = 0.1e-6, "HOST_SETUP_S" if causal else "SETUP_S"
+    monkeypatch.setattr(hopper, name, getattr(hopper, name) + delta)
     gap = gpusim.simulate("hopper", **kw).kernels[0].predicted_time_s - before.predicted_time_s
     if causal:
         assert 0 <= gap <= delta

@@ -203,9 +203,12 @@ def test_program_order(lpt_heads):
 
 SM90_COMPILE = """
 import json
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton.runtime.jit import mangle_type
+from triton.tools.tensor_descriptor import TensorDescriptor
 from gpusim_kernels.hopper import hopper_kernel
 
 def compile(mask, causal):
@@ -221,7 +224,20 @@ def compile(mask, causal):
         return "failed"
     return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
 
-print(json.dumps(dict(table=compile("every", False), branch=compile("branch", True), split=compile("split", True))))
+def compile_swp():  # software-pipelined: Q, K, V are the host's TMA descriptors, (B*H, N, d) in boxes of one head
+    box = mangle_type(TensorDescriptor(torch.empty(1, 128, 128, dtype=torch.float16), [1, 128, 128],
+                                       [128 * 128, 128, 1], [1, 128, 128]))
+    signature = dict(Q=box, K=box, V=box, O="*fp16", LSE="*fp32", N="i32", N_KV="i32", V_STRIDE="i32",
+                     qk_scale="fp32", o_scale="fp32", lpt_heads="i32")
+    constants = dict(GROUP=1, D=128, Br=128, Bc=128, CAUSAL=True, RAGGED=False, FP8=False, STAGES=3,
+                     WARP_SPECIALIZE=False, MASK="branch", OVERLAP=False)
+    src = ASTSource(fn=hopper_kernel, signature={**signature, **dict.fromkeys(constants, "constexpr")},
+                    constexprs=constants)
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
+    return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
+
+print(json.dumps(dict(table=compile("every", False), branch=compile("branch", True), split=compile("split", True),
+                      swp=compile_swp())))
 """
 
 
@@ -230,12 +246,14 @@ def test_sm90_compiler_on_cpu():
     """Triton compiles sm_90 code without a GPU (its own ptxas). The warp-specialized launch becomes 12 warps (a
     producer and two consumer warp groups) with three 128-byte TMA descriptors of global scratch per program; a
     branch in its loop leaves it unspecialized (4 warps), a second loop makes the specializer fail: the reasons
-    hopper_attention refuses warp_specialize=True with mask='branch' or 'split'."""
+    hopper_attention refuses warp_specialize=True with mask='branch' or 'split'. A software-pipelined launch
+    takes the host's descriptors and writes none."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True, text=True, timeout=900)
     compiled = json.loads(out.stdout.splitlines()[-1])
     assert compiled["table"] == [12, 3 * DESCRIPTOR_BYTES]
     assert compiled["branch"][0] == 4 and compiled["split"] == "failed"
+    assert compiled["swp"] == [8, 0]  # descriptors made on the host: no global scratch
 
 
 @GPU
@@ -245,6 +263,9 @@ def test_sm90_descriptor_scratch():
     programs = 2 * 3 * 8  # 1000 rows in Q blocks of 128
     assert kernel.metadata.global_scratch_size * programs == descriptor_scratch_bytes(batch=2, heads=3, seq=1000,
                                                                                       block_q=128)
+    swp = compiled_kernel(q, q, q, block_q=128, warp_specialize=False, num_warps=8, num_stages=3)
+    assert swp.metadata.global_scratch_size == descriptor_scratch_bytes(batch=2, heads=3, seq=1000, block_q=128,
+                                                                        warp_specialize=False) == 0
 
 
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")

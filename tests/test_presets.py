@@ -23,6 +23,8 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
     for name, value in h200_constants.constants().items():
         if name == "hopper_setup_s":
             assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
+        elif name == "hopper_host_setup_s":
+            assert gpusim.algorithms.get("hopper").HOST_SETUP_S == pytest.approx(value, rel=1e-3)
         elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):

@@ -16,8 +16,12 @@ TENSOR_BYTES = {}
 L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
 FENCED = ()  # kernels that wait for their stores: none
 TMA = True  # its tiles arrive by TMA copies, issued stages ahead
-SETUP_S = 1.602e-06  # per program: its 3 TMA descriptors written and fenced in global memory before its first
-#                       copy; measured against flash2 (results/h200/program_setup.json, benchmarks/h200_constants.py)
+# Per program, before its first copy (results/h200/program_setup.json against flash2, one wave; derived by
+# benchmarks/h200_constants.py). Warp-specialized, a program writes its 3 TMA descriptors to global memory and
+# fences them; software-pipelined, the descriptors are the host's (kernel parameters) and cost nothing more
+# than flash2's set-up (measured -0.4 us: 0.0 at d = 64, -0.8 at d = 128; a set-up below none is taken as none).
+SETUP_S = 1.421e-06
+HOST_SETUP_S = 0.0
 STEP_TENSORS = {"hopper": ("K", "V")}
 STAGES = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
 HEAD_DIMS = (64, 128)
@@ -46,6 +50,11 @@ def launch_options(cfg):
     if (own["block_q"], own["block_kv"]) == (cfg.block_q, cfg.block_kv):
         return own
     return {**SWP, "block_q": cfg.block_q, "block_kv": cfg.block_kv}
+
+
+def setup_s(cfg):
+    """The set-up of one program of cfg's launch: SETUP_S warp-specialized, else HOST_SETUP_S."""
+    return SETUP_S if launch_options(cfg)["warp_specialize"] else HOST_SETUP_S
 
 
 def default_blocks(gpu, head_dim, dtype):
