@@ -163,6 +163,7 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
                   OVERLAP: tl.constexpr):
     i, bh = _program(N, Br, lpt_heads)  # Q block, b * H + h; its K/V head (grouped-query) is b * H_kv + h // GROUP
     bh = bh.to(tl.int64)
+    kvh = bh // GROUP
     # TMA descriptors whose shape stops the copies at row N (N_KV) of each head, so the last tile of a ragged
     # sequence is zero-padded in SRAM and only its real rows move. Software-pipelined, Q, K, V are the host's
     # (B*H, N, d) descriptors (kernel parameters). Warp-specialized, they are pointers, and each program writes
@@ -171,20 +172,19 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
     q_desc, k_desc, v_desc = Q, K, V
     if WARP_SPECIALIZE:
         q_desc = tl.make_tensor_descriptor(Q + bh * N * D, shape=[N, D], strides=[D, 1], block_shape=[Br, D])
-        k_desc = tl.make_tensor_descriptor(K + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
+        k_desc = tl.make_tensor_descriptor(K + kvh * N_KV * D, shape=[N_KV, D], strides=[D, 1],
                                            block_shape=[Bc, D])
         if FP8:  # V stored transposed, (d, N_KV) rows V_STRIDE apart: the fp8 wgmma reads its B operand K-major
-            v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * D * V_STRIDE, shape=[D, N_KV],
+            v_desc = tl.make_tensor_descriptor(V + kvh * D * V_STRIDE, shape=[D, N_KV],
                                                strides=[V_STRIDE, 1], block_shape=[D, Bc])
         else:
-            v_desc = tl.make_tensor_descriptor(V + (bh // GROUP) * N_KV * D, shape=[N_KV, D], strides=[D, 1],
+            v_desc = tl.make_tensor_descriptor(V + kvh * N_KV * D, shape=[N_KV, D], strides=[D, 1],
                                                block_shape=[Bc, D])
     # rows through an int64 product: a value apart from the TMA coordinate i * Br, which triton 3.6's warp
     # specializer moves down 64 rows for the second consumer (one shared value would carry that shift into
     # rows too: the second consumer then wrote the next Q block's rows)
     rows = (i.to(tl.int64) * Br).to(tl.int32) + tl.arange(0, Br)
     q_i = _tile(q_desc, bh, i * Br, 0, WARP_SPECIALIZE)  # TMA: read Br*d; Q_i stays in SRAM
-    kvh = bh // GROUP  # its K/V head (grouped-query)
     m_i = tl.full([Br], float("-inf"), tl.float32)  # running row max (log2 units), in registers
     l_i = tl.zeros([Br], tl.float32)  # running row sum of exp2(s - m_i), in registers
     acc = tl.zeros([Br, D], tl.float32)  # O_i not yet divided by l_i, in registers
