@@ -22,10 +22,10 @@ The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_*
 gpusim's backward modules look them up), fp16 as measured (bf16 is priced from the estimate): flash2's at the
 tiles gpusim_kernels.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
 Decoding (kernels/decode.py), fp16 at the shape gpusim_kernels.bench_decode measures: decode and split_kv
-over a paged (its page size) and a contiguous cache, the reduce for every power-of-two number of splits up
+over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, the reduce for every power-of-two number of splits up
 to 128. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
-Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (284 compiles, 220 CPU
+Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
 (ptxas once per configuration, 50 CPU seconds).
 """
@@ -74,6 +74,7 @@ KERNELS |= {f"naive_bwd_{k}": getattr(naive_backward, f"{k}_kernel") for k in tr
 KERNELS |= {f"flash2_bwd_{k}": getattr(backward, f"{k}_kernel") for k in training.KERNELS["flash2"]}
 TRITON_DEFAULT_LAUNCH = {"num_warps": CUDAOptions.num_warps, "num_stages": CUDAOptions.num_stages}  # no options
 NAIVE_BLOCKS = ((128, 128), (64, 64))
+PAGE_SIZES = (16, 32, 64, 128, 256, None)  # kernels/decode.py's page sizes (16 to 256) and a contiguous cache
 SPEC_SEQ = 4096  # the N the configurations are made at: nothing compiled depends on it but softmax's BLOCK_N
 
 
@@ -175,7 +176,7 @@ def training_and_decoding():
                 for k in ("dv", "dp", "dq", "dk")]
     out += [backward_kernel("naive", "ds", 64, "fp16", causal, *blocks, seq=seq) for seq in BWD_SEQS
             for causal in (False, True) for blocks in NAIVE_BLOCKS]
-    out += [decode_kernel(k, "fp16", page_size) for k in ("decode", "split_kv") for page_size in (PAGE_SIZE, None)]
+    out += [decode_kernel(k, "fp16", page_size) for k in ("decode", "split_kv") for page_size in PAGE_SIZES]
     return out + [decode_kernel("reduce", "fp16", PAGE_SIZE, splits) for splits in (2, 4, 8, 16, 32, 64, 128)]
 
 

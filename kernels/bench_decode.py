@@ -10,6 +10,9 @@ request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
   gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks but one,
   split_slots), the reduce a programmatic dependent launch on Hopper;
   split_kv_1: the same with num_splits = 1 (FlashAttention-2's decode path);
+  split_kv_contiguous: the same kernel over the contiguous cache the SDPA backends read (no block table,
+  num_splits by the same rule for that cache): SDPA's layout, so the difference to split_kv is what the
+  pages cost;
 - sdpa_flash, sdpa_efficient, sdpa_cudnn, sdpa_math: torch's scaled_dot_product_attention forced to one
   backend, on a contiguous (B, 8, L, 128) cache with enable_gqa=True; a backend that refuses is a row
   with its error;
@@ -67,7 +70,8 @@ L2_BYTES = 60 * 1024**2  # the H200's (gpusim's preset)
 COPY_BYTES = 4 * 1024**3
 SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
         "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_math": SDPBackend.MATH}
-PROVIDERS = ("split_kv", "split_kv_1", *SDPA, "torch_naive")
+PROVIDERS = ("split_kv", "split_kv_1", "split_kv_contiguous", *SDPA, "torch_naive")
+PAGED = ("split_kv", "split_kv_1")  # the providers that read the paged cache
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -156,9 +160,10 @@ def providers(sets, shape):
             return calls[state["i"]]()
         return fn
 
-    def ours(num_splits):
+    def ours(num_splits, paged=True):
         calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=PAGE_SIZE,
-                                num_splits=num_splits) for s in sets]
+                                num_splits=num_splits) if paged else
+                 prepare_decode(*s["contiguous"], cache_seqlens=s["lengths"], num_splits=num_splits) for s in sets]
         launch = calls[0].launch
         return cycling([lambda c=c: run_decode(c)[0] for c in calls]), launch.num_splits, _total(launch)
 
@@ -172,7 +177,7 @@ def providers(sets, shape):
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, dim=-1) @ v
 
-    out = {"split_kv": ours(None), "split_kv_1": ours(1)}
+    out = {"split_kv": ours(None), "split_kv_1": ours(1), "split_kv_contiguous": ours(None, paged=False)}
     out |= {name: sdpa(backend) for name, backend in SDPA.items()}
     out["torch_naive"] = (cycling([lambda s=s: naive(*s["contiguous"]) for s in sets]), None,
                           model_bytes(batch, seq_kv, shape, grouped=False))
@@ -232,7 +237,7 @@ def configuration(batch, seq_kv, shape, copy):
     ref = reference(sets[0])
     rows = []
     for name, (fn, num_splits, nbytes) in providers(sets, shape).items():
-        row = base | {"provider": name, "page_size": PAGE_SIZE if name.startswith("split_kv") else None,
+        row = base | {"provider": name, "page_size": PAGE_SIZE if name in PAGED else None,
                       "num_splits": num_splits, "model_bytes": nbytes}
         try:
             row |= measure(fn, ref)
@@ -259,7 +264,7 @@ def environment():
 
 def summary(rows):
     """The targets' ratios at batch 1, measured in this run: split_kv's copy fraction, its speed against the
-    fastest SDPA backend, and how much slower num_splits = 1 is."""
+    fastest SDPA backend (and split_kv_contiguous's, on SDPA's layout), and how much slower num_splits = 1 is."""
     out = []
     for seq_kv in sorted({r["seq_kv"] for r in rows if r["batch"] == 1}):
         cell = {r["provider"]: r for r in rows if r["batch"] == 1 and r["seq_kv"] == seq_kv and "ms" in r}
@@ -268,6 +273,8 @@ def summary(rows):
         sdpa = [cell[n]["ms"] for n in SDPA if n in cell]
         out.append(dict(seq_kv=seq_kv, copy_fraction=cell["split_kv"]["copy_fraction"],
                         vs_fastest_sdpa=min(sdpa) / cell["split_kv"]["ms"] if sdpa else None,
+                        contiguous_vs_fastest_sdpa=min(sdpa) / cell["split_kv_contiguous"]["ms"]
+                        if sdpa and "split_kv_contiguous" in cell else None,
                         unsplit_slowdown=cell["split_kv_1"]["ms"] / cell["split_kv"]["ms"] if "split_kv_1" in cell
                         else None))
     return out
@@ -282,11 +289,12 @@ def print_table(result):
         print(f"{batch:5d} {seq_kv:7d} " + " ".join(
             f"{cell[p]['ms']:14.4f}" if "ms" in cell.get(p, {}) else f"{cell.get(p, {}).get('error', '-')[:14]:>14s}"
             for p in PROVIDERS))
-    print(f"\nbatch 1 {'seq_kv':>7} {'split_kv copy fraction':>22} {'x fastest SDPA':>14} {'num_splits=1 slowdown':>21}")
+    print(f"\nbatch 1 {'seq_kv':>7} {'split_kv copy fraction':>22} {'x fastest SDPA':>14} {'contiguous x SDPA':>17} "
+          f"{'num_splits=1 slowdown':>21}")
     for s in result["summary"]:
-        cells = [s["copy_fraction"], s["vs_fastest_sdpa"], s["unsplit_slowdown"]]
-        print(f"        {s['seq_kv']:7d} " + " ".join(f"{x:{w}.2f}" if x is not None else f"{'-':>{w}s}"
-                                                   for x, w in zip(cells, (22, 14, 21))))
+        cells = [s["copy_fraction"], s["vs_fastest_sdpa"], s["contiguous_vs_fastest_sdpa"], s["unsplit_slowdown"]]
+        print(f"        {s['seq_kv']:7d} " + " ".join(f"{x:{w}.3f}" if x is not None else f"{'-':>{w}s}"
+                                                   for x, w in zip(cells, (22, 14, 17, 21))))
 
 
 def main(argv=None):

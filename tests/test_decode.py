@@ -14,6 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusim import decode
+from gpusim.algorithms import split_kv as split_kv_model
+from gpusim.compiled import COMPILED
+from gpusim.occupancy import resources
 from gpusim.decode_execute import decode_attention as execute_decode
 from gpusim.decode_execute import decode_reference
 
@@ -179,6 +182,27 @@ def test_default_splits_fill_the_h200s_resident_blocks_but_one():
     assert decode.make_launch(batch=64, seq_kv=131072, **shape).kernels == ("decode",)
     # contiguous, the kernel keeps 3 blocks per SM (396 slots): 512 programs already fill them
     assert decode.make_launch(batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=131072).kernels == ("decode",)
+
+
+@pytest.mark.parametrize("page_size", [16, 32, 64, 128, 256])
+def test_every_page_size_keeps_the_same_resident_blocks(page_size):
+    """The gather is compiled at every page size the kernel takes (results/sm90_resources.json): 5 blocks per
+    SM and 64 splits at batch 1, whatever the page size. (Priced from the pipelined estimate, pages of 64
+    once got 16 splits, and ran 1.6-1.8x slower: results/h200/decode_layout.json, paged64_rule.)"""
+    launch = decode.make_launch(batch=1, seq_kv=131072, heads=32, kv_heads=8, head_dim=128, page_size=page_size)
+    assert resources(launch, "split_kv").compiled
+    assert decode.resident_programs(launch) == 132 * 5 and launch.num_splits == 64
+
+
+@pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)
+def test_shared_estimate_is_near_the_compiled_kernel(key):
+    """split_kv.shared_bytes (one K/V chunk per buffer, kv_buffers of them) against the compiled kernel, which
+    adds 2 KiB of scratch for its layout conversions: within 6%."""
+    _, kernel, (head_dim, page_size), *_ = key
+    launch = decode.make_launch(batch=1, seq_kv=4096, heads=32, kv_heads=8, head_dim=head_dim,
+                                page_size=page_size or None)
+    estimate = split_kv_model.shared_bytes(launch, kernel, key[-1])
+    assert abs(estimate - COMPILED[key][2]) <= 0.06 * COMPILED[key][2]
 
 
 @pytest.mark.parametrize("blocks_per_sm, slots_per_sm", [(1, 1), (2, 1), (3, 2), (5, 4)])

@@ -168,6 +168,23 @@ def test_decode_splits_smoke_run_times_each_split_count(tmp_path):
     assert not gpusim_kernels.decode.dependent_launch(torch.device("cpu"))
 
 
+@CPU
+def test_decode_layout_smoke_run_reads_one_cache_every_way(tmp_path):
+    """benchmarks/decode_layout.py in the interpreter: one cache paged at 16, 64 and 256 tokens (at random and
+    in order) and contiguous, each launch at its own split count, each checked against float64 (fp16 inputs,
+    fp32 softmax and accumulation: 1e-3); the page size does not change the split count."""
+    import json
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import decode_layout
+    assert decode_layout.main(["--out", str(tmp_path), "--smoke"]) == 0
+    rows = json.loads((tmp_path / "decode_layout.json").read_text())["rows"]
+    assert [(r["variant"], r["page_size"]) for r in rows] == [(name, p) for name, p, _ in decode_layout.VARIANTS]
+    assert len({r["num_splits"] for r in rows if r["page_size"]}) == 1
+    assert all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
+
+
 @CUDA
 def test_dependent_launch_changes_nothing_but_the_launch():
     """With the reduce as a programmatic dependent launch (Hopper) or not, the same kernels compute the same

@@ -82,8 +82,18 @@ def stage_bytes(launch, kernel):
     return 2 * launch.block_kv * (1 << (launch.head_dim - 1).bit_length()) * launch.itemsize
 
 
+def kv_buffers(launch, num_stages):
+    """The K/V chunks a block keeps in shared memory, as triton 3.6 pipelines the chunk loop (its TTGIR):
+    contiguous, num_stages - 1 (the copies issued that far ahead); paged, the block-table load takes the
+    early stages and its copies follow it: one buffer at 3 or 4 stages, two at 5."""
+    return max(1, num_stages - 3) if launch.page_size else max(1, num_stages - 1)
+
+
 def shared_bytes(launch, kernel, num_stages):
-    return sram_bytes(launch, kernel) + (num_stages - 1) * stage_bytes(launch, kernel)
+    """sram_bytes holds one K and V chunk; a deeper pipeline holds more (kv_buffers)."""
+    if kernel == "reduce":
+        return sram_bytes(launch, kernel)
+    return sram_bytes(launch, kernel) + (kv_buffers(launch, num_stages) - 1) * stage_bytes(launch, kernel)
 
 
 def register_tiles(launch, kernel):
