@@ -11,7 +11,8 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   time, nothing else loading).
 - L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
-- The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s).
+- The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s);
+  the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
   fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak.
 """
@@ -79,6 +80,19 @@ def setup_s(algo):
     return max(0.0, float(np.mean([intercepts[algo, d] - intercepts["flash2", d] for d in dims])))
 
 
+def ws_step_ratio():
+    """{head_dim: the warp-specialized Hopper launch's time per K/V step over the software-pipelined one's}, same
+    tiles (128 x 128), one block per SM: the slopes of their time against the steps per program at 16 waves
+    (benchmarks/program_setup.py, steady state). How much of the softmax its two consumer warp groups hide
+    under each other's matmuls, as triton 3.6 schedules them (no ping-pong)."""
+    slopes = {}
+    for algo, d in {(r["algo"], r["head_dim"]) for r in rows("program_setup") if r["waves"] == 16}:
+        points = [(r["steps"], r["ms"]) for r in rows("program_setup") if (r["algo"], r["head_dim"], r["waves"]) ==
+                  (algo, d, 16) and "ms" in r]
+        slopes[algo, d] = float(np.polyfit(*zip(*points), 1)[0])
+    return {d: round(slopes["hopper", d] / slopes["hopper_swp", d], 3) for _, d in sorted(slopes) if _ == "hopper"}
+
+
 def constants():
     hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
     peaks = matmul_peaks()
@@ -88,9 +102,9 @@ def constants():
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
-            "hopper_host_setup_s": setup_s("hopper_swp")}
+            "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio()}
 
 
 if __name__ == "__main__":
     for name, value in constants().items():
-        print(f"{name} = {value!r}" if name == "mma_efficiency" else f"{name} = {value:.4g}")
+        print(f"{name} = {value!r}" if isinstance(value, (tuple, dict)) else f"{name} = {value:.4g}")

@@ -25,6 +25,8 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
             assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
         elif name == "hopper_host_setup_s":
             assert gpusim.algorithms.get("hopper").HOST_SETUP_S == pytest.approx(value, rel=1e-3)
+        elif name == "hopper_ws_step_ratio":
+            assert gpusim.algorithms.get("hopper").WS_STEP_RATIO == value
         elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):

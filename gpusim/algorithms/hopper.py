@@ -22,6 +22,11 @@ TMA = True  # its tiles arrive by TMA copies, issued stages ahead
 # than flash2's set-up (measured -0.4 us: 0.0 at d = 64, -0.8 at d = 128; a set-up below none is taken as none).
 SETUP_S = 1.421e-06
 HOST_SETUP_S = 0.0
+# The warp-specialized launch's step, over the same step run software-pipelined (one warp group after the
+# other's matmuls): results/h200/program_setup.json at 16 waves, 128 x 128 tiles, by head_dim (derived by
+# benchmarks/h200_constants.py ws_step_ratio). Triton 3.6 cannot ping-pong the two consumer warp groups, so
+# they hide 4-5% of a step under each other, not the half that two independent streams would.
+WS_STEP_RATIO = {64: 0.956, 128: 0.946}
 STEP_TENSORS = {"hopper": ("K", "V")}
 STAGES = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
 HEAD_DIMS = (64, 128)
@@ -90,6 +95,14 @@ def streams(cfg, kernel):
     other's matmuls."""
     own = launch_options(cfg)
     return 2 if own["warp_specialize"] or own["overlap"] else 1
+
+
+def step_ratio(cfg, kernel):
+    """A warp-specialized step's time over the serial step's (WS_STEP_RATIO, at the nearest head_dim measured);
+    None for the other launches (gpusim/cost.py then overlaps their streams)."""
+    if not launch_options(cfg)["warp_specialize"]:
+        return None
+    return WS_STEP_RATIO[min(WS_STEP_RATIO, key=lambda d: abs(d - cfg.head_dim))]
 
 
 def programs(cfg, kernel):
