@@ -12,6 +12,7 @@ import importlib.util
 import json
 import re
 import sys
+import tarfile
 from pathlib import Path
 
 import agreement
@@ -167,6 +168,37 @@ def layout_table():
     return "\n".join(lines)
 
 
+EXPERIMENTS = ROOT / "results" / "h200" / "logs" / "run26_30_decode_experiments.tar.gz"
+EXPERIMENT_RUNS = ("exp_tma.json", "exp_prefetch_run27.json", "exp_prefetch_run28.json", "exp_fused.json")
+
+
+def decode_rates():
+    """Runs 26-30's baselines (logs only): each launch's time at 32K-128K fitted as intercept + bytes / rate
+    (least squares over every run's points), the K and V bytes being one layer of Llama-3-8B's cache, batch 1."""
+    import numpy as np
+    from gpusim import kvcache
+    per_token = kvcache.bytes_per_token("Llama-3-8B") // kvcache.get_model("Llama-3-8B").layers  # K and V, fp16
+    names = {"base_paged16": "paged16", "base_contiguous": "contiguous"}
+    points = {"cudnn": [], "paged16": [], "contiguous": []}
+    with tarfile.open(EXPERIMENTS) as tar:
+        for name in EXPERIMENT_RUNS:
+            for r in json.load(tar.extractfile(f"logs/{name}"))["rows"]:
+                variant = names.get(r["variant"], r["variant"])
+                if variant in points and r["seq_kv"] >= 32768:
+                    points[variant].append((r["seq_kv"] * per_token, r["ms"] * 1e-3))
+    fits = {}
+    for variant, xy in points.items():
+        x, y = np.array(xy).T
+        per_byte, intercept = np.polyfit(x, y, 1)
+        fits[variant] = (intercept * 1e6, 1 / per_byte / 1e12, len(xy))
+    text = {"cudnn": "cuDNN", "paged16": "the paged kernel (pages of 16 at random)",
+            "contiguous": "the same kernel on the contiguous cache"}
+    return ("Fitted over runs 26–28 and 30 at 32K–128K (time = intercept + K/V bytes ÷ rate, least squares): " +
+            "; ".join(f"{text[v]} {c:.2f} µs + {rate:.2f} TB/s ({n} points)" for v, (c, rate, n) in fits.items()) +
+            f". The paged gather streams {1 - fits['paged16'][1] / fits['cudnn'][1]:.1%} slower than cuDNN; "
+            f"its fixed cost differs from cuDNN's by {fits['paged16'][0] - fits['cudnn'][0]:+.2f} µs.")
+
+
 def launch_sweep():
     """results/h200/decode_tiles.json: per case, the kernel's own launch against the fastest swept one."""
     data = json.loads((agreement.RESULTS / "decode_tiles.json").read_text())
@@ -298,6 +330,7 @@ def headline():
 
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table, "decode": decode_table, "decode_layout": layout_table,
+          "decode_rates": decode_rates,
           "backward": backward_table,
           "headline": headline}
 README = ROOT / "README.md"

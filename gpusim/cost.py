@@ -99,13 +99,12 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     streams = module.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
     serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
-    overlapped = max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams
     # Two streams that overlap perfectly hide the lesser unit's time; where a kernel states how much its streams
     # really hide, measured (the warp-specialized Hopper launch's step over its software-pipelined twin's,
     # results/h200/program_setup.json), that ratio of the serial step replaces the ideal.
     ratio = module.step_ratio(cfg, kernel) if hasattr(module, "step_ratio") else None
-    if ratio is not None:
-        overlapped = ratio * (unit["mma"] + max(unit["issue"], unit["sfu"]))
+    overlapped = (ratio * (unit["mma"] + max(unit["issue"], unit["sfu"])) if ratio is not None else
+                  max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams)
     fixed_compute = fixed_instructions * res.num_warps / rate["issue"]
     step, fixed = _split(counts, dram, module.STEP_TENSORS[kernel])
     spill = res.spill_bytes_per_thread * res.threads * steps  # local memory, through L1 and L2, every step
