@@ -9,7 +9,8 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   every SM loads (more than the idle pointer chase of benchmarks/latency.py), slope = 1 / the port bandwidth.
 - Idle L2 hit latency: the median of benchmarks/latency.py's pointer chases through L2 (one load waited for at a
   time, nothing else loading).
-- L2 bandwidth: the median of the L2 load rows that keep at least 64 KiB in flight per SM (the plateau).
+- L2 bandwidth, and DRAM's for reads alone: the median of the L2 (HBM) load rows that keep at least 64 KiB in
+  flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
 - The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s);
   the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
@@ -43,8 +44,8 @@ def l2_idle_latency_s():
     return float(np.median([r["ns_per_hop"] for r in rows("latency") if r["level"] == "l2"])) * 1e-9
 
 
-def l2_bytes_per_s():
-    plateau = [r["bytes_per_s"] for r in rows("bandwidth") if r["kind"] == "load" and r["level"] == "l2"
+def load_bytes_per_s(level):
+    plateau = [r["bytes_per_s"] for r in rows("bandwidth") if r["kind"] == "load" and r["level"] == level
                and r["bytes_in_flight_per_sm"] >= PLATEAU_BYTES]
     return float(np.median(plateau))
 
@@ -98,7 +99,8 @@ def constants():
     peaks = matmul_peaks()
     return {"hbm_latency_s": hbm[0], "hbm_port_bytes_per_s": hbm[1], "l2_latency_s": l2[0],
             "l2_idle_latency_s": l2_idle_latency_s(),
-            "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": l2_bytes_per_s(), "sfu_ops_per_s": rate("exp2_rate"),
+            "l2_port_bytes_per_s": l2[1], "l2_bytes_per_s": load_bytes_per_s("l2"),
+            "hbm_read_bytes_per_s": load_bytes_per_s("hbm"), "sfu_ops_per_s": rate("exp2_rate"),
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),

@@ -8,7 +8,9 @@ The model, in five steps, each a choice written down here:
 2. Units per SM. The tensor cores run matmuls at the dtype's peak times the efficiency of the tile shape
    and warp count (measured on the H200 by benchmarks/matmul_tiles.py); exponentials run on the special
    function units (16 per clock per SM); the rest on the CUDA cores; bytes move at the SM's share of the
-   L2 bandwidth (L2 hits) and of the DRAM bandwidth (the part that misses, gpusim/l2.py).
+   L2 bandwidth (L2 hits) and of the DRAM bandwidth (the part that misses, gpusim/l2.py). DRAM's rate
+   depends on what the kernel sends it: reads alone stream faster than a copy's mix of reads and writes
+   (GPU.dram_bytes_per_s, from the kernel's share of writes).
 3. One program. A program does a prologue (its first loads: one memory latency plus the transfer), J
    steps (one K/V tile each for the flash kernels), and an epilogue (its stores). Within one program the
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
@@ -71,6 +73,12 @@ def mma_efficiency(gpu, cfg, num_warps):
     return table[min(table, key=distance)]
 
 
+def _write_share(dram):
+    """The share of a kernel's DRAM bytes that are writes."""
+    reads, writes = (sum(rw[i] for rw in dram.values()) for i in (0, 1))
+    return writes / (reads + writes) if reads + writes else 0.0
+
+
 def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
     SMs and L2, and the part of it that reaches DRAM."""
@@ -86,7 +94,7 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     slots = sms * b
     rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
                 issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
-                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.hbm_bytes_per_s / sms)
+                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.dram_bytes_per_s(_write_share(dram)) / sms)
     step_instructions, step_mufu, step_reloads, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps,
                                                                                    steps, programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per

@@ -31,7 +31,7 @@ class GPU:
     sram_bytes_per_block: int  # the most one thread block may opt in to
     l2_bytes: int
     hbm_bytes: int
-    hbm_bytes_per_s: float
+    hbm_bytes_per_s: float  # a device-to-device copy's: bytes read + written over its time
     fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of non-matmul work but exponentials
     sfu_ops_per_s: float  # special function units: exp2, log2, reciprocal results per second
     fp16_matmul_flops_per_s: float  # tensor cores, fp16 inputs, fp32 accumulate
@@ -39,6 +39,7 @@ class GPU:
     tf32_matmul_flops_per_s: float | None = None  # None: no TF32 tensor cores
     fp8_matmul_flops_per_s: float | None = None  # None: no fp8 tensor cores
     l2_bytes_per_s: float | None = None  # None: not published
+    hbm_read_bytes_per_s: float | None = None  # a stream of reads alone; None: not measured (the copy's)
     sram_bytes_per_s: float | None = None  # all SMs together; None: not published
     # What occupancy and latency need (CUDA C++ Programming Guide, "Technical Specifications per Compute
     # Capability", unless a preset says otherwise)
@@ -56,6 +57,13 @@ class GPU:
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
     launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
+
+    def dram_bytes_per_s(self, write_share):
+        """DRAM bandwidth for traffic of which write_share is writes: a stream of reads alone at
+        hbm_read_bytes_per_s, half writes (a copy) or more at hbm_bytes_per_s, in between on the line through
+        those two measurements (nothing fitted)."""
+        read = self.hbm_read_bytes_per_s or self.hbm_bytes_per_s
+        return read + (self.hbm_bytes_per_s - read) * min(1.0, 2 * write_share)
 
     def port_bytes_per_s(self, level):
         """One SM's own transfer rate from `level` ("l2" or "hbm") while it waits alone: measured where the
@@ -190,6 +198,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     PRESETS["H200"], name="H200-measured",
     hbm_bytes_per_s=4.275e12,  # device-to-device copy, bytes read + written (ceilings.json)
     l2_bytes_per_s=8.378e+12,  # L2 loads with >= 64 KiB in flight per SM, median (bandwidth.json)
+    hbm_read_bytes_per_s=4.597e+12,  # DRAM loads with >= 64 KiB in flight per SM, median (bandwidth.json)
     hbm_latency_s=4.897e-07,  # a block's DRAM load latency while every SM loads (bandwidth.json)
     l2_latency_s=2.748e-07,  # the same for an L2 hit
     hbm_port_bytes_per_s=6.888e+10,  # one SM's transfer rate from DRAM, alone in its wait

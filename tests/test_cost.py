@@ -170,3 +170,28 @@ def test_flash1_issues_at_one_warp_per_schedulers_rate_however_many_are_resident
     line = [gpusim.simulate("flash1", **kw).kernels[0] for kw in (one, two)]
     assert [k.blocks_per_sm for k in flat] == [2, 2] and flat[0].predicted_time_s == line[0].predicted_time_s
     assert flat[1].predicted_time_s > 1.2 * line[1].predicted_time_s
+
+
+def test_dram_streams_reads_alone_faster_than_a_copys_mix():
+    """H200-measured: the read plateau (bandwidth.json) for reads alone, the copy's rate from half writes up,
+    the line between them below; a preset that measured no read plateau prices everything at the copy's."""
+    gpu = gpusim.get_gpu("H200-measured")
+    read, copy = gpu.hbm_read_bytes_per_s, gpu.hbm_bytes_per_s
+    assert read > copy
+    assert gpu.dram_bytes_per_s(0.0) == read
+    assert gpu.dram_bytes_per_s(0.25) == pytest.approx((read + copy) / 2)
+    assert gpu.dram_bytes_per_s(0.5) == gpu.dram_bytes_per_s(1.0) == copy
+    a100 = gpusim.get_gpu("A100-40GB")
+    assert a100.hbm_read_bytes_per_s is None and a100.dram_bytes_per_s(0.0) == a100.hbm_bytes_per_s
+
+
+def test_a_read_only_decode_is_priced_at_the_read_plateau():
+    """Decoding's split kernel at 128K tokens moves K and V once and writes little: its memory-bound time
+    follows the read plateau, so pricing DRAM at the copy's rate instead makes it slower by about their ratio."""
+    shape = dict(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16)
+    measured = gpusim.get_gpu("H200-measured")
+    copy_only = dataclasses.replace(measured, name="copy only", hbm_read_bytes_per_s=None)
+    t_read, t_copy = (sum(k.predicted_time_s for k in gpusim.simulate("split_kv", **shape, gpu=g).kernels
+                          if k.name == "split_kv") for g in (measured, copy_only))
+    ratio = measured.hbm_read_bytes_per_s / measured.hbm_bytes_per_s
+    assert t_copy / t_read == pytest.approx(ratio, rel=0.03)
