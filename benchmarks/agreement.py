@@ -57,10 +57,7 @@ def simulated(row):
         forward = dict(zip(("block_q", "block_kv"), tiles)) if algo == "naive" else {}
         return gpusim.simulate(algo, **shape, **forward, backward=True, backward_blocks=tiles)
     blocks = {key: row[key] for key in ("block_q", "block_kv") if row.get(key) is not None}
-    if algo == "hopper" and not blocks:  # the kernel ran its table's launch (kernels/hopper.py CONFIGS)
-        own = gpusim.algorithms.hopper.LAUNCHES[row["head_dim"], row["dtype"], row["causal"]]
-        blocks = {key: own[key] for key in ("block_q", "block_kv")}
-    return gpusim.simulate(algo, **shape, **blocks)
+    return gpusim.simulate(algo, **shape, **blocks)  # a row without tiles ran the kernel's default, simulate's
 
 
 def predicted_s(row):

@@ -30,7 +30,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
     (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
-    fastest predicted (best_blocks). dtype: the storage dtype whose bytes are counted (fp32, fp16, bf16,
+    tiles the project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its
+    launch table's (gpusim/algorithms/hopper.py LAUNCHES). dtype: the storage dtype whose bytes are counted (fp32, fp16, bf16,
     fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays (exact arithmetic
     on a model of half-precision storage) and in count mode. causal_align: "top_left" (the default; torch's
     is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
@@ -76,8 +77,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     shape = dict(seq=seq, head_dim=head_dim, heads=1 if heads is None else heads, batch=1 if batch is None else batch,
                  kv_heads=kv_heads, seq_kv=seq_kv, causal=causal, dtype=dtype or "fp16", gpu=gpu,
                  causal_align=causal_align or "top_left")
-    if block_q is None or block_kv is None:
-        best = best_blocks(algo, **shape)
+    if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
+        own = getattr(algorithms.get(algo), "kernel_blocks", lambda *_: None)(head_dim, shape["dtype"], causal)
+        best = own or best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
     cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
     bwd = _backward_config(cfg, backward_blocks, arrays, do) if backward else None
@@ -212,7 +214,8 @@ BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, a
 def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",
                 gpu="A100-40GB", causal_align="top_left"):
     """(block_q, block_kv): of the tiles in BLOCKS x BLOCKS that fit the GPU (SRAM, registers, a resident
-    block), the one with the lowest predicted time. The project's kernels take it as their default."""
+    block), the one with the lowest predicted time. flash1 and flash2 take it as their default; the Hopper
+    kernel runs its launch table's tiles (measured fastest per head_dim, dtype and mask)."""
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
                  causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
     make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(

@@ -195,3 +195,17 @@ def test_a_read_only_decode_is_priced_at_the_read_plateau():
                           if k.name == "split_kv") for g in (measured, copy_only))
     ratio = measured.hbm_read_bytes_per_s / measured.hbm_bytes_per_s
     assert t_copy / t_read == pytest.approx(ratio, rel=0.03)
+
+
+@pytest.mark.parametrize("head_dim, dtype, causal", [(d, t, c) for d in (64, 128) for t in ("fp16", "bf16", "fp8")
+                                                     for c in (False, True)])
+def test_hopper_is_priced_at_the_tiles_its_kernel_runs_when_given_none(head_dim, dtype, causal):
+    """kernels/hopper.py runs its launch table's tiles, not best_blocks' (they differ at d = 64, non-causal,
+    2K tokens: 128 x 128 against 128 x 64), so simulate's default is the table's."""
+    from gpusim.algorithms.hopper import LAUNCHES
+    shape = dict(seq=2048, head_dim=head_dim, heads=2048 // head_dim, batch=8, causal=causal, dtype=dtype,
+                 gpu="H200-measured")
+    own, cfg = LAUNCHES[head_dim, dtype, causal], gpusim.simulate("hopper", **shape).config
+    assert (cfg.block_q, cfg.block_kv) == (own["block_q"], own["block_kv"])
+    if (head_dim, dtype, causal) == (64, "fp16", False):
+        assert gpusim.best_blocks("hopper", **shape) == (128, 64)

@@ -49,6 +49,12 @@ LAUNCHES = {
 LAUNCHES |= {(d, "bf16", causal): LAUNCHES[d, "fp16", causal] for d in HEAD_DIMS for causal in (False, True)}
 
 
+def kernel_blocks(head_dim, dtype, causal):
+    """(block_q, block_kv) kernels/hopper.py runs when given none: its launch table's; None off the table."""
+    own = LAUNCHES.get((head_dim, dtype, bool(causal)))
+    return own and (own["block_q"], own["block_kv"])
+
+
 def launch_options(cfg):
     """The kernel's launch for cfg: the table's, when cfg has its tiles; else software-pipelined, 8 warps."""
     own = LAUNCHES.get((cfg.head_dim, cfg.dtype, cfg.causal), SWP)
