@@ -94,7 +94,8 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     slots = sms * b
     rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
                 issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
-                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms, dram=gpu.dram_bytes_per_s(_write_share(dram)) / sms)
+                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms,
+                dram=gpu.dram_bytes_per_s(_write_share(dram)) / sms)
     step_instructions, step_mufu, step_reloads, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps,
                                                                                    steps, programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
