@@ -33,8 +33,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     tiles the project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its
     launch table's (gpusim/algorithms/hopper.py LAUNCHES). dtype: the storage dtype whose bytes are counted
     (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays
-    (exact arithmetic on a model of half-precision storage) and in count mode. causal_align: "top_left" (the default; torch's
-    is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
+    (exact arithmetic on a model of half-precision storage) and in count mode. causal_align: "top_left" (the
+    default; torch's is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
 
     Without arrays only the schedule is counted (count mode: closed forms, any N up to 2**40). With q, k, v
     (NumPy, any float dtype) the schedule runs on them tile by tile (execute mode) and `output` holds the
