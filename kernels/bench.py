@@ -180,10 +180,9 @@ def run(args):
                    "batch": batch, "heads": heads}
             if name in ("naive", "flash1", "flash2"):
                 row["block_q"], row["block_kv"] = blocks(name, inputs[0], causal)
-            if name == "hopper":  # its launch table's tiles, not best_blocks (kernels/hopper.py CONFIGS)
-                from gpusim_kernels.hopper import CONFIGS
-                own = CONFIGS[head_dim, row_dtype, causal]
-                row["block_q"], row["block_kv"] = own["block_q"], own["block_kv"]
+            if name == "hopper":  # its launch table's tiles, not best_blocks
+                from gpusim.algorithms.hopper import kernel_blocks
+                row["block_q"], row["block_kv"] = kernel_blocks(head_dim, row_dtype, causal)
             try:
                 row |= measure(fn, inputs, causal, ref)
                 row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"])
