@@ -1,20 +1,48 @@
 """Without a GPU the Triton kernels run in Triton's interpreter, which must be chosen before they are
-imported (@triton.jit reads TRITON_INTERPRET when it decorates). Without torch (no `kernels` extra) the
-kernel tests skip."""
+imported (@triton.jit reads TRITON_INTERPRET when it decorates). A test module that needs an extra which is
+not installed is not collected, and the summary says which extra (any subset of the extras works)."""
+import importlib
 import os
 
-try:
-    import torch
-except ModuleNotFoundError:
-    torch = None
+EXTRAS = {  # extra -> the top-level modules it installs that the tests import
+    "kernels": ("torch", "triton"),
+    "course": ("matplotlib", "ipywidgets", "nbclient", "nbformat", "PIL"),
+}
+NEEDS = {  # test modules -> the extras they need beyond `test`
+    "test_kernels.py": ("kernels",),
+    "test_*_kernels.py": ("kernels",),
+    "test_hopper.py": ("kernels",),
+    "test_benchmarks.py": ("kernels",),
+    "test_course_*.py": ("course",),
+    "test_notebooks*.py": ("course",),
+    "test_browser.py": ("course",),
+    "test_results.py": ("course", "kernels"),
+}
 
-if torch is None or not torch.cuda.is_available():
+
+def missing(extra):
+    gone = []
+    for module in EXTRAS[extra]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            gone.append(module)
+    return gone
+
+
+def cuda_available():
+    try:
+        return importlib.import_module("torch").cuda.is_available()
+    except ImportError:
+        return False
+
+
+if not cuda_available():  # before triton is imported
     os.environ.setdefault("TRITON_INTERPRET", "1")
+MISSING = {extra: missing(extra) for extra in EXTRAS}
+collect_ignore_glob = [glob for glob, extras in NEEDS.items() if any(MISSING[e] for e in extras)]
 
-try:  # the course extra (matplotlib, ipywidgets, nbclient, ...): without it the model's tests still run
-    import gpusim_course  # noqa: F401
-    import yaml  # noqa: F401
-except ModuleNotFoundError as missing:
-    collect_ignore_glob = ["test_course_*.py", "test_notebooks*.py", "test_results.py", "test_packaging.py"]
-    print(f"conftest: {missing.name} is not installed, so the course and packaging tests are not collected "
-          "(pip install -e '.[kernels,course,test]' for all of them)")
+
+def pytest_report_header():
+    return [f"the `{extra}` extra is not installed ({', '.join(modules)} missing): its tests are not collected "
+            f"(pip install -e '.[kernels,course,test]' for all of them)" for extra, modules in MISSING.items() if modules]
