@@ -13,7 +13,9 @@ PIP := $(PY) -m pip install -q -c constraints-cpu.txt
 $(STAMP): pyproject.toml constraints-cpu.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@if $(PY) -c "import urllib.request as u; u.urlopen('$(CPU_INDEX)/torch/', timeout=5)" 2>/dev/null; then \
+	@if [ "$$(uname -s)" != Linux ]; then \
+	  echo "torch: not installed on $$(uname -s): the kernels need Linux (Triton); the model and the course do not"; \
+	elif $(PY) -c "import urllib.request as u; u.urlopen('$(CPU_INDEX)/torch/', timeout=5)" 2>/dev/null; then \
 	  echo "torch: the CPU build from $(CPU_INDEX)"; $(PIP) --index-url $(CPU_INDEX) torch; \
 	else \
 	  echo "torch: $(CPU_INDEX) unreachable; pip's configured index instead"; $(PIP) torch || { \

@@ -229,3 +229,15 @@ def test_every_preset_number_has_a_source():
     numeric = [line for line in body.splitlines() if re.search(r"=\s*[\d(]", line) and "=" in line
                and not line.strip().startswith(("def ", "return", "#", "rate", "by_lower", "close", "hint"))]
     assert numeric and all("#" in line for line in numeric), [line for line in numeric if "#" not in line]
+
+
+@pytest.mark.parametrize("platform, macos", [("aarch64-apple-darwin", "13.0"), ("aarch64-apple-darwin", "14.0"),
+                                             ("x86_64-apple-darwin", "13.0")])
+def test_model_and_course_install_on_macos(platform, macos, monkeypatch):
+    """`make course`'s install on macOS (the kernels extra is Linux's), resolved against PyPI alone."""
+    if not _reachable(PYPI):
+        pytest.skip(f"PyPI ({PYPI}) unreachable: the macOS install is not checked")
+    monkeypatch.setenv("MACOSX_DEPLOYMENT_TARGET", macos)
+    pins = _uv_compile("-e .[kernels,course,test]", "--python-platform", platform, "-c", "constraints-cpu.txt")
+    assert {"numpy", "jupyterlab", "ipywidgets", "matplotlib"} <= set(pins), pins
+    assert "torch" not in pins and "triton" not in pins, pins
