@@ -185,7 +185,7 @@ def _cycling(calls):
 
 
 def _rel(got, ref):
-    got, ref = got.double(), ref.double()
+    got, ref = got.detach().double(), ref.detach().double()
     return float((got - ref).norm() / ref.norm())
 
 
@@ -213,18 +213,30 @@ def _reference(q, k, v, causal, grad=False):
     return rows, o.detach(), qs.grad
 
 
-def measure_row(row):
+def _timer(dev):
+    """gpu_time on the GPU; on CPU (--smoke, the interpreter) the wall clock of one call."""
+    if dev == "cuda":
+        from gpusim_kernels.bench import gpu_time
+        return gpu_time
+
+    def wall(call):
+        t0 = time.perf_counter()
+        call()
+        return {"ms": (time.perf_counter() - t0) * 1e3, "timing": "wall_clock"}
+    return wall
+
+
+def measure_row(row, dev="cuda"):
     import torch
     import triton
     import gpusim_kernels as K
-    from gpusim_kernels.bench import gpu_time
 
+    gpu_time = _timer(dev)
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[row["dtype"]]
-    dev = "cuda"
     gen = torch.Generator(device=dev).manual_seed(zlib.crc32(json.dumps(row, sort_keys=True).encode()) % (1 << 31))
     out = {}
     if row["kind"] == "decode":
-        return _measure_decode(row, gen, out)
+        return _measure_decode(row, gen, out, dev)
     b, h, hk, n, nk, d = (row[x] for x in ("batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim"))
     per_set = (b * h * n + 2 * b * hk * nk) * d * 2
 
@@ -250,8 +262,11 @@ def measure_row(row):
         if out["rel_err"] > tol or out["rel_err_dq"] > 3 * tol or not torch.isfinite(k.grad).all():
             out["error"] = f"wrong: rel_err {out['rel_err']:.3g}, dq {out['rel_err_dq']:.3g}"
             return out
-        out["ms"] = triton.testing.do_bench(step, warmup=10, rep=60, grad_to_none=[q, k, v], return_mode="median")
-        out["timing"] = "events"
+        if dev == "cuda":
+            out["ms"] = triton.testing.do_bench(step, warmup=10, rep=60, grad_to_none=[q, k, v], return_mode="median")
+            out["timing"] = "events"
+        else:
+            out |= gpu_time(step)
         return out
     sets = [inputs() for _ in range(_copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
@@ -268,10 +283,10 @@ def measure_row(row):
     return out
 
 
-def _measure_decode(row, gen, out):
+def _measure_decode(row, gen, out, dev):
     import torch
     import gpusim_kernels as K
-    from gpusim_kernels.bench import gpu_time
+    gpu_time = _timer(dev)
     b, h, hk, d, p = row["batch"], row["heads"], row["kv_heads"], row["head_dim"], row["page_size"]
     lengths = row["seq_kv"] if isinstance(row["seq_kv"], list) else [row["seq_kv"]]
     pages = [-(-x // p) for x in lengths]
@@ -279,16 +294,16 @@ def _measure_decode(row, gen, out):
     per_set = 2 * total * p * hk * d * 2
 
     def inputs():
-        q = torch.randn(b, h, 1, d, device="cuda", generator=gen).half()
-        kc = torch.randn(total, p, hk, d, device="cuda", generator=gen).half()
-        vc = torch.randn(total, p, hk, d, device="cuda", generator=gen).half()
-        perm = torch.randperm(total, device="cuda", generator=gen).int()
-        table = torch.zeros(b, max(pages), dtype=torch.int32, device="cuda")
+        q = torch.randn(b, h, 1, d, device=dev, generator=gen).half()
+        kc = torch.randn(total, p, hk, d, device=dev, generator=gen).half()
+        vc = torch.randn(total, p, hk, d, device=dev, generator=gen).half()
+        perm = torch.randperm(total, device=dev, generator=gen).int()
+        table = torch.zeros(b, max(pages), dtype=torch.int32, device=dev)
         at = 0
         for i, m in enumerate(pages):
             table[i, :m] = perm[at:at + m]
             at += m
-        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device=dev)
         return q, kc, vc, table, seqlens
     sets = [inputs() for _ in range(_copies(per_set))]
     calls = [K.prepare_decode(q, kc, vc, cache_seqlens=sl, block_table=t, page_size=p) for q, kc, vc, t, sl in sets]
@@ -310,14 +325,28 @@ def _measure_decode(row, gen, out):
     return out
 
 
-def run(out_dir, max_minutes, dry_run, seed=2026):
+SMOKE = [  # --smoke: tiny rows of every kind, run in Triton's interpreter on CPU (the code paths only)
+    dict(kind="forward", algo="naive", batch=1, heads=2, kv_heads=1, seq=40, seq_kv=40, head_dim=64, causal=True,
+         dtype="fp16", block_q=32, block_kv=32, page_size=None),
+    dict(kind="forward", algo="flash2", batch=1, heads=2, kv_heads=1, seq=40, seq_kv=70, head_dim=64, causal=False,
+         dtype="bf16", block_q=32, block_kv=32, page_size=None),
+    dict(kind="forward", algo="hopper", batch=1, heads=2, kv_heads=1, seq=40, seq_kv=40, head_dim=64, causal=True,
+         dtype="fp16", block_q=None, block_kv=None, page_size=None),
+    dict(kind="train", algo="flash2", batch=1, heads=2, kv_heads=1, seq=40, seq_kv=40, head_dim=64, causal=True,
+         dtype="fp16", block_q=32, block_kv=32, page_size=None),
+    dict(kind="decode", algo="split_kv", batch=2, heads=4, kv_heads=1, seq=1, seq_kv=[70, 33], head_dim=64,
+         causal=False, dtype="fp16", block_q=None, block_kv=None, page_size=16),
+]
+
+
+def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False):
     import os
-    rows = shapes(seed)
+    rows = SMOKE if smoke else shapes(seed)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "heldout.json")
     command = "python -m benchmarks.heldout " + " ".join(sys.argv[1:])
-    if dry_run:
-        env = {"gpu": None, "command": command, "dry_run": True}
+    if dry_run or smoke:
+        env = {"gpu": None, "command": command, "dry_run": dry_run, "smoke": smoke}
     else:
         from gpusim_kernels.bench import environment
         env = environment(command)
@@ -332,12 +361,13 @@ def run(out_dir, max_minutes, dry_run, seed=2026):
         if not dry_run:
             import torch
             try:
-                r |= measure_row(row)
+                r |= measure_row(row, "cpu" if smoke else "cuda")
             except torch.cuda.OutOfMemoryError:
                 r["error"] = "OOM"
             except Exception as err:  # noqa: BLE001 - record it, go on
                 r["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
-            torch.cuda.empty_cache()
+            if not smoke:
+                torch.cuda.empty_cache()
         r["wall_s"] = round(time.monotonic() - t0, 2)
         result["rows"].append(r)
         print(f"{i:3d} {r['kind']:7s} {r['algo']:8s} b{r['batch']} h{r['heads']}/{r['kv_heads']} n{r['seq']} "
@@ -360,8 +390,9 @@ def main(argv=None):
     ap.add_argument("--max-minutes", type=float, default=3.5)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--dry-run", action="store_true", help="draw and write the rows without measuring")
+    ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1: tiny rows of every kind")
     args = ap.parse_args(argv)
-    run(args.out, args.max_minutes, args.dry_run, args.seed)
+    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke)
 
 
 if __name__ == "__main__":
