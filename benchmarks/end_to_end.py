@@ -15,21 +15,23 @@ import argparse
 import json
 import os
 import sys
+import time
 
 BATCH = 8
 
 
-def build(name, impl):
+def build(name, impl, smoke=False):
     """The model with attn_implementation=impl, fp16 on the GPU, and the implementation it reports."""
     import torch
     import transformers as T
-    config, cls = {"bert-base": (T.BertConfig(), T.BertModel), "gpt2": (T.GPT2Config(), T.GPT2Model)}[name]
+    small = dict(num_hidden_layers=1) if smoke else {}
+    config, cls = {"bert-base": (T.BertConfig(**small), T.BertModel), "gpt2": (T.GPT2Config(**small), T.GPT2Model)}[name]
     try:
         model = cls._from_config(config, attn_implementation=impl)
     except Exception:  # noqa: BLE001 - older or newer signatures: set it on the config
         config._attn_implementation = impl
         model = cls(config)
-    model = model.to("cuda", torch.float16)
+    model = model.to("cpu", torch.float32) if smoke else model.to("cuda", torch.float16)
     used = getattr(model.config, "_attn_implementation", None)
     return model, used
 
@@ -38,7 +40,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder; writes end_to_end.json")
     ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--smoke", action="store_true", help="CPU: one layer, seq 64, one timed call")
     args = ap.parse_args(argv)
+    dev = "cpu" if args.smoke else "cuda"
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "end_to_end.json")
     command = "python -m benchmarks.end_to_end " + " ".join(sys.argv[1:])
@@ -49,7 +53,8 @@ def main(argv=None):
         import triton
         import transformers
         from gpusim_kernels.bench import environment
-        result["environment"] = environment(command) | {"transformers": transformers.__version__}
+        env = {"command": command, "smoke": True} if args.smoke else environment(command)
+        result["environment"] = env | {"transformers": transformers.__version__}
     except Exception as err:  # noqa: BLE001
         result["error"] = f"{type(err).__name__}: {err}"[:500]
         with open(path, "w") as f:
@@ -57,14 +62,16 @@ def main(argv=None):
         print("end_to_end:", result["error"])
         return
     for name, seq in (("bert-base", 512), ("gpt2", 1024)):
+        seq = 64 if args.smoke else seq
         for impl in ("eager", "sdpa"):
-            base = dict(model=name, seq=seq, batch=args.batch, attn_implementation=impl, dtype="fp16")
+            base = dict(model=name, seq=seq, batch=args.batch, attn_implementation=impl,
+                        dtype="fp32" if args.smoke else "fp16")
             try:
-                model, used = build(name, impl)
+                model, used = build(name, impl, args.smoke)
                 base["attn_implementation_used"] = used
                 base["model_class"] = type(model).__name__
                 vocab = model.config.vocab_size
-                ids = torch.randint(0, vocab, (args.batch, seq), device="cuda")
+                ids = torch.randint(0, vocab, (args.batch, seq), device=dev)
             except Exception as err:  # noqa: BLE001
                 result["rows"].append(base | {"error": f"{type(err).__name__}: {err}"[:300]})
                 continue
@@ -84,10 +91,15 @@ def main(argv=None):
                             model.zero_grad(set_to_none=True)
                             model(input_ids=ids).last_hidden_state.float().pow(2).mean().backward()
                     fn()
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                    row["ms"] = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-                    row["peak_bytes"] = torch.cuda.max_memory_allocated()
+                    if args.smoke:
+                        t0 = time.perf_counter()
+                        fn()
+                        row["ms"] = (time.perf_counter() - t0) * 1e3
+                    else:
+                        torch.cuda.synchronize()
+                        torch.cuda.reset_peak_memory_stats()
+                        row["ms"] = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+                        row["peak_bytes"] = torch.cuda.max_memory_allocated()
                 except torch.cuda.OutOfMemoryError:
                     row["error"] = "OOM"
                 except Exception as err:  # noqa: BLE001
@@ -98,7 +110,8 @@ def main(argv=None):
                 with open(path, "w") as f:
                     json.dump(result, f, indent=1)
             del model
-            torch.cuda.empty_cache()
+            if not args.smoke:
+                torch.cuda.empty_cache()
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
     print(f"end_to_end: {sum('ms' in r for r in result['rows'])} rows timed -> {path}")
