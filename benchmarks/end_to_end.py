@@ -52,7 +52,7 @@ def main(argv=None):
         import torch
         import triton
         import transformers
-        from gpusim_kernels.bench import environment
+        from benchmarks.run_env import environment
         env = {"command": command, "smoke": True} if args.smoke else environment(command)
         result["environment"] = env | {"transformers": transformers.__version__}
     except Exception as err:  # noqa: BLE001

@@ -226,7 +226,7 @@ def _timer(dev):
     return wall
 
 
-def measure_row(row, dev="cuda"):
+def measure_row(row, dev="cuda", warm_only=False):
     import torch
     import triton
     import gpusim_kernels as K
@@ -236,7 +236,7 @@ def measure_row(row, dev="cuda"):
     gen = torch.Generator(device=dev).manual_seed(zlib.crc32(json.dumps(row, sort_keys=True).encode()) % (1 << 31))
     out = {}
     if row["kind"] == "decode":
-        return _measure_decode(row, gen, out, dev)
+        return _measure_decode(row, gen, out, dev, warm_only)
     b, h, hk, n, nk, d = (row[x] for x in ("batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim"))
     per_set = (b * h * n + 2 * b * hk * nk) * d * 2
 
@@ -250,10 +250,15 @@ def measure_row(row, dev="cuda"):
     if row["kind"] == "train":
         q, k, v = (x.requires_grad_() for x in inputs())
 
+        bb = row.get("backward_blocks")  # warming only: the defaults' tiles, made explicit
+
         def step():
-            K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk).sum().backward()
-        o = K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk)
+            K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk,
+                                         backward_blocks=bb).sum().backward()
+        o = K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk, backward_blocks=bb)
         o.sum().backward()
+        if warm_only:
+            return out
         rows, ro, rdq = _reference(q, k, v, causal, grad=True)
         group = h // hk
         out["rel_err"] = _rel(o[0, :group, rows], ro)
@@ -268,11 +273,13 @@ def measure_row(row, dev="cuda"):
         else:
             out |= gpu_time(step)
         return out
-    sets = [inputs() for _ in range(_copies(per_set))]
+    sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
     kw = dict(causal=causal) if row["algo"] == "hopper" else dict(causal=causal, block_q=bq, block_kv=bk)
     call = _cycling([lambda s=s: fn(*s, **kw) for s in sets])
     o = fn(*sets[0], **kw)
+    if warm_only:
+        return out
     rows, ro = _reference(*sets[0], causal)
     out["rel_err"] = _rel(o[0, :h // hk, rows], ro)
     del o
@@ -283,7 +290,7 @@ def measure_row(row, dev="cuda"):
     return out
 
 
-def _measure_decode(row, gen, out, dev):
+def _measure_decode(row, gen, out, dev, warm_only=False):
     import torch
     import gpusim_kernels as K
     gpu_time = _timer(dev)
@@ -305,13 +312,15 @@ def _measure_decode(row, gen, out, dev):
             at += m
         seqlens = torch.tensor(lengths, dtype=torch.int32, device=dev)
         return q, kc, vc, table, seqlens
-    sets = [inputs() for _ in range(_copies(per_set))]
+    sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
     calls = [K.prepare_decode(q, kc, vc, cache_seqlens=sl, block_table=t, page_size=p) for q, kc, vc, t, sl in sets]
     launch = calls[0].launch
     out["num_splits"] = getattr(launch, "num_splits", None)
     out["block_kv"] = getattr(launch, "block_kv", None)
     q, kc, vc, t, _ = sets[0]
     o = K.run_decode(calls[0])[0]
+    if warm_only:
+        return out
     # request 0's reference, contiguous, float32
     k0 = kc[t[0, :pages[0]].long()].flatten(0, 1)[:lengths[0]].transpose(0, 1).float()  # (hk, L, d)
     v0 = vc[t[0, :pages[0]].long()].flatten(0, 1)[:lengths[0]].transpose(0, 1).float()
@@ -339,7 +348,44 @@ SMOKE = [  # --smoke: tiny rows of every kind, run in Triton's interpreter on CP
 ]
 
 
-def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False):
+def _small(row):
+    """The row at batch 1 and one K/V head (same group, N, N_kv, d, dtype, mask and tiles as the kernels run
+    on it): the same compiled kernels, for warming Triton's cache. Decode rows stay whole (their launch
+    depends on the batch's lengths)."""
+    if row["kind"] == "decode":
+        return row
+    group = row["heads"] // row["kv_heads"]
+    r = dict(row, batch=1, heads=group, kv_heads=1)
+    if row["kind"] == "train" and row.get("tiles_used"):
+        r["block_q"], r["block_kv"] = row["tiles_used"]["forward"]
+        r["backward_blocks"] = row["tiles_used"]["backward"]
+    return r
+
+
+def warm_one(row, dev="cuda"):
+    """Compile (and run once) the kernels of one row in a worker process."""
+    try:
+        measure_row(_small(row), dev, warm_only=True)
+        return None
+    except Exception as err:  # noqa: BLE001
+        return f"{type(err).__name__}: {str(err)[:200]}"
+
+
+def warm(rows, limit_s, workers, dev="cuda"):
+    """Triton's cache warmed for every row in a spawned process pool, at most limit_s seconds."""
+    from concurrent.futures import ProcessPoolExecutor, wait
+    from multiprocessing import get_context
+    t0 = time.monotonic()
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+    futures = [pool.submit(warm_one, r, dev) for r in rows]
+    done, _ = wait(futures, timeout=limit_s)
+    failed = [f.result() for f in done if f.exception() is None and f.result()]
+    failed += [str(f.exception())[:200] for f in done if f.exception() is not None]
+    pool.shutdown(wait=False, cancel_futures=True)
+    return {"rows": len(rows), "done": len(done), "failed": failed[:20], "s": round(time.monotonic() - t0, 1)}
+
+
+def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
     import os
     rows = SMOKE if smoke else shapes(seed)
     os.makedirs(out_dir, exist_ok=True)
@@ -348,10 +394,14 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False):
     if dry_run or smoke:
         env = {"gpu": None, "command": command, "dry_run": dry_run, "smoke": smoke}
     else:
-        from gpusim_kernels.bench import environment
+        from benchmarks.run_env import environment
         env = environment(command)
     result = {"environment": env, "seed": seed, "rows": []}
     deadline = time.monotonic() + max_minutes * 60
+    if warm_s > 0 and not dry_run and not smoke:
+        import os as _os
+        result["environment"]["warm"] = warm(rows, warm_s, min(12, max(1, (_os.cpu_count() or 2) - 2)))
+        print("warm:", result["environment"]["warm"], flush=True)
     for i, row in enumerate(rows):
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes {max_minutes} after {i} of {len(rows)}"
@@ -391,8 +441,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--dry-run", action="store_true", help="draw and write the rows without measuring")
     ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1: tiny rows of every kind")
+    ap.add_argument("--warm-seconds", type=float, default=60.0,
+                    help="compile every row's kernels first in a process pool, at most this long (0: do not)")
     args = ap.parse_args(argv)
-    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke)
+    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def main(argv=None):
     shapes = ((1, 2, 32, 64),) if args.smoke else SHAPES
     command = "python -m benchmarks.host " + " ".join(sys.argv[1:])
     if device == "cuda":
-        from gpusim_kernels.bench import environment
+        from benchmarks.run_env import environment
         env = environment(command)
     else:
         env = {"gpu": None, "command": command, "smoke": True}
@@ -130,9 +130,15 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "host.json")
     for b, h, n, d in shapes:
-        gen = torch.Generator(device=device).manual_seed(n)
-        q, k, v = (torch.randn(b, h, n, d, device=device, generator=gen).half().requires_grad_() for _ in range(3))
-        for entry, (fn, sdpa) in entries(q, k, v).items():
+        try:
+            gen = torch.Generator(device=device).manual_seed(n)
+            q, k, v = (torch.randn(b, h, n, d, device=device, generator=gen).half().requires_grad_() for _ in range(3))
+            todo = entries(q, k, v)
+        except Exception as err:  # noqa: BLE001
+            result["rows"].append(dict(entry="inputs", batch=b, heads=h, seq=n, head_dim=d,
+                                       error=f"{type(err).__name__}: {err}"[:300]))
+            continue
+        for entry, (fn, sdpa) in todo.items():
             us, err = measure(fn, calls, warmup, sync)
             sdpa_us, sdpa_err = measure(sdpa, calls, warmup, sync)
             row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=us, sdpa_us=sdpa_us,

@@ -84,7 +84,7 @@ def main(argv=None):
     device = "cpu" if args.smoke else "cuda"
     command = "python -m benchmarks.sdpa_pick " + " ".join(sys.argv[1:])
     if device == "cuda":
-        from gpusim_kernels.bench import environment
+        from benchmarks.run_env import environment
         env = environment(command)
         env["backends_enabled"] = {name: bool(getattr(torch.backends.cuda, f"{name}_sdp_enabled")())
                                    for name in ("flash", "mem_efficient", "math", "cudnn")}

@@ -101,6 +101,8 @@ def profile(args_, out_dir, tag, log, timeout):
         rc, err = p.returncode, (p.stdout + p.stderr)[-3000:]
     except subprocess.TimeoutExpired as e:
         rc, err = "timeout", str(e)[-1000:]
+    except Exception as e:  # noqa: BLE001 - no ncu: record it
+        rc, err = "failed", f"{type(e).__name__}: {e}"[-1000:]
     log.append(f"[{tag}] {' '.join(cmd)}\n rc {rc} in {time.monotonic() - t0:.0f} s\n{err}")
     rows, units = [], {}
     if os.path.exists(csv_path):
@@ -150,7 +152,7 @@ def main(argv=None):
     log = []
     command = "python -m benchmarks.tensor_pipe " + " ".join(argv)
     try:
-        from gpusim_kernels.bench import environment
+        from benchmarks.run_env import environment
         env = environment(command)
     except Exception as err:  # noqa: BLE001
         env = {"command": command, "error": str(err)[:300]}

@@ -83,7 +83,7 @@ def warm_cache(todo, limit_s):
 
 def environment(command, device):
     if device == "cuda":
-        from gpusim_kernels.bench import environment as env
+        from benchmarks.run_env import environment as env
         return env(command)
     return {"gpu": None, "command": command, "smoke": True}
 
