@@ -109,7 +109,7 @@ def main(argv=None):
                       f"{row.get('ms', row.get('error'))}", flush=True)
                 with open(path, "w") as f:
                     json.dump(result, f, indent=1)
-            del model
+            model = None  # free it before the next model
             if not args.smoke:
                 torch.cuda.empty_cache()
     with open(path, "w") as f:

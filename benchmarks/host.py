@@ -105,7 +105,7 @@ def decode_rows(device, calls, warmup, sync, seq_kvs):
                 row["error"] = err or f"sdpa: {sdpa_err}"
             rows.append(row)
             print(entry, L, us, sdpa_us, err or "", flush=True)
-        del q, kc, vc, kf, vf, call
+        q = kc = vc = kf = vf = call = None  # free the caches before the next length
     return rows
 
 
