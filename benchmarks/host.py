@@ -1,0 +1,162 @@
+"""Per-call wall cost of the project's entry points on small shapes, where the GPU waits for the host, beside
+SDPA's (results/h200/host.json; issue 24's targets).
+
+    python -m benchmarks.host --out DIR           # on the GPU: DIR/host.json (under a minute)
+    TRITON_INTERPRET=1 python -m benchmarks.host --out DIR --smoke    # CPU: the code paths, few calls
+
+us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cuda.synchronize at the end
+(and one before the clock starts), as a Python loop calls them. Entries, fp16, each shape: flash2_attention
+(default tiles, and at explicit 64 x 64: "flash2_attention[64x64]"), hopper_attention, naive_attention
+(three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
+before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward
+and backward). Decode (batch 1, 64 query heads, 8 K/V heads, d 128, pages of 16, 4K and 64K cached tokens):
+decode_attention eager, prepare_decode alone, run_decode alone (on one prepared call), beside SDPA flash on
+a contiguous (1, 8, L, 128) cache with enable_gqa=True.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+SHAPES = ((1, 4, 256, 64), (1, 8, 128, 64), (2, 4, 512, 128))
+DECODE = dict(heads=64, kv_heads=8, head_dim=128, page_size=16, seq_kvs=(4096, 65536))
+CALLS, WARMUP = 200, 20
+
+
+def per_call_us(fn, calls, warmup, sync):
+    for _ in range(warmup):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def entries(q, k, v):
+    """name -> (fn, sdpa fn) on q, k, v (which require grad)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import gpusim_kernels as K
+
+    def no_grad(*xs):
+        for x in xs:
+            x.grad = None
+
+    def sdpa_fwd():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(qd, kd, vd)
+
+    def sdpa_step():
+        no_grad(q, k, v)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v).sum().backward()
+
+    def train_step():
+        no_grad(q, k, v)
+        K.flash2_attention_trainable(q, k, v).sum().backward()
+
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+    return {"flash2_attention": (lambda: K.flash2_attention(qd, kd, vd), sdpa_fwd),
+            "flash2_attention[64x64]": (lambda: K.flash2_attention(qd, kd, vd, block_q=64, block_kv=64), sdpa_fwd),
+            "hopper_attention": (lambda: K.hopper_attention(qd, kd, vd), sdpa_fwd),
+            "naive_attention": (lambda: K.naive_attention(qd, kd, vd), sdpa_fwd),
+            "flash2_train_step": (train_step, sdpa_step)}
+
+
+def measure(fn, calls, warmup, sync):
+    try:
+        return per_call_us(fn, calls, warmup, sync), None
+    except Exception as err:  # noqa: BLE001 - record it, go on
+        return None, f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+
+
+def decode_rows(device, calls, warmup, sync, seq_kvs):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import gpusim_kernels as K
+    h, hk, d, p = DECODE["heads"], DECODE["kv_heads"], DECODE["head_dim"], DECODE["page_size"]
+    rows = []
+    for L in seq_kvs:
+        pages = -(-L // p)
+        gen = torch.Generator(device=device).manual_seed(L)
+        q = torch.randn(1, h, 1, d, device=device, generator=gen).half()
+        kc, vc = (torch.randn(pages, p, hk, d, device=device, generator=gen).half() for _ in range(2))
+        table = torch.randperm(pages, device=device, generator=gen).int().view(1, pages)
+        lengths = torch.tensor([L], dtype=torch.int32, device=device)
+        kf, vf = (x[table.long()].flatten(1, 2)[:, :L].transpose(1, 2).contiguous() for x in (kc, vc))
+
+        def sdpa():
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(q, kf, vf, enable_gqa=True)
+        sdpa_us, sdpa_err = measure(sdpa, calls, warmup, sync)
+        kw = dict(cache_seqlens=lengths, block_table=table, page_size=p)
+        call = K.prepare_decode(q, kc, vc, **kw)
+        for entry, fn in (("decode_attention", lambda: K.decode_attention(q, kc, vc, **kw)),
+                          ("prepare_decode", lambda: K.prepare_decode(q, kc, vc, **kw)),
+                          ("run_decode", lambda: K.run_decode(call))):
+            us, err = measure(fn, calls, warmup, sync)
+            row = dict(entry=entry, batch=1, heads=h, kv_heads=hk, seq=1, seq_kv=L, head_dim=d, page_size=p,
+                       num_splits=call.launch.num_splits, us=us, sdpa_us=sdpa_us)
+            if err or sdpa_err:
+                row["error"] = err or f"sdpa: {sdpa_err}"
+            rows.append(row)
+            print(entry, L, us, sdpa_us, err or "", flush=True)
+        q = kc = vc = kf = vf = call = None  # free the caches before the next length
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder; writes host.json")
+    ap.add_argument("--smoke", action="store_true", help="CPU (TRITON_INTERPRET=1): tiny shapes, few calls")
+    args = ap.parse_args(argv)
+    import torch
+    device = "cpu" if args.smoke else "cuda"
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    calls, warmup = (2, 1) if args.smoke else (CALLS, WARMUP)
+    shapes = ((1, 2, 32, 64),) if args.smoke else SHAPES
+    command = "python -m benchmarks.host " + " ".join(sys.argv[1:])
+    if device == "cuda":
+        from benchmarks.run_env import environment
+        env = environment(command)
+    else:
+        env = {"gpu": None, "command": command, "smoke": True}
+    env |= {"calls": calls, "warmup": warmup, "dtype": "fp16"}
+    result = {"environment": env, "rows": []}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "host.json")
+    for b, h, n, d in shapes:
+        try:
+            gen = torch.Generator(device=device).manual_seed(n)
+            q, k, v = (torch.randn(b, h, n, d, device=device, generator=gen).half().requires_grad_() for _ in range(3))
+            todo = entries(q, k, v)
+        except Exception as err:  # noqa: BLE001
+            result["rows"].append(dict(entry="inputs", batch=b, heads=h, seq=n, head_dim=d,
+                                       error=f"{type(err).__name__}: {err}"[:300]))
+            continue
+        for entry, (fn, sdpa) in todo.items():
+            us, err = measure(fn, calls, warmup, sync)
+            sdpa_us, sdpa_err = measure(sdpa, calls, warmup, sync)
+            row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=us, sdpa_us=sdpa_us,
+                       ratio=us / sdpa_us if us and sdpa_us else None)
+            if err or sdpa_err:
+                row["error"] = err or f"sdpa: {sdpa_err}"
+            result["rows"].append(row)
+            print(f"{entry:24s} {b}x{h}x{n}x{d}: {us} us, SDPA {sdpa_us} us {err or ''}", flush=True)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+    try:
+        result["rows"] += decode_rows(device, calls, warmup, sync, (300,) if args.smoke else DECODE["seq_kvs"])
+    except Exception as err:  # noqa: BLE001
+        result["rows"].append(dict(entry="decode_attention", error=f"{type(err).__name__}: {err}"[:300]))
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"host: {sum(r.get('us') is not None for r in result['rows'])} of {len(result['rows'])} rows -> {path}")
+
+
+if __name__ == "__main__":
+    main()

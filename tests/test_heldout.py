@@ -1,0 +1,80 @@
+"""benchmarks/heldout.py's draw: deterministic, at least 80 rows, every constraint of the held-out set
+met (counted), every row valid for gpusim (count mode, the H200's measured preset)."""
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import gpusim
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks is a package
+from benchmarks.heldout import shapes  # noqa: E402
+
+TILES = {(64, 64), (128, 64), (64, 32), (128, 32), (32, 64), (128, 128), (64, 128), (32, 32)}
+
+
+def test_deterministic():
+    assert json.dumps(shapes()) == json.dumps(shapes(2026))
+    assert json.dumps(shapes(1)) != json.dumps(shapes(2026))
+
+
+def test_constraints_and_gpusim():
+    rows = shapes()
+    assert len(rows) >= 80
+    kinds = Counter((r["kind"], r["algo"]) for r in rows)
+    assert kinds[("forward", "naive")] >= 5 and kinds[("forward", "hopper")] >= 5
+    assert kinds[("forward", "flash2")] >= 30 and kinds[("train", "flash2")] >= 8
+    assert kinds[("decode", "split_kv")] >= 8
+    assert set(kinds) == {("forward", "naive"), ("forward", "flash2"), ("forward", "hopper"), ("train", "flash2"),
+                          ("decode", "split_kv")}
+    keys = {"kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
+            "block_kv", "page_size"}
+    prefill = [r for r in rows if r["kind"] != "decode"]
+    decode = [r for r in rows if r["kind"] == "decode"]
+    for r in rows:
+        assert keys <= set(r)
+        assert r["dtype"] in ("fp16", "bf16") and r["head_dim"] in (64, 128)
+        assert r["heads"] % r["kv_heads"] == 0 and 1 <= r["heads"] // r["kv_heads"] <= 8
+    for r in prefill:
+        assert 8 <= r["batch"] * r["heads"] <= 2048
+        assert 300 <= r["seq"] <= 32768 and 300 <= r["seq_kv"] <= 32768
+        assert r["page_size"] is None
+        gpusim.simulate(r["algo"], batch=r["batch"], heads=r["heads"], kv_heads=r["kv_heads"], seq=r["seq"],
+                        seq_kv=r["seq_kv"], head_dim=r["head_dim"], causal=r["causal"], dtype=r["dtype"],
+                        block_q=r["block_q"], block_kv=r["block_kv"], gpu="H200-measured",
+                        backward=r["kind"] == "train",
+                        backward_blocks=(r["block_q"], r["block_kv"]) if r["kind"] == "train" and r["block_q"] else None)
+    counts = {
+        "gqa": sum(r["heads"] > r["kv_heads"] for r in prefill),
+        "seq_kv != seq": sum(r["seq_kv"] != r["seq"] for r in prefill),
+        "N not a multiple of 64": sum(r["seq"] % 64 != 0 for r in prefill),
+        "bf16": sum(r["dtype"] == "bf16" for r in prefill), "fp16": sum(r["dtype"] == "fp16" for r in prefill),
+        "d 64": sum(r["head_dim"] == 64 for r in prefill), "d 128": sum(r["head_dim"] == 128 for r in prefill),
+        "causal": sum(r["causal"] for r in prefill), "not causal": sum(not r["causal"] for r in prefill),
+        "long (>= 16K)": sum(r["seq"] >= 16384 for r in prefill), "short (< 1K)": sum(r["seq"] < 1024 for r in prefill),
+        "ragged decode": sum(isinstance(r["seq_kv"], list) and len(set(r["seq_kv"])) > 1 for r in decode),
+        "decode d 64, 8 q per kv": sum(r["head_dim"] == 64 and r["heads"] == 8 * r["kv_heads"] for r in decode),
+        "decode Llama-like": sum((r["heads"], r["kv_heads"], r["head_dim"]) == (32, 8, 128) for r in decode),
+    }
+    assert all(n >= 3 for n in counts.values()), counts
+    assert counts["N not a multiple of 64"] > len(prefill) / 2, counts
+    # every ratio 1..8 that divides shows up somewhere; ratios above 4 too
+    assert {r["heads"] // r["kv_heads"] for r in prefill} >= {1, 2, 4, 8}
+    # flash2 forwards: each configuration at three distinct tiles from the list
+    groups = {}
+    for r in rows:
+        if r["kind"] == "forward" and r["algo"] == "flash2":
+            key = tuple(r[k] for k in ("batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype"))
+            groups.setdefault(key, set()).add((r["block_q"], r["block_kv"]))
+    assert all(len(t) == 3 and t <= TILES for t in groups.values()), groups
+    for r in decode:
+        lengths = r["seq_kv"] if isinstance(r["seq_kv"], list) else [r["seq_kv"]]
+        assert len(lengths) == r["batch"] and all(1024 <= n <= 131072 for n in lengths)
+        assert r["page_size"] == 16 and r["algo"] == "split_kv"
+        assert 2 * sum(lengths) * r["kv_heads"] * r["head_dim"] * 2 < 8e9
+        gpusim.simulate("split_kv", batch=r["batch"], heads=r["heads"], kv_heads=r["kv_heads"],
+                        head_dim=r["head_dim"], seq_kv=r["seq_kv"], page_size=16, dtype=r["dtype"], gpu="H200-measured")
+    for r in prefill:  # GPU memory: inputs (and naive's S and P, fp32 at worst) under ~20 GB
+        inputs = (r["batch"] * r["heads"] * r["seq"] + 2 * r["batch"] * r["kv_heads"] * r["seq_kv"]) * r["head_dim"] * 2
+        scores = 8 * r["batch"] * r["heads"] * r["seq"] * r["seq_kv"] if r["algo"] == "naive" else 0
+        assert 4 * inputs + scores < 20e9, r
