@@ -28,6 +28,9 @@ TENSOR = ["sm__pipe_tensor_op_hmma_cycles_active.avg", "sm__pipe_tensor_op_gmma_
           "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
           "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
           "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"]
+# An SM is four processing blocks, each with its own tensor cores (Hopper whitepaper): the pipe counters sum the
+# four, so a pipe busy every cycle counts 4 per SM cycle (Nsight's pct_of_peak_sustained_active divides by 4 too).
+SUBPARTITIONS = 4
 CONFIGS = [dict(head_dim=d, causal=c, seq=4096, heads=16, batch=1) for d in (64, 128) for c in (False, True)]
 
 
@@ -112,6 +115,13 @@ def profile(args_, out_dir, tag, log, timeout):
     return rows, launches, units
 
 
+def share(tensor_cycles, sm_cycles):
+    """The share of an SM's active cycles its tensor pipes were busy (None where a counter is missing)."""
+    if not isinstance(tensor_cycles, float) or not isinstance(sm_cycles, float) or not sm_cycles:
+        return None
+    return tensor_cycles / (SUBPARTITIONS * sm_cycles)
+
+
 def combine(rows, launches, metrics):
     out = []
     for launch, r in zip(launches, rows):
@@ -126,9 +136,10 @@ def combine(rows, launches, metrics):
         sm = r.get("sm__cycles_active.avg")
         out.append(dict(launch, kernel_name=r.get("Kernel Name"), tensor_cycles_active=tensor,
                         sm_cycles_active=sm if isinstance(sm, float) else None,
-                        tensor_share=tensor / sm if isinstance(tensor, float) and isinstance(sm, float) and sm else None,
+                        tensor_share=share(tensor, sm),
                         hmma_cycles_active=hmma, gmma_cycles_active=gmma,
-                        metric=f"sm__pipe_tensor_op_{used}_cycles_active.avg / sm__cycles_active.avg" if used else None,
+                        metric=f"sm__pipe_tensor_op_{used}_cycles_active.avg / ({SUBPARTITIONS} sm__cycles_active.avg)"
+                        if used else None,
                         time_ns=r.get("gpu__time_duration.sum"), values=values))
     return out
 

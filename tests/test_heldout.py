@@ -1,14 +1,13 @@
 """benchmarks/heldout.py's draw: deterministic, at least 80 rows, every constraint of the held-out set
 met (counted), every row valid for gpusim (count mode, the H200's measured preset)."""
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import gpusim
+from benchmarks.heldout import shapes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks is a package
-from benchmarks.heldout import shapes  # noqa: E402
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 
 TILES = {(64, 64), (128, 64), (64, 32), (128, 32), (32, 64), (128, 128), (64, 128), (32, 32)}
 
@@ -78,3 +77,13 @@ def test_constraints_and_gpusim():
         inputs = (r["batch"] * r["heads"] * r["seq"] + 2 * r["batch"] * r["kv_heads"] * r["seq_kv"]) * r["head_dim"] * 2
         scores = 8 * r["batch"] * r["heads"] * r["seq"] * r["seq_kv"] if r["algo"] == "naive" else 0
         assert 4 * inputs + scores < 20e9, r
+
+
+def test_the_measured_set_is_the_drawn_set():
+    """results/h200/heldout.json measured exactly what the generator draws: nothing chosen after the fact."""
+    measured = json.loads((RESULTS / "heldout.json").read_text())
+    keys = ("kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
+            "block_kv", "page_size")
+    drawn = [{k: r[k] for k in keys} for r in shapes(measured["seed"])]
+    assert [{k: r[k] for k in keys} for r in measured["rows"]] == drawn
+    assert all(r.get("ms") or r.get("error") for r in measured["rows"])
