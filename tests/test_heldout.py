@@ -84,6 +84,8 @@ def test_the_measured_set_is_the_drawn_set():
     measured = json.loads((RESULTS / "heldout.json").read_text())
     keys = ("kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
             "block_kv", "page_size")
-    drawn = [{k: r[k] for k in keys} for r in shapes(measured["seed"])]
-    assert [{k: r[k] for k in keys} for r in measured["rows"]] == drawn
+    drawn = shapes(measured["seed"])
+    assert len(measured["rows"]) == len(drawn)
+    for got, wanted in zip(measured["rows"], drawn):  # where the draw leaves the tiles to the kernel, the row says which ran
+        assert {k: got[k] for k in keys if wanted[k] is not None} == {k: wanted[k] for k in keys if wanted[k] is not None}
     assert all(r.get("ms") or r.get("error") for r in measured["rows"])
