@@ -67,7 +67,7 @@ def timed_ms(fn):
 
 def _over(deadline):
     """Rank 0's clock decides for every rank (they must stop together)."""
-    stop = torch.tensor([time.monotonic() > deadline], device="cuda")
+    stop = torch.tensor([int(time.monotonic() > deadline)], device="cuda")
     if dist.is_initialized():
         dist.broadcast(stop, 0)
     return bool(stop.item())

@@ -14,8 +14,9 @@ export PYTHONPATH=/tmp/shim:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 RUN="python -m torch.distributed.run --standalone --nproc-per-node 2 -m benchmarks.cp --out $OUT"
 nvidia-smi topo -m > "$OUT/topology.txt" 2>&1
-timeout 60 $RUN --part link --max-seconds 50                  # 1 min
-timeout 250 $RUN --part project --max-seconds 210             # 4 min 10 s
-timeout 120 $RUN --part torch_cp --max-seconds 90             # 2 min
-timeout 90 python -m benchmarks.cp --out "$OUT" --part single --max-seconds 70   # 1 min 30 s
+# the timeouts add up to 8 min 40 s; each part starts no new shape after its --max-seconds
+timeout 50 $RUN --part link --max-seconds 40
+timeout 250 $RUN --part project --max-seconds 200
+timeout 110 $RUN --part torch_cp --max-seconds 80
+timeout 110 python -m benchmarks.cp --out "$OUT" --part single --max-seconds 80
 python -m benchmarks.cp --out "$OUT" --part merge             # the model on the measured link
