@@ -150,10 +150,18 @@ class Part:
 
 
 def environment(command):
-    from gpusim_kernels.bench import environment as gpu_environment
+    """GPU, driver, versions, date and command (gpusim_kernels.bench's), the world size and the multicast
+    settings; on CPU (the smoke run) what runs instead."""
+    import torch
     import torch.distributed as dist
     world = dist.get_world_size() if dist.is_initialized() else 1
-    return gpu_environment(command) | {"world_size": world, "env": MULTICAST_OFF}
+    if torch.cuda.is_available():
+        from gpusim_kernels.bench import environment as gpu_environment
+        base = gpu_environment(command)
+    else:
+        base = {"gpu": "cpu (gloo, Triton interpreter: a smoke run)", "torch": torch.__version__,
+                "date": datetime.date.today().isoformat(), "command": command}
+    return base | {"world_size": world, "env": MULTICAST_OFF}
 
 
 def main(argv=None):
@@ -162,6 +170,7 @@ def main(argv=None):
     ap.add_argument("--part", default="link,project,torch_cp", help=f"comma-separated: {', '.join(PARTS)}, merge")
     ap.add_argument("--max-seconds", type=float, default=240, help="per part: later shapes are skipped after it")
     ap.add_argument("--dry-run", action="store_true", help="write the planned rows (no GPU, no process group)")
+    ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU over gloo (TRITON_INTERPRET=1)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -175,7 +184,7 @@ def main(argv=None):
     measure = [p for p in parts if p != "merge"]
     if measure:
         from benchmarks import cp_run  # torch, CUDA and the kernels: only for a measurement
-        if cp_run.run_parts(measure, out, args.max_seconds, command) != 0:
+        if cp_run.run_parts(measure, out, args.max_seconds, command, args.smoke) != 0:
             return None  # rank 0 merges
     return merge(out)
 

@@ -1,12 +1,17 @@
 """benchmarks/cp.py without GPUs: the sweep, the planned rows (--dry-run), and the merge that puts the model,
 on the link the same run measured, beside each measured row."""
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import gpusim
 from benchmarks import cp
 
+ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"provider", "strategy", "gpus", "link", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
           "ms", "link_send_bytes"}
 
@@ -50,7 +55,30 @@ def test_merge_prices_each_row_on_the_measured_link(tmp_path):
 
 
 def test_the_script_keeps_multicast_off():
-    import os
     assert {k: os.environ[k] for k in cp.MULTICAST_OFF} == {"NCCL_NVLS_ENABLE": "0",
                                                              "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                                                              "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the smoke run is the CPU path")
+def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path):
+    """The measurement's own code, under torchrun with gloo (two processes) and then one process, at the
+    smoke shapes: every project row and the single GPU's flash2, each with its model time, and the bytes each
+    strategy sent equal to gpusim's count."""
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = ["--out", str(tmp_path), "--smoke"]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    for command in (torchrun + ["-m", "benchmarks.cp", "--part", "link,project"] + out,
+                    [sys.executable, "-m", "benchmarks.cp", "--part", "single"] + out):
+        subprocess.run(command, check=True, cwd=ROOT, env=env, capture_output=True, timeout=240)
+    data = json.loads((tmp_path / "cp.json").read_text())
+    assert {r["kind"] for r in data["link"]} == {"sendrecv", "alltoall"}
+    rows = data["rows"]
+    assert {r["provider"] for r in rows} == {"ring", "zigzag", "ulysses", "allgather", "single_flash2"}
+    assert all(r["ms"] > 0 and r["model_ms"] > 0 and "error" not in r for r in rows)
+    for r in rows:
+        if r["gpus"] == 2:
+            counted = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"],
+                                      kv_heads=r["kv_heads"], causal=r["causal"], dtype=r["dtype"], gpus=2,
+                                      strategy=r["strategy"]).link_send_bytes
+            assert r["link_send_bytes"] == counted
