@@ -79,7 +79,8 @@ def planned(parts, smoke=False):
     out = []
     for shape in shapes(smoke):
         if "project" in parts:
-            out += [row(p, shape, 2, strategy=s, link="nvlink") for p, (s, _) in PROJECT.items() if _runs(s, shape, 2)]
+            out += [row(p, shape, 2, strategy=s, link="nvlink") for p, (s, _) in PROJECT.items()
+                    if strategy_runs(s, shape, 2)]
         if "torch_cp" in parts:
             out += [row(p, shape, 2, strategy=rotate, link="nvlink") for p, (rotate, _) in TORCH_CP.items()]
         if "single" in parts:
@@ -87,7 +88,7 @@ def planned(parts, smoke=False):
     return out
 
 
-def _runs(strategy, shape, gpus):
+def strategy_runs(strategy, shape, gpus):
     """Ulysses needs P to divide both head counts; zigzag 2P to divide N."""
     if strategy == "ulysses":
         return shape.heads % gpus == 0 and shape.kv_heads % gpus == 0

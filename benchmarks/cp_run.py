@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from benchmarks.cp import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, _runs
+from benchmarks.cp import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, strategy_runs
 from gpusim_kernels import context, flash2_attention
 
 CUDA = torch.cuda.is_available()
@@ -137,7 +137,7 @@ def project_part(results, deadline, smoke=False):
             break
         q, k, v = _shard(shape, world)
         for provider, (strategy, kernel) in PROJECT.items():
-            if not _runs(strategy, shape, world) or (kernel == "hopper" and not CUDA):
+            if not strategy_runs(strategy, shape, world) or (kernel == "hopper" and not CUDA):
                 continue
 
             def measure():

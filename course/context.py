@@ -155,8 +155,9 @@ def measured_figure(data, heads=32, kv_heads=32, head_dim=128, dtype="bf16"):
                                       ).predicted_time_s * 1e3 for n in seqs]
             ax.plot(seqs, single, "--", color="k", label="one GPU, flash2 (model)")
         else:
-            rows = [r for r in data["rows"] if r.get("ms") and (r["heads"], r["kv_heads"], r["head_dim"], r["dtype"],
-                                                                 r["causal"]) == (heads, kv_heads, head_dim, dtype, causal)]
+            wanted = (heads, kv_heads, head_dim, dtype, causal)
+            rows = [r for r in data["rows"]
+                    if r.get("ms") and (r["heads"], r["kv_heads"], r["head_dim"], r["dtype"], r["causal"]) == wanted]
             for i, provider in enumerate(sorted({r["provider"] for r in rows})):
                 mine = sorted((r for r in rows if r["provider"] == provider), key=lambda r: r["seq"])
                 ax.plot([r["seq"] for r in mine], [r["ms"] for r in mine], "o-", color=f"C{i % 10}", label=provider)

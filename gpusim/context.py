@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
-from .links import Link, Topology, get_link
+from .links import Topology, get_link
 from .result import KernelResult, Result
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather", "usp")
@@ -197,7 +197,8 @@ def _check(algo, gpus, strategy, link, seq, head_dim, heads, batch, kv_heads, ca
     chunks = {"zigzag": 2 * gpus}.get(strategy, gpus)  # the pieces the sequence is cut into
     if strategy == "usp":
         if not isinstance(link, Topology):
-            raise ValueError(f"strategy='usp' needs a topology (link=one of gpusim.links.TOPOLOGIES), not {link.name!r}")
+            raise ValueError(f"strategy='usp' needs a topology (link=one of gpusim.links.TOPOLOGIES), "
+                             f"not {link.name!r}")
         per_node = min(gpus, link.gpus_per_node)
         if gpus % per_node:
             raise ValueError(f"strategy='usp': gpus={gpus} is not a whole number of {per_node}-GPU nodes")

@@ -19,7 +19,8 @@ from .links import LINKS, TPU_BF16_FLOPS_PER_S, get_link
 ASSUMPTIONS = ("Predictions of the model, not measurements: every GPU runs the project's flash2 at the rate "
                "gpusim predicts for its shard (H200 preset); links run at their nominal per-direction rate with "
                f"{LINKS['nvlink4'].step_latency_s * 1e6:.0f} µs per step; every GPU of a node has its own "
-               "InfiniBand NDR port; a ring spanning nodes waits on its slowest (inter-node) hop; steps run in lockstep; "
+               "InfiniBand NDR port; a ring spanning nodes waits on its slowest (inter-node) hop; steps run in "
+               "lockstep; "
                "the all-to-all over nodes is not modelled beyond that slowest link.")
 
 
@@ -54,9 +55,9 @@ def ring_paper_table():
              row.paper_block_tokens) for row in RING_PAPER_TABLE]
 
 
-def peak_bytes(strategy, gpus, seq, **shape):
+def peak_bytes(strategy, gpus, seq, algo="flash2", **shape):
     """HBM one GPU allocates for the pass (the model's hbm_peak_bytes)."""
-    return context_simulate(shape.pop("algo", "flash2"), gpus=gpus, strategy=strategy, seq=seq, **shape).hbm_peak_bytes
+    return context_simulate(algo, gpus=gpus, strategy=strategy, seq=seq, **shape).hbm_peak_bytes
 
 
 def max_context(strategy, gpus, *, gpu="H200", link="nvlink4", causal=True, **shape):

@@ -75,8 +75,9 @@ def test_twin_output_and_bytes(ranks, strategy, causal, dtype, heads, kv_heads):
     ref = reference_attention(q, k, v, causal=causal)
     # the flash2 tests' bound (twice the error of torch's attention in the same precision, plus a rounding of
     # O), plus one more rounding: each step's O is rounded to the dtype before the merge
-    same = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(heads // kv_heads, 1),
-                                                            v.float().repeat_interleave(heads // kv_heads, 1),
+    group = heads // kv_heads
+    same = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(group, 1),
+                                                            v.float().repeat_interleave(group, 1),
                                                             is_causal=causal).to(q.dtype)
     assert relative_error(o, ref) <= 2 * relative_error(same, ref) + 2 * UNIT_ROUNDOFF[dtype]
     counted = gpusim.simulate("flash2", seq=N, head_dim=D, heads=heads, kv_heads=kv_heads, causal=causal, dtype=dtype,

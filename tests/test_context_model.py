@@ -68,7 +68,8 @@ def test_the_gpus_together_do_the_single_gpus_matmuls(strategy):
 
 def test_zigzag_balances_the_causal_work_and_plain_ring_does_not():
     for P in (2, 4, 8):
-        zig, ring = (run(s, P, 16384, causal=True, block_q=64, block_kv=64).gpu_flops_matmul for s in ("zigzag", "ring"))
+        zig, ring = (run(s, P, 16384, causal=True, block_q=64, block_kv=64).gpu_flops_matmul
+                     for s in ("zigzag", "ring"))
         assert max(zig) / min(zig) < 1.02
         assert max(ring) / min(ring) > P  # GPU P-1 sees every shard; GPU 0 only its own diagonal
         ring_time, zig_time = (run(s, P, 16384, causal=True).predicted_time_s for s in ("ring", "zigzag"))

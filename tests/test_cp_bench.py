@@ -30,8 +30,8 @@ def test_dry_run_writes_every_planned_row(tmp_path):
     assert rows == plan["rows"] and all(FIELDS <= set(r) for r in rows)
     providers = {r["provider"] for r in rows}
     assert {"ring", "zigzag", "ulysses", "allgather", "single_flash2", "sdpa_flash", "sdpa_cudnn"} <= providers
-    assert {p for p in providers if p.startswith("torch_cp")} == {"torch_cp_allgather_flash", "torch_cp_allgather_cudnn",
-                                                                  "torch_cp_alltoall_flash", "torch_cp_alltoall_cudnn"}
+    assert {p for p in providers if p.startswith("torch_cp")} == {
+        "torch_cp_allgather_flash", "torch_cp_allgather_cudnn", "torch_cp_alltoall_flash", "torch_cp_alltoall_cudnn"}
     assert not [r for r in rows if r["provider"] == "ulysses" and r["kv_heads"] % 2]
 
 
