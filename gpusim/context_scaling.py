@@ -37,9 +37,10 @@ class PaperRow:
     paper_block_tokens: float  # Ring Attention (Liu, Zaharia, Abbeel 2023), Table 2, "Minimal Blocksize"
 
 
-# Ring Attention, Table 2 ("Minimal sequence length needed on each device"), as recalled and re-derived here:
-# its inputs (FLOPS, unidirectional interconnect bandwidth) give its "Minimal Blocksize" by c = F / B, e.g.
-# 312 TF / 300 GB/s = 1.04 K for A100 over NVLink. Not checked against a stored copy of the paper.
+# Ring Attention, Table 2 ("Minimal sequence length needed on each device"; checked against transcriptions
+# of the paper's text): per host FLOPS and unidirectional interconnect bandwidth, "minimal block size required
+# c = FLOPS/Bandwidth" (its Sec. 3 counts 4 d c^2 FLOPs and 4 c d bytes of bf16 K and V per step), and s = 6c.
+# Its A100 InfiniBand row prints 24.5 where 312 TF / 12.5 GB/s is 24.96 (and its own 149.5 = 6c gives 24.9).
 RING_PAPER_TABLE = (
     PaperRow("A100 NVLink", get_gpu("A100-80GB").bf16_matmul_flops_per_s, "nvlink3", 1.0e3),
     PaperRow("A100 InfiniBand", get_gpu("A100-80GB").bf16_matmul_flops_per_s, "ib-a100-ring-paper", 24.5e3),
