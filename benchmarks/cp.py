@@ -126,9 +126,40 @@ def merge(out):
             for p in PARTS[1:] if p in parts for r in parts[p]["rows"]]
     env = {p: parts[p]["environment"] for p in parts}
     result = {"environment": env, "link": parts.get("link", {}).get("rows", []),
-              "model_link": asdict(link) if link else None, "rows": rows}
+              "model_link": asdict(link) if link else None, "targets": targets(rows), "rows": rows}
     (out / "cp.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+SHAPE_KEYS = ("batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype")
+
+
+def targets(rows):
+    """Issue 25's targets, from the rows: per shape, two GPUs over one GPU's flash2 (ring without a mask, zigzag
+    with one; >= 1.8x and >= 1.7x at N >= 64K), the project's best flash2 provider against context_parallel's
+    best on SDPA's flash backend (>= 1.0x at N >= 16K) and on cuDNN (reported), and the share of the
+    project's rows whose model time is within 20% of the measured one (>= 90%)."""
+    ms = {}
+    for r in rows:
+        if r.get("ms"):
+            ms.setdefault(tuple(r[k] for k in SHAPE_KEYS), {})[r["provider"]] = r["ms"]
+    out = []
+    for shape, got in sorted(ms.items()):
+        seq, causal = shape[3], shape[5]
+        ours = min((got[p] for p in ("ring", "zigzag", "ulysses", "allgather") if p in got), default=None)
+        entry = dict(zip(SHAPE_KEYS, shape))
+        main = "zigzag" if causal else "ring"
+        if seq >= 65536 and main in got and "single_flash2" in got:
+            entry[f"{main}_over_single_flash2"] = got["single_flash2"] / got[main]
+        for backend in ("flash", "cudnn"):
+            theirs = [v for p, v in got.items() if p.startswith("torch_cp_") and p.endswith(backend)]
+            if seq >= 16384 and ours and theirs:
+                entry[f"ours_over_torch_cp_{backend}"] = min(theirs) / ours
+        if len(entry) > len(SHAPE_KEYS):
+            out.append(entry)
+    modelled = [r for r in rows if r.get("ms") and r.get("model_ms") and r["provider"] in PROJECT]
+    within = sum(abs(r["model_ms"] / r["ms"] - 1) <= 0.2 for r in modelled)
+    return {"by_shape": out, "model_within_20_percent": f"{within} of {len(modelled)} project rows"}
 
 
 class Part:

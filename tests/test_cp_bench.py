@@ -83,3 +83,15 @@ def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path)
                                       kv_heads=r["kv_heads"], causal=r["causal"], dtype=r["dtype"], gpus=2,
                                       strategy=r["strategy"]).link_send_bytes
             assert r["link_send_bytes"] == counted
+
+
+def test_targets_read_the_speedups_and_the_models_share_off_the_rows():
+    shape = cp.Shape(1, 32, 32, 65536, 128, True, "bf16")
+    rows = [cp.row("zigzag", shape, 2, ms=10.0, model_ms=11.0), cp.row("ring", shape, 2, ms=16.0, model_ms=10.0),
+            cp.row("single_flash2", shape, 1, ms=18.0), cp.row("torch_cp_alltoall_flash", shape, 2, ms=12.0),
+            cp.row("torch_cp_allgather_cudnn", shape, 2, ms=8.0), cp.row("sdpa_flash", shape, 1, error="x")]
+    t = cp.targets(rows)
+    (entry,) = t["by_shape"]
+    assert entry["zigzag_over_single_flash2"] == 1.8 and "ring_over_single_flash2" not in entry
+    assert entry["ours_over_torch_cp_flash"] == 1.2 and entry["ours_over_torch_cp_cudnn"] == 0.8
+    assert t["model_within_20_percent"] == "1 of 2 project rows"
