@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 import gpusim
+from benchmarks import cp
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks/ is a package of the repository, not installed (as `python -m` finds it)
-from benchmarks import cp  # noqa: E402
 FIELDS = {"provider", "strategy", "gpus", "link", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
           "ms", "link_send_bytes"}
 
