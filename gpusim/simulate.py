@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from . import algorithms, backward as training, decode, l2
+from . import algorithms, backward as training, context, decode, l2
 from .algorithms.backward_common import BackwardPass
 from .backward_execute import check_executable as check_backward_executable, execute as execute_backward
 from .config import make_config
@@ -23,7 +23,7 @@ TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v from t
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
              block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None,
              v=None, trace=False, backward=False, do=None, backward_blocks=None, num_splits=None,
-             page_size=None, grouped=None, block_table=None):
+             page_size=None, grouped=None, block_table=None, gpus=1, strategy=None, link=None):
     """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass, one
     training step (backward=True) or one decoding step (algo="split_kv").
 
@@ -53,7 +53,12 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     group), block_kv (the chunk, 64), causal_align ("bottom_right" by default). Execute mode: q, k and v
     the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
     block_table (batch, max_pages); seq_kv the cache lengths (default: the whole contiguous cache).
+
+    Context parallelism (gpus > 1; gpusim/context.py): the forward of flash2 or hopper split by sequence over
+    `gpus` GPUs, strategy "ring", "zigzag", "ulysses", "allgather" or "usp", over `link` (gpusim/links.py).
     """
+    if gpus != 1 or strategy is not None or link is not None:  # context parallelism: gpusim/context.py
+        return context.simulate(**locals())
     names = algorithms.ALGOS + algorithms.DECODE  # a backward pass's module is not an algorithm to ask for
     if str(algo).lower() not in names:
         raise ValueError(f"algo={algo!r} is not one of {', '.join(names)}")

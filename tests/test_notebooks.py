@@ -1,6 +1,6 @@
 """The course runs: every notebook executes top to bottom headless (nbclient, CPU) without an error in under
 60 s, is committed without outputs, and starts with its learning goals and a parameters cell; the numbering
-runs 01 to 12 without gaps. Notebook 4's control panel keeps the contract the browser test relies on, and
+runs 01 to 13 without gaps. Notebook 4's control panel keeps the contract the browser test relies on, and
 notebook 10's puzzles accept the reference solutions typed into their cells."""
 import json
 import os
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COURSE = ("01_memory_hierarchy", "02_standard_attention", "03_online_softmax", "04_tiling", "05_flash1_vs_flash2",
           "06_real_kernels", "07_hopper_and_beyond", "08_inference", "09_training", "10_write_the_kernels",
-          "11_claims_scorecard", "12_appendix_provenance")
+          "11_claims_scorecard", "12_appendix_provenance", "13_beyond_one_gpu")
 LIMIT_S = 60
 # Appended after a notebook's parameters cell under test: smaller problems, the same code paths.
 SMALLER = {"03_online_softmax.ipynb": "ROWS = 200"}
@@ -137,3 +137,18 @@ def test_notebook10_accepts_the_reference_solutions_typed_into_its_puzzles():
     verdicts = [o for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source for o in c.outputs]
     texts = [o["data"]["text/html"] for o in verdicts]
     assert len(texts) == 3 and all(">right</b>" in t and "to the byte" in t for t in texts)
+
+
+@pytest.mark.parametrize("cp_json, says", [("cp_fixture.json", "Measured on 2 x test fixture"),
+                                           ("absent.json", "Not measured yet")])
+def test_beyond_one_gpu_with_and_without_the_two_gpu_measurement(cp_json, says):
+    """Notebook 13 runs before the two-GPU measurement exists (the model alone) and with one (a fixture in its
+    format: benchmarks/cp.py's merge of made-up rows)."""
+    path = ROOT / "notebooks" / "13_beyond_one_gpu.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"CP_JSON = {str(ROOT / 'tests' / 'fixtures' / cp_json)!r}"))
+    nb, _ = execute(path, nb)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert says in "".join(o.get("text", "") for o in outputs if o.output_type == "stream")

@@ -1,0 +1,170 @@
+"""Notebook 13 (Beyond one GPU): gpusim's context-parallel pass as timelines, the zigzag layout, the model's
+predictions for 8, 64 and 512 GPUs, and the two-GPU measurement beside the model once it exists. Figures are
+matplotlib.figure.Figure objects (no pyplot state); the widget is course/context_widgets.py."""
+import json
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+import gpusim
+from gpusim import context_scaling, links
+
+SHAPE = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200")  # a Llama-3-8B-like layer's attention
+CP_JSON = "../results/h200x2/cp.json"  # benchmarks/run_cp.sh writes it on two GPUs; notebooks run in notebooks/
+COMPUTE, TRANSFER, IDLE = "tab:blue", "tab:orange", "0.85"
+GPU_COLORS = [f"C{i}" for i in range(10)]
+
+
+def simulate(gpus, seq, strategy, link, causal=True, **shape):
+    return gpusim.simulate("flash2", seq=seq, causal=causal, gpus=gpus, strategy=strategy, link=link,
+                           **(SHAPE | shape))
+
+
+def link_rows():
+    """Every link preset: its per-direction rate and its source."""
+    return [{"link": k.name, "GB/s per direction": k.send_bytes_per_s / 1e9, "source": k.source}
+            for k in links.LINKS.values()]
+
+
+def timeline_figure(r, ax=None, title=None):
+    """Each GPU's steps of a context-parallel Result as two lanes: compute (blue; the rest of the step idle,
+    grey) above, the step's transfer (orange) below it. A transfer shorter than its step's compute hides."""
+    if ax is None:
+        fig = Figure(figsize=(10, 0.5 + 0.45 * r.gpus), layout="constrained")
+        ax = fig.subplots()
+    scale = 1e3  # ms
+    for s in r.steps:
+        y = s.gpu
+        start = s.start_s * scale
+        ax.add_patch(Rectangle((start, y - 0.4), s.time_s * scale, 0.38, color=IDLE, lw=0))
+        ax.add_patch(Rectangle((start, y - 0.4), s.compute_s * scale, 0.38, color=COMPUTE, lw=0))
+        if s.transfer_s:
+            ax.add_patch(Rectangle((start, y + 0.02), s.transfer_s * scale, 0.38, color=TRANSFER, lw=0))
+        ax.axvline(start, color="w", lw=0.6)
+    ax.set(xlim=(0, r.predicted_time_s * scale), ylim=(r.gpus - 0.5, -0.5), yticks=range(r.gpus),
+           yticklabels=[f"GPU {g}" for g in range(r.gpus)], xlabel="time (ms)",
+           title=title or f"{r.strategy}, P = {r.gpus}, N = {r.config.seq:,} over {r.link.name}")
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, color=c) for c in (COMPUTE, IDLE, TRANSFER)],
+              labels=["compute (attention + merge)", "idle (waiting for the step to end)", "K/V transfer"],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+    return ax.figure
+
+
+def chunk_owner(gpus, strategy):
+    """The GPU holding each of the 2P chunks of the sequence: contiguous for ring, r and 2P-1-r for zigzag."""
+    if strategy == "zigzag":
+        return [min(c, 2 * gpus - 1 - c) for c in range(2 * gpus)]
+    return [c // 2 for c in range(2 * gpus)]
+
+
+def causal_work(gpus, seq, strategy):
+    """(steps, P) FLOPs of each GPU's step under a causal mask, as gpusim counts them."""
+    return simulate(gpus, seq, strategy, "nvlink4").flops_matmul_by_step
+
+
+def zigzag_figure(gpus=4, seq=16384):
+    """Top: the causal score matrix in 2P x 2P chunks, each kept cell colored by the GPU that computes it
+    (the one holding its query chunk), for ring and zigzag. Bottom: each GPU's work per step under the
+    mask (share of the busiest GPU's): plain ring leaves GPUs idle, zigzag does not."""
+    fig = Figure(figsize=(10, 7), layout="constrained")
+    axes = fig.subplots(2, 2, height_ratios=(1, 0.8))
+    for col, strategy in enumerate(("ring", "zigzag")):
+        owner = chunk_owner(gpus, strategy)
+        grid = np.full((2 * gpus, 2 * gpus, 3), 1.0)
+        for qi in range(2 * gpus):
+            for kj in range(qi + 1):  # causal: chunk qi sees chunks 0 .. qi
+                rgb = np.array(to_rgb(GPU_COLORS[owner[qi] % 10]))
+                grid[qi, kj] = rgb if kj < qi else 0.5 + 0.5 * rgb  # the diagonal chunk half masked: lighter
+        ax = axes[0, col]
+        ax.imshow(grid, interpolation="nearest")
+        ax.set(title=f"{strategy}: who computes which chunk of the causal scores",
+               xlabel="key chunk", ylabel="query chunk (its owner's color)",
+               xticks=range(2 * gpus), yticks=range(2 * gpus),
+               yticklabels=[f"{c} (GPU {owner[c]})" for c in range(2 * gpus)])
+        work = causal_work(gpus, seq, strategy)
+        ax = axes[1, col]
+        busiest = work.max(axis=1, keepdims=True)
+        share = np.divide(work, busiest, out=np.zeros(work.shape), where=busiest > 0)
+        ax.imshow(share.T, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        for (s, g), v in np.ndenumerate(share):
+            ax.text(s, g, f"{v:.0%}", ha="center", va="center", fontsize=9, color="k" if v < 0.6 else "w")
+        ax.set(title=f"{strategy}: each GPU's work per step, share of the busiest", xlabel="step", ylabel="GPU",
+               xticks=range(gpus), yticks=range(gpus))
+    return fig
+
+
+def idle_share(r):
+    """The share of the GPUs' time spent waiting: 1 - sum of compute / (P x the pass's time)."""
+    return 1 - sum(r.gpu_compute_s) / (r.gpus * r.predicted_time_s)
+
+
+def prediction_rows(**kwargs):
+    """The model's 8-, 64- and 512-GPU predictions as table rows."""
+    return [{"GPUs": p.gpus, "topology": p.link, "strategy": p.strategy, "N": p.seq, "ms": p.time_s * 1e3,
+             "GB sent per GPU": p.link_send_bytes / 1e9,
+             "overlap margin": "-" if p.overlap_margin is None else round(p.overlap_margin, 2),
+             "TFLOP/s per GPU": p.tflops_per_gpu, "longest N in HBM": p.max_seq}
+            for p in context_scaling.predictions(**kwargs)]
+
+
+def paper_rows():
+    """The Ring Attention paper's minimal block size per device, and gpusim's from the same rates."""
+    return [{"device": device, "ours (tokens)": round(ours), "paper (tokens)": round(paper),
+             "ours / paper": ours / paper} for device, ours, paper in context_scaling.ring_paper_table()]
+
+
+def crossover_tokens(link, gpu="H200", dtype="bf16", heads=32, kv_heads=32):
+    """The closed form's shortest shard that hides its transfer: itemsize F H_kv / (2 B H) at the GPU's peak."""
+    rate = gpusim.get_gpu(gpu).matmul_flops_per_s(dtype)
+    return context_scaling.minimal_shard_tokens(rate, links.get_link(link).send_bytes_per_s,
+                                                gpusim.DTYPE_BYTES[dtype], heads, kv_heads)
+
+
+def read_measured(path=CP_JSON):
+    """The two-GPU results file, or None when it has not been written yet."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def measured_status(data, path=CP_JSON):
+    if data is None:
+        return (f"Not measured yet: {path} is not there. `bash benchmarks/run_cp.sh` on a machine with two GPUs "
+                "writes it; until then the chart shows the model alone.")
+    env = next(iter(data["environment"].values()), {})
+    return f"Measured on {env.get('world_size', '?')} x {env.get('gpu', '?')}, {env.get('date', '?')}, torch " \
+           f"{env.get('torch', '?')}; the model's link from the same run: {data.get('model_link') or 'none'}"
+
+
+def measured_figure(data, heads=32, kv_heads=32, head_dim=128, dtype="bf16"):
+    """ms against N for each provider (solid, measured) and gpusim's time (dashed) where it has one; without
+    data, the model alone on the measured H200 pair's link preset."""
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, causal in zip(axes, (False, True)):
+        if data is None:
+            seqs = [1024 << i for i in range(9)]
+            for i, strategy in enumerate(("ring", "zigzag", "ulysses", "allgather")):
+                ms = [simulate(2, n, strategy, "nvlink4-h200-measured", causal, gpu="H200-measured",
+                               kv_heads=kv_heads).predicted_time_s * 1e3 for n in seqs]
+                ax.plot(seqs, ms, "--", color=f"C{i}", label=f"{strategy} (model)")
+            single = [gpusim.simulate("flash2", seq=n, causal=causal, **(SHAPE | dict(gpu="H200-measured",
+                                                                                   kv_heads=kv_heads))
+                                      ).predicted_time_s * 1e3 for n in seqs]
+            ax.plot(seqs, single, "--", color="k", label="one GPU, flash2 (model)")
+        else:
+            wanted = (heads, kv_heads, head_dim, dtype, causal)
+            rows = [r for r in data["rows"]
+                    if r.get("ms") and (r["heads"], r["kv_heads"], r["head_dim"], r["dtype"], r["causal"]) == wanted]
+            for i, provider in enumerate(sorted({r["provider"] for r in rows})):
+                mine = sorted((r for r in rows if r["provider"] == provider), key=lambda r: r["seq"])
+                ax.plot([r["seq"] for r in mine], [r["ms"] for r in mine], "o-", color=f"C{i % 10}", label=provider)
+                if any(r.get("model_ms") for r in mine):
+                    ax.plot([r["seq"] for r in mine], [r.get("model_ms") for r in mine], "--", color=f"C{i % 10}")
+        ax.set(xscale="log", yscale="log", xlabel="sequence length N", title=f"{'causal' if causal else 'no mask'}, "
+               f"{heads}/{kv_heads} heads, d {head_dim}, {dtype}")
+    axes[0].set_ylabel("ms per forward")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+    return fig

@@ -1,0 +1,202 @@
+"""Context parallelism over torch.distributed: one attention forward split by sequence over the ranks of a
+process group (NCCL on GPUs, gloo on CPU: the same code), the local attention the project's flash2 (or the
+Hopper kernel) with its log-sum-exp, partial results merged with the LSE. gpusim.simulate(..., gpus=P,
+strategy=...) counts what this moves: tests/test_context_kernels.py checks the bytes with ==.
+
+Launch with `torchrun --nproc-per-node P` (and dist.init_process_group). Each rank passes its shard:
+q (B, H, N/P, d), k and v (B, H_kv, N/P, d); contiguous shards (shard()) for ring, ulysses and allgather,
+chunks r and 2P-1-r for zigzag (zigzag_shard()). Forward only.
+
+    >>> link = LinkCounter()
+    >>> o = context_attention(q, k, v, strategy="zigzag", causal=True, link=link)  # (B, H, N/P, d)
+    >>> link.sent_bytes  # == gpusim.simulate(..., gpus=P, strategy="zigzag").link_send_bytes
+"""
+import torch
+import torch.distributed as dist
+
+from .flash2 import flash2_attention
+from .hopper import hopper_attention
+
+STRATEGIES = ("ring", "zigzag", "ulysses", "allgather")
+LOCAL = {"flash2": flash2_attention, "hopper": hopper_attention}
+
+
+class LinkCounter:
+    """The communication calls of this module, each adding the bytes this rank sends to `sent_bytes`."""
+
+    def __init__(self, group=None):
+        self.group = group
+        self.sent_bytes = 0
+
+    def exchange(self, send, recv, to, source):
+        """Send the tensors `send` to rank `to` while receiving `recv` from `source`, asynchronously: NCCL runs
+        it on its own stream, beside the attention on the compute stream; wait() on the requests orders them."""
+        ops = [dist.P2POp(dist.isend, t, dist.get_global_rank(self.group, to) if self.group else to, self.group)
+               for t in send]
+        ops += [dist.P2POp(dist.irecv, t, dist.get_global_rank(self.group, source) if self.group else source,
+                           self.group) for t in recv]
+        self.sent_bytes += sum(t.numel() * t.element_size() for t in send)
+        return dist.batch_isend_irecv(ops)
+
+    def all_to_all(self, out, inp):
+        """all_to_all_single: this rank keeps 1/P of `inp` and sends the rest."""
+        world = dist.get_world_size(self.group)
+        self.sent_bytes += inp.numel() * inp.element_size() * (world - 1) // world
+        dist.all_to_all_single(out, inp, group=self.group)
+
+    def all_gather(self, x):
+        """Every rank's x, in rank order: this rank's x goes to the P-1 others (or along a ring, as often)."""
+        world = dist.get_world_size(self.group)
+        parts = [torch.empty_like(x) for _ in range(world)]
+        self.sent_bytes += (world - 1) * x.numel() * x.element_size()
+        dist.all_gather(parts, x.contiguous(), group=self.group)
+        return parts
+
+
+def merge(o1, lse1, o2, lse2):
+    """Two partial softmaxes over disjoint keys, for the same query rows, into one (Ring Attention; Milakov
+    and Gimelshein's online softmax): lse = logaddexp(lse1, lse2), O = exp(lse1 - lse) O1 + exp(lse2 - lse) O2.
+    o: (B, H, n, d), lse: (B, H, n), fp32."""
+    lse = torch.logaddexp(lse1, lse2)
+    return torch.exp(lse1 - lse)[..., None] * o1 + torch.exp(lse2 - lse)[..., None] * o2, lse
+
+
+def shard(x, rank, world):
+    """Rank `rank`'s contiguous N/P tokens of x (B, H, N, d)."""
+    return x.chunk(world, dim=2)[rank]
+
+
+def zigzag_shard(x, rank, world):
+    """Rank r's chunks r and 2P-1-r of 2P, concatenated: (B, H, N/P, d)."""
+    chunks = x.chunk(2 * world, dim=2)
+    return torch.cat([chunks[rank], chunks[2 * world - 1 - rank]], dim=2)
+
+
+def zigzag_unshard(parts):
+    """The whole (B, H, N, d) from every rank's zigzag_shard, in rank order."""
+    halves = [p.chunk(2, dim=2) for p in parts]
+    return torch.cat([h[0] for h in halves] + [h[1] for h in reversed(halves)], dim=2)
+
+
+def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2", group=None, link=None,
+                      check_shapes=True):
+    """This rank's rows of softmax(q kᵀ / sqrt(d)) v over the whole sequence, split over the group's ranks.
+    Returns O (B, H, N/P, d) in q's dtype. Checks before anything is sent: a process group (torchrun), the
+    strategy and kernel, equal shard shapes on every rank (one all_gather of the shapes, and a host sync;
+    check_shapes=False skips it where a first call with the same shapes has checked them), and the
+    divisibility each strategy needs."""
+    if not dist.is_available() or not dist.is_initialized():
+        raise ValueError("context_attention needs an initialised process group: launch with torchrun "
+                         "--nproc-per-node P and call torch.distributed.init_process_group first")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if kernel not in LOCAL:
+        raise ValueError(f"kernel={kernel!r}: the local kernel is one of {', '.join(LOCAL)}")
+    link = link or LinkCounter(group)
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    if check_shapes:
+        _check_shapes(q, k, v, group, world)
+    if strategy == "zigzag" and q.shape[2] % 2:
+        raise ValueError(f"strategy='zigzag': the sequence ({world} x {q.shape[2]} tokens) is not divisible by 2P "
+                         f"= {2 * world}")
+    if strategy == "ulysses" and (q.shape[1] % world or k.shape[1] % world):
+        raise ValueError(f"strategy='ulysses': heads={q.shape[1]} and kv_heads={k.shape[1]} must both be divisible "
+                         f"by {world}")
+    attend = _local(LOCAL[kernel])
+    q, k, v = (x.contiguous() for x in (q, k, v))  # sent as they are
+    if strategy == "ulysses":
+        return _ulysses(q, k, v, causal, attend, link, world)
+    if strategy == "allgather":
+        return _allgather(q, k, v, causal, attend, link, world, rank)
+    return _ring(q, k, v, causal, strategy == "zigzag", attend, link, world, rank)
+
+
+def _local(fn):
+    def attend(q, k, v, causal):
+        o, lse = fn(q, k, v, causal=causal, return_lse=True)
+        return o.float(), lse
+    return attend
+
+
+def _check_shapes(q, k, v, group, world):
+    """Every rank's (q, k, v) shapes, gathered before anything else is sent: they must all be equal."""
+    mine = torch.tensor([*q.shape, *k.shape, *v.shape], dtype=torch.int64,
+                        device=q.device if dist.get_backend(group) == "nccl" else "cpu")
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine, group=group)
+    shapes = {tuple(s.tolist()) for s in every}
+    if len(shapes) > 1:
+        raise ValueError(f"the ranks' shards differ in shape (q, k, v each 4-d): {sorted(shapes)}; every rank "
+                         "must hold N/P tokens of the same batch, heads and head_dim")
+
+
+def _ring(q, k, v, causal, zigzag, attend, link, world, rank):
+    """P steps; in step s this rank holds the K/V shard of rank j = (rank - s) mod P, passes it on to rank + 1
+    (send 2*(N/P)*kv_heads*d per step, steps 0 .. P-2) while it attends to it, then merges with the LSE."""
+    acc = lse = None  # the paper's running partial O (B, H, N/P, d) and its row log-sum-exp, fp32
+    for s in range(world):
+        if s < world - 1:  # the next shard arrives while this one is in use
+            received = [torch.empty_like(k), torch.empty_like(v)]
+            requests = link.exchange([k, v], received, to=(rank + 1) % world, source=(rank - 1) % world)
+        rows, step = _ring_step(q, k, v, causal, zigzag, attend, s, (rank - s) % world, rank)
+        if step and acc is None:
+            acc, lse = step
+        elif step:
+            acc[:, :, rows], lse[:, :, rows] = merge(acc[:, :, rows], lse[:, :, rows], *step)
+        if s < world - 1:
+            for request in requests:
+                request.wait()
+            k, v = received
+    return acc.to(q.dtype)
+
+
+def _ring_step(q, k, v, causal, zigzag, attend, s, j, rank):
+    """(the query rows it serves, (O, lse) or None) of one ring step on rank j's K/V shard."""
+    half = q.shape[2] // 2
+    if s == 0 or not causal:  # its own shard (the causal diagonal), or any shard without a mask
+        return slice(None), attend(q, k, v, causal and s == 0)
+    if zigzag and j < rank:  # both Q chunks see rank j's first chunk (chunk j) whole, its second not at all
+        return slice(None), attend(q, k[:, :, :half], v[:, :, :half], False)
+    if zigzag:  # j > rank: the late Q chunk sees both of rank j's chunks whole, the early one neither
+        return slice(half, None), attend(q[:, :, half:], k, v, False)
+    if j < rank:  # contiguous shards: an earlier shard whole
+        return slice(None), attend(q, k, v, False)
+    return slice(None), None  # a later shard is masked out entirely: this rank idles in this step
+
+
+def _seq_to_heads(x, link, world):
+    """(B, Hx, N/P, d) sequence-split -> (B, Hx/P, N, d) head-split: head group p goes to rank p."""
+    b, h, n, d = x.shape
+    send = x.reshape(b, world, h // world, n, d).transpose(0, 1).contiguous()  # (P, B, Hx/P, N/P, d)
+    got = torch.empty_like(send)  # got[p]: rank p's tokens of this rank's head group
+    link.all_to_all(got, send)  # send (P-1)/P * (N/P)*Hx*d
+    return got.permute(1, 2, 0, 3, 4).reshape(b, h // world, world * n, d)
+
+
+def _heads_to_seq(x, link, world):
+    """(B, Hx/P, N, d) head-split -> (B, Hx, N/P, d) sequence-split: the inverse of _seq_to_heads."""
+    b, g, n, d = x.shape
+    send = x.reshape(b, g, world, n // world, d).permute(2, 0, 1, 3, 4).contiguous()  # (P, B, Hx/P, N/P, d)
+    got = torch.empty_like(send)  # got[p]: rank p's head group of this rank's tokens
+    link.all_to_all(got, send)
+    return got.transpose(0, 1).reshape(b, g * world, n // world, d)
+
+
+def _ulysses(q, k, v, causal, attend, link, world):
+    """All-to-all Q, K, V to head-split, attention over the whole sequence on H/P heads, O back."""
+    q, k, v = (_seq_to_heads(x, link, world) for x in (q, k, v))  # (B, H/P, N, d), (B, H_kv/P, N, d)
+    o, _ = attend(q, k, v, causal)
+    return _heads_to_seq(o.to(q.dtype), link, world)  # (B, H, N/P, d)
+
+
+def _allgather(q, k, v, causal, attend, link, world, rank):
+    """K and V gathered whole (send (P-1)*(N/P)*kv_heads*d each), then this rank's rows attend to them; causal:
+    the shards before this rank's whole, its own causally, merged with the LSE."""
+    keys, values = link.all_gather(k), link.all_gather(v)
+    if not causal:
+        o, _ = attend(q, torch.cat(keys, dim=2), torch.cat(values, dim=2), False)
+        return o.to(q.dtype)
+    o, lse = attend(q, k, v, True)
+    if rank:
+        o, _ = merge(*attend(q, torch.cat(keys[:rank], dim=2), torch.cat(values[:rank], dim=2), False), o, lse)
+    return o.to(q.dtype)

@@ -1,0 +1,108 @@
+"""The CPU twin of the two-GPU run: kernels/context.py with the gloo backend in two processes (one spawn for
+every case), the local kernel in Triton's interpreter. Each strategy's output equals the float64 reference
+within the flash2 tests' bound, and the bytes each rank sends (counted around its send/recv, all-to-all and
+all-gather calls) equal gpusim's link_send_bytes with ==."""
+import os
+
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import gpusim
+from gpusim_kernels import context, reference_attention
+from gpusim_kernels.interpreter import INTERPRETED
+
+pytestmark = pytest.mark.skipif(not INTERPRETED, reason="the twin runs on CPU tensors: TRITON_INTERPRET=1")
+WORLD = 2
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11}
+# (strategy, causal, dtype, heads, kv_heads): batch 1, N 128, d 16
+CASES = [("ring", False, "fp16", 2, 2), ("ring", True, "fp16", 4, 2), ("zigzag", True, "fp16", 2, 2),
+         ("zigzag", False, "fp32", 2, 1), ("ulysses", True, "fp16", 4, 2), ("ulysses", False, "fp32", 2, 2),
+         ("allgather", True, "fp16", 2, 2), ("allgather", False, "fp16", 4, 2)]
+N, D = 128, 16
+
+
+def inputs(dtype, heads, kv_heads, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    shapes = [(1, heads, N, D), (1, kv_heads, N, D), (1, kv_heads, N, D)]
+    return [torch.randn(s, generator=gen).to(DTYPES[dtype]) for s in shapes]
+
+
+def twin(rank, folder):
+    """One rank: every case, then the refusals; what it computed and sent, saved for the parent."""
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank, world_size=WORLD)
+    out = {}
+    for strategy, causal, dtype, heads, kv_heads in CASES:
+        cut = context.zigzag_shard if strategy == "zigzag" else context.shard
+        q, k, v = (cut(x, rank, WORLD) for x in inputs(dtype, heads, kv_heads))
+        link = context.LinkCounter()
+        o = context.context_attention(q, k, v, strategy=strategy, causal=causal, link=link)
+        out[strategy, causal, dtype] = (o, link.sent_bytes)
+    q, k, v = inputs("fp16", 2, 2)
+    refusals = []
+    for args in [(q[:, :, : 64 - 16 * rank], k[:, :, :64], v[:, :, :64]),  # rank 1 holds fewer queries
+                 (q[:, :, :33], k[:, :, :33], v[:, :, :33])]:  # zigzag: 66 tokens are not 4 chunks
+        try:
+            context.context_attention(*args, strategy="zigzag", causal=True)
+        except ValueError as err:
+            refusals.append(str(err))
+    out["refusals"] = refusals
+    torch.save(out, f"{folder}/rank{rank}.pt")
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("twin")
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    mp.spawn(twin, args=(str(folder),), nprocs=WORLD, join=True)
+    return [torch.load(folder / f"rank{r}.pt") for r in range(WORLD)]
+
+
+def relative_error(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+@pytest.mark.parametrize("strategy, causal, dtype, heads, kv_heads", CASES)
+def test_twin_output_and_bytes(ranks, strategy, causal, dtype, heads, kv_heads):
+    q, k, v = inputs(dtype, heads, kv_heads)
+    parts = [r[strategy, causal, dtype][0] for r in ranks]
+    o = context.zigzag_unshard(parts) if strategy == "zigzag" else torch.cat(parts, dim=2)
+    ref = reference_attention(q, k, v, causal=causal)
+    # the flash2 tests' bound (twice the error of torch's attention in the same precision, plus a rounding of
+    # O), plus one more rounding: each step's O is rounded to the dtype before the merge
+    group = heads // kv_heads
+    same = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(group, 1),
+                                                            v.float().repeat_interleave(group, 1),
+                                                            is_causal=causal).to(q.dtype)
+    assert relative_error(o, ref) <= 2 * relative_error(same, ref) + 2 * UNIT_ROUNDOFF[dtype]
+    counted = gpusim.simulate("flash2", seq=N, head_dim=D, heads=heads, kv_heads=kv_heads, causal=causal, dtype=dtype,
+                              gpus=WORLD, strategy=strategy).link_send_bytes
+    assert [r[strategy, causal, dtype][1] for r in ranks] == [counted] * WORLD
+
+
+def test_twin_refuses_unequal_shards_and_odd_zigzag_chunks(ranks):
+    for r in ranks:
+        unequal, odd = r["refusals"]
+        assert "shards differ in shape" in unequal and "\n" not in unequal
+        assert "not divisible by 2P = 4" in odd
+
+
+def test_without_a_process_group_it_names_torchrun():
+    q, k, v = inputs("fp16", 2, 2)
+    with pytest.raises(ValueError, match="torchrun --nproc-per-node P"):
+        context.context_attention(q, k, v)
+
+
+def test_merge_is_attention_over_the_union_of_the_keys():
+    q, k, v = (x.double() for x in inputs("fp32", 2, 2))
+    s = q @ k.transpose(-1, -2) * D**-0.5
+    parts = [(torch.softmax(t, -1) @ vv, torch.logsumexp(t, -1)) for t, vv in
+             ((s[..., :40], v[:, :, :40]), (s[..., 40:], v[:, :, 40:]))]
+    o, lse = context.merge(*parts[0], *parts[1])
+    torch.testing.assert_close(o, torch.softmax(s, -1) @ v)
+    torch.testing.assert_close(lse, torch.logsumexp(s, -1))

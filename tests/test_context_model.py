@@ -1,0 +1,174 @@
+"""gpusim's context-parallel pass (gpusim/context.py, links.py, context_scaling.py): link bytes against formulas
+derived by hand, the single-GPU model recovered at P = 1, work conserved and balanced, the overlap condition,
+the Ring Attention paper's table, and every refusal in one line."""
+import pytest
+
+import gpusim
+from gpusim import context, context_scaling, links
+
+SHAPE = dict(head_dim=64, heads=8, kv_heads=2, batch=2, dtype="bf16", gpu="H200")
+E = 2  # bf16
+
+
+def run(strategy, gpus, seq, causal=False, **extra):
+    return gpusim.simulate("flash2", seq=seq, causal=causal, gpus=gpus, strategy=strategy, **(SHAPE | extra))
+
+
+def ring_bytes(P, N, kv_heads, d, batch):
+    return (P - 1) * 2 * (N // P) * kv_heads * d * E * batch  # P-1 steps, one K and one V shard each
+
+
+def ulysses_bytes(P, N, heads, kv_heads, d, batch):
+    # all-to-all of Q, K, V before, O after: each GPU keeps 1/P of each (N/P)-token shard, sends the rest
+    return (P - 1) * (N // P) * (2 * heads + 2 * kv_heads) // P * d * E * batch
+
+
+@pytest.mark.parametrize("P", [2, 4, 8])
+@pytest.mark.parametrize("causal", [False, True])
+def test_link_bytes_equal_the_formulas(P, causal):
+    N, d, H, Hkv, B = 8192, SHAPE["head_dim"], SHAPE["heads"], SHAPE["kv_heads"], SHAPE["batch"]
+    assert run("ring", P, N, causal).link_send_bytes == ring_bytes(P, N, Hkv, d, B)
+    assert run("zigzag", P, N, causal).link_send_bytes == ring_bytes(P, N, Hkv, d, B)
+    assert run("allgather", P, N, causal).link_send_bytes == ring_bytes(P, N, Hkv, d, B)  # (P-1) shards forwarded
+    if P <= Hkv:
+        assert run("ulysses", P, N, causal).link_send_bytes == ulysses_bytes(P, N, H, Hkv, d, B)
+    r = run("ring", P, N, causal)
+    assert [s.send_bytes for s in r.steps if s.gpu == 0] == [ring_bytes(2, 2 * N // P, Hkv, d, B)] * (P - 1) + [0]
+
+
+def test_usp_bytes_are_ulysses_in_a_node_and_a_ring_over_nodes():
+    N, P, u, d, H, Hkv = 1 << 16, 32, 8, 128, 32, 8
+    r = gpusim.simulate("flash2", seq=N, head_dim=d, heads=H, kv_heads=Hkv, dtype="bf16", gpu="H200", causal=True,
+                        gpus=P, strategy="usp", link="nodes-nvlink4-ib-ndr")
+    ring = (P // u - 1) * 2 * (N // (P // u)) * (Hkv // u) * d * E  # over the nodes, on H/u heads
+    assert r.link_send_bytes == (u - 1) * (N // P) * (2 * H + 2 * Hkv) // u * d * E + ring
+
+
+def test_one_gpu_ring_is_the_single_gpu_model():
+    one = gpusim.simulate("flash2", seq=4096, causal=True, **SHAPE)
+    for strategy in ("ring", "zigzag", "allgather", "ulysses"):
+        r = run(strategy, 1, 4096, causal=True)
+        assert r.link_send_bytes == 0 and r.merge_bytes == 0
+        assert r.by_tensor == one.by_tensor and r.flops_matmul == one.flops_matmul
+        assert r.predicted_time_s == pytest.approx(one.predicted_time_s, rel=1e-12)
+        assert r.hbm_peak_bytes == one.hbm_peak_bytes
+
+
+@pytest.mark.parametrize("strategy", ["ring", "zigzag", "allgather", "ulysses"])
+def test_the_gpus_together_do_the_single_gpus_matmuls(strategy):
+    """Without a mask, and with one where the chunks are whole tiles (N/2P a multiple of 64 x 64 tiles)."""
+    tiles = dict(block_q=64, block_kv=64)
+    for causal in (False, True):
+        one = gpusim.simulate("flash2", seq=4096, causal=causal, **SHAPE, **tiles)
+        r = run(strategy, 2, 4096, causal, **tiles)
+        if causal and strategy == "allgather":
+            continue  # its causal split puts a tile boundary at every shard: more diagonal tiles
+        assert sum(r.gpu_flops_matmul) == one.flops_matmul, (strategy, causal)
+
+
+def test_zigzag_balances_the_causal_work_and_plain_ring_does_not():
+    for P in (2, 4, 8):
+        zig, ring = (run(s, P, 16384, causal=True, block_q=64, block_kv=64).gpu_flops_matmul
+                     for s in ("zigzag", "ring"))
+        assert max(zig) / min(zig) < 1.02
+        assert max(ring) / min(ring) > P  # GPU P-1 sees every shard; GPU 0 only its own diagonal
+        ring_time, zig_time = (run(s, P, 16384, causal=True).predicted_time_s for s in ("ring", "zigzag"))
+        assert zig_time < ring_time
+
+
+def test_steps_record_the_timeline():
+    r = run("zigzag", 4, 8192, causal=True, link="nvlink4-h200-measured")
+    steps = r.steps
+    assert len(steps) == 4 * 4 and {s.phase for s in steps} == {"attention"}
+    for s in steps:
+        assert s.time_s == max(max(t.compute_s for t in steps if t.step == s.step), s.transfer_s)
+        assert s.idle_s >= 0
+    assert sum(s.time_s for s in steps if s.gpu == 0) == pytest.approx(r.predicted_time_s)
+    assert steps[-1].start_s + steps[-1].time_s == pytest.approx(r.predicted_time_s)
+
+
+def test_the_result_keeps_every_single_gpu_field():
+    r = run("ring", 4, 8192, causal=True)
+    d = r.to_dict()
+    for key in ("hbm_read_bytes", "hbm_write_bytes", "by_tensor", "by_kernel", "dram_read_bytes", "flops_matmul",
+                "hbm_peak_bytes", "fits_in_hbm", "predicted_time_s", "link_send_bytes", "gpus", "strategy"):
+        assert key in d
+    assert r.hbm_read_bytes > 0 and r.fits_in_hbm and r.config.seq == 8192
+    assert {"O_partial", "LSE_partial"} <= set(r.by_tensor)
+    assert r.merge_bytes == sum(v["read_bytes"] + v["write_bytes"] for k, v in r.by_tensor.items()
+                                if k in ("O_partial", "LSE_partial"))
+
+
+def test_the_transfer_hides_from_the_closed_form_shard_length():
+    """A link chosen so that c0 tokens per GPU is the closed form's crossover at the model's own FLOP rate
+    (c = itemsize F H_kv / (2 B H)); the model's margin is then 1 at c0 and grows linearly with c."""
+    P, c0, d, H, Hkv = 4, 2048, 128, 16, 4
+    shape = dict(head_dim=d, heads=H, kv_heads=Hkv, dtype="bf16", gpu="H200", block_q=128, block_kv=64)
+    step = gpusim.simulate("flash2", seq=c0, **shape)  # one ring step: c0 queries on c0 keys
+    rate = step.flops_matmul / step.predicted_time_s
+    bandwidth = E * rate * Hkv / (2 * c0 * H)
+    assert context_scaling.minimal_shard_tokens(rate, bandwidth, E, H, Hkv) == pytest.approx(c0)
+    link = links.Link("test", bandwidth, step_latency_s=0.0)
+    margins = {c: gpusim.simulate("flash2", seq=P * c, gpus=P, strategy="ring", link=link, **shape).overlap_margin
+               for c in (c0 // 2, c0, 2 * c0)}
+    assert margins[c0] == pytest.approx(1.0, rel=0.05)  # the step's merge is the difference
+    assert margins[c0 // 2] < 1 < margins[2 * c0]
+
+
+def test_ring_attention_table_within_a_quarter():
+    # Liu, Zaharia, Abbeel, "Ring Attention with Blockwise Transformers for Near-Infinite Context" (2023),
+    # Table 2, "Minimal Blocksize (x1e3)": A100 NVLink 1.0, A100 InfiniBand 24.5, TPU v3 1.1, v4 1.0, v5e 1.1
+    paper = {"A100 NVLink": 1.0e3, "A100 InfiniBand": 24.5e3, "TPU v3": 1.1e3, "TPU v4": 1.0e3, "TPU v5e": 1.1e3}
+    ours = {device: tokens for device, tokens, _ in context_scaling.ring_paper_table()}
+    assert set(ours) == set(paper)
+    for device, tokens in ours.items():
+        assert tokens == pytest.approx(paper[device], rel=0.25), device
+
+
+def test_footprint_is_linear_and_the_longest_context_fits():
+    for strategy in ("ring", "zigzag", "ulysses", "allgather"):
+        a, b = (context_scaling.peak_bytes(strategy, 8, n, head_dim=128, heads=32, kv_heads=8, dtype="bf16",
+                                           gpu="H200", causal=True) for n in (1 << 16, 1 << 17))
+        assert b == 2 * a, strategy
+        longest = context_scaling.max_context(strategy, 8, head_dim=128, heads=32, kv_heads=8, dtype="bf16")
+        r = gpusim.simulate("flash2", seq=longest, head_dim=128, heads=32, kv_heads=8, dtype="bf16", gpu="H200",
+                            causal=True, gpus=8, strategy=strategy)
+        assert r.fits_in_hbm
+
+
+def test_predictions_are_labelled_and_cover_8_64_512_gpus():
+    rows = context_scaling.predictions(contexts=(1 << 17, 1 << 22))
+    assert {r.gpus for r in rows} == {8, 64, 512}
+    assert "Predictions of the model, not measurements" in context_scaling.ASSUMPTIONS
+    assert all(r.time_s > 0 and r.link_send_bytes > 0 for r in rows)
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(strategy="ring", gpus=3, seq=1000), "seq=1000 is not divisible by 3"),
+    (dict(strategy="zigzag", gpus=4, seq=4100), "seq=4100 is not divisible by 8"),
+    (dict(strategy="ulysses", gpus=4, seq=4096, heads=6, kv_heads=6), "must both be divisible by 4"),
+    (dict(strategy="ulysses", gpus=4, seq=4096, heads=8, kv_heads=2), "kv_heads=2 must both be divisible by 4"),
+    (dict(strategy="spiral", gpus=2, seq=4096), "unknown strategy='spiral'"),
+    (dict(strategy="ring", gpus=2, seq=4096, link="nvlink9"), "unknown link='nvlink9'"),
+    (dict(gpus=2, seq=4096, backward=True), "backward=True does not apply to gpus=2"),
+    (dict(strategy="usp", gpus=16, seq=4096, link="nvlink4"), "needs a topology"),
+    (dict(strategy="ring", gpus=16, seq=4096, link="node8-nvlink4"), "one node of 8 GPUs"),
+])
+def test_bad_input_is_one_line(kwargs, says):
+    shape = dict(head_dim=64, heads=8, kv_heads=8) | kwargs
+    with pytest.raises(ValueError, match=None) as err:
+        gpusim.simulate("flash2", **shape)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("algo", ["naive", "flash1", "split_kv"])
+def test_other_algorithms_refuse_more_gpus(algo):
+    with pytest.raises(ValueError, match="context parallelism runs the forward of flash2 or hopper"):
+        gpusim.simulate(algo, seq=1024, head_dim=64, gpus=2)
+
+
+def test_hopper_is_a_local_kernel_too():
+    r = gpusim.simulate("hopper", seq=16384, head_dim=128, heads=16, dtype="bf16", gpu="H200", gpus=2,
+                        strategy="zigzag", causal=True)
+    assert r.kernels[0].name.endswith("hopper") and r.link_send_bytes == ring_bytes(2, 16384, 16, 128, 1)
+    assert isinstance(r, context.ContextResult)

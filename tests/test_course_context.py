@@ -1,0 +1,55 @@
+"""Notebook 13's course code (course/context*.py): the merge exercise's verdicts, the timeline widget's
+numbers against gpusim, the zigzag picture's owners and balance, and the measured chart with and without
+the two-GPU file."""
+from pathlib import Path
+
+import numpy as np
+
+import gpusim
+from gpusim_course import context, context_exercises, context_widgets
+
+FIXTURE = Path(__file__).parent / "fixtures" / "cp_fixture.json"
+
+
+def test_merge_exercise_accepts_the_solution_and_explains_the_usual_mistakes():
+    assert context_exercises.check("merge_partials", context_exercises.merge_partials)
+    assert context_exercises.check("merge_partials", lambda *a: None).status == "not yet"
+    halves = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: ((o1 + o2) / 2, np.logaddexp(l1, l2)))
+    assert halves.status == "wrong" and "Not halves" in halves.message
+    maxed = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: (o1, np.maximum(l1, l2)))
+    assert "only the larger part" in maxed.message
+
+
+def test_timeline_widget_shows_gpusims_time_and_bytes():
+    w = context_widgets.TimelineExplorer(gpus=4, seq=4096, link="pcie5", strategy="ring", causal=False)
+    r = gpusim.simulate("flash2", seq=4096, gpus=4, strategy="ring", link="pcie5", **context.SHAPE)
+    assert f"{r.predicted_time_s * 1e3:,.2f} ms" in w.readout.value
+    assert f"{r.link_send_bytes / 1e6:,.1f} MB" in w.readout.value and "does <b>not</b> hide" in w.readout.value
+    w.seq.value = 1048576
+    assert "the transfer hides" in w.readout.value
+    w.strategy.value = "ulysses"
+    assert w.error is None and "no K/V moves under compute" in w.readout.value
+    assert len(w.axes[0].patches) >= 4 * 3  # per GPU and step: the step, its compute, and any transfer
+
+
+def test_zigzag_chunks_pair_an_early_with_a_late_one():
+    assert context.chunk_owner(4, "zigzag") == [0, 1, 2, 3, 3, 2, 1, 0]
+    assert context.chunk_owner(4, "ring") == [0, 0, 1, 1, 2, 2, 3, 3]
+    ring, zig = (context.simulate(4, 16384, s, "nvlink4") for s in ("ring", "zigzag"))
+    assert context.idle_share(zig) < 0.05 < 0.3 < context.idle_share(ring)
+    assert len(context.zigzag_figure(4, 16384).axes) == 4
+
+
+def test_measured_chart_with_and_without_the_file():
+    assert context.read_measured(FIXTURE.parent / "absent.json") is None
+    assert context.measured_status(None).startswith("Not measured yet")
+    data = context.read_measured(FIXTURE)
+    assert context.measured_status(data, FIXTURE).startswith("Measured on 2 x test fixture")
+    lines = context.measured_figure(data).axes[0].get_lines()
+    assert {line.get_label() for line in lines} >= {"ring", "zigzag", "single_flash2"}
+
+
+def test_paper_rows_and_predictions_are_labelled():
+    assert all(0.75 <= row["ours / paper"] <= 1.25 for row in context.paper_rows())
+    rows = context.prediction_rows(contexts=(1 << 17,))
+    assert {r["GPUs"] for r in rows} == {8, 64, 512}
