@@ -40,23 +40,29 @@ class Launch(NamedTuple):
 def forward_launch(algo, q, k, v, causal, block_q, block_kv, gpu, parts):
     """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
     look-up. parts(cfg): the kernels' grids and constants, {kernel: ...} each."""
-    return cached_launch(algo, signature(q, k, v), causal, block_q, block_kv, gpu, parts, INTERPRETED)
+    return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, block_q, block_kv, gpu, parts, INTERPRETED)
 
 
-def signature(*tensors):
-    """(shape, dtype, device) of each tensor: all a launch depends on. A non-tensor gets check_inputs' error."""
+def signature(tensors):
+    """{name: tensor} as ((name, shape, dtype, device), ...): all a launch depends on, hashable. A non-tensor
+    gets check_tensors' one line."""
     try:
-        return tuple((x.shape, x.dtype, x.device) for x in tensors)
+        return tuple((name, x.shape, x.dtype, x.device) for name, x in tensors.items())
     except AttributeError:
-        check_tensors(dict(zip("qkv", tensors)))
+        check_tensors(tensors)
         raise
+
+
+def metas(sig):
+    """signature's tuple back as {name: Meta}."""
+    return {name: Meta(*x) for name, *x in sig}
 
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)  # typed: causal=1 is checked (and refused), not True's hit
 def cached_launch(algo, sig, causal, block_q, block_kv, gpu, parts, interpreted):
     """forward_launch's builder: every check, the tile search and the constants, once per key (interpreted:
     the mode the CPU check was made in)."""
-    cfg = checked_config(algo, *(Meta(*x) for x in sig), causal=causal, block_q=block_q, block_kv=block_kv,
+    cfg = checked_config(algo, *metas(sig).values(), causal=causal, block_q=block_q, block_kv=block_kv,
                          gpu=gpu)
     return Launch(cfg, *parts(cfg))
 
@@ -89,11 +95,15 @@ def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     return make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
 
 
+EXPECTED = {"do": "the output's gradient, shaped like q", "lse": "the forward's row log-sum-exp (fp32)"}
+
+
 def check_tensors(tensors):
-    """{name: x}: each a tensor, else one line naming what it is."""
+    """{name: x}: each a tensor, else one line naming what it is and what was expected."""
     for name, x in tensors.items():
         if not isinstance(x, (torch.Tensor, Meta)):
-            raise ValueError(f"{name} is {type(x).__name__}: expected a 4-d tensor (batch, heads, seq, head_dim)")
+            expected = EXPECTED.get(name, "a 4-d tensor (batch, heads, seq, head_dim)")
+            raise ValueError(f"{name} is {type(x).__name__}: expected {expected}")
 
 
 def check_inputs(q, k, v, block_q, block_kv):
