@@ -21,7 +21,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache  # noqa: E402
 
 SEQ_KVS = (32768, 65536, 131072)
 ROUNDS = 3
@@ -58,12 +58,13 @@ def calls(x):
     out = {"cudnn": cudnn} if bd.DEVICE == "cuda" else {}  # the interpreter: the project's kernel alone
     for name, page_size, shuffled in VARIANTS:
         if page_size is None:
-            call = prepare_decode(x["q"], x["k"], x["v"], cache_seqlens=x["lengths"])
+            k, v = x["k"], x["v"]
+            plan = plan_for_cache(x["q"], k, v, cache_seqlens=x["lengths"])
         else:
             k, v, table = paged(x, page_size, shuffled)
-            call = prepare_decode(x["q"], k, v, cache_seqlens=x["lengths"], block_table=table, page_size=page_size)
-        out[name] = lambda c=call: run_decode(c)[0]
-        out[name].launch = call.launch
+            plan = plan_for_cache(x["q"], k, v, cache_seqlens=x["lengths"], block_table=table, page_size=page_size)
+        out[name] = lambda p=plan, k=k, v=v: p.run(x["q"], k, v)
+        out[name].launch = plan.launch
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
 
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache  # noqa: E402
 
 CASES = tuple((1, n) for n in (4096, 8192, 16384, 32768, 65536, 131072)) + ((8, 16384), (8, 131072))
 SPLITS = (8, 16, 32, 33, 48, 64, 82, 96, 128)
@@ -30,14 +30,14 @@ SMOKE = dict(cases=((1, 200),), splits=(2, 3))
 
 def ours(sets, splits, pdl):
     """(fn cycling through the input sets, the launch) of the split kernel at `splits` (None: its own)."""
-    calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
+    plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
                             num_splits=splits) for s in sets]
-    state = {"i": len(calls) - 1}
+    state = {"i": len(plans) - 1}
 
     def fn():
-        state["i"] = (state["i"] + 1) % len(calls)
-        return run_decode(calls[state["i"]], pdl=pdl)[0]
-    return fn, calls[0].launch
+        state["i"] = (state["i"] + 1) % len(plans)
+        return plans[state["i"]].run(*sets[state["i"]]["paged"], pdl=pdl)
+    return fn, plans[0].launch
 
 
 def timed(fn, sets, nbytes, copy_bps):

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
 
 from gpusim.algorithms import split_kv as split_kv_model  # noqa: E402
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache  # noqa: E402
 
 CASES = ((1, 131072), (1, 16384), (8, 16384), (1, 4096))  # (batch, cached tokens)
 BLOCK_KV = (32, 64, 128, 256)
@@ -30,14 +30,14 @@ SMOKE = dict(cases=((1, 200),), block_kv=(32, 64), splits=(None, 2), launches=((
 
 
 def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
-    calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
+    plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
                             num_splits=splits, block_kv=block_kv) for s in sets]
-    launch = calls[0].launch
+    launch = plans[0].launch
     state = {"i": 0}
 
     def fn():
-        state["i"] = (state["i"] + 1) % len(calls)
-        return run_decode(calls[state["i"]], num_warps=warps, num_stages=stages)[0]
+        state["i"] = (state["i"] + 1) % len(plans)
+        return plans[state["i"]].run(*sets[state["i"]]["paged"], num_warps=warps, num_stages=stages)
 
     ms = bd.measure(fn, bd.reference(sets[0]))["ms"] if bd.DEVICE == "cuda" else bd.median_ms(fn)
     nbytes = bd._total(launch)
@@ -69,7 +69,7 @@ def main(argv=None):
             warps, stages = launch or (None, None)
             try:
                 if launch is None:
-                    probe = prepare_decode(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
+                    probe = plan_for_cache(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
                                            block_table=sets[0]["table"], page_size=bd.PAGE_SIZE, num_splits=splits,
                                            block_kv=block_kv).launch
                     warps, stages = split_kv_model.launch(probe, "split_kv")

@@ -155,7 +155,7 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
 
 
 def decode_kernel(kernel, dtype, page_size, splits=2):
-    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as run_decode passes
+    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as DecodePlan passes
     them); keyed by (head_dim, page size or 0) or, for the reduce, (head_dim, splits padded)."""
     launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
                                  page_size=page_size, dtype=dtype, gpu=GPU, **DECODE_SHAPE)

@@ -7,7 +7,7 @@ FlashAttention-2 (gpusim.backward counts them) come with autograd wrappers: *_at
 Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """
 from .backward import flash2_attention_backward, flash2_attention_trainable
-from .decode import decode_attention, prepare_decode, run_decode
+from .decode import DecodePlan, decode_attention
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
 from .hopper import hopper_attention, to_fp8
@@ -16,6 +16,6 @@ from .naive_backward import naive_attention_backward, naive_attention_trainable
 from .reference import reference_attention
 from .trace import trace_io
 
-__all__ = ["decode_attention", "flash1_attention", "flash2_attention", "flash2_attention_backward",
+__all__ = ["DecodePlan", "decode_attention", "flash1_attention", "flash2_attention", "flash2_attention_backward",
            "flash2_attention_trainable", "hopper_attention", "naive_attention", "naive_attention_backward",
-           "naive_attention_trainable", "prepare_decode", "reference_attention", "run_decode", "to_fp8", "trace_io"]
+           "naive_attention_trainable", "reference_attention", "to_fp8", "trace_io"]

@@ -60,7 +60,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 from gpusim import decode  # noqa: E402
 from gpusim_kernels.bench import gpu_time  # noqa: E402
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache  # noqa: E402
 
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B (gpusim/kvcache.py)
 BATCHES, SEQ_KVS = (1, 8, 64), tuple(1024 << i for i in range(8))
@@ -96,8 +96,8 @@ def _compile(num_splits):
     """One small launch with the sweep's compile-time constants (in a worker process: it fills Triton's
     cache). The reduce is specialised on num_splits rounded up to a power of two."""
     inputs = cache_inputs(1, 64 * num_splits, SHAPE, copies=1, seed=0)[0]
-    run_decode(prepare_decode(*inputs["paged"], cache_seqlens=inputs["lengths"], block_table=inputs["table"],
-                              page_size=PAGE_SIZE, num_splits=num_splits, block_kv=64))
+    plan_for_cache(*inputs["paged"], cache_seqlens=inputs["lengths"], block_table=inputs["table"],
+                   page_size=PAGE_SIZE, num_splits=num_splits, block_kv=64).run(*inputs["paged"])
     torch.cuda.synchronize()
 
 
@@ -161,11 +161,13 @@ def providers(sets, shape):
         return fn
 
     def ours(num_splits, paged=True):
-        calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=PAGE_SIZE,
+        tensors = [s["paged"] if paged else s["contiguous"] for s in sets]
+        plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=PAGE_SIZE,
                                 num_splits=num_splits) if paged else
-                 prepare_decode(*s["contiguous"], cache_seqlens=s["lengths"], num_splits=num_splits) for s in sets]
-        launch = calls[0].launch
-        return cycling([lambda c=c: run_decode(c)[0] for c in calls]), launch.num_splits, _total(launch)
+                 plan_for_cache(*s["contiguous"], cache_seqlens=s["lengths"], num_splits=num_splits) for s in sets]
+        launch = plans[0].launch
+        return (cycling([lambda p=p, t=t: p.run(*t) for p, t in zip(plans, tensors)]), launch.num_splits,
+                _total(launch))
 
     def sdpa(backend):
         def call(q, k, v):
