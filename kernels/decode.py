@@ -194,7 +194,7 @@ class DecodePlan:
         self.lengths, self.dtype, self.device = lengths, dtype, device
         self.pages = -(-self.max_cache_len // page_size) if page_size else 0
         self.q_shape = (L.batch, L.heads, L.seq, L.head_dim)
-        self.cache_seqlens = torch.tensor(lengths, dtype=torch.int32, device=device)
+        self.cache_seqlens = to_device(torch.tensor(lengths, dtype=torch.int32), device)
         self.block_table = self._table(block_table, num_pages)
         self.pdl = dependent_launch(device) if pdl is None else pdl
         split = L.num_splits > 1
@@ -219,16 +219,17 @@ class DecodePlan:
             if block_table is not None:
                 raise ValueError("block_table was given without page_size: a paged cache needs both")
             return torch.zeros(1, dtype=torch.int32, device=self.device)
-        table = torch.zeros((self._launch.batch, self.pages), dtype=torch.int32, device=self.device)
-        if block_table is not None:
-            host = torch.as_tensor(block_table, device="cpu")
-            if host.dim() != 2 or host.shape[1] > self.pages:
-                raise ValueError(f"block_table is {tuple(host.shape)}: expected (batch, at most {self.pages} pages)")
-            if num_pages is None:
-                raise ValueError("block_table was given without num_pages: the plan checks its entries against it")
-            check_block_table(host.numpy(), self.lengths, num_pages, self._launch.page_size)
-            table[:, :host.shape[1]] = host.to(torch.int32)
-        return table
+        if block_table is None:
+            return torch.zeros((self._launch.batch, self.pages), dtype=torch.int32, device=self.device)
+        host = torch.as_tensor(block_table, device="cpu")
+        if host.dim() != 2 or host.shape[1] > self.pages:
+            raise ValueError(f"block_table is {tuple(host.shape)}: expected (batch, at most {self.pages} pages)")
+        if num_pages is None:
+            raise ValueError("block_table was given without num_pages: the plan checks its entries against it")
+        check_block_table(host.numpy(), self.lengths, num_pages, self._launch.page_size)
+        table = torch.zeros((self._launch.batch, self.pages), dtype=torch.int32)
+        table[:, :host.shape[1]] = host.to(torch.int32)
+        return to_device(table, self.device)
 
     def run(self, q, k_cache, v_cache, block_table=None, cache_seqlens=None, *, return_lse=False, pdl=None,
             **launch_options):
@@ -281,6 +282,12 @@ class DecodePlan:
         if lengths.shape != (L.batch,) or lengths.dtype != torch.int32 or lengths.device != self.device:
             raise ValueError(f"cache_seqlens is {lengths.dtype} {tuple(lengths.shape)} on {lengths.device}: the "
                              f"plan expects int32 ({L.batch},) on {self.device}")
+
+
+def to_device(host, device):
+    """A CPU tensor's copy on the device, made without waiting for the device: CUDA stages pageable memory
+    before cudaMemcpyAsync returns, so `host` may go at once."""
+    return host.to(device, non_blocking=True)
 
 
 def host_lengths(cache_seqlens):

@@ -135,6 +135,7 @@ def check_inputs(q, k, v, block_q, block_kv):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
 
 
+@lru_cache(maxsize=None)  # a device's name and properties do not change while the process runs
 def detect_gpu(device):
     """The gpusim preset for a device: by CUDA device name; A100s by memory; any other CUDA GPU is the
     A100-40GB preset with the device's own shared memory per block (the limit its launches must meet)."""

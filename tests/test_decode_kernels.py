@@ -306,12 +306,16 @@ def test_bad_run_gives_one_line(change, message):
 
 
 @CUDA
-def test_plan_run_does_not_synchronise():
-    q, k, v, _, plan = growing_cache("cuda")
+def test_plan_and_run_do_not_synchronise():
+    """Neither a plan made from host lengths (copied without waiting) nor its run waits for the GPU."""
+    q, k, v, table, plan = growing_cache("cuda")
     plan.run(q, k, v)  # compiled outside the check
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
+        again = gpusim_kernels.DecodePlan([41, 21], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16,
+                                          device="cuda", page_size=16, max_cache_len=96, block_kv=16)
+        again.run(q, k, v, plan.block_table)
         plan.run(q, k, v)
     finally:
         torch.cuda.set_sync_debug_mode("default")
