@@ -335,3 +335,19 @@ def test_plan_replays_from_a_cuda_graph_as_lengths_grow():
         plan.cache_seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
         graph.replay()
         assert torch.equal(out, plan.run(q, k, v))
+
+
+@CPU
+def test_serving_smoke_run_times_a_growing_cache(tmp_path):
+    """benchmarks/serving.py in the interpreter: every point timed by the plan and by SDPA (math on CPU, no
+    graphs), ours within fp16 rounding of SDPA (fp32 softmax and accumulation: 1e-3)."""
+    import json
+
+    from benchmarks import serving
+    assert serving.main(["--out", str(tmp_path), "--smoke"]) == 0
+    rows = json.loads((tmp_path / "serving.json").read_text())["rows"]
+    points = serving.SMOKE["points"]
+    assert [(r["provider"], r["batch"], r["seq_kv"]) for r in rows] == [
+        (p, b, n) for b, n in points for p in ("plan_eager", "sdpa_math")]
+    assert all(r["ms_per_token"] > 0 and r["steps"] == serving.SMOKE["steps"] for r in rows)
+    assert all(r["rel_err"] < 1e-3 for r in rows if r["provider"] == "plan_eager")
