@@ -3,6 +3,8 @@ style) kernel and Flash-Decoding (split KV over a paged cache) that move exactly
 gpusim counts, a float64 reference beside them, and trace_io, which proves the first claim by counting
 every tl.load and tl.store under Triton's interpreter. The backward passes of naive attention and
 FlashAttention-2 (gpusim.backward counts them) come with autograd wrappers: *_attention_trainable.
+The entry points are torch custom ops (kernels/ops.py) under torch.compile; decoding is planned once and run
+per layer (DecodePlan).
 
 Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """
@@ -13,6 +15,7 @@ from .flash2 import flash2_attention
 from .hopper import hopper_attention, to_fp8
 from .naive import naive_attention
 from .naive_backward import naive_attention_backward, naive_attention_trainable
+from . import ops  # noqa: F401  (registers the custom ops torch.ops.gpusim.*, which torch.compile keeps whole)
 from .reference import reference_attention
 from .trace import trace_io
 

@@ -61,6 +61,8 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=
     dividing H. Returns O in fp32 (the accumulator the kernel read-modify-writes in HBM). block_q,
     block_kv: Br, Bc (default: gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the
     tiles must fit (default: detected)."""
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        return torch.ops.gpusim.flash1_attention(q, k, v, causal, block_q, block_kv, gpu)
     cfg, grid, consts = forward_launch("flash1", q, k, v, causal, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)

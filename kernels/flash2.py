@@ -62,7 +62,11 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, retu
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
     which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default: the
-    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
+    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit
+    (default: detected; under torch.compile a preset name)."""
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, None, None, gpu)
+        return (o, lse) if return_lse else o
     cfg, grids, consts = forward_launch("flash2", q, k, v, causal, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)

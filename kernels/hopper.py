@@ -235,6 +235,10 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     Needs an sm_90 GPU, or Triton's interpreter on CPU tensors (TRITON_INTERPRET=1)."""
     launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
                   warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads)
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, None if fp8_scale is None else list(fp8_scale),
+                                                   *launch.values())
+        return (o, lse) if return_lse else o
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
     return (o, lse) if return_lse else o
 

@@ -109,6 +109,8 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written)."""
+    if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
+        return torch.ops.gpusim.naive_attention(q, k, v, causal, block_q, block_kv, gpu)
     cfg, grids, consts = forward_launch("naive", q, k, v, causal, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
