@@ -1,1 +1,1 @@
-"""GPU measurement and model-check scripts, run from the repository root as modules (python -m benchmarks.serving)."""
+"""Benchmarks of the project's kernels and the model, run as modules: python -m benchmarks.NAME --out DIR."""
