@@ -9,7 +9,7 @@ per layer (DecodePlan).
 Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """
 from .backward import flash2_attention_backward, flash2_attention_trainable
-from .decode import DecodePlan, decode_attention
+from .decode import DecodePlan, decode_attention, plan_for_cache
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
 from .hopper import hopper_attention, to_fp8
@@ -21,4 +21,4 @@ from .trace import trace_io
 
 __all__ = ["DecodePlan", "decode_attention", "flash1_attention", "flash2_attention", "flash2_attention_backward",
            "flash2_attention_trainable", "hopper_attention", "naive_attention", "naive_attention_backward",
-           "naive_attention_trainable", "reference_attention", "to_fp8", "trace_io"]
+           "naive_attention_trainable", "plan_for_cache", "reference_attention", "to_fp8", "trace_io"]
