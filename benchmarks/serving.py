@@ -13,7 +13,8 @@ Providers, per step (the cache one token longer than the step before):
   graph; per step the plan's device lengths are raised by one in place, then the graph replays;
 - sdpa_flash, sdpa_cudnn: SDPA's backend over the contiguous cache's first seq_kv positions, eager;
 - sdpa_flash_graph, sdpa_cudnn_graph: the same 32 calls captured at each step's length, every step's graph
-  captured before timing (capture_ms: their capture time per step, not counted), then replayed step by step.
+  captured before timing (each after one eager call at its length; capture_ms: the capture time per step,
+  not counted), then replayed step by step.
 ms_per_token: wall time of the timed steps (host and GPU overlapping as in a server; one synchronisation
 after the last) over their number. seq_kv is the cache length at the first timed step.
 """
@@ -127,16 +128,18 @@ def sdpa_eager(backend):
 
 def sdpa_graph(backend):
     def provider(cache, first, steps, layers):
-        sdpa(cache, backend, first)  # the backend's kernels loaded before any capture
-        synchronize(cache.device)
-        graphs, pool, start = {}, torch.cuda.graph_pool_handle(), time.perf_counter()
+        graphs, pool, capture_s = {}, torch.cuda.graph_pool_handle(), 0.0
         for length in range(first - WARMUP_STEPS, first + steps):
+            sdpa(cache, backend, length)  # outside the capture: cuDNN builds its plan for a new length here
+            synchronize(cache.device)
+            start = time.perf_counter()
             graphs[length] = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graphs[length], pool=pool):
                 for _ in range(layers):
                     sdpa(cache, backend, length)
-        synchronize(cache.device)
-        capture_ms = (time.perf_counter() - start) * 1e3 / len(graphs)
+            synchronize(cache.device)
+            capture_s += time.perf_counter() - start
+        capture_ms = capture_s * 1e3 / len(graphs)
         row = {"ms_per_token": timed(lambda length: graphs[length].replay(), first, steps, cache.device),
                "capture_ms": capture_ms}
         del graphs
