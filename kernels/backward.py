@@ -1,5 +1,5 @@
 """FlashAttention-2's backward pass in three launches, and flash2_attention_trainable, which autograd can
-differentiate (loss.backward() runs these kernels, through the custom ops of kernels/ops.py).
+differentiate (loss.backward() runs these kernels; under torch.compile through kernels/ops.py's custom ops).
 
 The forward saved O and the row log-sum-exp (LSE), not P. The backward recomputes P_ij = exp(S_ij - LSE_i)
 tile by tile: "preprocess" writes D = rowsum(dO ∘ O); "dkdv" holds one K/V block (Br == block_q rows) and
@@ -175,11 +175,31 @@ def _parts(cfg, saved):
     return grids, consts
 
 
+class Flash2Attention(torch.autograd.Function):
+    """flash2_attention forward (O and the LSE saved), flash2_attention_backward backward: the eager path.
+    (torch.compile gets the custom op gpusim::flash2_attention instead, kernels/ops.py, whose eager dispatch
+    costs tens of microseconds more per call.)"""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, blocks, backward_blocks, gpu):
+        o, lse = flash2_attention(q, k, v, causal=causal, block_q=blocks[0], block_kv=blocks[1], return_lse=True,
+                                  gpu=gpu)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
+
+
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, backward_blocks=None,
                                gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()
     fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv: the forward's tiles
     (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's defaults.
-    The custom op gpusim::flash2_attention (kernels/ops.py), eager and under torch.compile; gpu: a preset name."""
+    Under torch.compile: the custom op gpusim::flash2_attention (kernels/ops.py; gpu a preset name)."""
     backward_blocks = (block_q, block_kv) if backward_blocks is None else tuple(backward_blocks)
-    return torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, *backward_blocks, gpu)[0]
+    if torch.compiler.is_compiling():
+        return torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, *backward_blocks, gpu)[0]
+    return Flash2Attention.apply(q, k, v, causal, (block_q, block_kv), backward_blocks, gpu)

@@ -2,9 +2,10 @@
 in its graph, one node each, without tracing into Triton or gpusim. Each op's fake (register_fake) gives its
 outputs' shapes and dtypes from the inputs' alone; the tiles are chosen inside the op, from shapes, as in eager.
 
-The public functions (flash2_attention, ...) call their op while torch.compile traces them, and launch
-directly otherwise (eager: no dispatcher between the call and the kernel); flash2_attention_trainable always
-goes through gpusim::flash2_attention, whose backward (register_autograd) is gpusim::flash2_attention_backward.
+The public functions (flash2_attention, ..., flash2_attention_trainable) call their op while torch.compile
+traces them, and launch directly otherwise: eager, a custom op's dispatch costs tens of microseconds per
+call, as much as the launch. gpusim::flash2_attention's backward (register_autograd) is
+gpusim::flash2_attention_backward.
 The ops return new tensors only: none mutates or aliases an input.
 """
 from typing import Optional
