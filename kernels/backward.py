@@ -8,13 +8,15 @@ query heads of its K/V head's group (grouped-query attention); "dq" holds one Q 
 dQ_i = τ Σ dS_ij K_j as K/V blocks (Bc rows) stream past, recomputing S and dP again rather than adding
 into dQ atomically (gpusim/backward.py says why). gpusim.backward counts the bytes they move.
 """
-from functools import lru_cache
+import inspect
+from functools import lru_cache, partial
 
 import torch
 import triton
 import triton.language as tl
 
 from gpusim import backward as model
+from gpusim import best_blocks
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
@@ -111,15 +113,36 @@ def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
 
 
 def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
-    """check_inputs and the gradient's check, then gpusim.backward's configuration. Tensors or their Meta."""
+    """check_inputs and the gradient's check, then gpusim.backward's configuration (flash2's tiles not given:
+    default_backward_blocks). Tensors or their Meta."""
     check_inputs(q, k, v, block_q, block_kv)
     if not hasattr(do, "shape") or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
         got = (tuple(do.shape), do.dtype, str(do.device)) if hasattr(do, "shape") else type(do).__name__
         raise ValueError(f"do is {got}: expected the output's gradient, shaped like q {tuple(q.shape)}, {q.dtype}, "
                          f"on {q.device}")
-    return model.config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                        seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv, causal=causal,
-                        dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
+                 head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
+                 gpu=detect_gpu(q.device) if gpu is None else gpu)
+    if algo == "flash2" and (block_q is None or block_kv is None):
+        best = default_backward_blocks(shape)
+        block_q, block_kv = block_q or best[0], block_kv or best[1]
+    return model.config(algo, block_q=block_q, block_kv=block_kv, **shape)
+
+
+def _best_backward():
+    """gpusim.best_blocks with backward=True where this gpusim's best_blocks takes `backward`, else None: looked
+    up once, at import."""
+    return partial(best_blocks, backward=True) if "backward" in inspect.signature(best_blocks).parameters else None
+
+
+BEST_BACKWARD = _best_backward()
+
+
+def default_backward_blocks(shape):
+    """flash2's backward tiles for a shape (best_blocks' keywords) when none are given: the tiles gpusim predicts
+    fastest for the backward (best_blocks(..., backward=True)), or (None, None), gpusim.backward's defaults,
+    where gpusim cannot yet choose them. Called once per shape: the backward's launch is cached."""
+    return (None, None) if BEST_BACKWARD is None else BEST_BACKWARD("flash2", **shape)
 
 
 def backward_launch(algo, tensors, causal, block_q, block_kv, gpu, parts):
@@ -197,8 +220,8 @@ def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=
                                gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()
     fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv: the forward's tiles
-    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's defaults.
-    Under torch.compile: the custom op gpusim::flash2_attention (kernels/ops.py; gpu a preset name)."""
+    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's choice
+    (the backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention (kernels/ops.py; gpu a preset name)."""
     backward_blocks = (block_q, block_kv) if backward_blocks is None else tuple(backward_blocks)
     if torch.compiler.is_compiling():
         return torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, *backward_blocks, gpu)[0]
