@@ -51,7 +51,7 @@ def test_compiled_forward_equals_eager(name, backend):
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_hopper_equals_eager(backend):
-    q, k, v = qkv((1, 2, 40, 64))
+    q, k, v = qkv((1, 2, 64, 64))
     fn = lambda q, k, v: gpusim_kernels.hopper_attention(q, k, v, causal=True, return_lse=True)  # noqa: E731
     for a, b in zip(fn(q, k, v), compiled(fn, backend)(q, k, v)):
         assert torch.equal(a, b)
@@ -71,8 +71,11 @@ def test_compiled_training_step_equals_eager(backend):
         loss = fn(q, k, v)
         loss.backward()
         results.append([loss.detach(), q.grad, k.grad, v.grad])
-    for a, b in zip(*results):
-        assert torch.equal(a, b)
+    (loss, *grads), (compiled_loss, *compiled_grads) = results
+    # inductor may sum the 768 fp32 squares in another order: within 768 unit roundoffs; the gradients come
+    # from the same kernels on dO = 2 O (exact either way), bit for bit
+    torch.testing.assert_close(compiled_loss, loss, rtol=768 * 2.0**-24, atol=0)
+    assert all(torch.equal(a, b) for a, b in zip(grads, compiled_grads))
 
 
 @RUNS
