@@ -206,7 +206,7 @@ def test_backward_blocks_are_checked():
 
 @CPU
 def test_bench_bwd_smoke(tmp_path):
-    from gpusim_kernels import bench_bwd
+    from benchmarks import bench_bwd
     out = tmp_path / "bench_bwd.json"
     assert bench_bwd.main(["--smoke", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
@@ -221,7 +221,7 @@ def test_bench_bwd_smoke(tmp_path):
 
 
 def test_ncu_compares_backward_kernels_with_gpusim_backward():
-    from gpusim_kernels import ncu
+    from benchmarks import ncu
     assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [
         "dkdv", "dk", "dq", "preprocess"]
     entry = {"seq": 1024, "head_dim": 64, "causal": True, "dtype": "fp16", "batch": 16, "heads": 32, "algo": "flash2",

@@ -157,10 +157,8 @@ def test_decode_splits_smoke_run_times_each_split_count(tmp_path):
     """benchmarks/decode_splits.py in the interpreter: the kernel's own split count and the swept ones, each
     checked against float64; no programmatic dependent launch (the interpreter has none)."""
     import json
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import decode_splits
+
+    from benchmarks import decode_splits
     assert decode_splits.main(["--out", str(tmp_path), "--smoke"]) == 0
     rows = json.loads((tmp_path / "decode_splits.json").read_text())["rows"]
     assert [(r["num_splits"], r["default"]) for r in rows] == [(4, True), (4, True), (2, False), (3, False)]
@@ -174,10 +172,8 @@ def test_decode_layout_smoke_run_reads_one_cache_every_way(tmp_path):
     in order) and contiguous, each launch at its own split count, each checked against float64 (fp16 inputs,
     fp32 softmax and accumulation: 1e-3); the page size does not change the split count."""
     import json
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import decode_layout
+
+    from benchmarks import decode_layout
     assert decode_layout.main(["--out", str(tmp_path), "--smoke"]) == 0
     rows = json.loads((tmp_path / "decode_layout.json").read_text())["rows"]
     assert [(r["variant"], r["page_size"]) for r in rows] == [(name, p) for name, p, _ in decode_layout.VARIANTS]
