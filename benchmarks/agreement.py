@@ -9,7 +9,7 @@ measured. tests/test_results.py checks the bounds docs/perf.md states.
 - bench_bwd.json: the backward (pass "bwd": the backward's kernels alone) and the training step (pass
   "fwd+bwd": the forward's kernels, then the backward's) of the project's flash2 and naive kernels.
 
-    python benchmarks/agreement.py                   # summary per file and kernel, worst rows
+    python -m benchmarks.agreement                   # summary per file and kernel, worst rows
 """
 import json
 import statistics

@@ -1,8 +1,8 @@
 """Little's law on this GPU: the bandwidth programs reach against the bytes each SM keeps in flight, for the
 loads and stores the attention kernels make.
 
-    python benchmarks/bandwidth.py --out $OUT                                    # GPU: $OUT/bandwidth.json
-    TRITON_INTERPRET=1 python benchmarks/bandwidth.py --out /tmp/probe --smoke   # CPU: every code path, tiny
+    python -m benchmarks.bandwidth --out $OUT                                    # GPU: $OUT/bandwidth.json
+    TRITON_INTERPRET=1 python -m benchmarks.bandwidth --out /tmp/probe --smoke   # CPU: every code path, tiny
 
 - load: a grid of num_SMs x k programs (k = programs_per_sm, 1 to 8) sweeps a buffer, each program loading
   (rows, 64) fp16 tiles of T = tile_bytes (1 to 64 KiB, the shape of a K_j or V_j tile) one after another
@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-import probe
+from benchmarks import probe
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 COLS, ITEMSIZE = 64, 2  # (rows, 64) fp16 tiles: a head_dim of 64

@@ -1,7 +1,7 @@
 """Measure the ceilings of the GPU this runs on: HBM copy bandwidth, L2 read bandwidth, matmul rates,
 launch overhead, and what the device reports. Writes JSON (the calibrated preset's source).
 
-    python benchmarks/ceilings.py --out results/h200/ceilings.json
+    python -m benchmarks.ceilings --out results/h200/ceilings.json
 """
 import argparse
 import datetime
@@ -47,7 +47,7 @@ def main():
                                  capture_output=True, text=True).stdout.strip(),
         "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
         "date": datetime.date.today().isoformat(),
-        "command": "python benchmarks/ceilings.py --out " + args.out,
+        "command": "python -m benchmarks.ceilings --out " + args.out,
     }
     src = torch.randn(2**30, device="cuda", dtype=torch.float16)  # 2 GiB, far larger than L2
     dst = torch.empty_like(src)

@@ -1,7 +1,7 @@
 """Count mode must be fast enough for sliders: one configuration up to N = 1,048,576 in well under 10 ms,
 a sweep of 50 configurations in well under 100 ms. Prints measured times and their ratio to the target.
 
-    python benchmarks/count_speed.py
+    python -m benchmarks.count_speed
 """
 import time
 

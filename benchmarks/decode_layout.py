@@ -1,11 +1,11 @@
-"""What the pages cost the split-KV kernel, in one run: Llama-3-8B's decode at batch 1 (kernels/bench_decode.py's
+"""What the pages cost the split-KV kernel, in one run: Llama-3-8B's decode at batch 1 (benchmarks/bench_decode.py's
 shape and timing) over one cache of random tokens, paged ((num_pages, P, kv_heads, d), each page's place
 drawn at random, or in order) at several page sizes, or contiguous ((1, kv_heads, L, d), SDPA's layout),
 every launch at the kernel's own split count (gpusim.decode's rule), beside SDPA's cuDNN backend on the
 contiguous cache; interleaved in rounds, the least of each launch's medians kept.
 
-    python benchmarks/decode_layout.py --out $OUT           # about 70 s: $OUT/decode_layout.json
-    TRITON_INTERPRET=1 python benchmarks/decode_layout.py --out /tmp --smoke      # CPU: the code paths
+    python -m benchmarks.decode_layout --out $OUT           # about 70 s: $OUT/decode_layout.json
+    TRITON_INTERPRET=1 python -m benchmarks.decode_layout --out /tmp --smoke      # CPU: the code paths
 
 Each row: {seq_kv, variant, page_size, num_splits, ms, all_ms (each round's median), rel_err (against float64),
 vs_cudnn (cuDNN's ms over the row's)}.
@@ -14,14 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-import bench_decode as bd  # noqa: E402
+from benchmarks import bench_decode as bd
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache
 
 SEQ_KVS = (32768, 65536, 131072)
 ROUNDS = 3
@@ -58,12 +57,13 @@ def calls(x):
     out = {"cudnn": cudnn} if bd.DEVICE == "cuda" else {}  # the interpreter: the project's kernel alone
     for name, page_size, shuffled in VARIANTS:
         if page_size is None:
-            call = prepare_decode(x["q"], x["k"], x["v"], cache_seqlens=x["lengths"])
+            k, v = x["k"], x["v"]
+            plan = plan_for_cache(x["q"], k, v, cache_seqlens=x["lengths"])
         else:
             k, v, table = paged(x, page_size, shuffled)
-            call = prepare_decode(x["q"], k, v, cache_seqlens=x["lengths"], block_table=table, page_size=page_size)
-        out[name] = lambda c=call: run_decode(c)[0]
-        out[name].launch = call.launch
+            plan = plan_for_cache(x["q"], k, v, cache_seqlens=x["lengths"], block_table=table, page_size=page_size)
+        out[name] = lambda p=plan, k=k, v=v: p.run(x["q"], k, v)
+        out[name].launch = plan.launch
     return out
 
 
@@ -75,7 +75,7 @@ def main(argv=None):
     args = bd.sweep_args(__doc__, argv)
     seq_kvs, rounds = (SMOKE["seq_kvs"], SMOKE["rounds"]) if args.smoke else (SEQ_KVS, ROUNDS)
     shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
-    env = bd.environment() | {"command": "python benchmarks/decode_layout.py " + " ".join(argv or sys.argv[1:])}
+    env = bd.environment() | {"command": "python -m benchmarks.decode_layout " + " ".join(argv or sys.argv[1:])}
     result = {"environment": env, "rows": []}
     out = Path(args.out) / "decode_layout.json"
     for seq_kv in seq_kvs:

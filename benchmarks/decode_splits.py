@@ -1,12 +1,12 @@
 """Flash-Decoding's split count and the reduce's launch against cuDNN, in one run: at batch 1 and 8 over
-Llama-3-8B's paged cache (kernels/bench_decode.py's inputs and timing: CUDA-graph replay, input copies
+Llama-3-8B's paged cache (benchmarks/bench_decode.py's inputs and timing: CUDA-graph replay, input copies
 rotated past the L2), the split kernel at several split counts, each with the reduce as a programmatic
 dependent launch (pdl) and, at the kernel's own split count, without; SDPA's cuDNN and FlashAttention
 backends on the contiguous cache in the same process. What it measures decides the kernel's split rule
 (gpusim/decode.py); it is not fitted into the time model.
 
-    python benchmarks/decode_splits.py --out $OUT --max-minutes 3
-    TRITON_INTERPRET=1 python benchmarks/decode_splits.py --out /tmp --smoke      # CPU: the code paths
+    python -m benchmarks.decode_splits --out $OUT --max-minutes 3
+    TRITON_INTERPRET=1 python -m benchmarks.decode_splits --out /tmp --smoke      # CPU: the code paths
 
 Writes decode_splits.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv, provider, num_splits,
 pdl, default, ms, rel_err, copy_fraction}]}; provider split_kv (default: the kernel's own split count) or an
@@ -17,10 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
+from benchmarks import bench_decode as bd  # inputs, timing, environment
 
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim_kernels.decode import plan_for_cache
 
 CASES = tuple((1, n) for n in (4096, 8192, 16384, 32768, 65536, 131072)) + ((8, 16384), (8, 131072))
 SPLITS = (8, 16, 32, 33, 48, 64, 82, 96, 128)
@@ -30,14 +29,14 @@ SMOKE = dict(cases=((1, 200),), splits=(2, 3))
 
 def ours(sets, splits, pdl):
     """(fn cycling through the input sets, the launch) of the split kernel at `splits` (None: its own)."""
-    calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
+    plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
                             num_splits=splits) for s in sets]
-    state = {"i": len(calls) - 1}
+    state = {"i": len(plans) - 1}
 
     def fn():
-        state["i"] = (state["i"] + 1) % len(calls)
-        return run_decode(calls[state["i"]], pdl=pdl)[0]
-    return fn, calls[0].launch
+        state["i"] = (state["i"] + 1) % len(plans)
+        return plans[state["i"]].run(*sets[state["i"]]["paged"], pdl=pdl)
+    return fn, plans[0].launch
 
 
 def timed(fn, sets, nbytes, copy_bps):
@@ -78,7 +77,7 @@ def main(argv=None):
     cuda = bd.DEVICE == "cuda"
     deadline = time.monotonic() + args.max_minutes * 60
     copy_bps = bd.copy_bytes_per_s(bd.COPY_BYTES if cuda else 1 << 20)
-    env = bd.environment() | {"command": "python benchmarks/decode_splits.py " + " ".join(argv or sys.argv[1:])}
+    env = bd.environment() | {"command": "python -m benchmarks.decode_splits " + " ".join(argv or sys.argv[1:])}
     result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}
     out = Path(args.out) / "decode_splits.json"
     for batch, seq_kv in grid["cases"]:

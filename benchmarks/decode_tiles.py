@@ -1,10 +1,10 @@
 """Flash-Decoding's launch choices on the GPU: the chunk (block_kv), the split count, warps and stages of the
-split kernel, timed at batch 1 and 8 over Llama-3-8B's paged cache (kernels/bench_decode.py's inputs and
+split kernel, timed at batch 1 and 8 over Llama-3-8B's paged cache (benchmarks/bench_decode.py's inputs and
 timing: CUDA-graph replay, input copies rotated past the L2). What it measures decides the kernel's launch
 and the model's (gpusim/algorithms/split_kv.py); it is not fitted into the time model.
 
-    python benchmarks/decode_tiles.py --out $OUT --max-minutes 3
-    TRITON_INTERPRET=1 python benchmarks/decode_tiles.py --out /tmp --smoke        # CPU: the code paths
+    python -m benchmarks.decode_tiles --out $OUT --max-minutes 3
+    TRITON_INTERPRET=1 python -m benchmarks.decode_tiles --out /tmp --smoke        # CPU: the code paths
 
 Writes decode_tiles.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv, block_kv, num_splits,
 num_warps, num_stages, ms, model_bytes, copy_fraction, default}]}, default marking the launch the kernel
@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
-import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
+from benchmarks import bench_decode as bd  # inputs, timing, environment
 
-from gpusim.algorithms import split_kv as split_kv_model  # noqa: E402
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim.algorithms import split_kv as split_kv_model
+from gpusim_kernels.decode import plan_for_cache
 
 CASES = ((1, 131072), (1, 16384), (8, 16384), (1, 4096))  # (batch, cached tokens)
 BLOCK_KV = (32, 64, 128, 256)
@@ -30,14 +29,14 @@ SMOKE = dict(cases=((1, 200),), block_kv=(32, 64), splits=(None, 2), launches=((
 
 
 def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
-    calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
+    plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
                             num_splits=splits, block_kv=block_kv) for s in sets]
-    launch = calls[0].launch
+    launch = plans[0].launch
     state = {"i": 0}
 
     def fn():
-        state["i"] = (state["i"] + 1) % len(calls)
-        return run_decode(calls[state["i"]], num_warps=warps, num_stages=stages)[0]
+        state["i"] = (state["i"] + 1) % len(plans)
+        return plans[state["i"]].run(*sets[state["i"]]["paged"], num_warps=warps, num_stages=stages)
 
     ms = bd.measure(fn, bd.reference(sets[0]))["ms"] if bd.DEVICE == "cuda" else bd.median_ms(fn)
     nbytes = bd._total(launch)
@@ -53,7 +52,7 @@ def main(argv=None):
     deadline = time.monotonic() + args.max_minutes * 60
     shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
     copy_bps = bd.copy_bytes_per_s(bd.COPY_BYTES if bd.DEVICE == "cuda" else 1 << 20)
-    env = bd.environment() | {"command": "python benchmarks/decode_tiles.py " + " ".join(argv or sys.argv[1:])}
+    env = bd.environment() | {"command": "python -m benchmarks.decode_tiles " + " ".join(argv or sys.argv[1:])}
     result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}
     out = Path(args.out) / "decode_tiles.json"
     for batch, seq_kv in grid["cases"]:
@@ -69,7 +68,7 @@ def main(argv=None):
             warps, stages = launch or (None, None)
             try:
                 if launch is None:
-                    probe = prepare_decode(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
+                    probe = plan_for_cache(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
                                            block_table=sets[0]["table"], page_size=bd.PAGE_SIZE, num_splits=splits,
                                            block_kv=block_kv).launch
                     warps, stages = split_kv_model.launch(probe, "split_kv")

@@ -1,7 +1,7 @@
 """FlashAttention-1's measured time per step against gpusim's, row by row of results/h200/bench.json: where the
 model's flash1 time misses (docs/perf.md, "Predicted against measured").
 
-    python benchmarks/flash1_steps.py
+    python -m benchmarks.flash1_steps
 
 A flash1 program is one (batch, head) walking every (K/V block, Q block) step (gpusim/algorithms/flash1.py), so
 a launch is ceil(programs / slots) waves of equal programs: per step, a program takes (time - launch overhead)
@@ -11,7 +11,7 @@ keeps busy, steps per program, microseconds per step measured and predicted, and
 import math
 import sys
 
-import agreement
+from benchmarks import agreement
 import gpusim.algorithms
 from gpusim.occupancy import occupancy, resources
 

@@ -1,7 +1,7 @@
 """The floors of the benchmark sweep on the measured H200 (results/h200/ceilings.json): matmul FLOPs over
 the measured matmul rate, and the bytes each algorithm cannot avoid over the measured copy bandwidth.
 
-    python benchmarks/floors.py        # a markdown table for docs/perf.md
+    python -m benchmarks.floors        # a markdown table for docs/perf.md
 """
 import json
 from pathlib import Path

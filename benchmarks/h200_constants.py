@@ -1,7 +1,7 @@
 """The H200-measured preset's constants, derived from the microbenchmarks' results files (never from
 attention timings): run it to print them, tests/test_presets.py checks gpusim/hardware.py still holds them.
 
-    python benchmarks/h200_constants.py        # reads results/h200/{latency,bandwidth,matmul_tiles}.json
+    python -m benchmarks.h200_constants        # reads results/h200/{latency,bandwidth,matmul_tiles}.json
 
 - Loaded latency and one SM's port bandwidth, per level (HBM, L2): benchmarks/bandwidth.py's load kernel
   with one program per SM and no prefetch (num_stages=1) waits a latency and a transfer per tile, so the

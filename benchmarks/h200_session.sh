@@ -15,43 +15,43 @@ export PYTHONPATH=/tmp/shim:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAME.log
   case $1 in
     probe) OUT=$OUT bash benchmarks/gpu_probe.sh ;;
-    decode) python kernels/bench_decode.py --out "$OUT/decode.json" --max-minutes "${DECODE_MINUTES:-3}"
+    decode) python -m benchmarks.bench_decode --out "$OUT/decode.json" --max-minutes "${DECODE_MINUTES:-3}"
             python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
-    hopper) python benchmarks/hopper_check.py --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
-    sdpa) python benchmarks/sdpa_backends.py --out "$OUT/sdpa_backends.json" ;;
-    bench) python -m gpusim_kernels.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
-    backward) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}"
+    hopper) python -m benchmarks.hopper_check --out "$OUT/hopper_variants.json" --max-seconds 200 ;;
+    sdpa) python -m benchmarks.sdpa_backends --out "$OUT/sdpa_backends.json" ;;
+    bench) python -m benchmarks.bench --out "$OUT/bench.json" --max-minutes "${BENCH_MINUTES:-6}" ;;
+    backward) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}"
               python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     kernel_tests) python -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_hopper.py -rfE ;;
-    tiles) python benchmarks/tiles.py --out "$OUT" --max-minutes "${TILES_MINUTES:-2.2}" ${TILES_SKIP:+--skip "$TILES_SKIP"} ;;
-    bench_fp16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_fp16_d128.json" --dtypes fp16 --head-dims 128 \
+    tiles) python -m benchmarks.tiles --out "$OUT" --max-minutes "${TILES_MINUTES:-2.2}" ${TILES_SKIP:+--skip "$TILES_SKIP"} ;;
+    bench_fp16_d128) python -m benchmarks.bench --out "$OUT/bench_fp16_d128.json" --dtypes fp16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
-    bench_bf16_d128) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
+    bench_bf16_d128) python -m benchmarks.bench --out "$OUT/bench_bf16_d128.json" --dtypes bf16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
-    bench_bf16_d64) python -m gpusim_kernels.bench --out "$OUT/bench_bf16_d64.json" --dtypes bf16 --head-dims 64 \
+    bench_bf16_d64) python -m benchmarks.bench --out "$OUT/bench_bf16_d64.json" --dtypes bf16 --head-dims 64 \
                       --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
-    bench_d64_causal) python -m gpusim_kernels.bench --out "$OUT/bench_d64_causal.json" --dtypes fp16,bf16 --head-dims 64 \
+    bench_d64_causal) python -m benchmarks.bench --out "$OUT/bench_d64_causal.json" --dtypes fp16,bf16 --head-dims 64 \
                         --causal yes --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
-    bench_d128_causal) python -m gpusim_kernels.bench --out "$OUT/bench_d128_causal.json" --dtypes fp16 --head-dims 128 \
+    bench_d128_causal) python -m benchmarks.bench --out "$OUT/bench_d128_causal.json" --dtypes fp16 --head-dims 128 \
                          --causal yes --without sdpa_math --max-minutes "${BENCH_MINUTES:-2.5}" ;;
-    bwd_naive) python kernels/bench_bwd.py --out "$OUT/bench_bwd_naive.json" --providers naive \
+    bwd_naive) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd_naive.json" --providers naive \
                  --max-minutes "${BWD_MINUTES:-3}" ;;
-    decode_splits) python benchmarks/decode_splits.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}"
+    decode_splits) python -m benchmarks.decode_splits --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}"
                    python -m pytest -q -x -p no:cacheprovider tests/test_decode_kernels.py ;;
-    decode_tiles) python benchmarks/decode_tiles.py --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
+    decode_tiles) python -m benchmarks.decode_tiles --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
     softmax_issue) /usr/local/cuda/bin/ncu --clock-control none --cache-control all --print-units base -k regex:softmax \
                      --section SchedulerStats --section WarpStateStats --section Occupancy --section SpeedOfLight \
-                     --csv --page details --log-file "$OUT/ncu_softmax.csv" python benchmarks/softmax_issue.py workload
-                   python benchmarks/softmax_issue.py compare "$OUT/ncu_softmax.csv" ;;
+                     --csv --page details --log-file "$OUT/ncu_softmax.csv" python -m benchmarks.softmax_issue workload
+                   python -m benchmarks.softmax_issue compare "$OUT/ncu_softmax.csv" ;;
     hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
-    setup) python benchmarks/program_setup.py --out "$OUT" ;;
-    bench_bwd) python kernels/bench_bwd.py --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
+    setup) python -m benchmarks.program_setup --out "$OUT" ;;
+    bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu_bwd) timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
-               --cache-control all --print-units base --csv --page raw --metrics "$(python -m gpusim_kernels.ncu metrics)" \
-               --log-file "$OUT/logs/raw_bwd.csv" python -m gpusim_kernels.ncu workload --passes backward \
+               --cache-control all --print-units base --csv --page raw --metrics "$(python -m benchmarks.ncu metrics)" \
+               --log-file "$OUT/logs/raw_bwd.csv" python -m benchmarks.ncu workload --passes backward \
                --seqs 1024,4096 --manifest "$OUT/logs/manifest_bwd.json"
-             python -m gpusim_kernels.ncu compare --csv "$OUT/logs/raw_bwd.csv" --manifest "$OUT/logs/manifest_bwd.json" \
+             python -m benchmarks.ncu compare --csv "$OUT/logs/raw_bwd.csv" --manifest "$OUT/logs/manifest_bwd.json" \
                --out "$OUT/ncu_bwd.json" ;;
     *) echo "unknown job $1" ;;
   esac > "$OUT/logs/$1.log" 2>&1

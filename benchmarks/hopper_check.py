@@ -1,9 +1,9 @@
 """The Hopper kernel's launch variants (FlashAttention-3's techniques, docs/hopper.md) against SDPA's cuDNN and
 flash backends on an sm_90 GPU, in one run, and the table CONFIGS of kernels/hopper.py picked from the result.
 
-    python benchmarks/hopper_check.py --out $OUT/hopper_variants.json --max-seconds 170
-    python benchmarks/hopper_check.py --pick results/h200/hopper_variants.json    # prints CONFIGS to paste
-    python benchmarks/hopper_check.py --out /tmp/smoke.json --smoke               # CPU: interpreter, tiny N
+    python -m benchmarks.hopper_check --out $OUT/hopper_variants.json --max-seconds 170
+    python -m benchmarks.hopper_check --pick results/h200/hopper_variants.json    # prints CONFIGS to paste
+    python -m benchmarks.hopper_check --out /tmp/smoke.json --smoke               # CPU: interpreter, tiny N
 
 1. A pool of worker processes compiles every variant into Triton's cache (and reports its registers,
    spills, shared memory and descriptor scratch); nothing is timed while they compile.
@@ -11,14 +11,13 @@ flash backends on an sm_90 GPU, in one run, and the table CONFIGS of kernels/hop
    SDPA cuDNN and flash, every variant of variants(), the 4 fastest causal ones again with the longest programs
    first (lpt_heads 1 and 4), and at d = 128 the 3 fastest in fp8. do_bench's median (warmup 10 ms, rep
    40 ms); TFLOP/s = 4·B·H·N²·d, halved when causal; rel_err against float64 on the first and last 128 query
-   rows of batch 0, head 0 (gpusim_kernels.bench.reference_rows); sdpa_diff against SDPA's whole output.
+   rows of batch 0, head 0 (benchmarks.bench.reference_rows); sdpa_diff against SDPA's whole output.
    --max-seconds: no group starts that would end after it (taking as long as the longest so far); the JSON
    is rewritten after every group.
 3. A short table, and CONFIGS picked from the rows (pick), printed last.
 """
 import argparse
 import datetime
-import importlib.util
 import json
 import math
 import multiprocessing
@@ -28,30 +27,14 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 if "--smoke" in sys.argv:  # before Triton is imported: the kernels run in its interpreter
     os.environ.setdefault("TRITON_INTERPRET", "1")
-sys.path.insert(0, str(ROOT))  # gpusim from the repository root
-
-
-def import_kernels():
-    """gpusim_kernels as installed, or else (the GPU machine) the repository's kernels/ folder under that name."""
-    try:
-        import gpusim_kernels  # noqa: F401
-    except ImportError:
-        spec = importlib.util.spec_from_file_location("gpusim_kernels", ROOT / "kernels" / "__init__.py",
-                                                      submodule_search_locations=[str(ROOT / "kernels")])
-        sys.modules["gpusim_kernels"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["gpusim_kernels"])
-
-
-import_kernels()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from gpusim_kernels.bench import reference_rows, tflops  # noqa: E402
+from benchmarks.bench import reference_rows, tflops  # noqa: E402
 from gpusim_kernels.hopper import (CONFIGS, compiled_kernel, descriptor_scratch_bytes, hopper_attention,  # noqa: E402
                                    to_fp8)
 from gpusim_kernels.interpreter import INTERPRETED  # noqa: E402
@@ -332,7 +315,7 @@ def environment(argv, workers):
     return dict(gpu=torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (interpreter)", driver=smi,
                 torch=torch.__version__, triton=triton.__version__, cuda=torch.version.cuda,
                 cudnn=torch.backends.cudnn.version(), date=datetime.date.today().isoformat(), workers=workers,
-                command="python benchmarks/hopper_check.py " + " ".join(argv),
+                command="python -m benchmarks.hopper_check " + " ".join(argv),
                 table={",".join(map(str, key)): launch for key, launch in CONFIGS.items()})
 
 

@@ -1,8 +1,8 @@
 """The latency of one load from L2 and from HBM on this GPU, by pointer chase: the denominator of Little's law
 (bandwidth = bytes in flight / latency) in gpusim's time model.
 
-    python benchmarks/latency.py --out $OUT                                    # GPU: $OUT/latency.json
-    TRITON_INTERPRET=1 python benchmarks/latency.py --out /tmp/probe --smoke   # CPU: every code path, tiny
+    python -m benchmarks.latency --out $OUT                                    # GPU: $OUT/latency.json
+    TRITON_INTERPRET=1 python -m benchmarks.latency --out /tmp/probe --smoke   # CPU: every code path, tiny
 
 One program of one warp follows a chain of dependent loads, p = buf[p]: each an ld.global.cg (cached in L2,
 not in L1), each at the start of its own 128-byte line, the lines in the order of one random cycle, so no
@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-import probe
+from benchmarks import probe
 
 MiB, GiB = 2**20, 2**30
 LINE_BYTES, INT_BYTES = 128, 4

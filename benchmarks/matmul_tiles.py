@@ -1,8 +1,8 @@
 """Tensor-core efficiency per tile shape and warp count, as the attention kernels use tl.dot, with no memory
 traffic in the loop; and the rates of the two other units the softmax runs on.
 
-    python benchmarks/matmul_tiles.py --out $OUT                                    # GPU: $OUT/matmul_tiles.json
-    TRITON_INTERPRET=1 python benchmarks/matmul_tiles.py --out /tmp/probe --smoke   # CPU: every code path, tiny
+    python -m benchmarks.matmul_tiles --out $OUT                                    # GPU: $OUT/matmul_tiles.json
+    TRITON_INTERPRET=1 python -m benchmarks.matmul_tiles --out /tmp/probe --smoke   # CPU: every code path, tiny
 
 Each program loads Q_i (Br x d), K_j and V_j (Bc x d) once (the same tiles for every program, so from L2),
 then loops R times over flash2's two matmuls, S = Q_i K_jᵀ and acc = P V_j, with S and acc carried from one
@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-import probe
+from benchmarks import probe
 
 SHAPES = [(64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (256, 64), (32, 64)]  # (Br, Bc)
 HEAD_DIMS, WARPS = (64, 128), (4, 8)

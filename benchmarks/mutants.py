@@ -1,6 +1,6 @@
 """Deliberate bugs, and the test that catches each: docs/testing.md's table, checked.
 
-    python benchmarks/mutants.py          # copies gpusim/ and tests/ aside, plants each bug, runs its test
+    python -m benchmarks.mutants          # copies gpusim/ and tests/ aside, plants each bug, runs its test
 
 Each bug is one text replacement in one file; the named test must fail with it and pass without it.
 """

@@ -2,20 +2,19 @@
 every row of the project's kernels, the speedup chart, the tile choice, the kernels against SDPA, decoding
 (decode.json) and the backward (bench_bwd.json).
 
-    python benchmarks/perf_report.py            # prints the tables
-    python benchmarks/perf_report.py --write    # rewrites them between docs/perf.md's markers
+    python -m benchmarks.perf_report            # prints the tables
+    python -m benchmarks.perf_report --write    # rewrites them between docs/perf.md's markers
 
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
 """
-import importlib.util
 import json
 import re
 import sys
 import tarfile
 from pathlib import Path
 
-import agreement
+from benchmarks import agreement, ncu
 import gpusim
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,7 +145,7 @@ def decode_table():
     lines += ["", f"The predicted slowdown of num_splits = 1 is within 25% of the measured one at {len(close)} of "
               f"{len(agreement.unsplit_slowdown())} cache lengths ({', '.join(f'{n:,}' for n in close)})."]
     batches = {b: [p for p in pairs if p[0]["batch"] == b] for b in sorted({p[0]["batch"] for p in pairs})}
-    lines += ["", f"Every row of the project's kernel (`python benchmarks/agreement.py`): {_share(pairs)} within "
+    lines += ["", f"Every row of the project's kernel (`python -m benchmarks.agreement`): {_share(pairs)} within "
               f"20%; " + "; ".join(f"batch {b}: {_share(mine)}" for b, mine in batches.items()) + "."]
     lines += ["", launch_sweep(), ""]
     lines += [f"Checked by `tests/test_agreement.py`: {bounds('decode.json')}."]
@@ -245,18 +244,9 @@ def backward_table():
     return "\n".join(lines)
 
 
-def _ncu():
-    """kernels/ncu.py by its path: its comparison needs only the standard library and gpusim, not torch."""
-    spec = importlib.util.spec_from_file_location("ncu", ROOT / "kernels" / "ncu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def ncu_table():
     """The Nsight Compute run (results/h200/ncu_raw.csv and manifest.json) against the current model: per
     kernel and quantity, the share of launches within the target and the worst error."""
-    ncu = _ncu()
     manifest = json.loads((agreement.RESULTS / "manifest.json").read_text())["launches"]
     summary = ncu.summary(ncu.compare(ncu.parse_csv((agreement.RESULTS / "ncu_raw.csv").read_text()), manifest))
     names = {"l2_to_sm_bytes": "L2→SM", "sm_to_l2_bytes": "SM→L2", "dram_read_bytes": "DRAM read",
@@ -291,7 +281,6 @@ def headline():
     pairs, picks = agreement.rows("bench.json"), agreement.tile_choice()
     flash2_pairs = [p for p in pairs if p[0]["provider"] == "flash2"]
     slowdown = [m for _, m in agreement.unsplit_slowdown().values()]
-    ncu = _ncu()
     nsight = [r for r in ncu.compare(ncu.parse_csv((agreement.RESULTS / "ncu_raw.csv").read_text()),
                                      json.loads((agreement.RESULTS / "manifest.json").read_text())["launches"])
               if r["kernel"] in ("flash2", "hopper") and r["quantity"] == "l2_to_sm_bytes"]

@@ -43,7 +43,7 @@ def open_results(name, args, argv):
     """The results file of a run: in args.out, its environment naming the command (argv None: sys.argv's)."""
     if not INTERPRETED and not torch.cuda.is_available():
         raise SystemExit("no CUDA GPU here: run on the GPU, or on CPU as TRITON_INTERPRET=1 python ... --smoke")
-    command = f"python benchmarks/{Path(name).stem}.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = f"python -m benchmarks.{Path(name).stem} " + " ".join(sys.argv[1:] if argv is None else argv)
     return Results(out_file(args.out, name), environment(command))
 
 
@@ -55,9 +55,9 @@ def out_file(out, name):
 
 
 def environment(command):
-    """GPU, driver, versions, date and command, as gpusim_kernels.bench writes them; on CPU the interpreter."""
+    """GPU, driver, versions, date and command, as benchmarks.bench writes them; on CPU the interpreter."""
     if DEVICE == "cuda":
-        from gpusim_kernels.bench import environment as gpu_environment
+        from benchmarks.bench import environment as gpu_environment
         props = torch.cuda.get_device_properties(0)
         return gpu_environment(command) | {"sm_count": props.multi_processor_count, "l2_bytes": props.L2_cache_size}
     return {"gpu": "cpu (Triton interpreter)", "driver": None, "torch": torch.__version__,

@@ -1,7 +1,7 @@
 """What one program costs before and after its K/V loop: the Hopper kernel against flash2, a program per SM.
 
-    python benchmarks/program_setup.py --out $OUT          # GPU: $OUT/program_setup.json, about 65 s
-    TRITON_INTERPRET=1 python benchmarks/program_setup.py --out /tmp/p --smoke
+    python -m benchmarks.program_setup --out $OUT          # GPU: $OUT/program_setup.json, about 65 s
+    TRITON_INTERPRET=1 python -m benchmarks.program_setup --out /tmp/p --smoke
 
 One wave of 132 programs (one per SM: heads = 132, one Q block each, batch 1), each looping over J K/V
 blocks, J = 1, 2, 4, 8, 16; the median GPU time per launch (a CUDA graph's replays). Then the same with 4
@@ -18,9 +18,9 @@ from itertools import product
 
 import torch
 
-import probe
+from benchmarks import probe
 from gpusim_kernels import flash2_attention, hopper_attention
-from gpusim_kernels.bench import gpu_time
+from benchmarks.bench import gpu_time
 
 STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200

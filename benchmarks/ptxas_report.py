@@ -2,7 +2,7 @@
 it ships) and report what the hardware would run: registers, spills, and how wide the global loads and
 stores are. Writes JSON.
 
-    python benchmarks/ptxas_report.py --out results/sm90_ptxas.json
+    python -m benchmarks.ptxas_report --out results/sm90_ptxas.json
 """
 import argparse
 import datetime
@@ -18,8 +18,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gpusim_kernels import flash1, flash2, naive  # noqa: E402
+from gpusim_kernels import flash1, flash2, naive
 
 PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 F16, F32, I32, C = "*fp16", "*fp32", "i32", "constexpr"
@@ -81,7 +80,7 @@ def main():
                   f"stored / {r['spill_load_bytes']:3d} B loaded per thread, stores {r['global_stores']}")
     environment = {"target": "sm_90a", "triton": triton.__version__, "ptxas": str(PTXAS.relative_to(
         Path(triton.__file__).parent)), "date": datetime.date.today().isoformat(),
-        "command": "python benchmarks/ptxas_report.py --out " + args.out}
+        "command": "python -m benchmarks.ptxas_report --out " + args.out}
     Path(args.out).write_text(json.dumps({"environment": environment, "rows": rows}, indent=1))
 
 

@@ -1,8 +1,8 @@
 """Registers, spills and shared memory of every configuration of the project's kernels that the tile sweep
-(benchmarks/tiles.py) and the benchmark (gpusim_kernels.bench) launch, compiled for the H200 (sm_90a) on
+(benchmarks/tiles.py) and the benchmark (benchmarks.bench) launch, compiled for the H200 (sm_90a) on
 this machine: no GPU needed. Writes JSON: the resources gpusim's occupancy model reads.
 
-    python benchmarks/resources.py --out results/sm90_resources.json
+    python -m benchmarks.resources --out results/sm90_resources.json
 
 Each configuration is compiled by triton.compile for sm_90a with the constants and launch options the
 kernel's own launch would pass on the H200 (gpusim_kernels.launch.constants; hopper's CONFIGS and the
@@ -20,8 +20,8 @@ benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flas
 tiles for the H200; hopper at its CONFIGS launch and tiles.HOPPER_VARIANTS, and fp8 at its CONFIGS launches.
 The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
 gpusim's backward modules look them up), fp16 as measured (bf16 is priced from the estimate): flash2's at the
-tiles gpusim_kernels.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
-Decoding (kernels/decode.py), fp16 at the shape gpusim_kernels.bench_decode measures: decode and split_kv
+tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
+Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures: decode and split_kv
 over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, the reduce for every power-of-two number of splits up
 to 128. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
@@ -52,13 +52,13 @@ from gpusim.config import default_blocks, make_config
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
 from gpusim_kernels.backward import bwd_constants
-from gpusim_kernels.bench import SEQS
-from gpusim_kernels.bench_bwd import CANDIDATES, SEQS as BWD_SEQS
-from gpusim_kernels.bench_decode import PAGE_SIZE, SHAPE as DECODE_SHAPE
 from gpusim_kernels.launch import constants, options
 
-import probe
-from tiles import HOPPER_VARIANTS, TILES
+from benchmarks import probe
+from benchmarks.bench import SEQS
+from benchmarks.bench_bwd import CANDIDATES, SEQS as BWD_SEQS
+from benchmarks.bench_decode import PAGE_SIZE, SHAPE as DECODE_SHAPE
+from benchmarks.tiles import HOPPER_VARIANTS, TILES
 
 GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
 TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
@@ -155,7 +155,7 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
 
 
 def decode_kernel(kernel, dtype, page_size, splits=2):
-    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as run_decode passes
+    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as DecodePlan passes
     them); keyed by (head_dim, page size or 0) or, for the reduce, (head_dim, splits padded)."""
     launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
                                  page_size=page_size, dtype=dtype, gpu=GPU, **DECODE_SHAPE)
@@ -320,7 +320,7 @@ def issue_per_op(rows):
 COMPILED_DOC = '''"""Registers, spills and shared memory of the project's Triton kernels as compiled for an architecture,
 read off triton's compiler and ptxas by benchmarks/resources.py (results/sm90_resources.json holds the
 same rows with the triton version; tests/test_occupancy.py checks the two agree). Written by
-`python benchmarks/resources.py --out results/sm90_resources.json --model gpusim/compiled.py`.
+`python -m benchmarks.resources --out results/sm90_resources.json --model gpusim/compiled.py`.
 
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
 for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two).
@@ -345,7 +345,7 @@ def main(argv=None):
     ap.add_argument("--model", help="also write the table gpusim reads (gpusim/compiled.py)")
     args = ap.parse_args(argv)
     start = time.monotonic()
-    results = probe.Results(args.out, environment("python benchmarks/resources.py " + " ".join(argv or sys.argv[1:])))
+    results = probe.Results(args.out, environment("python -m benchmarks.resources " + " ".join(argv or sys.argv[1:])))
     with ProcessPoolExecutor(args.workers) as pool:
         for r in pool.map(compile_one, configs()):
             results.add(r)

@@ -2,7 +2,7 @@
 gpusim_course.sdpa.CASES (dtype, head_dim, mask), the dispatcher's pick, whether each backend runs when
 forced alone, and PyTorch's own reasons when it refuses. Seconds on a GPU; --device cpu smoke-tests it.
 
-    PYTHONPATH=/path/to/a/gpusim_course python benchmarks/sdpa_backends.py --out results/h200/sdpa_backends.json
+    PYTHONPATH=/path/to/a/gpusim_course python -m benchmarks.sdpa_backends --out results/h200/sdpa_backends.json
 """
 import argparse
 import datetime
@@ -22,7 +22,7 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     environment = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda,
                    "date": datetime.date.today().isoformat(),
-                   "command": "python benchmarks/sdpa_backends.py " + " ".join(argv or sys.argv[1:])}
+                   "command": "python -m benchmarks.sdpa_backends " + " ".join(argv or sys.argv[1:])}
     rows = sdpa.probe(args.device)
     with open(args.out, "w") as f:
         json.dump({"environment": environment, "rows": rows}, f, indent=1)

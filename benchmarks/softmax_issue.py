@@ -4,8 +4,8 @@ the issue rate the model gives it.
 
     ncu --clock-control none --cache-control all --print-units base -k regex:softmax --section SchedulerStats \
         --section WarpStateStats --section Occupancy --csv --page details --log-file $OUT/ncu_softmax.csv \
-        python benchmarks/softmax_issue.py workload             # on the GPU
-    python benchmarks/softmax_issue.py compare results/h200/ncu_softmax.csv        # on the CPU
+        python -m benchmarks.softmax_issue workload             # on the GPU
+    python -m benchmarks.softmax_issue compare results/h200/ncu_softmax.csv        # on the CPU
 
 The workload runs naive attention once per configuration (fp16, d = 64, 8 heads, one request; causal and
 not; N = 4K to 32K): one softmax launch each, rows of N elements, the one-pass row held in registers. The

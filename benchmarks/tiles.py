@@ -2,9 +2,9 @@
 FlashAttention-2 and cuDNN backends, in one run (fp16, the FlashAttention-2 benchmark shapes: batch =
 16384 / N, at least 1, heads = 2048 / d). The measured side of gpusim's tile choice (best_blocks).
 
-    python benchmarks/tiles.py --out $OUT --max-minutes 3                   # GPU: $OUT/tiles.json
-    python benchmarks/tiles.py --out $OUT --algos hopper                    # GPU: only the Hopper kernel's launches
-    TRITON_INTERPRET=1 python benchmarks/tiles.py --out /tmp/probe --smoke  # CPU: every code path, tiny
+    python -m benchmarks.tiles --out $OUT --max-minutes 3                   # GPU: $OUT/tiles.json
+    python -m benchmarks.tiles --out $OUT --algos hopper                    # GPU: only the Hopper kernel's launches
+    TRITON_INTERPRET=1 python -m benchmarks.tiles --out /tmp/probe --smoke  # CPU: every code path, tiny
 
 Groups (d 64/128, causal or not, N 2K/8K/32K), N ascending, each measured whole before the next starts:
 a run stopped by --max-minutes (checked before each group) or killed has complete groups only, except
@@ -16,10 +16,10 @@ the last. In a group:
 - hopper: the kernel's own launch for the group (gpusim_kernels.hopper.CONFIGS) and HOPPER_VARIANTS,
   through hopper_attention's overrides.
 Every configuration is compiled first, in a pool of worker processes (a launch at N = WARM_SEQ, the same
-specialisation), then timed in this process: the median of its GPU work replayed from a CUDA graph (gpusim_kernels.bench.gpu_time:
-no Python between launches, as gpusim_kernels.bench times it). TFLOP/s = 4 B H N² d, halved when
+specialisation), then timed in this process: the median of its GPU work replayed from a CUDA graph (benchmarks.bench.gpu_time:
+no Python between launches, as benchmarks.bench times it). TFLOP/s = 4 B H N² d, halved when
 causal. rel_err: against float64 on the first and last 128 query rows of batch 0, head 0
-(gpusim_kernels.bench.reference_rows). n_regs, n_spills, shared_bytes: the compiled kernel's. default:
+(benchmarks.bench.reference_rows). n_regs, n_spills, shared_bytes: the compiled kernel's. default:
 true for the tile and launch each kernel picks itself on this GPU.
 
 Expected wall time on the H200, about 100 s: imports 5 s; 92 kernels (64 flash2, 28 hopper) compiled by 16
@@ -36,10 +36,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpusim
-import probe
-from gpusim_kernels.bench import gpu_time
+from benchmarks import probe
+from benchmarks.bench import gpu_time
 from gpusim_kernels import hopper, hopper_attention
-from gpusim_kernels.bench import reference_rows, tflops
+from benchmarks.bench import reference_rows, tflops
 from gpusim_kernels.flash2 import flash2_kernel
 from gpusim.config import make_config
 from gpusim_kernels.launch import constants, detect_gpu, options, prepare
@@ -61,7 +61,7 @@ SMOKE = dict(TOKENS=128, MODEL_DIM=128, SEQS=(64, 128), TILES=[(32, 64), (64, 32
 
 
 def graph_ms(fn):
-    """The call's GPU time, replayed from a CUDA graph (gpusim_kernels.bench.gpu_time); its wall clock in the
+    """The call's GPU time, replayed from a CUDA graph (benchmarks.bench.gpu_time); its wall clock in the
     interpreter."""
     return probe.launch_ms(fn) if probe.INTERPRETED else gpu_time(fn)["ms"]
 

@@ -3,7 +3,7 @@ times and prints the median and the worst time until the readout (the numbers) c
 update (numbers and the redrawn figure) was done, with their ratio to 200 ms. Changes that recompute
 curves (a new sequence length) are printed too, for comparison; they are not held to the target.
 
-    python benchmarks/widget_latency.py
+    python -m benchmarks.widget_latency
 """
 import itertools
 import statistics

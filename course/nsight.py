@@ -8,7 +8,7 @@ from gpusim.units import fmt_bytes, fmt_time
 from .formatting import span
 
 
-# Times are compared for launches of 100 us or more: kernels/ncu.py's MIN_TIME_S, which ncu.json does not
+# Times are compared for launches of 100 us or more: benchmarks/ncu.py's MIN_TIME_S, which ncu.json does not
 # record (its time target does: ncu.json["targets"]["time_s"]).
 MIN_TIME_S = 100e-6
 

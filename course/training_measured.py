@@ -1,5 +1,5 @@
 """The training notebook's measurements beside gpusim: bench_bwd.json in results/h200/ (written by
-`python -m gpusim_kernels.bench_bwd`: the project's flash2 and naive backward, SDPA's backends and torch
+`python -m benchmarks.bench_bwd`: the project's flash2 and naive backward, SDPA's backends and torch
 naive on the FlashAttention-2 paper's sweep), read when it is there. Until it is, the notebook shows gpusim's side
 alone; every function here that needs the file takes its parsed contents. gpusim's side is
 gpusim.simulate(..., backward=True): the forward's kernels, then the backward's, each priced by its time model.
@@ -13,7 +13,7 @@ from gpusim import backward
 from .formatting import span
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
-SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (kernels/bench_bwd.py)
+SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (benchmarks/bench_bwd.py)
 BENCH_BWD = "../results/h200/bench_bwd.json"  # as the notebooks, which run in notebooks/, reach it
 NAIVE = "naive"  # standard attention as gpusim prices it: the project's naive kernels, P saved
 STANDARD = "torch_naive"  # standard attention as most users run it: matmul, softmax, matmul under autograd
@@ -31,7 +31,7 @@ def status_line(data, path):
     """Where the measured side comes from, or why there is none yet."""
     if data is None:
         return (f"{path} is not there yet: the charts below show gpusim's predictions only. Run "
-                f"`python -m gpusim_kernels.bench_bwd --out results/h200/bench_bwd.json` on the GPU to add the "
+                f"`python -m benchmarks.bench_bwd --out results/h200/bench_bwd.json` on the GPU to add the "
                 f"measured side.")
     env = data["environment"]
     return (f"Measured on {env.get('gpu', env.get('device', '?'))}: torch {env.get('torch')}, triton "
@@ -53,7 +53,7 @@ def tiles(data, head_dim, causal):
 
 def step_s(algo, seq, head_dim, causal, gpu=GPU, flash2_blocks=None):
     """gpusim's predicted time of one training step (the forward's kernels, then the backward's) at the
-    sweep's shape for this length, in fp16, on the tiles the project's kernels run (kernels/bench_bwd.py):
+    sweep's shape for this length, in fp16, on the tiles the project's kernels run (benchmarks/bench_bwd.py):
     flash2's backward on flash2_blocks (None: gpusim's default) after its forward's default tile; naive attention
     both passes on the same tiles, gpusim.backward's default (kernels/naive_backward.py)."""
     batch, heads = shape(seq, head_dim)

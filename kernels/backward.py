@@ -1,5 +1,5 @@
 """FlashAttention-2's backward pass in three launches, and flash2_attention_trainable, which autograd can
-differentiate (loss.backward() runs these kernels).
+differentiate (loss.backward() runs these kernels; under torch.compile through kernels/ops.py's custom ops).
 
 The forward saved O and the row log-sum-exp (LSE), not P. The backward recomputes P_ij = exp(S_ij - LSE_i)
 tile by tile: "preprocess" writes D = rowsum(dO ∘ O); "dkdv" holds one K/V block (Br == block_q rows) and
@@ -8,14 +8,19 @@ query heads of its K/V head's group (grouped-query attention); "dq" holds one Q 
 dQ_i = τ Σ dS_ij K_j as K/V blocks (Bc rows) stream past, recomputing S and dP again rather than adding
 into dQ atomically (gpusim/backward.py says why). gpusim.backward counts the bytes they move.
 """
+import inspect
+from functools import lru_cache, partial
+
 import torch
 import triton
 import triton.language as tl
 
 from gpusim import backward as model
+from gpusim import best_blocks
 
 from .flash2 import flash2_attention
-from .launch import DTYPES, check_inputs, detect_gpu, options
+from .interpreter import INTERPRETED
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, metas, options, signature
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -103,15 +108,56 @@ def dq_kernel(Q, K, V, dO, LSE, D, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD
 
 def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
     """Check q, k, v, do and the tiles; return gpusim.backward's configuration and the tensors contiguous."""
+    cfg = backward_config(algo, q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous()
+
+
+def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
+    """check_inputs and the gradient's check, then gpusim.backward's configuration (flash2's tiles not given:
+    default_backward_blocks). Tensors or their Meta."""
     check_inputs(q, k, v, block_q, block_kv)
-    if not isinstance(do, torch.Tensor) or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
-        got = (tuple(do.shape), do.dtype, str(do.device)) if isinstance(do, torch.Tensor) else type(do).__name__
+    if not hasattr(do, "shape") or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
+        got = (tuple(do.shape), do.dtype, str(do.device)) if hasattr(do, "shape") else type(do).__name__
         raise ValueError(f"do is {got}: expected the output's gradient, shaped like q {tuple(q.shape)}, {q.dtype}, "
                          f"on {q.device}")
-    cfg = model.config(algo, batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                       seq_kv=k.shape[2], head_dim=q.shape[3], block_q=block_q, block_kv=block_kv, causal=causal,
-                       dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
-    return cfg, q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous()
+    shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
+                 head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
+                 gpu=detect_gpu(q.device) if gpu is None else gpu)
+    if algo == "flash2" and (block_q is None or block_kv is None):
+        best = default_backward_blocks(shape)
+        block_q, block_kv = block_q or best[0], block_kv or best[1]
+    return model.config(algo, block_q=block_q, block_kv=block_kv, **shape)
+
+
+def _best_backward():
+    """gpusim.best_blocks with backward=True where this gpusim's best_blocks takes `backward`, else None: looked
+    up once, at import."""
+    return partial(best_blocks, backward=True) if "backward" in inspect.signature(best_blocks).parameters else None
+
+
+BEST_BACKWARD = _best_backward()
+
+
+def default_backward_blocks(shape):
+    """flash2's backward tiles for a shape (best_blocks' keywords) when none are given: the tiles gpusim predicts
+    fastest for the backward (best_blocks(..., backward=True)), or (None, None), gpusim.backward's defaults,
+    where gpusim cannot yet choose them. Called once per shape: the backward's launch is cached."""
+    return (None, None) if BEST_BACKWARD is None else BEST_BACKWARD("flash2", **shape)
+
+
+def backward_launch(algo, tensors, causal, block_q, block_kv, gpu, parts):
+    """The checked Launch of a backward for tensors {q, k, v, do, and what the forward saved}: built once per
+    key (as kernels/launch.py's forward_launch), then a look-up. parts(cfg, saved): the grids and constants,
+    after checking the saved tensors' Meta against cfg."""
+    return _cached_backward(algo, signature(tensors), causal, block_q, block_kv, gpu, parts, INTERPRETED)
+
+
+@lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
+def _cached_backward(algo, sig, causal, block_q, block_kv, gpu, parts, interpreted):
+    meta = metas(sig)
+    cfg = backward_config(algo, meta.pop("q"), meta.pop("k"), meta.pop("v"), meta.pop("do"), causal=causal,
+                          block_q=block_q, block_kv=block_kv, gpu=gpu)
+    return Launch(cfg, *parts(cfg, meta))
 
 
 def bwd_constants(cfg, kernel, stage_bytes=None):
@@ -124,27 +170,38 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
     returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
     head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks)."""
-    cfg, q, k, v, do = prepare_backward("flash2", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
-                                        gpu=gpu)
-    if o.shape != q.shape or lse.shape != q.shape[:3] or lse.dtype != torch.float32:
-        raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
-                         f"{tuple(q.shape)} and {tuple(q.shape[:3])} (torch.float32)")
-    o, lse, t, scale = o.contiguous(), lse.contiguous(), cfg.tiling, cfg.head_dim**-0.5
-    streamed = 2 * cfg.block_kv * triton.next_power_of_2(cfg.head_dim) * cfg.itemsize  # one more buffer of 2 tiles
+    tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
+    cfg, grids, consts = backward_launch("flash2", tensors, causal, block_q, block_kv, gpu, _parts)
+    q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
     d = torch.empty_like(lse)
-    preprocess_kernel[(t.n_q_blocks, cfg.bh)](o, do, d, cfg.seq, HEAD_DIM=cfg.head_dim,
-                                              BLOCK_D=triton.next_power_of_2(cfg.head_dim), Br=cfg.block_q)
+    preprocess_kernel[grids["preprocess"]](o, do, d, cfg.seq, **consts["preprocess"])
     dk, dv = torch.empty_like(k), torch.empty_like(v)
-    dkdv_kernel[(cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads)](
-        q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dkdv", streamed))
+    scale = cfg.head_dim**-0.5
+    dkdv_kernel[grids["dkdv"]](q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **consts["dkdv"])
     dq = torch.empty_like(q)
-    dq_kernel[(t.n_q_blocks, cfg.bh)](q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale,
-                                      **bwd_constants(cfg, "dq", streamed))
+    dq_kernel[grids["dq"]](q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale, **consts["dq"])
     return dq, dk, dv
 
 
+def _parts(cfg, saved):
+    """The three launches' grids and constants, once o and lse are checked to be the forward's."""
+    o, lse, q_shape = saved["o"], saved["lse"], (cfg.batch, cfg.heads, cfg.seq, cfg.head_dim)
+    if tuple(o.shape) != q_shape or tuple(lse.shape) != q_shape[:3] or lse.dtype != torch.float32:
+        raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
+                         f"{q_shape} and {q_shape[:3]} (torch.float32)")
+    t, block_d = cfg.tiling, triton.next_power_of_2(cfg.head_dim)
+    streamed = 2 * cfg.block_kv * block_d * cfg.itemsize  # one more buffer of 2 tiles
+    grids = {"preprocess": (t.n_q_blocks, cfg.bh), "dkdv": (cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads),
+             "dq": (t.n_q_blocks, cfg.bh)}
+    consts = {"preprocess": dict(HEAD_DIM=cfg.head_dim, BLOCK_D=block_d, Br=cfg.block_q),
+              "dkdv": bwd_constants(cfg, "dkdv", streamed), "dq": bwd_constants(cfg, "dq", streamed)}
+    return grids, consts
+
+
 class Flash2Attention(torch.autograd.Function):
-    """flash2_attention forward (O and the LSE saved), flash2_attention_backward backward."""
+    """flash2_attention forward (O and the LSE saved), flash2_attention_backward backward: the eager path.
+    (torch.compile gets the custom op gpusim::flash2_attention instead, kernels/ops.py, whose eager dispatch
+    costs tens of microseconds more per call.)"""
 
     @staticmethod
     def forward(ctx, q, k, v, causal, blocks, backward_blocks, gpu):
@@ -163,6 +220,9 @@ def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=
                                gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()
     fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv: the forward's tiles
-    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's defaults."""
+    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's choice
+    (the backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention (kernels/ops.py; gpu a preset name)."""
     backward_blocks = (block_q, block_kv) if backward_blocks is None else tuple(backward_blocks)
+    if torch.compiler.is_compiling():
+        return torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, *backward_blocks, gpu)[0]
     return Flash2Attention.apply(q, k, v, causal, (block_q, block_kv), backward_blocks, gpu)

@@ -7,7 +7,8 @@ is read once per group. Ungrouped, one program per (query head, request, split) 
 online softmax runs in fp32 (m_i, l_i, acc); the partial O and LSE are fp32. What moves, and the names,
 are gpusim/decode.py's: trace_io's counts equal its closed form byte for byte.
 """
-from dataclasses import dataclass
+from dataclasses import replace
+from functools import lru_cache
 
 import torch
 import triton
@@ -15,10 +16,10 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from gpusim.algorithms import split_kv as split_kv_model
-from gpusim.decode import check_block_table, launch_for_cache
+from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, HEAD_DIMS, detect_gpu
+from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu
 
 
 @triton.jit
@@ -145,16 +146,197 @@ def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: 
     tl.store(LSE + row, m + tl.log(l_sum))  # write 1 (fp32)
 
 
-@dataclass(frozen=True)
-class DecodeCall:
-    """A checked launch: gpusim's DecodeLaunch and the tensors its kernels read. Build it once with
-    prepare_decode (the checks copy the block table to the host); run_decode launches it."""
-    launch: object  # gpusim.decode.DecodeLaunch
-    q: torch.Tensor
-    k_cache: torch.Tensor
-    v_cache: torch.Tensor
-    cache_seqlens: torch.Tensor  # int32 (B,)
-    block_table: torch.Tensor  # int32 (B, max_pages); a 1-element placeholder for a contiguous cache
+class DecodePlan:
+    """A decode launch planned once from host-side metadata, run per layer: FlashInfer's plan/run split.
+
+    plan = DecodePlan(cache_seqlens, heads=32, kv_heads=8, head_dim=128, dtype=torch.float16, device="cuda",
+                      page_size=16, max_cache_len=131072)
+    for layer in layers: o = plan.run(q, k_cache, v_cache, block_table)
+
+    cache_seqlens: the tokens cached per request, Python ints or a CPU tensor (the batch is its length): a
+    plan is made on the host and never reads the device. max_cache_len: the plan's capacity, the most tokens a
+    request may hold while the plan is used; paged, the block table run reads has at least
+    ceil(max_cache_len / page_size) columns (the plan's `pages`); contiguous (page_size None), the cache holds
+    at least max_cache_len positions per request. The plan checks everything once (one line naming the value
+    and its limit), chooses num_splits (gpusim.decode's rule, for the longest request at plan time, unless
+    given) and allocates the split kernel's workspace and a device copy of the lengths (`cache_seqlens`,
+    int32) and, paged, of the block table (`block_table`, int32, (batch, pages), zeros unless block_table is
+    given: then checked against num_pages and copied in).
+
+    run(...) checks only shapes, dtypes and devices (tuple comparisons), launches the kernels, and never
+    synchronises with the host, so a loop of runs can be captured in a CUDA graph and replayed after the
+    lengths and block tables it reads are updated in place on the device. The plan's checks are what make that
+    safe, for what the device cannot check cheaply; the caller guarantees, while the plan is used:
+    every length is at least seq (bottom-right alignment) and at most max_cache_len, and every block-table
+    entry a request uses (its first ceil(length / page_size)) is a page of the cache (0 .. num_pages - 1).
+    Lengths that grow (or shrink) after the plan keep the plan's num_splits: the kernels split each request's
+    chunks over them at run time, which is correct at any length within the capacity, though a plan made for
+    the new lengths may choose another, faster, count. The workspace is the plan's: runs of one plan go on
+    one stream, one after another.
+    """
+
+    def __init__(self, cache_seqlens, *, heads, kv_heads, head_dim, dtype, device, max_cache_len, page_size=None,
+                 block_table=None, num_pages=None, seq=1, num_splits=None, block_kv=None,
+                 causal_align="bottom_right", grouped=True, gpu=None, pdl=None):
+        device = torch.device(device)
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
+        if not HEAD_DIMS[0] <= head_dim <= HEAD_DIMS[1]:
+            raise ValueError(f"head_dim={head_dim} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+        check_device(device)
+        lengths = host_lengths(cache_seqlens)
+        chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
+        self.max_cache_len = _capacity(max_cache_len, lengths)
+        self._launch = _planned_launch(len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
+                                       page_size, bool(grouped), causal_align, DTYPES[dtype],
+                                       detect_gpu(device) if gpu is None else gpu, chunks)
+        L = self._launch
+        self.lengths, self.dtype, self.device = lengths, dtype, device
+        self.pages = -(-self.max_cache_len // page_size) if page_size else 0
+        self.q_shape = (L.batch, L.heads, L.seq, L.head_dim)
+        self.cache_seqlens = to_device(torch.tensor(lengths, dtype=torch.int32), device)
+        self.block_table = self._table(block_table, num_pages)
+        self.pdl = dependent_launch(device) if pdl is None else pdl
+        split = L.num_splits > 1
+        self.o_partial = torch.empty((L.num_splits, *self.q_shape), dtype=torch.float32, device=device) if split else None
+        self.lse_partial = torch.empty((L.num_splits, *self.q_shape[:3]), dtype=torch.float32,
+                                       device=device) if split else None
+        self.grids = ((L.units, L.batch, L.num_splits), (L.heads, L.batch, L.seq))
+        self.constants = {kernel: constants(L, kernel, self.pdl) for kernel in L.kernels}
+
+    @property
+    def launch(self):
+        """gpusim.decode's DecodeLaunch for the plan's lengths (what the model counts and prices)."""
+        return replace(self._launch, seq_kv=self.lengths)
+
+    @property
+    def num_splits(self):
+        return self._launch.num_splits
+
+    def _table(self, block_table, num_pages):
+        """The device block table: zeros, or block_table (host, checked against num_pages) copied in."""
+        if not self._launch.page_size:
+            if block_table is not None:
+                raise ValueError("block_table was given without page_size: a paged cache needs both")
+            return torch.zeros(1, dtype=torch.int32, device=self.device)
+        if block_table is None:
+            return torch.zeros((self._launch.batch, self.pages), dtype=torch.int32, device=self.device)
+        host = torch.as_tensor(block_table, device="cpu")
+        if host.dim() != 2 or host.shape[1] > self.pages:
+            raise ValueError(f"block_table is {tuple(host.shape)}: expected (batch, at most {self.pages} pages)")
+        if num_pages is None:
+            raise ValueError("block_table was given without num_pages: the plan checks its entries against it")
+        check_block_table(host.numpy(), self.lengths, num_pages, self._launch.page_size)
+        table = torch.zeros((self._launch.batch, self.pages), dtype=torch.int32)
+        table[:, :host.shape[1]] = host.to(torch.int32)
+        return to_device(table, self.device)
+
+    def run(self, q, k_cache, v_cache, block_table=None, cache_seqlens=None, *, return_lse=False, pdl=None,
+            **launch_options):
+        """O (and with return_lse=True the fp32 LSE, (B, H, seq)) of q (B, H, seq, d) over the cache: paged
+        (num_pages, page_size, kv_heads, d) through block_table (int32 (B, >= pages)), or contiguous
+        (B, kv_heads, >= max_cache_len, d). block_table, cache_seqlens (int32 (B,)) None: the plan's device
+        copies. pdl, launch_options (num_warps, num_stages of the split kernel): overrides for a sweep."""
+        L = self._launch
+        table = self.block_table if block_table is None else block_table
+        lengths = self.cache_seqlens if cache_seqlens is None else cache_seqlens
+        self._check(q, k_cache, v_cache, table, lengths)
+        o = torch.empty_like(q)
+        lse = torch.empty(self.q_shape[:3], dtype=torch.float32, device=self.device)
+        args = (table, lengths, L.head_dim**-0.5, table.shape[-1], 0 if L.page_size else k_cache.shape[2],
+                L.num_splits)
+        split, reduce = self.grids
+        if L.num_splits == 1:
+            decode_kernel[split](q, k_cache, v_cache, o, lse, *args, **self.constants["decode"] | launch_options)
+        else:
+            pdl = self.pdl if pdl is None else pdl
+            split_kv_kernel[split](q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
+                                   **self.constants["split_kv"] | dict(PDL=pdl) | launch_options)
+            reduce_kernel[reduce](self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
+                                  **self.constants["reduce"] | dict(PDL=pdl), launch_pdl=pdl)
+        return (o, lse) if return_lse else o
+
+    def _check(self, q, k_cache, v_cache, table, lengths):
+        """run's checks: shapes, dtypes, devices and contiguity, compared with the plan's."""
+        L = self._launch
+        if q.shape != self.q_shape or q.dtype != self.dtype or q.device != self.device or not q.is_contiguous():
+            raise ValueError(f"q is {tuple(q.shape)} {q.dtype} on {q.device}: the plan expects a contiguous "
+                             f"{self.q_shape} {self.dtype} on {self.device}")
+        if L.page_size:
+            fits = k_cache.dim() == 4 and k_cache.shape[1:] == (L.page_size, L.kv_heads, L.head_dim)
+            cache = f"(num_pages, {L.page_size}, {L.kv_heads}, {L.head_dim})"
+        else:
+            fits = k_cache.dim() == 4 and k_cache.shape[:2] == (L.batch, L.kv_heads) and \
+                k_cache.shape[3] == L.head_dim and k_cache.shape[2] >= self.max_cache_len
+            cache = f"({L.batch}, {L.kv_heads}, >= {self.max_cache_len}, {L.head_dim})"
+        for name, x in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if not (fits and x.shape == k_cache.shape and x.dtype == self.dtype and x.device == self.device
+                    and x.is_contiguous()):
+                raise ValueError(f"{name} is {tuple(x.shape)} {x.dtype} on {x.device}: the plan expects a "
+                                 f"contiguous {cache} {self.dtype} on {self.device}, as k_cache")
+        table_ok = table.dim() == 2 and table.shape[0] == L.batch and table.shape[1] >= self.pages if L.page_size \
+            else table is self.block_table
+        if not (table_ok and table.dtype == torch.int32 and table.device == self.device and table.is_contiguous()):
+            expected = f"int32 ({L.batch}, >= {self.pages}) on {self.device}" if L.page_size else "none (contiguous cache)"
+            raise ValueError(f"block_table is {table.dtype} {tuple(table.shape)}: the plan expects {expected}")
+        if lengths.shape != (L.batch,) or lengths.dtype != torch.int32 or lengths.device != self.device:
+            raise ValueError(f"cache_seqlens is {lengths.dtype} {tuple(lengths.shape)} on {lengths.device}: the "
+                             f"plan expects int32 ({L.batch},) on {self.device}")
+
+
+def to_device(host, device):
+    """A CPU tensor's copy on the device, made without waiting for the device: CUDA stages pageable memory
+    before cudaMemcpyAsync returns, so `host` may go at once."""
+    return host.to(device, non_blocking=True)
+
+
+def host_lengths(cache_seqlens):
+    """The plan's lengths as a tuple of Python ints, from ints or a CPU tensor; a device tensor is refused
+    (reading it would synchronise)."""
+    if isinstance(cache_seqlens, torch.Tensor):
+        if cache_seqlens.device.type != "cpu":
+            raise ValueError(f"cache_seqlens is on {cache_seqlens.device}: a plan takes the lengths from the host "
+                             "(Python ints or a CPU tensor)")
+        if cache_seqlens.dtype.is_floating_point or cache_seqlens.dtype.is_complex or cache_seqlens.dim() != 1:
+            raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected 1-d "
+                             "integers")
+        return tuple(cache_seqlens.tolist())
+    return tuple(cache_seqlens)
+
+
+def _capacity(max_cache_len, lengths):
+    if isinstance(max_cache_len, bool) or not isinstance(max_cache_len, int) or max_cache_len <= 0:
+        raise ValueError(f"max_cache_len={max_cache_len!r} must be a positive number of tokens")
+    longest = max(lengths, default=0)
+    if longest > max_cache_len:
+        b = lengths.index(longest)
+        raise ValueError(f"cache_seqlens[{b}]={longest:,} is more than the plan's max_cache_len={max_cache_len:,}")
+    return max_cache_len
+
+
+def _longest_chunks(lengths, seq, causal_align, block_kv):
+    """The K/V chunks of the longest request, the one input of the split rule that depends on the lengths,
+    after checking each length (one line naming it)."""
+    for b, n in enumerate(lengths):
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise ValueError(f"cache_seqlens[{b}]={n!r}: request {b} needs a positive number of cached tokens")
+        if causal_align == "bottom_right" and n < seq:
+            raise ValueError(f"cache_seqlens[{b}]={n} < seq={seq}: aligned bottom-right, request {b}'s query row 0 "
+                             "would see no keys")
+    keys = max(lengths, default=1) if causal_align == "bottom_right" else min(max(lengths, default=1), seq)
+    return -(-keys // block_kv) if isinstance(block_kv, int) and block_kv > 0 else 1
+
+
+@lru_cache(maxsize=LAUNCH_CACHE_SIZE)
+def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align,
+                    dtype, gpu, chunks):
+    """gpusim.decode.make_launch for a batch whose longest request has `chunks` K/V chunks: its checks and
+    split rule, once per shape and chunk count (the rule reads no other length), at lengths of whole chunks;
+    DecodePlan.launch puts the real lengths in. (A bad block_kv gets 1 chunk here and make_launch's error.)"""
+    seq_kv = max(chunks * (block_kv if isinstance(block_kv, int) else DEFAULT_BLOCK_KV), seq)
+    return make_launch(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq, seq_kv=seq_kv,
+                       num_splits=num_splits, block_kv=block_kv, page_size=page_size, grouped=grouped,
+                       causal_align=causal_align, dtype=dtype, gpu=gpu)
 
 
 def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page_size=None, num_splits=None,
@@ -162,17 +344,39 @@ def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, pa
     """Attention of q (B, H, seq, d) over a K/V cache: paged (num_pages, page_size, kv_heads, d) reached
     through block_table (B, max_pages), or contiguous (B, kv_heads, S, d) without one. cache_seqlens: the
     tokens cached per request. Returns O in q's dtype (and with return_lse=True the fp32 log-sum-exp,
-    (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (64)."""
-    call = prepare_decode(q, k_cache, v_cache, cache_seqlens=cache_seqlens, block_table=block_table,
+    (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (64).
+    One call: plan_for_cache's DecodePlan, run once. It reads cache_seqlens and block_table on the host to
+    check them (a synchronisation when they are on the GPU): a serving loop makes a DecodePlan itself."""
+    plan = plan_for_cache(q, k_cache, v_cache, cache_seqlens=cache_seqlens, block_table=block_table,
                           page_size=page_size, num_splits=num_splits, block_kv=block_kv, causal_align=causal_align,
                           grouped=grouped, gpu=gpu)
-    o, lse = run_decode(call)
-    return (o, lse) if return_lse else o
+    return plan.run(q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), return_lse=return_lse)
 
 
-def prepare_decode(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page_size=None, num_splits=None,
+def plan_for_cache(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page_size=None, num_splits=None,
                    block_kv=None, causal_align="bottom_right", grouped=True, gpu=None):
-    """Check everything before anything launches; one line per problem (gpusim.decode's messages)."""
+    """The DecodePlan for these tensors, its capacity the cache's (the block table's width in pages, or the
+    contiguous cache's positions), the block table (host or device) checked and copied into the plan: run it
+    with plan.run(q, k_cache, v_cache). Every check first, one line each (gpusim.decode's messages)."""
+    check_tensors(q, k_cache, v_cache)
+    seqlens = _indices("cache_seqlens", cache_seqlens, 1).tolist()
+    paged = block_table is not None
+    launch_for_cache(q.shape, k_cache.shape, v_cache.shape, seqlens, paged=paged, page_size=page_size,
+                     num_splits=num_splits, block_kv=block_kv, causal_align=causal_align, grouped=grouped,
+                     dtype=DTYPES[q.dtype], gpu=detect_gpu(q.device) if gpu is None else gpu)
+    table = _indices("block_table", block_table, 2) if paged else None
+    page_size = (page_size or k_cache.shape[1]) if paged else None
+    if paged:  # before the plan's capacity check: a table too short for a request is the table's fault
+        check_block_table(table.numpy(), seqlens, k_cache.shape[0], page_size)
+    return DecodePlan(seqlens, heads=q.shape[1], kv_heads=k_cache.shape[2 if paged else 1], head_dim=q.shape[3],
+                      dtype=q.dtype, device=q.device, page_size=page_size, seq=q.shape[2], num_splits=num_splits,
+                      block_kv=block_kv, causal_align=causal_align, grouped=grouped, gpu=gpu,
+                      max_cache_len=table.shape[1] * page_size if paged else k_cache.shape[2],
+                      block_table=table, num_pages=k_cache.shape[0] if paged else None)
+
+
+def check_tensors(q, k_cache, v_cache):
+    """decode_attention's checks of the tensors themselves: 4-d, a supported dtype, one device."""
     for name, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -185,61 +389,21 @@ def prepare_decode(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page
         raise ValueError(f"q, k_cache, v_cache have dtypes {q.dtype}, {k_cache.dtype}, {v_cache.dtype}: they must match")
     if not HEAD_DIMS[0] <= q.shape[3] <= HEAD_DIMS[1]:
         raise ValueError(f"head_dim={q.shape[3]} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
-    if q.device.type == "cpu" and not INTERPRETED:
+    check_device(q.device)
+
+
+def check_device(device):
+    if device.type == "cpu" and not INTERPRETED:
         raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
                          "before importing gpusim_kernels to run them in Triton's interpreter")
-    seqlens = _indices("cache_seqlens", cache_seqlens, 1, q.device)
-    launch = launch_for_cache(q.shape, k_cache.shape, v_cache.shape, seqlens.cpu().numpy(),
-                              paged=block_table is not None, page_size=page_size, num_splits=num_splits,
-                              block_kv=block_kv, causal_align=causal_align, grouped=grouped, dtype=DTYPES[q.dtype],
-                              gpu=detect_gpu(q.device) if gpu is None else gpu)
-    if block_table is None:
-        table = torch.zeros(1, dtype=torch.int32, device=q.device)
-    else:
-        table = _indices("block_table", block_table, 2, q.device)
-        check_block_table(table.cpu().numpy(), launch.seq_kv, k_cache.shape[0], launch.page_size)
-    return DecodeCall(launch, q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), _int32(seqlens),
-                      _int32(table))
 
 
-def _indices(name, x, dims, device):
-    """x as an integer tensor on the device, its values as given (checked before any narrowing)."""
-    x = torch.as_tensor(x, device=device)
+def _indices(name, x, dims):
+    """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
+    x = torch.as_tensor(x).cpu()
     if x.dim() != dims or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x
-
-
-def _int32(x):
-    """What the kernels read: int32, contiguous (a copy for other integer types; values already checked)."""
-    return x.to(torch.int32).contiguous()
-
-
-def run_decode(call, pdl=None, **launch_options):
-    """Launch the checked call: (O, LSE). launch_options (num_warps, num_stages) override the split kernel's
-    launch that gpusim prices, for a sweep of them (benchmarks/decode_tiles.py). pdl: launch the reduce as a
-    programmatic dependent launch (None: where the GPU has it, compute capability 9.0 and later; never in the
-    interpreter)."""
-    L, q = call.launch, call.q
-    pdl = dependent_launch(q.device) if pdl is None else pdl
-    o = torch.empty_like(q)
-    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    split = L.num_splits > 1
-    if split:
-        o_partial = torch.empty((L.num_splits, *q.shape), dtype=torch.float32, device=q.device)
-        lse_partial = torch.empty((L.num_splits, *q.shape[:3]), dtype=torch.float32, device=q.device)
-    paged = L.page_size is not None
-    grid = (L.units, L.batch, L.num_splits)
-    args = (call.block_table, call.cache_seqlens, L.head_dim ** -0.5, call.block_table.shape[-1],
-            0 if paged else call.k_cache.shape[2], L.num_splits)
-    if not split:
-        decode_kernel[grid](q, call.k_cache, call.v_cache, o, lse, *args, **constants(L, "decode") | launch_options)
-        return o, lse
-    split_kv_kernel[grid](q, call.k_cache, call.v_cache, o_partial, lse_partial, *args,
-                          **constants(L, "split_kv", pdl) | launch_options)
-    reduce_kernel[(L.heads, L.batch, L.seq)](o_partial, lse_partial, o, lse, call.cache_seqlens, L.num_splits,
-                                             **constants(L, "reduce", pdl), launch_pdl=pdl)
-    return o, lse
 
 
 def dependent_launch(device):
@@ -250,7 +414,8 @@ def dependent_launch(device):
 
 def constants(L, kernel, pdl=False):
     """A kernel's compile-time constants and launch options for DecodeLaunch L, as gpusim prices them
-    (gpusim/algorithms/split_kv.py launch); pdl: the split kernel and the reduce as run_decode's pdl."""
+    (gpusim/algorithms/split_kv.py launch); pdl: whether the split kernel and the reduce are a programmatic
+    dependent launch (DecodePlan.pdl)."""
     num_warps, num_stages = split_kv_model.launch(L, kernel)
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, prepare
+from .launch import constants, forward_launch
 from .tiles import keep, kv_blocks_visited, row_offsets
 
 
@@ -61,8 +61,16 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=
     dividing H. Returns O in fp32 (the accumulator the kernel read-modify-writes in HBM). block_q,
     block_kv: Br, Bc (default: gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the
     tiles must fit (default: detected)."""
-    cfg, q, k, v = prepare("flash1", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        return torch.ops.gpusim.flash1_attention(q, k, v, causal, block_q, block_kv, gpu)
+    cfg, grid, consts = forward_launch("flash1", q, k, v, causal, block_q, block_kv, gpu, _parts)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
-    flash1_kernel[(cfg.bh,)](q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **constants(cfg, "flash1"))
+    flash1_kernel[grid](q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return o
+
+
+def _parts(cfg):
+    """The launch's grid and constants (built once per shape, kernels/launch.py)."""
+    return (cfg.bh,), constants(cfg, "flash1")

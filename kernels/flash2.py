@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, prepare
+from .launch import constants, forward_launch
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
 
@@ -62,10 +62,19 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, retu
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
     which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default: the
-    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected)."""
-    cfg, q, k, v = prepare("flash2", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit
+    (default: detected; under torch.compile a preset name)."""
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, None, None, gpu)
+        return (o, lse) if return_lse else o
+    cfg, grids, consts = forward_launch("flash2", q, k, v, causal, block_q, block_kv, gpu, _parts)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    flash2_kernel[(cfg.tiling.n_q_blocks, cfg.bh)](q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5,
-                                                    **constants(cfg, "flash2"))
+    flash2_kernel[grids](q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return (o, lse) if return_lse else o
+
+
+def _parts(cfg):
+    """The launch's grid and constants (built once per shape, kernels/launch.py)."""
+    return (cfg.tiling.n_q_blocks, cfg.bh), constants(cfg, "flash2")

@@ -25,6 +25,7 @@ writes O_i (fp16 for fp8 inputs) and the log-sum-exp (fp32) once. The options ch
 and in which order the programs run, not how many bytes move.
 """
 import math
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ from gpusim.algorithms.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
 
 from .interpreter import INTERPRETED
+from .launch import LAUNCH_CACHE_SIZE, metas, signature
 from .tiles import keep, kv_blocks_visited
 
 FP8 = torch.float8_e4m3fn
@@ -233,6 +235,10 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     Needs an sm_90 GPU, or Triton's interpreter on CPU tensors (TRITON_INTERPRET=1)."""
     launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
                   warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads)
+    if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
+        o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, None if fp8_scale is None else list(fp8_scale),
+                                                   *launch.values())
+        return (o, lse) if return_lse else o
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
     return (o, lse) if return_lse else o
 
@@ -260,8 +266,10 @@ def descriptor_scratch_bytes(*, batch, heads, seq, block_q, warp_specialize=True
 
 def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     """Check, allocate O and the LSE, and launch the kernel (warmup: only compile it); returns O, the LSE and
-    Triton's compiled kernel."""
-    cfg, launch, qk_scale, o_scale = _prepare(q, k, v, causal, fp8_scale, overrides)
+    Triton's compiled kernel. The checks, the launch and its constants are built once per key (_planned)."""
+    cfg, launch, grid, constants = _planned(signature(dict(q=q, k=k, v=v)), causal, fp8_scale is not None,
+                                            tuple(overrides.items()), INTERPRETED)
+    qk_scale, o_scale = _scales(cfg, fp8_scale)
     q, k, v = q.contiguous(), k.contiguous(), _k_major(v) if q.dtype == FP8 else v.contiguous()
     o = torch.empty(q.shape, dtype=OUT_DTYPES[q.dtype], device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
@@ -270,14 +278,28 @@ def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     if not launch["warp_specialize"]:
         q, k, v = _host_descriptors(q, k, v, cfg)
     args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, launch["lpt_heads"])
+    if warmup:
+        return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
+    return o, lse, hopper_kernel[grid](*args, **constants)
+
+
+@lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
+def _planned(sig, causal, fp8, overrides, interpreted):
+    """_prepare's Config and launch, the grid and the kernel's constants, once per key (interpreted: the
+    mode the device check was made in)."""
+    cfg, launch = _prepare(*metas(sig).values(), causal, fp8, dict(overrides))
     constants = dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, Br=cfg.block_q, Bc=cfg.block_kv,
                      CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0, FP8=cfg.dtype == "fp8",
                      STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"], MASK=launch["mask"],
                      OVERLAP=launch["overlap"], num_warps=launch["num_warps"])
-    grid = (cfg.tiling.n_q_blocks * cfg.bh,)
-    if warmup:
-        return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
-    return o, lse, hopper_kernel[grid](*args, **constants)
+    return cfg, launch, (cfg.tiling.n_q_blocks * cfg.bh,), constants
+
+
+def _scales(cfg, fp8_scale):
+    """(qk_scale, o_scale): the scores' factor (1/sqrt(d), log2(e) and fp8's descales) and the output's."""
+    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else map(float, fp8_scale)
+    qk_scale = cfg.head_dim**-0.5 * LOG2E * q_descale * k_descale
+    return qk_scale, (v_descale / P_SCALE.value if cfg.dtype == "fp8" else 1.0)
 
 
 def _host_descriptors(q, k, v, cfg):
@@ -314,10 +336,11 @@ def _k_major(v):
     return out
 
 
-def _prepare(q, k, v, causal, fp8_scale, overrides):
-    """Check the inputs; return gpusim's Config, the launch parameters and the two scale factors."""
+def _prepare(q, k, v, causal, fp8, overrides):
+    """Check the inputs (tensors' Meta: shape, dtype, device) and whether an fp8 scale was given; return
+    gpusim's Config and the launch parameters."""
     for name, x in zip("qkv", (q, k, v)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        if len(x.shape) != 4:
             raise ValueError(f"{name} must be a 4-d tensor (batch, heads, seq, head_dim)")
     if not q.dtype == k.dtype == v.dtype or q.dtype not in OUT_DTYPES:
         raise ValueError(f"q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}: they must all be one of "
@@ -329,7 +352,7 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
         raise ValueError(f"head_dim={q.shape[3]}: the Hopper kernel supports {' and '.join(map(str, HEAD_DIMS))}")
     _check_device(q, k, v)
     dtype = DTYPE_NAMES[q.dtype]
-    if (dtype == "fp8") != (fp8_scale is not None):
+    if (dtype == "fp8") != fp8:
         raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
                          "with them")
     base = WS if overrides.get("warp_specialize") else CONFIGS[q.shape[3], dtype, bool(causal)]
@@ -346,10 +369,7 @@ def _prepare(q, k, v, causal, fp8_scale, overrides):
     cfg = make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
                       seq_kv=k.shape[2], head_dim=q.shape[3], block_q=launch["block_q"],
                       block_kv=launch["block_kv"], causal=causal, dtype=dtype, gpu="H200")
-    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else map(float, fp8_scale)
-    qk_scale = cfg.head_dim**-0.5 * LOG2E * q_descale * k_descale
-    o_scale = v_descale / P_SCALE.value if dtype == "fp8" else 1.0
-    return cfg, launch, qk_scale, o_scale
+    return cfg, launch
 
 
 def _check_launch(launch):

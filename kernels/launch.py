@@ -3,8 +3,14 @@ compile-time constants its kernel is specialised on.
 
 Inputs are made contiguous (a copy, outside the counted kernels, only for inputs that are not): the
 kernels address rows of d elements, and trace_io tells tensors apart by their memory ranges.
+
+Per call, forward_launch costs a dictionary look-up: what a launch needs (gpusim's Config, the grid, the
+constants) depends only on the tensors' shapes, dtypes and devices and on the options, so it is built, with
+every check and the model's tile search, once per such key (cached_launch) and reused.
 """
 from dataclasses import replace
+from functools import lru_cache
+from typing import NamedTuple
 
 import torch
 import triton
@@ -21,10 +27,64 @@ HEAD_DIMS = (16, 256)
 CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
 
 
+LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
+
+
+class Launch(NamedTuple):
+    """What a forward call launches, checked: gpusim's Config, each kernel's grid and its constants."""
+    cfg: object
+    grids: dict
+    constants: dict
+
+
+def forward_launch(algo, q, k, v, causal, block_q, block_kv, gpu, parts):
+    """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
+    look-up. parts(cfg): the kernels' grids and constants, {kernel: ...} each."""
+    return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, block_q, block_kv, gpu, parts, INTERPRETED)
+
+
+def signature(tensors):
+    """{name: tensor} as ((name, shape, dtype, device), ...): all a launch depends on, hashable. A non-tensor
+    gets check_tensors' one line."""
+    try:
+        return tuple((name, x.shape, x.dtype, x.device) for name, x in tensors.items())
+    except AttributeError:
+        check_tensors(tensors)
+        raise
+
+
+def metas(sig):
+    """signature's tuple back as {name: Meta}."""
+    return {name: Meta(*x) for name, *x in sig}
+
+
+@lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)  # typed: causal=1 is checked (and refused), not True's hit
+def cached_launch(algo, sig, causal, block_q, block_kv, gpu, parts, interpreted):
+    """forward_launch's builder: every check, the tile search and the constants, once per key (interpreted:
+    the mode the CPU check was made in)."""
+    cfg = checked_config(algo, *metas(sig).values(), causal=causal, block_q=block_q, block_kv=block_kv,
+                         gpu=gpu)
+    return Launch(cfg, *parts(cfg))
+
+
+class Meta(NamedTuple):
+    """A tensor's shape, dtype and device, which the checks read."""
+    shape: tuple
+    dtype: object
+    device: object
+
+
 def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     """Check q, k, v and the tiles; return gpusim's Config for this launch and q, k, v contiguous.
     block_q, block_kv None: the tile gpusim predicts fastest on this GPU (gpusim.best_blocks), as simulate()
     picks it."""
+    cfg = checked_config(algo, q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
+
+
+def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu):
+    """check_inputs, then gpusim's Config (block_q, block_kv None: gpusim.best_blocks' tile). q, k, v: tensors
+    or their Meta."""
     check_inputs(q, k, v, block_q, block_kv)
     shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
                  head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
@@ -32,16 +92,27 @@ def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     if block_q is None or block_kv is None:
         best = best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
-    cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
-    return cfg, q.contiguous(), k.contiguous(), v.contiguous()
+    return make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
+
+
+EXPECTED = {"do": "the output's gradient, shaped like q", "lse": "the forward's row log-sum-exp (fp32)"}
+
+
+def check_tensors(tensors):
+    """{name: x}: each a tensor, else one line naming what it is and what was expected."""
+    for name, x in tensors.items():
+        if not isinstance(x, (torch.Tensor, Meta)):
+            expected = EXPECTED.get(name, "a 4-d tensor (batch, heads, seq, head_dim)")
+            raise ValueError(f"{name} is {type(x).__name__}: expected {expected}")
 
 
 def check_inputs(q, k, v, block_q, block_kv):
-    """The checks every launch makes, forward or backward, before gpusim checks the configuration."""
+    """The checks every launch makes, forward or backward, before gpusim checks the configuration. q, k, v:
+    tensors or their Meta (shape, dtype, device)."""
+    check_tensors(dict(q=q, k=k, v=v))
     for name, x in zip("qkv", (q, k, v)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 4:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"{name} is {shape}: expected a 4-d tensor (batch, heads, seq, head_dim)")
+        if len(x.shape) != 4:
+            raise ValueError(f"{name} is {tuple(x.shape)}: expected a 4-d tensor (batch, heads, seq, head_dim)")
         if x.dtype not in DTYPES:
             raise ValueError(f"{name} has dtype {x.dtype}: supported are {', '.join(map(str, DTYPES))}")
     if not q.dtype == k.dtype == v.dtype:
@@ -64,6 +135,7 @@ def check_inputs(q, k, v, block_q, block_kv):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
 
 
+@lru_cache(maxsize=None)  # a device's name and properties do not change while the process runs
 def detect_gpu(device):
     """The gpusim preset for a device: by CUDA device name; A100s by memory; any other CUDA GPU is the
     A100-40GB preset with the device's own shared memory per block (the limit its launches must meet)."""

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, options, prepare
+from .launch import constants, forward_launch, options
 from .tiles import kv_blocks_visited, row_offsets
 
 
@@ -109,15 +109,24 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written)."""
-    cfg, q, k, v = prepare("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
-    t, scale = cfg.tiling, cfg.head_dim**-0.5
+    if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
+        return torch.ops.gpusim.naive_attention(q, k, v, causal, block_q, block_kv, gpu)
+    cfg, grids, consts = forward_launch("naive", q, k, v, causal, block_q, block_kv, gpu, _parts)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
-    qk_kernel[(t.n_q_blocks * t.n_kv_blocks, cfg.bh)](q, k, s, cfg.seq, cfg.seq_kv, scale, **constants(cfg, "qk"))
+    qk_kernel[grids["qk"]](q, k, s, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts["qk"])
     p = torch.empty_like(s)
-    softmax_kernel[(cfg.seq, cfg.bh)](s, p, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.softmax_fits,
-                                      BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv,
-                                      **options(cfg, "softmax"))
+    softmax_kernel[grids["softmax"]](s, p, cfg.seq, cfg.seq_kv, **consts["softmax"])
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
-    pv_kernel[(t.n_q_blocks, cfg.bh)](p, v, o, cfg.seq, cfg.seq_kv, **constants(cfg, "pv"))
+    pv_kernel[grids["pv"]](p, v, o, cfg.seq, cfg.seq_kv, **consts["pv"])
     return (o, p) if return_p else o
+
+
+def _parts(cfg):
+    """The three launches' grids and constants (built once per shape, kernels/launch.py)."""
+    t = cfg.tiling
+    grids = {"qk": (t.n_q_blocks * t.n_kv_blocks, cfg.bh), "softmax": (cfg.seq, cfg.bh), "pv": (t.n_q_blocks, cfg.bh)}
+    softmax = dict(CAUSAL=cfg.causal, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(cfg.seq_kv),
+                   Br=cfg.block_q, Bc=cfg.block_kv, **options(cfg, "softmax"))
+    return grids, {"qk": constants(cfg, "qk"), "softmax": softmax, "pv": constants(cfg, "pv")}

@@ -1,6 +1,5 @@
 """gpusim's time model against the H200's measurements (results/h200/), re-simulated from the current code:
 the bounds docs/perf.md states, the tile choice, and docs/perf.md's generated tables. NumPy only."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,7 @@ BOUNDS = {"all": (0.9, 1.0), "flash2": (0.95, 1.0), "naive": (0.8, 1.0), "hopper
 
 
 def _agreement():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import agreement
-    import perf_report
+    from benchmarks import agreement, perf_report
     return agreement, perf_report
 
 
@@ -59,4 +56,4 @@ def test_best_blocks_picks_within_5_percent_of_the_fastest_measured_tile():
 def test_generated_tables_are_what_the_current_code_computes(document):
     _, perf_report = _agreement()
     text = (ROOT / document).read_text()
-    assert perf_report.render(text) == text, "run python benchmarks/perf_report.py --write and review the change"
+    assert perf_report.render(text) == text, "run python -m benchmarks.perf_report --write and review the change"

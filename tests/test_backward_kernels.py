@@ -120,11 +120,34 @@ def test_backward_bytes_equal_gpusim_counts(c):
 
 @CPU
 def test_default_tiles_are_gpusims():
+    """No tiles given: the backward runs gpusim's choice (best_blocks(..., backward=True) where gpusim has it,
+    else gpusim.backward's defaults, 128 x 32), and moves what gpusim counts for it."""
     c = case("flash2", "fp16", 300, 200, 64, None, None, causal=True, heads=2)
     q, k, v, do = inputs(c, "cpu")
-    cfg = backward.config("flash2", seq=300, seq_kv=200, head_dim=64, heads=2, kv_heads=1, causal=True)
-    assert (cfg.block_q, cfg.block_kv) == (128, 32)
+    shape = dict(seq=300, seq_kv=200, head_dim=64, heads=2, kv_heads=1, causal=True)
+    chosen = gpusim_kernels.backward.default_backward_blocks(dict(shape, batch=1, dtype="fp16", gpu="A100-40GB"))
+    cfg = backward.config("flash2", **shape, block_q=chosen[0], block_kv=chosen[1])
+    if gpusim_kernels.backward.BEST_BACKWARD is None:
+        assert (cfg.block_q, cfg.block_kv) == (128, 32)
     assert backward_io(c, q, k, v, do) == backward.count(cfg)
+
+
+@CPU
+def test_backward_tiles_come_from_gpusims_backward_choice(monkeypatch):
+    """Where gpusim's best_blocks takes backward=True, its pick is the backward's default (a stand-in here),
+    asked once per shape."""
+    asked = []
+    monkeypatch.setattr(gpusim_kernels.backward, "BEST_BACKWARD", lambda algo, **shape: asked.append(algo) or (32, 16))
+    gpusim_kernels.backward._cached_backward.cache_clear()
+    c = case("flash2", "fp16", 40, 40, 16, None, None, causal=True)
+    q, k, v, do = inputs(c, "cpu")
+    cfg = backward.config("flash2", seq=40, head_dim=16, causal=True, block_q=32, block_kv=16)
+    try:
+        assert backward_io(c, q, k, v, do) == backward.count(cfg)
+        backward_io(c, q, k, v, do)
+        assert asked == ["flash2"]
+    finally:
+        gpusim_kernels.backward._cached_backward.cache_clear()  # the stand-in's launches go with it
 
 
 RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
@@ -183,7 +206,7 @@ def test_backward_blocks_are_checked():
 
 @CPU
 def test_bench_bwd_smoke(tmp_path):
-    from gpusim_kernels import bench_bwd
+    from benchmarks import bench_bwd
     out = tmp_path / "bench_bwd.json"
     assert bench_bwd.main(["--smoke", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
@@ -198,7 +221,7 @@ def test_bench_bwd_smoke(tmp_path):
 
 
 def test_ncu_compares_backward_kernels_with_gpusim_backward():
-    from gpusim_kernels import ncu
+    from benchmarks import ncu
     assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [
         "dkdv", "dk", "dq", "preprocess"]
     entry = {"seq": 1024, "head_dim": 64, "causal": True, "dtype": "fp16", "batch": 16, "heads": 32, "algo": "flash2",

@@ -15,14 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import their sibling probe.py
-import bandwidth  # noqa: E402
-import latency  # noqa: E402
-import matmul_tiles  # noqa: E402
-import probe  # noqa: E402
-import resources  # noqa: E402
-import tiles  # noqa: E402
-
+from benchmarks import bandwidth, latency, matmul_tiles, probe, resources, tiles  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -66,9 +59,9 @@ def test_compile_pool_reports_the_items_that_fail():
 
 
 def test_environment_names_the_command():
-    env = probe.environment("python benchmarks/latency.py --out x")
+    env = probe.environment("python -m benchmarks.latency --out x")
     assert {"gpu", "driver", "torch", "triton", "cuda", "date", "command"} <= set(env)
-    assert env["command"] == "python benchmarks/latency.py --out x"
+    assert env["command"] == "python -m benchmarks.latency --out x"
 
 
 @pytest.mark.parametrize("pages", ["spread", "local"])
@@ -112,7 +105,7 @@ def test_latency_smoke_run_writes_every_row(tmp_path, monkeypatch):
         monkeypatch.setattr(latency, name, getattr(latency, name))  # restored after main() sets the smoke values
     latency.main(["--out", str(tmp_path), "--smoke"])
     data = json.loads((tmp_path / "latency.json").read_text())
-    assert data["environment"]["command"] == f"python benchmarks/latency.py --out {tmp_path} --smoke"
+    assert data["environment"]["command"] == f"python -m benchmarks.latency --out {tmp_path} --smoke"
     assert len(data["rows"]) == len(latency.SMOKE["CHASES"])
     for row in data["rows"]:
         assert {"level", "pages", "working_set_bytes", "hops", "ns_per_hop", "cycles_per_hop"} <= set(row)
@@ -246,12 +239,11 @@ def test_signatures_give_each_kernel_its_output_type():
 
 
 SM90_CHECK = """
-import re, sys
-sys.path.insert(0, "benchmarks")
+import re
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-import bandwidth, latency, matmul_tiles
+from benchmarks import bandwidth, latency, matmul_tiles
 
 def ptx(fn, sig, consts, num_warps, num_stages=3):
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}

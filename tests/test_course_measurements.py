@@ -28,12 +28,12 @@ def test_read_results_reads_the_json_or_says_where_it_should_be(tmp_path):
 
 def test_environment_line_names_gpu_versions_date_command_and_truncation():
     line = measurements.environment_line({"environment": {
-        "gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29", "command": "python -m gpusim_kernels.bench",
+        "gpu": "NVIDIA H200", "torch": "2.11", "date": "2026-11-29", "command": "python -m benchmarks.bench",
         "truncated": "stopped"}})
-    assert line == ("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m gpusim_kernels.bench; "
+    assert line == ("Measured on NVIDIA H200: torch 2.11, date 2026-11-29; command: python -m benchmarks.bench; "
                     "note: stopped")
-    assert measurements.environment_line({"gpu": "H", "command": "python benchmarks/ceilings.py"}) == (
-        "Measured on H: ; command: python benchmarks/ceilings.py")  # ceilings.json: the fields at the top level
+    assert measurements.environment_line({"gpu": "H", "command": "python -m benchmarks.ceilings"}) == (
+        "Measured on H: ; command: python -m benchmarks.ceilings")  # ceilings.json: the fields at the top level
 
 
 def test_ceilings_rows_divide_measured_by_datasheet():

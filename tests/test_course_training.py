@@ -121,7 +121,7 @@ def test_predicted_step_is_the_forward_and_backward_kernels_on_the_tiles_each_ro
 
 
 def test_naive_step_runs_both_passes_on_the_backward_s_default_tiles():
-    """As kernels/bench_bwd.py runs the project's naive attention: at d = 64, causal, N = 512 gpusim's forward
+    """As benchmarks/bench_bwd.py runs the project's naive attention: at d = 64, causal, N = 512 gpusim's forward
     alone would pick 64 x 64, but the trainable kernels share the backward's 128 x 128."""
     batch, heads = tm.shape(512, 64)
     call = dict(seq=512, head_dim=64, heads=heads, batch=batch, causal=True, gpu="H200-measured", backward=True)

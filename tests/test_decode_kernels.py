@@ -115,7 +115,7 @@ def paged_inputs():
 ])
 def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, message):
     q, k, v, table = paged_inputs()
-    monkeypatch.setattr(gpusim_kernels.decode, "run_decode", lambda call: pytest.fail("a kernel was launched"))
+    monkeypatch.setattr(gpusim_kernels.DecodePlan, "run", lambda *a, **kw: pytest.fail("a kernel was launched"))
     kwargs = dict(cache_seqlens=[40, 20], block_table=table, block_kv=16, num_splits=None) | change
     with pytest.raises(ValueError) as err:
         gpusim_kernels.decode_attention(q, k, v, **kwargs)
@@ -157,10 +157,8 @@ def test_decode_splits_smoke_run_times_each_split_count(tmp_path):
     """benchmarks/decode_splits.py in the interpreter: the kernel's own split count and the swept ones, each
     checked against float64; no programmatic dependent launch (the interpreter has none)."""
     import json
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import decode_splits
+
+    from benchmarks import decode_splits
     assert decode_splits.main(["--out", str(tmp_path), "--smoke"]) == 0
     rows = json.loads((tmp_path / "decode_splits.json").read_text())["rows"]
     assert [(r["num_splits"], r["default"]) for r in rows] == [(4, True), (4, True), (2, False), (3, False)]
@@ -174,10 +172,8 @@ def test_decode_layout_smoke_run_reads_one_cache_every_way(tmp_path):
     in order) and contiguous, each launch at its own split count, each checked against float64 (fp16 inputs,
     fp32 softmax and accumulation: 1e-3); the page size does not change the split count."""
     import json
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import decode_layout
+
+    from benchmarks import decode_layout
     assert decode_layout.main(["--out", str(tmp_path), "--smoke"]) == 0
     rows = json.loads((tmp_path / "decode_layout.json").read_text())["rows"]
     assert [(r["variant"], r["page_size"]) for r in rows] == [(name, p) for name, p, _ in decode_layout.VARIANTS]
@@ -193,7 +189,161 @@ def test_dependent_launch_changes_nothing_but_the_launch():
         pytest.skip("programmatic dependent launch needs compute capability 9.0 or later")
     c = dict(LARGE[0], num_splits=7, seq=1, page_size=16, grouped=True)
     q, k, v, table = torch_inputs(c, "cuda")
-    call = gpusim_kernels.prepare_decode(q, k, v, cache_seqlens=torch.tensor(c["seq_kv"], device="cuda"),
-                                         block_table=table, page_size=16, num_splits=7)
-    with_pdl, without = (gpusim_kernels.run_decode(call, pdl=pdl) for pdl in (True, False))
+    plan = gpusim_kernels.decode.plan_for_cache(q, k, v, cache_seqlens=torch.tensor(c["seq_kv"], device="cuda"),
+                                                block_table=table, page_size=16, num_splits=7)
+    with_pdl, without = (plan.run(q, k, v, return_lse=True, pdl=pdl) for pdl in (True, False))
     assert all(torch.equal(a, b) for a, b in zip(with_pdl, without))
+
+
+def growing_cache(device, lengths=(40, 20), grown=(70, 33), page_size=16, capacity=96):
+    """Two requests in pages of 16 of a 20-page cache, their tables filled for the plan's capacity (6 pages),
+    and a plan made at `lengths`: the float64 copies the reference reads, and the plan."""
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 1, 16, generator=gen).half().to(device)
+    k, v = (torch.randn(20, page_size, 2, 16, generator=gen).half().to(device) for _ in range(2))
+    table = torch.randperm(20, generator=gen)[:12].view(2, 6).int()
+    plan = gpusim_kernels.DecodePlan(list(lengths), heads=4, kv_heads=2, head_dim=16, dtype=torch.float16,
+                                     device=device, page_size=page_size, max_cache_len=capacity, block_table=table,
+                                     num_pages=20, block_kv=16)
+    return q, k, v, table, plan
+
+
+def reference_at(q, k, v, table, lengths):
+    as64 = [x.cpu().double().numpy() for x in (q, k, v)]
+    return decode_reference(*as64, cache_seqlens=list(lengths), block_table=table.numpy(),
+                            causal_align="bottom_right")
+
+
+@RUNS
+def test_plan_runs_at_grown_lengths_within_its_capacity():
+    """A plan made at 40 and 20 tokens (3 splits of 16-key chunks for the longest), its device lengths then
+    raised in place to 70 and 33: the same splits, each request's chunks spread over them at run time, and
+    the output the float64 reference gives at the new lengths (the bound of test_output_matches_reference)."""
+    q, k, v, table, plan = growing_cache(DEVICE)
+    splits = plan.num_splits
+    for lengths in ((40, 20), (70, 33)):
+        plan.cache_seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+        out = plan.run(q, k, v)
+        ref = reference_at(q, k, v, table, lengths)
+        err = np.linalg.norm(out.cpu().double().numpy() - ref) / np.linalg.norm(ref)
+        assert err <= 2 * UNIT_ROUNDOFF["fp16"] + (16 + max(lengths)) * 2.0**-24
+    assert plan.num_splits == splits > 1
+
+
+@CPU
+def test_plan_run_moves_the_models_bytes():
+    """plan.run's loads and stores are gpusim.decode's count for the plan's launch, byte for byte."""
+    q, k, v, _, plan = growing_cache("cpu")
+    moved = gpusim_kernels.trace_io(plan.run, q, k, v, by_kernel=True)
+    assert moved == decode.count(plan.launch)
+
+
+@CPU
+def test_plan_run_never_reads_the_device(monkeypatch):
+    """run's own Python converts no tensor to a host value (no .item(), .tolist(), .cpu(), bool() or int()):
+    the kernels are replaced by recorders, and every such conversion raises while run runs."""
+    q, k, v, _, plan = growing_cache("cpu")
+    launched = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append((self.name, grid))
+
+    for name in ("decode_kernel", "split_kv_kernel", "reduce_kernel"):
+        monkeypatch.setattr(gpusim_kernels.decode, name, Recorder(name))
+    for method in ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, method, lambda *a, m=method, **kw: pytest.fail(f"run called Tensor.{m}"))
+    plan.run(q, k, v)
+    monkeypatch.undo()
+    assert launched == [("split_kv_kernel", plan.grids[0]), ("reduce_kernel", plan.grids[1])]
+
+
+@RUNS
+@pytest.mark.parametrize("make, message", [
+    (lambda: dict(max_cache_len=32), "cache_seqlens[0]=40 is more than the plan's max_cache_len=32"),
+    (lambda: dict(max_cache_len=0), "max_cache_len=0 must be a positive number of tokens"),
+    (lambda: dict(cache_seqlens=[40, 0]), "cache_seqlens[1]=0: request 1 needs a positive number of cached tokens"),
+    (lambda: dict(cache_seqlens=torch.tensor([40, 20], device="meta")),
+     "cache_seqlens is on meta: a plan takes the lengths from the host"),
+    (lambda: dict(block_table=[[0, 1, 2], [3, 25, 4]], num_pages=20),
+     "block_table[1, 1]=25 is out of range for request 1: the cache has 20 pages (0..19)"),
+    (lambda: dict(block_table=[[0, 1, 2], [3, 4, 5]]), "block_table was given without num_pages"),
+    (lambda: dict(dtype=torch.float64), "dtype=torch.float64: supported are"),
+])
+def test_bad_plan_gives_one_line(make, message):
+    kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
+                  page_size=16, max_cache_len=96, block_kv=16) | make()
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.DecodePlan(kwargs.pop("cache_seqlens"), **kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("change, message", [
+    (dict(q=lambda q: q[:1]), "q is (1, 4, 1, 16) torch.float16 on"),
+    (dict(q=lambda q: q.float()), "the plan expects a contiguous (2, 4, 1, 16) torch.float16"),
+    (dict(k=lambda k: k[:, :8]), "k_cache is (20, 8, 2, 16) torch.float16 on"),
+    (dict(v=lambda v: v.transpose(0, 1).contiguous().transpose(0, 1)), "v_cache is (20, 16, 2, 16)"),
+    (dict(table=lambda t: t[:, :5]), "block_table is torch.int32 (2, 5): the plan expects int32 (2, >= 6)"),
+    (dict(table=lambda t: t.long()), "block_table is torch.int64 (2, 6)"),
+    (dict(lengths=lambda n: n.long()), "cache_seqlens is torch.int64 (2,)"),
+])
+def test_bad_run_gives_one_line(change, message):
+    q, k, v, table, plan = growing_cache(DEVICE)
+    same = lambda x: x  # noqa: E731
+    args = (change.get("q", same)(q), change.get("k", same)(k), change.get("v", same)(v),
+            change.get("table", same)(plan.block_table), change.get("lengths", same)(plan.cache_seqlens))
+    with pytest.raises(ValueError) as err:
+        plan.run(*args)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@CUDA
+def test_plan_and_run_do_not_synchronise():
+    """Neither a plan made from host lengths (copied without waiting) nor its run waits for the GPU."""
+    q, k, v, table, plan = growing_cache("cuda")
+    plan.run(q, k, v)  # compiled outside the check
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        again = gpusim_kernels.DecodePlan([41, 21], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16,
+                                          device="cuda", page_size=16, max_cache_len=96, block_kv=16)
+        again.run(q, k, v, plan.block_table)
+        plan.run(q, k, v)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+@CUDA
+def test_plan_replays_from_a_cuda_graph_as_lengths_grow():
+    """Runs captured once replay at lengths raised in place: each replay equals an eager run at those
+    lengths, bit for bit (the same kernels and splits)."""
+    q, k, v, _, plan = growing_cache("cuda")
+    plan.run(q, k, v)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = plan.run(q, k, v)
+    for lengths in ((41, 20), (64, 21), (96, 33)):
+        plan.cache_seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+        graph.replay()
+        assert torch.equal(out, plan.run(q, k, v))
+
+
+@CPU
+def test_serving_smoke_run_times_a_growing_cache(tmp_path):
+    """benchmarks/serving.py in the interpreter: every point timed by the plan and by SDPA (math on CPU, no
+    graphs), ours within fp16 rounding of SDPA (fp32 softmax and accumulation: 1e-3)."""
+    import json
+
+    from benchmarks import serving
+    assert serving.main(["--out", str(tmp_path), "--smoke"]) == 0
+    rows = json.loads((tmp_path / "serving.json").read_text())["rows"]
+    points = serving.SMOKE["points"]
+    assert [(r["provider"], r["batch"], r["seq_kv"]) for r in rows] == [
+        (p, b, n) for b, n in points for p in ("plan_eager", "sdpa_math")]
+    assert all(r["ms_per_token"] > 0 and r["steps"] == serving.SMOKE["steps"] for r in rows)
+    assert all(r["rel_err"] < 1e-3 for r in rows if r["provider"] == "plan_eager")

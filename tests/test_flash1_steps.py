@@ -1,13 +1,9 @@
 """benchmarks/flash1_steps.py: the per-step view of flash1's bench rows. NumPy only."""
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import agreement  # noqa: E402
-import flash1_steps  # noqa: E402
+from benchmarks import agreement, flash1_steps
 
 
 def test_steps_and_waves_of_a_non_causal_row():

@@ -310,8 +310,7 @@ def test_bad_input(change, message):
 
 def test_docs_variant_table_is_what_the_results_file_gives():
     """docs/hopper.md's table of the variants, recomputed from results/h200/hopper_variants.json."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import hopper_check
+    from benchmarks import hopper_check
     rows = json.loads((ROOT / "results" / "h200" / "hopper_variants.json").read_text())["rows"]
     printed = [line.split() for line in hopper_check.summary(rows).splitlines()[1:]]
     expected = [[d, "yes" if causal == "1" else "no", f"{int(n):,}", cudnn, flash, f"{table} ({ratio[:-1]})",

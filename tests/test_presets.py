@@ -1,7 +1,6 @@
 """The measured preset and the compiled-kernel table hold what their results files say, and the register
 estimate agrees with the compiled kernels it stands in for."""
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,7 @@ from gpusim.config import make_config
 from gpusim.occupancy import estimate_registers
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import h200_constants  # noqa: E402
-import mutants  # noqa: E402
+from benchmarks import h200_constants, mutants
 
 
 def test_h200_measured_holds_the_microbenchmarks_constants():

@@ -10,7 +10,7 @@ import gpusim
 from gpusim_course.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from gpusim_kernels import ncu  # noqa: E402
+from benchmarks import ncu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"

@@ -1,12 +1,10 @@
 """benchmarks/softmax_issue.py against results/h200/ncu_softmax.csv (Nsight, run 11): what docs/perf.md says of
 the naive softmax's fitted issue rate, recomputed from the current model."""
-import importlib.util
 from pathlib import Path
 
+from benchmarks import softmax_issue
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("softmax_issue", ROOT / "benchmarks" / "softmax_issue.py")
-softmax_issue = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(softmax_issue)
 CSV = ROOT / "results" / "h200" / "ncu_softmax.csv"
 
 

@@ -1,7 +1,7 @@
 """Time the project's kernels against what users would otherwise pick, on the GPU, in one run.
 
-    python -m gpusim_kernels.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
-    python -m gpusim_kernels.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
+    python -m benchmarks.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
+    python -m benchmarks.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
 
 The charts: python -m gpusim_course.plots bench results/h200/bench.json (the course package draws them).
 
@@ -157,7 +157,7 @@ def run(args):
     todo = list(configs(shapes, args.dtypes.split(","), sweep=not args.only_shapes,
                         head_dims=tuple(int(d) for d in args.head_dims.split(",")), causals=causals))
     table = {name: fn for name, fn in providers().items() if name not in args.without.split(",")}
-    result = {"environment": environment("python -m gpusim_kernels.bench " + " ".join(sys.argv[1:])), "rows": []}
+    result = {"environment": environment("python -m benchmarks.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
     for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
             tqdm(todo, desc="configurations", file=sys.stderr)):
@@ -216,7 +216,7 @@ def print_table(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m gpusim_kernels.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every row)")
     ap.add_argument("--shape", action="append", default=[], help="B,H,N,d to measure too (repeatable)")
     ap.add_argument("--only-shapes", action="store_true", help="measure only the --shape shapes")

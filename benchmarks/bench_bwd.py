@@ -1,9 +1,8 @@
 """Time attention's backward pass against what users would otherwise pick, on the GPU, in one run.
 
-    python -m gpusim_kernels.bench_bwd --out $OUT/bench_bwd.json --max-minutes 3
-    python kernels/bench_bwd.py --out $OUT/bench_bwd.json          # no install: kernels/ loads as gpusim_kernels
-    TRITON_INTERPRET=1 python kernels/bench_bwd.py --smoke --out /tmp/bench_bwd.json   # CPU, one tiny size
-    python kernels/bench_bwd.py --out $OUT/bench_bwd_naive.json --providers naive     # some providers only
+    python -m benchmarks.bench_bwd --out $OUT/bench_bwd.json --max-minutes 3      # from the repository root
+    TRITON_INTERPRET=1 python -m benchmarks.bench_bwd --smoke --out /tmp/bench_bwd.json   # CPU, one tiny size
+    python -m benchmarks.bench_bwd --out $OUT/bench_bwd_naive.json --providers naive     # some providers only
 
 The FlashAttention-2 paper's sweep (16K tokens: batch = 16384 // N; hidden 2048: heads = 2048 // d; d 64
 and 128; causal or not; N 512 to 16K), fp16. Providers: the project's flash2 backward (its tiles picked
@@ -30,16 +29,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-
-if __package__ in (None, ""):  # run as a file: the repository root on the path, kernels/ as gpusim_kernels
-    import importlib.util
-    ROOT = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(ROOT))
-    if importlib.util.find_spec("gpusim_kernels") is None:
-        spec = importlib.util.spec_from_file_location("gpusim_kernels", ROOT / "kernels" / "__init__.py",
-                                                      submodule_search_locations=[str(ROOT / "kernels")])
-        sys.modules["gpusim_kernels"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["gpusim_kernels"])
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
@@ -193,7 +182,7 @@ def run(args):
     if device == "cuda":
         warm_cache((64, 128), candidates)
     table = {name: fn for name, fn in providers().items() if args.providers is None or name in args.providers}
-    result = {"environment": environment("python -m gpusim_kernels.bench_bwd " + " ".join(sys.argv[1:]), device),
+    result = {"environment": environment("python -m benchmarks.bench_bwd " + " ".join(sys.argv[1:]), device),
               "tuning": [], "rows": []}
     chosen = {}
     for head_dim in (64, 128) if "flash2" in table else ():
@@ -252,7 +241,7 @@ def print_table(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m gpusim_kernels.bench_bwd", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_bwd", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every configuration)")
     ap.add_argument("--max-minutes", type=float, default=math.inf, help="stop starting new configurations after")
     ap.add_argument("--smoke", action="store_true", help="CPU, Triton's interpreter, one tiny size")

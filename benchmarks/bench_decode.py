@@ -1,8 +1,7 @@
 """Time Flash-Decoding on the GPU against what users would otherwise pick, in one run (about 2 minutes).
 
-    python kernels/bench_decode.py --out $OUT/decode.json --max-minutes 2     # from the repository root
-    python -m gpusim_kernels.bench_decode --out ... --max-minutes 2            # where gpusim_kernels is installed
-    TRITON_INTERPRET=1 python kernels/bench_decode.py --out /tmp/decode.json --smoke   # CPU: the code paths
+    python -m benchmarks.bench_decode --out $OUT/decode.json --max-minutes 2     # from the repository root
+    TRITON_INTERPRET=1 python -m benchmarks.bench_decode --out /tmp/decode.json --smoke   # CPU: the code paths
 
 Llama-3-8B's attention (32 query heads, 8 K/V heads, d = 128, fp16; gpusim/kvcache.py), one new token per
 request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
@@ -24,7 +23,7 @@ block-table read per chunk), and a request wastes at most 15 token slots; the K/
 
 Each row: {provider, batch, seq_kv, heads, kv_heads, head_dim, dtype, page_size, num_splits, ms, model_bytes,
 bytes_per_s, copy_fraction, rel_err, timing} or an error. ms: the median time of the GPU work replayed from
-a CUDA graph (gpusim_kernels.bench.gpu_time; timing "cuda_graph", or "events" where a call cannot be
+a CUDA graph (benchmarks.bench.gpu_time; timing "cuda_graph", or "events" where a call cannot be
 captured), so that Python's launch time, longer than the kernels at batch 1, is not in it; the calls rotate
 among enough copies of the inputs to exceed twice the L2, so the cache comes from DRAM. model_bytes:
 gpusim.decode's count for the row's configuration: the launch itself for split_kv rows, the contiguous
@@ -35,7 +34,6 @@ device-to-device copy bandwidth measured at the start of the run (bytes read + w
 """
 import argparse
 import datetime
-import importlib.util
 import json
 import math
 import os
@@ -44,23 +42,14 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the repository root on the path, kernels/ as gpusim_kernels
-    ROOT = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(ROOT))
-    if importlib.util.find_spec("gpusim_kernels") is None:
-        spec = importlib.util.spec_from_file_location("gpusim_kernels", ROOT / "kernels" / "__init__.py",
-                                                      submodule_search_locations=[str(ROOT / "kernels")])
-        sys.modules["gpusim_kernels"] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+import torch
+import torch.nn.functional as F
+import triton
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-import triton  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
-
-from gpusim import decode  # noqa: E402
-from gpusim_kernels.bench import gpu_time  # noqa: E402
-from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
+from gpusim import decode
+from benchmarks.bench import gpu_time
+from gpusim_kernels.decode import plan_for_cache
 
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B (gpusim/kvcache.py)
 BATCHES, SEQ_KVS = (1, 8, 64), tuple(1024 << i for i in range(8))
@@ -96,8 +85,8 @@ def _compile(num_splits):
     """One small launch with the sweep's compile-time constants (in a worker process: it fills Triton's
     cache). The reduce is specialised on num_splits rounded up to a power of two."""
     inputs = cache_inputs(1, 64 * num_splits, SHAPE, copies=1, seed=0)[0]
-    run_decode(prepare_decode(*inputs["paged"], cache_seqlens=inputs["lengths"], block_table=inputs["table"],
-                              page_size=PAGE_SIZE, num_splits=num_splits, block_kv=64))
+    plan_for_cache(*inputs["paged"], cache_seqlens=inputs["lengths"], block_table=inputs["table"],
+                   page_size=PAGE_SIZE, num_splits=num_splits, block_kv=64).run(*inputs["paged"])
     torch.cuda.synchronize()
 
 
@@ -161,11 +150,13 @@ def providers(sets, shape):
         return fn
 
     def ours(num_splits, paged=True):
-        calls = [prepare_decode(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=PAGE_SIZE,
+        tensors = [s["paged"] if paged else s["contiguous"] for s in sets]
+        plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=PAGE_SIZE,
                                 num_splits=num_splits) if paged else
-                 prepare_decode(*s["contiguous"], cache_seqlens=s["lengths"], num_splits=num_splits) for s in sets]
-        launch = calls[0].launch
-        return cycling([lambda c=c: run_decode(c)[0] for c in calls]), launch.num_splits, _total(launch)
+                 plan_for_cache(*s["contiguous"], cache_seqlens=s["lengths"], num_splits=num_splits) for s in sets]
+        launch = plans[0].launch
+        return (cycling([lambda p=p, t=t: p.run(*t) for p, t in zip(plans, tensors)]), launch.num_splits,
+                _total(launch))
 
     def sdpa(backend):
         def call(q, k, v):
@@ -202,7 +193,7 @@ def reference(inputs):
 
 def measure(fn, ref):
     """rel_err of the first call (input set 0) against its float64 reference; the GPU work's median time,
-    replayed from a CUDA graph (gpusim_kernels.bench.gpu_time: no Python launch time between the kernels,
+    replayed from a CUDA graph (benchmarks.bench.gpu_time: no Python launch time between the kernels,
     which at batch 1 is longer than the kernels), or wall-clock on CPU."""
     out = fn()
     got = out[0].double()
@@ -259,7 +250,7 @@ def environment():
                          capture_output=True, text=True).stdout.strip() if on_gpu else None
     return dict(gpu=torch.cuda.get_device_name() if on_gpu else "cpu (interpreter)", driver=smi,
                 torch=torch.__version__, triton=triton.__version__, cuda=torch.version.cuda,
-                date=datetime.date.today().isoformat(), command="python kernels/bench_decode.py " + " ".join(sys.argv[1:]))
+                date=datetime.date.today().isoformat(), command="python -m benchmarks.bench_decode " + " ".join(sys.argv[1:]))
 
 
 def summary(rows):
@@ -298,7 +289,7 @@ def print_table(result):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python kernels/bench_decode.py", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_decode", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="where the JSON goes (rewritten after every configuration)")
     ap.add_argument("--max-minutes", type=float, default=math.inf,
                     help="start no configuration after this many minutes (the run then ends within seconds)")

@@ -3,9 +3,9 @@
 On the GPU (one command profiles every launch of the workload, then compares):
 
     ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \\
-        --page raw --metrics $(python -m gpusim_kernels.ncu metrics) --log-file raw.csv \\
-        python -m gpusim_kernels.ncu workload --manifest manifest.json
-    python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
+        --page raw --metrics $(python -m benchmarks.ncu metrics) --log-file raw.csv \\
+        python -m benchmarks.ncu workload --manifest manifest.json
+    python -m benchmarks.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
 so ncu sees exactly one launch per kernel and configuration, with caches flushed before each. With
@@ -13,8 +13,8 @@ so ncu sees exactly one launch per kernel and configuration, with caches flushed
 forward outside the profiled range), compared with gpusim.backward: its counts for L2 -> SM and SM -> L2
 bytes, its first_touch bytes (every re-read caught by L2) for DRAM; no time model yet:
 
-    ncu ... --log-file raw_bwd.csv python -m gpusim_kernels.ncu workload --passes backward --manifest manifest_bwd.json
-    python -m gpusim_kernels.ncu compare --csv raw_bwd.csv --manifest manifest_bwd.json --out results/h200/ncu_bwd.json
+    ncu ... --log-file raw_bwd.csv python -m benchmarks.ncu workload --passes backward --manifest manifest_bwd.json
+    python -m benchmarks.ncu compare --csv raw_bwd.csv --manifest manifest_bwd.json --out results/h200/ncu_bwd.json
 """
 import argparse
 import csv
@@ -37,8 +37,8 @@ UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
 COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
-           "--metrics $(python -m gpusim_kernels.ncu metrics) --log-file raw.csv python -m gpusim_kernels.ncu workload --manifest "
-           "manifest.json && python -m gpusim_kernels.ncu compare --csv raw.csv --manifest manifest.json --out "
+           "--metrics $(python -m benchmarks.ncu metrics) --log-file raw.csv python -m benchmarks.ncu workload --manifest "
+           "manifest.json && python -m benchmarks.ncu compare --csv raw.csv --manifest manifest.json --out "
            "results/h200/ncu.json")
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
@@ -219,7 +219,7 @@ def format_summary(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m gpusim_kernels.ncu", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.ncu", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("metrics", help="print the --metrics list for ncu")
     w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")

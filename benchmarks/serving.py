@@ -1,0 +1,226 @@
+"""Decoding as a server calls it: Llama-3-8B's attention (32 query heads, 8 K/V heads, d 128, fp16), 32 calls
+per token (one per layer, all over one layer-sized cache: every layer costs the same), each cache growing one
+token per step. Writes OUT/serving.json, rows {provider, batch, seq_kv, layers, steps, ms_per_token} (and
+capture_ms for the graphed SDPA providers, rel_err for ours against SDPA flash at the first step).
+
+    python -m benchmarks.serving --out DIR          # on the GPU
+    python -m benchmarks.serving --out DIR --smoke  # tiny, on CPU in Triton's interpreter (TRITON_INTERPRET=1)
+
+Providers, per step (the cache one token longer than the step before):
+- plan_eager: a DecodePlan from the host lengths, then its run per layer over the paged cache (pages of 16,
+  shuffled), eager;
+- plan_graph: one plan for the whole run (capacity: the last step's length), 32 runs captured once in a CUDA
+  graph; per step the plan's device lengths are raised by one in place, then the graph replays;
+- sdpa_flash, sdpa_cudnn: SDPA's backend over the contiguous cache's first seq_kv positions, eager;
+- sdpa_flash_graph, sdpa_cudnn_graph: the same 32 calls captured at each step's length, every step's graph
+  captured before timing (each after one eager call at its length; capture_ms: the capture time per step,
+  not counted), then replayed step by step.
+ms_per_token: wall time of the timed steps (host and GPU overlapping as in a server; one synchronisation
+after the last) over their number. seq_kv is the cache length at the first timed step.
+"""
+import argparse
+import datetime
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import triton
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from gpusim_kernels import DecodePlan
+from gpusim_kernels.interpreter import INTERPRETED
+
+SHAPE = dict(heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B
+LAYERS, STEPS, WARMUP_STEPS, PAGE_SIZE = 32, 64, 2, 16
+K = 1024
+POINTS = ([(1, n * K) for n in (1, 4, 16, 32, 64, 128)] + [(8, n * K) for n in (1, 4, 16, 32)]
+          + [(64, n * K) for n in (1, 4, 8)])
+SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
+SMOKE = dict(shape=dict(heads=4, kv_heads=2, head_dim=16), layers=2, steps=3, points=[(1, 40), (2, 70)],
+             sdpa={"sdpa_math": SDPBackend.MATH})
+EAGER_TARGET, GRAPH_TARGET, GRAPH_TARGET_LONG = 1.1, 1.0, 0.97  # docs/issue 24's targets
+
+
+class Cache:
+    """One layer's cache for `batch` requests up to `capacity` tokens: paged (shuffled pages of PAGE_SIZE,
+    a block table per request) and the same tokens contiguous (batch, kv_heads, capacity, d) for SDPA."""
+
+    def __init__(self, batch, capacity, shape, device):
+        kvh, d = shape["kv_heads"], shape["head_dim"]
+        pages = -(-capacity // PAGE_SIZE)
+        gen = torch.Generator(device).manual_seed(batch * 7919 + capacity)  # on the device: GBs at batch 64
+        self.q = torch.randn(batch, shape["heads"], 1, d, generator=gen, device=device, dtype=torch.float16)
+        self.table = torch.randperm(batch * pages, generator=gen, device=device).view(batch, pages).int()
+        self.k, self.v = (torch.randn(batch * pages, PAGE_SIZE, kvh, d, generator=gen, device=device,
+                                      dtype=torch.float16) for _ in range(2))
+        self.k_flat, self.v_flat = (self.contiguous(x, batch, pages, capacity) for x in (self.k, self.v))
+        self.batch, self.capacity, self.shape, self.device = batch, capacity, shape, device
+
+    def contiguous(self, paged, batch, pages, capacity):
+        flat = paged[self.table.long()].reshape(batch, pages * PAGE_SIZE, *paged.shape[2:])
+        return flat[:, :capacity].transpose(1, 2).contiguous()
+
+    def plan(self, length):
+        return DecodePlan([length] * self.batch, dtype=torch.float16, device=self.device, page_size=PAGE_SIZE,
+                          max_cache_len=self.capacity, **self.shape)
+
+
+def sdpa(cache, backend, length):
+    """SDPA over the contiguous cache's first `length` positions, every query head over its K/V head."""
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(cache.q, cache.k_flat[:, :, :length], cache.v_flat[:, :, :length],
+                                              enable_gqa=True)
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(step, first, steps, device):
+    """Wall ms per step of step(length) over `steps` growing lengths after WARMUP_STEPS untimed ones."""
+    for length in range(first - WARMUP_STEPS, first):
+        step(length)
+    synchronize(device)
+    start = time.perf_counter()
+    for length in range(first, first + steps):
+        step(length)
+    synchronize(device)
+    return (time.perf_counter() - start) * 1e3 / steps
+
+
+def plan_eager(cache, first, steps, layers):
+    def step(length):
+        plan = cache.plan(length)
+        for _ in range(layers):
+            plan.run(cache.q, cache.k, cache.v, cache.table)
+    return {"ms_per_token": timed(step, first, steps, cache.device)}
+
+
+def plan_graph(cache, first, steps, layers):
+    plan = cache.plan(first - WARMUP_STEPS)
+    plan.run(cache.q, cache.k, cache.v, cache.table)  # compiled before the capture
+    synchronize(cache.device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(layers):
+            plan.run(cache.q, cache.k, cache.v, cache.table)
+    plan.cache_seqlens.sub_(1)  # the first step raises it back
+
+    def step(length):
+        plan.cache_seqlens.add_(1)
+        graph.replay()
+    return {"ms_per_token": timed(step, first, steps, cache.device)}
+
+
+def sdpa_eager(backend):
+    def provider(cache, first, steps, layers):
+        def step(length):
+            for _ in range(layers):
+                sdpa(cache, backend, length)
+        return {"ms_per_token": timed(step, first, steps, cache.device)}
+    return provider
+
+
+def sdpa_graph(backend):
+    def provider(cache, first, steps, layers):
+        graphs, pool, capture_s = {}, torch.cuda.graph_pool_handle(), 0.0
+        for length in range(first - WARMUP_STEPS, first + steps):
+            sdpa(cache, backend, length)  # outside the capture: cuDNN builds its plan for a new length here
+            synchronize(cache.device)
+            start = time.perf_counter()
+            graphs[length] = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graphs[length], pool=pool):
+                for _ in range(layers):
+                    sdpa(cache, backend, length)
+            synchronize(cache.device)
+            capture_s += time.perf_counter() - start
+        capture_ms = capture_s * 1e3 / len(graphs)
+        row = {"ms_per_token": timed(lambda length: graphs[length].replay(), first, steps, cache.device),
+               "capture_ms": capture_ms}
+        del graphs
+        return row
+    return provider
+
+
+def providers(device, backends):
+    out = {"plan_eager": plan_eager, **{name: sdpa_eager(b) for name, b in backends.items()}}
+    if device.type == "cuda":
+        out |= {"plan_graph": plan_graph, **{f"{name}_graph": sdpa_graph(b) for name, b in backends.items()}}
+    return out
+
+
+def rel_err(cache, first, backends):
+    """Ours against the first SDPA backend at the first timed length: relative error in norm."""
+    ours = cache.plan(first).run(cache.q, cache.k, cache.v, cache.table).double()
+    ref = sdpa(cache, next(iter(backends.values())), first).double()
+    return float((ours - ref).norm() / ref.norm())
+
+
+def environment(device):
+    env = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "command": " ".join([Path(sys.executable).name, "-m", "benchmarks.serving", *sys.argv[1:]])}
+    env["gpu"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton's interpreter)"
+    return env
+
+
+def summary(rows):
+    """Per point: ours over the fastest SDPA eager (target <= 1.1), the fastest SDPA graphed over ours (target
+    >= 1.0 at 4K-16K, >= 0.97 beyond)."""
+    lines = [f"{'batch':>5} {'seq_kv':>7} {'eager ratio':>12} {'graph ratio':>12}"]
+    for batch, seq_kv in dict.fromkeys((r["batch"], r["seq_kv"]) for r in rows):
+        ms = {r["provider"]: r["ms_per_token"] for r in rows
+              if (r["batch"], r["seq_kv"]) == (batch, seq_kv) and "ms_per_token" in r}
+        sdpa_eager_ms = [t for p, t in ms.items() if p.startswith("sdpa") and not p.endswith("graph")]
+        sdpa_graph_ms = [t for p, t in ms.items() if p.startswith("sdpa") and p.endswith("graph")]
+        eager = ms["plan_eager"] / min(sdpa_eager_ms) if "plan_eager" in ms and sdpa_eager_ms else math.nan
+        graph = min(sdpa_graph_ms) / ms["plan_graph"] if "plan_graph" in ms and sdpa_graph_ms else math.nan
+        target = GRAPH_TARGET if seq_kv <= 16 * K else GRAPH_TARGET_LONG
+        lines.append(f"{batch:>5} {seq_kv:>7} {eager:>12.3f} {graph:>12.3f}   (targets <= {EAGER_TARGET}, "
+                     f">= {target})")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="directory for serving.json (rewritten after every point)")
+    ap.add_argument("--max-minutes", type=float, default=3.5, help="stop before starting a point after this")
+    ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (TRITON_INTERPRET=1)")
+    args = ap.parse_args(argv)
+    device = torch.device("cpu" if INTERPRETED else "cuda")
+    shape, layers, steps, points, backends = ((SMOKE["shape"], SMOKE["layers"], SMOKE["steps"], SMOKE["points"],
+                                               SMOKE["sdpa"]) if args.smoke else (SHAPE, LAYERS, STEPS, POINTS, SDPA))
+    out = Path(args.out) / "serving.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {"environment": environment(device), "rows": []}
+    deadline = time.monotonic() + args.max_minutes * 60
+    for batch, seq_kv in points:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
+            break
+        cache = Cache(batch, seq_kv + steps, shape, device)
+        err = rel_err(cache, seq_kv, backends)
+        for name, provider in providers(device, backends).items():
+            row = {"provider": name, "batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
+            try:
+                row |= provider(cache, seq_kv, steps, layers)
+            except Exception as error:  # a backend that refuses the shape: say why, go on
+                row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            if name.startswith("plan"):
+                row["rel_err"] = err
+            result["rows"].append(row)
+            print(json.dumps(row), flush=True)
+        del cache
+        out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
+    print(summary(result["rows"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The entry points as torch custom ops (torch.ops.gpusim.*), so that torch.compile(fullgraph=True) keeps them
+in its graph, one node each, without tracing into Triton or gpusim. Each op's fake (register_fake) gives its
+outputs' shapes and dtypes from the inputs' alone; the tiles are chosen inside the op, from shapes, as in eager.
+
+The public functions (flash2_attention, ..., flash2_attention_trainable) call their op while torch.compile
+traces them, and launch directly otherwise: eager, a custom op's dispatch costs tens of microseconds per
+call, as much as the launch. gpusim::flash2_attention's backward (register_autograd) is
+gpusim::flash2_attention_backward.
+The ops return new tensors only: none mutates or aliases an input.
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .backward import flash2_attention_backward
+from .flash1 import flash1_attention
+from .flash2 import flash2_attention
+from .hopper import OUT_DTYPES, hopper_attention
+from .naive import naive_attention
+
+
+def _lse(q):
+    return q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("gpusim::flash2_attention", mutates_args=())
+def flash2_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
+              backward_block_q: Optional[int], backward_block_kv: Optional[int],
+              gpu: Optional[str]) -> tuple[Tensor, Tensor]:
+    """(O, LSE) of flash2_attention; backward_block_q, backward_block_kv: the tiles of its backward."""
+    return flash2_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, return_lse=True, gpu=gpu)
+
+
+@flash2_op.register_fake
+def _(q, k, v, causal, block_q, block_kv, backward_block_q, backward_block_kv, gpu):
+    return torch.empty_like(q), _lse(q)
+
+
+def _flash2_setup(ctx, inputs, output):
+    q, k, v, causal, _, _, block_q, block_kv, gpu = inputs
+    ctx.save_for_backward(q, k, v, *output)
+    ctx.options = (causal, block_q, block_kv, gpu)
+
+
+def _flash2_backward(ctx, do, _dlse):
+    """The LSE is not differentiated (its gradient is taken as 0): flash2_attention_trainable returns O only."""
+    return (*torch.ops.gpusim.flash2_attention_backward(*ctx.saved_tensors, do, *ctx.options),
+            None, None, None, None, None, None)
+
+
+flash2_op.register_autograd(_flash2_backward, setup_context=_flash2_setup)
+
+
+@torch.library.custom_op("gpusim::flash2_attention_backward", mutates_args=())
+def flash2_backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor, causal: bool,
+                       block_q: Optional[int], block_kv: Optional[int],
+                       gpu: Optional[str]) -> tuple[Tensor, Tensor, Tensor]:
+    return flash2_attention_backward(q, k, v, o, lse, do, causal=causal, block_q=block_q, block_kv=block_kv,
+                                     gpu=gpu)
+
+
+@flash2_backward_op.register_fake
+def _(q, k, v, o, lse, do, causal, block_q, block_kv, gpu):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+@torch.library.custom_op("gpusim::flash1_attention", mutates_args=())
+def flash1_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
+              gpu: Optional[str]) -> Tensor:
+    return flash1_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+
+
+@flash1_op.register_fake
+def _(q, k, v, causal, block_q, block_kv, gpu):
+    return torch.empty_like(q, dtype=torch.float32)
+
+
+@torch.library.custom_op("gpusim::naive_attention", mutates_args=())
+def naive_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
+             gpu: Optional[str]) -> Tensor:
+    return naive_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+
+
+@naive_op.register_fake
+def _(q, k, v, causal, block_q, block_kv, gpu):
+    return torch.empty_like(q)
+
+
+@torch.library.custom_op("gpusim::hopper_attention", mutates_args=())
+def hopper_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, fp8_scale: Optional[list[float]],
+              block_q: Optional[int], block_kv: Optional[int], num_warps: Optional[int], num_stages: Optional[int],
+              warp_specialize: Optional[bool], mask: Optional[str], overlap: Optional[bool],
+              lpt_heads: Optional[int]) -> tuple[Tensor, Tensor]:
+    return hopper_attention(q, k, v, causal=causal, return_lse=True, fp8_scale=fp8_scale, block_q=block_q,
+                            block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
+                            warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads)
+
+
+@hopper_op.register_fake
+def _(q, k, v, causal, fp8_scale, block_q, block_kv, num_warps, num_stages, warp_specialize, mask, overlap,
+      lpt_heads):
+    return torch.empty_like(q, dtype=OUT_DTYPES.get(q.dtype, q.dtype)), _lse(q)

@@ -1,0 +1,86 @@
+"""The entry points as torch custom ops: torch.compile(fullgraph=True) runs them without a graph break (under
+fullgraph a break raises) and gets what the eager call gives; the trainable one differentiates through
+register_autograd. On CPU in Triton's interpreter with the "eager" and "aot_eager" backends; with a GPU,
+compiled by inductor as well."""
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+
+import gpusim_kernels
+from gpusim_kernels.interpreter import INTERPRETED
+
+DEVICE = "cpu" if INTERPRETED else "cuda"
+RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
+SM90 = not INTERPRETED and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+BACKENDS = ["eager", "aot_eager"] + ([] if INTERPRETED else ["inductor"])
+
+
+def qkv(shape=(1, 2, 24, 16), kv_heads=1, dtype=torch.float16, grad=False):
+    gen = torch.Generator().manual_seed(0)
+    b, h, n, d = shape
+    shapes = (shape, (b, kv_heads, n, d), (b, kv_heads, n, d))
+    return [torch.randn(s, generator=gen).to(DEVICE, dtype).requires_grad_(grad) for s in shapes]
+
+
+def compiled(fn, backend):
+    torch._dynamo.reset()
+    return torch.compile(fn, fullgraph=True, backend=backend)
+
+
+FORWARDS = {
+    "flash2": lambda q, k, v: gpusim_kernels.flash2_attention(q, k, v, causal=True, block_q=16, block_kv=16,
+                                                              return_lse=True),
+    "flash1": lambda q, k, v: gpusim_kernels.flash1_attention(q, k, v, block_q=16, block_kv=16),
+    "naive": lambda q, k, v: gpusim_kernels.naive_attention(q, k, v, causal=True),
+}
+
+
+@RUNS
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", FORWARDS)
+def test_compiled_forward_equals_eager(name, backend):
+    """The same kernels run in both (the op launches what the eager call launches): equal bit for bit."""
+    q, k, v = qkv()
+    fn = FORWARDS[name]
+    eager, graph = fn(q, k, v), compiled(fn, backend)(q, k, v)
+    for a, b in zip(*(x if isinstance(x, tuple) else (x,) for x in (eager, graph))):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_hopper_equals_eager(backend):
+    q, k, v = qkv((1, 2, 64, 64))
+    fn = lambda q, k, v: gpusim_kernels.hopper_attention(q, k, v, causal=True, return_lse=True)  # noqa: E731
+    for a, b in zip(fn(q, k, v), compiled(fn, backend)(q, k, v)):
+        assert torch.equal(a, b)
+
+
+@RUNS
+@pytest.mark.parametrize("backend", ["aot_eager"] + ([] if INTERPRETED else ["inductor"]))
+def test_compiled_training_step_equals_eager(backend):
+    """Forward and backward through gpusim::flash2_attention's register_autograd: the loss and q, k, v's
+    gradients equal the eager step's (the same kernels on the same inputs)."""
+    def step(q, k, v):
+        return (gpusim_kernels.flash2_attention_trainable(q, k, v, causal=True, block_q=16, block_kv=16) ** 2).sum()
+
+    results = []
+    for fn in (step, compiled(step, backend)):
+        q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
+        loss = fn(q, k, v)
+        loss.backward()
+        results.append([loss.detach(), q.grad, k.grad, v.grad])
+    (loss, *grads), (compiled_loss, *compiled_grads) = results
+    # inductor may sum the 768 fp32 squares in another order: within 768 unit roundoffs; the gradients come
+    # from the same kernels on dO = 2 O (exact either way), bit for bit
+    torch.testing.assert_close(compiled_loss, loss, rtol=768 * 2.0**-24, atol=0)
+    assert all(torch.equal(a, b) for a, b in zip(grads, compiled_grads))
+
+
+@RUNS
+def test_ops_fake_shapes_are_the_real_ones():
+    """torch.library.opcheck: schema, fake (register_fake) against the real outputs, and autograd registration."""
+    q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
+    torch.library.opcheck(torch.ops.gpusim.flash2_attention.default, (q, k, v, False, 16, 16, 16, 16, None),
+                          test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
