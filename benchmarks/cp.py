@@ -182,13 +182,13 @@ class Part:
 
 
 def environment(command):
-    """GPU, driver, versions, date and command (gpusim_kernels.bench's), the world size and the multicast
+    """GPU, driver, versions, date and command (benchmarks.bench's), the world size and the multicast
     settings; on CPU (the smoke run) what runs instead."""
     import torch
     import torch.distributed as dist
     world = dist.get_world_size() if dist.is_initialized() else 1
     if torch.cuda.is_available():
-        from gpusim_kernels.bench import environment as gpu_environment
+        from benchmarks.bench import environment as gpu_environment
         base = gpu_environment(command)
     else:
         base = {"gpu": "cpu (gloo, Triton interpreter: a smoke run)", "torch": torch.__version__,

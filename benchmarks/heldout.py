@@ -10,7 +10,7 @@ o.sum().backward()); decode batches of ragged cache lengths (decode_attention's 
 cache, pages of 16). Every forward and training row is valid for gpusim.simulate (tests/test_heldout.py).
 
 Timing: forward and decode rows, the median of the GPU work replayed from a CUDA graph
-(gpusim_kernels.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
+(benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
 training rows, triton.testing.do_bench's median (events) with the grads set to None before each call. The
 first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
@@ -215,7 +215,7 @@ def _reference(q, k, v, causal, grad=False):
 
 
 def _gpu_time(call, rep=REP_MS):
-    """gpusim_kernels.bench.gpu_time's method with a shorter repetition: the median of the GPU work replayed
+    """benchmarks.bench.gpu_time's method with a shorter repetition: the median of the GPU work replayed
     from a CUDA graph, or CUDA events around each call where the call cannot be captured."""
     from triton.testing import do_bench, do_bench_cudagraph
     try:
@@ -323,12 +323,12 @@ def _measure_decode(row, gen, out, dev, warm_only=False):
         seqlens = torch.tensor(lengths, dtype=torch.int32, device=dev)
         return q, kc, vc, table, seqlens
     sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
-    calls = [K.prepare_decode(q, kc, vc, cache_seqlens=sl, block_table=t, page_size=p) for q, kc, vc, t, sl in sets]
-    launch = calls[0].launch
+    plans = [K.plan_for_cache(q, kc, vc, cache_seqlens=sl, block_table=t, page_size=p) for q, kc, vc, t, sl in sets]
+    launch = plans[0].launch
     out["num_splits"] = getattr(launch, "num_splits", None)
     out["block_kv"] = getattr(launch, "block_kv", None)
     q, kc, vc, t, _ = sets[0]
-    o = K.run_decode(calls[0])[0]
+    o = plans[0].run(q, kc, vc)
     if warm_only:
         return out
     # request 0's reference, contiguous, float32
@@ -340,7 +340,7 @@ def _measure_decode(row, gen, out, dev, warm_only=False):
     if not out["rel_err"] <= TOL["fp16"]:
         out["error"] = f"wrong: rel_err {out['rel_err']:.3g}"
         return out
-    out |= gpu_time(_cycling([lambda c=c: K.run_decode(c)[0] for c in calls]))
+    out |= gpu_time(_cycling([lambda plan=plan, s=s: plan.run(*s[:3]) for plan, s in zip(plans, sets)]))
     return out
 
 

@@ -10,7 +10,7 @@ us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cu
 (three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
 before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward
 and backward). Decode (batch 1, 64 query heads, 8 K/V heads, d 128, pages of 16, 4K and 64K cached tokens):
-decode_attention eager, prepare_decode alone, run_decode alone (on one prepared call), beside SDPA flash on
+decode_attention eager, the DecodePlan alone, its run alone (on one plan), beside SDPA flash on
 a contiguous (1, 8, L, 128) cache with enable_gqa=True.
 """
 import argparse
@@ -94,18 +94,20 @@ def decode_rows(device, calls, warmup, sync, seq_kvs):
                 return F.scaled_dot_product_attention(q, kf, vf, enable_gqa=True)
         sdpa_us, sdpa_err = measure(sdpa, calls, warmup, sync)
         kw = dict(cache_seqlens=lengths, block_table=table, page_size=p)
-        call = K.prepare_decode(q, kc, vc, **kw)
+        plan_kw = dict(heads=h, kv_heads=hk, head_dim=d, dtype=q.dtype, device=device, page_size=p,
+                       max_cache_len=pages * p)
+        plan = K.DecodePlan([L], **plan_kw)
         for entry, fn in (("decode_attention", lambda: K.decode_attention(q, kc, vc, **kw)),
-                          ("prepare_decode", lambda: K.prepare_decode(q, kc, vc, **kw)),
-                          ("run_decode", lambda: K.run_decode(call))):
+                          ("DecodePlan", lambda: K.DecodePlan([L], **plan_kw)),
+                          ("DecodePlan.run", lambda: plan.run(q, kc, vc, table, lengths))):
             us, err = measure(fn, calls, warmup, sync)
             row = dict(entry=entry, batch=1, heads=h, kv_heads=hk, seq=1, seq_kv=L, head_dim=d, page_size=p,
-                       num_splits=call.launch.num_splits, us=us, sdpa_us=sdpa_us)
+                       num_splits=plan.num_splits, us=us, sdpa_us=sdpa_us)
             if err or sdpa_err:
                 row["error"] = err or f"sdpa: {sdpa_err}"
             rows.append(row)
             print(entry, L, us, sdpa_us, err or "", flush=True)
-        q = kc = vc = kf = vf = call = None  # free the caches before the next length
+        q = kc = vc = kf = vf = plan = None  # free the caches before the next length
     return rows
 
 

@@ -1,4 +1,4 @@
-"""environment(command): the GPU, versions, date and command a result file names (gpusim_kernels.bench's),
+"""environment(command): the GPU, versions, date and command a result file names (benchmarks.bench's),
 or as much of it as can be read where that fails (no nvidia-smi, no GPU)."""
 import datetime
 import platform
@@ -6,7 +6,7 @@ import platform
 
 def environment(command):
     try:
-        from gpusim_kernels.bench import environment as bench_environment
+        from benchmarks.bench import environment as bench_environment
         return bench_environment(command)
     except Exception as err:  # noqa: BLE001 - never lose a run to its header
         env = {"command": command, "date": datetime.date.today().isoformat(), "python": platform.python_version(),

@@ -1,7 +1,7 @@
 """Registers, spills and shared memory of the project's Triton kernels as compiled for an architecture,
 read off triton's compiler and ptxas by benchmarks/resources.py (results/sm90_resources.json holds the
 same rows with the triton version; tests/test_occupancy.py checks the two agree). Written by
-`python benchmarks/resources.py --out results/sm90_resources.json --model gpusim/compiled.py`.
+`python -m benchmarks.resources --out results/sm90_resources.json --model gpusim/compiled.py`.
 
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
 for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two).

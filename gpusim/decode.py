@@ -181,7 +181,7 @@ ROW_FIELDS = ("batch", "heads", "kv_heads", "head_dim", "seq_kv", "dtype", "page
 
 def launch_options(row):
     """make_launch's (and simulate("split_kv")'s) keyword arguments, less the GPU, of the launch a row of
-    kernels/bench_decode.py's results (results/h200/decode.json) timed: its shape, cache, pages and splits."""
+    benchmarks/bench_decode.py's results (results/h200/decode.json) timed: its shape, cache, pages and splits."""
     return {name: row[name] for name in ROW_FIELDS}
 
 

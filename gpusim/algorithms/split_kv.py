@@ -120,7 +120,7 @@ def issue(launch, kernel, res, other_flops, exps, steps, programs):
 def compiled_shape(launch, kernel):
     """What a compiled kernel is specialised on beyond its tiles: head_dim, and the page size (0: a
     contiguous cache) or, for the reduce, the splits padded to a power of two. Compiled at
-    gpusim_kernels.bench_decode's heads; other head counts take the same entry."""
+    benchmarks.bench_decode's heads; other head counts take the same entry."""
     return launch.head_dim, launch.padded_splits if kernel == "reduce" else launch.page_size or 0
 
 
