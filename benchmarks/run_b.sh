@@ -9,8 +9,7 @@
 #                replay as lengths grow, PDL), the Llama-shaped decode cases              -> log only
 #   serving      Llama-3-8B decoding, 32 layers per token over a growing cache           -> serving.json
 #   host         per-call wall cost on small shapes (benchmarks/host.py, if present)      -> host.json
-#   tests_all    tests/test_{kernels,backward_kernels,decode_kernels,hopper}.py compiled  -> log only
-#   tiles_bwd    the training step at four backward tiles (benchmarks/tiles_bwd.py, if present) -> tiles_bwd.json
+#   tests_all    tests/test_{kernels,backward_kernels,decode_kernels,hopper,docs}.py compiled, the time left -> log
 # Logs and a summary go into $OUT/run_b_logs.tar.gz; the summary is printed at the end.
 set -u
 OUT=${OUT:?set OUT}
@@ -72,13 +71,9 @@ job serving 215 150 "$PY" -m benchmarks.serving --out "$OUT" --max-minutes 2.9
 if [[ -f benchmarks/host.py ]]; then
   job host 70 80 "$PY" -m benchmarks.host --out "$OUT"
 fi
-job tests_all 120 40 "${PYTEST[@]}" -x tests/test_kernels.py tests/test_backward_kernels.py \
-  tests/test_decode_kernels.py tests/test_hopper.py
-if [[ -f benchmarks/tiles_bwd.py ]]; then
-  left=$((TOTAL_S - ($(date +%s) - START) - 5))
-  job tiles_bwd "$left" 0 "$PY" -m benchmarks.tiles_bwd --out "$OUT" \
-    --max-minutes "$("$PY" -c "print(max(0.3, ($left - 25) / 60))")"
-fi
+left=$((TOTAL_S - ($(date +%s) - START) - 5))
+job tests_all "$left" 0 "${PYTEST[@]}" tests/test_kernels.py tests/test_backward_kernels.py \
+  tests/test_decode_kernels.py tests/test_hopper.py tests/test_docs.py
 
 echo "total: $(($(date +%s) - START)) s of TOTAL_S=$TOTAL_S" >> "$SUMMARY"
 ls -la "$OUT" >> "$SUMMARY"

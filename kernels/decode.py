@@ -146,6 +146,14 @@ def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: 
     tl.store(LSE + row, m + tl.log(l_sum))  # write 1 (fp32)
 
 
+def _indexed(device):
+    """"cuda" names the current GPU, and tensors made there say "cuda:0": the plan keeps the index, so that
+    run's device check compares like with like."""
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 class DecodePlan:
     """A decode launch planned once from host-side metadata, run per layer: FlashInfer's plan/run split.
 
@@ -178,7 +186,7 @@ class DecodePlan:
     def __init__(self, cache_seqlens, *, heads, kv_heads, head_dim, dtype, device, max_cache_len, page_size=None,
                  block_table=None, num_pages=None, seq=1, num_splits=None, block_kv=None,
                  causal_align="bottom_right", grouped=True, gpu=None, pdl=None):
-        device = torch.device(device)
+        device = _indexed(torch.device(device))
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
         if not HEAD_DIMS[0] <= head_dim <= HEAD_DIMS[1]:
