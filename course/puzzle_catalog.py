@@ -66,6 +66,7 @@ PUZZLES = {p.name: p for p in [
         ("other_bytes", "Q_i is loaded once, O_i and the LSE are stored once."))),
     DecodePuzzle("gqa_decode", advice=(
         ("nan", "Rows past the group are padding: load their q with a mask and store only the group's rows."),
+        ("padding", "The tile's rows past GROUP are padding: load and store with mask=in_group."),
         ("first_block", "The group's rows are not the query heads of this K/V head: query head h reads K/V head "
                         "h // GROUP, so K/V head g serves heads g * GROUP .. g * GROUP + GROUP - 1."),
         ("later_block", "The first chunk is right and a later one is wrong: rescale l_i and acc by "

@@ -47,7 +47,7 @@ class Log:
     tensors: dict = field(default_factory=dict)  # name -> Tensor
     accesses: list = field(default_factory=list)
     error: str | None = None
-    progress: object = None  # a shared int array: the running program's ids and its accesses so far
+    progress: object = None  # a shared int array: the running program's ids, their number, the accesses so far
 
     def touched(self, tensor, kind):
         """{program: flat element indices it accessed (kind) in `tensor`, in order}."""
@@ -63,9 +63,14 @@ class OutOfBounds(Exception):
 
 
 def program_text(program):
-    """(0, 3) for a 2-d grid: the axes tl.program_id reads, trailing zeros of unused axes dropped."""
-    used = len(program) - next((i for i, x in enumerate(reversed(program)) if x), len(program) - 1)
-    return "(" + ", ".join(str(x) for x in program[:max(used, 1)]) + ")"
+    """(0, 3): the program's tl.program_id values along the grid's axes."""
+    return "(" + ", ".join(str(x) for x in program) + ")"
+
+
+def _program(builder):
+    """The running program's ids along the grid's axes (up to the last one of more than one program)."""
+    axes = max((a + 1 for a, n in enumerate(builder.grid_dim) if n > 1), default=1)
+    return tuple(int(x) for x in builder.grid_idx[:axes])
 
 
 def _owner(addresses, tensors):
@@ -103,10 +108,10 @@ def guarded(log):
         return args_hst, kwargs_hst
 
     def check(builder_self, ptrs, mask, kind):
-        program = tuple(int(x) for x in builder_self.grid_idx)
+        program = _program(builder_self)
         addresses = np.asarray(ptrs.data)[np.broadcast_to(np.asarray(mask.data).astype(bool), ptrs.data.shape)]
-        if log.progress is not None:
-            log.progress[:3], log.progress[3] = program, log.progress[3] + 1
+        if log.progress is not None:  # the program's ids, how many, and the accesses so far
+            log.progress[:len(program)], log.progress[3], log.progress[4] = program, len(program), log.progress[4] + 1
         if not addresses.size:
             return
         tensor = _owner(addresses, launch["tensors"])

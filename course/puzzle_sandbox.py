@@ -56,7 +56,7 @@ def _serve(fd, progress_path):
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
     from . import puzzles
-    progress = np.memmap(progress_path, np.int64, "r+", shape=(4,))  # the running program, its accesses so far
+    progress = np.memmap(progress_path, np.int64, "r+", shape=(5,))  # the running program, its accesses so far
     conn = Connection(fd)
     conn.send("ready")
     with tempfile.TemporaryDirectory() as folder:
@@ -79,7 +79,7 @@ class Child:
         self.progress_path = os.path.join(tempfile.mkdtemp(prefix="gpusim_puzzles_"), "progress")
 
     def _start(self):
-        np.zeros(4, np.int64).tofile(self.progress_path)
+        np.zeros(5, np.int64).tofile(self.progress_path)
         ours, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno()), self.progress_path],

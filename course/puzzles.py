@@ -74,7 +74,7 @@ LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop m
 
 
 def _never_ends(puzzle, progress, timeout_s):
-    program, accesses = tuple(progress[:3]), progress[3]
+    program, accesses = tuple(progress[:max(progress[3], 1)]), progress[4]
     return (f"the loop never ends: check your loop bounds ({puzzle.hint('loop') or LOOP}). Program "
             f"{program_text(program)} was still running after {timeout_s} s and {accesses:,} loads and stores.")
 
@@ -167,13 +167,22 @@ def _check_offsets(puzzle, log):
                 got = np.unravel_index(elements, shape)
                 expected = np.unravel_index(want.get(program, np.zeros(0, np.int64)), shape)
                 for axis, dim in enumerate(axes):
-                    stray = np.setdiff1d(got[axis], expected[axis])
+                    stray, own = np.setdiff1d(got[axis], expected[axis]), np.unique(expected[axis])
                     if dim and stray.size:
-                        verb = "read rows" if kind == LOAD else "wrote rows"
-                        raise Stop("wrong", f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray[0]} of "
-                                            f"{tensor}, where it should touch only {dim} "
-                                            f"{', '.join(map(str, np.unique(expected[axis])))}: check the {dim} "
-                                            f"offset. {puzzle.hint(dim)}")
+                        raise Stop("wrong", _stray(puzzle, program, kind, tensor, dim, stray[0], own,
+                                                   np.isin(own, got[axis]).all()))
+
+
+def _stray(puzzle, program, kind, tensor, dim, stray, own, all_own):
+    """The verdict on a program that touched another batch's or head's rows: all of its own as well, it reads
+    padding rows it should mask; otherwise its offset is wrong."""
+    verb = "read rows" if kind == LOAD else "wrote rows"
+    own = ", ".join(map(str, own))
+    if all_own:
+        return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor} besides its own ({dim} "
+                f"{own}): those are padding rows, mask them. {puzzle.hint('padding')}")
+    return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor}, where it should touch only "
+            f"{dim} {own}: check the {dim} offset. {puzzle.hint(dim)}")
 
 
 def _check_stores(puzzle, log):
