@@ -55,7 +55,7 @@ def _serve(fd, progress_path):
     import torch
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
-    from . import puzzles
+    import importlib
     progress = np.memmap(progress_path, np.int64, "r+", shape=(5,))  # the running program, its accesses so far
     conn = Connection(fd)
     conn.send("ready")
@@ -66,13 +66,15 @@ def _serve(fd, progress_path):
             except EOFError:
                 return
             progress[:] = 0
-            conn.send(getattr(puzzles, action)(*args, folder=folder, progress=progress))
+            module, function = action.rsplit(".", 1)  # e.g. "puzzles.check_here", in this package
+            answer = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+            conn.send(answer(*args, folder=folder, progress=progress))
 
 
 class Child:
     """The parent's handle on the child (`python -m gpusim_course.puzzle_sandbox`, a fresh interpreter that
-    imports nothing of the notebook's): ask(action, *args) -> its answer, or ("timeout", progress) or ("died",
-    exit code)."""
+    imports nothing of the notebook's): ask("module.function", *args) -> the answer of that function of this
+    package, run in the child, or ("timeout", progress) or ("died", exit code)."""
 
     def __init__(self):
         self.process = self.conn = None

@@ -15,6 +15,7 @@ that no mistake takes the notebook down, each mistake getting a verdict of one o
     >>> from gpusim_course import puzzles
     >>> puzzles.check("online_softmax", my_kernel)  # a Verdict: right, wrong (and where), or not yet
     >>> puzzles.solution("online_softmax")  # prints the hidden reference solution
+    >>> puzzles.show_accesses("online_softmax", my_kernel)  # its loads beside gpusim's schedule (puzzle_picture)
 """
 import ast
 import inspect
@@ -61,13 +62,19 @@ def check(name, kernel, launcher=None, timeout_s=TIMEOUT_S):
         sent = sources(name, kernel, launcher)
     except Stop as stop:
         return Verdict(name, stop.status, stop.message)
-    answer = CHILD.ask("check_here", name, sent, timeout_s=timeout_s)
+    return ask(name, "puzzles.check_here", sent, timeout_s)
+
+
+def ask(name, action, sent, timeout_s=TIMEOUT_S):
+    """The child's answer to `action` on the learner's functions, or the Verdict on a loop that never ends or
+    a crash."""
+    answer = CHILD.ask(action, name, sent, timeout_s=timeout_s)
     if answer[0] == "timeout":
         return Verdict(name, "wrong", _never_ends(_puzzle(name), answer[1], timeout_s))
     if answer[0] == "died":
         return Verdict(name, "wrong", f"the kernel crashed the checker's process (exit code {answer[1]}); your "
                                       f"notebook is fine. Look for a pointer the masks do not cover.")
-    return Verdict(name, *answer)
+    return Verdict(name, *answer) if answer[0] in ("right", "wrong") else answer
 
 
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
@@ -267,3 +274,14 @@ def solution_source(name):
 def solution(name):
     """Print the reference solution of puzzle `name`."""
     print(solution_source(name))
+
+
+def show_accesses(name, kernel, launcher=None):
+    """A figure of the rows of Q, K, V (or the inputs) each program of the learner's kernel loaded, step by step,
+    beside gpusim's schedule (puzzle_picture); a Verdict instead when the kernel cannot run to the end."""
+    from .puzzle_picture import figure
+    try:
+        answer = ask(name, "puzzle_picture.accesses_here", sources(name, kernel, launcher))
+    except Stop as stop:
+        return Verdict(name, stop.status, stop.message)
+    return answer if isinstance(answer, Verdict) else figure(*answer)
