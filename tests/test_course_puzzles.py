@@ -6,6 +6,7 @@ import importlib.util
 import os
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -190,3 +191,20 @@ def test_blanks_counts_the_ellipses_outside_the_docstring(tmp_path):
     assert puzzles.blanks(puzzle_solutions.online_softmax) == 0
     two, _ = mutant(tmp_path, "online_softmax", "alpha = tl.exp(m_i - m_new)", "alpha = ...\n        beta = ...")
     assert puzzles.blanks(two) == 2
+
+
+def test_show_accesses_draws_the_learners_loads_beside_gpusims_schedule(tmp_path):
+    """The reference solution's picture equals gpusim's schedule, panel by panel; a kernel that visits every
+    K/V block loads rows that gpusim's causal schedule skips."""
+    import matplotlib
+    matplotlib.use("Agg")
+
+    def panels(fig):
+        images = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+        return images[:3], images[3:]  # yours (Q, K, V), gpusim's
+    mine, gpusim = panels(puzzles.show_accesses("causal_skip", puzzle_solutions.causal_skip))
+    assert len(mine) == 3 and all(np.array_equal(a.filled(-1), b.filled(-1)) for a, b in zip(mine, gpusim))
+    kernel, _ = mutant(tmp_path, "causal_skip", "n_blocks = tl.minimum(last_row // Bc + 1, tl.cdiv(N_KV, Bc))",
+                       "n_blocks = tl.cdiv(N_KV, Bc)")
+    mine, gpusim = panels(puzzles.show_accesses("causal_skip", kernel))
+    assert np.isfinite(mine[1].filled(np.nan)).sum() > np.isfinite(gpusim[1].filled(np.nan)).sum()
