@@ -102,7 +102,8 @@ def guarded(log):
     def init_args_hst(self, args_dev, kwargs):
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         named = {**dict(zip(self.arg_names, args_hst)), **kwargs_hst}
-        launch["tensors"] = [Tensor(n, x.data_ptr(), x.element_size(), tuple(x.shape), str(x.dtype).removeprefix("torch."))
+        launch["tensors"] = [Tensor(n, x.data_ptr(), x.element_size(), tuple(x.shape),
+                                    str(x.dtype).removeprefix("torch."))
                              for n, x in named.items() if hasattr(x, "data_ptr")]
         log.tensors.update({t.name: t for t in launch["tensors"]})
         return args_hst, kwargs_hst

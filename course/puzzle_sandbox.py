@@ -12,6 +12,7 @@ import atexit
 import importlib.util
 import inspect
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -51,10 +52,9 @@ def load_sources(sources, folder):
 
 
 def _serve(fd, progress_path):
-    """The child: import the kernels once, then answer (action, args) requests until the socket closes."""
-    import torch
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
+    """The child: import the kernels once, then answer (action, args) requests until the socket closes. The
+    kernels run in Triton's interpreter on CPU tensors, GPU or not: the guard and the byte count live there."""
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
     import importlib
     progress = np.memmap(progress_path, np.int64, "r+", shape=(5,))  # the running program, its accesses so far
     conn = Connection(fd)
@@ -121,7 +121,12 @@ class Child:
 
 
 CHILD = Child()
-atexit.register(CHILD.stop)
+
+
+@atexit.register
+def _clean_up():
+    CHILD.stop()
+    shutil.rmtree(os.path.dirname(CHILD.progress_path), ignore_errors=True)
 
 if __name__ == "__main__":
     _serve(int(sys.argv[1]), sys.argv[2])

@@ -6,8 +6,8 @@ launcher the learner writes too (`name`, beside the kernel `name_kernel`).
 
 Each is a whole kernel, as the learner types it into one notebook cell, so the attention kernels repeat the
 online softmax update on purpose: a solution that called a shared helper would not be one the learner could
-type and read whole. Names follow the papers: Br == block_q, Bc == block_kv, m_i (running row max), l_i (running row sum), acc (O_i
-not yet divided by l_i). Q, K, V, O are (B, H, N, d) contiguous; LSE is (B, H, N) in fp32.
+type and read whole. Names follow the papers: Br == block_q, Bc == block_kv, m_i (running row max), l_i
+(running row sum), acc (O_i not yet divided by l_i). Q, K, V, O are (B, H, N, d) contiguous; LSE is (B, H, N) in fp32.
 """
 import torch
 import triton

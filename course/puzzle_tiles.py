@@ -56,7 +56,8 @@ def correct_by_tile(puzzle, kernel, inputs, got, want):
         j = _first_wrong_tile(puzzle, kernel, inputs, bad)
         symptom = "first_block" if j == 0 else "later_block"
         where = (f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g}), first when the keys end "
-                 f"after K/V block {j}: {puzzle.tile(bad, j)}" if j is not None else f"its output is off by {o_err:.3g}")
+                 f"after K/V block {j}: {puzzle.tile(bad, j)}" if j is not None
+                 else f"its output is off by {o_err:.3g}")
     raise Stop("wrong", f"Correctness: {puzzle.block(bad)} is wrong: {where}. {puzzle.hint(symptom)}")
 
 
@@ -88,4 +89,5 @@ def bytes_by_program(puzzle, log, moved, counted):
     want = sum(sum(rw.values()) for rw in counted.values())
     raise Stop("wrong", f"Bytes: the output is right, but the kernel moves {total:,} B where gpusim's schedule "
                         f"moves {want:,} B. The first program that differs is {puzzle.block(p)}: "
-                        f"{tiles + (f'; {others}' if others else '')}. {puzzle.hint('more_kv' if more else 'other_bytes')}")
+                        f"{tiles + (f'; {others}' if others else '')}. "
+                        f"{puzzle.hint('more_kv' if more else 'other_bytes')}")

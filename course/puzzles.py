@@ -241,9 +241,9 @@ def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
         raise Stop("wrong", f"Correctness: {name}{list(index)} is {value:.4g} where float64 gives "
                             f"{float(want[name].flatten()[flat]):.4g} (tolerance {tol:.2g}); "
                             f"{puzzle.describe(writer) if writer else 'no program'} stored it. {puzzle.hint(symptom)}")
+    worst = {n: float((got[n].double() - want[n]).abs().max()) for n in puzzle.outputs}
     return "the largest errors " + ", ".join(
-        f"{n} {float((got[n].double() - want[n]).abs().max()):.2g} (tolerance {puzzle.tolerance(n, want[n], inputs):.2g})"
-        for n in puzzle.outputs)
+        f"{n} {e:.2g} (tolerance {puzzle.tolerance(n, want[n], inputs):.2g})" for n, e in worst.items())
 
 
 def check_bytes(puzzle, moved, log):
