@@ -77,6 +77,7 @@ def ask(name, action, sent, timeout_s=TIMEOUT_S):
     return Verdict(name, *answer) if answer[0] in ("right", "wrong") else answer
 
 
+MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
 
 
@@ -117,7 +118,7 @@ def run(puzzle, kernel, launcher, inputs, progress=None, programs=None):
         if log.error is None:
             raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
         _check_allocated(puzzle, log)
-        raise Stop("wrong", log.error) from None
+        raise Stop("wrong", f"{log.error}: {puzzle.hint('padding') or MASK}") from None
     return got, log, moved
 
 
@@ -177,17 +178,17 @@ def _check_offsets(puzzle, log):
                     stray, own = np.setdiff1d(got[axis], expected[axis]), np.unique(expected[axis])
                     if dim and stray.size:
                         raise Stop("wrong", _stray(puzzle, program, kind, tensor, dim, stray[0], own,
-                                                   np.isin(own, got[axis]).all()))
+                                                   own.size and np.isin(own, got[axis]).all()))
 
 
 def _stray(puzzle, program, kind, tensor, dim, stray, own, all_own):
     """The verdict on a program that touched another batch's or head's rows: all of its own as well, it reads
     padding rows it should mask; otherwise its offset is wrong."""
     verb = "read rows" if kind == LOAD else "wrote rows"
-    own = ", ".join(map(str, own))
+    own = ", ".join(map(str, own)) or "none"
     if all_own:
         return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor} besides its own ({dim} "
-                f"{own}): those are padding rows, mask them. {puzzle.hint('padding')}")
+                f"{own}): {puzzle.hint('padding') or 'those are padding rows, mask them.'}")
     return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor}, where it should touch only "
             f"{dim} {own}: check the {dim} offset. {puzzle.hint(dim)}")
 

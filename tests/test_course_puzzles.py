@@ -3,7 +3,9 @@ bytes); wrong answers, made as a learner would make them (the solution with one 
 the verdict that names their mistake, within 30 s, from the child process that runs them: the test process
 (the notebook's kernel) stays alive, even where the mistake would crash Triton's interpreter. The child runs
 the kernels in Triton's interpreter whether or not a GPU is there."""
+import ast
 import importlib.util
+import inspect
 import os
 import time
 
@@ -93,11 +95,12 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
     # the mistakes that crashed the interpreter or misled: each named where it happens
     ("gqa_decode", "padding mask left out (crashed the kernel)",
      "q = tl.load(Q + q_rows, mask=in_group[:, None], other=0.0)", "q = tl.load(Q + q_rows)", "program (1)",
-     ["load from Q at element offset 256, past its 256 elements", "mask"]),
+     ["load from Q at element offset 256, past its 256 elements", "mask=in_group"]),
     ("gqa_decode", "batch offset left out", "q_rows = (b * H + heads)[:, None]", "q_rows = heads[:, None]",
      "Offsets", ["program 2 (request 1", "read rows of batch 0 of Q", "check the batch offset"]),
     ("flash2_forward", "K load unmasked", "k_j = tl.load(K + kv, mask=keys[:, None] < N_KV, other=0.0)",
-     "k_j = tl.load(K + kv)", "program (0, 3)", ["load from K at element offset 2,560, past its 2,560 elements"]),
+     "k_j = tl.load(K + kv)", "program (0, 3)",
+     ["load from K at element offset 2,560, past its 2,560 elements: mask the lanes past the end"]),
     ("flash2_forward", "O store unmasked",
      "(acc / l_i[:, None]).to(O.dtype.element_ty),\n             mask=rows[:, None] < N)",
      "(acc / l_i[:, None]).to(O.dtype.element_ty))", "program (2, 3)",
@@ -112,7 +115,7 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
     ("masked_tile", "output of the wrong shape", "y = torch.empty_like(x)", "y = x.new_empty(x.shape[0], x.shape[0])",
      "Output", ["Y is float16 of shape (40, 40); the result is float16 of shape (40, 50)"]),
     ("masked_tile", "load unmasked", "tile = tl.load(X + offs, mask=inside)", "tile = tl.load(X + offs)",
-     "program (2, 0)", ["load from X at element offset 2,000, past its 2,000 elements"]),
+     "program (2, 0)", ["load from X at element offset 2,000, past its 2,000 elements", "columns >= N"]),
     ("gpu_merge", "half the rows never launched", "gpu_merge_kernel[(lse1.numel(),)]",
      "gpu_merge_kernel[(lse1.numel() // 2,)]", "Stores", ["768 of O's 1,536 elements are never stored"]),
     ("row_softmax", "no max subtracted", "p = tl.exp(x - tl.max(x, 0))", "p = tl.exp(x)",
@@ -208,3 +211,15 @@ def test_show_accesses_draws_the_learners_loads_beside_gpusims_schedule(tmp_path
                        "n_blocks = tl.cdiv(N_KV, Bc)")
     mine, gpusim = panels(puzzles.show_accesses("causal_skip", kernel))
     assert np.isfinite(mine[1].filled(np.nan)).sum() > np.isfinite(gpusim[1].filled(np.nan)).sum()
+
+
+def test_every_load_and_store_of_the_solutions_states_its_traffic():
+    """Each statement with a tl.load or tl.store ends in a traffic comment: `# read ...` or `# write ...`."""
+    source = inspect.getsource(puzzle_solutions)
+    lines = source.splitlines()
+    statements = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.stmt)
+                  and not isinstance(node, (ast.For, ast.If, ast.While, ast.FunctionDef))
+                  and any(isinstance(c, ast.Attribute) and c.attr in ("load", "store") for c in ast.walk(node))]
+    silent = [lines[s.end_lineno - 1] for s in statements
+              if not any(w in lines[s.end_lineno - 1] for w in ("# read", "# write"))]
+    assert len(statements) > 40 and not silent, silent
