@@ -95,11 +95,11 @@ class Flash2Puzzle(Puzzle):
         shape = (self.batch, self.heads, self.seq, self.head_dim)  # (B, H, N, d)
         return {n: fp16(shape, SEED + i, scale=1.5 if i < 2 else 1.0) for i, n in enumerate("QKV")}  # q, k wide
 
-    def run(self, kernel, launcher, inputs, programs=None):
+    def run(self, kernel, launcher, inputs):
         q, k, v = inputs["Q"], inputs["K"], inputs["V"]
         o = torch.empty_like(q)
         lse_ = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)  # (B, H, N)
-        grid = (self.programs if programs is None else programs, q.shape[0] * q.shape[1])
+        grid = (self.programs, q.shape[0] * q.shape[1])
         heads = {"H": self.heads} if self.heads_arg else {}
         kernel[grid](q, k, v, o, lse_, q.shape[2], k.shape[2], self.head_dim**-0.5, **heads, D=self.head_dim,
                      Br=self.block_q, Bc=self.block_kv)
@@ -196,7 +196,7 @@ class DecodePuzzle(Puzzle):
                                                                                   self.kv_heads, self.head_dim)
         return {"Q": x["Q"], **paged, "block_table": table}
 
-    def run(self, kernel, launcher, inputs, programs=None):
+    def run(self, kernel, launcher, inputs):
         q = inputs["Q"]
         o = torch.empty_like(q)
         lse_ = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
@@ -205,7 +205,7 @@ class DecodePuzzle(Puzzle):
         lengths = torch.full((self.batch,), keys, dtype=torch.int32, device=q.device)
         table = (inputs["block_table"],) if paged else ()
         size = inputs["block_table"].shape[1] if paged else keys  # max_pages or S
-        kernel[(self.programs if programs is None else programs,)](
+        kernel[(self.programs,)](
             q, inputs["K"], inputs["V"], o, lse_, *table, lengths, self.head_dim**-0.5, size, H=self.heads,
             H_KV=self.kv_heads, D=self.head_dim, Bc=self.block_kv, BLOCK_R=self.block_r)
         return {"O": o, "LSE": lse_}
@@ -273,10 +273,10 @@ class BackwardPuzzle(Puzzle):
         x["D"] = (x["dO"].double() * o.to(torch.float16).double()).sum(-1).float()  # (B, H, N) fp32
         return x
 
-    def run(self, kernel, launcher, inputs, programs=None):
+    def run(self, kernel, launcher, inputs):
         out = {n: torch.empty_like(inputs["Q"]) for n in self.outputs}
         n_rows = -(-self.seq // self.block_q)
-        grid = (n_rows if programs is None else programs, self.batch * self.heads)
+        grid = (n_rows, self.batch * self.heads)
         kernel[grid](*(inputs[n] for n in ("Q", "K", "V", "dO", "LSE", "D")), *out.values(), self.seq,
                      self.head_dim**-0.5, H=self.heads, HEAD_DIM=self.head_dim, Br=self.block_q, Bc=self.block_kv)
         return out
@@ -353,7 +353,7 @@ class MergePuzzle(Puzzle):
                     torch.stack([inputs[f"LSE{g + 1}"] for g in range(self.gpus)]))
         return inputs["O_partial"], inputs["LSE_partial"]
 
-    def run(self, kernel, launcher, inputs, programs=None):
+    def run(self, kernel, launcher, inputs):
         if self.gpus:
             return dict(zip(self.outputs, launcher(*(inputs[n] for n in ("O1", "LSE1", "O2", "LSE2")))))
         o_s = inputs["O_partial"]
@@ -412,7 +412,7 @@ class LauncherPuzzle(Puzzle):
             return {"A": fp16((m, k), SEED), "B": fp16((k, n), SEED + 1)}
         return {"X": fp16(self.shape, SEED, scale=40.0)}  # wide: exp overflows fp32 above 88.7 without the max
 
-    def run(self, kernel, launcher, inputs, programs=None):
+    def run(self, kernel, launcher, inputs):
         return {"Y": launcher(*inputs.values())}
 
     def reference(self, inputs):

@@ -27,8 +27,8 @@ import numpy as np
 from . import puzzle_solutions
 from .checks import Stop, Verdict
 from .puzzle_catalog import PUZZLES
-from .puzzle_kinds import by_tensor
 from .puzzle_guard import LOAD, STORE, Log, guarded, program_text
+from .puzzle_kinds import by_tensor
 from .puzzle_sandbox import CHILD, TIMEOUT_S, Source, load_sources
 
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
@@ -52,7 +52,11 @@ def sources(name, kernel, launcher=None):
     left = sum(blanks(fn) for fn in fns)
     if left:
         raise Stop("not yet", f"the kernel still has {left} blank(s) (`...`): fill them in and run the cell again.")
-    return [Source.of(fn) for fn in fns]
+    try:
+        return [Source.of(fn) for fn in fns]
+    except (OSError, TypeError):  # no source to read: made by exec, or not a function
+        raise Stop("not yet", "the checker reads your kernel's source: define it with def in a notebook cell or a "
+                              "file, and pass the function itself.") from None
 
 
 def check(name, kernel, launcher=None, timeout_s=TIMEOUT_S):
@@ -74,7 +78,7 @@ def ask(name, action, sent, timeout_s=TIMEOUT_S):
     if answer[0] == "died":
         return Verdict(name, "wrong", f"the kernel crashed the checker's process (exit code {answer[1]}); your "
                                       f"notebook is fine. Look for a pointer the masks do not cover.")
-    return Verdict(name, *answer) if answer[0] in ("right", "wrong") else answer
+    return Verdict(name, *answer) if isinstance(answer[0], str) else answer  # (status, message) or data
 
 
 MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
@@ -103,7 +107,7 @@ def check_here(name, sent, folder, progress=None):
         return stop.status, stop.message
 
 
-def run(puzzle, kernel, launcher, inputs, progress=None, programs=None):
+def run(puzzle, kernel, launcher, inputs, progress=None):
     """(outputs, Log, bytes moved {tensor: {"read_bytes", "write_bytes"}}) of one guarded, traced launch; a Stop
     for an access outside the tensors (before it happens) or any error the kernel raises."""
     from gpusim_kernels import trace_io
@@ -111,7 +115,7 @@ def run(puzzle, kernel, launcher, inputs, progress=None, programs=None):
 
     def launch():
         with guarded(log), np.errstate(all="ignore"):  # a wrong kernel's NaNs are reported in the verdict
-            got.update(puzzle.run(kernel, launcher, inputs, programs))
+            got.update(puzzle.run(kernel, launcher, inputs))
     try:
         moved = by_tensor(trace_io(launch, by_kernel=True))
     except Exception as err:  # the learner's bug, reported in the verdict rather than as a traceback
