@@ -43,10 +43,13 @@ class Access:
 
 @dataclass
 class Log:
-    """What one launch (or several) did, access by access; `error` holds the out-of-bounds verdict, if any."""
+    """What one launch (or several) did, access by access; `error` holds the out-of-bounds verdict, if any,
+    `runaway` the program that made more than `limit` accesses (a loop that does not end)."""
     tensors: dict = field(default_factory=dict)  # name -> Tensor
     accesses: list = field(default_factory=list)
     error: str | None = None
+    limit: int | None = None
+    runaway: tuple | None = None
     progress: object = None  # a shared int array: the running program's ids, their number, the accesses so far
 
     def touched(self, tensor, kind):
@@ -112,6 +115,9 @@ def guarded(log):
         addresses = np.asarray(ptrs.data)[np.broadcast_to(np.asarray(mask.data).astype(bool), ptrs.data.shape)]
         if log.progress is not None:  # the program's ids, how many, and the accesses so far
             log.progress[:len(program)], log.progress[3], log.progress[4] = program, len(program), log.progress[4] + 1
+        if log.limit is not None and len(log.accesses) >= log.limit:
+            log.runaway = program
+            raise OutOfBounds(f"more than {log.limit:,} loads and stores")
         if not addresses.size:
             return
         tensor = _owner(addresses, launch["tensors"])

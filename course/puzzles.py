@@ -33,6 +33,7 @@ from .puzzle_sandbox import CHILD, TIMEOUT_S, Source, load_sources
 
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
            "under the old, smaller max; exp(m_new - m_i) grows it (and is inf on the first tile, where m_i = -inf).")
+RUNAWAY = 20  # a kernel that makes this many times the reference's loads and stores runs a loop that never ends
 _REFERENCE_LOGS = {}  # in the child: puzzle name -> the reference solution's Log on the check's inputs
 
 
@@ -88,7 +89,7 @@ LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop m
 def _never_ends(puzzle, progress, timeout_s):
     program, accesses = tuple(progress[:max(progress[3], 1)]), progress[4]
     return (f"the loop never ends: check your loop bounds ({puzzle.hint('loop') or LOOP}). Program "
-            f"{program_text(program)} was still running after {timeout_s} s and {accesses:,} loads and stores.")
+            f"{program_text(program)} was still running after {timeout_s} s; loads and stores so far: {accesses:,}.")
 
 
 def _puzzle(name):
@@ -107,11 +108,12 @@ def check_here(name, sent, folder, progress=None):
         return stop.status, stop.message
 
 
-def run(puzzle, kernel, launcher, inputs, progress=None):
+def run(puzzle, kernel, launcher, inputs, progress=None, limit=None):
     """(outputs, Log, bytes moved {tensor: {"read_bytes", "write_bytes"}}) of one guarded, traced launch; a Stop
-    for an access outside the tensors (before it happens) or any error the kernel raises."""
+    for an access outside the tensors (before it happens), for more than `limit` accesses, or any error the
+    kernel raises."""
     from gpusim_kernels import trace_io
-    log, got = Log(progress=progress), {}
+    log, got = Log(progress=progress, limit=limit), {}
 
     def launch():
         with guarded(log), np.errstate(all="ignore"):  # a wrong kernel's NaNs are reported in the verdict
@@ -119,6 +121,10 @@ def run(puzzle, kernel, launcher, inputs, progress=None):
     try:
         moved = by_tensor(trace_io(launch, by_kernel=True))
     except Exception as err:  # the learner's bug, reported in the verdict rather than as a traceback
+        if log.runaway is not None:
+            raise Stop("wrong", f"the loop never ends: check your loop bounds ({puzzle.hint('loop') or LOOP}). "
+                                f"Program {program_text(log.runaway)} was still running after {limit:,} loads and "
+                                f"stores, {RUNAWAY} times the reference's for the whole launch.") from None
         if log.error is None:
             raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
         _check_allocated(puzzle, log)
@@ -141,7 +147,8 @@ def _reference_log(puzzle):
 
 def _verdict(puzzle, kernel, launcher, progress):
     inputs = puzzle.inputs()
-    got, log, moved = run(puzzle, kernel, launcher, inputs, progress)
+    limit = RUNAWAY * len(_reference_log(puzzle).accesses)
+    got, log, moved = run(puzzle, kernel, launcher, inputs, progress, limit)
     _check_allocated(puzzle, log)
     _check_offsets(puzzle, log)
     _check_stores(puzzle, log)

@@ -156,13 +156,21 @@ def test_a_missing_batch_offset_does_not_blame_the_head_mapping(tmp_path):
     assert "batch" in verdict.message and "h // GROUP" not in verdict.message and "head offset" not in verdict.message
 
 
-def test_a_loop_that_never_ends_is_stopped_and_the_next_check_runs(tmp_path):
-    assert TIMEOUT_S <= 25  # with the child's start, a verdict within 30 s
+def test_a_loop_that_never_ends_is_stopped_by_its_loads_and_stores(tmp_path):
     kernel, _ = mutant(tmp_path, "online_softmax", "    for j in range(0, tl.cdiv(N_KV, Bc)):\n",
                        "    j = 0\n    while j < tl.cdiv(N_KV, Bc):\n")
-    verdict = timed_check("online_softmax", kernel, timeout_s=4)
+    verdict = timed_check("online_softmax", kernel)
     assert verdict.status == "wrong" and verdict.message.startswith("the loop never ends: check your loop bounds")
     assert "range(0, tl.cdiv(N_KV, Bc))" in verdict.message and "Program (0, 0) was still running" in verdict.message
+
+
+def test_a_loop_that_never_ends_without_memory_accesses_is_stopped_by_the_clock(tmp_path):
+    assert TIMEOUT_S <= 25  # with the child's start, a verdict within 30 s
+    kernel, _ = mutant(tmp_path, "online_softmax", "    m_i = tl.full([Br], float(\"-inf\"), tl.float32)\n",
+                       "    while N_KV > 0:\n        N_KV = N_KV + 0\n    m_i = tl.full([Br], float(\"-inf\"), tl.float32)\n")
+    verdict = timed_check("online_softmax", kernel, timeout_s=4)
+    assert verdict.status == "wrong" and verdict.message.startswith("the loop never ends: check your loop bounds")
+    assert "Program (0, 0) was still running after 4 s; loads and stores so far: 1." in verdict.message
     assert timed_check("online_softmax", *learner("online_softmax")).status == "right"  # a fresh child
 
 
