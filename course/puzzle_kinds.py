@@ -23,7 +23,7 @@ U_FP16 = 2.0**-11  # unit roundoff of fp16
 O_TOL = 4 * U_FP16  # times max |v|
 LSE_TOL = 1e-4  # fp32 statistics: a blocked fp32 sum of at most a hundred terms, as tests/test_kernels.py
 SEED = 14
-FP32, INDEX = 4, 4  # bytes of an fp32 statistic and of an int32 index
+FP32 = 4  # bytes of an fp32 statistic
 
 
 def fp16(shape, seed, scale=1.0):

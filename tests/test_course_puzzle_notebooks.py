@@ -48,3 +48,24 @@ def test_the_reference_solutions_typed_into_a_section_are_right(stem):
     verdicts = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
                 for o in c.outputs if "data" in o]
     assert len(verdicts) == len(names) and all(">right</b>" in v and "to the byte" in v for v in verdicts), verdicts
+
+
+def stated(name):
+    """The sizes the notebook's text gives for puzzle `name`, from the puzzle the check runs."""
+    p = puzzles.PUZZLES[name]
+    return {"masked_tile": lambda: f"Copy a {p.shape[0]} × {p.shape[1]} fp16 matrix in {p.block} × {p.block} tiles",
+            "dot_tile": lambda: f"A {p.shape[0]} × {p.shape[1]} and B {p.shape[1]} × {p.shape[2]}",
+            "row_softmax": lambda: f"{p.shape[0]} rows of {p.shape[1]} fp16 values",
+            "online_row_softmax": lambda: f"chunks of `BLOCK` = {p.block}",
+            "flash2_forward": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}",
+            "dkdv": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}, d = {p.head_dim}",
+            "split_kv_merge": lambda: f"{p.lengths[0]} and {p.lengths[1]} cached keys, chunks of {p.block_kv} keys "
+                                      f"over {p.splits} splits",
+            "paged_decode": lambda: f"`page_size={p.page_size}`"}.get(name, lambda: "")()
+
+
+@pytest.mark.parametrize("stem", SECTIONED)
+def test_the_sizes_a_section_states_are_the_checks(stem):
+    text = "\n".join(c.source for c in section(stem).cells if c.cell_type == "markdown")
+    for name in (n for n, s in NOTEBOOKS.items() if s == stem):
+        assert stated(name) in text, stated(name)
