@@ -33,22 +33,35 @@ class Source:
     """A learner's function as text: its name and its source, decorator included."""
     name: str
     text: str
+    helper: bool = False  # a function the learner's kernel or launcher calls, sent along
 
     @classmethod
-    def of(cls, fn):
-        fn = getattr(fn, "fn", fn)  # a @triton.jit function wraps the Python one
-        return cls(fn.__name__, textwrap.dedent(inspect.getsource(fn)))
+    def of(cls, fns):
+        """The Sources of fns (kernel, launcher) and of the functions they call that were defined beside them
+        (in the same notebook or file), at any depth."""
+        out = {}
+
+        def visit(fn, helper):
+            fn = getattr(fn, "fn", fn)  # a @triton.jit function wraps the Python one
+            out.setdefault(fn.__name__, cls(fn.__name__, textwrap.dedent(inspect.getsource(fn)), helper))
+            for name in fn.__code__.co_names:
+                called = getattr(fn.__globals__.get(name), "fn", fn.__globals__.get(name))
+                if inspect.isfunction(called) and called.__module__ == fn.__module__ and name not in out:
+                    visit(called, True)
+        for fn in fns:
+            visit(fn, False)
+        return list(out.values())
 
 
 def load_sources(sources, folder):
-    """Import the learner's functions (Source) from one file in `folder`; returns them in order."""
+    """Import the learner's functions (Source) from one file in `folder`; returns those not helpers, in order."""
     path = os.path.join(folder, f"learner_{os.getpid()}_{len(os.listdir(folder))}.py")
     with open(path, "w") as f:
         f.write(HEADER + "\n\n".join(s.text for s in sources))
     spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [getattr(module, s.name) for s in sources]
+    return [getattr(module, s.name) for s in sources if not s.helper]
 
 
 def _serve(fd, progress_path):

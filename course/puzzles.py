@@ -54,7 +54,7 @@ def sources(name, kernel, launcher=None):
     if left:
         raise Stop("not yet", f"the kernel still has {left} blank(s) (`...`): fill them in and run the cell again.")
     try:
-        return [Source.of(fn) for fn in fns]
+        return Source.of(fns)
     except (OSError, TypeError):  # no source to read: made by exec, or not a function
         raise Stop("not yet", "the checker reads your kernel's source: define it with def in a notebook cell or a "
                               "file, and pass the function itself.") from None

@@ -36,6 +36,11 @@ def mutant(tmp_path, name, old, new):
     assert old in source, old
     path = tmp_path / f"mutant_{name}.py"
     path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n\n" + source.replace(old, new, 1))
+    return mutant_from(path, name)
+
+
+def mutant_from(path, name):
+    """The learner's functions of puzzle `name` defined in the file `path`."""
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -181,6 +186,18 @@ def test_a_crash_of_the_checkers_process_is_a_verdict_and_the_next_check_runs(tm
     verdict = timed_check("masked_tile", kernel, launcher)
     assert verdict.status == "wrong" and "crashed the checker's process (exit code 134)" in verdict.message
     assert timed_check("masked_tile", *learner("masked_tile")).status == "right"
+
+
+def test_a_kernel_that_calls_helpers_of_its_own_is_checked_with_them(tmp_path):
+    helper = ("@triton.jit\ndef rescale(x, m_i, m_new):\n    return x * tl.exp(m_i - m_new)\n\n\n"
+              "@triton.jit\ndef online_softmax(")
+    mutant(tmp_path, "online_softmax", "@triton.jit\ndef online_softmax(", helper)
+    path = tmp_path / "mutant_online_softmax.py"
+    text = path.read_text()
+    assert "l_i = alpha * l_i + tl.sum" in text
+    path.write_text(text.replace("l_i = alpha * l_i + tl.sum", "l_i = rescale(l_i, m_i, m_new) + tl.sum"))
+    kernel, _ = mutant_from(path, "online_softmax")
+    assert timed_check("online_softmax", kernel).status == "right"
 
 
 def test_the_attention_puzzles_reject_mistakes_of_both_kinds():
