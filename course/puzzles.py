@@ -23,6 +23,7 @@ import re
 import textwrap
 
 import numpy as np
+import torch
 
 from . import puzzle_solutions
 from .checks import Stop, Verdict
@@ -227,12 +228,16 @@ def flipped_rescale(kernel):
 
 
 def _wrong_element(puzzle, got, want, inputs):
-    """(output name, flat index, tolerance) of the first element outside the tolerance, or None."""
-    for name in puzzle.outputs:
-        tol = puzzle.tolerance(name, want[name], inputs)
-        bad = ~((got[name].double() - want[name]).abs() <= tol)  # NaN is wrong
-        if bad.any():
-            return name, int(np.flatnonzero(bad.flatten().numpy())[0]), tol
+    """(output name, flat index, tolerance) of the first element outside the tolerance, or None; an infinity or
+    NaN first, in whichever output (the cause the others inherit)."""
+    for overflow in (True, False):
+        for name in puzzle.outputs:
+            tol = puzzle.tolerance(name, want[name], inputs)
+            bad = ~((got[name].double() - want[name]).abs() <= tol)  # NaN is wrong
+            if overflow:
+                bad &= ~torch.isfinite(got[name]) & torch.isfinite(want[name])
+            if bad.any():
+                return name, int(np.flatnonzero(bad.flatten().numpy())[0]), tol
     return None
 
 

@@ -123,6 +123,8 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      "program (2, 0)", ["load from X at element offset 2,000, past its 2,000 elements", "columns >= N"]),
     ("gpu_merge", "half the rows never launched", "gpu_merge_kernel[(lse1.numel(),)]",
      "gpu_merge_kernel[(lse1.numel() // 2,)]", "Stores", ["768 of O's 1,536 elements are never stored"]),
+    ("gpu_merge", "LSE merged without the max", "lse = m + tl.log(tl.exp(lse1 - m) + tl.exp(lse2 - m))",
+     "lse = tl.log(tl.exp(lse1) + tl.exp(lse2))", "Correctness", ["where float64 gives", "exp of a raw LSE overflows"]),
     ("row_softmax", "no max subtracted", "p = tl.exp(x - tl.max(x, 0))", "p = tl.exp(x)",
      "Correctness", ["where float64 gives", "stored it", "exp overflows"]),
     ("online_row_softmax", "running sum not rescaled", "l_i = l_i * tl.exp(m_i - m_new) + ", "l_i = l_i + ",
