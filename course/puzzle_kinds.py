@@ -24,6 +24,7 @@ O_TOL = 4 * U_FP16  # times max |v|
 LSE_TOL = 1e-4  # fp32 statistics: a blocked fp32 sum of at most a hundred terms, as tests/test_kernels.py
 SEED = 14
 FP32 = 4  # bytes of an fp32 statistic
+SEE = "puzzles.show_accesses({!r}, ...) draws what each program loaded."  # ends a bytes verdict
 
 
 def fp16(shape, seed, scale=1.0):

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from .checks import Stop
-from .puzzle_kinds import LSE_TOL, O_TOL
+from .puzzle_kinds import LSE_TOL, O_TOL, SEE
 
 
 def _errors(puzzle, got, want, p, v):
@@ -90,4 +90,4 @@ def bytes_by_program(puzzle, log, moved, counted):
     raise Stop("wrong", f"Bytes: the output is right, but the kernel moves {total:,} B where gpusim's schedule "
                         f"moves {want:,} B. The first program that differs is {puzzle.block(p)}: "
                         f"{tiles + (f'; {others}' if others else '')}. "
-                        f"{puzzle.hint('more_kv' if more else 'other_bytes')}")
+                        f"{puzzle.hint('more_kv' if more else 'other_bytes')} {SEE.format(puzzle.name)}")

@@ -29,7 +29,7 @@ from . import puzzle_solutions
 from .checks import Stop, Verdict
 from .puzzle_catalog import PUZZLES
 from .puzzle_guard import LOAD, STORE, Log, guarded, program_text
-from .puzzle_kinds import by_tensor
+from .puzzle_kinds import SEE, by_tensor
 from .puzzle_sandbox import CHILD, TIMEOUT_S, Source, load_sources
 
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
@@ -277,7 +277,7 @@ def check_bytes(puzzle, moved, log):
                        if rw.get(k, 0) != counted.get(t, {}).get(k, 0))
     more = sum(sum(rw.values()) for rw in moved.values()) > sum(sum(rw.values()) for rw in counted.values())
     raise Stop("wrong", f"Bytes: the output is right, but the loads and stores differ from the count: {differ}. "
-                        f"{puzzle.hint('more_bytes' if more else 'fewer_bytes')}")
+                        f"{puzzle.hint('more_bytes' if more else 'fewer_bytes')} {SEE.format(puzzle.name)}")
 
 
 def solution_source(name):
