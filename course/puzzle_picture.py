@@ -41,7 +41,7 @@ def accesses_here(name, sent, folder, progress=None):
     puzzle = PUZZLES[name]
     kernel, *launcher = load_sources(sent, folder)
     inputs = puzzle.inputs()
-    tensors = [t for t, x in inputs.items() if x.dim() >= 2]
+    tensors = [t for t, x in inputs.items() if x.dim() in (2, 4, 5) and x.shape[-1] > 1]  # matrices, not statistics
     rows = {t: pictured_rows(tuple(inputs[t].shape)) for t in tensors}
     try:
         mine = loads_by_step(run(puzzle, kernel, launcher[0] if launcher else None, inputs, progress)[1], tensors)
@@ -81,18 +81,19 @@ def _image(by_program, n_rows):
 
 
 def figure(rows, mine, theirs, title):
-    """Two rows of panels (yours, then `title`'s), one column per tensor."""
+    """Two rows of panels (yours, then `title`'s), one column per tensor, on one colour scale of steps."""
+    images = [[_image(loads[t], rows[t]) for t in rows] for loads in (mine, theirs)]
+    steps = max([1] + [int(np.nanmax(image)) for row in images for image, _ in row if np.isfinite(image).any()])
     fig, axes = plt.subplots(2, len(rows), figsize=(2.2 * len(rows) + 1, 4.6), squeeze=False, layout="constrained")
-    for row, (who, loads) in enumerate((("your kernel", mine), (title, theirs))):
-        for col, tensor in enumerate(rows):
-            image, programs = _image(loads[tensor], rows[tensor])
+    for row, who in enumerate(("your kernel", title)):
+        for col, (tensor, (image, programs)) in enumerate(zip(rows, images[row])):
             ax = axes[row, col]
-            shown = ax.imshow(image, aspect="auto", cmap="viridis", interpolation="nearest")
+            shown = ax.imshow(image, aspect="auto", cmap="viridis", interpolation="nearest", vmin=0, vmax=steps)
             ax.set_title(f"{tensor}: {who}", fontsize=8)
             ax.set_xticks(range(len(programs)), [",".join(map(str, p)) for p in programs], fontsize=6)
             ax.tick_params(axis="y", labelsize=6)
             if col == 0:
-                ax.set_ylabel("row (of batch 0, head 0)", fontsize=7)
+                ax.set_ylabel("row (batch 0, head 0 of a (B, H, N, d) tensor)", fontsize=6)
         fig.colorbar(shown, ax=axes[row, :].tolist(), label="step (its k-th load)", shrink=0.8)
     fig.supxlabel("program (tl.program_id values)", fontsize=8)
     return fig
