@@ -4,7 +4,7 @@ that no mistake takes the notebook down, each mistake getting a verdict of one o
 
 1. safety: every pointer of every tl.load and tl.store is checked before it is dereferenced (puzzle_guard):
    an access outside its tensor names the program, the tensor and the element offset; a loop that never
-   ends is stopped after puzzle_sandbox.TIMEOUT_S;
+   ends is stopped at RUNAWAY times the reference's loads and stores, or after puzzle_sandbox.TIMEOUT_S;
 2. the output's dtype and shape (where the learner allocates it), the batch and head each program touches
    (against the reference solution's), and that each output element is stored once;
 3. correctness: the outputs against a float64 reference, with a tolerance each kind justifies
