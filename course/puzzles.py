@@ -1,205 +1,41 @@
-"""Kernels the learner writes (notebook 10), in the style of Triton-Puzzles: a Triton kernel with blanks
-(`...`), filled in by the learner and checked twice, in Triton's interpreter on the CPU (TRITON_INTERPRET=1,
-set before Triton is imported) or compiled on a GPU:
+"""Kernels the learner writes, in the style of Triton-Puzzles: a Triton kernel with blanks (`...`), at the end of
+the notebook that teaches it, filled in by the learner and checked in a child process (puzzle_sandbox), so
+that no mistake takes the notebook down, each mistake getting a verdict of one or two lines:
 
-1. correctness: O and the log-sum-exp against float64 attention (gpusim_kernels.reference_attention) of the
-   same fp16 inputs; a wrong answer names the first wrong tile (Q block or program, and the first K/V block
-   from which it goes wrong: the kernel is rerun on the first 1, 2, ... K/V blocks of keys);
-2. bytes: every tl.load and tl.store, counted by gpusim_kernels.trace_io, against gpusim's count for the same
-   schedule (gpusim.simulate, gpusim.decode); a wrong count names the first program whose traffic differs
-   (rerun on growing prefixes of the grid) and how many K/V tiles it loaded against gpusim's schedule.
+1. safety: every pointer of every tl.load and tl.store is checked before it is dereferenced (puzzle_guard):
+   an access outside its tensor names the program, the tensor and the element offset; a loop that never
+   ends is stopped at RUNAWAY times the reference's loads and stores, or after puzzle_sandbox.TIMEOUT_S;
+2. the output's dtype and shape (where the learner allocates it), the batch and head each program touches
+   (against the reference solution's), and that each output element is stored once;
+3. correctness: the outputs against a float64 reference, with a tolerance each kind justifies
+   (puzzle_kinds); a wrong answer names the first wrong tile or program;
+4. bytes: every tl.load and tl.store, counted by gpusim_kernels.trace_io, equal (==) to gpusim's count for the
+   same schedule (gpusim.simulate, gpusim.decode, gpusim.backward, gpusim.softmax) or to a stated closed form.
 
     >>> from gpusim_course import puzzles
     >>> puzzles.check("online_softmax", my_kernel)  # a Verdict: right, wrong (and where), or not yet
     >>> puzzles.solution("online_softmax")  # prints the hidden reference solution
+    >>> puzzles.show_accesses("online_softmax", my_kernel)  # its loads beside gpusim's schedule (puzzle_picture)
 """
 import ast
 import inspect
+import re
 import textwrap
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-import gpusim
-from gpusim import decode
-from gpusim_kernels import reference_attention, trace_io
-from gpusim_kernels.interpreter import INTERPRETED
-
 from . import puzzle_solutions
 from .checks import Stop, Verdict
+from .puzzle_catalog import PUZZLES
+from .puzzle_guard import LOAD, STORE, Log, guarded, program_text
+from .puzzle_kinds import SEE, by_tensor
+from .puzzle_sandbox import CHILD, TIMEOUT_S, Source, load_sources
 
-U_FP16 = 2.0**-11  # unit roundoff of fp16
-# O: P is rounded to fp16 before P @ V and O once more on the way out, each at most u * max|v| per element
-# (O is an average of rows of V); the fp32 sums add far less. Twice that worst case:
-O_TOL = 4 * U_FP16  # times max |v|
-LSE_TOL = 1e-4  # fp32 statistics: a blocked fp32 sum of at most a hundred terms, as tests/test_kernels.py
-SEED = 14
-
-
-def _fp16(shape, seed, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * scale).to(torch.float16)
-
-
-@dataclass(frozen=True)
-class Flash2Puzzle:
-    """A FlashAttention-2 forward kernel(Q, K, V, O, LSE, N, N_KV, scale, D=, Br=, Bc=), grid (Tr, B*H)."""
-    solution_name: str
-    causal: bool
-    seq: int
-    block_q: int
-    block_kv: int
-    head_dim: int = 16
-    batch: int = 1
-    heads: int = 2
-    advice: tuple = ()  # (symptom, sentence) pairs
-
-    @property
-    def programs(self):
-        return -(-self.seq // self.block_q)
-
-    def inputs(self):
-        shape = (self.batch, self.heads, self.seq, self.head_dim)
-        return [_fp16(shape, SEED + n, scale=1.5 if n < 2 else 1.0) for n in range(3)]  # q, k wide: the max moves
-
-    def run(self, kernel, q, k, v, programs=None):
-        o = torch.empty_like(q)
-        lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-        grid = (self.programs if programs is None else programs, q.shape[0] * q.shape[1])
-        kernel[grid](q, k, v, o, lse, q.shape[2], k.shape[2], self.head_dim**-0.5, D=self.head_dim,
-                     Br=self.block_q, Bc=self.block_kv)
-        return o, lse
-
-    def reference(self, q, k, v):
-        return reference_attention(q, k, v, causal=self.causal), _lse(q, k, self.causal)
-
-    def region(self, p):
-        """The part of O (B, H, N, d) and LSE (B, H, N) that program p along the grid's first axis writes."""
-        return np.s_[:, :, p * self.block_q:(p + 1) * self.block_q]
-
-    def tile(self, p, j):
-        return f"tile (i, j) = ({p}, {j})"
-
-    def describe(self, p):
-        return f"Q block {p} (rows {p * self.block_q}..{min((p + 1) * self.block_q, self.seq) - 1})"
-
-    def config(self):
-        return dict(seq=self.seq, head_dim=self.head_dim, batch=self.batch, heads=self.heads, block_q=self.block_q,
-                    block_kv=self.block_kv, causal=self.causal, dtype="fp16")
-
-    def counted(self):
-        """gpusim's bytes of the whole launch, {tensor: {"read_bytes", "write_bytes"}}."""
-        return _by_tensor(gpusim.simulate("flash2", **self.config()).counts)
-
-    def counted_per_program(self):
-        """gpusim's bytes per Q block (all batches and heads): {tensor: bytes read + written} from its trace."""
-        out = [{} for _ in range(self.programs)]
-        for s in gpusim.simulate("flash2", trace=True, **self.config()).trace:
-            for tensor, nbytes in s.loads + s.stores:
-                out[s.program[2]][tensor] = out[s.program[2]].get(tensor, 0) + nbytes
-        return out
-
-    def tile_bytes(self):
-        return self.block_kv * self.head_dim * 2 * self.batch * self.heads  # one K (or V) tile, every head
-
-
-@dataclass(frozen=True)
-class DecodePuzzle:
-    """A grouped-query decode kernel(Q, K, V, O, LSE, cache_seqlens, scale, S, H=, H_KV=, D=, Bc=, BLOCK_R=),
-    one program per (batch, K/V head): q (B, H, 1, d), a contiguous cache (B, H_kv, S, d)."""
-    solution_name: str
-    cache: int = 80
-    heads: int = 8
-    kv_heads: int = 2
-    head_dim: int = 16
-    block_kv: int = 16
-    batch: int = 2
-    block_r: int = 16  # tl.dot's smallest tile: the group's rows padded up to it
-    advice: tuple = ()
-
-    @property
-    def programs(self):
-        return self.batch * self.kv_heads
-
-    @property
-    def group(self):
-        return self.heads // self.kv_heads
-
-    def inputs(self):
-        return [_fp16((self.batch, h, n, self.head_dim), SEED + i, 1.5 if i < 2 else 1.0)
-                for i, (h, n) in enumerate([(self.heads, 1), (self.kv_heads, self.cache), (self.kv_heads, self.cache)])]
-
-    def run(self, kernel, q, k, v, programs=None):
-        o = torch.empty_like(q)
-        lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-        lengths = torch.full((self.batch,), k.shape[2], dtype=torch.int32, device=q.device)
-        kernel[(self.programs if programs is None else programs,)](
-            q, k, v, o, lse, lengths, self.head_dim**-0.5, k.shape[2], H=self.heads, H_KV=self.kv_heads,
-            D=self.head_dim, Bc=self.block_kv, BLOCK_R=self.block_r)
-        return o, lse
-
-    def reference(self, q, k, v):
-        return reference_attention(q, k, v), _lse(q, k.repeat_interleave(self.group, dim=1), False)
-
-    def region(self, p):
-        b, kv_head = divmod(p, self.kv_heads)
-        return np.s_[b, kv_head * self.group:(kv_head + 1) * self.group]
-
-    def tile(self, p, j):
-        return f"K/V block {j} of program {p}"
-
-    def describe(self, p):
-        b, kv_head = divmod(p, self.kv_heads)
-        return (f"program {p} (request {b}, K/V head {kv_head}: query heads "
-                f"{kv_head * self.group}..{(kv_head + 1) * self.group - 1})")
-
-    def launch(self, batch=None, kv_heads=None):
-        return decode.make_launch(batch=batch or self.batch, heads=self.group * (kv_heads or self.kv_heads),
-                                  kv_heads=kv_heads or self.kv_heads, head_dim=self.head_dim, seq_kv=self.cache,
-                                  num_splits=1, block_kv=self.block_kv, grouped=True)
-
-    def counted(self):
-        return _by_tensor(decode.count(self.launch()))
-
-    def counted_per_program(self):
-        """Every program does the same: gpusim's count of a launch of one program (one request, one K/V head)."""
-        one = {t: sum(rw) for (_, t), rw in decode.count(self.launch(batch=1, kv_heads=1)).items()}
-        return [one] * self.programs
-
-    def tile_bytes(self):
-        return self.block_kv * self.head_dim * 2
-
-
-def _by_tensor(counts):
-    """{(kernel, tensor): (read, write)} summed over kernels: {tensor: {"read_bytes", "write_bytes"}}."""
-    out = {}
-    for (_, tensor), (r, w) in counts.items():
-        entry = out.setdefault(tensor, {"read_bytes": 0, "write_bytes": 0})
-        entry["read_bytes"] += r
-        entry["write_bytes"] += w
-    return out
-
-
-def _traced(puzzle, kernel, q, k, v, programs=None):
-    """The bytes the kernel's loads and stores move (trace_io), {tensor: {"read_bytes", "write_bytes"}}."""
-    try:
-        with np.errstate(all="ignore"):
-            return _by_tensor(trace_io(puzzle.run, kernel, q, k, v, programs, by_kernel=True))
-    except Exception as err:  # e.g. a load outside the tensors, which trace_io refuses
-        raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
-
-
-def _last_line(err):
-    lines = str(err).strip().splitlines()
-    return lines[-1] if lines else ""
-
-
-def _lse(q, k, causal):
-    s = q.double() @ k.double().transpose(-1, -2) * q.shape[-1] ** -0.5
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
-    return s.logsumexp(dim=-1)
+RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
+           "under the old, smaller max; exp(m_new - m_i) grows it (and is inf on the first tile, where m_i = -inf).")
+RUNAWAY = 20  # a kernel that makes this many times the reference's loads and stores runs a loop that never ends
+_REFERENCE_LOGS = {}  # in the child: puzzle name -> the reference solution's Log on the check's inputs
 
 
 def blanks(kernel):
@@ -209,161 +45,260 @@ def blanks(kernel):
     return sum(isinstance(node, ast.Constant) and node.value is Ellipsis for node in ast.walk(tree))
 
 
-def _run(puzzle, kernel, q, k, v, programs=None):
+def sources(name, kernel, launcher=None):
+    """The learner's functions as text, to send to the child; a Stop ("not yet") while blanks remain."""
+    puzzle = _puzzle(name)
+    if puzzle.launcher and launcher is None:
+        raise Stop("not yet", f"{name} needs your launcher too: puzzles.check({name!r}, kernel, launcher).")
+    fns = [kernel] + ([launcher] if puzzle.launcher else [])
+    left = sum(blanks(fn) for fn in fns)
+    if left:
+        raise Stop("not yet", f"the kernel still has {left} blank(s) (`...`): fill them in and run the cell again.")
     try:
-        with np.errstate(all="ignore"):  # a wrong kernel's NaNs are reported in the verdict
-            return puzzle.run(kernel, q, k, v, programs)
+        return Source.of(fns)
+    except (OSError, TypeError):  # no source to read: made by exec, or not a function
+        raise Stop("not yet", "the checker reads your kernel's source: define it with def in a notebook cell or a "
+                              "file, and pass the function itself.") from None
+
+
+def check(name, kernel, launcher=None, timeout_s=TIMEOUT_S):
+    """Check the learner's Triton `kernel` (and `launcher`, for the warm-ups) for puzzle `name`, in a child
+    process; returns a Verdict (shown in color), never raises for the learner's code."""
+    try:
+        sent = sources(name, kernel, launcher)
+    except Stop as stop:
+        return Verdict(name, stop.status, stop.message)
+    return ask(name, "puzzles.check_here", sent, timeout_s)
+
+
+def ask(name, action, sent, timeout_s=TIMEOUT_S):
+    """The child's answer to `action` on the learner's functions, or the Verdict on a loop that never ends or
+    a crash."""
+    answer = CHILD.ask(action, name, sent, timeout_s=timeout_s)
+    if answer[0] == "timeout":
+        return Verdict(name, "wrong", _never_ends(_puzzle(name), answer[1], timeout_s))
+    if answer[0] == "died":
+        return Verdict(name, "wrong", f"the kernel crashed the checker's process (exit code {answer[1]}); your "
+                                      f"notebook is fine. Look for a pointer the masks do not cover.")
+    return Verdict(name, *answer) if isinstance(answer[0], str) else answer  # (status, message) or data
+
+
+MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
+LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
+
+
+def _never_ends(puzzle, progress, timeout_s):
+    program, accesses = tuple(progress[:max(progress[3], 1)]), progress[4]
+    return (f"the loop never ends: check your loop bounds ({puzzle.hint('loop') or LOOP}). Program "
+            f"{program_text(program)} was still running after {timeout_s} s; loads and stores so far: {accesses:,}.")
+
+
+def _puzzle(name):
+    if name not in PUZZLES:
+        raise ValueError(f"no puzzle {name!r}: choose one of {', '.join(PUZZLES)}")
+    return PUZZLES[name]
+
+
+def check_here(name, sent, folder, progress=None):
+    """In the child: import the learner's functions and check them; (status, message)."""
+    puzzle = PUZZLES[name]
+    try:
+        kernel, *launcher = load_sources(sent, folder)
+        return "right", _verdict(puzzle, kernel, launcher[0] if launcher else None, progress)
+    except Stop as stop:
+        return stop.status, stop.message
+
+
+def run(puzzle, kernel, launcher, inputs, progress=None, limit=None):
+    """(outputs, Log, bytes moved {tensor: {"read_bytes", "write_bytes"}}) of one guarded, traced launch; a Stop
+    for an access outside the tensors (before it happens), for more than `limit` accesses, or any error the
+    kernel raises."""
+    from gpusim_kernels import trace_io
+    log, got = Log(progress=progress, limit=limit), {}
+
+    def launch():
+        with guarded(log), np.errstate(all="ignore"):  # a wrong kernel's NaNs are reported in the verdict
+            got.update(puzzle.run(kernel, launcher, inputs))
+    try:
+        moved = by_tensor(trace_io(launch, by_kernel=True))
     except Exception as err:  # the learner's bug, reported in the verdict rather than as a traceback
-        raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
+        if log.runaway is not None:
+            raise Stop("wrong", f"the loop never ends: check your loop bounds ({puzzle.hint('loop') or LOOP}). "
+                                f"Program {program_text(log.runaway)} was still running after {limit:,} loads and "
+                                f"stores, {RUNAWAY} times the reference's for the whole launch.") from None
+        if log.error is None:
+            raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
+        _check_allocated(puzzle, log)
+        raise Stop("wrong", f"{log.error}: {puzzle.hint('padding') or MASK}") from None
+    return got, log, moved
 
 
-def _errors(puzzle, got, want, p, v):
-    """(max |O - O_ref| / max |v|, max |LSE - LSE_ref|) over program p's rows; NaN counts as infinitely wrong."""
-    (o, lse), (o_ref, lse_ref) = got, want
-    at = puzzle.region(p)
-    scale = float(v.abs().max())
-
-    def worst(x, ref):
-        diff = (x[at].double() - ref[at]).abs()
-        return float("inf") if not torch.isfinite(diff).all() else float(diff.max())
-    return worst(o, o_ref) / scale, worst(lse, lse_ref)
+def _last_line(err):
+    lines = str(err).strip().splitlines()
+    return lines[-1] if lines else ""
 
 
-def _wrong(errors):
-    return errors[0] > O_TOL or errors[1] > LSE_TOL
+def _reference_log(puzzle):
+    if puzzle.name not in _REFERENCE_LOGS:
+        kernel = getattr(puzzle_solutions, f"{puzzle.name}_kernel" if puzzle.launcher else puzzle.name)
+        launcher = getattr(puzzle_solutions, puzzle.name) if puzzle.launcher else None
+        _REFERENCE_LOGS[puzzle.name] = run(puzzle, kernel, launcher, puzzle.inputs())[1]
+    return _REFERENCE_LOGS[puzzle.name]
 
 
-def _first_wrong_tile(puzzle, kernel, q, k, v, p):
-    """The first K/V block j such that program p is wrong when the keys end after block j."""
-    for j in range(-(-k.shape[2] // puzzle.block_kv)):
-        n = min((j + 1) * puzzle.block_kv, k.shape[2])
-        kj, vj = k[:, :, :n].contiguous(), v[:, :, :n].contiguous()
-        errors = _errors(puzzle, _run(puzzle, kernel, q, kj, vj), puzzle.reference(q, kj, vj), p, v)
-        if _wrong(errors):
-            return j, errors
-    return None, None
+def _verdict(puzzle, kernel, launcher, progress):
+    inputs = puzzle.inputs()
+    limit = RUNAWAY * len(_reference_log(puzzle).accesses)
+    got, log, moved = run(puzzle, kernel, launcher, inputs, progress, limit)
+    _check_allocated(puzzle, log)
+    _check_offsets(puzzle, log)
+    _check_stores(puzzle, log)
+    want = puzzle.reference(inputs)
+    errors = check_correct(puzzle, kernel, launcher, inputs, got, want, log)
+    counted = check_bytes(puzzle, moved, log)
+    shown = ", ".join(f"{t} {rw['read_bytes'] + rw['write_bytes']:,} B" for t, rw in counted.items())
+    return f"{errors}, and the loads and stores equal {puzzle.counted_by} to the byte: {shown}."
 
 
-def _advice(puzzle, symptom):
-    return dict(puzzle.advice).get(symptom, "")
+def _check_allocated(puzzle, log):
+    """The outputs the learner allocated have the reference's dtype and shape."""
+    ref = _reference_log(puzzle).tensors
+    for name in puzzle.outputs if puzzle.launcher else ():
+        mine, want = log.tensors.get(name), ref[name]
+        if mine is None:
+            raise Stop("wrong", f"Output: the kernel was never launched with its output {name}.")
+        if (mine.dtype, mine.shape) != (want.dtype, want.shape):
+            raise Stop("wrong", f"Output: {name} is {mine.dtype} of shape {mine.shape}; the result is {want.dtype} "
+                                f"of shape {want.shape}: allocate it so (torch.empty(shape, dtype=x.dtype)), "
+                                f"since tl.store converts to the pointer's type and writes where the strides say.")
 
 
-def check_correct(puzzle, kernel, q, k, v):
-    """Raise Stop naming the first wrong tile, or return the largest errors."""
-    got, want = _run(puzzle, kernel, q, k, v), puzzle.reference(q, k, v)
-    errors = [_errors(puzzle, got, want, p, v) for p in range(puzzle.programs)]
-    bad = next((p for p, e in enumerate(errors) if _wrong(e)), None)
-    if bad is None:
-        return max(e[0] for e in errors), max(e[1] for e in errors)
-    o_err, lse_err = errors[bad]
-    if not np.isfinite(o_err):
-        symptom, where = "nan", "its output holds NaN or infinity"
-    elif o_err <= O_TOL:
-        symptom, where = "lse", f"O is right but the log-sum-exp is off by {lse_err:.3g}"
-    else:
-        j, _ = _first_wrong_tile(puzzle, kernel, q, k, v, bad)
-        symptom = "first_block" if j == 0 else "later_block"
-        where = (f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g}), first when the keys end "
-                 f"after K/V block {j}: {puzzle.tile(bad, j)}" if j is not None else f"its output is off by {o_err:.3g}")
-    raise Stop("wrong", f"Correctness: {puzzle.describe(bad)} is wrong: {where}. {_advice(puzzle, symptom)}")
+def _check_offsets(puzzle, log):
+    """Each program touches the batches and heads the reference solution's touches: a missing batch offset
+    reads another batch's rows (and is named as such, not as a head mistake)."""
+    ref = _reference_log(puzzle)
+    for tensor, axes in puzzle.layouts.items():
+        if tensor not in log.tensors:
+            continue
+        shape = log.tensors[tensor].shape
+        for kind in (LOAD, STORE):
+            want = ref.touched(tensor, kind)
+            for program, elements in sorted(log.touched(tensor, kind).items()):
+                got = np.unravel_index(elements, shape)
+                expected = np.unravel_index(want.get(program, np.zeros(0, np.int64)), shape)
+                for axis, dim in enumerate(axes):
+                    stray, own = np.setdiff1d(got[axis], expected[axis]), np.unique(expected[axis])
+                    if dim and stray.size:
+                        raise Stop("wrong", _stray(puzzle, program, kind, tensor, dim, stray[0], own,
+                                                   own.size and np.isin(own, got[axis]).all()))
 
 
-def check_bytes(puzzle, kernel, q, k, v):
-    """Raise Stop naming the first program whose traffic differs from gpusim's, or return the count."""
-    moved = _traced(puzzle, kernel, q, k, v)
+def _stray(puzzle, program, kind, tensor, dim, stray, own, all_own):
+    """The verdict on a program that touched another batch's or head's rows: all of its own as well, it reads
+    padding rows it should mask; otherwise its offset is wrong."""
+    verb = "read rows" if kind == LOAD else "wrote rows"
+    own = ", ".join(map(str, own)) or "none"
+    if all_own:
+        return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor} besides its own ({dim} "
+                f"{own}): {puzzle.hint('padding') or 'those are padding rows, mask them.'}")
+    return (f"Offsets: {puzzle.describe(program)} {verb} of {dim} {stray} of {tensor}, where it should touch only "
+            f"{dim} {own}: check the {dim} offset. {puzzle.hint(dim)}")
+
+
+def _check_stores(puzzle, log):
+    """Every element of each output is stored exactly once."""
+    for name in puzzle.outputs:
+        size = int(np.prod(log.tensors[name].shape))
+        stored = log.touched(name, STORE)
+        counts = np.bincount(np.concatenate([np.zeros(0, np.int64), *stored.values()]), minlength=size)
+        never, twice = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
+        if never.size:
+            raise Stop("wrong", f"Stores: {never.size:,} of {name}'s {size:,} elements are never stored (the first: "
+                                f"element {never[0]:,}): every output element is written, by one program.")
+        if twice.size:
+            by = [program_text(p) for p, e in sorted(stored.items()) if twice[0] in e]
+            raise Stop("wrong", f"Stores: element {twice[0]:,} of {name} is stored {counts[twice[0]]} times (by "
+                                f"programs {', '.join(by)}): each output element is written once, by one program.")
+
+
+def flipped_rescale(kernel):
+    """Whether the kernel's source rescales by exp(m_new - m_i), the wrong way round."""
+    source = inspect.getsource(getattr(kernel, "fn", kernel))
+    return re.search(r"exp\(\s*m_new\w*\s*-\s*m_i\w*\s*\)", source) is not None
+
+
+def _wrong_element(puzzle, got, want, inputs):
+    """(output name, flat index, tolerance) of the first element outside the tolerance, or None; an infinity or
+    NaN first, in whichever output (the cause the others inherit)."""
+    for overflow in (True, False):
+        for name in puzzle.outputs:
+            tol = puzzle.tolerance(name, want[name], inputs)
+            bad = ~((got[name].double() - want[name]).abs() <= tol)  # NaN is wrong
+            if overflow:
+                bad &= ~torch.isfinite(got[name]) & torch.isfinite(want[name])
+            if bad.any():
+                return name, int(np.flatnonzero(bad.flatten().numpy())[0]), tol
+    return None
+
+
+def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
+    """Raise Stop naming the first wrong tile or program, or return how close the outputs are, in words."""
+    wrong = _wrong_element(puzzle, got, want, inputs)
+    if wrong is not None and flipped_rescale(kernel):
+        raise Stop("wrong", f"Correctness: the output is wrong. {RESCALE}")
+    if hasattr(puzzle, "region"):
+        from .puzzle_tiles import correct_by_tile
+        return correct_by_tile(puzzle, kernel, inputs, got, want)
+    if wrong is not None:
+        name, flat, tol = wrong
+        value = float(got[name].flatten()[flat])
+        symptom = "nan" if not np.isfinite(value) else name
+        writer = next((p for p, e in log.touched(name, STORE).items() if flat in e), None)
+        index = tuple(int(i) for i in np.unravel_index(flat, tuple(got[name].shape)))
+        raise Stop("wrong", f"Correctness: {name}{list(index)} is {value:.4g} where float64 gives "
+                            f"{float(want[name].flatten()[flat]):.4g} (tolerance {tol:.2g}); "
+                            f"{puzzle.describe(writer) if writer else 'no program'} stored it. {puzzle.hint(symptom)}")
+    worst = {n: float((got[n].double() - want[n]).abs().max()) for n in puzzle.outputs}
+    return "the largest errors " + ", ".join(
+        f"{n} {e:.2g} (tolerance {puzzle.tolerance(n, want[n], inputs):.2g})" for n, e in worst.items())
+
+
+def check_bytes(puzzle, moved, log):
+    """Raise Stop naming what differs from gpusim's count (or the closed form), or return the count."""
     counted = puzzle.counted()
     if moved == counted:
         return counted
-    expected = puzzle.counted_per_program()
-    before = {}
-    for p in range(puzzle.programs):
-        upto = {t: sum(rw.values()) for t, rw in _traced(puzzle, kernel, q, k, v, p + 1).items()}
-        mine = {t: n - before.get(t, 0) for t, n in upto.items()}
-        before = upto
-        if {t: n for t, n in mine.items() if n} != {t: n for t, n in expected[p].items() if n}:
-            break
-    tiles = ", ".join(f"{t} {mine.get(t, 0) / puzzle.tile_bytes():g} tiles (gpusim: "
-                      f"{expected[p].get(t, 0) / puzzle.tile_bytes():g})" for t in ("K", "V"))
-    others = ", ".join(f"{t} {mine.get(t, 0):,} B (gpusim: {expected[p].get(t, 0):,} B)"
-                       for t in sorted(set(mine) | set(expected[p]) - {"K", "V"})
-                       if mine.get(t, 0) != expected[p].get(t, 0) and t not in ("K", "V"))
-    more = any(mine.get(t, 0) > expected[p].get(t, 0) for t in ("K", "V"))
-    symptom = "more_kv" if more else "other_bytes"
-    return _raise_bytes(puzzle, p, tiles + (f"; {others}" if others else ""), moved, counted, symptom)
-
-
-def _raise_bytes(puzzle, p, detail, moved, counted, symptom):
-    total = sum(sum(rw.values()) for rw in moved.values())
-    want = sum(sum(rw.values()) for rw in counted.values())
-    raise Stop("wrong", f"Bytes: the output is right, but the kernel moves {total:,} B where gpusim's schedule "
-                         f"moves {want:,} B. The first program that differs is {puzzle.describe(p)}: {detail}. "
-                         f"{_advice(puzzle, symptom)}")
-
-
-PUZZLES = {
-    "online_softmax": Flash2Puzzle("online_softmax", causal=False, seq=64, block_q=16, block_kv=16, advice=(
-        ("nan", "A NaN comes from exp(-inf - (-inf)) or 0 / 0: m_new must be the maximum of m_i and the tile's "
-                "row max, and O = acc / l_i with l_i > 0."),
-        ("first_block", "Even one K/V block is wrong, so the problem is not the rescaling: check p_ij = "
-                        "exp(s_ij - m_new[:, None]), l_i's row sum and acc += p_ij @ v_j."),
-        ("later_block", "The first block is right and a later one is wrong: that is where the running max grows. "
-                        "Both l_i and acc hold sums taken under the old max: multiply them by alpha = "
-                        "exp(m_i - m_new) before adding the new tile's terms."),
-        ("lse", "The log-sum-exp is m_i + log(l_i), with the final m_i and l_i."),
-        ("more_kv", "Load each K_j and V_j once per step of the loop."),
-        ("other_bytes", "Q_i is loaded once before the loop (it stays in SRAM), O_i and the LSE are stored once "
-                        "after it."))),
-    "causal_skip": Flash2Puzzle("causal_skip", causal=True, seq=96, block_q=32, block_kv=16, advice=(
-        ("nan", "A row that sees no key has l_i = 0: every Q block must visit K/V block 0 and the blocks up to "
-                "the one holding its last row's key."),
-        ("first_block", "The tile is wrong from the start: are the diagonal blocks masked (key <= row)?"),
-        ("later_block", "A block that crosses the diagonal is unmasked, or one a row needs is not visited: mask "
-                        "every block from n_whole = i * Br // Bc on, and visit blocks up to "
-                        "((i + 1) * Br - 1) // Bc."),
-        ("lse", "The log-sum-exp is m_i + log(l_i), with the final m_i and l_i."),
-        ("more_kv", "The extra tiles lie entirely right of the diagonal: the mask hides all of them, so they "
-                    "cost bytes and FLOPs for nothing. Stop the loop after the block that holds the last row's "
-                    "last key: n_blocks = ((i + 1) * Br - 1) // Bc + 1 (at most cdiv(N_KV, Bc))."),
-        ("other_bytes", "Q_i is loaded once, O_i and the LSE are stored once."))),
-    "gqa_decode": DecodePuzzle("gqa_decode", advice=(
-        ("nan", "Rows past the group are padding: load their q with a mask and store only the group's rows."),
-        ("first_block", "The group's rows are not the query heads of this K/V head: query head h reads K/V head "
-                        "h // GROUP, so K/V head g serves heads g * GROUP .. g * GROUP + GROUP - 1."),
-        ("later_block", "The first chunk is right and a later one is wrong: rescale l_i and acc by "
-                        "exp(m_i - m_new) when the running max grows."),
-        ("lse", "Store the LSE of each of the group's rows: m_i + log(l_i)."),
-        ("more_kv", "Each K/V chunk is loaded more than once per program: stack the group's query rows into "
-                    "one tile (BLOCK_R rows, the padding masked) and load K_j, V_j once for all of them."),
-        ("other_bytes", "Each program loads its group's q rows once and stores their O and LSE once; the "
-                        "padding rows must be masked off."))),
-}
-
-
-def check(name, kernel):
-    """Check the learner's Triton `kernel` for puzzle `name`; returns a Verdict (shown in color)."""
-    puzzle = PUZZLES[name]
-    try:
-        if blanks(kernel):
-            raise Stop("not yet", f"the kernel still has {blanks(kernel)} blank(s) (`...`): fill them in and run "
-                                   f"the cell again.")
-        q, k, v = puzzle.inputs()
-        o_err, lse_err = check_correct(puzzle, kernel, q, k, v)
-        if not INTERPRETED:
-            return Verdict(name, "right", f"O within {o_err:.2g} x max|v| of float64 attention (the bytes are "
-                                          f"counted in Triton's interpreter: run on a CPU for that check).")
-        counted = check_bytes(puzzle, kernel, q, k, v)
-    except Stop as stop:
-        return Verdict(name, stop.status, stop.message)
-    moved = ", ".join(f"{t} {rw['read_bytes'] + rw['write_bytes']:,} B" for t, rw in counted.items())
-    return Verdict(name, "right", f"O within {o_err:.2g} x max|v| and the LSE within {lse_err:.1e} of float64 "
-                                  f"attention, and the loads and stores equal gpusim's count to the byte: {moved}.")
+    if hasattr(puzzle, "counted_per_program"):
+        from .puzzle_tiles import bytes_by_program
+        bytes_by_program(puzzle, log, moved, counted)
+    differ = "; ".join(f"{t} {rw.get(k, 0):,} B {k.split('_')[0]} (expected {counted.get(t, {}).get(k, 0):,})"
+                       for t, rw in {**{t: {} for t in counted}, **moved}.items()
+                       for k in ("read_bytes", "write_bytes")
+                       if rw.get(k, 0) != counted.get(t, {}).get(k, 0))
+    more = sum(sum(rw.values()) for rw in moved.values()) > sum(sum(rw.values()) for rw in counted.values())
+    raise Stop("wrong", f"Bytes: the output is right, but the loads and stores differ from the count: {differ}. "
+                        f"{puzzle.hint('more_bytes' if more else 'fewer_bytes')} {SEE.format(puzzle.name)}")
 
 
 def solution_source(name):
-    """The source of the hidden reference solution of puzzle `name`."""
-    return inspect.getsource(getattr(puzzle_solutions, PUZZLES[name].solution_name).fn)
+    """The source of the hidden reference solution of puzzle `name` (kernel, then launcher)."""
+    puzzle = _puzzle(name)
+    names = [f"{name}_kernel", name] if puzzle.launcher else [name]
+    return "\n\n".join(textwrap.dedent(inspect.getsource(getattr(getattr(puzzle_solutions, n), "fn",
+                                                                 getattr(puzzle_solutions, n)))) for n in names)
 
 
 def solution(name):
     """Print the reference solution of puzzle `name`."""
     print(solution_source(name))
+
+
+def show_accesses(name, kernel, launcher=None):
+    """A figure of the rows of Q, K, V (or the inputs) each program of the learner's kernel loaded, step by step,
+    beside gpusim's schedule (puzzle_picture); a Verdict instead when the kernel cannot run to the end."""
+    from .puzzle_picture import figure
+    try:
+        answer = ask(name, "puzzle_picture.accesses_here", sources(name, kernel, launcher))
+    except Stop as stop:
+        return Verdict(name, stop.status, stop.message)
+    return answer if isinstance(answer, Verdict) else figure(*answer)

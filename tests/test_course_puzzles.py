@@ -1,45 +1,72 @@
-"""gpusim_course.puzzles: the kernels the learner writes (notebook 10). The reference solutions pass both
-checks; wrong answers, made as a learner would make them (the solution with one mistake: a mutant), are
-rejected by the check that can see the mistake, which names the first wrong tile or program."""
+"""gpusim_course.puzzles: the kernels the learner writes. The reference solutions pass both checks (output and
+bytes); wrong answers, made as a learner would make them (the solution with one mistake: a mutant), each get
+the verdict that names their mistake, within 30 s, from the child process that runs them: the test process
+(the notebook's kernel) stays alive, even where the mistake would crash Triton's interpreter. The child runs
+the kernels in Triton's interpreter whether or not a GPU is there."""
+import ast
 import importlib.util
+import inspect
+import os
+import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
-from gpusim_kernels.interpreter import INTERPRETED  # noqa: E402
-
 from gpusim_course import puzzle_solutions, puzzles  # noqa: E402
-
-pytestmark = pytest.mark.skipif(not INTERPRETED, reason="the byte check counts loads in Triton's interpreter")
+from gpusim_course.puzzle_sandbox import TIMEOUT_S  # noqa: E402
 
 Q_LOAD = ("    q_i = tl.load(Q + bh * N * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < N, other=0.0)"
           "  # read Br*d\n")
 KEYS = "        keys = j * Bc + tl.arange(0, Bc)\n"
+VERDICT_S = 30
+
+
+def learner(name):
+    """The reference solution's functions (kernel, launcher or None), as the checks receive a learner's."""
+    if puzzles.PUZZLES[name].launcher:
+        return getattr(puzzle_solutions, f"{name}_kernel"), getattr(puzzle_solutions, name)
+    return getattr(puzzle_solutions, name), None
 
 
 def mutant(tmp_path, name, old, new):
-    """The reference solution of `name` with `old` replaced by `new`, as a learner's kernel in a file of its own."""
+    """The reference solution of `name` with `old` replaced by `new`, as a learner's kernel (and launcher) in a
+    file of its own."""
     source = puzzles.solution_source(name)
     assert old in source, old
     path = tmp_path / f"mutant_{name}.py"
-    path.write_text("import triton\nimport triton.language as tl\n\n\n" + source.replace(old, new, 1))
+    path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n\n" + source.replace(old, new, 1))
+    return mutant_from(path, name)
+
+
+def mutant_from(path, name):
+    """The learner's functions of puzzle `name` defined in the file `path`."""
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, name)
+    kernel, launcher = learner(name)
+    return getattr(module, kernel.fn.__name__), launcher and getattr(module, launcher.__name__)
+
+
+def timed_check(name, kernel, launcher=None, **kw):
+    """The verdict, checked to come back within VERDICT_S with this process alive and its pid unchanged."""
+    pid, start = os.getpid(), time.perf_counter()
+    verdict = puzzles.check(name, kernel, launcher, **kw)
+    assert time.perf_counter() - start < VERDICT_S and os.getpid() == pid
+    return verdict
 
 
 @pytest.mark.parametrize("name", list(puzzles.PUZZLES))
 def test_the_reference_solution_passes_both_checks(name):
-    verdict = puzzles.check(name, getattr(puzzle_solutions, name))
+    verdict = timed_check(name, *learner(name))
     assert verdict.status == "right", verdict.message
-    assert "equal gpusim's count to the byte" in verdict.message
+    assert "to the byte" in verdict.message
 
 
 @pytest.mark.parametrize("name", list(puzzles.PUZZLES))
 def test_a_template_with_blanks_is_not_yet(tmp_path, name):
-    kernel = mutant(tmp_path, name, "m_new = tl.maximum(", "m_new = ...  # tl.maximum(")
-    verdict = puzzles.check(name, kernel)
+    kernel, launcher = mutant(tmp_path, name, "tl.program_id(0)", "...")
+    verdict = puzzles.check(name, kernel, launcher)
     assert verdict.status == "not yet" and "1 blank(s)" in verdict.message
 
 
@@ -48,6 +75,8 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      "Correctness", ["Q block 0 (rows 0..15) is wrong", "tile (i, j) = (0, 1)", "multiply them by alpha"]),
     ("online_softmax", "l_i not rescaled", "l_i = alpha * l_i + tl.sum", "l_i = l_i + tl.sum",
      "Correctness", ["Q block 0 (rows 0..15) is wrong", "tile (i, j) = (0, 1)"]),
+    ("online_softmax", "rescale sign flipped", "alpha = tl.exp(m_i - m_new)", "alpha = tl.exp(m_new - m_i)",
+     "Correctness", ["rescale runs the wrong way", "exp(m_i - m_new) is at most 1"]),
     ("online_softmax", "Q_i reloaded every step", KEYS, KEYS + Q_LOAD.replace("    q_i", "        q_i"),
      "Bytes", ["Q block 0 (rows 0..15)", "Q 5,120 B (gpusim: 1,024 B)", "Q_i is loaded once"]),  # 1 + 4 loads
     ("causal_skip", "every K/V block visited", "n_blocks = tl.minimum(last_row // Bc + 1, tl.cdiv(N_KV, Bc))",
@@ -58,45 +87,166 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
     ("causal_skip", "diagonal blocks not visited", "n_blocks = tl.minimum(last_row // Bc + 1",
      "n_blocks = tl.minimum(i * Br // Bc", "Correctness", ["Q block 0 (rows 0..31) is wrong", "NaN"]),
     ("gqa_decode", "interleaved heads", "heads = kv_head * GROUP + tl.arange(0, BLOCK_R)",
-     "heads = kv_head + H_KV * tl.arange(0, BLOCK_R)", "Correctness",
-     ["program 0 (request 0, K/V head 0: query heads 0..3) is wrong", "K/V block 0 of program 0", "h // GROUP"]),
+     "heads = kv_head + H_KV * tl.arange(0, BLOCK_R)", "Offsets",
+     ["program 0 (request 0, K/V head 0: query heads 0..3) read rows of head 4 of Q", "h // GROUP"]),
+    ("gqa_decode", "l_i not rescaled", "l_i = alpha * l_i + tl.sum(p, 1)", "l_i = l_i + tl.sum(p, 1)", "Correctness",
+     ["program 0 (request 0, K/V head 0: query heads 0..3) is wrong", "K/V block 1 of program 0", "rescale l_i"]),
     ("gqa_decode", "V loaded twice", "tl.dot(p.to(v_j.dtype), v_j)",
      "tl.dot(p.to(v_j.dtype), tl.load(V + kv, mask=keys[:, None] < n_keys, other=0.0))", "Bytes",
      ["program 0", "V 10 tiles (gpusim: 5)", "load K_j, V_j once"]),
     ("gqa_decode", "padding rows loaded", "q = tl.load(Q + q_rows, mask=in_group[:, None], other=0.0)",
-     "q = tl.load(Q + q_rows, mask=(heads < H)[:, None], other=0.0)", "Bytes",
-     ["program 0", "Q 256 B (gpusim: 128 B)", "padding rows must be masked"]),
+     "q = tl.load(Q + q_rows, mask=(heads < H)[:, None], other=0.0)", "Offsets",
+     ["program 0 (request 0, K/V head 0: query heads 0..3) read rows of head 4 of Q besides its own", "mask"]),
+    # the mistakes that crashed the interpreter or misled: each named where it happens
+    ("gqa_decode", "padding mask left out (crashed the kernel)",
+     "q = tl.load(Q + q_rows, mask=in_group[:, None], other=0.0)", "q = tl.load(Q + q_rows)", "program (1)",
+     ["load from Q at element offset 256, past its 256 elements", "mask=in_group"]),
+    ("gqa_decode", "batch offset left out", "q_rows = (b * H + heads)[:, None]", "q_rows = heads[:, None]",
+     "Offsets", ["program 2 (request 1", "read rows of batch 0 of Q", "check the batch offset"]),
+    ("flash2_forward", "K load unmasked", "k_j = tl.load(K + kv, mask=keys[:, None] < N_KV, other=0.0)",
+     "k_j = tl.load(K + kv)", "program (0, 3)",
+     ["load from K at element offset 2,560, past its 2,560 elements: mask the lanes past the end"]),
+    ("flash2_forward", "O store unmasked",
+     "(acc / l_i[:, None]).to(O.dtype.element_ty),\n             mask=rows[:, None] < N)",
+     "(acc / l_i[:, None]).to(O.dtype.element_ty))", "program (2, 3)",
+     ["store to O at element offset 2,560, past its 2,560 elements"]),
+    ("flash2_forward", "batch offset left out", "q_head = b * H * N * D + h * N * D", "q_head = h * N * D",
+     "Offsets", ["program (0, 2) (b=1, h=0) read rows of batch 0 of Q", "check the batch offset"]),
+    ("flash2_forward", "head offset wrong", "q_head = b * H * N * D + h * N * D", "q_head = b * H * N * D + h * D",
+     "Offsets", ["program (0, 1) (b=0, h=1) read rows of head 0 of Q", "check the head offset", "not h * d"]),
+    ("masked_tile", "output of the wrong dtype", "y = torch.empty_like(x)",
+     "y = torch.empty_like(x, dtype=torch.float32)",
+     "Output", ["Y is float32 of shape (40, 50); the result is float16 of shape (40, 50)"]),
+    ("masked_tile", "output of the wrong shape", "y = torch.empty_like(x)", "y = x.new_empty(x.shape[0], x.shape[0])",
+     "Output", ["Y is float16 of shape (40, 40); the result is float16 of shape (40, 50)"]),
+    ("masked_tile", "load unmasked", "tile = tl.load(X + offs, mask=inside)", "tile = tl.load(X + offs)",
+     "program (2, 0)", ["load from X at element offset 2,000, past its 2,000 elements", "columns >= N"]),
+    ("gpu_merge", "half the rows never launched", "gpu_merge_kernel[(lse1.numel(),)]",
+     "gpu_merge_kernel[(lse1.numel() // 2,)]", "Stores", ["768 of O's 1,536 elements are never stored"]),
+    ("gpu_merge", "LSE merged without the max", "lse = m + tl.log(tl.exp(lse1 - m) + tl.exp(lse2 - m))",
+     "lse = tl.log(tl.exp(lse1) + tl.exp(lse2))", "Correctness", ["where float64 gives", "exp of a raw LSE overflows"]),
+    ("row_softmax", "no max subtracted", "p = tl.exp(x - tl.max(x, 0))", "p = tl.exp(x)",
+     "Correctness", ["where float64 gives", "stored it", "exp overflows"]),
+    ("online_row_softmax", "running sum not rescaled", "l_i = l_i * tl.exp(m_i - m_new) + ", "l_i = l_i + ",
+     "Correctness", ["Y[0,", "l_i * exp(m_i - m_new)"]),
+    ("dot_tile", "k blocks cut short", "for k in range(0, tl.cdiv(K, BLOCK)):", "for k in range(0, K // BLOCK):",
+     "Correctness", ["Y[", "Sum tl.dot(a, b) over every k block"]),
+    ("flash2_forward", "K loaded twice", "s_ij = tl.where(keys[None, :] < N_KV, tl.dot(q_i, tl.trans(k_j))",
+     "s_ij = tl.where(keys[None, :] < N_KV, tl.dot(q_i, tl.trans(tl.load(K + kv, mask=keys[:, None] < N_KV)))",
+     "Bytes", ["Q block 0 (rows 0..15)", "K 5 tiles (gpusim: 2.5)"]),
+    ("dkdv", "dK not scaled by tau", "(dk * scale).to(dK.dtype.element_ty)", "dk.to(dK.dtype.element_ty)",
+     "Correctness", ["dK[0, 0, 0", "dK_j = τ Σ_i dS_ijᵀ Q_i"]),
+    ("dq", "Q reloaded every step", "        kv = head + keys[:, None] * HEAD_DIM + cols[None, :]\n",
+     "        kv = head + keys[:, None] * HEAD_DIM + cols[None, :]\n"
+     "        q_i = tl.load(Q + qo, mask=rows[:, None] < N, other=0.0)\n",
+     "Bytes", ["Q 24,576 B read (expected 6,144)", "loaded once, before the loop"]),
+    ("split_kv_merge", "empty splits read", ", mask=active[:, None], other=0.0)", ")",
+     "Bytes", ["O_partial 1,024 B read (expected 768)", "splits past its last chunk"]),
+    ("paged_decode", "cache order instead of the block table", "page = tl.load(block_table + b * max_pages + j)",
+     "page = b * max_pages + j + 0 * tl.load(block_table + b * max_pages + j)", "Correctness",
+     ["program 0 (request 0", "block table's order"]),
 ]
 
 
 @pytest.mark.parametrize("name, mistake, old, new, which, names", WRONG, ids=[w[1] for w in WRONG])
-def test_a_wrong_kernel_is_rejected_by_the_check_that_sees_its_mistake(tmp_path, name, mistake, old, new, which,
-                                                                       names):
-    verdict = puzzles.check(name, mutant(tmp_path, name, old, new))
-    assert verdict.status == "wrong" and verdict.message.startswith(f"{which}:"), verdict.message
+def test_a_wrong_kernel_gets_the_verdict_that_names_its_mistake(tmp_path, name, mistake, old, new, which, names):
+    verdict = timed_check(name, *mutant(tmp_path, name, old, new))
+    assert verdict.status == "wrong" and verdict.message.startswith(which), verdict.message
     for text in names:
         assert text in verdict.message, (text, verdict.message)
+    assert verdict.message.count("\n") <= 1 and "Traceback" not in verdict.message
 
 
-def test_each_puzzle_rejects_mistakes_of_both_kinds():
+def test_a_missing_batch_offset_does_not_blame_the_head_mapping(tmp_path):
+    verdict = timed_check("gqa_decode", *mutant(tmp_path, "gqa_decode", "q_rows = (b * H + heads)[:, None]",
+                                                 "q_rows = heads[:, None]"))
+    assert "batch" in verdict.message and "h // GROUP" not in verdict.message and "head offset" not in verdict.message
+
+
+def test_a_loop_that_never_ends_is_stopped_by_its_loads_and_stores(tmp_path):
+    kernel, _ = mutant(tmp_path, "online_softmax", "    for j in range(0, tl.cdiv(N_KV, Bc)):\n",
+                       "    j = 0\n    while j < tl.cdiv(N_KV, Bc):\n")
+    verdict = timed_check("online_softmax", kernel)
+    assert verdict.status == "wrong" and verdict.message.startswith("the loop never ends: check your loop bounds")
+    assert "range(0, tl.cdiv(N_KV, Bc))" in verdict.message and "Program (0, 0) was still running" in verdict.message
+
+
+def test_a_loop_that_never_ends_without_memory_accesses_is_stopped_by_the_clock(tmp_path):
+    assert TIMEOUT_S <= 25  # with the child's start, a verdict within 30 s
+    kernel, _ = mutant(tmp_path, "online_softmax", "    m_i = tl.full([Br], float(\"-inf\"), tl.float32)\n",
+                       "    while N_KV > 0:\n        N_KV = N_KV + 0\n    m_i = tl.full([Br], float(\"-inf\"), tl.float32)\n")
+    verdict = timed_check("online_softmax", kernel, timeout_s=4)
+    assert verdict.status == "wrong" and verdict.message.startswith("the loop never ends: check your loop bounds")
+    assert "Program (0, 0) was still running after 4 s; loads and stores so far: 1." in verdict.message
+    assert timed_check("online_softmax", *learner("online_softmax")).status == "right"  # a fresh child
+
+
+def test_a_crash_of_the_checkers_process_is_a_verdict_and_the_next_check_runs(tmp_path):
+    """What the interpreter did on an unmasked pointer before the guard (abort, exit code 134), done on purpose."""
+    kernel, launcher = mutant(tmp_path, "masked_tile", "    y = torch.empty_like(x)",
+                              "    __import__('os')._exit(134)\n    y = torch.empty_like(x)")
+    verdict = timed_check("masked_tile", kernel, launcher)
+    assert verdict.status == "wrong" and "crashed the checker's process (exit code 134)" in verdict.message
+    assert timed_check("masked_tile", *learner("masked_tile")).status == "right"
+
+
+def test_a_kernel_that_calls_helpers_of_its_own_is_checked_with_them(tmp_path):
+    helper = ("@triton.jit\ndef rescale(x, m_i, m_new):\n    return x * tl.exp(m_i - m_new)\n\n\n"
+              "@triton.jit\ndef online_softmax(")
+    mutant(tmp_path, "online_softmax", "@triton.jit\ndef online_softmax(", helper)
+    path = tmp_path / "mutant_online_softmax.py"
+    text = path.read_text()
+    assert "l_i = alpha * l_i + tl.sum" in text
+    path.write_text(text.replace("l_i = alpha * l_i + tl.sum", "l_i = rescale(l_i, m_i, m_new) + tl.sum"))
+    kernel, _ = mutant_from(path, "online_softmax")
+    assert timed_check("online_softmax", kernel).status == "right"
+
+
+def test_the_attention_puzzles_reject_mistakes_of_both_kinds():
     kinds = {name: {w[4] for w in WRONG if w[0] == name} for name in puzzles.PUZZLES}
-    assert all(kinds[name] == {"Correctness", "Bytes"} for name in puzzles.PUZZLES), kinds
-
-
-def test_a_kernel_that_raises_is_wrong_in_one_line(tmp_path):
-    kernel = mutant(tmp_path, "online_softmax", "p_ij = tl.exp(s_ij - m_new[:, None])", "p_ij = tl.exp(s_ij - m_nw)")
-    verdict = puzzles.check("online_softmax", kernel)
-    assert verdict.status == "wrong" and verdict.message.startswith("the kernel raised")
-    assert "\n" not in verdict.message and "m_nw" in verdict.message
+    assert all({"Correctness", "Bytes"} <= kinds[name] for name in ("online_softmax", "causal_skip", "gqa_decode"))
+    assert len(puzzles.PUZZLES) >= 12 and all(kinds[name] for name in puzzles.PUZZLES)
 
 
 def test_solution_prints_the_hidden_reference(capsys):
     puzzles.solution("gqa_decode")
     printed = capsys.readouterr().out
-    assert printed.startswith("@triton.jit\ndef gqa_decode(") and printed == puzzles.solution_source("gqa_decode") + "\n"
+    assert printed.startswith("@triton.jit\ndef gqa_decode(")
+    assert printed == puzzles.solution_source("gqa_decode") + "\n"
+    puzzles.solution("masked_tile")
+    assert "def masked_tile_kernel(" in capsys.readouterr().out
 
 
 def test_blanks_counts_the_ellipses_outside_the_docstring(tmp_path):
     assert puzzles.blanks(puzzle_solutions.online_softmax) == 0
-    two = mutant(tmp_path, "online_softmax", "alpha = tl.exp(m_i - m_new)", "alpha = ...\n        beta = ...")
+    two, _ = mutant(tmp_path, "online_softmax", "alpha = tl.exp(m_i - m_new)", "alpha = ...\n        beta = ...")
     assert puzzles.blanks(two) == 2
+
+
+def test_show_accesses_draws_the_learners_loads_beside_gpusims_schedule(tmp_path):
+    """The reference solution's picture equals gpusim's schedule, panel by panel; a kernel that visits every
+    K/V block loads rows that gpusim's causal schedule skips."""
+    import matplotlib
+    matplotlib.use("Agg")
+
+    def panels(fig):
+        images = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+        return images[:3], images[3:]  # yours (Q, K, V), gpusim's
+    mine, gpusim = panels(puzzles.show_accesses("causal_skip", puzzle_solutions.causal_skip))
+    assert len(mine) == 3 and all(np.array_equal(a.filled(-1), b.filled(-1)) for a, b in zip(mine, gpusim))
+    kernel, _ = mutant(tmp_path, "causal_skip", "n_blocks = tl.minimum(last_row // Bc + 1, tl.cdiv(N_KV, Bc))",
+                       "n_blocks = tl.cdiv(N_KV, Bc)")
+    mine, gpusim = panels(puzzles.show_accesses("causal_skip", kernel))
+    assert np.isfinite(mine[1].filled(np.nan)).sum() > np.isfinite(gpusim[1].filled(np.nan)).sum()
+
+
+def test_every_load_and_store_of_the_solutions_states_its_traffic():
+    """Each statement with a tl.load or tl.store ends in a traffic comment: `# read ...` or `# write ...`."""
+    source = inspect.getsource(puzzle_solutions)
+    lines = source.splitlines()
+    statements = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.stmt)
+                  and not isinstance(node, (ast.For, ast.If, ast.While, ast.FunctionDef))
+                  and any(isinstance(c, ast.Attribute) and c.attr in ("load", "store") for c in ast.walk(node))]
+    silent = [lines[s.end_lineno - 1] for s in statements
+              if not any(w in lines[s.end_lineno - 1] for w in ("# read", "# write"))]
+    assert len(statements) > 40 and not silent, silent

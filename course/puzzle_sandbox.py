@@ -1,0 +1,145 @@
+"""Learner kernels run in a child process, so that no mistake can take the notebook's Python kernel down (an
+out-of-bounds pointer in Triton's interpreter writes through raw memory) and a loop that never ends is
+stopped. The parent sends the kernel's source (inspect.getsource of the @triton.jit function, and of its
+Python launcher where the learner writes one: both work for a function typed into a notebook cell); the
+child writes it to a file, imports it and checks it (puzzles.check_here); the verdict comes back as data.
+
+One child, a fresh interpreter (no fork of a process that holds threads, and nothing of the notebook's or
+the script's __main__ is run again), serves check after check over a socket; it is replaced when it dies or
+runs past the time limit.
+"""
+import atexit
+import importlib.util
+import inspect
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+TIMEOUT_S = 20  # a check of the small puzzle shapes takes well under 5 s; a verdict comes within 30 s
+START_S = 120  # importing torch and triton in the child, on a busy machine
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A learner's function as text: its name and its source, decorator included."""
+    name: str
+    text: str
+    helper: bool = False  # a function the learner's kernel or launcher calls, sent along
+
+    @classmethod
+    def of(cls, fns):
+        """The Sources of fns (kernel, launcher) and of the functions they call that were defined beside them
+        (in the same notebook or file), at any depth."""
+        out = {}
+
+        def visit(fn, helper):
+            fn = getattr(fn, "fn", fn)  # a @triton.jit function wraps the Python one
+            out.setdefault(fn.__name__, cls(fn.__name__, textwrap.dedent(inspect.getsource(fn)), helper))
+            for name in fn.__code__.co_names:
+                called = getattr(fn.__globals__.get(name), "fn", fn.__globals__.get(name))
+                if inspect.isfunction(called) and called.__module__ == fn.__module__ and name not in out:
+                    visit(called, True)
+        for fn in fns:
+            visit(fn, False)
+        return list(out.values())
+
+
+def load_sources(sources, folder):
+    """Import the learner's functions (Source) from one file in `folder`; returns those not helpers, in order."""
+    path = os.path.join(folder, f"learner_{os.getpid()}_{len(os.listdir(folder))}.py")
+    with open(path, "w") as f:
+        f.write(HEADER + "\n\n".join(s.text for s in sources))
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [getattr(module, s.name) for s in sources if not s.helper]
+
+
+def _serve(fd, progress_path):
+    """The child: import the kernels once, then answer (action, args) requests until the socket closes. The
+    kernels run in Triton's interpreter on CPU tensors, GPU or not: the guard and the byte count live there."""
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+    import importlib
+    progress = np.memmap(progress_path, np.int64, "r+", shape=(5,))  # the running program, its accesses so far
+    conn = Connection(fd)
+    conn.send("ready")
+    with tempfile.TemporaryDirectory() as folder:
+        while True:
+            try:
+                action, args = conn.recv()
+            except EOFError:
+                return
+            progress[:] = 0
+            module, function = action.rsplit(".", 1)  # e.g. "puzzles.check_here", in this package
+            answer = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+            conn.send(answer(*args, folder=folder, progress=progress))
+
+
+class Child:
+    """The parent's handle on the child (`python -m gpusim_course.puzzle_sandbox`, a fresh interpreter that
+    imports nothing of the notebook's): ask("module.function", *args) -> the answer of that function of this
+    package, run in the child, or ("timeout", progress) or ("died", exit code)."""
+
+    def __init__(self):
+        self.process = self.conn = None
+        self.progress_path = os.path.join(tempfile.mkdtemp(prefix="gpusim_puzzles_"), "progress")
+
+    def _start(self):
+        np.zeros(5, np.int64).tofile(self.progress_path)
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno()), self.progress_path],
+                                        pass_fds=[theirs.fileno()], env=env)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        if not self.conn.poll(START_S) or self.conn.recv() != "ready":
+            self.stop()
+            raise RuntimeError(f"the checker's process did not start within {START_S} s")
+
+    @property
+    def progress(self):
+        return tuple(int(x) for x in np.fromfile(self.progress_path, np.int64))
+
+    def stop(self):
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.conn.close()
+        self.process = None
+
+    def ask(self, action, *args, timeout_s=TIMEOUT_S):
+        if self.process is None or self.process.poll() is not None:
+            self.stop()
+            self._start()
+        self.conn.send((action, args))
+        try:
+            if self.conn.poll(timeout_s):
+                return self.conn.recv()
+        except (EOFError, ConnectionResetError):  # the child died: a crash the guard did not catch
+            code = self.process.wait()
+            self.stop()
+            return ("died", code)
+        progress = self.progress
+        self.stop()
+        return ("timeout", progress)
+
+
+CHILD = Child()
+
+
+@atexit.register
+def _clean_up():
+    CHILD.stop()
+    shutil.rmtree(os.path.dirname(CHILD.progress_path), ignore_errors=True)
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]), sys.argv[2])

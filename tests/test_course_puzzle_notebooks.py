@@ -1,0 +1,71 @@
+"""Each puzzle sits in the last section of the notebook that teaches it (puzzle_catalog.NOTEBOOKS): a template cell
+with blanks, and a check cell. Run as committed, the templates are "not yet" (tests/test_notebooks.py runs every
+notebook whole); typed in as the reference solutions, every check says right. Only the puzzle sections run here,
+in a fresh Jupyter kernel, as "Run All" would run them."""
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from gpusim_course import puzzles
+from gpusim_course.puzzle_catalog import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONED = sorted(set(NOTEBOOKS.values()) - {"10_write_the_kernels"})  # notebook 10 is all puzzles: test_notebooks
+
+
+def template(nb, name):
+    """The cell that defines puzzle `name`'s kernel (or launcher, which is in the same cell)."""
+    return next(c for c in nb.cells if c.cell_type == "code" and (f"def {name}(" in c.source))
+
+
+def section(stem):
+    """The notebook's cells from its first "## Puzzle" heading on."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Puzzle"))
+    nb.cells = nb.cells[start:]
+    return nb
+
+
+@pytest.mark.parametrize("name", list(puzzles.PUZZLES))
+def test_each_puzzle_is_at_the_end_of_its_notebook_with_blanks_and_a_check(name):
+    nb = section(NOTEBOOKS[name]) if NOTEBOOKS[name] in SECTIONED else nbformat.read(
+        ROOT / "notebooks" / f"{NOTEBOOKS[name]}.ipynb", as_version=4)
+    cell = template(nb, name)
+    assert "..." in cell.source and "TODO" in cell.source or NOTEBOOKS[name] == "10_write_the_kernels"
+    assert any(c.source.startswith(f'puzzles.check("{name}"') for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("stem", SECTIONED)
+def test_the_reference_solutions_typed_into_a_section_are_right(stem):
+    nb = section(stem)
+    names = [n for n, s in NOTEBOOKS.items() if s == stem]
+    for name in names:
+        template(nb, name).source = puzzles.solution_source(name)
+    client = NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
+    client.execute()
+    verdicts = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
+                for o in c.outputs if "data" in o]
+    assert len(verdicts) == len(names) and all(">right</b>" in v and "to the byte" in v for v in verdicts), verdicts
+
+
+def stated(name):
+    """The sizes the notebook's text gives for puzzle `name`, from the puzzle the check runs."""
+    p = puzzles.PUZZLES[name]
+    return {"masked_tile": lambda: f"Copy a {p.shape[0]} × {p.shape[1]} fp16 matrix in {p.block} × {p.block} tiles",
+            "dot_tile": lambda: f"A {p.shape[0]} × {p.shape[1]} and B {p.shape[1]} × {p.shape[2]}",
+            "row_softmax": lambda: f"{p.shape[0]} rows of {p.shape[1]} fp16 values",
+            "online_row_softmax": lambda: f"chunks of `BLOCK` = {p.block}",
+            "flash2_forward": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}",
+            "dkdv": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}, d = {p.head_dim}",
+            "split_kv_merge": lambda: f"{p.lengths[0]} and {p.lengths[1]} cached keys, chunks of {p.block_kv} keys "
+                                      f"over {p.splits} splits",
+            "paged_decode": lambda: f"`page_size={p.page_size}`"}.get(name, lambda: "")()
+
+
+@pytest.mark.parametrize("stem", SECTIONED)
+def test_the_sizes_a_section_states_are_the_checks(stem):
+    text = "\n".join(c.source for c in section(stem).cells if c.cell_type == "markdown")
+    for name in (n for n, s in NOTEBOOKS.items() if s == stem):
+        assert stated(name) in text, stated(name)
