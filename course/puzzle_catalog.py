@@ -27,7 +27,7 @@ NOTEBOOKS = {"masked_tile": "04_tiling", "dot_tile": "04_tiling", "row_softmax":
              "online_row_softmax": "03_online_softmax", "flash2_forward": "05_flash1_vs_flash2",
              "online_softmax": "10_write_the_kernels", "causal_skip": "10_write_the_kernels",
              "gqa_decode": "10_write_the_kernels", "dkdv": "09_training", "dq": "09_training",
-             "split_kv_merge": "08_inference", "paged_decode": "08_inference", "gpu_merge": "08_inference"}
+             "split_kv_merge": "08_inference", "paged_decode": "08_inference", "gpu_merge": "13_beyond_one_gpu"}
 
 PUZZLES = {p.name: p for p in [
     LauncherPuzzle("masked_tile", kind="tile", shape=(40, 50), advice=(
