@@ -100,6 +100,28 @@ def rows(name_, default_only=False):
     return out
 
 
+def heldout_simulated(row):
+    """gpusim's Result for a results/h200/heldout.json row: a forward at the row's tiles (the kernel's own where
+    it ran its default), a training step at the tiles the trainable ran, or a decode batch over pages."""
+    gpu = dict(dtype=row["dtype"], gpu=PRESET)
+    if row["kind"] == "decode":
+        return gpusim.simulate("split_kv", batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
+                               head_dim=row["head_dim"], seq_kv=row["seq_kv"], page_size=row["page_size"], **gpu)
+    shape = dict(seq=row["seq"], seq_kv=row["seq_kv"], heads=row["heads"], kv_heads=row["kv_heads"],
+                 batch=row["batch"], head_dim=row["head_dim"], causal=row["causal"], **gpu)
+    if row["kind"] == "train":
+        forward, backward = row["tiles_used"]["forward"], row["tiles_used"]["backward"]
+        return gpusim.simulate(row["algo"], **shape, block_q=forward[0], block_kv=forward[1], backward=True,
+                               backward_blocks=tuple(backward))
+    return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
+
+
+def heldout_rows():
+    """(row, predicted / measured) for every timed row of the held-out set: never fitted, scored as it stands."""
+    data = json.loads((RESULTS / "heldout.json").read_text())["rows"]
+    return [(row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms")]
+
+
 def summary(pairs, within=0.2):
     ratios = [r for _, r in pairs]
     close = sum(abs(r - 1) <= within for r in ratios)

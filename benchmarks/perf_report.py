@@ -260,6 +260,64 @@ def ncu_table():
     return "\n".join(lines)
 
 
+def heldout_table():
+    """results/h200/heldout.json against the current model, per kind: never fitted (issue 24's held-out set)."""
+    pairs = agreement.heldout_rows()
+    kinds = list(dict.fromkeys(f"{r['kind']} {r['algo']}" for r, _ in pairs))
+    lines = ["| rows | count | within 20% | within 40% | median predicted / measured | worst |", "|---|---|---|---|---|---|"]
+    for label in ["all", *kinds]:
+        group = [p for p in pairs if label == "all" or f"{p[0]['kind']} {p[0]['algo']}" == label]
+        s, wide = agreement.summary(group), agreement.summary(group, 0.4)
+        lines.append(f"| {label} | {s['rows']} | {s['within 20%']:.0%} | {wide['within 40%']:.0%} | {s['median']:.2f} "
+                     f"| {s['worst']:.2f} |")
+    return "\n".join(lines)
+
+
+HOST_TARGETS = {"flash2_attention": 1.5, "hopper_attention": 1.5, "flash2_train_step": 1.5, "naive_attention": 3.0}
+
+
+def host_table():
+    """results/h200/host.json (each shape's launch cached) and host_before.json: µs per call where the GPU waits
+    for the host, beside SDPA's in the same run, against issue 24's targets."""
+    def load(name):
+        return {(r["entry"], r["batch"], r["heads"], r["seq"], r["head_dim"], r.get("seq_kv")): r
+                for r in json.loads((agreement.RESULTS / name).read_text())["rows"] if r.get("us")}
+    before, after = load("host_before.json"), load("host.json")
+    lines = ["| entry | batch × heads × N × d | before, µs (÷ SDPA) | cached, µs | SDPA, µs | ÷ SDPA | target |",
+             "|---|---|---|---|---|---|---|"]
+    for key, row in after.items():
+        entry, batch, heads, seq, d, cached = key
+        target = HOST_TARGETS.get(entry)
+        old = before.get(key)
+        was = f"{old['us']:.0f} ({old['us'] / old['sdpa_us']:.2f})" if old else "-"
+        ratio = row["us"] / row["sdpa_us"]
+        verdict = "-" if target is None else f"≤ {target} {'met' if ratio <= target else 'missed'}"
+        shape = f"{batch} × {heads} × {seq:,} × {d}" + (f", {cached:,} cached" if cached else "")
+        lines.append(f"| {entry} | {shape} | {was} | {row['us']:.0f} | "
+                     f"{row['sdpa_us']:.0f} | {ratio:.2f} | {verdict} |")
+    return "\n".join(lines)
+
+
+def serving_table():
+    """results/h200/serving.json: ms per token (32 layers) of the plan run eagerly and from a CUDA graph against
+    the fastest SDPA backend the same way, against issue 24's targets."""
+    rows = json.loads((agreement.RESULTS / "serving.json").read_text())["rows"]
+    points = {}
+    for r in rows:
+        if r.get("ms_per_token"):
+            points.setdefault((r["batch"], r["seq_kv"]), {})[r["provider"]] = r["ms_per_token"]
+    lines = ["| batch | cached tokens | plan eager, ms | fastest SDPA eager | ours ÷ SDPA (≤ 1.1) | plan graphed, ms "
+             "| fastest SDPA graphed | SDPA ÷ ours (≥ 1.0; ≥ 0.97 past 16K) |", "|---|---|---|---|---|---|---|---|"]
+    for (batch, n), ms in sorted(points.items()):
+        eager = min(v for k, v in ms.items() if k.startswith("sdpa") and not k.endswith("graph"))
+        graph = min(v for k, v in ms.items() if k.startswith("sdpa") and k.endswith("graph"))
+        low = 1.0 if n <= 16384 else 0.97
+        lines.append(f"| {batch} | {n:,} | {ms['plan_eager']:.2f} | {eager:.2f} | {ms['plan_eager'] / eager:.2f}"
+                     f"{'' if ms['plan_eager'] / eager <= 1.1 else ' (missed)'} | {ms['plan_graph']:.2f} | {graph:.2f} | "
+                     f"{graph / ms['plan_graph']:.2f}{'' if graph / ms['plan_graph'] >= low else ' (missed)'} |")
+    return "\n".join(lines)
+
+
 def _span(ratios, unit="×"):
     return f"{min(ratios):.2f}–{max(ratios):.2f}{unit}"
 
@@ -324,7 +382,7 @@ def headline():
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table, "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
-          "backward": backward_table,
+          "backward": backward_table, "heldout": heldout_table, "host": host_table, "serving": serving_table,
           "headline": headline}
 README = ROOT / "README.md"
 
