@@ -23,7 +23,6 @@ import datetime
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -32,7 +31,7 @@ from pathlib import Path
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
-SMOKE = dict(seqs=(64,), tokens=128, model_dim=128)  # CPU: the interpreter, one tiny size
+SMOKE = dict(seqs=(64,), tokens=128, model_dim=128, head_dims=(64,))  # CPU: the interpreter, one tiny size
 CANDIDATES = ((128, 32), (64, 32), (128, 64), (64, 64))  # flash2's backward tiles (Br held, Bc streamed)
 TUNE_SEQ = 4096
 WARMUP_MS, REP_MS = 10, 40
@@ -83,16 +82,14 @@ def tensors(shape, device, seed):
 
 
 def timer(fn, device):
-    """Median milliseconds: CUDA events (do_bench) on the GPU, the wall clock of 3 calls on CPU."""
+    """Median milliseconds: CUDA events (do_bench) on the GPU; on CPU (a smoke run of the interpreter) the wall
+    clock of one call."""
     if device == "cuda":
         from triton.testing import do_bench
         return do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
 
 
 def measure(fn, shape, causal, blocks, pass_, device):
@@ -146,8 +143,8 @@ def pick_blocks(fn, head_dim, causal, device, seq, tokens, model_dim, candidates
     return min(timings, key=timings.get), {f"{bq}x{bk}": ms for (bq, bk), ms in timings.items()}
 
 
-def configs(seqs, tokens, model_dim):
-    for head_dim in (64, 128):
+def configs(seqs, tokens, model_dim, head_dims=(64, 128)):
+    for head_dim in head_dims:
         for causal in (False, True):
             for seq in seqs:
                 yield max(1, tokens // seq), model_dim // head_dim, seq, head_dim, causal
@@ -176,16 +173,16 @@ def run(args):
 
     from gpusim import backward
     device = "cpu" if args.smoke else "cuda"
-    sizes = SMOKE if args.smoke else dict(seqs=SEQS, tokens=TOKENS, model_dim=MODEL_DIM)
+    sizes = SMOKE if args.smoke else dict(seqs=SEQS, tokens=TOKENS, model_dim=MODEL_DIM, head_dims=(64, 128))
     deadline = time.monotonic() + args.max_minutes * 60
     candidates = CANDIDATES[:1] if args.smoke else CANDIDATES
     if device == "cuda":
-        warm_cache((64, 128), candidates)
+        warm_cache(sizes["head_dims"], candidates)
     table = {name: fn for name, fn in providers().items() if args.providers is None or name in args.providers}
     result = {"environment": environment("python -m benchmarks.bench_bwd " + " ".join(sys.argv[1:]), device),
               "tuning": [], "rows": []}
     chosen = {}
-    for head_dim in (64, 128) if "flash2" in table else ():
+    for head_dim in sizes["head_dims"] if "flash2" in table else ():
         for causal in (False, True):
             seq = min(TUNE_SEQ, max(sizes["seqs"]))
             chosen[head_dim, causal], timings = pick_blocks(table["flash2"], head_dim, causal, device, seq,
