@@ -13,17 +13,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # (bug, file, text, replacement, test that must catch it)
 MUTANTS = [
-    ("drop the LSE writes", "gpusim/algorithms/flash2.py",
+    ("drop the LSE writes", "gpusim/passes/flash2.py",
      '(kernel, "LSE"): (0, cfg.seq * STATS_BYTES),', '(kernel, "LSE"): (0, 0),',
      "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
     ("skip one causal tile too many (round the diagonal's last block down)", "gpusim/tiling.py",
      "c = br + self.offset + bc - 1", "c = br + self.offset - 1",
      "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
     ("read K/V once per GQA group in flash2, whose programs re-read them per query head",
-     "gpusim/algorithms/flash2.py", "(kernel, \"K\"): (t.keys_read * d * e, 0),",
+     "gpusim/passes/flash2.py", "(kernel, \"K\"): (t.keys_read * d * e, 0),",
      "(kernel, \"K\"): (t.keys_read * d * e // cfg.group, 0),",
      "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
-    ("count flash1's O in the dtype instead of its fp32 accumulator", "gpusim/algorithms/flash1.py",
+    ("count flash1's O in the dtype instead of its fp32 accumulator", "gpusim/passes/flash1.py",
      'TENSOR_BYTES = {"O": STATS_BYTES}', "TENSOR_BYTES = {}",
      "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
     ("make the L2 model ignore its capacity", "gpusim/l2.py",
@@ -34,7 +34,7 @@ MUTANTS = [
      "warps_by_registers = gpu.registers_per_sm // per_warp",
      "tests/test_occupancy.py::test_the_best_practices_guide_example"),
     ("let one block hide its own loads (no latency on the chain)", "gpusim/cost.py",
-     "if prefetched else serial + wait(step_bytes)", "if prefetched else serial",
+     "if step.prefetched else step.serial_s + loads", "if step.prefetched else step.serial_s",
      "tests/test_cost.py::test_a_latency_bound_kernel_gains_from_a_second_resident_block"),
 ]
 

@@ -7,7 +7,7 @@
 It imports NumPy only. gpusim_kernels (Triton) moves the bytes it counts; gpusim_course (the course's plots,
 tables and widgets) builds on both, never the reverse.
 """
-from .algorithms import ALGOS
+from .passes import ALGOS
 from .config import default_blocks
 from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu

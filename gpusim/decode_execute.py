@@ -10,7 +10,8 @@ from itertools import product
 
 import numpy as np
 
-from .decode import INDEX_BYTES, check_block_table, launch_for_cache, sram_bytes
+from .decode import check_block_table, launch_for_cache
+from .shape import INDEX_BYTES
 from .hardware import STATS_BYTES
 from .memory import Memory
 
@@ -123,7 +124,7 @@ def _program(mem, L, b, unit, split):
         l_i = alpha * l_i + p_ij.sum(axis=1)
         acc = alpha[:, None] * acc + p_ij @ v_j
         m_i = m_new
-        mem.step(kernel, program, (split, j), sram_bytes(L, kernel), m_i=m_i, l_i=l_i, rescale=alpha)
+        mem.step(kernel, program, (split, j), L.sram_bytes(kernel), m_i=m_i, l_i=l_i, rescale=alpha)
     seen = l_i > 0  # rows with no visible key in this split: partial O = 0, LSE = -inf
     o = np.divide(acc, l_i[:, None], out=np.zeros_like(acc), where=seen[:, None])
     lse = np.where(seen, m_i + np.log(np.where(seen, l_i, 1.0)), -np.inf)
@@ -134,7 +135,7 @@ def _program(mem, L, b, unit, split):
     else:
         mem.store(kernel, "O_partial", (split, *heads_of), o.reshape(len(heads), L.seq, -1))  # write G*seq*d fp32
         mem.store(kernel, "LSE_partial", (split, *heads_of), lse.reshape(len(heads), L.seq))  # write G*seq fp32
-    mem.step(kernel, program, (split, None), sram_bytes(L, kernel))
+    mem.step(kernel, program, (split, None), L.sram_bytes(kernel))
 
 
 def _reduce(mem, L, b, h, i):
@@ -149,4 +150,4 @@ def _reduce(mem, L, b, h, i):
     row = (b, h, slice(i, i + 1))
     mem.store("reduce", "O", row, (w @ o_s / w.sum())[None])  # write d
     mem.store("reduce", "LSE", row, m + np.log(w.sum()))  # write 1 (fp32)
-    mem.step("reduce", (b, h, i), (None, None), sram_bytes(L, "reduce"), m_i=[m], l_i=[w.sum()], rescale=w)
+    mem.step("reduce", (b, h, i), (None, None), L.sram_bytes("reduce"), m_i=[m], l_i=[w.sum()], rescale=w)

@@ -1,4 +1,4 @@
-"""Execute mode: an algorithm's tile walk (gpusim/algorithms/) run on NumPy arrays, every HBM access going
+"""Execute mode: a pass's tile walk (gpusim/passes/) run on NumPy arrays, every HBM access going
 through a counted Memory. The float64 reference beside it takes the same arrays.
 
 Arrays are shaped (B, H, N, d) as in torch's scaled_dot_product_attention; K and V may have fewer heads
@@ -7,7 +7,6 @@ Arrays are shaped (B, H, N, d) as in torch's scaled_dot_product_attention; K and
 """
 import numpy as np
 
-from . import algorithms
 from .memory import Memory
 
 
@@ -33,11 +32,10 @@ def _shape(cfg, tensor):
 def execute(cfg, q, k, v, trace=False):
     """Run cfg.algo on q, k, v; return (output, counted Memory). HBM holds the tensors the algorithm's
     kernels move (the keys of its count)."""
-    module = algorithms.get(cfg.algo)
     work = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
     tensors = {"Q": q.astype(work), "K": k.astype(work), "V": v.astype(work)}
-    for _, name in module.count(cfg):
+    for _, name in cfg.pass_.count(cfg):
         tensors.setdefault(name, np.zeros(_shape(cfg, name), work))
     mem = Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace)
-    module.execute(mem, cfg)
+    cfg.pass_.execute(mem, cfg)
     return tensors["O"], mem

@@ -5,8 +5,7 @@ import itertools
 
 import numpy as np
 
-from . import algorithms, backward as training, decode, l2
-from .algorithms.backward_common import BackwardPass
+from . import backward, decode, l2, passes
 from .backward_execute import check_executable as check_backward_executable, execute as execute_backward
 from .config import make_config
 from .decode_execute import execute as execute_decode
@@ -31,7 +30,7 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
     (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
     tiles the project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its
-    launch table's (gpusim/algorithms/hopper.py LAUNCHES). dtype: the storage dtype whose bytes are counted
+    launch table's (gpusim/passes/hopper.py LAUNCHES). dtype: the storage dtype whose bytes are counted
     (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays
     (exact arithmetic on a model of half-precision storage) and in count mode. causal_align: "top_left" (the
     default; torch's is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
@@ -54,11 +53,11 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
     block_table (batch, max_pages); seq_kv the cache lengths (default: the whole contiguous cache).
     """
-    names = algorithms.ALGOS + algorithms.DECODE  # a backward pass's module is not an algorithm to ask for
+    names = passes.ALGOS + passes.DECODE  # a backward pass's module is not an algorithm to ask for
     if str(algo).lower() not in names:
         raise ValueError(f"algo={algo!r} is not one of {', '.join(names)}")
     decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
-    if str(algo).lower() in algorithms.DECODE:
+    if str(algo).lower() in passes.DECODE:
         _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
                    backward=backward or None, do=do, backward_blocks=backward_blocks)
         return _decode(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
@@ -78,7 +77,7 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
                  kv_heads=kv_heads, seq_kv=seq_kv, causal=causal, dtype=dtype or "fp16", gpu=gpu,
                  causal_align=causal_align or "top_left")
     if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
-        own = getattr(algorithms.get(algo), "kernel_blocks", lambda *_: None)(head_dim, shape["dtype"], causal)
+        own = passes.get(algo).kernel_blocks(head_dim, shape["dtype"], causal)
         best = own or best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
     cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
@@ -98,9 +97,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         steps = tuple(mem.steps) if trace else None
         output = output if q is not None else None
     else:
-        counts = algorithms.get(cfg.algo).count(cfg)
+        counts = cfg.pass_.count(cfg)
     dram = l2.dram(cfg, counts)
-    forward = Result(cfg, counts, dram, time_kernels(cfg, counts, dram), algorithms.get(cfg.algo).peak_bytes(cfg),
+    forward = Result(cfg, counts, dram, time_kernels(cfg, counts, dram), cfg.pass_.peak_bytes(cfg),
                      output, steps)
     return _training(forward, bwd, arrays, do, mem, trace, q is not None) if bwd else forward
 
@@ -115,7 +114,7 @@ def _only_with(what, where, **given):
 
 def _backward_config(cfg, blocks, arrays, do):
     """The backward of cfg's forward (gpusim/backward.py), checked before anything runs."""
-    if cfg.algo not in training.ALGOS:
+    if cfg.algo not in backward.ALGOS:
         raise ValueError(f"backward=True: algo={cfg.algo!r} has no backward here; naive, flash1 and flash2 do")
     if cfg.causal and cfg.tiling.offset:
         raise ValueError(f"backward=True models top-left causal masks (torch's is_causal); causal_align="
@@ -123,12 +122,9 @@ def _backward_config(cfg, blocks, arrays, do):
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
     blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.algo == "naive" else (None, None))
-    return training.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
+    return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                            kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
                            causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
-
-
-SAVED = {"naive": ("P",), "flash1": ("O", "l", "m"), "flash2": ("O", "LSE")}  # what the backward reads
 
 
 def _training(forward, bwd, arrays, do, mem, trace, given):
@@ -136,21 +132,20 @@ def _training(forward, bwd, arrays, do, mem, trace, given):
     arrays with what the forward left in HBM) and times, the training step's peak and the gradients."""
     grads = steps = None
     if mem is None:
-        counts = training.count(bwd)
+        counts = bwd.pass_.count(bwd)
     else:
         do = np.asarray(do)
         if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
             raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
                              f"shaped like q {arrays[0].shape}")
-        saved = {name: mem.tensors[name] for name in SAVED[bwd.algo]}
+        saved = {name: mem.tensors[name] for name in bwd.pass_.SAVED}
         *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
         counts = {key: tuple(rw) for key, rw in bmem.counts.items()}
         steps = forward.trace + tuple(bmem.steps) if trace else None
         grads = tuple(grads) if given else None
-    cfg = BackwardPass(bwd)
-    dram = l2.dram(cfg, counts)
+    dram = l2.dram(bwd, counts)
     return Result(forward.config, forward.counts | counts, forward.dram | dram,
-                  forward.kernels + time_kernels(cfg, counts, dram, "backward"), training.peak_bytes(bwd),
+                  forward.kernels + time_kernels(bwd, counts, dram, "backward"), bwd.pass_.peak_bytes(bwd),
                   forward.output, steps, grads, bwd)
 
 
@@ -174,7 +169,7 @@ def _decode(*, seq, head_dim, heads, batch, kv_heads, seq_kv, block_kv, dtype, g
                                     kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
                                     seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16",
                                     **options)
-        counts = decode.count(launch)
+        counts = launch.pass_.count(launch)
         output = steps = None
     else:
         q, k, v = arrays
@@ -193,8 +188,8 @@ def _decode(*, seq, head_dim, heads, batch, kv_heads, seq_kv, block_kv, dtype, g
         counts = {key: tuple(rw) for key, rw in mem.counts.items()}
         steps = tuple(mem.steps) if trace else None
     dram = l2.dram(launch, counts)
-    module = algorithms.get(launch.algo)
-    return Result(launch, counts, dram, time_kernels(launch, counts, dram), module.peak_bytes(launch), output, steps)
+    return Result(launch, counts, dram, time_kernels(launch, counts, dram), launch.pass_.peak_bytes(launch), output,
+                  steps)
 
 
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}
@@ -204,7 +199,7 @@ def candidates(algo, gpu, head_dim, dtype, causal):
     """The tiles best_blocks weighs: where the project's kernels were compiled for the GPU's architecture
     (gpusim/compiled.py), the tiles compiled for this head_dim, dtype and causality (their resources are
     known, not estimated); elsewhere every pair from BLOCKS."""
-    kernel = algorithms.get(algo).KERNELS[0]
+    kernel = passes.get(algo).KERNELS[0]
     known = {(k[5], k[6]) for k in COMPILED if k[:5] == (gpu.arch, kernel, head_dim, dtype, bool(causal))}
     return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
 BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them

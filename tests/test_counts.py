@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpusim
-from gpusim.algorithms import get as algorithm
+from gpusim.passes import get as algorithm
 from gpusim.config import make_config
 
 from brute import count as brute_count

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-import gpusim.algorithms
+import gpusim.passes
 from gpusim import compiled
 from gpusim.config import make_config
 from gpusim.occupancy import estimate_registers
@@ -22,11 +22,11 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
     gpu = gpusim.get_gpu("H200-measured")
     for name, value in h200_constants.constants().items():
         if name == "hopper_setup_s":
-            assert gpusim.algorithms.get("hopper").SETUP_S == pytest.approx(value, rel=1e-3)
+            assert gpusim.passes.hopper.WS_SETUP_S == pytest.approx(value, rel=1e-3)
         elif name == "hopper_host_setup_s":
-            assert gpusim.algorithms.get("hopper").HOST_SETUP_S == pytest.approx(value, rel=1e-3)
+            assert gpusim.passes.hopper.HOST_SETUP_S == pytest.approx(value, rel=1e-3)
         elif name == "hopper_ws_step_ratio":
-            assert gpusim.algorithms.get("hopper").WS_STEP_RATIO == value
+            assert gpusim.passes.hopper.WS_STEP_RATIO == value
         elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):
