@@ -12,10 +12,11 @@ from .config import default_blocks
 from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
 from .memory import Step
-from .simulate import Result, best_blocks, simulate
+from .simulate import Result, best_blocks, decode_step, forward, simulate, train
 from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
 from .theorems import theorem2
 
-__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "best_blocks", "default_blocks", "fa2_shape", "get_gpu",
-           "nominal_flops", "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]
+__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "best_blocks", "decode_step", "default_blocks",
+           "fa2_shape", "forward", "get_gpu", "nominal_flops", "reference_attention", "simulate", "softmax", "speedups",
+           "sweep", "theorem2", "train"]

@@ -1,5 +1,5 @@
 """The backward pass of attention: HBM bytes per kernel and tensor in closed form, FLOPs, and the memory
-training needs. Execute mode (the tiles walked on NumPy arrays) is gpusim/backward_execute.py.
+training needs. Execute mode (the tiles walked on NumPy arrays) is gpusim/execute.py execute_backward.
 
 Gradients of O = softmax(S) V with S = τ Q Kᵀ (τ = 1/sqrt(d)), given dO:
     dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ∘ (dP - D) with D = rowsum(dO ∘ O) = rowsum(P ∘ dP),
@@ -24,21 +24,27 @@ KERNELS = {algo: p.KERNELS for algo, p in BACKWARD.items()}
 TENSORS = ("Q", "K", "V", "O", "dO", "P", "dP", "dS", "LSE", "l", "m", "D", "dQ", "dK", "dV")
 
 
+def pass_of(algo):
+    """The backward pass of the forward named algo: the one place a backward configuration looks it up."""
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} has no backward model: choose one of {', '.join(ALGOS)}")
+    return BACKWARD[algo]
+
+
 def default_blocks(algo, gpu, head_dim, dtype):
     """(block_q, block_kv) for the backward: the pass's starting tiles, halved until every kernel fits."""
-    return BACKWARD[algo].default_blocks(get_gpu(gpu), head_dim, dtype)
+    return pass_of(algo).default_blocks(get_gpu(gpu), head_dim, dtype)
 
 
 def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None, block_kv=None,
            causal=False, dtype="fp16", gpu="A100-40GB"):
     """The backward of one attention call, checked once; every error is one line naming the value."""
-    if algo not in ALGOS:
-        raise ValueError(f"algo={algo!r} has no backward model: choose one of {', '.join(ALGOS)}")
+    pass_ = pass_of(algo)
     if dtype == "fp8":
         raise ValueError("dtype='fp8': an fp8 forward has no backward here (train in fp16, bf16 or fp32)")
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of fp16, bf16, fp32")
-    gpu, pass_ = get_gpu(gpu), BACKWARD[algo]
+    gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     kv_heads, seq_kv = heads if kv_heads is None else kv_heads, seq if seq_kv is None else seq_kv
     seq, head_dim, heads, batch, kv_heads, seq_kv = (positive_int(name, value) for name, value in dict(

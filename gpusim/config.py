@@ -7,11 +7,16 @@ from .hardware import get_gpu
 from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, positive_int  # noqa: F401 (gpusim.config's names)
 
 
+def pass_of(algo):
+    """The forward pass named algo (gpusim/passes/): the one place a forward configuration looks it up."""
+    return passes.get(algo)
+
+
 def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None,
                 block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", causal_align="top_left"):
     """Validate everything once; every error names the value and the limit. block_q, block_kv None: the
     algorithm's default for the GPU."""
-    pass_ = passes.get(algo)
+    pass_ = pass_of(algo)
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     seq, seq_kv = positive_int("seq", seq, MAX_SEQ), positive_int("seq_kv", seq if seq_kv is None else seq_kv, MAX_SEQ)
@@ -45,4 +50,4 @@ def default_blocks(algo, gpu, head_dim, dtype="fp16"):
     """(block_q, block_kv): the paper's rule for the GPU's shared memory (FlashAttention's Bc = ceil(M / 4d),
     halved until the tiles fit). Not what simulate() runs when given no tiles: that is best_blocks (the
     fastest predicted) or, for hopper, its launch table's."""
-    return passes.get(algo).default_blocks(get_gpu(gpu), head_dim, dtype)
+    return pass_of(algo).default_blocks(get_gpu(gpu), head_dim, dtype)

@@ -1,22 +1,26 @@
-"""The entry point: simulate(algo, ...) counts (and optionally executes) one attention forward pass, a
-training step (the forward, then the backward), or a decoding step from a KV cache (split_kv)."""
+"""The entry points. simulate(algo, ...) is the one documented door: it checks which options apply and
+hands the call to forward() (one attention forward pass), train() (a training step: the forward, then the
+backward) or decode_step() (a decoding step from a KV cache, algo="split_kv"). Each makes its
+configuration (its pass resolved once), counts it (closed forms, or the tiles walked on arrays), and prices
+it in one step (_priced: the L2's DRAM bytes, then each kernel's time). best_blocks picks the tiles."""
 import functools
 import itertools
 
 import numpy as np
 
-from . import backward, decode, l2, passes
-from .backward_execute import check_executable as check_backward_executable, execute as execute_backward
-from .config import make_config
-from .decode_execute import execute as execute_decode
-from .execute import execute
+from . import backward, decode, l2
 from .compiled import COMPILED
+from .config import make_config, pass_of
+from .decode_execute import execute as execute_decode
+from .execute import check_executable, execute, execute_backward
 from .hardware import get_gpu
+from .passes import ALGOS, DECODE
 from .result import TENSOR_ORDER, KernelResult, Result, by_tensor, time_kernels  # noqa: F401 (gpusim.simulate's names)
 
-EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and softmax rows) execute mode walks in Python
-EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of naive attention's S and P held in NumPy
-TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v from this seed
+TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
+ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
+BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them
+TRAINABLE = backward.ALGOS  # the algorithms with a backward pass
 
 
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
@@ -40,76 +44,145 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     result; the counts are the same. trace=True records every step (without arrays, q, k, v are drawn
     from a seeded standard normal).
 
-    Training (backward=True; naive, flash1, flash2): the forward's kernels, then the backward's
-    (gpusim/backward.py), each KernelResult with pass_ "forward" or "backward". backward_blocks: the
+    Training (backward=True; naive, flash1, flash2; train()): the forward's kernels, then the backward's
+    (gpusim/passes/*_backward.py), each KernelResult with pass_ "forward" or "backward". backward_blocks: the
     backward's (Br, Bc); None: naive's forward tiles (its kernels share them), flash's backward defaults.
     Execute mode needs do, the output's gradient (shaped like q), and returns grads = (dq, dk, dv).
 
-    Decoding (algo="split_kv"; gpusim/decode.py): seq query rows (default 1) per request attend to its
-    cache; seq_kv is one cache length or one per request. num_splits (None: flash-attention's rule over the
-    programs the GPU keeps resident, gpusim.decode.resident_programs),
-    page_size (None: a contiguous cache), grouped (default True: a program serves a K/V head's whole
-    group), block_kv (the chunk, 64), causal_align ("bottom_right" by default). Execute mode: q, k and v
-    the caches, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
-    block_table (batch, max_pages); seq_kv the cache lengths (default: the whole contiguous cache).
+    Decoding (algo="split_kv"; decode_step(), gpusim/decode.py): seq query rows (default 1) per request attend
+    to its cache; seq_kv is one cache length or one per request. num_splits (None: flash-attention's rule over
+    the programs the GPU keeps resident, gpusim.decode.resident_programs), page_size (None: a contiguous
+    cache), grouped (default True: a program serves a K/V head's whole group), block_kv (the chunk, 64),
+    causal_align ("bottom_right" by default). Execute mode: q, k and v the caches, contiguous (batch,
+    kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table (batch, max_pages); seq_kv the
+    cache lengths (default: the whole contiguous cache).
     """
-    names = passes.ALGOS + passes.DECODE  # a backward pass's module is not an algorithm to ask for
-    if str(algo).lower() not in names:
-        raise ValueError(f"algo={algo!r} is not one of {', '.join(names)}")
+    if str(algo).lower() not in ALGOS + DECODE:  # a backward pass is not an algorithm to ask for
+        raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
     decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
-    if str(algo).lower() in passes.DECODE:
+    shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv, dtype=dtype,
+                 gpu=gpu, q=q, k=k, v=v, trace=trace)
+    if str(algo).lower() in DECODE:
         _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
                    backward=backward or None, do=do, backward_blocks=backward_blocks)
-        return _decode(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
-                       block_kv=block_kv, dtype=dtype, gpu=gpu, causal_align=causal_align or "bottom_right",
-                       q=q, k=k, v=v, trace=trace, **decoding)
+        return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
+                           **decoding | dict(grouped=True if grouped is None else grouped))
     _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
-    if not backward:
-        _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
+    tiles = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align)
+    if backward:
+        return train(algo, **shape, **tiles, backward_blocks=backward_blocks, do=do)
+    _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
+    return forward(algo, **shape, **tiles)
+
+
+def forward(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
+            block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
+            trace=False):
+    """One forward pass of `algo` (naive, flash1, flash2, hopper): simulate()'s Result, its keywords."""
+    cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
+                                             seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+    if arrays or trace:
+        check_executable(cfg)
+        arrays = arrays or _drawn(cfg)[:3]
+    return _forward(cfg, arrays, trace, given=q is not None)[0]
+
+
+def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
+          block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
+          trace=False, backward_blocks=None, do=None):
+    """One training step of `algo` (naive, flash1, flash2): the forward's kernels, then the backward's.
+    With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
+    cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
+                                             seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+    bwd = _backward_config(cfg, backward_blocks, arrays, do)
+    if arrays or trace:
+        check_executable(cfg)
+        check_executable(bwd, "the backward's execute mode")
+        if not arrays:
+            *arrays, do = _drawn(cfg)
+    fwd, mem = _forward(cfg, arrays, trace, given=q is not None)
+    if mem is None:
+        counts, grads, steps = bwd.pass_.count(bwd), None, None
+    else:
+        counts, grads, steps = _backward_run(bwd, arrays, do, mem, trace)
+        grads, steps = grads if q is not None else None, fwd.trace + steps if trace else None
+    dram, kernels = _priced(bwd, counts, "backward")
+    return Result(fwd.config, fwd.counts | counts, fwd.dram | dram, fwd.kernels + kernels,
+                  bwd.pass_.peak_bytes(bwd), fwd.output, steps, grads, bwd)
+
+
+def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_kv=None,
+                dtype=None, gpu="A100-40GB", causal_align="bottom_right", q=None, k=None, v=None, trace=False,
+                num_splits=None, page_size=None, grouped=True, block_table=None):
+    """One decoding step (Flash-Decoding, gpusim/decode.py): seq query rows per request over a KV cache;
+    count mode from the shape, or execute mode on q and the caches (contiguous or paged by block_table)."""
+    options = dict(num_splits=num_splits, block_kv=block_kv, grouped=grouped, causal_align=causal_align, gpu=gpu)
     arrays = _arrays(q, k, v)
+    if not arrays:
+        launch = _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size,
+                                 block_table, options)
+        counts, output, steps = launch.pass_.count(launch), None, None
+    else:
+        launch = _launch_for_arrays(arrays, dict(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                                                 seq=seq), seq_kv, dtype, page_size, block_table, options)
+        output, mem = execute_decode(launch, *arrays, block_table, trace)
+        counts, steps = _counts(mem), tuple(mem.steps) if trace else None
+    dram, kernels = _priced(launch, counts)
+    return Result(launch, counts, dram, kernels, launch.pass_.peak_bytes(launch), output, steps)
+
+
+def _priced(cfg, counts, direction="forward"):
+    """The one pricing step of every entry point: the L2 splits the SM-side counts into the bytes that reach
+    DRAM (gpusim/l2.py); the time model times each kernel (gpusim/cost.py)."""
+    dram = l2.dram(cfg, counts)
+    return dram, time_kernels(cfg, counts, dram, direction)
+
+
+def _counts(mem):
+    return {key: tuple(rw) for key, rw in mem.counts.items()}
+
+
+def _forward_config(algo, given, qkv):
+    """The forward's configuration from forward()'s or train()'s keywords and arrays, and the arrays checked
+    (None: count mode)."""
+    arrays = _arrays(*qkv)
+    shape = {name: given[name] for name in ("batch", "heads", "seq", "head_dim", "kv_heads", "seq_kv")}
+    dtype = given["dtype"]
     if arrays:
-        batch, heads, seq, head_dim, kv_heads, seq_kv = _shape_from(arrays, batch, heads, seq, head_dim,
-                                                                    kv_heads, seq_kv)
+        shape = _shape_from(arrays, **shape)
         dtype = dtype or ARRAY_DTYPES.get(np.result_type(*arrays).name, "fp16")
-    if seq is None or head_dim is None:
+    if shape["seq"] is None or shape["head_dim"] is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
-    shape = dict(seq=seq, head_dim=head_dim, heads=1 if heads is None else heads, batch=1 if batch is None else batch,
-                 kv_heads=kv_heads, seq_kv=seq_kv, causal=causal, dtype=dtype or "fp16", gpu=gpu,
-                 causal_align=causal_align or "top_left")
+    shape |= dict(heads=shape["heads"] or 1, batch=shape["batch"] or 1, causal=given["causal"],
+                  dtype=dtype or "fp16", gpu=given["gpu"], causal_align=given["causal_align"] or "top_left")
+    block_q, block_kv = given["block_q"], given["block_kv"]
     if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
-        own = passes.get(algo).kernel_blocks(head_dim, shape["dtype"], causal)
+        own = pass_of(algo).kernel_blocks(shape["head_dim"], shape["dtype"], given["causal"])
         best = own or best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
-    cfg = make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
-    bwd = _backward_config(cfg, backward_blocks, arrays, do) if backward else None
+    return make_config(algo, block_q=block_q, block_kv=block_kv, **shape), arrays
+
+
+def _drawn(cfg):
+    """q, k, v and do for trace=True without arrays: standard normal, from TRACE_SEED."""
+    rng = np.random.default_rng(TRACE_SEED)
+    return [rng.standard_normal((cfg.batch, h, n, cfg.head_dim)) for h, n in
+            [(cfg.heads, cfg.seq), (cfg.kv_heads, cfg.seq_kv), (cfg.kv_heads, cfg.seq_kv), (cfg.heads, cfg.seq)]]
+
+
+def _forward(cfg, arrays, trace, given):
+    """(the forward's Result, the counted Memory it left, None in count mode)."""
     output = steps = mem = None
-    if arrays or trace:
-        _check_executable(cfg)
-        if bwd:
-            check_backward_executable(bwd)
-        if not arrays:
-            rng = np.random.default_rng(TRACE_SEED)
-            arrays = [rng.standard_normal((cfg.batch, h, n, cfg.head_dim))
-                      for h, n in [(cfg.heads, cfg.seq), (cfg.kv_heads, cfg.seq_kv), (cfg.kv_heads, cfg.seq_kv)]]
-            do = rng.standard_normal((cfg.batch, cfg.heads, cfg.seq, cfg.head_dim)) if bwd else None
+    if arrays:
         output, mem = execute(cfg, *arrays, trace=trace)
-        counts = {key: tuple(rw) for key, rw in mem.counts.items()}
-        steps = tuple(mem.steps) if trace else None
-        output = output if q is not None else None
+        counts, steps = _counts(mem), tuple(mem.steps) if trace else None
+        output = output if given else None
     else:
         counts = cfg.pass_.count(cfg)
-    dram = l2.dram(cfg, counts)
-    forward = Result(cfg, counts, dram, time_kernels(cfg, counts, dram), cfg.pass_.peak_bytes(cfg),
-                     output, steps)
-    return _training(forward, bwd, arrays, do, mem, trace, q is not None) if bwd else forward
-
-
-def _only_with(what, where, **given):
-    """One line for the first option given that `what` does not take."""
-    for name, value in given.items():
-        if value is not None:
-            shown = f"{name} (an array)" if isinstance(value, np.ndarray) else f"{name}={value!r}"
-            raise ValueError(f"{shown} does not apply to {what}: it is for {where}")
+    dram, kernels = _priced(cfg, counts)
+    return Result(cfg, counts, dram, kernels, cfg.pass_.peak_bytes(cfg), output, steps), mem
 
 
 def _backward_config(cfg, blocks, arrays, do):
@@ -127,104 +200,101 @@ def _backward_config(cfg, blocks, arrays, do):
                            causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
 
 
-def _training(forward, bwd, arrays, do, mem, trace, given):
-    """The forward's Result with the backward's kernels after it: their counts (closed form, or run on the
-    arrays with what the forward left in HBM) and times, the training step's peak and the gradients."""
-    grads = steps = None
-    if mem is None:
-        counts = bwd.pass_.count(bwd)
-    else:
-        do = np.asarray(do)
-        if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
-            raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
-                             f"shaped like q {arrays[0].shape}")
-        saved = {name: mem.tensors[name] for name in bwd.pass_.SAVED}
-        *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
-        counts = {key: tuple(rw) for key, rw in bmem.counts.items()}
-        steps = forward.trace + tuple(bmem.steps) if trace else None
-        grads = tuple(grads) if given else None
-    dram = l2.dram(bwd, counts)
-    return Result(forward.config, forward.counts | counts, forward.dram | dram,
-                  forward.kernels + time_kernels(bwd, counts, dram, "backward"), bwd.pass_.peak_bytes(bwd),
-                  forward.output, steps, grads, bwd)
+def _backward_run(bwd, arrays, do, mem, trace):
+    """The backward walked on the arrays and what the forward left in HBM: (counts, grads, steps)."""
+    do = np.asarray(do)
+    if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
+        raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
+                         f"shaped like q {arrays[0].shape}")
+    saved = {name: mem.tensors[name] for name in bwd.pass_.SAVED}
+    *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
+    return _counts(bmem), tuple(grads), tuple(bmem.steps) if trace else None
 
 
-def _decode(*, seq, head_dim, heads, batch, kv_heads, seq_kv, block_kv, dtype, gpu, causal_align, q, k, v, trace,
-            num_splits, page_size, grouped, block_table):
-    """simulate() for algo="split_kv": the launch (gpusim/decode.py), its counts (closed form, or run on the
-    arrays), the L2 and the time of each of its kernels."""
-    options = dict(num_splits=num_splits, block_kv=block_kv, grouped=True if grouped is None else grouped,
-                   causal_align=causal_align, gpu=gpu)
-    arrays = _arrays(q, k, v)
-    if not arrays:
-        if trace:
-            raise ValueError("trace=True for algo='split_kv' needs q and a K/V cache (k, v): none are drawn")
-        if block_table is not None:
-            raise ValueError("block_table was given without q, k, v: count mode takes page_size and seq_kv")
-        if head_dim is None or seq_kv is None:
-            raise ValueError("algo='split_kv' needs head_dim and seq_kv (one cache length, or one per request) "
-                             "unless q and the caches are given")
-        heads = 1 if heads is None else heads
-        launch = decode.make_launch(batch=1 if batch is None else batch, heads=heads, head_dim=head_dim,
-                                    kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
-                                    seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16",
-                                    **options)
-        counts = launch.pass_.count(launch)
-        output = steps = None
-    else:
-        q, k, v = arrays
-        lengths = [k.shape[2]] * q.shape[0] if seq_kv is None and block_table is None else seq_kv
-        if lengths is None:
-            raise ValueError("a paged cache (block_table given) needs seq_kv, the cache length of each request")
-        launch = decode.launch_for_cache(q.shape, k.shape, v.shape, lengths, paged=block_table is not None,
-                                         page_size=page_size, dtype=dtype or ARRAY_DTYPES.get(
-                                             np.result_type(*arrays).name, "fp16"), **options)
-        for name, value in dict(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq).items():
-            if value is not None and value != getattr(launch, name):
-                raise ValueError(f"{name}={value} does not match the arrays, which have {name}={getattr(launch, name)}")
-        if block_table is not None:
-            decode.check_block_table(block_table, launch.seq_kv, k.shape[0], launch.page_size)
-        output, mem = execute_decode(launch, q, k, v, block_table, trace)
-        counts = {key: tuple(rw) for key, rw in mem.counts.items()}
-        steps = tuple(mem.steps) if trace else None
-    dram = l2.dram(launch, counts)
-    return Result(launch, counts, dram, time_kernels(launch, counts, dram), launch.pass_.peak_bytes(launch), output,
-                  steps)
+def _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size, block_table, options):
+    """decode_step's launch in count mode, from the shape."""
+    if trace:
+        raise ValueError("trace=True for algo='split_kv' needs q and a K/V cache (k, v): none are drawn")
+    if block_table is not None:
+        raise ValueError("block_table was given without q, k, v: count mode takes page_size and seq_kv")
+    if head_dim is None or seq_kv is None:
+        raise ValueError("algo='split_kv' needs head_dim and seq_kv (one cache length, or one per request) "
+                         "unless q and the caches are given")
+    heads = 1 if heads is None else heads
+    return decode.make_launch(batch=1 if batch is None else batch, heads=heads, head_dim=head_dim,
+                              kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
+                              seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16", **options)
 
 
-ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}
+def _launch_for_arrays(arrays, given, seq_kv, dtype, page_size, block_table, options):
+    """decode_step's launch in execute mode: the shapes of q and the caches, checked against what was given."""
+    q, k, v = arrays
+    lengths = [k.shape[2]] * q.shape[0] if seq_kv is None and block_table is None else seq_kv
+    if lengths is None:
+        raise ValueError("a paged cache (block_table given) needs seq_kv, the cache length of each request")
+    launch = decode.launch_for_cache(q.shape, k.shape, v.shape, lengths, paged=block_table is not None,
+                                     page_size=page_size, dtype=dtype or ARRAY_DTYPES.get(
+                                         np.result_type(*arrays).name, "fp16"), **options)
+    found = dict(batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads, head_dim=launch.head_dim,
+                 seq=launch.seq)
+    for name, value in given.items():
+        if value is not None and value != found[name]:
+            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={found[name]}")
+    if block_table is not None:
+        decode.check_block_table(block_table, launch.seq_kv, k.shape[0], launch.page_size)
+    return launch
 
 
-def candidates(algo, gpu, head_dim, dtype, causal):
+def _only_with(what, where, **given):
+    """One line for the first option given that `what` does not take."""
+    for name, value in given.items():
+        if value is not None:
+            shown = f"{name} (an array)" if isinstance(value, np.ndarray) else f"{name}={value!r}"
+            raise ValueError(f"{shown} does not apply to {what}: it is for {where}")
+
+
+def candidates(algo, gpu, head_dim, dtype, causal, kernel=None):
     """The tiles best_blocks weighs: where the project's kernels were compiled for the GPU's architecture
-    (gpusim/compiled.py), the tiles compiled for this head_dim, dtype and causality (their resources are
-    known, not estimated); elsewhere every pair from BLOCKS."""
-    kernel = passes.get(algo).KERNELS[0]
+    (gpusim/compiled.py), the tiles compiled of `kernel` (None: the pass's first) for this head_dim, dtype
+    and causality (their resources are known, not estimated); elsewhere every pair from BLOCKS."""
+    kernel = kernel or pass_of(algo).KERNELS[0]
     known = {(k[5], k[6]) for k in COMPILED if k[:5] == (gpu.arch, kernel, head_dim, dtype, bool(causal))}
     return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
-BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them
 
 
 @functools.lru_cache(maxsize=4096)
 def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",
-                gpu="A100-40GB", causal_align="top_left"):
-    """(block_q, block_kv): of the tiles in BLOCKS x BLOCKS that fit the GPU (SRAM, registers, a resident
-    block), the one with the lowest predicted time. flash1 and flash2 take it as their default; the Hopper
-    kernel runs its launch table's tiles (measured fastest per head_dim, dtype and mask)."""
+                gpu="A100-40GB", causal_align="top_left", backward=False):
+    """(block_q, block_kv): of the candidate tiles that fit the GPU (SRAM, registers, a resident block), the
+    one with the lowest predicted time. flash1 and flash2 take it as their default; the Hopper kernel runs
+    its launch table's tiles (measured fastest per head_dim, dtype and mask). backward=True (naive, flash1,
+    flash2): the backward's tiles, by the backward kernels' time alone (simulate(..., backward=True,
+    backward_blocks=...)), among the tiles its kernels were compiled for where they were (flash2's dkdv)."""
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
                  causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
     make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
         causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
+    if backward and str(algo).lower() not in TRAINABLE:
+        raise ValueError(f"backward=True: algo={algo!r} has no backward here; {', '.join(TRAINABLE)} do")
     times = {}
-    for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal):
+    kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
+    for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel):
         try:
-            times[blocks] = simulate(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
+            times[blocks] = _tile_time(algo, blocks, shape, backward)
         except ValueError:  # the tile does not fit: SRAM, registers or no resident block
             continue
     if not times:
         raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
                          f"({dtype}) on {get_gpu(gpu).name}")
     return min(times, key=times.get)
+
+
+def _tile_time(algo, blocks, shape, backward):
+    """The predicted time of the forward at these tiles, or of the backward's kernels at them."""
+    if not backward:
+        return simulate(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
+    r = simulate(algo, backward=True, backward_blocks=blocks, **shape)
+    return sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
 
 
 def _arrays(q, k, v):
@@ -245,6 +315,7 @@ def _arrays(q, k, v):
 
 
 def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):
+    """{batch, heads, seq, head_dim, kv_heads, seq_kv} of the arrays; each one given must agree."""
     q, k, v = arrays
     if k.shape != v.shape:
         raise ValueError(f"k has shape {k.shape} but v has shape {v.shape}: they must match")
@@ -256,15 +327,4 @@ def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):
     for name, value in given.items():
         if value is not None and value != inferred[name]:
             raise ValueError(f"{name}={value} does not match the arrays, which have {name}={inferred[name]}")
-    return tuple(inferred[name] for name in ("batch", "heads", "seq", "head_dim", "kv_heads", "seq_kv"))
-
-
-def _check_executable(cfg):
-    t = cfg.tiling
-    steps = cfg.bh * (t.tiles + (cfg.seq if cfg.algo == "naive" else t.n_q_blocks))
-    if steps > EXECUTE_STEP_LIMIT:
-        raise ValueError(f"execute mode would walk {steps:,} steps in Python (limit {EXECUTE_STEP_LIMIT:,}): "
-                         f"use fewer heads or a shorter sequence, or count mode (no arrays, no trace)")
-    if cfg.algo == "naive" and cfg.bh * cfg.seq * cfg.seq_kv > EXECUTE_ELEMENT_LIMIT:
-        raise ValueError(f"execute mode holds naive attention's S and P in NumPy: {cfg.bh * cfg.seq * cfg.seq_kv:,} "
-                         f"elements each (limit {EXECUTE_ELEMENT_LIMIT:,}): use count mode (no arrays)")
+    return inferred

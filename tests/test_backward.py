@@ -1,4 +1,4 @@
-"""The backward model (gpusim/backward.py, gpusim/backward_execute.py): execute mode against the closed
+"""The backward model (gpusim/backward.py, gpusim/passes/*_backward.py, run by gpusim.train): execute mode against the closed
 forms and the float64 reference, an independent tile-by-tile counter written from the papers' loops,
 FLOPs, training memory, Theorem 5, and bad input."""
 import dataclasses
@@ -12,9 +12,19 @@ from hypothesis import strategies as st
 
 import gpusim
 from gpusim import backward
-from gpusim.backward_execute import attention_grad_reference, forward_saved, simulate_backward
+from gpusim.execute import attention_grad_reference, forward_saved
 
 ALGOS = backward.ALGOS
+
+
+def simulate_backward(algo, *, block_q=None, block_kv=None, **kw):
+    """The backward's part of gpusim.train's training step at backward tiles (block_q, block_kv): its
+    configuration, counts, gradients and trace."""
+    r = gpusim.train(algo, backward_blocks=None if block_q is None else (block_q, block_kv), **kw)
+    kernels = r.backward_config.kernels
+    return dataclasses.replace(r, config=r.backward_config, counts={key: rw for key, rw in r.counts.items()
+                                                                    if key[0] in kernels},
+                               trace=r.trace and tuple(s for s in r.trace if s.kernel in kernels))
 
 
 @st.composite
@@ -291,8 +301,8 @@ def test_trace_steps_add_up_to_the_counts():
 
 def test_forward_saved_lse_reproduces_p():
     q, k, v, _ = arrays(dict(batch=1, heads=1, kv_heads=1, seq=30, seq_kv=40, head_dim=8))
-    p = forward_saved("naive", q, k, v, True)["P"]
-    flash = forward_saved("flash2", q, k, v, True)
+    p = forward_saved(("P",), q, k, v, True)["P"]
+    flash = forward_saved(("O", "LSE"), q, k, v, True)
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(8)
     expected = np.where(np.tril(np.ones((30, 40), bool)), np.exp(s - flash["LSE"][..., None]), 0.0)
     np.testing.assert_allclose(p, expected, rtol=0, atol=1e-14)
@@ -311,15 +321,15 @@ def test_forward_saved_lse_reproduces_p():
 def test_bad_configuration(kwargs, message):
     kw = {"algo": "flash2", "seq": 1024, "head_dim": 64, **kwargs}
     with pytest.raises(ValueError) as err:
-        simulate_backward(kw.pop("algo"), **kw)
+        backward.config(kw.pop("algo"), **kw)
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_execute_mode_needs_do():
     q, k, v, do = arrays(dict(batch=1, heads=1, kv_heads=1, seq=8, seq_kv=8, head_dim=8))
-    with pytest.raises(ValueError, match=r"^the backward's execute mode needs do \(the output's gradient"):
+    with pytest.raises(ValueError, match=r"^backward=True with q, k, v needs do, the output's gradient"):
         simulate_backward("flash2", q=q, k=k, v=v)
-    with pytest.raises(ValueError, match="expected q and do"):
+    with pytest.raises(ValueError, match="shaped like q"):
         simulate_backward("flash2", q=q, k=k, v=v, do=do[:, :, :4])
     with pytest.raises(ValueError, match="seq=9 does not match the arrays, which have seq=8"):
         simulate_backward("flash2", q=q, k=k, v=v, do=do, seq=9)

@@ -8,9 +8,8 @@ import pytest
 import gpusim
 from gpusim import backward, compiled, decode
 from gpusim.passes.split_kv import SPLIT_KV as split_kv
-from gpusim.backward_execute import attention_grad_reference
 from gpusim.decode_execute import decode_reference
-from gpusim.execute import reference_attention
+from gpusim.execute import attention_grad_reference, reference_attention
 from gpusim.simulate import TENSOR_ORDER
 
 DECODE_CASES = [

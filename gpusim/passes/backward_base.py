@@ -63,6 +63,11 @@ def column_work(tiling, groups, per_block):
                 tuple((head * -(-n // len(head)))[:n]))
 
 
+def group_heads(cfg, hk):
+    """The query heads that share K/V head hk."""
+    return range(hk * cfg.group, (hk + 1) * cfg.group)
+
+
 def spilled(cfg, tile_bytes, num_warps):
     """Register tiles of a block whose threads would need more than the GPU allows (255 registers): ptxas
     keeps what fits and spills the rest to local memory, whose traffic is not modelled."""
@@ -91,6 +96,11 @@ class BackwardPass(Pass):
     def start_blocks(self, gpu, head_dim, dtype):
         """(block_q, block_kv) before halving to fit (default_blocks)."""
         raise NotImplementedError
+
+    def execute_steps(self, cfg):
+        """Steps execute mode walks: the tiles of the kernels that hold a Q block and of those that hold a
+        K/V block."""
+        return cfg.bh * (cfg.tiling.tiles + cfg.kv_tiling.tiles)
 
     def kv_tiling(self, cfg):
         """The tiling of the kernels that hold a K/V block while Q blocks stream past: cfg.tiling's."""

@@ -27,6 +27,7 @@ class Pass:
     FLAT_ISSUE = ()  # kernels whose steps issue at one warp per scheduler however many warps are resident
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
+    MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
 
     # What every pass defines.
     def default_blocks(self, gpu, head_dim, dtype):
@@ -76,6 +77,10 @@ class Pass:
     def execute(self, mem, cfg):
         """Walk the tiles on the arrays in `mem` (gpusim.memory.Memory), every HBM access counted."""
         raise NotImplementedError(f"{self.name} has no execute mode here")
+
+    def execute_steps(self, cfg):
+        """Steps execute mode walks in Python: a step per visited tile, one more per Q block (its epilogue)."""
+        return cfg.bh * (cfg.tiling.tiles + cfg.tiling.n_q_blocks)
 
     def kernel_blocks(self, head_dim, dtype, causal):
         """(block_q, block_kv) the project's kernel runs when given none, where it has its own table; None:

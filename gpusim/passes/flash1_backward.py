@@ -6,10 +6,14 @@ and dQ are fp32. dQ, dK, dV are zeroed in HBM first (line 5); K/V blocks no quer
 project has no Triton kernel of it: it launches as the forward flash1 does (gpusim/passes/flash1.py), one
 buffer per tile, each step's stores landing before the next step reads dQ_i again.
 """
+from itertools import product
+
+import numpy as np
+
 from ..hardware import STATS_BYTES
 from ..tiling import uniform_work
-from .backward_base import BackwardPass, spilled, sums
-from .common import padded, pow2_floor, warps
+from .backward_base import BackwardPass, group_heads, spilled, sums
+from .common import masked_scores, padded, pow2_floor, warps
 
 # Non-matmul FLOPs per score: scale, subtract m, exp, subtract D, multiply by P, multiply by 1/l_i.
 PER_SCORE = 6
@@ -71,6 +75,39 @@ class Flash1Backward(BackwardPass):
         dP_ij and dS_ij). The paper's tiles (Bc = M / 4d) hold more than a block's registers: they spill."""
         tiles = 8 * cfg.block_kv * padded(cfg.head_dim) + 8 * cfg.block_q * cfg.block_kv
         return spilled(cfg, tiles, self.launch(cfg, kernel)[0])
+
+    def execute(self, mem, cfg):
+        """Algorithm 4 of the FlashAttention paper, line by line: one program per (batch, K/V head), K/V blocks
+        outer, the group's query heads and their Q blocks inner; dQ_i read-modify-written in HBM every step."""
+        t, scale, K = cfg.tiling, cfg.head_dim**-0.5, "flash1_bwd"
+        for b, hk in product(range(cfg.batch), range(cfg.kv_heads)):
+            for h in group_heads(cfg, hk):
+                mem.store(K, "dQ", (b, h), 0.0)  # line 5: write N*d (fp32)
+            mem.store(K, "dK", (b, hk), 0.0)  # line 5: write N_kv*d
+            mem.store(K, "dV", (b, hk), 0.0)  # line 5: write N_kv*d
+            mem.step(K, (b, hk), (None, None), 0)
+            for j in range(t.n_kv_blocks):  # line 6
+                q_blocks = t.q_blocks(j)
+                if not q_blocks:  # causal: no query sees these keys
+                    continue
+                c = slice(*t.kv_rows(j))
+                k_j = mem.load(K, "K", (b, hk, c))  # line 7: read Bc*d
+                v_j = mem.load(K, "V", (b, hk, c))  # line 7: read Bc*d
+                dk_j, dv_j = np.zeros_like(k_j), np.zeros_like(v_j)  # line 8, on chip
+                for h, i in product(group_heads(cfg, hk), q_blocks):  # line 9
+                    r = slice(*t.q_rows(i))
+                    q_i, o_i, do_i, dq_i = (mem.load(K, x, (b, h, r)) for x in ("Q", "O", "dO", "dQ"))  # line 10: Br*d each
+                    l_i, m_i = mem.load(K, "l", (b, h, r)), mem.load(K, "m", (b, h, r))  # line 10: read Br each
+                    p_ij = np.exp(masked_scores(q_i, k_j, scale, t.keep(r, c)) - m_i[:, None]) / l_i[:, None]  # 11-13
+                    dv_j += p_ij.T @ do_i  # line 16
+                    dp_ij = do_i @ v_j.T  # line 17
+                    ds_ij = p_ij * (dp_ij - (do_i * o_i).sum(axis=1)[:, None])  # lines 19-20: D_i, dS_ij
+                    mem.store(K, "dQ", (b, h, r), dq_i + scale * ds_ij @ k_j)  # line 21: write Br*d (fp32)
+                    dk_j += scale * ds_ij.T @ q_i  # line 22
+                    mem.step(K, (b, hk), (i, j), cfg.sram_bytes(K))
+                mem.store(K, "dK", (b, hk, c), dk_j)  # line 24: write Bc*d
+                mem.store(K, "dV", (b, hk, c), dv_j)  # line 24: write Bc*d
+                mem.step(K, (b, hk), (None, j), cfg.sram_bytes(K))
 
 
 FLASH1_BACKWARD = Flash1Backward()

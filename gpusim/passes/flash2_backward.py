@@ -15,12 +15,26 @@ tl.load or tl.store that trace_io counts. Tiles: the block a program holds for i
 block_q rows and the block streamed past it has Bc == block_kv rows, in both kernels (the tutorial's
 BLOCK_N1 = BLOCK_M2 = 128, BLOCK_M1 = BLOCK_N2 = 32): so the dK/dV kernel walks the transposed tiling.
 """
+from itertools import product
+
+import numpy as np
+
 from ..hardware import STATS_BYTES
 from ..tiling import Tiling, ramp_work, uniform_work
-from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, sums
-from .common import padded, pipeline_stages, warps
+from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, group_heads, sums
+from .common import masked_scores, padded, pipeline_stages, warps
 
 PER_SCORE = 5  # non-matmul FLOPs per score: scale, subtract LSE, exp, subtract D, multiply by P
+
+
+def _query_rows(mem, kernel, b, h, r):
+    return [mem.load(kernel, x, (b, h, r)) for x in ("Q", "dO", "LSE", "D")]
+
+
+def _recompute(q_i, do_i, lse_i, d_i, k_j, v_j, keep, scale):
+    """P_ij = exp(S_ij - LSE_i), recomputed from the LSE the forward saved; dS_ij = P_ij ∘ (dO_i V_jᵀ - D_i)."""
+    p_ij = np.exp(masked_scores(q_i, k_j, scale, keep) - lse_i[:, None])
+    return p_ij, p_ij * (do_i @ v_j.T - d_i[:, None])
 
 
 class Flash2Backward(BackwardPass):
@@ -101,6 +115,42 @@ class Flash2Backward(BackwardPass):
         into its row sums (its compiles in gpusim/compiled.py need fewer registers than REGISTER_BASE)."""
         d, tile = padded(cfg.head_dim), 8 * cfg.block_q * cfg.block_kv
         return {"preprocess": 0, "dkdv": 8 * cfg.block_q * d + tile, "dq": 4 * cfg.block_q * d + tile}[kernel]
+
+    def execute(self, mem, cfg):
+        """The FlashAttention-2 backward: D = rowsum(dO ∘ O), then dK/dV with K/V blocks held, then dQ with
+        Q blocks held. Both recompute P_ij = exp(S_ij - LSE_i) from the LSE the forward saved."""
+        t, tk, scale = cfg.tiling, cfg.kv_tiling, cfg.head_dim**-0.5
+        for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # preprocess
+            r = slice(*t.q_rows(i))
+            o_i, do_i = mem.load("preprocess", "O", (b, h, r)), mem.load("preprocess", "dO", (b, h, r))  # Br*d each
+            mem.store("preprocess", "D", (b, h, r), (o_i * do_i).sum(axis=1))  # write Br
+            mem.step("preprocess", (b, h, i), (i, None), cfg.sram_bytes("preprocess"))
+        for b, hk, j in product(range(cfg.batch), range(cfg.kv_heads), range(tk.n_kv_blocks)):  # dK/dV
+            c, q_blocks = slice(*tk.kv_rows(j)), tk.q_blocks(j)
+            dk_j = dv_j = np.zeros((c.stop - c.start, cfg.head_dim), mem.tensors["dK"].dtype)
+            if q_blocks:  # a block no query sees is not read; its dK, dV are zeros
+                k_j, v_j = mem.load("dkdv", "K", (b, hk, c)), mem.load("dkdv", "V", (b, hk, c))  # read Br*d each
+            for h, i in product(group_heads(cfg, hk), q_blocks):
+                r = slice(*tk.q_rows(i))
+                q_i, do_i, lse_i, d_i = _query_rows(mem, "dkdv", b, h, r)  # every step: read Bc*d, Bc*d, Bc, Bc
+                p_ij, ds_ij = _recompute(q_i, do_i, lse_i, d_i, k_j, v_j, tk.keep(r, c), scale)
+                dv_j = dv_j + p_ij.T @ do_i
+                dk_j = dk_j + ds_ij.T @ q_i
+                mem.step("dkdv", (b, hk, j), (i, j), cfg.sram_bytes("dkdv"))
+            mem.store("dkdv", "dK", (b, hk, c), dk_j * scale)  # write Br*d
+            mem.store("dkdv", "dV", (b, hk, c), dv_j)  # write Br*d
+            mem.step("dkdv", (b, hk, j), (None, j), cfg.sram_bytes("dkdv"))
+        for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # dQ
+            r = slice(*t.q_rows(i))
+            q_i, do_i, lse_i, d_i = _query_rows(mem, "dq", b, h, r)  # once: read Br*d, Br*d, Br, Br; held
+            dq_i = 0.0
+            for j in t.kv_blocks(i):
+                c = slice(*t.kv_rows(j))
+                k_j, v_j = mem.load("dq", "K", (b, h // cfg.group, c)), mem.load("dq", "V", (b, h // cfg.group, c))
+                dq_i = dq_i + _recompute(q_i, do_i, lse_i, d_i, k_j, v_j, t.keep(r, c), scale)[1] @ k_j
+                mem.step("dq", (b, h, i), (i, j), cfg.sram_bytes("dq"))
+            mem.store("dq", "dQ", (b, h, r), dq_i * scale)  # write Br*d
+            mem.step("dq", (b, h, i), (i, None), cfg.sram_bytes("dq"))
 
 
 FLASH2_BACKWARD = Flash2Backward()

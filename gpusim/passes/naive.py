@@ -78,6 +78,7 @@ class Naive(Pass):
     """Standard attention: three kernels, S and P in HBM."""
     name = "naive"
     KERNELS = ("qk", "softmax", "pv")
+    MATRICES = "S and P"
     L2_REUSE = {"qk": ("tiles", ("Q", "K")), "softmax": ("row_passes", ("S",)), "pv": ("kv_per_q_block", ("V",))}
     STEP_TENSORS = {"qk": ("Q", "K"), "softmax": ("S", "P"), "pv": ("P", "V")}  # qk: one step, its store after
     # The issue rate one resident softmax warp per scheduler sustains (gpusim/cost.py's ISSUE_HIDING, 0.45, is the
@@ -194,6 +195,10 @@ class Naive(Pass):
         if kernel == "softmax":
             return row_warps(cfg), 1
         return warps(cfg.block_q), 1
+
+    def execute_steps(self, cfg):
+        """Steps execute mode walks: a step per tile of qk and pv, one per row of the softmax."""
+        return cfg.bh * (cfg.tiling.tiles + cfg.seq)
 
     def execute(self, mem, cfg):
         """Three kernels, each a grid of tiled programs, on the counted memory."""

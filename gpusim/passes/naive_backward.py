@@ -11,11 +11,13 @@ runs it: five launches, one per line, each a grid of tiled programs.
 D comes from P ∘ dP, so naive attention needs no O. Grouped-query attention: dv's and dk's programs serve
 one K/V head and loop over the query heads of its group, so dK and dV are summed on chip.
 """
+from itertools import product
+
 import numpy as np
 
 from ..hardware import STATS_BYTES
 from ..tiling import TAIL, Work, ramp_work, uniform_work
-from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, spilled, sums
+from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, group_heads, spilled, sums
 from .common import padded, warps
 
 PER_SCORE = 4  # ds, per score: P ∘ dP, its row sum, dP - D, times P
@@ -34,11 +36,51 @@ def _tile_work(cfg):
     return Work(values, tuple(c * cfg.bh for c in counts), tuple((head * -(-n // len(head)))[:n]))
 
 
+def _summed_over_queries(mem, cfg, kernel, a, x, out, scale):
+    """out_j = scale Σ_i a_ijᵀ x_i, one program per K/V head and block j, over the group's query heads and
+    the Q blocks that see block j (naive's dv and dk kernels)."""
+    t = cfg.tiling
+    for b, hk, j in product(range(cfg.batch), range(cfg.kv_heads), range(t.n_kv_blocks)):
+        c = slice(*t.kv_rows(j))
+        acc = np.zeros((c.stop - c.start, cfg.head_dim), mem.tensors[out].dtype)
+        for h, i in product(group_heads(cfg, hk), t.q_blocks(j)):
+            r = slice(*t.q_rows(i))
+            a_ij = mem.load(kernel, a, (b, h, r, c))  # read Br*Bc
+            acc += a_ij.T @ mem.load(kernel, x, (b, h, r))  # read Br*d
+            mem.step(kernel, (b, hk, j), (i, j), cfg.sram_bytes(kernel))
+        mem.store(kernel, out, (b, hk, c), acc * scale)  # write Bc*d; zeros for a block no query sees
+        mem.step(kernel, (b, hk, j), (None, j), cfg.sram_bytes(kernel))
+
+
+def _ds_row(mem, cfg, b, h, row, n):
+    """dS = P ∘ (dP - rowsum(P ∘ dP)) over the row's first n entries (its visited tiles; P is 0 at masked
+    keys, so dS is too). A row whose P and dP fit in SRAM is read once; a longer one in Bc chunks twice:
+    a pass for the row sum, one to write dS."""
+    sram = cfg.sram_bytes("ds")
+    chunks = [slice(0, n)] if cfg.ds_fits else [slice(c, min(c + cfg.block_kv, n)) for c in range(0, n, cfg.block_kv)]
+
+    def load(c):  # read a chunk of P and of dP
+        return mem.load("ds", "P", (b, h, row, c)), mem.load("ds", "dP", (b, h, row, c))
+
+    if cfg.ds_fits:
+        p, dp = load(chunks[0])
+        mem.store("ds", "dS", (b, h, row, chunks[0]), p * (dp - (p * dp).sum()))
+        mem.step("ds", (b, h, row), (row, 0), sram)
+        return
+    d_row = sum((p * dp).sum() for p, dp in map(load, chunks))  # pass 1
+    mem.step("ds", (b, h, row), (row, 1), sram)
+    for c in chunks:  # pass 2
+        p, dp = load(c)
+        mem.store("ds", "dS", (b, h, row, c), p * (dp - d_row))
+    mem.step("ds", (b, h, row), (row, 2), sram)
+
+
 class NaiveBackward(BackwardPass):
     """Algorithm 3: dV, dP, dS, dQ, dK, one launch each, P, dP and dS in HBM."""
     name, algo = "naive_backward", "naive"
     KERNELS = ("dv", "dp", "ds", "dq", "dk")
     SAVED = ("P",)
+    MATRICES = "P, dP and dS"
     L2_REUSE = {kernel: ("own", ()) for kernel in KERNELS}  # BackwardPass.dram_reads
     STEP_TENSORS = {"dv": ("P", "dO"), "dp": ("dO", "V"), "ds": ("P", "dP"), "dq": ("dS", "K"), "dk": ("dS", "Q")}
     SHARED_BY = {"dv": "kv_head", "dp": "head", "ds": "program", "dq": "head", "dk": "kv_head"}
@@ -118,6 +160,36 @@ class NaiveBackward(BackwardPass):
     def compiled_shape(self, cfg, kernel):
         """What a compiled kernel is specialised on beyond its tiles: ds, the row it holds (N_kv padded)."""
         return padded(cfg.seq_kv) if kernel == "ds" else cfg.head_dim
+
+    def execute_steps(self, cfg):
+        """Steps execute mode walks: the tiles of dv, dp, dq and dk (dk's counted with dv's), and one row each of ds."""
+        return cfg.bh * (cfg.tiling.tiles + cfg.kv_tiling.tiles + cfg.seq)
+
+    def execute(self, mem, cfg):
+        """Algorithm 3 of the FlashAttention paper, one kernel per line, each a grid of tiled programs."""
+        t, scale = cfg.tiling, cfg.head_dim**-0.5
+        _summed_over_queries(mem, cfg, "dv", "P", "dO", "dV", 1.0)  # line 1: dV = Pᵀ dO
+        for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # line 2: dP = dO Vᵀ
+            r = slice(*t.q_rows(i))
+            for j in t.kv_blocks(i):  # one program per visited tile
+                c = slice(*t.kv_rows(j))
+                do_i = mem.load("dp", "dO", (b, h, r))  # read Br*d
+                v_j = mem.load("dp", "V", (b, h // cfg.group, c))  # read Bc*d
+                mem.store("dp", "dP", (b, h, r, c), do_i @ v_j.T)  # write Br*Bc
+                mem.step("dp", (b, h, i, j), (i, j), cfg.sram_bytes("dp"))
+        for b, h, row in product(range(cfg.batch), range(cfg.heads), range(cfg.seq)):  # line 3: dS, one row each
+            _ds_row(mem, cfg, b, h, row, t.keys_of(row // cfg.block_q))
+        for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # line 4: dQ = τ dS K
+            r = slice(*t.q_rows(i))
+            acc = 0.0
+            for j in t.kv_blocks(i):
+                c = slice(*t.kv_rows(j))
+                ds_ij = mem.load("dq", "dS", (b, h, r, c))  # read Br*Bc
+                acc = acc + ds_ij @ mem.load("dq", "K", (b, h // cfg.group, c))  # read Bc*d
+                mem.step("dq", (b, h, i), (i, j), cfg.sram_bytes("dq"))
+            mem.store("dq", "dQ", (b, h, r), acc * scale)  # write Br*d
+            mem.step("dq", (b, h, i), (i, None), cfg.sram_bytes("dq"))
+        _summed_over_queries(mem, cfg, "dk", "dS", "Q", "dK", scale)  # line 5: dK = τ dSᵀ Q
 
 
 NAIVE_BACKWARD = NaiveBackward()
