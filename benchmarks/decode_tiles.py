@@ -1,7 +1,7 @@
 """Flash-Decoding's launch choices on the GPU: the chunk (block_kv), the split count, warps and stages of the
 split kernel, timed at batch 1 and 8 over Llama-3-8B's paged cache (kernels/bench_decode.py's inputs and
 timing: CUDA-graph replay, input copies rotated past the L2). What it measures decides the kernel's launch
-and the model's (gpusim/algorithms/split_kv.py); it is not fitted into the time model.
+and the model's (gpusim/passes/split_kv.py); it is not fitted into the time model.
 
     python benchmarks/decode_tiles.py --out $OUT --max-minutes 3
     TRITON_INTERPRET=1 python benchmarks/decode_tiles.py --out /tmp --smoke        # CPU: the code paths
@@ -19,7 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import bench_decode as bd  # noqa: E402  (kernels/bench_decode.py: inputs, timing, environment)
 
-from gpusim.algorithms import split_kv as split_kv_model  # noqa: E402
 from gpusim_kernels.decode import prepare_decode, run_decode  # noqa: E402
 
 CASES = ((1, 131072), (1, 16384), (8, 16384), (1, 4096))  # (batch, cached tokens)
@@ -41,7 +40,7 @@ def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
 
     ms = bd.measure(fn, bd.reference(sets[0]))["ms"] if bd.DEVICE == "cuda" else bd.median_ms(fn)
     nbytes = bd._total(launch)
-    default = splits is None and block_kv == 64 and (warps, stages) == split_kv_model.launch(launch, "split_kv")
+    default = splits is None and block_kv == 64 and (warps, stages) == launch.pass_.launch(launch, "split_kv")
     return {"batch": batch, "seq_kv": seq_kv, "block_kv": block_kv, "num_splits": launch.num_splits,
             "num_warps": warps, "num_stages": stages, "ms": ms, "model_bytes": nbytes,
             "copy_fraction": nbytes / (ms * 1e-3) / copy_bps, "default": default}
@@ -72,7 +71,7 @@ def main(argv=None):
                     probe = prepare_decode(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
                                            block_table=sets[0]["table"], page_size=bd.PAGE_SIZE, num_splits=splits,
                                            block_kv=block_kv).launch
-                    warps, stages = split_kv_model.launch(probe, "split_kv")
+                    warps, stages = probe.pass_.launch(probe, "split_kv")
                 result["rows"].append(row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps))
             except Exception as err:  # a launch that does not fit or compile: record why, go on
                 result["rows"].append({"batch": batch, "seq_kv": seq_kv, "block_kv": block_kv, "num_splits": splits,

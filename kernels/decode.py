@@ -14,7 +14,6 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from gpusim.algorithms import split_kv as split_kv_model
 from gpusim.decode import check_block_table, launch_for_cache
 
 from .interpreter import INTERPRETED
@@ -250,8 +249,8 @@ def dependent_launch(device):
 
 def constants(L, kernel, pdl=False):
     """A kernel's compile-time constants and launch options for DecodeLaunch L, as gpusim prices them
-    (gpusim/algorithms/split_kv.py launch); pdl: the split kernel and the reduce as run_decode's pdl."""
-    num_warps, num_stages = split_kv_model.launch(L, kernel)
+    (gpusim/passes/split_kv.py launch); pdl: the split kernel and the reduce as run_decode's pdl."""
+    num_warps, num_stages = L.pass_.launch(L, kernel)
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
     if kernel == "reduce":

@@ -11,7 +11,7 @@ import triton
 
 from gpusim.hardware import PRESETS, GiB
 from gpusim import algorithms, best_blocks
-from gpusim.algorithms.common import pipeline_stages, warps
+from gpusim.passes.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
 
 from .interpreter import INTERPRETED
@@ -79,10 +79,10 @@ def detect_gpu(device):
 
 
 def options(cfg, kernel, stage_bytes=None):
-    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/algorithms/),
+    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/passes/),
     which the time model prices, so that what runs is what is predicted. The backward's kernels pass
     stage_bytes, what one more buffer of their streamed tiles costs, and are pipelined as deep as fits by the
-    same rule (gpusim.algorithms.common)."""
+    same rule (gpusim.passes.common)."""
     if stage_bytes is None:
         num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
     else:
