@@ -46,6 +46,7 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of fp16, bf16, fp32")
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
+    pass_.check(gpu, positive_int("head_dim", head_dim))
     kv_heads, seq_kv = heads if kv_heads is None else kv_heads, seq if seq_kv is None else seq_kv
     seq, head_dim, heads, batch, kv_heads, seq_kv = (positive_int(name, value) for name, value in dict(
         seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv).items())

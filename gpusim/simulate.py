@@ -93,6 +93,7 @@ def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
           trace=False, backward_blocks=None, do=None):
     """One training step of `algo` (naive, flash1, flash2): the forward's kernels, then the backward's.
     With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
+    _trainable(algo)
     cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
                                              seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
                                              dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
@@ -187,8 +188,6 @@ def _forward(cfg, arrays, trace, given):
 
 def _backward_config(cfg, blocks, arrays, do):
     """The backward of cfg's forward (gpusim/backward.py), checked before anything runs."""
-    if cfg.algo not in backward.ALGOS:
-        raise ValueError(f"backward=True: algo={cfg.algo!r} has no backward here; naive, flash1 and flash2 do")
     if cfg.causal and cfg.tiling.offset:
         raise ValueError(f"backward=True models top-left causal masks (torch's is_causal); causal_align="
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
@@ -274,8 +273,8 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
                  causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
     make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
         causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
-    if backward and str(algo).lower() not in TRAINABLE:
-        raise ValueError(f"backward=True: algo={algo!r} has no backward here; {', '.join(TRAINABLE)} do")
+    if backward:
+        _trainable(algo)
     times = {}
     kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
     for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel):
@@ -287,6 +286,11 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
                          f"({dtype}) on {get_gpu(gpu).name}")
     return min(times, key=times.get)
+
+
+def _trainable(algo):
+    if str(algo).lower() not in TRAINABLE:
+        raise ValueError(f"backward=True: algo={algo!r} has no backward here; naive, flash1 and flash2 do")
 
 
 def _tile_time(algo, blocks, shape, backward):

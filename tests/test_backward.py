@@ -32,7 +32,7 @@ def configs(draw):
     kv_heads = draw(st.integers(1, 2))
     return dict(algo=draw(st.sampled_from(ALGOS)), batch=draw(st.integers(1, 2)), kv_heads=kv_heads,
                 heads=kv_heads * draw(st.integers(1, 3)), seq=draw(st.integers(1, 90)), seq_kv=draw(st.integers(1, 90)),
-                head_dim=draw(st.sampled_from([8, 16, 24])), block_q=draw(st.sampled_from([16, 32, 48])),
+                head_dim=draw(st.sampled_from([16, 24, 32])), block_q=draw(st.sampled_from([16, 32, 48])),
                 block_kv=draw(st.sampled_from([16, 24, 32])), causal=draw(st.booleans()),
                 dtype=draw(st.sampled_from(["fp32", "fp16", "bf16"])), gpu="H100-SXM")
 
@@ -172,7 +172,7 @@ def test_independent_tile_walk_equals_closed_form(seed):
 
 def test_naive_ds_streams_rows_that_overflow_sram():
     tiny = dataclasses.replace(gpusim.get_gpu("A100-40GB"), name="tiny", sram_bytes_per_block=1024)
-    kw = dict(batch=1, heads=2, kv_heads=1, seq=20, seq_kv=300, head_dim=8, block_q=16, block_kv=16, gpu=tiny)
+    kw = dict(batch=1, heads=2, kv_heads=1, seq=20, seq_kv=300, head_dim=16, block_q=16, block_kv=16, gpu=tiny)
     for causal in (False, True):
         q, k, v, do = arrays(kw, seed=2)
         run = simulate_backward("naive", q=q, k=k, v=v, do=do, causal=causal, **kw)
@@ -326,7 +326,7 @@ def test_bad_configuration(kwargs, message):
 
 
 def test_execute_mode_needs_do():
-    q, k, v, do = arrays(dict(batch=1, heads=1, kv_heads=1, seq=8, seq_kv=8, head_dim=8))
+    q, k, v, do = arrays(dict(batch=1, heads=1, kv_heads=1, seq=8, seq_kv=8, head_dim=16))
     with pytest.raises(ValueError, match=r"^backward=True with q, k, v needs do, the output's gradient"):
         simulate_backward("flash2", q=q, k=k, v=v)
     with pytest.raises(ValueError, match="shaped like q"):

@@ -109,3 +109,20 @@ def test_command_line_refuses_in_one_line(argv, message):
     assert (p.returncode, p.stdout) == (2, ""), p.stderr
     assert p.stderr.startswith("gpusim: error: ") and p.stderr.count("\n") == 1, p.stderr
     assert message in p.stderr and "--help`)" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("algo, kwargs, message", [
+    ("hopper", dict(head_dim=64), "algo='hopper' needs a Hopper (sm_90) GPU preset: H100-SXM, H200, H200-measured; "
+                                  "A100-40GB is sm_80"),
+    ("hopper", dict(head_dim=96, gpu="H200"), "head_dim=96: the hopper kernel runs head_dim 64 and 128"),
+    ("flash2", dict(head_dim=7), "head_dim=7 is outside 16..256, the head dims the flash2 kernel runs"),
+    ("naive", dict(head_dim=512), "head_dim=512 is outside 16..256, the head dims the naive kernel runs"),
+    ("flash1", dict(head_dim=8, backward=True), "head_dim=8 is outside 16..256"),
+    ("split_kv", dict(head_dim=8, seq_kv=100), "head_dim=8 is outside 16..256, the head dims the split_kv kernel runs"),
+])
+def test_what_the_kernels_cannot_run_is_refused(algo, kwargs, message):
+    """The hopper pass needs a Hopper GPU and d = 64 or 128 (kernels/hopper.py); the others 16..256
+    (kernels/launch.py HEAD_DIMS). One line, naming the value and the limit."""
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate(algo, **{"seq": 1024, **kwargs})
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)

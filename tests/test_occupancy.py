@@ -57,6 +57,10 @@ def test_register_infeasible_tiles_are_refused_in_one_line():
 @pytest.mark.parametrize("gpu", ["A100-40GB", "H200-measured", "T4"])
 def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
     shape = dict(seq=4096, head_dim=64, heads=8, batch=2, causal=True, gpu=gpu)
+    if algo == "hopper" and gpusim.get_gpu(gpu).arch != "sm_90":
+        with pytest.raises(ValueError, match="^algo='hopper' needs a Hopper"):
+            gpusim.best_blocks(algo, **shape)
+        return
     block_q, block_kv = gpusim.best_blocks(algo, **shape)
     best = gpusim.simulate(algo, block_q=block_q, block_kv=block_kv, **shape)
     assert all(k.blocks_per_sm >= 1 and k.registers_per_thread <= 255 for k in best.kernels)

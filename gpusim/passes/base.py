@@ -9,6 +9,7 @@ methods below and nothing else. Every optional method has its default here, so n
 
 Methods take the configuration `cfg` first; `kernel` is one of cfg.kernels.
 """
+from ..hardware import PRESETS
 from .common import per_step_issue
 
 
@@ -28,6 +29,8 @@ class Pass:
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
+    HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py HEAD_DIMS)
+    ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
 
     # What every pass defines.
     def default_blocks(self, gpu, head_dim, dtype):
@@ -70,6 +73,18 @@ class Pass:
         raise NotImplementedError
 
     # What a pass may define; the defaults are the common case.
+    def check(self, gpu, head_dim):
+        """One line if the pass's kernel cannot run this head_dim, or on this GPU (ARCHS)."""
+        if self.ARCHS and gpu.arch not in self.ARCHS:
+            names = [name for name, preset in PRESETS.items() if preset.arch in self.ARCHS]
+            kinds = " or ".join(f"{kind} ({arch})" for arch, kind in self.ARCHS.items())
+            raise ValueError(f"algo={self.name!r} needs a {kinds} GPU preset: {', '.join(names)}; {gpu.name} is "
+                             f"{gpu.arch}")
+        least, most = self.HEAD_DIMS
+        if not least <= head_dim <= most:
+            raise ValueError(f"head_dim={head_dim} is outside {least}..{most}, the head dims the {self.name} "
+                             f"kernel runs")
+
     def kernels_of(self, cfg):
         """The kernels cfg launches, in order: all of KERNELS (split_kv launches some)."""
         return self.KERNELS

@@ -60,6 +60,13 @@ class Hopper(Flash2):
     TMA = True  # its tiles arrive by TMA copies, issued stages ahead
     KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
     SETUP_S = WS_SETUP_S
+    ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
+
+    def check(self, gpu, head_dim):
+        """A Hopper GPU, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
+        super().check(gpu, min(HEAD_DIMS))
+        if head_dim not in HEAD_DIMS:
+            raise ValueError(f"head_dim={head_dim}: the hopper kernel runs head_dim {' and '.join(map(str, HEAD_DIMS))}")
 
     def kernel_blocks(self, head_dim, dtype, causal):
         """(block_q, block_kv) kernels/hopper.py runs when given none: its launch table's; None off the table."""
