@@ -18,6 +18,7 @@ from dataclasses import replace
 from .hardware import DTYPE_BYTES, get_gpu
 from .passes import BACKWARD
 from .shape import Backward, positive_int  # noqa: F401 (gpusim.backward.Backward)
+from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
 ALGOS = tuple(BACKWARD)
 KERNELS = {algo: p.KERNELS for algo, p in BACKWARD.items()}
@@ -125,12 +126,6 @@ def max_trainable_seq(algo, *, layers, heads, head_dim, batch, gpu="A100-40GB", 
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
-
-
-def theorem5(seq, head_dim, sram_elements):
-    """Theorem 5 of the FlashAttention paper, in elements moved by the backward: standard attention
-    Θ(Nd + N²), FlashAttention Θ(N²d²/M), the forward's orders (Theorem 2). Constants 1."""
-    return {"naive": seq * head_dim + seq**2, "flash": seq**2 * head_dim**2 / sram_elements}
 
 
 def theorem5_counts(seq, head_dim, sram_bytes, gpu="H100-SXM", dtype="fp16"):
