@@ -4,7 +4,7 @@ import numpy as np
 
 from . import passes
 from .hardware import get_gpu
-from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, positive_int  # noqa: F401 (gpusim.config's names)
+from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, positive_int  # noqa: F401 (gpusim.config's names)
 
 
 def pass_of(algo):
@@ -35,7 +35,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     if block_q is None or block_kv is None:
         br, bc = pass_.default_blocks(gpu, head_dim, dtype)
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
-    block_q, block_kv = positive_int("block_q", block_q), positive_int("block_kv", block_kv)
+    block_q, block_kv = Tiles(block_q, block_kv).blocks
     cfg = Config(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
                  causal_align, pass_)
     for kernel in cfg.kernels:

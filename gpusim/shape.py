@@ -36,6 +36,39 @@ def power_of_two(name, value, least):
     return value
 
 
+MASKS = ("every", "branch", "split")  # how kernels/hopper.py masks a causal row's blocks (docs/hopper.md)
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """A launch's knobs, validated when made: the tiles (Br == block_q rows of Q, Bc == block_kv rows of K and
+    V), and where known Triton's num_warps and num_stages, and the Hopper kernel's own (kernels/hopper.py:
+    warp_specialize, mask, overlap, lpt_heads). Config.tiles gives the launch the model prices."""
+    block_q: int
+    block_kv: int
+    num_warps: int | None = None
+    num_stages: int | None = None
+    warp_specialize: bool | None = None
+    mask: str | None = None
+    overlap: bool | None = None
+    lpt_heads: int | None = None
+
+    def __post_init__(self):
+        positive_int("block_q", self.block_q)
+        positive_int("block_kv", self.block_kv)
+        if self.num_warps is not None:
+            power_of_two("num_warps", self.num_warps, 1)
+        if self.num_stages is not None:
+            positive_int("num_stages", self.num_stages)
+        if self.mask is not None and self.mask not in MASKS:
+            raise ValueError(f"mask={self.mask!r} is not one of {', '.join(MASKS)}")
+
+    @property
+    def blocks(self):
+        """(block_q, block_kv), as best_blocks and default_blocks give them."""
+        return self.block_q, self.block_kv
+
+
 @dataclass(frozen=True)
 class Shape:
     """What every counted attention call is: the forward's Config, the backward's Backward."""
@@ -109,6 +142,11 @@ class Config(Shape):
     def softmax_fits(self):
         """Naive attention's softmax reads a whole row of S once, or streams it in passes."""
         return self.pass_.softmax_fits(self)
+
+    @property
+    def tiles(self):
+        """The launch the model prices for this configuration (Tiles), as its pass says."""
+        return self.pass_.tiles(self)
 
 
 @dataclass(frozen=True)

@@ -126,3 +126,22 @@ def test_what_the_kernels_cannot_run_is_refused(algo, kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim.simulate(algo, **{"seq": 1024, **kwargs})
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(block_q=0, block_kv=64), "block_q=0 must be a positive integer"),
+    (dict(block_q=64, block_kv=64, num_warps=3), "num_warps=3 must be a power of two >= 1"),
+    (dict(block_q=64, block_kv=64, mask="diagonal"), "mask='diagonal' is not one of every, branch, split"),
+])
+def test_tiles_are_checked_when_made(kwargs, message):
+    from gpusim.shape import Tiles
+    with pytest.raises(ValueError) as err:
+        Tiles(**kwargs)
+    assert str(err.value) == message
+
+
+def test_a_configuration_says_the_launch_it_prices():
+    """kernels/hopper.py's table: d = 128, fp16, not causal is warp-specialized, 128 x 128, 4 warps a group."""
+    tiles = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200").config.tiles
+    assert (tiles.blocks, tiles.num_warps, tiles.warp_specialize, tiles.mask) == ((128, 128), 4, True, "every")
+    assert gpusim.simulate("flash2", seq=4096, head_dim=64, block_q=128, block_kv=64).config.tiles.num_warps == 8

@@ -10,6 +10,7 @@ methods below and nothing else. Every optional method has its default here, so n
 Methods take the configuration `cfg` first; `kernel` is one of cfg.kernels.
 """
 from ..hardware import PRESETS
+from ..shape import Tiles
 from .common import per_step_issue
 
 
@@ -96,6 +97,10 @@ class Pass:
     def execute_steps(self, cfg):
         """Steps execute mode walks in Python: a step per visited tile, one more per Q block (its epilogue)."""
         return cfg.bh * (cfg.tiling.tiles + cfg.tiling.n_q_blocks)
+
+    def tiles(self, cfg):
+        """The launch of the pass's main kernel as the model prices it: cfg's tiles, num_warps, num_stages."""
+        return Tiles(cfg.block_q, cfg.block_kv, *self.launch(cfg, self.KERNELS[0]))
 
     def kernel_blocks(self, head_dim, dtype, causal):
         """(block_q, block_kv) the project's kernel runs when given none, where it has its own table; None:

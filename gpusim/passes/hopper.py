@@ -8,6 +8,7 @@ LAUNCHES is the one home of the kernel's launch table: per (head_dim, dtype, cau
 variant measured on the H200 (benchmarks/hopper_check.py, results/h200/hopper_variants.json); bf16 takes
 fp16's. The kernel reads it; the model prices it.
 """
+from ..shape import Tiles
 from ..tiling import ramp_work
 from .common import estimated_issue
 from .flash2 import PER_MASKED_SCORE, Flash2
@@ -72,6 +73,10 @@ class Hopper(Flash2):
         """(block_q, block_kv) kernels/hopper.py runs when given none: its launch table's; None off the table."""
         own = LAUNCHES.get((head_dim, dtype, bool(causal)))
         return own and (own["block_q"], own["block_kv"])
+
+    def tiles(self, cfg):
+        """The launch kernels/hopper.py runs for cfg: its table's, or software-pipelined (launch_options)."""
+        return Tiles(**launch_options(cfg))
 
     def setup_s(self, cfg):
         """The set-up of one program of cfg's launch: WS_SETUP_S warp-specialized, else HOST_SETUP_S."""
