@@ -86,11 +86,6 @@ def saved_bytes(cfg):
     return cfg.pass_.saved_bytes(cfg)
 
 
-def footprint(cfg):
-    """[(moment, {tensor: bytes})]: what a training step holds in HBM at its fullest moments."""
-    return cfg.pass_.footprint(cfg)
-
-
 def peak_bytes(cfg):
     return cfg.pass_.peak_bytes(cfg)
 

@@ -47,7 +47,8 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     gpu = get_gpu(gpu)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
-    batch, heads, kv_heads = (positive_int(n, v) for n, v in (("batch", batch), ("heads", heads), ("kv_heads", kv_heads)))
+    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
+    kv_heads = positive_int("kv_heads", kv_heads)
     head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)
     SPLIT_KV.check(gpu, head_dim)
     if heads % kv_heads:

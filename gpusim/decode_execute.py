@@ -13,13 +13,14 @@ import numpy as np
 from .decode import check_block_table, launch_for_cache
 from .shape import INDEX_BYTES
 from .hardware import STATS_BYTES
+from .execute import floats
 from .memory import Memory
 
 
 def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, causal_align="bottom_right",
                      num_splits=None, block_kv=None, grouped=True, dtype="fp16", gpu="H200", trace=False):
     """Run Flash-Decoding on NumPy arrays. Returns (output (B, H, seq, d), DecodeLaunch, counted Memory)."""
-    q, k_cache, v_cache = (_floats(name, x) for name, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
+    q, k_cache, v_cache = (floats(name, x) for name, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
     launch = launch_for_cache(q.shape, k_cache.shape, v_cache.shape, cache_seqlens, paged=block_table is not None,
                               causal_align=causal_align, num_splits=num_splits, block_kv=block_kv, grouped=grouped,
                               dtype=dtype, gpu=gpu)
@@ -52,15 +53,6 @@ def _request_cache(cache, b, n, block_table):
         return cache[b, :, :n]
     pages = np.asarray(block_table)[b, : -(-n // cache.shape[1])]
     return np.swapaxes(cache[pages].reshape(-1, *cache.shape[2:])[:n], 0, 1)
-
-
-def _floats(name, x):
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        raise ValueError(f"{name} has dtype {x.dtype}: expected a floating-point array")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or infinity")
-    return x
 
 
 def execute(launch, q, k_cache, v_cache, block_table=None, trace=False):

@@ -68,6 +68,16 @@ def forward_saved(saved, q, k, v, causal):
     return {name: tensors[name] for name in saved}
 
 
+def floats(name, x):
+    """x as an array, or one line: not floating point, or not finite."""
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        raise ValueError(f"{name} has dtype {x.dtype}: expected a floating-point array")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return x
+
+
 def check_executable(cfg, what="execute mode"):
     """One line where walking cfg's tiles in Python would take too long or hold too much."""
     steps = cfg.pass_.execute_steps(cfg)

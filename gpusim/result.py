@@ -109,7 +109,8 @@ class Result:
 
     def to_dict(self):
         c, b = self.config, self.backward_config
-        decoding = {"num_splits": c.num_splits, "page_size": c.page_size, "grouped": c.grouped} if isinstance(c, DecodeLaunch) else {}
+        decoding = ({"num_splits": c.num_splits, "page_size": c.page_size, "grouped": c.grouped}
+                    if isinstance(c, DecodeLaunch) else {})
         training = {"backward_block_q": b.block_q, "backward_block_kv": b.block_kv} if b else {}
         return {
             "config": {"algo": c.algo, "batch": c.batch, "heads": c.heads, "kv_heads": c.kv_heads, "seq": c.seq,

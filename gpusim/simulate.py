@@ -12,7 +12,7 @@ from . import backward, decode, l2
 from .compiled import COMPILED
 from .config import make_config, pass_of
 from .decode_execute import execute as execute_decode
-from .execute import check_executable, execute, execute_backward
+from .execute import check_executable, execute, execute_backward, floats
 from .hardware import get_gpu
 from .passes import ALGOS, DECODE
 from .result import TENSOR_ORDER, KernelResult, Result, by_tensor, time_kernels  # noqa: F401 (gpusim.simulate's names)
@@ -311,11 +311,7 @@ def _arrays(q, k, v):
     for name, x in zip("qkv", arrays):
         if x.ndim != 4:
             raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
-        if not np.issubdtype(x.dtype, np.floating):
-            raise ValueError(f"{name} has dtype {x.dtype}: expected a floating-point array")
-        if not np.isfinite(x).all():
-            raise ValueError(f"{name} contains NaN or infinity")
-    return arrays
+    return [floats(name, x) for name, x in zip("qkv", arrays)]
 
 
 def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):

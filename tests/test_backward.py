@@ -1,6 +1,6 @@
-"""The backward model (gpusim/backward.py, gpusim/passes/*_backward.py, run by gpusim.train): execute mode against the closed
-forms and the float64 reference, an independent tile-by-tile counter written from the papers' loops,
-FLOPs, training memory, Theorem 5, and bad input."""
+"""The backward model (gpusim/backward.py, gpusim/passes/*_backward.py, run by gpusim.train): execute mode
+against the closed forms and the float64 reference, an independent tile-by-tile counter written from the
+papers' loops, FLOPs, training memory, Theorem 5, and bad input."""
 import dataclasses
 import math
 from collections import defaultdict

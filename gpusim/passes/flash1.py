@@ -91,7 +91,8 @@ class Flash1(Pass):
         """exp(S - m~) per score; exp(m_i - m_new), exp(m~ - m_new) per row and step."""
         t, d = cfg.tiling, cfg.head_dim
         tile_el, rv = t.tile_elements, t.row_visits
-        per_head = (4 * d * tile_el, PER_SCORE * tile_el + (PER_ROW_STEP + PER_O_ELEMENT_STEP * d) * rv, tile_el + 2 * rv)
+        other = PER_SCORE * tile_el + (PER_ROW_STEP + PER_O_ELEMENT_STEP * d) * rv
+        per_head = (4 * d * tile_el, other, tile_el + 2 * rv)
         return {"flash1": tuple(x * cfg.bh for x in per_head)}
 
     def launch(self, cfg, kernel):

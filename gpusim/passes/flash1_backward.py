@@ -96,7 +96,8 @@ class Flash1Backward(BackwardPass):
                 dk_j, dv_j = np.zeros_like(k_j), np.zeros_like(v_j)  # line 8, on chip
                 for h, i in product(group_heads(cfg, hk), q_blocks):  # line 9
                     r = slice(*t.q_rows(i))
-                    q_i, o_i, do_i, dq_i = (mem.load(K, x, (b, h, r)) for x in ("Q", "O", "dO", "dQ"))  # line 10: Br*d each
+                    # line 10: read Br*d each
+                    q_i, o_i, do_i, dq_i = (mem.load(K, x, (b, h, r)) for x in ("Q", "O", "dO", "dQ"))
                     l_i, m_i = mem.load(K, "l", (b, h, r)), mem.load(K, "m", (b, h, r))  # line 10: read Br each
                     p_ij = np.exp(masked_scores(q_i, k_j, scale, t.keep(r, c)) - m_i[:, None]) / l_i[:, None]  # 11-13
                     dv_j += p_ij.T @ do_i  # line 16

@@ -12,8 +12,8 @@ import numpy as np
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import ramp_work
 from .base import Pass
-from .common import (compiled_issue, estimated_issue, masked_scores, padded, pipeline_stages, pow2_floor, qkvo_bytes, shrink_to_fit,
-                     warps)
+from .common import (compiled_issue, estimated_issue, masked_scores, padded, pipeline_stages, pow2_floor, qkvo_bytes,
+                     shrink_to_fit, warps)
 
 # Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
 # subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second

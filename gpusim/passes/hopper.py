@@ -67,7 +67,8 @@ class Hopper(Flash2):
         """A Hopper GPU, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
         super().check(gpu, min(HEAD_DIMS))
         if head_dim not in HEAD_DIMS:
-            raise ValueError(f"head_dim={head_dim}: the hopper kernel runs head_dim {' and '.join(map(str, HEAD_DIMS))}")
+            runs = " and ".join(map(str, HEAD_DIMS))
+            raise ValueError(f"head_dim={head_dim}: the hopper kernel runs head_dim {runs}")
 
     def kernel_blocks(self, head_dim, dtype, causal):
         """(block_q, block_kv) kernels/hopper.py runs when given none: its launch table's; None off the table."""

@@ -12,7 +12,7 @@ import numpy as np
 from ..hardware import WARP, check_dtype
 from ..tiling import ramp_work, uniform_work
 from .base import Pass
-from .common import compiled_issue, estimated_issue, padded, pipeline_stages, shrink_to_fit, warps
+from .common import padded, pipeline_stages, shrink_to_fit, warps
 
 MATMUL_TILE = 128  # 128 x 128 tiles for both matmuls
 PER_SCORE_QK = 1  # the scale
@@ -93,7 +93,8 @@ class Naive(Pass):
     def default_blocks(self, gpu, head_dim, dtype):
         """128 x 128 matmul tiles, halved until both matmul kernels' tiles fit."""
         e = check_dtype(dtype)
-        return shrink_to_fit(MATMUL_TILE, MATMUL_TILE, lambda br, bc: max(_qk(br, bc, head_dim, e), _pv(br, bc, head_dim, e)),
+        return shrink_to_fit(MATMUL_TILE, MATMUL_TILE,
+                             lambda br, bc: max(_qk(br, bc, head_dim, e), _pv(br, bc, head_dim, e)),
                              gpu.sram_bytes_per_block)
 
     def compiled_shape(self, cfg, kernel):
@@ -130,15 +131,6 @@ class Naive(Pass):
         if self.softmax_fits(cfg):
             return uniform_work(self.programs(cfg, kernel), 1)
         return uniform_work(self.programs(cfg, kernel), 3 * -(-t.tile_elements // cfg.seq // cfg.block_kv))
-
-    def issue(self, cfg, kernel, res, other_flops, exps, steps, programs):
-        """qk and a one-pass softmax are one step each: the whole kernel. pv: its loop. A streamed softmax: its
-        three passes' loops, one pass a step. Estimated from the operations where nothing was compiled."""
-        if not res.issued[0]:
-            return estimated_issue(res, other_flops, exps, steps)
-        if not res.loops:
-            return res.issued[0], res.issued[1], res.issued[2], 0.0
-        return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])
 
     def stage_bytes(self, cfg, kernel):
         if kernel != "pv":

@@ -161,7 +161,8 @@ class SplitKV(Pass):
         if L.page_size is not None:
             out[(kernel, "block_table")] = (int(pages_touched(launch).sum()) * L.units * INDEX_BYTES, 0)
         if L.num_splits == 1:
-            return out | {(kernel, "O"): (0, L.batch * rows * d * L.out_itemsize), (kernel, "LSE"): (0, L.batch * rows * f)}
+            return out | {(kernel, "O"): (0, L.batch * rows * d * L.out_itemsize),
+                          (kernel, "LSE"): (0, L.batch * rows * f)}
         partials = int(active.sum()) * rows
         return out | {
             (kernel, "O_partial"): (0, partials * d * f),  # fp32, per active split
