@@ -156,7 +156,8 @@ def _forward_config(algo, given, qkv):
         dtype = dtype or ARRAY_DTYPES.get(np.result_type(*arrays).name, "fp16")
     if shape["seq"] is None or shape["head_dim"] is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
-    shape |= dict(heads=shape["heads"] or 1, batch=shape["batch"] or 1, causal=given["causal"],
+    shape |= dict(heads=1 if shape["heads"] is None else shape["heads"], batch=1 if shape["batch"] is None else
+                  shape["batch"], causal=given["causal"],
                   dtype=dtype or "fp16", gpu=given["gpu"], causal_align=given["causal_align"] or "top_left")
     block_q, block_kv = given["block_q"], given["block_kv"]
     if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none

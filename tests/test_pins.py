@@ -257,6 +257,8 @@ def test_count_with_every_option_at_once():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(seq=True), "seq=True must be a positive integer"),
+    (dict(heads=0), "heads=0 must be a positive integer"),
+    (dict(batch=0), "batch=0 must be a positive integer"),
     (dict(heads=np.int64(2), kv_heads=True), "kv_heads=True must be a positive integer"),
     (dict(seq=2**40 + 1), "seq=1,099,511,627,777 is more than the 1,099,511,627,776 (40 bits) gpusim counts"),
 ])
