@@ -48,7 +48,7 @@ from triton.backends.nvidia.compiler import CUDAOptions, get_ptxas
 from triton.compiler import ASTSource
 
 from gpusim import backward as training, decode
-from gpusim.config import default_blocks, make_config
+from gpusim.config import make_config, paper_blocks
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
 from gpusim_kernels.backward import bwd_constants
@@ -190,7 +190,7 @@ def configs():
                     rule = tiled("flash2", d, dtype, causal, block_q, block_kv)
                     out += [rule, tiled("flash2", d, dtype, causal, block_q, block_kv, 12 - rule[2]["num_warps"])]
                 out += [tiled(k, d, dtype, causal, b_q, b_kv) for k in ("qk", "pv") for b_q, b_kv in NAIVE_BLOCKS]
-                out.append(tiled("flash1", d, dtype, causal, *default_blocks("flash1", GPU, d, dtype)))
+                out.append(tiled("flash1", d, dtype, causal, *paper_blocks("flash1", GPU, d, dtype)))
                 own = hopper.LAUNCHES[d, dtype, causal]
                 out += [hopper_launch(d, dtype, causal, v) for v in [own] + [v for v in HOPPER_VARIANTS if v != own]]
         out += [softmax(seq, dtype, causal, b_q, b_kv) for seq in SEQS for causal in (False, True)

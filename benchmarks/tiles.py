@@ -91,7 +91,7 @@ def group_calls(d, causal, algos=("flash2", "hopper")):
     """(algo, launch, default) for one group, launch a dict: block_q, block_kv, num_warps, num_stages,
     warp_specialize (None where the provider decides); the SDPA backends and the kernels in algos."""
     calls = [(name, {}, True) for name in SDPA]
-    own_tile = gpusim.default_blocks("flash2", gpu_name(), d, "fp16")
+    own_tile = gpusim.paper_blocks("flash2", gpu_name(), d, "fp16")
     for block_q, block_kv in TILES if "flash2" in algos else ():
         rule = flash2_launch(d, causal, block_q, block_kv)
         for num_warps in (rule["num_warps"], 12 - rule["num_warps"]):

@@ -15,7 +15,7 @@ def pass_of(algo):
 def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None,
                 block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", causal_align="top_left"):
     """Validate everything once; every error names the value and the limit. block_q, block_kv None: the
-    algorithm's default for the GPU."""
+    algorithm's paper rule for the GPU (paper_blocks)."""
     pass_ = pass_of(algo)
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
@@ -33,7 +33,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         raise ValueError(f"causal_align='bottom_right' with seq={seq} > seq_kv={seq_kv} leaves the first "
                          f"{seq - seq_kv} query rows without keys")
     if block_q is None or block_kv is None:
-        br, bc = pass_.default_blocks(gpu, head_dim, dtype)
+        br, bc = pass_.paper_blocks(gpu, head_dim, dtype)
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
     block_q, block_kv = Tiles(block_q, block_kv).blocks
     cfg = Config(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
@@ -47,8 +47,8 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     return cfg
 
 
-def default_blocks(algo, gpu, head_dim, dtype="fp16"):
+def paper_blocks(algo, gpu, head_dim, dtype="fp16"):
     """(block_q, block_kv): the paper's rule for the GPU's shared memory (FlashAttention's Bc = ceil(M / 4d),
     halved until the tiles fit). Not what simulate() runs when given no tiles: that is best_blocks (the
     fastest predicted) or, for hopper, its launch table's."""
-    return pass_of(algo).default_blocks(get_gpu(gpu), head_dim, dtype)
+    return pass_of(algo).paper_blocks(get_gpu(gpu), head_dim, dtype)

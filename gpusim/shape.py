@@ -65,7 +65,7 @@ class Tiles:
 
     @property
     def blocks(self):
-        """(block_q, block_kv), as best_blocks and default_blocks give them."""
+        """(block_q, block_kv), as best_blocks and paper_blocks give them."""
         return self.block_q, self.block_kv
 
 

@@ -59,8 +59,8 @@ def flash1_kernel(Q, K, V, O, l, m, N, N_KV, scale, GROUP: tl.constexpr, D: tl.c
 def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-1. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in fp32 (the accumulator the kernel read-modify-writes in HBM). block_q,
-    block_kv: Br, Bc (default: gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the
-    tiles must fit (default: detected)."""
+    block_kv: Br, Bc (default: gpusim.paper_blocks, the paper's rule); gpu: the gpusim GPU whose shared
+    memory the tiles must fit (default: detected)."""
     cfg, q, k, v = prepare("flash1", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))

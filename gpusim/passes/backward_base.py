@@ -115,7 +115,7 @@ class BackwardPass(Pass):
         out = total(cfg, *self.flop_tables(cfg))
         return {kernel: out[kernel] for kernel in self.KERNELS}
 
-    def default_blocks(self, gpu, head_dim, dtype):
+    def default_blocks(self, gpu, head_dim, dtype):  # the backward's default tiles (backward.config)
         """(block_q, block_kv): start_blocks, the larger halved until every kernel fits (never below
         MIN_BLOCK)."""
         br, bc = (max(MIN_BLOCK, b) for b in self.start_blocks(gpu, head_dim, dtype))

@@ -34,8 +34,10 @@ class Pass:
     ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
 
     # What every pass defines.
-    def default_blocks(self, gpu, head_dim, dtype):
-        """(block_q, block_kv): the paper's rule for the GPU's shared memory (not the fastest: best_blocks)."""
+    def paper_blocks(self, gpu, head_dim, dtype):
+        """(block_q, block_kv): a forward pass's paper rule for the GPU's shared memory (FlashAttention's
+        Bc = ceil(M / 4d)), halved until the tiles fit; not the fastest (best_blocks). A backward pass has
+        its own default_blocks instead."""
         raise NotImplementedError
 
     def sram_bytes(self, cfg, kernel, rows, keys):

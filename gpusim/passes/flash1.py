@@ -41,7 +41,7 @@ class Flash1(Pass):
     # would do it). The held-out d = 128 rows (8 warps, one block) are reported in docs/perf.md.
     FLAT_ISSUE = ("flash1",)
 
-    def default_blocks(self, gpu, head_dim, dtype):
+    def paper_blocks(self, gpu, head_dim, dtype):
         """The paper's Bc = ceil(M / 4d), Br = min(Bc, d) for an SRAM of M elements; powers of two, halved
         until they fit."""
         e = check_dtype(dtype)

@@ -40,7 +40,7 @@ class Flash2(Pass):
     STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
     KV_BUFFERS = 1  # K_j, V_j buffers the SRAM model counts (software pipelining adds its own: stage_bytes)
 
-    def default_blocks(self, gpu, head_dim, dtype):
+    def paper_blocks(self, gpu, head_dim, dtype):
         """The paper's budget with the loops swapped: Br = ceil(M / 4d) for an SRAM of M elements, Bc =
         min(Br, d), Br at most 128 (its fp32 S_ij and O_i live in registers); powers of two, halved until they fit."""
         e = check_dtype(dtype)

@@ -90,7 +90,7 @@ class Naive(Pass):
     # Fitted on bench.json's naive d = 64 rows (least squares of log predicted / measured); d = 128 is held out.
     ISSUE_HIDING = {"softmax": 0.14}
 
-    def default_blocks(self, gpu, head_dim, dtype):
+    def paper_blocks(self, gpu, head_dim, dtype):
         """128 x 128 matmul tiles, halved until both matmul kernels' tiles fit."""
         e = check_dtype(dtype)
         return shrink_to_fit(MATMUL_TILE, MATMUL_TILE,
