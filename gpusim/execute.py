@@ -11,8 +11,16 @@ import numpy as np
 
 from .memory import Memory
 
-EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and rows) execute mode walks in Python: about a minute on one core
+EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and rows) execute mode walks in Python
 EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of each N x N_kv matrix naive attention holds whole in NumPy (1 GiB)
+# What execute mode costs, measured on the project's 2-core development machine (flash2 with trace=True):
+# 4,160 steps of 16 x 16 tiles at d = 16 in 65 ms; 128 x 128 tiles at d = 64 and 128, 14-16 GFLOP/s of float64
+# matmuls. Execute mode refuses what it estimates to take longer than EXECUTE_SECONDS_LIMIT, and reports its
+# progress on stderr when it estimates more than PROGRESS_AFTER_S.
+STEP_S = 16e-6
+NUMPY_FLOPS_PER_S = 15e9
+EXECUTE_SECONDS_LIMIT = 120
+PROGRESS_AFTER_S = 10
 
 
 def reference_attention(q, k, v, *, causal=False, causal_align="top_left"):
@@ -78,12 +86,22 @@ def floats(name, x):
     return x
 
 
+def execute_seconds(cfg):
+    """About how long walking cfg's tiles in Python takes: its steps, and its matmuls at NumPy's rate."""
+    matmuls = sum(mm for mm, _, _ in cfg.pass_.flops(cfg).values())
+    return cfg.pass_.execute_steps(cfg) * STEP_S + matmuls / NUMPY_FLOPS_PER_S
+
+
 def check_executable(cfg, what="execute mode"):
     """One line where walking cfg's tiles in Python would take too long or hold too much."""
-    steps = cfg.pass_.execute_steps(cfg)
+    steps, seconds = cfg.pass_.execute_steps(cfg), execute_seconds(cfg)
     if steps > EXECUTE_STEP_LIMIT:
         raise ValueError(f"{what} would walk {steps:,} steps in Python (limit {EXECUTE_STEP_LIMIT:,}): use fewer "
                          f"heads or a shorter sequence, or count mode (no arrays, no trace)")
+    if seconds > EXECUTE_SECONDS_LIMIT:
+        raise ValueError(f"{what} would take about {seconds:,.0f} s in Python and NumPy (limit "
+                         f"{EXECUTE_SECONDS_LIMIT} s): use fewer heads or a shorter sequence, or count mode (no "
+                         f"arrays, no trace)")
     held = cfg.bh * cfg.seq * cfg.seq_kv
     if cfg.pass_.MATRICES and held > EXECUTE_ELEMENT_LIMIT:
         raise ValueError(f"execute mode holds naive attention's {cfg.pass_.MATRICES} in NumPy: {held:,} elements "
@@ -102,7 +120,8 @@ def _memory(cfg, arrays, work, trace):
     tensors = {name: np.asarray(x).astype(work) for name, x in arrays.items()}
     for _, name in cfg.pass_.count(cfg):
         tensors.setdefault(name, np.zeros(_shape(cfg, name), work))
-    return tensors, Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace)
+    progress = cfg.pass_.execute_steps(cfg) if execute_seconds(cfg) > PROGRESS_AFTER_S else None
+    return tensors, Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace, progress)
 
 
 def execute(cfg, q, k, v, trace=False):

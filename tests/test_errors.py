@@ -145,3 +145,23 @@ def test_a_configuration_says_the_launch_it_prices():
     tiles = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200").config.tiles
     assert (tiles.blocks, tiles.num_warps, tiles.warp_specialize, tiles.mask) == ((128, 128), 4, True, "every")
     assert gpusim.simulate("flash2", seq=4096, head_dim=64, block_q=128, block_kv=64).config.tiles.num_warps == 8
+
+
+def test_execute_mode_estimates_its_time_and_refuses_what_would_take_minutes():
+    """flash2 at N = 16,384, d = 128, 16 heads, 128 x 128 tiles: 262,144 steps (under the step limit) but
+    2.2 TFLOP of float64 matmuls, about 147 s at NumPy's 15 GFLOP/s and 4 s of steps: refused, in one line."""
+    steps, flops = 16 * 128 * 128 + 16 * 128, 4 * 128 * 16384**2 * 16
+    q = np.zeros((1, 16, 16384, 128), np.float16)
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate("flash2", q=q, k=q, v=q, block_q=128, block_kv=128)
+    assert str(err.value).startswith(f"execute mode would take about {steps * 16e-6 + flops / 15e9:,.0f} s in "
+                                      f"Python and NumPy (limit 120 s)")
+
+
+def test_a_long_walk_reports_its_progress_on_stderr(monkeypatch, capsys):
+    from gpusim import execute
+    monkeypatch.setattr(execute, "PROGRESS_AFTER_S", 0.0)
+    gpusim.simulate("flash2", seq=256, head_dim=16, block_q=16, block_kv=16, trace=True)
+    lines = capsys.readouterr().err.splitlines()
+    steps = 16 * 16 + 16  # a step per tile, one more per Q block
+    assert len(lines) == 20 and lines[-1] == f"gpusim: {steps // 20 * 20:,} of {steps:,} steps"
