@@ -194,7 +194,7 @@ def _backward_config(cfg, blocks, arrays, do):
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
-    blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.algo == "naive" else (None, None))
+    blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None))
     return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                            kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
                            causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)

@@ -32,6 +32,7 @@ class Pass:
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
     HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py HEAD_DIMS)
     ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
+    BACKWARD_AT_FORWARD_TILES = False  # a training step's backward takes the forward's tiles when given none
 
     # What every pass defines.
     def paper_blocks(self, gpu, head_dim, dtype):

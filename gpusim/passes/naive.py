@@ -79,6 +79,7 @@ class Naive(Pass):
     name = "naive"
     KERNELS = ("qk", "softmax", "pv")
     MATRICES = "S and P"
+    BACKWARD_AT_FORWARD_TILES = True  # kernels/naive_backward.py tiles its matmuls as the forward does
     L2_REUSE = {"qk": ("tiles", ("Q", "K")), "softmax": ("row_passes", ("S",)), "pv": ("kv_per_q_block", ("V",))}
     STEP_TENSORS = {"qk": ("Q", "K"), "softmax": ("S", "P"), "pv": ("P", "V")}  # qk: one step, its store after
     # The issue rate one resident softmax warp per scheduler sustains (gpusim/cost.py's ISSUE_HIDING, 0.45, is the
