@@ -14,7 +14,8 @@ from ..tiling import ramp_work, uniform_work
 from .base import Pass
 from .common import padded, pipeline_stages, shrink_to_fit, warps
 
-MATMUL_TILE = 128  # both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks, which kernels/naive.py takes)
+# Both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks, which kernels/naive.py takes).
+MATMUL_TILE = 128
 PER_SCORE_QK = 1  # the scale
 # softmax per element: max, sum, divide; subtract and exp once per pass that computes exponentials
 SOFTMAX_PER_ELEMENT = 3
