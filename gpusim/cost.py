@@ -81,7 +81,7 @@ class Grid:
 @dataclass(frozen=True)
 class Schedule:
     """Step 3: one program's step and its fixed part, as one SM sees them."""
-    launch: Grid
+    grid: Grid
     rate: dict  # step 2: {unit: per-SM rate}
     serial_s: float  # a warp group's matmuls, then the rest
     overlapped_s: float  # the same with its streams overlapped
@@ -96,8 +96,8 @@ class Schedule:
 def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
     SMs and L2, and the part of it that reaches DRAM. The five steps of the module's docstring."""
-    launch = occupied(cfg, kernel, counts, dram, (matmul_flops, other_flops, exps))
-    step = one_step(launch, rates(launch))
+    grid = occupied(cfg, kernel, counts, dram, (matmul_flops, other_flops, exps))
+    step = one_step(grid, rates(grid))
     return waves(step)
 
 
@@ -113,38 +113,38 @@ def occupied(cfg, kernel, counts, dram, flops):
     return Grid(cfg, kernel, counts, dram, flops, res, occ, work, programs, steps, b, cfg.gpu.sm_count * b)
 
 
-def rates(launch):
+def rates(grid):
     """Step 2: each unit's rate per SM: tensor cores (at the tile's measured efficiency), instruction issue,
     special function units, and the SM's share of the L2 and DRAM bandwidth."""
-    cfg, gpu, sms = launch.cfg, launch.cfg.gpu, launch.cfg.gpu.sm_count
-    return dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, launch.res.num_warps) / sms,
+    cfg, gpu, sms = grid.cfg, grid.cfg.gpu, grid.cfg.gpu.sm_count
+    return dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, grid.res.num_warps) / sms,
                 issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
                 l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms,
-                dram=gpu.dram_bytes_per_s(_write_share(launch.dram)) / sms)
+                dram=gpu.dram_bytes_per_s(_write_share(grid.dram)) / sms)
 
 
-def unit_times(launch, rate):
+def unit_times(grid, rate):
     """One program's step on each unit alone, and the instructions it issues per program besides."""
-    cfg, kernel, res, pass_ = launch.cfg, launch.kernel, launch.res, launch.cfg.pass_
-    matmul_flops, other_flops, exps = launch.flops
+    cfg, kernel, res, pass_ = grid.cfg, grid.kernel, grid.res, grid.cfg.pass_
+    matmul_flops, other_flops, exps = grid.flops
     step_instructions, step_mufu, step_reloads, fixed_instructions = pass_.issue(
-        cfg, kernel, res, other_flops, exps, launch.steps, launch.programs)
+        cfg, kernel, res, other_flops, exps, grid.steps, grid.programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
     per_warp = pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
-    warps = 1 if kernel in pass_.FLAT_ISSUE else launch.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
+    warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
     hiding = min(1.0, warps * per_warp)
-    unit = dict(mma=matmul_flops / max(launch.steps, 1) / rate["tensor"],
+    unit = dict(mma=matmul_flops / max(grid.steps, 1) / rate["tensor"],
                 issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     return unit, step_reloads, fixed_instructions * res.num_warps / rate["issue"]
 
 
-def one_step(launch, rate):
+def one_step(grid, rate):
     """Step 3: a step's compute (serial within a warp group, overlapped across streams), its bytes, and its
     time on one program's critical path (the loads it waits for, fences, spill reloads, addresses)."""
-    cfg, kernel, pass_ = launch.cfg, launch.kernel, launch.cfg.pass_
-    unit, step_reloads, fixed_compute = unit_times(launch, rate)
+    cfg, kernel, pass_ = grid.cfg, grid.kernel, grid.cfg.pass_
+    unit, step_reloads, fixed_compute = unit_times(grid, rate)
     streams = pass_.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
     serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
     # Two streams that overlap perfectly hide the lesser unit's time; where a kernel states how much its streams
@@ -153,15 +153,15 @@ def one_step(launch, rate):
     ratio = pass_.step_ratio(cfg, kernel)
     overlapped = (ratio * (unit["mma"] + max(unit["issue"], unit["sfu"])) if ratio is not None else
                   max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams)
-    step, fixed = _split(launch.counts, launch.dram, pass_.STEP_TENSORS[kernel])
-    spill = launch.res.spill_bytes_per_thread * launch.res.threads * launch.steps  # local memory, every step
+    step, fixed = _split(grid.counts, grid.dram, pass_.STEP_TENSORS[kernel])
+    spill = grid.res.spill_bytes_per_thread * grid.res.threads * grid.steps  # local memory, every step
     step = (step[0] + spill, step[1], step[2] + spill, step[3])
-    step_bytes, fixed_bytes = _per(step, launch.steps), _per(fixed, launch.programs)
+    step_bytes, fixed_bytes = _per(step, grid.steps), _per(fixed, grid.programs)
     # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
     # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
     # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
     prefetched = streams > 1 or pass_.TMA  # a producer warp group, or TMA copies on barriers, load ahead
-    draft = Schedule(launch, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
+    draft = Schedule(grid, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
                  fixed_bytes, 0.0, pass_.setup_s(cfg), prefetched)
     return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads)})
 
@@ -170,8 +170,8 @@ def step_chain(step, step_reloads):
     """A step on one program's critical path: its compute, and the loads it waits for (all of them, or what
     the prefetch distance does not cover); stores fenced before the next step; spill reloads; the loads that
     give the step's addresses."""
-    launch, gpu = step.launch, step.launch.cfg.gpu
-    pass_, kernel, stages = launch.cfg.pass_, launch.kernel, launch.res.num_stages
+    grid, gpu = step.grid, step.grid.cfg.gpu
+    pass_, kernel, stages = grid.cfg.pass_, grid.kernel, grid.res.num_stages
     loads = wait(gpu, step.step_bytes)
     chain = max(step.serial_s, loads / max(1, stages - 1)) if step.prefetched else step.serial_s + loads
     if kernel in pass_.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
@@ -181,8 +181,8 @@ def step_chain(step, step_reloads):
     # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
     chain += step_reloads * gpu.l2_idle_latency_s
     for tensor in pass_.ADDRESS_TENSORS.get(kernel, ()):  # loads that give the step's addresses
-        if tensor in launch.counts:  # (a paged gather's block table) are waited for before the step's other loads
-            chain += wait(gpu, _per((0, 0, launch.counts[tensor][0], launch.dram[tensor][0]), launch.steps))
+        if tensor in grid.counts:  # (a paged gather's block table) are waited for before the step's other loads
+            chain += wait(gpu, _per((0, 0, grid.counts[tensor][0], grid.dram[tensor][0]), grid.steps))
     return chain
 
 
@@ -197,7 +197,7 @@ def wait(gpu, nbytes):
 
 def chain(step, j):
     """One program alone: its first loads, its set-up, j steps, its epilogue."""
-    gpu = step.launch.cfg.gpu
+    gpu = step.grid.cfg.gpu
     return (wait(gpu, step.fixed_bytes) + step.fixed_compute_s + step.setup_s
             + (wait(gpu, step.step_bytes) if j and step.prefetched else 0.0) + j * step.chain_s)
 
@@ -206,7 +206,7 @@ def busy(step, j, sharing):
     """Step 4: an SM's time for its b programs of j steps: their bytes at the bandwidth share of `sharing`
     programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each SM's share
     grows), their work on the SM's own units."""
-    b, rate = step.launch.resident, step.rate
+    b, rate = step.grid.resident, step.rate
     moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
     memory = sharing * max(moved[0] / rate["l2"], moved[1] / rate["dram"])
     compute = b * (step.fixed_compute_s + j * step.overlapped_s)
@@ -216,31 +216,31 @@ def busy(step, j, sharing):
 def tau(step, j, sharing):
     """A program of j steps holds its slot for max(chain, busy); with one resident program (b = 1) its first
     loads and set-up overlap no other program's work."""
-    b = step.launch.resident
-    alone = wait(step.launch.cfg.gpu, step.fixed_bytes) + step.setup_s if b == 1 else 0.0
+    b = step.grid.resident
+    alone = wait(step.grid.cfg.gpu, step.fixed_bytes) + step.setup_s if b == 1 else 0.0
     return max(chain(step, j), busy(step, j, sharing) + alone)
 
 
 def waves(step):
     """Step 5: the grid over the SMs' slots, the last wave set by its longest program; the Timing."""
-    launch = step.launch
-    cfg, gpu, work, b, slots = launch.cfg, launch.cfg.gpu, launch.work, launch.resident, launch.slots
-    sms, (matmul_flops, other_flops, exps) = gpu.sm_count, launch.flops
+    grid = step.grid
+    cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
+    sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
     total = sum(c * tau(step, v, b) for v, c in zip(work.values, work.counts))
-    last = launch.programs - (math.ceil(launch.programs / slots) - 1) * slots  # programs in the last wave
+    last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
     tail = [tau(step, j, last / sms) for j in work.tail[:last]]
     time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
     longest = max(work.tail[:last])
     return Timing(
         predicted_time_s=time,
-        memory_time_s=max(sum(map(sum, launch.counts.values())) / step.rate["l2"] / sms,
-                          sum(map(sum, launch.dram.values())) / step.rate["dram"] / sms),
+        memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
+                          sum(map(sum, grid.dram.values())) / step.rate["dram"] / sms),
         matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
         other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
         busy_fraction=total / slots / (time - gpu.launch_overhead_s),
-        blocks_per_sm=launch.occ.blocks_per_sm,
-        registers_per_thread=launch.res.registers_per_thread,
-        limited_by=launch.occ.limited_by,
+        blocks_per_sm=grid.occ.blocks_per_sm,
+        registers_per_thread=grid.res.registers_per_thread,
+        limited_by=grid.occ.limited_by,
         latency_bound=chain(step, longest) > busy(step, longest, last / sms),
     )
 

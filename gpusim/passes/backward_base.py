@@ -80,6 +80,7 @@ class BackwardPass(Pass):
     what they stage (sram_bytes), the tiles they start from (start_blocks) and their schedule."""
     algo = ""  # the forward's name: naive, flash1, flash2
     SAVED = ()  # what the backward reads of the forward's outputs, besides Q, K, V
+    KV_HELD = ()  # kernels whose K/V blocks follow kv_tiling (flash2's dkdv)
     # {kernel: which programs share what they re-read}: "kv_head" (the K/V blocks of one (batch, K/V head):
     # Q, dO, LSE, D or dS streamed past them), "head" (the blocks of one (batch, head)), or "program" (a row
     # re-read by its own program); dram_reads below
@@ -148,8 +149,6 @@ class BackwardPass(Pass):
                 table = per_kv if tensor in ("dK", "dV") else per_q
                 table[(kernel, tensor)] = (size if read else 0, size if write else 0)
         return total(cfg, per_q, per_kv)
-
-    KV_HELD = ()  # kernels whose K/V blocks follow kv_tiling (flash2's dkdv)
 
     def saved_bytes(self, cfg):
         """{tensor: bytes} the forward keeps for the backward: Q, K, V and SAVED."""
