@@ -12,7 +12,8 @@ from .config import paper_blocks
 from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
 from .memory import Step
-from .simulate import Result, best_blocks, decode_step, forward, simulate, train
+from .run import best_blocks, decode_step, forward, train
+from .simulate import Result, simulate
 from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
 from .theorems import theorem2
