@@ -19,7 +19,8 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     pass_ = pass_of(algo)
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
-    seq, seq_kv = positive_int("seq", seq, MAX_SEQ), positive_int("seq_kv", seq if seq_kv is None else seq_kv, MAX_SEQ)
+    seq = positive_int("seq", seq, MAX_SEQ)
+    seq_kv = positive_int("seq_kv", seq if seq_kv is None else seq_kv, MAX_SEQ)
     head_dim, heads, batch = positive_int("head_dim", head_dim), positive_int("heads", heads), positive_int("batch", batch)
     kv_heads = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
     pass_.check(gpu, head_dim)

@@ -142,9 +142,8 @@ def launch_for_cache(q_shape, k_shape, v_shape, cache_seqlens, *, paged, page_si
 
 
 def check_page_size(page_size):
-    if isinstance(page_size, bool) or not isinstance(page_size, (int, np.integer)) or page_size <= 0:
-        raise ValueError(f"page_size={page_size!r} must be a positive number of tokens per page")
-    return power_of_two("page_size", page_size, 1)
+    """A page of a paged cache: a positive number of tokens, a power of two."""
+    return power_of_two("page_size", positive_int("page_size", page_size, what="number of tokens per page"), 1)
 
 
 def _lengths(seq_kv, batch, seq, causal_align, name="seq_kv"):

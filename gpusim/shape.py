@@ -18,10 +18,11 @@ INDEX_BYTES = 4  # int32: block-table entries and cache lengths (kernels/decode.
 ALIGNS = ("top_left", "bottom_right")
 
 
-def positive_int(name, value, limit=None):
-    """value as an int, or one line naming it: not a positive integer, or more than `limit`."""
+def positive_int(name, value, limit=None, what="integer"):
+    """value as an int, or one line naming it: not a positive integer (a positive `what`), or more than
+    `limit`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
+        raise ValueError(f"{name}={value!r} must be a positive {what}")
     if limit is not None and value > limit:
         raise ValueError(f"{name}={value:,} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim "
                          f"counts")
