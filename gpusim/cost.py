@@ -33,6 +33,10 @@ The model, in five steps, each a choice written down here:
    the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b.
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
+
+In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
+(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy(), chain() and tau()
+(step 4); waves() (step 5) makes the Timing.
 """
 import math
 from dataclasses import dataclass

@@ -1,6 +1,6 @@
 """Decoding and training through gpusim.simulate: the counts equal gpusim.decode's and gpusim.backward's
 closed forms byte for byte, execute mode equals count mode and the float64 references, every kernel is timed
-through its algorithm module (compiled resources where benchmarks/resources.py compiled it), and bad input
+through its pass (compiled resources where benchmarks/resources.py compiled it), and bad input
 gets one line."""
 import numpy as np
 import pytest
