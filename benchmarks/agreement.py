@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import gpusim
-import gpusim.algorithms
+import gpusim.passes.hopper
 from gpusim import decode
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
@@ -74,9 +74,9 @@ def rule_launch(row):
                           causal=row["causal"], dtype=row["dtype"], gpu=PRESET, block_q=row["block_q"],
                           block_kv=row["block_kv"]).config
     if algo == "hopper":
-        own = gpusim.algorithms.hopper.launch_options(cfg)
+        own = gpusim.passes.hopper.launch_options(cfg)
         return all(row.get(key) == own[key] for key in ("num_warps", "num_stages", "warp_specialize"))
-    return gpusim.algorithms.get(algo).launch(cfg, algo) == (row["num_warps"], row["num_stages"])
+    return cfg.pass_.launch(cfg, algo) == (row["num_warps"], row["num_stages"])
 
 
 def name(row):

@@ -181,8 +181,8 @@ def run(args):
             if name in ("naive", "flash1", "flash2"):
                 row["block_q"], row["block_kv"] = blocks(name, inputs[0], causal)
             if name == "hopper":  # its launch table's tiles, not best_blocks
-                from gpusim.algorithms.hopper import kernel_blocks
-                row["block_q"], row["block_kv"] = kernel_blocks(head_dim, row_dtype, causal)
+                from gpusim.passes.hopper import HOPPER
+                row["block_q"], row["block_kv"] = HOPPER.kernel_blocks(head_dim, row_dtype, causal)
             try:
                 row |= measure(fn, inputs, causal, ref)
                 row["tflops"] = tflops(batch, heads, seq, head_dim, causal, row["ms"])

@@ -1,7 +1,7 @@
 """Flash-Decoding's launch choices on the GPU: the chunk (block_kv), the split count, warps and stages of the
 split kernel, timed at batch 1 and 8 over Llama-3-8B's paged cache (benchmarks/bench_decode.py's inputs and
 timing: CUDA-graph replay, input copies rotated past the L2). What it measures decides the kernel's launch
-and the model's (gpusim/algorithms/split_kv.py); it is not fitted into the time model.
+and the model's (gpusim/passes/split_kv.py); it is not fitted into the time model.
 
     python -m benchmarks.decode_tiles --out $OUT --max-minutes 3
     TRITON_INTERPRET=1 python -m benchmarks.decode_tiles --out /tmp --smoke        # CPU: the code paths
@@ -18,7 +18,6 @@ from pathlib import Path
 
 from benchmarks import bench_decode as bd  # inputs, timing, environment
 
-from gpusim.algorithms import split_kv as split_kv_model
 from gpusim_kernels.decode import plan_for_cache
 
 CASES = ((1, 131072), (1, 16384), (8, 16384), (1, 4096))  # (batch, cached tokens)
@@ -40,7 +39,7 @@ def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
 
     ms = bd.measure(fn, bd.reference(sets[0]))["ms"] if bd.DEVICE == "cuda" else bd.median_ms(fn)
     nbytes = bd._total(launch)
-    default = splits is None and block_kv == 64 and (warps, stages) == split_kv_model.launch(launch, "split_kv")
+    default = splits is None and block_kv == 64 and (warps, stages) == launch.pass_.launch(launch, "split_kv")
     return {"batch": batch, "seq_kv": seq_kv, "block_kv": block_kv, "num_splits": launch.num_splits,
             "num_warps": warps, "num_stages": stages, "ms": ms, "model_bytes": nbytes,
             "copy_fraction": nbytes / (ms * 1e-3) / copy_bps, "default": default}
@@ -71,7 +70,7 @@ def main(argv=None):
                     probe = plan_for_cache(*sets[0]["paged"], cache_seqlens=sets[0]["lengths"],
                                            block_table=sets[0]["table"], page_size=bd.PAGE_SIZE, num_splits=splits,
                                            block_kv=block_kv).launch
-                    warps, stages = split_kv_model.launch(probe, "split_kv")
+                    warps, stages = probe.pass_.launch(probe, "split_kv")
                 result["rows"].append(row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps))
             except Exception as err:  # a launch that does not fit or compile: record why, go on
                 result["rows"].append({"batch": batch, "seq_kv": seq_kv, "block_kv": block_kv, "num_splits": splits,

@@ -3,7 +3,7 @@ model's flash1 time misses (docs/perf.md, "Predicted against measured").
 
     python -m benchmarks.flash1_steps
 
-A flash1 program is one (batch, head) walking every (K/V block, Q block) step (gpusim/algorithms/flash1.py), so
+A flash1 program is one (batch, head) walking every (K/V block, Q block) step (gpusim/passes/flash1.py), so
 a launch is ceil(programs / slots) waves of equal programs: per step, a program takes (time - launch overhead)
 / (waves x steps per program), measured or predicted. Columns: the shape, blocks per SM b, the SMs the grid
 keeps busy, steps per program, microseconds per step measured and predicted, and their ratio.
@@ -12,7 +12,6 @@ import math
 import sys
 
 from benchmarks import agreement
-import gpusim.algorithms
 from gpusim.occupancy import occupancy, resources
 
 
@@ -21,7 +20,7 @@ def per_step(row):
     result = agreement.simulated(row)
     cfg, gpu = result.config, result.config.gpu
     programs = cfg.bh
-    work = gpusim.algorithms.get("flash1").work(cfg, "flash1")  # every program does the same steps
+    work = cfg.pass_.work(cfg, "flash1")  # every program does the same steps
     steps = int(sum(v * c for v, c in zip(work.values, work.counts))) // programs
     b = min(occupancy(gpu, resources(cfg, "flash1")).blocks_per_sm, -(-programs // gpu.sm_count))
     waves = math.ceil(programs / (gpu.sm_count * b))

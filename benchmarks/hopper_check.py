@@ -1,8 +1,9 @@
 """The Hopper kernel's launch variants (FlashAttention-3's techniques, docs/hopper.md) against SDPA's cuDNN and
-flash backends on an sm_90 GPU, in one run, and the table CONFIGS of kernels/hopper.py picked from the result.
+flash backends on an sm_90 GPU, in one run, and the launch table LAUNCHES of gpusim/passes/hopper.py (which
+kernels/hopper.py runs and the time model prices) picked from the result.
 
     python -m benchmarks.hopper_check --out $OUT/hopper_variants.json --max-seconds 170
-    python -m benchmarks.hopper_check --pick results/h200/hopper_variants.json    # prints CONFIGS to paste
+    python -m benchmarks.hopper_check --pick results/h200/hopper_variants.json    # prints LAUNCHES for gpusim/passes/hopper.py
     python -m benchmarks.hopper_check --out /tmp/smoke.json --smoke               # CPU: interpreter, tiny N
 
 1. A pool of worker processes compiles every variant into Triton's cache (and reports its registers,
@@ -14,7 +15,7 @@ flash backends on an sm_90 GPU, in one run, and the table CONFIGS of kernels/hop
    rows of batch 0, head 0 (benchmarks.bench.reference_rows); sdpa_diff against SDPA's whole output.
    --max-seconds: no group starts that would end after it (taking as long as the longest so far); the JSON
    is rewritten after every group.
-3. A short table, and CONFIGS picked from the rows (pick), printed last.
+3. A short table, and LAUNCHES picked from the rows (pick), printed last.
 """
 import argparse
 import datetime
@@ -35,7 +36,7 @@ import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 from benchmarks.bench import reference_rows, tflops  # noqa: E402
-from gpusim_kernels.hopper import (CONFIGS, compiled_kernel, descriptor_scratch_bytes, hopper_attention,  # noqa: E402
+from gpusim_kernels.hopper import (LAUNCHES, compiled_kernel, descriptor_scratch_bytes, hopper_attention,  # noqa: E402
                                    to_fp8)
 from gpusim_kernels.interpreter import INTERPRETED  # noqa: E402
 
@@ -239,7 +240,7 @@ def pick(rows):
     runs = {}
     for r in rows:
         if r["provider"] == "hopper" and "ms" in r and r.get("ratio_vs_cudnn"):
-            launch = json.dumps({name: r[name] for name in CONFIGS[128, "fp16", False]})
+            launch = json.dumps({name: r[name] for name in LAUNCHES[128, "fp16", False]})
             runs.setdefault((r["head_dim"], r["dtype"], r["causal"]), {}).setdefault(launch, []).append(r)
     table = {}
     for key, by_launch in runs.items():
@@ -255,13 +256,14 @@ def pick(rows):
 
 
 def format_configs(table):
-    """CONFIGS as Python to paste into kernels/hopper.py; keys without a measurement keep their entry."""
-    lines = ["CONFIGS = {"]
+    """LAUNCHES as Python, to replace the table in gpusim/passes/hopper.py; keys without a measurement keep
+    their entry."""
+    lines = ["LAUNCHES = {"]
     for d in (64, 128):
         for dtype in ("fp16", "fp8"):
             for causal in (False, True):
                 chosen = table.get((d, dtype, causal))
-                launch = chosen["launch"] if chosen else CONFIGS[d, dtype, causal]
+                launch = chosen["launch"] if chosen else LAUNCHES[d, dtype, causal]
                 head = f'    ({d}, "{dtype}", {causal}): dict('
                 fields = [f"{name}={json.dumps(x) if isinstance(x, str) else repr(x)}" for name, x in launch.items()]
                 comment = "    # not measured in this run: unchanged"
@@ -269,7 +271,7 @@ def format_configs(table):
                     comment = f"    # {chosen['geomean']:.2f}x SDPA cuDNN fp16 (" + ", ".join(
                         f"N={n}: {x:.2f}" for n, x in sorted(chosen["by_seq"].items())) + ")"
                 lines += [comment, head + ", ".join(fields[:5]) + ",", " " * len(head) + ", ".join(fields[5:]) + "),"]
-    lines += ["}", 'CONFIGS |= {(d, "bf16", causal): CONFIGS[d, "fp16", causal] for d in HEAD_DIMS '
+    lines += ["}", 'LAUNCHES |= {(d, "bf16", causal): LAUNCHES[d, "fp16", causal] for d in HEAD_DIMS '
                    "for causal in (False, True)}"]
     return "\n".join(lines)
 
@@ -302,7 +304,7 @@ def summary(rows):
         diag = speedup(swp(mask="every"), swp(mask=diagonal, overlap=False)) if causal else "    -"
         lpt = speedup(fastest(g, lpt_heads=0), best) if causal else "    -"
         lines.append(f"{d:3d} {causal:6d} {n:5d} {sdpa.get('sdpa_cudnn', 0):6.0f} {sdpa.get('sdpa_flash', 0):6.0f} "
-                     f"{cell(fastest(g, **CONFIGS[d, 'fp16', causal]))} {cell(best)} "
+                     f"{cell(fastest(g, **LAUNCHES[d, 'fp16', causal]))} {cell(best)} "
                      f"{speedup(swp(overlap=False, mask=diagonal), swp(overlap=True)):>7} {diag} {lpt} "
                      f"{speedup(fastest(g, warp_specialize=False), fastest(g, warp_specialize=True))} "
                      f"{speedup(best, fastest(g, 'fp8'))}  {best['variant'] if best else '-'}")
@@ -316,7 +318,7 @@ def environment(argv, workers):
                 torch=torch.__version__, triton=triton.__version__, cuda=torch.version.cuda,
                 cudnn=torch.backends.cudnn.version(), date=datetime.date.today().isoformat(), workers=workers,
                 command="python -m benchmarks.hopper_check " + " ".join(argv),
-                table={",".join(map(str, key)): launch for key, launch in CONFIGS.items()})
+                table={",".join(map(str, key)): launch for key, launch in LAUNCHES.items()})
 
 
 def run(args, argv):
@@ -354,7 +356,7 @@ def main(argv):
     global TOKENS, MODEL_DIM, SEQS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="the JSON to write")
-    ap.add_argument("--pick", help="a JSON this script wrote: print the CONFIGS it picks")
+    ap.add_argument("--pick", help="a JSON this script wrote: print the LAUNCHES it picks")
     ap.add_argument("--max-seconds", type=float, default=170, help="end the run by then (compiling: half of it)")
     ap.add_argument("--workers", type=int, help="compile processes (default: the cores, at most 16)")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes in Triton's interpreter (CPU)")

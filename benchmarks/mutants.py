@@ -1,67 +1,193 @@
-"""Deliberate bugs, and the test that catches each: docs/testing.md's table, checked.
+"""Planted bugs, and the test that catches each: docs/testing.md's table, checked.
 
-    python -m benchmarks.mutants          # copies gpusim/ and tests/ aside, plants each bug, runs its test
+    python -m benchmarks.mutants            # copies the tree aside, plants each bug, runs its test alone
+    python -m benchmarks.mutants --markdown  # the same, printed as docs/testing.md's table
 
-Each bug is one text replacement in one file; the named test must fail with it and pass without it.
+Each bug is one text replacement in one file (the text occurs exactly once there) that changes results for
+ordinary inputs; the named test must fail with it and pass without it. Each test pins an exact value from
+a computation of its own (a hand derivation, tests/brute.py's tile loop, or a loop in the test), not one
+read from the code under test.
 """
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import namedtuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# (bug, file, text, replacement, test that must catch it)
+Mutant = namedtuple("Mutant", "area bug file text replacement test")
+PINS = "tests/test_pins.py::"
 MUTANTS = [
-    ("drop the LSE writes", "gpusim/algorithms/flash2.py",
-     '(kernel, "LSE"): (0, cfg.seq * STATS_BYTES),', '(kernel, "LSE"): (0, 0),',
-     "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
-    ("skip one causal tile too many (round the diagonal's last block down)", "gpusim/tiling.py",
-     "c = br + self.offset + bc - 1", "c = br + self.offset - 1",
-     "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
-    ("read K/V once per GQA group in flash2, whose programs re-read them per query head",
-     "gpusim/algorithms/flash2.py", "(kernel, \"K\"): (t.keys_read * d * e, 0),",
-     "(kernel, \"K\"): (t.keys_read * d * e // cfg.group, 0),",
-     "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
-    ("count flash1's O in the dtype instead of its fp32 accumulator", "gpusim/algorithms/flash1.py",
-     'TENSOR_BYTES = {"O": STATS_BYTES}', "TENSOR_BYTES = {}",
-     "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
-    ("make the L2 model ignore its capacity", "gpusim/l2.py",
-     "fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2", "fits = True",
-     "tests/test_l2.py::test_one_heads_kv_larger_than_l2_is_streamed_once_per_wave"),
-    ("allocate registers per SM, not per sub-partition", "gpusim/occupancy.py",
-     "warps_by_registers = (gpu.registers_per_sm // SUB_PARTITIONS // per_warp) * SUB_PARTITIONS",
-     "warps_by_registers = gpu.registers_per_sm // per_warp",
-     "tests/test_occupancy.py::test_the_best_practices_guide_example"),
-    ("let one block hide its own loads (no latency on the chain)", "gpusim/cost.py",
-     "if prefetched else serial + wait(step_bytes)", "if prefetched else serial",
-     "tests/test_cost.py::test_a_latency_bound_kernel_gains_from_a_second_resident_block"),
+    # counts
+    Mutant("counts", "drop the LSE writes", "gpusim/passes/flash2.py",
+           '(kernel, "LSE"): (0, cfg.seq * STATS_BYTES),', '(kernel, "LSE"): (0, 0),',
+           "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
+    Mutant("counts", "skip one causal tile too many (round the diagonal's last block down)", "gpusim/tiling.py",
+           "c = br + self.offset + bc - 1", "c = br + self.offset - 1",
+           "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
+    Mutant("counts", "read K/V once per GQA group in flash2, whose programs re-read them per query head",
+           "gpusim/passes/flash2.py", '(kernel, "K"): (t.keys_read * d * e, 0),',
+           '(kernel, "K"): (t.keys_read * d * e // cfg.group, 0),',
+           "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
+    Mutant("counts", "count flash1's O in the dtype instead of its fp32 accumulator", "gpusim/passes/flash1.py",
+           'TENSOR_BYTES = {"O": STATS_BYTES}', "TENSOR_BYTES = {}",
+           "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
+    # backward
+    Mutant("backward", "dK/dV programs find their first Q block by the wrong block size (causal)",
+           "gpusim/passes/backward_base.py", "row // tiling.block_q, tr)", "row // tiling.block_kv, tr)",
+           PINS + "test_flash2_dkdv_steps_under_gqa_and_a_causal_mask"),
+    Mutant("backward", "dK/dV programs take one step per Q block, not one per query head of their group",
+           "gpusim/passes/flash2_backward.py", "cfg.batch * cfg.kv_heads, cfg.group)", "cfg.batch * cfg.kv_heads, 1)",
+           PINS + "test_flash2_dkdv_steps_under_gqa_and_a_causal_mask"),
+    Mutant("backward", "the dK/dV kernel reads K once per query head under GQA", "gpusim/passes/flash2_backward.py",
+           '("dkdv", "K"): (seen2 * d * e, 0)', '("dkdv", "K"): (seen2 * d * e * cfg.group, 0)',
+           PINS + "test_flash2_backward_reads_k_and_v_once_per_kv_head"),
+    Mutant("backward", "flash2's dq kernel recomputes S but not dP", "gpusim/passes/flash2_backward.py",
+           '"dq": (6 * d * te,', '"dq": (4 * d * te,', PINS + "test_backward_matmul_flops_by_the_papers_count"),
+    Mutant("backward", "training memory counts the running layer's saved tensors twice", "gpusim/backward.py",
+           "peak = layers * saved + cfg.pass_.peak_bytes(cfg) - saved",
+           "peak = layers * saved + cfg.pass_.peak_bytes(cfg)", PINS + "test_training_memory_plan_by_hand"),
+    Mutant("backward", "training memory forgets flash2's D", "gpusim/passes/flash2_backward.py",
+           '| {"D": cfg.bh * cfg.seq * STATS_BYTES}', "| {}", PINS + "test_training_memory_plan_by_hand"),
+    # decode
+    Mutant("decode", "a program's query rows leave out the rows per head (seq)", "gpusim/shape.py",
+           "return (self.group if self.grouped else 1) * self.seq", "return self.group if self.grouped else 1",
+           PINS + "test_decode_with_several_query_rows_by_hand"),
+    Mutant("decode", "the split kernel reads one query row per head", "gpusim/passes/split_kv.py",
+           "rows = L.heads * L.seq  # query rows per request", "rows = L.heads  # query rows per request",
+           PINS + "test_decode_with_several_query_rows_by_hand"),
+    Mutant("decode", "Q's first touch leaves out the rows per head", "gpusim/passes/split_kv.py",
+           '"Q": launch.batch * launch.heads * launch.seq * launch.head_dim',
+           '"Q": launch.batch * launch.heads * launch.head_dim',
+           PINS + "test_decode_with_several_query_rows_by_hand"),
+    Mutant("decode", "a split boundary inside a page reads its block-table entry once", "gpusim/passes/split_kv.py",
+           "return pages + boundaries - boundaries // period", "return pages + boundaries // period",
+           PINS + "test_the_block_table_entry_at_a_split_boundary_is_read_by_both_splits"),
+    # hopper
+    Mutant("hopper", "the Hopper kernel stages one K/V buffer", "gpusim/passes/hopper.py",
+           "KV_BUFFERS = 2", "KV_BUFFERS = 1", PINS + "test_hopper_stages_two_kv_buffers"),
+    Mutant("hopper", "the prescaled scores still pay their multiply", "gpusim/passes/hopper.py",
+           "other -= bh * t.tile_elements", "other -= bh * t.tiles", PINS + "test_hopper_flops_by_hand"),
+    Mutant("hopper", "a warp-specialized block has two warp groups", "gpusim/passes/hopper.py",
+           'own["num_warps"] * (3 if', 'own["num_warps"] * (2 if',
+           PINS + "test_hopper_warp_specialized_block_has_a_producer_and_two_consumers"),
+    Mutant("hopper", "causal Hopper launches keep the Q blocks in order", "gpusim/passes/hopper.py",
+           "reverse=cfg.causal and", "reverse=not cfg.causal and",
+           PINS + "test_hopper_causal_launches_its_longest_programs_first"),
+    # L2
+    Mutant("L2", "make the L2 model ignore its capacity", "gpusim/l2.py",
+           "fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2", "fits = True",
+           "tests/test_l2.py::test_one_heads_kv_larger_than_l2_is_streamed_once_per_wave"),
+    Mutant("L2", "K's first touch counts every query head under GQA", "gpusim/l2.py",
+           '"K": cfg.batch * cfg.kv_heads * kv_head,', '"K": cfg.bh * kv_head,',
+           PINS + "test_gqa_reads_each_kv_head_once_from_dram"),
+    Mutant("L2", "Q's first touch counts one head per batch", "gpusim/l2.py",
+           '"Q": cfg.bh * cfg.seq * d * e,', '"Q": cfg.batch * cfg.seq * d * e,',
+           PINS + "test_gqa_reads_each_kv_head_once_from_dram"),
+    Mutant("L2", "the L2's recent traffic is all writes", "gpusim/l2.py",
+           "total / (total + dram_reads)", "total / total", PINS + "test_the_l2_holds_a_kernels_last_writes_dirty"),
+    # occupancy
+    Mutant("occupancy", "allocate registers per SM, not per sub-partition", "gpusim/occupancy.py",
+           "warps_by_registers = (gpu.registers_per_sm // SUB_PARTITIONS // per_warp) * SUB_PARTITIONS",
+           "warps_by_registers = gpu.registers_per_sm // per_warp",
+           "tests/test_occupancy.py::test_the_best_practices_guide_example"),
+    Mutant("occupancy", "allocate registers in units of 32, not 256", "gpusim/occupancy.py",
+           "REGISTER_ALLOCATION_UNIT = 256", "REGISTER_ALLOCATION_UNIT = 32",
+           "tests/test_occupancy.py::test_the_best_practices_guide_example"),
+    Mutant("occupancy", "forget the 1 KiB of shared memory reserved per block", "gpusim/occupancy.py",
+           "res.shared_bytes + gpu.sram_reserved_bytes_per_block", "res.shared_bytes + 0",
+           PINS + "test_each_block_reserves_a_kib_of_shared_memory"),
+    Mutant("occupancy", "count warp slots as if every block had 4 warps", "gpusim/occupancy.py",
+           '"warps": gpu.max_warps_per_sm // res.num_warps', '"warps": gpu.max_warps_per_sm // 4',
+           PINS + "test_sixteen_warp_blocks_are_limited_by_the_warp_slots"),
+    Mutant("occupancy", "spread the register tiles over one warp", "gpusim/occupancy.py",
+           "(4 * WARP * num_warps)", "(4 * WARP)",
+           PINS + "test_the_register_estimate_spreads_the_tiles_over_the_blocks_threads"),
+    # time
+    Mutant("time", "let one block hide its own loads (no latency on the chain)", "gpusim/cost.py",
+           "if step.prefetched else step.serial_s + loads", "if step.prefetched else step.serial_s",
+           "tests/test_cost.py::test_a_latency_bound_kernel_gains_from_a_second_resident_block"),
+    Mutant("time", "a launch costs no overhead", "gpusim/cost.py", "+ max(tail) + gpu.launch_overhead_s",
+           "+ max(tail)", PINS + "test_each_launch_pays_the_launch_overhead_once"),
+    Mutant("time", "the last wave counts twice", "gpusim/cost.py", "(total - sum(tail)) / slots", "total / slots",
+           PINS + "test_the_waves_add_up_program_by_program"),
+    Mutant("time", "a spill reload waits a loaded L2's latency, not an idle one's", "gpusim/cost.py",
+           "chain += step_reloads * gpu.l2_idle_latency_s", "chain += step_reloads * gpu.l2_latency_s",
+           "tests/test_cost.py::test_each_spill_reload_of_a_step_waits_an_idle_l2_hit"),
+    # CLI
+    Mutant("CLI", "count passes --heads as the K/V heads", "gpusim/cli.py", "kv_heads=args.kv_heads,",
+           "kv_heads=args.heads,", PINS + "test_every_count_option_gives_what_simulate_gives"),
+    Mutant("CLI", "count swaps --block-q and --block-kv", "gpusim/cli.py",
+           "seq_kv=args.seq_kv, block_q=args.block_q, block_kv=args.block_kv",
+           "seq_kv=args.seq_kv, block_q=args.block_kv, block_kv=args.block_q",
+           PINS + "test_every_count_option_gives_what_simulate_gives"),
+    Mutant("CLI", "count ignores --seq-kv", "gpusim/cli.py", "seq_kv=args.seq_kv,", "seq_kv=None,",
+           PINS + "test_every_count_option_gives_what_simulate_gives"),
+    Mutant("CLI", "count's --batch defaults to 2", "gpusim/cli.py",
+           'count.add_argument("--batch", type=int, default=1)', 'count.add_argument("--batch", type=int, default=2)',
+           PINS + "test_count_without_options_is_simulate_with_its_defaults"),
+    # validation
+    Mutant("validation", "accept True as the integer 1", "gpusim/shape.py",
+           "if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:",
+           "if not isinstance(value, (int, np.integer)) or value <= 0:", PINS + "test_bad_integers_are_refused"),
+    Mutant("validation", "refuse the longest sequence the limit allows", "gpusim/shape.py",
+           "if limit is not None and value > limit:", "if limit is not None and value >= limit:",
+           PINS + "test_the_longest_sequence_counted_is_counted"),
+    Mutant("validation", "refuse bottom-right alignment with as many queries as keys", "gpusim/config.py",
+           'causal_align == "bottom_right" and seq > seq_kv:', 'causal_align == "bottom_right" and seq >= seq_kv:',
+           PINS + "test_bottom_right_alignment_with_as_many_queries_as_keys_is_top_left"),
+    Mutant("validation", "accept negative block-table entries", "gpusim/decode.py",
+           "bad = used & ((table < 0) | (table >= num_pages))", "bad = used & (table >= num_pages)",
+           PINS + "test_a_negative_block_table_entry_is_refused"),
+    Mutant("validation", "let the hopper pass run on any GPU", "gpusim/passes/hopper.py",
+           'ARCHS = {"sm_90": "Hopper"}', "ARCHS = {}",
+           "tests/test_errors.py::test_what_the_kernels_cannot_run_is_refused"),
 ]
 
 
-def caught(file, text, replacement, test):
+def fails(tests, mutant=None):
+    """Whether `tests` fail in a copy of the tree, with the mutant's bug planted (None: as it is)."""
     with tempfile.TemporaryDirectory() as tmp:
         for part in ("gpusim", "tests", "results", "benchmarks", "pyproject.toml"):
             source = ROOT / part
             (shutil.copytree if source.is_dir() else shutil.copy)(source, Path(tmp) / part)
-        path = Path(tmp) / file
-        original = path.read_text()
-        if text not in original:
-            raise ValueError(f"{file}: the text to replace is gone: {text!r}")
-        path.write_text(original.replace(text, replacement))
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", test], cwd=tmp,
-                             capture_output=True, text=True, env={"PYTHONPATH": tmp, "PATH": "/usr/bin:/bin"})
+        if mutant:
+            path = Path(tmp) / mutant.file
+            original = path.read_text()
+            if original.count(mutant.text) != 1:
+                raise ValueError(f"{mutant.file}: the text to replace occurs {original.count(mutant.text)} times: "
+                                 f"{mutant.text!r}")
+            path.write_text(original.replace(mutant.text, mutant.replacement))
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                             cwd=tmp, capture_output=True, text=True, env={"PYTHONPATH": tmp, "PATH": "/usr/bin:/bin"})
         return run.returncode != 0
 
 
-def main():
+def caught(mutant):
+    """Whether the mutant's test fails with the bug planted (it passes without: main checks that first)."""
+    return fails([mutant.test], mutant)
+
+
+def main(argv):
+    if fails(sorted({m.test for m in MUTANTS})):
+        print("the named tests fail without any planted bug: fix them first")
+        return len(MUTANTS)
     missed = 0
-    for bug, file, text, replacement, test in MUTANTS:
-        ok = caught(file, text, replacement, test)
+    rows = ["| area | planted bug | file | caught by | |", "|---|---|---|---|---|"]
+    for mutant in MUTANTS:
+        ok = caught(mutant)
         missed += not ok
-        print(f"{'caught' if ok else 'MISSED'}: {bug} ({file}) by {test}")
+        rows.append(f"| {mutant.area} | {mutant.bug} | `{mutant.file}` | `{mutant.test}` | "
+                    f"{'caught' if ok else 'MISSED'} |")
+        if "--markdown" not in argv:
+            print(f"{'caught' if ok else 'MISSED'}: [{mutant.area}] {mutant.bug} ({mutant.file}) by {mutant.test}",
+                  flush=True)
+    if "--markdown" in argv:
+        print("\n".join(rows))
+    print(f"{len(MUTANTS) - missed} of {len(MUTANTS)} caught")
     return missed
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

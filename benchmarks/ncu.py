@@ -56,10 +56,10 @@ def launch_blocks(algo, cfg):
     """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults for the others."""
     import gpusim
     if algo == "hopper":
-        from gpusim_kernels.hopper import CONFIGS
-        table = CONFIGS[(cfg["head_dim"], cfg["dtype"], cfg["causal"])]
+        from gpusim_kernels.hopper import LAUNCHES
+        table = LAUNCHES[(cfg["head_dim"], cfg["dtype"], cfg["causal"])]
         return table["block_q"], table["block_kv"]
-    return gpusim.default_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
+    return gpusim.paper_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
 
 
 LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)

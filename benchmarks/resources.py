@@ -5,7 +5,7 @@ this machine: no GPU needed. Writes JSON: the resources gpusim's occupancy model
     python -m benchmarks.resources --out results/sm90_resources.json
 
 Each configuration is compiled by triton.compile for sm_90a with the constants and launch options the
-kernel's own launch would pass on the H200 (gpusim_kernels.launch.constants; hopper's CONFIGS and the
+kernel's own launch would pass on the H200 (gpusim_kernels.launch.constants; hopper's LAUNCHES and the
 sweep's variants), integer and pointer arguments marked divisible by 16 as Triton specialises them at
 launch for the benchmark shapes. shared_bytes is Triton's (compiled.metadata.shared); registers and spill
 bytes are what ptxas -v prints for the PTX, run with the flags Triton itself runs it with (the same ptxas,
@@ -17,7 +17,7 @@ registers from the producer warps to the consumers.
 Configurations (fp16 and bf16, d 64/128, causal or not): flash2 at every tile of tiles.TILES on the warps
 of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its softmax at every N of the
 benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
-tiles for the H200; hopper at its CONFIGS launch and tiles.HOPPER_VARIANTS, and fp8 at its CONFIGS launches.
+tiles for the H200; hopper at its LAUNCHES launch and tiles.HOPPER_VARIANTS, and fp8 at its LAUNCHES launches.
 The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
 gpusim's backward modules look them up), fp16 as measured (bf16 is priced from the estimate): flash2's at the
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
@@ -48,7 +48,7 @@ from triton.backends.nvidia.compiler import CUDAOptions, get_ptxas
 from triton.compiler import ASTSource
 
 from gpusim import backward as training, decode
-from gpusim.config import default_blocks, make_config
+from gpusim.config import make_config, paper_blocks
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
 from gpusim_kernels.backward import bwd_constants
@@ -190,12 +190,12 @@ def configs():
                     rule = tiled("flash2", d, dtype, causal, block_q, block_kv)
                     out += [rule, tiled("flash2", d, dtype, causal, block_q, block_kv, 12 - rule[2]["num_warps"])]
                 out += [tiled(k, d, dtype, causal, b_q, b_kv) for k in ("qk", "pv") for b_q, b_kv in NAIVE_BLOCKS]
-                out.append(tiled("flash1", d, dtype, causal, *default_blocks("flash1", GPU, d, dtype)))
-                own = hopper.CONFIGS[d, dtype, causal]
+                out.append(tiled("flash1", d, dtype, causal, *paper_blocks("flash1", GPU, d, dtype)))
+                own = hopper.LAUNCHES[d, dtype, causal]
                 out += [hopper_launch(d, dtype, causal, v) for v in [own] + [v for v in HOPPER_VARIANTS if v != own]]
         out += [softmax(seq, dtype, causal, b_q, b_kv) for seq in SEQS for causal in (False, True)
                 for b_q, b_kv in NAIVE_BLOCKS]
-    out += [hopper_launch(d, "fp8", causal, hopper.CONFIGS[d, "fp8", causal]) for d in (64, 128)
+    out += [hopper_launch(d, "fp8", causal, hopper.LAUNCHES[d, "fp8", causal]) for d in (64, 128)
             for causal in (False, True)]
     return out + training_and_decoding()
 
@@ -308,7 +308,7 @@ def model_key(r):
 def issue_per_op(rows):
     """ISSUE_PER_OP's line: the median, over the compiled flash2 kernels, of the instructions a warp issues
     per unmasked step (their first loop) over the non-matmul operations gpusim counts for that step."""
-    from gpusim.algorithms import flash2 as model
+    from gpusim.passes import flash2 as model
     ratios = sorted(r["loops"][0][0] * 32 * r["num_warps"] /
                     (model.PER_SCORE * r["block_q"] * r["block_kv"] +
                      (model.PER_ROW_STEP + model.PER_O_ELEMENT_STEP * r["head_dim"]) * r["block_q"])

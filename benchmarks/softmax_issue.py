@@ -1,5 +1,5 @@
 """Is the naive softmax issue-bound at N >= 16K, as gpusim's fitted ISSUE_HIDING["softmax"] (0.14,
-gpusim/algorithms/naive.py) says? Nsight Compute's scheduler statistics of the softmax kernel alone, against
+gpusim/passes/naive.py) says? Nsight Compute's scheduler statistics of the softmax kernel alone, against
 the issue rate the model gives it.
 
     ncu --clock-control none --cache-control all --print-units base -k regex:softmax --section SchedulerStats \
@@ -48,7 +48,7 @@ def compare(path):
     """(causal, seq, measured issue rate, model's rate, measured ms, predicted ms) per launch."""
     import gpusim
     from gpusim import cost
-    from gpusim.algorithms import naive
+    from gpusim.passes.naive import NAIVE as naive
     from gpusim.occupancy import resources
     out = []
     configs = [(causal, seq) for causal in (False, True) for seq in SEQS]

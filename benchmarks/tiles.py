@@ -13,7 +13,7 @@ the last. In a group:
 - flash2: every tile in TILES on the warps the kernel's rule gives (gpusim_kernels.launch.options: 8 for
   block_q >= 128) and on the other count (4 <-> 8), num_stages by the same rule; launched as
   flash2_attention launches it (prepare, constants), with num_warps overridden;
-- hopper: the kernel's own launch for the group (gpusim_kernels.hopper.CONFIGS) and HOPPER_VARIANTS,
+- hopper: the kernel's own launch for the group (gpusim_kernels.hopper.LAUNCHES) and HOPPER_VARIANTS,
   through hopper_attention's overrides.
 Every configuration is compiled first, in a pool of worker processes (a launch at N = WARM_SEQ, the same
 specialisation), then timed in this process: the median of its GPU work replayed from a CUDA graph (benchmarks.bench.gpu_time:
@@ -91,14 +91,14 @@ def group_calls(d, causal, algos=("flash2", "hopper")):
     """(algo, launch, default) for one group, launch a dict: block_q, block_kv, num_warps, num_stages,
     warp_specialize (None where the provider decides); the SDPA backends and the kernels in algos."""
     calls = [(name, {}, True) for name in SDPA]
-    own_tile = gpusim.default_blocks("flash2", gpu_name(), d, "fp16")
+    own_tile = gpusim.paper_blocks("flash2", gpu_name(), d, "fp16")
     for block_q, block_kv in TILES if "flash2" in algos else ():
         rule = flash2_launch(d, causal, block_q, block_kv)
         for num_warps in (rule["num_warps"], 12 - rule["num_warps"]):
             launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=rule["num_stages"],
                           warp_specialize=False)
             calls.append(("flash2", launch, (block_q, block_kv) == own_tile and num_warps == rule["num_warps"]))
-    own = hopper.CONFIGS[d, "fp16", causal]
+    own = hopper.LAUNCHES[d, "fp16", causal]
     for launch in [own] + [v for v in HOPPER_VARIANTS if v != own] if "hopper" in algos else ():
         calls.append(("hopper", launch, launch == own))
     return calls

@@ -35,7 +35,7 @@ def fit_blocks(config):
     {name: (cap, gpusim's message for twice the cap)} for the blocks stopped below BLOCKS[-1]. Raises gpusim's
     ValueError when no block size can fix the configuration."""
     if config_error(config):
-        config = config | dict(zip(BLOCK_NAMES, gpusim.default_blocks(config["algo"], config["gpu"],
+        config = config | dict(zip(BLOCK_NAMES, gpusim.paper_blocks(config["algo"], config["gpu"],
                                                                         config["head_dim"], config["dtype"])))
     gpusim.simulate(**config)
     caps, limits = {}, {}

@@ -22,7 +22,7 @@ def with_sram(gpu, sram_bytes):
 
 def theorem2_curve(config, sram_sizes=SRAM_SIZES):
     """The bytes the SMs request against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
-    (gpusim.default_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
+    (gpusim.paper_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
     Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at the smallest M. Sizes the rule's
     blocks do not fit in are left out."""
     sizes, flash, naive = [], [], []
@@ -42,8 +42,8 @@ def theorem2_curve(config, sram_sizes=SRAM_SIZES):
 
 
 def paper_blocks(algo, gpu, config):
-    """{block_q, block_kv} of gpusim.default_blocks: the algorithm's paper rule for the GPU's SRAM."""
-    return dict(zip(("block_q", "block_kv"), gpusim.default_blocks(algo, gpu, config["head_dim"], config["dtype"])))
+    """{block_q, block_kv} of gpusim.paper_blocks: the algorithm's paper rule for the GPU's SRAM."""
+    return dict(zip(("block_q", "block_kv"), gpusim.paper_blocks(algo, gpu, config["head_dim"], config["dtype"])))
 
 
 def block_grid(config, blocks=BLOCKS):

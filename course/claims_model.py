@@ -45,7 +45,7 @@ def block_rule(results=None, gpu="A100-40GB", dtype="fp16"):
             why = "fits"
         except ValueError as err:
             why = str(err).split(" need ", 1)[-1]
-        paper = gpusim.default_blocks("flash1", g, d, dtype)
+        paper = gpusim.paper_blocks("flash1", g, d, dtype)
         shown.append(f"d={d}: {rows} rows -> {tile} x {tile}: {why if why == 'fits' else 'needs ' + why}; the paper's "
                      f"rule gives {paper[0]} x {paper[1]}")
         checks.append((f"d={d}: a {tile} x {tile} tile {'fits' if why == 'fits' else 'does not fit: it needs ' + why}",
@@ -60,7 +60,7 @@ def hbm_reads(results):
     for g in gpusim.PRESETS.values():
         try:
             ys = [gpusim.simulate("flash1", seq=16384, head_dim=d, gpu=g,
-                                  **dict(zip(("block_q", "block_kv"), gpusim.default_blocks("flash1", g, d, "fp16"))))
+                                  **dict(zip(("block_q", "block_kv"), gpusim.paper_blocks("flash1", g, d, "fp16"))))
                   .hbm_bytes for d in (32, 64, 128)]
         except ValueError:  # the paper's tile does not fit this GPU at some head_dim
             continue

@@ -155,7 +155,7 @@ class TilingExplorer(Live):
     def __init__(self, algo="flash2", seq=4096, head_dim=64, heads=16, batch=1, causal=False, dtype="fp16",
                  gpu="A100-40GB", block_q=None, block_kv=None):
         self.heads, self.batch = heads, batch
-        br, bc = gpusim.default_blocks(algo, gpu, head_dim, dtype)
+        br, bc = gpusim.paper_blocks(algo, gpu, head_dim, dtype)
         self.algo = dropdown("algo", gpusim.ALGOS, algo)
         self.gpu = gpu_dropdown(gpu)
         self.dtype = dropdown("dtype", supported_dtypes(gpu), dtype)

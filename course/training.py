@@ -1,5 +1,5 @@
 """Training: what the course's backward-pass notebook computes. Tables are lists of dicts (numbers, not
-formatted text); gpusim.backward counts, gpusim.backward_execute walks the tiles.
+formatted text); gpusim.backward counts, gpusim.train walks the tiles.
 
     >>> from gpusim_course import training
     >>> training.saved_rows(seqs=(1024, 8192), head_dim=64, heads=16)
@@ -10,7 +10,6 @@ import numpy as np
 import gpusim
 from gpusim import backward
 from gpusim.hardware import STATS_BYTES
-from gpusim.backward_execute import simulate_backward
 
 RECOMPUTES = {"flash2": {"dkdv": "S_ij, P_ij", "dq": "S_ij, P_ij, dP_ij"},  # per tile, on chip
               "flash1": {"flash1_bwd": "S_ij, P_ij"}}
@@ -43,10 +42,10 @@ def backward_steps(algo="flash2", seq=64, head_dim=16, block_q=32, block_kv=16, 
     what the step recomputes on chip ("" when nothing)."""
     rng = np.random.default_rng(seed)
     q, k, v, do = (rng.standard_normal((1, 1, seq, head_dim)) for _ in range(4))
-    run = simulate_backward(algo, q=q, k=k, v=v, do=do, block_q=block_q, block_kv=block_kv, causal=causal, trace=True)
-    cfg = run.config
+    run = gpusim.train(algo, q=q, k=k, v=v, do=do, backward_blocks=(block_q, block_kv), causal=causal, trace=True)
+    cfg = run.backward_config
     steps = []
-    for s in run.trace:
+    for s in (s for s in run.trace if s.kernel in cfg.kernels):  # the backward's steps, after the forward's
         tiling = cfg.kv_tiling if s.kernel == "dkdv" else cfg.tiling
         i, j = s.tile
         if s.kernel == "ds":  # naive's ds walks whole rows: tile (row, pass)

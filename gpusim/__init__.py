@@ -7,15 +7,17 @@
 It imports NumPy only. gpusim_kernels (Triton) moves the bytes it counts; gpusim_course (the course's plots,
 tables and widgets) builds on both, never the reverse.
 """
-from .algorithms import ALGOS
-from .config import default_blocks
+from .passes import ALGOS
+from .config import paper_blocks
 from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
 from .memory import Step
-from .simulate import Result, best_blocks, simulate
+from .run import best_blocks, decode_step, forward, train
+from .simulate import Result, simulate
 from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
 from .theorems import theorem2
 
-__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "best_blocks", "default_blocks", "fa2_shape", "get_gpu",
-           "nominal_flops", "reference_attention", "simulate", "softmax", "speedups", "sweep", "theorem2"]
+__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "best_blocks", "decode_step", "fa2_shape",
+           "forward", "get_gpu", "nominal_flops", "paper_blocks", "reference_attention", "simulate", "softmax",
+           "speedups", "sweep", "theorem2", "train"]

@@ -64,8 +64,8 @@ def _parser():
 
 
 def _common(p):
-    p.add_argument("--block-q", type=int, help="Br (default: the paper's rule for the GPU)")
-    p.add_argument("--block-kv", type=int, help="Bc (default: the paper's rule for the GPU)")
+    p.add_argument("--block-q", type=int, help="Br (default: the kernel's own: best_blocks, or hopper's table)")
+    p.add_argument("--block-kv", type=int, help="Bc (default: the kernel's own: best_blocks, or hopper's table)")
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
     p.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")

@@ -34,9 +34,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .config import make_config
 from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
 from .links import Topology, get_link
 from .result import KernelResult, Result
+from .run import forward
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather", "usp")
 ALGOS = ("flash2", "hopper")  # the local kernels
@@ -223,8 +225,7 @@ def _check_heads(what, degree, heads, kv_heads):
 @functools.lru_cache(maxsize=4096)
 def _local(algo, block, heads, kv_heads, *, head_dim, batch, dtype, gpu, block_q, block_kv):
     """The single-GPU model's Result for one local call (count mode)."""
-    from .simulate import simulate  # gpusim.simulate dispatches here: import at call time
-    return simulate(algo, seq=block.seq, seq_kv=block.seq_kv, head_dim=head_dim, heads=heads, kv_heads=kv_heads,
+    return forward(algo, seq=block.seq, seq_kv=block.seq_kv, head_dim=head_dim, heads=heads, kv_heads=kv_heads,
                     batch=batch, causal=block.causal, dtype=dtype, gpu=gpu, block_q=block_q, block_kv=block_kv)
 
 
@@ -381,7 +382,6 @@ def _work_cost(work, heads, head_dim, itemsize, batch, gpu, local):
 
 
 def _result(algo, phases, heads, peak_extra, local, strategy, link, shape, head_dim, gpu, block_q, block_kv):
-    from .config import make_config
     e, batch, gpus = DTYPE_BYTES[shape["dtype"]], shape["batch"], shape["gpus"]
     slots = {}  # the plans share Work objects between GPUs and steps: cost each once
     for p in phases:
@@ -390,7 +390,10 @@ def _result(algo, phases, heads, peak_extra, local, strategy, link, shape, head_
     costs = {key: _work_cost(w, heads, head_dim, e, batch, gpu, local) for key, w in slots.items()}
     table = {key: i for i, key in enumerate(costs)}
     which = np.array([[table[id(w)] for w in p.work] for p in phases])  # (steps, P): index of each GPU's Work
-    per = lambda attr: np.array([getattr(c, attr) for c in costs.values()])[which]  # noqa: E731
+    columns = {"compute_s": [c.compute_s for c in costs.values()],
+               "merge_bytes": [c.merge_bytes for c in costs.values()],
+               "flops_matmul": [c.flops_matmul for c in costs.values()]}
+    per = lambda column: np.array(columns[column])[which]  # noqa: E731  (steps, P)
     compute = per("compute_s")
     rank = int(np.argmax(compute.sum(axis=0)))
     counts, dram, kernels = {}, {}, []

@@ -33,14 +33,19 @@ The model, in five steps, each a choice written down here:
    the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b.
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
+
+In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
+(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy(), chain() and tau()
+(step 4); waves() (step 5) makes the Timing.
 """
 import math
 from dataclasses import dataclass
 
-from . import algorithms
+from .hardware import WARP
 from .occupancy import occupancy, resources
 
-WARP = 32
+# ISSUE_HIDING and CONTENTION: fitted on the d = 64 rows of results/h200/bench.json and tiles.json (docs/perf.md:
+# the d = 128 rows, not fitted on, are reported there).
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
@@ -60,6 +65,190 @@ class Timing:
     latency_bound: bool  # True when a program's critical path, not a unit, sets its slot time
 
 
+@dataclass(frozen=True)
+class Grid:
+    """Step 1: one kernel's launch as the time model reads it. counts and dram: {tensor: (read, write)}."""
+    cfg: object
+    kernel: str
+    counts: dict
+    dram: dict
+    flops: tuple  # (matmul, other, exps)
+    res: object  # occupancy.Resources
+    occ: object  # occupancy.Occupancy
+    work: object  # tiling.Work
+    programs: int
+    steps: int  # over all programs
+    resident: int  # b: blocks an SM really holds (fewer when the grid is small)
+    slots: int  # SMs x b
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Step 3: one program's step and its fixed part, as one SM sees them."""
+    grid: Grid
+    rate: dict  # step 2: {unit: per-SM rate}
+    serial_s: float  # a warp group's matmuls, then the rest
+    overlapped_s: float  # the same with its streams overlapped
+    fixed_compute_s: float  # instructions per program besides the steps
+    step_bytes: tuple  # (SM bytes, DRAM bytes, SM bytes read, DRAM bytes read) per step
+    fixed_bytes: tuple  # the same per program, outside the steps
+    chain_s: float  # a step on one program's critical path
+    setup_s: float
+    prefetched: bool
+
+
+def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
+    """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
+    SMs and L2, and the part of it that reaches DRAM. The five steps of the module's docstring."""
+    grid = occupied(cfg, kernel, counts, dram, (matmul_flops, other_flops, exps))
+    step = one_step(grid, rates(grid))
+    return waves(step)
+
+
+def occupied(cfg, kernel, counts, dram, flops):
+    """Step 1: the blocks an SM keeps resident, and the programs and steps of the grid."""
+    res = resources(cfg, kernel)
+    occ = occupancy(cfg.gpu, res)
+    if occ.blocks_per_sm == 0:
+        raise ValueError(infeasible(cfg, kernel, res, occ))
+    work = cfg.pass_.work(cfg, kernel)
+    programs, steps = int(sum(work.counts)), int(sum(v * c for v, c in zip(work.values, work.counts)))
+    b = min(occ.blocks_per_sm, -(-programs // cfg.gpu.sm_count))  # blocks an SM really holds
+    return Grid(cfg, kernel, counts, dram, flops, res, occ, work, programs, steps, b, cfg.gpu.sm_count * b)
+
+
+def rates(grid):
+    """Step 2: each unit's rate per SM: tensor cores (at the tile's measured efficiency), instruction issue,
+    special function units, and the SM's share of the L2 and DRAM bandwidth."""
+    cfg, gpu, sms = grid.cfg, grid.cfg.gpu, grid.cfg.gpu.sm_count
+    return dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, grid.res.num_warps) / sms,
+                issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
+                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms,
+                dram=gpu.dram_bytes_per_s(_write_share(grid.dram)) / sms)
+
+
+def unit_times(grid, rate):
+    """One program's step on each unit alone, and the instructions it issues per program besides."""
+    cfg, kernel, res, pass_ = grid.cfg, grid.kernel, grid.res, grid.cfg.pass_
+    matmul_flops, other_flops, exps = grid.flops
+    step_instructions, step_mufu, step_reloads, fixed_instructions = pass_.issue(
+        cfg, kernel, res, other_flops, exps, grid.steps, grid.programs)
+    # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
+    # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
+    per_warp = pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
+    warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
+    hiding = min(1.0, warps * per_warp)
+    unit = dict(mma=matmul_flops / max(grid.steps, 1) / rate["tensor"],
+                issue=step_instructions * res.num_warps / rate["issue"] / hiding,
+                sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
+    return unit, step_reloads, fixed_instructions * res.num_warps / rate["issue"]
+
+
+def one_step(grid, rate):
+    """Step 3: a step's compute (serial within a warp group, overlapped across streams), its bytes, and its
+    time on one program's critical path (the loads it waits for, fences, spill reloads, addresses)."""
+    cfg, kernel, pass_ = grid.cfg, grid.kernel, grid.cfg.pass_
+    unit, step_reloads, fixed_compute = unit_times(grid, rate)
+    streams = pass_.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
+    serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
+    # Two streams that overlap perfectly hide the lesser unit's time; where a kernel states how much its streams
+    # really hide, measured (the warp-specialized Hopper launch's step over its software-pipelined twin's,
+    # results/h200/program_setup.json), that ratio of the serial step replaces the ideal.
+    ratio = pass_.step_ratio(cfg, kernel)
+    overlapped = (ratio * (unit["mma"] + max(unit["issue"], unit["sfu"])) if ratio is not None else
+                  max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams)
+    step, fixed = _split(grid.counts, grid.dram, pass_.STEP_TENSORS[kernel])
+    spill = grid.res.spill_bytes_per_thread * grid.res.threads * grid.steps  # local memory, every step
+    step = (step[0] + spill, step[1], step[2] + spill, step[3])
+    step_bytes, fixed_bytes = _per(step, grid.steps), _per(fixed, grid.programs)
+    # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
+    # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
+    # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
+    prefetched = streams > 1 or pass_.TMA  # a producer warp group, or TMA copies on barriers, load ahead
+    draft = Schedule(grid, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
+                 fixed_bytes, 0.0, pass_.setup_s(cfg), prefetched)
+    return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads)})
+
+
+def step_chain(step, step_reloads):
+    """A step on one program's critical path: its compute, and the loads it waits for (all of them, or what
+    the prefetch distance does not cover); stores fenced before the next step; spill reloads; the loads that
+    give the step's addresses."""
+    grid, gpu = step.grid, step.grid.cfg.gpu
+    pass_, kernel, stages = grid.cfg.pass_, grid.kernel, grid.res.num_stages
+    loads = wait(gpu, step.step_bytes)
+    chain = max(step.serial_s, loads / max(1, stages - 1)) if step.prefetched else step.serial_s + loads
+    if kernel in pass_.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
+        chain += gpu.l2_latency_s + (step.step_bytes[0] - step.step_bytes[2]) / gpu.port_bytes_per_s("l2")
+    # A spill reload (LDL in the compiled step) waits for its register: the spilled lines do not stay in L1
+    # (Nsight: flash1's extra L2->SM bytes are its reloads' 4 B per thread, every step), so each is an L2 hit
+    # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
+    chain += step_reloads * gpu.l2_idle_latency_s
+    for tensor in pass_.ADDRESS_TENSORS.get(kernel, ()):  # loads that give the step's addresses
+        if tensor in grid.counts:  # (a paged gather's block table) are waited for before the step's other loads
+            chain += wait(gpu, _per((0, 0, grid.counts[tensor][0], grid.dram[tensor][0]), grid.steps))
+    return chain
+
+
+def wait(gpu, nbytes):
+    """Loading these bytes, alone: the latency of the level they come from, then the port."""
+    if not nbytes[2]:
+        return 0.0
+    miss = min(1.0, nbytes[3] / nbytes[2])
+    latency = gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
+    return latency + nbytes[2] * ((1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm"))
+
+
+def chain(step, j):
+    """One program alone: its first loads, its set-up, j steps, its epilogue."""
+    gpu = step.grid.cfg.gpu
+    return (wait(gpu, step.fixed_bytes) + step.fixed_compute_s + step.setup_s
+            + (wait(gpu, step.step_bytes) if j and step.prefetched else 0.0) + j * step.chain_s)
+
+
+def busy(step, j, sharing):
+    """Step 4: an SM's time for its b programs of j steps: their bytes at the bandwidth share of `sharing`
+    programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each SM's share
+    grows), their work on the SM's own units."""
+    b, rate = step.grid.resident, step.rate
+    moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
+    memory = sharing * max(moved[0] / rate["l2"], moved[1] / rate["dram"])
+    compute = b * (step.fixed_compute_s + j * step.overlapped_s)
+    return max(memory, compute) + CONTENTION * min(memory, compute)
+
+
+def tau(step, j, sharing):
+    """A program of j steps holds its slot for max(chain, busy); with one resident program (b = 1) its first
+    loads and set-up overlap no other program's work."""
+    b = step.grid.resident
+    alone = wait(step.grid.cfg.gpu, step.fixed_bytes) + step.setup_s if b == 1 else 0.0
+    return max(chain(step, j), busy(step, j, sharing) + alone)
+
+
+def waves(step):
+    """Step 5: the grid over the SMs' slots, the last wave set by its longest program; the Timing."""
+    grid = step.grid
+    cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
+    sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
+    total = sum(c * tau(step, v, b) for v, c in zip(work.values, work.counts))
+    last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
+    tail = [tau(step, j, last / sms) for j in work.tail[:last]]
+    time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
+    longest = max(work.tail[:last])
+    return Timing(
+        predicted_time_s=time,
+        memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
+                          sum(map(sum, grid.dram.values())) / step.rate["dram"] / sms),
+        matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
+        other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
+        busy_fraction=total / slots / (time - gpu.launch_overhead_s),
+        blocks_per_sm=grid.occ.blocks_per_sm,
+        registers_per_thread=grid.res.registers_per_thread,
+        limited_by=grid.occ.limited_by,
+        latency_bound=chain(step, longest) > busy(step, longest, last / sms),
+    )
+
+
 def mma_efficiency(gpu, cfg, num_warps):
     """The fraction of the tensor-core peak a tile of block_q x block_kv at head_dim with num_warps reaches
     (gpu.mma_efficiency, measured), or the nearest measured shape's, or 1 where none was measured."""
@@ -77,111 +266,6 @@ def _write_share(dram):
     """The share of a kernel's DRAM bytes that are writes."""
     reads, writes = (sum(rw[i] for rw in dram.values()) for i in (0, 1))
     return writes / (reads + writes) if reads + writes else 0.0
-
-
-def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
-    """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
-    SMs and L2, and the part of it that reaches DRAM."""
-    gpu, module = cfg.gpu, algorithms.get(cfg.algo)
-    res = resources(cfg, kernel)
-    occ = occupancy(gpu, res)
-    if occ.blocks_per_sm == 0:
-        raise ValueError(infeasible(cfg, kernel, res, occ))
-    work = module.work(cfg, kernel)
-    programs, steps = int(sum(work.counts)), int(sum(v * c for v, c in zip(work.values, work.counts)))
-    sms = gpu.sm_count
-    b = min(occ.blocks_per_sm, -(-programs // sms))  # blocks an SM really holds: fewer when the grid is small
-    slots = sms * b
-    rate = dict(tensor=gpu.matmul_flops_per_s(cfg.dtype) * mma_efficiency(gpu, cfg, res.num_warps) / sms,
-                issue=ISSUE_PER_CLOCK * gpu.clock_hz, sfu=gpu.sfu_ops_per_s / sms,
-                l2=(gpu.l2_bytes_per_s or gpu.hbm_bytes_per_s) / sms,
-                dram=gpu.dram_bytes_per_s(_write_share(dram)) / sms)
-    step_instructions, step_mufu, step_reloads, fixed_instructions = module.issue(cfg, kernel, res, other_flops, exps,
-                                                                                   steps, programs)
-    # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
-    # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
-    per_warp = getattr(module, "ISSUE_HIDING", {}).get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
-    warps = 1 if kernel in getattr(module, "FLAT_ISSUE", ()) else b * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
-    hiding = min(1.0, warps * per_warp)
-    unit = dict(mma=matmul_flops / max(steps, 1) / rate["tensor"],  # one program's step, each unit alone
-                issue=step_instructions * res.num_warps / rate["issue"] / hiding,
-                sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
-    streams = module.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
-    serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
-    # Two streams that overlap perfectly hide the lesser unit's time; where a kernel states how much its streams
-    # really hide, measured (the warp-specialized Hopper launch's step over its software-pipelined twin's,
-    # results/h200/program_setup.json), that ratio of the serial step replaces the ideal.
-    ratio = module.step_ratio(cfg, kernel) if hasattr(module, "step_ratio") else None
-    overlapped = (ratio * (unit["mma"] + max(unit["issue"], unit["sfu"])) if ratio is not None else
-                  max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams)
-    fixed_compute = fixed_instructions * res.num_warps / rate["issue"]
-    step, fixed = _split(counts, dram, module.STEP_TENSORS[kernel])
-    spill = res.spill_bytes_per_thread * res.threads * steps  # local memory, through L1 and L2, every step
-    step = (step[0] + spill, step[1], step[2] + spill, step[3])
-    step_bytes, fixed_bytes = _per(step, steps), _per(fixed, programs)
-
-    def share(nbytes):  # (SM-side bytes, DRAM bytes) at the SM's share of each bandwidth, every SM busy
-        return max(nbytes[0] / rate["l2"], nbytes[1] / rate["dram"])
-
-    def wait(nbytes):  # loading these bytes, alone: the latency of the level they come from, then the port
-        if not nbytes[2]:
-            return 0.0
-        miss = min(1.0, nbytes[3] / nbytes[2])
-        latency = gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
-        return latency + nbytes[2] * ((1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm"))
-
-    # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
-    # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
-    # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
-    prefetched = streams > 1 or module.TMA  # a producer warp group, or TMA copies on barriers, load ahead
-    stages = res.num_stages
-    step_chain = max(serial, wait(step_bytes) / max(1, stages - 1)) if prefetched else serial + wait(step_bytes)
-    if kernel in module.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
-        step_chain += gpu.l2_latency_s + (step_bytes[0] - step_bytes[2]) / gpu.port_bytes_per_s("l2")
-    # A spill reload (LDL in the compiled step) waits for its register: the spilled lines do not stay in L1
-    # (Nsight: flash1's extra L2->SM bytes are its reloads' 4 B per thread, every step), so each is an L2 hit
-    # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
-    step_chain += step_reloads * gpu.l2_idle_latency_s
-    for tensor in getattr(module, "ADDRESS_TENSORS", {}).get(kernel, ()):  # loads that give the step's addresses
-        if tensor in counts:  # (a paged gather's block table) are waited for before the step's other loads
-            step_chain += wait(_per((0, 0, counts[tensor][0], dram[tensor][0]), steps))
-
-    setup = module.setup_s(cfg) if hasattr(module, "setup_s") else module.SETUP_S  # per program, before its loads
-
-    def chain(j):  # one program alone: its first loads, j steps, its epilogue
-        return (wait(fixed_bytes) + fixed_compute + setup + (wait(step_bytes) if j and prefetched else 0.0)
-                + j * step_chain)
-
-    def busy(j, sharing=b):  # an SM's time for its b programs: their bytes at the bandwidth share of
-        # `sharing` programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each
-        # SM's share grows), their work on the SM's own units
-        moved = (fixed_bytes[0] + j * step_bytes[0], fixed_bytes[1] + j * step_bytes[1])
-        memory, compute = sharing * share(moved), b * (fixed_compute + j * (overlapped if streams > 1 else serial))
-        return max(memory, compute) + CONTENTION * min(memory, compute)
-
-    # A lone program's first loads and set-up: no other program's work overlaps them (step 4)
-    alone = wait(fixed_bytes) + setup if b == 1 else 0.0
-
-    def tau(j, sharing=b):
-        return max(chain(j), busy(j, sharing) + alone)
-
-    total = sum(c * tau(v) for v, c in zip(work.values, work.counts))
-    last = programs - (math.ceil(programs / slots) - 1) * slots  # programs in the last wave
-    tail = [tau(j, last / sms) for j in work.tail[:last]]
-    time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
-    longest = max(work.tail[:last])
-    return Timing(
-        predicted_time_s=time,
-        memory_time_s=max(sum(map(sum, counts.values())) / rate["l2"] / sms,
-                          sum(map(sum, dram.values())) / rate["dram"] / sms),
-        matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
-        other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
-        busy_fraction=total / slots / (time - gpu.launch_overhead_s),
-        blocks_per_sm=occ.blocks_per_sm,
-        registers_per_thread=res.registers_per_thread,
-        limited_by=occ.limited_by,
-        latency_bound=chain(longest) > busy(longest, last / sms),
-    )
 
 
 def _split(counts, dram, step_tensors):

@@ -26,115 +26,16 @@ keys 0 .. L_b - seq + i, so K_b = L_b. "top_left" (torch's is_causal): row i see
 K_b = min(L_b, seq) and a single new token sees only key 0: the mistake of passing is_causal=True to a
 decode step. With seq == 1, bottom-right sees the whole cache.
 """
-from dataclasses import dataclass
-
 import numpy as np
 
-from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, get_gpu
+from .hardware import DTYPE_BYTES, get_gpu
+from .occupancy import occupancy, resources
+from .passes.split_kv import SPLIT_KV
+from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
 
-INDEX_BYTES = 4  # int32: block-table entries and cache lengths
 ALIGNS = ("bottom_right", "top_left")
-MIN_ROWS = 16  # tl.dot's smallest tile: a program's query rows are padded up to it
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
-DEFAULT_BLOCK_KV = 64
-# Non-matmul FLOPs in gpusim/cost.py's convention: per score (scale, row max, subtract, exp, row sum), per
-# query row each time it meets a K/V chunk (m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum),
-# plus 1 per accumulator element for acc * alpha; per row at the end of a program: log and add for the
-# LSE, and d divisions.
-PER_SCORE = 5
-PER_ROW_STEP = 5
-PER_ROW_END = 2
-# The reduce, per row per split: max, subtract, exp, sum of the weights; per element of O, w * o summed
-# (2). Per row at the end: log and add for the LSE, and d divisions.
-REDUCE_PER_ROW_SPLIT = 4
-REDUCE_PER_ELEMENT_SPLIT = 2
-
-
-@dataclass(frozen=True)
-class DecodeLaunch:
-    batch: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    seq: int  # query rows per head (1 for plain decoding, more for speculative decoding)
-    seq_kv: tuple  # cache_seqlens: one cache length per request
-    num_splits: int
-    block_kv: int  # Bc: the K/V chunk a program steps by
-    page_size: int | None  # P tokens per page; None: a contiguous cache (B, kv_heads, S, d)
-    grouped: bool
-    causal_align: str
-    dtype: str
-    gpu: GPU
-
-    algo = "split_kv"  # the time model's module: gpusim/algorithms/split_kv.py
-    causal = True  # the cache's keys come before the query rows (aligned by causal_align)
-
-    @property
-    def block_q(self):  # Br == the rows of a program's tl.dot tile, as the time model reads a tile
-        return self.padded_rows
-
-    def sram_bytes(self, kernel):
-        return sram_bytes(self, kernel)
-
-    @property
-    def group(self):  # query heads per K/V head
-        return self.heads // self.kv_heads
-
-    @property
-    def units(self):  # programs per request per split
-        return self.kv_heads if self.grouped else self.heads
-
-    @property
-    def rows(self):  # query rows one program serves
-        return (self.group if self.grouped else 1) * self.seq
-
-    @property
-    def padded_rows(self):  # the rows of its tl.dot tile
-        return max(MIN_ROWS, 1 << (self.rows - 1).bit_length())
-
-    @property
-    def padded_splits(self):  # the reduce's tile of splits
-        return 1 << (self.num_splits - 1).bit_length()
-
-    @property
-    def itemsize(self):
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def out_itemsize(self):  # an fp8 cache gives an fp16 output, as FlashAttention-3 does
-        return DTYPE_BYTES["fp16"] if self.dtype == "fp8" else self.itemsize
-
-    @property
-    def kernels(self):
-        return ("decode",) if self.num_splits == 1 else ("split_kv", "reduce")
-
-    @property
-    def keys(self):  # K_b: the keys visited per request, shape (B,)
-        lengths = np.array(self.seq_kv, dtype=np.int64)
-        return lengths if self.causal_align == "bottom_right" else np.minimum(lengths, self.seq)
-
-    @property
-    def chunks(self):  # n_b = ceil(K_b / Bc)
-        return -(-self.keys // self.block_kv)
-
-    @property
-    def chunks_per_split(self):  # c_b = ceil(n_b / num_splits)
-        return -(-self.chunks // self.num_splits)
-
-    @property
-    def active_splits(self):  # a_b: splits that hold at least one chunk
-        return -(-self.chunks // self.chunks_per_split)
-
-    def split_chunks(self, b, s):
-        """The chunks [first, end) split s of request b visits (empty past its last active split)."""
-        n, c = int(self.chunks[b]), int(self.chunks_per_split[b])
-        return min(s * c, n), min((s + 1) * c, n)
-
-    def kv_head(self, unit):
-        return unit if self.grouped else unit // self.group
-
-    def query_heads(self, unit):
-        return range(unit * self.group, (unit + 1) * self.group) if self.grouped else range(unit, unit + 1)
+DEFAULT_BLOCK_KV = 64  # Bc when none is given: the chunk kernels/decode.py launches by default
 
 
 def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=None, block_kv=None,
@@ -146,29 +47,29 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     gpu = get_gpu(gpu)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
-    batch, heads, kv_heads = _positive("batch", batch), _positive("heads", heads), _positive("kv_heads", kv_heads)
-    head_dim, seq = _positive("head_dim", head_dim), _positive("seq", seq)
+    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
+    kv_heads = positive_int("kv_heads", kv_heads)
+    head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)
+    SPLIT_KV.check(gpu, head_dim)
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     if causal_align not in ALIGNS:
         raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
     lengths = _lengths(seq_kv, batch, seq, causal_align)
-    block_kv = DEFAULT_BLOCK_KV if block_kv is None else _power_of_two("block_kv", block_kv, MIN_ROWS)
+    block_kv = DEFAULT_BLOCK_KV if block_kv is None else power_of_two("block_kv", block_kv, MIN_ROWS)
     page_size = None if page_size is None else check_page_size(page_size)
     probe = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, block_kv, page_size, bool(grouped),
-                         causal_align, dtype, gpu)
+                         causal_align, dtype, gpu, SPLIT_KV)
     most = int(probe.chunks.max())
     if num_splits is None:
         num_splits = num_splits_rule(batch * probe.units, split_slots(probe), most, MAX_SPLITS)
-    elif isinstance(num_splits, bool) or not isinstance(num_splits, (int, np.integer)) or num_splits <= 0:
-        raise ValueError(f"num_splits={num_splits!r} must be a positive integer")
-    elif num_splits > most:
+    elif positive_int("num_splits", num_splits) > most:
         raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={block_kv} in "
                          f"the longest request ({int(probe.keys.max()):,} keys)")
     launch = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, int(num_splits), block_kv, page_size,
-                          bool(grouped), causal_align, dtype, gpu)
+                          bool(grouped), causal_align, dtype, gpu, SPLIT_KV)
     for kernel in launch.kernels:
-        need = sram_bytes(launch, kernel)
+        need = launch.sram_bytes(kernel)
         if need > gpu.sram_bytes_per_block:
             raise ValueError(f"block_kv={block_kv}, {launch.padded_rows} query rows, head_dim={head_dim} ({dtype}) "
                              f"need {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has "
@@ -188,7 +89,6 @@ def launch_options(row):
 def resident_programs(launch):
     """Split programs the GPU runs at once: its SMs times the blocks of the split kernel one SM keeps
     resident (gpusim.occupancy, from the compiled kernel's registers and shared memory: 5 on an H200)."""
-    from .occupancy import occupancy, resources  # occupancy imports the algorithms, which import this module
     return launch.gpu.sm_count * occupancy(launch.gpu, resources(launch, "split_kv")).blocks_per_sm
 
 
@@ -242,22 +142,8 @@ def launch_for_cache(q_shape, k_shape, v_shape, cache_seqlens, *, paged, page_si
 
 
 def check_page_size(page_size):
-    if isinstance(page_size, bool) or not isinstance(page_size, (int, np.integer)) or page_size <= 0:
-        raise ValueError(f"page_size={page_size!r} must be a positive number of tokens per page")
-    return _power_of_two("page_size", page_size, 1)
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
-    return int(value)
-
-
-def _power_of_two(name, value, least):
-    value = _positive(name, value)
-    if value < least or value & (value - 1):
-        raise ValueError(f"{name}={value} must be a power of two >= {least}")
-    return value
+    """A page of a paged cache: a positive number of tokens, a power of two."""
+    return power_of_two("page_size", positive_int("page_size", page_size, what="number of tokens per page"), 1)
 
 
 def _lengths(seq_kv, batch, seq, causal_align, name="seq_kv"):
@@ -297,77 +183,15 @@ def check_block_table(block_table, cache_seqlens, num_pages, page_size):
 
 
 def count(launch):
-    """{(kernel, tensor): (read_bytes, write_bytes)}: the bytes each kernel moves, per tensor, summed over
-    requests in closed form (O(batch) work, nothing that grows with the cache length)."""
-    L, e, f, d = launch, launch.itemsize, STATS_BYTES, launch.head_dim
-    keys, active = launch.keys, launch.active_splits
-    rows = L.heads * L.seq  # query rows per request (all programs of one split together)
-    kernel = L.kernels[0]
-    out = {
-        (kernel, "cache_seqlens"): (INDEX_BYTES * L.batch * L.units * L.num_splits, 0),  # every program: read 1
-        (kernel, "Q"): (int(active.sum()) * rows * d * e, 0),  # each active split reads its rows once
-        (kernel, "K"): (int(keys.sum()) * L.units * d * e, 0),  # each unit reads its K_b keys once, over splits
-        (kernel, "V"): (int(keys.sum()) * L.units * d * e, 0),
-    }
-    if L.page_size is not None:
-        out[(kernel, "block_table")] = (int(pages_touched(launch).sum()) * L.units * INDEX_BYTES, 0)
-    if L.num_splits == 1:
-        return out | {(kernel, "O"): (0, L.batch * rows * d * L.out_itemsize), (kernel, "LSE"): (0, L.batch * rows * f)}
-    partials = int(active.sum()) * rows
-    return out | {
-        (kernel, "O_partial"): (0, partials * d * f),  # fp32, per active split
-        (kernel, "LSE_partial"): (0, partials * f),
-        ("reduce", "cache_seqlens"): (INDEX_BYTES * L.batch * rows, 0),  # every program (query row): read 1
-        ("reduce", "O_partial"): (partials * d * f, 0),
-        ("reduce", "LSE_partial"): (partials * f, 0),
-        ("reduce", "O"): (0, L.batch * rows * d * L.out_itemsize),
-        ("reduce", "LSE"): (0, L.batch * rows * f),
-    }
-
-
-def pages_touched(launch):
-    """Block-table entries one unit (K/V head, or query head ungrouped) reads per request, over its splits:
-    the pages of its K_b keys, plus one for each split boundary that falls inside a page (both splits
-    read that page's entry). Boundaries lie at multiples of c_b * Bc; P and Bc are powers of two."""
-    P = launch.page_size
-    pages = -(-launch.keys // P)
-    boundaries = launch.active_splits - 1
-    step = launch.chunks_per_split * launch.block_kv
-    period = P // np.gcd(step, P)  # every period-th boundary lands on a page start
-    return pages + boundaries - boundaries // period
+    """{(kernel, tensor): (read_bytes, write_bytes)} of the launch (gpusim/passes/split_kv.py)."""
+    return launch.pass_.count(launch)
 
 
 def flops(launch):
-    """{kernel: (matmul_flops, other_flops, exps)} in gpusim/cost.py's convention (other includes the
-    exps): real query rows only (not the padding to 16 rows), keys clipped at K_b, masked scores inside a
-    chunk computed, as the kernel does."""
-    L, d = launch, launch.head_dim
-    rows = L.heads * L.seq
-    scores = rows * int(L.keys.sum())
-    row_steps = rows * int(L.chunks.sum())
-    row_ends = rows * int(L.active_splits.sum())  # each active program ends with its LSE and O / l_i
-    main = (4 * d * scores, PER_SCORE * scores + (PER_ROW_STEP + d) * row_steps + (PER_ROW_END + d) * row_ends,
-            scores + row_steps + row_ends)
-    if L.num_splits == 1:
-        return {"decode": main}
-    merges, outputs = row_ends, L.batch * rows
-    reduce = (0, (REDUCE_PER_ROW_SPLIT + REDUCE_PER_ELEMENT_SPLIT * d) * merges + (PER_ROW_END + d) * outputs,
-              merges + outputs)
-    return {"split_kv": main, "reduce": reduce}
+    """{kernel: (matmul_flops, other_flops, exps)} of the launch."""
+    return launch.pass_.flops(launch)
 
 
 def programs(launch, kernel):
-    """Thread blocks in the kernel's grid (empty splits of short requests included: they start and exit)."""
-    if kernel == "reduce":
-        return launch.batch * launch.heads * launch.seq
-    return launch.batch * launch.units * launch.num_splits
-
-
-def sram_bytes(launch, kernel):
-    """What one thread block holds: its query rows (padded to the tl.dot tile) and one K and one V chunk;
-    the reduce, every split's partial O and LSE of its row (splits padded to a power of two). Scores and
-    accumulators live in registers, so they are not counted."""
-    d, e = launch.head_dim, launch.itemsize
-    if kernel == "reduce":
-        return launch.padded_splits * (d + 1) * STATS_BYTES
-    return launch.padded_rows * d * e + 2 * launch.block_kv * d * e
+    """Thread blocks in the kernel's grid."""
+    return launch.pass_.programs(launch, kernel)

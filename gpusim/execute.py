@@ -1,5 +1,7 @@
-"""Execute mode: an algorithm's tile walk (gpusim/algorithms/) run on NumPy arrays, every HBM access going
-through a counted Memory. The float64 reference beside it takes the same arrays.
+"""Execute mode: a pass's tile walk (gpusim/passes/) run on NumPy arrays, every HBM access going
+through a counted Memory, forward (execute) and backward (execute_backward). The float64 references
+beside them take the same arrays: the output (reference_attention), the gradients
+(attention_grad_reference) and what a forward leaves in HBM for its backward (forward_saved).
 
 Arrays are shaped (B, H, N, d) as in torch's scaled_dot_product_attention; K and V may have fewer heads
 (grouped-query attention). The arithmetic runs in the arrays' precision (at least float32); the modeled
@@ -7,8 +9,18 @@ Arrays are shaped (B, H, N, d) as in torch's scaled_dot_product_attention; K and
 """
 import numpy as np
 
-from . import algorithms
 from .memory import Memory
+
+EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and rows) execute mode walks in Python
+EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of each N x N_kv matrix naive attention holds whole in NumPy (1 GiB)
+# What execute mode costs, measured on the project's 2-core development machine (flash2 with trace=True):
+# 4,160 steps of 16 x 16 tiles at d = 16 in 65 ms; 128 x 128 tiles at d = 64 and 128, 14-16 GFLOP/s of float64
+# matmuls. Execute mode refuses what it estimates to take longer than EXECUTE_SECONDS_LIMIT, and reports its
+# progress on stderr when it estimates more than PROGRESS_AFTER_S.
+STEP_S = 16e-6
+NUMPY_FLOPS_PER_S = 15e9
+EXECUTE_SECONDS_LIMIT = 120
+PROGRESS_AFTER_S = 10
 
 
 def reference_attention(q, k, v, *, causal=False, causal_align="top_left"):
@@ -25,19 +37,106 @@ def reference_attention(q, k, v, *, causal=False, causal_align="top_left"):
     return (p / p.sum(axis=-1, keepdims=True)) @ v
 
 
+def _scores(q, k, causal):
+    """τ q kᵀ in float64 with K/V heads repeated over their groups, masked keys at -inf; and the repeated k."""
+    k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if causal:  # top-left aligned, as torch's is_causal: row r sees keys 0..r
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+    return s, k
+
+
+def attention_grad_reference(q, k, v, do, *, causal=False):
+    """(dq, dk, dv) of softmax(q kᵀ / sqrt(d)) v for the output gradient do, in float64, whole matrices at
+    once: dV = Pᵀ dO, dS = P ∘ (dO Vᵀ - rowsum(dO ∘ O)), dQ = τ dS K, dK = τ dSᵀ Q; dK and dV summed over
+    the query heads that share a K/V head."""
+    q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
+    b, h_kv, n_kv, d = k.shape
+    s, k_rep = _scores(q, k, causal)
+    v_rep = np.repeat(v, q.shape[1] // h_kv, axis=1)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    o = p @ v_rep
+    ds = p * (do @ np.swapaxes(v_rep, -1, -2) - (do * o).sum(axis=-1, keepdims=True))
+    dq = ds @ k_rep / np.sqrt(d)
+    dk = (np.swapaxes(ds, -1, -2) @ q / np.sqrt(d)).reshape(b, h_kv, -1, n_kv, d).sum(axis=2)
+    dv = (np.swapaxes(p, -1, -2) @ do).reshape(b, h_kv, -1, n_kv, d).sum(axis=2)
+    return dq, dk, dv
+
+
+def forward_saved(saved, q, k, v, causal):
+    """What the forward leaves in HBM for the backward, in float64: `saved` of P (naive), O and the LSE
+    (flash2), or O, l and m (flash1). P is 0 at masked keys."""
+    s, _ = _scores(np.asarray(q, np.float64), np.asarray(k, np.float64), causal)
+    m = s.max(axis=-1)
+    l = np.exp(s - m[..., None]).sum(axis=-1)
+    p = np.exp(s - m[..., None]) / l[..., None]
+    o = p @ np.repeat(np.asarray(v, np.float64), q.shape[1] // k.shape[1], axis=1)
+    tensors = {"P": p, "O": o, "l": l, "m": m, "LSE": m + np.log(l)}
+    return {name: tensors[name] for name in saved}
+
+
+def floats(name, x):
+    """x as an array, or one line: not floating point, or not finite."""
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        raise ValueError(f"{name} has dtype {x.dtype}: expected a floating-point array")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return x
+
+
+def execute_seconds(cfg):
+    """About how long walking cfg's tiles in Python takes: its steps, and its matmuls at NumPy's rate."""
+    matmuls = sum(mm for mm, _, _ in cfg.pass_.flops(cfg).values())
+    return cfg.pass_.execute_steps(cfg) * STEP_S + matmuls / NUMPY_FLOPS_PER_S
+
+
+def check_executable(cfg, what="execute mode"):
+    """One line where walking cfg's tiles in Python would take too long or hold too much."""
+    steps, seconds = cfg.pass_.execute_steps(cfg), execute_seconds(cfg)
+    if steps > EXECUTE_STEP_LIMIT:
+        raise ValueError(f"{what} would walk {steps:,} steps in Python (limit {EXECUTE_STEP_LIMIT:,}): use fewer "
+                         f"heads or a shorter sequence, or count mode (no arrays, no trace)")
+    if seconds > EXECUTE_SECONDS_LIMIT:
+        raise ValueError(f"{what} would take about {seconds:,.0f} s in Python and NumPy (limit "
+                         f"{EXECUTE_SECONDS_LIMIT} s): use fewer heads or a shorter sequence, or count mode (no "
+                         f"arrays, no trace)")
+    held = cfg.bh * cfg.seq * cfg.seq_kv
+    if cfg.pass_.MATRICES and held > EXECUTE_ELEMENT_LIMIT:
+        raise ValueError(f"execute mode holds naive attention's {cfg.pass_.MATRICES} in NumPy: {held:,} elements "
+                         f"each (limit {EXECUTE_ELEMENT_LIMIT:,}): use count mode (no arrays)")
+
+
 def _shape(cfg, tensor):
     b, h, n, nk, d = cfg.batch, cfg.heads, cfg.seq, cfg.seq_kv, cfg.head_dim
-    return {"O": (b, h, n, d), "S": (b, h, n, nk), "P": (b, h, n, nk)}.get(tensor, (b, h, n))
+    shapes = {"O": (b, h, n, d), "dO": (b, h, n, d), "dQ": (b, h, n, d), "dK": (b, cfg.kv_heads, nk, d),
+              "dV": (b, cfg.kv_heads, nk, d)}
+    return shapes.get(tensor, (b, h, n, nk) if tensor in ("S", "P", "dP", "dS") else (b, h, n))
+
+
+def _memory(cfg, arrays, work, trace):
+    """HBM holding `arrays` and zeros for every other tensor the pass's kernels move (its count's keys)."""
+    tensors = {name: np.asarray(x).astype(work) for name, x in arrays.items()}
+    for _, name in cfg.pass_.count(cfg):
+        tensors.setdefault(name, np.zeros(_shape(cfg, name), work))
+    progress = cfg.pass_.execute_steps(cfg) if execute_seconds(cfg) > PROGRESS_AFTER_S else None
+    return tensors, Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace, progress)
 
 
 def execute(cfg, q, k, v, trace=False):
-    """Run cfg.algo on q, k, v; return (output, counted Memory). HBM holds the tensors the algorithm's
-    kernels move (the keys of its count)."""
-    module = algorithms.get(cfg.algo)
+    """Run cfg's forward on q, k, v; return (output, counted Memory)."""
     work = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
-    tensors = {"Q": q.astype(work), "K": k.astype(work), "V": v.astype(work)}
-    for _, name in module.count(cfg):
-        tensors.setdefault(name, np.zeros(_shape(cfg, name), work))
-    mem = Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace)
-    module.execute(mem, cfg)
+    tensors, mem = _memory(cfg, {"Q": q, "K": k, "V": v}, work, trace)
+    cfg.pass_.execute(mem, cfg)
     return tensors["O"], mem
+
+
+def execute_backward(cfg, q, k, v, do, saved=None, trace=False):
+    """Run the backward cfg (gpusim.shape.Backward) on q, k, v, do and what the forward saved (None: the
+    float64 forward_saved); return (dq, dk, dv, counted Memory)."""
+    work = np.result_type(q.dtype, k.dtype, v.dtype, do.dtype, np.float32)
+    saved = forward_saved(cfg.pass_.SAVED, q, k, v, cfg.causal) if saved is None else saved
+    tensors, mem = _memory(cfg, {"Q": q, "K": k, "V": v, "dO": do} | saved, work, trace)
+    cfg.pass_.execute(mem, cfg)
+    return tensors["dQ"], tensors["dK"], tensors["dV"], mem

@@ -21,6 +21,7 @@ HOPPER_HBM_PORT_BYTES_PER_CLOCK = 35  # 69 GB/s at 1.98 GHz (H200-measured)
 # Bytes per element of each storage dtype. Statistics (l, m, LSE) are always fp32.
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 STATS_BYTES = 4
+WARP = 32  # threads per warp (CUDA C++ Programming Guide, SIMT architecture)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import DTYPE_BYTES, get_gpu
+from .shape import positive_int
 
 # ShareGPT's mean prompt and output lengths, tokens, as the vLLM paper reports them (Kwon et al., "Efficient
 # Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023, Fig. 11): 161.31 and
@@ -173,8 +174,8 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     max_tokens = m.max_tokens if max_tokens is None else max_tokens
     if policy not in ("contiguous", "paged"):
         raise ValueError(f"policy={policy!r} is not one of contiguous, paged")
-    if policy == "paged" and (isinstance(page_size, bool) or not isinstance(page_size, int) or page_size <= 0):
-        raise ValueError(f"page_size={page_size!r} must be a positive number of tokens per page")
+    if policy == "paged":
+        positive_int("page_size", page_size, what="number of tokens per page")
     for r in requests:
         if r.prompt_tokens < 1 or r.output_tokens < 1 or r.prompt_tokens + r.output_tokens > max_tokens:
             raise ValueError(f"request {r.id} has {r.prompt_tokens} + {r.output_tokens} tokens: each part must be "

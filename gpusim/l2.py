@@ -18,8 +18,8 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
 """
 import math
 
-from . import algorithms
 from .hardware import STATS_BYTES
+from .passes.common import in_flight
 
 # Fitted to the qk kernel (N=4096, d=64; nearly all of its DRAM traffic is writes of S), whose final
 # 27 MB stayed in the H200's 60 MiB L2 (results/h200/ncu.json); every other launch there validates it.
@@ -28,21 +28,16 @@ L2_RECENT_FRACTION = 0.44
 
 def dram(cfg, counts):
     """{(kernel, tensor): (dram_read_bytes, dram_write_bytes)} for the SM-side `counts`."""
-    out, module = {}, algorithms.get(cfg.algo)
+    out = {}
     for kernel in cfg.kernels:
         sm_reads = {t: r for (k, t), (r, _) in counts.items() if k == kernel}
-        # an algorithm whose re-reads follow none of the rules below states its own (dram_reads)
-        reads = (module.dram_reads if hasattr(module, "dram_reads") else _reads)(cfg, kernel, sm_reads)
+        # a pass whose re-reads follow none of the rules below states its own (L2_REUSE "own": dram_reads)
+        own = cfg.pass_.L2_REUSE[kernel][0] == "own"
+        reads = (cfg.pass_.dram_reads if own else _reads)(cfg, kernel, sm_reads)
         writes = _writes(cfg, kernel, {t: w for (k, t), (_, w) in counts.items() if k == kernel},
                          sum(reads.values()))
         out.update({(kernel, t): (reads[t], writes[t]) for t in reads})
     return out
-
-
-def in_flight(cfg, kernel):
-    """Thread blocks running at once: as many as the SMs' shared memory holds."""
-    per_sm = max(1, cfg.gpu.sram_bytes_per_sm // max(1, cfg.sram_bytes(kernel)))
-    return min(algorithms.get(cfg.algo).programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
 
 
 def _rmw_fits(cfg, kernel):
@@ -58,7 +53,7 @@ def _reads(cfg, kernel, sm_reads):
              "V": cfg.batch * cfg.kv_heads * kv_head, "S": cfg.bh * t.tile_elements * e,
              "P": cfg.bh * t.tile_elements * e}  # anything else (flash1's O, l, m) this kernel wrote first
     flight = in_flight(cfg, kernel)
-    pattern, reread = algorithms.get(cfg.algo).L2_REUSE[kernel]
+    pattern, reread = cfg.pass_.L2_REUSE[kernel]
     if pattern == "kv_per_q_block":  # K/V re-read by each of a head's Tr Q blocks
         heads = min(cfg.bh, math.ceil(flight / t.n_q_blocks))
         fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2
@@ -76,7 +71,7 @@ def _reads(cfg, kernel, sm_reads):
 
 def _writes(cfg, kernel, sm_writes, dram_reads):
     unique = dict(sm_writes)
-    if algorithms.get(cfg.algo).L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, kernel):  # absorbed
+    if cfg.pass_.L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, kernel):  # absorbed
         unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) for x in sm_writes}
     total = sum(unique.values())
     if not total:

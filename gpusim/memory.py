@@ -2,6 +2,7 @@
 store back is counted in bytes, by kernel and tensor. Only elements a mask lets through move, as with
 Triton's masked tl.load / tl.store.
 """
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +23,13 @@ class Step:
 
 
 class Memory:
-    def __init__(self, tensors, bytes_per_element, trace=False):
+    def __init__(self, tensors, bytes_per_element, trace=False, progress=None):
         self.tensors = tensors  # name -> NumPy array, the contents of HBM
         self.bytes_per_element = bytes_per_element  # name -> bytes of one element as stored
         self.counts = {}  # (kernel, tensor) -> [read_bytes, write_bytes]
         self.steps = [] if trace else None
         self._loads, self._stores = [], []
+        self.progress, self.walked = progress, 0  # the steps expected (None: say nothing), and walked so far
 
     def _count(self, kernel, tensor, direction, elements, pending):
         nbytes = int(elements) * self.bytes_per_element[tensor]
@@ -53,7 +55,11 @@ class Memory:
         self._count(kernel, tensor, 1, view.size if mask is None else np.count_nonzero(mask), self._stores)
 
     def step(self, kernel, program, tile, sram_bytes, **stats):
-        """Close a step of the trace: the loads and stores since the last step belong to it."""
+        """Close a step of the trace: the loads and stores since the last step belong to it. With `progress`,
+        a line on stderr every twentieth of the steps expected."""
+        self.walked += 1
+        if self.progress and self.walked % max(1, self.progress // 20) == 0:
+            print(f"gpusim: {self.walked:,} of {self.progress:,} steps", file=sys.stderr, flush=True)
         if self.steps is None:
             return
         stats = {k: np.array(v) for k, v in stats.items()}

@@ -11,11 +11,9 @@ values.
 """
 from dataclasses import dataclass
 
-from . import algorithms
 from .compiled import COMPILED
-
-WARP = 32
-REGISTER_BASE = 40  # per thread besides the tiles: addresses, loop counters, m_i and l_i fragments
+from .hardware import WARP
+from .passes.common import REGISTER_BASE
 REGISTER_ALLOCATION_UNIT = 256  # registers are allocated per warp in units of 256 (occupancy calculator)
 SHARED_ALLOCATION_UNIT = 128  # shared memory is allocated per block in units of 128 B (cc 8.0, 9.0)
 SUB_PARTITIONS = 4  # an SM's register file is split between its 4 warp schedulers
@@ -50,22 +48,21 @@ class Occupancy:
 
 def resources(cfg, kernel):
     """The kernel's resources per thread block: compiled where known, else estimated."""
-    module = algorithms.get(cfg.algo)
-    num_warps, num_stages = module.launch(cfg, kernel)
-    shape = module.compiled_shape(cfg, kernel) if hasattr(module, "compiled_shape") else cfg.head_dim
-    name = module.compiled_name(cfg, kernel) if hasattr(module, "compiled_name") else kernel  # a name others share
-    key = (cfg.gpu.arch, name, shape, cfg.dtype, cfg.causal, cfg.block_q, cfg.block_kv, num_warps, num_stages)
-    block_warps = module.block_warps(cfg, kernel) if hasattr(module, "block_warps") else num_warps
+    pass_ = cfg.pass_
+    num_warps, num_stages = pass_.launch(cfg, kernel)
+    key = (cfg.gpu.arch, pass_.compiled_name(cfg, kernel), pass_.compiled_shape(cfg, kernel), cfg.dtype, cfg.causal,
+           cfg.block_q, cfg.block_kv, num_warps, num_stages)
+    block_warps = pass_.block_warps(cfg, kernel)
     if key in COMPILED:
         registers, spill, shared, loops, issued = COMPILED[key]
         return Resources(block_warps, num_stages, registers, shared, spill, True, loops, issued)
-    shared = module.shared_bytes(cfg, kernel, num_stages)
+    shared = pass_.shared_bytes(cfg, kernel, num_stages)
     return Resources(block_warps, num_stages, estimate_registers(cfg, kernel, block_warps), shared, 0, False)
 
 
 def estimate_registers(cfg, kernel, num_warps):
     """REGISTER_BASE + the fp32 tiles the block keeps in registers, over its threads (4 bytes a register)."""
-    tile_bytes = algorithms.get(cfg.algo).register_tiles(cfg, kernel)
+    tile_bytes = cfg.pass_.register_tiles(cfg, kernel)
     return REGISTER_BASE + -(-tile_bytes // (4 * WARP * num_warps))
 
 

@@ -3,7 +3,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import algorithms, cost
+from . import cost
+from .shape import DecodeLaunch
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,8 @@ class Result:
 
     def to_dict(self):
         c, b = self.config, self.backward_config
-        decoding = {"num_splits": c.num_splits, "page_size": c.page_size, "grouped": c.grouped} if c.algo in \
-            algorithms.DECODE else {}
+        decoding = ({"num_splits": c.num_splits, "page_size": c.page_size, "grouped": c.grouped}
+                    if isinstance(c, DecodeLaunch) else {})
         training = {"backward_block_q": b.block_q, "backward_block_kv": b.block_kv} if b else {}
         return {
             "config": {"algo": c.algo, "batch": c.batch, "heads": c.heads, "kv_heads": c.kv_heads, "seq": c.seq,
@@ -151,16 +152,16 @@ def _of(table, name):
     return {tensor: rw for (kernel, tensor), rw in table.items() if kernel == name}
 
 
-def time_kernels(cfg, counts, dram, pass_="forward"):
-    """A KernelResult per launch of cfg (a Config, DecodeLaunch or BackwardPass), timed by gpusim/cost.py."""
-    module = algorithms.get(cfg.algo)
-    out = []
-    for name, (mm, other, exps) in module.flops(cfg).items():
+def time_kernels(cfg, counts, dram, direction="forward"):
+    """A KernelResult per launch of cfg (a Config, Backward or DecodeLaunch), timed by gpusim/cost.py;
+    direction: "forward" or "backward" (KernelResult.pass_)."""
+    rules, out = cfg.pass_, []
+    for name, (mm, other, exps) in rules.flops(cfg).items():
         mine, to_dram = _of(counts, name), _of(dram, name)
         (read, write), (dram_read, dram_write) = ([sum(rw[i] for rw in table.values()) for i in (0, 1)]
                                                   for table in (mine, to_dram))
         t = cost.kernel_time(cfg, name, mine, to_dram, mm, other, exps)
-        out.append(KernelResult(name, module.programs(cfg, name), cfg.sram_bytes(name), read, write, dram_read,
-                                dram_write, mm, other, exps, overlap=module.streams(cfg, name) > 1, pass_=pass_,
+        out.append(KernelResult(name, rules.programs(cfg, name), cfg.sram_bytes(name), read, write, dram_read,
+                                dram_write, mm, other, exps, overlap=rules.streams(cfg, name) > 1, pass_=direction,
                                 **t.__dict__))
     return tuple(out)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import Memory
+from .shape import positive_int
 
 VARIANTS = ("naive", "safe", "online")
 
@@ -37,8 +38,7 @@ def softmax(x, variant="online", chunk=1):
         raise ValueError(f"variant={variant!r} is not one of {', '.join(VARIANTS)}")
     if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.floating):
         raise ValueError(f"x must be a non-empty 1-D floating-point array, got shape {x.shape} and dtype {x.dtype}")
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk <= 0:
-        raise ValueError(f"chunk={chunk!r} must be a positive integer")
+    positive_int("chunk", chunk)
     mem = Memory({"x": x, "y": np.empty_like(x)}, {"x": 1, "y": 1})  # 1 "byte" per element: counts elements
     chunks = [slice(c, min(c + chunk, x.size)) for c in range(0, x.size, chunk)]
     zero, steps = x.dtype.type(0), []

@@ -2,8 +2,8 @@
 tokens and heads x head_dim = 2048."""
 from .simulate import simulate
 
-TOKENS = 16384
-MODEL_DIM = 2048
+TOKENS = 16384  # batch x seq: the FlashAttention-2 paper's benchmarks (section 4.1) hold 16k tokens
+MODEL_DIM = 2048  # heads x head_dim: the same benchmarks' hidden dimension
 SEQS = tuple(2**p for p in range(9, 18))  # 512 .. 131,072
 
 

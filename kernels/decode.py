@@ -15,7 +15,6 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from gpusim.algorithms import split_kv as split_kv_model
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
@@ -422,9 +421,9 @@ def dependent_launch(device):
 
 def constants(L, kernel, pdl=False):
     """A kernel's compile-time constants and launch options for DecodeLaunch L, as gpusim prices them
-    (gpusim/algorithms/split_kv.py launch); pdl: whether the split kernel and the reduce are a programmatic
+    (gpusim/passes/split_kv.py launch); pdl: whether the split kernel and the reduce are a programmatic
     dependent launch (DecodePlan.pdl)."""
-    num_warps, num_stages = split_kv_model.launch(L, kernel)
+    num_warps, num_stages = L.pass_.launch(L, kernel)
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
     if kernel == "reduce":

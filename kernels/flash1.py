@@ -59,8 +59,8 @@ def flash1_kernel(Q, K, V, O, l, m, N, N_KV, scale, GROUP: tl.constexpr, D: tl.c
 def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-1. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in fp32 (the accumulator the kernel read-modify-writes in HBM). block_q,
-    block_kv: Br, Bc (default: gpusim's default_blocks); gpu: the gpusim GPU whose shared memory the
-    tiles must fit (default: detected)."""
+    block_kv: Br, Bc (default: the tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose
+    shared memory the tiles must fit (default: detected)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
         return torch.ops.gpusim.flash1_attention(q, k, v, causal, block_q, block_kv, gpu)
     cfg, grid, consts = forward_launch("flash1", q, k, v, causal, block_q, block_kv, gpu, _parts)

@@ -1,7 +1,8 @@
 """FlashAttention-2's forward pass specialised for Hopper (sm_90) with the techniques of FlashAttention-3
 (Shah et al. 2024, "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision"), as
 far as triton 3.6.0 expresses them. Each is a launch option of this one kernel (hopper_attention); the
-table CONFIGS picks them per head_dim, dtype and causal:
+table LAUNCHES (gpusim/passes/hopper.py, which the time model prices) picks them per head_dim, dtype and
+causal:
 
 - TMA (Sec. 3.1, producer-consumer asynchrony): Q, K, V tiles move through tensor descriptors, one TMA
   copy per (rows, d) tile, zero-padded past the end of the sequence; tl.range(num_stages=...) issues the
@@ -34,7 +35,7 @@ import triton.language as tl
 from triton.runtime import interpreter
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from gpusim.algorithms.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
+from gpusim.passes.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
 
 from .interpreter import INTERPRETED
@@ -49,9 +50,6 @@ LOG2E, LN2 = math.log2(math.e), tl.constexpr(math.log(2))
 OUT_DTYPES = {torch.float16: torch.float16, torch.bfloat16: torch.bfloat16, FP8: torch.float16}
 DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16", FP8: "fp8"}
 MASKS = ("every", "branch", "split")
-# (head_dim, dtype, causal) -> launch: gpusim's table (gpusim/algorithms/hopper.py LAUNCHES), which the
-# time model prices; benchmarks/hopper_check.py measures the variants and prints the table to paste there.
-CONFIGS = LAUNCHES
 
 
 @triton.jit
@@ -226,7 +224,7 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     stored so; any other v is transposed into a new buffer first (one pass over V, outside the kernel).
 
     Returns O (q's dtype; fp16 for fp8) and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
-    which the kernel always writes. The launch options override the table CONFIGS (docs/hopper.md):
+    which the kernel always writes. The launch options override the table LAUNCHES (docs/hopper.md):
     block_q, block_kv (tiles); num_warps, num_stages, warp_specialize (1 producer + 2 consumer warp groups);
     mask: "every" tile masked, or only those on the diagonal, behind a "branch" or in a "split" second loop;
     overlap: FlashAttention-3's softmax/GEMM pipelining; lpt_heads: longest programs first, in groups of
@@ -355,7 +353,7 @@ def _prepare(q, k, v, causal, fp8, overrides):
     if (dtype == "fp8") != fp8:
         raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
                          "with them")
-    base = WS if overrides.get("warp_specialize") else CONFIGS[q.shape[3], dtype, bool(causal)]
+    base = WS if overrides.get("warp_specialize") else LAUNCHES[q.shape[3], dtype, bool(causal)]
     launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
     _check_launch(launch)
     wrong = q.device.type == "cuda" and wrong_on_h200(launch, causal, k.shape[2] % launch["block_kv"], q.shape[3])

@@ -16,8 +16,8 @@ import torch
 import triton
 
 from gpusim.hardware import PRESETS, GiB
-from gpusim import algorithms, best_blocks
-from gpusim.algorithms.common import pipeline_stages, warps
+from gpusim import best_blocks
+from gpusim.passes.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
 
 from .interpreter import INTERPRETED
@@ -151,12 +151,12 @@ def detect_gpu(device):
 
 
 def options(cfg, kernel, stage_bytes=None):
-    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/algorithms/),
+    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/passes/),
     which the time model prices, so that what runs is what is predicted. The backward's kernels pass
     stage_bytes, what one more buffer of their streamed tiles costs, and are pipelined as deep as fits by the
-    same rule (gpusim.algorithms.common)."""
+    same rule (gpusim.passes.common)."""
     if stage_bytes is None:
-        num_warps, num_stages = algorithms.get(cfg.algo).launch(cfg, kernel)
+        num_warps, num_stages = cfg.pass_.launch(cfg, kernel)
     else:
         num_warps, num_stages = warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes)
     return dict(num_warps=num_warps, num_stages=num_stages)

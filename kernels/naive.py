@@ -106,7 +106,7 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two
     matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: gpusim's
-    default_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
+    paper_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written)."""
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)

@@ -10,7 +10,8 @@ import triton.language as tl
 
 @triton.jit
 def kv_blocks_visited(i, N, N_KV, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    """J_i + 1: Q block i visits K/V blocks 0..J_i; causal, the last is the block holding its last row's key."""
+    """J_i, the K/V blocks Q block i visits: blocks 0..J_i - 1 (the loop's bound); causal, the last is the
+    block holding its last row's key."""
     n_blocks = tl.cdiv(N_KV, Bc)
     if CAUSAL:
         last_row = tl.minimum((i + 1) * Br, N) - 1

@@ -13,6 +13,7 @@ NEEDS = {  # test modules -> the extras they need beyond `test`
     "test_*_kernels.py": ("kernels",),
     "test_hopper.py": ("kernels",),
     "test_benchmarks.py": ("kernels",),
+    "test_course_puzzle*.py": ("course", "kernels"),  # the learner's kernels run in Triton's interpreter
     "test_course_*.py": ("course",),
     "test_notebooks*.py": ("course",),
     "test_browser.py": ("course",),

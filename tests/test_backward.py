@@ -1,6 +1,6 @@
-"""The backward model (gpusim/backward.py, gpusim/backward_execute.py): execute mode against the closed
-forms and the float64 reference, an independent tile-by-tile counter written from the papers' loops,
-FLOPs, training memory, Theorem 5, and bad input."""
+"""The backward model (gpusim/backward.py, gpusim/passes/*_backward.py, run by gpusim.train): execute mode
+against the closed forms and the float64 reference, an independent tile-by-tile counter written from the
+papers' loops, FLOPs, training memory, Theorem 5, and bad input."""
 import dataclasses
 import math
 from collections import defaultdict
@@ -12,9 +12,19 @@ from hypothesis import strategies as st
 
 import gpusim
 from gpusim import backward
-from gpusim.backward_execute import attention_grad_reference, forward_saved, simulate_backward
+from gpusim.execute import attention_grad_reference, forward_saved
 
 ALGOS = backward.ALGOS
+
+
+def simulate_backward(algo, *, block_q=None, block_kv=None, **kw):
+    """The backward's part of gpusim.train's training step at backward tiles (block_q, block_kv): its
+    configuration, counts, gradients and trace."""
+    r = gpusim.train(algo, backward_blocks=None if block_q is None else (block_q, block_kv), **kw)
+    kernels = r.backward_config.kernels
+    return dataclasses.replace(r, config=r.backward_config, counts={key: rw for key, rw in r.counts.items()
+                                                                    if key[0] in kernels},
+                               trace=r.trace and tuple(s for s in r.trace if s.kernel in kernels))
 
 
 @st.composite
@@ -22,7 +32,7 @@ def configs(draw):
     kv_heads = draw(st.integers(1, 2))
     return dict(algo=draw(st.sampled_from(ALGOS)), batch=draw(st.integers(1, 2)), kv_heads=kv_heads,
                 heads=kv_heads * draw(st.integers(1, 3)), seq=draw(st.integers(1, 90)), seq_kv=draw(st.integers(1, 90)),
-                head_dim=draw(st.sampled_from([8, 16, 24])), block_q=draw(st.sampled_from([16, 32, 48])),
+                head_dim=draw(st.sampled_from([16, 24, 32])), block_q=draw(st.sampled_from([16, 32, 48])),
                 block_kv=draw(st.sampled_from([16, 24, 32])), causal=draw(st.booleans()),
                 dtype=draw(st.sampled_from(["fp32", "fp16", "bf16"])), gpu="H100-SXM")
 
@@ -162,7 +172,7 @@ def test_independent_tile_walk_equals_closed_form(seed):
 
 def test_naive_ds_streams_rows_that_overflow_sram():
     tiny = dataclasses.replace(gpusim.get_gpu("A100-40GB"), name="tiny", sram_bytes_per_block=1024)
-    kw = dict(batch=1, heads=2, kv_heads=1, seq=20, seq_kv=300, head_dim=8, block_q=16, block_kv=16, gpu=tiny)
+    kw = dict(batch=1, heads=2, kv_heads=1, seq=20, seq_kv=300, head_dim=16, block_q=16, block_kv=16, gpu=tiny)
     for causal in (False, True):
         q, k, v, do = arrays(kw, seed=2)
         run = simulate_backward("naive", q=q, k=k, v=v, do=do, causal=causal, **kw)
@@ -291,8 +301,8 @@ def test_trace_steps_add_up_to_the_counts():
 
 def test_forward_saved_lse_reproduces_p():
     q, k, v, _ = arrays(dict(batch=1, heads=1, kv_heads=1, seq=30, seq_kv=40, head_dim=8))
-    p = forward_saved("naive", q, k, v, True)["P"]
-    flash = forward_saved("flash2", q, k, v, True)
+    p = forward_saved(("P",), q, k, v, True)["P"]
+    flash = forward_saved(("O", "LSE"), q, k, v, True)
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(8)
     expected = np.where(np.tril(np.ones((30, 40), bool)), np.exp(s - flash["LSE"][..., None]), 0.0)
     np.testing.assert_allclose(p, expected, rtol=0, atol=1e-14)
@@ -311,15 +321,15 @@ def test_forward_saved_lse_reproduces_p():
 def test_bad_configuration(kwargs, message):
     kw = {"algo": "flash2", "seq": 1024, "head_dim": 64, **kwargs}
     with pytest.raises(ValueError) as err:
-        simulate_backward(kw.pop("algo"), **kw)
+        backward.config(kw.pop("algo"), **kw)
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
 def test_execute_mode_needs_do():
-    q, k, v, do = arrays(dict(batch=1, heads=1, kv_heads=1, seq=8, seq_kv=8, head_dim=8))
-    with pytest.raises(ValueError, match=r"^the backward's execute mode needs do \(the output's gradient"):
+    q, k, v, do = arrays(dict(batch=1, heads=1, kv_heads=1, seq=8, seq_kv=8, head_dim=16))
+    with pytest.raises(ValueError, match=r"^backward=True with q, k, v needs do, the output's gradient"):
         simulate_backward("flash2", q=q, k=k, v=v)
-    with pytest.raises(ValueError, match="expected q and do"):
+    with pytest.raises(ValueError, match="shaped like q"):
         simulate_backward("flash2", q=q, k=k, v=v, do=do[:, :, :4])
     with pytest.raises(ValueError, match="seq=9 does not match the arrays, which have seq=8"):
         simulate_backward("flash2", q=q, k=k, v=v, do=do, seq=9)

@@ -202,7 +202,7 @@ def test_tile_groups_time_every_tile_on_both_warp_counts_and_the_hopper_launches
     flash2 = [(c["block_q"], c["block_kv"], c["num_warps"]) for a, c, _ in calls if a == "flash2"]
     assert sorted(flash2) == sorted((bq, bkv, w) for bq, bkv in tiles.TILES for w in (4, 8))
     launches = [c for a, c, _ in calls if a == "hopper"]
-    assert launches[0] == hopper.CONFIGS[d, "fp16", causal] and len(launches) == len({str(c) for c in launches}) >= 6
+    assert launches[0] == hopper.LAUNCHES[d, "fp16", causal] and len(launches) == len({str(c) for c in launches}) >= 6
     assert [default for a, c, default in calls if a == "hopper"] == [True] + [False] * (len(launches) - 1)
     assert sum(default for a, _, default in calls if a == "flash2") <= 1
 

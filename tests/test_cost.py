@@ -123,9 +123,9 @@ def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
     cfg = r.config
     key = ("sm_90", "flash1", 64, "fp16", True, cfg.block_q, cfg.block_kv, 4, 1)
     registers, spill, shared, loops, issued = compiled.COMPILED[key]
-    reloads = loops[-1][2]  # the step: flash1's last loop (gpusim/algorithms/flash1.py, issue)
+    reloads = loops[-1][2]  # the step: flash1's last loop (gpusim/passes/flash1.py, issue)
     assert reloads > 0 and r.kernels[0].latency_bound
-    work = gpusim.algorithms.get("flash1").work(cfg, "flash1")  # one program: batch 1, one head
+    work = cfg.pass_.work(cfg, "flash1")  # one program: batch 1, one head
     steps = sum(v * c for v, c in zip(work.values, work.counts))
     no_reloads = loops[:-1] + (loops[-1][:2] + (0,),)
     monkeypatch.setitem(compiled.COMPILED, key, (registers, spill, shared, no_reloads, issued))
@@ -143,13 +143,13 @@ def test_a_lone_programs_set_up_adds_to_its_busy_time(monkeypatch, causal):
     program's chain, bound them: 32 times the longer set-up. Causal it is software-pipelined (its set-up is
     HOST_SETUP_S: the host made its descriptors) and runs 2 blocks per SM, whose steps fill each other's
     set-up: only the latency-bound last wave's chain grows, by at most one set-up."""
-    from gpusim.algorithms import hopper
+    from gpusim.passes import hopper
     own = hopper.LAUNCHES[64, "fp16", causal]
     kw = dict(seq=2048, head_dim=64, heads=32, batch=8, causal=causal, gpu=H200, block_q=own["block_q"],
               block_kv=own["block_kv"])
     before = gpusim.simulate("hopper", **kw).kernels[0]
     assert before.blocks_per_sm == (2 if causal else 1)
-    delta, name = 0.1e-6, "HOST_SETUP_S" if causal else "SETUP_S"
+    delta, name = 0.1e-6, "HOST_SETUP_S" if causal else "WS_SETUP_S"
     monkeypatch.setattr(hopper, name, getattr(hopper, name) + delta)
     gap = gpusim.simulate("hopper", **kw).kernels[0].predicted_time_s - before.predicted_time_s
     if causal:
@@ -161,8 +161,8 @@ def test_a_lone_programs_set_up_adds_to_its_busy_time(monkeypatch, causal):
 def test_flash1_issues_at_one_warp_per_schedulers_rate_however_many_are_resident(monkeypatch):
     """flash1 at d = 64 runs 4 warps a block: with one block per SM (one warp per scheduler) the per-warp line
     and flash1's flat rate agree; with two blocks per SM the line would double the issue rate, flash1's
-    measured steps do not (gpusim/algorithms/flash1.py FLAT_ISSUE)."""
-    from gpusim.algorithms import flash1
+    measured steps do not (gpusim/passes/flash1.py FLAT_ISSUE)."""
+    from gpusim.passes.flash1 import Flash1 as flash1
     one = dict(seq=4096, head_dim=64, heads=32, batch=4, gpu=H200)  # 128 programs: one per SM
     two = dict(seq=512, head_dim=64, heads=32, batch=32, gpu=H200)  # 1,024 programs: two per SM
     flat = [gpusim.simulate("flash1", **kw).kernels[0] for kw in (one, two)]
@@ -202,7 +202,7 @@ def test_a_read_only_decode_is_priced_at_the_read_plateau():
 def test_hopper_is_priced_at_the_tiles_its_kernel_runs_when_given_none(head_dim, dtype, causal):
     """kernels/hopper.py runs its launch table's tiles, not best_blocks' (they differ at d = 64, non-causal,
     2K tokens: 128 x 128 against 128 x 64), so simulate's default is the table's."""
-    from gpusim.algorithms.hopper import LAUNCHES
+    from gpusim.passes.hopper import LAUNCHES
     shape = dict(seq=2048, head_dim=head_dim, heads=2048 // head_dim, batch=8, causal=causal, dtype=dtype,
                  gpu="H200-measured")
     own, cfg = LAUNCHES[head_dim, dtype, causal], gpusim.simulate("hopper", **shape).config

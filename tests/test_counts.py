@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpusim
-from gpusim.algorithms import get as algorithm
+from gpusim.passes import get as algorithm
 from gpusim.config import make_config
 
 from brute import count as brute_count
@@ -18,15 +18,15 @@ ALGOS = gpusim.ALGOS
 
 @st.composite
 def configs(draw):
-    kv_heads = draw(st.integers(1, 2))
+    kv_heads, algo = draw(st.integers(1, 2)), draw(st.sampled_from(ALGOS))
     return dict(
-        algo=draw(st.sampled_from(ALGOS)),
+        algo=algo,
         batch=draw(st.integers(1, 2)),
         kv_heads=kv_heads,
         heads=kv_heads * draw(st.integers(1, 3)),
         seq=draw(st.integers(1, 130)),
         seq_kv=draw(st.integers(1, 130)),
-        head_dim=draw(st.sampled_from([8, 16, 24, 32])),
+        head_dim=draw(st.sampled_from([64, 128] if algo == "hopper" else [16, 24, 32, 48])),  # what the kernels run
         block_q=draw(st.sampled_from([16, 32, 48, 64])),
         block_kv=draw(st.sampled_from([16, 24, 32, 64])),
         causal=draw(st.booleans()),
@@ -69,8 +69,8 @@ def test_execute_counts_equal_closed_form_and_output_matches_reference(cfg):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_float32_arrays_run_in_float32(algo):
-    cfg = dict(algo=algo, batch=1, heads=2, kv_heads=1, seq=70, seq_kv=50, head_dim=32, block_q=32, block_kv=16,
-               causal=True)
+    cfg = dict(algo=algo, batch=1, heads=2, kv_heads=1, seq=70, seq_kv=50, head_dim=64 if algo == "hopper" else 32,
+               block_q=32, block_kv=16, causal=True, gpu="H100-SXM")
     q, k, v = arrays(cfg, dtype=np.float32)
     r = gpusim.simulate(**cfg, q=q, k=k, v=v)
     assert r.output.dtype == np.float32

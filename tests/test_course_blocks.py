@@ -44,7 +44,7 @@ def fake_simulate(**config):
 @pytest.fixture
 def rows_limit(monkeypatch):
     monkeypatch.setattr(block_sliders.gpusim, "simulate", fake_simulate)
-    monkeypatch.setattr(block_sliders.gpusim, "default_blocks", lambda algo, gpu, head_dim, dtype: (32, 16))
+    monkeypatch.setattr(block_sliders.gpusim, "paper_blocks", lambda algo, gpu, head_dim, dtype: (32, 16))
 
 
 def test_fit_blocks_caps_each_slider_beside_the_other(rows_limit):
@@ -92,7 +92,7 @@ def flash2_hbm_bytes(seq, head_dim, block_q, itemsize=2):
 def test_theorem2_curve_is_gpusim_with_the_paper_blocks_of_each_sram_size():
     c = config(seq=1024, head_dim=64)
     curve = block_sweep.theorem2_curve(c)
-    rule = {m: gpusim.default_blocks("flash2", block_sweep.with_sram("A100-40GB", m), 64, "fp16")
+    rule = {m: gpusim.paper_blocks("flash2", block_sweep.with_sram("A100-40GB", m), 64, "fp16")
             for m in block_sweep.SRAM_SIZES}
 
     def runs(algo, m):

@@ -32,8 +32,8 @@ def explorer():
 # TilingExplorer: the contract with the browser test, the SRAM limits, the plots
 
 
-def test_explorer_starts_at_gpusims_default_blocks_and_shows_its_bytes(explorer):
-    assert (explorer.block_q.value, explorer.block_kv.value) == gpusim.default_blocks("flash2", "A100-40GB", 64, "fp16")
+def test_explorer_starts_at_gpusims_paper_blocks_and_shows_its_bytes(explorer):
+    assert (explorer.block_q.value, explorer.block_kv.value) == gpusim.paper_blocks("flash2", "A100-40GB", 64, "fp16")
     assert (explorer.block_q.description, explorer.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")
     shown, config = span(explorer.readout)
     assert config == explorer.config
@@ -88,7 +88,7 @@ def test_a_gpu_with_less_sram_resets_blocks_that_no_longer_fit():
     ex.block_q.value = 256
     ex.gpu.value = "T4"
     assert ex.error is None
-    assert (ex.block_q.value, ex.block_kv.value) == gpusim.default_blocks("flash2", "T4", 128, "fp16")
+    assert (ex.block_q.value, ex.block_kv.value) == gpusim.paper_blocks("flash2", "T4", 128, "fp16")
     assert span(ex.readout)[0] == simulated_bytes(ex.config)
 
 

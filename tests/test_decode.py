@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusim import decode
-from gpusim.algorithms import split_kv as split_kv_model
+from gpusim.passes.split_kv import SPLIT_KV as split_kv_model
 from gpusim.compiled import COMPILED
 from gpusim.occupancy import resources
 from gpusim.decode_execute import decode_attention as execute_decode

@@ -109,3 +109,59 @@ def test_command_line_refuses_in_one_line(argv, message):
     assert (p.returncode, p.stdout) == (2, ""), p.stderr
     assert p.stderr.startswith("gpusim: error: ") and p.stderr.count("\n") == 1, p.stderr
     assert message in p.stderr and "--help`)" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("algo, kwargs, message", [
+    ("hopper", dict(head_dim=64), "algo='hopper' needs a Hopper (sm_90) GPU preset: H100-SXM, H200, H200-measured; "
+                                  "A100-40GB is sm_80"),
+    ("hopper", dict(head_dim=96, gpu="H200"), "head_dim=96: the hopper kernel runs head_dim 64 and 128"),
+    ("flash2", dict(head_dim=7), "head_dim=7 is outside 16..256, the head dims the flash2 kernel runs"),
+    ("naive", dict(head_dim=512), "head_dim=512 is outside 16..256, the head dims the naive kernel runs"),
+    ("flash1", dict(head_dim=8, backward=True), "head_dim=8 is outside 16..256"),
+    ("split_kv", dict(head_dim=8, seq_kv=100), "head_dim=8 is outside 16..256, the head dims the split_kv kernel runs"),
+])
+def test_what_the_kernels_cannot_run_is_refused(algo, kwargs, message):
+    """The hopper pass needs a Hopper GPU and d = 64 or 128 (kernels/hopper.py); the others 16..256
+    (kernels/launch.py HEAD_DIMS). One line, naming the value and the limit."""
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate(algo, **{"seq": 1024, **kwargs})
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(block_q=0, block_kv=64), "block_q=0 must be a positive integer"),
+    (dict(block_q=64, block_kv=64, num_warps=3), "num_warps=3 must be a power of two >= 1"),
+    (dict(block_q=64, block_kv=64, mask="diagonal"), "mask='diagonal' is not one of every, branch, split"),
+])
+def test_tiles_are_checked_when_made(kwargs, message):
+    from gpusim.shape import Tiles
+    with pytest.raises(ValueError) as err:
+        Tiles(**kwargs)
+    assert str(err.value) == message
+
+
+def test_a_configuration_says_the_launch_it_prices():
+    """kernels/hopper.py's table: d = 128, fp16, not causal is warp-specialized, 128 x 128, 4 warps a group."""
+    tiles = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200").config.tiles
+    assert (tiles.blocks, tiles.num_warps, tiles.warp_specialize, tiles.mask) == ((128, 128), 4, True, "every")
+    assert gpusim.simulate("flash2", seq=4096, head_dim=64, block_q=128, block_kv=64).config.tiles.num_warps == 8
+
+
+def test_execute_mode_estimates_its_time_and_refuses_what_would_take_minutes():
+    """flash2 at N = 16,384, d = 128, 16 heads, 128 x 128 tiles: 262,144 steps (under the step limit) but
+    2.2 TFLOP of float64 matmuls, about 147 s at NumPy's 15 GFLOP/s and 4 s of steps: refused, in one line."""
+    steps, flops = 16 * 128 * 128 + 16 * 128, 4 * 128 * 16384**2 * 16
+    q = np.zeros((1, 16, 16384, 128), np.float16)
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate("flash2", q=q, k=q, v=q, block_q=128, block_kv=128)
+    assert str(err.value).startswith(f"execute mode would take about {steps * 16e-6 + flops / 15e9:,.0f} s in "
+                                      f"Python and NumPy (limit 120 s)")
+
+
+def test_a_long_walk_reports_its_progress_on_stderr(monkeypatch, capsys):
+    from gpusim import execute
+    monkeypatch.setattr(execute, "PROGRESS_AFTER_S", 0.0)
+    gpusim.simulate("flash2", seq=256, head_dim=16, block_q=16, block_kv=16, trace=True)
+    lines = capsys.readouterr().err.splitlines()
+    steps = 16 * 16 + 16  # a step per tile, one more per Q block
+    assert len(lines) == 20 and lines[-1] == f"gpusim: {steps // 20 * 20:,} of {steps:,} steps"

@@ -148,7 +148,7 @@ def test_interpreter_variants(shape, causal, launch, dtype):
 def test_sm90_variants(shape, causal, launch, record_property):
     """Every launch option is right on the H200, or refused where triton 3.6 compiled it wrong there."""
     hopper = gpusim_kernels.hopper
-    full = {**(hopper.WS if launch.get("warp_specialize") else hopper.CONFIGS[shape[5], "fp16", causal]), **launch}
+    full = {**(hopper.WS if launch.get("warp_specialize") else hopper.LAUNCHES[shape[5], "fp16", causal]), **launch}
     if gpusim_kernels.hopper.wrong_on_h200(full, causal, shape[4] % full["block_kv"], shape[5]):
         with pytest.raises(ValueError, match="on the H200"):
             check(shape, causal, record_property, **launch)
@@ -173,7 +173,7 @@ def test_launches_wrong_on_h200_are_named(launch, causal, ragged, head_dim, wron
 
 
 def test_the_launch_table_is_not_refused():
-    for (head_dim, _, causal), launch in gpusim_kernels.hopper.CONFIGS.items():
+    for (head_dim, _, causal), launch in gpusim_kernels.hopper.LAUNCHES.items():
         assert gpusim_kernels.hopper.wrong_on_h200(launch, causal, 1, head_dim) is None
 
 

@@ -57,6 +57,10 @@ def test_register_infeasible_tiles_are_refused_in_one_line():
 @pytest.mark.parametrize("gpu", ["A100-40GB", "H200-measured", "T4"])
 def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
     shape = dict(seq=4096, head_dim=64, heads=8, batch=2, causal=True, gpu=gpu)
+    if algo == "hopper" and gpusim.get_gpu(gpu).arch != "sm_90":
+        with pytest.raises(ValueError, match="^algo='hopper' needs a Hopper"):
+            gpusim.best_blocks(algo, **shape)
+        return
     block_q, block_kv = gpusim.best_blocks(algo, **shape)
     best = gpusim.simulate(algo, block_q=block_q, block_kv=block_kv, **shape)
     assert all(k.blocks_per_sm >= 1 and k.registers_per_thread <= 255 for k in best.kernels)
@@ -71,3 +75,27 @@ def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
 def test_simulate_defaults_to_the_best_tile():
     shape = dict(seq=2048, head_dim=128, heads=16, gpu="H200-measured")
     assert gpusim.simulate("flash2", **shape).config.block_q == gpusim.best_blocks("flash2", **shape)[0]
+
+
+@pytest.mark.parametrize("algo, gpu, dtype", [("flash2", "H200-measured", "fp16"), ("flash2", "A100-40GB", "bf16"),
+                                              ("naive", "H200-measured", "fp16"), ("flash1", "A100-40GB", "fp16")])
+def test_best_blocks_for_the_backward_is_the_fastest_backward(algo, gpu, dtype):
+    """best_blocks(..., backward=True): of the tiles the backward kernels run (flash2 on the H200: the four
+    its dkdv kernel was compiled for), the one whose backward kernels the model times fastest, found here by
+    a loop of our own over those tiles; the same answer every time."""
+    shape = dict(seq=2048, head_dim=64, heads=8, batch=4, causal=True, dtype=dtype, gpu=gpu)
+    pick = gpusim.best_blocks(algo, **shape, backward=True)
+    kernel = "flash2_bwd_dkdv" if algo == "flash2" else None
+    tiles = candidates(algo, gpusim.get_gpu(gpu), 64, dtype, True, kernel)
+    if (algo, gpu) == ("flash2", "H200-measured"):
+        assert tiles == [(64, 32), (64, 64), (128, 32), (128, 64)]
+    times = {}
+    for blocks in tiles:
+        try:
+            r = gpusim.simulate(algo, **shape, backward=True, backward_blocks=blocks)
+        except ValueError:
+            continue
+        times[blocks] = sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
+    assert pick in times and times[pick] == min(times.values())
+    gpusim.best_blocks.cache_clear()
+    assert gpusim.best_blocks(algo, **shape, backward=True) == pick

@@ -1,17 +1,15 @@
 """Decoding and training through gpusim.simulate: the counts equal gpusim.decode's and gpusim.backward's
 closed forms byte for byte, execute mode equals count mode and the float64 references, every kernel is timed
-through its algorithm module (compiled resources where benchmarks/resources.py compiled it), and bad input
+through its pass (compiled resources where benchmarks/resources.py compiled it), and bad input
 gets one line."""
 import numpy as np
 import pytest
 
 import gpusim
 from gpusim import backward, compiled, decode
-from gpusim.algorithms import split_kv
-from gpusim.algorithms.backward_common import BackwardPass
-from gpusim.backward_execute import attention_grad_reference
+from gpusim.passes.split_kv import SPLIT_KV as split_kv
 from gpusim.decode_execute import decode_reference
-from gpusim.execute import reference_attention
+from gpusim.execute import attention_grad_reference, reference_attention
 from gpusim.simulate import TENSOR_ORDER
 
 DECODE_CASES = [
@@ -44,7 +42,7 @@ def test_decode_counts_through_simulate_are_gpusim_decode_counts(case):
         assert k.programs == decode.programs(launch, k.name)
         assert (k.read_bytes, k.write_bytes) == tuple(sum(rw[i] for (kernel, _), rw in r.counts.items()
                                                           if kernel == k.name) for i in (0, 1))
-        assert k.predicted_time_s > 0 and k.sram_bytes_per_block == decode.sram_bytes(launch, k.name)
+        assert k.predicted_time_s > 0 and k.sram_bytes_per_block == launch.sram_bytes(k.name)
     assert list(r.by_tensor) == sorted(r.by_tensor, key=TENSOR_ORDER.index)
     assert r.hbm_peak_bytes == split_kv.peak_bytes(launch)
 
@@ -137,8 +135,8 @@ def test_backward_kernels_are_timed_with_their_compiled_resources(algo, blocks):
     defaults where it passes none): so the two launch alike."""
     r = gpusim.simulate(algo, seq=4096, head_dim=64, heads=32, batch=4, gpu="H200-measured", backward=True,
                         backward_blocks=blocks)
-    cfg = BackwardPass(r.backward_config)
-    module = gpusim.algorithms.get(cfg.algo)
+    cfg = r.backward_config
+    module = cfg.pass_
     for k in r.kernels:
         if k.pass_ == "backward":
             key = ("sm_90", module.compiled_name(cfg, k.name), module.compiled_shape(cfg, k.name) if algo == "naive" else 64,

@@ -1,7 +1,13 @@
-"""What several algorithms share: tile sizes that fit, the masked score tile, and software-pipeline depth."""
+"""What several passes share: tile sizes that fit, the masked score tile, software-pipeline depth, warps,
+the issue of a step, and the thread blocks in flight."""
 import numpy as np
 
-MIN_BLOCK = 16  # the smallest tile a tensor-core matmul (and Triton's tl.dot) takes
+from ..compiled import ISSUE_PER_OP
+from ..hardware import WARP
+from ..shape import MIN_BLOCK
+
+REGISTER_BASE = 40  # per thread besides the tiles: addresses, loop counters, m_i and l_i fragments (fitted to
+#                     the compiled kernels of gpusim/compiled.py: tests/test_occupancy.py checks the estimate)
 
 
 def pow2_floor(x):
@@ -40,8 +46,7 @@ def estimated_issue(res, other_flops, exps, steps):
     the step's non-matmul operations over the block's lanes, times ISSUE_PER_OP, the instructions the
     compiled flash2 loops issue per counted operation (gpusim/compiled.py, derived from their disassembly:
     addresses, masks, conversions and moves come with every operation counted)."""
-    from ..compiled import ISSUE_PER_OP
-    lanes = 32 * res.num_warps * max(steps, 1)
+    lanes = WARP * res.num_warps * max(steps, 1)
     return ISSUE_PER_OP * other_flops / lanes, exps / lanes, 0.0, 0.0
 
 
@@ -63,3 +68,21 @@ def per_step_issue(res, other_flops, exps, steps):
     if not res.loops:
         return res.issued[0], res.issued[1], res.issued[2], 0.0
     return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])
+
+
+def padded(d):
+    """d rounded up to a power of two, as Triton tiles it (BLOCK_D, a tl.arange)."""
+    return 1 << (d - 1).bit_length()
+
+
+def in_flight(cfg, kernel):
+    """Thread blocks running at once: as many as the SMs' shared memory holds."""
+    per_sm = max(1, cfg.gpu.sram_bytes_per_sm // max(1, cfg.sram_bytes(kernel)))
+    return min(cfg.pass_.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
+
+
+def qkvo_bytes(cfg):
+    """HBM for Q, K, V and O: (B, H, N, d), twice (B, H_kv, N_kv, d), and O in its own width."""
+    q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
+    kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
+    return q + kv + cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")

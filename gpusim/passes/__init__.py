@@ -1,0 +1,34 @@
+"""One module per pass, each the one home of its rules (gpusim/passes/base.py states the interface):
+
+    naive, flash1, flash2, hopper          the forward passes simulate() takes (ALGOS)
+    naive_backward, flash1_backward,       their backward passes (a training step: simulate(..., backward=True))
+    flash2_backward
+    split_kv                               decoding from a KV cache (Flash-Decoding)
+
+Each module holds one instance of its Pass subclass; PASSES finds it by name. gpusim/config.py,
+backward.py and decode.py look a pass up once, when they make a configuration, and the configuration
+carries it from then on.
+"""
+from .flash1 import FLASH1
+from .flash1_backward import FLASH1_BACKWARD
+from .flash2 import FLASH2
+from .flash2_backward import FLASH2_BACKWARD
+from .hopper import HOPPER
+from .naive import NAIVE
+from .naive_backward import NAIVE_BACKWARD
+from .split_kv import SPLIT_KV
+
+FORWARD = {p.name: p for p in (NAIVE, FLASH1, FLASH2, HOPPER)}
+BACKWARD = {p.algo: p for p in (NAIVE_BACKWARD, FLASH1_BACKWARD, FLASH2_BACKWARD)}  # by the forward's name
+ALGOS = tuple(FORWARD)  # the forward (prefill) passes
+DECODE = (SPLIT_KV.name,)
+PASSES = FORWARD | {SPLIT_KV.name: SPLIT_KV} | {p.name: p for p in BACKWARD.values()}
+
+
+def get(algo):
+    """The pass of an algorithm (or of a backward pass: "<algo>_backward"), by name (case-insensitive);
+    an unknown name raises. The one lookup by name."""
+    found = PASSES.get(str(algo).lower())
+    if found is None:
+        raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
+    return found

@@ -1,0 +1,140 @@
+"""The Hopper kernel (FlashAttention-3 style, kernels/hopper.py): flash2's tiles, so flash2's bytes and
+FLOPs, with TMA loads issued ahead into KV_BUFFERS buffers, and, per launch, warp specialization (a producer warp
+group and two consumer warp groups), the softmax overlapped with the matmuls, the causal mask on the
+diagonal blocks only, and the longest programs first. These change the time, not the bytes. fp8 capable (O
+written in fp16).
+
+LAUNCHES is the one home of the kernel's launch table: per (head_dim, dtype, causal), the fastest correct
+variant measured on the H200 (benchmarks/hopper_check.py, results/h200/hopper_variants.json); bf16 takes
+fp16's. The kernel reads it; the model prices it.
+"""
+from ..shape import Tiles
+from ..tiling import ramp_work
+from .common import estimated_issue
+from .flash2 import PER_MASKED_SCORE, Flash2
+
+# Per program, before its first copy (results/h200/program_setup.json against flash2, one wave; derived by
+# benchmarks/h200_constants.py). Warp-specialized, a program writes its 3 TMA descriptors to global memory and
+# fences them; software-pipelined, the descriptors are the host's (kernel parameters) and cost nothing more
+# than flash2's set-up (measured -0.4 us: 0.0 at d = 64, -0.8 at d = 128; a set-up below none is taken as none).
+WS_SETUP_S = 1.421e-06
+HOST_SETUP_S = 0.0
+# The warp-specialized launch's step, over the same step run software-pipelined (one warp group after the
+# other's matmuls): results/h200/program_setup.json at 16 waves, 128 x 128 tiles, by head_dim (derived by
+# benchmarks/h200_constants.py ws_step_ratio). Triton 3.6 cannot ping-pong the two consumer warp groups, so
+# they hide 4-5% of a step under each other, not the half that two independent streams would.
+WS_STEP_RATIO = {64: 0.956, 128: 0.946}
+HEAD_DIMS = (64, 128)
+# WS: warp-specialized, num_warps per warp group, one producer and two consumers, every causal block masked
+# (triton 3.6's specializer takes one loop without branches). SWP: software-pipelined on 8 warps.
+WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=True, mask="every", overlap=False,
+          lpt_heads=0)
+SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False, mask="split", overlap=False,
+           lpt_heads=0)
+LAUNCHES = {
+    (64, "fp16", False): WS,
+    (64, "fp16", True): {**SWP, "block_kv": 64, "overlap": True, "lpt_heads": 1},
+    (64, "fp8", False): SWP,
+    (64, "fp8", True): {**SWP, "block_kv": 64},
+    (128, "fp16", False): WS,
+    (128, "fp16", True): {**SWP, "mask": "branch", "lpt_heads": 4},
+    (128, "fp8", False): WS,
+    (128, "fp8", True): {**SWP, "mask": "branch", "lpt_heads": 4},
+}
+LAUNCHES |= {(d, "bf16", causal): LAUNCHES[d, "fp16", causal] for d in HEAD_DIMS for causal in (False, True)}
+
+
+def launch_options(cfg):
+    """The kernel's launch for cfg: the table's, when cfg has its tiles; else software-pipelined, 8 warps."""
+    own = LAUNCHES.get((cfg.head_dim, cfg.dtype, cfg.causal), SWP)
+    if (own["block_q"], own["block_kv"]) == (cfg.block_q, cfg.block_kv):
+        return own
+    return {**SWP, "block_q": cfg.block_q, "block_kv": cfg.block_kv}
+
+
+class Hopper(Flash2):
+    """flash2's tiles and bytes, priced as kernels/hopper.py launches them."""
+    name = "hopper"
+    KERNELS = ("hopper",)
+    L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
+    STEP_TENSORS = {"hopper": ("K", "V")}
+    TMA = True  # its tiles arrive by TMA copies, issued stages ahead
+    KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
+    SETUP_S = WS_SETUP_S
+    ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
+
+    def check(self, gpu, head_dim):
+        """A Hopper GPU, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
+        super().check(gpu, min(HEAD_DIMS))
+        if head_dim not in HEAD_DIMS:
+            runs = " and ".join(map(str, HEAD_DIMS))
+            raise ValueError(f"head_dim={head_dim}: the hopper kernel runs head_dim {runs}")
+
+    def kernel_blocks(self, head_dim, dtype, causal):
+        """(block_q, block_kv) kernels/hopper.py runs when given none: its launch table's; None off the table."""
+        own = LAUNCHES.get((head_dim, dtype, bool(causal)))
+        return own and (own["block_q"], own["block_kv"])
+
+    def tiles(self, cfg):
+        """The launch kernels/hopper.py runs for cfg: its table's, or software-pipelined (launch_options)."""
+        return Tiles(**launch_options(cfg))
+
+    def setup_s(self, cfg):
+        """The set-up of one program of cfg's launch: WS_SETUP_S warp-specialized, else HOST_SETUP_S."""
+        return WS_SETUP_S if launch_options(cfg)["warp_specialize"] else HOST_SETUP_S
+
+    def shared_bytes(self, cfg, kernel, num_stages):
+        """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more."""
+        return cfg.sram_bytes(kernel) + (num_stages - self.KV_BUFFERS) * self.stage_bytes(cfg, kernel)
+
+    def launch(self, cfg, kernel):
+        """(num_warps, num_stages) as the kernel passes them to Triton; warp-specialized, num_warps is per warp
+        group (block_warps counts the block's)."""
+        own = launch_options(cfg)
+        return own["num_warps"], own["num_stages"]
+
+    def block_warps(self, cfg, kernel):
+        """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized."""
+        own = launch_options(cfg)
+        return own["num_warps"] * (3 if own["warp_specialize"] else 1)
+
+    def streams(self, cfg, kernel):
+        """Independent instruction streams in a block: two consumer warp groups (warp specialization) or the
+        softmax of one tile overlapping the matmul of the last (overlap) let one's softmax run under the
+        other's matmuls."""
+        own = launch_options(cfg)
+        return 2 if own["warp_specialize"] or own["overlap"] else 1
+
+    def step_ratio(self, cfg, kernel):
+        """A warp-specialized step's time over the serial step's (WS_STEP_RATIO, at the nearest head_dim
+        measured); None for the other launches (gpusim/cost.py then overlaps their streams)."""
+        if not launch_options(cfg)["warp_specialize"]:
+            return None
+        return WS_STEP_RATIO[min(WS_STEP_RATIO, key=lambda d: abs(d - cfg.head_dim))]
+
+    def issue(self, cfg, kernel, res, other_flops, exps, steps, programs):
+        """Estimated from the operations counted: the warp-specialized kernel's disassembly holds the producer's,
+        both consumers' and the specializer's loops, which this model does not tell apart."""
+        return estimated_issue(res, other_flops, exps, steps)
+
+    def work(self, cfg, kernel):
+        """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
+        return ramp_work(cfg.tiling, cfg.bh, reverse=cfg.causal and launch_options(cfg)["lpt_heads"] > 0)
+
+    def register_tiles(self, cfg, kernel):
+        """flash2's tiles, held by the consumer warps alone when warp-specialized (8 of the 12 warps): scaled by
+        12/8 so that spread over all the block's threads they give a consumer thread's share."""
+        return super().register_tiles(cfg, kernel) * (3 if launch_options(cfg)["warp_specialize"] else 2) // 2
+
+    def flops(self, cfg):
+        """flash2's, with the scores prescaled by log2(e) (one multiply fewer per score) and the mask on every
+        block of a causal row when the launch masks every block."""
+        (mm, other, exps), = super().flops(cfg).values()
+        t, bh = cfg.tiling, cfg.bh
+        other -= bh * t.tile_elements  # exp2 of prescaled scores: no multiply by log2(e)
+        if launch_options(cfg)["mask"] == "every" and cfg.causal:
+            other += bh * PER_MASKED_SCORE * t.unmasked_elements
+        return {"hopper": (mm, other, exps)}
+
+
+HOPPER = Hopper()

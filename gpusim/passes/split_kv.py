@@ -1,0 +1,295 @@
+"""Flash-Decoding (gpusim/decode.py) as the time model sees it: the kernels of kernels/decode.py, their
+grids, the chunks each program walks, how they launch, and where their bytes come from. The configuration
+is a DecodeLaunch (gpusim/shape.py), made by gpusim/decode.py, which holds the rule for num_splits.
+
+Kernels: "decode" (num_splits == 1: FlashAttention-2's decode path), or "split_kv" then "reduce". A
+program of decode / split_kv serves one (request, K/V head, split): it reads its cache length, its query
+rows, then steps through its chunks of Bc == block_kv keys; a paged cache is gathered through the block
+table, whose entries must arrive before the K and V rows they point to can be asked for.
+"""
+from itertools import product
+
+import numpy as np
+
+from ..hardware import STATS_BYTES
+from ..shape import INDEX_BYTES
+from ..tiling import TAIL, Work, uniform_work
+from .base import Pass
+from .common import padded
+
+# Non-matmul FLOPs in gpusim/cost.py's convention: per score (scale, row max, subtract, exp, row sum), per
+# query row each time it meets a K/V chunk (m_new, alpha = exp(m_i - m_new), l_i = alpha l_i + rowsum),
+# plus 1 per accumulator element for acc * alpha; per row at the end of a program: log and add for the
+# LSE, and d divisions.
+PER_SCORE = 5
+PER_ROW_STEP = 5
+PER_ROW_END = 2
+# The reduce, per row per split: max, subtract, exp, sum of the weights; per element of O, w * o summed
+# (2). Per row at the end: log and add for the LSE, and d divisions.
+REDUCE_PER_ROW_SPLIT = 4
+REDUCE_PER_ELEMENT_SPLIT = 2
+NUM_WARPS, NUM_STAGES = 4, 3  # kernels/decode.py's launch of decode and split_kv (the reduce: 4 warps, 1 stage)
+# kernels/decode.py launches the reduce as a programmatic dependent launch on Hopper (PDL: it launches while
+# the split kernel runs and waits on the GPU for the partials). Measured, that saves 0.7-1.2 us per call at
+# 4K-128K tokens (results/h200/decode_splits.json); the model still prices the reduce's launch overhead
+# (3.2 us, an empty kernel's), which no microbenchmark here splits into what PDL hides and what it does not.
+
+
+def chunks(launch):
+    """(batch, num_splits): the K/V chunks split s of request b visits (0 for the empty splits of a short
+    request), as DecodeLaunch.split_chunks gives them."""
+    s = np.arange(launch.num_splits)[None, :]
+    per = launch.chunks_per_split[:, None]
+    return np.clip(launch.chunks[:, None] - s * per, 0, per)
+
+
+def kv_buffers(launch, num_stages):
+    """The K/V chunks a block keeps in shared memory, as triton 3.6 pipelines the chunk loop (its TTGIR):
+    contiguous, num_stages - 1 (the copies issued that far ahead); paged, the block-table load takes the
+    early stages and its copies follow it: one buffer at 3 or 4 stages, two at 5."""
+    return max(1, num_stages - 3) if launch.page_size else max(1, num_stages - 1)
+
+
+def pages_touched(launch):
+    """Block-table entries one unit (K/V head, or query head ungrouped) reads per request, over its splits:
+    the pages of its K_b keys, plus one for each split boundary that falls inside a page (both splits
+    read that page's entry). Boundaries lie at multiples of c_b * Bc; P and Bc are powers of two."""
+    P = launch.page_size
+    pages = -(-launch.keys // P)
+    boundaries = launch.active_splits - 1
+    step = launch.chunks_per_split * launch.block_kv
+    period = P // np.gcd(step, P)  # every period-th boundary lands on a page start
+    return pages + boundaries - boundaries // period
+
+
+def _program(mem, L, b, unit, split):
+    """One program of the decode / split_kv kernel: query heads of `unit`, chunks of split `split`."""
+    kernel, program = L.kernels[0], (b, unit, split)
+    n_keys = int(mem.load(kernel, "cache_seqlens", b))  # read 1 int32: L_b
+    first, end = L.split_chunks(b, split)
+    if first == end:  # a short request's empty split: nothing more to do
+        mem.step(kernel, program, (split, None), 0)
+        return
+    visible = n_keys if L.causal_align == "bottom_right" else min(n_keys, L.seq)  # K_b
+    heads, kvh, Bc = L.query_heads(unit), L.kv_head(unit), L.block_kv
+    q_i = mem.load(kernel, "Q", (b, slice(heads.start, heads.stop))).reshape(L.rows, -1)  # read G*seq*d
+    row = np.arange(L.rows) % L.seq
+    last = row + (n_keys - L.seq if L.causal_align == "bottom_right" else 0)  # row sees keys 0..last
+    m_i = np.full(L.rows, -np.inf, q_i.dtype)  # running row max, on chip
+    l_i = np.zeros(L.rows, q_i.dtype)  # running row sum of exp(s - m_i)
+    acc = np.zeros_like(q_i)  # un-normalised O rows
+    page = None
+    for j in range(first, end):
+        keys = np.arange(j * Bc, min((j + 1) * Bc, visible))
+        where, page = _rows_of(mem, L, kernel, b, kvh, keys, page)
+        k_j = mem.load(kernel, "K", where)  # read (keys in the chunk)*d: the real rows only
+        v_j = mem.load(kernel, "V", where)  # read (keys in the chunk)*d
+        s_ij = np.where(keys[None, :] <= last[:, None], q_i @ k_j.T / np.sqrt(L.head_dim), -np.inf)
+        m_new = np.maximum(m_i, s_ij.max(axis=1))
+        m_safe = np.where(np.isfinite(m_new), m_new, 0.0)  # a row whose keys here are all masked keeps -inf
+        alpha = np.exp(m_i - m_safe)
+        p_ij = np.exp(s_ij - m_safe[:, None])
+        l_i = alpha * l_i + p_ij.sum(axis=1)
+        acc = alpha[:, None] * acc + p_ij @ v_j
+        m_i = m_new
+        mem.step(kernel, program, (split, j), L.sram_bytes(kernel), m_i=m_i, l_i=l_i, rescale=alpha)
+    seen = l_i > 0  # rows with no visible key in this split: partial O = 0, LSE = -inf
+    o = np.divide(acc, l_i[:, None], out=np.zeros_like(acc), where=seen[:, None])
+    lse = np.where(seen, m_i + np.log(np.where(seen, l_i, 1.0)), -np.inf)
+    heads_of = (b, slice(heads.start, heads.stop))
+    if L.num_splits == 1:
+        mem.store(kernel, "O", heads_of, o.reshape(len(heads), L.seq, -1))  # write G*seq*d
+        mem.store(kernel, "LSE", heads_of, lse.reshape(len(heads), L.seq))  # write G*seq (fp32)
+    else:
+        mem.store(kernel, "O_partial", (split, *heads_of), o.reshape(len(heads), L.seq, -1))  # write G*seq*d fp32
+        mem.store(kernel, "LSE_partial", (split, *heads_of), lse.reshape(len(heads), L.seq))  # write G*seq fp32
+    mem.step(kernel, program, (split, None), L.sram_bytes(kernel))
+
+
+def _reduce(mem, L, b, h, i):
+    """One program of the reduce kernel: query row i of head h of request b. Each split's O was divided by
+    its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O, LSE = log sum_s exp(LSE_s)."""
+    mem.load("reduce", "cache_seqlens", b)  # read 1 int32: how many splits request b filled
+    filled = slice(0, int(L.active_splits[b]))
+    lse_s = mem.load("reduce", "LSE_partial", (filled, b, h, i))  # read a_b (fp32)
+    o_s = mem.load("reduce", "O_partial", (filled, b, h, i))  # read a_b*d (fp32)
+    m = lse_s.max()  # finite: split 0 holds key 0, which every row sees
+    w = np.exp(lse_s - m)  # 0 for a split where the row saw no key (LSE_s = -inf)
+    row = (b, h, slice(i, i + 1))
+    mem.store("reduce", "O", row, (w @ o_s / w.sum())[None])  # write d
+    mem.store("reduce", "LSE", row, m + np.log(w.sum()))  # write 1 (fp32)
+    mem.step("reduce", (b, h, i), (None, None), L.sram_bytes("reduce"), m_i=[m], l_i=[w.sum()], rescale=w)
+
+
+def _rows_of(mem, L, kernel, b, kvh, keys, page):
+    """(where the chunk's K and V rows lie, the page whose block-table entry the program holds): a contiguous
+    cache's rows, or a paged one's, gathered through the block table."""
+    P = L.page_size
+    if P is None:
+        return (b, kvh, slice(keys[0], keys[-1] + 1)), page
+    if L.block_kv >= P:  # the chunk spans whole pages: read their Bc/P entries (fewer in the last chunk)
+        pages = mem.load(kernel, "block_table", (b, slice(keys[0] // P, keys[-1] // P + 1)))  # read <= Bc/P
+        return (pages[keys // P - keys[0] // P], keys % P, kvh), page
+    if page is None or keys[0] % P == 0:  # P/Bc chunks share a page: its entry is read at the page's first
+        page = int(mem.load(kernel, "block_table", (b, keys[0] // P)))  # chunk or the split's first; 1 int32
+    return (page, keys % P, kvh), page
+
+
+class SplitKV(Pass):
+    """Flash-Decoding: split programs over a KV cache, then a reduce."""
+    name = "split_kv"
+    KERNELS = ("decode", "split_kv", "reduce")  # decode: one split; or split_kv then reduce
+    L2_REUSE = {kernel: ("own", ()) for kernel in KERNELS}  # dram_reads below: nothing is re-read
+    STEP_TENSORS = {"decode": ("K", "V", "block_table"), "split_kv": ("K", "V", "block_table"),
+                    "reduce": ("O_partial", "LSE_partial")}  # the reduce's one step: every split's partial row
+    # A step of a paged cache waits for two loads, one after the other: the chunk's block-table entries, then
+    # the K and V rows at the pages they name (the second's addresses come from the first). gpusim/cost.py
+    # waits for these first; a contiguous cache (no block table) knows its addresses.
+    ADDRESS_TENSORS = {"decode": ("block_table",), "split_kv": ("block_table",)}
+
+    def execute(self, mem, launch):
+        """Every program of the launch's kernels on the arrays in mem (gpusim/decode_execute.py sets it up):
+        the split programs chunk by chunk, then the reduce, one program per query row."""
+        for b, unit, split in product(range(launch.batch), range(launch.units), range(launch.num_splits)):
+            _program(mem, launch, b, unit, split)
+        if launch.num_splits > 1:
+            for b, head, row in product(range(launch.batch), range(launch.heads), range(launch.seq)):
+                _reduce(mem, launch, b, head, row)
+
+    def kernels_of(self, launch):
+        """decode (num_splits == 1: FlashAttention-2's decode path), or split_kv then reduce."""
+        return ("decode",) if launch.num_splits == 1 else ("split_kv", "reduce")
+
+    def work(self, launch, kernel):
+        """decode / split_kv: a program per (K/V head, request, split) does its split's chunks; the grid
+        (units, batch, splits) launches the units of a request, then the next request, then the next split.
+        reduce: one step per query row."""
+        if kernel == "reduce":
+            return uniform_work(self.programs(launch, kernel), 1)
+        steps, units = chunks(launch), launch.units
+        values, counts = np.unique(steps, return_counts=True)
+        last = steps.T.ravel()[::-1][: -(-TAIL // units)]  # launch order, backwards from its end
+        tail = np.repeat(last, units)[:TAIL]
+        return Work(tuple(int(v) for v in values), tuple(int(c) * units for c in counts), tuple(int(j) for j in tail))
+
+    def launch(self, launch, kernel):
+        """(num_warps, num_stages) as kernels/decode.py launches them."""
+        return (NUM_WARPS, 1) if kernel == "reduce" else (NUM_WARPS, NUM_STAGES)
+
+    def stage_bytes(self, launch, kernel):
+        """One more pipeline stage holds another K and V chunk (d rounded up to a power of two)."""
+        if kernel == "reduce":
+            return 0
+        return 2 * launch.block_kv * padded(launch.head_dim) * launch.itemsize
+
+    def shared_bytes(self, launch, kernel, num_stages):
+        """sram_bytes holds one K and V chunk; a deeper pipeline holds more (kv_buffers)."""
+        if kernel == "reduce":
+            return launch.sram_bytes(kernel)
+        return launch.sram_bytes(kernel) + (kv_buffers(launch, num_stages) - 1) * self.stage_bytes(launch, kernel)
+
+    def register_tiles(self, launch, kernel):
+        """decode / split_kv: the fp32 accumulator (rows x d), S_ij and P_ij in fp32 (rows x Bc), and the query
+        rows (the first matmul's A operand). reduce: every split's partial row of O in fp32."""
+        d = padded(launch.head_dim)
+        if kernel == "reduce":
+            return launch.padded_splits * (d + 1) * STATS_BYTES
+        rows = launch.padded_rows
+        return (STATS_BYTES + launch.itemsize) * rows * d + 2 * STATS_BYTES * rows * launch.block_kv
+
+    def compiled_shape(self, launch, kernel):
+        """What a compiled kernel is specialised on beyond its tiles: head_dim, and the page size (0: a
+        contiguous cache) or, for the reduce, the splits padded to a power of two. Compiled at
+        gpusim_kernels.bench_decode's heads; other head counts take the same entry."""
+        return launch.head_dim, launch.padded_splits if kernel == "reduce" else launch.page_size or 0
+
+    def dram_reads(self, launch, kernel, sm_reads):
+        """Which reads reach DRAM. Each cached K and V element is read once per group (once per query head
+        ungrouped) and never again: all of it comes from DRAM, as do the reduce's partial results (rule 1 of
+        gpusim/l2.py: nothing stays in L2 between kernels). The query rows (re-read by every split of a
+        request), the cache lengths (read by every program) and the block table (read by the programs of each
+        K/V head) come from DRAM once and hit after."""
+        pages = -(-launch.keys // launch.page_size) if launch.page_size else 0
+        first = {"Q": launch.batch * launch.heads * launch.seq * launch.head_dim * launch.itemsize,
+                 "cache_seqlens": launch.batch * INDEX_BYTES, "block_table": int(np.sum(pages)) * INDEX_BYTES}
+        return {t: min(r, first.get(t, r)) for t, r in sm_reads.items()}
+
+    def peak_bytes(self, launch):
+        """HBM allocated at once (kernels/decode.py): q, the cache (contiguous: each request's rows up to the
+        longest; paged: the pages the requests hold, and the block table), the cache lengths, O and the LSE,
+        and the fp32 partial O and LSE of every split when split."""
+        L, d, e, f = launch, launch.head_dim, launch.itemsize, STATS_BYTES
+        rows = L.batch * L.heads * L.seq
+        lengths = np.array(L.seq_kv, dtype=np.int64)
+        if L.page_size is None:
+            cache = 2 * L.batch * L.kv_heads * int(lengths.max()) * d * e
+        else:
+            pages = -(-lengths // L.page_size)
+            cache = 2 * int(pages.sum()) * L.page_size * L.kv_heads * d * e + L.batch * int(pages.max()) * INDEX_BYTES
+        partials = L.num_splits * rows * (d + 1) * f if L.num_splits > 1 else 0
+        return rows * d * e + cache + L.batch * INDEX_BYTES + rows * (d * L.out_itemsize + f) + partials
+
+    def count(self, launch):
+        """{(kernel, tensor): (read_bytes, write_bytes)}: the bytes each kernel moves, per tensor, summed over
+        requests in closed form (O(batch) work, nothing that grows with the cache length)."""
+        L, e, f, d = launch, launch.itemsize, STATS_BYTES, launch.head_dim
+        keys, active = launch.keys, launch.active_splits
+        rows = L.heads * L.seq  # query rows per request (all programs of one split together)
+        kernel = L.kernels[0]
+        out = {
+            (kernel, "cache_seqlens"): (INDEX_BYTES * L.batch * L.units * L.num_splits, 0),  # every program: read 1
+            (kernel, "Q"): (int(active.sum()) * rows * d * e, 0),  # each active split reads its rows once
+            (kernel, "K"): (int(keys.sum()) * L.units * d * e, 0),  # each unit reads its K_b keys once, over splits
+            (kernel, "V"): (int(keys.sum()) * L.units * d * e, 0),
+        }
+        if L.page_size is not None:
+            out[(kernel, "block_table")] = (int(pages_touched(launch).sum()) * L.units * INDEX_BYTES, 0)
+        if L.num_splits == 1:
+            return out | {(kernel, "O"): (0, L.batch * rows * d * L.out_itemsize),
+                          (kernel, "LSE"): (0, L.batch * rows * f)}
+        partials = int(active.sum()) * rows
+        return out | {
+            (kernel, "O_partial"): (0, partials * d * f),  # fp32, per active split
+            (kernel, "LSE_partial"): (0, partials * f),
+            ("reduce", "cache_seqlens"): (INDEX_BYTES * L.batch * rows, 0),  # every program (query row): read 1
+            ("reduce", "O_partial"): (partials * d * f, 0),
+            ("reduce", "LSE_partial"): (partials * f, 0),
+            ("reduce", "O"): (0, L.batch * rows * d * L.out_itemsize),
+            ("reduce", "LSE"): (0, L.batch * rows * f),
+        }
+
+    def flops(self, launch):
+        """{kernel: (matmul_flops, other_flops, exps)} in gpusim/cost.py's convention (other includes the
+        exps): real query rows only (not the padding to 16 rows), keys clipped at K_b, masked scores inside a
+        chunk computed, as the kernel does."""
+        L, d = launch, launch.head_dim
+        rows = L.heads * L.seq
+        scores = rows * int(L.keys.sum())
+        row_steps = rows * int(L.chunks.sum())
+        row_ends = rows * int(L.active_splits.sum())  # each active program ends with its LSE and O / l_i
+        main = (4 * d * scores, PER_SCORE * scores + (PER_ROW_STEP + d) * row_steps + (PER_ROW_END + d) * row_ends,
+                scores + row_steps + row_ends)
+        if L.num_splits == 1:
+            return {"decode": main}
+        merges, outputs = row_ends, L.batch * rows
+        reduce = (0, (REDUCE_PER_ROW_SPLIT + REDUCE_PER_ELEMENT_SPLIT * d) * merges + (PER_ROW_END + d) * outputs,
+                  merges + outputs)
+        return {"split_kv": main, "reduce": reduce}
+
+    def programs(self, launch, kernel):
+        """Thread blocks in the kernel's grid (empty splits of short requests included: they start and exit)."""
+        if kernel == "reduce":
+            return launch.batch * launch.heads * launch.seq
+        return launch.batch * launch.units * launch.num_splits
+
+    def sram_bytes(self, launch, kernel, rows, keys):
+        """What one thread block holds: its query rows (padded to the tl.dot tile) and one K and one V chunk;
+        the reduce, every split's partial O and LSE of its row (splits padded to a power of two). Scores and
+        accumulators live in registers, so they are not counted."""
+        d, e = launch.head_dim, launch.itemsize
+        if kernel == "reduce":
+            return launch.padded_splits * (d + 1) * STATS_BYTES
+        return rows * d * e + 2 * keys * d * e  # rows: padded_rows; keys: block_kv
+
+
+SPLIT_KV = SplitKV()

@@ -1,0 +1,269 @@
+"""The entry points under simulate(): forward() (one attention forward pass), train() (a training step: the
+forward, then the backward) and decode_step() (a decoding step from a KV cache). Each makes its
+configuration (its pass resolved once), counts it (closed forms, or the tiles walked on arrays), and prices
+it in one step (_priced: the L2's DRAM bytes, then each kernel's time). best_blocks picks the tiles."""
+import functools
+import itertools
+
+import numpy as np
+
+from . import backward, decode, l2
+from .compiled import COMPILED
+from .config import make_config, pass_of
+from .decode_execute import execute as execute_decode
+from .execute import check_executable, execute, execute_backward, floats
+from .hardware import get_gpu
+from .result import Result, time_kernels
+
+TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
+ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
+BLOCKS = (16, 32, 64, 128, 256)  # the tiles best_blocks tries: powers of two, as tl.dot takes them
+TRAINABLE = backward.ALGOS  # the algorithms with a backward pass
+
+
+def forward(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
+            block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
+            trace=False):
+    """One forward pass of `algo` (naive, flash1, flash2, hopper): simulate()'s Result, its keywords."""
+    cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
+                                             seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+    if arrays or trace:
+        check_executable(cfg)
+        arrays = arrays or _drawn(cfg)[:3]
+    return _forward(cfg, arrays, trace, given=q is not None)[0]
+
+
+def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
+          block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
+          trace=False, backward_blocks=None, do=None):
+    """One training step of `algo` (naive, flash1, flash2): the forward's kernels, then the backward's.
+    With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
+    _trainable(algo)
+    cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
+                                             seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+    bwd = _backward_config(cfg, backward_blocks, arrays, do)
+    if arrays or trace:
+        check_executable(cfg)
+        check_executable(bwd, "the backward's execute mode")
+        if not arrays:
+            *arrays, do = _drawn(cfg)
+    fwd, mem = _forward(cfg, arrays, trace, given=q is not None)
+    if mem is None:
+        counts, grads, steps = bwd.pass_.count(bwd), None, None
+    else:
+        counts, grads, steps = _backward_run(bwd, arrays, do, mem, trace)
+        grads, steps = grads if q is not None else None, fwd.trace + steps if trace else None
+    dram, kernels = _priced(bwd, counts, "backward")
+    return Result(fwd.config, fwd.counts | counts, fwd.dram | dram, fwd.kernels + kernels,
+                  bwd.pass_.peak_bytes(bwd), fwd.output, steps, grads, bwd)
+
+
+def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_kv=None,
+                dtype=None, gpu="A100-40GB", causal_align="bottom_right", q=None, k=None, v=None, trace=False,
+                num_splits=None, page_size=None, grouped=True, block_table=None):
+    """One decoding step (Flash-Decoding, gpusim/decode.py): seq query rows per request over a KV cache;
+    count mode from the shape, or execute mode on q and the caches (contiguous or paged by block_table)."""
+    options = dict(num_splits=num_splits, block_kv=block_kv, grouped=grouped, causal_align=causal_align, gpu=gpu)
+    arrays = _arrays(q, k, v)
+    if not arrays:
+        launch = _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size,
+                                 block_table, options)
+        counts, output, steps = launch.pass_.count(launch), None, None
+    else:
+        launch = _launch_for_arrays(arrays, dict(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                                                 seq=seq), seq_kv, dtype, page_size, block_table, options)
+        output, mem = execute_decode(launch, *arrays, block_table, trace)
+        counts, steps = _counts(mem), tuple(mem.steps) if trace else None
+    dram, kernels = _priced(launch, counts)
+    return Result(launch, counts, dram, kernels, launch.pass_.peak_bytes(launch), output, steps)
+
+
+def _priced(cfg, counts, direction="forward"):
+    """The one pricing step of every entry point: the L2 splits the SM-side counts into the bytes that reach
+    DRAM (gpusim/l2.py); the time model times each kernel (gpusim/cost.py)."""
+    dram = l2.dram(cfg, counts)
+    return dram, time_kernels(cfg, counts, dram, direction)
+
+
+def _counts(mem):
+    return {key: tuple(rw) for key, rw in mem.counts.items()}
+
+
+def _forward_config(algo, given, qkv):
+    """The forward's configuration from forward()'s or train()'s keywords and arrays, and the arrays checked
+    (None: count mode)."""
+    arrays = _arrays(*qkv)
+    shape = {name: given[name] for name in ("batch", "heads", "seq", "head_dim", "kv_heads", "seq_kv")}
+    dtype = given["dtype"]
+    if arrays:
+        shape = _shape_from(arrays, **shape)
+        dtype = dtype or ARRAY_DTYPES.get(np.result_type(*arrays).name, "fp16")
+    if shape["seq"] is None or shape["head_dim"] is None:
+        raise ValueError("seq and head_dim are required unless q, k, v are given")
+    shape |= dict(heads=1 if shape["heads"] is None else shape["heads"], batch=1 if shape["batch"] is None else
+                  shape["batch"], causal=given["causal"],
+                  dtype=dtype or "fp16", gpu=given["gpu"], causal_align=given["causal_align"] or "top_left")
+    block_q, block_kv = given["block_q"], given["block_kv"]
+    if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
+        own = pass_of(algo).kernel_blocks(shape["head_dim"], shape["dtype"], given["causal"])
+        best = own or best_blocks(algo, **shape)
+        block_q, block_kv = block_q or best[0], block_kv or best[1]
+    return make_config(algo, block_q=block_q, block_kv=block_kv, **shape), arrays
+
+
+def _drawn(cfg):
+    """q, k, v and do for trace=True without arrays: standard normal, from TRACE_SEED."""
+    rng = np.random.default_rng(TRACE_SEED)
+    return [rng.standard_normal((cfg.batch, h, n, cfg.head_dim)) for h, n in
+            [(cfg.heads, cfg.seq), (cfg.kv_heads, cfg.seq_kv), (cfg.kv_heads, cfg.seq_kv), (cfg.heads, cfg.seq)]]
+
+
+def _forward(cfg, arrays, trace, given):
+    """(the forward's Result, the counted Memory it left, None in count mode)."""
+    output = steps = mem = None
+    if arrays:
+        output, mem = execute(cfg, *arrays, trace=trace)
+        counts, steps = _counts(mem), tuple(mem.steps) if trace else None
+        output = output if given else None
+    else:
+        counts = cfg.pass_.count(cfg)
+    dram, kernels = _priced(cfg, counts)
+    return Result(cfg, counts, dram, kernels, cfg.pass_.peak_bytes(cfg), output, steps), mem
+
+
+def _backward_config(cfg, blocks, arrays, do):
+    """The backward of cfg's forward (gpusim/backward.py), checked before anything runs."""
+    if cfg.causal and cfg.tiling.offset:
+        raise ValueError(f"backward=True models top-left causal masks (torch's is_causal); causal_align="
+                         f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
+    if arrays and do is None:
+        raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
+    blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None))
+    return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
+                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
+                           causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
+
+
+def _backward_run(bwd, arrays, do, mem, trace):
+    """The backward walked on the arrays and what the forward left in HBM: (counts, grads, steps)."""
+    do = np.asarray(do)
+    if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
+        raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
+                         f"shaped like q {arrays[0].shape}")
+    saved = {name: mem.tensors[name] for name in bwd.pass_.SAVED}
+    *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
+    return _counts(bmem), tuple(grads), tuple(bmem.steps) if trace else None
+
+
+def _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size, block_table, options):
+    """decode_step's launch in count mode, from the shape."""
+    if trace:
+        raise ValueError("trace=True for algo='split_kv' needs q and a K/V cache (k, v): none are drawn")
+    if block_table is not None:
+        raise ValueError("block_table was given without q, k, v: count mode takes page_size and seq_kv")
+    if head_dim is None or seq_kv is None:
+        raise ValueError("algo='split_kv' needs head_dim and seq_kv (one cache length, or one per request) "
+                         "unless q and the caches are given")
+    heads = 1 if heads is None else heads
+    return decode.make_launch(batch=1 if batch is None else batch, heads=heads, head_dim=head_dim,
+                              kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
+                              seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16", **options)
+
+
+def _launch_for_arrays(arrays, given, seq_kv, dtype, page_size, block_table, options):
+    """decode_step's launch in execute mode: the shapes of q and the caches, checked against what was given."""
+    q, k, v = arrays
+    lengths = [k.shape[2]] * q.shape[0] if seq_kv is None and block_table is None else seq_kv
+    if lengths is None:
+        raise ValueError("a paged cache (block_table given) needs seq_kv, the cache length of each request")
+    launch = decode.launch_for_cache(q.shape, k.shape, v.shape, lengths, paged=block_table is not None,
+                                     page_size=page_size, dtype=dtype or ARRAY_DTYPES.get(
+                                         np.result_type(*arrays).name, "fp16"), **options)
+    found = dict(batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads, head_dim=launch.head_dim,
+                 seq=launch.seq)
+    for name, value in given.items():
+        if value is not None and value != found[name]:
+            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={found[name]}")
+    if block_table is not None:
+        decode.check_block_table(block_table, launch.seq_kv, k.shape[0], launch.page_size)
+    return launch
+
+
+def candidates(algo, gpu, head_dim, dtype, causal, kernel=None):
+    """The tiles best_blocks weighs: where the project's kernels were compiled for the GPU's architecture
+    (gpusim/compiled.py), the tiles compiled of `kernel` (None: the pass's first) for this head_dim, dtype
+    and causality (their resources are known, not estimated); elsewhere every pair from BLOCKS."""
+    kernel = kernel or pass_of(algo).KERNELS[0]
+    known = {(k[5], k[6]) for k in COMPILED if k[:5] == (gpu.arch, kernel, head_dim, dtype, bool(causal))}
+    return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
+
+
+@functools.lru_cache(maxsize=4096)
+def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",
+                gpu="A100-40GB", causal_align="top_left", backward=False):
+    """(block_q, block_kv): of the candidate tiles that fit the GPU (SRAM, registers, a resident block), the
+    one with the lowest predicted time. flash1 and flash2 take it as their default; the Hopper kernel runs
+    its launch table's tiles (measured fastest per head_dim, dtype and mask). backward=True (naive, flash1,
+    flash2): the backward's tiles, by the backward kernels' time alone (simulate(..., backward=True,
+    backward_blocks=...)), among the tiles its kernels were compiled for where they were (flash2's dkdv)."""
+    shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
+                 causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
+    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
+        causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
+    if backward:
+        _trainable(algo)
+    times = {}
+    kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
+    for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel):
+        try:
+            times[blocks] = _tile_time(algo, blocks, shape, backward)
+        except ValueError:  # the tile does not fit: SRAM, registers or no resident block
+            continue
+    if not times:
+        raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
+                         f"({dtype}) on {get_gpu(gpu).name}")
+    return min(times, key=times.get)
+
+
+def _trainable(algo):
+    if str(algo).lower() not in TRAINABLE:
+        raise ValueError(f"backward=True: algo={algo!r} has no backward here; naive, flash1 and flash2 do")
+
+
+def _tile_time(algo, blocks, shape, backward):
+    """The predicted time of the forward at these tiles, or of the backward's kernels at them."""
+    if not backward:
+        return forward(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
+    r = train(algo, backward_blocks=blocks, **shape)
+    return sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
+
+
+def _arrays(q, k, v):
+    given = [x is not None for x in (q, k, v)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise ValueError("execute mode needs all of q, k and v")
+    arrays = [np.asarray(x) for x in (q, k, v)]
+    for name, x in zip("qkv", arrays):
+        if x.ndim != 4:
+            raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
+    return [floats(name, x) for name, x in zip("qkv", arrays)]
+
+
+def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):
+    """{batch, heads, seq, head_dim, kv_heads, seq_kv} of the arrays; each one given must agree."""
+    q, k, v = arrays
+    if k.shape != v.shape:
+        raise ValueError(f"k has shape {k.shape} but v has shape {v.shape}: they must match")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"q {q.shape} and k {k.shape} must agree on batch (dim 0) and head_dim (dim 3)")
+    inferred = dict(zip(("batch", "heads", "seq", "head_dim"), q.shape)) | dict(kv_heads=k.shape[1],
+                                                                                seq_kv=k.shape[2])
+    given = dict(batch=batch, heads=heads, seq=seq, head_dim=head_dim, kv_heads=kv_heads, seq_kv=seq_kv)
+    for name, value in given.items():
+        if value is not None and value != inferred[name]:
+            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={inferred[name]}")
+    return inferred

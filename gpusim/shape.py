@@ -1,0 +1,265 @@
+"""The plain data of one launch as the model sees it, at the bottom of gpusim's layers: a forward pass
+(Config), a training step's backward (Backward) and a decoding step (DecodeLaunch). Each holds its pass
+(gpusim/passes/), resolved once when the configuration is made (gpusim/config.py, backward.py, decode.py),
+and asks it for what depends on the algorithm; nothing here imports a pass. The validators every maker
+shares are here too: every error is one line naming the value and the limit."""
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, check_dtype
+from .tiling import Tiling
+
+MAX_SEQ = 1 << 40  # the longest sequence counted: closed forms are exact integers at any N, but a limit says so
+MIN_BLOCK = 16  # the smallest tile a tensor-core matmul takes (mma.sync m16n8k16; Triton's tl.dot needs 16)
+MIN_ROWS = MIN_BLOCK  # a decode program's query rows are padded up to tl.dot's smallest tile
+INDEX_BYTES = 4  # int32: block-table entries and cache lengths (kernels/decode.py)
+ALIGNS = ("top_left", "bottom_right")
+
+
+def positive_int(name, value, limit=None, what="integer"):
+    """value as an int, or one line naming it: not a positive integer (a positive `what`), or more than
+    `limit`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive {what}")
+    if limit is not None and value > limit:
+        raise ValueError(f"{name}={value:,} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim "
+                         f"counts")
+    return int(value)
+
+
+def power_of_two(name, value, least):
+    """A positive integer that is a power of two, at least `least`."""
+    value = positive_int(name, value)
+    if value < least or value & (value - 1):
+        raise ValueError(f"{name}={value} must be a power of two >= {least}")
+    return value
+
+
+MASKS = ("every", "branch", "split")  # how kernels/hopper.py masks a causal row's blocks (docs/hopper.md)
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """A launch's knobs, validated when made: the tiles (Br == block_q rows of Q, Bc == block_kv rows of K and
+    V), and where known Triton's num_warps and num_stages, and the Hopper kernel's own (kernels/hopper.py:
+    warp_specialize, mask, overlap, lpt_heads). Config.tiles gives the launch the model prices."""
+    block_q: int
+    block_kv: int
+    num_warps: int | None = None
+    num_stages: int | None = None
+    warp_specialize: bool | None = None
+    mask: str | None = None
+    overlap: bool | None = None
+    lpt_heads: int | None = None
+
+    def __post_init__(self):
+        positive_int("block_q", self.block_q)
+        positive_int("block_kv", self.block_kv)
+        if self.num_warps is not None:
+            power_of_two("num_warps", self.num_warps, 1)
+        if self.num_stages is not None:
+            positive_int("num_stages", self.num_stages)
+        if self.mask is not None and self.mask not in MASKS:
+            raise ValueError(f"mask={self.mask!r} is not one of {', '.join(MASKS)}")
+
+    @property
+    def blocks(self):
+        """(block_q, block_kv), as best_blocks and paper_blocks give them."""
+        return self.block_q, self.block_kv
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What every counted attention call is: the forward's Config, the backward's Backward."""
+    algo: str  # the algorithm simulate() was asked for: naive, flash1, flash2, hopper
+    batch: int
+    heads: int
+    kv_heads: int
+    seq: int  # query length N
+    seq_kv: int
+    head_dim: int  # d
+    block_q: int  # Br
+    block_kv: int  # Bc
+    causal: bool
+    dtype: str
+    gpu: GPU
+
+    @property
+    def itemsize(self):
+        return check_dtype(self.dtype)
+
+    @property
+    def bh(self):  # independent (batch, head) problems
+        return self.batch * self.heads
+
+    @property
+    def group(self):  # query heads per K/V head (grouped-query attention)
+        return self.heads // self.kv_heads
+
+    def kv_head(self, h):
+        """Grouped-query attention: q heads h share K/V head h // (heads / kv_heads)."""
+        return h // self.group
+
+    @property
+    def kernels(self):
+        return self.pass_.kernels_of(self)
+
+    def sram_bytes(self, kernel, rows=None, keys=None):
+        """Shared memory one thread block of `kernel` stages for a tile of `rows` queries and `keys` keys."""
+        return self.pass_.sram_bytes(self, kernel, self.block_q if rows is None else rows,
+                                     self.block_kv if keys is None else keys)
+
+    @property
+    def sram_bytes_per_block(self):
+        return max(self.sram_bytes(k) for k in self.kernels)
+
+    def tensor_bytes(self, tensor):
+        """Bytes per element of each tensor as stored in HBM: statistics (l, m, LSE, D) in fp32; fp8 kernels
+        write O in fp16, as FlashAttention-3 does; a pass may keep a tensor in fp32 (its TENSOR_BYTES)."""
+        if tensor in ("l", "m", "LSE", "D"):
+            return STATS_BYTES
+        own = self.pass_.TENSOR_BYTES.get(tensor)
+        if own is not None:
+            return own
+        if tensor == "O" and self.dtype == "fp8":
+            return check_dtype("fp16")
+        return self.itemsize
+
+
+@dataclass(frozen=True)
+class Config(Shape):
+    """One forward launch (gpusim/config.py make_config)."""
+    causal_align: str = "top_left"  # top_left: row r sees keys 0..r; bottom_right: 0..r + seq_kv - seq
+    pass_: object = field(default=None, compare=False, repr=False)  # gpusim.passes.Pass
+
+    @cached_property
+    def tiling(self):
+        offset = self.seq_kv - self.seq if self.causal_align == "bottom_right" else 0
+        return Tiling(self.seq, self.seq_kv, self.block_q, self.block_kv, self.causal, offset)
+
+    @property
+    def softmax_fits(self):
+        """Naive attention's softmax reads a whole row of S once, or streams it in passes."""
+        return self.pass_.softmax_fits(self)
+
+    @property
+    def tiles(self):
+        """The launch the model prices for this configuration (Tiles), as its pass says."""
+        return self.pass_.tiles(self)
+
+
+@dataclass(frozen=True)
+class Backward(Shape):
+    """The backward of one forward (gpusim/backward.py config): algo names the forward's algorithm, pass_
+    its backward pass (gpusim/passes/<algo>_backward.py). Causal masks are top-left (torch's is_causal)."""
+    pass_: object = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def tiling(self):
+        """Q blocks of Br rows, K/V blocks of Bc rows: every kernel's tiles but flash2's dK/dV kernel's."""
+        return Tiling(self.seq, self.seq_kv, self.block_q, self.block_kv, self.causal)
+
+    @cached_property
+    def kv_tiling(self):
+        """The tiles of the kernels that hold a K/V block while Q blocks stream past (the pass says)."""
+        return self.pass_.kv_tiling(self)
+
+    @property
+    def ds_fits(self):
+        """naive's ds kernel holds a row of P and of dP in SRAM, or streams them in Bc chunks, twice."""
+        return 2 * self.seq_kv * self.itemsize <= self.gpu.sram_bytes_per_block
+
+    @property
+    def causal_align(self):
+        return "top_left"
+
+
+@dataclass(frozen=True)
+class DecodeLaunch:
+    """One decoding step (gpusim/decode.py make_launch): seq query rows per request over a KV cache."""
+    batch: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    seq: int  # query rows per head (1 for plain decoding, more for speculative decoding)
+    seq_kv: tuple  # cache_seqlens: one cache length per request
+    num_splits: int
+    block_kv: int  # Bc: the K/V chunk a program steps by
+    page_size: int | None  # P tokens per page; None: a contiguous cache (B, kv_heads, S, d)
+    grouped: bool
+    causal_align: str
+    dtype: str
+    gpu: GPU
+    pass_: object = field(default=None, compare=False, repr=False)  # gpusim.passes.split_kv.SPLIT_KV
+
+    algo = "split_kv"
+    causal = True  # the cache's keys come before the query rows (aligned by causal_align)
+
+    @property
+    def block_q(self):  # Br == the rows of a program's tl.dot tile, as the time model reads a tile
+        return self.padded_rows
+
+    def sram_bytes(self, kernel):
+        return self.pass_.sram_bytes(self, kernel, self.padded_rows, self.block_kv)
+
+    @property
+    def group(self):  # query heads per K/V head
+        return self.heads // self.kv_heads
+
+    @property
+    def units(self):  # programs per request per split
+        return self.kv_heads if self.grouped else self.heads
+
+    @property
+    def rows(self):  # query rows one program serves
+        return (self.group if self.grouped else 1) * self.seq
+
+    @property
+    def padded_rows(self):  # the rows of its tl.dot tile
+        return max(MIN_ROWS, 1 << (self.rows - 1).bit_length())
+
+    @property
+    def padded_splits(self):  # the reduce's tile of splits
+        return 1 << (self.num_splits - 1).bit_length()
+
+    @property
+    def itemsize(self):
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def out_itemsize(self):  # an fp8 cache gives an fp16 output, as FlashAttention-3 does
+        return DTYPE_BYTES["fp16"] if self.dtype == "fp8" else self.itemsize
+
+    @property
+    def kernels(self):
+        return self.pass_.kernels_of(self)
+
+    @property
+    def keys(self):  # K_b: the keys visited per request, shape (B,)
+        lengths = np.array(self.seq_kv, dtype=np.int64)
+        return lengths if self.causal_align == "bottom_right" else np.minimum(lengths, self.seq)
+
+    @property
+    def chunks(self):  # n_b = ceil(K_b / Bc)
+        return -(-self.keys // self.block_kv)
+
+    @property
+    def chunks_per_split(self):  # c_b = ceil(n_b / num_splits)
+        return -(-self.chunks // self.num_splits)
+
+    @property
+    def active_splits(self):  # a_b: splits that hold at least one chunk
+        return -(-self.chunks // self.chunks_per_split)
+
+    def split_chunks(self, b, s):
+        """The chunks [first, end) split s of request b visits (empty past its last active split)."""
+        n, c = int(self.chunks[b]), int(self.chunks_per_split[b])
+        return min(s * c, n), min((s + 1) * c, n)
+
+    def kv_head(self, unit):
+        return unit if self.grouped else unit // self.group
+
+    def query_heads(self, unit):
+        return range(unit * self.group, (unit + 1) * self.group) if self.grouped else range(unit, unit + 1)
