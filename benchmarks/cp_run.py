@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from benchmarks.cp import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, strategy_runs
+from benchmarks.cp_plan import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, strategy_runs
 from gpusim_kernels import context, flash2_attention
 
 CUDA = torch.cuda.is_available()

@@ -8,12 +8,7 @@ from the guard's log of the kernel run in the child; beside gpusim's schedule fo
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import puzzle_solutions
-from .puzzle_catalog import PUZZLES
 from .puzzle_guard import LOAD
-from .checks import Stop
-from .puzzle_sandbox import load_sources
-from .puzzles import run
 
 
 def pictured_rows(shape):
@@ -35,26 +30,7 @@ def loads_by_step(log, tensors):
     return out
 
 
-def accesses_here(name, sent, folder, progress=None):
-    """In the child: ({tensor: number of rows}, the learner's loads_by_step, the reference's, its title), or
-    (status, message) where the kernel stops early."""
-    puzzle = PUZZLES[name]
-    kernel, *launcher = load_sources(sent, folder)
-    inputs = puzzle.inputs()
-    tensors = [t for t, x in inputs.items() if x.dim() in (2, 4, 5) and x.shape[-1] > 1]  # matrices, not statistics
-    rows = {t: pictured_rows(tuple(inputs[t].shape)) for t in tensors}
-    try:
-        mine = loads_by_step(run(puzzle, kernel, launcher[0] if launcher else None, inputs, progress)[1], tensors)
-    except Stop as stop:
-        return stop.status, stop.message
-    if hasattr(puzzle, "schedule"):
-        return rows, mine, _schedule_loads(puzzle, tensors), "gpusim's schedule"
-    kernel = getattr(puzzle_solutions, f"{name}_kernel" if puzzle.launcher else name)
-    reference = getattr(puzzle_solutions, name) if puzzle.launcher else None
-    return rows, mine, loads_by_step(run(puzzle, kernel, reference, inputs)[1], tensors), "the reference solution"
-
-
-def _schedule_loads(puzzle, tensors):
+def schedule_loads(puzzle, tensors):
     """gpusim's flash2 trace as loads_by_step: at each step of program (0, 0, i), the tile rows it loads."""
     out = {t: {} for t in tensors}
     size = {"Q": puzzle.block_q, "K": puzzle.block_kv, "V": puzzle.block_kv}

@@ -24,9 +24,9 @@ def _wrong(errors):
     return errors[0] > O_TOL or errors[1] > LSE_TOL
 
 
-def _first_wrong_tile(puzzle, kernel, inputs, p):
-    """The first K/V block j such that program p is wrong when the keys end after block j (contiguous K/V)."""
-    from .puzzles import run
+def _first_wrong_tile(puzzle, kernel, inputs, p, run):
+    """The first K/V block j such that program p is wrong when the keys end after block j (contiguous K/V);
+    run: puzzles.run, the guarded launch."""
     k, v = inputs["K"], inputs["V"]
     for j in range(-(-k.shape[2] // puzzle.block_kv)):
         n = min((j + 1) * puzzle.block_kv, k.shape[2])
@@ -37,8 +37,8 @@ def _first_wrong_tile(puzzle, kernel, inputs, p):
     return None
 
 
-def correct_by_tile(puzzle, kernel, inputs, got, want):
-    """Raise Stop naming the first wrong tile, or return the largest errors, in words."""
+def correct_by_tile(puzzle, kernel, inputs, got, want, run):
+    """Raise Stop naming the first wrong tile, or return the largest errors, in words (run: puzzles.run)."""
     v = inputs["V"]  # paged or not, the same values
     errors = [_errors(puzzle, got, want, p, v) for p in range(puzzle.programs)]
     bad = next((p for p, e in enumerate(errors) if _wrong(e)), None)
@@ -53,7 +53,7 @@ def correct_by_tile(puzzle, kernel, inputs, got, want):
     elif getattr(puzzle, "page_size", None) is not None:
         symptom, where = "later_block", f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g})"
     else:
-        j = _first_wrong_tile(puzzle, kernel, inputs, bad)
+        j = _first_wrong_tile(puzzle, kernel, inputs, bad, run)
         symptom = "first_block" if j == 0 else "later_block"
         where = (f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g}), first when the keys end "
                  f"after K/V block {j}: {puzzle.tile(bad, j)}" if j is not None

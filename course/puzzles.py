@@ -248,7 +248,7 @@ def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
         raise Stop("wrong", f"Correctness: the output is wrong. {RESCALE}")
     if hasattr(puzzle, "region"):
         from .puzzle_tiles import correct_by_tile
-        return correct_by_tile(puzzle, kernel, inputs, got, want)
+        return correct_by_tile(puzzle, kernel, inputs, got, want, run)
     if wrong is not None:
         name, flat, tol = wrong
         value = float(got[name].flatten()[flat])
@@ -293,12 +293,32 @@ def solution(name):
     print(solution_source(name))
 
 
+def accesses_here(name, sent, folder, progress=None):
+    """In the child: ({tensor: number of rows}, the learner's loads_by_step, the reference's, its title), or
+    (status, message) where the kernel stops early."""
+    from .puzzle_picture import loads_by_step, pictured_rows, schedule_loads
+    puzzle = PUZZLES[name]
+    kernel, *launcher = load_sources(sent, folder)
+    inputs = puzzle.inputs()
+    tensors = [t for t, x in inputs.items() if x.dim() in (2, 4, 5) and x.shape[-1] > 1]  # matrices, not statistics
+    rows = {t: pictured_rows(tuple(inputs[t].shape)) for t in tensors}
+    try:
+        mine = loads_by_step(run(puzzle, kernel, launcher[0] if launcher else None, inputs, progress)[1], tensors)
+    except Stop as stop:
+        return stop.status, stop.message
+    if hasattr(puzzle, "schedule"):
+        return rows, mine, schedule_loads(puzzle, tensors), "gpusim's schedule"
+    kernel = getattr(puzzle_solutions, f"{name}_kernel" if puzzle.launcher else name)
+    reference = getattr(puzzle_solutions, name) if puzzle.launcher else None
+    return rows, mine, loads_by_step(run(puzzle, kernel, reference, inputs)[1], tensors), "the reference solution"
+
+
 def show_accesses(name, kernel, launcher=None):
     """A figure of the rows of Q, K, V (or the inputs) each program of the learner's kernel loaded, step by step,
     beside gpusim's schedule (puzzle_picture); a Verdict instead when the kernel cannot run to the end."""
     from .puzzle_picture import figure
     try:
-        answer = ask(name, "puzzle_picture.accesses_here", sources(name, kernel, launcher))
+        answer = ask(name, "puzzles.accesses_here", sources(name, kernel, launcher))
     except Stop as stop:
         return Verdict(name, stop.status, stop.message)
     return answer if isinstance(answer, Verdict) else figure(*answer)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from benchmarks import cp
+from benchmarks import cp, cp_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"provider", "strategy", "gpus", "link", "batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype",
@@ -17,11 +17,11 @@ FIELDS = {"provider", "strategy", "gpus", "link", "batch", "heads", "kv_heads", 
 
 
 def test_the_sweep_crosses_the_overlap_point_and_reaches_the_targets():
-    seqs = {s.seq for s in cp.shapes() if (s.heads, s.head_dim, s.dtype) == (32, 128, "bf16")}
+    seqs = {s.seq for s in cp_plan.shapes() if (s.heads, s.head_dim, s.dtype) == (32, 128, "bf16")}
     assert min(seqs) == 1024 and max(seqs) == 256 * 1024  # shards of 512 tokens .. 128K on two GPUs
-    assert {(s.heads, s.kv_heads) for s in cp.shapes()} == {(32, 32), (32, 8)}
-    assert {s.head_dim for s in cp.shapes()} == {64, 128} and {s.dtype for s in cp.shapes()} == {"bf16", "fp16"}
-    assert cp.shapes()[0].seq >= 65536  # the targets first: a time budget cuts from the end
+    assert {(s.heads, s.kv_heads) for s in cp_plan.shapes()} == {(32, 32), (32, 8)}
+    assert {s.head_dim for s in cp_plan.shapes()} == {64, 128} and {s.dtype for s in cp_plan.shapes()} == {"bf16", "fp16"}
+    assert cp_plan.shapes()[0].seq >= 65536  # the targets first: a time budget cuts from the end
 
 
 def test_dry_run_writes_every_planned_row(tmp_path):
@@ -38,9 +38,9 @@ def test_dry_run_writes_every_planned_row(tmp_path):
 def test_merge_prices_each_row_on_the_measured_link(tmp_path):
     link = [{"kind": kind, "bytes": b, "ms": ms, "bytes_per_s": b / ms * 1e3}
             for kind in ("sendrecv", "alltoall") for b, ms in ((8192, 0.02), (1 << 30, 3.0))]
-    shape = cp.Shape(1, 32, 8, 65536, 128, True, "bf16")
-    rows = [cp.row("zigzag", shape, 2, ms=10.0, link_send_bytes=1, strategy="zigzag", link="nvlink"),
-            cp.row("single_flash2", shape, 1, ms=20.0), cp.row("sdpa_flash", shape, 1, error="x")]
+    shape = cp_plan.Shape(1, 32, 8, 65536, 128, True, "bf16")
+    rows = [cp_plan.row("zigzag", shape, 2, ms=10.0, link_send_bytes=1, strategy="zigzag", link="nvlink"),
+            cp_plan.row("single_flash2", shape, 1, ms=20.0), cp_plan.row("sdpa_flash", shape, 1, error="x")]
     for part, data in (("link", link), ("project", rows[:1]), ("single", rows[1:])):
         (tmp_path / f"cp_{part}.json").write_text(json.dumps({"environment": {"part": part}, "rows": data}))
     merged = cp.main(["--out", str(tmp_path), "--part", "merge"])
@@ -49,13 +49,13 @@ def test_merge_prices_each_row_on_the_measured_link(tmp_path):
     assert model["send_bytes_per_s"] == pytest.approx((1 << 30) / 3e-3) and model["step_latency_s"] == 2e-5
     zig, single, sdpa = merged["rows"]
     expected = gpusim.simulate("flash2", seq=65536, head_dim=128, heads=32, kv_heads=8, causal=True, dtype="bf16",
-                               gpu=cp.MODEL_GPU, gpus=2, strategy="zigzag", link=cp.measured_link(link))
+                               gpu=cp_plan.MODEL_GPU, gpus=2, strategy="zigzag", link=cp_plan.measured_link(link))
     assert zig["model_ms"] == pytest.approx(expected.predicted_time_s * 1e3)
     assert single["model_ms"] > zig["model_ms"] and "model_ms" not in sdpa
 
 
 def test_the_script_keeps_multicast_off():
-    assert {k: os.environ[k] for k in cp.MULTICAST_OFF} == {"NCCL_NVLS_ENABLE": "0",
+    assert {k: os.environ[k] for k in cp_plan.MULTICAST_OFF} == {"NCCL_NVLS_ENABLE": "0",
                                                              "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                                                              "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -85,11 +85,11 @@ def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path)
 
 
 def test_targets_read_the_speedups_and_the_models_share_off_the_rows():
-    shape = cp.Shape(1, 32, 32, 65536, 128, True, "bf16")
-    rows = [cp.row("zigzag", shape, 2, ms=10.0, model_ms=11.0), cp.row("ring", shape, 2, ms=16.0, model_ms=10.0),
-            cp.row("single_flash2", shape, 1, ms=18.0), cp.row("torch_cp_alltoall_flash", shape, 2, ms=12.0),
-            cp.row("torch_cp_allgather_cudnn", shape, 2, ms=8.0), cp.row("sdpa_flash", shape, 1, error="x")]
-    t = cp.targets(rows)
+    shape = cp_plan.Shape(1, 32, 32, 65536, 128, True, "bf16")
+    rows = [cp_plan.row("zigzag", shape, 2, ms=10.0, model_ms=11.0), cp_plan.row("ring", shape, 2, ms=16.0, model_ms=10.0),
+            cp_plan.row("single_flash2", shape, 1, ms=18.0), cp_plan.row("torch_cp_alltoall_flash", shape, 2, ms=12.0),
+            cp_plan.row("torch_cp_allgather_cudnn", shape, 2, ms=8.0), cp_plan.row("sdpa_flash", shape, 1, error="x")]
+    t = cp_plan.targets(rows)
     (entry,) = t["by_shape"]
     assert entry["zigzag_over_single_flash2"] == 1.8 and "ring_over_single_flash2" not in entry
     assert entry["ours_over_torch_cp_flash"] == 1.2 and entry["ours_over_torch_cp_cudnn"] == 0.8
