@@ -41,6 +41,8 @@ In the code, each step is a function reading one record: occupied() (step 1) mak
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .hardware import WARP
 from .occupancy import occupancy, resources
 
@@ -202,8 +204,8 @@ def wait(gpu, nbytes):
 def chain(step, j):
     """One program alone: its first loads, its set-up, j steps, its epilogue."""
     gpu = step.grid.cfg.gpu
-    return (wait(gpu, step.fixed_bytes) + step.fixed_compute_s + step.setup_s
-            + (wait(gpu, step.step_bytes) if j and step.prefetched else 0.0) + j * step.chain_s)
+    first = wait(gpu, step.step_bytes) if step.prefetched else 0.0  # a prefetching program waits its first step
+    return wait(gpu, step.fixed_bytes) + step.fixed_compute_s + step.setup_s + (j > 0) * first + j * step.chain_s
 
 
 def busy(step, j, sharing):
@@ -212,9 +214,9 @@ def busy(step, j, sharing):
     grows), their work on the SM's own units."""
     b, rate = step.grid.resident, step.rate
     moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
-    memory = sharing * max(moved[0] / rate["l2"], moved[1] / rate["dram"])
+    memory = sharing * np.maximum(moved[0] / rate["l2"], moved[1] / rate["dram"])
     compute = b * (step.fixed_compute_s + j * step.overlapped_s)
-    return max(memory, compute) + CONTENTION * min(memory, compute)
+    return np.maximum(memory, compute) + CONTENTION * np.minimum(memory, compute)
 
 
 def tau(step, j, sharing):
@@ -222,7 +224,7 @@ def tau(step, j, sharing):
     loads and set-up overlap no other program's work."""
     b = step.grid.resident
     alone = wait(step.grid.cfg.gpu, step.fixed_bytes) + step.setup_s if b == 1 else 0.0
-    return max(chain(step, j), busy(step, j, sharing) + alone)
+    return np.maximum(chain(step, j), busy(step, j, sharing) + alone)
 
 
 def waves(step):
@@ -230,9 +232,9 @@ def waves(step):
     grid = step.grid
     cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    total = sum(c * tau(step, v, b) for v, c in zip(work.values, work.counts))
+    total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b)))  # every program, as arrays
     last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
-    tail = [tau(step, j, last / sms) for j in work.tail[:last]]
+    tail = tau(step, np.asarray(work.tail[:last]), last / sms).tolist()  # the last wave's programs
     time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
     longest = max(work.tail[:last])
     return Timing(
@@ -245,7 +247,7 @@ def waves(step):
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
-        latency_bound=chain(step, longest) > busy(step, longest, last / sms),
+        latency_bound=bool(chain(step, longest) > busy(step, longest, last / sms)),
     )
 
 
