@@ -19,7 +19,7 @@ from gpusim.algorithms import split_kv as split_kv_model
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu
+from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu, launch
 
 
 @triton.jit
@@ -255,12 +255,12 @@ class DecodePlan:
                 L.num_splits)
         split, reduce = self.grids
         if L.num_splits == 1:
-            decode_kernel[split](q, k_cache, v_cache, o, lse, *args, **self.constants["decode"] | launch_options)
+            launch(decode_kernel, split, q, k_cache, v_cache, o, lse, *args, **self.constants["decode"] | launch_options)
         else:
             pdl = self.pdl if pdl is None else pdl
-            split_kv_kernel[split](q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
+            launch(split_kv_kernel, split, q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
                                    **self.constants["split_kv"] | dict(PDL=pdl) | launch_options)
-            reduce_kernel[reduce](self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
+            launch(reduce_kernel, reduce, self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
                                   **self.constants["reduce"] | dict(PDL=pdl), launch_pdl=pdl)
         return (o, lse) if return_lse else o
 
