@@ -132,18 +132,22 @@ def test_the_interpreter_always_launches_through_triton(monkeypatch):
     assert [call[0] for call in kernel.calls] == ["ordinary", "ordinary"] and not launching._DIRECT
 
 
-def both_ways(monkeypatch, fn):
-    """fn() launched ordinarily (DIRECT off), then twice with DIRECT on: the second run's launches all direct
-    (JITFunction.run made to fail). Returns the three results."""
+def both_ways(monkeypatch, fn, kernels):
+    """fn() launched ordinarily (DIRECT off), then twice with DIRECT on: the first run keeps one key for each of
+    `kernels` kernels (None: any number), the second's launches all hit them (JITFunction.run made to fail, no
+    key added). Returns the three results."""
     monkeypatch.setattr(launching, "_DIRECT", {})
     monkeypatch.setattr(launching, "DIRECT", False)
     ordinary = fn()
     monkeypatch.setattr(launching, "DIRECT", True)
     first = fn()
+    kept = set(launching._DIRECT)
+    assert kernels is None or len({key[0] for key in kept}) == len(kept) == kernels
     with monkeypatch.context() as m:
-        for kernel in {key[0] for key in launching._DIRECT}:
+        for kernel in {key[0] for key in kept}:
             m.setattr(kernel, "run", lambda *a, **kw: pytest.fail("an ordinary launch on the direct path"))
         direct = fn()
+    assert set(launching._DIRECT) == kept
     return ordinary, first, direct
 
 
@@ -162,8 +166,8 @@ def inputs(b, h, n, d, offset=0, dtype=torch.float16, seed=0):
 
 
 @CUDA
-@pytest.mark.parametrize("shape, offset", [((1, 4, 64, 64), 0), ((1, 4, 63, 64), 0), ((2, 2, 65, 64), 0),
-                                           ((1, 4, 64, 64), 1), ((1, 2, 100, 128), 3)])
+@pytest.mark.parametrize("shape, offset", [((1, 4, 64, 64), 0), ((1, 4, 63, 64), 0), ((1, 4, 64, 64), 1),
+                                           ((1, 2, 100, 128), 3)])
 @pytest.mark.parametrize("entry", ["flash2", "flash1", "naive"])
 def test_direct_launch_equals_ordinary_forward(monkeypatch, entry, shape, offset):
     """Each forward, ordinary and direct, bit for bit: N a multiple of 16 and either side of one at the same
@@ -172,7 +176,8 @@ def test_direct_launch_equals_ordinary_forward(monkeypatch, entry, shape, offset
     if offset % 8:
         assert q.data_ptr() % 16 and q.is_contiguous()
     fn = getattr(gpusim_kernels, f"{entry}_attention")
-    assert_same(both_ways(monkeypatch, lambda: fn(q, k, v, causal=True, block_q=64, block_kv=64)))
+    kernels = 3 if entry == "naive" else 1
+    assert_same(both_ways(monkeypatch, lambda: fn(q, k, v, causal=True, block_q=64, block_kv=64), kernels))
 
 
 @CUDA
@@ -197,17 +202,19 @@ def test_direct_launch_equals_ordinary_training_step(monkeypatch, shape, offset)
         o = gpusim_kernels.flash2_attention_trainable(*leaves, causal=True)
         o.backward(torch.ones_like(o))
         return [o.detach()] + [x.grad for x in leaves]
-    assert_same(both_ways(monkeypatch, step))
+    assert_same(both_ways(monkeypatch, step, 4))
 
 
 @CUDA
 @pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
                     reason="needs an sm_90 GPU")
-@pytest.mark.parametrize("shape, causal", [((1, 4, 256, 64), False), ((2, 4, 256, 128), True)])
-def test_direct_launch_equals_ordinary_hopper(monkeypatch, shape, causal):
+@pytest.mark.parametrize("shape, causal, launch, kernels", [
+    ((1, 4, 256, 64), False, dict(warp_specialize=True, num_warps=4, num_stages=2, mask="every"), 1),
+    ((2, 4, 256, 128), True, {}, None)])  # the table's launch; host TMA descriptors would take the ordinary path
+def test_direct_launch_equals_ordinary_hopper(monkeypatch, shape, causal, launch, kernels):
     q, k, v = inputs(*shape)
     assert_same(both_ways(monkeypatch, lambda: gpusim_kernels.hopper_attention(q, k, v, causal=causal,
-                                                                               return_lse=True)))
+                                                                               return_lse=True, **launch), kernels))
 
 
 @CUDA
@@ -226,4 +233,5 @@ def test_direct_launch_equals_ordinary_decode_plan_run(monkeypatch, lengths, pag
         table = None
     plan = gpusim_kernels.DecodePlan(list(lengths), heads=8, kv_heads=2, head_dim=64, dtype=torch.float16,
                                      device="cuda", page_size=page_size, max_cache_len=704, num_splits=num_splits)
-    assert_same(both_ways(monkeypatch, lambda: plan.run(q, k, v, table, return_lse=True)))
+    kernels = 1 if plan.num_splits == 1 else 2
+    assert_same(both_ways(monkeypatch, lambda: plan.run(q, k, v, table, return_lse=True), kernels))
