@@ -255,14 +255,23 @@ class DecodePlan:
                 L.num_splits)
         split, reduce = self.grids
         if L.num_splits == 1:
-            launch(decode_kernel, split, q, k_cache, v_cache, o, lse, *args, **self.constants["decode"] | launch_options)
+            launch(decode_kernel, split, q, k_cache, v_cache, o, lse, *args,
+                   **self._constants("decode", self.pdl, launch_options))
         else:
             pdl = self.pdl if pdl is None else pdl
             launch(split_kv_kernel, split, q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
-                                   **self.constants["split_kv"] | dict(PDL=pdl) | launch_options)
+                   **self._constants("split_kv", pdl, launch_options))
             launch(reduce_kernel, reduce, self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
-                                  **self.constants["reduce"] | dict(PDL=pdl), launch_pdl=pdl)
+                   **self._constants("reduce", pdl), launch_pdl=pdl)
         return (o, lse) if return_lse else o
+
+    def _constants(self, kernel, pdl, overrides=None):
+        """A kernel's constants and launch options: the plan's, merged with PDL and overrides only where they
+        differ (no dictionary built per run otherwise)."""
+        consts = self.constants[kernel]
+        if "PDL" in consts and consts["PDL"] != pdl:
+            consts = consts | dict(PDL=pdl)
+        return consts | overrides if overrides else consts
 
     def _check(self, q, k_cache, v_cache, table, lengths):
         """run's checks: shapes, dtypes, devices and contiguity, compared with the plan's."""
