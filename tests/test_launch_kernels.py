@@ -191,18 +191,21 @@ def test_direct_launch_keeps_misaligned_and_aligned_apart(monkeypatch):
 
 
 @CUDA
-@pytest.mark.parametrize("shape, offset", [((1, 4, 128, 64), 0), ((1, 4, 127, 64), 0), ((2, 4, 80, 64), 1)])
-def test_direct_launch_equals_ordinary_training_step(monkeypatch, shape, offset):
-    """flash2_attention_trainable forward and backward (four launches), ordinary and direct: the output and
-    every gradient bit for bit; the leaves at q, k, v's (mis)aligned addresses."""
+@pytest.mark.parametrize("entry, kernels, shape, offset", [
+    ("flash2", 4, (1, 4, 128, 64), 0), ("flash2", 4, (1, 4, 127, 64), 0), ("flash2", 4, (2, 4, 80, 64), 1),
+    ("naive", 8, (2, 4, 80, 64), 1)])
+def test_direct_launch_equals_ordinary_training_step(monkeypatch, entry, kernels, shape, offset):
+    """A training step, forward and backward (flash2: four launches; naive: three and five), ordinary and
+    direct: the output and every gradient bit for bit; the leaves at q, k, v's (mis)aligned addresses."""
     q, k, v = inputs(*shape, offset=offset)
+    trainable = getattr(gpusim_kernels, f"{entry}_attention_trainable")
 
     def step():
         leaves = [x.detach().requires_grad_() for x in (q, k, v)]  # views: the addresses kept
-        o = gpusim_kernels.flash2_attention_trainable(*leaves, causal=True)
+        o = trainable(*leaves, causal=True)
         o.backward(torch.ones_like(o))
         return [o.detach()] + [x.grad for x in leaves]
-    assert_same(both_ways(monkeypatch, step, 4))
+    assert_same(both_ways(monkeypatch, step, kernels))
 
 
 @CUDA
