@@ -420,12 +420,12 @@ def capacity_plan(q, k_cache, v_cache, table, options):
     cache's positions), its block table zeros: every check of the tensors and options, one line each."""
     check_tensors(q, k_cache, v_cache)
     paged = table is not None
-    page_size = (options["page_size"] or k_cache.shape[1]) if paged else options["page_size"]
+    page_size = (options["page_size"] or k_cache.shape[1]) if paged else None
     capacity = table.shape[1] * page_size if paged else k_cache.shape[2]
     lengths = [capacity] * q.shape[0]
     gpu = detect_gpu(q.device) if options["gpu"] is None else options["gpu"]
     launch_for_cache(q.shape, k_cache.shape, v_cache.shape, lengths, paged=paged,
-                     **options | dict(page_size=page_size, dtype=DTYPES[q.dtype], gpu=gpu))
+                     **options | dict(dtype=DTYPES[q.dtype], gpu=gpu))  # page_size as given: checked there
     return DecodePlan(lengths, heads=q.shape[1], kv_heads=k_cache.shape[2 if paged else 1], head_dim=q.shape[3],
                       dtype=q.dtype, device=q.device, seq=q.shape[2], max_cache_len=capacity,
                       **options | dict(page_size=page_size))

@@ -413,6 +413,8 @@ def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
     (dict(block_table=lambda t: t.float()), "block_table is torch.float32 (2, 3): expected 2-d integers"),
     (dict(num_splits=0), "num_splits=0 must be a positive integer"),
     (dict(page_size=32), "page_size=32 but k_cache (10, 16, 1, 16) has pages of 16 tokens"),
+    (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
+    (dict(block_table=lambda t: None, page_size=16), "page_size=16 was given without a block_table"),
 ])
 def test_bad_input_with_device_lengths_gives_one_line(monkeypatch, change, message):
     q, k, v, table = paged_inputs()
