@@ -32,7 +32,7 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
 # launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
-_DIRECT = {}  # launch_key -> (the CompiledKernel's runner for the grid, the constexprs in parameter order)
+_DIRECT = {}  # launch_key -> (the CompiledKernel's runner for the grid, the constexprs in parameter order, it)
 
 
 def launch(kernel, grid, *args, **kwargs):
