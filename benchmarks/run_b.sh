@@ -5,11 +5,12 @@
 #
 # Jobs, in order of what matters most (each under `timeout`, capped by what is left of TOTAL_S less what the
 # later jobs are promised, so a hanging job cannot take their time; a failing one does not stop the rest):
-#   tests_new    compiled: custom ops under torch.compile (inductor too), DecodePlan (no sync, CUDA graph
+#   tests_new    compiled: custom ops under torch.compile (inductor too), launch()'s direct path (bit for bit
+#                the ordinary launch), decode_attention's kept plan, DecodePlan (no sync, CUDA graph
 #                replay as lengths grow, PDL), the Llama-shaped decode cases              -> log only
 #   serving      Llama-3-8B decoding, 32 layers per token over a growing cache           -> serving.json
 #   host         per-call wall cost on small shapes (benchmarks/host.py, if present)      -> host.json
-#   tests_all    tests/test_{kernels,backward_kernels,decode_kernels,hopper,docs}.py compiled, the time left -> log
+#   tests_all    tests/test_{kernels,backward_kernels,decode_kernels,hopper,launch_kernels,docs}.py compiled, the time left -> log
 # Logs and a summary go into $OUT/run_b_logs.tar.gz; the summary is printed at the end.
 set -u
 OUT=${OUT:?set OUT}
@@ -65,15 +66,15 @@ job() {  # job NAME LIMIT_S RESERVE_S COMMAND...: at most LIMIT_S, leaving RESER
 }
 
 PYTEST=("$PY" -m pytest -q -p no:cacheprovider -rfE)
-job tests_new 140 370 "${PYTEST[@]}" tests/test_custom_ops.py tests/test_decode_kernels.py \
-  -k "compiled or ops or plan or graph or synchronise or dependent or bad_run or (output_matches and cuda and kv8)"
+job tests_new 140 370 "${PYTEST[@]}" tests/test_custom_ops.py tests/test_decode_kernels.py tests/test_launch_kernels.py \
+  -k "compiled or ops or plan or graph or synchronise or dependent or bad_run or direct or device_lengths or (output_matches and cuda and kv8)"
 job serving 215 150 "$PY" -m benchmarks.serving --out "$OUT" --max-minutes 2.9
 if [[ -f benchmarks/host.py ]]; then
   job host 70 80 "$PY" -m benchmarks.host --out "$OUT"
 fi
 left=$((TOTAL_S - ($(date +%s) - START) - 5))
 job tests_all "$left" 0 "${PYTEST[@]}" tests/test_kernels.py tests/test_backward_kernels.py \
-  tests/test_decode_kernels.py tests/test_hopper.py tests/test_docs.py
+  tests/test_decode_kernels.py tests/test_hopper.py tests/test_launch_kernels.py tests/test_docs.py
 
 echo "total: $(($(date +%s) - START)) s of TOTAL_S=$TOTAL_S" >> "$SUMMARY"
 ls -la "$OUT" >> "$SUMMARY"

@@ -20,7 +20,8 @@ from gpusim import best_blocks
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, metas, options, signature
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, launch, metas, options,
+                     signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -174,12 +175,12 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     cfg, grids, consts = backward_launch("flash2", tensors, causal, block_q, block_kv, gpu, _parts)
     q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
     d = torch.empty_like(lse)
-    preprocess_kernel[grids["preprocess"]](o, do, d, cfg.seq, **consts["preprocess"])
+    launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq, **consts["preprocess"])
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     scale = cfg.head_dim**-0.5
-    dkdv_kernel[grids["dkdv"]](q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **consts["dkdv"])
+    launch(dkdv_kernel, grids["dkdv"], q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **consts["dkdv"])
     dq = torch.empty_like(q)
-    dq_kernel[grids["dq"]](q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale, **consts["dq"])
+    launch(dq_kernel, grids["dq"], q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale, **consts["dq"])
     return dq, dk, dv
 
 

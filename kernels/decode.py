@@ -18,7 +18,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu
+from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu, launch
 
 
 @triton.jit
@@ -254,14 +254,23 @@ class DecodePlan:
                 L.num_splits)
         split, reduce = self.grids
         if L.num_splits == 1:
-            decode_kernel[split](q, k_cache, v_cache, o, lse, *args, **self.constants["decode"] | launch_options)
+            launch(decode_kernel, split, q, k_cache, v_cache, o, lse, *args,
+                   **self._constants("decode", self.pdl, launch_options))
         else:
             pdl = self.pdl if pdl is None else pdl
-            split_kv_kernel[split](q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
-                                   **self.constants["split_kv"] | dict(PDL=pdl) | launch_options)
-            reduce_kernel[reduce](self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
-                                  **self.constants["reduce"] | dict(PDL=pdl), launch_pdl=pdl)
+            launch(split_kv_kernel, split, q, k_cache, v_cache, self.o_partial, self.lse_partial, *args,
+                   **self._constants("split_kv", pdl, launch_options))
+            launch(reduce_kernel, reduce, self.o_partial, self.lse_partial, o, lse, lengths, L.num_splits,
+                   **self._constants("reduce", pdl), launch_pdl=pdl)
         return (o, lse) if return_lse else o
+
+    def _constants(self, kernel, pdl, overrides=None):
+        """A kernel's constants and launch options: the plan's, merged with PDL and overrides only where they
+        differ (no dictionary built per run otherwise)."""
+        consts = self.constants[kernel]
+        if "PDL" in consts and consts["PDL"] != pdl:
+            consts = consts | dict(PDL=pdl)
+        return consts | overrides if overrides else consts
 
     def _check(self, q, k_cache, v_cache, table, lengths):
         """run's checks: shapes, dtypes, devices and contiguity, compared with the plan's."""
@@ -346,18 +355,107 @@ def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv,
                        causal_align=causal_align, dtype=dtype, gpu=gpu)
 
 
+PLAN_CACHE_SIZE = 8  # decode_attention's plans for lengths on the device, kept per key (each holds a workspace)
+_PLANS = {}
+
+
 def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page_size=None, num_splits=None,
                      block_kv=None, causal_align="bottom_right", grouped=True, return_lse=False, gpu=None):
     """Attention of q (B, H, seq, d) over a K/V cache: paged (num_pages, page_size, kv_heads, d) reached
     through block_table (B, max_pages), or contiguous (B, kv_heads, S, d) without one. cache_seqlens: the
     tokens cached per request. Returns O in q's dtype (and with return_lse=True the fp32 log-sum-exp,
     (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (64).
-    One call: plan_for_cache's DecodePlan, run once. It reads cache_seqlens and block_table on the host to
-    check them (a synchronisation when they are on the GPU): a serving loop makes a DecodePlan itself."""
-    plan = plan_for_cache(q, k_cache, v_cache, cache_seqlens=cache_seqlens, block_table=block_table,
-                          page_size=page_size, num_splits=num_splits, block_kv=block_kv, causal_align=causal_align,
-                          grouped=grouped, gpu=gpu)
+
+    cache_seqlens a tensor on q's device (CPU in the interpreter): nothing reads the device. The call runs a
+    DecodePlan kept per key (shapes, dtypes, device, stream, page size, the block table's width, options; not
+    the lengths), made for the capacity (the block table's width in pages, or the contiguous cache's
+    positions): its num_splits is chosen for a request of that capacity, which is correct for any lengths
+    within it, though a plan for the real lengths may choose a faster count. The lengths and the block table
+    are copied into the plan's device buffers (on the device; int32 contiguous ones are used as they are). As
+    for DecodePlan.run, their values are not checked: the caller guarantees every length is at least seq
+    (bottom-right alignment) and at most the capacity, and every block-table entry a request uses is a page
+    of the cache. Calls of one key run one after another on their stream (the plan's workspace is shared).
+
+    cache_seqlens as Python ints or a CPU tensor (q on the GPU): plan_for_cache's DecodePlan for these lengths,
+    every value checked (the block table read on the host: a synchronisation when it is on the GPU), run once.
+    A serving loop makes a DecodePlan itself."""
+    options = dict(page_size=page_size, num_splits=num_splits, block_kv=block_kv, causal_align=causal_align,
+                   grouped=grouped, gpu=gpu)
+    if isinstance(q, torch.Tensor) and isinstance(cache_seqlens, torch.Tensor) and cache_seqlens.device == q.device:
+        table = None if block_table is None else _table_shaped(block_table, q.shape[0])
+        plan = _kept_plan(q, k_cache, v_cache, table, options)
+        lengths = _device_lengths(plan, cache_seqlens)
+        if table is not None and not _as_is(table, plan.device):
+            table = plan.block_table.copy_(table, non_blocking=True)
+        return plan.run(q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), table, lengths,
+                        return_lse=return_lse)
+    plan = plan_for_cache(q, k_cache, v_cache, cache_seqlens=cache_seqlens, block_table=block_table, **options)
     return plan.run(q.contiguous(), k_cache.contiguous(), v_cache.contiguous(), return_lse=return_lse)
+
+
+def _kept_plan(q, k_cache, v_cache, table, options):
+    """decode_attention's plan for lengths on the device: made once per key (capacity_plan), then a look-up."""
+    try:
+        tensors = tuple((tuple(x.shape), x.dtype, x.device) for x in (q, k_cache, v_cache))
+    except AttributeError:
+        check_tensors(q, k_cache, v_cache)  # one line naming what is not a tensor
+        raise
+    stream = torch.cuda.current_stream(q.device).cuda_stream if q.device.type == "cuda" else None
+    key = (tensors, stream, None if table is None else table.shape[1], *options.items())
+    try:
+        return _PLANS[key]
+    except KeyError:
+        plan = capacity_plan(q, k_cache, v_cache, table, options)
+    except TypeError:  # an option that is not hashable: the plan's checks say what is wrong with it
+        return capacity_plan(q, k_cache, v_cache, table, options)
+    if len(_PLANS) >= PLAN_CACHE_SIZE:
+        del _PLANS[next(iter(_PLANS))]  # the oldest
+    _PLANS[key] = plan
+    return plan
+
+
+def capacity_plan(q, k_cache, v_cache, table, options):
+    """The DecodePlan for every request at the capacity (the block table's width in pages, or the contiguous
+    cache's positions), its block table zeros: every check of the tensors and options, one line each."""
+    check_tensors(q, k_cache, v_cache)
+    paged = table is not None
+    page_size = (options["page_size"] or k_cache.shape[1]) if paged else None
+    capacity = table.shape[1] * page_size if paged else k_cache.shape[2]
+    lengths = [capacity] * q.shape[0]
+    gpu = detect_gpu(q.device) if options["gpu"] is None else options["gpu"]
+    launch_for_cache(q.shape, k_cache.shape, v_cache.shape, lengths, paged=paged,
+                     **options | dict(dtype=DTYPES[q.dtype], gpu=gpu))  # page_size as given: checked there
+    return DecodePlan(lengths, heads=q.shape[1], kv_heads=k_cache.shape[2 if paged else 1], head_dim=q.shape[3],
+                      dtype=q.dtype, device=q.device, seq=q.shape[2], max_cache_len=capacity,
+                      **options | dict(page_size=page_size))
+
+
+def _table_shaped(block_table, batch):
+    """The block table as a tensor (a host one converted), its shape and dtype checked, not its values."""
+    table = block_table if isinstance(block_table, torch.Tensor) else _indices("block_table", block_table, 2)
+    if table.dim() != 2 or not _integers(table) or table.shape[0] != batch:
+        raise ValueError(f"block_table is {table.dtype} {tuple(table.shape)}: expected 2-d integers, {batch} rows "
+                         "(one per request)")
+    return table
+
+
+def _device_lengths(plan, cache_seqlens):
+    """The lengths run reads, without reading them: an int32 contiguous tensor on the plan's device as it is,
+    other integers copied into the plan's buffer on the device."""
+    batch = plan.q_shape[0]
+    if not _integers(cache_seqlens) or tuple(cache_seqlens.shape) != (batch,):
+        raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected {batch} "
+                         "integers, one per request")
+    return cache_seqlens if _as_is(cache_seqlens, plan.device) else plan.cache_seqlens.copy_(cache_seqlens)
+
+
+def _integers(x):
+    return not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
+
+
+def _as_is(x, device):
+    """Whether run can read x itself: int32, contiguous, on the plan's device."""
+    return x.dtype == torch.int32 and x.device == device and x.is_contiguous()
 
 
 def plan_for_cache(q, k_cache, v_cache, *, cache_seqlens, block_table=None, page_size=None, num_splits=None,

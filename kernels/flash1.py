@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch
+from .launch import constants, forward_launch, launch
 from .tiles import keep, kv_blocks_visited, row_offsets
 
 
@@ -67,7 +67,7 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
-    flash1_kernel[grid](q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
+    launch(flash1_kernel, grid, q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return o
 
 

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch
+from .launch import constants, forward_launch, launch
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
 
@@ -71,7 +71,7 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, retu
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    flash2_kernel[grids](q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
+    launch(flash2_kernel, grids, q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return (o, lse) if return_lse else o
 
 

@@ -40,6 +40,7 @@ from gpusim.config import make_config
 
 from .interpreter import INTERPRETED
 from .launch import LAUNCH_CACHE_SIZE, metas, signature
+from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
 FP8 = torch.float8_e4m3fn
@@ -278,7 +279,7 @@ def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, launch["lpt_heads"])
     if warmup:
         return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
-    return o, lse, hopper_kernel[grid](*args, **constants)
+    return o, lse, launch_kernel(hopper_kernel, grid, *args, **constants)
 
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)

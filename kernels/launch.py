@@ -6,7 +6,8 @@ kernels address rows of d elements, and trace_io tells tensors apart by their me
 
 Per call, forward_launch costs a dictionary look-up: what a launch needs (gpusim's Config, the grid, the
 constants) depends only on the tensors' shapes, dtypes and devices and on the options, so it is built, with
-every check and the model's tile search, once per such key (cached_launch) and reused.
+every check and the model's tile search, once per such key (cached_launch) and reused. Every kernel is then
+launched through launch(), which, compiled, skips Triton's own per-launch binding once a key has compiled.
 """
 from dataclasses import replace
 from functools import lru_cache
@@ -14,6 +15,7 @@ from typing import NamedTuple
 
 import torch
 import triton
+from triton.compiler.compiler import CompiledKernel
 
 from gpusim.hardware import PRESETS, GiB
 from gpusim import best_blocks
@@ -28,6 +30,73 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 
 
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
+# launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
+DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
+_DIRECT = {}  # launch_key -> (the CompiledKernel's runner for the grid, the constexprs in parameter order, it)
+
+
+def launch(kernel, grid, *args, **kwargs):
+    """kernel[grid](*args, **kwargs), returning what that returns (compiled: Triton's CompiledKernel).
+
+    Compiled with triton 3.6.0 (DIRECT), a launch whose launch_key an earlier one had calls the CompiledKernel
+    that one returned, through its runner (CompiledKernel[grid], which takes every parameter in order,
+    constexprs included and ignored), skipping JITFunction.run's binding, specialisation and cache look-up:
+    the same binary, grid and arguments. The key holds all the compiled specialisation depends on. In any
+    doubt (the interpreter, another triton, an argument launch_key cannot class, a grid that is not a tuple, a
+    kernel with pre-run hooks, a parameter not given) the launch is kernel[grid](...)."""
+    key = launch_key(kernel, grid, args, kwargs) if DIRECT else None
+    try:
+        runner, constexprs, compiled = _DIRECT[key]
+    except KeyError:  # not kept yet
+        pass
+    except TypeError:  # a keyword value that cannot be hashed
+        key = None
+    else:
+        runner(*args, *constexprs)
+        return compiled
+    compiled = kernel[grid](*args, **kwargs)
+    if key is not None and isinstance(compiled, CompiledKernel) and not kernel.pre_run_hooks:
+        _remember(key, compiled, kernel, grid, len(args), kwargs)
+    return compiled
+
+
+def _remember(key, compiled, kernel, grid, n_args, kwargs):
+    """Keep compiled's runner for key, with the constexprs it takes after the n_args arguments; a parameter
+    that kwargs does not name (a default) keeps nothing."""
+    names = kernel.arg_names[n_args:]
+    if not all(name in kwargs for name in names):
+        return
+    if len(_DIRECT) >= 8 * LAUNCH_CACHE_SIZE:
+        _DIRECT.clear()
+    _DIRECT[key] = compiled[grid + (1,) * (3 - len(grid))], tuple(kwargs[name] for name in names), compiled
+
+
+def launch_key(kernel, grid, args, kwargs):
+    """What a compiled launch depends on: the kernel, the grid, the keyword arguments (constexprs and launch
+    options), Triton's debug and instrumentation settings, the current CUDA device and each argument's class
+    (arg_class); None when the grid is not a tuple or an argument cannot be classed."""
+    if type(grid) is not tuple:
+        return None
+    try:
+        classes = tuple(map(arg_class, args))
+    except TypeError:
+        return None
+    return (kernel, grid, tuple(kwargs.items()), triton.knobs.runtime.debug,
+            triton.knobs.compilation.instrumentation_mode, torch.cuda.current_device(), classes)
+
+
+def arg_class(x):
+    """x's class in Triton 3.6.0's specialisation, or finer: a tensor's dtype and whether its address is a multiple
+    of 16; an int's being 1 (a constexpr), a multiple of 16, and its type (i32, i64 or u64); a float, bool or
+    None by type. Anything else: TypeError."""
+    kind = type(x)
+    if kind is int:
+        return int, x == 1, x % 16 == 0, -2**31 <= x < 2**31, x < 2**63
+    if kind in (float, bool) or x is None:
+        return kind
+    if isinstance(x, torch.Tensor):
+        return x.dtype, x.data_ptr() % 16 == 0
+    raise TypeError(f"{kind.__name__} is not classed")
 
 
 class Launch(NamedTuple):

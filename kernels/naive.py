@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, options
+from .launch import constants, forward_launch, launch, options
 from .tiles import kv_blocks_visited, row_offsets
 
 
@@ -114,12 +114,12 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=N
     cfg, grids, consts = forward_launch("naive", q, k, v, causal, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
-    qk_kernel[grids["qk"]](q, k, s, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts["qk"])
+    launch(qk_kernel, grids["qk"], q, k, s, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts["qk"])
     p = torch.empty_like(s)
-    softmax_kernel[grids["softmax"]](s, p, cfg.seq, cfg.seq_kv, **consts["softmax"])
+    launch(softmax_kernel, grids["softmax"], s, p, cfg.seq, cfg.seq_kv, **consts["softmax"])
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
-    pv_kernel[grids["pv"]](p, v, o, cfg.seq, cfg.seq_kv, **consts["pv"])
+    launch(pv_kernel, grids["pv"], p, v, o, cfg.seq, cfg.seq_kv, **consts["pv"])
     return (o, p) if return_p else o
 
 

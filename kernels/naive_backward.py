@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from .backward import bwd_constants, prepare_backward
+from .launch import launch
 from .naive import naive_attention, row_block_product, tile_product
 from .tiles import first_q_block, kv_blocks_visited, row_offsets
 
@@ -110,17 +111,18 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     p, t, scale = p.contiguous(), cfg.tiling, cfg.head_dim**-0.5
     kv_grid = (t.n_kv_blocks, cfg.batch * cfg.kv_heads)
     dv = torch.empty_like(v)
-    dv_kernel[kv_grid](p, do, dv, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dv"))
+    launch(dv_kernel, kv_grid, p, do, dv, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dv"))
     dp = torch.empty_like(p)
-    dp_kernel[(t.n_q_blocks * t.n_kv_blocks, cfg.bh)](do, v, dp, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dp"))
+    launch(dp_kernel, (t.n_q_blocks * t.n_kv_blocks, cfg.bh), do, v, dp, cfg.seq, cfg.seq_kv,
+           **bwd_constants(cfg, "dp"))
     ds = torch.empty_like(p)
-    ds_kernel[(cfg.seq, cfg.bh)](p, dp, ds, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
-                                 BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv)
+    launch(ds_kernel, (cfg.seq, cfg.bh), p, dp, ds, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
+           BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv)
     del dp  # freed before dQ and dK are allocated: the peak is P, dP and dS together
     dq = torch.empty_like(q)
-    dq_kernel[(t.n_q_blocks, cfg.bh)](ds, k, dq, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dq"))
+    launch(dq_kernel, (t.n_q_blocks, cfg.bh), ds, k, dq, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dq"))
     dk = torch.empty_like(k)
-    dk_kernel[kv_grid](ds, q, dk, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dk"))
+    launch(dk_kernel, kv_grid, ds, q, dk, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dk"))
     return dq, dk, dv
 
 

@@ -5,6 +5,7 @@ Without a GPU they run in Triton's interpreter on small shapes; with one (TRITON
 accuracy tests run compiled, plus Llama-3-8B-shaped ones with caches up to 20,000 tokens.
 """
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -48,9 +49,12 @@ def torch_inputs(c, device, seed=0):
     return q, k, v, table
 
 
-def run(c, q, k, v, table, **extra):
+def run(c, q, k, v, table, host=False, **extra):
+    """decode_attention on the case, the lengths a tensor on q's device (the kept plan's path) or, host=True,
+    Python ints (a plan for these lengths)."""
+    seqlens = list(c["seq_kv"]) if host else torch.tensor(c["seq_kv"], device=q.device)
     return gpusim_kernels.decode_attention(
-        q, k, v, cache_seqlens=torch.tensor(c["seq_kv"], device=q.device), block_table=table,
+        q, k, v, cache_seqlens=seqlens, block_table=table,
         num_splits=c["num_splits"], block_kv=c["block_kv"], causal_align=c["causal_align"], grouped=c["grouped"],
         **extra)
 
@@ -78,8 +82,9 @@ def test_output_matches_reference(device, c):
 @CPU
 @pytest.mark.parametrize("c", SMALL, ids=case_id)
 def test_bytes_moved_equal_gpusim_counts(c):
+    """The host path (lengths as ints): a plan for these lengths, its split count gpusim's rule for them."""
     q, k, v, table = torch_inputs(c, "cpu")
-    moved = gpusim_kernels.trace_io(run, c, q, k, v, table, by_kernel=True)
+    moved = gpusim_kernels.trace_io(run, c, q, k, v, table, True, by_kernel=True)
     launch = decode.make_launch(**c, gpu="A100-40GB")  # the GPU CPU runs are checked against
     assert moved == decode.count(launch)
 
@@ -331,6 +336,113 @@ def test_plan_replays_from_a_cuda_graph_as_lengths_grow():
         plan.cache_seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
         graph.replay()
         assert torch.equal(out, plan.run(q, k, v))
+
+
+def kept_plan_calls(device, lengths_seen=((40, 20), (70, 33))):
+    """decode_attention over growing_cache's tensors with device lengths (int64: copied into the kept plan's
+    buffers) and an int64 table, at each lengths; with the fresh plan made at the capacity the kept one is."""
+    q, k, v, table, _ = growing_cache(device)
+    gpusim_kernels.decode._PLANS.clear()
+    outs = [gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor(n, device=device),
+                                            block_table=table.long().to(device), block_kv=16, return_lse=True)
+            for n in lengths_seen]
+    fresh = gpusim_kernels.DecodePlan([96, 96], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16,
+                                      device=device, page_size=16, max_cache_len=96, block_table=table,
+                                      num_pages=20, block_kv=16)
+    return q, k, v, table, outs, fresh
+
+
+@RUNS
+def test_decode_attention_keeps_one_plan_per_key_for_device_lengths():
+    """Lengths on q's device: one plan kept for both calls (the capacity's split count), each output the float64
+    reference's at its lengths, and bit for bit what a fresh plan at the capacity gives at those lengths."""
+    q, k, v, table, outs, fresh = kept_plan_calls(DEVICE)
+    (kept,) = gpusim_kernels.decode._PLANS.values()
+    assert kept.num_splits == fresh.num_splits > 1 and kept.max_cache_len == 96
+    for lengths, (out, lse) in zip(((40, 20), (70, 33)), outs):
+        fresh.cache_seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+        again, again_lse = fresh.run(q, k, v, return_lse=True)
+        assert torch.equal(out, again) and torch.equal(lse, again_lse)
+        ref = reference_at(q, k, v, table, lengths)
+        err = np.linalg.norm(out.cpu().double().numpy() - ref) / np.linalg.norm(ref)
+        assert err <= 2 * UNIT_ROUNDOFF["fp16"] + (16 + max(lengths)) * 2.0**-24
+
+
+@CPU
+def test_decode_attention_with_device_lengths_moves_the_models_bytes():
+    """trace_io's loads and stores of a call on the kept plan are gpusim.decode's count for that plan's launch
+    (its split count) at the call's lengths, byte for byte."""
+    q, k, v, table, _, _ = kept_plan_calls("cpu")
+    (kept,) = gpusim_kernels.decode._PLANS.values()
+    moved = gpusim_kernels.trace_io(gpusim_kernels.decode_attention, q, k, v, cache_seqlens=torch.tensor([70, 33]),
+                                    block_table=table, block_kv=16, by_kernel=True)
+    assert moved == decode.count(replace(kept.launch, seq_kv=(70, 33)))
+
+
+@CPU
+def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
+    """With the lengths a tensor on q's device, decode_attention's Python, plan made or kept, converts no
+    tensor to a host value: the kernels are recorders, every such conversion raises."""
+    q, k, v, table, _ = growing_cache("cpu")
+    gpusim_kernels.decode._PLANS.clear()
+    launched = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append(self.name)
+
+    for name in ("decode_kernel", "split_kv_kernel", "reduce_kernel"):
+        monkeypatch.setattr(gpusim_kernels.decode, name, Recorder(name))
+    for method in ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"):
+        monkeypatch.setattr(torch.Tensor, method, lambda *a, m=method, **kw: pytest.fail(f"called Tensor.{m}"))
+    for lengths in ([40, 20], [70, 33]):
+        gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor(lengths), block_table=table.long(),
+                                        block_kv=16)
+    monkeypatch.undo()
+    assert launched == ["split_kv_kernel", "reduce_kernel"] * 2 and len(gpusim_kernels.decode._PLANS) == 1
+
+
+@RUNS
+@pytest.mark.parametrize("change, message", [
+    (dict(cache_seqlens=[40]), "cache_seqlens is torch.int64 (1,): expected 2 integers, one per request"),
+    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected 2 integers"),
+    (dict(block_table=lambda t: t[:1]), "block_table is torch.int32 (1, 3): expected 2-d integers, 2 rows"),
+    (dict(block_table=lambda t: t.float()), "block_table is torch.float32 (2, 3): expected 2-d integers"),
+    (dict(num_splits=0), "num_splits=0 must be a positive integer"),
+    (dict(page_size=32), "page_size=32 but k_cache (10, 16, 1, 16) has pages of 16 tokens"),
+    (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
+    (dict(block_table=lambda t: None, page_size=16), "page_size=16 was given without a block_table"),
+])
+def test_bad_input_with_device_lengths_gives_one_line(monkeypatch, change, message):
+    q, k, v, table = paged_inputs()
+    monkeypatch.setattr(gpusim_kernels.DecodePlan, "run", lambda *a, **kw: pytest.fail("a kernel was launched"))
+    kwargs = dict(cache_seqlens=[40, 20], block_table=table, block_kv=16) | change
+    kwargs["cache_seqlens"] = torch.tensor(kwargs["cache_seqlens"], device=DEVICE)
+    kwargs["block_table"] = change.get("block_table", lambda t: t)(table)
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.decode_attention(q, k, v, **kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@CUDA
+def test_decode_attention_with_device_lengths_does_not_synchronise():
+    """On the GPU, decode_attention with device lengths (kept plan made, then reused) never waits for the GPU."""
+    q, k, v, table, _ = growing_cache("cuda")
+    gpusim_kernels.decode._PLANS.clear()
+    kwargs = dict(block_table=table.cuda(), block_kv=16)
+    gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor([40, 20], device="cuda"), **kwargs)
+    torch.cuda.synchronize()  # compiled outside the check
+    gpusim_kernels.decode._PLANS.clear()
+    lengths = [torch.tensor(n, device="cuda") for n in ([41, 20], [70, 33])]  # copied before the check
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for n in lengths:
+            gpusim_kernels.decode_attention(q, k, v, cache_seqlens=n, **kwargs)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
 
 
 @CPU

@@ -1,0 +1,240 @@
+"""kernels/launch.py's launch(): a compiled launch repeated with the same key calls Triton's CompiledKernel
+directly. On CPU: the key's classes refine Triton's own specialisation, and the keep/hit/fallback logic on a
+stub kernel; the interpreter always takes kernel[grid](...). On a GPU (compiled): the direct path's outputs
+equal the ordinary launch's bit for bit, misaligned pointers and integers either side of 16 included."""
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import BaseBackend
+
+import gpusim_kernels
+from gpusim_kernels import launch as launching
+from gpusim_kernels.interpreter import INTERPRETED
+
+CUDA = pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available(),
+                          reason="needs a GPU, with TRITON_INTERPRET unset (the kernels compiled)")
+BUFFER = torch.zeros(256, dtype=torch.float16)
+VALUES = [0, 1, 2, 15, 16, 17, 31, 32, 48, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, 2**32, 2**63 - 16,
+          2**63, 2**63 + 16, 0.5, 1.0, True, False, None, BUFFER, BUFFER[1:], BUFFER[8:], BUFFER[9:],
+          BUFFER.float(), BUFFER.view(torch.int16), BUFFER[8:].view(torch.int16)]
+
+
+def triton_class(x, specialize, align):
+    return native_specialize_impl(BaseBackend, x, False, specialize, align)
+
+
+@pytest.mark.parametrize("specialize, align", [(True, True), (False, True), (True, False)])
+def test_arg_class_refines_tritons_specialisation(specialize, align):
+    """Two arguments of one class get one Triton specialisation, whatever a parameter's do_not_specialize and
+    do_not_specialize_on_alignment: a launch kept for one is right for the other."""
+    for a in VALUES:
+        for b in VALUES:
+            if launching.arg_class(a) == launching.arg_class(b):
+                assert triton_class(a, specialize, align) == triton_class(b, specialize, align), (a, b)
+
+
+def test_arg_class_tells_apart_what_triton_specialises_on():
+    c = launching.arg_class
+    assert c(BUFFER) != c(BUFFER[1:]) and c(BUFFER) == c(BUFFER[8:]) and c(BUFFER) != c(BUFFER.float())
+    assert c(16) != c(17) and c(16) == c(32) and c(1) != c(2) and c(2**31 - 16) != c(2**31)
+    assert c(1) != c(True) and c(1) != c(1.0)
+    with pytest.raises(TypeError):
+        c("a string")
+
+
+class StubKernel:
+    """kernel[grid](*args, **kwargs) recorded; returns a stub CompiledKernel whose runners record too."""
+    arg_names = ["X", "N", "scale", "A", "B"]
+    pre_run_hooks = []
+
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, grid):
+        def ordinary(*args, **kwargs):
+            self.calls.append(("ordinary", grid, args, kwargs))
+            return StubCompiled(self.calls)
+        return ordinary
+
+
+class StubCompiled:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def __getitem__(self, grid):
+        return lambda *args: self.calls.append(("direct", grid, args))
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    """launch() as compiled: DIRECT on, the stub as Triton's CompiledKernel, device 0, nothing kept."""
+    monkeypatch.setattr(launching, "DIRECT", True)
+    monkeypatch.setattr(launching, "CompiledKernel", StubCompiled)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launching, "_DIRECT", {})
+
+
+def test_a_repeated_launch_calls_the_compiled_kernel_with_every_parameter(direct):
+    kernel, x = StubKernel(), torch.zeros(64)
+    for _ in range(2):
+        launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
+    assert kernel.calls == [("ordinary", (4, 2), (x, 64, 0.5), dict(A=8, B=True, num_warps=4)),
+                            ("direct", (4, 2, 1), (x, 64, 0.5, 8, True))]  # constexprs in parameter order
+
+
+@pytest.mark.parametrize("change", [
+    dict(x=lambda x: x[1:]),  # misaligned: 4 bytes past a multiple of 16
+    dict(n=lambda n: n + 1),  # 65: not a multiple of 16
+    dict(n=lambda n: 1),  # 1: a constexpr to Triton
+    dict(n=lambda n: n + 2**31),  # i64
+    dict(x=lambda x: x.double()),
+    dict(grid=(4, 3)),
+    dict(kwargs=dict(A=16, B=True, num_warps=4)),
+    dict(kwargs=dict(A=8, B=True, num_warps=8)),
+    dict(device=1),
+])
+def test_a_launch_differing_in_what_the_kernel_is_specialised_on_is_ordinary(direct, monkeypatch, change):
+    kernel, x = StubKernel(), torch.zeros(64)
+    launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: change.get("device", 0))
+    args = (change.get("x", lambda x: x)(x), change.get("n", lambda n: n)(64), 0.5)
+    launching.launch(kernel, change.get("grid", (4, 2)), *args, **change.get("kwargs", dict(A=8, B=True, num_warps=4)))
+    assert [call[0] for call in kernel.calls] == ["ordinary", "ordinary"]
+
+
+@pytest.mark.parametrize("how", ["object", "default", "hooks", "grid"])
+def test_a_launch_in_doubt_is_never_kept(direct, how):
+    """An argument launch_key cannot class, a parameter left to its default, pre-run hooks, a callable grid."""
+    kernel, x = StubKernel(), torch.zeros(64)
+    args, kwargs, grid = (x, 64, 0.5), dict(A=8, B=True), (4, 2)
+    if how == "object":
+        args = (x, 64, object())
+    elif how == "default":
+        kwargs = dict(A=8)
+    elif how == "hooks":
+        kernel.pre_run_hooks = [print]
+    else:
+        grid = lambda meta: (4, 2)  # noqa: E731
+    for _ in range(2):
+        launching.launch(kernel, grid, *args, **kwargs)
+    assert [call[0] for call in kernel.calls] == ["ordinary", "ordinary"]
+
+
+@pytest.mark.skipif(not INTERPRETED, reason="the interpreter")
+def test_the_interpreter_always_launches_through_triton(monkeypatch):
+    """Under TRITON_INTERPRET=1 nothing is kept: every launch is kernel[grid](...)."""
+    assert not launching.DIRECT
+    kernel, x = StubKernel(), torch.zeros(64)
+    for _ in range(2):
+        launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True)
+    assert [call[0] for call in kernel.calls] == ["ordinary", "ordinary"] and not launching._DIRECT
+
+
+def both_ways(monkeypatch, fn, kernels):
+    """fn() launched ordinarily (DIRECT off), then twice with DIRECT on: the first run keeps one key for each of
+    `kernels` kernels (None: any number), the second's launches all hit them (JITFunction.run made to fail, no
+    key added). Returns the three results."""
+    monkeypatch.setattr(launching, "_DIRECT", {})
+    monkeypatch.setattr(launching, "DIRECT", False)
+    ordinary = fn()
+    monkeypatch.setattr(launching, "DIRECT", True)
+    first = fn()
+    kept = set(launching._DIRECT)
+    assert kernels is None or len({key[0] for key in kept}) == len(kept) == kernels
+    with monkeypatch.context() as m:
+        for kernel in {key[0] for key in kept}:
+            m.setattr(kernel, "run", lambda *a, **kw: pytest.fail("an ordinary launch on the direct path"))
+        direct = fn()
+    assert set(launching._DIRECT) == kept
+    return ordinary, first, direct
+
+
+def assert_same(results):
+    ordinary, first, direct = ([x] if isinstance(x, torch.Tensor) else list(x) for x in results)
+    for a, b, c in zip(ordinary, first, direct):
+        assert torch.equal(a, b) and torch.equal(a, c)
+
+
+def inputs(b, h, n, d, offset=0, dtype=torch.float16, seed=0):
+    """q, k, v contiguous, each `offset` elements past a fresh buffer's start (misaligned unless 8 | offset)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    size = b * h * n * d
+    return [torch.randn(size + offset, generator=gen, device="cuda", dtype=dtype)[offset:].view(b, h, n, d)
+            for _ in range(3)]
+
+
+@CUDA
+@pytest.mark.parametrize("shape, offset", [((1, 4, 64, 64), 0), ((1, 4, 63, 64), 0), ((1, 4, 64, 64), 1),
+                                           ((1, 2, 100, 128), 3)])
+@pytest.mark.parametrize("entry", ["flash2", "flash1", "naive"])
+def test_direct_launch_equals_ordinary_forward(monkeypatch, entry, shape, offset):
+    """Each forward, ordinary and direct, bit for bit: N a multiple of 16 and either side of one at the same
+    tiles and grid (64 x 64: one Q block at 63 and 64), and q, k, v at misaligned addresses."""
+    q, k, v = inputs(*shape, offset=offset)
+    if offset % 8:
+        assert q.data_ptr() % 16 and q.is_contiguous()
+    fn = getattr(gpusim_kernels, f"{entry}_attention")
+    kernels = 3 if entry == "naive" else 1
+    assert_same(both_ways(monkeypatch, lambda: fn(q, k, v, causal=True, block_q=64, block_kv=64), kernels))
+
+
+@CUDA
+def test_direct_launch_keeps_misaligned_and_aligned_apart(monkeypatch):
+    """N = 64 and 63 at the same grid and constants, and q misaligned: each its own kept kernel."""
+    monkeypatch.setattr(launching, "_DIRECT", {})
+    for shape, offset in (((1, 4, 64, 64), 0), ((1, 4, 63, 64), 0), ((1, 4, 64, 64), 1)):
+        gpusim_kernels.flash2_attention(*inputs(*shape, offset=offset), block_q=64, block_kv=64)
+    kept = [key for key in launching._DIRECT if key[0] is gpusim_kernels.flash2.flash2_kernel]
+    assert len(kept) == 3 and len({key[1] for key in kept}) == 1  # one grid
+
+
+@CUDA
+@pytest.mark.parametrize("entry, kernels, shape, offset", [
+    ("flash2", 4, (1, 4, 128, 64), 0), ("flash2", 4, (1, 4, 127, 64), 0), ("flash2", 4, (2, 4, 80, 64), 1),
+    ("naive", 8, (2, 4, 80, 64), 1)])
+def test_direct_launch_equals_ordinary_training_step(monkeypatch, entry, kernels, shape, offset):
+    """A training step, forward and backward (flash2: four launches; naive: three and five), ordinary and
+    direct: the output and every gradient bit for bit; the leaves at q, k, v's (mis)aligned addresses."""
+    q, k, v = inputs(*shape, offset=offset)
+    trainable = getattr(gpusim_kernels, f"{entry}_attention_trainable")
+
+    def step():
+        leaves = [x.detach().requires_grad_() for x in (q, k, v)]  # views: the addresses kept
+        o = trainable(*leaves, causal=True)
+        o.backward(torch.ones_like(o))
+        return [o.detach()] + [x.grad for x in leaves]
+    assert_same(both_ways(monkeypatch, step, kernels))
+
+
+@CUDA
+@pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
+                    reason="needs an sm_90 GPU")
+@pytest.mark.parametrize("shape, causal, launch, kernels", [
+    ((1, 4, 256, 64), False, dict(warp_specialize=True, num_warps=4, num_stages=2, mask="every"), 1),
+    ((2, 4, 256, 128), True, {}, None)])  # the table's launch; host TMA descriptors would take the ordinary path
+def test_direct_launch_equals_ordinary_hopper(monkeypatch, shape, causal, launch, kernels):
+    q, k, v = inputs(*shape)
+    assert_same(both_ways(monkeypatch, lambda: gpusim_kernels.hopper_attention(q, k, v, causal=causal,
+                                                                               return_lse=True, **launch), kernels))
+
+
+@CUDA
+@pytest.mark.parametrize("lengths, page_size, num_splits", [((40, 20), 16, None), ((700, 33), 16, 4),
+                                                            ((64, 17), None, None), ((700, 640), None, 1)])
+def test_direct_launch_equals_ordinary_decode_plan_run(monkeypatch, lengths, page_size, num_splits):
+    """DecodePlan.run (split and reduce, or one kernel), ordinary and direct, bit for bit."""
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    q = torch.randn(2, 8, 1, 64, generator=gen, device="cuda", dtype=torch.float16)
+    if page_size:  # 44 pages of 16 per request (704 tokens), shuffled over 90
+        k, v = (torch.randn(90, page_size, 2, 64, generator=gen, device="cuda", dtype=torch.float16)
+                for _ in range(2))
+        table = torch.randperm(90, generator=gen, device="cuda")[:88].view(2, 44).int()
+    else:
+        k, v = (torch.randn(2, 2, 704, 64, generator=gen, device="cuda", dtype=torch.float16) for _ in range(2))
+        table = None
+    plan = gpusim_kernels.DecodePlan(list(lengths), heads=8, kv_heads=2, head_dim=64, dtype=torch.float16,
+                                     device="cuda", page_size=page_size, max_cache_len=704, num_splits=num_splits)
+    kernels = 1 if plan.num_splits == 1 else 2
+    assert_same(both_ways(monkeypatch, lambda: plan.run(q, k, v, table, return_lse=True), kernels))
