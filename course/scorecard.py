@@ -8,7 +8,9 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 - a scaling "O(n^k)" holds where the fitted log-log slope lies within SLOPE of k;
 - a comparison ("bigger", "more than", "fits") holds where it is true;
 - the verdict is "holds" when every observation satisfies the claim, "holds under conditions" when some do
-  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise.
+  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise,
+  where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time,
+  for instance). Each reason says what was measured and what was not.
 
 The claims themselves, each a function of the results folder, are in gpusim_course.claims.
 """
@@ -21,7 +23,7 @@ from .formatting import Html, table_html
 
 ABOUT = 1.25  # "~x": within a factor of 1.25 either way
 SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25
-VERDICTS = ("holds", "holds under conditions", "wrong")
+VERDICTS = ("holds", "holds under conditions", "wrong", "not testable here")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ def _where(observations, inside):
     return f"at {shown} ({len(inside)} of {len(observations)} cases)"
 
 
+def noting(judged, sentence):
+    """The same verdict with a sentence added to its reason (what was and was not measured)."""
+    return Judged(judged.verdict, f"{judged.reason} {sentence[:1].upper()}{sentence[1:].rstrip('.')}.")
+
+
 def each(checks):
     """The verdict of a claim made of parts: checks is [(part, true or false)]."""
     ok = [part for part, good in checks if good]
@@ -114,7 +121,8 @@ def rows_table(rows):
              "rule": r.rule, "experiment": r.link} for r in rows]
 
 
-COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00"}
+COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00",
+          "not testable here": "#555"}
 
 
 def html(rows):
