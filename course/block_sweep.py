@@ -65,3 +65,17 @@ def best_blocks(grid, blocks=BLOCKS):
     """(block_q, block_kv, predicted seconds) of the fastest pair of a block_grid."""
     a, b = np.unravel_index(np.nanargmin(grid["time"]), grid["time"].shape)
     return blocks[a], blocks[b], float(grid["time"][a, b])
+
+
+def tile_choice(best, algo, gpu, seq, head_dim, heads, dtype="fp16", kernel_gpu="H200-measured"):
+    """The explorer's fastest pair beside the paper's rule (gpusim.default_blocks) and the tile the project's
+    kernels launch on the H200 (gpusim.best_blocks on the measured preset: flash1 and flash2 launch the tile
+    gpusim predicts fastest on the GPU they run on), in three lines with the comparisons computed."""
+    block_q, block_kv, seconds = best
+    paper = gpusim.default_blocks(algo, gpu, head_dim, dtype)
+    kernel = gpusim.best_blocks(algo, seq=seq, head_dim=head_dim, heads=heads, dtype=dtype, gpu=kernel_gpu)
+    same = "the same" if (block_q, block_kv) == tuple(kernel) else "a different"
+    return [f"Fastest pair for {algo} on {gpu} (N = {seq:,}): {block_q} x {block_kv}, predicted {seconds * 1e3:.3f} ms.",
+            f"The paper's rule (gpusim.default_blocks) gives {paper[0]} x {paper[1]} on {gpu}.",
+            f"The project's kernels launch gpusim's fastest tile for the GPU they run on: on the H200 ({kernel_gpu}) "
+            f"that is {kernel[0]} x {kernel[1]}, {same} tile as on {gpu}."]

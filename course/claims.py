@@ -12,7 +12,7 @@ import gpusim
 
 from . import bits, evidence, sdpa
 from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, ratio_span, block_rule, hbm_reads, kv_linear, kv_waste,
-                           matmul_share, parallelism, s_matrix, ten_x, warp_split)
+                           matmul_share, parallelism, s_matrix, ten_x, waiting_share, warp_split)
 from .measurements import hopper_rows, read_results, timed_by_seq
 from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
 
@@ -113,13 +113,13 @@ def waiting(results):
         obs.append(Obs(moved / bandwidth / seconds, f"N={n:,}", f"d={d}"))
         batch, heads = gpusim.fa2_shape(n, d)
         r = gpusim.simulate("naive", seq=n, head_dim=d, batch=batch, heads=heads, gpu=PREDICT_GPU)
-        predicted.append(sum(k.memory_time_s for k in r.kernels) / r.predicted_time_s)
+        predicted.append(waiting_share(r))
     return Row("Standard attention wastes 90% of its time waiting for data to move between memory chips.", BLOG,
                f"memory time over predicted time: {ratio_span(predicted, '{:.0%}')}",
                f"DRAM bytes at the copy bandwidth over the kernels' time (Nsight): "
                f"{ratio_span([o.value for o in obs], '{:.0%}')}",
                interval(obs, *about(0.9), "~90% (72-100%)", "{:.0%}"), "~x: within 1.25x",
-               "02_standard_attention.ipynb", "Where the time goes, operation by operation")
+               "02_standard_attention.ipynb", "Where the time goes")
 
 
 MODELS = {"bert": ("BERT", 512, False, 2.2, (100, 45)), "gpt2": ("GPT-2", 1024, True, 2.9, (180, 62))}

@@ -21,6 +21,12 @@ def ratio_span(values, fmt="{:.1f}x"):
     return span(values, fmt)
 
 
+def waiting_share(result):
+    """The share of a result's predicted time its kernels spend moving bytes: the sum of the kernels' memory
+    times over the predicted time (the scorecard's "90% waiting", and notebook 2's, computed here once)."""
+    return sum(k.memory_time_s for k in result.kernels) / result.predicted_time_s
+
+
 def matmul_share(results):
     """Judged on Nsight's tensor-pipe share of each kernel's cycles (tensor_pipe.json) where it was measured;
     gpusim's share of compute time beside it (and deciding, saying so, where nothing was measured)."""

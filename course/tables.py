@@ -130,14 +130,17 @@ def tensor_rows(results):
                    for label, level in totals]
 
 
-def causal_rows(**shape):
-    """FlashAttention-2 with and without the causal mask: tiles computed, bytes requested and reaching DRAM,
-    predicted time."""
+def causal_rows(block_q=None, block_kv=None, **shape):
+    """FlashAttention-2 with and without the causal mask on the same tile (block_q x block_kv; None: the tile
+    gpusim picks without the mask): tiles computed, bytes requested and reaching DRAM, predicted time."""
+    if block_q is None or block_kv is None:
+        c = gpusim.simulate("flash2", causal=False, **shape).config
+        block_q, block_kv = block_q or c.block_q, block_kv or c.block_kv
     rows = []
     for causal in (False, True):
-        r = gpusim.simulate("flash2", causal=causal, **shape)
+        r = gpusim.simulate("flash2", causal=causal, block_q=block_q, block_kv=block_kv, **shape)
         t = r.config.tiling
-        rows.append({"causal": causal, "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
+        rows.append({"causal": causal, "tile": f"{block_q} x {block_kv}", "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
                      "S elements kept": t.kept_elements, f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes),
                      f"bytes {DRAM_BYTES}": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "predicted": fmt_time(r.predicted_time_s)})

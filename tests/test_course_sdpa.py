@@ -34,3 +34,10 @@ def test_the_sources_conditions():
 
 def test_the_math_backend_matches_float64_attention():
     assert sdpa.math_error() < 64 * 2.0**-24  # fp32: a few roundings per output, far below 64 u
+
+
+def test_the_cpu_table_says_once_that_the_gpu_backends_need_a_gpu():
+    rows = sdpa.probe("cpu", sdpa.CASES[:2])
+    table, line = sdpa.cpu_rows_table(rows)
+    assert "need a CUDA GPU" in line and len(table) == 2
+    assert not any("no:" in str(v) for r in table for v in r.values())  # no repeated refusal text in the cells

@@ -200,3 +200,14 @@ def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
 def test_hopper_gpus_and_matmul_units():
     assert tables.hopper_gpus() == ["H100-SXM", "H200", "H200-measured"]
     assert tables.matmul_units("fp32") == "fp32 on the CUDA cores" and tables.matmul_units("fp8") == "fp8 tensor cores"
+
+
+def test_causal_rows_compare_the_mask_on_one_tile():
+    """Issue 26: left to pick its own tiles, the causal run seemed to move more bytes; on one tile it moves fewer."""
+    batch, heads = gpusim.fa2_shape(8192, 64)
+    rows = tables.causal_rows(seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
+    assert rows[0]["tile"] == rows[1]["tile"]
+    plain, causal = (gpusim.simulate("flash2", seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB",
+                                     causal=c, **dict(zip(("block_q", "block_kv"), map(int, rows[0]["tile"].split(" x ")))))
+                     for c in (False, True))
+    assert causal.hbm_bytes < plain.hbm_bytes
