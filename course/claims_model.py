@@ -157,7 +157,8 @@ def kv_linear(results, model="Llama-3-8B"):
               (f"FlashAttention-2's footprint as N^{slope(seqs, flash):.2f}", abs(slope(seqs, flash) - 1) <= SLOPE)]
     return Row("While it eliminates the attention matrix memory cost, activations and KV cache still scale linearly "
                "with sequence length.", SUMMARY, f"{model}: {kvcache.bytes_per_token(model):,} B of KV cache per token "
-               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb", "")
+               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb",
+               "The KV cache")
 
 
 def s_matrix(results):

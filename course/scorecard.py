@@ -154,3 +154,10 @@ def counts(rows):
 def summary_html(rows):
     """The verdicts counted, as a table."""
     return Html(table_html([counts(rows)]))
+
+
+def verdict_list(rows, verdict):
+    """The claims with one verdict, each with its reason, as an HTML list (notebook 11's summary of them)."""
+    items = "".join(f"<li><i>{escape(r.claim)}</i>: {escape(r.judged.reason)}</li>" for r in rows
+                    if r.judged.verdict == verdict)
+    return Html(f"<p><b>{escape(verdict)}</b> ({counts(rows)[verdict]})</p><ul>{items}</ul>")

@@ -104,3 +104,9 @@ def test_the_verdict_not_testable_is_colored_and_counted():
     judged = scorecard.Judged("not testable here", "x.")
     r = scorecard.Row("c", "s", "p", "", judged, "r", "n.ipynb", "")
     assert "#555" in scorecard.html([r])._repr_html_() and scorecard.counts([r])["not testable here"] == 1
+
+
+def test_every_link_opens_its_notebook_at_a_section():
+    """Issue 26: links that named no section opened the notebook at its top."""
+    for r in claims.rows(RESULTS):
+        assert r.section and r.link.startswith(r.notebook + "#") and " " not in r.link, r.claim
