@@ -18,10 +18,13 @@ FREE = (1.0, 1.0, 1.0, 1.0)
 RESERVED_ALPHA = 0.22  # a reserved cell that holds no token: the owner's color, faded
 
 
+FIGURE_WIDTH_IN = 9  # JupyterLab shows an SVG at its own size: 9 inches fit the notebook's column
+
+
 def flash_decoding_figure(data, batches=(1, 8, 64)):
     """Time of one decode step against cache length, one panel per batch: the split-KV kernel and
     num_splits=1 as measured (decode.json) and as gpusim predicts them, and the fastest SDPA backend."""
-    fig = Figure(figsize=(12, 4.4), layout="constrained")
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2), layout="constrained")
     axes = fig.subplots(1, len(batches), sharey=True)
     for ax, batch in zip(axes, batches):
         for name, (x, y) in decode_measured.series(data, batch).items():

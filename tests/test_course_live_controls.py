@@ -39,3 +39,17 @@ def test_sdpa_pick_reads_the_h200_probe(tmp_path):
     assert _span(w, "gpusim-sdpa-pick") == "FLASH_ATTENTION"
     with pytest.raises(FileNotFoundError, match="not measured here"):
         live_controls.SdpaPickExplorer(tmp_path)
+
+
+def test_notebook8_labels_whole_and_charts_within_the_page():
+    """Issue 26: "block_kv (…" and "arrivals/st…" were cut, and a chart was wider than the page."""
+    from gpusim_course import decode_plots, decode_widgets
+    from gpusim_course.measurements import read_results
+
+    stepper = decode_widgets.SplitKVStepper()
+    paged = decode_widgets.PagedAllocation()
+    assert stepper.block_kv.style.description_width == "initial"
+    assert paged.per_step.style.description_width == "initial"
+    assert paged.image.layout.max_width == "100%" and paged.image.layout.height == "auto"
+    fig = decode_plots.flash_decoding_figure(read_results(RESULTS / "decode.json"))
+    assert fig.get_size_inches()[0] <= 9

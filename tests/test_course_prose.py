@@ -15,8 +15,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_number_in_the_prose_is_registered(path):
     missing = prose.uncovered(path)
-    assert not missing, ("numbers in the prose without a computation or a source in gpusim_course.prose "
-                         "(print them from a cell, or register them): " + "; ".join(f"{n!r} in …{c}…" for n, c in missing))
+    assert not missing, ("numbers in the prose without a computation or a source in gpusim_course.prose (print "
+                         "them from a cell, or register them): " + "; ".join(f"{n!r} in …{c}…" for n, c in missing))
 
 
 @pytest.mark.parametrize("fact", prose.FACTS, ids=lambda f: f"{f.notebook}: {f.text}")
