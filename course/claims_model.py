@@ -27,6 +27,14 @@ def waiting_share(result):
     return sum(k.memory_time_s for k in result.kernels) / result.predicted_time_s
 
 
+def _share_pairs(rows):
+    """(flash1's share, flash2's share) at each (head_dim, seq, causal) both kernels were measured at."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["head_dim"], r["seq"], r["causal"]), {})[r["kernel"]] = r["share"]
+    return [(k["flash1"], k["flash2"]) for k in by.values() if {"flash1", "flash2"} <= k.keys()]
+
+
 def matmul_share(results):
     """Judged on Nsight's tensor-pipe share of each kernel's cycles (tensor_pipe.json) where it was measured;
     gpusim's share of compute time beside it (and deciding, saying so, where nothing was measured)."""
@@ -46,8 +54,13 @@ def matmul_share(results):
             f"{r['kernel']} d={r['head_dim']}"
         measured.append((f"{at}: {r['share']:.0%} (the source: ~{claims[r['kernel']]:.0%})", lo <= r["share"] <= hi))
     if measured:
+        pairs = _share_pairs(measured_rows)
+        direction = (f"the direction holds: flash2's share is above flash1's in {sum(b > a for a, b in pairs)} of "
+                     f"{len(pairs)} measured pairs" if pairs else "")
         judged = noting(each(measured), "Measured: Nsight Compute's tensor-pipe active cycles over the SM's active "
-                        "cycles of the project's flash1 and flash2 kernels on the H200 (tensor_pipe.json)")
+                        "cycles of the project's flash1 and flash2 kernels on the H200 (tensor_pipe.json: how busy the "
+                        "tensor pipe is, the nearest measure of the source's share of time)"
+                        + (f"; {direction}" if direction else ""))
     else:
         judged = noting(each(modelled), "gpusim's model decides: the tensor pipe's share of the kernels' cycles "
                         "was not measured here (tensor_pipe.json)")

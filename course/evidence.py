@@ -37,18 +37,26 @@ def backend(name):
     return BACKEND_NAMES.get(str(name).strip().lower())
 
 
+def mask_name(mask):
+    """A mask as the probe names it: "none", "causal", "boolean" or "additive"; sdpa_pick.json's True (a mask
+    tensor was passed) is "boolean", its False "none"."""
+    if mask is True:
+        return "boolean"
+    return str(mask) if mask not in (None, False, "") else "none"
+
+
 def sdpa_picks(results):
     """What SDPA runs unforced on the GPU: [{dtype, head_dim, mask, causal, seq, picked, source}], from
     sdpa_pick.json (kernel names, unforced) where it exists, else from sdpa_backends.json's CUDA rows (the
     dispatcher's choice, torch._fused_sdp_choice). [] where neither was measured."""
     rows, _ = rows_of(results, "sdpa_pick.json", ("dtype", "head_dim", "picked"))
-    out = [{"dtype": r["dtype"], "head_dim": int(r["head_dim"]), "mask": r.get("mask") or "none",
+    out = [{"dtype": r["dtype"], "head_dim": int(r["head_dim"]), "mask": mask_name(r.get("mask")),
             "causal": bool(r.get("causal")), "seq": r.get("seq"), "picked": backend(r["picked"]),
             "source": "sdpa_pick.json"} for r in rows if backend(r["picked"])]
     if out:
         return out
     rows, _ = rows_of(results, "sdpa_backends.json", ("dtype", "head_dim", "picked", "device"))
-    return [{"dtype": r["dtype"], "head_dim": int(r["head_dim"]), "mask": r.get("mask") or "none",
+    return [{"dtype": r["dtype"], "head_dim": int(r["head_dim"]), "mask": mask_name(r.get("mask")),
              "causal": r.get("mask") == "causal", "seq": None, "picked": backend(r["picked"]),
              "sm": r.get("sm"), "flash_runs": (r.get("FLASH_ATTENTION") or {}).get("ran"),
              "source": "sdpa_backends.json"} for r in rows if r["device"] == "cuda" and backend(r["picked"])]

@@ -120,6 +120,7 @@ def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
         return dict(dtype=dtype, head_dim=head_dim, mask=mask, device="cuda", sm="90", picked=picked,
                     FLASH_ATTENTION=ran, EFFICIENT_ATTENTION=other, CUDNN_ATTENTION=other, MATH=other)
 
+    (copy / "sdpa_pick.json").unlink(missing_ok=True)  # the unforced pick's own file would decide instead
     rows = [row("fp16", 64, "none", True), row("fp32", 64, "none", False), row("fp16", 64, "boolean", False)]
     (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
     assert claims.sdpa_conditions(copy).judged.verdict == "holds"

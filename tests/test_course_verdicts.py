@@ -110,3 +110,13 @@ def test_every_link_opens_its_notebook_at_a_section():
     """Issue 26: links that named no section opened the notebook at its top."""
     for r in claims.rows(RESULTS):
         assert r.section and r.link.startswith(r.notebook + "#") and " " not in r.link, r.claim
+
+
+def test_the_files_formats_as_the_gpu_wrote_them():
+    """sdpa_pick.json names a mask tensor True; tensor_pipe.json's pairs give the direction beside the numbers."""
+    assert evidence.mask_name(True) == "boolean" and evidence.mask_name(False) == "none"
+    assert evidence.mask_name("causal") == "causal"
+    picks = evidence.sdpa_picks(FIXTURES)
+    assert {p["mask"] for p in picks} == {"none", "boolean"}
+    row = claims.matmul_share(FIXTURES)
+    assert "flash2's share is above flash1's in 0 of 1 measured pairs" in row.judged.reason
