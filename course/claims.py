@@ -246,7 +246,8 @@ def sdpa_conditions(results):
                                                                            "SDPA in practice: which backend runs")
     if not picks:
         return Row(claim, SUMMARY, cpu, evidence.NOT_MEASURED, Judged(
-            "not testable here", "what SDPA picks on a GPU was not measured here (sdpa_pick.json, sdpa_backends.json)."),
+            "not testable here",
+            "what SDPA picks on a GPU was not measured here (sdpa_pick.json, sdpa_backends.json)."),
             rule, *where)
     meets = [p for p in picks if _meets_conditions(p, runs)]
     by_pick = {}

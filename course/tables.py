@@ -140,7 +140,8 @@ def causal_rows(block_q=None, block_kv=None, **shape):
     for causal in (False, True):
         r = gpusim.simulate("flash2", causal=causal, block_q=block_q, block_kv=block_kv, **shape)
         t = r.config.tiling
-        rows.append({"causal": causal, "tile": f"{block_q} x {block_kv}", "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
+        rows.append({"causal": causal, "tile": f"{block_q} x {block_kv}",
+                     "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
                      "S elements kept": t.kept_elements, f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes),
                      f"bytes {DRAM_BYTES}": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "predicted": fmt_time(r.predicted_time_s)})

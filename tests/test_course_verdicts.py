@@ -120,3 +120,10 @@ def test_the_files_formats_as_the_gpu_wrote_them():
     assert {p["mask"] for p in picks} == {"none", "boolean"}
     row = claims.matmul_share(FIXTURES)
     assert "flash2's share is above flash1's in 0 of 1 measured pairs" in row.judged.reason
+
+
+def test_the_pick_table_shows_the_kernel_each_input_ran(tmp_path):
+    table = evidence.pick_table(FIXTURES)
+    assert [r["SDPA ran"] for r in table] == ["cudnn", "flash", "efficient", "cudnn"]  # the keyless row dropped
+    assert table[0]["kernel"].startswith("cudnn_generated") and table[-1]["mask"] == "boolean"
+    assert evidence.pick_table(tmp_path) == []
