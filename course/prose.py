@@ -2,7 +2,8 @@
 with the function that computes it, and tests/test_course_prose.py checks each sentence against that function
 (as tests/test_agreement.py does for the README).
 
-`scan` finds the numbers with a unit (%, x, GB, TFLOP/s, ms, SMs, bytes, ...) in a markdown cell's own words:
+`scan` finds the numbers with a unit (%, x, GB, TFLOP/s, ms, SMs, bytes, ...) and the ranges ("N = 1,024 to
+32,768", "up to N = ...") in a markdown cell's own words (a lone shape such as "N = 4,096" is a choice, not a fact):
 quotations of the source documents ("..." and > blocks), code spans and formulas are left out. Each number
 found must lie inside a registered phrase of its notebook: a FACT, whose function returns the phrase as the
 course computes it now, or a QUOTE (a source document's number the prose names, a preset's or a model's name,
@@ -20,7 +21,10 @@ from . import scorecard
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (r"(?:%|x\b|×|\s?(?:TB/s|GB/s|TFLOP/s|GiB|MiB|KiB|GB|MB|KB|ms|µs|us|ns|SMs|registers|bytes|B\b|threads|"
         r"programs|blocks|split blocks|waves)|\s(?:on an|on the) H200)")
-NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)" + UNIT)
+INT = r"\d{1,3}(?:,\d{3})*(?!\d|,\d)|\d+"  # 1,024 or 4096, without a trailing comma
+INT = f"(?:{INT})"
+NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)" + UNIT
+                    + r"|(?<![\w.])(?:N = )?{0} to {0}|up to N = {0}|\bto \d{{1,3}},\d{{3}}\b".format(INT))
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,27 @@ def _gpu(name):
 def _s_mib():
     r = gpusim.simulate("naive", seq=4096, head_dim=64, dtype="fp16")
     return f"alone is {r.by_tensor['S']['write_bytes'] / 2**20:.0f} MiB"
+
+
+def _results(name):
+    return json.loads((ROOT / "results" / "h200" / name).read_text())["rows"]
+
+
+def _ncu_range():
+    seqs = [r["seq"] for r in _results("ncu.json")]
+    return f"N = {min(seqs):,} to {max(seqs):,}"
+
+
+def _ncu_range_naive():
+    rows = _results("ncu.json")
+    short = {max(r["seq"] for r in rows if r["kernel"] == k) for k in ("qk", "softmax", "pv", "flash1")}
+    assert len(short) == 1, short  # the sentence names one length for all four
+    return f"{_ncu_range()} (the naive kernels and flash1 to {short.pop():,})"
+
+
+def _longest_naive_run():
+    rows = [r for r in _results("bench.json") if r["provider"] in ("naive", "torch_naive", "sdpa_math") and r.get("ms")]
+    return f"were run up to N = {max(r['seq'] for r in rows):,}"
 
 
 def _spills():
@@ -60,6 +85,9 @@ FACTS = [
     Phrase("08", "132 on an H200", lambda: f"{_gpu('H200').sm_count} on an H200"),
     Phrase("09", "an A100's 40 MiB L2", lambda: f"an A100's {_gpu('A100-40GB').l2_bytes / 2**20:.0f} MiB L2"),
     Phrase("12", "68 to 96 bytes per thread under the causal mask, 8 to 12 without", _spills),
+    Phrase("06", "N = 1,024 to 32,768", _ncu_range),
+    Phrase("12", "N = 1,024 to 32,768 (the naive kernels and flash1 to 16,384)", _ncu_range_naive),
+    Phrase("12", "were run up to N = 32,768", _longest_naive_run),
 ]
 QUOTES = [
     Phrase("01", "A100-40GB", why="a preset's name"),
@@ -80,6 +108,8 @@ QUOTES = [
     Phrase("09", "35.3 GB", why="the FlashAttention paper's Figure 2"),
     Phrase("09", "4.4 GB", why="the FlashAttention paper's Figure 2"),
     Phrase("10", "Llama 2 70B", why="a model's name"),
+    Phrase("08", "notebooks 2 to 5", why="the course's own notebooks"),
+    Phrase("02", "raise `seq` to 131,072", why="a slider value to try"),
 ]
 
 

@@ -37,3 +37,5 @@ def test_the_scan_skips_quotations_code_and_formulas_and_finds_the_rest():
     text = 'The post says *"wastes 90% of its time"*; `x = 5 GB`; $N = 8 GB$.\n> 3 TB/s quoted\nBut 7 ms here.'
     assert [n for _, _, n in prose.scan(text)] == ["7 ms"]
     assert re.fullmatch(r"\d+ on an H200", [n for _, _, n in prose.scan("SMs: 132 on an H200")][0])
+    ranges = "once per configuration, N = 1,024 to 32,768, d = 64; flash1 to 16,384; run up to N = 32,768: x"
+    assert [n for _, _, n in prose.scan(ranges)] == ["N = 1,024 to 32,768", "to 16,384", "up to N = 32,768"]
