@@ -32,12 +32,12 @@ def flash_decoding_figure(data, batches=(1, 8, 64)):
             ax.plot(x, y, linestyle=style, marker=marker, color=color, label=name)
         lesson = decode_measured.unsplit_lesson(data, batch)
         ax.set(xscale="log", yscale="log", xlabel="cached tokens per request",
-               title=f"batch {batch}: num_splits=1 runs {lesson['num_splits=1 programs']} programs")
+               title=f"batch {batch}\nnum_splits=1: {lesson['num_splits=1 programs']} programs")
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("ms per decode step (one layer)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)  # within the 9 inches
     fig.suptitle(f"Flash-Decoding on the H200: {_shape_text(data)}")
     return fig
 

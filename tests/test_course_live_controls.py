@@ -53,3 +53,6 @@ def test_notebook8_labels_whole_and_charts_within_the_page():
     assert paged.image.layout.max_width == "100%" and paged.image.layout.height == "auto"
     fig = decode_plots.flash_decoding_figure(read_results(RESULTS / "decode.json"))
     assert fig.get_size_inches()[0] <= 9
+    fig.canvas.draw()
+    legend = fig.legends[0].get_window_extent()
+    assert 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # the legend within the figure: no wider chart
