@@ -4,6 +4,7 @@ verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpus
 gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
 root, ../results/h200 from notebooks/).
 """
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -419,6 +420,17 @@ CLAIMS = (speedup, memory, fa2_over_fa1, matmul_share, linear_memory, waiting, b
           fp8_rate)
 
 
+def with_evidence(row):
+    """A row whose reason says what was not measured: the ones judged above say it themselves; otherwise the
+    H200 alone was measured (no other GPU), or nothing was and gpusim's model decides."""
+    said = ("not measured", "did not run", "not testable")
+    if row.judged.verdict == "not testable here" or any(x in row.judged.reason for x in said):
+        return row
+    note = ("Measured on the lent H200 alone: other GPUs not measured here" if row.measured else
+            "Not measured here: gpusim's model decides")
+    return replace(row, judged=noting(row.judged, note))
+
+
 def rows(results):
-    """Every claim, evaluated: a list of scorecard.Row."""
-    return [claim(results) for claim in CLAIMS]
+    """Every claim, evaluated: a list of scorecard.Row, each saying what was not measured."""
+    return [with_evidence(claim(results)) for claim in CLAIMS]

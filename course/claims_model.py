@@ -156,7 +156,7 @@ def kv_waste(results, model="Llama-3-8B", users=50):
     claim = waste_claim_rows(users=users, model=model)
     obs = [Obs(r["contiguous wasted share"], f"{r['max_tokens']:,} tokens reserved per request") for r in claim]
     judged = noting(interval(obs, *about(0.7), "~70% (56-88%)", "{:.0%}", "gpusim"),
-                    "gpusim's allocator simulation decides: a serving system's memory was not measured here")
+                    "the allocator simulation (gpusim) decides: a serving system's memory was not measured here")
     return Row("Pre-allocated GPU memory for max context length: 70% of that memory is wasted.", BLOG,
                f"{model}, {users} users, ShareGPT-like lengths, contiguous slots: "
                + ", ".join(f"{o.value:.0%} at {o.at}" for o in obs), "", judged, "~x: within 1.25x",

@@ -127,3 +127,9 @@ def test_the_pick_table_shows_the_kernel_each_input_ran(tmp_path):
     assert [r["SDPA ran"] for r in table] == ["cudnn", "flash", "efficient", "cudnn"]  # the keyless row dropped
     assert table[0]["kernel"].startswith("cudnn_generated") and table[-1]["mask"] == "boolean"
     assert evidence.pick_table(tmp_path) == []
+
+
+def test_every_verdict_says_what_was_not_measured():
+    for r in claims.rows(RESULTS):
+        reason = r.judged.reason
+        assert r.judged.verdict == "not testable here" or "not measured" in reason or "did not run" in reason, r.claim
