@@ -424,7 +424,7 @@ def with_evidence(row):
     """A row whose reason says what was not measured: the ones judged above say it themselves; otherwise the
     H200 alone was measured (no other GPU), or nothing was and gpusim's model decides."""
     said = ("not measured", "did not run", "not testable")
-    if row.judged.verdict == "not testable here" or any(x in row.judged.reason for x in said):
+    if row.judged.verdict == "not testable here" or any(x in row.judged.reason.lower() for x in said):
         return row
     note = ("Measured on the lent H200 alone: other GPUs not measured here" if row.measured else
             "Not measured here: gpusim's model decides")
