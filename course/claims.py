@@ -4,7 +4,6 @@ verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpus
 gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
 root, ../results/h200 from notebooks/).
 """
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ from . import bits, evidence, sdpa
 from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, ratio_span, block_rule, hbm_reads, kv_linear, kv_waste,
                            matmul_share, parallelism, s_matrix, ten_x, waiting_share, warp_split)
 from .measurements import hopper_rows, read_results, timed_by_seq
-from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
+from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope, with_evidence
 
 GROUPS = [(64, False), (64, True), (128, False), (128, True)]
 N_MAX = 32768  # the longest N where standard attention ran
@@ -418,17 +417,6 @@ CLAIMS = (speedup, memory, fa2_over_fa1, matmul_share, linear_memory, waiting, b
           kitchen, ten_x, bit_identical, differs, sdpa_conditions, mask_limits, warp_split, fa3_fp16, fa3_fp8,
           fa3_utilization, longer_bigger, kv_waste, kv_linear, prefill_decode, s_matrix, long_context, parallelism,
           fp8_rate)
-
-
-def with_evidence(row):
-    """A row whose reason says what was not measured: the ones judged above say it themselves; otherwise the
-    H200 alone was measured (no other GPU), or nothing was and gpusim's model decides."""
-    said = ("not measured", "did not run", "not testable")
-    if row.judged.verdict == "not testable here" or any(x in row.judged.reason.lower() for x in said):
-        return row
-    note = ("Measured on the lent H200 alone: other GPUs not measured here" if row.measured else
-            "Not measured here: gpusim's model decides")
-    return replace(row, judged=noting(row.judged, note))
 
 
 def rows(results):

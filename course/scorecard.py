@@ -14,7 +14,7 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 
 The claims themselves, each a function of the results folder, are in gpusim_course.claims.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 import numpy as np
@@ -114,8 +114,20 @@ def anchor(heading):
     return heading.strip().replace(" ", "-")
 
 
+def with_evidence(row):
+    """A row whose reason says what was not measured: the claims that say it themselves are left as they are;
+    otherwise the H200 alone was measured (no other GPU), or nothing was and gpusim's model decides."""
+    said = ("not measured", "did not run")
+    if row.judged.verdict == "not testable here" or any(x in row.judged.reason.lower() for x in said):
+        return row
+    note = ("Measured on the lent H200 alone: other GPUs not measured here" if row.measured else
+            "Not measured here: gpusim's model decides")
+    return replace(row, judged=noting(row.judged, note))
+
+
 def rows_table(rows):
     """The scorecard as dicts (one per claim) for gpusim_course.formatting.html_table or a DataFrame."""
+    rows = [with_evidence(r) for r in rows]
     return [{"claim": r.claim, "source": r.source, "gpusim predicts": r.predicted,
              "H200 measured": r.measured or "not measured", "verdict": r.judged.verdict, "reason": r.judged.reason,
              "rule": r.rule, "experiment": r.link} for r in rows]
@@ -128,7 +140,7 @@ COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b0
 def html(rows):
     """The scorecard as an HTML table: verdicts in color, each experiment a link into its notebook."""
     cells = []
-    for r in rows:
+    for r in map(with_evidence, rows):
         verdict = f"<b style='color:{COLORS[r.judged.verdict]}'>{r.judged.verdict}</b>"
         cells.append({"claim": r.claim, "gpusim predicts": r.predicted, "H200 measured": r.measured or "—",
                       "verdict": verdict, "reason": r.judged.reason, "experiment": (r.link, r.section)})

@@ -129,3 +129,12 @@ def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
     (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
     judged = claims.sdpa_conditions(copy).judged
     assert judged.verdict == "holds under conditions" and "cudnn picked for 1 of 2 inputs" in judged.reason
+
+
+def test_a_row_shown_anywhere_says_what_was_not_measured():
+    """scorecard.html and rows_table note it for rows taken one at a time (notebooks 2 to 8), as claims.rows does."""
+    row = scorecard.Row("c", "s", "p", "", scorecard.Judged("holds", "x."), "r", "n.ipynb", "")
+    assert "Not measured here: gpusim&#x27;s model decides." in scorecard.html([row])._repr_html_()
+    measured = scorecard.Row("c", "s", "p", "m", scorecard.Judged("holds", "x."), "r", "n.ipynb", "")
+    assert scorecard.rows_table([measured])[0]["reason"].endswith("other GPUs not measured here.")
+    assert scorecard.with_evidence(scorecard.with_evidence(measured)) == scorecard.with_evidence(measured)
