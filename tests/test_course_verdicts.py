@@ -133,3 +133,11 @@ def test_every_verdict_says_what_was_not_measured():
     for r in claims.rows(RESULTS):
         reason = r.judged.reason.lower()
         assert r.judged.verdict == "not testable here" or "not measured" in reason or "did not run" in reason, r.claim
+
+
+def test_the_whole_scorecard_with_the_new_files_present(with_fixtures):
+    rows = {r.claim[:20]: r for r in claims.rows(with_fixtures)}
+    assert all(r.judged.verdict in scorecard.VERDICTS for r in rows.values())
+    assert "sdpa_pick.json" in rows["PyTorch selects Flas"].measured
+    assert "eager" in rows["BERT (seq 512): 100 "].measured
+    assert "tensor-pipe" in rows["FlashAttention-1: ~5"].measured
