@@ -159,23 +159,6 @@ def test_nonmatmul_rows_show_flash2_doing_less_non_matmul_work():
     assert rows[1]["non-matmul FLOPs"] == f"{r.flops_other / (r.flops_matmul + r.flops_other):.1%}"
 
 
-def test_decode_shape_is_one_query_against_the_cache():
-    assert tables.decode_shape(2048, batch=64) == dict(seq=1, seq_kv=2048, heads=32, kv_heads=32, head_dim=128,
-                                                       batch=64)
-
-
-def test_when_flash_helps_table_is_gpusims():
-    rows = {r["scenario"]: r for r in tables.when_flash_helps("H100-SXM")}
-    naive = gpusim.simulate("naive", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
-    flash = gpusim.simulate("flash2", seq=512, heads=32, kv_heads=32, head_dim=128, gpu="H100-SXM")
-    speedup = naive.predicted_time_s / flash.predicted_time_s
-    assert rows["prefill, short prompt"]["predicted speedup"] == f"{speedup:.1f}x"
-    assert rows["prefill, 128K context"]["predicted speedup"] == "naive cannot run"
-    assert rows["decode, 128K cache"]["queries x keys"] == "1 x 131,072"
-    # one query row per (batch, head): FlashAttention-2 launches one thread block per head at decode
-    assert rows["decode, 128K cache"]["flash2 thread blocks"] == "32 on 132 SMs"
-
-
 def test_fa3_rows_are_speedups_over_flash2_fp16():
     rows = tables.fa3_rows("H100-SXM", seq=8192, head_dim=128)
     assert [r["kernel"] for r in rows] == ["flash2 fp16", "hopper fp16", "hopper fp8"]
