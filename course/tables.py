@@ -106,12 +106,6 @@ def occupancy(result):
             "waves": math.ceil(k.programs / (g.sm_count * k.blocks_per_sm))}
 
 
-def memory_bound_share(result):
-    """Share of the predicted time spent in kernels whose memory time exceeds their compute time."""
-    terms = time_terms(result)
-    return sum(t["predicted"] for t in terms if t["bound"] == "memory") / sum(t["predicted"] for t in terms)
-
-
 def tensor_rows(results):
     """Bytes the SMs request, read and written, per tensor, one column pair per result; then the totals and
     the part of them that reaches DRAM (gpusim's L2 model)."""

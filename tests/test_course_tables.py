@@ -61,14 +61,6 @@ def test_time_rows_format_the_terms():
     assert [row["bound by"] for row in rows] == [k.bound for k in r.kernels]
 
 
-def test_memory_bound_share_weighs_kernels_by_their_time():
-    naive = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
-    memory = sum(k.predicted_time_s for k in naive.kernels if k.memory_time_s >= k.compute_time_s)
-    assert tables.memory_bound_share(naive) == pytest.approx(memory / naive.predicted_time_s)
-    flash = gpusim.simulate("flash2", seq=16384, head_dim=128, gpu="H100-SXM")
-    assert tables.memory_bound_share(flash) == (1.0 if flash.kernels[0].bound == "memory" else 0.0)
-
-
 def test_tile_terms_average_the_first_kernel_over_its_tiles_on_one_sm():
     for algo in ("flash2", "hopper"):
         r = gpusim.simulate(algo, seq=8192, head_dim=128, batch=2, heads=16, block_q=128, block_kv=64, gpu="H100-SXM")
