@@ -117,7 +117,7 @@ def hbm_reads(results):
     for g in gpusim.PRESETS.values():
         try:
             ys = [gpusim.simulate("flash1", seq=16384, head_dim=d, gpu=g,
-                                  **dict(zip(("block_q", "block_kv"), gpusim.default_blocks("flash1", g, d, "fp16"))))
+                                  **dict(zip(("block_q", "block_kv"), PAPER_RULE("flash1", g, d, "fp16"))))
                   .hbm_bytes for d in (32, 64, 128)]
         except ValueError:  # the paper's tile does not fit this GPU at some head_dim
             continue
