@@ -88,6 +88,7 @@ FACTS = [
     Phrase("06", "N = 1,024 to 32,768", _ncu_range),
     Phrase("12", "N = 1,024 to 32,768 (the naive kernels and flash1 to 16,384)", _ncu_range_naive),
     Phrase("12", "were run up to N = 32,768", _longest_naive_run),
+    Phrase("13", "(1.25x at P = 4)", lambda: f"({5 / 4}x at P = 4)"),  # the sentence's own 5/P at P = 4
 ]
 QUOTES = [
     Phrase("01", "A100-40GB", why="a preset's name"),
@@ -108,6 +109,7 @@ QUOTES = [
     Phrase("09", "35.3 GB", why="the FlashAttention paper's Figure 2"),
     Phrase("09", "4.4 GB", why="the FlashAttention paper's Figure 2"),
     Phrase("10", "Llama 2 70B", why="a model's name"),
+    Phrase("13", "Llama-3-8B", why="a model's name"),
     Phrase("08", "notebooks 2 to 5", why="the course's own notebooks"),
     Phrase("02", "raise `seq` to 131,072", why="a slider value to try"),
 ]

@@ -19,17 +19,25 @@ def test_every_number_in_the_prose_is_registered(path):
                          "them from a cell, or register them): " + "; ".join(f"{n!r} in …{c}…" for n, c in missing))
 
 
+def _notebook(number):
+    """The notebook of that number; a phrase of a notebook this tree does not have yet is skipped."""
+    path = next((p for p in NOTEBOOKS if p.name.startswith(number)), None)
+    if path is None:
+        pytest.skip(f"no notebook {number} in this tree")
+    return path
+
+
 @pytest.mark.parametrize("fact", prose.FACTS, ids=lambda f: f"{f.notebook}: {f.text}")
 def test_each_fact_is_what_its_function_computes_and_is_in_its_notebook(fact):
     assert fact.compute() == fact.text
-    path = next(p for p in NOTEBOOKS if p.name.startswith(fact.notebook))
+    path = _notebook(fact.notebook)
     assert any(fact.text in text for text in prose.markdown(path)), f"{fact.text!r} is no longer in {path.name}"
 
 
 @pytest.mark.parametrize("quote", prose.QUOTES, ids=lambda q: f"{q.notebook}: {q.text}")
 def test_each_quote_says_whose_number_it_is_and_is_in_its_notebook(quote):
     assert quote.why and quote.compute is None
-    path = next(p for p in NOTEBOOKS if p.name.startswith(quote.notebook))
+    path = _notebook(quote.notebook)
     assert any(quote.text in text for text in prose.markdown(path))
 
 
