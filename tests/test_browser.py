@@ -309,6 +309,7 @@ CONTROLS = {
     "09_training.ipynb": ("training_widgets.BackwardStepper(", "dropdown", "algo"),
     "11_claims_scorecard.ipynb": ("choice.wrong_question(rows)", "choice", ""),
     "12_appendix_provenance.ipynb": ("choice.floor_question(", "choice", ""),
+    "13_beyond_one_gpu.ipynb": ("context_widgets.TimelineExplorer(", "dropdown", "strategy"),
 }
 
 
@@ -340,6 +341,8 @@ def _move(driver, cell, kind, label):
 @pytest.mark.parametrize("notebook", sorted(CONTROLS))
 def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, notebook):
     marker, kind, label = CONTROLS[notebook]
+    if not (NOTEBOOKS / notebook).exists():
+        pytest.skip(f"{notebook} is not in this tree")
     wait = WebDriverWait(browser, 90, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException])
     _open_and_run_all(browser, wait, lab, notebook)
     cell = wait.until(lambda d: _cell_with(d, marker, missing_ok=True))
