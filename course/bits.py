@@ -59,3 +59,13 @@ def bits_verdict(comparisons):
         return "Measured: bit-for-bit identical in every comparison (" + ", ".join(identical) + ")."
     return ("Measured: not bit-for-bit identical. " + "; ".join(differ) + ". The algebra is exact; floating-point "
             "addition is not associative, and the two orders of operations round differently.")
+
+
+def exp_overflow(dtype):
+    """The score above which e^x overflows in `dtype`: log of its largest finite number (numpy.finfo)."""
+    return float(np.log(np.finfo(dtype).max))
+
+
+def exp_overflow_line(dtypes=(np.float16, np.float32, np.float64)):
+    """exp_overflow of each dtype, in one line."""
+    return "e^x overflows above: " + ", ".join(f"{np.dtype(d).name} {exp_overflow(d):.1f}" for d in dtypes)

@@ -6,9 +6,11 @@ FlashAttention launches. Each takes the results folder, unused here, so that eve
 import gpusim
 from gpusim import kvcache
 
-from . import warps
+from . import evidence, warps
+from .decode import waste_claim_rows
 from .formatting import span
-from .scorecard import SLOPE, Obs, Row, about, each, interval, slope
+from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
+from .block_sweep import PAPER_RULE
 from .tables import nonmatmul_shares
 
 BLOG, SUMMARY = "blog post", "chapter summary"
@@ -20,39 +22,94 @@ def ratio_span(values, fmt="{:.1f}x"):
     return span(values, fmt)
 
 
+def waiting_share(result):
+    """The share of a result's predicted time its kernels spend moving bytes: the sum of the kernels' memory
+    times over the predicted time (the scorecard's "90% waiting", and notebook 2's, computed here once)."""
+    return sum(k.memory_time_s for k in result.kernels) / result.predicted_time_s
+
+
+def _share_pairs(rows):
+    """(flash1's share, flash2's share) at each (head_dim, seq, causal) both kernels were measured at."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["head_dim"], r["seq"], r["causal"]), {})[r["kernel"]] = r["share"]
+    return [(k["flash1"], k["flash2"]) for k in by.values() if {"flash1", "flash2"} <= k.keys()]
+
+
 def matmul_share(results):
+    """Judged on Nsight's tensor-pipe share of each kernel's cycles (tensor_pipe.json) where it was measured;
+    gpusim's share of compute time beside it (and deciding, saying so, where nothing was measured)."""
     shares = nonmatmul_shares(PREDICT_GPU, seq=4096)
     claims = {"flash1": 0.5, "flash2": 0.7}
-    checks = []
+    modelled = []
     for x in shares:
         lo, hi = about(claims[x["algo"]])
         share = 1 - x["time_share"]
-        checks.append((f"{x['algo']} d={x['head_dim']}: {share:.0%} (the source: ~{claims[x['algo']]:.0%})",
-                       lo <= share <= hi))
+        modelled.append((f"{x['algo']} d={x['head_dim']}: {share:.0%} (the source: ~{claims[x['algo']]:.0%})",
+                         lo <= share <= hi))
+    measured_rows = evidence.tensor_shares(results)
+    measured = []
+    for r in measured_rows:
+        lo, hi = about(claims[r["kernel"]])
+        at = f"{r['kernel']} d={r['head_dim']} N={r['seq']:,}{' causal' if r['causal'] else ''}" if r["seq"] else \
+            f"{r['kernel']} d={r['head_dim']}"
+        measured.append((f"{at}: {r['share']:.0%} (the source: ~{claims[r['kernel']]:.0%})", lo <= r["share"] <= hi))
+    if measured:
+        pairs = _share_pairs(measured_rows)
+        direction = (f"the direction holds: flash2's share is above flash1's in {sum(b > a for a, b in pairs)} of "
+                     f"{len(pairs)} measured pairs" if pairs else "")
+        judged = noting(each(measured), "Measured: Nsight Compute's tensor-pipe active cycles over the SM's active "
+                        "cycles of the project's flash1 and flash2 kernels on the H200 (tensor_pipe.json: how busy the "
+                        "tensor pipe is, the nearest measure of the source's share of time)"
+                        + (f"; {direction}" if direction else ""))
+    else:
+        judged = noting(each(modelled), "gpusim's model decides: the tensor pipe's share of the kernels' cycles "
+                        "was not measured here (tensor_pipe.json)")
     return Row("FlashAttention-1: ~50% matmul, ~50% other; FlashAttention-2: ~70% matmul, ~30% other.", BLOG,
-               "matmul share of compute time, 64 x 64 tiles: " + "; ".join(c[0] for c in checks), "",
-               each(checks), "~x: within 1.25x", "05_flash1_vs_flash2.ipynb", "Non-matmul work")
+               "matmul share of compute time, 64 x 64 tiles: " + "; ".join(c[0] for c in modelled),
+               "tensor-pipe share of cycles: " + "; ".join(c[0] for c in measured) if measured else "",
+               judged, "~x: within 1.25x", "05_flash1_vs_flash2.ipynb", "Non-matmul work")
 
 
-def block_rule(results=None, gpu="A100-40GB", dtype="fp16"):
+def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128)):
+    """Judged on what the line claims: three blocks (Q, K, V) of SRAM_SIZE // (3 d) rows fit in a thread block's
+    SRAM, on every preset. Beside it, what it leaves out: the scores S_ij and the output O_i a thread block also
+    holds, in fp32 registers, which gpusim's register limit checks (on `gpu`)."""
+    item = gpusim.DTYPE_BYTES[dtype]
+    checks, fills = [], []
+    for g in gpusim.PRESETS.values():
+        if g.name.endswith("-measured"):  # the same chip as its datasheet preset
+            continue
+        for d in head_dims:
+            rows = g.sram_bytes_per_block // item // (3 * d)
+            qkv = 3 * rows * d * item
+            fills.append(qkv / g.sram_bytes_per_block)
+            checks.append((f"{g.name} d={d}: {rows} rows, Q, K, V blocks {qkv:,} B of {g.sram_bytes_per_block:,} B",
+                           qkv <= g.sram_bytes_per_block))
+    judged = each(checks)
+    if judged.verdict == "holds":
+        judged = Judged("holds", f"on all {len(checks)} presets and head sizes, three blocks of that many rows fill "
+                                 f"{span(fills, '{:.1%}')} of a thread block's SRAM: they fit, as the line says.")
+    judged = noting(judged, "SRAM_SIZE must be one thread block's SRAM, not the ~20 MB of all SMs; and the thread "
+                    "block also holds S_ij and O_i in fp32 registers, which the line leaves out (the predicted "
+                    "column: gpusim's register limit)")
     g = gpusim.get_gpu(gpu)
-    checks, shown = [], []
-    for d in (64, 128):
-        rows = g.sram_bytes_per_block // gpusim.DTYPE_BYTES[dtype] // (3 * d)  # SRAM_SIZE in elements
+    shown = []
+    for d in head_dims:
+        rows = g.sram_bytes_per_block // item // (3 * d)
         tile = 1 << (rows.bit_length() - 1)  # a power of two, as tl.dot takes
         try:
             gpusim.simulate("flash1", seq=4096, head_dim=d, block_q=tile, block_kv=tile, gpu=g, dtype=dtype)
-            why = "fits"
+            why = "fits the registers too"
         except ValueError as err:
-            why = str(err).split(" need ", 1)[-1]
-        paper = gpusim.paper_blocks("flash1", g, d, dtype)
-        shown.append(f"d={d}: {rows} rows -> {tile} x {tile}: {why if why == 'fits' else 'needs ' + why}; the paper's "
-                     f"rule gives {paper[0]} x {paper[1]}")
-        checks.append((f"d={d}: a {tile} x {tile} tile {'fits' if why == 'fits' else 'does not fit: it needs ' + why}",
-                       why == "fits"))
+            why = "needs " + str(err).split(" need ", 1)[-1]
+        paper = PAPER_RULE("flash1", g, d, dtype)
+        shown.append(f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; the paper's rule gives "
+                     f"{paper[0]} x {paper[1]}")
     return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
-               f"{g.name}, {dtype}: " + "; ".join(shown), "", each(checks), "gpusim accepts the tile",
-               "04_tiling.ipynb", "The source's block size: SRAM over 3d")
+               f"{g.name}, {dtype}, S_ij and O_i in registers: " + "; ".join(shown), "", judged,
+               "three blocks of that many rows fit a thread block's SRAM", "04_tiling.ipynb",
+               "The source's block size: SRAM over 3d")
 
 
 def hbm_reads(results):
@@ -60,7 +117,7 @@ def hbm_reads(results):
     for g in gpusim.PRESETS.values():
         try:
             ys = [gpusim.simulate("flash1", seq=16384, head_dim=d, gpu=g,
-                                  **dict(zip(("block_q", "block_kv"), gpusim.paper_blocks("flash1", g, d, "fp16"))))
+                                  **dict(zip(("block_q", "block_kv"), PAPER_RULE("flash1", g, d, "fp16"))))
                   .hbm_bytes for d in (32, 64, 128)]
         except ValueError:  # the paper's tile does not fit this GPU at some head_dim
             continue
@@ -94,16 +151,17 @@ def warp_split(results):
                "05_flash1_vs_flash2.ipynb", "Warps inside a thread block: split-K against split-Q")
 
 
-def kv_waste(results, model="Llama-3-8B", steps=300):
-    obs = []
-    for max_tokens in (1024, 2048, 4096):
-        reqs = kvcache.arrivals(steps, 2.0, max_tokens, seed=0)
-        s = kvcache.serve(model, reqs, steps=steps, policy="contiguous", max_tokens=max_tokens)
-        obs.append(Obs(s.wasted_fraction, f"{max_tokens:,} tokens reserved per request"))
+def kv_waste(results, model="Llama-3-8B", users=50):
+    """The one verdict on the 70% (notebook 8 shows this row): decode.waste_claim_rows, the source's 50 users
+    each with a slot of max_tokens, served contiguously."""
+    claim = waste_claim_rows(users=users, model=model)
+    obs = [Obs(r["contiguous wasted share"], f"{r['max_tokens']:,} tokens reserved per request") for r in claim]
+    judged = noting(interval(obs, *about(0.7), "~70% (56-88%)", "{:.0%}", "gpusim"),
+                    "the allocator simulation (gpusim) decides: a serving system's memory was not measured here")
     return Row("Pre-allocated GPU memory for max context length: 70% of that memory is wasted.", BLOG,
-               f"{model}, ShareGPT-like lengths: " + ", ".join(f"{o.value:.0%} at {o.at}" for o in obs), "",
-               interval(obs, *about(0.7), "~70% (56-88%)", "{:.0%}", "gpusim"), "~x: within 1.25x",
-               "08_inference.ipynb", "")
+               f"{model}, {users} users, ShareGPT-like lengths, contiguous slots: "
+               + ", ".join(f"{o.value:.0%} at {o.at}" for o in obs), "", judged, "~x: within 1.25x",
+               "08_inference.ipynb", "PagedAttention: how the cache is laid out")
 
 
 def kv_linear(results, model="Llama-3-8B"):
@@ -114,7 +172,8 @@ def kv_linear(results, model="Llama-3-8B"):
               (f"FlashAttention-2's footprint as N^{slope(seqs, flash):.2f}", abs(slope(seqs, flash) - 1) <= SLOPE)]
     return Row("While it eliminates the attention matrix memory cost, activations and KV cache still scale linearly "
                "with sequence length.", SUMMARY, f"{model}: {kvcache.bytes_per_token(model):,} B of KV cache per token "
-               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb", "")
+               f"(all layers)", "", each(checks), "O(n^k): fitted exponent within 0.25", "08_inference.ipynb",
+               "The KV cache")
 
 
 def s_matrix(results):

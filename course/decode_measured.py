@@ -6,6 +6,8 @@ each row's own launch (gpusim.decode.launch_options), on the preset benchmarks/a
 import gpusim
 from gpusim import decode
 
+from .formatting import span
+
 GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 SDPA = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
 PREFILL = dict(dtype="fp16", head_dim=128, causal=True)  # bench.json's group the prefill rows come from
@@ -168,3 +170,37 @@ def agreement(data, within=0.2, min_cache=0):
             if r["provider"] == name and r.get("ms") and r["seq_kv"] >= min_cache]
     close = [r for r in rows if abs(predicted_ms(r) / r["ms"] - 1) <= within]
     return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}
+
+
+def split_counts(data, batch=1, sm_count=132, kv_heads=8, slots=5, flash_attn_slots=2):
+    """decode_splits.json at one batch (the split kernel with PDL): per cache length, the split count that ran
+    fastest; and how much slower than the rule's count (the file's `default` rows) ran the count that fills
+    every resident slot (`slots` per SM) and flash-attention's count (`flash_attn_slots` per SM)."""
+    rows = [r for r in data["rows"] if r["batch"] == batch and r["provider"] == "split_kv" and r.get("pdl")]
+    by_seq = {}
+    for r in rows:
+        by_seq.setdefault(r["seq_kv"], {})[r["num_splits"]] = r["ms"]
+    rule = {r["seq_kv"]: r["num_splits"] for r in rows if r.get("default")}
+    per = batch * kv_heads
+    full, fa = sm_count * slots // per, sm_count * flash_attn_slots // per
+    out = {"rule_programs": per * next(iter(rule.values())), "seqs": sorted(by_seq), "fastest": {},
+           "full_splits": full, "fa_splits": fa, "full_slower": [], "fa_slower": []}
+    for seq, times in sorted(by_seq.items()):
+        best = min(times, key=times.get)
+        out["fastest"][seq] = (best, times[best] / times[rule[seq]])
+        for key, count in (("full_slower", full), ("fa_slower", fa)):
+            if count in times:
+                out[key].append(times[count] / times[rule[seq]])
+    return out
+
+
+def split_count_sentence(counts):
+    """split_counts in words, every number computed from the file."""
+    seqs = counts["seqs"]
+    at_rule = sum(1 for best, ratio in counts["fastest"].values() if ratio >= 0.99)
+    full, fa = counts["full_slower"], counts["fa_slower"]
+    return (f"On the H200 (decode_splits.json, batch 1, {seqs[0] // 1024}K to {seqs[-1] // 1024}K tokens), the rule's "
+            f"{counts['rule_programs']} programs ran fastest, or within 1% of the fastest, at {at_rule} of "
+            f"{len(seqs)} cache lengths; filling every slot ({counts['full_splits']} splits) ran "
+            f"{span([100 * (x - 1) for x in full], '{:.1f}')}% slower, and flash-attention's count for 2 blocks per SM "
+            f"({counts['fa_splits']} splits) {span(fa)}x the rule's time.")

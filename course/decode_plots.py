@@ -18,10 +18,13 @@ FREE = (1.0, 1.0, 1.0, 1.0)
 RESERVED_ALPHA = 0.22  # a reserved cell that holds no token: the owner's color, faded
 
 
+FIGURE_WIDTH_IN = 9  # JupyterLab shows an SVG at its own size: 9 inches fit the notebook's column
+
+
 def flash_decoding_figure(data, batches=(1, 8, 64)):
     """Time of one decode step against cache length, one panel per batch: the split-KV kernel and
     num_splits=1 as measured (decode.json) and as gpusim predicts them, and the fastest SDPA backend."""
-    fig = Figure(figsize=(12, 4.4), layout="constrained")
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2), layout="constrained")
     axes = fig.subplots(1, len(batches), sharey=True)
     for ax, batch in zip(axes, batches):
         for name, (x, y) in decode_measured.series(data, batch).items():
@@ -29,12 +32,12 @@ def flash_decoding_figure(data, batches=(1, 8, 64)):
             ax.plot(x, y, linestyle=style, marker=marker, color=color, label=name)
         lesson = decode_measured.unsplit_lesson(data, batch)
         ax.set(xscale="log", yscale="log", xlabel="cached tokens per request",
-               title=f"batch {batch}: num_splits=1 runs {lesson['num_splits=1 programs']} programs")
+               title=f"batch {batch}\nnum_splits=1: {lesson['num_splits=1 programs']} programs")
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("ms per decode step (one layer)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)  # within the 9 inches
     fig.suptitle(f"Flash-Decoding on the H200: {_shape_text(data)}")
     return fig
 

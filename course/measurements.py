@@ -239,3 +239,39 @@ def provenance_rows(folder):
                      if path.name == "README.md" else "described in README.md")
             out.append({"file": name, "GPU": "", "date": "", "command": where, "rows": ""})
     return out
+
+
+def _compared(ratio, more, less, close=0.05):
+    """A word for a ratio: `more` above 1 + close, `less` below 1 - close, "about as much as" between."""
+    return more if ratio > 1 + close else less if ratio < 1 - close else "about as much as"
+
+
+def hopper_model_sentence(rows, head_dim=128, causal=False, min_seq=4096, gpu="H200-measured"):
+    """gpusim's hopper model against the measured Hopper kernel, in words computed from the ratios: its fp8 gain
+    over fp16 against the measured gain, and its fp16 times against the measured times."""
+    hr = [r for r in hopper_rows(rows, head_dim, causal, gpu) if r["N"] >= min_seq]
+    model, measured = [r["gpusim fp8 vs fp16"] for r in hr], [r["fp8 speed vs fp16"] for r in hr]
+    times = [r["gpusim fp16 ms"] / r["hopper fp16 ms"] for r in hr]
+    gain = sum(m / x for m, x in zip(measured, model)) / len(hr)
+    slower = sum(times) / len(times)
+    return (f"d = {head_dim}{', causal' if causal else ''}: gpusim predicts fp8 at {span(model)}x fp16, the H200 "
+            f"measured {span(measured)}x: the kernel gains {_compared(gain, 'more than', 'less than')} the model "
+            f"says. gpusim's fp16 times are {span(times)}x the measured: "
+            f"{_compared(slower, 'slower than', 'faster than').replace('much', 'fast')} the kernel.")
+
+
+def utilization_sentence(rows, gpu="H100-SXM", seq=8192, head_dim=128, datasheet="H200"):
+    """gpusim's hopper fp16 utilization on `gpu` against the best kernel measured on the H200 (bench.json),
+    each against its own datasheet's dense fp16 peak, with the word that compares them."""
+    g, sheet = gpusim.get_gpu(gpu), gpusim.get_gpu(datasheet)
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    r = gpusim.simulate("hopper", seq=seq, head_dim=head_dim, batch=batch, heads=heads, gpu=g)
+    model = gpusim.nominal_flops(batch, heads, seq, head_dim) / r.predicted_time_s / g.fp16_matmul_flops_per_s
+    timed = [x for x in rows if x.get("tflops") and x["dtype"] in ("fp16", "bf16")]
+    best = max(timed, key=lambda x: x["tflops"])
+    real = best["tflops"] * 1e12 / sheet.fp16_matmul_flops_per_s
+    word = _compared(model / real, "above", "below").replace("about as much as", "about at")
+    return (f"gpusim's hopper fp16 on the {g.name} (N = {seq:,}, d = {head_dim}): {model:.0%} of its datasheet "
+            f"peak; the best kernel measured on the H200 ({best['provider']}, {best['dtype']}, d = "
+            f"{best['head_dim']}, N = {best['seq']:,}): {real:.0%} of its datasheet peak. The model is "
+            f"{word} it.")

@@ -8,11 +8,13 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 - a scaling "O(n^k)" holds where the fitted log-log slope lies within SLOPE of k;
 - a comparison ("bigger", "more than", "fits") holds where it is true;
 - the verdict is "holds" when every observation satisfies the claim, "holds under conditions" when some do
-  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise.
+  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise,
+  where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time,
+  for instance). Each reason says what was measured and what was not.
 
 The claims themselves, each a function of the results folder, are in gpusim_course.claims.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 import numpy as np
@@ -21,7 +23,7 @@ from .formatting import Html, table_html
 
 ABOUT = 1.25  # "~x": within a factor of 1.25 either way
 SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25
-VERDICTS = ("holds", "holds under conditions", "wrong")
+VERDICTS = ("holds", "holds under conditions", "wrong", "not testable here")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ def _where(observations, inside):
     return f"at {shown} ({len(inside)} of {len(observations)} cases)"
 
 
+def noting(judged, sentence):
+    """The same verdict with a sentence added to its reason (what was and was not measured)."""
+    return Judged(judged.verdict, f"{judged.reason} {sentence[:1].upper()}{sentence[1:].rstrip('.')}.")
+
+
 def each(checks):
     """The verdict of a claim made of parts: checks is [(part, true or false)]."""
     ok = [part for part, good in checks if good]
@@ -107,20 +114,33 @@ def anchor(heading):
     return heading.strip().replace(" ", "-")
 
 
+def with_evidence(row):
+    """A row whose reason says what was not measured: the claims that say it themselves are left as they are;
+    otherwise the H200 alone was measured (no other GPU), or nothing was and gpusim's model decides."""
+    said = ("not measured", "did not run")
+    if row.judged.verdict == "not testable here" or any(x in row.judged.reason.lower() for x in said):
+        return row
+    note = ("Measured on the lent H200 alone: other GPUs not measured here" if row.measured else
+            "Not measured here: gpusim's model decides")
+    return replace(row, judged=noting(row.judged, note))
+
+
 def rows_table(rows):
     """The scorecard as dicts (one per claim) for gpusim_course.formatting.html_table or a DataFrame."""
+    rows = [with_evidence(r) for r in rows]
     return [{"claim": r.claim, "source": r.source, "gpusim predicts": r.predicted,
              "H200 measured": r.measured or "not measured", "verdict": r.judged.verdict, "reason": r.judged.reason,
              "rule": r.rule, "experiment": r.link} for r in rows]
 
 
-COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00"}
+COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00",
+          "not testable here": "#555"}
 
 
 def html(rows):
     """The scorecard as an HTML table: verdicts in color, each experiment a link into its notebook."""
     cells = []
-    for r in rows:
+    for r in map(with_evidence, rows):
         verdict = f"<b style='color:{COLORS[r.judged.verdict]}'>{r.judged.verdict}</b>"
         cells.append({"claim": r.claim, "gpusim predicts": r.predicted, "H200 measured": r.measured or "—",
                       "verdict": verdict, "reason": r.judged.reason, "experiment": (r.link, r.section)})
@@ -146,3 +166,10 @@ def counts(rows):
 def summary_html(rows):
     """The verdicts counted, as a table."""
     return Html(table_html([counts(rows)]))
+
+
+def verdict_list(rows, verdict):
+    """The claims with one verdict, each with its reason, as an HTML list (notebook 11's summary of them)."""
+    items = "".join(f"<li><i>{escape(r.claim)}</i>: {escape(r.judged.reason)}</li>" for r in rows
+                    if r.judged.verdict == verdict)
+    return Html(f"<p><b>{escape(verdict)}</b> ({counts(rows)[verdict]})</p><ul>{items}</ul>")

@@ -106,12 +106,6 @@ def occupancy(result):
             "waves": math.ceil(k.programs / (g.sm_count * k.blocks_per_sm))}
 
 
-def memory_bound_share(result):
-    """Share of the predicted time spent in kernels whose memory time exceeds their compute time."""
-    terms = time_terms(result)
-    return sum(t["predicted"] for t in terms if t["bound"] == "memory") / sum(t["predicted"] for t in terms)
-
-
 def tensor_rows(results):
     """Bytes the SMs request, read and written, per tensor, one column pair per result; then the totals and
     the part of them that reaches DRAM (gpusim's L2 model)."""
@@ -130,14 +124,18 @@ def tensor_rows(results):
                    for label, level in totals]
 
 
-def causal_rows(**shape):
-    """FlashAttention-2 with and without the causal mask: tiles computed, bytes requested and reaching DRAM,
-    predicted time."""
+def causal_rows(block_q=None, block_kv=None, **shape):
+    """FlashAttention-2 with and without the causal mask on the same tile (block_q x block_kv; None: the tile
+    gpusim picks without the mask): tiles computed, bytes requested and reaching DRAM, predicted time."""
+    if block_q is None or block_kv is None:
+        c = gpusim.simulate("flash2", causal=False, **shape).config
+        block_q, block_kv = block_q or c.block_q, block_kv or c.block_kv
     rows = []
     for causal in (False, True):
-        r = gpusim.simulate("flash2", causal=causal, **shape)
+        r = gpusim.simulate("flash2", causal=causal, block_q=block_q, block_kv=block_kv, **shape)
         t = r.config.tiling
-        rows.append({"causal": causal, "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
+        rows.append({"causal": causal, "tile": f"{block_q} x {block_kv}",
+                     "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
                      "S elements kept": t.kept_elements, f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes),
                      f"bytes {DRAM_BYTES}": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "predicted": fmt_time(r.predicted_time_s)})
@@ -198,40 +196,6 @@ def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64)
         parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
     return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}: " + "; ".join(parts) +
             " (the source: ~50% for FlashAttention-1, ~30% for -2).")
-
-
-def decode_shape(seq_kv, heads=32, kv_heads=32, head_dim=128, batch=1):
-    """One new token's query against a KV cache of seq_kv tokens: gpusim's seq=1, seq_kv=N."""
-    return dict(seq=1, seq_kv=seq_kv, heads=heads, kv_heads=kv_heads, head_dim=head_dim, batch=batch)
-
-
-def when_flash_helps(gpu="H100-SXM", heads=32, kv_heads=32, head_dim=128):
-    """The empty table "When FlashAttention Helps Most" of the blog post "FlashAttention: The GPU Memory Hack
-    That Changed Everything", filled in by gpusim for one attention layer (32 heads of 128, as in
-    Llama-2-7B): prefill and decode, short and long."""
-    prefill = dict(heads=heads, kv_heads=kv_heads, head_dim=head_dim)
-    scenarios = [("prefill, short prompt", dict(seq=512, **prefill)),
-                 ("prefill, long prompt", dict(seq=8192, **prefill)),
-                 ("prefill, 128K context", dict(seq=131072, **prefill)),
-                 ("decode, 2K cache, batch 64", decode_shape(2048, heads, kv_heads, head_dim, batch=64)),
-                 ("decode, 128K cache", decode_shape(131072, heads, kv_heads, head_dim))]
-    rows = []
-    for label, shape in scenarios:
-        naive, flash = (gpusim.simulate(algo, gpu=gpu, **shape) for algo in ("naive", "flash2"))
-        bound = time_terms(naive)
-        rows.append({
-            "scenario": label, "queries x keys": f"{shape['seq']:,} x {shape.get('seq_kv', shape['seq']):,}",
-            "naive: memory-bound kernels": f"{sum(t['bound'] == 'memory' for t in bound)} of {len(bound)}",
-            "flash2 bound by": time_terms(flash)[0]["bound"],
-            f"naive: bytes {SM_BYTES}": fmt_bytes(naive.hbm_bytes),
-            f"flash2: bytes {SM_BYTES}": fmt_bytes(flash.hbm_bytes),
-            "naive peak memory": fmt_bytes(naive.hbm_peak_bytes) + ("" if naive.fits_in_hbm else " (does not fit)"),
-            "flash2 peak memory": fmt_bytes(flash.hbm_peak_bytes),
-            "predicted speedup": f"{naive.predicted_time_s / flash.predicted_time_s:.1f}x" if naive.fits_in_hbm
-            else "naive cannot run",
-            "flash2 thread blocks": f"{flash.kernels[0].programs:,} on {flash.config.gpu.sm_count} SMs",
-        })
-    return rows
 
 
 def fa3_rows(gpu="H100-SXM", seq=8192, head_dim=128, causal=False):

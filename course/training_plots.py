@@ -76,7 +76,9 @@ def figure2_figure(rows, published):
     x = np.arange(len(rows))
     ax.bar(x - 0.2, [r["fwd_GB"] for r in rows], 0.4, color="0.6", label="forward (SM side)")
     ax.bar(x - 0.2, [r["bwd_GB"] for r in rows], 0.4, bottom=[r["fwd_GB"] for r in rows],
-           color=[ALGO_COLORS[r["algo"]] for r in rows], label="backward (SM side)")
+           color=[ALGO_COLORS[r["algo"]] for r in rows])
+    for r in rows:  # one legend entry per color: each algorithm's backward has its own
+        ax.bar(0, 0, 0, color=ALGO_COLORS[r["algo"]], label=f"backward, {r['algo']} (SM side)")
     ax.bar(x + 0.2, [r["dram_GB"] for r in rows], 0.4, color="none", edgecolor="k", hatch="//",
            label="fwd + bwd reaching DRAM")
     for value, label, color in [(v, f"paper, standard: {v} GB", "tab:red") for v in published["standard"]] + [
@@ -93,8 +95,10 @@ def speedup_figure(groups):
     causal): gpusim's prediction (naive over flash2) and, where measured, the project's naive kernels over its
     flash2 (the same pair), and torch naive over the project's flash2 and over SDPA's FlashAttention-2.
     groups: {(head_dim, causal): training_measured.speedup_rows}."""
-    fig = Figure(figsize=(12, 4.4), layout="constrained")
-    axes = fig.subplots(1, len(groups), sharey=True, squeeze=False)[0]
+    ncols = min(2, len(groups))  # an SVG shows at its own size: two panels a row keep 9 inches readable
+    nrows = -(-len(groups) // ncols)
+    fig = Figure(figsize=(9, 3.2 * nrows + 0.8), layout="constrained")
+    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
     styles = {"predicted speedup": ("k", "--", None, "gpusim: naive over flash2"),
               "measured speedup": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
               "measured speedup, flash2": ("tab:blue", "-", "o", "measured: torch naive over the project's flash2"),
@@ -108,7 +112,8 @@ def speedup_figure(groups):
         ax.set(xlabel="sequence length N", title=f"d={head_dim}, {'causal' if causal else 'not causal'}", yscale="log")
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("fwd + bwd: standard time / FlashAttention time")
+    for ax in axes[::ncols]:
+        ax.set_ylabel("fwd + bwd: standard / flash time")
     handles = {}
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):

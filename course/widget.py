@@ -210,9 +210,13 @@ def seq_slider(value, seqs=SEQS, description="seq (N)"):
                              continuous_update=False)
 
 
+LABEL_CHARS = 8  # longer labels get the width they need: the default width cuts them ("block_kv (…")
+
+
 def dropdown(description, options, value):
-    """A labelled dropdown."""
-    return W.Dropdown(options=options, value=value, description=description)
+    """A labelled dropdown, its label never cut."""
+    style = {"description_width": "initial"} if len(description) > LABEL_CHARS else {}
+    return W.Dropdown(options=options, value=value, description=description, style=style)
 
 
 def block_dropdown(name, options, value):

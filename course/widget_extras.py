@@ -18,7 +18,8 @@ def sharpen(live):
     width_in, height_in = live.figure.get_size_inches()
     live.figure.set_dpi(CSS_PX_PER_INCH * PIXEL_RATIO)
     live.image.layout.width = f"{round(width_in * CSS_PX_PER_INCH)}px"
-    live.image.layout.height = f"{round(height_in * CSS_PX_PER_INCH)}px"
+    live.image.layout.max_width = "100%"  # never wider than the page: the height follows the width
+    live.image.layout.height = "auto"
     live._static = None  # the cached background was drawn at the old resolution
     live.refresh()
 

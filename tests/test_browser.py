@@ -2,8 +2,11 @@
 
 Notebook 4: types a guess of the bytes into the tiling explorer, reveals gpusim's answer, checks that the byte
 count it shows is the one gpusim computes, that every widget image has at least as many pixels as it is shown
-with (no blurry upscaling), then moves its block-size sliders one step each. Notebook 10: types the reference
-solution of the first kernel puzzle into its template cell, runs it and the check, and sees it accepted.
+with (no blurry upscaling), then moves its block-size sliders one step each. Every other notebook with a
+control (CONTROLS): moves one control and checks that the output it drives (its figure, or the verdict of a
+multiple-choice guess) changed. Notebook 10: types the reference solution of the first kernel puzzle into its
+template cell, runs it and the check, and sees it accepted. One JupyterLab and one Chromium serve them all
+(module-scoped fixtures); each test shuts its kernels down.
 Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
 missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
@@ -22,12 +25,13 @@ import pytest
 
 pytest.importorskip("selenium", reason="the course extra installs Selenium (pip install -e '.[course,test]')")
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (NoSuchElementException, StaleElementReferenceException,  # noqa: E402
+                                        TimeoutException)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 import gpusim  # noqa: E402
 from gpusim_course.block_sliders import BLOCK_LABELS
@@ -53,8 +57,9 @@ def _on_path(names):
     return next((path for path in map(shutil.which, names) if path), None)
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("chromium")
     chromium, chromedriver = _on_path(CHROMIUM), _on_path(CHROMEDRIVER)
     if not (chromium and chromedriver):
         missing = " and ".join(names[0] for names, path in ((CHROMIUM, chromium), (CHROMEDRIVER, chromedriver))
@@ -76,9 +81,11 @@ def browser(tmp_path):
         driver.quit()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """The URL of a JupyterLab serving a copy of notebooks/, with this Python as its kernel."""
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """The URL of a JupyterLab serving a copy of notebooks/ (and results/, which some notebooks read), with this
+    Python as its kernel."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     root, env = _jupyter_sandbox(tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,7 +115,8 @@ def _jupyter_sandbox(tmp_path):
     """(root, env): a copy of notebooks/ and Jupyter dirs under tmp_path, so the repo and ~ are left untouched."""
     root, data, config = tmp_path / "notebooks", tmp_path / "jupyter-data", tmp_path / "jupyter-config"
     shutil.copytree(NOTEBOOKS, root)
-    for name in (NOTEBOOK, PUZZLES):
+    shutil.copytree(NOTEBOOKS.parent / "results", tmp_path / "results")  # ../results, as in a checkout
+    for name in [p.name for p in root.glob("[0-9][0-9]_*.ipynb")]:
         notebook = json.loads((root / name).read_text())
         # Saved outputs or widget state would show a stale HBM count before Run All replaces it.
         notebook["metadata"].pop("widgets", None)
@@ -126,6 +134,10 @@ def _jupyter_sandbox(tmp_path):
     settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # Every cell in the page (no windowing), so a control far down a notebook can be found and scrolled to.
+    tracker = config / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     return root, os.environ | {
         "JUPYTER_PATH": str(data), "JUPYTER_DATA_DIR": str(data), "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
@@ -187,10 +199,29 @@ def _move_slider(driver, wait, name, before):
     return shown, config
 
 
+def _shut_down_kernels(lab):
+    """Every kernel the server runs, shut down (between tests: one notebook's kernel at a time)."""
+    sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=10))
+    for session in sessions:
+        request = urllib.request.Request(f"{lab}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE")
+        urllib.request.urlopen(request, timeout=30)
+
+
+@pytest.fixture
+def one_kernel(lab):
+    yield
+    _shut_down_kernels(lab)
+
+
 def _open_and_run_all(browser, wait, lab, notebook):
-    browser.get(f"{lab}/lab/tree/{notebook}?token={TOKEN}")
-    # The status bar, not the toolbar's execution indicator: that one says idle before the kernel even exists.
-    kernel_idle = f"//*[contains(@class, 'jp-StatusBar-TextItem')][. = '{KERNEL_NAME} | Idle']"
+    # reset: a fresh workspace, without the tabs (and kernels) of the notebooks the test opened before
+    browser.get(f"{lab}/lab/tree/{notebook}?token={TOKEN}&reset")
+    # The toolbar's kernel name appears once the session has its kernel (the execution indicator alone says
+    # idle before the kernel even exists); JupyterLab 4.6 has no kernel status in the status bar.
+    kernel_idle = ("//*[contains(@class, 'jp-NotebookPanel')][not(contains(@class, 'lm-mod-hidden'))]"
+                   f"//*[contains(@class, 'jp-KernelName')][normalize-space() = '{KERNEL_NAME}']"
+                   "/ancestor::*[contains(@class, 'jp-Toolbar')]"
+                   "//*[contains(@class, 'jp-Notebook-ExecutionIndicator')][@data-status = 'idle']")
     wait.until(lambda d: d.find_element(By.XPATH, kernel_idle))
     browser.find_element(By.XPATH, "//li[contains(@class, 'lm-MenuBar-item')][normalize-space() = 'Run']").click()
     wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "li[data-command='runmenu:run-all']")).click()
@@ -202,7 +233,7 @@ IMAGE_SIZES = """return Array.from(document.querySelectorAll('.jp-OutputArea img
     .filter(img => img.clientWidth > 0).map(img => [img.naturalWidth, img.clientWidth, img.className]);"""
 
 
-def test_notebook4_guess_reveal_and_block_sliders(browser, lab, screenshot):
+def test_notebook4_guess_reveal_and_block_sliders(browser, lab, screenshot, one_kernel):
     wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
     _open_and_run_all(browser, wait, lab, NOTEBOOK)
     guess = wait.until(lambda d: d.find_element(By.XPATH, GUESS))
@@ -237,19 +268,21 @@ def _type_code(driver, editor, code):
         ActionChains(driver).send_keys(line).perform()
 
 
-def _cell_with(driver, text):
+def _cell_with(driver, text, missing_ok=False):
     cells = [c for c in driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
              if text in c.find_element(By.CSS_SELECTOR, ".cm-content").get_attribute("textContent")]
+    if missing_ok and not cells:
+        return None  # not in the page yet: the caller's wait tries again
     assert len(cells) == 1, f"{len(cells)} code cells hold {text!r}"
     return cells[0]
 
 
-def test_notebook10_a_kernel_typed_into_the_puzzle_is_accepted(browser, lab):
+def test_notebook10_a_kernel_typed_into_the_puzzle_is_accepted(browser, lab, one_kernel):
     from gpusim_course import puzzles
 
     wait = WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException])
     _open_and_run_all(browser, wait, lab, PUZZLES)
-    check = wait.until(lambda d: _cell_with(d, 'puzzles.check("online_softmax"'))
+    check = wait.until(lambda d: _cell_with(d, 'puzzles.check("online_softmax"', missing_ok=True))
     wait.until(lambda d: "not yet" in check.find_element(By.CSS_SELECTOR, ".jp-OutputArea").text)
     template = _cell_with(browser, "def online_softmax(")
     solution = puzzles.solution_source("online_softmax")
@@ -261,3 +294,67 @@ def test_notebook10_a_kernel_typed_into_the_puzzle_is_accepted(browser, lab):
     verdict = wait.until(lambda d: (text := _cell_with(d, 'puzzles.check("online_softmax"').find_element(
         By.CSS_SELECTOR, ".jp-OutputArea").text) and "right" in text and text)
     assert "equal gpusim's count to the byte" in verdict
+
+
+# notebook: (text of the code cell that shows the control, what to move, its label). Moving it must change the
+# output it drives: the widget's figure, or for a multiple-choice guess ("choice") its revealed verdict.
+CONTROLS = {
+    "01_memory_hierarchy.ipynb": ("explorers.RooflineExplorer(", "dropdown", "GPU"),
+    "02_standard_attention.ipynb": ("live_controls.TrafficExplorer(", "dropdown", "head_dim"),
+    "03_online_softmax.ipynb": ("choice.bits_question()", "choice", ""),
+    "05_flash1_vs_flash2.ipynb": ("live_controls.FlashCompare(", "checkbox", "causal"),
+    "06_real_kernels.ipynb": ("live_controls.SdpaPickExplorer(", "dropdown", "head_dim"),
+    "07_hopper_and_beyond.ipynb": ("explorers.OverlapExplorer(", "dropdown", "head_dim"),
+    "08_inference.ipynb": ("decode_widgets.KVCalculator(", "dropdown", "model"),
+    "09_training.ipynb": ("training_widgets.BackwardStepper(", "dropdown", "algo"),
+    "11_claims_scorecard.ipynb": ("choice.wrong_question(rows)", "choice", ""),
+    "12_appendix_provenance.ipynb": ("choice.floor_question(", "choice", ""),
+    "13_beyond_one_gpu.ipynb": ("context_widgets.TimelineExplorer(", "dropdown", "strategy"),
+}
+
+
+def _output_state(cell, kind):
+    """What the control drives: the widget's figure (its image source: a new one per redrawn figure) and its
+    readout's text (a figure can come out the same, pixel for pixel), or the multiple choice's feedback; None
+    until the widget is shown."""
+    if kind == "choice":
+        return cell.find_element(By.CSS_SELECTOR, ".gpusim-choice-feedback").text
+    images = [i.get_attribute("src") for i in cell.find_elements(By.CSS_SELECTOR, ".jp-OutputArea img")]
+    texts = [t.get_attribute("textContent") for t in cell.find_elements(By.CSS_SELECTOR, ".widget-html-content")]
+    return (tuple(images), tuple(texts)) if images else None
+
+
+def _move(driver, cell, kind, label):
+    if kind == "dropdown":
+        select = Select(cell.find_element(By.XPATH, f".//div[contains(@class, 'widget-dropdown')]"
+                                                    f"[.//label[normalize-space() = '{label}']]//select"))
+        index = next(i for i, o in enumerate(select.options) if o.is_selected())
+        select.select_by_index((index + 1) % len(select.options))
+    elif kind == "checkbox":
+        cell.find_element(By.XPATH, f".//div[contains(@class, 'widget-checkbox')]"
+                                    f"[.//*[normalize-space() = '{label}']]//input").click()
+    else:  # choice: pick the first option, then reveal
+        cell.find_element(By.CSS_SELECTOR, ".widget-radio-box input[type=radio]").click()
+        cell.find_element(By.XPATH, ".//button[normalize-space() = 'reveal']").click()
+
+
+@pytest.mark.parametrize("notebook", sorted(CONTROLS))
+def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, notebook):
+    marker, kind, label = CONTROLS[notebook]
+    if not (NOTEBOOKS / notebook).exists():
+        pytest.skip(f"{notebook} is not in this tree")
+    wait = WebDriverWait(browser, 90, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException])
+    _open_and_run_all(browser, wait, lab, notebook)
+    cell = wait.until(lambda d: _cell_with(d, marker, missing_ok=True))
+    before = wait.until(lambda d: _output_state(_cell_with(d, marker), kind) or None)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
+    for attempt in (1, 2):  # a change the page drops while it is still busy is made once more
+        _move(browser, _cell_with(browser, marker), kind, label)
+        try:
+            after = WebDriverWait(browser, 30 * attempt, ignored_exceptions=[StaleElementReferenceException]).until(
+                lambda d: (now := _output_state(_cell_with(d, marker), kind)) != before and now)
+            break
+        except TimeoutException:
+            if attempt == 2:
+                raise
+    assert after and after != before

@@ -56,3 +56,16 @@ def test_figure2_and_speedup_figures():
     fig = training_plots.speedup_figure(groups)
     assert fig.axes[0].lines[0].get_label() == "gpusim: naive over flash2"
     assert len(fig.axes[0].lines) == 2  # the prediction and the line at 1x: nothing measured without the file
+
+
+def test_figure2_legend_names_every_bar_color():
+    """Issue 26: the legend missed the orange and blue bars (each algorithm's backward has its own color)."""
+    fig = training_plots.figure2_figure(training.figure2_left(), training.FIGURE2_PUBLISHED_GB)
+    legend = fig.axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    colors = {tuple(round(c, 3) for c in p.get_facecolor()) for p in fig.axes[0].patches if p.get_height() > 0
+              and p.get_facecolor()[3] > 0 and p.get_facecolor()[:3] != (0.6, 0.6, 0.6)}
+    shown = {tuple(round(c, 3) for c in h.get_facecolor()) for h in legend.legend_handles
+             if hasattr(h, "get_facecolor")}
+    assert colors <= shown, (colors, labels)
+    assert {"backward, flash1 (SM side)", "backward, flash2 (SM side)"} <= set(labels)

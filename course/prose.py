@@ -1,0 +1,155 @@
+"""One fact, one home: every number the notebooks' own prose states about gpusim or the H200 is registered here
+with the function that computes it, and tests/test_course_prose.py checks each sentence against that function
+(as tests/test_agreement.py does for the README).
+
+`scan` finds the numbers with a unit (%, x, GB, TFLOP/s, ms, SMs, bytes, ...) and the ranges ("N = 1,024 to
+32,768", "up to N = ...") in a markdown cell's own words (a lone shape such as "N = 4,096" is a choice, not a fact):
+quotations of the source documents ("..." and > blocks), code spans and formulas are left out. Each number
+found must lie inside a registered phrase of its notebook: a FACT, whose function returns the phrase as the
+course computes it now, or a QUOTE (a source document's number the prose names, a preset's or a model's name,
+an illustration), which no computation backs and none is claimed to.
+"""
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import gpusim
+
+from . import scorecard
+
+ROOT = Path(__file__).resolve().parents[1]
+UNIT = (r"(?:%|x\b|×|\s?(?:TB/s|GB/s|TFLOP/s|GiB|MiB|KiB|GB|MB|KB|ms|µs|us|ns|SMs|registers|bytes|B\b|threads|"
+        r"programs|blocks|split blocks|waves)|\s(?:on an|on the) H200)")
+INT = r"\d{1,3}(?:,\d{3})*(?!\d|,\d)|\d+"  # 1,024 or 4096, without a trailing comma
+INT = f"(?:{INT})"
+NUMBER = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)" + UNIT
+                    + r"|(?<![\w.])(?:N = )?{0} to {0}|up to N = {0}|\bto \d{{1,3}},\d{{3}}\b".format(INT))
+
+
+@dataclass(frozen=True)
+class Phrase:
+    notebook: str  # the notebook's number, "02"
+    text: str  # the words as the markdown has them
+    compute: object = None  # FACT: a function returning `text` as computed now; QUOTE: None
+    why: str = ""  # QUOTE: whose number it is
+
+
+def _gpu(name):
+    return gpusim.get_gpu(name)
+
+
+def _s_mib():
+    r = gpusim.simulate("naive", seq=4096, head_dim=64, dtype="fp16")
+    return f"alone is {r.by_tensor['S']['write_bytes'] / 2**20:.0f} MiB"
+
+
+def _results(name):
+    return json.loads((ROOT / "results" / "h200" / name).read_text())["rows"]
+
+
+def _ncu_range():
+    seqs = [r["seq"] for r in _results("ncu.json")]
+    return f"N = {min(seqs):,} to {max(seqs):,}"
+
+
+def _ncu_range_naive():
+    rows = _results("ncu.json")
+    short = {max(r["seq"] for r in rows if r["kernel"] == k) for k in ("qk", "softmax", "pv", "flash1")}
+    assert len(short) == 1, short  # the sentence names one length for all four
+    return f"{_ncu_range()} (the naive kernels and flash1 to {short.pop():,})"
+
+
+def _longest_naive_run():
+    rows = [r for r in _results("bench.json") if r["provider"] in ("naive", "torch_naive", "sdpa_math") and r.get("ms")]
+    return f"were run up to N = {max(r['seq'] for r in rows):,}"
+
+
+def _spills():
+    rows = json.loads((ROOT / "results" / "sm90_ptxas.json").read_text())["rows"]
+    spill = {c: [r["spill_store_bytes"] for r in rows if r["kernel"].startswith("flash1") and r["causal"] == c]
+             for c in (True, False)}
+    return (f"{min(spill[True])} to {max(spill[True])} bytes per thread under the causal mask, "
+            f"{min(spill[False])} to {max(spill[False])} without")
+
+
+FACTS = [
+    Phrase("02", "alone is 32 MiB", _s_mib),
+    Phrase("02", "H100-SXM (80 GiB)", lambda: f"H100-SXM ({_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB)"),
+    Phrase("02", "on an 80 GiB GPU", lambda: f"on an {_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB GPU"),
+    Phrase("04", "T4 (64 KiB of SRAM)", lambda: f"T4 ({_gpu('T4').sram_bytes_per_block // 1024} KiB of SRAM)"),
+    Phrase("05", "on the A100, 312 TFLOP/s of fp16 matmul against 19.5 TFLOP/s of fp32",
+           lambda: f"on the A100, {_gpu('A100-40GB').fp16_matmul_flops_per_s / 1e12:.0f} TFLOP/s of fp16 matmul "
+                   f"against {_gpu('A100-40GB').fp32_flops_per_s / 1e12:.1f} TFLOP/s of fp32"),
+    Phrase("05", "within 1.25x of 2", lambda: f"within {scorecard.ABOUT}x of 2"),
+    Phrase("08", "132 on an H200", lambda: f"{_gpu('H200').sm_count} on an H200"),
+    Phrase("09", "an A100's 40 MiB L2", lambda: f"an A100's {_gpu('A100-40GB').l2_bytes / 2**20:.0f} MiB L2"),
+    Phrase("12", "68 to 96 bytes per thread under the causal mask, 8 to 12 without", _spills),
+    Phrase("06", "N = 1,024 to 32,768", _ncu_range),
+    Phrase("12", "N = 1,024 to 32,768 (the naive kernels and flash1 to 16,384)", _ncu_range_naive),
+    Phrase("12", "were run up to N = 32,768", _longest_naive_run),
+    Phrase("13", "(1.25x at P = 4)", lambda: f"({5 / 4}x at P = 4)"),  # the sentence's own 5/P at P = 4
+]
+QUOTES = [
+    Phrase("01", "A100-40GB", why="a preset's name"),
+    Phrase("02", "A100-40GB", why="a preset's name"),
+    Phrase("02", "its 64 MB is S and P", why="the blog post's 64 MB"),
+    Phrase("02", "7B model", why="a model's name"),
+    Phrase("02", "the 90% holds", why="the blog post's 90%"),
+    Phrase("05", "is it 2x?", why="the source documents' ~2x"),
+    Phrase("05", "far past 2x", why="the source documents' ~2x"),
+    Phrase("05", "occupies 15% of the SMs cannot reach more than 15%", why="an illustration, no measurement"),
+    Phrase("07", "~1.5x and ~2x", why="the blog post's FA-3 claims"),
+    Phrase("07", "gains 2x from fp8", why="the blog post's fp8 rate claim"),
+    Phrase("08", "70%", why="the blog post's 70%"),
+    Phrase("08", "Llama-3-8B", why="a model's name"),
+    Phrase("08", "70B model", why="a model's name"),
+    Phrase("08", "50 users", why="the blog post's 50 users"),
+    Phrase("09", "40.3 GB", why="the FlashAttention paper's Figure 2"),
+    Phrase("09", "35.3 GB", why="the FlashAttention paper's Figure 2"),
+    Phrase("09", "4.4 GB", why="the FlashAttention paper's Figure 2"),
+    Phrase("10", "Llama 2 70B", why="a model's name"),
+    Phrase("13", "Llama-3-8B", why="a model's name"),
+    Phrase("08", "notebooks 2 to 5", why="the course's own notebooks"),
+    Phrase("02", "raise `seq` to 131,072", why="a slider value to try"),
+]
+
+
+def _blank(match):
+    return " " * len(match.group(0))
+
+
+def own_words(text):
+    """The markdown with quotations, code spans and formulas blanked out (same length, so positions hold)."""
+    text = re.sub(r"^\s*>.*$", _blank, text, flags=re.M)
+    for pattern in (r'\*"[^"]*"\*', r'"[^"\n]*"', r"`[^`]*`", r"\$\$.*?\$\$", r"\$[^$]*\$"):
+        text = re.sub(pattern, _blank, text, flags=re.S)
+    return text
+
+
+def scan(text):
+    """[(start, end, number with its unit)] in a markdown cell's own words."""
+    return [(m.start(), m.end(), m.group(0)) for m in NUMBER.finditer(own_words(text))]
+
+
+def markdown(path):
+    """A notebook's markdown cells, each as one string."""
+    cells = json.loads(Path(path).read_text())["cells"]
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+            if c["cell_type"] == "markdown"]
+
+
+def phrases(notebook):
+    return [p for p in FACTS + QUOTES if p.notebook == notebook]
+
+
+def uncovered(path):
+    """The numbers of a notebook's prose that no registered phrase covers: [(number, context)]."""
+    mine = phrases(Path(path).name[:2])
+    out = []
+    for text in markdown(path):
+        spans = [(m.start(), m.start() + len(p.text)) for p in mine for m in re.finditer(re.escape(p.text), text)]
+        for start, end, number in scan(text):
+            if not any(a <= start and end <= b for a, b in spans):
+                out.append((number, text[max(0, start - 50):end + 30].replace("\n", " ")))
+    return out

@@ -1,0 +1,40 @@
+"""The second kind of guess (gpusim_course.choice): a multiple choice whose answer is computed, revealed only
+on request; each notebook's question answers from gpusim or the results file it names."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpusim_course import choice, claims, training, training_plots
+from gpusim_course import decode_measured
+from gpusim_course.measurements import read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "h200"
+
+
+def test_reveal_judges_the_pick():
+    c = choice.Choice("Which?", ("a", "b"), "b", "because")
+    assert "Pick one" in c.feedback.value
+    c.pick("a")
+    assert c.reveal() is False and "not a" in c.feedback.value and "because" in c.feedback.value
+    c.pick("b")
+    assert "Pick one" in c.feedback.value  # a new pick hides the verdict again
+    assert c.reveal() is True and "right" in c.feedback.value
+    with pytest.raises(ValueError, match="not one of the options"):
+        choice.Choice("?", ("a",), "z")
+
+
+def test_the_notebooks_questions_answer_from_their_sources(tmp_path):
+    assert choice.bits_question().answer.startswith("no, but within")
+    assert choice.sdpa_question(RESULTS).answer == "cudnn"
+    assert choice.sdpa_question(tmp_path) is None  # not measured: the notebook says so
+    helps = decode_measured.helps_most(read_results(RESULTS / "decode.json"), read_results(RESULTS / "bench.json"))
+    assert choice.decode_question(helps).answer == "memory-bound"
+    rows = training.model_memory_rows((1024, 4096, 16384), layers=2, heads=4, head_dim=64, batch=1, gpu="H200")
+    assert choice.slope_question(training_plots.slopes(rows)).answer.startswith("2")
+    scored = claims.rows(RESULTS)
+    wrong = sum(r.judged.verdict == "wrong" for r in scored)
+    assert str(wrong) in choice.wrong_question(scored).why
+    ncu = read_results(RESULTS / "ncu.json")["rows"]
+    assert choice.floor_question(ncu).answer.startswith("below")

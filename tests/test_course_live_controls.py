@@ -1,0 +1,58 @@
+"""The live controls issue 26 asked for in notebooks 2, 5 and 6: moving a control changes the number the
+readout shows, and that number is gpusim's (or the H200's probe's)."""
+import re
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim_course import live_controls
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
+
+
+def _span(widget, cls):
+    return re.search(rf"<span class='{cls}'>([^<]*)</span>", widget.readout.value).group(1)
+
+
+def test_traffic_follows_n_and_d():
+    w = live_controls.TrafficExplorer(seq=1024, head_dim=64)
+    assert int(_span(w, "gpusim-traffic").replace(",", "")) == gpusim.simulate("naive", seq=1024, head_dim=64).hbm_bytes
+    before = w.image.value
+    w.seq.value = 4096
+    assert int(_span(w, "gpusim-traffic").replace(",", "")) == gpusim.simulate("naive", seq=4096, head_dim=64).hbm_bytes
+    assert w.image.value != before
+
+
+def test_flash_compare_follows_the_tile_and_the_mask():
+    w = live_controls.FlashCompare(seq=2048)
+    first = _span(w, "gpusim-ratio")
+    w.block_kv.value = 128
+    w.causal.value = True
+    assert _span(w, "gpusim-ratio") != first and "causal" in w.readout.value
+
+
+def test_sdpa_pick_reads_the_h200_probe(tmp_path):
+    w = live_controls.SdpaPickExplorer(RESULTS)
+    assert _span(w, "gpusim-sdpa-pick") == "CUDNN_ATTENTION"
+    w.head_dim.value = 60
+    assert _span(w, "gpusim-sdpa-pick") == "FLASH_ATTENTION"
+    with pytest.raises(FileNotFoundError, match="not measured here"):
+        live_controls.SdpaPickExplorer(tmp_path)
+
+
+def test_notebook8_labels_whole_and_charts_within_the_page():
+    """Issue 26: "block_kv (…" and "arrivals/st…" were cut, and a chart was wider than the page."""
+    from gpusim_course import decode_plots, decode_widgets
+    from gpusim_course.measurements import read_results
+
+    stepper = decode_widgets.SplitKVStepper()
+    paged = decode_widgets.PagedAllocation()
+    assert stepper.block_kv.style.description_width == "initial"
+    assert paged.per_step.style.description_width == "initial"
+    assert paged.image.layout.max_width == "100%" and paged.image.layout.height == "auto"
+    fig = decode_plots.flash_decoding_figure(read_results(RESULTS / "decode.json"))
+    assert fig.get_size_inches()[0] <= 9
+    fig.canvas.draw()
+    legend = fig.legends[0].get_window_extent()
+    assert 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # the legend within the figure: no wider chart
