@@ -67,23 +67,19 @@ def best_blocks(grid, blocks=BLOCKS):
     return blocks[a], blocks[b], float(grid["time"][a, b])
 
 
-# The paper's rule: gpusim.paper_blocks (gpusim.default_blocks before its rename on main).
-PAPER_RULE = getattr(gpusim, "paper_blocks", None) or getattr(gpusim, "default_blocks")
-
-
 def tile_choice(best, config, kernel_gpu="H200-measured"):
     """The explorer's fastest pair (`best`, for `config`: gpusim.simulate's keyword arguments) beside the paper's
-    rule (PAPER_RULE) and the tile the project's kernels launch on the H200 (gpusim.best_blocks on
+    rule (gpusim.paper_blocks) and the tile the project's kernels launch on the H200 (gpusim.best_blocks on
     the measured preset: flash1 and flash2 launch the tile gpusim predicts fastest on the GPU they run on), in
     three lines with the comparison computed."""
     block_q, block_kv, seconds = best
     algo, gpu, d, dtype = config["algo"], config["gpu"], config["head_dim"], config["dtype"]
     shape = {k: v for k, v in config.items() if k not in ("algo", "gpu", "block_q", "block_kv")}
-    paper = PAPER_RULE(algo, gpu, d, dtype)
+    paper = gpusim.paper_blocks(algo, gpu, d, dtype)
     kernel = gpusim.best_blocks(algo, gpu=kernel_gpu, **shape)
     same = "the same tile as" if (block_q, block_kv) == tuple(kernel) else "not the fastest tile"
     return [f"Fastest pair for {algo} on {gpu} (N = {config['seq']:,}): {block_q} x {block_kv}, predicted "
             f"{seconds * 1e3:.3f} ms.",
-            f"The paper's rule (gpusim.{PAPER_RULE.__name__}) gives {paper[0]} x {paper[1]} on {gpu}.",
+            f"The paper's rule (gpusim.paper_blocks) gives {paper[0]} x {paper[1]} on {gpu}.",
             f"The project's kernels launch gpusim's fastest tile for the GPU they run on: on the H200 ({kernel_gpu}) "
             f"that is {kernel[0]} x {kernel[1]}, {same} on {gpu}."]

@@ -10,7 +10,6 @@ from . import evidence, warps
 from .decode import waste_claim_rows
 from .formatting import span
 from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
-from .block_sweep import PAPER_RULE
 from .tables import nonmatmul_shares
 
 BLOG, SUMMARY = "blog post", "chapter summary"
@@ -103,7 +102,7 @@ def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128))
             why = "fits the registers too"
         except ValueError as err:
             why = "needs " + str(err).split(" need ", 1)[-1]
-        paper = PAPER_RULE("flash1", g, d, dtype)
+        paper = gpusim.paper_blocks("flash1", g, d, dtype)
         shown.append(f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; the paper's rule gives "
                      f"{paper[0]} x {paper[1]}")
     return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
@@ -117,7 +116,7 @@ def hbm_reads(results):
     for g in gpusim.PRESETS.values():
         try:
             ys = [gpusim.simulate("flash1", seq=16384, head_dim=d, gpu=g,
-                                  **dict(zip(("block_q", "block_kv"), PAPER_RULE("flash1", g, d, "fp16"))))
+                                  **dict(zip(("block_q", "block_kv"), gpusim.paper_blocks("flash1", g, d, "fp16"))))
                   .hbm_bytes for d in (32, 64, 128)]
         except ValueError:  # the paper's tile does not fit this GPU at some head_dim
             continue
