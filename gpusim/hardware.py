@@ -246,16 +246,22 @@ PRESETS["H200-measured"] = dataclasses.replace(
 )
 
 
+def by_name(kind, plural, value, known, types):
+    """`value` itself if it is one of `types`, else the entry of `known` of that name (case-insensitive); an
+    unknown name gets one line listing the known ones and the closest."""
+    if isinstance(value, types):
+        return value
+    by_lower = {name.lower(): entry for name, entry in known.items()}
+    if str(value).lower() in by_lower:
+        return by_lower[str(value).lower()]
+    close = difflib.get_close_matches(str(value), list(known), n=3, cutoff=0.3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ValueError(f"unknown {kind}={value!r}: known {plural} are {', '.join(known)}{hint}")
+
+
 def get_gpu(gpu):
     """A GPU from a preset name (case-insensitive) or a GPU passed through."""
-    if isinstance(gpu, GPU):
-        return gpu
-    by_lower = {name.lower(): preset for name, preset in PRESETS.items()}
-    if str(gpu).lower() in by_lower:
-        return by_lower[str(gpu).lower()]
-    close = difflib.get_close_matches(str(gpu), list(PRESETS), n=3, cutoff=0.3)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    raise ValueError(f"unknown gpu={gpu!r}: known GPUs are {', '.join(PRESETS)}{hint}")
+    return by_name("gpu", "GPUs", gpu, PRESETS, GPU)
 
 
 def check_dtype(dtype):

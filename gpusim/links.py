@@ -8,8 +8,9 @@ duplex link). Bidirectional "total" figures from datasheets are halved.
     >>> links.get_link("nvlink4").send_bytes_per_s
     450000000000.0
 """
-import difflib
 from dataclasses import dataclass
+
+from .hardware import by_name
 
 # Per-step overhead of a point-to-point exchange (NCCL's launch and handshake): an assumption, not measured
 # here; of the order of NCCL's small-message latency on NVLink and InfiniBand (a few microseconds).
@@ -87,15 +88,7 @@ TOPOLOGIES = {t.name: t for t in [
 
 def get_link(link):
     """A Link or Topology from its name (case-insensitive), or one passed through."""
-    if isinstance(link, (Link, Topology)):
-        return link
-    known = {**LINKS, **TOPOLOGIES}
-    by_lower = {name.lower(): value for name, value in known.items()}
-    if str(link).lower() in by_lower:
-        return by_lower[str(link).lower()]
-    close = difflib.get_close_matches(str(link), list(known), n=3, cutoff=0.3)
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    raise ValueError(f"unknown link={link!r}: known links are {', '.join(known)}{hint}")
+    return by_name("link", "links", link, {**LINKS, **TOPOLOGIES}, (Link, Topology))
 
 
 # Ring Attention (Liu, Zaharia, Abbeel 2023), Table 2's devices: the bf16 FLOP rate and the link of each.
