@@ -12,18 +12,9 @@
 #   tiles_bwd    flash2 training step at four backward tiles vs SDPA flash    -> tiles_bwd.json
 #   heldout      88 held-out shapes (seed 2026), every kind, checked + timed  -> heldout.json (gets what is left)
 # Logs (each job's output, ncu's CSVs, nvidia-smi) go into $OUT/run_a_logs.tar.gz; a summary table ends it.
-set -u
-OUT=${OUT:?set OUT}
+source benchmarks/gpu_env.sh
 TOTAL_S=${TOTAL_S:-490}
-START=$(date +%s)
-mkdir -p "$OUT" /tmp/pp
 LOGS=$(mktemp -d /tmp/run_a_logs.XXXX)
-ln -sfn "$PWD/gpusim" /tmp/pp/gpusim
-ln -sfn "$PWD/kernels" /tmp/pp/gpusim_kernels
-ln -sfn "$PWD/course" /tmp/pp/gpusim_course
-export PYTHONPATH=/tmp/pp:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-PY=${PYTHON:-python3}
-command -v "$PY" > /dev/null || PY=python
 
 {
   date -u

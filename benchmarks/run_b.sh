@@ -12,18 +12,9 @@
 #   host         per-call wall cost on small shapes (benchmarks/host.py, if present)      -> host.json
 #   tests_all    tests/test_{kernels,backward_kernels,decode_kernels,hopper,launch_kernels,docs}.py compiled, the time left -> log
 # Logs and a summary go into $OUT/run_b_logs.tar.gz; the summary is printed at the end.
-set -u
-OUT=${OUT:?set OUT}
+source benchmarks/gpu_env.sh
 TOTAL_S=${TOTAL_S:-515}
-START=$(date +%s)
-mkdir -p "$OUT" /tmp/run_b_pp
 LOGS=$(mktemp -d /tmp/run_b_logs.XXXX)
-ln -sfn "$PWD/gpusim" /tmp/run_b_pp/gpusim
-ln -sfn "$PWD/kernels" /tmp/run_b_pp/gpusim_kernels
-ln -sfn "$PWD/course" /tmp/run_b_pp/gpusim_course
-export PYTHONPATH=/tmp/run_b_pp:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-PY=${PYTHON:-python3}
-command -v "$PY" > /dev/null || PY=python
 SUMMARY=$LOGS/summary.txt
 
 {
