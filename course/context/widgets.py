@@ -7,8 +7,8 @@ import ipywidgets as W
 import gpusim
 from gpusim import links
 
-from . import model
 from ..widget import Live, dropdown, seq_slider
+from . import model
 
 GPUS = (2, 4, 8, 16)
 SEQS = tuple(4096 << i for i in range(9))  # 4K .. 1M

@@ -8,8 +8,8 @@ import gpusim
 from gpusim import backward
 
 from .. import checks
-from . import model
 from ..checks import numeric
+from . import model
 
 LSE_BYTES = 4  # the log-sum-exp is kept in fp32 whatever the dtype
 

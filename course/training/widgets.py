@@ -6,9 +6,9 @@ from html import escape
 import ipywidgets as W
 from matplotlib.patches import Rectangle
 
-from . import model
 from ..widget import Live, dropdown, set_step_range, step_controls
 from ..widget_extras import Guess, sharpen
+from . import model
 
 NXN = ("P", "dP", "dS")  # the N x N matrices only naive attention moves
 KERNEL_COLORS = {"preprocess": "tab:green", "dkdv": "tab:blue", "dq": "tab:purple", "flash1_bwd": "tab:orange",
