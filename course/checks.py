@@ -4,8 +4,8 @@ Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely 
 stub still returns None or raises NotImplementedError). It never raises for the learner's code.
 
 Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
-message for a right answer. course/exercises.py (notebooks 1 to 5), decode_exercises.py, training_exercises.py
-and puzzles.py all report through it.
+message for a right answer. course/exercises.py (notebooks 1 to 5), inference/exercises.py,
+training/exercises.py, context/exercises.py and puzzles.py all report through it.
 """
 import inspect
 import math

@@ -85,7 +85,7 @@ def sdpa_question(results, dtype="fp16", head_dim=64, mask="none"):
 
 
 def decode_question(helps_most_rows):
-    """Notebook 8: is one decode step at the longest cache memory-bound? (decode_measured.helps_most)."""
+    """Notebook 8: is one decode step at the longest cache memory-bound? (inference.measured.helps_most)."""
     row = max((r for r in helps_most_rows if r["scenario"].startswith("decode")),
               key=lambda r: int(r["scenario"].split(",")[1].split("K")[0]))
     options = ("memory-bound", "compute-bound")
@@ -96,7 +96,7 @@ def decode_question(helps_most_rows):
 
 
 def slope_question(slopes):
-    """Notebook 9: the log-log slope of standard attention's training memory (training_plots.slopes)."""
+    """Notebook 9: the log-log slope of standard attention's training memory (training.plots.slopes)."""
     options = ("1: linear in N", "2: quadratic in N", "3: cubic in N")
     answer = options[min(2, max(0, round(slopes["naive"]) - 1))]
     return Choice("On the log-log plot of attention's training memory against N, what slope will standard "

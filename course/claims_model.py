@@ -7,7 +7,7 @@ import gpusim
 from gpusim import kvcache
 
 from . import evidence, warps
-from .decode import waste_claim_rows
+from .inference.model import waste_claim_rows
 from .formatting import span
 from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
 from .tables import nonmatmul_shares
@@ -151,7 +151,7 @@ def warp_split(results):
 
 
 def kv_waste(results, model="Llama-3-8B", users=50):
-    """The one verdict on the 70% (notebook 8 shows this row): decode.waste_claim_rows, the source's 50 users
+    """The one verdict on the 70% (notebook 8 shows this row): inference.model.waste_claim_rows, the source's 50 users
     each with a slot of max_tokens, served contiguously."""
     claim = waste_claim_rows(users=users, model=model)
     obs = [Obs(r["contiguous wasted share"], f"{r['max_tokens']:,} tokens reserved per request") for r in claim]

@@ -305,11 +305,11 @@ CONTROLS = {
     "05_flash1_vs_flash2.ipynb": ("live_controls.FlashCompare(", "checkbox", "causal"),
     "06_real_kernels.ipynb": ("live_controls.SdpaPickExplorer(", "dropdown", "head_dim"),
     "07_hopper_and_beyond.ipynb": ("explorers.OverlapExplorer(", "dropdown", "head_dim"),
-    "08_inference.ipynb": ("decode_widgets.KVCalculator(", "dropdown", "model"),
-    "09_training.ipynb": ("training_widgets.BackwardStepper(", "dropdown", "algo"),
+    "08_inference.ipynb": ("widgets.KVCalculator(", "dropdown", "model"),
+    "09_training.ipynb": ("widgets.BackwardStepper(", "dropdown", "algo"),
     "11_claims_scorecard.ipynb": ("choice.wrong_question(rows)", "choice", ""),
     "12_appendix_provenance.ipynb": ("choice.floor_question(", "choice", ""),
-    "13_beyond_one_gpu.ipynb": ("context_widgets.TimelineExplorer(", "dropdown", "strategy"),
+    "13_beyond_one_gpu.ipynb": ("widgets.TimelineExplorer(", "dropdown", "strategy"),
 }
 
 

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusim_course import choice, claims, training, training_plots
-from gpusim_course import decode_measured
+from gpusim_course import choice, claims
+from gpusim_course.inference import measured as decode_measured
+from gpusim_course.training import model as training, plots as training_plots
 from gpusim_course.measurements import read_results
 
 ROOT = Path(__file__).resolve().parents[1]

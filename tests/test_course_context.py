@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 import gpusim
-from gpusim_course import context, context_exercises, context_widgets
+from gpusim_course.context import exercises as context_exercises, model as context, widgets as context_widgets
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cp_fixture.json"
 

@@ -1,8 +1,8 @@
-"""The decode notebook's data (gpusim_course.decode): each function against gpusim and numbers by hand."""
+"""The decode notebook's data (gpusim_course.inference.model): each function against gpusim and numbers by hand."""
 import pytest
 
-from gpusim_course import decode as course
-from gpusim_course import decode_plots
+from gpusim_course.inference import model as course
+from gpusim_course.inference import plots as decode_plots
 
 
 def test_kv_calculator_by_hand():

@@ -1,4 +1,4 @@
-"""gpusim_course.decode_measured: the decode notebook's measured rows, read from results/h200/decode.json and
+"""gpusim_course.inference.measured: the decode notebook's measured rows, read from results/h200/decode.json and
 bench.json, set beside gpusim.simulate("split_kv", ...) of each row's launch."""
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim_course import decode_measured as dm
+from gpusim_course.inference import measured as dm
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,7 @@ import PIL.Image
 import pytest
 
 from gpusim import kvcache
-from gpusim_course import decode as course
-from gpusim_course import decode_widgets as dw
+from gpusim_course.inference import model as course, widgets as dw
 from gpusim_course.widget_extras import CSS_PX_PER_INCH, PIXEL_RATIO
 
 

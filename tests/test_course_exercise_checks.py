@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from gpusim_course import decode_exercises, training_exercises
+from gpusim_course.inference import exercises as decode_exercises
+from gpusim_course.training import exercises as training_exercises
 
 WRONG = {
     "kv_bytes_per_token": [

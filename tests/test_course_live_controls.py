@@ -43,7 +43,7 @@ def test_sdpa_pick_reads_the_h200_probe(tmp_path):
 
 def test_notebook8_labels_whole_and_charts_within_the_page():
     """Issue 26: "block_kv (…" and "arrivals/st…" were cut, and a chart was wider than the page."""
-    from gpusim_course import decode_plots, decode_widgets
+    from gpusim_course.inference import plots as decode_plots, widgets as decode_widgets
     from gpusim_course.measurements import read_results
 
     stepper = decode_widgets.SplitKVStepper()

@@ -1,4 +1,4 @@
-"""Each puzzle sits in the last section of the notebook that teaches it (puzzle_catalog.NOTEBOOKS): a template cell
+"""Each puzzle sits in the last section of the notebook that teaches it (puzzles/catalog.py: NOTEBOOKS): a template cell
 with blanks, and a check cell. Run as committed, the templates are "not yet" (tests/test_notebooks.py runs every
 notebook whole); typed in as the reference solutions, every check says right. Only the puzzle sections run here,
 in a fresh Jupyter kernel, as "Run All" would run them."""
@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from gpusim_course import puzzles
-from gpusim_course.puzzle_catalog import NOTEBOOKS
+from gpusim_course.puzzles.catalog import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONED = sorted(set(NOTEBOOKS.values()) - {"10_write_the_kernels"})  # notebook 10 is all puzzles: test_notebooks

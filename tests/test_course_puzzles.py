@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
-from gpusim_course import puzzle_solutions, puzzles  # noqa: E402
-from gpusim_course.puzzle_sandbox import TIMEOUT_S  # noqa: E402
+from gpusim_course import puzzles  # noqa: E402
+from gpusim_course.puzzles import solutions as puzzle_solutions  # noqa: E402
+from gpusim_course.puzzles.sandbox import TIMEOUT_S  # noqa: E402
 
 Q_LOAD = ("    q_i = tl.load(Q + bh * N * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < N, other=0.0)"
           "  # read Br*d\n")

@@ -1,4 +1,4 @@
-"""gpusim_course.training and training_measured: the numbers the training notebook shows, each checked by hand
+"""gpusim_course.training (model and measured): the numbers the training notebook shows, each checked by hand
 or against the model, the Figure 2 table of docs/backward.md against what gpusim computes now, and the fwd + bwd
 speedup's predicted side against gpusim.simulate(..., backward=True) (the measured side from results/h200/
 bench_bwd.json, and from a CPU smoke run's file)."""
@@ -10,8 +10,7 @@ import pytest
 
 import gpusim
 from gpusim import backward
-from gpusim_course import training
-from gpusim_course import training_measured as tm
+from gpusim_course.training import measured as tm, model as training
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "tests" / "fixtures" / "bench_bwd_smoke.json"  # bench_bwd.py --smoke, interpreter

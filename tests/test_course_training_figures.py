@@ -7,7 +7,8 @@ import pytest
 
 import gpusim
 from gpusim import backward
-from gpusim_course import training, training_measured, training_plots, training_widgets
+from gpusim_course.training import measured as training_measured, model as training, plots as training_plots
+from gpusim_course.training import widgets as training_widgets
 
 
 def test_stepper_marks_recomputation_and_hides_the_total():

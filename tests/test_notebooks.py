@@ -126,7 +126,7 @@ def test_notebook10_accepts_the_reference_solutions_typed_into_its_puzzles():
     """Each puzzle's template cell replaced by its reference solution, as a learner would type it: every check
     cell then says right (and the untouched notebook says not yet, in the run above)."""
     from gpusim_course import puzzles
-    from gpusim_course.puzzle_catalog import NOTEBOOKS
+    from gpusim_course.puzzles.catalog import NOTEBOOKS
 
     path = ROOT / "notebooks" / "10_write_the_kernels.ipynb"
     nb = nbformat.read(path, as_version=4)

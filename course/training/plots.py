@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from gpusim import backward
 
-from . import training
+from . import model
 
 GIB = 2**30
 ALGO_COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue"}
@@ -57,7 +57,7 @@ def dq_figure(seq=512, head_dim=64, block_q=128, block_kv=32, causal=True):
     ax_grid.set(xlabel=f"K/V block j (one dK/dV program each, {block_q} keys)",
                 ylabel=f"Q block i ({block_kv} rows)", title="dK/dV kernel: each tile adds into dQ_i",
                 xticks=range(t.n_kv_blocks), yticks=range(t.n_q_blocks))
-    rows = training.dq_updates(seq, head_dim, block_q, block_kv, causal)
+    rows = model.dq_updates(seq, head_dim, block_q, block_kv, causal)
     blocks = np.arange(len(rows))
     ax_bars.barh(blocks - 0.2, [r["atomic_bytes"] / 1024 for r in rows], 0.4, color="tab:orange",
                  label="atomic adds: read + write fp32 per tile")
@@ -94,7 +94,7 @@ def speedup_figure(groups):
     """fwd + bwd speedup of FlashAttention over standard attention against N, one panel per (head_dim,
     causal): gpusim's prediction (naive over flash2) and, where measured, the project's naive kernels over its
     flash2 (the same pair), and torch naive over the project's flash2 and over SDPA's FlashAttention-2.
-    groups: {(head_dim, causal): training_measured.speedup_rows}."""
+    groups: {(head_dim, causal): measured.speedup_rows}."""
     ncols = min(2, len(groups))  # an SVG shows at its own size: two panels a row keep 9 inches readable
     nrows = -(-len(groups) // ncols)
     fig = Figure(figsize=(9, 3.2 * nrows + 0.8), layout="constrained")

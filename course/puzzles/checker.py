@@ -1,21 +1,21 @@
 """Kernels the learner writes, in the style of Triton-Puzzles: a Triton kernel with blanks (`...`), at the end of
-the notebook that teaches it, filled in by the learner and checked in a child process (puzzle_sandbox), so
+the notebook that teaches it, filled in by the learner and checked in a child process (sandbox.py), so
 that no mistake takes the notebook down, each mistake getting a verdict of one or two lines:
 
-1. safety: every pointer of every tl.load and tl.store is checked before it is dereferenced (puzzle_guard):
+1. safety: every pointer of every tl.load and tl.store is checked before it is dereferenced (guard.py):
    an access outside its tensor names the program, the tensor and the element offset; a loop that never
-   ends is stopped at RUNAWAY times the reference's loads and stores, or after puzzle_sandbox.TIMEOUT_S;
+   ends is stopped at RUNAWAY times the reference's loads and stores, or after sandbox.TIMEOUT_S;
 2. the output's dtype and shape (where the learner allocates it), the batch and head each program touches
    (against the reference solution's), and that each output element is stored once;
 3. correctness: the outputs against a float64 reference, with a tolerance each kind justifies
-   (puzzle_kinds); a wrong answer names the first wrong tile or program;
+   (kinds.py); a wrong answer names the first wrong tile or program;
 4. bytes: every tl.load and tl.store, counted by gpusim_kernels.trace_io, equal (==) to gpusim's count for the
    same schedule (gpusim.simulate, gpusim.decode, gpusim.backward, gpusim.softmax) or to a stated closed form.
 
     >>> from gpusim_course import puzzles
     >>> puzzles.check("online_softmax", my_kernel)  # a Verdict: right, wrong (and where), or not yet
     >>> puzzles.solution("online_softmax")  # prints the hidden reference solution
-    >>> puzzles.show_accesses("online_softmax", my_kernel)  # its loads beside gpusim's schedule (puzzle_picture)
+    >>> puzzles.show_accesses("online_softmax", my_kernel)  # its loads beside gpusim's schedule (picture.py)
 """
 import ast
 import inspect
@@ -25,12 +25,12 @@ import textwrap
 import numpy as np
 import torch
 
-from . import puzzle_solutions
-from .checks import Stop, Verdict
-from .puzzle_catalog import PUZZLES
-from .puzzle_guard import LOAD, STORE, Log, guarded, program_text
-from .puzzle_kinds import SEE, by_tensor
-from .puzzle_sandbox import CHILD, TIMEOUT_S, Source, load_sources
+from ..checks import Stop, Verdict
+from . import solutions
+from .catalog import PUZZLES
+from .guard import LOAD, STORE, Log, guarded, program_text
+from .kinds import SEE, by_tensor
+from .sandbox import CHILD, TIMEOUT_S, Source, load_sources
 
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
            "under the old, smaller max; exp(m_new - m_i) grows it (and is inf on the first tile, where m_i = -inf).")
@@ -68,7 +68,7 @@ def check(name, kernel, launcher=None, timeout_s=TIMEOUT_S):
         sent = sources(name, kernel, launcher)
     except Stop as stop:
         return Verdict(name, stop.status, stop.message)
-    return ask(name, "puzzles.check_here", sent, timeout_s)
+    return ask(name, "checker.check_here", sent, timeout_s)
 
 
 def ask(name, action, sent, timeout_s=TIMEOUT_S):
@@ -140,8 +140,8 @@ def _last_line(err):
 
 def _reference_log(puzzle):
     if puzzle.name not in _REFERENCE_LOGS:
-        kernel = getattr(puzzle_solutions, f"{puzzle.name}_kernel" if puzzle.launcher else puzzle.name)
-        launcher = getattr(puzzle_solutions, puzzle.name) if puzzle.launcher else None
+        kernel = getattr(solutions, f"{puzzle.name}_kernel" if puzzle.launcher else puzzle.name)
+        launcher = getattr(solutions, puzzle.name) if puzzle.launcher else None
         _REFERENCE_LOGS[puzzle.name] = run(puzzle, kernel, launcher, puzzle.inputs())[1]
     return _REFERENCE_LOGS[puzzle.name]
 
@@ -247,7 +247,7 @@ def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
     if wrong is not None and flipped_rescale(kernel):
         raise Stop("wrong", f"Correctness: the output is wrong. {RESCALE}")
     if hasattr(puzzle, "region"):
-        from .puzzle_tiles import correct_by_tile
+        from .tiles import correct_by_tile
         return correct_by_tile(puzzle, kernel, inputs, got, want, run)
     if wrong is not None:
         name, flat, tol = wrong
@@ -269,7 +269,7 @@ def check_bytes(puzzle, moved, log):
     if moved == counted:
         return counted
     if hasattr(puzzle, "counted_per_program"):
-        from .puzzle_tiles import bytes_by_program
+        from .tiles import bytes_by_program
         bytes_by_program(puzzle, log, moved, counted)
     differ = "; ".join(f"{t} {rw.get(k, 0):,} B {k.split('_')[0]} (expected {counted.get(t, {}).get(k, 0):,})"
                        for t, rw in {**{t: {} for t in counted}, **moved}.items()
@@ -284,8 +284,8 @@ def solution_source(name):
     """The source of the hidden reference solution of puzzle `name` (kernel, then launcher)."""
     puzzle = _puzzle(name)
     names = [f"{name}_kernel", name] if puzzle.launcher else [name]
-    return "\n\n".join(textwrap.dedent(inspect.getsource(getattr(getattr(puzzle_solutions, n), "fn",
-                                                                 getattr(puzzle_solutions, n)))) for n in names)
+    return "\n\n".join(textwrap.dedent(inspect.getsource(getattr(getattr(solutions, n), "fn",
+                                                                 getattr(solutions, n)))) for n in names)
 
 
 def solution(name):
@@ -296,7 +296,7 @@ def solution(name):
 def accesses_here(name, sent, folder, progress=None):
     """In the child: ({tensor: number of rows}, the learner's loads_by_step, the reference's, its title), or
     (status, message) where the kernel stops early."""
-    from .puzzle_picture import loads_by_step, pictured_rows, schedule_loads
+    from .picture import loads_by_step, pictured_rows, schedule_loads
     puzzle = PUZZLES[name]
     kernel, *launcher = load_sources(sent, folder)
     inputs = puzzle.inputs()
@@ -308,17 +308,17 @@ def accesses_here(name, sent, folder, progress=None):
         return stop.status, stop.message
     if hasattr(puzzle, "schedule"):
         return rows, mine, schedule_loads(puzzle, tensors), "gpusim's schedule"
-    kernel = getattr(puzzle_solutions, f"{name}_kernel" if puzzle.launcher else name)
-    reference = getattr(puzzle_solutions, name) if puzzle.launcher else None
+    kernel = getattr(solutions, f"{name}_kernel" if puzzle.launcher else name)
+    reference = getattr(solutions, name) if puzzle.launcher else None
     return rows, mine, loads_by_step(run(puzzle, kernel, reference, inputs)[1], tensors), "the reference solution"
 
 
 def show_accesses(name, kernel, launcher=None):
     """A figure of the rows of Q, K, V (or the inputs) each program of the learner's kernel loaded, step by step,
-    beside gpusim's schedule (puzzle_picture); a Verdict instead when the kernel cannot run to the end."""
-    from .puzzle_picture import figure
+    beside gpusim's schedule (picture.py); a Verdict instead when the kernel cannot run to the end."""
+    from .picture import figure
     try:
-        answer = ask(name, "puzzles.accesses_here", sources(name, kernel, launcher))
+        answer = ask(name, "checker.accesses_here", sources(name, kernel, launcher))
     except Stop as stop:
         return Verdict(name, stop.status, stop.message)
     return answer if isinstance(answer, Verdict) else figure(*answer)

@@ -1,6 +1,6 @@
 """Notebook 13's exercise, checked against gpusim (course/checks.py): merge two partial attention results.
 
-    >>> from gpusim_course import context_exercises as ex
+    >>> from gpusim_course.context import exercises as ex
     >>> ex.check("merge_partials", merge_partials)
     >>> ex.solution("merge_partials")
 """
@@ -8,8 +8,8 @@ import numpy as np
 
 import gpusim
 
-from . import checks
-from .checks import Stop, call
+from .. import checks
+from ..checks import Stop, call
 
 
 def merge_partials(o1, lse1, o2, lse2):

@@ -6,9 +6,9 @@ from html import escape
 import ipywidgets as W
 from matplotlib.patches import Rectangle
 
-from . import training
-from .widget import Live, dropdown, set_step_range, step_controls
-from .widget_extras import Guess, sharpen
+from ..widget import Live, dropdown, set_step_range, step_controls
+from ..widget_extras import Guess, sharpen
+from . import model
 
 NXN = ("P", "dP", "dS")  # the N x N matrices only naive attention moves
 KERNEL_COLORS = {"preprocess": "tab:green", "dkdv": "tab:blue", "dq": "tab:purple", "flash1_bwd": "tab:orange",
@@ -29,7 +29,7 @@ class BackwardStepper(Live):
         sharpen(self)
 
     def update(self):
-        self.steps = training.backward_steps(self.algo.value, causal=self.causal.value, **self.shape)
+        self.steps = model.backward_steps(self.algo.value, causal=self.causal.value, **self.shape)
         set_step_range(self.step, self.play, len(self.steps))
         self.at = self.steps[self.step.value - 1]
         total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)

@@ -1,14 +1,15 @@
 """The training notebook's exercises, checked against gpusim.backward (course/checks.py).
 
-    >>> from gpusim_course import training_exercises as ex
+    >>> from gpusim_course.training import exercises as ex
     >>> ex.check("bytes_saved_per_layer", bytes_saved_per_layer)
     >>> ex.solution("bytes_saved_per_layer")
 """
 import gpusim
 from gpusim import backward
 
-from . import checks, training
-from .checks import numeric
+from .. import checks
+from ..checks import numeric
+from . import model
 
 LSE_BYTES = 4  # the log-sum-exp is kept in fp32 whatever the dtype
 
@@ -22,7 +23,7 @@ def bytes_saved_per_layer(batch, heads, seq, head_dim, itemsize):
 def _check_bytes_saved_per_layer(fn):
     shapes = [(1, 16, 1024, 64, "fp16"), (8, 32, 2048, 128, "bf16"), (2, 12, 1000, 64, "fp32"),
               (4, 16, 4096, 64, "fp16")]
-    cases = [((b, h, n, d, gpusim.DTYPE_BYTES[dtype]), training.bytes_saved_per_layer(n, d, h, b, dtype))
+    cases = [((b, h, n, d, gpusim.DTYPE_BYTES[dtype]), model.bytes_saved_per_layer(n, d, h, b, dtype))
              for b, h, n, d, dtype in shapes]
 
     def hint(args, got, want):

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from . import decode_measured
+from . import measured
 
 CURVES = {  # name: (color, line style, marker)
     "split KV, measured": ("tab:blue", "-", "o"), "split KV, gpusim": ("tab:blue", "--", None),
@@ -27,10 +27,10 @@ def flash_decoding_figure(data, batches=(1, 8, 64)):
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2), layout="constrained")
     axes = fig.subplots(1, len(batches), sharey=True)
     for ax, batch in zip(axes, batches):
-        for name, (x, y) in decode_measured.series(data, batch).items():
+        for name, (x, y) in measured.series(data, batch).items():
             color, style, marker = CURVES[name]
             ax.plot(x, y, linestyle=style, marker=marker, color=color, label=name)
-        lesson = decode_measured.unsplit_lesson(data, batch)
+        lesson = measured.unsplit_lesson(data, batch)
         ax.set(xscale="log", yscale="log", xlabel="cached tokens per request",
                title=f"batch {batch}\nnum_splits=1: {lesson['num_splits=1 programs']} programs")
         ax.set_xscale("log", base=2)

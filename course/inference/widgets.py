@@ -8,10 +8,10 @@ import ipywidgets as W
 from gpusim import kvcache
 from gpusim.units import fmt_bytes
 
-from . import decode as course_decode
-from .decode_plots import OWNER_COLORS, draw_memory_map
-from .widget import Live, dropdown, seq_slider, set_step_range, step_controls
-from .widget_extras import Guess, sharpen
+from ..widget import Live, dropdown, seq_slider, set_step_range, step_controls
+from ..widget_extras import Guess, sharpen
+from . import model as course_decode
+from .plots import OWNER_COLORS, draw_memory_map
 
 CONTEXTS = tuple(1024 << i for i in range(8))  # 1K .. 128K tokens
 DTYPES = ("fp16", "bf16", "fp8", "fp32")

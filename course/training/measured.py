@@ -10,7 +10,7 @@ from pathlib import Path
 import gpusim
 from gpusim import backward
 
-from .formatting import span
+from ..formatting import span
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (benchmarks/bench_bwd.py)

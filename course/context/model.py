@@ -1,6 +1,6 @@
 """Notebook 13 (Beyond one GPU): gpusim's context-parallel pass as timelines, the zigzag layout, the model's
 predictions for 8, 64 and 512 GPUs, and the two-GPU measurement beside the model once it exists. Figures are
-matplotlib.figure.Figure objects (no pyplot state); the widget is course/context_widgets.py."""
+matplotlib.figure.Figure objects (no pyplot state); the widget is course/context/widgets.py."""
 import json
 from pathlib import Path
 

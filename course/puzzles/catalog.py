@@ -1,7 +1,7 @@
 """The puzzles, by name, in the order of the course, each with its notebook and the hints its checks give
 (symptom -> sentence). The shapes are small (the interpreter runs every program in Python) and not multiples
 of the tiles where masks are the lesson."""
-from .puzzle_kinds import BackwardPuzzle, DecodePuzzle, Flash2Puzzle, LauncherPuzzle, MergePuzzle
+from .kinds import BackwardPuzzle, DecodePuzzle, Flash2Puzzle, LauncherPuzzle, MergePuzzle
 
 LSE_HINT = ("lse", "The log-sum-exp is m_i + log(l_i), with the final m_i and l_i.")
 ONLINE = (

@@ -1,11 +1,11 @@
 """The kinds of kernel puzzle: what each launches, its float64 reference, its tolerances and the bytes it
 should move (gpusim's count where a pass models the kernel, a closed form otherwise).
 
-Every kind gives the checks of puzzles.py the same things: inputs() {name: tensor}, run(kernel, launcher,
+Every kind gives the checks of checker.py the same things: inputs() {name: tensor}, run(kernel, launcher,
 inputs) {output name: tensor}, reference(inputs) {output name: float64 tensor}, tolerance(name, want,
 inputs) (absolute), counted() {tensor: {"read_bytes", "write_bytes"}}, describe(program), and `layouts`
 {tensor: names of its leading axes} for the offsets check. Flash2Puzzle and DecodePuzzle also name the first
-wrong tile and program (correct_by_tile, bytes_by_program in puzzles.py).
+wrong tile and program (correct_by_tile, bytes_by_program in tiles.py).
 """
 from dataclasses import dataclass
 

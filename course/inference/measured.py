@@ -6,7 +6,7 @@ each row's own launch (gpusim.decode.launch_options), on the preset benchmarks/a
 import gpusim
 from gpusim import decode
 
-from .formatting import span
+from ..formatting import span
 
 GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 SDPA = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")

@@ -1,9 +1,9 @@
 """Training: what the course's backward-pass notebook computes. Tables are lists of dicts (numbers, not
 formatted text); gpusim.backward counts, gpusim.train walks the tiles.
 
-    >>> from gpusim_course import training
-    >>> training.saved_rows(seqs=(1024, 8192), head_dim=64, heads=16)
-    >>> training.backward_steps("flash2", seq=64, head_dim=16)
+    >>> from gpusim_course.training import model
+    >>> model.saved_rows(seqs=(1024, 8192), head_dim=64, heads=16)
+    >>> model.backward_steps("flash2", seq=64, head_dim=16)
 """
 import numpy as np
 

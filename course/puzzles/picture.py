@@ -8,7 +8,7 @@ from the guard's log of the kernel run in the child; beside gpusim's schedule fo
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .puzzle_guard import LOAD
+from .guard import LOAD
 
 
 def pictured_rows(shape):

@@ -1,7 +1,7 @@
 """What the decode notebook shows from gpusim alone, as data: a KV-cache calculator, the split-KV schedule
 step by step, both allocators serving one stream of requests, and the test of the source's "70% of that
 memory is wasted". Small functions over gpusim.decode and gpusim.kvcache; no widgets, no plotting. The
-measured side is course/decode_measured.py.
+measured side is course/inference/measured.py.
 """
 import numpy as np
 

@@ -5,8 +5,8 @@ many K/V tiles it loaded against it (from the guard's log of its accesses)."""
 import numpy as np
 import torch
 
-from .checks import Stop
-from .puzzle_kinds import LSE_TOL, O_TOL, SEE
+from ..checks import Stop
+from .kinds import LSE_TOL, O_TOL, SEE
 
 
 def _errors(puzzle, got, want, p, v):

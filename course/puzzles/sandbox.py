@@ -2,7 +2,7 @@
 out-of-bounds pointer in Triton's interpreter writes through raw memory) and a loop that never ends is
 stopped. The parent sends the kernel's source (inspect.getsource of the @triton.jit function, and of its
 Python launcher where the learner writes one: both work for a function typed into a notebook cell); the
-child writes it to a file, imports it and checks it (puzzles.check_here); the verdict comes back as data.
+child writes it to a file, imports it and checks it (checker.check_here); the verdict comes back as data.
 
 One child, a fresh interpreter (no fork of a process that holds threads, and nothing of the notebook's or
 the script's __main__ is run again), serves check after check over a socket; it is replaced when it dies or
@@ -79,13 +79,13 @@ def _serve(fd, progress_path):
             except EOFError:
                 return
             progress[:] = 0
-            module, function = action.rsplit(".", 1)  # e.g. "puzzles.check_here", in this package
+            module, function = action.rsplit(".", 1)  # e.g. "checker.check_here", in this package
             answer = getattr(importlib.import_module(f"{__package__}.{module}"), function)
             conn.send(answer(*args, folder=folder, progress=progress))
 
 
 class Child:
-    """The parent's handle on the child (`python -m gpusim_course.puzzle_sandbox`, a fresh interpreter that
+    """The parent's handle on the child (`python -m gpusim_course.puzzles.sandbox`, a fresh interpreter that
     imports nothing of the notebook's): ask("module.function", *args) -> the answer of that function of this
     package, run in the child, or ("timeout", progress) or ("died", exit code)."""
 

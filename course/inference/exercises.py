@@ -1,6 +1,6 @@
 """The decode notebook's exercises, checked against gpusim.kvcache and gpusim.decode (course/checks.py).
 
-    >>> from gpusim_course import decode_exercises as ex
+    >>> from gpusim_course.inference import exercises as ex
     >>> ex.check("kv_bytes_per_token", kv_bytes_per_token)
     >>> ex.solution("kv_bytes_per_token")
 """
@@ -9,8 +9,8 @@ import math
 import gpusim
 from gpusim import decode, kvcache
 
-from . import checks
-from .checks import numeric
+from .. import checks
+from ..checks import numeric
 
 MODELS = tuple(kvcache.MODELS.values())
 LONG_CACHE = 1 << 17  # enough K/V chunks for any split count the cases need

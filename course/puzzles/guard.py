@@ -4,7 +4,7 @@ access outside them becomes a verdict naming the program, the tensor and the ele
 crash of the process ("double free or corruption"). It hooks the interpreter where trace_io does
 (gpusim_kernels/trace.py) and, entered inside trace_io, runs first. It also records which elements each
 program loaded and stored, in order: the checks compare them with the reference solution's (wrong batch
-or head offsets), count each output element's stores, and draw them (puzzle_picture).
+or head offsets), count each output element's stores, and draw them (picture.py).
 """
 from contextlib import contextmanager
 from dataclasses import dataclass, field

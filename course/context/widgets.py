@@ -7,8 +7,8 @@ import ipywidgets as W
 import gpusim
 from gpusim import links
 
-from . import context
-from .widget import Live, dropdown, seq_slider
+from ..widget import Live, dropdown, seq_slider
+from . import model
 
 GPUS = (2, 4, 8, 16)
 SEQS = tuple(4096 << i for i in range(9))  # 4K .. 1M
@@ -27,13 +27,13 @@ class TimelineExplorer(Live):
         super().__init__([[self.gpus, self.seq], [self.link, self.strategy, self.causal]], figsize=(10, 4.2))
 
     def update(self):
-        self.result = context.simulate(self.gpus.value, self.seq.value, self.strategy.value, self.link.value,
+        self.result = model.simulate(self.gpus.value, self.seq.value, self.strategy.value, self.link.value,
                                        self.causal.value)
-        one = gpusim.simulate("flash2", seq=self.seq.value, causal=self.causal.value, **context.SHAPE)
+        one = gpusim.simulate("flash2", seq=self.seq.value, causal=self.causal.value, **model.SHAPE)
         r, margin = self.result, self.result.overlap_margin
         shard = self.seq.value // self.gpus.value
-        crossover = context.crossover_tokens(self.link.value, heads=context.SHAPE["heads"],
-                                             kv_heads=context.SHAPE["kv_heads"])
+        crossover = model.crossover_tokens(self.link.value, heads=model.SHAPE["heads"],
+                                             kv_heads=model.SHAPE["kv_heads"])
         hides = ("no K/V moves under compute in this strategy" if margin is None else
                  f"the transfer hides (compute / transfer ≥ {margin:.2f} in every step)" if margin >= 1 else
                  f"the transfer does <b>not</b> hide: a step's compute is {margin:.2f} of its transfer")
@@ -41,8 +41,8 @@ class TimelineExplorer(Live):
             f"<p>{r.gpus} GPUs: <b>{r.predicted_time_s * 1e3:,.2f} ms</b> against one GPU's "
             f"{one.predicted_time_s * 1e3:,.2f} ms ({one.predicted_time_s / r.predicted_time_s:.2f}x); "
             f"{escape('each GPU sends')} {r.link_send_bytes / 1e6:,.1f} MB; the GPUs idle "
-            f"{context.idle_share(r):.0%} of the time.<br>Shard {shard:,} tokens; {hides}. Closed form at the "
+            f"{model.idle_share(r):.0%} of the time.<br>Shard {shard:,} tokens; {hides}. Closed form at the "
             f"tensor cores' peak: a shard hides its transfer from about {crossover:,.0f} tokens.</p>")
 
     def draw(self):
-        context.timeline_figure(self.result, ax=self.axes[0])
+        model.timeline_figure(self.result, ax=self.axes[0])
