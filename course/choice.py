@@ -10,6 +10,8 @@ from html import escape
 
 import ipywidgets as W
 
+import gpusim
+
 from .formatting import Html
 
 
@@ -67,6 +69,20 @@ def bits_question():
                   "bit-for-bit identical?", options, answer,
                   f"{c['label']}: {c['equal_fraction']:.1%} of the elements have the same bits; the largest "
                   f"difference is {c['max_difference'] / u:.1f} u of the output's scale")
+
+
+def causal_share_question(seq=96, block_q=32, block_kv=16, head_dim=16):
+    """Notebook 10, before the causal puzzle: what share of the K/V rows does a causal launch load, against the
+    same launch without the mask? (gpusim's count of the puzzle's own configuration.)"""
+    shape = dict(seq=seq, head_dim=head_dim, block_q=block_q, block_kv=block_kv)
+    causal, full = (gpusim.simulate("flash2", causal=c, **shape).by_tensor["K"]["read_bytes"] for c in (True, False))
+    shares = {"about a quarter": 1 / 4, "about half": 1 / 2, "about two thirds": 2 / 3, "all of them": 1}
+    answer = min(shares, key=lambda label: abs(shares[label] - causal / full))
+    return Choice(f"The causal puzzle's launch: N = {seq}, Q blocks of {block_q} rows, K/V blocks of {block_kv}. "
+                  "What share of the K/V bytes a non-causal launch reads does the causal kernel read, skipping "
+                  "the tiles the mask hides?", list(shares), answer,
+                  f"gpusim counts {causal:,} B of K against {full:,} B without the mask: {causal / full:.1%}; Q "
+                  f"block i reads the K/V blocks up to its diagonal, {block_q // block_kv} more for each block down")
 
 
 def sdpa_question(results, dtype="fp16", head_dim=64, mask="none"):

@@ -28,6 +28,9 @@ def test_reveal_judges_the_pick():
 
 def test_the_notebooks_questions_answer_from_their_sources(tmp_path):
     assert choice.bits_question().answer.startswith("no, but within")
+    # notebook 10's launch: 3 Q blocks of 32 rows over 6 K/V blocks of 16; block i reads 2 (i + 1) of them
+    assert sum(min(6, 2 * (i + 1)) for i in range(3)) / (3 * 6) == 2 / 3
+    assert choice.causal_share_question().answer == "about two thirds"
     assert choice.sdpa_question(RESULTS).answer == "cudnn"
     assert choice.sdpa_question(tmp_path) is None  # not measured: the notebook says so
     helps = decode_measured.helps_most(read_results(RESULTS / "decode.json"), read_results(RESULTS / "bench.json"))
