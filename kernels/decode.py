@@ -18,7 +18,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu, launch
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_head_dim, detect_gpu, launch
 
 
 @triton.jit
@@ -188,8 +188,7 @@ class DecodePlan:
         device = _indexed(torch.device(device))
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
-        if not HEAD_DIMS[0] <= head_dim <= HEAD_DIMS[1]:
-            raise ValueError(f"head_dim={head_dim} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+        check_head_dim(head_dim)
         check_device(device)
         lengths = host_lengths(cache_seqlens)
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
@@ -492,8 +491,7 @@ def check_tensors(q, k_cache, v_cache):
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: they must be on one device")
     if not q.dtype == k_cache.dtype == v_cache.dtype:
         raise ValueError(f"q, k_cache, v_cache have dtypes {q.dtype}, {k_cache.dtype}, {v_cache.dtype}: they must match")
-    if not HEAD_DIMS[0] <= q.shape[3] <= HEAD_DIMS[1]:
-        raise ValueError(f"head_dim={q.shape[3]} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+    check_head_dim(q.shape[3])
     check_device(q.device)
 
 
