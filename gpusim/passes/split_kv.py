@@ -200,7 +200,7 @@ class SplitKV(Pass):
     def compiled_shape(self, launch, kernel):
         """What a compiled kernel is specialised on beyond its tiles: head_dim, and the page size (0: a
         contiguous cache) or, for the reduce, the splits padded to a power of two. Compiled at
-        gpusim_kernels.bench_decode's heads; other head counts take the same entry."""
+        benchmarks.bench_decode's heads; other head counts take the same entry."""
         return launch.head_dim, launch.padded_splits if kernel == "reduce" else launch.page_size or 0
 
     def dram_reads(self, launch, kernel, sm_reads):
