@@ -194,14 +194,19 @@ def check_inputs(q, k, v, block_q, block_kv):
     check_head_dim(q.shape[3])
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")
-    if q.device.type == "cpu" and not INTERPRETED:
-        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
-                         "before importing gpusim_kernels to run them in Triton's interpreter")
+    check_device(q.device)
     if q.device.type not in ("cpu", "cuda"):
         raise ValueError(f"q is on {q.device}: the kernels run on cuda, or on cpu in Triton's interpreter")
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
         if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
+
+
+def check_device(device):
+    """One line if q's device is the CPU but the kernels were compiled for the GPU (not INTERPRETED)."""
+    if device.type == "cpu" and not INTERPRETED:
+        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
+                         "before importing gpusim_kernels to run them in Triton's interpreter")
 
 
 def check_head_dim(head_dim):
