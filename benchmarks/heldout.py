@@ -215,13 +215,10 @@ def _reference(q, k, v, causal, grad=False):
 
 
 def _gpu_time(call, rep=REP_MS):
-    """benchmarks.bench.gpu_time's method with a shorter repetition: the median of the GPU work replayed
-    from a CUDA graph, or CUDA events around each call where the call cannot be captured."""
-    from triton.testing import do_bench, do_bench_cudagraph
-    try:
-        return {"ms": do_bench_cudagraph(call, rep=rep, return_mode="median"), "timing": "cuda_graph"}
-    except Exception:  # noqa: BLE001 - a call that cannot be captured is timed call by call
-        return {"ms": do_bench(call, warmup=10, rep=rep, return_mode="median"), "timing": "events"}
+    """benchmarks.bench.gpu_time with a shorter repetition: the median of the GPU work replayed from a CUDA
+    graph, or CUDA events around each call where the call cannot be captured."""
+    from benchmarks.bench import gpu_time
+    return gpu_time(call, rep=rep, warmup=10)
 
 
 def _timer(dev):
