@@ -113,6 +113,17 @@ def measure(fn, inputs, causal, ref):
     return {**gpu_time(lambda: fn(*inputs, causal)), "peak_bytes": peak, "rel_err": rel_err}
 
 
+def cycling(calls):
+    """fn() running the next of calls each time, in turn (the first call runs calls[0]): inputs copied enough
+    times to exceed the L2, so that each timed call reads its operands from DRAM."""
+    state = {"i": len(calls) - 1}
+
+    def fn():
+        state["i"] = (state["i"] + 1) % len(calls)
+        return calls[state["i"]]()
+    return fn
+
+
 def gpu_time(call, rep=100, warmup=25):
     """{"ms", "timing"}: the median time of the call's GPU work, replayed from a CUDA graph (no Python between
     launches: what gpusim predicts, whatever the host's speed), or timed with events around each call when
