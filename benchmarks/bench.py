@@ -113,15 +113,26 @@ def measure(fn, inputs, causal, ref):
     return {**gpu_time(lambda: fn(*inputs, causal)), "peak_bytes": peak, "rel_err": rel_err}
 
 
-def gpu_time(call):
+def cycling(calls):
+    """fn() running the next of calls each time, in turn (the first call runs calls[0]): inputs copied enough
+    times to exceed the L2, so that each timed call reads its operands from DRAM."""
+    state = {"i": len(calls) - 1}
+
+    def fn():
+        state["i"] = (state["i"] + 1) % len(calls)
+        return calls[state["i"]]()
+    return fn
+
+
+def gpu_time(call, rep=100, warmup=25):
     """{"ms", "timing"}: the median time of the call's GPU work, replayed from a CUDA graph (no Python between
     launches: what gpusim predicts, whatever the host's speed), or timed with events around each call when
-    the call cannot be captured."""
+    the call cannot be captured. rep, warmup: do_bench's milliseconds (warmup only for the events)."""
     from triton.testing import do_bench, do_bench_cudagraph
     try:
-        return {"ms": do_bench_cudagraph(call, rep=100, return_mode="median"), "timing": "cuda_graph"}
+        return {"ms": do_bench_cudagraph(call, rep=rep, return_mode="median"), "timing": "cuda_graph"}
     except Exception:  # noqa: BLE001 - a provider that cannot be captured is timed call by call
-        return {"ms": do_bench(call, warmup=25, rep=100, return_mode="median"), "timing": "events"}
+        return {"ms": do_bench(call, warmup=warmup, rep=rep, return_mode="median"), "timing": "events"}
 
 
 def configs(shapes, dtypes, sweep=True, head_dims=(64, 128), causals=(False, True)):

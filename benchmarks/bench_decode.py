@@ -40,7 +40,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -48,7 +47,7 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from gpusim import decode
-from benchmarks.bench import gpu_time
+from benchmarks.bench import cycling, gpu_time  # cycling: the first call runs input set 0, which measure() checks
 from gpusim_kernels.decode import plan_for_cache
 
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B (gpusim/kvcache.py)
@@ -140,14 +139,6 @@ def providers(sets, shape):
     """name -> (fn() cycling through the input sets, num_splits or None, model_bytes)."""
     batch, seq_kv = sets[0]["q"].shape[0], int(sets[0]["lengths"][0])
     group = shape["heads"] // shape["kv_heads"]
-
-    def cycling(calls):
-        state = {"i": len(calls) - 1}  # the first call runs input set 0, the one measure() checks
-
-        def fn():
-            state["i"] = (state["i"] + 1) % len(calls)
-            return calls[state["i"]]()
-        return fn
 
     def ours(num_splits, paged=True):
         tensors = [s["paged"] if paged else s["contiguous"] for s in sets]

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks import bench_decode as bd  # inputs, timing, environment
+from benchmarks.bench import cycling
 
 from gpusim_kernels.decode import plan_for_cache
 
@@ -31,12 +32,7 @@ def ours(sets, splits, pdl):
     """(fn cycling through the input sets, the launch) of the split kernel at `splits` (None: its own)."""
     plans = [plan_for_cache(*s["paged"], cache_seqlens=s["lengths"], block_table=s["table"], page_size=bd.PAGE_SIZE,
                             num_splits=splits) for s in sets]
-    state = {"i": len(plans) - 1}
-
-    def fn():
-        state["i"] = (state["i"] + 1) % len(plans)
-        return plans[state["i"]].run(*sets[state["i"]]["paged"], pdl=pdl)
-    return fn, plans[0].launch
+    return cycling([lambda p=p, s=s: p.run(*s["paged"], pdl=pdl) for p, s in zip(plans, sets)]), plans[0].launch
 
 
 def timed(fn, sets, nbytes, copy_bps):

@@ -26,6 +26,7 @@ import zlib
 import numpy as np
 
 import gpusim
+from benchmarks.bench import cycling
 
 GPU = "H200-measured"
 L2_BYTES = 60 << 20
@@ -176,15 +177,6 @@ def _copies(nbytes):
     return max(1, min(4, math.ceil(2 * L2_BYTES / max(nbytes, 1))))
 
 
-def _cycling(calls):
-    state = {"i": len(calls) - 1}
-
-    def fn():
-        state["i"] = (state["i"] + 1) % len(calls)
-        return calls[state["i"]]()
-    return fn
-
-
 def _rel(got, ref):
     got, ref = got.detach().double(), ref.detach().double()
     return float((got - ref).norm() / ref.norm())
@@ -215,13 +207,10 @@ def _reference(q, k, v, causal, grad=False):
 
 
 def _gpu_time(call, rep=REP_MS):
-    """benchmarks.bench.gpu_time's method with a shorter repetition: the median of the GPU work replayed
-    from a CUDA graph, or CUDA events around each call where the call cannot be captured."""
-    from triton.testing import do_bench, do_bench_cudagraph
-    try:
-        return {"ms": do_bench_cudagraph(call, rep=rep, return_mode="median"), "timing": "cuda_graph"}
-    except Exception:  # noqa: BLE001 - a call that cannot be captured is timed call by call
-        return {"ms": do_bench(call, warmup=10, rep=rep, return_mode="median"), "timing": "events"}
+    """benchmarks.bench.gpu_time with a shorter repetition: the median of the GPU work replayed from a CUDA
+    graph, or CUDA events around each call where the call cannot be captured."""
+    from benchmarks.bench import gpu_time
+    return gpu_time(call, rep=rep, warmup=10)
 
 
 def _timer(dev):
@@ -286,7 +275,7 @@ def measure_row(row, dev="cuda", warm_only=False):
     sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
     kw = dict(causal=causal) if row["algo"] == "hopper" else dict(causal=causal, block_q=bq, block_kv=bk)
-    call = _cycling([lambda s=s: fn(*s, **kw) for s in sets])
+    call = cycling([lambda s=s: fn(*s, **kw) for s in sets])
     o = fn(*sets[0], **kw)
     if warm_only:
         return out
@@ -340,7 +329,7 @@ def _measure_decode(row, gen, out, dev, warm_only=False):
     if not out["rel_err"] <= TOL["fp16"]:
         out["error"] = f"wrong: rel_err {out['rel_err']:.3g}"
         return out
-    out |= gpu_time(_cycling([lambda plan=plan, s=s: plan.run(*s[:3]) for plan, s in zip(plans, sets)]))
+    out |= gpu_time(cycling([lambda plan=plan, s=s: plan.run(*s[:3]) for plan, s in zip(plans, sets)]))
     return out
 
 

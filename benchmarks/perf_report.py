@@ -357,7 +357,7 @@ def per_call_line():
     """host.json: the cached launches' per-call cost over SDPA's, on shapes where the GPU waits for the host."""
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
-    return (f"- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run): "
+    return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time.")
 
 

@@ -9,7 +9,6 @@ import datetime
 import json
 import re
 import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path

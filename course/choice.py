@@ -12,7 +12,8 @@ import ipywidgets as W
 
 import gpusim
 
-from .formatting import Html
+
+WAITING = "<p><i>Pick one, then press reveal.</i></p>"  # the feedback before a reveal
 
 
 class Choice:
@@ -26,14 +27,14 @@ class Choice:
         self.options = W.RadioButtons(options=list(options), value=None, description="your pick",
                                       style={"description_width": "initial"}, layout=W.Layout(width="auto"))
         self.button = W.Button(description="reveal", button_style="info")
-        self.feedback = W.HTML("<p><i>Pick one, then press reveal.</i></p>")
+        self.feedback = W.HTML(WAITING)
         self.feedback.add_class("gpusim-choice-feedback")
         self.button.on_click(lambda _: self.reveal())
         self.options.observe(lambda _: self._hide(), "value")
         self.ui = W.VBox([self.prompt, self.options, self.button, self.feedback])
 
     def _hide(self):
-        self.feedback.value = "<p><i>Pick one, then press reveal.</i></p>"
+        self.feedback.value = WAITING
 
     def pick(self, label):
         self.options.value = label
@@ -49,11 +50,6 @@ class Choice:
 
     def _repr_mimebundle_(self, **kwargs):
         return self.ui._repr_mimebundle_(**kwargs)
-
-
-def answer_html(choice):
-    """The answer and its computation as HTML (what reveal shows), for a static page."""
-    return Html(f"<p>{escape(str(choice.answer))}. {escape(choice.why)}</p>")
 
 
 def bits_question():

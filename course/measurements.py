@@ -23,6 +23,12 @@ def read_results(path):
     return json.loads(path.read_text())
 
 
+def read_optional(path):
+    """A results JSON file, or None when it has not been written yet (the course then shows gpusim alone)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def environment_line(data):
     """Where a results file's numbers come from (GPU, versions, date, command), in one line."""
     env = data.get("environment", data)

@@ -18,7 +18,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, HEAD_DIMS, LAUNCH_CACHE_SIZE, detect_gpu, launch
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_head_dim, detect_gpu, launch
 
 
 @triton.jit
@@ -188,8 +188,7 @@ class DecodePlan:
         device = _indexed(torch.device(device))
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
-        if not HEAD_DIMS[0] <= head_dim <= HEAD_DIMS[1]:
-            raise ValueError(f"head_dim={head_dim} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+        check_head_dim(head_dim)
         check_device(device)
         lengths = host_lengths(cache_seqlens)
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
@@ -450,6 +449,7 @@ def _device_lengths(plan, cache_seqlens):
 
 
 def _integers(x):
+    """Whether x's dtype is an integer one."""
     return not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool)
 
 
@@ -492,21 +492,14 @@ def check_tensors(q, k_cache, v_cache):
             raise ValueError(f"{name} is on {x.device} but q is on {q.device}: they must be on one device")
     if not q.dtype == k_cache.dtype == v_cache.dtype:
         raise ValueError(f"q, k_cache, v_cache have dtypes {q.dtype}, {k_cache.dtype}, {v_cache.dtype}: they must match")
-    if not HEAD_DIMS[0] <= q.shape[3] <= HEAD_DIMS[1]:
-        raise ValueError(f"head_dim={q.shape[3]} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+    check_head_dim(q.shape[3])
     check_device(q.device)
-
-
-def check_device(device):
-    if device.type == "cpu" and not INTERPRETED:
-        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
-                         "before importing gpusim_kernels to run them in Triton's interpreter")
 
 
 def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
     x = torch.as_tensor(x).cpu()
-    if x.dim() != dims or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+    if x.dim() != dims or not _integers(x):
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x
 

@@ -19,13 +19,14 @@ from triton.compiler.compiler import CompiledKernel
 
 from gpusim.hardware import PRESETS, GiB
 from gpusim import best_blocks
+from gpusim.passes.base import Pass
 from gpusim.passes.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
 
 from .interpreter import INTERPRETED
 
 DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
-HEAD_DIMS = (16, 256)
+HEAD_DIMS = Pass.HEAD_DIMS  # (least, most): the head dims the kernels run, as gpusim checks them
 CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
 
 
@@ -190,18 +191,28 @@ def check_inputs(q, k, v, block_q, block_kv):
         raise ValueError(f"k has shape {tuple(k.shape)} but v has shape {tuple(v.shape)}: they must match")
     if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3)")
-    if not HEAD_DIMS[0] <= q.shape[3] <= HEAD_DIMS[1]:
-        raise ValueError(f"head_dim={q.shape[3]} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
+    check_head_dim(q.shape[3])
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")
-    if q.device.type == "cpu" and not INTERPRETED:
-        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
-                         "before importing gpusim_kernels to run them in Triton's interpreter")
+    check_device(q.device)
     if q.device.type not in ("cpu", "cuda"):
         raise ValueError(f"q is on {q.device}: the kernels run on cuda, or on cpu in Triton's interpreter")
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
         if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
+
+
+def check_device(device):
+    """One line if q's device is the CPU but the kernels were compiled for the GPU (not INTERPRETED)."""
+    if device.type == "cpu" and not INTERPRETED:
+        raise ValueError("q is a CPU tensor but the kernels were compiled for the GPU: set TRITON_INTERPRET=1 "
+                         "before importing gpusim_kernels to run them in Triton's interpreter")
+
+
+def check_head_dim(head_dim):
+    """One line if the kernels do not run head_dim (outside HEAD_DIMS)."""
+    if not HEAD_DIMS[0] <= head_dim <= HEAD_DIMS[1]:
+        raise ValueError(f"head_dim={head_dim} is outside the supported {HEAD_DIMS[0]}..{HEAD_DIMS[1]}")
 
 
 @lru_cache(maxsize=None)  # a device's name and properties do not change while the process runs

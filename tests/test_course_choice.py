@@ -1,6 +1,5 @@
 """The second kind of guess (gpusim_course.choice): a multiple choice whose answer is computed, revealed only
 on request; each notebook's question answers from gpusim or the results file it names."""
-import shutil
 from pathlib import Path
 
 import pytest

@@ -122,7 +122,7 @@ def test_command_line_refuses_in_one_line(argv, message):
 ])
 def test_what_the_kernels_cannot_run_is_refused(algo, kwargs, message):
     """The hopper pass needs a Hopper GPU and d = 64 or 128 (kernels/hopper.py); the others 16..256
-    (kernels/launch.py HEAD_DIMS). One line, naming the value and the limit."""
+    (gpusim.passes.base.Pass.HEAD_DIMS, which kernels/launch.py checks). One line, naming the value and the limit."""
     with pytest.raises(ValueError) as err:
         gpusim.simulate(algo, **{"seq": 1024, **kwargs})
     assert str(err.value).startswith(message) and "\n" not in str(err.value)

@@ -1,9 +1,6 @@
 """Notebook 13 (Beyond one GPU): gpusim's context-parallel pass as timelines, the zigzag layout, the model's
 predictions for 8, 64 and 512 GPUs, and the two-GPU measurement beside the model once it exists. Figures are
 matplotlib.figure.Figure objects (no pyplot state); the widget is course/context/widgets.py."""
-import json
-from pathlib import Path
-
 import numpy as np
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
@@ -11,6 +8,8 @@ from matplotlib.patches import Rectangle
 
 import gpusim
 from gpusim import context_scaling, links
+
+from ..measurements import read_optional
 
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200")  # a Llama-3-8B-like layer's attention
 CP_JSON = "../results/h200x2/cp.json"  # benchmarks/run_cp.sh writes it on two GPUs; notebooks run in notebooks/
@@ -125,8 +124,7 @@ def crossover_tokens(link, gpu="H200", dtype="bf16", heads=32, kv_heads=32):
 
 def read_measured(path=CP_JSON):
     """The two-GPU results file, or None when it has not been written yet."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_optional(path)
 
 
 def measured_status(data, path=CP_JSON):

@@ -88,7 +88,7 @@ def _owner(addresses, tensors):
 
 def _out_of_bounds(program, kind, tensor, offset):
     where = (f"past its {tensor.numel:,} elements" if offset >= tensor.numel
-             else f"before its first element")
+             else "before its first element")
     target = "from" if kind == LOAD else "to"
     return f"program {program_text(program)}: {kind} {target} {tensor.name} at element offset {offset:,}, {where}"
 

@@ -307,7 +307,7 @@ class MergePuzzle(Puzzle):
     attention over all of them: O = Σ_s exp(LSE_s - LSE) O_s, LSE = log Σ_s exp(LSE_s).
     splits=None: Flash-Decoding's reduce (gpusim.decode's "reduce" kernel), kernel(O_partial, LSE_partial, O,
     LSE, cache_seqlens, H=, SPLITS=, D=, Bc=), one program per (head, request), the partials of its active
-    splits (a request's last splits may be empty: gpusim.decode.active_splits). gpus=2: two GPUs' results,
+    splits (a request's last splits may be empty: gpusim.decode.DecodeLaunch.active_splits). gpus=2: two GPUs' results,
     kernel(O1, LSE1, O2, LSE2, O, LSE, D=), one program per query row of (B, H, N)."""
     gpus: int | None = None
     lengths: tuple = (80, 40)  # keys cached per request (the reduce)

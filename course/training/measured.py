@@ -4,13 +4,11 @@ naive on the FlashAttention-2 paper's sweep), read when it is there. Until it is
 alone; every function here that needs the file takes its parsed contents. gpusim's side is
 gpusim.simulate(..., backward=True): the forward's kernels, then the backward's, each priced by its time model.
 """
-import json
-from pathlib import Path
-
 import gpusim
 from gpusim import backward
 
 from ..formatting import span
+from ..measurements import read_optional
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (benchmarks/bench_bwd.py)
@@ -23,8 +21,7 @@ GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 
 def read_bench_bwd(path):
     """The parsed results file, or None when it is not there yet."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_optional(path)
 
 
 def status_line(data, path):

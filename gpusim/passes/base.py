@@ -30,7 +30,7 @@ class Pass:
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
-    HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py HEAD_DIMS)
+    HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py checks these)
     ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
     BACKWARD_AT_FORWARD_TILES = False  # a training step's backward takes the forward's tiles when given none
 
