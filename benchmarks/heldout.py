@@ -388,7 +388,7 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
     import os
     rows = SMOKE if smoke else shapes(seed)
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "heldout.json")
+    path = os.path.join(out_dir, "heldout.json" if seed == 2026 else f"heldout_{seed}.json")
     command = "python -m benchmarks.heldout " + " ".join(sys.argv[1:])
     if dry_run or smoke:
         env = {"gpu": None, "command": command, "dry_run": dry_run, "smoke": smoke}
@@ -435,7 +435,7 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="folder; writes heldout.json")
+    ap.add_argument("--out", required=True, help="folder; writes heldout.json (heldout_SEED.json for another seed)")
     ap.add_argument("--max-minutes", type=float, default=3.5)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--dry-run", action="store_true", help="draw and write the rows without measuring")
