@@ -1,10 +1,10 @@
 """benchmarks/heldout.py's draw: deterministic, at least 80 rows, every constraint of the held-out set
 met (counted), every row valid for gpusim (count mode, the H200's measured preset)."""
 import json
-
-import pytest
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 import gpusim
 from benchmarks.heldout import shapes
