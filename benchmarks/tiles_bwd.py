@@ -5,8 +5,9 @@
 
 Groups: d 64 and 128 x causal or not x fp16 and bf16, each at two (N, batch x heads) of N 1K-16K and
 batch x heads 16-512 (16 heads). Rows: provider "flash2" (gpusim_kernels.flash2_attention_trainable, the
-forward at its default tiles, the backward at block_q x block_kv: (64, 64), (128, 64), (128, 32), (64, 32);
-"default": true on the backward's default, gpusim.backward.default_blocks) and "sdpa_flash" (SDPA forced to
+forward at its default tiles, the backward at block_q x block_kv: (64, 64), (128, 64), (128, 32), (64, 32), and the
+group's pick where it is none of them; "pick": true on gpusim.best_blocks(..., backward=True)'s tiles, the ones
+the trainable kernels run by default) and "sdpa_flash" (SDPA forced to
 its flash backend; block_q, block_kv None). ms: one training step, forward + o.backward(do), the median of
 triton.testing.do_bench (CUDA events) with the grads set to None before each call. Triton's cache is warmed
 first in a process pool (one task per dtype, d, causal and tile), so compiling is not timed.
@@ -37,6 +38,19 @@ def groups():
                                     heads=HEADS))
                 i += 1
     return out
+
+
+def picked(g, gpu):
+    """gpusim.best_blocks(..., backward=True) for group g: the backward tiles the trainable kernels run."""
+    import gpusim
+    return tuple(gpusim.best_blocks("flash2", seq=g["seq"], head_dim=g["head_dim"], heads=g["heads"], batch=g["batch"],
+                                    causal=g["causal"], dtype=g["dtype"], gpu=gpu, backward=True))
+
+
+def tiles_of(g, gpu):
+    """TILES, and the group's pick after them where it is none of them."""
+    pick = picked(g, gpu)
+    return TILES + ((pick,) if pick not in TILES else ())
 
 
 def _tensors(g, device):
@@ -72,7 +86,7 @@ def warm(task):
 
 
 def warm_cache(todo, limit_s):
-    tasks = sorted({(g["dtype"], g["head_dim"], g["causal"], t) for g in todo for t in TILES})
+    tasks = sorted({(g["dtype"], g["head_dim"], g["causal"], t) for g in todo for t in tiles_of(g, "H200-measured")})
     pool = ProcessPoolExecutor(min(len(tasks), os.cpu_count() or 1), mp_context=get_context("spawn"))
     futures = [pool.submit(warm, t) for t in tasks]
     done, _ = wait(futures, timeout=limit_s)
@@ -96,7 +110,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import torch
     import triton
-    from gpusim.backward import default_blocks
     device = "cpu" if args.smoke else "cuda"
     deadline = time.monotonic() + args.max_minutes * 60
     todo = SMOKE_GROUPS if args.smoke else groups()
@@ -113,17 +126,16 @@ def main(argv=None):
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes after {gi} of {len(todo)} groups"
             break
-        default = default_blocks("flash2", "H200-measured" if device == "cuda" else "A100-40GB", g["head_dim"],
-                                 g["dtype"])
+        gpu = "H200-measured" if device == "cuda" else "A100-40GB"
         try:
             q, k, v, do = _tensors(g, device)
         except Exception as err:  # noqa: BLE001
             result["rows"].append(dict(g, provider="flash2", error=f"{type(err).__name__}: {err}"[:300]))
             continue
-        for provider, tiles in [("flash2", t) for t in TILES] + [("sdpa_flash", None)]:
+        for provider, tiles in [("flash2", t) for t in tiles_of(g, gpu)] + [("sdpa_flash", None)]:
             row = dict(provider=provider, **g, block_q=tiles and tiles[0], block_kv=tiles and tiles[1])
             if tiles:
-                row["default"] = tuple(tiles) == tuple(default)
+                row["pick"] = tiles == picked(g, gpu)
             try:
                 step = _step(provider, tiles, q, k, v, do, g["causal"])
                 step()

@@ -275,3 +275,12 @@ def test_microbenchmark_kernels_compile_for_sm90_to_the_instructions_they_time()
         "False 32", "True 32768",  # 1 stage: plain loads; 3: cp.async into 2 buffers of 16 KiB
         "wgmma.mma_async", "mma.sync"]  # 128 rows: warp-group MMA; 32 rows: below wgmma's 64, the per-warp MMA
 
+
+
+def test_tiles_bwd_measures_every_groups_pick():
+    """benchmarks/tiles_bwd.py times the backward tiles gpusim picks in every group, beside the four fixed ones, so the
+    pick's distance from the fastest is measured, never assumed."""
+    from benchmarks.tiles_bwd import TILES, groups, picked, tiles_of
+    for g in groups():
+        tiles = tiles_of(g, "H200-measured")
+        assert tiles[:4] == TILES and picked(g, "H200-measured") in tiles and len(set(tiles)) == len(tiles)
