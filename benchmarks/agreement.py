@@ -63,8 +63,9 @@ def simulated(row):
 def predicted_s(row):
     """The predicted time of what the row timed: for a training row's "bwd" pass, the backward's kernels."""
     result = simulated(row)
-    passes = ("backward",) if row.get("pass") == "bwd" else ("forward", "backward")
-    return sum(k.predicted_time_s for k in result.kernels if k.pass_ in passes)
+    if row.get("pass") == "bwd":
+        return sum(k.predicted_time_s for k in result.kernels if k.pass_ == "backward")
+    return result.predicted_time_s  # a training step: at least its host cost (GPU.train_step_host_s)
 
 
 def rule_launch(row):

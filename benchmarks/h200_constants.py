@@ -14,6 +14,8 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
 - The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s);
   the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
+- A training step's host cost per call (the floor of a short step timed from Python): host.py's
+  flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
   fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak.
 """
@@ -94,6 +96,12 @@ def ws_step_ratio():
     return {d: round(slopes["hopper", d] / slopes["hopper_swp", d], 3) for _, d in sorted(slopes) if _ == "hopper"}
 
 
+def train_step_host_s():
+    """A training step's per-call host cost: the median of host.json's flash2_train_step rows (wall time per
+    call of flash2_attention_trainable forward + .sum().backward() on shapes whose GPU work is tens of us)."""
+    return float(np.median([r["us"] for r in rows("host") if r["entry"] == "flash2_train_step"])) * 1e-6
+
+
 def constants():
     hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
     peaks = matmul_peaks()
@@ -104,7 +112,8 @@ def constants():
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
-            "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio()}
+            "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio(),
+            "train_step_host_s": train_step_host_s()}
 
 
 if __name__ == "__main__":

@@ -75,6 +75,9 @@ KERNELS |= {f"flash2_bwd_{k}": getattr(backward, f"{k}_kernel") for k in trainin
 TRITON_DEFAULT_LAUNCH = {"num_warps": CUDAOptions.num_warps, "num_stages": CUDAOptions.num_stages}  # no options
 NAIVE_BLOCKS = ((128, 128), (64, 64))
 PAGE_SIZES = (16, 32, 64, 128, 256, None)  # kernels/decode.py's page sizes (16 to 256) and a contiguous cache
+# Decoding at d = 64 (64 query heads, 8 K/V heads: the group fills the same 16-row tile as Llama-3-8B's 4): the
+# model priced it from the estimate, which knows nothing of the paged gather's address arithmetic (issue 24)
+DECODE_D64 = dict(heads=64, kv_heads=8, head_dim=64)
 SPEC_SEQ = 4096  # the N the configurations are made at: nothing compiled depends on it but softmax's BLOCK_N
 
 
@@ -154,11 +157,12 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
                 seq=seq if kernel == "ds" else None, shape=shape), consts, launch)
 
 
-def decode_kernel(kernel, dtype, page_size, splits=2):
-    """A decoding kernel's row and compile arguments at bench_decode's shape (constants as DecodePlan passes
-    them); keyed by (head_dim, page size or 0) or, for the reduce, (head_dim, splits padded)."""
+def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE):
+    """A decoding kernel's row and compile arguments at bench_decode's shape, or at d = 64 the shape of
+    DECODE_D64 (constants as DecodePlan passes them); keyed by (head_dim, page size or 0) or, for the reduce,
+    (head_dim, splits padded)."""
     launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
-                                 page_size=page_size, dtype=dtype, gpu=GPU, **DECODE_SHAPE)
+                                 page_size=page_size, dtype=dtype, gpu=GPU, **shape)
     consts = decode_kernels.constants(launch_, kernel)
     launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
     shape = [launch_.head_dim, launch_.padded_splits if kernel == "reduce" else page_size or 0]
@@ -176,8 +180,11 @@ def training_and_decoding():
                 for k in ("dv", "dp", "dq", "dk")]
     out += [backward_kernel("naive", "ds", 64, "fp16", causal, *blocks, seq=seq) for seq in BWD_SEQS
             for causal in (False, True) for blocks in NAIVE_BLOCKS]
-    out += [decode_kernel(k, "fp16", page_size) for k in ("decode", "split_kv") for page_size in PAGE_SIZES]
-    return out + [decode_kernel("reduce", "fp16", PAGE_SIZE, splits) for splits in (2, 4, 8, 16, 32, 64, 128)]
+    for shape in (DECODE_SHAPE, DECODE_D64):
+        out += [decode_kernel(k, "fp16", page_size, shape=shape) for k in ("decode", "split_kv")
+                for page_size in PAGE_SIZES]
+        out += [decode_kernel("reduce", "fp16", PAGE_SIZE, splits, shape) for splits in (2, 4, 8, 16, 32, 64, 128)]
+    return out
 
 
 def configs():

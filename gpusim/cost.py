@@ -30,7 +30,9 @@ The model, in five steps, each a choice written down here:
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
    wave's) / slots + the last wave's longest tau, plus the launch overhead. The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
-   the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b.
+   the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b; a program
+   shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
+   early and frees its share: a ragged decode batch's short requests).
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
@@ -234,7 +236,8 @@ def waves(step):
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
     total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b)))  # every program, as arrays
     last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
-    tail = tau(step, np.asarray(work.tail[:last]), last / sms).tolist()  # the last wave's programs
+    sharing = wave_sharing(step, np.asarray(work.tail[:last]), last)
+    tail = tau(step, np.asarray(work.tail[:last]), sharing).tolist()  # the last wave's programs
     time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
     longest = max(work.tail[:last])
     return Timing(
@@ -247,8 +250,21 @@ def waves(step):
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
-        latency_bound=bool(chain(step, longest) > busy(step, longest, last / sms)),
+        latency_bound=bool(chain(step, longest) > busy(step, longest, sharing)),
     )
+
+
+def wave_sharing(step, steps, last):
+    """The programs per SM whose bytes share the L2 and DRAM with the last wave's longest program: its
+    `last` programs over the SMs when they are alike; when they are not (a ragged decode batch, a causal
+    launch's ramp), the shorter ones finish early and free their share, so each counts by its bytes against
+    the longest's. The wave then moves all its bytes at the whole GPU's rate, as it does."""
+    rate = step.rate
+    moved = np.maximum((step.fixed_bytes[0] + steps * step.step_bytes[0]) / rate["l2"],
+                       (step.fixed_bytes[1] + steps * step.step_bytes[1]) / rate["dram"])
+    top = float(np.max(moved)) if len(moved) else 0.0
+    sms = step.grid.cfg.gpu.sm_count
+    return float(np.sum(moved)) / top / sms if top > 0 else last / sms
 
 
 def mma_efficiency(gpu, cfg, num_warps):

@@ -57,6 +57,9 @@ class GPU:
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
     launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
+    # A training step called from Python (the trainable's forward, autograd, the backward's launches) cannot end
+    # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
+    train_step_host_s: float = 0.0
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
 
     def dram_bytes_per_s(self, write_share):
@@ -209,6 +212,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)
     bf16_matmul_flops_per_s=8.905e+14,  # the fastest bf16 tl.dot loop
     fp8_matmul_flops_per_s=1.398e+15,  # the fastest e4m3 tl.dot loop
+    train_step_host_s=5.217e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json)
     mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json)
         ((32, 64, 64, 4), 0.329),
         ((32, 64, 64, 8), 0.208),

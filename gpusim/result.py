@@ -101,7 +101,12 @@ class Result:
 
     @property
     def predicted_time_s(self):
-        return sum(k.predicted_time_s for k in self.kernels)
+        """The kernels' times added; a training step (forward and backward kernels) at least its host cost
+        per call (GPU.train_step_host_s: Python, autograd and the launches issue no faster)."""
+        gpu_s = sum(k.predicted_time_s for k in self.kernels)
+        if {k.pass_ for k in self.kernels} == {"forward", "backward"}:
+            return max(gpu_s, self.config.gpu.train_step_host_s)
+        return gpu_s
 
     @property
     def fits_in_hbm(self):

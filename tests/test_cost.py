@@ -209,3 +209,22 @@ def test_hopper_is_priced_at_the_tiles_its_kernel_runs_when_given_none(head_dim,
     assert (cfg.block_q, cfg.block_kv) == (own["block_q"], own["block_kv"])
     if (head_dim, dtype, causal) == (64, "fp16", False):
         assert gpusim.best_blocks("hopper", **shape) == (128, 64)
+
+
+def test_a_ragged_decode_batch_is_not_priced_as_all_longest_requests():
+    """Issue 24: in one wave, a short request's programs finish early and free their bandwidth share, so a
+    batch of one long and one short cache costs about the long one's bytes, not twice them."""
+    run = lambda lengths: gpusim.simulate("split_kv", batch=len(lengths), heads=32, kv_heads=8, head_dim=128,  # noqa: E731
+                                          seq_kv=lengths, page_size=16, num_splits=32, gpu="H200-measured")
+    ragged, both_long = run([131072, 1024]), run([131072, 131072])
+    assert ragged.predicted_time_s < 0.8 * both_long.predicted_time_s  # 0.99 before (issue 24)
+    assert ragged.hbm_bytes < 0.51 * both_long.hbm_bytes
+
+
+def test_a_short_training_step_costs_at_least_its_host_time():
+    gpu = gpusim.get_gpu("H200-measured")
+    step = gpusim.simulate("flash2", seq=256, heads=4, batch=1, head_dim=64, gpu=gpu, backward=True)
+    assert sum(k.predicted_time_s for k in step.kernels) < gpu.train_step_host_s
+    assert step.predicted_time_s == gpu.train_step_host_s
+    forward = gpusim.simulate("flash2", seq=256, heads=4, batch=1, head_dim=64, gpu=gpu)
+    assert forward.predicted_time_s < gpu.train_step_host_s  # a forward alone has no such floor

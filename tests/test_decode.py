@@ -197,12 +197,13 @@ def test_every_page_size_keeps_the_same_resident_blocks(page_size):
 @pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)
 def test_shared_estimate_is_near_the_compiled_kernel(key):
     """split_kv.shared_bytes (one K/V chunk per buffer, kv_buffers of them) against the compiled kernel, which
-    adds 2 KiB of scratch for its layout conversions: within 6%."""
+    adds 2 KiB of scratch for its layout conversions (and up to 16 B of barriers): within 6% at d = 128, 10% at
+    d = 64, the same 2 KiB."""
     _, kernel, (head_dim, page_size), *_ = key
     launch = decode.make_launch(batch=1, seq_kv=4096, heads=32, kv_heads=8, head_dim=head_dim,
                                 page_size=page_size or None)
     estimate = split_kv_model.shared_bytes(launch, kernel, key[-1])
-    assert abs(estimate - COMPILED[key][2]) <= 0.06 * COMPILED[key][2]
+    assert 2048 <= COMPILED[key][2] - estimate <= 2048 + 16
 
 
 @pytest.mark.parametrize("blocks_per_sm, slots_per_sm", [(1, 1), (2, 1), (3, 2), (5, 4)])
