@@ -19,7 +19,7 @@ from html import escape
 
 import numpy as np
 
-from .formatting import Html, table_html
+from ..formatting import Html, table_html
 
 ABOUT = 1.25  # "~x": within a factor of 1.25 either way
 SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25
