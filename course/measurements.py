@@ -1,7 +1,7 @@
-"""The project's GPU measurements (results/<gpu>/*.json: bench.json, flash2_tiles.json, ceilings.json), read
-and set beside gpusim's predictions for the same shapes. Every measured number the course quotes is computed
-here (or in gpusim_course.nsight, for ncu.json) from a results file that names the GPU, the versions, the
-date and the command of its run; nothing is typed in by hand.
+"""Reading the project's GPU measurements (results/<gpu>/*.json): one reader for every file, one for a file
+that may not be there yet, the line that names a run's GPU, versions and date, and bench.json's times per
+sequence length. Each chapter's measured.py sets them beside gpusim; every measured number the course quotes
+is computed from a results file that names the GPU, the versions, the date and the command of its run.
 """
 import json
 from pathlib import Path

@@ -1,6 +1,8 @@
 """Nsight Compute against gpusim: the rows of results/<gpu>/ncu.json (one per kernel launch and quantity,
-each with gpusim's `simulated` value, the `measured` one and their `rel_err`), summed per algorithm,
-grouped per kernel and told as sentences.
+each with gpusim's `simulated` value, the `measured` one and their `rel_err`): what the chapters that read
+it share (the kernels of an algorithm, the rows grouped per kernel). Notebook 2 sums them per algorithm
+(standard/measured.py), 6 tells them as sentences (practice/measured.py), 12 lists gpusim's error per kernel
+(provenance/measured.py).
 """
 import gpusim
 

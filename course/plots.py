@@ -1,6 +1,6 @@
-"""Matplotlib figures: the score grid split into tiles (drawn into the widgets' axes too), gpusim's sweeps and
-time terms, ULP histograms, and the project's GPU measurements (results/<gpu>/bench.json, ncu.json) beside
-gpusim. `python -m gpusim_course.plots` redraws the charts of a results file."""
+"""What the chapters' figures share: the algorithms' colors, the smallest font, legends outside the axes and
+the score grid split into tiles (drawn into the widgets' axes and into notebook 5's static figure). Each
+chapter's own figures are in its plots.py."""
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Polygon, Rectangle
@@ -31,8 +31,7 @@ def fa2_shape_text():
     return f"batch = max(1, {tokens // 1024}k / N), heads x d = {model_dim}"
 
 
-# The course's figures: draw_score_grid and score_grid_axes draw into a widget's axes (gpusim_course.explorers
-# and .steppers); the *_figure functions make the notebooks' static figures.
+# draw_score_grid and score_grid_axes draw into a widget's axes (the widgets of notebooks 2, 4 and 5) or a figure's.
 
 GRID_MAX_LINES = 16  # tile boundaries drawn per axis of the score grid at most: more would blur into grey
 

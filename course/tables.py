@@ -1,7 +1,7 @@
-"""Tables over gpusim alone: small functions that return rows (a list of dicts with the same keys, shown by
-gpusim_course.formatting.html_table) or a sentence, for the presets, the time model's terms, the bytes the SMs request per
-tensor, the causal mask, the softmax variants and when FlashAttention helps. Measured numbers are in
-gpusim_course.measurements and gpusim_course.nsight; floating-point comparisons in gpusim_course.bits.
+"""What several chapters read from gpusim alone: the dtypes a GPU supports, the Hopper presets, the matmul
+units, a result's time terms, per-tile terms and occupancy, and the longest sequence that fits. Rows are a
+list of dicts with the same keys (gpusim_course.formatting.html_table). Each chapter's own tables are in its
+model.py.
 """
 import math
 

@@ -1,7 +1,7 @@
-"""The claims of the scorecard (gpusim_course.scorecard), one function each: the claim as written, gpusim's
+"""The claims of the scorecard (scorecard.verdicts), one function each: the claim as written, gpusim's
 prediction computed now, the H200 measurement read from results/h200/*.json where one exists, and the
 verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpusim alone decides are in
-gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
+claims_model.py); `results` is the folder of the measurements (results/h200 from the repository
 root, ../results/h200 from notebooks/).
 """
 from pathlib import Path

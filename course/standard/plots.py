@@ -3,11 +3,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..plots import legend_outside
+from ..tables import time_terms
 
 
-def time_terms_figure(rows, title):
-    """Grouped bars per kernel: memory time, matmul time, non-matmul time and gpusim's predicted time,
-    from tables.time_terms rows."""
+def time_terms_figure(results, title):
+    """Grouped bars per kernel of the results: memory time, matmul time, non-matmul time and gpusim's predicted
+    time (tables.time_terms)."""
+    rows = [t for r in results for t in time_terms(r)]
     fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
     keys = [("t_memory", "memory (bytes / bandwidth)", "tab:red"), ("t_matmul", "matmul (tensor cores)", "tab:blue"),
             ("t_other", "non-matmul (CUDA cores)", "tab:green"), ("predicted", "predicted (gpusim)", "k")]

@@ -26,7 +26,7 @@ class TilingExplorer(Live):
     """Block sizes against the bytes the SMs request. block_q (Br) and block_kv (Bc) move between powers of two and only as
     far as the GPU's SRAM allows (gpusim_course.block_sliders; the readout says why, in gpusim's words). The
     readout's <span class="gpusim-hbm-bytes" data-config='{...}'> holds r.hbm_read_bytes + r.hbm_write_bytes
-    for r = gpusim.simulate(**data-config). Panels (gpusim_course.block_sweep): the tiled score grid, Theorem
+    for r = gpusim.simulate(**data-config). Panels (gpusim_course.tiling.block_sweep): the tiled score grid, Theorem
     2's curve (bytes requested against SRAM size) and the predicted time of every block pair that fits."""
 
     def __init__(self, algo="flash2", seq=4096, head_dim=64, heads=16, batch=1, causal=False, dtype="fp16",
