@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from gpusim_course import sdpa
+from gpusim_course.practice import sdpa
 
 
 def main(argv=None):

@@ -7,7 +7,6 @@ from matplotlib.patches import Polygon, Rectangle
 
 import gpusim
 
-from .provenance.plots import main
 
 COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hopper": "tab:purple"}
 FONT_PT = 10  # the smallest text in any figure

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import bits
+from gpusim_course.softmax import bits
 
 
 def test_ulp_distance_counts_representable_floats_between():

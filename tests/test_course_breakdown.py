@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim_course import breakdown
+from gpusim_course.standard import breakdown
 
 NCU = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu.json").read_text())["rows"]
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import live
+from gpusim_course.practice import live
 
 torch = pytest.importorskip("torch")
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]
