@@ -1,4 +1,4 @@
-"""gpusim_course.bits: ULP distances and the bit-for-bit comparisons of notebook 3."""
+"""gpusim_course.softmax.bits: ULP distances and the bit-for-bit comparisons of notebook 3."""
 import numpy as np
 import pytest
 

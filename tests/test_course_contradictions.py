@@ -57,4 +57,4 @@ def test_waiting_is_one_computation():
     lo, hi = (int(x) / 100 for x in re.findall(r"(\d+)%", claims.waiting(ROOT / "results" / "h200").predicted))
     assert lo - 0.005 <= share <= hi + 0.005  # N = 4,096 is one of the scorecard's shapes
     nb = (ROOT / "notebooks" / "02_standard_attention.ipynb").read_text()
-    assert "claims_model.waiting_share(naive)" in nb and "memory_bound_share" not in nb
+    assert "claims.waiting_share(naive)" in nb and "memory_bound_share" not in nb

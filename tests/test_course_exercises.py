@@ -1,4 +1,4 @@
-"""gpusim_course.exercises: each reference solution is right, a stub is "not yet", and each likely mistake
+"""the chapters' exercises (gpusim_course.<chapter>.exercises): each reference solution is right, a stub is "not yet", and each likely mistake
 gets its reason. The answers are checked against gpusim on cases in every dtype the exercise names."""
 import numpy as np
 import pytest
@@ -43,7 +43,8 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),
     ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
     ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
-    ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "bottom_right"), "That is the bottom-right count"),
+    ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "bottom_right"),
+     "That is the bottom-right count"),
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
     ("causal_kept", lambda n, nk, a: n * (n - 1) // 2, "the diagonal included"),
     ("tile_update", unscaled_l, "without rescaling"),
@@ -72,7 +73,8 @@ def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
 
 
 def test_solutions_give_the_hand_computed_answers():
-    assert tiling_exercises.causal_kept(4, 4, "top_left") == 10 and tiling_exercises.causal_kept(9, 5, "top_left") == 15 + 4 * 5
+    assert tiling_exercises.causal_kept(4, 4, "top_left") == 10
+    assert tiling_exercises.causal_kept(9, 5, "top_left") == 15 + 4 * 5
     assert tiling_exercises.causal_kept(5, 9, "bottom_right") == 5 + 6 + 7 + 8 + 9  # the last row sees all 9 keys
     assert tiling_exercises.flash2_k_read_bytes(1000, 64, 128, 2) == 8 * 1000 * 64 * 2  # ceil(1000 / 128) = 8 Q blocks
     assert standard_exercises.naive_sp_bytes(128, 4) == 4 * 128 * 128 * 4

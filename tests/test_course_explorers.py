@@ -1,4 +1,4 @@
-"""gpusim_course.explorers, driven as a learner would: set a control's value, then check the numbers and the
+"""the chapters' explorers (gpusim_course.<chapter>.widgets), driven as a learner would: set a control's value, then check the numbers and the
 plot data it produced against gpusim."""
 import json
 import math
@@ -178,7 +178,8 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
         assert terms == tables.tile_terms(r)
         assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns")
         assert [t.get_text() for t in ax.get_yticklabels()][0] == ("loads (TMA)" if algo == "hopper" else "loads")
-        assert len(ax.collections) == 3 * practice_widgets.OverlapExplorer.ITERATIONS  # loads, matmuls, softmax per tile
+        # loads, matmuls, softmax per tile
+        assert len(ax.collections) == 3 * practice_widgets.OverlapExplorer.ITERATIONS
         # The first tile's softmax waits for S = QKᵀ (half the matmul time) or, overlapped, for both matmuls.
         first = ax.collections[2].get_paths()[0].vertices[:, 0].min()
         assert first == pytest.approx((terms["t_matmul"] if terms["overlapped"] else terms["t_matmul"] / 2) * 1e9)

@@ -1,4 +1,4 @@
-"""gpusim_course.measurements: the project's GPU results files, read and set beside gpusim. Rows are made
+"""gpusim_course.measurements and the chapters' measured.py: the project's GPU results files, read and set beside gpusim. Rows are made
 in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that every ratio the
 tables print can be worked out by hand."""
 import json
@@ -111,8 +111,9 @@ def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_
         predicted[i] == min(predicted[2 * (i // 2):2 * (i // 2) + 2]) for i in range(4)]
     assert [r["gpusim L2→SM"] for r in got] == [fmt_bytes(s.hbm_bytes) for s in sims]
     assert got[0]["gpusim predicted"] == fmt_time(predicted[0])
-    assert practice_measured.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "
-                                              "SDPA flash without the mask; 1.11x SDPA flash with the mask)."]
+    assert practice_measured.tile_lesson(rows) == [
+        "d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "
+        "SDPA flash without the mask; 1.11x SDPA flash with the mask)."]
 
 
 def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():

@@ -1,4 +1,4 @@
-"""gpusim_course.plots: the figures, checked by the data their artists hold (and the charts' PNGs by their
+"""the figures (gpusim_course.plots and the chapters' plots.py), checked by the data their artists hold (and the charts' PNGs by their
 size), against gpusim and against tilings and rows worked out by hand."""
 import json
 import shutil

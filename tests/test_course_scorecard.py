@@ -1,4 +1,4 @@
-"""gpusim_course.scorecard and .claims: the verdict rules on numbers worked out by hand, and the claims of
+"""gpusim_course.scorecard (verdicts and claims): the verdict rules on numbers worked out by hand, and the claims of
 the two source documents evaluated from gpusim and the results files, never typed in: change a results
 file and the measurement and the verdict follow."""
 import json

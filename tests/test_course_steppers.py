@@ -1,4 +1,4 @@
-"""gpusim_course.steppers: the widgets that walk through a schedule, step by step, against gpusim's trace
+"""the chapters' steppers (gpusim_course.<chapter>.widgets): the widgets that walk through a schedule, step by step, against gpusim's trace
 and counts; and the helpers that read the trace."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""gpusim_course.tables: the tables the notebooks build from gpusim alone, checked against numbers worked
+"""the tables (gpusim_course.tables and the chapters' model.py) the notebooks build from gpusim alone, checked against numbers worked
 out by hand from the presets and the papers' algorithms, or against invariants a wrong table breaks."""
 import pytest
 

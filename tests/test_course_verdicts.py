@@ -101,7 +101,7 @@ def test_the_70_percent_has_one_verdict_shown_in_notebook_8():
     row = claims_model.kv_waste(None)
     assert row.link == "08_inference.ipynb#PagedAttention:-how-the-cache-is-laid-out"
     nb = (ROOT / "notebooks" / "08_inference.ipynb").read_text()
-    assert "claims_model.kv_waste(" in nb and "The claim holds" not in nb
+    assert "claims.kv_waste(" in nb and "The claim holds" not in nb
 
 
 def test_the_verdict_not_testable_is_colored_and_counted():

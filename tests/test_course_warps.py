@@ -1,4 +1,4 @@
-"""gpusim_course.warps: split-K and split-Q compute the same tile update as FlashAttention's, and their
+"""gpusim_course.tiling.warps: split-K and split-Q compute the same tile update as FlashAttention's, and their
 shared-memory traffic, counted as they run, is the closed form worked out by hand."""
 import numpy as np
 import pytest
