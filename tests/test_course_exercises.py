@@ -1,5 +1,6 @@
-"""the chapters' exercises (gpusim_course.<chapter>.exercises): each reference solution is right, a stub is "not yet", and each likely mistake
-gets its reason. The answers are checked against gpusim on cases in every dtype the exercise names."""
+"""the chapters' exercises (gpusim_course.<chapter>.exercises): each reference solution is right, a stub is "not
+yet", and each likely mistake gets its reason. The answers are checked against gpusim on cases in every dtype the
+exercise names."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,5 @@
-"""the chapters' explorers (gpusim_course.<chapter>.widgets), driven as a learner would: set a control's value, then check the numbers and the
-plot data it produced against gpusim."""
+"""the chapters' explorers (gpusim_course.<chapter>.widgets), driven as a learner would: set a control's value, then
+check the numbers and the plot data it produced against gpusim."""
 import json
 import math
 import re

@@ -1,6 +1,6 @@
-"""gpusim_course.measurements and the chapters' measured.py: the project's GPU results files, read and set beside gpusim. Rows are made
-in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that every ratio the
-tables print can be worked out by hand."""
+"""gpusim_course.measurements and the chapters' measured.py: the project's GPU results files, read and set beside
+gpusim. Rows are made in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that
+every ratio the tables print can be worked out by hand."""
 import json
 
 import pytest

@@ -1,5 +1,6 @@
-"""gpusim_course.nsight and the chapters' measured.py: Nsight Compute's rows (results/<gpu>/ncu.json) summed, grouped and told as sentences.
-The rows here are made so that each number the functions print can be worked out by hand."""
+"""gpusim_course.nsight and the chapters' measured.py: Nsight Compute's rows (results/<gpu>/ncu.json) summed,
+grouped and told as sentences. The rows here are made so that each number the functions print can be worked out
+by hand."""
 import pytest
 
 import gpusim

@@ -1,5 +1,5 @@
-"""the figures (gpusim_course.plots and the chapters' plots.py), checked by the data their artists hold (and the charts' PNGs by their
-size), against gpusim and against tilings and rows worked out by hand."""
+"""the figures (gpusim_course.plots and the chapters' plots.py), checked by the data their artists hold (and the
+charts' PNGs by their size), against gpusim and against tilings and rows worked out by hand."""
 import json
 import shutil
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""the chapters' steppers (gpusim_course.<chapter>.widgets): the widgets that walk through a schedule, step by step, against gpusim's trace
-and counts; and the helpers that read the trace."""
+"""the chapters' steppers (gpusim_course.<chapter>.widgets): the widgets that walk through a schedule, step by step,
+against gpusim's trace and counts; and the helpers that read the trace."""
 import numpy as np
 import pytest
 
@@ -27,10 +27,12 @@ def test_done_tiles_mark_the_tiles_the_steps_computed():
 
 
 def test_describe_step_and_grid_tile():
-    assert tiling_widgets.describe_step(step((0, 0), loads=(("K", 2048), ("V", 2048)))) == "loads K (2,048 B), V (2,048 B)"
+    loads = step((0, 0), loads=(("K", 2048), ("V", 2048)))
+    assert tiling_widgets.describe_step(loads) == "loads K (2,048 B), V (2,048 B)"
     assert tiling_widgets.describe_step(step((0, None), stores=(("O", 8192),))) == "stores O (8,192 B)"
     assert tiling_widgets.describe_step(step((None, None))) == "moves nothing"
-    assert tiling_widgets.grid_tile(step((None, None))) is None and tiling_widgets.grid_tile(step((2, None))) == (2, None)
+    assert tiling_widgets.grid_tile(step((None, None))) is None
+    assert tiling_widgets.grid_tile(step((2, None))) == (2, None)
 
 
 def test_trace_is_one_head_in_execute_mode():
@@ -118,4 +120,5 @@ def test_naive_stepper_says_when_the_sms_are_idle():
         if term["busy"] < standard_widgets.BUSY:
             assert f"only {term['busy']:.0%} of the SMs' slots are busy" in st.readout.value
     notes = [t.get_text() for t in st.axes[1].texts]
-    assert notes == [standard_widgets.idle_note(t) for t in st.terms if t["busy"] < standard_widgets.BUSY or t["latency_bound"]]
+    assert notes == [standard_widgets.idle_note(t) for t in st.terms
+                     if t["busy"] < standard_widgets.BUSY or t["latency_bound"]]

@@ -1,5 +1,6 @@
-"""the tables (gpusim_course.tables and the chapters' model.py) the notebooks build from gpusim alone, checked against numbers worked
-out by hand from the presets and the papers' algorithms, or against invariants a wrong table breaks."""
+"""the tables (gpusim_course.tables and the chapters' model.py) the notebooks build from gpusim alone, checked
+against numbers worked out by hand from the presets and the papers' algorithms, or against invariants a wrong
+table breaks."""
 import pytest
 
 import gpusim
@@ -103,7 +104,8 @@ def test_tensor_rows_of_flash2_by_hand():
     total = rows["total requested by the SMs"]
     assert total == {"tensor": "total requested by the SMs", "flash2 read": "4.12 MiB", "flash2 written": "132.00 KiB"}
     dram = rows["of which reaching DRAM"]
-    assert dram["flash2 read"] == fmt_bytes(r.dram_read_bytes) and dram["flash2 written"] == fmt_bytes(r.dram_write_bytes)
+    assert dram["flash2 read"] == fmt_bytes(r.dram_read_bytes)
+    assert dram["flash2 written"] == fmt_bytes(r.dram_write_bytes)
 
 
 def test_tensor_rows_put_results_side_by_side():
@@ -187,7 +189,8 @@ def test_causal_rows_compare_the_mask_on_one_tile():
     batch, heads = gpusim.fa2_shape(8192, 64)
     rows = tiling_model.causal_rows(seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
     assert rows[0]["tile"] == rows[1]["tile"]
+    tile = dict(zip(("block_q", "block_kv"), map(int, rows[0]["tile"].split(" x "))))
     plain, causal = (gpusim.simulate("flash2", seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB",
-                                     causal=c, **dict(zip(("block_q", "block_kv"), map(int, rows[0]["tile"].split(" x ")))))
+                                     causal=c, **tile)
                      for c in (False, True))
     assert causal.hbm_bytes < plain.hbm_bytes
