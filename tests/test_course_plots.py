@@ -95,7 +95,7 @@ def test_sweep_figure_plots_gpusims_predictions_and_speedups():
 def test_time_terms_figure_bars_are_the_terms_in_microseconds():
     r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
     terms = tables.time_terms(r)
-    ax = standard_plots.time_terms_figure(terms, "naive").axes[0]
+    ax = standard_plots.time_terms_figure([r], "naive").axes[0]
     heights = [p.get_height() for p in ax.patches]
     assert heights == [t[key] * 1e6 for key in ("t_memory", "t_matmul", "t_other", "predicted") for t in terms]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["naive: qk", "naive: softmax", "naive: pv"]
