@@ -3,7 +3,7 @@
     python -m benchmarks.bench --out results/h200/bench.json          # the FlashAttention-2 sweep
     python -m benchmarks.bench --out x.json --shape 2,16,8192,128     # plus/only given shapes (B,H,N,d)
 
-The charts: python -m gpusim_course.plots bench results/h200/bench.json (the course package draws them).
+The charts: python -m gpusim_course.provenance.plots bench results/h200/bench.json (the course package draws them).
 
 Every provider gets: the median time of its GPU work replayed from a CUDA graph (triton.testing.
 do_bench_cudagraph; do_bench's CUDA events where a call cannot be captured, as the row's "timing" says), TFLOP/s

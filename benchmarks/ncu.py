@@ -248,7 +248,7 @@ def main(argv=None):
 
 def write(rows, environment, out):
     """The comparison as JSON and its summary table beside it (.md). The chart is the course's:
-    python -m gpusim_course.plots ncu OUT."""
+    python -m gpusim_course.provenance.plots ncu OUT."""
     from pathlib import Path
 
     out = Path(out)

@@ -1,5 +1,5 @@
 """Which backend PyTorch's scaled_dot_product_attention picks on this GPU, and why: for each input of
-gpusim_course.sdpa.CASES (dtype, head_dim, mask), the dispatcher's pick, whether each backend runs when
+gpusim_course.practice.sdpa.CASES (dtype, head_dim, mask), the dispatcher's pick, whether each backend runs when
 forced alone, and PyTorch's own reasons when it refuses. Seconds on a GPU; --device cpu smoke-tests it.
 
     PYTHONPATH=/path/to/a/gpusim_course python -m benchmarks.sdpa_backends --out results/h200/sdpa_backends.json
@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from gpusim_course import sdpa
+from gpusim_course.practice import sdpa
 
 
 def main(argv=None):

@@ -9,7 +9,8 @@ import itertools
 import statistics
 import time
 
-from gpusim_course import explorers, steppers
+from gpusim_course.softmax import widgets as softmax_widgets
+from gpusim_course.tiling import widgets as tiling_widgets
 
 TARGET_S = 0.2
 CHANGES = 50
@@ -38,12 +39,12 @@ def report(label, times, held=True):
 def main():
     print(f"{'slider (50 changes each)':46s} {'readout ms':>17s} {'whole update ms':>17s} {'worst':>6s}")
     print(f"{'':46s} {'median':>8s} {'max':>8s} {'median':>8s} {'max':>8s} {'/200ms':>6s}")
-    ex = explorers.TilingExplorer(gpu="A100-40GB", seq=4096, head_dim=64, heads=16)
+    ex = tiling_widgets.TilingExplorer(gpu="A100-40GB", seq=4096, head_dim=64, heads=16)
     report("notebook 4: block_kv (counts only)", latencies(ex, ex.block_kv, [32, 64, 128, 256, 128, 64]))
     report("notebook 4: block_q (counts only)", latencies(ex, ex.block_q, [32, 64, 128, 256, 128, 64]))
-    st = steppers.TileStepper(seq=256)
+    st = tiling_widgets.TileStepper(seq=256)
     report("notebook 4: tile stepper step (trace cached)", latencies(st, st.step, range(st.step.max + 1)))
-    sm = steppers.OnlineSoftmaxStepper()
+    sm = softmax_widgets.OnlineSoftmaxStepper()
     report("notebook 3: online softmax step", latencies(sm, sm.step, range(sm.step.max + 1)))
     report("notebook 4: seq (recomputes the curves)", latencies(ex, ex.seq, [1024, 2048, 4096, 8192]), held=False)
 

@@ -54,7 +54,7 @@ class Choice:
 
 def bits_question():
     """Notebook 3: is FlashAttention-2's output bit-for-bit standard attention's? (gpusim, float32)."""
-    from . import bits
+    from .softmax import bits
 
     c = bits.attention_bits()
     u = 2.0**-24
@@ -118,7 +118,7 @@ def slope_question(slopes):
 
 def wrong_question(rows):
     """Notebook 11: how many of the source's claims does the scorecard find wrong as written?"""
-    from .scorecard import counts
+    from .scorecard.verdicts import counts
 
     wrong = counts(rows)["wrong"]
     options = ("none", "1 to 3", "4 to 6", "7 or more")

@@ -109,18 +109,3 @@ def tensor_shares(results):
         out.append({"kernel": r["kernel"], "head_dim": r.get("head_dim"), "seq": r.get("seq"),
                     "causal": bool(r.get("causal")), "share": float(share), "metric": r.get("metric") or ""})
     return out
-
-
-def pick_table(results):
-    """sdpa_pick.json as a table: each input and the backend SDPA ran unforced, found from its kernels' names
-    (the first kernel that names a backend, cut short); [] where it was not measured."""
-    rows, _ = rows_of(results, "sdpa_pick.json", ("dtype", "head_dim", "picked"))
-    out = []
-    for r in rows:
-        kernel = next((k for k in r.get("kernels") or [] if any(b in k.lower() for b in ("flash", "cudnn", "fmha"))),
-                      "")
-        out.append({"dtype": r["dtype"], "head_dim": r["head_dim"], "causal": bool(r.get("causal")),
-                    "mask": mask_name(r.get("mask")), "N": r.get("seq"),
-                    "SDPA ran": backend(r["picked"]) or r["picked"],
-                    "kernel": kernel[:60] + ("…" if len(kernel) > 60 else "")})
-    return out

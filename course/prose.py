@@ -16,7 +16,7 @@ from pathlib import Path
 
 import gpusim
 
-from . import scorecard
+from .scorecard import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (r"(?:%|x\b|×|\s?(?:TB/s|GB/s|TFLOP/s|GiB|MiB|KiB|GB|MB|KB|ms|µs|us|ns|SMs|registers|bytes|B\b|threads|"
@@ -81,7 +81,7 @@ FACTS = [
     Phrase("05", "on the A100, 312 TFLOP/s of fp16 matmul against 19.5 TFLOP/s of fp32",
            lambda: f"on the A100, {_gpu('A100-40GB').fp16_matmul_flops_per_s / 1e12:.0f} TFLOP/s of fp16 matmul "
                    f"against {_gpu('A100-40GB').fp32_flops_per_s / 1e12:.1f} TFLOP/s of fp32"),
-    Phrase("05", "within 1.25x of 2", lambda: f"within {scorecard.ABOUT}x of 2"),
+    Phrase("05", "within 1.25x of 2", lambda: f"within {verdicts.ABOUT}x of 2"),
     Phrase("08", "132 on an H200", lambda: f"{_gpu('H200').sm_count} on an H200"),
     Phrase("09", "an A100's 40 MiB L2", lambda: f"an A100's {_gpu('A100-40GB').l2_bytes / 2**20:.0f} MiB L2"),
     Phrase("12", "68 to 96 bytes per thread under the causal mask, 8 to 12 without", _spills),

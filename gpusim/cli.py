@@ -133,7 +133,7 @@ def _sweep(args):
     note = flash1_note(results)
     if note:
         print(note)
-    print(f"wrote {path}; draw it with: python -m gpusim_course.plots sweep {path}")
+    print(f"wrote {path}; draw it with: python -m gpusim_course.provenance.plots sweep {path}")
     return 0
 
 

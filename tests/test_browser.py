@@ -299,12 +299,12 @@ def test_notebook10_a_kernel_typed_into_the_puzzle_is_accepted(browser, lab, one
 # notebook: (text of the code cell that shows the control, what to move, its label). Moving it must change the
 # output it drives: the widget's figure, or for a multiple-choice guess ("choice") its revealed verdict.
 CONTROLS = {
-    "01_memory_hierarchy.ipynb": ("explorers.RooflineExplorer(", "dropdown", "GPU"),
-    "02_standard_attention.ipynb": ("live_controls.TrafficExplorer(", "dropdown", "head_dim"),
+    "01_memory_hierarchy.ipynb": ("widgets.RooflineExplorer(", "dropdown", "GPU"),
+    "02_standard_attention.ipynb": ("widgets.TrafficExplorer(", "dropdown", "head_dim"),
     "03_online_softmax.ipynb": ("choice.bits_question()", "choice", ""),
-    "05_flash1_vs_flash2.ipynb": ("live_controls.FlashCompare(", "checkbox", "causal"),
-    "06_real_kernels.ipynb": ("live_controls.SdpaPickExplorer(", "dropdown", "head_dim"),
-    "07_hopper_and_beyond.ipynb": ("explorers.OverlapExplorer(", "dropdown", "head_dim"),
+    "05_flash1_vs_flash2.ipynb": ("widgets.FlashCompare(", "checkbox", "causal"),
+    "06_real_kernels.ipynb": ("widgets.SdpaPickExplorer(", "dropdown", "head_dim"),
+    "07_hopper_and_beyond.ipynb": ("widgets.OverlapExplorer(", "dropdown", "head_dim"),
     "08_inference.ipynb": ("widgets.KVCalculator(", "dropdown", "model"),
     "09_training.ipynb": ("widgets.BackwardStepper(", "dropdown", "algo"),
     "10_write_the_kernels.ipynb": ("choice.causal_share_question()", "choice", ""),

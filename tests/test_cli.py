@@ -93,7 +93,7 @@ def test_sweep_writes_json_and_the_course_draws_it(tmp_path):
                                                                              ("flash2", 512)]
     assert re.search(r"^2,048 +[\d.]+ (us|ms) +[\d.]+ (us|ms) +[\d.]+ (us|ms)$", p.stdout, flags=re.M), p.stdout
     pytest.importorskip("matplotlib", reason="the figure is the course's (pip install -e '.[course]')")
-    p = subprocess.run([sys.executable, "-m", "gpusim_course.plots", "sweep", str(tmp_path / "s.json")],
+    p = subprocess.run([sys.executable, "-m", "gpusim_course.provenance.plots", "sweep", str(tmp_path / "s.json")],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,9 +1,9 @@
-"""gpusim_course.bits: ULP distances and the bit-for-bit comparisons of notebook 3."""
+"""gpusim_course.softmax.bits: ULP distances and the bit-for-bit comparisons of notebook 3."""
 import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import bits
+from gpusim_course.softmax import bits
 
 
 def test_ulp_distance_counts_representable_floats_between():

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import block_sliders, block_sweep
+from gpusim_course import block_sliders
+from gpusim_course.tiling import block_sweep
 from gpusim_course.block_sliders import BLOCKS
 
 def config(**change):

@@ -1,4 +1,4 @@
-"""gpusim_course.breakdown: standard attention's time per operation (the FlashAttention paper's Figure 1)
+"""gpusim_course.standard.breakdown: standard attention's time per operation (the FlashAttention paper's Figure 1)
 from gpusim and from Nsight Compute's kernel times in results/h200/ncu.json."""
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim_course import breakdown
+from gpusim_course.standard import breakdown
 
 NCU = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu.json").read_text())["rows"]
 

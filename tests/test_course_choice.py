@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusim_course import choice, claims
+from gpusim_course import choice
+from gpusim_course.scorecard import claims
 from gpusim_course.inference import measured as decode_measured
 from gpusim_course.training import model as training, plots as training_plots
 from gpusim_course.measurements import read_results

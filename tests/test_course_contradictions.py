@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import bits, block_sweep, claims, measurements
+from gpusim_course import measurements
+from gpusim_course.practice import measured as practice_measured
+from gpusim_course.scorecard import claims
+from gpusim_course.scorecard import claims_model
+from gpusim_course.softmax import bits
+from gpusim_course.tiling import block_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = measurements.read_results(ROOT / "results" / "h200" / "bench.json")["rows"]
@@ -24,13 +29,13 @@ def test_exp_overflows_where_finfo_says():
 
 
 def test_notebook7_words_follow_the_ratios():
-    rows = measurements.hopper_rows(BENCH, head_dim=128, causal=False)
+    rows = practice_measured.hopper_rows(BENCH, head_dim=128, causal=False)
     rows = [r for r in rows if r["N"] >= 4096]
-    text = measurements.hopper_model_sentence(BENCH, head_dim=128, causal=False)
+    text = practice_measured.hopper_model_sentence(BENCH, head_dim=128, causal=False)
     times = np.mean([r["gpusim fp16 ms"] / r["hopper fp16 ms"] for r in rows])
     assert ("slower than the kernel" in text) == (times > 1.05) and ("faster than the kernel" in text) == (times < 0.95)
     assert "nearly 2" not in text
-    u = measurements.utilization_sentence(BENCH, gpu="H100-SXM", seq=8192, head_dim=128)
+    u = practice_measured.utilization_sentence(BENCH, gpu="H100-SXM", seq=8192, head_dim=128)
     assert "sdpa_cudnn" in u and u.endswith(("above it.", "below it.", "about at it."))
 
 
@@ -47,7 +52,7 @@ def test_notebook4_names_the_tile_the_kernels_launch():
 def test_waiting_is_one_computation():
     batch, heads = gpusim.fa2_shape(4096, 64)
     r = gpusim.simulate("naive", seq=4096, head_dim=64, batch=batch, heads=heads, gpu="H200-measured")
-    share = claims.waiting_share(r)
+    share = claims_model.waiting_share(r)
     assert 0 < share <= 1
     lo, hi = (int(x) / 100 for x in re.findall(r"(\d+)%", claims.waiting(ROOT / "results" / "h200").predicted))
     assert lo - 0.005 <= share <= hi + 0.005  # N = 4,096 is one of the scorecard's shapes

@@ -1,31 +1,38 @@
-"""gpusim_course.exercises: each reference solution is right, a stub is "not yet", and each likely mistake
-gets its reason. The answers are checked against gpusim on cases in every dtype the exercise names."""
+"""the chapters' exercises (gpusim_course.<chapter>.exercises): each reference solution is right, a stub is "not
+yet", and each likely mistake gets its reason. The answers are checked against gpusim on cases in every dtype the
+exercise names."""
 import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import exercises
+from gpusim_course.hierarchy import exercises as hierarchy_exercises
+from gpusim_course.softmax import exercises as softmax_exercises
+from gpusim_course.standard import exercises as standard_exercises
+from gpusim_course.tiling import exercises as tiling_exercises
+
+MODULES = {name: m for m in (hierarchy_exercises, standard_exercises, softmax_exercises, tiling_exercises)
+           for name in m.EXERCISES}  # each exercise's chapter
 
 
-@pytest.mark.parametrize("name", list(exercises.EXERCISES))
+@pytest.mark.parametrize("name", list(MODULES))
 def test_each_solution_is_right_and_each_stub_is_not_yet(name):
-    verdict = exercises.check(name, exercises.EXERCISES[name][1])
+    verdict = MODULES[name].check(name, MODULES[name].EXERCISES[name][1])
     assert verdict.status == "right" and bool(verdict)
 
     def stub(*args):
         return None
 
-    assert exercises.check(name, stub).status == "not yet"
+    assert MODULES[name].check(name, stub).status == "not yet"
 
     def unwritten(*args):
         raise NotImplementedError
 
-    assert "NotImplementedError" in exercises.check(name, unwritten).message
+    assert "NotImplementedError" in MODULES[name].check(name, unwritten).message
 
 
 def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     """A tile update that forgets to rescale l_i when the max grows."""
-    m_new, _, acc_new = exercises.tile_update(m_i, l_i, acc, s_ij, v_j)
+    m_new, _, acc_new = softmax_exercises.tile_update(m_i, l_i, acc, s_ij, v_j)
     return m_new, l_i + np.exp(s_ij - m_new[:, None]).sum(axis=1), acc_new
 
 
@@ -37,15 +44,16 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),
     ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
     ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
-    ("causal_kept", lambda n, nk, a: exercises.causal_kept(n, nk, "bottom_right"), "That is the bottom-right count"),
-    ("causal_kept", lambda n, nk, a: exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
+    ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "bottom_right"),
+     "That is the bottom-right count"),
+    ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
     ("causal_kept", lambda n, nk, a: n * (n - 1) // 2, "the diagonal included"),
     ("tile_update", unscaled_l, "without rescaling"),
     ("tile_update", lambda m, l, acc, s, v: (m, l), "should return the tuple"),
     ("causal_kept", lambda n, nk, a: 1 / 0, "ZeroDivisionError"),
 ])
 def test_a_wrong_answer_gets_the_reason(name, wrong, hint):
-    verdict = exercises.check(name, wrong)
+    verdict = MODULES[name].check(name, wrong)
     assert verdict.status == "wrong" and hint in verdict.message and not verdict
     assert "wrong" in verdict._repr_html_() and str(verdict).startswith(f"{name}: wrong. ")
 
@@ -56,9 +64,9 @@ def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
 
     def spy(seq, itemsize):
         seen.append((seq, itemsize))
-        return exercises.naive_sp_bytes(seq, itemsize)
+        return standard_exercises.naive_sp_bytes(seq, itemsize)
 
-    assert exercises.check("naive_sp_bytes", spy)
+    assert standard_exercises.check("naive_sp_bytes", spy)
     assert seen == [(4096, 4), (128, 2), (1000, 2), (3000, 1)]  # fp32, fp16, bf16, fp8
     # S written and read, P written and read: four N x N transfers in bf16
     bf16 = gpusim.simulate("naive", seq=1000, head_dim=64, dtype="bf16", gpu="H100-SXM").by_tensor
@@ -66,19 +74,20 @@ def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
 
 
 def test_solutions_give_the_hand_computed_answers():
-    assert exercises.causal_kept(4, 4, "top_left") == 10 and exercises.causal_kept(9, 5, "top_left") == 15 + 4 * 5
-    assert exercises.causal_kept(5, 9, "bottom_right") == 5 + 6 + 7 + 8 + 9  # the last row sees all 9 keys
-    assert exercises.flash2_k_read_bytes(1000, 64, 128, 2) == 8 * 1000 * 64 * 2  # ceil(1000 / 128) = 8 Q blocks
-    assert exercises.naive_sp_bytes(128, 4) == 4 * 128 * 128 * 4
+    assert tiling_exercises.causal_kept(4, 4, "top_left") == 10
+    assert tiling_exercises.causal_kept(9, 5, "top_left") == 15 + 4 * 5
+    assert tiling_exercises.causal_kept(5, 9, "bottom_right") == 5 + 6 + 7 + 8 + 9  # the last row sees all 9 keys
+    assert tiling_exercises.flash2_k_read_bytes(1000, 64, 128, 2) == 8 * 1000 * 64 * 2  # ceil(1000 / 128) = 8 Q blocks
+    assert standard_exercises.naive_sp_bytes(128, 4) == 4 * 128 * 128 * 4
     a100 = gpusim.get_gpu("A100-40GB")
-    assert exercises.ridge_point(a100, "fp16") == pytest.approx(312e12 / 1.555e12)
+    assert hierarchy_exercises.ridge_point(a100, "fp16") == pytest.approx(312e12 / 1.555e12)
 
 
 def test_tile_update_solution_matches_softmax_attention_on_one_block():
     """After one K/V block from a fresh state, acc / l is softmax(s) @ v."""
     rng = np.random.default_rng(0)
     s, v = rng.standard_normal((4, 8)), rng.standard_normal((8, 3))
-    m, l, acc = exercises.tile_update(np.full(4, -np.inf), np.zeros(4), np.zeros((4, 3)), s, v)
+    m, l, acc = softmax_exercises.tile_update(np.full(4, -np.inf), np.zeros(4), np.zeros((4, 3)), s, v)
     p = np.exp(s - s.max(axis=1, keepdims=True))
     assert np.allclose(acc / l[:, None], p / p.sum(axis=1, keepdims=True) @ v, rtol=1e-12)
     assert np.array_equal(m, s.max(axis=1))
@@ -92,10 +101,10 @@ def test_a_correct_answer_in_either_alignment_is_right():
         ramp = min(n, nk - shift)  # rows that see fewer than nk keys
         return ramp * (ramp + 1) // 2 + shift * ramp + (n - ramp) * nk
 
-    assert exercises.check("causal_kept", closed_form).status == "right"
-    assert {c[2] for c in exercises.KEPT_CASES} == {"top_left", "bottom_right"}
+    assert tiling_exercises.check("causal_kept", closed_form).status == "right"
+    assert {c[2] for c in tiling_exercises.KEPT_CASES} == {"top_left", "bottom_right"}
 
 
 def test_solution_prints_the_reference(capsys):
-    exercises.solution("causal_kept")
+    tiling_exercises.solution("causal_kept")
     assert "def causal_kept" in capsys.readouterr().out

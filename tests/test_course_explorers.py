@@ -1,5 +1,5 @@
-"""gpusim_course.explorers, driven as a learner would: set a control's value, then check the numbers and the
-plot data it produced against gpusim."""
+"""the chapters' explorers (gpusim_course.<chapter>.widgets), driven as a learner would: set a control's value, then
+check the numbers and the plot data it produced against gpusim."""
 import json
 import math
 import re
@@ -7,7 +7,12 @@ import re
 import pytest
 
 import gpusim
-from gpusim_course import block_sliders, block_sweep, explorers, tables
+from gpusim_course import block_sliders, tables, widget
+from gpusim_course.hierarchy import widgets as hierarchy_widgets
+from gpusim_course.practice import widgets as practice_widgets
+from gpusim_course.standard import widgets as standard_widgets
+from gpusim_course.tiling import block_sweep
+from gpusim_course.tiling import widgets as tiling_widgets
 from gpusim_course.block_sliders import BLOCK_LABELS, BLOCKS
 
 
@@ -25,7 +30,7 @@ def simulated_bytes(config):
 
 @pytest.fixture(scope="module")
 def explorer():
-    return explorers.TilingExplorer(gpu="A100-40GB", seq=4096, head_dim=64, heads=16)
+    return tiling_widgets.TilingExplorer(gpu="A100-40GB", seq=4096, head_dim=64, heads=16)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -75,7 +80,7 @@ def test_a_slider_step_lands_on_the_next_power_of_two(explorer, old, new, snappe
 
 
 def test_sliders_stop_where_sram_runs_out_and_say_why():
-    ex = explorers.TilingExplorer(algo="flash1", gpu="T4", seq=1024, head_dim=256, heads=1)
+    ex = tiling_widgets.TilingExplorer(algo="flash1", gpu="T4", seq=1024, head_dim=256, heads=1)
     _, caps, limits = block_sliders.fit_blocks(ex.config)
     assert (ex.block_q.max, ex.block_kv.max) == (caps["block_q"], caps["block_kv"])
     assert ex.limits == limits and limits
@@ -84,7 +89,7 @@ def test_sliders_stop_where_sram_runs_out_and_say_why():
 
 
 def test_a_gpu_with_less_sram_resets_blocks_that_no_longer_fit():
-    ex = explorers.TilingExplorer(gpu="H100-SXM", seq=2048, head_dim=128, heads=1)
+    ex = tiling_widgets.TilingExplorer(gpu="H100-SXM", seq=2048, head_dim=128, heads=1)
     ex.block_q.value = 256
     ex.gpu.value = "T4"
     assert ex.error is None
@@ -93,7 +98,7 @@ def test_a_gpu_with_less_sram_resets_blocks_that_no_longer_fit():
 
 
 def test_dtypes_follow_the_gpu():
-    ex = explorers.TilingExplorer(gpu="H100-SXM", seq=1024, heads=1, dtype="fp8")
+    ex = tiling_widgets.TilingExplorer(gpu="H100-SXM", seq=1024, heads=1, dtype="fp8")
     assert "fp8" in ex.dtype.options
     ex.gpu.value = "A100-40GB"
     assert "fp8" not in ex.dtype.options and ex.dtype.value == "fp16" and ex.error is None
@@ -112,7 +117,7 @@ def test_the_panels_draw_the_sweeps(explorer):
 
 
 def test_a_gpusim_error_is_a_line_in_the_readout_not_a_traceback():
-    ex = explorers.TilingExplorer(seq=1024, heads=4)
+    ex = tiling_widgets.TilingExplorer(seq=1024, heads=4)
     image = ex.image.value
     ex.heads = 0
     ex.refresh()
@@ -128,7 +133,7 @@ def test_a_gpusim_error_is_a_line_in_the_readout_not_a_traceback():
 
 
 def test_roofline_ridge_point_follows_the_gpu_and_dtype():
-    ex = explorers.RooflineExplorer(gpu="A100-40GB")
+    ex = hierarchy_widgets.RooflineExplorer(gpu="A100-40GB")
     assert ex.ridge == pytest.approx(312e12 / 1.555e12)  # the A100's fp16 tensor cores over its HBM
     for gpu, dtype in (("H100-SXM", "fp16"), ("H100-SXM", "fp8"), ("T4", "fp32")):
         ex.gpu.value = gpu
@@ -144,19 +149,19 @@ def test_roofline_ridge_point_follows_the_gpu_and_dtype():
 
 
 def test_footprint_explorer_finds_the_longest_sequence_that_fits():
-    ex = explorers.FootprintExplorer(gpu="A100-40GB", heads=1, head_dim=128)
+    ex = standard_widgets.FootprintExplorer(gpu="A100-40GB", heads=1, head_dim=128)
     n = ex.limit["naive"]
     assert n == tables.largest_fitting_seq("naive", "A100-40GB", heads=1, batch=1, head_dim=128, dtype="fp16")
     ex.heads.value = 32
     assert ex.limit["naive"] < n
     line = ex.axes[0].lines[0]
     peaks = [gpusim.simulate("naive", seq=s, heads=32, head_dim=128, gpu="A100-40GB").hbm_peak_bytes
-             for s in explorers.LONG_SEQS]
+             for s in widget.LONG_SEQS]
     assert list(line.get_ydata()) == [p / 2**30 for p in peaks]
 
 
 def test_waves_explorer_shows_gpusims_busy_fraction():
-    ex = explorers.WavesExplorer(gpu="A100-40GB", batch=1, heads=8)
+    ex = tiling_widgets.WavesExplorer(gpu="A100-40GB", batch=1, heads=8)
     for algo, rs in ex.curves.items():
         assert ex.busy[algo] == [r.kernels[0].busy_fraction for r in rs]
     assert ex.busy["flash1"] == pytest.approx([8 / 108] * len(ex.seqs))  # one thread block per head, 108 SMs
@@ -167,13 +172,14 @@ def test_waves_explorer_shows_gpusims_busy_fraction():
 
 
 def test_overlap_explorer_draws_gpusims_per_tile_terms():
-    ex = explorers.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
+    ex = practice_widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
     for ax, (algo, r) in zip(ex.axes, ex.results.items()):
         terms = ex.per_tile[algo]
         assert terms == tables.tile_terms(r)
         assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns")
         assert [t.get_text() for t in ax.get_yticklabels()][0] == ("loads (TMA)" if algo == "hopper" else "loads")
-        assert len(ax.collections) == 3 * explorers.OverlapExplorer.ITERATIONS  # loads, matmuls, softmax per tile
+        # loads, matmuls, softmax per tile
+        assert len(ax.collections) == 3 * practice_widgets.OverlapExplorer.ITERATIONS
         # The first tile's softmax waits for S = QKᵀ (half the matmul time) or, overlapped, for both matmuls.
         first = ax.collections[2].get_paths()[0].vertices[:, 0].min()
         assert first == pytest.approx((terms["t_matmul"] if terms["overlapped"] else terms["t_matmul"] / 2) * 1e9)
@@ -182,7 +188,7 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
 
 
 def test_roofline_draws_each_kernel_at_its_requested_and_its_dram_intensity():
-    ex = explorers.RooflineExplorer(gpu="H100-SXM", seq=4096, head_dim=64)
+    ex = hierarchy_widgets.RooflineExplorer(gpu="H100-SXM", seq=4096, head_dim=64)
     for (name, intensity, achieved), dram, k in zip(ex.points, ex.dram_intensity,
                                                     [k for r in ex.results for k in r.kernels]):
         assert dram == (k.flops_matmul + k.flops_other) / (k.dram_read_bytes + k.dram_write_bytes)
@@ -195,11 +201,11 @@ def test_roofline_draws_each_kernel_at_its_requested_and_its_dram_intensity():
 
 
 def test_the_overlap_explorer_offers_hopper_gpus_only():
-    ex = explorers.OverlapExplorer(gpu="H100-SXM")
+    ex = practice_widgets.OverlapExplorer(gpu="H100-SXM")
     assert list(ex.gpu.options) == tables.hopper_gpus() and "A100-40GB" not in ex.gpu.options
 
 
 def test_the_waves_explorer_starts_at_the_benchmark_shape_and_says_it():
-    ex = explorers.WavesExplorer(gpu="A100-40GB", seq=8192, head_dim=64)
+    ex = tiling_widgets.WavesExplorer(gpu="A100-40GB", seq=8192, head_dim=64)
     assert (ex.batch.value, ex.heads.value) == gpusim.fa2_shape(8192, 64)
     assert "batch 2 x 32 heads, N = 8,192, d = 64" in ex.readout.value

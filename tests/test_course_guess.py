@@ -3,7 +3,11 @@ gpusim's answer, and the answer stays hidden until the learner has guessed (whil
 import pytest
 
 import gpusim
-from gpusim_course import explorers, guess, steppers
+from gpusim_course import guess
+from gpusim_course.hierarchy import widgets as hierarchy_widgets
+from gpusim_course.practice import widgets as practice_widgets
+from gpusim_course.standard import widgets as standard_widgets
+from gpusim_course.tiling import widgets as tiling_widgets
 
 
 @pytest.mark.parametrize("text, kind, value", [("64 MiB", "bytes", 64 * 2**20), ("2.1 GB", "bytes", 2.1e9),
@@ -33,7 +37,7 @@ def test_judge_says_how_far_off():
 
 
 def test_the_answer_waits_for_a_guess_and_hides_again_when_the_question_changes():
-    ex = explorers.TilingExplorer(seq=1024, heads=4)
+    ex = tiling_widgets.TilingExplorer(seq=1024, heads=4)
     assert ex.prediction.hiding and ex.readout.layout.display == ex.image.layout.display == "none"
     assert str(ex.config["block_q"]) in ex.prediction.prompt.value
     ex.prediction.submit("not a number")
@@ -47,14 +51,14 @@ def test_the_answer_waits_for_a_guess_and_hides_again_when_the_question_changes(
 
 
 def test_each_main_widget_asks_for_the_number_it_shows():
-    roofline = explorers.RooflineExplorer(gpu="A100-40GB")
+    roofline = hierarchy_widgets.RooflineExplorer(gpu="A100-40GB")
     assert roofline.question().answer == roofline.results[0].predicted_time_s
-    footprint = explorers.FootprintExplorer(gpu="A100-40GB")
+    footprint = standard_widgets.FootprintExplorer(gpu="A100-40GB")
     assert footprint.question().kind == "bytes" and footprint.question().answer == footprint.at_128k.hbm_peak_bytes
-    naive = steppers.NaiveStepper(seq=1024, head_dim=64)
+    naive = standard_widgets.NaiveStepper(seq=1024, head_dim=64)
     r = gpusim.simulate("naive", seq=1024, head_dim=64)
     assert naive.question().answer == sum(sum(rw) for (k, _), rw in r.counts.items() if k == "qk")
-    waves = explorers.WavesExplorer(gpu="A100-40GB", seq=8192)
+    waves = tiling_widgets.WavesExplorer(gpu="A100-40GB", seq=8192)
     assert waves.question().answer == waves.now["flash1"].predicted_time_s
-    overlap = explorers.OverlapExplorer(gpu="H100-SXM", seq=4096)
+    overlap = practice_widgets.OverlapExplorer(gpu="H100-SXM", seq=4096)
     assert overlap.question().answer == overlap.results["hopper"].predicted_time_s

@@ -1,4 +1,4 @@
-"""gpusim_course.live: measurements made on this machine with torch and Triton. The kernels run in Triton's
+"""gpusim_course.practice.live: measurements made on this machine with torch and Triton. The kernels run in Triton's
 interpreter on the CPU (tests/conftest.py) and on the GPU where there is one."""
 import math
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim_course import live
+from gpusim_course.practice import live
 
 torch = pytest.importorskip("torch")
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]

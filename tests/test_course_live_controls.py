@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim_course import live_controls
+from gpusim_course.practice import widgets as practice_widgets
+from gpusim_course.standard import widgets as standard_widgets
+from gpusim_course.tiling import widgets as tiling_widgets
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 
@@ -16,7 +18,7 @@ def _span(widget, cls):
 
 
 def test_traffic_follows_n_and_d():
-    w = live_controls.TrafficExplorer(seq=1024, head_dim=64)
+    w = standard_widgets.TrafficExplorer(seq=1024, head_dim=64)
     assert int(_span(w, "gpusim-traffic").replace(",", "")) == gpusim.simulate("naive", seq=1024, head_dim=64).hbm_bytes
     before = w.image.value
     w.seq.value = 4096
@@ -25,7 +27,7 @@ def test_traffic_follows_n_and_d():
 
 
 def test_flash_compare_follows_the_tile_and_the_mask():
-    w = live_controls.FlashCompare(seq=2048)
+    w = tiling_widgets.FlashCompare(seq=2048)
     first = _span(w, "gpusim-ratio")
     w.block_kv.value = 128
     w.causal.value = True
@@ -33,12 +35,12 @@ def test_flash_compare_follows_the_tile_and_the_mask():
 
 
 def test_sdpa_pick_reads_the_h200_probe(tmp_path):
-    w = live_controls.SdpaPickExplorer(RESULTS)
+    w = practice_widgets.SdpaPickExplorer(RESULTS)
     assert _span(w, "gpusim-sdpa-pick") == "CUDNN_ATTENTION"
     w.head_dim.value = 60
     assert _span(w, "gpusim-sdpa-pick") == "FLASH_ATTENTION"
     with pytest.raises(FileNotFoundError, match="not measured here"):
-        live_controls.SdpaPickExplorer(tmp_path)
+        practice_widgets.SdpaPickExplorer(tmp_path)
 
 
 def test_notebook8_labels_whole_and_charts_within_the_page():

@@ -1,6 +1,6 @@
-"""gpusim_course.measurements: the project's GPU results files, read and set beside gpusim. Rows are made
-in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that every ratio the
-tables print can be worked out by hand."""
+"""gpusim_course.measurements and the chapters' measured.py: the project's GPU results files, read and set beside
+gpusim. Rows are made in the format of results/<gpu>/bench.json and flash2_tiles.json with times chosen so that
+every ratio the tables print can be worked out by hand."""
 import json
 
 import pytest
@@ -8,6 +8,10 @@ import pytest
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 from gpusim_course import measurements
+from gpusim_course.hierarchy import measured as hierarchy_measured
+from gpusim_course.practice import measured as practice_measured
+from gpusim_course.tiling import measured as tiling_measured
+from gpusim_course.provenance import measured as provenance_measured
 
 
 def bench_row(provider, seq, ms, dtype="fp16", head_dim=128, causal=False, **extra):
@@ -39,7 +43,7 @@ def test_environment_line_names_gpu_versions_date_command_and_truncation():
 def test_ceilings_rows_divide_measured_by_datasheet():
     data = {"gpu": "NVIDIA H200", "date": "2026-11-29", "copy_bytes_per_s": 4.32e12,
             "matmul_float16_flops_per_s": 494.75e12, "matmul_fp8_e4m3_flops_per_s": 1979e12}
-    rows = measurements.ceilings_rows(data, gpu="H200")  # datasheet: 4.8 TB/s, 989.5 and 1,979 TFLOP/s
+    rows = hierarchy_measured.ceilings_rows(data, gpu="H200")  # datasheet: 4.8 TB/s, 989.5 and 1,979 TFLOP/s
     assert [(r["quantity"], r["measured"], r["datasheet (preset)"], r["measured / datasheet"]) for r in rows] == [
         ("HBM bandwidth (copy)", "4.32 TB/s", "4.80 TB/s", "90%"),
         ("fp16 matmul", "494.75 TFLOP/s", "989.50 TFLOP/s", "50%"),
@@ -52,13 +56,13 @@ def test_bench_group_and_timed_by_seq_pick_rows():
             bench_row("naive", 1024, 5.0, head_dim=64, causal=True), bench_row("naive", 1024, 4.0, head_dim=128),
             {**bench_row("naive", 4096, 1.0, head_dim=64), "ms": None, "error": "OOM"},
             bench_row("flash2", 1024, 1.0, head_dim=64)]
-    assert measurements.bench_group(rows, head_dim=64) == [rows[0], rows[1], rows[4], rows[5]]
+    assert practice_measured.bench_group(rows, head_dim=64) == [rows[0], rows[1], rows[4], rows[5]]
     assert measurements.timed_by_seq(rows, "naive", head_dim=64) == {1024: rows[0], 2048: rows[1]}
 
 
 def test_predictions_simulate_each_shape_of_a_group():
     rows = [bench_row(p, s, 1.0, head_dim=64) for s in (2048, 1024) for p in ("naive", "flash2")]
-    got = measurements.predictions(rows, gpu="H200", algos=("naive", "flash2"))
+    got = practice_measured.predictions(rows, gpu="H200", algos=("naive", "flash2"))
     assert [r.config.seq for r in got["flash2"]] == [1024, 2048]
     r = got["naive"][0]
     assert (r.config.batch, r.config.heads, r.config.head_dim, r.config.dtype) == (16, 32, 64, "fp16")
@@ -70,7 +74,7 @@ def test_speedup_rows_divide_naive_by_flash2_and_say_when_pytorch_ran_out():
     rows = [bench_row(p, s, ms, head_dim=64) for s in (1024, 2048) for p, ms in
             (("naive", 3.0), ("flash2", 1.0), ("torch_naive", 4.0), ("sdpa_flash", 0.5))]
     rows[-2] = {k: v for k, v in rows[-2].items() if k != "ms"} | {"error": "OOM"}  # torch_naive at 2,048
-    got = measurements.speedup_rows(rows, head_dim=64)
+    got = tiling_measured.speedup_rows(rows, head_dim=64)
     assert [r["measured: flash2 over naive"] for r in got] == ["3.0x", "3.0x"]
     last = got[-1]["measured: SDPA flash over PyTorch's standard attention"]
     assert got[0]["measured: SDPA flash over PyTorch's standard attention"] == "8.0x" and "out of memory" in last
@@ -84,7 +88,7 @@ def test_footprint_rows_set_measured_peaks_beside_gpusims_naive_footprint():
     sim = gpusim.simulate("naive", seq=seq, batch=1, heads=32, head_dim=d, gpu="H200").hbm_peak_bytes
     rows = [bench_row("naive", seq, 1.0, head_dim=d, peak_bytes=sim),
             {**bench_row("torch_naive", seq, 1.0, head_dim=d), "error": "OOM"}]
-    got = measurements.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive", "x"))
+    got = provenance_measured.footprint_rows(rows, gpu="H200", head_dims=(64,), providers=("naive", "torch_naive", "x"))
     assert [r["measured / gpusim"] for r in got] == ["1.000", "", ""]
     assert [r["measured peak"] for r in got] == [f"{sim / 2**30:.1f} GiB", "out of memory", "not run"]
     # At the peak, S and P in fp16 (2 x 32 heads x 32,768² x 2 B = 128 GiB) beside Q, K and V (3 x 128 MiB):
@@ -97,7 +101,7 @@ def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_
     rows = [{"head_dim": 128, "causal": c, "seq": 4096, "block_q": bq, "block_kv": bkv, "ms": ms,
              "sdpa_flash_ms": 1.0, "vs_sdpa_flash": 1.0 / ms}
             for c in (False, True) for bq, bkv, ms in ((128, 128, 1.2), (64, 64, 0.9))]
-    got = measurements.tile_rows(rows)
+    got = provenance_measured.tile_rows(rows)
     assert [r["fastest measured"] for r in got] == ["", "✓", "", "✓"]
     assert [r["tile"] for r in got] == ["128 x 128", "64 x 64"] * 2 and got[1]["vs SDPA flash"] == "1.11x"
     sims = [gpusim.simulate("flash2", seq=4096, head_dim=128, batch=4, heads=16, block_q=b, block_kv=b, causal=c,
@@ -107,8 +111,9 @@ def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_
         predicted[i] == min(predicted[2 * (i // 2):2 * (i // 2) + 2]) for i in range(4)]
     assert [r["gpusim L2→SM"] for r in got] == [fmt_bytes(s.hbm_bytes) for s in sims]
     assert got[0]["gpusim predicted"] == fmt_time(predicted[0])
-    assert measurements.tile_lesson(rows) == ["d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "
-                                              "SDPA flash without the mask; 1.11x SDPA flash with the mask)."]
+    assert practice_measured.tile_lesson(rows) == [
+        "d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "
+        "SDPA flash without the mask; 1.11x SDPA flash with the mask)."]
 
 
 def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
@@ -117,7 +122,7 @@ def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
             bench_row("hopper", 8192, 2.0, rel_err=2e-4), bench_row("hopper", 8192, 1.6, dtype="fp8", rel_err=3e-2),
             bench_row("sdpa_cudnn", 8192, 1.9), bench_row("sdpa_flash", 8192, 3.2),
             bench_row("sdpa_cudnn", 16384, 9.0), {**bench_row("hopper", 16384, 0.1), "error": "OOM", "ms": None}]
-    got = measurements.hopper_rows(rows, head_dim=128)
+    got = practice_measured.hopper_rows(rows, head_dim=128)
     assert [r["N"] for r in got] == [4096, 8192]  # 16,384: no Hopper time
     r = got[0]
     assert r["speed vs SDPA cuDNN"] == pytest.approx(0.9) and r["speed vs SDPA flash"] == pytest.approx(1.5)
@@ -128,7 +133,7 @@ def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
     p16, p8 = (gpusim.simulate("hopper", seq=4096, batch=batch, heads=heads, head_dim=128, dtype=dt,
                                gpu="H200-measured").predicted_time_s for dt in ("fp16", "fp8"))
     assert r["gpusim fp16 ms"] == pytest.approx(p16 * 1e3) and r["gpusim fp8 vs fp16"] == pytest.approx(p16 / p8)
-    text = measurements.hopper_summary(rows, head_dim=128, min_seq=4096)
+    text = practice_measured.hopper_summary(rows, head_dim=128, min_seq=4096)
     assert "0.90 to 0.95x cuDNN's speed" in text and "1.50 to 1.60x SDPA's FlashAttention-2" in text
     assert "1.25 to 1.33x its fp16 speed" in text and "150 to 200x fp16's error" in text
     assert text.startswith("d = 128, N from 4,096 to 8,192:")
@@ -151,7 +156,7 @@ def test_tile_agreement_counts_the_groups_where_gpusim_picks_the_measured_fastes
                                 gpu="H200-measured") for bq in (64, 128)}
     same = int(sims[64].predicted_time_s < sims[128].predicted_time_s)  # the 64-row tile was measured fastest
     most = int(sims[64].hbm_bytes > sims[128].hbm_bytes)  # and requests twice the bytes: K, V once per Q block
-    assert measurements.tile_agreement(rows) == (f"gpusim's time model picked the measured fastest tile in {same} "
+    assert practice_measured.tile_agreement(rows) == (f"gpusim's time model picked the measured fastest tile in {same} "
                                                  f"of 1 groups; the tile requesting the most bytes from L2 was the "
                                                  f"fastest in {most} of them.")
     assert most == 1

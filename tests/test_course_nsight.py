@@ -1,10 +1,14 @@
-"""gpusim_course.nsight: Nsight Compute's rows (results/<gpu>/ncu.json) summed, grouped and told as sentences.
-The rows here are made so that each number the functions print can be worked out by hand."""
+"""gpusim_course.nsight and the chapters' measured.py: Nsight Compute's rows (results/<gpu>/ncu.json) summed,
+grouped and told as sentences. The rows here are made so that each number the functions print can be worked out
+by hand."""
 import pytest
 
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 from gpusim_course import nsight
+from gpusim_course.practice import measured as practice_measured
+from gpusim_course.provenance import measured as provenance_measured
+from gpusim_course.standard import measured as standard_measured
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.1, "dram_write_bytes": 0.2,
            "time_s": 0.25}
@@ -29,27 +33,27 @@ def test_kernel_names_are_gpusims_launches():
 
 def test_ncu_measured_sums_an_algorithms_kernels():
     rows = ncu_rows()
-    got = nsight.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
+    got = standard_measured.ncu_measured(rows, seq=4096, head_dim=64, algos=("naive", "flash2"))
     assert got["naive"] == (2 * (520 + 101), 1e-3 + 50e-6, "the project's Triton kernels qk, softmax, pv")
     assert got["flash2"] == (520 + 101, 2e-3, "the project's Triton kernel flash2")
     with pytest.raises(ValueError, match="no naive launch at N=8192"):
-        nsight.ncu_measured(rows, seq=8192, head_dim=64)
-    assert nsight.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
+        standard_measured.ncu_measured(rows, seq=8192, head_dim=64)
+    assert practice_measured.ncu_row(rows, "flash1", "l2_to_sm_bytes", 4096, 64, causal=True)["measured"] == 1250
 
 
 def test_ncu_error_rows_group_per_kernel():
     rows = ncu_rows()
-    l2 = {r["kernel"]: r for r in nsight.ncu_error_rows(rows, "l2_to_sm_bytes")}
+    l2 = {r["kernel"]: r for r in provenance_measured.ncu_error_rows(rows, "l2_to_sm_bytes")}
     assert l2["flash2"]["equal to the byte"] == 1 and l2["flash1"]["equal to the byte"] == 0
     assert l2["flash1"]["(gpusim - measured) / measured"] == "-20.0%"  # 1000 / 1250 - 1
     assert l2["qk"]["at the longest N"] == "+1.0%" and l2["qk"]["N"] == "4,096 to 4,096"
-    times = {r["kernel"] for r in nsight.ncu_error_rows(rows, "time_s")}
+    times = {r["kernel"] for r in provenance_measured.ncu_error_rows(rows, "time_s")}
     assert times == {"flash2", "flash1", "qk"}  # softmax's 50 us launch is under the 100 us cut
-    assert "equal to the byte" not in nsight.ncu_error_rows(rows, "time_s")[0]
+    assert "equal to the byte" not in provenance_measured.ncu_error_rows(rows, "time_s")[0]
 
 
 def test_ncu_findings_are_computed_from_the_rows():
-    findings = nsight.ncu_findings(ncu_rows(), TARGETS)
+    findings = practice_measured.ncu_findings(ncu_rows(), TARGETS)
     assert findings[0] == ("Bytes from L2 into the SMs: equal to gpusim's count to the byte in every launch of "
                            "flash2, softmax (2 launches).")
     assert findings[1] == "The naive kernels (qk, softmax, pv): within 1% of gpusim's count."
@@ -61,7 +65,7 @@ def test_ncu_findings_are_computed_from_the_rows():
 
 
 def test_ncu_findings_quote_the_targets_of_the_file():
-    findings = nsight.ncu_findings(ncu_rows(), TARGETS | {"time_s": 0.5, "dram_read_bytes": 0.02})
+    findings = practice_measured.ncu_findings(ncu_rows(), TARGETS | {"time_s": 0.5, "dram_read_bytes": 0.02})
     assert findings[3] == ("DRAM reads: within 2% in 0 of 4 launches; the others: flash2 N=4,096 d=64 (-4%), flash1 "
                            "N=4,096 d=64 causal (-4%), qk N=4,096 d=64 (-4%), softmax N=4,096 d=64 (-4%).")
     assert findings[-1].endswith("within 50% at the longest N for: flash2 d=64, qk d=64.")  # flash2: -50%
@@ -69,7 +73,7 @@ def test_ncu_findings_quote_the_targets_of_the_file():
 
 def test_measured_rows_put_gpusims_dram_bytes_and_time_beside_the_measurement():
     shape = dict(seq=4096, head_dim=64, batch=4, heads=32)
-    got = nsight.measured_rows({"flash2": (3 * 2**30, 2e-3, "a kernel")}, "H200-measured", **shape)
+    got = standard_measured.measured_rows({"flash2": (3 * 2**30, 2e-3, "a kernel")}, "H200-measured", **shape)
     r = gpusim.simulate("flash2", gpu="H200-measured", **shape)
     assert got == [{"algo": "flash2", "measured": "a kernel", "measured DRAM traffic": "3.00 GiB",
                     "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),

@@ -1,5 +1,5 @@
-"""gpusim_course.plots: the figures, checked by the data their artists hold (and the charts' PNGs by their
-size), against gpusim and against tilings and rows worked out by hand."""
+"""the figures (gpusim_course.plots and the chapters' plots.py), checked by the data their artists hold (and the
+charts' PNGs by their size), against gpusim and against tilings and rows worked out by hand."""
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +11,11 @@ import pytest
 
 import gpusim
 from gpusim_course import plots, tables
+from gpusim_course.practice import plots as practice_plots
+from gpusim_course.provenance import plots as provenance_plots
+from gpusim_course.softmax import plots as softmax_plots
+from gpusim_course.standard import plots as standard_plots
+from gpusim_course.tiling import plots as tiling_plots
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 
@@ -69,13 +74,13 @@ def test_dense_score_grids_draw_every_nth_line():
 
 
 def test_score_grid_figure_sets_grids_side_by_side():
-    fig = plots.score_grid_figure([tiling(False).tiling, tiling(True).tiling], ["plain", "causal"])
+    fig = tiling_plots.score_grid_figure([tiling(False).tiling, tiling(True).tiling], ["plain", "causal"])
     assert [ax.get_xlabel() for ax in fig.axes] == ["plain", "causal"]
 
 
 def test_sweep_figure_plots_gpusims_predictions_and_speedups():
     results = gpusim.sweep(("naive", "flash2"), (1024, 32768), head_dim=64, gpu="A100-40GB")
-    fig = plots.sweep_figure(results)
+    fig = tiling_plots.sweep_figure(results)
     ax_t, ax_s, ax_b, ax_m = fig.axes
     fitting = [r for r in results if r.config.algo == "naive" and r.fits_in_hbm]
     naive_time = ax_t.lines[0]
@@ -90,7 +95,7 @@ def test_sweep_figure_plots_gpusims_predictions_and_speedups():
 def test_time_terms_figure_bars_are_the_terms_in_microseconds():
     r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
     terms = tables.time_terms(r)
-    ax = plots.time_terms_figure(terms, "naive").axes[0]
+    ax = standard_plots.time_terms_figure([r], "naive").axes[0]
     heights = [p.get_height() for p in ax.patches]
     assert heights == [t[key] * 1e6 for key in ("t_memory", "t_matmul", "t_other", "predicted") for t in terms]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["naive: qk", "naive: softmax", "naive: pv"]
@@ -99,9 +104,9 @@ def test_time_terms_figure_bars_are_the_terms_in_microseconds():
 def test_ulp_figure_is_a_histogram_of_shares():
     ulps = np.array([0, 0, 0, 1, 3, 40, 16, 2])
     comparison = {"label": "x", "ulps": ulps, "equal_fraction": 3 / 8}
-    ax = plots.ulp_figure([comparison]).axes[0]
+    ax = softmax_plots.ulp_figure([comparison]).axes[0]
     shares = [p.get_height() for p in ax.patches]
-    assert len(shares) == plots.ULP_BINS + 1 and sum(shares) == pytest.approx(1)
+    assert len(shares) == softmax_plots.ULP_BINS + 1 and sum(shares) == pytest.approx(1)
     assert (shares[0], shares[1], shares[2], shares[3], shares[-1]) == (3 / 8, 1 / 8, 1 / 8, 1 / 8, 2 / 8)
     assert ax.get_title() == "x: 37.5% bit-identical"
 
@@ -123,7 +128,7 @@ def test_bench_figure_measured_speedup_and_gpusims_beside():
     group = bench_rows()
     predicted = {algo: [gpusim.simulate(algo, seq=s, head_dim=64, gpu="H200", **fa2(s)) for s in (1024, 2048)]
                  for algo in ("naive", "flash2")}
-    ax_t, ax_s, ax_m = plots.bench_figure(group, predicted).axes
+    ax_t, ax_s, ax_m = practice_plots.bench_figure(group, predicted).axes
     speedup = {line.get_label(): list(line.get_ydata()) for line in ax_s.lines}
     assert speedup["flash2"] == [4.0, 4.0]  # 2 ms / 0.5 ms; the OOM row has no time
     predicted_speedup = gpusim.speedups(predicted["naive"] + predicted["flash2"])["flash2"]
@@ -136,7 +141,7 @@ def test_ncu_figure_plots_measured_against_simulated():
     rows = [{"kernel": k, "quantity": q, "measured": m, "simulated": s}
             for k, q, m, s in (("flash2", "time_s", 2e-3, 1e-3), ("qk", "time_s", 1e-3, 1e-3),
                                ("flash2", "l2_to_sm_bytes", 100, 100), ("qk", "l2_to_sm_bytes", 0, 5))]
-    fig = plots.ncu_figure(rows)
+    fig = provenance_plots.ncu_figure(rows)
     assert [ax.get_title() for ax in fig.axes] == ["time_s", "l2_to_sm_bytes"]
     points = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in fig.axes[0].lines[:2]}
     assert points == {"flash2": ([2e-3], [1e-3]), "qk": ([1e-3], [1e-3])}
@@ -144,7 +149,7 @@ def test_ncu_figure_plots_measured_against_simulated():
 
 
 def test_bench_chart_has_a_line_per_provider_and_panel():
-    fig = plots.bench_chart(bench_rows(), "speedup", {"gpu": "G", "torch": "t", "triton": "3", "date": "d"})
+    fig = provenance_plots.bench_chart(bench_rows(), "speedup", {"gpu": "G", "torch": "t", "triton": "3", "date": "d"})
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.lines] == ["flash2"] and list(ax.lines[0].get_ydata()) == [4.0, 4.0]
     assert [len(a.lines) for a in fig.axes] == [1, 0, 0, 0]
@@ -154,7 +159,7 @@ def test_bench_chart_has_a_line_per_provider_and_panel():
 
 def test_save_bench_figures_draws_the_three_charts_beside_the_json(tmp_path):
     shutil.copy(RESULTS / "bench.json", tmp_path / "bench.json")
-    pngs = plots.save_bench_figures(tmp_path / "bench.json")
+    pngs = provenance_plots.save_bench_figures(tmp_path / "bench.json")
     assert [p.name for p in pngs] == ["bench_speedup.png", "bench_tflops.png", "bench_memory.png"]
     assert all(PIL.Image.open(p).size == (12 * 110, 8 * 110) for p in pngs)  # 12 x 8 inches at 110 dpi
 
@@ -162,7 +167,7 @@ def test_save_bench_figures_draws_the_three_charts_beside_the_json(tmp_path):
 def test_main_writes_the_figure_beside_the_json(tmp_path, capsys):
     (tmp_path / "s.json").write_text(json.dumps([r.to_dict() for r in gpusim.sweep(("naive",), (1024,))]))
     shutil.copy(RESULTS / "ncu.json", tmp_path / "ncu.json")
-    assert plots.main(["sweep", str(tmp_path / "s.json")]) == 0
-    assert plots.main(["ncu", str(tmp_path / "ncu.json")]) == 0
+    assert provenance_plots.main(["sweep", str(tmp_path / "s.json")]) == 0
+    assert provenance_plots.main(["ncu", str(tmp_path / "ncu.json")]) == 0
     assert capsys.readouterr().out == f"wrote {tmp_path / 's.png'}\nwrote {tmp_path / 'ncu.png'}\n"
     assert PIL.Image.open(tmp_path / "s.png").size == (11 * 120, 8 * 120)

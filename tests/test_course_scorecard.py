@@ -1,4 +1,4 @@
-"""gpusim_course.scorecard and .claims: the verdict rules on numbers worked out by hand, and the claims of
+"""gpusim_course.scorecard (verdicts and claims): the verdict rules on numbers worked out by hand, and the claims of
 the two source documents evaluated from gpusim and the results files, never typed in: change a results
 file and the measurement and the verdict follow."""
 import json
@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpusim_course import claims, scorecard
-from gpusim_course.scorecard import Obs
+from gpusim_course.scorecard import claims, verdicts
+from gpusim_course.scorecard.verdicts import Obs
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
@@ -23,23 +23,23 @@ def rows():
 
 def test_interval_verdicts_follow_the_share_of_observations_inside():
     inside, above = Obs(3.0, "N=1", "d=64"), Obs(9.0, "N=2", "d=128")
-    assert scorecard.interval([inside, Obs(2.0, "N=2", "d=64")], 2, 4, "2-4x").verdict == "holds"  # ends included
-    partly = scorecard.interval([inside, above], 2, 4, "2-4x")
+    assert verdicts.interval([inside, Obs(2.0, "N=2", "d=64")], 2, 4, "2-4x").verdict == "holds"  # ends included
+    partly = verdicts.interval([inside, above], 2, 4, "2-4x")
     assert partly.verdict == "holds under conditions" and "for d=64 (1 of 2 cases)" in partly.reason
-    wrong = scorecard.interval([above], 2, 4, "2-4x")
+    wrong = verdicts.interval([above], 2, 4, "2-4x")
     assert wrong.verdict == "wrong" and wrong.reason == "measured 9.0x: every one above 2-4x."
-    assert scorecard.about(2) == (1.6, 2.5)
+    assert verdicts.about(2) == (1.6, 2.5)
 
 
 def test_each_and_slope():
-    assert scorecard.each([("a", True), ("b", True)]).verdict == "holds"
-    assert scorecard.each([("a", True), ("b", False)]) == scorecard.Judged("holds under conditions", "a; but b.")
-    assert scorecard.each([("b", False)]).verdict == "wrong"
-    assert scorecard.slope([1, 2, 4, 8], [3, 12, 48, 192]) == pytest.approx(2.0)  # 3 N^2
+    assert verdicts.each([("a", True), ("b", True)]).verdict == "holds"
+    assert verdicts.each([("a", True), ("b", False)]) == verdicts.Judged("holds under conditions", "a; but b.")
+    assert verdicts.each([("b", False)]).verdict == "wrong"
+    assert verdicts.slope([1, 2, 4, 8], [3, 12, 48, 192]) == pytest.approx(2.0)  # 3 N^2
 
 
 def test_anchor_is_jupyterlabs_heading_id():
-    assert scorecard.anchor("Is it bit-for-bit identical?") == "Is-it-bit-for-bit-identical?"
+    assert verdicts.anchor("Is it bit-for-bit identical?") == "Is-it-bit-for-bit-identical?"
 
 
 def test_the_scorecard_has_every_claim_the_issue_names(rows):
@@ -51,8 +51,8 @@ def test_the_scorecard_has_every_claim_the_issue_names(rows):
                    "~1.5x faster than FA-2", "~2x faster than FA-2", "75%", "The longer the sequence",
                    "70% of that memory", "prefill"):
         assert needle in text, needle
-    assert all(r.judged.verdict in scorecard.VERDICTS and r.judged.reason.endswith(".") for r in rows)
-    assert set(scorecard.VERDICTS[:3]) <= {r.judged.verdict for r in rows}  # the rules discriminate
+    assert all(r.judged.verdict in verdicts.VERDICTS and r.judged.reason.endswith(".") for r in rows)
+    assert set(verdicts.VERDICTS[:3]) <= {r.judged.verdict for r in rows}  # the rules discriminate
 
 
 def test_every_link_names_a_notebook_section(rows):
@@ -100,12 +100,12 @@ def test_verdicts_hand_checked_against_the_numbers(rows):
 
 
 def test_table_and_html(rows):
-    table = scorecard.rows_table(rows)
+    table = verdicts.rows_table(rows)
     assert len(table) == len(rows) and set(table[0]) == {"claim", "source", "gpusim predicts", "H200 measured",
                                                          "verdict", "reason", "rule", "experiment"}
-    html = scorecard.html(rows)._repr_html_()
+    html = verdicts.html(rows)._repr_html_()
     assert html.count("<tr>") == len(rows) + 1 and "href='05_flash1_vs_flash2.ipynb#" in html
-    assert sum(scorecard.counts(rows).values()) == len(rows)
+    assert sum(verdicts.counts(rows).values()) == len(rows)
 
 
 def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
@@ -132,9 +132,9 @@ def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
 
 
 def test_a_row_shown_anywhere_says_what_was_not_measured():
-    """scorecard.html and rows_table note it for rows taken one at a time (notebooks 2 to 8), as claims.rows does."""
-    row = scorecard.Row("c", "s", "p", "", scorecard.Judged("holds", "x."), "r", "n.ipynb", "")
-    assert "Not measured here: gpusim&#x27;s model decides." in scorecard.html([row])._repr_html_()
-    measured = scorecard.Row("c", "s", "p", "m", scorecard.Judged("holds", "x."), "r", "n.ipynb", "")
-    assert scorecard.rows_table([measured])[0]["reason"].endswith("other GPUs not measured here.")
-    assert scorecard.with_evidence(scorecard.with_evidence(measured)) == scorecard.with_evidence(measured)
+    """verdicts.html and rows_table note it for rows taken one at a time (notebooks 2 to 8), as claims.rows does."""
+    row = verdicts.Row("c", "s", "p", "", verdicts.Judged("holds", "x."), "r", "n.ipynb", "")
+    assert "Not measured here: gpusim&#x27;s model decides." in verdicts.html([row])._repr_html_()
+    measured = verdicts.Row("c", "s", "p", "m", verdicts.Judged("holds", "x."), "r", "n.ipynb", "")
+    assert verdicts.rows_table([measured])[0]["reason"].endswith("other GPUs not measured here.")
+    assert verdicts.with_evidence(verdicts.with_evidence(measured)) == verdicts.with_evidence(measured)

@@ -1,4 +1,4 @@
-"""gpusim_course.sdpa on this machine: PyTorch's own choice of backend, which backends run when forced, and
+"""gpusim_course.practice.sdpa on this machine: PyTorch's own choice of backend, which backends run when forced, and
 the math backend against the float64 reference. On a CPU the CUDA backends refuse every input."""
 import pytest
 

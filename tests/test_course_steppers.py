@@ -1,11 +1,13 @@
-"""gpusim_course.steppers: the widgets that walk through a schedule, step by step, against gpusim's trace
-and counts; and the helpers that read the trace."""
+"""the chapters' steppers (gpusim_course.<chapter>.widgets): the widgets that walk through a schedule, step by step,
+against gpusim's trace and counts; and the helpers that read the trace."""
 import numpy as np
 import pytest
 
 import gpusim
 from gpusim.memory import Step
-from gpusim_course import steppers
+from gpusim_course.softmax import widgets as softmax_widgets
+from gpusim_course.standard import widgets as standard_widgets
+from gpusim_course.tiling import widgets as tiling_widgets
 
 
 def step(tile, loads=(), stores=()):
@@ -14,25 +16,27 @@ def step(tile, loads=(), stores=()):
 
 def test_cumulative_bytes_add_up_loads_and_stores_per_tensor():
     steps = [step((0, 0), loads=(("Q", 100), ("K", 10))), step((0, 1), loads=(("K", 10),), stores=(("O", 100),))]
-    assert steppers.cumulative_bytes(steps) == {"Q": [100, 0], "K": [20, 0], "O": [0, 100]}
-    assert steppers.cumulative_bytes([]) == {}
+    assert tiling_widgets.cumulative_bytes(steps) == {"Q": [100, 0], "K": [20, 0], "O": [0, 100]}
+    assert tiling_widgets.cumulative_bytes([]) == {}
 
 
 def test_done_tiles_mark_the_tiles_the_steps_computed():
     tiling = gpusim.simulate("flash2", seq=128, head_dim=16, block_q=64, block_kv=64).config.tiling
-    done = steppers.done_tiles([step((None, None)), step((0, 0)), step((1, 1)), step((1, None))], tiling)
+    done = tiling_widgets.done_tiles([step((None, None)), step((0, 0)), step((1, 1)), step((1, None))], tiling)
     assert done.tolist() == [[1, 0], [0, 1]]
 
 
 def test_describe_step_and_grid_tile():
-    assert steppers.describe_step(step((0, 0), loads=(("K", 2048), ("V", 2048)))) == "loads K (2,048 B), V (2,048 B)"
-    assert steppers.describe_step(step((0, None), stores=(("O", 8192),))) == "stores O (8,192 B)"
-    assert steppers.describe_step(step((None, None))) == "moves nothing"
-    assert steppers.grid_tile(step((None, None))) is None and steppers.grid_tile(step((2, None))) == (2, None)
+    loads = step((0, 0), loads=(("K", 2048), ("V", 2048)))
+    assert tiling_widgets.describe_step(loads) == "loads K (2,048 B), V (2,048 B)"
+    assert tiling_widgets.describe_step(step((0, None), stores=(("O", 8192),))) == "stores O (8,192 B)"
+    assert tiling_widgets.describe_step(step((None, None))) == "moves nothing"
+    assert tiling_widgets.grid_tile(step((None, None))) is None
+    assert tiling_widgets.grid_tile(step((2, None))) == (2, None)
 
 
 def test_trace_is_one_head_in_execute_mode():
-    r = steppers.trace("flash2", 128, 16, 64, 32, False, "A100-40GB")
+    r = tiling_widgets.trace("flash2", 128, 16, 64, 32, False, "A100-40GB")
     assert (r.config.heads, r.config.batch, r.config.block_q, r.config.block_kv) == (1, 1, 64, 32)
     # Two Q blocks of 64 rows, each: four K/V blocks of 32, then the store of O_i and its LSE.
     assert [s.tile for s in r.trace] == [(i, j) for i in (0, 1) for j in (0, 1, 2, 3, None)]
@@ -40,13 +44,13 @@ def test_trace_is_one_head_in_execute_mode():
 
 
 def test_tile_stepper_follows_gpusims_trace():
-    st = steppers.TileStepper(algo="flash2", seq=128, block_q=64, block_kv=32)
+    st = tiling_widgets.TileStepper(algo="flash2", seq=128, block_q=64, block_kv=32)
     assert (st.block_q.description, st.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")
     steps = st.result.trace
     assert (st.step.min, st.step.max) == (1, len(steps))  # counted from 1, as the readout counts
     st.step.value = 6
     assert st.current == steps[5] and "Step 6 of" in st.readout.value
-    assert st.so_far == steppers.cumulative_bytes(steps[:6])
+    assert st.so_far == tiling_widgets.cumulative_bytes(steps[:6])
     bars = [a for a in st.axes[1].patches if a.get_animated()]
     assert [b.get_height() for b in bars] == [st.so_far.get(t, [0, 0])[d] / 1024 for d in (0, 1) for t in st.total]
     assert f"{steps[5].sram_bytes:,} B" in st.readout.value
@@ -58,7 +62,7 @@ def test_tile_stepper_follows_gpusims_trace():
 
 
 def test_tile_stepper_retraces_when_the_configuration_changes():
-    st = steppers.TileStepper(seq=128, block_q=64, block_kv=64)
+    st = tiling_widgets.TileStepper(seq=128, block_q=64, block_kv=64)
     st.step.value = st.step.max
     st.algo.value = "flash1"
     assert st.result.config.algo == "flash1"
@@ -70,7 +74,7 @@ def test_tile_stepper_retraces_when_the_configuration_changes():
 
 
 def test_loop_order_comparison_ends_at_gpusims_counts():
-    cmp = steppers.LoopOrderComparison(seq=128, block=64)
+    cmp = tiling_widgets.LoopOrderComparison(seq=128, block=64)
     cmp.step.value = cmp.step.max
     for algo, moved in cmp.moved.items():
         assert moved[-1] == gpusim.simulate(algo, seq=128, head_dim=64, block_q=64, block_kv=64).hbm_bytes
@@ -79,7 +83,7 @@ def test_loop_order_comparison_ends_at_gpusims_counts():
 
 
 def test_online_softmax_stepper_shows_gpusims_running_max_and_sum():
-    st = steppers.OnlineSoftmaxStepper(n=32, chunk=4, seed=0)
+    st = softmax_widgets.OnlineSoftmaxStepper(n=32, chunk=4, seed=0)
     steps = gpusim.softmax(st.x, "online", chunk=4).steps
     for k in (0, 3, len(steps) - 1):
         st.step.value = k + 1  # the slider counts from 1, as "Step 1 of 8" does
@@ -95,25 +99,26 @@ def test_online_softmax_stepper_shows_gpusims_running_max_and_sum():
 
 
 def test_naive_stepper_shows_each_kernels_bytes():
-    st = steppers.NaiveStepper(seq=1024, head_dim=64)
+    st = standard_widgets.NaiveStepper(seq=1024, head_dim=64)
     r = gpusim.simulate("naive", seq=1024, head_dim=64)
-    for label, kernel in steppers.NAIVE_STEPS.items():
+    for label, kernel in standard_widgets.NAIVE_STEPS.items():
         st.step.value = label
-        assert st.bytes == {t: r.counts.get((kernel, t), (0, 0)) for t in steppers.NAIVE_TENSORS}
+        assert st.bytes == {t: r.counts.get((kernel, t), (0, 0)) for t in standard_widgets.NAIVE_TENSORS}
         solid = [b.get_height() for b in st.axes[0].patches if b.get_facecolor()[3] > 0]
-        assert solid == [st.bytes[t][d] / 2**20 for d in (0, 1) for t in steppers.NAIVE_TENSORS]
+        assert solid == [st.bytes[t][d] / 2**20 for d in (0, 1) for t in standard_widgets.NAIVE_TENSORS]
     st.step.value = "1: S = QKᵀ·scale"
     assert st.bytes["S"] == (0, 1024 * 1024 * 2)  # S written whole in fp16
     assert "One N × N matrix is 1 × 1,024 × 1,024 × 2 B = <b>2.00 MiB</b>" in st.readout.value
 
 
 def test_naive_stepper_says_when_the_sms_are_idle():
-    st = steppers.NaiveStepper(seq=4096, head_dim=64)
-    for label, term in zip(steppers.NAIVE_STEPS, st.terms):
+    st = standard_widgets.NaiveStepper(seq=4096, head_dim=64)
+    for label, term in zip(standard_widgets.NAIVE_STEPS, st.terms):
         st.step.value = label
-        idle = term["busy"] < steppers.BUSY or term["latency_bound"]
+        idle = term["busy"] < standard_widgets.BUSY or term["latency_bound"]
         assert ("is longer than both terms because" in st.readout.value) == idle
-        if term["busy"] < steppers.BUSY:
+        if term["busy"] < standard_widgets.BUSY:
             assert f"only {term['busy']:.0%} of the SMs' slots are busy" in st.readout.value
     notes = [t.get_text() for t in st.axes[1].texts]
-    assert notes == [steppers.idle_note(t) for t in st.terms if t["busy"] < steppers.BUSY or t["latency_bound"]]
+    assert notes == [standard_widgets.idle_note(t) for t in st.terms
+                     if t["busy"] < standard_widgets.BUSY or t["latency_bound"]]

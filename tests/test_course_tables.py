@@ -1,10 +1,16 @@
-"""gpusim_course.tables: the tables the notebooks build from gpusim alone, checked against numbers worked
-out by hand from the presets and the papers' algorithms, or against invariants a wrong table breaks."""
+"""the tables (gpusim_course.tables and the chapters' model.py) the notebooks build from gpusim alone, checked
+against numbers worked out by hand from the presets and the papers' algorithms, or against invariants a wrong
+table breaks."""
 import pytest
 
 import gpusim
 from gpusim.units import fmt_bytes
-from gpusim_course import tables
+from gpusim_course import formatting, tables
+from gpusim_course.hierarchy import model as hierarchy_model
+from gpusim_course.practice import model as practice_model
+from gpusim_course.softmax import model as softmax_model
+from gpusim_course.standard import model as standard_model
+from gpusim_course.tiling import model as tiling_model
 
 
 def test_supported_dtypes_are_the_tensor_core_dtypes_of_each_generation():
@@ -14,28 +20,28 @@ def test_supported_dtypes_are_the_tensor_core_dtypes_of_each_generation():
 
 
 def test_hierarchy_row_of_the_a100_40gb():
-    row = tables.hierarchy_rows()[list(gpusim.PRESETS).index("A100-40GB")]
+    row = hierarchy_model.hierarchy_rows()[list(gpusim.PRESETS).index("A100-40GB")]
     # 164 KiB of shared memory per SM; 108 SMs hold 17,712 KiB = 17.30 MiB; 40 GiB of HBM at 1.555 TB/s.
     assert row == {"GPU": "A100-40GB", "SMs": 108, "SRAM per SM": "164.00 KiB", "SRAM, all SMs": "17.30 MiB",
                    "SRAM bandwidth": "19 TB/s", "HBM": "40.00 GiB", "HBM bandwidth": "1.55 TB/s",
                    "HBM / SRAM capacity": "2,368x",  # 40 GiB / (108 x 164 KiB) = 2,368.0
                    "SRAM / HBM bandwidth": "12x"}  # 19 / 1.555 = 12.2
-    assert len(tables.hierarchy_rows()) == len(gpusim.PRESETS)
-    assert tables.hierarchy_rows()[list(gpusim.PRESETS).index("T4")]["SRAM bandwidth"] == "not published"
+    assert len(hierarchy_model.hierarchy_rows()) == len(gpusim.PRESETS)
+    assert hierarchy_model.hierarchy_rows()[list(gpusim.PRESETS).index("T4")]["SRAM bandwidth"] == "not published"
 
 
 def test_kitchen_numbers_of_the_a100_40gb():
-    text = tables.kitchen_numbers("A100-40GB")
+    text = hierarchy_model.kitchen_numbers("A100-40GB")
     # 163 KiB per thread block; 40 GiB / 163 KiB = 41,943,040 / 163 = 257,319.3 counters.
     assert text.startswith("A100-40GB: one thread block's counter (SRAM) holds 163.00 KiB; all 108 SMs' counters "
                            "together 17.30 MiB; the fridge (HBM) 40.00 GiB, 257,319 times one counter")
 
 
 def test_ridge_points_divide_the_tensor_core_rate_by_the_bandwidth():
-    a100 = tables.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
+    a100 = hierarchy_model.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
     assert a100["ridge point fp16 (FLOP/B)"] == 201  # 312 TFLOP/s / 1.555 TB/s = 200.6
     assert a100["ridge point fp8 (FLOP/B)"] == "no fp8 tensor cores"  # it has fp16 ones
-    h100 = tables.ridge_rows(dtypes=("fp8",))[list(gpusim.PRESETS).index("H100-SXM")]
+    h100 = hierarchy_model.ridge_rows(dtypes=("fp8",))[list(gpusim.PRESETS).index("H100-SXM")]
     assert h100 == {"GPU": "H100-SXM", "ridge point fp8 (FLOP/B)": 591}  # 1,979 TFLOP/s / 3.35 TB/s = 590.7
 
 
@@ -55,7 +61,7 @@ def test_time_terms_are_each_kernels_terms(algo, kwargs):
 
 def test_time_rows_format_the_terms():
     r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
-    rows = tables.time_rows(r)
+    rows = standard_model.time_rows(r)
     assert [row["kernel"] for row in rows] == ["naive: qk", "naive: softmax", "naive: pv"]
     assert [row["SMs busy"] for row in rows] == [f"{k.busy_fraction:.0%}" for k in r.kernels]
     assert [row["bound by"] for row in rows] == [k.bound for k in r.kernels]
@@ -91,19 +97,20 @@ def test_tensor_rows_of_flash2_by_hand():
     """N = 1024, d = 64, fp16, Br = Bc = 64: Q read once (128 KiB), K and V once per Q block (16 x 128 KiB),
     O written once, the LSE in fp32 (4 KiB)."""
     r = gpusim.simulate("flash2", seq=1024, head_dim=64, block_q=64, block_kv=64)
-    rows = {row["tensor"]: row for row in tables.tensor_rows([r])}
+    rows = {row["tensor"]: row for row in tiling_model.tensor_rows([r])}
     assert rows["Q"] == {"tensor": "Q", "flash2 read": "128.00 KiB", "flash2 written": "0 B"}
     assert rows["K"]["flash2 read"] == rows["V"]["flash2 read"] == "2.00 MiB"
     assert rows["O"]["flash2 written"] == "128.00 KiB" and rows["LSE"]["flash2 written"] == "4.00 KiB"
     total = rows["total requested by the SMs"]
     assert total == {"tensor": "total requested by the SMs", "flash2 read": "4.12 MiB", "flash2 written": "132.00 KiB"}
     dram = rows["of which reaching DRAM"]
-    assert dram["flash2 read"] == fmt_bytes(r.dram_read_bytes) and dram["flash2 written"] == fmt_bytes(r.dram_write_bytes)
+    assert dram["flash2 read"] == fmt_bytes(r.dram_read_bytes)
+    assert dram["flash2 written"] == fmt_bytes(r.dram_write_bytes)
 
 
 def test_tensor_rows_put_results_side_by_side():
     shape = dict(seq=1024, head_dim=64, block_q=64, block_kv=64)
-    rows = tables.tensor_rows([gpusim.simulate("flash1", **shape), gpusim.simulate("flash2", **shape)])
+    rows = tiling_model.tensor_rows([gpusim.simulate("flash1", **shape), gpusim.simulate("flash2", **shape)])
     assert [row["tensor"] for row in rows] == ["Q", "K", "V", "O", "l", "m", "LSE", "total requested by the SMs",
                                                "of which reaching DRAM"]
     lse = rows[6]
@@ -113,7 +120,7 @@ def test_tensor_rows_put_results_side_by_side():
 def test_causal_rows_count_the_tiles_the_mask_skips():
     """N = 256 in 64 x 64 tiles: 4 x 4 tiles, of which the causal mask keeps 4 + 3 + 2 + 1 = 10 and
     256 x 257 / 2 = 32,896 scores."""
-    rows = tables.causal_rows(seq=256, head_dim=64, block_q=64, block_kv=64)
+    rows = tiling_model.causal_rows(seq=256, head_dim=64, block_q=64, block_kv=64)
     assert [(r["causal"], r["tiles computed"], r["S elements kept"]) for r in rows] == [
         (False, "16 of 16", 65536), (True, "10 of 16", 32896)]
     # Q, O 32 KiB each, LSE 1 KiB; K and V 8 KiB per block: 4 x 4 blocks each, or 1 + 2 + 3 + 4 with the mask.
@@ -123,7 +130,7 @@ def test_causal_rows_count_the_tiles_the_mask_skips():
 
 def test_softmax_accesses_are_the_papers_loads_and_stores():
     """Milakov & Gimelshein: naive 2 loads + 1 store per element, safe 3 + 1, online 2 + 1."""
-    rows = tables.softmax_accesses(n=4096)
+    rows = softmax_model.softmax_accesses(n=4096)
     assert [(r["variant"], r["loads"], r["stores"]) for r in rows] == [
         ("naive", 8192, 4096), ("safe", 12288, 4096), ("online", 8192, 4096)]
     assert [r["accesses per element"] for r in rows] == [3, 4, 3]
@@ -141,7 +148,7 @@ def test_largest_fitting_seq_is_the_last_length_that_fits():
 
 def test_nonmatmul_rows_show_flash2_doing_less_non_matmul_work():
     """The FlashAttention-2 paper: fewer non-matmul FLOPs than FlashAttention-1 on the same tiles."""
-    rows = tables.nonmatmul_rows("A100-40GB", seq=4096, head_dims=(64, 128), block=64)
+    rows = tiling_model.nonmatmul_rows("A100-40GB", seq=4096, head_dims=(64, 128), block=64)
     assert [(r["head_dim"], r["algo"]) for r in rows] == [(64, "flash1"), (64, "flash2"), (128, "flash1"),
                                                           (128, "flash2")]
     share = [float(r["non-matmul FLOPs"].rstrip("%")) for r in rows]
@@ -152,7 +159,7 @@ def test_nonmatmul_rows_show_flash2_doing_less_non_matmul_work():
 
 
 def test_fa3_rows_are_speedups_over_flash2_fp16():
-    rows = tables.fa3_rows("H100-SXM", seq=8192, head_dim=128)
+    rows = practice_model.fa3_rows("H100-SXM", seq=8192, head_dim=128)
     assert [r["kernel"] for r in rows] == ["flash2 fp16", "hopper fp16", "hopper fp8"]
     assert rows[0]["predicted speedup over flash2 fp16"] == "1.00x"
     batch, heads = gpusim.fa2_shape(8192, 128)
@@ -163,13 +170,13 @@ def test_fa3_rows_are_speedups_over_flash2_fp16():
 
 
 def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
-    shares = tables.nonmatmul_shares("A100-40GB", 4096)
-    sentence = tables.nonmatmul_sentence("A100-40GB", 4096)
+    shares = tiling_model.nonmatmul_shares("A100-40GB", 4096)
+    sentence = tiling_model.nonmatmul_sentence("A100-40GB", 4096)
     for algo in ("flash1", "flash2"):
         worst = max(s["time_share"] for s in shares if s["algo"] == algo)
-        assert f"({tables.share_words(worst)})" in sentence
-    assert tables.share_words(0.45) == tables.share_words(0.49) == "about half"  # not "a minority"
-    assert tables.share_words(0.2) == "a minority" and tables.share_words(0.7) == "most"
+        assert f"({formatting.share_words(worst)})" in sentence
+    assert formatting.share_words(0.45) == formatting.share_words(0.49) == "about half"  # not "a minority"
+    assert formatting.share_words(0.2) == "a minority" and formatting.share_words(0.7) == "most"
 
 
 def test_hopper_gpus_and_matmul_units():
@@ -180,9 +187,10 @@ def test_hopper_gpus_and_matmul_units():
 def test_causal_rows_compare_the_mask_on_one_tile():
     """Issue 26: left to pick its own tiles, the causal run seemed to move more bytes; on one tile it moves fewer."""
     batch, heads = gpusim.fa2_shape(8192, 64)
-    rows = tables.causal_rows(seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
+    rows = tiling_model.causal_rows(seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
     assert rows[0]["tile"] == rows[1]["tile"]
+    tile = dict(zip(("block_q", "block_kv"), map(int, rows[0]["tile"].split(" x "))))
     plain, causal = (gpusim.simulate("flash2", seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB",
-                                     causal=c, **dict(zip(("block_q", "block_kv"), map(int, rows[0]["tile"].split(" x ")))))
+                                     causal=c, **tile)
                      for c in (False, True))
     assert causal.hbm_bytes < plain.hbm_bytes

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gpusim_course import claims, evidence, scorecard
+from gpusim_course import evidence
+from gpusim_course.practice import measured as practice_measured
+from gpusim_course.scorecard import claims
+from gpusim_course.scorecard import claims_model
+from gpusim_course.scorecard import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
@@ -77,33 +81,33 @@ def test_end_to_end_claim_judges_the_ratio_not_the_milliseconds(with_fixtures):
 
 
 def test_block_rule_is_judged_on_sram_and_teaches_the_register_limit():
-    row = claims.block_rule()
+    row = claims_model.block_rule()
     assert row.judged.verdict == "holds" and "they fit" in row.judged.reason
     assert "registers" in row.predicted and "allows 255" in row.predicted
     assert row.rule == "three blocks of that many rows fit a thread block's SRAM"
 
 
 def test_matmul_share_is_measured_when_tensor_pipe_exists(without):
-    modelled = claims.matmul_share(without)
+    modelled = claims_model.matmul_share(without)
     assert modelled.measured == "" and "not measured here" in modelled.judged.reason
     shutil.copy(FIXTURES / "tensor_pipe.json", without / "tensor_pipe.json")
-    measured = claims.matmul_share(without)
+    measured = claims_model.matmul_share(without)
     # flash1 45% inside ~50% (40-62.5%); flash2 30% (from the cycles) outside ~70%; the keyless row is dropped
     assert "flash1 d=64 N=4,096: 45%" in measured.measured and "flash2 d=64 N=4,096: 30%" in measured.measured
     assert "d=128" not in measured.measured and measured.judged.verdict == "holds under conditions"
 
 
 def test_the_70_percent_has_one_verdict_shown_in_notebook_8():
-    row = claims.kv_waste(None)
+    row = claims_model.kv_waste(None)
     assert row.link == "08_inference.ipynb#PagedAttention:-how-the-cache-is-laid-out"
     nb = (ROOT / "notebooks" / "08_inference.ipynb").read_text()
     assert "claims.kv_waste(" in nb and "The claim holds" not in nb
 
 
 def test_the_verdict_not_testable_is_colored_and_counted():
-    judged = scorecard.Judged("not testable here", "x.")
-    r = scorecard.Row("c", "s", "p", "", judged, "r", "n.ipynb", "")
-    assert "#555" in scorecard.html([r])._repr_html_() and scorecard.counts([r])["not testable here"] == 1
+    judged = verdicts.Judged("not testable here", "x.")
+    r = verdicts.Row("c", "s", "p", "", judged, "r", "n.ipynb", "")
+    assert "#555" in verdicts.html([r])._repr_html_() and verdicts.counts([r])["not testable here"] == 1
 
 
 def test_every_link_opens_its_notebook_at_a_section():
@@ -118,15 +122,15 @@ def test_the_files_formats_as_the_gpu_wrote_them():
     assert evidence.mask_name("causal") == "causal"
     picks = evidence.sdpa_picks(FIXTURES)
     assert {p["mask"] for p in picks} == {"none", "boolean"}
-    row = claims.matmul_share(FIXTURES)
+    row = claims_model.matmul_share(FIXTURES)
     assert "flash2's share is above flash1's in 0 of 1 measured pairs" in row.judged.reason
 
 
 def test_the_pick_table_shows_the_kernel_each_input_ran(tmp_path):
-    table = evidence.pick_table(FIXTURES)
+    table = practice_measured.pick_table(FIXTURES)
     assert [r["SDPA ran"] for r in table] == ["cudnn", "flash", "efficient", "cudnn"]  # the keyless row dropped
     assert table[0]["kernel"].startswith("cudnn_generated") and table[-1]["mask"] == "boolean"
-    assert evidence.pick_table(tmp_path) == []
+    assert practice_measured.pick_table(tmp_path) == []
 
 
 def test_every_verdict_says_what_was_not_measured():
@@ -137,7 +141,7 @@ def test_every_verdict_says_what_was_not_measured():
 
 def test_the_whole_scorecard_with_the_new_files_present(with_fixtures):
     rows = {r.claim[:20]: r for r in claims.rows(with_fixtures)}
-    assert all(r.judged.verdict in scorecard.VERDICTS for r in rows.values())
+    assert all(r.judged.verdict in verdicts.VERDICTS for r in rows.values())
     assert "sdpa_pick.json" in rows["PyTorch selects Flas"].measured
     assert "eager" in rows["BERT (seq 512): 100 "].measured
     assert "tensor-pipe" in rows["FlashAttention-1: ~5"].measured

@@ -1,9 +1,10 @@
-"""gpusim_course.warps: split-K and split-Q compute the same tile update as FlashAttention's, and their
+"""gpusim_course.tiling.warps: split-K and split-Q compute the same tile update as FlashAttention's, and their
 shared-memory traffic, counted as they run, is the closed form worked out by hand."""
 import numpy as np
 import pytest
 
-from gpusim_course import exercises, warps
+from gpusim_course.softmax import exercises as softmax_exercises
+from gpusim_course.tiling import warps
 
 
 @pytest.mark.parametrize("br, bc, d, w", [(64, 64, 64, 4), (128, 32, 128, 8), (16, 48, 16, 4)])
@@ -11,7 +12,7 @@ def test_both_schemes_give_the_tile_update(br, bc, d, w):
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((n, d)) for n in (br, bc, bc))
     m, l, acc = rng.standard_normal(br), rng.random(br) + 1, rng.standard_normal((br, d))
-    want = exercises.tile_update(m, l, acc, q @ k.T / np.sqrt(d), v)
+    want = softmax_exercises.tile_update(m, l, acc, q @ k.T / np.sqrt(d), v)
     for fn in (warps.split_k, warps.split_q):
         got, _ = fn(q, k, v, m, l, acc, w, 2)
         assert all(np.allclose(a, b, rtol=1e-12) for a, b in zip(got, want))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim_course.plots import _series, save_bench_figures
+from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
 from benchmarks import ncu  # noqa: E402

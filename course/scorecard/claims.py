@@ -1,7 +1,7 @@
-"""The claims of the scorecard (gpusim_course.scorecard), one function each: the claim as written, gpusim's
+"""The claims of the scorecard (scorecard.verdicts), one function each: the claim as written, gpusim's
 prediction computed now, the H200 measurement read from results/h200/*.json where one exists, and the
 verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpusim alone decides are in
-gpusim_course.claims_model); `results` is the folder of the measurements (results/h200 from the repository
+claims_model.py); `results` is the folder of the measurements (results/h200 from the repository
 root, ../results/h200 from notebooks/).
 """
 from pathlib import Path
@@ -10,11 +10,14 @@ import numpy as np
 
 import gpusim
 
-from . import bits, evidence, sdpa
-from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, ratio_span, block_rule, hbm_reads, kv_linear, kv_waste,
-                           matmul_share, parallelism, s_matrix, ten_x, waiting_share, warp_split)
-from .measurements import hopper_rows, read_results, timed_by_seq
-from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope, with_evidence
+from .. import evidence
+from ..measurements import read_results, timed_by_seq
+from ..practice import sdpa
+from ..practice.measured import hopper_rows
+from ..softmax import bits
+from .claims_model import (BLOG, PREDICT_GPU, SUMMARY, block_rule, hbm_reads, kv_linear, kv_waste, matmul_share,
+                           parallelism, ratio_span, s_matrix, ten_x, waiting_share, warp_split)
+from .verdicts import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope, with_evidence
 
 GROUPS = [(64, False), (64, True), (128, False), (128, True)]
 N_MAX = 32768  # the longest N where standard attention ran

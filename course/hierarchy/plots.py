@@ -2,7 +2,7 @@
 pyramid with each level's size and bandwidth (from gpusim's presets; the CPU's level is the paper's own
 number, gpusim has no CPU), and the tiling: the outer loop over K/V blocks copies K_j and V_j to SRAM, the
 inner loop over Q blocks copies Q_i, computes softmax(Q_i K_jᵀ) V_j on chip and writes O_i back to HBM. The
-right panel of Figure 1 (the time per operation) is gpusim_course.breakdown.figure1.
+right panel of Figure 1 (the time per operation) is gpusim_course.standard.breakdown.figure1.
 """
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle

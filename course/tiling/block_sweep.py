@@ -8,7 +8,7 @@ import numpy as np
 
 import gpusim
 
-from .block_sliders import BLOCKS
+from ..block_sliders import BLOCKS
 
 SRAM_SIZES = tuple(2**p for p in range(12, 22))  # 4 KiB .. 2 MiB of SRAM per thread block
 

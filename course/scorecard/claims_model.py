@@ -1,4 +1,4 @@
-"""The claims of the scorecard that gpusim alone decides (gpusim_course.claims holds those with an H200
+"""The claims of the scorecard that gpusim alone decides (claims.py holds those with an H200
 measurement, and the list of all): the source's block size and its order of HBM reads, the matmul share, the
 SRAM-to-HBM speed ratio, the warps' split of a tile, KV-cache memory, the size of S, and the thread blocks each
 FlashAttention launches. Each takes the results folder, unused here, so that every claim is called alike.
@@ -6,11 +6,12 @@ FlashAttention launches. Each takes the results folder, unused here, so that eve
 import gpusim
 from gpusim import kvcache
 
-from . import evidence, warps
-from .inference.model import waste_claim_rows
-from .formatting import span
-from .scorecard import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
-from .tables import nonmatmul_shares
+from .. import evidence
+from ..formatting import span
+from ..inference.model import waste_claim_rows
+from ..tiling import warps
+from ..tiling.model import nonmatmul_shares
+from .verdicts import SLOPE, Judged, Obs, Row, about, each, interval, noting, slope
 
 BLOG, SUMMARY = "blog post", "chapter summary"
 PREDICT_GPU = "H200-measured"  # gpusim's preset for the lent H200: its measured bandwidth and matmul rates

@@ -8,7 +8,7 @@ import numpy as np
 
 import gpusim
 
-from .plots import legend_outside
+from ..plots import legend_outside
 
 OPERATIONS = {"qk": "matmul S = QKᵀ", "softmax": "softmax", "pv": "matmul O = PV", "flash2": "fused kernel"}
 COLORS = {"qk": "tab:blue", "softmax": "tab:green", "pv": "tab:cyan", "flash2": "tab:purple"}

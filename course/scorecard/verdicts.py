@@ -12,14 +12,14 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
   where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time,
   for instance). Each reason says what was measured and what was not.
 
-The claims themselves, each a function of the results folder, are in gpusim_course.claims.
+The claims themselves, each a function of the results folder, are in gpusim_course.scorecard.claims.
 """
 from dataclasses import dataclass, replace
 from html import escape
 
 import numpy as np
 
-from .formatting import Html, table_html
+from ..formatting import Html, table_html
 
 ABOUT = 1.25  # "~x": within a factor of 1.25 either way
 SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25

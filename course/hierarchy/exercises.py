@@ -1,0 +1,44 @@
+"""Notebook 1's exercise, checked against gpusim (course/checks.py).
+
+    >>> from gpusim_course.hierarchy import exercises
+    >>> exercises.check("ridge_point", ridge_point)
+    >>> exercises.solution("ridge_point")
+"""
+import math
+
+import gpusim
+
+from .. import checks
+from ..checks import numeric
+
+
+def ridge_point(gpu, dtype):
+    return gpu.matmul_flops_per_s(dtype) / gpu.hbm_bytes_per_s
+
+
+def _check_ridge_point(fn):
+    cases = [(gpu, dtype) for gpu in gpusim.PRESETS.values() for dtype in ("fp16", "fp32")]
+
+    def hint(args, got, want):
+        gpu, dtype = args
+        if math.isclose(got, 1 / want, rel_tol=1e-6):
+            return "That is bytes per FLOP: divide the FLOP rate by the bandwidth."
+        if dtype == "fp16" and math.isclose(got, gpu.fp32_flops_per_s / gpu.hbm_bytes_per_s, rel_tol=1e-6):
+            return "Use the tensor-core rate of the dtype, gpu.matmul_flops_per_s(dtype), not the CUDA cores' fp32."
+        return "The ridge point is the peak FLOP/s of the dtype over the HBM bandwidth in bytes/s."
+
+    return numeric(fn, [(args, ridge_point(*args)) for args in cases], hint, rel_tol=1e-9)
+
+EXERCISES = {
+    "ridge_point": (_check_ridge_point, ridge_point),
+}
+
+
+def check(name, fn):
+    """Run the learner's `fn` for exercise `name` against gpusim; returns a Verdict (shown in color)."""
+    return checks.check(EXERCISES, name, fn)
+
+
+def solution(name):
+    """Print a reference solution of exercise `name`."""
+    checks.solution(EXERCISES, name)

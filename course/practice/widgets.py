@@ -1,0 +1,113 @@
+"""Notebooks 6 and 7's widgets (widget.Live subclasses): what SDPA picks on the H200 for a chosen input, and
+the Hopper kernel's overlap.
+"""
+from html import escape
+
+import gpusim
+from gpusim.units import fmt_time
+
+from .. import evidence
+from ..formatting import table_html
+from ..tables import hopper_gpus, supported_dtypes, tile_terms, time_terms
+from ..widget import HEAD_DIMS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
+from . import sdpa
+
+
+class SdpaPickExplorer(Live):
+    """Notebook 6: pick an input (dtype, head_dim, mask) of the H200's probe (sdpa_backends.json): which backend
+    PyTorch picked, which ran when forced, and whether the summary's conditions hold for it."""
+
+    def __init__(self, results):
+        rows, _ = evidence.rows_of(results, "sdpa_backends.json", ("dtype", "head_dim", "mask", "device"))
+        self.rows = [r for r in rows if r["device"] == "cuda"]
+        if not self.rows:
+            raise FileNotFoundError("sdpa_backends.json: not measured here")
+        first = self.rows[0]
+        self.dtype = dropdown("dtype", sorted({r["dtype"] for r in self.rows}), first["dtype"])
+        self.head_dim = dropdown("head_dim", sorted({r["head_dim"] for r in self.rows}), first["head_dim"])
+        self.mask = dropdown("mask", sorted({r["mask"] for r in self.rows}), first["mask"])
+        super().__init__([[self.dtype, self.head_dim, self.mask]], figsize=(8, 2.4))
+
+    def update(self):
+        key = (self.dtype.value, self.head_dim.value, self.mask.value)
+        self.row = next((r for r in self.rows if (r["dtype"], r["head_dim"], r["mask"]) == key), None)
+        if self.row is None:
+            raise ValueError(f"the H200's probe has no input {key[0]}, d = {key[1]}, mask {key[2]}: it varies one "
+                             f"thing at a time from fp16, d = 64, no mask")
+        meets = sdpa.source_conditions(self.row)
+        ran = [b.split("_")[0].lower() for b in sdpa.BACKENDS if self.row[b]["ran"]]
+        self.readout.value = (
+            f"<p>{escape(key[0])}, d = {key[1]}, mask {escape(key[2])} on sm_{escape(str(self.row['sm']))}: PyTorch "
+            f"picks <b><span class='gpusim-sdpa-pick'>{escape(self.row['picked'])}</span></b>; forced, "
+            f"{', '.join(ran)} ran. The summary's conditions {'hold' if meets else 'do not hold'} for it.</p>")
+
+    def draw(self):
+        ax = self.axes[0]
+        names = [b.split("_")[0].lower() for b in sdpa.BACKENDS]
+        colors = ["#1a7f37" if self.row[b]["ran"] else "#b00" for b in sdpa.BACKENDS]
+        edges = [3 if b == self.row["picked"] else 0 for b in sdpa.BACKENDS]
+        ax.bar(names, [1] * len(names), color=colors, edgecolor="k", linewidth=edges)
+        ax.set(yticks=[], title="forced: green ran, red refused; outlined: PyTorch's pick", ylim=(0, 1.2))
+
+
+class OverlapExplorer(Live):
+    """One SM's inner loop, drawn from gpusim's per-tile averages: FlashAttention-2 runs the softmax between
+    its two matmuls; FlashAttention-3 (`hopper`) overlaps them (warp specialization, ping-pong between two
+    warpgroups) while TMA loads the next K/V tiles asynchronously."""
+
+    ITERATIONS = 4
+
+    def __init__(self, gpu="H100-SXM", seq=8192, head_dim=128, dtype="fp16"):
+        """gpu: a Hopper GPU (tables.hopper_gpus): FlashAttention-3's TMA and warpgroup matmuls exist on no other."""
+        self.gpu = gpu_dropdown(gpu, hopper_gpus())
+        self.seq = seq_slider(seq)
+        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
+        self.dtype = dropdown("dtype", supported_dtypes(gpu), dtype)
+        super().__init__([[self.gpu, self.dtype, self.head_dim], [self.seq]], figsize=(11, 4), nrows=2)
+
+    def update(self):
+        sync_dtypes(self.gpu, self.dtype)
+        batch, heads = gpusim.fa2_shape(self.seq.value, self.head_dim.value)
+        shape = dict(seq=self.seq.value, head_dim=self.head_dim.value, batch=batch, heads=heads, gpu=self.gpu.value)
+        baseline = "fp16" if self.dtype.value == "fp8" else self.dtype.value  # FlashAttention-2 has no fp8 kernel
+        self.results = {"flash2": gpusim.simulate("flash2", **shape, dtype=baseline),
+                        "hopper": gpusim.simulate("hopper", **shape, dtype=self.dtype.value)}
+        self.per_tile = {algo: tile_terms(r) for algo, r in self.results.items()}
+        f2, h = (self.results[a].predicted_time_s for a in ("flash2", "hopper"))
+        rows = [{"algo": f"{a} ({r.config.dtype})"} | {k: fmt_time(v) for k, v in time_terms(r)[0].items()
+                                                        if k.startswith("t_") or k == "predicted"}
+                for a, r in self.results.items()]
+        self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: <b>{f2 / h:.2f}x</b>.</p>"
+                              + table_html(rows))
+
+    def question(self):
+        r = self.results["hopper"]
+        c = r.config
+        return Question(f"How long will the Hopper kernel (FlashAttention-3 style, {c.dtype}) take on {c.gpu.name} "
+                        f"for batch {c.batch} x {c.heads} heads, N = {c.seq:,}, d = {c.head_dim}?", "time",
+                        r.predicted_time_s, fmt_time(r.predicted_time_s))
+
+    def draw(self):
+        for ax, (algo, r) in zip(self.axes, self.results.items()):
+            self._timeline(ax, algo, r, self.per_tile[algo])
+        end = max(ax.get_xlim()[1] for ax in self.axes)
+        for ax in self.axes:
+            ax.set_xlim(0, end)
+
+    def _timeline(self, ax, algo, r, d):
+        mm, other, mem, period = (d[key] * 1e9 for key in ("t_matmul", "t_other", "t_memory", "period"))
+        overlap = d["overlapped"]
+        for n in range(self.ITERATIONS):
+            start = n * period
+            bar = dict(ec="white", lw=1)
+            ax.broken_barh([(start, mem)], (1.65, 0.7), color="tab:red", alpha=0.7, **bar)
+            if overlap:  # matmuls of tile n while the other warpgroup runs the softmax of tile n - 1
+                ax.broken_barh([(start, mm)], (0.65, 0.7), color="tab:blue", **bar)
+                ax.broken_barh([(start + (period - other if n else mm), other)], (-0.35, 0.7), color="tab:green", **bar)
+            else:  # S = QKᵀ, then the softmax, then PV: one after the other
+                ax.broken_barh([(start, mm / 2), (start + mm / 2 + other, mm / 2)], (0.65, 0.7), color="tab:blue",
+                               **bar)
+                ax.broken_barh([(start + mm / 2, other)], (-0.35, 0.7), color="tab:green", **bar)
+        ax.set_yticks([2, 1, 0], ["loads (TMA)" if algo == "hopper" else "loads", "tensor cores", "CUDA cores"])
+        ax.set(xlabel="ns (average per tile on one SM, from gpusim's roofline terms)",
+               title=f"{algo} ({r.config.dtype}): one tile every {period:,.0f} ns")

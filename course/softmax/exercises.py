@@ -1,0 +1,69 @@
+"""Notebook 3's exercise, checked against gpusim (course/checks.py).
+
+    >>> from gpusim_course.softmax import exercises
+    >>> exercises.check("tile_update", tile_update)
+    >>> exercises.solution("tile_update")
+"""
+import numpy as np
+
+import gpusim
+
+from .. import checks
+from ..checks import Stop, call
+
+
+def tile_update(m_i, l_i, acc, s_ij, v_j):
+    m_new = np.maximum(m_i, s_ij.max(axis=1))
+    alpha = np.exp(m_i - m_new)  # rescales what was summed under the old max
+    p_ij = np.exp(s_ij - m_new[:, None])
+    return m_new, alpha * l_i + p_ij.sum(axis=1), alpha[:, None] * acc + p_ij @ v_j
+
+
+def _check_tile_update(fn, seq=64, head_dim=16, block=16):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 1, seq, head_dim)) * 2 for _ in range(3))
+    r = gpusim.simulate("flash2", q=q, k=k, v=v, block_q=block, block_kv=block, trace=True)
+    steps = [s for s in r.trace if s.program == (0, 0, 0) and s.tile[1] is not None]
+    q_i = q[0, 0, :block]
+    m, l, acc = np.full(block, -np.inf), np.zeros(block), np.zeros((block, head_dim))
+    for j, step in enumerate(steps):
+        k_j, v_j = k[0, 0, j * block:(j + 1) * block], v[0, 0, j * block:(j + 1) * block]
+        s_ij = q_i @ k_j.T / np.sqrt(head_dim)
+        text, got = call(fn, (m, l, acc, s_ij, v_j))
+        if not isinstance(got, tuple) or len(got) != 3:
+            raise Stop("wrong", f"{fn.__name__} should return the tuple (m_new, l_new, acc_new), "
+                                 f"got {type(got).__name__}.")
+        m_new, l_new, acc_new = (np.asarray(x, dtype=float) for x in got)
+        at = f"At K/V block j = {j}"
+        if m_new.shape != m.shape or not np.allclose(m_new, step.m_i):
+            raise Stop("wrong", f"{at}, m_new differs from gpusim's m_i. m_new is the larger of m_i and the tile's "
+                                 f"row max, s_ij.max(axis=1).")
+        if l_new.shape != l.shape or not np.allclose(l_new, step.l_i):
+            unscaled = l + np.exp(s_ij - step.m_i[:, None]).sum(axis=1)
+            why = ("you added the new sum without rescaling the old l_i: multiply it by exp(m_i − m_new) first."
+                   if l_new.shape == l.shape and np.allclose(l_new, unscaled) else
+                   "l_new = exp(m_i − m_new)·l_i + Σ exp(s_ij − m_new).")
+            raise Stop("wrong", f"{at}, l_new differs from gpusim's l_i: {why}")
+        expected_acc = tile_update(m, l, acc, s_ij, v_j)[2]
+        if acc_new.shape != acc.shape or not np.allclose(acc_new, expected_acc):
+            raise Stop("wrong", f"{at}, acc_new is off: the old acc needs the same rescale, "
+                                 f"exp(m_i − m_new)[:, None]·acc + exp(s_ij − m_new[:, None]) @ v_j.")
+        m, l, acc = m_new, l_new, acc_new
+    if not np.allclose(acc / l[:, None], r.output[0, 0, :block]):
+        raise Stop("wrong", "m and l match but O = acc / l differs from gpusim's output.")
+    return (f"m_i and l_i match gpusim's trace at all {len(steps)} K/V blocks, and acc / l_i equals "
+            f"FlashAttention-2's output for the first {block} rows.")
+
+EXERCISES = {
+    "tile_update": (_check_tile_update, tile_update),
+}
+
+
+def check(name, fn):
+    """Run the learner's `fn` for exercise `name` against gpusim; returns a Verdict (shown in color)."""
+    return checks.check(EXERCISES, name, fn)
+
+
+def solution(name):
+    """Print a reference solution of exercise `name`."""
+    checks.solution(EXERCISES, name)

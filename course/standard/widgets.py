@@ -1,0 +1,209 @@
+"""Notebook 2's widgets (widget.Live subclasses): the HBM footprint explorer, standard attention's traffic
+against N and d, and the stepper through its three kernels.
+"""
+import ipywidgets as W
+import numpy as np
+from matplotlib.patches import Patch
+
+import gpusim
+from gpusim.units import fmt_bytes, fmt_time
+
+from ..formatting import SM_BYTES
+from ..plots import COLORS, legend_outside
+from ..tables import largest_fitting_seq, supported_dtypes, time_terms
+from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
+
+
+class FootprintExplorer(Live):
+    """Peak HBM footprint against sequence length, naive against FlashAttention-2, with the GPU's capacity."""
+
+    def __init__(self, gpu="A100-40GB", heads=1, batch=1, head_dim=128, dtype="fp16"):
+        self.gpu = gpu_dropdown(gpu)
+        self.heads = W.IntSlider(value=heads, min=1, max=64, description="heads", continuous_update=False)
+        self.batch = W.IntSlider(value=batch, min=1, max=32, description="batch", continuous_update=False)
+        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
+        self.dtype = dropdown("dtype", supported_dtypes(gpu), dtype)
+        super().__init__([[self.gpu, self.dtype, self.head_dim], [self.heads, self.batch]], figsize=(11, 4.6))
+
+    def update(self):
+        sync_dtypes(self.gpu, self.dtype)
+        shape = dict(heads=self.heads.value, batch=self.batch.value, head_dim=self.head_dim.value,
+                     dtype=self.dtype.value, gpu=self.gpu.value)
+        self.curves = {algo: [gpusim.simulate(algo, seq=n, **shape) for n in LONG_SEQS] for algo in ("naive", "flash2")}
+        self.limit = {algo: largest_fitting_seq(algo, **shape) for algo in self.curves}
+        at_128k = gpusim.simulate("naive", seq=131072, **shape)
+        g = at_128k.config.gpu
+        self.readout.value = (
+            f"<p>At N = 131,072, naive attention writes S = {fmt_bytes(at_128k.by_tensor['S']['write_bytes'])} (and P "
+            f"as much) and needs <b>{fmt_bytes(at_128k.hbm_peak_bytes)}</b> at its peak: "
+            f"{'it fits in' if at_128k.fits_in_hbm else 'more than'} the {g.name}'s {fmt_bytes(g.hbm_bytes)}. "
+            f"The longest sequence naive attention fits: <b>{self.limit['naive']:,}</b> tokens; "
+            f"FlashAttention-2: <b>{self.limit['flash2']:,}</b>.</p>")
+        self.at_128k = at_128k
+
+    def question(self):
+        c = self.at_128k.config
+        return Question(f"How much HBM does naive attention need at its peak for N = 131,072, batch {c.batch} x "
+                        f"{c.heads} heads, d = {c.head_dim}, {c.dtype}?", "bytes", self.at_128k.hbm_peak_bytes,
+                        fmt_bytes(self.at_128k.hbm_peak_bytes))
+
+    def draw(self):
+        ax, g = self.axes[0], gpusim.get_gpu(self.gpu.value)
+        for algo, rs in self.curves.items():
+            ax.plot(LONG_SEQS, [r.hbm_peak_bytes / 2**30 for r in rs], "o-", color=COLORS[algo], label=algo)
+        ax.axhline(g.hbm_bytes / 2**30, color="k", ls="--", lw=1, label=f"{g.name} HBM ({fmt_bytes(g.hbm_bytes)})")
+        ax.axvline(131072, color="0.5", ls=":", lw=1, label="N = 131,072 (128K)")
+        ax.axvline(self.limit["naive"], color=COLORS["naive"], ls="--", lw=1, alpha=0.6,
+                   label=f"naive fits up to N = {self.limit['naive']:,}")
+        ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="GiB",
+               title=f"peak HBM footprint: batch {self.batch.value} x {self.heads.value} heads, "
+                     f"d={self.head_dim.value}")
+        ax.grid(alpha=0.3, which="both")
+        legend_outside(ax)
+
+
+TENSORS = ("Q", "K", "V", "S", "P", "O")
+
+
+def _bytes(result, tensor):
+    t = result.by_tensor.get(tensor, {})
+    return t.get("read_bytes", 0) + t.get("write_bytes", 0)
+
+
+class TrafficExplorer(Live):
+    """Notebook 2: the bytes standard attention and FlashAttention-2 move per tensor, for one head of N tokens
+    and head size d; S and P's share of standard attention's traffic in the readout."""
+
+    def __init__(self, gpu="A100-40GB", seq=4096, head_dim=64):
+        self.gpu = gpu_dropdown(gpu)
+        self.seq = seq_slider(seq)
+        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
+        super().__init__([[self.gpu, self.seq, self.head_dim]], figsize=(9, 3.8))
+
+    def update(self):
+        shape = dict(seq=self.seq.value, head_dim=self.head_dim.value, gpu=self.gpu.value, dtype="fp16")
+        self.naive, self.flash = gpusim.simulate("naive", **shape), gpusim.simulate("flash2", **shape)
+        total = self.naive.hbm_bytes
+        sp = _bytes(self.naive, "S") + _bytes(self.naive, "P")
+        self.readout.value = (
+            f"<p>N = {self.seq.value:,}, d = {self.head_dim.value}, fp16, one head: standard attention moves "
+            f"<b><span class='gpusim-traffic'>{total:,}</span> B</b> ({fmt_bytes(total)}), of which S and P are "
+            f"{sp / total:.0%}; FlashAttention-2 moves {fmt_bytes(self.flash.hbm_bytes)} "
+            f"({total / self.flash.hbm_bytes:.1f}x fewer).</p>")
+
+    def draw(self):
+        ax = self.axes[0]
+        xs = range(len(TENSORS))
+        for k, (algo, r) in enumerate((("naive", self.naive), ("flash2", self.flash))):
+            ax.bar([x + 0.4 * k - 0.2 for x in xs], [max(_bytes(r, t), 1) / 2**20 for t in TENSORS], 0.4,
+                   color=COLORS[algo], label=algo)
+        ax.set(xticks=list(xs), xticklabels=TENSORS, yscale="log", ylabel="MiB read + written",
+               title=f"bytes per tensor, N = {self.seq.value:,}, d = {self.head_dim.value}")
+        ax.grid(alpha=0.3, axis="y")
+        legend_outside(ax)
+
+
+NAIVE_STEPS = {"1: S = QKᵀ·scale": "qk", "2: P = softmax(S)": "softmax", "3: O = PV": "pv"}  # label: gpusim's kernel
+
+
+NAIVE_TENSORS = ("Q", "K", "V", "S", "P", "O")
+
+
+class NaiveStepper(Live):
+    """Standard attention one kernel at a time: the bytes each reads and writes, and where its time goes."""
+
+    def __init__(self, gpu="A100-40GB", seq=4096, head_dim=64, heads=1):
+        self.heads = heads
+        self.gpu = gpu_dropdown(gpu)
+        self.seq = seq_slider(seq)
+        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
+        self.step = W.ToggleButtons(options=list(NAIVE_STEPS), description="kernel")
+        super().__init__([[self.gpu, self.head_dim], [self.seq], [self.step]], figsize=(11, 4.8), ncols=2)
+
+    @property
+    def kernel(self):
+        return NAIVE_STEPS[self.step.value]
+
+    def update(self):
+        self.result = r = gpusim.simulate("naive", seq=self.seq.value, head_dim=self.head_dim.value,
+                                          heads=self.heads, gpu=self.gpu.value)
+        self.bytes = {t: r.counts.get((self.kernel, t), (0, 0)) for t in NAIVE_TENSORS}
+        self.terms = time_terms(r)
+        self.readout.value = self._story(r)
+
+    def question(self):
+        c, (read, written) = self.result.config, self.moved
+        return Question(f"How many bytes will kernel {self.step.index + 1} ({self.kernel}) read and write for one "
+                        f"head of N = {c.seq:,}, d = {c.head_dim}, {c.dtype} on {c.gpu.name}?", "bytes",
+                        read + written, fmt_bytes(read + written))
+
+    @property
+    def moved(self):
+        """(read, written) bytes of the chosen kernel, all tensors."""
+        return tuple(sum(rw[d] for rw in self.bytes.values()) for d in (0, 1))
+
+    def draw(self):
+        ax_b, ax_t = self.axes
+        x = np.arange(len(NAIVE_TENSORS))
+        total = self.result.by_tensor
+        for off, d, color, label in ((-0.2, 0, "tab:blue", "read"), (0.2, 1, "tab:orange", "written")):
+            key = ("read_bytes", "write_bytes")[d]
+            ax_b.bar(x + off, [total.get(t, {key: 0})[key] / 2**20 for t in NAIVE_TENSORS], 0.4, color="none",
+                     ec=color, ls=":")
+            ax_b.bar(x + off, [self.bytes[t][d] / 2**20 for t in NAIVE_TENSORS], 0.4, color=color,
+                     label=f"{label} by this kernel")
+        ax_b.set_xticks(x, NAIVE_TENSORS)
+        ax_b.set(ylabel=f"MiB {SM_BYTES}", title=f"kernel {self.step.index + 1}'s bytes (dotted: all three kernels)")
+        legend_outside(ax_b, "below")
+        labels = [t["label"].split(": ")[1] for t in self.terms]
+        series = (("t_memory", "tab:red", "memory"), ("t_compute", "tab:blue", "compute"),
+                  ("predicted", "k", "predicted"))
+        for n, (key, color, label) in enumerate(series):
+            bars = ax_t.bar(np.arange(3) + (n - 1) * 0.27, [t[key] * 1e6 for t in self.terms], 0.27, color=color,
+                            label=label)
+            for bar, name in zip(bars, labels):
+                bar.set_alpha(0.9 if name == self.kernel else 0.25)
+        for x, t in enumerate(self.terms):  # a predicted bar above both terms: say why
+            if t["busy"] < BUSY or t["latency_bound"]:
+                ax_t.annotate(idle_note(t), (x + 0.27, t["predicted"] * 1e6), ha="center", va="bottom", fontsize=10,
+                              xytext=(0, 2), textcoords="offset points")
+        ax_t.set_xticks(np.arange(3), labels)
+        ax_t.margins(y=0.2)
+        ax_t.set(ylabel="µs", title="time per kernel (gpusim's roofline terms)")
+        legend_outside(ax_t, "below", ncols=3, handles=[Patch(color=c, label=label) for _, c, label in series])
+
+    def _story(self, r):
+        c, e = r.config, r.config.itemsize
+        moved = [", ".join(f"{t} {fmt_bytes(rw[d])}" for t, rw in self.bytes.items() if rw[d]) for d in (0, 1)]
+        term = self.terms[self.step.index]
+        idle = "" if term["busy"] >= BUSY and not term["latency_bound"] else (
+            f" Its predicted time, {fmt_time(term['predicted'])}, is longer than both terms because "
+            f"{idle_reason(term)}.")
+        passes = "" if c.softmax_fits else (f" A row of S ({fmt_bytes(c.seq_kv * e)}) does not fit in "
+                                            f"{fmt_bytes(c.gpu.sram_bytes_per_block)} of SRAM, so the softmax "
+                                            f"streams it three times.")
+        return (f"<p><b>Kernel {self.step.index + 1} ({self.kernel})</b> reads {moved[0]} and writes {moved[1]}. "
+                f"One N × N matrix is {c.bh} × {c.seq:,} × {c.seq_kv:,} × {e} B = "
+                f"<b>{fmt_bytes(c.bh * c.seq * c.seq_kv * e)}</b>.{passes} Memory time "
+                f"{fmt_time(term['t_memory'])} against compute {fmt_time(term['t_compute'])}: "
+                f"<b>{term['bound']}-bound</b>.{idle} All three kernels: {fmt_bytes(r.hbm_bytes)} {SM_BYTES}, "
+                f"predicted {fmt_time(r.predicted_time_s)}.</p>")
+
+
+BUSY = 0.9  # below this share of the SMs' slots busy, the figure says how many are idle
+
+
+def idle_reason(term):
+    """Why a kernel's predicted time exceeds its roofline terms, from gpusim's busy_fraction and latency_bound."""
+    reasons = []
+    if term["busy"] < BUSY:
+        reasons.append(f"only {term['busy']:.0%} of the SMs' slots are busy (the roofline terms assume all)")
+    if term["latency_bound"]:
+        reasons.append("each thread block waits on its own chain of loads (latency-bound), not on a full unit")
+    return " and ".join(reasons)
+
+
+def idle_note(term):
+    """idle_reason in a few words, for the figure."""
+    return "\n".join(([f"{term['busy']:.0%} of SMs busy"] if term["busy"] < BUSY else []) +
+                      (["latency-bound"] if term["latency_bound"] else []))

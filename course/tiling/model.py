@@ -1,0 +1,78 @@
+"""What notebooks 4 and 5 show from gpusim alone, as data: HBM traffic per tensor, the causal mask's tiles
+and the non-matmul share of compute time. No widgets, no plotting.
+"""
+import gpusim
+from gpusim.units import fmt_bytes, fmt_time
+
+from ..formatting import DRAM_BYTES, SM_BYTES, share_words, span
+from ..tables import time_terms
+
+
+def tensor_rows(results):
+    """Bytes the SMs request, read and written, per tensor, one column pair per result; then the totals and
+    the part of them that reaches DRAM (gpusim's L2 model)."""
+    tensors = dict.fromkeys(t for r in results for t in r.by_tensor)
+    rows = []
+    for t in tensors:
+        row = {"tensor": t}
+        for r in results:
+            v = r.by_tensor.get(t, {"read_bytes": 0, "write_bytes": 0})
+            row |= {f"{r.config.algo} read": fmt_bytes(v["read_bytes"]),
+                    f"{r.config.algo} written": fmt_bytes(v["write_bytes"])}
+        rows.append(row)
+    totals = [(f"total {SM_BYTES}", "hbm"), (f"of which {DRAM_BYTES}", "dram")]
+    return rows + [{"tensor": label} | {f"{r.config.algo} {k}": fmt_bytes(getattr(r, f"{level}_{attr}_bytes"))
+                                        for r in results for k, attr in (("read", "read"), ("written", "write"))}
+                   for label, level in totals]
+
+
+def causal_rows(block_q=None, block_kv=None, **shape):
+    """FlashAttention-2 with and without the causal mask on the same tile (block_q x block_kv; None: the tile
+    gpusim picks without the mask): tiles computed, bytes requested and reaching DRAM, predicted time."""
+    if block_q is None or block_kv is None:
+        c = gpusim.simulate("flash2", causal=False, **shape).config
+        block_q, block_kv = block_q or c.block_q, block_kv or c.block_kv
+    rows = []
+    for causal in (False, True):
+        r = gpusim.simulate("flash2", causal=causal, block_q=block_q, block_kv=block_kv, **shape)
+        t = r.config.tiling
+        rows.append({"causal": causal, "tile": f"{block_q} x {block_kv}",
+                     "tiles computed": f"{t.tiles:,} of {t.n_q_blocks * t.n_kv_blocks:,}",
+                     "S elements kept": t.kept_elements, f"bytes {SM_BYTES}": fmt_bytes(r.hbm_bytes),
+                     f"bytes {DRAM_BYTES}": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
+                     "predicted": fmt_time(r.predicted_time_s)})
+    return rows
+
+
+def nonmatmul_shares(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """flash1 against flash2 on the same block x block tiles (FA2 benchmark shape): per head_dim and algo the
+    Result, the non-matmul share of its FLOPs and of its compute time (gpusim's roofline terms)."""
+    out = []
+    for d in head_dims:
+        batch, heads = gpusim.fa2_shape(seq, d)
+        for algo in ("flash1", "flash2"):
+            r = gpusim.simulate(algo, seq=seq, head_dim=d, batch=batch, heads=heads, gpu=gpu, block_q=block,
+                                block_kv=block)
+            t = time_terms(r)[0]
+            out.append({"head_dim": d, "algo": algo, "result": r,
+                        "flops_share": r.flops_other / (r.flops_matmul + r.flops_other),
+                        "time_share": t["t_other"] / (t["t_matmul"] + t["t_other"])})
+    return out
+
+
+def nonmatmul_rows(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """nonmatmul_shares as a table."""
+    return [{"head_dim": s["head_dim"], "algo": s["algo"], "non-matmul FLOPs": f"{s['flops_share']:.1%}",
+             "non-matmul compute time": f"{s['time_share']:.1%}",
+             "predicted": fmt_time(s["result"].predicted_time_s)} for s in nonmatmul_shares(gpu, seq, head_dims, block)]
+
+
+def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
+    """The non-matmul share of compute time per algorithm, in numbers and in words (formatting.share_words)."""
+    shares = nonmatmul_shares(gpu, seq, head_dims, block)
+    parts = []
+    for algo in ("flash1", "flash2"):
+        mine = [s["time_share"] for s in shares if s["algo"] == algo]
+        parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
+    return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}: " + "; ".join(parts) +
+            " (the source: ~50% for FlashAttention-1, ~30% for -2).")

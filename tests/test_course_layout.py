@@ -1,0 +1,80 @@
+"""The course's layout (docs/course.md): each notebook imports from gpusim_course its own chapter's package and
+the course-wide toolkit only, and the course's imports have no circle."""
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHAPTERS = {"01": "hierarchy", "02": "standard", "03": "softmax", "04": "tiling", "05": "tiling", "06": "practice",
+            "07": "practice", "08": "inference", "09": "training", "10": "puzzles", "11": "scorecard",
+            "12": "provenance", "13": "context"}
+# What any notebook may import besides its chapter: showing rows, the Linux check, the multiple choice, reading a
+# results file, the puzzle at a chapter's end and the scorecard's verdict on a chapter's claim.
+TOOLKIT = {"formatting", "linux", "choice", "measurements", "puzzles", "scorecard"}
+
+
+def course_imports(notebook):
+    """The gpusim_course modules a notebook's code cells import: the package under gpusim_course each names."""
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.ImportFrom) and node.module == "gpusim_course":
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpusim_course."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("gpusim_course.")}
+    return found
+
+
+def test_every_notebook_has_a_chapter():
+    assert sorted(CHAPTERS) == [n.name[:2] for n in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_notebook_imports_its_chapter_and_the_toolkit_only(notebook):
+    chapter = CHAPTERS[notebook.name[:2]]
+    assert chapter in course_imports(notebook)
+    assert course_imports(notebook) <= TOOLKIT | {chapter}
+
+
+def _module(path):
+    parts = path.relative_to(ROOT / "course").with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def course_graph():
+    """{module: the course modules it imports, anywhere in it}, relative imports resolved."""
+    graph = {}
+    for path in sorted((ROOT / "course").rglob("*.py")):
+        name = _module(path)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[:len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+                found |= {module} | {f"{module}.{a.name}".strip(".") for a in node.names}
+        graph[name] = found
+    return {m: {n for n in found if n in graph and n != m} for m, found in graph.items()}
+
+
+def test_the_course_imports_have_no_circle():
+    graph, state = course_graph(), {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            assert state.get(nxt) != "open", f"import circle: {' -> '.join(path + [nxt])}"
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
