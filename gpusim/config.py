@@ -4,7 +4,7 @@ import numpy as np
 
 from . import passes
 from .hardware import get_gpu
-from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, given_tiles, positive_int  # noqa: F401 (its names)
+from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, given_tiles, knobs_of, positive_int  # noqa: F401
 
 
 def pass_of(algo):
@@ -49,17 +49,6 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
                 f"block_q={block_q}, block_kv={block_kv}, head_dim={head_dim} ({dtype}) need {need:,} B of "
                 f"SRAM in the {kernel} kernel; {gpu.name} has {gpu.sram_bytes_per_block:,} B per thread block")
     return cfg
-
-
-def knobs_of(pass_, tiles):
-    """tiles where it sets knobs the pass's kernel takes, None where it sets none; one line naming a knob the
-    kernel does not take."""
-    if tiles is None or not tiles.knobs:
-        return None
-    for name, value in tiles.knobs.items():
-        if name not in pass_.KNOBS:
-            raise ValueError(f"{name}={value!r}: the {pass_.name} kernel takes {', '.join(pass_.KNOBS)}, not {name}")
-    return tiles
 
 
 def paper_blocks(algo, gpu, head_dim, dtype="fp16"):

@@ -99,6 +99,17 @@ def given_tiles(tiles, block_q, block_kv):
     return tiles.block_q, tiles.block_kv, tiles
 
 
+def knobs_of(pass_, tiles):
+    """tiles where it sets knobs the pass's kernel takes, None where it sets none; one line naming a knob the
+    kernel does not take."""
+    if tiles is None or not tiles.knobs:
+        return None
+    for name, value in tiles.knobs.items():
+        if name not in pass_.KNOBS:
+            raise ValueError(f"{name}={value!r}: the {pass_.name} kernel takes {', '.join(pass_.KNOBS)}, not {name}")
+    return tiles
+
+
 @dataclass(frozen=True)
 class Shape:
     """What every counted attention call is: the forward's Config, the backward's Backward."""
@@ -114,8 +125,6 @@ class Shape:
     causal: bool
     dtype: str
     gpu: GPU
-
-    user_tiles = None  # a caller's Tiles whose knobs override the pass's launch rule (a Config's own field)
 
     @property
     def itemsize(self):
@@ -187,6 +196,7 @@ class Backward(Shape):
     """The backward of one forward (gpusim/backward.py config): algo names the forward's algorithm, pass_
     its backward pass (gpusim/passes/<algo>_backward.py). Causal masks are top-left (torch's is_causal)."""
     pass_: object = field(default=None, compare=False, repr=False)
+    user_tiles: Tiles | None = None  # a caller's Tiles, where it sets knobs (num_warps, ...): the pass's rule else
 
     @cached_property
     def tiling(self):
