@@ -154,7 +154,7 @@ def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts)
     """The checked Launch of a backward for tensors {q, k, v, do, and what the forward saved}: built once per
     key (as kernels/launch.py's forward_launch), then a look-up. parts(cfg, saved): the grids and constants,
     after checking the saved tensors' Meta against cfg."""
-    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    given_tiles(tiles, block_q, block_kv)  # one line, before the key is hashed
     return _cached_backward(algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
 
 
