@@ -21,6 +21,6 @@ from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
 from .theorems import theorem2
 
-__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "Tiles", "best_blocks", "decode_step", "fa2_shape",
-           "forward", "get_gpu", "nominal_flops", "paper_blocks", "reference_attention", "simulate", "softmax",
-           "speedups", "sweep", "theorem2", "train"]
+__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "Tiles", "best_blocks", "decode_step",
+           "fa2_shape", "forward", "get_gpu", "nominal_flops", "paper_blocks", "reference_attention", "simulate",
+           "softmax", "speedups", "sweep", "theorem2", "train"]
