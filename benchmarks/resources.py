@@ -139,7 +139,7 @@ def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stage
 
 def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_SEQ):
     """A backward kernel's row and compile arguments as its launch passes them: the tiled kernels' options
-    (gpusim_kernels.backward.bwd_constants, flash2's pipelined by its streamed tiles), or none (Triton's
+    (gpusim_kernels.backward.bwd_constants: gpusim's Tiles for the kernel), or none (Triton's
     defaults: preprocess, ds)."""
     cfg = training.config(algo, seq=seq, head_dim=d, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
                           gpu=GPU)
@@ -151,7 +151,7 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
         consts = dict(CAUSAL=causal, ONE_PASS=cfg.ds_fits, BLOCK_N=shape, Br=block_q, Bc=block_kv)
         launch = dict(TRITON_DEFAULT_LAUNCH)
     else:
-        consts = bwd_constants(cfg, kernel, 2 * block_kv * block_d * cfg.itemsize if algo == "flash2" else None)
+        consts = bwd_constants(cfg, kernel)
         launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
     return (row(f"{algo}_bwd_{kernel}", d, dtype, causal, block_q, block_kv, **launch,
                 seq=seq if kernel == "ds" else None, shape=shape), consts, launch)

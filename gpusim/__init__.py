@@ -3,6 +3,8 @@
     >>> import gpusim
     >>> r = gpusim.simulate("flash2", seq=4096, head_dim=64, heads=16, gpu="H100-SXM")
     >>> r.hbm_read_bytes, r.predicted_time_s
+    >>> gpusim.Tiles(128, 64, num_warps=8).blocks  # a launch's knobs, shared with gpusim_kernels (tiles=)
+    (128, 64)
 
 It imports NumPy only. gpusim_kernels (Triton) moves the bytes it counts; gpusim_course (the course's plots,
 tables and widgets) builds on both, never the reverse.
@@ -13,11 +15,12 @@ from .execute import reference_attention
 from .hardware import DTYPE_BYTES, GPU, PRESETS, get_gpu
 from .memory import Step
 from .run import best_blocks, decode_step, forward, train
+from .shape import Tiles
 from .simulate import Result, simulate
 from .softmax import softmax
 from .sweep import fa2_shape, nominal_flops, speedups, sweep
 from .theorems import theorem2
 
-__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "best_blocks", "decode_step", "fa2_shape",
-           "forward", "get_gpu", "nominal_flops", "paper_blocks", "reference_attention", "simulate", "softmax",
-           "speedups", "sweep", "theorem2", "train"]
+__all__ = ["ALGOS", "DTYPE_BYTES", "GPU", "PRESETS", "Result", "Step", "Tiles", "best_blocks", "decode_step",
+           "fa2_shape", "forward", "get_gpu", "nominal_flops", "paper_blocks", "reference_attention", "simulate",
+           "softmax", "speedups", "sweep", "theorem2", "train"]

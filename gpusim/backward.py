@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from .hardware import DTYPE_BYTES, get_gpu
 from .passes import BACKWARD
-from .shape import Backward, positive_int  # noqa: F401 (gpusim.backward.Backward)
+from .shape import Backward, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
 ALGOS = tuple(BACKWARD)
@@ -38,9 +38,11 @@ def default_blocks(algo, gpu, head_dim, dtype):
 
 
 def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None, block_kv=None,
-           causal=False, dtype="fp16", gpu="A100-40GB"):
-    """The backward of one attention call, checked once; every error is one line naming the value."""
+           causal=False, dtype="fp16", gpu="A100-40GB", tiles=None):
+    """The backward of one attention call, checked once; every error is one line naming the value. tiles: a
+    gpusim.Tiles instead of block_q, block_kv, whose num_warps, num_stages (where set) every kernel takes."""
     pass_ = pass_of(algo)
+    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     if dtype == "fp8":
         raise ValueError("dtype='fp8': an fp8 forward has no backward here (train in fp16, bf16 or fp32)")
     if dtype not in DTYPE_BYTES:
@@ -57,7 +59,7 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
     block_q = positive_int("block_q", br if block_q is None else block_q)
     block_kv = positive_int("block_kv", bc if block_kv is None else block_kv)
     cfg = Backward(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
-                   pass_)
+                   pass_, knobs_of(pass_, tiles))
     for kernel in cfg.kernels:
         if cfg.sram_bytes(kernel) > gpu.sram_bytes_per_block:
             raise ValueError(f"block_q={block_q}, block_kv={block_kv}, head_dim={head_dim} ({dtype}) need "

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import passes
 from .hardware import get_gpu
-from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, positive_int  # noqa: F401 (gpusim.config's names)
+from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, given_tiles, knobs_of, positive_int  # noqa: F401
 
 
 def pass_of(algo):
@@ -13,10 +13,13 @@ def pass_of(algo):
 
 
 def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None,
-                block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", causal_align="top_left"):
+                block_kv=None, causal=False, dtype="fp16", gpu="A100-40GB", causal_align="top_left", tiles=None):
     """Validate everything once; every error names the value and the limit. block_q, block_kv None: the
-    algorithm's paper rule for the GPU (paper_blocks)."""
+    algorithm's paper rule for the GPU (paper_blocks). tiles: a Tiles instead of block_q, block_kv, whose knobs
+    (num_warps, ...; those of the algorithm's kernel, its pass's KNOBS) the model prices instead of its rule."""
     pass_ = pass_of(algo)
+    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    user_tiles = knobs_of(pass_, tiles)
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     seq = positive_int("seq", seq, MAX_SEQ)
@@ -38,7 +41,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
     block_q, block_kv = Tiles(block_q, block_kv).blocks
     cfg = Config(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
-                 causal_align, pass_)
+                 causal_align, pass_, user_tiles)
     for kernel in cfg.kernels:
         need = cfg.sram_bytes(kernel)
         if need > gpu.sram_bytes_per_block:

@@ -49,7 +49,7 @@ class Occupancy:
 def resources(cfg, kernel):
     """The kernel's resources per thread block: compiled where known, else estimated."""
     pass_ = cfg.pass_
-    num_warps, num_stages = pass_.launch(cfg, kernel)
+    num_warps, num_stages = pass_.options(cfg, kernel)
     key = (cfg.gpu.arch, pass_.compiled_name(cfg, kernel), pass_.compiled_shape(cfg, kernel), cfg.dtype, cfg.causal,
            cfg.block_q, cfg.block_kv, num_warps, num_stages)
     block_warps = pass_.block_warps(cfg, kernel)

@@ -3,7 +3,7 @@
 (gpusim/passes/), resolved once when the configuration is made (gpusim/config.py, backward.py, decode.py),
 and asks it for what depends on the algorithm; nothing here imports a pass. The validators every maker
 shares are here too: every error is one line naming the value and the limit."""
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -43,8 +43,13 @@ MASKS = ("every", "branch", "split")  # how kernels/hopper.py masks a causal row
 @dataclass(frozen=True)
 class Tiles:
     """A launch's knobs, validated when made: the tiles (Br == block_q rows of Q, Bc == block_kv rows of K and
-    V), and where known Triton's num_warps and num_stages, and the Hopper kernel's own (kernels/hopper.py:
-    warp_specialize, mask, overlap, lpt_heads). Config.tiles gives the launch the model prices."""
+    V), and where set Triton's num_warps and num_stages, and the Hopper kernel's own (kernels/hopper.py:
+    warp_specialize, mask, overlap, lpt_heads); None: the pass's rule. Config.tiles gives the launch the model
+    prices; the kernels take one as tiles= and launch what Config.tiles says.
+
+        >>> gpusim.Tiles(64, 128, num_warps=4).blocks
+        (64, 128)
+    """
     block_q: int
     block_kv: int
     num_warps: int | None = None
@@ -61,13 +66,48 @@ class Tiles:
             power_of_two("num_warps", self.num_warps, 1)
         if self.num_stages is not None:
             positive_int("num_stages", self.num_stages)
+        for name, value in self.knobs.items():
+            if name in ("warp_specialize", "overlap") and not isinstance(value, bool):
+                raise ValueError(f"{name}={value!r} must be True or False")
         if self.mask is not None and self.mask not in MASKS:
             raise ValueError(f"mask={self.mask!r} is not one of {', '.join(MASKS)}")
+        if self.lpt_heads is not None and self.lpt_heads != 0:
+            positive_int("lpt_heads", self.lpt_heads, what="integer (or 0: programs in launch order)")
 
     @property
     def blocks(self):
         """(block_q, block_kv), as best_blocks and paper_blocks give them."""
         return self.block_q, self.block_kv
+
+    @property
+    def knobs(self):
+        """{name: value} of the launch options set (not None), the tiles aside."""
+        return {name: value for name, value in asdict(self).items()
+                if value is not None and name not in ("block_q", "block_kv")}
+
+
+def given_tiles(tiles, block_q, block_kv):
+    """(block_q, block_kv, tiles) from a caller's tiles=Tiles(...) or block_q=, block_kv= (one line if both, or
+    if tiles is not a Tiles)."""
+    if tiles is None:
+        return block_q, block_kv, None
+    if not isinstance(tiles, Tiles):
+        raise ValueError(f"tiles={tiles!r} must be a gpusim.Tiles")
+    if block_q is not None or block_kv is not None:
+        raise ValueError(f"tiles=Tiles({tiles.block_q}, {tiles.block_kv}, ...) and block_q={block_q}, "
+                         f"block_kv={block_kv} were both given: give one of them")
+    return tiles.block_q, tiles.block_kv, tiles
+
+
+def knobs_of(pass_, tiles):
+    """tiles where it sets knobs the pass's kernel takes, None where it sets none; one line naming a knob the
+    kernel does not take."""
+    if tiles is None or not tiles.knobs:
+        return None
+    for name, value in tiles.knobs.items():
+        if name not in pass_.KNOBS:
+            raise ValueError(f"{name}={value!r}: the {pass_.name} kernel takes {', '.join(pass_.KNOBS)}, not {name}")
+    return tiles
 
 
 @dataclass(frozen=True)
@@ -133,6 +173,7 @@ class Config(Shape):
     """One forward launch (gpusim/config.py make_config)."""
     causal_align: str = "top_left"  # top_left: row r sees keys 0..r; bottom_right: 0..r + seq_kv - seq
     pass_: object = field(default=None, compare=False, repr=False)  # gpusim.passes.Pass
+    user_tiles: Tiles | None = None  # a caller's Tiles, where it sets knobs (num_warps, ...): the pass's rule else
 
     @cached_property
     def tiling(self):
@@ -155,6 +196,7 @@ class Backward(Shape):
     """The backward of one forward (gpusim/backward.py config): algo names the forward's algorithm, pass_
     its backward pass (gpusim/passes/<algo>_backward.py). Causal masks are top-left (torch's is_causal)."""
     pass_: object = field(default=None, compare=False, repr=False)
+    user_tiles: Tiles | None = None  # a caller's Tiles, where it sets knobs (num_warps, ...): the pass's rule else
 
     @cached_property
     def tiling(self):
@@ -195,6 +237,7 @@ class DecodeLaunch:
     pass_: object = field(default=None, compare=False, repr=False)  # gpusim.passes.split_kv.SPLIT_KV
 
     algo = "split_kv"
+    user_tiles = None  # its launch is the pass's rule (kernels/decode.py's run takes overrides for a sweep)
     causal = True  # the cache's keys come before the query rows (aligned by causal_align)
 
     @property

@@ -17,11 +17,12 @@ import triton.language as tl
 
 from gpusim import backward as model
 from gpusim import best_blocks
+from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, launch, metas, options,
-                     signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, launch, metas, op_fields,
+                     op_keywords, options, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -107,15 +108,16 @@ def dq_kernel(Q, K, V, dO, LSE, D, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD
     tl.store(dQ + bh * N * HEAD_DIM + q_offs, (dq * scale).to(dQ.dtype.element_ty), mask=q_mask)  # write Br*d
 
 
-def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
+def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
     """Check q, k, v, do and the tiles; return gpusim.backward's configuration and the tensors contiguous."""
-    cfg = backward_config(algo, q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+    cfg = backward_config(algo, q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu, tiles=tiles)
     return cfg, q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous()
 
 
-def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
+def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
     """check_inputs and the gradient's check, then gpusim.backward's configuration (flash2's tiles not given:
-    default_backward_blocks). Tensors or their Meta."""
+    default_backward_blocks; tiles: a gpusim.Tiles instead of block_q, block_kv). Tensors or their Meta."""
+    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     check_inputs(q, k, v, block_q, block_kv)
     if not hasattr(do, "shape") or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
         got = (tuple(do.shape), do.dtype, str(do.device)) if hasattr(do, "shape") else type(do).__name__
@@ -124,6 +126,8 @@ def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu):
     shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
                  head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
                  gpu=detect_gpu(q.device) if gpu is None else gpu)
+    if tiles is not None:
+        return model.config(algo, tiles=tiles, **shape)
     if algo == "flash2" and (block_q is None or block_kv is None):
         best = default_backward_blocks(shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
@@ -146,33 +150,39 @@ def default_backward_blocks(shape):
     return (None, None) if BEST_BACKWARD is None else BEST_BACKWARD("flash2", **shape)
 
 
-def backward_launch(algo, tensors, causal, block_q, block_kv, gpu, parts):
+def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts):
     """The checked Launch of a backward for tensors {q, k, v, do, and what the forward saved}: built once per
     key (as kernels/launch.py's forward_launch), then a look-up. parts(cfg, saved): the grids and constants,
     after checking the saved tensors' Meta against cfg."""
-    return _cached_backward(algo, signature(tensors), causal, block_q, block_kv, gpu, parts, INTERPRETED)
+    given_tiles(tiles, block_q, block_kv)  # one line, before the key is hashed
+    return _cached_backward(algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
 
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
-def _cached_backward(algo, sig, causal, block_q, block_kv, gpu, parts, interpreted):
+def _cached_backward(algo, sig, causal, tiles, block_q, block_kv, gpu, parts, interpreted):
     meta = metas(sig)
     cfg = backward_config(algo, meta.pop("q"), meta.pop("k"), meta.pop("v"), meta.pop("do"), causal=causal,
-                          block_q=block_q, block_kv=block_kv, gpu=gpu)
+                          block_q=block_q, block_kv=block_kv, gpu=gpu, tiles=tiles)
     return Launch(cfg, *parts(cfg, meta))
 
 
-def bwd_constants(cfg, kernel, stage_bytes=None):
-    """Compile-time constants of a backward kernel, with its launch options."""
+def bwd_constants(cfg, kernel):
+    """Compile-time constants of a backward kernel, with its launch options: its tiles and options gpusim's
+    Tiles for it (cfg.pass_.tiles, as the model prices them)."""
+    tiles = cfg.pass_.tiles(cfg, kernel)
     return dict(GROUP=cfg.group, HEAD_DIM=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
-                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg, kernel, stage_bytes))
+                Br=tiles.block_q, Bc=tiles.block_kv, CAUSAL=cfg.causal, num_warps=tiles.num_warps,
+                num_stages=tiles.num_stages)
 
 
-def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, tiles=None,
+                              gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
     returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
-    head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks)."""
+    head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
+    tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
-    cfg, grids, consts = backward_launch("flash2", tensors, causal, block_q, block_kv, gpu, _parts)
+    cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
     d = torch.empty_like(lse)
     launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq, **consts["preprocess"])
@@ -190,12 +200,12 @@ def _parts(cfg, saved):
     if tuple(o.shape) != q_shape or tuple(lse.shape) != q_shape[:3] or lse.dtype != torch.float32:
         raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
                          f"{q_shape} and {q_shape[:3]} (torch.float32)")
-    t, block_d = cfg.tiling, triton.next_power_of_2(cfg.head_dim)
-    streamed = 2 * cfg.block_kv * block_d * cfg.itemsize  # one more buffer of 2 tiles
+    t = cfg.tiling
     grids = {"preprocess": (t.n_q_blocks, cfg.bh), "dkdv": (cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads),
              "dq": (t.n_q_blocks, cfg.bh)}
-    consts = {"preprocess": dict(HEAD_DIM=cfg.head_dim, BLOCK_D=block_d, Br=cfg.block_q),
-              "dkdv": bwd_constants(cfg, "dkdv", streamed), "dq": bwd_constants(cfg, "dq", streamed)}
+    consts = {"preprocess": dict(HEAD_DIM=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
+                                 Br=cfg.block_q, **options(cfg, "preprocess")),
+              "dkdv": bwd_constants(cfg, "dkdv"), "dq": bwd_constants(cfg, "dq")}
     return grids, consts
 
 
@@ -205,9 +215,8 @@ class Flash2Attention(torch.autograd.Function):
     costs tens of microseconds more per call.)"""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal, blocks, backward_blocks, gpu):
-        o, lse = flash2_attention(q, k, v, causal=causal, block_q=blocks[0], block_kv=blocks[1], return_lse=True,
-                                  gpu=gpu)
+    def forward(ctx, q, k, v, causal, fields, backward_blocks, gpu):
+        o, lse = flash2_attention(q, k, v, causal=causal, **op_keywords(*fields), return_lse=True, gpu=gpu)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
         return o
@@ -217,13 +226,16 @@ class Flash2Attention(torch.autograd.Function):
         return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
 
 
-def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, backward_blocks=None,
-                               gpu=None):
+def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,
+                               backward_blocks=None, gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()
-    fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv: the forward's tiles
-    (and the backward's unless backward_blocks = (block_q, block_kv) is given); None: gpusim's choice
-    (the backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention (kernels/ops.py; gpu a preset name)."""
-    backward_blocks = (block_q, block_kv) if backward_blocks is None else tuple(backward_blocks)
+    fills q.grad, k.grad, v.grad with FlashAttention-2's backward. block_q, block_kv, or tiles=gpusim.Tiles(...):
+    the forward's tiles (and the backward's blocks unless backward_blocks = (block_q, block_kv) is given; the
+    backward's warps and stages are gpusim's rule, its loops not the forward's); None: gpusim's choice (the
+    backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention
+    (kernels/ops.py; gpu a preset name)."""
+    fields = op_fields(tiles, block_q, block_kv)
+    backward_blocks = fields[:2] if backward_blocks is None else tuple(backward_blocks)
     if torch.compiler.is_compiling():
-        return torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, *backward_blocks, gpu)[0]
-    return Flash2Attention.apply(q, k, v, causal, (block_q, block_kv), backward_blocks, gpu)
+        return torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, *backward_blocks, gpu)[0]
+    return Flash2Attention.apply(q, k, v, causal, fields, backward_blocks, gpu)

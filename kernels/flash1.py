@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, launch
+from .launch import constants, forward_launch, launch, op_fields
 from .tiles import keep, kv_blocks_visited, row_offsets
 
 
@@ -56,14 +56,15 @@ def flash1_kernel(Q, K, V, O, l, m, N, N_KV, scale, GROUP: tl.constexpr, D: tl.c
             tl.debug_barrier()  # the next step's loads of O_i, l_i, m_i must see these stores
 
 
-def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-1. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in fp32 (the accumulator the kernel read-modify-writes in HBM). block_q,
-    block_kv: Br, Bc (default: the tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose
-    shared memory the tiles must fit (default: detected)."""
+    block_kv: Br, Bc (default: the tile gpusim predicts fastest, gpusim.best_blocks), or tiles=gpusim.Tiles(...)
+    with num_warps, num_stages if wanted (as flash2_attention); gpu: the gpusim GPU whose shared memory the
+    tiles must fit (default: detected)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
-        return torch.ops.gpusim.flash1_attention(q, k, v, causal, block_q, block_kv, gpu)
-    cfg, grid, consts = forward_launch("flash1", q, k, v, causal, block_q, block_kv, gpu, _parts)
+        return torch.ops.gpusim.flash1_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
+    cfg, grid, consts = forward_launch("flash1", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))

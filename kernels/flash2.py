@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, launch
+from .launch import constants, forward_launch, launch, op_fields
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
 
@@ -58,16 +58,18 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
     tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
 
 
-def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, return_lse=False, gpu=None):
+def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, return_lse=False, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
     which the kernel always writes (the backward pass needs it). block_q, block_kv: Br, Bc (default: the
-    tile gpusim predicts fastest, gpusim.best_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit
-    (default: detected; under torch.compile a preset name)."""
+    tile gpusim predicts fastest, gpusim.best_blocks), or tiles=gpusim.Tiles(block_q, block_kv, num_warps=...,
+    num_stages=...), whose knobs not None override gpusim's launch rule (and are priced); gpu: the gpusim GPU
+    whose shared memory the tiles must fit (default: detected; under torch.compile a preset name)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
-        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, block_q, block_kv, None, None, gpu)
+        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), None, None,
+                                                   gpu)
         return (o, lse) if return_lse else o
-    cfg, grids, consts = forward_launch("flash2", q, k, v, causal, block_q, block_kv, gpu, _parts)
+    cfg, grids, consts = forward_launch("flash2", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)

@@ -26,6 +26,7 @@ writes O_i (fp16 for fp8 inputs) and the log-sum-exp (fp32) once. The options ch
 and in which order the programs run, not how many bytes move.
 """
 import math
+from dataclasses import asdict
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +38,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpusim.passes.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
+from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
 from .launch import LAUNCH_CACHE_SIZE, metas, signature
@@ -212,8 +214,9 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
     tl.store(LSE + bh * N + rows, (m_i + tl.math.log2(l_i)) * LN2, mask=rows < N)  # write Br (fp32)
 
 
-def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None, block_q=None, block_kv=None,
-                     num_warps=None, num_stages=None, warp_specialize=None, mask=None, overlap=None, lpt_heads=None):
+def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None, tiles=None, block_q=None,
+                     block_kv=None, num_warps=None, num_stages=None, warp_specialize=None, mask=None, overlap=None,
+                     lpt_heads=None):
     """softmax(q kᵀ / sqrt(d)) v on a Hopper GPU. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv dividing H;
     d 64 or 128; fp16, bf16 or float8_e4m3fn. causal as torch's is_causal (row r sees keys 0..r).
 
@@ -230,16 +233,32 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     mask: "every" tile masked, or only those on the diagonal, behind a "branch" or in a "split" second loop;
     overlap: FlashAttention-3's softmax/GEMM pipelining; lpt_heads: longest programs first, in groups of
     that many heads (0: in order). A table launch made warp-specialized whose stages or warps are overridden
-    to values the warp specializer cannot run runs software-pipelined instead.
+    to values the warp specializer cannot run runs software-pipelined instead. tiles=gpusim.Tiles(...) gives
+    them all in one, instead of the keywords (its None fields: the table's); gpusim prices the launch that
+    runs (gpusim.passes.hopper launch_options, given the whole of it as Config.user_tiles).
     Needs an sm_90 GPU, or Triton's interpreter on CPU tensors (TRITON_INTERPRET=1)."""
-    launch = dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
-                  warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads)
+    launch = _options(tiles, dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
+                                  warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads))
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
         o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, None if fp8_scale is None else list(fp8_scale),
                                                    *launch.values())
         return (o, lse) if return_lse else o
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
     return (o, lse) if return_lse else o
+
+
+def _options(tiles, launch):
+    """The launch options {name: value or None}: launch's keywords, or tiles' fields (one line if both, or if
+    tiles is not a gpusim.Tiles)."""
+    if tiles is None:
+        return launch
+    if not isinstance(tiles, Tiles):
+        raise ValueError(f"tiles={tiles!r} must be a gpusim.Tiles")
+    given = ", ".join(f"{name}={value!r}" for name, value in launch.items() if value is not None)
+    if given:
+        raise ValueError(f"tiles=Tiles({tiles.block_q}, {tiles.block_kv}, ...) and {given} were both given: give "
+                         "one of them")
+    return asdict(tiles)
 
 
 def compiled_kernel(q, k, v, *, causal=False, fp8_scale=None, **launch):
@@ -266,17 +285,17 @@ def descriptor_scratch_bytes(*, batch, heads, seq, block_q, warp_specialize=True
 def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     """Check, allocate O and the LSE, and launch the kernel (warmup: only compile it); returns O, the LSE and
     Triton's compiled kernel. The checks, the launch and its constants are built once per key (_planned)."""
-    cfg, launch, grid, constants = _planned(signature(dict(q=q, k=k, v=v)), causal, fp8_scale is not None,
-                                            tuple(overrides.items()), INTERPRETED)
+    cfg, tiles, grid, constants = _planned(signature(dict(q=q, k=k, v=v)), causal, fp8_scale is not None,
+                                           tuple(overrides.items()), INTERPRETED)
     qk_scale, o_scale = _scales(cfg, fp8_scale)
     q, k, v = q.contiguous(), k.contiguous(), _k_major(v) if q.dtype == FP8 else v.contiguous()
     o = torch.empty(q.shape, dtype=OUT_DTYPES[q.dtype], device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     triton.set_allocator(_descriptor_scratch)  # descriptors made in the kernel live in global scratch memory
     v_stride = v.stride(2)
-    if not launch["warp_specialize"]:
+    if not tiles.warp_specialize:
         q, k, v = _host_descriptors(q, k, v, cfg)
-    args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, launch["lpt_heads"])
+    args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, tiles.lpt_heads)
     if warmup:
         return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
     return o, lse, launch_kernel(hopper_kernel, grid, *args, **constants)
@@ -284,14 +303,16 @@ def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
 def _planned(sig, causal, fp8, overrides, interpreted):
-    """_prepare's Config and launch, the grid and the kernel's constants, once per key (interpreted: the
-    mode the device check was made in)."""
-    cfg, launch = _prepare(*metas(sig).values(), causal, fp8, dict(overrides))
-    constants = dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, Br=cfg.block_q, Bc=cfg.block_kv,
-                     CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % cfg.block_kv != 0, FP8=cfg.dtype == "fp8",
-                     STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"], MASK=launch["mask"],
-                     OVERLAP=launch["overlap"], num_warps=launch["num_warps"])
-    return cfg, launch, (cfg.tiling.n_q_blocks * cfg.bh,), constants
+    """_prepare's Config, the Tiles the model prices for it (Config.tiles: the launch _prepare resolved), the
+    grid and the kernel's constants read from those Tiles, once per key (interpreted: the mode the device check
+    was made in)."""
+    cfg = _prepare(*metas(sig).values(), causal, fp8, dict(overrides))
+    tiles = cfg.tiles
+    constants = dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, Br=tiles.block_q, Bc=tiles.block_kv,
+                     CAUSAL=cfg.causal, RAGGED=cfg.seq_kv % tiles.block_kv != 0, FP8=cfg.dtype == "fp8",
+                     STAGES=tiles.num_stages, WARP_SPECIALIZE=tiles.warp_specialize, MASK=tiles.mask,
+                     OVERLAP=tiles.overlap, num_warps=tiles.num_warps)
+    return cfg, tiles, (cfg.tiling.n_q_blocks * cfg.bh,), constants
 
 
 def _scales(cfg, fp8_scale):
@@ -337,7 +358,7 @@ def _k_major(v):
 
 def _prepare(q, k, v, causal, fp8, overrides):
     """Check the inputs (tensors' Meta: shape, dtype, device) and whether an fp8 scale was given; return
-    gpusim's Config and the launch parameters."""
+    gpusim's Config, given the whole launch resolved here (the table's, overridden) as its Tiles."""
     for name, x in zip("qkv", (q, k, v)):
         if len(x.shape) != 4:
             raise ValueError(f"{name} must be a 4-d tensor (batch, heads, seq, head_dim)")
@@ -365,10 +386,9 @@ def _prepare(q, k, v, causal, fp8, overrides):
         raise ValueError(f"warp_specialize=True {limit}")
     if limit:  # a table launch overridden to something the warp specializer cannot take
         launch.update(warp_specialize=False, num_warps=overrides["num_warps"] or SWP["num_warps"])
-    cfg = make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
-                      seq_kv=k.shape[2], head_dim=q.shape[3], block_q=launch["block_q"],
-                      block_kv=launch["block_kv"], causal=causal, dtype=dtype, gpu="H200")
-    return cfg, launch
+    return make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
+                       seq_kv=k.shape[2], head_dim=q.shape[3], tiles=Tiles(**launch), causal=causal, dtype=dtype,
+                       gpu="H200")
 
 
 def _check_launch(launch):

@@ -20,8 +20,8 @@ from triton.compiler.compiler import CompiledKernel
 from gpusim.hardware import PRESETS, GiB
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
-from gpusim.passes.common import pipeline_stages, warps
 from gpusim.config import MIN_BLOCK, make_config
+from gpusim.shape import Tiles, given_tiles
 
 from .interpreter import INTERPRETED
 
@@ -107,10 +107,28 @@ class Launch(NamedTuple):
     constants: dict
 
 
-def forward_launch(algo, q, k, v, causal, block_q, block_kv, gpu, parts):
+def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
-    look-up. parts(cfg): the kernels' grids and constants, {kernel: ...} each."""
-    return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, block_q, block_kv, gpu, parts, INTERPRETED)
+    look-up. tiles: a gpusim.Tiles, or None and block_q, block_kv (not both); parts(cfg): the kernels' grids and
+    constants, {kernel: ...} each, their tiles and launch options gpusim's (constants)."""
+    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
+                         INTERPRETED)
+
+
+def op_fields(tiles, block_q, block_kv):
+    """(block_q, block_kv, num_warps, num_stages), ints or None, of tiles or block_q, block_kv: what a torch custom
+    op takes (kernels/ops.py), which no dataclass can be an argument of."""
+    block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    return block_q, block_kv, *((None, None) if tiles is None else (tiles.num_warps, tiles.num_stages))
+
+
+def op_keywords(block_q, block_kv, num_warps, num_stages):
+    """op_fields back as an entry point's keywords: tiles=Tiles(...) where num_warps or num_stages is set, else
+    block_q, block_kv as given."""
+    if num_warps is None and num_stages is None:
+        return dict(block_q=block_q, block_kv=block_kv)
+    return dict(tiles=Tiles(block_q, block_kv, num_warps, num_stages))
 
 
 def signature(tensors):
@@ -129,11 +147,11 @@ def metas(sig):
 
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)  # typed: causal=1 is checked (and refused), not True's hit
-def cached_launch(algo, sig, causal, block_q, block_kv, gpu, parts, interpreted):
+def cached_launch(algo, sig, causal, tiles, block_q, block_kv, gpu, parts, interpreted):
     """forward_launch's builder: every check, the tile search and the constants, once per key (interpreted:
     the mode the CPU check was made in)."""
     cfg = checked_config(algo, *metas(sig).values(), causal=causal, block_q=block_q, block_kv=block_kv,
-                         gpu=gpu)
+                         gpu=gpu, tiles=tiles)
     return Launch(cfg, *parts(cfg))
 
 
@@ -152,13 +170,15 @@ def prepare(algo, q, k, v, *, causal, block_q, block_kv, gpu):
     return cfg, q.contiguous(), k.contiguous(), v.contiguous()
 
 
-def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu):
-    """check_inputs, then gpusim's Config (block_q, block_kv None: gpusim.best_blocks' tile). q, k, v: tensors
-    or their Meta."""
+def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu, tiles=None):
+    """check_inputs, then gpusim's Config (block_q, block_kv None: gpusim.best_blocks' tile; tiles: a
+    gpusim.Tiles, whose blocks block_q, block_kv are, given_tiles). q, k, v: tensors or their Meta."""
     check_inputs(q, k, v, block_q, block_kv)
     shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
                  head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
                  gpu=detect_gpu(q.device) if gpu is None else gpu)
+    if tiles is not None:
+        return make_config(algo, tiles=tiles, **shape)
     if block_q is None or block_kv is None:
         best = best_blocks(algo, **shape)
         block_q, block_kv = block_q or best[0], block_kv or best[1]
@@ -230,20 +250,18 @@ def detect_gpu(device):
     return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
 
 
-def options(cfg, kernel, stage_bytes=None):
-    """Launch options (num_warps, num_stages): gpusim's launch rule for the algorithm (gpusim/passes/),
-    which the time model prices, so that what runs is what is predicted. The backward's kernels pass
-    stage_bytes, what one more buffer of their streamed tiles costs, and are pipelined as deep as fits by the
-    same rule (gpusim.passes.common)."""
-    if stage_bytes is None:
-        num_warps, num_stages = cfg.pass_.launch(cfg, kernel)
-    else:
-        num_warps, num_stages = warps(cfg.block_q), pipeline_stages(cfg, kernel, stage_bytes)
-    return dict(num_warps=num_warps, num_stages=num_stages)
+def options(cfg, kernel):
+    """Launch options (num_warps, num_stages) of kernel: gpusim's Tiles for it (cfg.pass_.tiles: a caller's
+    knobs where its Tiles set them, else the pass's launch rule), which the time model prices, so that what
+    runs is what is predicted. Forward or backward (cfg a Config or a Backward)."""
+    tiles = cfg.pass_.tiles(cfg, kernel)
+    return dict(num_warps=tiles.num_warps, num_stages=tiles.num_stages)
 
 
 def constants(cfg, kernel):
-    """The compile-time constants of a tiled kernel (tile sizes, head_dim and its power-of-two tile
-    width), with its launch options."""
+    """The compile-time constants of a tiled kernel (its tiles, head_dim and its power-of-two tile width), with
+    its launch options: all from gpusim's Tiles for it (cfg.pass_.tiles)."""
+    tiles = cfg.pass_.tiles(cfg, kernel)
     return dict(GROUP=cfg.heads // cfg.kv_heads, D=cfg.head_dim, BLOCK_D=triton.next_power_of_2(cfg.head_dim),
-                Br=cfg.block_q, Bc=cfg.block_kv, CAUSAL=cfg.causal, **options(cfg, kernel))
+                Br=tiles.block_q, Bc=tiles.block_kv, CAUSAL=cfg.causal, num_warps=tiles.num_warps,
+                num_stages=tiles.num_stages)

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, launch, options
+from .launch import constants, forward_launch, launch, op_fields
 from .tiles import kv_blocks_visited, row_offsets
 
 
@@ -102,16 +102,17 @@ def row_block_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.conste
     tl.store(C + bh * N * D + c_offs, (acc * scale).to(C.dtype.element_ty), mask=c_mask)  # write Br*d
 
 
-def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None, return_p=False):
+def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None, return_p=False):
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two
-    matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: gpusim's
-    paper_blocks); gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
+    matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: the tile gpusim
+    predicts fastest), or tiles=gpusim.Tiles(...), whose num_warps, num_stages, where set, all three kernels
+    take; gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written)."""
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
-        return torch.ops.gpusim.naive_attention(q, k, v, causal, block_q, block_kv, gpu)
-    cfg, grids, consts = forward_launch("naive", q, k, v, causal, block_q, block_kv, gpu, _parts)
+        return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
+    cfg, grids, consts = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
     launch(qk_kernel, grids["qk"], q, k, s, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts["qk"])
@@ -127,6 +128,7 @@ def _parts(cfg):
     """The three launches' grids and constants (built once per shape, kernels/launch.py)."""
     t = cfg.tiling
     grids = {"qk": (t.n_q_blocks * t.n_kv_blocks, cfg.bh), "softmax": (cfg.seq, cfg.bh), "pv": (t.n_q_blocks, cfg.bh)}
+    tiles = cfg.pass_.tiles(cfg, "softmax")
     softmax = dict(CAUSAL=cfg.causal, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(cfg.seq_kv),
-                   Br=cfg.block_q, Bc=cfg.block_kv, **options(cfg, "softmax"))
+                   Br=tiles.block_q, Bc=tiles.block_kv, num_warps=tiles.num_warps, num_stages=tiles.num_stages)
     return grids, {"qk": constants(cfg, "qk"), "softmax": softmax, "pv": constants(cfg, "pv")}

@@ -13,8 +13,10 @@ import torch
 import triton
 import triton.language as tl
 
+from gpusim.shape import Tiles
+
 from .backward import bwd_constants, prepare_backward
-from .launch import launch
+from .launch import launch, options
 from .naive import naive_attention, row_block_product, tile_product
 from .tiles import first_q_block, kv_blocks_visited, row_offsets
 
@@ -99,12 +101,13 @@ def dq_kernel(dS, K, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.const
     row_block_product(dS, K, dQ, N, N_KV, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
 
 
-def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from the P that naive_attention(...,
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
-    visited tiles). Gradients in q's dtype; dk, dv summed over each K/V head's group."""
+    visited tiles), or tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) its five kernels take.
+    Gradients in q's dtype; dk, dv summed over each K/V head's group."""
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
-                                        gpu=gpu)
+                                        gpu=gpu, tiles=tiles)
     if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
         raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
                          f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
@@ -117,7 +120,7 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
            **bwd_constants(cfg, "dp"))
     ds = torch.empty_like(p)
     launch(ds_kernel, (cfg.seq, cfg.bh), p, dp, ds, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
-           BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv)
+           BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv, **options(cfg, "ds"))
     del dp  # freed before dQ and dK are allocated: the peak is P, dP and dS together
     dq = torch.empty_like(q)
     launch(dq_kernel, (t.n_q_blocks, cfg.bh), ds, k, dq, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dq"))
@@ -130,19 +133,21 @@ class NaiveAttention(torch.autograd.Function):
     """naive_attention forward (P saved), naive_attention_backward backward, on the same tiles."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal, block_q, block_kv, gpu):
-        o, p = naive_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu, return_p=True)
+    def forward(ctx, q, k, v, causal, tiles, gpu):
+        o, p = naive_attention(q, k, v, causal=causal, tiles=tiles, gpu=gpu, return_p=True)
         ctx.save_for_backward(q, k, v, p)
-        ctx.options = dict(causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+        ctx.options = dict(causal=causal, tiles=tiles, gpu=gpu)
         return o
 
     @staticmethod
     def backward(ctx, do):
-        return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
+        return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None)
 
 
-def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, gpu=None):
+def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
     """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
-    same tiles: block_q, block_kv, or gpusim.backward's defaults for naive attention (which fit the forward)."""
-    cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)[0]
-    return NaiveAttention.apply(q, k, v, causal, cfg.block_q, cfg.block_kv, gpu)
+    same tiles: block_q, block_kv or tiles=gpusim.Tiles(...) (its num_warps, num_stages too, where set), or
+    gpusim.backward's defaults for naive attention (which fit the forward)."""
+    cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu,
+                           tiles=tiles)[0]
+    return NaiveAttention.apply(q, k, v, causal, tiles or Tiles(cfg.block_q, cfg.block_kv), gpu)

@@ -1,6 +1,9 @@
 """The entry points as torch custom ops (torch.ops.gpusim.*), so that torch.compile(fullgraph=True) keeps them
 in its graph, one node each, without tracing into Triton or gpusim. Each op's fake (register_fake) gives its
 outputs' shapes and dtypes from the inputs' alone; the tiles are chosen inside the op, from shapes, as in eager.
+A custom op takes no dataclass: a gpusim.Tiles given as tiles= reaches an op as its fields (block_q, block_kv,
+num_warps, num_stages; the hopper op's own too), and the op makes the Tiles again (kernels/launch.py op_fields,
+op_keywords).
 
 The public functions (flash2_attention, ..., flash2_attention_trainable) call their op while torch.compile
 traces them, and launch directly otherwise: eager, a custom op's dispatch costs tens of microseconds per
@@ -17,6 +20,7 @@ from .backward import flash2_attention_backward
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
 from .hopper import OUT_DTYPES, hopper_attention
+from .launch import op_keywords
 from .naive import naive_attention
 
 
@@ -26,19 +30,20 @@ def _lse(q):
 
 @torch.library.custom_op("gpusim::flash2_attention", mutates_args=())
 def flash2_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
-              backward_block_q: Optional[int], backward_block_kv: Optional[int],
-              gpu: Optional[str]) -> tuple[Tensor, Tensor]:
+              num_warps: Optional[int], num_stages: Optional[int], backward_block_q: Optional[int],
+              backward_block_kv: Optional[int], gpu: Optional[str]) -> tuple[Tensor, Tensor]:
     """(O, LSE) of flash2_attention; backward_block_q, backward_block_kv: the tiles of its backward."""
-    return flash2_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, return_lse=True, gpu=gpu)
+    return flash2_attention(q, k, v, causal=causal, **op_keywords(block_q, block_kv, num_warps, num_stages),
+                            return_lse=True, gpu=gpu)
 
 
 @flash2_op.register_fake
-def _(q, k, v, causal, block_q, block_kv, backward_block_q, backward_block_kv, gpu):
+def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, backward_block_q, backward_block_kv, gpu):
     return torch.empty_like(q), _lse(q)
 
 
 def _flash2_setup(ctx, inputs, output):
-    q, k, v, causal, _, _, block_q, block_kv, gpu = inputs
+    q, k, v, causal, _, _, _, _, block_q, block_kv, gpu = inputs
     ctx.save_for_backward(q, k, v, *output)
     ctx.options = (causal, block_q, block_kv, gpu)
 
@@ -46,7 +51,7 @@ def _flash2_setup(ctx, inputs, output):
 def _flash2_backward(ctx, do, _dlse):
     """The LSE is not differentiated (its gradient is taken as 0): flash2_attention_trainable returns O only."""
     return (*torch.ops.gpusim.flash2_attention_backward(*ctx.saved_tensors, do, *ctx.options),
-            None, None, None, None, None, None)
+            None, None, None, None, None, None, None, None)
 
 
 flash2_op.register_autograd(_flash2_backward, setup_context=_flash2_setup)
@@ -67,23 +72,23 @@ def _(q, k, v, o, lse, do, causal, block_q, block_kv, gpu):
 
 @torch.library.custom_op("gpusim::flash1_attention", mutates_args=())
 def flash1_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
-              gpu: Optional[str]) -> Tensor:
-    return flash1_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+              num_warps: Optional[int], num_stages: Optional[int], gpu: Optional[str]) -> Tensor:
+    return flash1_attention(q, k, v, causal=causal, **op_keywords(block_q, block_kv, num_warps, num_stages), gpu=gpu)
 
 
 @flash1_op.register_fake
-def _(q, k, v, causal, block_q, block_kv, gpu):
+def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, gpu):
     return torch.empty_like(q, dtype=torch.float32)
 
 
 @torch.library.custom_op("gpusim::naive_attention", mutates_args=())
 def naive_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
-             gpu: Optional[str]) -> Tensor:
-    return naive_attention(q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+             num_warps: Optional[int], num_stages: Optional[int], gpu: Optional[str]) -> Tensor:
+    return naive_attention(q, k, v, causal=causal, **op_keywords(block_q, block_kv, num_warps, num_stages), gpu=gpu)
 
 
 @naive_op.register_fake
-def _(q, k, v, causal, block_q, block_kv, gpu):
+def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, gpu):
     return torch.empty_like(q)
 
 

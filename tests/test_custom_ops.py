@@ -82,5 +82,5 @@ def test_compiled_training_step_equals_eager(backend):
 def test_ops_fake_shapes_are_the_real_ones():
     """torch.library.opcheck: schema, fake (register_fake) against the real outputs, and autograd registration."""
     q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
-    torch.library.opcheck(torch.ops.gpusim.flash2_attention.default, (q, k, v, False, 16, 16, 16, 16, None),
+    torch.library.opcheck(torch.ops.gpusim.flash2_attention.default, (q, k, v, False, 16, 16, None, None, 16, 16, None),
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))

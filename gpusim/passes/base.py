@@ -33,6 +33,7 @@ class Pass:
     HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py checks these)
     ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
     BACKWARD_AT_FORWARD_TILES = False  # a training step's backward takes the forward's tiles when given none
+    KNOBS = ("num_warps", "num_stages")  # the Tiles knobs a caller may set for its kernel (Config.user_tiles)
 
     # What every pass defines.
     def paper_blocks(self, gpu, head_dim, dtype):
@@ -101,9 +102,19 @@ class Pass:
         """Steps execute mode walks in Python: a step per visited tile, one more per Q block (its epilogue)."""
         return cfg.bh * (cfg.tiling.tiles + cfg.tiling.n_q_blocks)
 
-    def tiles(self, cfg):
-        """The launch of the pass's main kernel as the model prices it: cfg's tiles, num_warps, num_stages."""
-        return Tiles(cfg.block_q, cfg.block_kv, *self.launch(cfg, self.KERNELS[0]))
+    def tiles(self, cfg, kernel=None):
+        """The launch of `kernel` (None: the pass's main kernel) as the model prices it and the project's kernel
+        runs it: cfg's tiles, num_warps, num_stages (options)."""
+        return Tiles(cfg.block_q, cfg.block_kv, *self.options(cfg, kernel or self.KERNELS[0]))
+
+    def options(self, cfg, kernel):
+        """(num_warps, num_stages) of `kernel`: those a caller's Tiles sets (cfg.user_tiles), for every kernel
+        of the launch; the pass's rule (launch) for the rest."""
+        num_warps, num_stages = self.launch(cfg, kernel)
+        given = cfg.user_tiles
+        if given is None:
+            return num_warps, num_stages
+        return given.num_warps or num_warps, given.num_stages or num_stages
 
     def kernel_blocks(self, head_dim, dtype, causal):
         """(block_q, block_kv) the project's kernel runs when given none, where it has its own table; None:
@@ -120,7 +131,7 @@ class Pass:
 
     def block_warps(self, cfg, kernel):
         """The warps of a block: num_warps, unless warp groups are specialized (hopper)."""
-        return self.launch(cfg, kernel)[0]
+        return self.options(cfg, kernel)[0]
 
     def compiled_name(self, cfg, kernel):
         """The kernel's name in gpusim/compiled.py."""

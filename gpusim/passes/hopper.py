@@ -45,11 +45,12 @@ LAUNCHES |= {(d, "bf16", causal): LAUNCHES[d, "fp16", causal] for d in HEAD_DIMS
 
 
 def launch_options(cfg):
-    """The kernel's launch for cfg: the table's, when cfg has its tiles; else software-pipelined, 8 warps."""
+    """The kernel's launch for cfg: the table's, when cfg has its tiles, else software-pipelined, 8 warps; with
+    the knobs a caller's Tiles sets (cfg.user_tiles: kernels/hopper.py gives every one it runs)."""
     own = LAUNCHES.get((cfg.head_dim, cfg.dtype, cfg.causal), SWP)
-    if (own["block_q"], own["block_kv"]) == (cfg.block_q, cfg.block_kv):
-        return own
-    return {**SWP, "block_q": cfg.block_q, "block_kv": cfg.block_kv}
+    if (own["block_q"], own["block_kv"]) != (cfg.block_q, cfg.block_kv):
+        own = {**SWP, "block_q": cfg.block_q, "block_kv": cfg.block_kv}
+    return own if cfg.user_tiles is None else {**own, **cfg.user_tiles.knobs}
 
 
 class Hopper(Flash2):
@@ -62,6 +63,7 @@ class Hopper(Flash2):
     KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
     SETUP_S = WS_SETUP_S
     ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
+    KNOBS = ("num_warps", "num_stages", "warp_specialize", "mask", "overlap", "lpt_heads")
 
     def check(self, gpu, head_dim):
         """A Hopper GPU, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
@@ -75,7 +77,7 @@ class Hopper(Flash2):
         own = LAUNCHES.get((head_dim, dtype, bool(causal)))
         return own and (own["block_q"], own["block_kv"])
 
-    def tiles(self, cfg):
+    def tiles(self, cfg, kernel=None):
         """The launch kernels/hopper.py runs for cfg: its table's, or software-pipelined (launch_options)."""
         return Tiles(**launch_options(cfg))
 
