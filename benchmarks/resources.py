@@ -19,7 +19,7 @@ of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its
 benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
 tiles for the H200; hopper at its LAUNCHES launch and tiles.HOPPER_VARIANTS, and fp8 at its LAUNCHES launches.
 The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
-gpusim's backward modules look them up), fp16 as measured (bf16 is priced from the estimate): flash2's at the
+gpusim's backward modules look them up), fp16 as measured: flash2's (fp16 and bf16) at the
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
 Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures: decode and split_kv
 over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, the reduce for every power-of-two number of splits up
@@ -178,6 +178,7 @@ def training_and_decoding():
                 for k in ("preprocess", "dkdv", "dq")]
         out += [backward_kernel("naive", k, d, dtype, causal, *blocks) for blocks in NAIVE_BLOCKS
                 for k in ("dv", "dp", "dq", "dk")]
+    out += flash2_backward_bf16()
     out += [backward_kernel("naive", "ds", 64, "fp16", causal, *blocks, seq=seq) for seq in BWD_SEQS
             for causal in (False, True) for blocks in NAIVE_BLOCKS]
     for shape in (DECODE_SHAPE, DECODE_D64):
@@ -185,6 +186,14 @@ def training_and_decoding():
                 for page_size in PAGE_SIZES]
         out += [decode_kernel("reduce", "fp16", PAGE_SIZE, splits, shape) for splits in (2, 4, 8, 16, 32, 64, 128)]
     return out
+
+
+def flash2_backward_bf16():
+    """flash2's backward in bf16 at the same tiles: best_blocks(..., backward=True) weighs the compiled tiles of
+    the dtype asked for, and without these it weighed bf16 at every tile from estimated registers and issue
+    (it picked 64 x 128, never compiled, 1.08-1.32x the fastest step in tiles_bwd.json)."""
+    return [backward_kernel("flash2", k, d, "bf16", causal, *blocks) for d, causal in product((64, 128), (False, True))
+            for blocks in CANDIDATES for k in ("preprocess", "dkdv", "dq")]
 
 
 def configs():

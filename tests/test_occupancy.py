@@ -99,3 +99,24 @@ def test_best_blocks_for_the_backward_is_the_fastest_backward(algo, gpu, dtype):
     assert pick in times and times[pick] == min(times.values())
     gpusim.best_blocks.cache_clear()
     assert gpusim.best_blocks(algo, **shape, backward=True) == pick
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash2_backward_is_compiled_in_bf16_at_the_fp16_tiles(head_dim, causal):
+    # Issue 24 (docs/perf.md, "The backward's tiles"): without bf16 compiles, best_blocks(..., backward=True)
+    # weighed bf16 at every tile from estimated registers and picked 64 x 128, whose compiled dK/dV kernel spills
+    # (255 registers, 220 B per thread) and fits one block per SM. The bf16 dK/dV and dQ kernels compile to the
+    # fp16 ones' resources, and the backward's candidates are the compiled tiles in both dtypes.
+    from gpusim.compiled import COMPILED
+    from gpusim.run import candidates as backward_candidates
+    gpu = gpusim.get_gpu("H200-measured")
+    tiles = {dtype: backward_candidates("flash2", gpu, head_dim, dtype, causal, "flash2_bwd_dkdv")
+             for dtype in ("fp16", "bf16")}
+    assert tiles["bf16"] == tiles["fp16"] == [(64, 32), (64, 64), (128, 32), (128, 64)]
+    for key, value in COMPILED.items():
+        if key[1] in ("flash2_bwd_dkdv", "flash2_bwd_dq") and key[2:5] == (head_dim, "fp16", causal):
+            assert COMPILED[key[:3] + ("bf16",) + key[4:]] == value
+    pick = gpusim.best_blocks("flash2", seq=16384, head_dim=head_dim, heads=16, batch=1, causal=causal,
+                              dtype="bf16", gpu="H200-measured", backward=True)
+    assert tuple(pick) in tiles["bf16"]
