@@ -4,6 +4,7 @@ import dataclasses
 import pytest
 
 import gpusim
+from gpusim.occupancy import resources
 from gpusim.tiling import Tiling, ramp_work
 
 H200 = "H200-measured"
@@ -228,3 +229,22 @@ def test_a_short_training_step_costs_at_least_its_host_time():
     assert step.predicted_time_s == gpu.train_step_host_s
     forward = gpusim.simulate("flash2", seq=256, heads=4, batch=1, head_dim=64, gpu=gpu)
     assert forward.predicted_time_s < gpu.train_step_host_s  # a forward alone has no such floor
+
+
+def test_naive_rows_not_a_multiple_of_16_are_priced_from_their_narrow_compiled_loads():
+    """N_kv = 1016 (not a multiple of 16): Triton cannot prove S's and P's rows 16-byte aligned and loads and
+    stores them an element at a time; compiled for sm_90 (benchmarks/resources.py, d = 64, 128 x 128 tiles) qk
+    issues 1028 instructions a warp against 444, the softmax 176 against 160, pv's loop 554 against 162. The
+    model prices those compiled kernels: each kernel slower than at N = 1008 by more than its 1-2% more bytes."""
+    kw = dict(batch=4, heads=32, head_dim=64, block_q=128, block_kv=128, dtype="fp16", gpu=H200)
+    aligned, unaligned = gpusim.simulate("naive", seq=1008, **kw), gpusim.simulate("naive", seq=1016, **kw)
+    issued = {}
+    for r in (aligned, unaligned):
+        for k in r.config.kernels:
+            res = resources(r.config, k)
+            issued[r.config.seq, k] = res.loops[0][0] if res.loops else res.issued[0]
+    assert issued == {(1008, "qk"): 444, (1008, "softmax"): 160, (1008, "pv"): 162,
+                      (1016, "qk"): 1028, (1016, "softmax"): 176, (1016, "pv"): 554}
+    ratio = {a.name: u.predicted_time_s / a.predicted_time_s for a, u in zip(aligned.kernels, unaligned.kernels)}
+    assert ratio == pytest.approx({"qk": 1.34, "softmax": 1.10, "pv": 1.30}, abs=0.01)
+    assert all(u.read_bytes / a.read_bytes < 1.02 for a, u in zip(aligned.kernels, unaligned.kernels))

@@ -14,6 +14,11 @@ from ..tiling import ramp_work, uniform_work
 from .base import Pass
 from .common import padded, pipeline_stages, shrink_to_fit, warps
 
+# Triton specialises an integer argument divisible by 16: with N_kv not a multiple of 16 it cannot prove the rows of S
+# and P 16-byte aligned and loads and stores them an element at a time (docs/perf.md, "Rows not a multiple of 16"). The
+# kernels compiled so (benchmarks/resources.py) are named with UNALIGNED in gpusim/compiled.py.
+ALIGN = 16
+UNALIGNED = "_unaligned"
 # Both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks, which kernels/naive.py takes).
 MATMUL_TILE = 128
 PER_SCORE_QK = 1  # the scale
@@ -98,6 +103,11 @@ class Naive(Pass):
         return shrink_to_fit(MATMUL_TILE, MATMUL_TILE,
                              lambda br, bc: max(_qk(br, bc, head_dim, e), _pv(br, bc, head_dim, e)),
                              gpu.sram_bytes_per_block)
+
+    def compiled_name(self, cfg, kernel):
+        """The kernel's name in gpusim/compiled.py: compiled with N_kv not known divisible by 16 where S's and P's
+        rows (N_kv elements) are not a multiple of 16 (narrow loads and stores of S and P)."""
+        return kernel if cfg.seq_kv % ALIGN == 0 else kernel + UNALIGNED
 
     def compiled_shape(self, cfg, kernel):
         """What a compiled kernel is specialised on beyond its tiles (gpusim/compiled.py): head_dim, or the row
