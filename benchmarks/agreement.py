@@ -117,9 +117,10 @@ def heldout_simulated(row):
     return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
 
 
-def heldout_rows():
-    """(row, predicted / measured) for every timed row of the held-out set: never fitted, scored as it stands."""
-    data = json.loads((RESULTS / "heldout.json").read_text())["rows"]
+def heldout_rows(name="heldout.json"):
+    """(row, predicted / measured) for every timed row of a held-out set (heldout.json, seed 2026, or
+    heldout_2027.json): never fitted, scored as the model stands."""
+    data = json.loads((RESULTS / name).read_text())["rows"]
     return [(row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms")]
 
 
