@@ -91,6 +91,10 @@ def test_the_measured_set_is_the_drawn_set(name, seed):
             "block_kv", "page_size")
     drawn = shapes(measured["seed"])
     assert len(measured["rows"]) == len(drawn)
-    for got, wanted in zip(measured["rows"], drawn):  # where the draw leaves the tiles to the kernel, the row says which ran
-        assert {k: got[k] for k in keys if wanted[k] is not None} == {k: wanted[k] for k in keys if wanted[k] is not None}
+    for got, wanted in zip(measured["rows"], drawn):
+        # naive and Hopper forwards leave their tiles to the kernel: the row says which ran (gpusim's pick when it
+        # was measured), which a later model may pick otherwise
+        left = ("block_q", "block_kv") if wanted["kind"] == "forward" and wanted["algo"] in ("naive", "hopper") else ()
+        same = [k for k in keys if wanted[k] is not None and k not in left]
+        assert {k: got[k] for k in same} == {k: wanted[k] for k in same}
     assert all(r.get("ms") or r.get("error") for r in measured["rows"])
