@@ -3,7 +3,7 @@ the math backend against the float64 reference. On a CPU the CUDA backends refus
 import pytest
 
 torch = pytest.importorskip("torch")
-from gpusim_course import sdpa  # noqa: E402
+from gpusim_course.practice import sdpa  # noqa: E402
 
 
 def test_probe_asks_pytorch_for_each_case():
