@@ -22,8 +22,8 @@ The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_*
 gpusim's backward modules look them up), fp16 as measured: flash2's (fp16 and bf16) at the
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
 Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures: decode and split_kv
-over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, the reduce for every power-of-two number of splits up
-to 128. Naive's forward again (qk_unaligned, softmax_unaligned, pv_unaligned) as a sequence length not a
+over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, and the reduce (one
+kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step). Naive's forward again (qk_unaligned, softmax_unaligned, pv_unaligned) as a sequence length not a
 multiple of 16 launches it: N and N_KV not marked divisible by 16, so S's and P's rows are not known aligned.
 Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
@@ -52,6 +52,7 @@ from triton.compiler import ASTSource
 from gpusim import backward as training, decode
 from gpusim.config import make_config, paper_blocks
 from gpusim.passes.naive import UNALIGNED
+from gpusim.shape import REDUCE_SPLITS
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
 from gpusim_kernels.backward import bwd_constants
@@ -167,12 +168,12 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
 def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE):
     """A decoding kernel's row and compile arguments at bench_decode's shape, or at d = 64 the shape of
     DECODE_D64 (constants as DecodePlan passes them); keyed by (head_dim, page size or 0) or, for the reduce,
-    (head_dim, splits padded)."""
+    (head_dim, the splits it merges per step)."""
     launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
                                  page_size=page_size, dtype=dtype, gpu=GPU, **shape)
     consts = decode_kernels.constants(launch_, kernel)
     launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
-    shape = [launch_.head_dim, launch_.padded_splits if kernel == "reduce" else page_size or 0]
+    shape = [launch_.head_dim, launch_.reduce_splits if kernel == "reduce" else page_size or 0]
     return (row(kernel, launch_.head_dim, dtype, True, launch_.block_q, launch_.block_kv, **launch, shape=shape),
             consts, launch)
 
@@ -191,7 +192,7 @@ def training_and_decoding():
     for shape in (DECODE_SHAPE, DECODE_D64):
         out += [decode_kernel(k, "fp16", page_size, shape=shape) for k in ("decode", "split_kv")
                 for page_size in PAGE_SIZES]
-        out += [decode_kernel("reduce", "fp16", PAGE_SIZE, splits, shape) for splits in (2, 4, 8, 16, 32, 64, 128)]
+        out.append(decode_kernel("reduce", "fp16", PAGE_SIZE, 2 * REDUCE_SPLITS, shape))  # one kernel, any count
     return out
 
 

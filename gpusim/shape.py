@@ -15,6 +15,7 @@ MAX_SEQ = 1 << 40  # the longest sequence counted: closed forms are exact intege
 MIN_BLOCK = 16  # the smallest tile a tensor-core matmul takes (mma.sync m16n8k16; Triton's tl.dot needs 16)
 MIN_ROWS = MIN_BLOCK  # a decode program's query rows are padded up to tl.dot's smallest tile
 INDEX_BYTES = 4  # int32: block-table entries and cache lengths (kernels/decode.py)
+REDUCE_SPLITS = 64  # splits the decode reduce merges per step (kernels/decode.py): one compiled kernel for any count
 ALIGNS = ("top_left", "bottom_right")
 
 
@@ -264,8 +265,8 @@ class DecodeLaunch:
         return max(MIN_ROWS, 1 << (self.rows - 1).bit_length())
 
     @property
-    def padded_splits(self):  # the reduce's tile of splits
-        return 1 << (self.num_splits - 1).bit_length()
+    def reduce_splits(self):  # the reduce's tile of splits: it merges REDUCE_SPLITS per step, whatever num_splits is
+        return REDUCE_SPLITS
 
     @property
     def itemsize(self):

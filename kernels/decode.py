@@ -121,28 +121,38 @@ def split_kv_kernel(Q, K, V, O_partial, LSE_partial, block_table, cache_seqlens,
 def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: tl.constexpr, SEQ: tl.constexpr,
                   SPLITS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Bc: tl.constexpr,
                   BOTTOM_RIGHT: tl.constexpr, PDL: tl.constexpr):
-    """One query row (head h, request b, row i): every split's partial result at once. Split s's O was
-    divided by its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O."""
+    """One query row (head h, request b, row i): its splits' partial results, SPLITS at a time, merged online
+    (m, l, acc as in FlashAttention's inner loop). Split s's O was divided by its own sum exp(LSE_s); weighted by
+    exp(LSE_s - LSE) they add up to O. SPLITS is fixed (gpusim.shape.REDUCE_SPLITS), so one compiled kernel
+    serves every split count: a plan whose lengths grow never waits for the compiler."""
     h, b, i = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2)
     n_cached = tl.load(cache_seqlens + b)  # read 1 int32: L_b, which says how many splits it filled
     n_keys = n_cached if BOTTOM_RIGHT else tl.minimum(n_cached, SEQ)
     n_chunks = tl.cdiv(n_keys, Bc)
+    a_b = tl.cdiv(n_chunks, tl.cdiv(n_chunks, num_splits))  # splits 0 .. a_b - 1 hold a chunk
     if PDL:  # launched early: wait until the split kernel has finished and its partials are visible
         gdc_wait()
-    s = tl.arange(0, SPLITS)
-    filled = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, num_splits))  # splits 0 .. a_b - 1
     cols = tl.arange(0, BLOCK_D)
-    at = s * (tl.num_programs(1).to(tl.int64) * H * SEQ) + (b * H + h) * SEQ + i  # the row in each split
-    lse_s = tl.load(LSE_partial + at, mask=filled, other=float("-inf"))  # read a_b (fp32)
-    o_s = tl.load(O_partial + at[:, None] * D + cols[None, :], mask=filled[:, None] & (cols < D)[None, :],
-                  other=0.0)  # read a_b*d (fp32)
-    m = tl.max(lse_s, 0)  # finite: split 0 holds key 0, which every row sees
-    w = tl.exp(lse_s - m)  # 0 for the empty splits and where the row saw no key
-    l_sum = tl.sum(w, 0)
+    stride = tl.num_programs(1).to(tl.int64) * H * SEQ  # one split's partials to the next's
     row = (b * H + h) * SEQ + i
-    tl.store(O + row * D + cols, (tl.sum(w[:, None] * o_s, 0) / l_sum).to(O.dtype.element_ty),
-             mask=cols < D)  # write d
-    tl.store(LSE + row, m + tl.log(l_sum))  # write 1 (fp32)
+    m_i = tl.full([], float("-inf"), tl.float32)
+    l_i = tl.full([], 0.0, tl.float32)
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    for s0 in range(0, a_b, SPLITS):
+        s = s0 + tl.arange(0, SPLITS)
+        filled = s < a_b
+        at = s * stride + row  # the row in each split
+        lse_s = tl.load(LSE_partial + at, mask=filled, other=float("-inf"))  # read <= SPLITS (fp32)
+        o_s = tl.load(O_partial + at[:, None] * D + cols[None, :], mask=filled[:, None] & (cols < D)[None, :],
+                      other=0.0)  # read <= SPLITS*d (fp32)
+        m_new = tl.maximum(m_i, tl.max(lse_s, 0))  # finite: split 0 holds key 0, which every row sees
+        alpha = tl.exp(m_i - m_new)
+        w = tl.exp(lse_s - m_new)  # 0 for the empty splits and where the row saw no key
+        l_i = l_i * alpha + tl.sum(w, 0)
+        acc = acc * alpha + tl.sum(w[:, None] * o_s, 0)
+        m_i = m_new
+    tl.store(O + row * D + cols, (acc / l_i).to(O.dtype.element_ty), mask=cols < D)  # write d
+    tl.store(LSE + row, m_i + tl.log(l_i))  # write 1 (fp32)
 
 
 def _indexed(device):
@@ -518,7 +528,7 @@ def constants(L, kernel, pdl=False):
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
     if kernel == "reduce":
-        return shared | dict(SPLITS=L.padded_splits, PDL=pdl)
+        return shared | dict(SPLITS=L.reduce_splits, PDL=pdl)
     own = dict(KV_HEADS=L.kv_heads, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped, BLOCK_R=L.padded_rows,
                P=L.page_size or 0)
     return shared | own | ({} if kernel == "decode" else dict(PDL=pdl))

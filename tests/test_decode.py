@@ -220,8 +220,9 @@ def test_flops_by_hand():
     assert mm == 4 * 16 * 2 * 40
     assert exps == 2 * 40 + 2 * 3 + 2 * 2  # scores, a rescale per row per chunk, a log per row per split
     assert other == 5 * 2 * 40 + (5 + 16) * 2 * 3 + (2 + 16) * 2 * 2
-    # per row and split: max, subtract, exp, sum, and w * o summed over d; per row: log, add, d divisions
-    assert decode.flops(launch)["reduce"] == (0, (4 + 2 * 16) * 2 * 2 + (2 + 16) * 2, 2 * 2 + 2)
+    # per row and split: max, subtract, exp, sum, and w * o summed over d; per row: log, add, d divisions; per
+    # row and step of 16 splits (one here): the online rescale of m_i, l_i and acc (an exp, d + 1 multiplies)
+    assert decode.flops(launch)["reduce"] == (0, (4 + 2 * 16) * 2 * 2 + (2 + 16) * 2 + (16 + 2) * 2, 2 * 2 + 2 + 2)
 
 
 GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)

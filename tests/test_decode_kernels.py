@@ -36,8 +36,12 @@ def large_case(seed):
                 dtype=("fp16", "bf16")[seed % 2], num_splits=rng.choice([1, None, 7]))
 
 
-SMALL = [random_case(seed) for seed in range(24)]
-LARGE = [large_case(seed) for seed in range(8)]
+SMALL = [random_case(seed) for seed in range(24)] + [  # 66 splits: the reduce merges 64 a step, two steps
+    dict(batch=2, heads=2, kv_heads=1, head_dim=16, seq=1, seq_kv=(1100, 150), block_kv=16, page_size=16, grouped=True,
+         causal_align="bottom_right", dtype="fp16", num_splits=66)]
+LARGE = [large_case(seed) for seed in range(8)] + [  # 100 splits: the reduce merges 64 a step, two steps
+    dict(batch=2, heads=32, kv_heads=8, head_dim=128, seq=1, seq_kv=(9000, 2000), block_kv=64, page_size=16,
+         grouped=True, causal_align="bottom_right", dtype="fp16", num_splits=100)]
 
 
 def torch_inputs(c, device, seed=0):

@@ -12,8 +12,8 @@ from itertools import product
 import numpy as np
 
 from ..hardware import STATS_BYTES
-from ..shape import INDEX_BYTES
-from ..tiling import TAIL, Work, uniform_work
+from ..shape import INDEX_BYTES, REDUCE_SPLITS
+from ..tiling import TAIL, Work
 from .base import Pass
 from .common import padded
 
@@ -107,18 +107,25 @@ def _program(mem, L, b, unit, split):
 
 
 def _reduce(mem, L, b, h, i):
-    """One program of the reduce kernel: query row i of head h of request b. Each split's O was divided by
-    its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they add up to O, LSE = log sum_s exp(LSE_s)."""
+    """One program of the reduce kernel: query row i of head h of request b, its splits REDUCE_SPLITS at a
+    time, merged online. Each split's O was divided by its own sum exp(LSE_s); weighted by exp(LSE_s - LSE) they
+    add up to O, LSE = log sum_s exp(LSE_s)."""
     mem.load("reduce", "cache_seqlens", b)  # read 1 int32: how many splits request b filled
-    filled = slice(0, int(L.active_splits[b]))
-    lse_s = mem.load("reduce", "LSE_partial", (filled, b, h, i))  # read a_b (fp32)
-    o_s = mem.load("reduce", "O_partial", (filled, b, h, i))  # read a_b*d (fp32)
-    m = lse_s.max()  # finite: split 0 holds key 0, which every row sees
-    w = np.exp(lse_s - m)  # 0 for a split where the row saw no key (LSE_s = -inf)
-    row = (b, h, slice(i, i + 1))
-    mem.store("reduce", "O", row, (w @ o_s / w.sum())[None])  # write d
-    mem.store("reduce", "LSE", row, m + np.log(w.sum()))  # write 1 (fp32)
-    mem.step("reduce", (b, h, i), (None, None), L.sram_bytes("reduce"), m_i=[m], l_i=[w.sum()], rescale=w)
+    a_b = int(L.active_splits[b])
+    m, l_sum, acc = -np.inf, 0.0, 0.0
+    for s0 in range(0, a_b, REDUCE_SPLITS):
+        block = slice(s0, min(a_b, s0 + REDUCE_SPLITS))
+        lse_s = mem.load("reduce", "LSE_partial", (block, b, h, i))  # read <= REDUCE_SPLITS (fp32)
+        o_s = mem.load("reduce", "O_partial", (block, b, h, i))  # read <= REDUCE_SPLITS*d (fp32)
+        m_new = max(m, lse_s.max())  # finite: split 0 holds key 0, which every row sees
+        w = np.exp(lse_s - m_new)  # 0 for a split where the row saw no key (LSE_s = -inf)
+        alpha = np.exp(m - m_new)
+        m, l_sum, acc = m_new, l_sum * alpha + w.sum(), acc * alpha + w @ o_s
+        if s0 + REDUCE_SPLITS >= a_b:  # the last block: O and LSE written
+            row = (b, h, slice(i, i + 1))
+            mem.store("reduce", "O", row, (acc / l_sum)[None])  # write d
+            mem.store("reduce", "LSE", row, m + np.log(l_sum))  # write 1 (fp32)
+        mem.step("reduce", (b, h, i), (None, None), L.sram_bytes("reduce"), m_i=[m], l_i=[l_sum], rescale=w)
 
 
 def _rows_of(mem, L, kernel, b, kvh, keys, page):
@@ -133,6 +140,16 @@ def _rows_of(mem, L, kernel, b, kvh, keys, page):
     if page is None or keys[0] % P == 0:  # P/Bc chunks share a page: its entry is read at the page's first
         page = int(mem.load(kernel, "block_table", (b, keys[0] // P)))  # chunk or the split's first; 1 int32
     return (page, keys % P, kvh), page
+
+
+def reduce_work(L):
+    """The reduce's steps: ceil(a_b / REDUCE_SPLITS) for each of request b's heads x seq programs, launched over
+    the grid (heads, batch, seq), heads fastest; the tail is the last programs, the last first."""
+    steps = -(-np.asarray(L.active_splits).reshape(-1) // REDUCE_SPLITS)
+    values, counts = np.unique(steps, return_counts=True)
+    tail = np.tile(np.repeat(steps[::-1], L.heads), L.seq)[:TAIL]
+    return Work(tuple(int(v) for v in values), tuple(int(c) * L.heads * L.seq for c in counts),
+                tuple(int(j) for j in tail))
 
 
 class SplitKV(Pass):
@@ -163,9 +180,9 @@ class SplitKV(Pass):
     def work(self, launch, kernel):
         """decode / split_kv: a program per (K/V head, request, split) does its split's chunks; the grid
         (units, batch, splits) launches the units of a request, then the next request, then the next split.
-        reduce: one step per query row."""
+        reduce: a program per query row, a step per REDUCE_SPLITS of its request's active splits."""
         if kernel == "reduce":
-            return uniform_work(self.programs(launch, kernel), 1)
+            return reduce_work(launch)
         steps, units = chunks(launch), launch.units
         values, counts = np.unique(steps, return_counts=True)
         last = steps.T.ravel()[::-1][: -(-TAIL // units)]  # launch order, backwards from its end
@@ -193,15 +210,15 @@ class SplitKV(Pass):
         rows (the first matmul's A operand). reduce: every split's partial row of O in fp32."""
         d = padded(launch.head_dim)
         if kernel == "reduce":
-            return launch.padded_splits * (d + 1) * STATS_BYTES
+            return launch.reduce_splits * (d + 1) * STATS_BYTES
         rows = launch.padded_rows
         return (STATS_BYTES + launch.itemsize) * rows * d + 2 * STATS_BYTES * rows * launch.block_kv
 
     def compiled_shape(self, launch, kernel):
         """What a compiled kernel is specialised on beyond its tiles: head_dim, and the page size (0: a
-        contiguous cache) or, for the reduce, the splits padded to a power of two. Compiled at
+        contiguous cache) or, for the reduce, the splits it merges per step (REDUCE_SPLITS). Compiled at
         benchmarks.bench_decode's heads; other head counts take the same entry."""
-        return launch.head_dim, launch.padded_splits if kernel == "reduce" else launch.page_size or 0
+        return launch.head_dim, launch.reduce_splits if kernel == "reduce" else launch.page_size or 0
 
     def dram_reads(self, launch, kernel, sm_reads):
         """Which reads reach DRAM. Each cached K and V element is read once per group (once per query head
@@ -272,8 +289,9 @@ class SplitKV(Pass):
         if L.num_splits == 1:
             return {"decode": main}
         merges, outputs = row_ends, L.batch * rows
-        reduce = (0, (REDUCE_PER_ROW_SPLIT + REDUCE_PER_ELEMENT_SPLIT * d) * merges + (PER_ROW_END + d) * outputs,
-                  merges + outputs)
+        steps = rows * int((-(-L.active_splits // REDUCE_SPLITS)).sum())  # each rescales m_i, l_i, acc: 1 exp, d + 1
+        reduce = (0, (REDUCE_PER_ROW_SPLIT + REDUCE_PER_ELEMENT_SPLIT * d) * merges + (PER_ROW_END + d) * outputs +
+                  (d + 2) * steps, merges + outputs + steps)
         return {"split_kv": main, "reduce": reduce}
 
     def programs(self, launch, kernel):
@@ -284,11 +302,11 @@ class SplitKV(Pass):
 
     def sram_bytes(self, launch, kernel, rows, keys):
         """What one thread block holds: its query rows (padded to the tl.dot tile) and one K and one V chunk;
-        the reduce, every split's partial O and LSE of its row (splits padded to a power of two). Scores and
+        the reduce, REDUCE_SPLITS splits' partial O and LSE of its row (one step's). Scores and
         accumulators live in registers, so they are not counted."""
         d, e = launch.head_dim, launch.itemsize
         if kernel == "reduce":
-            return launch.padded_splits * (d + 1) * STATS_BYTES
+            return launch.reduce_splits * (d + 1) * STATS_BYTES
         return rows * d * e + 2 * keys * d * e  # rows: padded_rows; keys: block_kv
 
 
