@@ -115,7 +115,8 @@ def test_predicted_step_is_the_forward_and_backward_kernels_on_the_tiles_each_ro
                                  causal=r["causal"], dtype="fp16", gpu="H200-measured", backward=True,
                                  backward_blocks=(r["block_q"], r["block_kv"]))
         assert {k.pass_ for k in result.kernels} == {"forward", "backward"}
-        assert shown["flash2 predicted ms"] == sum(k.predicted_time_s for k in result.kernels) * 1e3
+        kernels_s = sum(k.predicted_time_s for k in result.kernels)  # a step costs at least the host's floor
+        assert shown["flash2 predicted ms"] == max(kernels_s, result.config.gpu.train_step_host_s) * 1e3
         assert shown["predicted speedup"] > 1  # gpusim's naive kernels are slower at every length
 
 
