@@ -359,3 +359,45 @@ def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, 
             if attempt == 2:
                 raise
     assert after and after != before
+
+
+HEADING_TOP = """const panel = [...document.querySelectorAll('.jp-NotebookPanel')]
+    .filter(p => !p.classList.contains('lm-mod-hidden') && p.querySelector('.jp-Notebook'))
+    .find(p => [...p.querySelectorAll('h1, h2, h3')].some(h => h.textContent.includes(arguments[0])));
+if (!panel) return null;
+const heading = [...panel.querySelectorAll('h1, h2, h3')].find(h => h.textContent.includes(arguments[0]));
+const box = panel.getBoundingClientRect();
+return [heading.getBoundingClientRect().top - box.top, box.height];"""
+
+
+def _tracker_settings(lab, raw):
+    """The notebook tracker's user settings on the server (read by a page loaded after)."""
+    request = urllib.request.Request(
+        f"{lab}/lab/api/settings/@jupyterlab/notebook-extension:tracker", method="PUT",
+        data=json.dumps({"raw": raw}).encode(), headers={"Authorization": f"token {TOKEN}"})
+    urllib.request.urlopen(request, timeout=10)
+
+
+@pytest.fixture
+def default_windowing(lab):
+    """JupyterLab's own notebook windowing, as a learner's lab has it, for one test (the others render every cell)."""
+    _tracker_settings(lab, "{}")
+    yield
+    _tracker_settings(lab, json.dumps({"windowingMode": "none"}))
+
+
+def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_kernel, default_windowing):
+    """Notebook 11's experiment links open a notebook not yet open scrolled to the section, not at its top: they
+    name the heading's cell (`#cell-id=`), which JupyterLab scrolls to when it opens a notebook (with its default
+    windowing; a heading's anchor it does not)."""
+    wait = WebDriverWait(browser, 90, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException])
+    _open_and_run_all(browser, wait, lab, "11_claims_scorecard.ipynb")
+    link = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".jp-OutputArea a[href*='05_flash1_vs_flash2.ipynb']"))
+    section = link.text
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+    wait.until(lambda d: d.execute_script(HEADING_TOP, section))  # the notebook is open
+    try:  # JupyterLab scrolls once the notebook's model is ready
+        WebDriverWait(browser, 15).until(lambda d: 0 <= d.execute_script(HEADING_TOP, section)[0] < 300)
+    except TimeoutException:
+        pytest.fail(f"the link to {section!r} left it at {browser.execute_script(HEADING_TOP, section)}")

@@ -2,6 +2,7 @@
 the course-wide toolkit only, and the course's imports have no circle."""
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,22 @@ def test_the_course_imports_have_no_circle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
+
+
+def test_each_heading_opens_a_cell_and_every_link_to_a_cell_finds_its_heading():
+    """A link to `notebook.ipynb#cell-id=...` scrolls JupyterLab to that cell, also when it opens the notebook (a
+    heading's anchor does not): so each heading opens a markdown cell of its own, and every such link in a
+    notebook names a cell of its target that opens with a heading."""
+    opening = {}
+    for notebook in NOTEBOOKS:
+        for cell in json.loads(notebook.read_text())["cells"]:
+            lines = "".join(cell["source"]).splitlines() if cell["cell_type"] == "markdown" else []
+            fence = False
+            for i, line in enumerate(lines):
+                fence ^= line.startswith("```")
+                assert fence or i == 0 or not line.startswith("#"), (notebook.name, line)
+            if lines and lines[0].startswith("#"):
+                opening[notebook.name, cell["id"]] = lines[0]
+    links = {(m[0], m[1]) for notebook in NOTEBOOKS
+             for m in re.findall(r"(\d\d_\w+\.ipynb)#cell-id=([0-9a-f-]+)", notebook.read_text())}
+    assert links and all(link in opening for link in links), links - set(opening)

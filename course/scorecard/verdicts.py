@@ -14,8 +14,11 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 
 The claims themselves, each a function of the results folder, are in gpusim_course.scorecard.claims.
 """
+import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from html import escape
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from ..formatting import Html, table_html
 ABOUT = 1.25  # "~x": within a factor of 1.25 either way
 SLOPE = 0.25  # "O(n^k)": a fitted exponent within k +- 0.25
 VERDICTS = ("holds", "holds under conditions", "wrong", "not testable here")
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"  # the course's notebooks, beside its package
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,33 @@ class Row:
 
     @property
     def link(self):
-        return f"{self.notebook}#{anchor(self.section)}" if self.section else self.notebook
+        """The notebook, at the cell holding the section's heading (`#cell-id=`: JupyterLab scrolls there also
+        when it opens the notebook, which it does not for a heading's anchor), or at the heading's anchor where
+        the notebook is not beside this package."""
+        if not self.section:
+            return self.notebook
+        cell = heading_cell(self.notebook, self.section)
+        return f"{self.notebook}#cell-id={cell}" if cell else f"{self.notebook}#{anchor(self.section)}"
 
 
 def anchor(heading):
     """JupyterLab's anchor of a markdown heading: its text with spaces as hyphens."""
     return heading.strip().replace(" ", "-")
+
+
+@lru_cache(maxsize=None)
+def heading_cell(notebook, heading):
+    """The id of the markdown cell of NOTEBOOKS/notebook that opens with the heading `heading` (each heading of
+    the course opens a cell of its own: tests/test_course_layout.py); None where the notebook or the heading is
+    not there."""
+    path = NOTEBOOKS / notebook
+    if not path.exists():
+        return None
+    for cell in json.loads(path.read_text())["cells"]:
+        first = "".join(cell["source"]).partition("\n")[0] if cell["cell_type"] == "markdown" else ""
+        if first.startswith("#") and first.lstrip("#").strip() == heading.strip():
+            return cell.get("id")
+    return None
 
 
 def with_evidence(row):
