@@ -27,9 +27,10 @@ $(STAMP): pyproject.toml constraints-cpu.txt
 course: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-# The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped.
+# The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped. The tests
+# run in one process per core (pytest-xdist); a process that runs out of tests takes some from a busy one.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist worksteal
 
 clean:
 	rm -rf $(VENV)

@@ -2,6 +2,7 @@
 60 s, is committed without outputs, and starts with its learning goals and a parameters cell; the numbering
 runs 01 to 13 without gaps. Notebook 4's control panel keeps the contract the browser test relies on, and
 notebook 10's puzzles accept the reference solutions typed into their cells."""
+import functools
 import json
 import os
 import re
@@ -56,9 +57,15 @@ def test_the_notebooks_are_the_course_numbered_without_gaps():
     assert [int(name[:2]) for name in present] == list(range(1, len(COURSE) + 1))
 
 
+@functools.lru_cache(maxsize=None)
+def executed(path):
+    """execute(path), once per run of the suite: the tests that read a notebook's own run share it."""
+    return execute(path)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_headless_in_under_a_minute(path):
-    nb, seconds = execute(path)
+    nb, seconds = executed(path)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert seconds < LIMIT_S, f"{path.name} took {seconds:.1f} s"
@@ -110,7 +117,7 @@ def widget_states(nb):
 
 
 def test_notebook4_panel_shows_the_hbm_bytes_gpusim_computes():
-    nb, _ = execute(ROOT / "notebooks" / "04_tiling.ipynb")
+    nb, _ = executed(ROOT / "notebooks" / "04_tiling.ipynb")
     states = widget_states(nb)
     sliders = {s["description"] for s in states if s.get("_model_name") == "IntSliderModel"}
     assert set(BLOCK_LABELS.values()) <= sliders
