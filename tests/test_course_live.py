@@ -1,6 +1,7 @@
 """gpusim_course.practice.live: measurements made on this machine with torch and Triton. The kernels run in Triton's
 interpreter on the CPU (tests/conftest.py) and on the GPU where there is one."""
 import math
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,7 +11,10 @@ import gpusim
 from gpusim_course.practice import live
 
 torch = pytest.importorskip("torch")
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # tests/conftest.py's choice, made before any kernel import
+DEVICES = [pytest.param("cpu", marks=pytest.mark.skipif(not INTERPRETED, reason="CPU tensors need Triton's interpreter")),
+           pytest.param("cuda", marks=pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available(),
+                                                         reason="no CUDA GPU, or the kernels interpreted"))]
 
 
 @pytest.fixture(scope="module")
