@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from test_structure import assert_no_circle
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHAPTERS = {"01": "hierarchy", "02": "standard", "03": "softmax", "04": "tiling", "05": "tiling", "06": "practice",
@@ -66,19 +68,7 @@ def course_graph():
 
 
 def test_the_course_imports_have_no_circle():
-    graph, state = course_graph(), {}
-
-    def visit(node, path):
-        state[node] = "open"
-        for nxt in sorted(graph[node]):
-            assert state.get(nxt) != "open", f"import circle: {' -> '.join(path + [nxt])}"
-            if nxt not in state:
-                visit(nxt, path + [nxt])
-        state[node] = "done"
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
+    assert_no_circle(course_graph())
 
 
 def test_each_heading_opens_a_cell_and_every_link_to_a_cell_finds_its_heading():

@@ -91,19 +91,26 @@ def test_notebook_cites_only_the_projects_own_results(path):
         assert (ROOT / cited).exists(), f"{path.name} cites {cited}, which is not in the repository"
 
 
+def run_with_fixture(notebook, name, fixture):
+    """Run a notebook with its parameter `name` set, after its parameters cell, to tests/fixtures/fixture: what it
+    printed (no cell may raise)."""
+    path = ROOT / "notebooks" / notebook
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"{name} = {str(ROOT / 'tests' / 'fixtures' / fixture)!r}"))
+    nb, _ = execute(path, nb)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    return "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+
+
 @pytest.mark.parametrize("bench_bwd, says", [("bench_bwd_smoke.json", "Measured on cpu"),
                                               ("absent.json", "is not there yet")])
 def test_training_notebook_with_and_without_the_backward_benchmark(bench_bwd, says):
     """Notebook 9 runs before the GPU's backward benchmark exists (gpusim's side only) and with one (a CPU smoke
     run's, in the same format)."""
-    path = ROOT / "notebooks" / "09_training.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"BENCH_BWD = {str(ROOT / 'tests' / 'fixtures' / bench_bwd)!r}"))
-    nb, _ = execute(path, nb)
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert says in "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    printed = run_with_fixture("09_training.ipynb", "BENCH_BWD", bench_bwd)
+    assert says in printed
 
 
 def test_notebook4_code_does_not_read_the_results_folder():
@@ -152,11 +159,5 @@ def test_notebook10_accepts_the_reference_solutions_typed_into_its_puzzles():
 def test_beyond_one_gpu_with_and_without_the_two_gpu_measurement(cp_json, says):
     """Notebook 13 runs before the two-GPU measurement exists (the model alone) and with one (a fixture in its
     format: benchmarks/cp.py's merge of made-up rows)."""
-    path = ROOT / "notebooks" / "13_beyond_one_gpu.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"CP_JSON = {str(ROOT / 'tests' / 'fixtures' / cp_json)!r}"))
-    nb, _ = execute(path, nb)
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert says in "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    printed = run_with_fixture("13_beyond_one_gpu.ipynb", "CP_JSON", cp_json)
+    assert says in printed

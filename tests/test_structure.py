@@ -47,6 +47,11 @@ def test_the_import_graph_has_no_circle():
     known = {_module_name(path): path for path in trees}
     graph = {_module_name(path): {n for n in imported(path, tree) if n in known and n != _module_name(path)}
              for path, tree in trees.items()}
+    assert_no_circle(graph)
+
+
+def assert_no_circle(graph):
+    """Depth-first over {module: the modules it imports}: a module met again while still open closes a circle."""
     state = {}
 
     def visit(node, path):
