@@ -173,7 +173,7 @@ def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE):
                                  page_size=page_size, dtype=dtype, gpu=GPU, **shape)
     consts = decode_kernels.constants(launch_, kernel)
     launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
-    shape = [launch_.head_dim, launch_.reduce_splits if kernel == "reduce" else page_size or 0]
+    shape = [launch_.head_dim, REDUCE_SPLITS if kernel == "reduce" else page_size or 0]
     return (row(kernel, launch_.head_dim, dtype, True, launch_.block_q, launch_.block_kv, **launch, shape=shape),
             consts, launch)
 

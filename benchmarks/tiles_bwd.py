@@ -47,9 +47,9 @@ def picked(g, gpu):
                                     causal=g["causal"], dtype=g["dtype"], gpu=gpu, backward=True))
 
 
-def tiles_of(g, gpu):
-    """TILES, and the group's pick after them where it is none of them."""
-    pick = picked(g, gpu)
+def tiles_of(g, gpu, pick=None):
+    """TILES, and the group's pick (picked(g, gpu) unless given) after them where it is none of them."""
+    pick = pick or picked(g, gpu)
     return TILES + ((pick,) if pick not in TILES else ())
 
 
@@ -132,10 +132,11 @@ def main(argv=None):
         except Exception as err:  # noqa: BLE001
             result["rows"].append(dict(g, provider="flash2", error=f"{type(err).__name__}: {err}"[:300]))
             continue
-        for provider, tiles in [("flash2", t) for t in tiles_of(g, gpu)] + [("sdpa_flash", None)]:
+        pick = picked(g, gpu)
+        for provider, tiles in [("flash2", t) for t in tiles_of(g, gpu, pick)] + [("sdpa_flash", None)]:
             row = dict(provider=provider, **g, block_q=tiles and tiles[0], block_kv=tiles and tiles[1])
             if tiles:
-                row["pick"] = tiles == picked(g, gpu)
+                row["pick"] = tiles == pick
             try:
                 step = _step(provider, tiles, q, k, v, do, g["causal"])
                 step()

@@ -265,10 +265,6 @@ class DecodeLaunch:
         return max(MIN_ROWS, 1 << (self.rows - 1).bit_length())
 
     @property
-    def reduce_splits(self):  # the reduce's tile of splits: it merges REDUCE_SPLITS per step, whatever num_splits is
-        return REDUCE_SPLITS
-
-    @property
     def itemsize(self):
         return DTYPE_BYTES[self.dtype]
 

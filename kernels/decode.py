@@ -16,6 +16,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
+from gpusim.shape import REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
 from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_head_dim, detect_gpu, launch
@@ -528,7 +529,7 @@ def constants(L, kernel, pdl=False):
     shared = dict(SEQ=L.seq, H=L.heads, D=L.head_dim, BLOCK_D=triton.next_power_of_2(L.head_dim), Bc=L.block_kv,
                   BOTTOM_RIGHT=L.causal_align == "bottom_right", num_warps=num_warps, num_stages=num_stages)
     if kernel == "reduce":
-        return shared | dict(SPLITS=L.reduce_splits, PDL=pdl)
+        return shared | dict(SPLITS=REDUCE_SPLITS, PDL=pdl)
     own = dict(KV_HEADS=L.kv_heads, GROUP=L.group, ROWS=L.rows, GROUPED=L.grouped, BLOCK_R=L.padded_rows,
                P=L.page_size or 0)
     return shared | own | ({} if kernel == "decode" else dict(PDL=pdl))

@@ -200,10 +200,13 @@ def _move_slider(driver, wait, name, before):
     return shown, config
 
 
+def _sessions(lab):
+    return json.load(urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=10))
+
+
 def _shut_down_kernels(lab):
     """Every kernel the server runs, shut down (between tests: one notebook's kernel at a time)."""
-    sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=10))
-    for session in sessions:
+    for session in _sessions(lab):
         request = urllib.request.Request(f"{lab}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE")
         urllib.request.urlopen(request, timeout=30)
 
@@ -211,8 +214,7 @@ def _shut_down_kernels(lab):
 def _interrupt_kernels(lab):
     """Every kernel the server runs, interrupted: the cells still queued after the one a test needs are
     dropped (each execution stops on the interrupt's error), so moving a control waits for no other cell."""
-    sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=10))
-    for session in sessions:
+    for session in _sessions(lab):
         request = urllib.request.Request(f"{lab}/api/kernels/{session['kernel']['id']}/interrupt?token={TOKEN}",
                                          method="POST")
         urllib.request.urlopen(request, timeout=30)

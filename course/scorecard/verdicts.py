@@ -124,19 +124,22 @@ def anchor(heading):
     return heading.strip().replace(" ", "-")
 
 
-@lru_cache(maxsize=None)
 def heading_cell(notebook, heading):
     """The id of the markdown cell of NOTEBOOKS/notebook that opens with the heading `heading` (each heading of
     the course opens a cell of its own: tests/test_course_layout.py); None where the notebook or the heading is
     not there."""
+    return opening_headings(notebook).get(heading.strip())
+
+
+@lru_cache(maxsize=None)
+def opening_headings(notebook):
+    """{heading: the id of the markdown cell it opens} of NOTEBOOKS/notebook, read once; {} where it is not there."""
     path = NOTEBOOKS / notebook
     if not path.exists():
-        return None
-    for cell in json.loads(path.read_text())["cells"]:
-        first = "".join(cell["source"]).partition("\n")[0] if cell["cell_type"] == "markdown" else ""
-        if first.startswith("#") and first.lstrip("#").strip() == heading.strip():
-            return cell.get("id")
-    return None
+        return {}
+    firsts = {cell.get("id"): "".join(cell["source"]).partition("\n")[0]
+              for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "markdown"}
+    return {first.lstrip("#").strip(): cell for cell, first in firsts.items() if first.startswith("#")}
 
 
 def with_evidence(row):

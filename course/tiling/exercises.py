@@ -69,6 +69,7 @@ def _check_causal_kept(fn):
 
     return numeric(fn, [_kept_case(*c) for c in KEPT_CASES], hint)
 
+
 EXERCISES = {
     "flash2_k_read_bytes": (_check_flash2_k_read_bytes, flash2_k_read_bytes),
     "causal_kept": (_check_causal_kept, causal_kept),

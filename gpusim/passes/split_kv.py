@@ -210,7 +210,7 @@ class SplitKV(Pass):
         rows (the first matmul's A operand). reduce: every split's partial row of O in fp32."""
         d = padded(launch.head_dim)
         if kernel == "reduce":
-            return launch.reduce_splits * (d + 1) * STATS_BYTES
+            return REDUCE_SPLITS * (d + 1) * STATS_BYTES
         rows = launch.padded_rows
         return (STATS_BYTES + launch.itemsize) * rows * d + 2 * STATS_BYTES * rows * launch.block_kv
 
@@ -218,7 +218,7 @@ class SplitKV(Pass):
         """What a compiled kernel is specialised on beyond its tiles: head_dim, and the page size (0: a
         contiguous cache) or, for the reduce, the splits it merges per step (REDUCE_SPLITS). Compiled at
         benchmarks.bench_decode's heads; other head counts take the same entry."""
-        return launch.head_dim, launch.reduce_splits if kernel == "reduce" else launch.page_size or 0
+        return launch.head_dim, REDUCE_SPLITS if kernel == "reduce" else launch.page_size or 0
 
     def dram_reads(self, launch, kernel, sm_reads):
         """Which reads reach DRAM. Each cached K and V element is read once per group (once per query head
@@ -306,7 +306,7 @@ class SplitKV(Pass):
         accumulators live in registers, so they are not counted."""
         d, e = launch.head_dim, launch.itemsize
         if kernel == "reduce":
-            return launch.reduce_splits * (d + 1) * STATS_BYTES
+            return REDUCE_SPLITS * (d + 1) * STATS_BYTES
         return rows * d * e + 2 * keys * d * e  # rows: padded_rows; keys: block_kv
 
 
