@@ -28,6 +28,13 @@ TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the F
 ERROR_ROWS = 128  # reference rows at each end of the sequence, for the relative error
 
 
+def error_line(err, width=300):
+    """A caught error as a results row records it: its type and the first line of its message, cut at width
+    characters (None: whole)."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:width] if text else ''}"
+
+
 def tflops(batch, heads, seq, head_dim, causal, ms):
     return 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1) / (ms * 1e-3) / 1e12
 
@@ -200,7 +207,7 @@ def run(args):
             except torch.cuda.OutOfMemoryError:
                 row["error"] = "OOM"
             except Exception as err:  # a backend that refuses a shape: record why, go on
-                row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+                row["error"] = error_line(err, 200)
             torch.cuda.empty_cache()
             result["rows"].append(row)
             with open(args.out, "w") as f:

@@ -29,6 +29,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from benchmarks.bench import error_line
+
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
 SMOKE = dict(seqs=(64,), tokens=128, model_dim=128, head_dims=(64,))  # CPU: the interpreter, one tiny size
@@ -137,7 +139,7 @@ def pick_blocks(fn, head_dim, causal, device, seq, tokens, model_dim, candidates
         try:
             timings[blocks] = measure(fn, shape, causal, blocks, "bwd", device)["ms"]
         except Exception as err:  # a tile that does not fit this GPU: skip it
-            print(f"tiles {blocks}: {type(err).__name__}: {str(err).splitlines()[0][:120]}", file=sys.stderr)
+            print(f"tiles {blocks}: {error_line(err, 120)}", file=sys.stderr)
         if device == "cuda":
             torch.cuda.empty_cache()
     return min(timings, key=timings.get), {f"{bq}x{bk}": ms for (bq, bk), ms in timings.items()}
@@ -211,7 +213,7 @@ def run(args):
                 except torch.cuda.OutOfMemoryError:
                     row["error"] = "OOM"
                 except Exception as err:  # a backend that refuses a shape: record why, go on
-                    row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+                    row["error"] = error_line(err, 200)
                 if device == "cuda":
                     torch.cuda.empty_cache()
                 result["rows"].append(row)

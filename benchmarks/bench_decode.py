@@ -47,7 +47,7 @@ import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from gpusim import decode
-from benchmarks.bench import cycling, gpu_time  # cycling: the first call runs input set 0, which measure() checks
+from benchmarks.bench import cycling, error_line, gpu_time  # cycling: the first call runs input set 0, which measure() checks
 from gpusim_kernels.decode import plan_for_cache
 
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B (gpusim/kvcache.py)
@@ -228,7 +228,7 @@ def configuration(batch, seq_kv, shape, copy):
         except torch.cuda.OutOfMemoryError:
             row["error"] = "OOM"
         except Exception as err:  # a backend that refuses the shape: record why, go on
-            row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            row["error"] = error_line(err, 200)
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
         rows.append(row)

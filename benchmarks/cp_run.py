@@ -12,6 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from benchmarks.bench import error_line
 from benchmarks.cp_plan import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, strategy_runs
 from gpusim_kernels import context, flash2_attention
 
@@ -95,7 +96,7 @@ def _attempt(results, make_row, fn):
     try:
         results.add(make_row(**fn()))
     except (RuntimeError, ValueError, torch.OutOfMemoryError) as err:
-        results.add(make_row(error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"))
+        results.add(make_row(error=error_line(err, None)))
         if CUDA:
             torch.cuda.empty_cache()
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks import bench_decode as bd  # inputs, timing, environment
-from benchmarks.bench import cycling
+from benchmarks.bench import cycling, error_line
 
 from gpusim_kernels.decode import plan_for_cache
 
@@ -60,7 +60,7 @@ def case_rows(batch, seq_kv, sets, splits, copy_bps, cuda):
             try:
                 rows.append(base | {"provider": name} | timed(fn, sets, nbytes, copy_bps))
             except Exception as err:  # a backend that refuses this shape: its error
-                error = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
+                error = error_line(err, 160)
                 rows.append(base | {"provider": name, "error": error})
             print(rows[-1], flush=True)
     return rows

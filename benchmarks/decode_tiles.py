@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks import bench_decode as bd  # inputs, timing, environment
+from benchmarks.bench import error_line
 
 from gpusim_kernels.decode import plan_for_cache
 
@@ -75,7 +76,7 @@ def main(argv=None):
             except Exception as err:  # a launch that does not fit or compile: record why, go on
                 result["rows"].append({"batch": batch, "seq_kv": seq_kv, "block_kv": block_kv, "num_splits": splits,
                                        "num_warps": warps, "num_stages": stages,
-                                       "error": f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"})
+                                       "error": error_line(err, 160)})
             out.write_text(json.dumps(result, indent=1))
         del sets
     best = {}

@@ -17,6 +17,8 @@ import os
 import sys
 import time
 
+from benchmarks.bench import error_line
+
 BATCH = 8
 
 
@@ -103,7 +105,7 @@ def main(argv=None):
                 except torch.cuda.OutOfMemoryError:
                     row["error"] = "OOM"
                 except Exception as err:  # noqa: BLE001
-                    row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+                    row["error"] = error_line(err)
                 result["rows"].append(row)
                 print(f"{name} seq {seq} batch {args.batch} {impl} ({base.get('attn_implementation_used')}) {pass_}: "
                       f"{row.get('ms', row.get('error'))}", flush=True)

@@ -26,7 +26,7 @@ import zlib
 import numpy as np
 
 import gpusim
-from benchmarks.bench import cycling
+from benchmarks.bench import cycling, error_line
 
 GPU = "H200-measured"
 L2_BYTES = 60 << 20
@@ -414,7 +414,7 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
             except torch.cuda.OutOfMemoryError:
                 r["error"] = "OOM"
             except Exception as err:  # noqa: BLE001 - record it, go on
-                r["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+                r["error"] = error_line(err)
             if not smoke:
                 torch.cuda.empty_cache()
         r["wall_s"] = round(time.monotonic() - t0, 2)

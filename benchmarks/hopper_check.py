@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from benchmarks.bench import reference_rows, tflops  # noqa: E402
+from benchmarks.bench import error_line, reference_rows, tflops  # noqa: E402
 from gpusim_kernels.hopper import (LAUNCHES, compiled_kernel, descriptor_scratch_bytes, hopper_attention,  # noqa: E402
                                    to_fp8)
 from gpusim_kernels.interpreter import INTERPRETED  # noqa: E402
@@ -102,7 +102,7 @@ def compile_task(key):
                     scratch_bytes_per_program=kernel.metadata.global_scratch_size,
                     compile_s=time.perf_counter() - start)
     except Exception as err:  # noqa: BLE001 - a variant that does not build is a result
-        return dict(error=short(err), compile_s=time.perf_counter() - start)
+        return dict(error=error_line(err, 160), compile_s=time.perf_counter() - start)
 
 
 def warm(keys, workers, seconds):
@@ -129,10 +129,6 @@ def fp8_call(q, k, v):
     """A function giving the fp8 inputs and keyword arguments of hopper_attention for launch options."""
     (q8, q_descale), (k8, k_descale), (v8, v_descale) = to_fp8(q), to_fp8(k), to_fp8(v, k_major=True)
     return lambda **kw: (q8, k8, v8, dict(kw, fp8_scale=(q_descale, k_descale, v_descale)))
-
-
-def short(err):
-    return f"{type(err).__name__}: {str(err).strip().splitlines()[0][:160] if str(err).strip() else ''}"
 
 
 def median_ms(fn):
@@ -172,7 +168,7 @@ def measure(row, fn, check):
         row["ms"] = median_ms(fn)
         row["tflops"] = tflops(row["batch"], row["heads"], row["seq"], row["head_dim"], row["causal"], row["ms"])
     except Exception as err:  # noqa: BLE001 - a launch that fails (shared memory, a backend's limits) is a result
-        row["error"] = short(err)
+        row["error"] = error_line(err, 160)
     return row
 
 

@@ -19,6 +19,8 @@ import os
 import sys
 import time
 
+from benchmarks.bench import error_line
+
 SHAPES = ((1, 4, 256, 64), (1, 8, 128, 64), (2, 4, 512, 128))
 DECODE = dict(heads=64, kv_heads=8, head_dim=128, page_size=16, seq_kvs=(4096, 65536))
 CALLS, WARMUP = 200, 20
@@ -70,7 +72,7 @@ def measure(fn, calls, warmup, sync):
     try:
         return per_call_us(fn, calls, warmup, sync), None
     except Exception as err:  # noqa: BLE001 - record it, go on
-        return None, f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+        return None, error_line(err)
 
 
 def decode_rows(device, calls, warmup, sync, seq_kvs):

@@ -16,6 +16,8 @@ import json
 import os
 import sys
 
+from benchmarks.bench import error_line
+
 MEETS = [("fp16", 64, False, 1024), ("fp16", 128, True, 2048), ("bf16", 64, True, 4096), ("bf16", 128, False, 1024),
          ("fp16", 64, True, 4096), ("bf16", 128, True, 2048)]
 FAILS = [("fp32", 64, False, 1024, False), ("fp32", 128, True, 2048, False), ("fp16", 60, False, 1024, False),
@@ -101,7 +103,7 @@ def main(argv=None):
             row = probe(dtype, d, causal, seq, mask, device)
         except Exception as err:  # noqa: BLE001
             row = dict(dtype=dtype, head_dim=d, causal=causal, seq=seq, mask=mask,
-                       error=f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}")
+                       error=error_line(err))
         result["rows"].append(row)
         print(f"{dtype} d{d} {'causal' if causal else '-'} N{seq} mask={mask}: {row.get('picked', row.get('error'))} "
               f"{row.get('ops', '')} {[k[:60] for k in row.get('kernels', [])]}", flush=True)

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from benchmarks.bench import error_line
 from gpusim_kernels import DecodePlan
 from gpusim_kernels.interpreter import INTERPRETED
 
@@ -220,7 +221,7 @@ def main(argv=None):
             try:
                 row |= provider(cache, seq_kv, steps, layers)
             except Exception as error:  # a backend that refuses the shape: say why, go on
-                row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+                row["error"] = error_line(error, 200)
             if name.startswith("plan"):
                 row["rel_err"] = err
             result["rows"].append(row)

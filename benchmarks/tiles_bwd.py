@@ -20,6 +20,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from multiprocessing import get_context
 
+from benchmarks.bench import error_line
+
 TILES = ((64, 64), (128, 64), (128, 32), (64, 32))
 HEADS = 16
 # (seq, batch x heads): two per (d, causal, dtype), spanning N 1K-16K and batch x heads 16-512
@@ -150,7 +152,7 @@ def main(argv=None):
             except torch.cuda.OutOfMemoryError:
                 row["error"] = "OOM"
             except Exception as err:  # noqa: BLE001 - record it, go on
-                row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+                row["error"] = error_line(err)
             q.grad = k.grad = v.grad = None
             result["rows"].append(row)
             print(f"{g['dtype']} d{g['head_dim']} {'c' if g['causal'] else '-'} N{g['seq']} b{g['batch']}x{g['heads']} "
