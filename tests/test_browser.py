@@ -96,7 +96,9 @@ def lab(tmp_path_factory):
     with log.open("w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-             "--port-retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}"],
+             "--port-retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+             # kernels on Unix sockets: no TCP port another test process's kernel could take first
+             "--KernelManager.transport=ipc", f"--KernelManager.ip={tmp_path / 'kernel'}"],
             env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     try:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from gpusim_course import puzzles
 from gpusim_course.puzzles.catalog import NOTEBOOKS
+from test_notebooks import run_in_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONED = sorted(set(NOTEBOOKS.values()) - {"10_write_the_kernels"})  # notebook 10 is all puzzles: test_notebooks
@@ -43,8 +43,7 @@ def test_the_reference_solutions_typed_into_a_section_are_right(stem):
     names = [n for n, s in NOTEBOOKS.items() if s == stem]
     for name in names:
         template(nb, name).source = puzzles.solution_source(name)
-    client = NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
-    client.execute()
+    run_in_kernel(nb, ROOT, 60)
     verdicts = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
                 for o in c.outputs if "data" in o]
     assert len(verdicts) == len(names) and all(">right</b>" in v and "to the byte" in v for v in verdicts), verdicts

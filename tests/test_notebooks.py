@@ -6,11 +6,13 @@ import functools
 import json
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
 import gpusim
@@ -33,10 +35,17 @@ def execute(path, nb=None):
         at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(SMALLER[path.name]))
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=LIMIT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    run_in_kernel(nb, path.parent, LIMIT_S)
     return nb, time.perf_counter() - start
+
+
+def run_in_kernel(nb, folder, timeout_s):
+    """Run a notebook in a fresh kernel working in `folder`. The kernel talks over Unix sockets in a folder of its
+    own: TCP ports picked by one test process can be taken by another's kernel before its own binds them (make
+    test runs two processes), which failed a kernel's start with "Address already in use"."""
+    with tempfile.TemporaryDirectory() as sockets:
+        km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+        NotebookClient(nb, km=km, timeout=timeout_s, resources={"metadata": {"path": str(folder)}}).execute()
 
 
 @pytest.fixture(scope="module", autouse=True)
