@@ -17,6 +17,7 @@ from test_kernels import CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case
 
 import gpusim_kernels
 from gpusim import backward
+from gpusim_kernels import launch as launching
 from gpusim_kernels.interpreter import INTERPRETED
 
 TRAINABLE = {"naive": gpusim_kernels.naive_attention_trainable, "flash2": gpusim_kernels.flash2_attention_trainable}
@@ -138,7 +139,7 @@ def test_backward_tiles_come_from_gpusims_backward_choice(monkeypatch):
     asked once per shape."""
     asked = []
     monkeypatch.setattr(gpusim_kernels.backward, "BEST_BACKWARD", lambda algo, **shape: asked.append(algo) or (32, 16))
-    gpusim_kernels.backward._cached_backward.cache_clear()
+    gpusim_kernels.backward.clear_launches()
     c = case("flash2", "fp16", 40, 40, 16, None, None, causal=True)
     q, k, v, do = inputs(c, "cpu")
     cfg = backward.config("flash2", seq=40, head_dim=16, causal=True, block_q=32, block_kv=16)
@@ -147,7 +148,7 @@ def test_backward_tiles_come_from_gpusims_backward_choice(monkeypatch):
         backward_io(c, q, k, v, do)
         assert asked == ["flash2"]
     finally:
-        gpusim_kernels.backward._cached_backward.cache_clear()  # the stand-in's launches go with it
+        gpusim_kernels.backward.clear_launches()  # the stand-in's launches go with it
 
 
 RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
@@ -173,6 +174,43 @@ def test_sum_backward_passes_an_expanded_gradient():
     forward(c, q, k, v).sum().backward()  # dO is a stride-0 view of one 1.0: copied contiguous first
     expected = reference_grads(q, k, v, torch.ones_like(q), False)
     assert relative_error(q.grad, expected[0]) <= bound(c)
+
+
+def sum_steps(steps, c=case("flash2", "fp16", 32, 32, 16, None, None)):
+    """steps training steps o.sum().backward() of one shape, grads set to None before each."""
+    q, k, v, _ = inputs(c, DEVICE)
+    for _ in range(steps):
+        q.grad = k.grad = v.grad = None
+        forward(c, q, k, v).sum().backward()
+
+
+@RUNS
+def test_a_training_step_builds_its_backward_launch_once_per_shape():
+    """The checks, gpusim's tile choice, the grids and constants of a step's backward: built on a shape's first
+    step, a look-up keyed by q, k and do alone on every later one."""
+    gpusim_kernels.backward.clear_launches()
+    sum_steps(3)
+    assert gpusim_kernels.backward._cached_step.cache_info()[:2] == (2, 1)  # hits, misses
+    assert gpusim_kernels.backward._cached_backward.cache_info()[:2] == (0, 1)
+
+
+@CPU
+def test_a_training_steps_backward_launches_would_be_called_directly(monkeypatch):
+    """Each of a .sum().backward() step's three backward launches is one launch() keeps when compiled (launch_key
+    classes every argument; every constexpr given; no pre-run hook) under the same key on every step: from the
+    second step on, compiled, each calls Triton's compiled kernel directly. .sum()'s gradient, a stride-0 view,
+    reaches them copied: contiguous and 16-byte aligned, as every tensor they take."""
+    calls, launch = [], gpusim_kernels.backward.launch
+    monkeypatch.setattr(gpusim_kernels.backward, "launch",
+                        lambda kernel, grid, *args, **kwargs: calls.append((kernel, grid, args, kwargs)) or launch(
+                            kernel, grid, *args, **kwargs))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    sum_steps(2)
+    keys = [launching.launch_key(*call) for call in calls]
+    assert len(keys) == 6 and None not in keys and keys[:3] == keys[3:] and len(set(keys)) == 3
+    for kernel, grid, args, kwargs in calls:
+        assert set(kernel.arg_names[len(args):]) <= kwargs.keys() and not kernel.pre_run_hooks
+        assert all(x.is_contiguous() and x.data_ptr() % 16 == 0 for x in args if isinstance(x, torch.Tensor))
 
 
 @RUNS
