@@ -258,6 +258,24 @@ def test_bench_bwd_smoke(tmp_path):
         assert r["tflops"] * r["ms"] * 1e9 == pytest.approx(flops * (1.4 if r["pass"] == "fwd+bwd" else 1))
 
 
+@CPU
+def test_host_parts_train_smoke_times_every_part_of_a_step(tmp_path):
+    from benchmarks import host_parts
+    host_parts.main(["--train", "--smoke", "--calls", "1", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "host_parts_train.json").read_text())
+    assert data["environment"]["command"] == "python -m benchmarks.host_parts --train --smoke --out $OUT"
+    [row] = data["rows"]
+    assert row["launches"] == "interpreted" and (row["batch"], row["heads"], row["seq"], row["head_dim"]) == (
+        1, 2, 32, 64)
+    parts = ["step", "sdpa_step", "nothing_step", "forward", "forward_no_grad", "sum", "backward", "backward_launch",
+             "do_contiguous", "four_empties", "launch_preprocess", "launch_dkdv", "launch_dq"]
+    assert all(row[part] > 0 for part in parts) and all(row[part + "_wall"] >= row[part] for part in parts[:4])
+    assert not any(row[f"direct_{kernel}"] for kernel in ("preprocess", "dkdv", "dq"))  # the interpreter's
+    host_parts.main(["--train", "--smoke", "--no-launch", "--calls", "1", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "host_parts_train.json").read_text())["rows"][0]["launches"] == "stubbed"
+    assert gpusim_kernels.backward.launch is gpusim_kernels.flash2.launch is launching.launch  # put back
+
+
 def test_ncu_compares_backward_kernels_with_gpusim_backward():
     from benchmarks import ncu
     assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [
