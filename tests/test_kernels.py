@@ -41,13 +41,13 @@ def random_case(seed):
     rng = random.Random(seed)
     kv_heads = rng.choice([1, 2])
     return case(["naive", "flash1", "flash2"][seed % 3], ["fp32", "fp16", "bf16"][seed // 3 % 3],
-                seq=rng.randint(1, 100), seq_kv=rng.randint(1, 100), head_dim=rng.choice([16, 48, 64, 80]),
+                seq=rng.randint(1, 64), seq_kv=rng.randint(1, 64), head_dim=rng.choice([16, 48, 64, 80]),
                 block_q=rng.choice([16, 32, 64]), block_kv=rng.choice([16, 32, 64]), causal=rng.random() < 0.5,
                 batch=rng.choice([1, 2]), heads=kv_heads * rng.choice([1, 2, 3]), kv_heads=kv_heads)
 
 
 SMALL = [random_case(seed) for seed in range(45)] + [
-    case("naive", "fp16", 20, 600, 16, 16, 16, gpu=TINY_SRAM),  # softmax in 3 passes
+    case("naive", "fp16", 5, 600, 16, 16, 16, gpu=TINY_SRAM),  # softmax in 3 passes
     case("naive", "fp16", 40, 530, 16, 16, 16, causal=True, gpu=TINY_SRAM),  # 3 passes over the longer rows
     case("flash2", "fp32", 24, 40, 256, 16, 16, causal=True),  # the largest head_dim
     case("flash1", "fp16", 1, 1, 16, 16, 16, causal=True),  # one query, one key
