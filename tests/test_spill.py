@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from benchmarks import resources
 from gpusim.compiled import COMPILED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +33,13 @@ SNIPPET = """
 """
 
 
-def test_the_disassembly_gives_each_loops_local_bytes_per_iteration():
+@pytest.fixture
+def resources():
+    """benchmarks/resources.py, which needs Triton (Linux wheels only)."""
+    return pytest.importorskip("benchmarks.resources", reason="benchmarks/resources.py needs Triton")
+
+
+def test_the_disassembly_gives_each_loops_local_bytes_per_iteration(resources):
     figures = resources.loops_of(*resources.sass_ops(SNIPPET))
     inner = [3, 1, 1, WORD, 0]  # LDL, MUFU, BRA (HGMMA not counted)
     outer = [inner[0] + 3, 1, 2, WORD + DOUBLE, QUAD]  # + LDL.64, STL.128, its own BRA
@@ -44,7 +49,7 @@ def test_the_disassembly_gives_each_loops_local_bytes_per_iteration():
 
 @pytest.mark.parametrize("opcode, width", [("LDL", WORD), ("LDL.LU", WORD), ("LDL.64", DOUBLE), ("STL.128", QUAD),
                                            ("LDL.LU.64", DOUBLE), ("LDG.E.128", 0), ("STS.64", 0)])
-def test_a_local_access_moves_its_width(opcode, width):
+def test_a_local_access_moves_its_width(resources, opcode, width):
     assert resources.local_bytes(opcode) == width
 
 
