@@ -16,7 +16,8 @@ The model, in five steps, each a choice written down here:
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
    a step's loads are exposed unless the kernel prefetches them (num_stages > 1), in which case a step
    waits only for what the prefetch distance does not cover; each spill reload in the compiled step waits
-   an L2 hit. That critical path is chain(J).
+   an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
+   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    With one resident program (b = 1) nothing runs on the units while it waits for its first loads and its
