@@ -15,12 +15,21 @@ bytes, its first_touch bytes (every re-read caught by L2) for DRAM; no time mode
 
     ncu ... --log-file raw_bwd.csv python -m benchmarks.ncu workload --passes backward --manifest manifest_bwd.json
     python -m benchmarks.ncu compare --csv raw_bwd.csv --manifest manifest_bwd.json --out results/h200/ncu_bwd.json
+
+L2 -> SM and SM -> L2 are the kernel's totals, its tensors' and its spills'; the spills alone are compared
+too (spill_l2_to_sm_bytes, spill_sm_to_l2_bytes: local memory's sectors past L1, against KernelResult's
+spill bytes), where Nsight Compute has the counters (`metrics --available` drops them if `ncu
+--query-metrics` does not list them) and either side is not zero. The backward's spills are not counted
+yet. benchmarks/run_ncu.sh profiles one algorithm per ncu (workload --algos, stopped by --max-seconds) and
+compares their CSVs together (compare takes several --csv and --manifest, leaving out one cut short).
 """
 import argparse
 import csv
 import json
+import re
 import sys
 from functools import partial
+from pathlib import Path
 
 # Counters that match a tile schedule (../shared/reference/h200-baselines.md). TMA loads and stores
 # bypass L1's LSU path, so the Hopper kernel's traffic is read from the TMA-specific counters.
@@ -32,8 +41,15 @@ METRICS = {
     "dram_read_bytes": "dram__bytes_read.sum",
     "dram_write_bytes": "dram__bytes_write.sum",
     "time_s": "gpu__time_duration.sum",
+    # Local memory (spills) alone, in 32-byte sectors at L1 (Nsight Compute's memory tables, row "Local"): the
+    # reloads' sectors that miss L1 go to L2; stores write through to L2, every sector
+    "spill_l2_to_sm_bytes": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum",
+    "spill_sm_to_l2_bytes": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
 }
-UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
+# Metrics the comparison does without: an Nsight Compute that does not list them (ncu --query-metrics) is not
+# asked for them (metrics --available), and their rows are left out of the comparison
+OPTIONAL = ("spill_l2_to_sm_bytes", "spill_sm_to_l2_bytes")
+UNITS = {"sector": 32, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
 COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
@@ -65,8 +81,12 @@ def launch_blocks(algo, cfg):
 LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)
 
 
-def workload(manifest_path, seqs=SEQS, passes=("forward",)):
-    """Run every kernel once per configuration inside the profiler range; write what ran, in order."""
+def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seconds=None):
+    """Run every kernel once per configuration inside the profiler range; write what ran, in order. algos:
+    the forward's algorithms to run (None: all); max_seconds: launch nothing more once this long has passed
+    (ncu then ends as usual, its report holding every launch the manifest lists)."""
+    import time
+
     import torch
 
     import gpusim
@@ -76,7 +96,8 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",)):
     fns = {"naive": gpusim_kernels.naive_attention, "flash1": gpusim_kernels.flash1_attention, "flash2": gpusim_kernels.flash2_attention}
     if torch.cuda.get_device_capability()[0] == 9:
         fns["hopper"] = gpusim_kernels.hopper_attention
-    runs = [(algo, "forward") for algo in fns if "forward" in passes]
+    start = time.monotonic()
+    runs = [(algo, "forward") for algo in fns if "forward" in passes and (algos is None or algo in algos)]
     runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
     manifest = {"environment": environment(), "launches": []}
     for cfg in workload_configs(seqs):
@@ -85,6 +106,9 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",)):
         for algo, pass_ in runs:
             if cfg["seq"] > LONGEST.get(algo, cfg["seq"]):
                 continue
+            if max_seconds is not None and time.monotonic() - start > max_seconds:
+                print(f"workload: stopped after {max_seconds} s", file=sys.stderr)
+                return
             if pass_ == "forward":
                 block_q, block_kv = launch_blocks(algo, cfg)
                 kernels = [k.name for k in gpusim.simulate(algo, **cfg, block_q=block_q, block_kv=block_kv,
@@ -130,10 +154,18 @@ def parse_csv(text):
     for row in rows:
         launch = {"kernel_name": row[col["Kernel Name"]]}
         for quantity, metric in METRICS.items():
-            value = row[col[metric]].replace(",", "")
+            value = row[col[metric]].replace(",", "") if metric in col else ""  # a metric not asked for: None
             launch[quantity] = float(value) * UNITS[units[col[metric]]] if value not in ("", "n/a") else None
         out.append(launch)
     return out
+
+
+def available_metrics(query):
+    """The --metrics list: every METRICS counter, less the OPTIONAL ones that `ncu --query-metrics`'s text
+    (query; None: not checked) does not list by their base name (the name before .sum)."""
+    names = set(re.findall(r"[a-z0-9_]+__[a-z0-9_]+", query)) if query is not None else None
+    return sorted({metric for quantity, metric in METRICS.items()
+                   if names is None or quantity not in OPTIONAL or metric.split(".")[0] in names})
 
 
 def kernel_of(name):
@@ -162,10 +194,14 @@ def compare(launches, manifest):
             "dram_read_bytes": launch["dram_read_bytes"],
             "dram_write_bytes": launch["dram_write_bytes"],
             "time_s": launch["time_s"],
+            "spill_l2_to_sm_bytes": launch.get("spill_l2_to_sm_bytes"),
+            "spill_sm_to_l2_bytes": launch.get("spill_sm_to_l2_bytes"),
         }
         label = f"{entry['algo']} bwd {kernel}" if backward else kernel
         for quantity, sim in simulated.items():
             meas = measured[quantity]
+            if quantity in OPTIONAL and (meas is None or not (meas or sim)):  # a counter not profiled, or no spills
+                continue
             rows.append({"kernel": label, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},
                          "quantity": quantity, "simulated": sim, "measured": meas,
                          "rel_err": None if not meas else (sim - meas) / meas})
@@ -176,8 +212,10 @@ def simulated_forward(algo, kernel, config):
     import gpusim
     r = gpusim.simulate(algo, **config, gpu=PRESET)
     k = next(k for k in r.kernels if k.name == kernel)
+    # the kernel's totals (its tensors' and its spills'), and its spills (local memory) alone
     return {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes, "dram_read_bytes": k.dram_read_bytes,
-            "dram_write_bytes": k.dram_write_bytes, "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s}
+            "dram_write_bytes": k.dram_write_bytes, "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s,
+            "spill_l2_to_sm_bytes": k.spill_read_bytes, "spill_sm_to_l2_bytes": k.spill_write_bytes}
 
 
 def simulated_backward(algo, kernel, config):
@@ -194,7 +232,7 @@ def simulated_backward(algo, kernel, config):
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
-           "time_s": 0.25}
+           "time_s": 0.25, "spill_l2_to_sm_bytes": 0.02, "spill_sm_to_l2_bytes": 0.02}
 MIN_TIME_S = 100e-6  # the time target holds for kernels of 100 us or more
 
 
@@ -221,27 +259,42 @@ def format_summary(rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.ncu", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("metrics", help="print the --metrics list for ncu")
+    m = sub.add_parser("metrics", help="print the --metrics list for ncu")
+    m.add_argument("--available", help="ncu --query-metrics's output: leave out the optional metrics it lacks")
     w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")
     w.add_argument("--manifest", required=True)
     w.add_argument("--seqs", default=",".join(map(str, SEQS)))
     w.add_argument("--passes", default="forward", help="forward, backward, or forward,backward")
+    w.add_argument("--algos", help="the forward's algorithms, comma-separated (default: all)")
+    w.add_argument("--max-seconds", type=float, help="launch nothing more after this long")
     c = sub.add_parser("compare", help="ncu CSV + manifest -> results JSON, table and chart")
-    c.add_argument("--csv", required=True)
-    c.add_argument("--manifest", required=True)
+    c.add_argument("--csv", required=True, nargs="+", help="ncu's CSVs, one per manifest")
+    c.add_argument("--manifest", required=True, nargs="+")
     c.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
-        print(",".join(sorted(set(METRICS.values()))))
+        query = Path(args.available).read_text() if args.available else None
+        print(",".join(available_metrics(query)))
     elif args.cmd == "workload":
-        workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")))
+        workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")),
+                 tuple(args.algos.split(",")) if args.algos else None, args.max_seconds)
     else:
-        with open(args.csv) as f:
-            launches = parse_csv(f.read())
-        with open(args.manifest) as f:
-            manifest = json.load(f)
-        rows = compare(launches, manifest["launches"])
-        write(rows, manifest["environment"], args.out)
+        rows, environments = [], []
+        for csv_path, manifest_path in zip(args.csv, args.manifest, strict=True):
+            if not (Path(csv_path).exists() and Path(manifest_path).exists()):
+                print(f"compare: {csv_path} or {manifest_path} missing: left out", file=sys.stderr)
+                continue
+            manifest = json.loads(Path(manifest_path).read_text())
+            try:  # a run cut short (a CSV without a table, or fewer launches than its manifest) is left out
+                rows += compare(parse_csv(Path(csv_path).read_text()), manifest["launches"])
+            except ValueError as err:
+                print(f"compare: {csv_path} left out: {err}", file=sys.stderr)
+                continue
+            environments.append(manifest["environment"])
+        if not environments:
+            print("compare: nothing profiled to compare", file=sys.stderr)
+            return 1
+        write(rows, environments[0], args.out)
         print(format_summary(rows))
     return 0
 
@@ -249,8 +302,6 @@ def main(argv=None):
 def write(rows, environment, out):
     """The comparison as JSON and its summary table beside it (.md). The chart is the course's:
     python -m gpusim_course.provenance.plots ncu OUT."""
-    from pathlib import Path
-
     out = Path(out)
     out.write_text(json.dumps({"environment": environment, "preset": PRESET, "targets": TARGETS, "rows": rows},
                               indent=1))

@@ -29,7 +29,8 @@ Rows with a "shape" are keyed by it (model_key). One that fails to compile is an
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
-(ptxas once per configuration, 50 CPU seconds).
+(ptxas once per configuration, 50 CPU seconds). 558 configurations now: 10 minutes on 2 cores that other
+work shared (2026-12-01).
 """
 import argparse
 import datetime
@@ -246,17 +247,33 @@ def parse_ptxas(log):
             "wgmma_serialized": serialized.group(1) if serialized else None}
 
 
-def sass_loops(cubin):
-    """What the compiled kernel issues, from its disassembly (nvdisasm, shipped with triton): per loop (a
-    backward branch, in address order), [instructions a warp issues per iteration but the tensor cores'
-    HGMMA, of them MUFU (special function unit), of them LDL (spill reloads from local memory)]; and the same
-    for the whole kernel."""
+# Bytes a local-memory access moves per thread, by its width suffix as nvdisasm spells it (LDL, LDL.64, LDL.128,
+# LDL.U8, ...; LDL.LU, a last use, is no wider): 32 bits unless the suffix says otherwise (PTX ISA, ld.local's types)
+LOCAL_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+LOCAL_DEFAULT = 4
+
+
+def local_bytes(opcode):
+    """Bytes per thread an LDL or STL opcode (with its suffixes) moves; 0 for any other opcode."""
+    name, *suffixes = opcode.split(".")
+    if name not in ("LDL", "STL"):
+        return 0
+    return next((LOCAL_WIDTH[s] for s in suffixes if s in LOCAL_WIDTH), LOCAL_DEFAULT)
+
+
+def disassemble(cubin):
+    """nvdisasm's text of a cubin (nvdisasm ships with triton, beside ptxas)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        text = subprocess.run([os.path.join(os.path.dirname(get_ptxas(CAPABILITY).path), "nvdisasm"), "-c", path],
+        return subprocess.run([os.path.join(os.path.dirname(get_ptxas(CAPABILITY).path), "nvdisasm"), "-c", path],
                               capture_output=True, text=True, check=True).stdout
+
+
+def sass_ops(text):
+    """(address, opcode with its suffixes, operands) of each instruction of nvdisasm's text, and the address
+    of each label (.L_x_N)."""
     labels, ops, pending = {}, [], None
     for line in text.splitlines():
         label = re.match(r"\s*\.L_x_(\d+):", line)
@@ -269,16 +286,33 @@ def sass_loops(cubin):
         address = int(inst.group(1), 16)
         if pending is not None:
             labels[pending], pending = address, None
-        ops.append((address, inst.group(2).split(".")[0], inst.group(3)))
+        ops.append((address, inst.group(2), inst.group(3)))
+    return labels, ops
+
+
+def sass_loops(cubin):
+    """What the compiled kernel issues, from its disassembly (nvdisasm, shipped with triton): per loop (a
+    backward branch, in address order), [instructions a warp issues per iteration but the tensor cores'
+    HGMMA, of them MUFU (special function unit), of them LDL (spill reloads from local memory), the bytes per
+    thread its LDL load and its STL store (spills)]; and the same for the whole kernel. A loop's range holds
+    the loops nested in it: an outer loop's figures include its inner loop's once."""
+    return loops_of(*sass_ops(disassemble(cubin)))
+
+
+def loops_of(labels, ops):
+    """sass_loops' figures from sass_ops' labels and instructions."""
     loops = []
     for address, op, rest in ops:
-        target = re.search(r"`\(\.L_x_(\d+)\)", rest) if op == "BRA" else None
+        target = re.search(r"`\(\.L_x_(\d+)\)", rest) if op.split(".")[0] == "BRA" else None
         if target and labels.get(target.group(1), address) < address:
             loops.append((labels[target.group(1)], address))
 
     def issued(lo, hi):
         inside = [op for a, op, _ in ops if lo <= a <= hi]
-        return [sum(op != "HGMMA" for op in inside), inside.count("MUFU"), inside.count("LDL")]
+        names = [op.split(".")[0] for op in inside]
+        return [sum(n != "HGMMA" for n in names), names.count("MUFU"), names.count("LDL"),
+                sum(local_bytes(op) for op in inside if op.startswith("LDL")),
+                sum(local_bytes(op) for op in inside if op.startswith("STL"))]
     return {"loops": [issued(lo, hi) for lo, hi in sorted(loops)], "issued": issued(0, ops[-1][0] if ops else 0)}
 
 
@@ -314,8 +348,9 @@ def compile_one(config):
 
 def model_table(rows, triton_version):
     """gpusim/compiled.py's text: {(arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps,
-    num_stages): (registers, spill bytes stored + loaded per thread, shared bytes)}; shape is head_dim, or for
-    the softmax the row it holds (BLOCK_N)."""
+    num_stages): (registers, spill bytes stored + loaded per thread, shared bytes, per loop (instructions, MUFU,
+    LDL, LDL bytes, STL bytes per iteration), the same for the whole kernel)}; shape is head_dim, or for the
+    softmax the row it holds (BLOCK_N)."""
     entries = {}  # by key: launch variants the model does not tell apart keep the last row's resources
     for r in rows:
         if "error" in r:
@@ -357,9 +392,11 @@ same rows with the triton version; tests/test_occupancy.py checks the two agree)
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
 for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two); naive's
 kernels named with _unaligned are compiled for N_kv not a multiple of 16 (gpusim/passes/naive.py).
-Value: (registers per thread, spill bytes per thread (stores + loads), shared bytes per block, per loop
-in address order (instructions a warp issues per iteration, not counting HGMMA; of them MUFU; of them LDL,
-spill reloads), the same for the whole kernel), the loops read off the disassembly (nvdisasm).
+Value: (registers per thread, spill bytes per thread (stores + loads, as ptxas -v counts them in the code:
+static, not per iteration), shared bytes per block, per loop in address order (instructions a warp issues
+per iteration, not counting HGMMA; of them MUFU; of them LDL, spill reloads; the bytes per thread its LDL
+load and its STL store), the same for the whole kernel), the loops read off the disassembly (nvdisasm). A
+loop's range holds the loops nested in it, so an outer loop's figures include its inner loop's once.
 """
 '''
 

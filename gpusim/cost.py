@@ -16,7 +16,8 @@ The model, in five steps, each a choice written down here:
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
    a step's loads are exposed unless the kernel prefetches them (num_stages > 1), in which case a step
    waits only for what the prefetch distance does not cover; each spill reload in the compiled step waits
-   an L2 hit. That critical path is chain(J).
+   an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
+   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    With one resident program (b = 1) nothing runs on the units while it waits for its first loads and its
@@ -67,6 +68,8 @@ class Timing:
     registers_per_thread: int
     limited_by: str  # what caps the blocks per SM: registers, shared memory, warps or blocks
     latency_bound: bool  # True when a program's critical path, not a unit, sets its slot time
+    spill_read_bytes: int  # L2 -> SM: the compiled kernel's spill reloads (LDL), over the grid (Grid.spill)
+    spill_write_bytes: int  # SM -> L2: its spill stores (STL)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Grid:
     steps: int  # over all programs
     resident: int  # b: blocks an SM really holds (fewer when the grid is small)
     slots: int  # SMs x b
+    spill: tuple  # (L2->SM, SM->L2) bytes of local memory: the compiled kernel's spills (pass_.spill)
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,8 @@ def occupied(cfg, kernel, counts, dram, flops):
     work = cfg.pass_.work(cfg, kernel)
     programs, steps = int(sum(work.counts)), int(sum(v * c for v, c in zip(work.values, work.counts)))
     b = min(occ.blocks_per_sm, -(-programs // cfg.gpu.sm_count))  # blocks an SM really holds
-    return Grid(cfg, kernel, counts, dram, flops, res, occ, work, programs, steps, b, cfg.gpu.sm_count * b)
+    spill = cfg.pass_.spill(cfg, kernel, res, steps, programs)
+    return Grid(cfg, kernel, counts, dram, flops, res, occ, work, programs, steps, b, cfg.gpu.sm_count * b, spill)
 
 
 def rates(grid):
@@ -162,8 +167,9 @@ def one_step(grid, rate):
     overlapped = (ratio * (unit["mma"] + max(unit["issue"], unit["sfu"])) if ratio is not None else
                   max(unit.values()) + (unit["mma"] + max(unit["issue"], unit["sfu"]) - max(unit.values())) / streams)
     step, fixed = _split(grid.counts, grid.dram, pass_.STEP_TENSORS[kernel])
-    spill = grid.res.spill_bytes_per_thread * grid.res.threads * grid.steps  # local memory, every step
-    step = (step[0] + spill, step[1], step[2] + spill, step[3])
+    # Spills live in L2 (no DRAM bytes): their reloads and stores, all counted with the steps (those outside the
+    # loops, once per program, are a prologue's few bytes)
+    step = (step[0] + sum(grid.spill), step[1], step[2] + grid.spill[0], step[3])
     step_bytes, fixed_bytes = _per(step, grid.steps), _per(fixed, grid.programs)
     # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
     # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
@@ -251,6 +257,7 @@ def waves(step):
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
         latency_bound=bool(chain(step, longest) > busy(step, longest, sharing)),
+        spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
 
 

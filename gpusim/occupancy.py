@@ -25,11 +25,13 @@ class Resources:
     num_stages: int
     registers_per_thread: int
     shared_bytes: int  # per block: the staged tiles, Triton's scratch included where compiled
-    spill_bytes_per_thread: int  # local-memory stores + loads per thread, as ptxas reports them
+    spill_bytes_per_thread: int  # local-memory stores + loads per thread in the code, as ptxas reports them
+    #                              (static: the traffic, per iteration of each loop, is pass_.spill's)
     compiled: bool  # True: read off the compiled kernel; False: estimated from the tile shapes
     loops: tuple = ()  # compiled: per loop, (instructions a warp issues per iteration but HGMMA, MUFU of them,
-    #                    LDL of them: spill reloads)
-    issued: tuple = (0, 0, 0)  # compiled: the same over the whole kernel
+    #                    LDL of them: spill reloads, bytes per thread its LDL load, bytes its STL store); an
+    #                    outer loop's figures include the loops nested in it
+    issued: tuple = (0, 0, 0, 0, 0)  # compiled: the same over the whole kernel
 
     @property
     def threads(self):

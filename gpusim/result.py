@@ -12,8 +12,9 @@ class KernelResult:
     name: str
     programs: int  # thread blocks in the grid
     sram_bytes_per_block: int
-    read_bytes: int  # HBM -> SRAM (the paper's HBM accesses: what the SMs ask the memory system for)
-    write_bytes: int  # SRAM -> HBM
+    read_bytes: int  # HBM -> SRAM (the paper's HBM accesses: what the SMs ask the memory system for): the
+    #                  tensors' (Result.counts) and the spills' (spill_read_bytes)
+    write_bytes: int  # SRAM -> HBM: the tensors' and the spills' (spill_write_bytes)
     dram_read_bytes: int  # the part of read_bytes that misses in L2
     dram_write_bytes: int  # the part of write_bytes written back to DRAM before the kernel ends
     flops_matmul: int
@@ -30,6 +31,8 @@ class KernelResult:
     latency_bound: bool  # a program's critical path, not a unit, sets its time (Little's law)
     overlap: bool  # the kernel overlaps its softmax with its matmuls (warp specialization)
     pass_: str = "forward"  # "forward" or "backward" (a training step's); "pass" in to_dict
+    spill_read_bytes: int = 0  # L2 -> SM of local memory (spill reloads): part of read_bytes, no tensor's
+    spill_write_bytes: int = 0  # SM -> L2 of local memory (spill stores): part of write_bytes
 
     @property
     def compute_time_s(self):
@@ -62,6 +65,14 @@ class Result:
     def by_tensor(self):
         """{tensor: {"read_bytes", "write_bytes"}} summed over kernels (and passes), in TENSOR_ORDER."""
         return by_tensor(self.counts)
+
+    @property
+    def spills(self):
+        """{kernel: (read_bytes, write_bytes)}: the compiled kernels' spill traffic between the SMs and L2
+        (local memory: no tensor's, so not in counts or by_tensor; in each KernelResult's read and write
+        bytes); kernels that spill nothing, or were not compiled, are absent."""
+        return {k.name: (k.spill_read_bytes, k.spill_write_bytes) for k in self.kernels
+                if k.spill_read_bytes or k.spill_write_bytes}
 
     @property
     def dram_by_tensor(self):
@@ -165,7 +176,8 @@ def time_kernels(cfg, counts, dram, direction="forward"):
         mine, to_dram = _of(counts, name), _of(dram, name)
         (read, write), (dram_read, dram_write) = ([sum(rw[i] for rw in table.values()) for i in (0, 1)]
                                                   for table in (mine, to_dram))
-        t = cost.kernel_time(cfg, name, mine, to_dram, mm, other, exps)
+        t = cost.kernel_time(cfg, name, mine, to_dram, mm, other, exps)  # its spills: t.spill_*_bytes
+        read, write = read + t.spill_read_bytes, write + t.spill_write_bytes
         out.append(KernelResult(name, rules.programs(cfg, name), cfg.sram_bytes(name), read, write, dram_read,
                                 dram_write, mm, other, exps, overlap=rules.streams(cfg, name) > 1, pass_=direction,
                                 **t.__dict__))

@@ -153,6 +153,16 @@ class Tiling:
         return bc * (br * (ramp + (last - s) * whole) + n_last * self.unmasked_blocks_of(last))
 
     @property
+    def unmasked_tiles(self):
+        """Tiles that need no mask: sum_i (unmasked blocks of Q block i), as unmasked_elements sums them."""
+        tr, br, bc, whole = self.n_q_blocks, self.block_q, self.block_kv, self.seq_kv // self.block_kv
+        if not self.causal:
+            return tr * whole
+        last = tr - 1
+        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
+        return floor_sum(s, bc, br, self.offset) + (last - s) * whole + self.unmasked_blocks_of(last)
+
+    @property
     def max_keys(self):
         """The most K/V rows one Q block loads (the last block's)."""
         return self.keys_of(self.n_q_blocks - 1)

@@ -128,7 +128,7 @@ def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
     assert reloads > 0 and r.kernels[0].latency_bound
     work = cfg.pass_.work(cfg, "flash1")  # one program: batch 1, one head
     steps = sum(v * c for v, c in zip(work.values, work.counts))
-    no_reloads = loops[:-1] + (loops[-1][:2] + (0,),)
+    no_reloads = loops[:-1] + (loops[-1][:2] + (0,) + loops[-1][3:],)  # the same bytes: only the waits go
     monkeypatch.setitem(compiled.COMPILED, key, (registers, spill, shared, no_reloads, issued))
     without = gpusim.simulate("flash1", **kw)
     gap = r.predicted_time_s - without.predicted_time_s

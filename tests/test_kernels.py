@@ -137,6 +137,16 @@ def test_trace_io_by_tensor_sums_the_kernels():
     assert gpusim_kernels.trace_io(run, c, *inputs(c, "cpu")) == gpusim.simulate(**c).by_tensor
 
 
+@CPU
+def test_trace_io_moves_the_tensors_bytes_where_the_compiled_kernel_spills():
+    """flash1 causal at the H200's tiles spills (gpusim/compiled.py): the spills are the kernel's bytes, no
+    tensor's, so what its loads and stores move is still the tensors' counts."""
+    c = case("flash1", "fp16", 300, 300, 64, 64, 256, causal=True, heads=2, gpu="H200-measured")
+    counted = gpusim.simulate(**c)
+    assert counted.spills["flash1"][0] > 0
+    assert gpusim_kernels.trace_io(run, c, *inputs(c, "cpu"), by_kernel=True) == counted.counts
+
+
 DEVICE = "cpu" if INTERPRETED else "cuda"  # where the kernels run in this session
 RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
 F16, QKV = torch.float16, [(1, 2, 32, 16), (1, 1, 32, 16), (1, 1, 32, 16)]

@@ -82,3 +82,30 @@ def test_ncu_comparison_refuses_a_manifest_that_does_not_match():
     with pytest.raises(ValueError, match="'flash1_kernel' is not the expected flash2 kernel"):
         ncu.compare(launches, [manifest[0], manifest[2], manifest[1], manifest[3]])
 
+
+def test_ncu_compares_the_spill_entry_with_local_memorys_sectors():
+    entry = {"seq": 1024, "head_dim": 64, "causal": True, "dtype": "fp16", "batch": 16, "heads": 32,
+             "algo": "flash1", "block_q": 64, "block_kv": 256, "kernels": ["flash1"]}
+    sim = ncu.simulated_forward("flash1", "flash1", {k: v for k, v in entry.items() if k not in ("algo", "kernels")})
+    launch = {"kernel_name": "flash1_kernel", "l2_to_sm_bytes": sim["l2_to_sm_bytes"],
+              "sm_to_l2_bytes": sim["sm_to_l2_bytes"], "dram_read_bytes": 1.0, "dram_write_bytes": 1.0,
+              "time_s": 1e-3, "spill_l2_to_sm_bytes": sim["spill_l2_to_sm_bytes"], "spill_sm_to_l2_bytes": None}
+    rows = {r["quantity"]: r for r in ncu.compare([launch], [entry])}
+    assert sim["spill_l2_to_sm_bytes"] > 0 and rows["spill_l2_to_sm_bytes"]["rel_err"] == 0
+    assert "spill_sm_to_l2_bytes" not in rows  # a counter not profiled: no row
+    assert rows["l2_to_sm_bytes"]["rel_err"] == 0  # the kernel's total: tensors and spills
+
+
+def test_ncu_asks_only_for_the_optional_counters_it_lists():
+    listed = "\n".join(m.split(".")[0] + "   some description" for q, m in ncu.METRICS.items()
+                       if q not in ncu.OPTIONAL)
+    assert ncu.available_metrics(listed) == sorted({m for q, m in ncu.METRICS.items() if q not in ncu.OPTIONAL})
+    assert ncu.available_metrics(None) == sorted(set(ncu.METRICS.values()))
+
+
+def test_ncu_parses_a_csv_without_the_local_counters():
+    header = ['"Kernel Name"'] + [f'"{m}"' for q, m in ncu.METRICS.items() if q not in ncu.OPTIONAL]
+    units = ['""'] + ['"ns"' if q == "time_s" else '"byte"' for q in ncu.METRICS if q not in ncu.OPTIONAL]
+    row = ['"flash1_kernel"'] + ['"1,000"'] * (len(header) - 1)
+    launch, = ncu.parse_csv("\n".join(",".join(line) for line in (header, units, row)))
+    assert launch["spill_l2_to_sm_bytes"] is None and launch["l2_to_sm_bytes"] == 1000

@@ -11,7 +11,7 @@ Methods take the configuration `cfg` first; `kernel` is one of cfg.kernels.
 """
 from ..hardware import PRESETS
 from ..shape import Tiles
-from .common import per_step_issue
+from .common import per_step_issue, per_step_spill
 
 
 class Pass:
@@ -145,6 +145,12 @@ class Pass:
         """(instructions a warp issues per step, of them MUFU, of them spill reloads, per program besides):
         from the compiled kernel's loops, one step each in turn, or estimated from the operations."""
         return per_step_issue(res, other_flops, exps, steps)
+
+    def spill(self, cfg, kernel, res, steps, programs):
+        """(L2->SM, SM->L2) bytes of the compiled kernel's spills (LDL reloads, STL stores to local memory), over
+        the grid: each loop's bytes per thread times its iterations as this pass schedules the steps (one
+        loop each in turn), the code outside the loops once per program; (0, 0) where nothing was compiled."""
+        return per_step_spill(res, steps, programs)
 
     def streams(self, cfg, kernel):
         """Independent instruction streams in a block (warp specialization): one, all warps alike."""

@@ -70,6 +70,47 @@ def per_step_issue(res, other_flops, exps, steps):
     return compiled_issue(res, [(i, 1 / len(res.loops)) for i in range(len(res.loops))])
 
 
+# Where a compiled figure sits in gpusim/compiled.py's loop tuples: (instructions, MUFU, LDL, LDL bytes, STL bytes)
+LDL_BYTES, STL_BYTES = 3, 4
+
+
+def local_bytes(figures):
+    """(LDL bytes, STL bytes) per thread of a compiled loop's or kernel's figures; (0, 0) where the tuple
+    predates them."""
+    return tuple(figures[k] if len(figures) > k else 0 for k in (LDL_BYTES, STL_BYTES))
+
+
+def own_local_bytes(res, loop, inner=()):
+    """(LDL bytes, STL bytes) per thread of one iteration of compiled loop `loop` less the loops nested in it
+    (`inner`: an outer loop's range holds its inner loop's instructions)."""
+    return tuple(a - sum(local_bytes(res.loops[i])[k] for i in inner)
+                 for k, a in enumerate(local_bytes(res.loops[loop])))
+
+
+def outside_local_bytes(res, top):
+    """(LDL bytes, STL bytes) per thread of the kernel's code outside its outermost loops `top`: run once per
+    program (a prologue's saves, an epilogue's reloads)."""
+    return tuple(a - sum(local_bytes(res.loops[i])[k] for i in top)
+                 for k, a in enumerate(local_bytes(res.issued)))
+
+
+def spill_traffic(res, runs):
+    """(L2->SM, SM->L2) bytes of local memory: runs, [((LDL bytes, STL bytes) per thread, times run over the
+    grid)], each byte loaded (LDL) or stored (STL) by every thread of the block. Nothing where not compiled."""
+    if not res.compiled:
+        return 0, 0
+    return tuple(int(res.threads * sum(nbytes[k] * n for nbytes, n in runs)) for k in (0, 1))
+
+
+def per_step_spill(res, steps, programs):
+    """spill_traffic() of a kernel whose steps are the iterations of its loops, taken in turn (sibling loops,
+    none nested: steps split between them, the first ones taking the remainder's share), its code outside the
+    loops once per program; without a loop, the whole kernel once per program."""
+    n = len(res.loops)
+    runs = [(local_bytes(res.loops[i]), steps * (i + 1) // n - steps * i // n) for i in range(n)]
+    return spill_traffic(res, runs + [(outside_local_bytes(res, range(n)), programs)])
+
+
 def padded(d):
     """d rounded up to a power of two, as Triton tiles it (BLOCK_D, a tl.arange)."""
     return 1 << (d - 1).bit_length()

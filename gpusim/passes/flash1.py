@@ -11,7 +11,8 @@ import numpy as np
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import uniform_work
 from .base import Pass
-from .common import compiled_issue, estimated_issue, masked_scores, pow2_floor, qkvo_bytes, shrink_to_fit, warps
+from .common import (compiled_issue, estimated_issue, masked_scores, outside_local_bytes, own_local_bytes,
+                     per_step_spill, pow2_floor, qkvo_bytes, shrink_to_fit, spill_traffic, warps)
 
 # Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is
 # masked), row max, subtract, exp (a multiply by log2(e) and an exp2), row sum, P converted to the dtype.
@@ -65,6 +66,19 @@ class Flash1(Pass):
         if not res.loops:
             return estimated_issue(res, other_flops, exps, steps)
         return compiled_issue(res, [(len(res.loops) - 1, 1.0)])
+
+    def spill(self, cfg, kernel, res, steps, programs):
+        """Spill traffic of kernels/flash1.py's three loops, in address order: the initialising loop (T_r
+        iterations a program), the K/V loop (the K/V blocks the last Q block sees, J_{T_r - 1}) and, nested in
+        it, the Q loop (the steps: sum_i J_i a program); the K/V loop's own bytes are its range's less the Q
+        loop's. A compile of another shape is taken as the base pass's loops in turn."""
+        if len(res.loops) != 3:
+            return per_step_spill(res, steps, programs)
+        t = cfg.tiling
+        runs = [(own_local_bytes(res, 0), programs * t.n_q_blocks),
+                (own_local_bytes(res, 1, inner=(2,)), programs * t.kv_blocks_of(t.n_q_blocks - 1)),
+                (own_local_bytes(res, 2), steps), (outside_local_bytes(res, (0, 1)), programs)]
+        return spill_traffic(res, runs)
 
     def register_tiles(self, cfg, kernel):
         """S_ij in fp32 (P_ij takes its registers), O_i read back and P_ij V_j in fp32, and Q_i."""

@@ -12,8 +12,8 @@ import numpy as np
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import ramp_work
 from .base import Pass
-from .common import (compiled_issue, estimated_issue, masked_scores, padded, pipeline_stages, pow2_floor, qkvo_bytes,
-                     shrink_to_fit, warps)
+from .common import (compiled_issue, estimated_issue, masked_scores, outside_local_bytes, own_local_bytes, padded,
+                     per_step_spill, pipeline_stages, pow2_floor, qkvo_bytes, shrink_to_fit, spill_traffic, warps)
 
 # Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
 # subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second
@@ -65,6 +65,20 @@ class Flash2(Pass):
         t = cfg.tiling
         whole = t.unmasked_elements / t.tile_elements if t.tile_elements else 1.0
         return compiled_issue(res, [(0, whole), (len(res.loops) - 1, 1 - whole)])
+
+    def spill(self, cfg, kernel, res, steps, programs):
+        """Spill traffic of kernels/flash2.py's two K/V loops: the first runs each Q block's unmasked blocks
+        (the tiling's unmasked tiles, over every head), the last the rest (the diagonal, a ragged last block);
+        the code outside them once per program. Not a clean map: Triton's software pipeline peels iterations
+        out of a loop (up to num_stages - 1), whose code is outside it; here every step counts the loop's bytes
+        and the peeled code counts once more, with the rest outside the loops (over by at most that code's
+        bytes per program). A compile of another shape is taken as the base pass's loops in turn."""
+        if len(res.loops) != 2:
+            return per_step_spill(res, steps, programs)
+        unmasked = cfg.bh * cfg.tiling.unmasked_tiles
+        runs = [(own_local_bytes(res, 0), unmasked), (own_local_bytes(res, 1), steps - unmasked),
+                (outside_local_bytes(res, (0, 1)), programs)]
+        return spill_traffic(res, runs)
 
     def work(self, cfg, kernel):
         """Q block i does J_i steps; the grid (Tr, B*H) launches the Q blocks of a head in order."""

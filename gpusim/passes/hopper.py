@@ -10,7 +10,7 @@ fp16's. The kernel reads it; the model prices it.
 """
 from ..shape import Tiles
 from ..tiling import ramp_work
-from .common import estimated_issue
+from .common import estimated_issue, per_step_spill
 from .flash2 import PER_MASKED_SCORE, Flash2
 
 # Per program, before its first copy (results/h200/program_setup.json against flash2, one wave; derived by
@@ -118,6 +118,11 @@ class Hopper(Flash2):
         """Estimated from the operations counted: the warp-specialized kernel's disassembly holds the producer's,
         both consumers' and the specializer's loops, which this model does not tell apart."""
         return estimated_issue(res, other_flops, exps, steps)
+
+    def spill(self, cfg, kernel, res, steps, programs):
+        """The base pass's loops in turn, not flash2's two: the warp-specialized disassembly's loops are the
+        producer's, the consumers' and the specializer's (none of its compiled launches spills)."""
+        return per_step_spill(res, steps, programs)
 
     def work(self, cfg, kernel):
         """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
