@@ -157,7 +157,8 @@ def train_parts(shape, device, calls, sync, launches):
 
 
 def step_parts(q, k, v, device):
-    """{name: fn}: the training step, SDPA's (its flash backend on a GPU), Nothing's, and the forward alone."""
+    """{name: fn}: the training step, SDPA's (its flash backend on a GPU), Nothing's, each also with autograd's
+    backward run on the calling thread (_one_thread), and the forward alone."""
     def step(attention):
         def fn():
             q.grad = k.grad = v.grad = None
@@ -169,8 +170,15 @@ def step_parts(q, k, v, device):
             return F.scaled_dot_product_attention(q, k, v)
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return F.scaled_dot_product_attention(q, k, v)
-    return {"step": step(gpusim_kernels.flash2_attention_trainable), "sdpa_step": step(sdpa),
-            "nothing_step": step(Nothing.apply), "forward": lambda: gpusim_kernels.flash2_attention_trainable(q, k, v)}
+    def one_thread(fn):  # autograd's backward on the calling thread, not the engine's thread for the device
+        def run():
+            with torch.autograd.set_multithreading_enabled(False):
+                fn()
+        return run
+    steps = {"step": step(gpusim_kernels.flash2_attention_trainable), "sdpa_step": step(sdpa),
+             "nothing_step": step(Nothing.apply)}
+    return {**steps, **{f"{name}_one_thread": one_thread(fn) for name, fn in steps.items()},
+            "forward": lambda: gpusim_kernels.flash2_attention_trainable(q, k, v)}
 
 
 def gc_collections_per_call(fn, calls):

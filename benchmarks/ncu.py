@@ -52,10 +52,9 @@ OPTIONAL = ("spill_l2_to_sm_bytes", "spill_sm_to_l2_bytes")
 UNITS = {"sector": 32, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
-COMMAND = ("ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv --page raw "
-           "--metrics $(python -m benchmarks.ncu metrics) --log-file raw.csv python -m benchmarks.ncu workload --manifest "
-           "manifest.json && python -m benchmarks.ncu compare --csv raw.csv --manifest manifest.json --out "
-           "results/h200/ncu.json")
+COMMAND = ("OUT=$OUT bash benchmarks/run_ncu.sh (one ncu per algorithm: python -m benchmarks.ncu workload --algos "
+           "ALGO under ncu --clock-control none --cache-control all; then python -m benchmarks.ncu compare over the four "
+           "CSVs and manifests)")
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
 
