@@ -53,6 +53,13 @@ SLIDER_HANDLE = (
     "//div[contains(@class, 'noUi-handle')]"
 )
 
+POLL_S = 0.1  # how often a wait looks again (Selenium's default, 0.5 s, costs 0.25 s a wait on average)
+
+
+def waiting(driver, timeout_s, *ignored):
+    """A WebDriverWait of timeout_s that looks every POLL_S, ignoring these exceptions while it waits."""
+    return WebDriverWait(driver, timeout_s, poll_frequency=POLL_S, ignored_exceptions=ignored)
+
 
 def _on_path(names):
     return next((path for path in map(shutil.which, names) if path), None)
@@ -249,7 +256,7 @@ IMAGE_SIZES = """return Array.from(document.querySelectorAll('.jp-OutputArea img
 
 
 def test_notebook4_guess_reveal_and_block_sliders(browser, lab, screenshot, one_kernel):
-    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    wait = waiting(browser, 30, StaleElementReferenceException)
     _open_and_run_all(browser, wait, lab, NOTEBOOK)
     guess = wait.until(lambda d: d.find_element(By.XPATH, GUESS))
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, HBM_SPAN))
@@ -292,7 +299,7 @@ def _cell_with(driver, text, missing_ok=False):
 def test_notebook10_a_kernel_pasted_into_the_puzzle_is_accepted(browser, lab, one_kernel):
     from gpusim_course import puzzles
 
-    wait = WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException])
+    wait = waiting(browser, 60, StaleElementReferenceException)
     _open_and_run_all(browser, wait, lab, PUZZLES)
     check = wait.until(lambda d: _cell_with(d, 'puzzles.check("online_softmax"', missing_ok=True))
     wait.until(lambda d: "not yet" in check.find_element(By.CSS_SELECTOR, ".jp-OutputArea").text)
@@ -356,7 +363,7 @@ def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, 
     marker, kind, label = CONTROLS[notebook]
     if not (NOTEBOOKS / notebook).exists():
         pytest.skip(f"{notebook} is not in this tree")
-    wait = WebDriverWait(browser, 90, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException])
+    wait = waiting(browser, 90, StaleElementReferenceException, NoSuchElementException)
     _open_and_run_all(browser, wait, lab, notebook)
     cell = wait.until(lambda d: _cell_with(d, marker, missing_ok=True))
     before = wait.until(lambda d: _output_state(_cell_with(d, marker), kind) or None)
@@ -365,7 +372,7 @@ def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, 
     for attempt in (1, 2):  # a change the page drops while it is still busy is made once more
         _move(browser, _cell_with(browser, marker), kind, label)
         try:
-            after = WebDriverWait(browser, 30 * attempt, ignored_exceptions=[StaleElementReferenceException]).until(
+            after = waiting(browser, 30 * attempt, StaleElementReferenceException).until(
                 lambda d: (now := _output_state(_cell_with(d, marker), kind)) != before and now)
             break
         except TimeoutException:
@@ -403,7 +410,7 @@ def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_ke
     """Notebook 11's experiment links open a notebook not yet open scrolled to the section, not at its top: they
     name the heading's cell (`#cell-id=`), which JupyterLab scrolls to when it opens a notebook (with its default
     windowing; a heading's anchor it does not)."""
-    wait = WebDriverWait(browser, 90, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException])
+    wait = waiting(browser, 90, StaleElementReferenceException, NoSuchElementException)
     _open_and_run_all(browser, wait, lab, "11_claims_scorecard.ipynb")
     link = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".jp-OutputArea a[href*='05_flash1_vs_flash2.ipynb']"))
     section = link.text
@@ -411,6 +418,6 @@ def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_ke
     link.click()
     wait.until(lambda d: d.execute_script(HEADING_TOP, section))  # the notebook is open
     try:  # JupyterLab scrolls once the notebook's model is ready
-        WebDriverWait(browser, 15).until(lambda d: 0 <= d.execute_script(HEADING_TOP, section)[0] < 300)
+        waiting(browser, 15).until(lambda d: 0 <= d.execute_script(HEADING_TOP, section)[0] < 300)
     except TimeoutException:
         pytest.fail(f"the link to {section!r} left it at {browser.execute_script(HEADING_TOP, section)}")

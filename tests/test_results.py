@@ -109,3 +109,29 @@ def test_ncu_parses_a_csv_without_the_local_counters():
     row = ['"flash1_kernel"'] + ['"1,000"'] * (len(header) - 1)
     launch, = ncu.parse_csv("\n".join(",".join(line) for line in (header, units, row)))
     assert launch["spill_l2_to_sm_bytes"] is None and launch["l2_to_sm_bytes"] == 1000
+
+
+def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_them():
+    """docs/perf.md's paragraph on the training step's parts, recomputed from results/h200/host_parts_train.json:
+    each range (min–max over the three shapes, µs or a ratio) as the text prints it."""
+    rows = json.loads((RESULTS / "host_parts_train.json").read_text())["rows"]
+
+    def span(values, digits=0):
+        return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
+
+    def each(key):
+        return [r[key] for r in rows]
+    launches = [r["launch_preprocess"] + r["launch_dkdv"] + r["launch_dq"] for r in rows]
+    parts = [r["nothing_step"] + r["forward"] + r["backward"] for r in rows]
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "perf.md").read_text().split())
+    quoted = [f"our step costs {span(each('step'))} µs against SDPA flash's {span(each('sdpa_step'))}",
+              f"({span([r['step'] / r['sdpa_step'] for r in rows], 2)}×;",
+              f"launches nothing costs {span(each('nothing_step'))} µs", f"Our forward is {span(each('forward'))} µs",
+              f"our backward alone {span(each('backward'))} µs",
+              f"three launches of {span([r[k] for r in rows for k in ('launch_preprocess', 'launch_dkdv', 'launch_dq')])}",
+              f"contiguous ({span(each('do_contiguous'))} µs)", f"allocations ({span(each('four_empties'))} µs)",
+              f"look-up ({span(each('backward_launch'))} µs)", f"add to {span(parts)} µs",
+              f"the step costs {span(each('step_one_thread'))} µs against SDPA's {span(each('sdpa_step_one_thread'))}",
+              f"({span([r['step_one_thread'] / r['sdpa_step_one_thread'] for r in rows], 2)}×)",
+              f"three launches from Python ({span(launches)} µs)"]
+    assert [q for q in quoted if q not in text] == []
