@@ -7,6 +7,11 @@ triton 3.6.0's, applied when gpusim_kernels is imported in interpreter mode, so 
   operands now go through fp32, which is exact (a product of two bf16 values fits in fp32) and accumulates
   in fp32, as bf16 tensor cores do;
 - fp32 -> bf16 casts truncate; the GPU rounds to nearest even, which halves the error of a bf16 output.
+
+And one for speed: every call of a device function (a @triton.jit helper called from a kernel) patched
+triton.language again, walking its modules' members (about 3 ms a call; a third of naive attention's time on
+CPU), although the launch running it had patched the same modules and Triton never restores a device
+function's patch. Inside a launch, a device function whose modules the launch patched is not patched again.
 """
 import numpy as np
 import triton
@@ -40,6 +45,28 @@ def _cast_impl(self, src, dst_type, original=Builder.cast_impl):
     return original(self, src, dst_type)
 
 
+_PATCHED = []  # per launch in progress (innermost last): the ids of the language modules it has patched
+
+
+def _launch(self, *args, original=interpreter.GridExecutor.__call__, **kwargs):
+    _PATCHED.append(set())
+    try:
+        return original(self, *args, **kwargs)
+    finally:
+        _PATCHED.pop()
+
+
+def _patch_lang(fn, original=interpreter._patch_lang):
+    modules = {id(m) for m in fn.__globals__.values() if m is tl or m is tl.core}
+    if _PATCHED and _PATCHED[-1] and modules <= _PATCHED[-1]:
+        return None  # a device function's call, its modules patched by the launch: Triton discards the scope
+    scope = original(fn)
+    if _PATCHED:
+        _PATCHED[-1].update(modules)
+    return scope
+
+
 if INTERPRETED:
+    interpreter.GridExecutor.__call__, interpreter._patch_lang = _launch, _patch_lang
     interpreter._patch_lang_tensor = _patch_lang_tensor
     Builder.create_dot, Builder.cast_impl = _create_dot, _cast_impl

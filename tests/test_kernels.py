@@ -205,3 +205,22 @@ def test_trace_io_refuses_arguments_that_share_memory():
     q, kv = tensors(QKV[1:])
     with pytest.raises(ValueError, match="flash2: arguments K and V share memory"):
         gpusim_kernels.trace_io(gpusim_kernels.flash2_attention, q, kv, kv)
+
+
+@CPU
+def test_a_device_function_inside_a_launch_does_not_patch_triton_language_again(monkeypatch):
+    """kernels/interpreter.py: Triton's interpreter patches triton.language again at every device-function call;
+    inside a launch that patched the same modules that is skipped, so the patching does not grow with the
+    programs (naive attention's softmax runs one per row: 16, then 64; without the skip, 257 and 1,388 modules
+    walked, with it 27 and 30: a device function first called at the larger shape)."""
+    from triton.runtime import interpreter
+    patched, original = [], interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda *args: patched.append(args[0]) or original(*args))
+
+    def patches(seq):
+        patched.clear()
+        c = case("naive", "fp32", seq, seq, 16, 16, 16)
+        run(c, *inputs(c, "cpu"))
+        return len(patched)
+    few = patches(16)
+    assert 0 < patches(64) < 2 * few
