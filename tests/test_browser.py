@@ -7,7 +7,8 @@ control (CONTROLS): moves one control and checks that the output it drives (its 
 multiple-choice guess) changed. Notebook 10: pastes the reference solution of the first kernel puzzle into its
 template cell, runs it and the check, and sees it accepted. Notebook 11: a scorecard link opens its notebook at
 the section. One JupyterLab and one Chromium serve them all
-(module-scoped fixtures); each test shuts its kernels down.
+(module-scoped fixtures), in one page that loads JupyterLab once (the scorecard test loads it again, with the
+default windowing); each test closes its notebooks and shuts their kernels down.
 Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
 missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
@@ -105,7 +106,9 @@ def lab(tmp_path_factory):
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
              "--port-retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
              # kernels on Unix sockets: no TCP port another test process's kernel could take first
-             "--KernelManager.transport=ipc", f"--KernelManager.ip={tmp_path / 'kernel'}"],
+             "--KernelManager.transport=ipc", f"--KernelManager.ip={tmp_path / 'kernel'}",
+             # window.jupyterapp: the tests open each notebook in one page, without loading JupyterLab again
+             "--LabApp.expose_app_in_browser=True"],
             env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     try:
@@ -229,15 +232,29 @@ def _interrupt_kernels(lab):
         urllib.request.urlopen(request, timeout=30)
 
 
+# The notebooks open in the page, closed without asking to save them (their outputs are the test's, not the
+# learner's); nothing where the page is not JupyterLab's.
+CLOSE_NOTEBOOKS = """const app = window.jupyterapp;
+if (app) for (const w of Array.from(app.shell.widgets('main'))) { if (w.context) w.context.model.dirty = false; w.dispose(); }"""
+OPEN_NOTEBOOK = """const [path, done] = arguments;
+window.jupyterapp.restored.then(() => window.jupyterapp.commands.execute('docmanager:open', {path}))
+    .then(() => done(true), error => done(String(error)));"""
+APP_LOADED = "return Boolean(window.jupyterapp)"
+
+
 @pytest.fixture
-def one_kernel(lab):
+def one_kernel(lab, browser):
+    """The test's notebooks closed and their kernels shut down after it: the next test opens its own alone."""
     yield
+    browser.execute_script(CLOSE_NOTEBOOKS)
     _shut_down_kernels(lab)
 
 
 def _open_and_run_all(browser, wait, lab, notebook):
-    # reset: a fresh workspace, without the tabs (and kernels) of the notebooks the test opened before
-    browser.get(f"{lab}/lab/tree/{notebook}?token={TOKEN}&reset")
+    if not browser.execute_script(APP_LOADED):  # JupyterLab loads once (reset: a fresh workspace), then stays
+        browser.get(f"{lab}/lab?token={TOKEN}&reset")
+        wait.until(lambda d: d.execute_script(APP_LOADED))
+    assert browser.execute_async_script(OPEN_NOTEBOOK, notebook) is True
     # The toolbar's kernel name appears once the session has its kernel (the execution indicator alone says
     # idle before the kernel even exists); JupyterLab 4.6 has no kernel status in the status bar.
     kernel_idle = ("//*[contains(@class, 'jp-NotebookPanel')][not(contains(@class, 'lm-mod-hidden'))]"
@@ -399,11 +416,14 @@ def _tracker_settings(lab, raw):
 
 
 @pytest.fixture
-def default_windowing(lab):
-    """JupyterLab's own notebook windowing, as a learner's lab has it, for one test (the others render every cell)."""
+def default_windowing(lab, browser):
+    """JupyterLab's own notebook windowing, as a learner's lab has it, for one test (the others render every cell):
+    the page is left before and after, so that JupyterLab loads again with the settings of the moment."""
     _tracker_settings(lab, "{}")
+    browser.get("about:blank")
     yield
     _tracker_settings(lab, json.dumps({"windowingMode": "none"}))
+    browser.get("about:blank")
 
 
 def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_kernel, default_windowing):
