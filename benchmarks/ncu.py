@@ -13,8 +13,9 @@ so ncu sees exactly one launch per kernel and configuration, with caches flushed
 forward outside the profiled range), compared with gpusim.backward: its counts for L2 -> SM and SM -> L2
 bytes, its first_touch bytes (every re-read caught by L2) for DRAM; no time model yet:
 
-    ncu ... --log-file raw_bwd.csv python -m benchmarks.ncu workload --passes backward --manifest manifest_bwd.json
-    python -m benchmarks.ncu compare --csv raw_bwd.csv --manifest manifest_bwd.json --out results/h200/ncu_bwd.json
+    ncu ... --log-file ncu_bwd_raw.csv python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 \
+        --manifest manifest_bwd.json
+    python -m benchmarks.ncu compare --csv ncu_bwd_raw.csv --manifest manifest_bwd.json --out ncu_bwd.json
 
 L2 -> SM and SM -> L2 are the kernel's totals, its tensors' and its spills'; the spills alone are compared
 too (spill_l2_to_sm_bytes, spill_sm_to_l2_bytes: local memory's sectors past L1, against KernelResult's
@@ -218,16 +219,23 @@ def simulated_forward(algo, kernel, config):
 
 
 def simulated_backward(algo, kernel, config):
-    """gpusim.backward's bytes of one backward kernel: its counts (SM side) and first touches (DRAM)."""
+    """gpusim.backward's bytes of one backward kernel: its counts (SM side) with its spills (a training step's
+    simulation at the backward's tiles), and its first touches (DRAM)."""
+    import gpusim
     from gpusim import backward
     cfg = backward.config(algo, **config, gpu=PRESET)
 
     def total(table, i):
         return sum(rw[i] for (k, _), rw in table.items() if k == kernel)
 
+    shape = {k: v for k, v in config.items() if k not in ("block_q", "block_kv")}
+    step = gpusim.simulate(algo, **shape, backward=True, backward_blocks=(config["block_q"], config["block_kv"]),
+                           gpu=PRESET)
+    spill_read, spill_write = step.spills.get(kernel, (0, 0))
     counts, touched = backward.count(cfg), backward.first_touch(cfg)
-    return {"l2_to_sm_bytes": total(counts, 0), "sm_to_l2_bytes": total(counts, 1),
-            "dram_read_bytes": total(touched, 0), "dram_write_bytes": total(touched, 1)}
+    return {"l2_to_sm_bytes": total(counts, 0) + spill_read, "sm_to_l2_bytes": total(counts, 1) + spill_write,
+            "dram_read_bytes": total(touched, 0), "dram_write_bytes": total(touched, 1),
+            "spill_l2_to_sm_bytes": spill_read, "spill_sm_to_l2_bytes": spill_write}
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,

@@ -36,7 +36,9 @@ def _summed_over_queries(A, X, bkv, j, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: t
             a_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
             a_ij = tl.load(A + bh * N * N_KV + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
             x_offs, x_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
-            x_i = tl.load(X + bh * N * HEAD_DIM + x_offs, mask=x_mask, other=0.0)  # read Br*d
+            # .cg: every K/V block's program loads X_i, and two on one SM would hit in its L1 (Nsight: dk and dv read
+            # 1.7-2.5% under the count at N = 4096, d = 64, results/h200/ncu_bwd.json); so every load is L2 -> SM
+            x_i = tl.load(X + bh * N * HEAD_DIM + x_offs, mask=x_mask, other=0.0, cache_modifier=".cg")  # read Br*d
             acc += tl.dot(tl.trans(a_ij), x_i, input_precision="ieee")
     return acc
 

@@ -135,3 +135,15 @@ def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_th
               f"({span([r['step_one_thread'] / r['sdpa_step_one_thread'] for r in rows], 2)}×)",
               f"three launches from Python ({span(launches)} µs)"]
     assert [q for q in quoted if q not in text] == []
+
+
+def test_the_backwards_launches_read_and_write_what_gpusim_counts():
+    """docs/perf.md's claim on results/h200/ncu_bwd.json, recomputed from its raw CSV and manifest with the current
+    model: L2 -> SM and SM -> L2 within 0.05% (0.0% as printed) on every backward launch, DRAM reads within 10%."""
+    launches = json.loads((RESULTS / "manifest_bwd.json").read_text())["launches"]
+    rows = ncu.compare(ncu.parse_csv((RESULTS / "ncu_bwd_raw.csv").read_text()), launches)
+    assert {r["kernel"] for r in rows} == {"flash2 bwd preprocess", "flash2 bwd dkdv", "flash2 bwd dq", "naive bwd dv",
+                                           "naive bwd dp", "naive bwd ds", "naive bwd dk", "naive bwd dq"}
+    worst = {q: max(abs(r["rel_err"]) for r in rows if r["quantity"] == q)
+             for q in ("l2_to_sm_bytes", "sm_to_l2_bytes", "dram_read_bytes")}
+    assert worst["l2_to_sm_bytes"] < 5e-4 and worst["sm_to_l2_bytes"] < 5e-4 and worst["dram_read_bytes"] <= 0.10, worst
