@@ -1,7 +1,9 @@
 """Each puzzle sits in the last section of the notebook that teaches it (puzzles/catalog.py: NOTEBOOKS): a template cell
 with blanks, and a check cell. Run as committed, the templates are "not yet" (tests/test_notebooks.py runs every
 notebook whole); typed in as the reference solutions, every check says right. Only the puzzle sections run here,
-in a fresh Jupyter kernel, as "Run All" would run them."""
+as "Run All" would run them: all of them in one Jupyter kernel (one kernel and one checker process to start),
+each after `%reset -f`, so that a section finds nothing another defined or imported."""
+import functools
 from pathlib import Path
 
 import nbformat
@@ -37,15 +39,25 @@ def test_each_puzzle_is_at_the_end_of_its_notebook_with_blanks_and_a_check(name)
     assert any(c.source.startswith(f'puzzles.check("{name}"') for c in nb.cells if c.cell_type == "code")
 
 
+@functools.lru_cache(maxsize=None)
+def solved_sections():
+    """{stem: its section's check cells' HTML outputs}, every section run with its reference solutions typed in."""
+    sections = {stem: section(stem) for stem in SECTIONED}
+    for stem, nb in sections.items():
+        for name in (n for n, s in NOTEBOOKS.items() if s == stem):
+            template(nb, name).source = puzzles.solution_source(name)
+        for cell in nb.cells:  # unique in the notebook they are run in
+            cell.id = f"{stem[:2]}-{cell.id}"
+    cells = [cell for nb in sections.values() for cell in [nbformat.v4.new_code_cell("%reset -f"), *nb.cells]]
+    run_in_kernel(nbformat.v4.new_notebook(cells=cells, metadata=sections[SECTIONED[0]].metadata), ROOT, 180)
+    return {stem: [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
+                   for o in c.outputs if "data" in o] for stem, nb in sections.items()}
+
+
 @pytest.mark.parametrize("stem", SECTIONED)
 def test_the_reference_solutions_typed_into_a_section_are_right(stem):
-    nb = section(stem)
+    verdicts = solved_sections()[stem]
     names = [n for n, s in NOTEBOOKS.items() if s == stem]
-    for name in names:
-        template(nb, name).source = puzzles.solution_source(name)
-    run_in_kernel(nb, ROOT, 60)
-    verdicts = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
-                for o in c.outputs if "data" in o]
     assert len(verdicts) == len(names) and all(">right</b>" in v and "to the byte" in v for v in verdicts), verdicts
 
 
