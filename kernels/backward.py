@@ -182,15 +182,8 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
     tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
-    return run_backward(backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts), q, k, v,
-                        o, lse, do)
-
-
-def run_backward(checked, q, k, v, o, lse, do):
-    """The three launches of a checked backward Launch: (dq, dk, dv). Inputs made contiguous (a copy only for
-    one that is not: .sum()'s gradient, a stride-0 view of one value, becomes B*H*N*d elements)."""
-    cfg, grids, consts = checked
-    q, k, v, o, lse, do = (x.contiguous() for x in (q, k, v, o, lse, do))
+    cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
+    q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
     d = torch.empty_like(lse)  # D = rowsum(dO ∘ O), (B, H, N) fp32
     launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq, **consts["preprocess"])
     dk, dv = torch.empty_like(k), torch.empty_like(v)
@@ -199,28 +192,6 @@ def run_backward(checked, q, k, v, o, lse, do):
     dq = torch.empty_like(q)
     launch(dq_kernel, grids["dq"], q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale, **consts["dq"])
     return dq, dk, dv
-
-
-def step_launch(q, k, v, o, lse, do, options):
-    """The checked backward Launch of a flash2_attention_trainable step, options (causal, block_q, block_kv, gpu):
-    backward_launch's, keyed by q's, k's and do's shapes, dtypes and devices only (cheaper than its signature of
-    six tensors): v is shaped like k, o like q and lse is (B, H, N) fp32, as the step's forward made them."""
-    return _cached_step(q.shape, k.shape, do.shape, q.dtype, do.dtype, q.device, do.device, options, INTERPRETED)
-
-
-@lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
-def _cached_step(q_shape, k_shape, do_shape, dtype, do_dtype, device, do_device, options, interpreted):
-    causal, block_q, block_kv, gpu = options
-    sig = (("q", q_shape, dtype, device), ("k", k_shape, dtype, device), ("v", k_shape, dtype, device),
-           ("do", do_shape, do_dtype, do_device), ("o", q_shape, dtype, device),
-           ("lse", q_shape[:3], torch.float32, device))
-    return _cached_backward("flash2", sig, causal, None, block_q, block_kv, gpu, _parts, interpreted)
-
-
-def clear_launches():
-    """Forget every cached backward Launch (a test's stand-in for gpusim's choice goes with it)."""
-    _cached_step.cache_clear()
-    _cached_backward.cache_clear()
 
 
 def _parts(cfg, saved):
@@ -247,13 +218,12 @@ class Flash2Attention(torch.autograd.Function):
     def forward(ctx, q, k, v, causal, fields, backward_blocks, gpu):
         o, lse = flash2_attention(q, k, v, causal=causal, **op_keywords(*fields), return_lse=True, gpu=gpu)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.options = (causal, *backward_blocks, gpu)
+        ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
         return o
 
     @staticmethod
     def backward(ctx, do):
-        saved = ctx.saved_tensors
-        return (*run_backward(step_launch(*saved, do, ctx.options), *saved, do), None, None, None, None)
+        return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
 
 
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,
