@@ -140,27 +140,25 @@ class Tiling:
             return whole
         return min(whole, (i * self.block_q + self.offset) // self.block_kv)
 
+    def _unmasked_before_last(self):
+        """sum_i (unmasked blocks of Q block i) over every Q block but the last (whose rows may be fewer)."""
+        last, br, bc, whole = self.n_q_blocks - 1, self.block_q, self.block_kv, self.seq_kv // self.block_kv
+        if not self.causal:
+            return last * whole
+        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
+        return floor_sum(s, bc, br, self.offset) + (last - s) * whole
+
     @property
     def unmasked_elements(self):
         """S elements in the tiles that need no mask: sum_i n_i * Bc * (unmasked blocks of Q block i)."""
-        tr, br, bc, whole = self.n_q_blocks, self.block_q, self.block_kv, self.seq_kv // self.block_kv
-        last = tr - 1
-        n_last = self.seq_q - last * br
-        if not self.causal:
-            return self.seq_q * bc * whole
-        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
-        ramp = floor_sum(s, bc, br, self.offset)
-        return bc * (br * (ramp + (last - s) * whole) + n_last * self.unmasked_blocks_of(last))
+        last = self.n_q_blocks - 1
+        n_last = self.seq_q - last * self.block_q
+        return self.block_kv * (self.block_q * self._unmasked_before_last() + n_last * self.unmasked_blocks_of(last))
 
     @property
     def unmasked_tiles(self):
-        """Tiles that need no mask: sum_i (unmasked blocks of Q block i), as unmasked_elements sums them."""
-        tr, br, bc, whole = self.n_q_blocks, self.block_q, self.block_kv, self.seq_kv // self.block_kv
-        if not self.causal:
-            return tr * whole
-        last = tr - 1
-        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
-        return floor_sum(s, bc, br, self.offset) + (last - s) * whole + self.unmasked_blocks_of(last)
+        """Tiles that need no mask: sum_i (unmasked blocks of Q block i)."""
+        return self._unmasked_before_last() + self.unmasked_blocks_of(self.n_q_blocks - 1)
 
     @property
     def max_keys(self):
