@@ -74,24 +74,11 @@ def per_step_issue(res, other_flops, exps, steps):
 LDL_BYTES, STL_BYTES = 3, 4
 
 
-def local_bytes(figures):
-    """(LDL bytes, STL bytes) per thread of a compiled loop's or kernel's figures; (0, 0) where the tuple
-    predates them."""
-    return tuple(figures[k] if len(figures) > k else 0 for k in (LDL_BYTES, STL_BYTES))
-
-
-def own_local_bytes(res, loop, inner=()):
-    """(LDL bytes, STL bytes) per thread of one iteration of compiled loop `loop` less the loops nested in it
-    (`inner`: an outer loop's range holds its inner loop's instructions)."""
-    return tuple(a - sum(local_bytes(res.loops[i])[k] for i in inner)
-                 for k, a in enumerate(local_bytes(res.loops[loop])))
-
-
-def outside_local_bytes(res, top):
-    """(LDL bytes, STL bytes) per thread of the kernel's code outside its outermost loops `top`: run once per
-    program (a prologue's saves, an epilogue's reloads)."""
-    return tuple(a - sum(local_bytes(res.loops[i])[k] for i in top)
-                 for k, a in enumerate(local_bytes(res.issued)))
+def local_bytes(res, loop=None, less=()):
+    """(LDL bytes, STL bytes) per thread of one iteration of compiled loop `loop`, or of the whole kernel (None),
+    less those of the loops `less`: a loop's range holds the loops nested in it, the kernel's every loop."""
+    figures = res.issued if loop is None else res.loops[loop]
+    return tuple(figures[k] - sum(res.loops[i][k] for i in less) for k in (LDL_BYTES, STL_BYTES))
 
 
 def spill_traffic(res, runs):
@@ -107,8 +94,8 @@ def per_step_spill(res, steps, programs):
     none nested: steps split between them, the first ones taking the remainder's share), its code outside the
     loops once per program; without a loop, the whole kernel once per program."""
     n = len(res.loops)
-    runs = [(local_bytes(res.loops[i]), steps * (i + 1) // n - steps * i // n) for i in range(n)]
-    return spill_traffic(res, runs + [(outside_local_bytes(res, range(n)), programs)])
+    runs = [(local_bytes(res, i), steps * (i + 1) // n - steps * i // n) for i in range(n)]
+    return spill_traffic(res, runs + [(local_bytes(res, less=range(n)), programs)])
 
 
 def padded(d):

@@ -11,8 +11,8 @@ import numpy as np
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import uniform_work
 from .base import Pass
-from .common import (compiled_issue, estimated_issue, masked_scores, outside_local_bytes, own_local_bytes,
-                     per_step_spill, pow2_floor, qkvo_bytes, shrink_to_fit, spill_traffic, warps)
+from .common import (compiled_issue, estimated_issue, local_bytes, masked_scores, per_step_spill, pow2_floor,
+                     qkvo_bytes, shrink_to_fit, spill_traffic, warps)
 
 # Per score, as kernels/flash1.py runs it: scale, the mask (key <= row, key < N_kv, select: every tile is
 # masked), row max, subtract, exp (a multiply by log2(e) and an exp2), row sum, P converted to the dtype.
@@ -75,9 +75,9 @@ class Flash1(Pass):
         if len(res.loops) != 3:
             return per_step_spill(res, steps, programs)
         t = cfg.tiling
-        runs = [(own_local_bytes(res, 0), programs * t.n_q_blocks),
-                (own_local_bytes(res, 1, inner=(2,)), programs * t.kv_blocks_of(t.n_q_blocks - 1)),
-                (own_local_bytes(res, 2), steps), (outside_local_bytes(res, (0, 1)), programs)]
+        runs = [(local_bytes(res, 0), programs * t.n_q_blocks),
+                (local_bytes(res, 1, less=(2,)), programs * t.kv_blocks_of(t.n_q_blocks - 1)),
+                (local_bytes(res, 2), steps), (local_bytes(res, less=(0, 1)), programs)]
         return spill_traffic(res, runs)
 
     def register_tiles(self, cfg, kernel):

@@ -12,8 +12,8 @@ import numpy as np
 from ..hardware import STATS_BYTES, check_dtype
 from ..tiling import ramp_work
 from .base import Pass
-from .common import (compiled_issue, estimated_issue, masked_scores, outside_local_bytes, own_local_bytes, padded,
-                     per_step_spill, pipeline_stages, pow2_floor, qkvo_bytes, shrink_to_fit, spill_traffic, warps)
+from .common import (compiled_issue, estimated_issue, local_bytes, masked_scores, padded, per_step_spill,
+                     pipeline_stages, pow2_floor, qkvo_bytes, shrink_to_fit, spill_traffic, warps)
 
 # Non-matmul operations, as kernels/flash2.py executes them. Per element of S computed: scale, row max,
 # subtract, exp (a multiply by log2(e) and an exp2), row sum, and P converted to the dtype for the second
@@ -76,8 +76,8 @@ class Flash2(Pass):
         if len(res.loops) != 2:
             return per_step_spill(res, steps, programs)
         unmasked = cfg.bh * cfg.tiling.unmasked_tiles
-        runs = [(own_local_bytes(res, 0), unmasked), (own_local_bytes(res, 1), steps - unmasked),
-                (outside_local_bytes(res, (0, 1)), programs)]
+        runs = [(local_bytes(res, 0), unmasked), (local_bytes(res, 1), steps - unmasked),
+                (local_bytes(res, less=(0, 1)), programs)]
         return spill_traffic(res, runs)
 
     def work(self, cfg, kernel):
