@@ -35,15 +35,8 @@ SMOKE_SHAPE = (1, 2, 32, 64)
 
 
 def per_call_us(fn):
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        fn()
-    host = (time.perf_counter() - start) * 1e6 / CALLS
-    torch.cuda.synchronize()
-    return round(host, 2)
+    """A decode part's host µs per call: timed()'s host time over CALLS calls after 20 warm-up ones."""
+    return timed(fn, CALLS, torch.cuda.synchronize, warmup=20)[0]
 
 
 def parts(batch, length):
@@ -80,10 +73,10 @@ def parts(batch, length):
 
 
 
-def timed(fn, calls, sync):
-    """(host µs, wall µs) per call of fn over calls calls after calls // 10 + 1 warm-up ones: the host's time
-    to issue them, and with the GPU's work waited for."""
-    for _ in range(calls // 10 + 1):
+def timed(fn, calls, sync, warmup=None):
+    """(host µs, wall µs) per call of fn over calls calls after warmup warm-up ones (calls // 10 + 1 if None):
+    the host's time to issue them, and with the GPU's work waited for."""
+    for _ in range(calls // 10 + 1 if warmup is None else warmup):
         fn()
     sync()
     start = time.perf_counter()
