@@ -93,8 +93,9 @@ def test_loss_backward_matches_float64_autograd(device, c):
     # Bound: bound(c), or where attention in the dtype itself loses more (dS = P (dP - D) cancels, and D comes
     # from the rounded O: at N in the thousands dK's error passes 4u), twice that error plus one unit roundoff,
     # the forward's rule (docs/kernels.md).
-    q, k, v, do = inputs(c, device)
-    (forward(c, q, k, v) * do).sum().backward()  # dLoss/dO = do
+    q, k, v, do = traced(c)[0] if device == "cpu" else inputs(c, device)
+    if device == "cuda":
+        (forward(c, q, k, v) * do).sum().backward()  # dLoss/dO = do
     ordinary = same_precision_grads(q, k, v, do, c["causal"]) if device == "cuda" else (None,) * 3
     for name, got, expected, plain in zip("qkv", (q.grad, k.grad, v.grad), reference_grads(q, k, v, do, c["causal"]),
                                           ordinary):
@@ -113,10 +114,23 @@ def backward_io(c, q, k, v, do):
 @CPU
 @pytest.mark.parametrize("c", SMALL, ids=case_id)
 def test_backward_bytes_equal_gpusim_counts(c):
-    q, k, v, do = inputs(c, "cpu", seed=1)
     shape = {key: value for key, value in c.items() if key not in ("algo", "gpu")}
-    counted = backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"]))
-    assert backward_io(c, q, k, v, do) == counted
+    assert traced(c)[1] == backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"]))
+
+
+_TRACED = {}  # case_id -> traced(c)
+
+
+def traced(c):
+    """A case's CPU run: the forward, then (O * do).sum().backward() (dLoss/dO = do) with the backward's launches
+    in Triton's interpreter under trace_io: ((q, k, v, do), the backward's bytes by kernel), the gradients in
+    q.grad, k.grad, v.grad. The case's gradient test and byte test share the one run."""
+    key = case_id(c)
+    if key not in _TRACED:
+        q, k, v, do = inputs(c, "cpu")
+        out = forward(c, q, k, v)
+        _TRACED[key] = (q, k, v, do), gpusim_kernels.trace_io(lambda: (out * do).sum().backward(), by_kernel=True)
+    return _TRACED[key]
 
 
 @CPU
