@@ -47,8 +47,10 @@ def run_in_kernel(nb, folder, timeout_s):
     kernel restart: a first cell (taken out again afterwards) empties the namespace with `%reset -f` and changes
     to `folder`, so that a name another notebook defined or imported is a NameError here as in a fresh kernel.
     One kernel serves every run of the process: its start and the imports every notebook repeats (torch,
-    matplotlib) are paid once: the 13 notebooks ran in 43 s one kernel each, 29 s in one. A run that fails shuts the kernel down, so that
-    whatever it left does not reach the next run."""
+    matplotlib) are paid once: the 13 notebooks ran in 43 s one kernel each, 29 s in one. A run that fails shuts
+    the kernel down, so that whatever it left does not reach the next run. (What a namespace reset cannot undo,
+    an environment variable or a setting an earlier notebook changed, is caught by tests/test_browser.py, which
+    runs every notebook, up to the control it moves, in a kernel of its own.)"""
     nb.cells.insert(0, nbformat.v4.new_code_cell(f"%reset -f\nimport os\nos.chdir({str(folder)!r})\ndel os"))
     client = NotebookClient(nb, km=kernel(), timeout=timeout_s, resources={"metadata": {"path": str(folder)}})
     try:
