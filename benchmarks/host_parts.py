@@ -17,6 +17,8 @@ import argparse
 import gc
 import json
 import os
+import statistics
+import threading
 import time
 
 import torch
@@ -133,6 +135,7 @@ def train_parts(shape, device, calls, sync, launches):
     for name, fn in steps.items():
         row[name], row[name + "_wall"] = timed(fn, calls, sync)
     row["gc_collections"] = gc_collections_per_call(steps["step"], calls)
+    row.update(handoffs(q, k, v, calls))
     parts = {"forward_no_grad": lambda: gpusim_kernels.flash2_attention(qd, kd, vd, return_lse=True),
              "sum": lambda: o.sum(),
              "backward": lambda: backward.flash2_attention_backward(qd, kd, vd, o, lse, do),
@@ -172,6 +175,37 @@ def step_parts(q, k, v, device):
              "nothing_step": step(Nothing.apply)}
     return {**steps, **{f"{name}_one_thread": one_thread(fn) for name, fn in steps.items()},
             "forward": lambda: gpusim_kernels.flash2_attention_trainable(q, k, v)}
+
+
+def handoffs(q, k, v, calls):
+    """Where the step's backward goes, medians in µs over calls steps (after calls // 10 + 1): from the caller's
+    .backward() to our Function's backward starting (handoff_to_backward), its body (backward_in_step: the part
+    `backward` times on the calling thread), and from its end to .backward() returning (handoff_to_caller);
+    backward_thread: "engine" where autograd ran it on its own thread for the device, else "caller"."""
+    stamps, original = [], backward.Flash2Attention.backward
+
+    def stamped(ctx, do):
+        start = time.perf_counter()
+        grads = original(ctx, do)
+        stamps.append((start, time.perf_counter(), threading.get_ident()))
+        return grads
+    backward.Flash2Attention.backward = staticmethod(stamped)
+    spans = []
+    try:
+        for _ in range(calls // 10 + 1 + calls):
+            q.grad = k.grad = v.grad = None
+            loss = gpusim_kernels.flash2_attention_trainable(q, k, v).sum()
+            called = time.perf_counter()
+            loss.backward()
+            returned = time.perf_counter()
+            start, end, thread = stamps[-1]
+            spans.append((start - called, end - start, returned - end))
+    finally:
+        backward.Flash2Attention.backward = original
+    spans = spans[calls // 10 + 1:]
+    medians = {name: round(statistics.median(s[i] for s in spans) * 1e6, 2)
+               for i, name in enumerate(("handoff_to_backward", "backward_in_step", "handoff_to_caller"))}
+    return medians | {"backward_thread": "caller" if thread == threading.get_ident() else "engine"}
 
 
 def gc_collections_per_call(fn, calls):

@@ -284,6 +284,8 @@ def test_host_parts_train_smoke_times_every_part_of_a_step(tmp_path):
              "do_contiguous", "four_empties", "launch_preprocess", "launch_dkdv", "launch_dq"]
     assert all(row[part] > 0 for part in parts) and all(row[part + "_wall"] >= row[part] for part in parts[:4])
     assert not any(row[f"direct_{kernel}"] for kernel in ("preprocess", "dkdv", "dq"))  # the interpreter's
+    assert row["backward_thread"] == "caller"  # autograd runs a CPU graph on the calling thread
+    assert all(row[part] > 0 for part in ("handoff_to_backward", "backward_in_step", "handoff_to_caller"))
     host_parts.main(["--train", "--smoke", "--no-launch", "--calls", "1", "--out", str(tmp_path)])
     assert json.loads((tmp_path / "host_parts_train.json").read_text())["rows"][0]["launches"] == "stubbed"
     assert gpusim_kernels.backward.launch is gpusim_kernels.flash2.launch is launching.launch  # put back

@@ -125,7 +125,7 @@ def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_th
     parts = [r["nothing_step"] + r["forward"] + r["backward"] for r in rows]
     text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "perf.md").read_text().split())
     quoted = [f"our step costs {span(each('step'))} µs against SDPA flash's {span(each('sdpa_step'))}",
-              f"({span([r['step'] / r['sdpa_step'] for r in rows], 2)}×;",
+              f"({span([r['step'] / r['sdpa_step'] for r in rows], 2)}×).",
               f"launches nothing costs {span(each('nothing_step'))} µs", f"Our forward is {span(each('forward'))} µs",
               f"our backward alone {span(each('backward'))} µs",
               f"three launches of {span([r[k] for r in rows for k in ('launch_preprocess', 'launch_dkdv', 'launch_dq')])}",
@@ -133,7 +133,11 @@ def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_th
               f"look-up ({span(each('backward_launch'))} µs)", f"add to {span(parts)} µs",
               f"the step costs {span(each('step_one_thread'))} µs against SDPA's {span(each('sdpa_step_one_thread'))}",
               f"({span([r['step_one_thread'] / r['sdpa_step_one_thread'] for r in rows], 2)}×)",
-              f"three launches from Python ({span(launches)} µs)"]
+              f"three launches from Python ({span(launches)} µs)",
+              f"starts {span(each('handoff_to_backward'))} µs after", f"runs {span(each('backward_in_step'))} µs there",
+              f"({span([r['backward_in_step'] / r['backward'] for r in rows], 2)}× its time on the calling thread)",
+              f"returns {span(each('handoff_to_caller'))} µs after it ends",
+              f"The rest of the step ({span([r['step'] - p for r, p in zip(rows, parts)])} µs)"]
     assert [q for q in quoted if q not in text] == []
 
 
