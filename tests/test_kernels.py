@@ -108,8 +108,11 @@ def device_cases(cases, device, mark):
 
 @pytest.mark.parametrize("device, c", device_cases(SMALL, "cpu", CPU) + device_cases(SMALL + LARGE, "cuda", CUDA))
 def test_output_matches_reference(device, c):
-    q, k, v = inputs(c, device)
-    out = traced(c)[0] if device == "cpu" else run(c, q, k, v, **lse(c))
+    if device == "cpu":
+        (q, k, v), out, _ = traced(c)
+    else:
+        q, k, v = inputs(c, device)
+        out = run(c, q, k, v, **lse_keyword(c))
     out, lse = out if c["algo"] == "flash2" else (out, None)
     assert out.shape == q.shape and out.dtype == (torch.float32 if c["algo"] == "flash1" else q.dtype)
     ref = gpusim_kernels.reference_attention(q, k, v, causal=c["causal"])
@@ -125,10 +128,10 @@ def test_output_matches_reference(device, c):
 @CPU
 @pytest.mark.parametrize("c", SMALL, ids=case_id)
 def test_bytes_moved_equal_gpusim_counts(c):
-    assert traced(c)[1] == gpusim.simulate(**c).counts
+    assert traced(c)[2] == gpusim.simulate(**c).counts
 
 
-def lse(c):
+def lse_keyword(c):
     return {"return_lse": True} if c["algo"] == "flash2" else {}
 
 
@@ -136,13 +139,14 @@ _TRACED = {}  # case_id -> traced(c)
 
 
 def traced(c):
-    """A case's CPU run, in Triton's interpreter under trace_io: (what run returns, the bytes it moved by kernel).
-    Its output test and its byte test share the one run (return_lse changes no launch)."""
+    """A case's CPU run, in Triton's interpreter under trace_io: ((q, k, v), what run returns, the bytes it moved
+    by kernel). Its output test and its byte test share the one run (return_lse changes no launch)."""
     key = case_id(c)
     if key not in _TRACED:
+        q, k, v = inputs(c, "cpu")
         outputs = []
-        moved = gpusim_kernels.trace_io(lambda: outputs.append(run(c, *inputs(c, "cpu"), **lse(c))), by_kernel=True)
-        _TRACED[key] = outputs[0], moved
+        moved = gpusim_kernels.trace_io(lambda: outputs.append(run(c, q, k, v, **lse_keyword(c))), by_kernel=True)
+        _TRACED[key] = (q, k, v), outputs[0], moved
     return _TRACED[key]
 
 

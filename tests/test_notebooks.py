@@ -74,7 +74,8 @@ _KERNEL = {}  # "km": this process's kernel manager (a manager shut down cannot 
 
 def kernel():
     if "km" not in _KERNEL:
-        _KERNEL["km"] = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(Path(SOCKETS.name) / "kernel"))
+        _KERNEL["km"] = AsyncKernelManager(kernel_name="python3", transport="ipc",
+                                           ip=str(Path(SOCKETS.name) / "kernel"))
     return _KERNEL["km"]
 
 
@@ -90,11 +91,13 @@ def test_a_headless_run_finds_nothing_an_earlier_run_left_and_works_in_its_folde
     its own folder, and after a failed run the next one gets a new kernel."""
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir(), second.mkdir()
-    run_in_kernel(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import numpy as np\nleft = 1")]), first, 30)
+    def notebook(code):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    run_in_kernel(notebook("import numpy as np\nleft = 1"), first, 30)
     for name in ("left", "np"):
         with pytest.raises(CellExecutionError, match="NameError"):
-            run_in_kernel(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"{name}")]), first, 30)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os\nprint(os.getcwd())")])
+            run_in_kernel(notebook(name), first, 30)
+    nb = notebook("import os\nprint(os.getcwd())")
     run_in_kernel(nb, second, 30)
     assert nb.cells[0].outputs[0]["text"].strip() == str(second)
 

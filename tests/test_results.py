@@ -134,7 +134,8 @@ def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_th
               f"the step costs {span(each('step_one_thread'))} µs against SDPA's {span(each('sdpa_step_one_thread'))}",
               f"({span([r['step_one_thread'] / r['sdpa_step_one_thread'] for r in rows], 2)}×)",
               f"three launches from Python ({span(launches)} µs)",
-              f"starts {span(each('handoff_to_backward'))} µs after", f"runs {span(each('backward_in_step'))} µs there",
+              f"starts {span(each('handoff_to_backward'))} µs after",
+              f"runs {span(each('backward_in_step'))} µs there",
               f"({span([r['backward_in_step'] / r['backward'] for r in rows], 2)}× its time on the calling thread)",
               f"returns {span(each('handoff_to_caller'))} µs after it ends",
               f"The rest of the step ({span([r['step'] - p for r, p in zip(rows, parts)])} µs)"]
