@@ -8,7 +8,7 @@ multiple-choice guess) changed. Notebook 10: pastes the reference solution of th
 template cell, runs it and the check, and sees it accepted. Notebook 11: a scorecard link opens its notebook at
 the section. One JupyterLab and one Chromium serve them all
 (module-scoped fixtures), in one page that loads JupyterLab once (the scorecard test loads it again, with the
-default windowing); each test closes its notebooks and shuts their kernels down.
+default windowing); each test closes its notebooks, and their kernels are shut down while the next one opens.
 Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
 missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,7 @@ def lab(tmp_path_factory):
         _wait_until_answers(f"{url}/api/status?token={TOKEN}", server, log)
         yield url
     finally:
+        _sessions(url)  # the last shut-down finished
         try:  # also shuts down the kernels, which run in sessions of their own
             shutdown = urllib.request.Request(f"{url}/api/shutdown?token={TOKEN}", method="POST")
             urllib.request.urlopen(shutdown, timeout=5)
@@ -213,14 +215,22 @@ def _move_slider(driver, wait, name, before):
 
 
 def _sessions(lab):
+    """The server's sessions, once the last test's have been shut down."""
+    while SHUTTING_DOWN:
+        SHUTTING_DOWN.pop().result()
     return json.load(urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=10))
 
 
-def _shut_down_kernels(lab):
-    """Every kernel the server runs, shut down (between tests: one notebook's kernel at a time)."""
-    for session in _sessions(lab):
+def _shut_down(lab, sessions):
+    for session in sessions:
         request = urllib.request.Request(f"{lab}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE")
         urllib.request.urlopen(request, timeout=30)
+
+
+# A kernel takes 0.5-1.5 s to exit: the last test's are shut down while the next test opens its notebook, and
+# whatever lists the sessions waits for that first (and fails if it failed).
+SHUTTING_DOWN = []  # the futures of the shut-downs under way
+SHUTTER = ThreadPoolExecutor(max_workers=1)
 
 
 def _interrupt_kernels(lab):
@@ -244,10 +254,11 @@ APP_LOADED = "return Boolean(window.jupyterapp)"
 
 @pytest.fixture
 def one_kernel(lab, browser):
-    """The test's notebooks closed and their kernels shut down after it: the next test opens its own alone."""
+    """The test's notebooks closed and their kernels shut down after it (in the background: SHUTTING_DOWN), so
+    that the next test's notebook has the one kernel."""
     yield
     browser.execute_script(CLOSE_NOTEBOOKS)
-    _shut_down_kernels(lab)
+    SHUTTING_DOWN.append(SHUTTER.submit(_shut_down, lab, _sessions(lab)))
 
 
 def _open_and_run_all(browser, wait, lab, notebook):
