@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import bandwidth, latency, matmul_tiles, probe, resources, tiles  # noqa: E402
+from benchmarks import bandwidth, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -112,7 +112,27 @@ def test_latency_smoke_run_writes_every_row(tmp_path, monkeypatch):
         assert isinstance(row["ns_per_hop"], float)  # wall clock in the interpreter: its value means nothing
 
 
-@pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, tiles, resources])
+def test_overlap_smoke_run_times_every_tile_at_every_occupancy(tmp_path, monkeypatch):
+    for name in overlap.SMOKE:
+        monkeypatch.setattr(overlap, name, getattr(overlap, name))  # restored after main() sets the smoke values
+    overlap.main(["--out", str(tmp_path), "--smoke", "--workers", "1"])
+    rows = json.loads((tmp_path / "overlap.json").read_text())["rows"]
+    assert [(r["variant"], r["br"], r["bc"], r["programs_per_sm"]) for r in rows] == [
+        (variant, 32, 32, b) for variant in ("mma", "softmax") for b in (1, 2)]
+    assert all(r["programs"] == r["programs_per_sm"] * probe.sm_count() and r["tflops"] > 0 for r in rows)
+
+
+def test_overlap_counts_the_programs_an_h200_sm_holds():
+    """128 registers a thread on 4 warps: 128 x 32 x 4 = 16,384 of an SM's 65,536 registers, so 4 programs; 100 KiB
+    of shared memory each: 2 in its 228 KiB (with 1 KiB reserved per block)."""
+    def compiled(shared):
+        return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared))
+    assert overlap.resident(compiled(16 * 1024)) == 65536 // (128 * 32 * 4) == 4
+    assert overlap.resident(compiled(100 * 1024)) == 228 * 1024 // (101 * 1024) == 2
+    assert overlap.resident(None) is None
+
+
+@pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, overlap, tiles, resources])
 def test_every_script_needs_out(script, capsys):
     with pytest.raises(SystemExit):
         script.main([])

@@ -152,3 +152,23 @@ def test_the_backwards_launches_read_and_write_what_gpusim_counts():
     worst = {q: max(abs(r["rel_err"]) for r in rows if r["quantity"] == q)
              for q in ("l2_to_sm_bytes", "sm_to_l2_bytes", "dram_read_bytes")}
     assert worst["l2_to_sm_bytes"] < 5e-4 and worst["sm_to_l2_bytes"] < 5e-4 and worst["dram_read_bytes"] <= 0.10, worst
+
+
+def test_perf_md_quotes_the_overlap_of_resident_programs_as_overlap_json_has_it():
+    """docs/perf.md's run 57 paragraph, recomputed from results/h200/overlap.json: per tile, TFLOP/s at as many
+    programs per SM as fit (up to 4) over TFLOP/s at one, the range over the four tiles, per variant."""
+    rows = json.loads((RESULTS / "overlap.json").read_text())["rows"]
+    tiles = [(64, 32), (64, 64), (128, 32), (128, 64)]
+    at = {(r["variant"], r["br"], r["bc"], r["programs_per_sm"]): r for r in rows}
+    resident = [at["softmax", br, bc, 1]["resident"] for br, bc in tiles]
+    most = [min(4, b) for b in resident]
+
+    def gains(variant):
+        ratios = [at[variant, br, bc, b]["tflops"] / at[variant, br, bc, 1]["tflops"] for (br, bc), b in zip(tiles, most)]
+        return f"{min(ratios):.2f}–{max(ratios):.2f}×"
+    best = {tile: at["softmax", *tile, b]["tflops"] for tile, b in zip(tiles, most)}
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "perf.md").read_text().split())
+    quoted = [f"{resident[0]}, {resident[1]}, {resident[2]} and {resident[3]} for 64 × 32",
+              f"the softmax loop runs at {gains('softmax')} its TFLOP/s", f"the matmuls alone at {gains('mma')}",
+              f"({best[64, 64]:.0f} against {best[64, 32]:.0f} TFLOP/s)"]
+    assert [q for q in quoted if q not in text] == []

@@ -1,0 +1,79 @@
+"""How much the work of programs resident on one SM overlaps: flash2's inner loop without its loads (matmul_tiles'
+mma_kernel, its `mma` and `softmax` variants) at 1, 2, 3, 4 and 6 programs per SM, each a single full wave.
+
+    python -m benchmarks.overlap --out $OUT                                  # GPU: $OUT/overlap.json
+    TRITON_INTERPRET=1 python -m benchmarks.overlap --out /tmp/probe --smoke  # CPU: every code path, tiny
+
+The grid is b x num_SMs programs of R iterations each, R the same at every b, so each SM holds b programs at once
+where the kernel's registers and shared memory allow b (`resident`: gpusim.occupancy of the compiled kernel's
+resources; a row with b above it runs in more than one wave). If resident programs took turns on an SM's units,
+the time would grow b-fold and TFLOP/s stay flat; if their units overlapped fully, TFLOP/s would grow until a
+unit saturates. gpusim's cost.busy assumes turns (an SM's compute is b x (matmuls + issue)), which is why it
+prefers 64 x 64 to 64 x 32 in the d = 64 backward (docs/perf.md, the backward's tiles): this measures how far
+from turns the SM is. Timing: triton.testing.do_bench's median (probe.median_ms).
+
+Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10 s; 40 timings x ~0.3 s.
+"""
+import torch
+
+import gpusim
+from gpusim.occupancy import Resources, occupancy
+
+from benchmarks import matmul_tiles, probe
+
+TILES = [(64, 32), (64, 64), (128, 32), (128, 64)]  # (Br, Bc): the d = 64 backward's candidates, on 4 warps
+HEAD_DIM, NUM_WARPS, VARIANTS = 64, 4, ("mma", "softmax")
+PROGRAMS_PER_SM = (1, 2, 3, 4, 6)
+REPEATS = 20_000  # iterations per program: a wave of one program per SM at 64 x 64 takes about 4 ms
+SMOKE = dict(TILES=[(32, 32)], PROGRAMS_PER_SM=(1, 2), REPEATS=2)
+
+
+def configs():
+    """matmul_tiles' (variant, dtype, Br, Bc, d, num_warps) of every tile and variant measured."""
+    return [(variant, "fp16", br, bc, HEAD_DIM, NUM_WARPS) for variant in VARIANTS for br, bc in TILES]
+
+
+def resident(compiled):
+    """Programs of the compiled kernel one H200 SM holds at once (gpusim.occupancy); None in the interpreter."""
+    res = probe.kernel_resources(compiled)
+    if res["n_regs"] is None:
+        return None
+    kernel = Resources(NUM_WARPS, 1, res["n_regs"], res["shared_bytes"], 0, True)
+    return occupancy(gpusim.get_gpu("H200-measured"), kernel).blocks_per_sm
+
+
+def measure(config, per_sm):
+    variant, dtype, br, bc, d, num_warps = config
+    programs = per_sm * probe.sm_count()
+    inputs, out = matmul_tiles.tiles(dtype, br, bc, d), torch.empty(programs, device=probe.DEVICE)
+    compiled = matmul_tiles.launch(config, programs, REPEATS, inputs, out)
+    ms = probe.median_ms(lambda: matmul_tiles.launch(config, programs, REPEATS, inputs, out))
+    flops = programs * matmul_tiles.flops_per_program(br, bc, d, REPEATS)
+    return {"programs": programs, "repeats": REPEATS, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12,
+            "resident": resident(compiled), **probe.kernel_resources(compiled)}
+
+
+def run(results, workers):
+    todo = configs()
+    probe.compile_all(matmul_tiles.warm, todo, workers, 60)
+    for config in todo:
+        variant, _, br, bc, d, num_warps = config
+        one = None
+        for per_sm in PROGRAMS_PER_SM:
+            row = dict(variant=variant, br=br, bc=bc, d=d, num_warps=num_warps, programs_per_sm=per_sm)
+            results.add(probe.attempt(row, lambda: measure(config, per_sm)))
+            one = one or row.get("tflops")
+            gain = f"{row['tflops'] / one:5.2f}x one's" if row.get("tflops") and one else row.get("error", "")
+            print(f"{variant:8s} {br}x{bc} d={d} b={per_sm} (resident {row.get('resident')}): "
+                  f"{row.get('tflops') or 0:6.1f} TFLOP/s {gain}", flush=True)
+
+
+def main(argv=None):
+    args = probe.parser(__doc__, "overlap.json").parse_args(argv)
+    if args.smoke:
+        globals().update(SMOKE)
+    run(probe.open_results("overlap.json", args, argv), args.workers)
+
+
+if __name__ == "__main__":
+    main()
