@@ -58,11 +58,11 @@ def run(results, workers):
     probe.compile_all(matmul_tiles.warm, todo, workers, 60)
     for config in todo:
         variant, _, br, bc, d, num_warps = config
-        one = None
+        one = None  # TFLOP/s at one program per SM
         for per_sm in PROGRAMS_PER_SM:
             row = dict(variant=variant, br=br, bc=bc, d=d, num_warps=num_warps, programs_per_sm=per_sm)
             results.add(probe.attempt(row, lambda: measure(config, per_sm)))
-            one = one or row.get("tflops")
+            one = row.get("tflops") if per_sm == 1 else one
             gain = f"{row['tflops'] / one:5.2f}x one's" if row.get("tflops") and one else row.get("error", "")
             print(f"{variant:8s} {br}x{bc} d={d} b={per_sm} (resident {row.get('resident')}): "
                   f"{row.get('tflops') or 0:6.1f} TFLOP/s {gain}", flush=True)

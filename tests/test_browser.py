@@ -116,7 +116,8 @@ def lab(tmp_path_factory):
         _wait_until_answers(f"{url}/api/status?token={TOKEN}", server, log)
         yield url
     finally:
-        _sessions(url)  # the last shut-down finished
+        failed = [f.exception() for f in SHUTTING_DOWN if f.exception()]  # the last test's shut-down, over
+        SHUTTING_DOWN.clear()
         try:  # also shuts down the kernels, which run in sessions of their own
             shutdown = urllib.request.Request(f"{url}/api/shutdown?token={TOKEN}", method="POST")
             urllib.request.urlopen(shutdown, timeout=5)
@@ -124,6 +125,8 @@ def lab(tmp_path_factory):
         except (OSError, subprocess.TimeoutExpired):
             server.kill()
             server.wait()
+        if failed:
+            raise failed[0]
 
 
 def _jupyter_sandbox(tmp_path):
