@@ -7,10 +7,11 @@ mma_kernel, its `mma` and `softmax` variants) at 1, 2, 3, 4 and 6 programs per S
 The grid is b x num_SMs programs of R iterations each, R the same at every b, so each SM holds b programs at once
 where the kernel's registers and shared memory allow b (`resident`: gpusim.occupancy of the compiled kernel's
 resources; a row with b above it runs in more than one wave). If resident programs took turns on an SM's units,
-the time would grow b-fold and TFLOP/s stay flat; if their units overlapped fully, TFLOP/s would grow until a
-unit saturates. gpusim's cost.busy assumes turns (an SM's compute is b x (matmuls + issue)), which is why it
-prefers 64 x 64 to 64 x 32 in the d = 64 backward (docs/perf.md, the backward's tiles): this measures how far
-from turns the SM is. Timing: triton.testing.do_bench's median (probe.median_ms).
+each at its one-program speed, the time would grow b-fold and TFLOP/s stay flat; if their units overlapped fully,
+TFLOP/s would grow until a unit saturates. gpusim's cost.busy takes turns, b x (matmuls + issue), but prices the
+issue at the hiding of b programs' warps (cost.ISSUE_HIDING), so its TFLOP/s for the softmax loop rises with b
+too: this measures how far the SM is from both (docs/perf.md, the backward's tiles). Timing:
+triton.testing.do_bench's median (probe.median_ms).
 
 Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10 s; 40 timings x ~0.3 s.
 """

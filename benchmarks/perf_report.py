@@ -341,6 +341,54 @@ def tiles_bwd_table():
     return "\n".join(lines)
 
 
+def bwd_kernel_rows():
+    """results/h200/bwd_kernels.json's timed rows, each with gpusim's time for its kernel (simulate's backward at the
+    row's tiles) as model_ms and model / measured as ratio."""
+    out = []
+    for row in json.loads((agreement.RESULTS / "bwd_kernels.json").read_text())["rows"]:
+        if "ms" not in row:
+            continue
+        result = gpusim.simulate("flash2", seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"],
+                                 batch=row["batch"], causal=row["causal"], dtype=row["dtype"], gpu=agreement.PRESET,
+                                 backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
+        kernel = next(k for k in result.kernels if k.pass_ == "backward" and k.name == row["kernel"])
+        out.append(dict(row, model_ms=kernel.predicted_time_s * 1e3, ratio=kernel.predicted_time_s * 1e3 / row["ms"]))
+    return out
+
+
+def fastest_tiles(rows, field):
+    """{group: the tile whose backward kernels' `field` (ms, or model_ms) sum least}."""
+    sums = {}
+    for r in rows:
+        group = tuple(r[k] for k in ("dtype", "head_dim", "causal", "seq", "batch", "heads"))
+        key = (group, (r["block_q"], r["block_kv"]))
+        sums[key] = sums.get(key, 0.0) + r[field]
+    best = {}
+    for (group, tiles), total in sums.items():
+        if group not in best or total < sums[group, best[group]]:
+            best[group] = tiles
+    return best
+
+
+def bwd_kernels_table():
+    """results/h200/bwd_kernels.json: each backward kernel's model / measured time at each tile (the range over the
+    8 groups of a head dim), and how many groups' three kernels are fastest at the tile, measured and in the model."""
+    rows = bwd_kernel_rows()
+    tiles = list(dict.fromkeys((r["block_q"], r["block_kv"]) for r in rows))
+    wins = {field: fastest_tiles(rows, field) for field in ("ms", "model_ms")}
+    lines = ["| d | kernel | " + " | ".join(f"{q} × {kv}" for q, kv in tiles) + " |",
+             "|---|---|" + "---|" * len(tiles)]
+    for d in sorted({r["head_dim"] for r in rows}):
+        for kernel in ("preprocess", "dkdv", "dq"):
+            cells = [_span([r["ratio"] for r in rows if (r["head_dim"], r["kernel"], r["block_q"], r["block_kv"]) ==
+                            (d, kernel, *t)]) for t in tiles]
+            lines.append(f"| {d} | {kernel} | " + " | ".join(cells) + " |")
+        for field, label in (("ms", "fastest, measured"), ("model_ms", "fastest, model")):
+            count = [sum(g[1] == d and t == tile for g, t in wins[field].items()) for tile in tiles]
+            lines.append(f"| {d} | {label} | " + " | ".join(f"{n} of {sum(count)}" for n in count) + " |")
+    return "\n".join(lines)
+
+
 def _span(ratios, unit="×"):
     return f"{min(ratios):.2f}–{max(ratios):.2f}{unit}"
 
@@ -425,7 +473,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table,
           "heldout_2027": lambda: heldout_table("heldout_2027.json"), "host": host_table, "serving": serving_table,
-          "tiles_bwd": tiles_bwd_table,
+          "tiles_bwd": tiles_bwd_table, "bwd_kernels": bwd_kernels_table,
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -311,3 +311,27 @@ def test_ncu_compares_backward_kernels_with_gpusim_backward():
     assert {r["quantity"]: r["rel_err"] for r in rows if r["kernel"] == "flash2 bwd dkdv"} == pytest.approx(
         {"l2_to_sm_bytes": 0, "sm_to_l2_bytes": 0, "dram_read_bytes": 1 / 1.1 - 1, "dram_write_bytes": 0})
     assert "| flash2 bwd dq | l2_to_sm_bytes | 2% | 1 | 100% | 0.0% |" in ncu.format_summary(rows)
+
+
+@CPU
+def test_bwd_kernels_times_the_launches_the_backward_makes(tmp_path, monkeypatch):
+    """benchmarks/bwd_kernels.py: its three calls, run in order, give flash2_attention_backward's gradients (the same
+    launches with the same arguments), and its smoke run writes one row per kernel with the compiled fields."""
+    from benchmarks import bwd_kernels
+    g = dict(bwd_kernels.groups(smoke=True)[0])
+    q, k, v, do = bwd_kernels.inputs(g)
+    calls, consts, grads = bwd_kernels.launches(q, k, v, do, g["causal"], (32, 16))
+    for kernel in bwd_kernels.KERNELS:
+        calls[kernel]()
+    o, lse = gpusim_kernels.flash2_attention(q, k, v, causal=g["causal"], return_lse=True)
+    expected = gpusim_kernels.flash2_attention_backward(q, k, v, o, lse, do, causal=g["causal"], block_q=32,
+                                                        block_kv=16)
+    assert all(torch.equal(got, want) for got, want in zip(grads, expected))
+    assert (consts["dkdv"]["Br"], consts["dkdv"]["Bc"]) == (32, 16)
+    monkeypatch.setattr(bwd_kernels, "TILES", bwd_kernels.TILES)  # restored after main() sets the smoke tiles
+    bwd_kernels.main(["--out", str(tmp_path), "--smoke", "--workers", "1"])
+    rows = json.loads((tmp_path / "bwd_kernels.json").read_text())["rows"]
+    assert [(r["kernel"], r["block_q"], r["block_kv"]) for r in rows] == [(name, 32, 16)
+                                                                           for name in bwd_kernels.KERNELS]
+    assert all(r["ms"] > 0 and r["num_warps"] > 0 for r in rows)
+    assert all(r["resident"] is None for r in rows)  # interpreted: nothing compiled

@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import bandwidth, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
+from benchmarks import bandwidth, bwd_kernels, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -132,7 +132,7 @@ def test_overlap_counts_the_programs_an_h200_sm_holds():
     assert overlap.resident(None) is None
 
 
-@pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, overlap, tiles, resources])
+@pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, overlap, bwd_kernels, tiles, resources])
 def test_every_script_needs_out(script, capsys):
     with pytest.raises(SystemExit):
         script.main([])

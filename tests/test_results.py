@@ -10,7 +10,7 @@ import gpusim
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from benchmarks import ncu  # noqa: E402
+from benchmarks import ncu, perf_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
@@ -172,3 +172,27 @@ def test_perf_md_quotes_the_overlap_of_resident_programs_as_overlap_json_has_it(
               f"the softmax loop runs at {gains('softmax')} its TFLOP/s", f"the matmuls alone at {gains('mma')}",
               f"({best[64, 64]:.0f} against {best[64, 32]:.0f} TFLOP/s)"]
     assert [q for q in quoted if q not in text] == []
+
+
+def test_bwd_kernels_json_has_the_blocks_the_model_prices():
+    """docs/perf.md's run 58 paragraph: every compiled backward kernel of bwd_kernels.json holds as many blocks per SM
+    as the kernel gpusim prices for that row, the two quoted have the registers and blocks it names, and the model
+    has d = 64's dK/dV at 64 x 64 bound by its units, not latency."""
+    rows = perf_report.bwd_kernel_rows()
+    assert len(rows) == 16 * 4 * 3
+    quoted = {}
+    for r in rows:
+        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                                 causal=r["causal"], dtype=r["dtype"], gpu="H200-measured", backward=True,
+                                 backward_blocks=(r["block_q"], r["block_kv"]))
+        kernel = next(k for k in result.kernels if k.pass_ == "backward" and k.name == r["kernel"])
+        assert r["resident"] == kernel.blocks_per_sm, r
+        if (r["head_dim"], r["kernel"], r["block_q"], r["block_kv"]) == (64, "dkdv", 64, 64):
+            assert not kernel.latency_bound
+        if r["head_dim"] == 64 and (r["kernel"], r["block_q"], r["block_kv"]) in {("dkdv", 64, 64), ("dq", 64, 32)}:
+            quoted.setdefault(r["kernel"], set()).add((r["n_regs"], r["resident"]))
+    def described(kernel):
+        registers, [blocks] = sorted({n for n, _ in quoted[kernel]}), {b for _, b in quoted[kernel]}
+        return f"{registers[0]}–{registers[-1]} registers, {blocks} blocks"
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert f"(dK/dV at 64 × 64: {described('dkdv')}; dQ at 64 × 32: {described('dq')})" in text
