@@ -196,3 +196,33 @@ def test_bwd_kernels_json_has_the_blocks_the_model_prices():
         return f"{registers[0]}–{registers[-1]} registers, {blocks} blocks"
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     assert f"(dK/dV at 64 × 64: {described('dkdv')}; dQ at 64 × 32: {described('dq')})" in text
+
+
+def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
+    """docs/perf.md's run 59 paragraph, recomputed: bwd_stalls.json equals what bwd_stalls.parse reads from Nsight's
+    raw CSV beside it, and every figure quoted comes from it."""
+    from benchmarks import bwd_stalls
+    rows = json.loads((RESULTS / "bwd_stalls.json").read_text())["rows"]
+    assert rows == bwd_stalls.parse(RESULTS / "bwd_stalls_raw.csv")
+    at = {(r["kernel"], r["block_q"], r["block_kv"]): r for r in rows}
+
+    def state(kernel, tiles):
+        r = at[(kernel, *tiles)]
+        return r["warps_per_scheduler"], r["issue_per_cycle"], r["tensor_pct"]
+    (w1, i1, t1), (w2, i2, t2), (w3, i3, t3), (w4, i4, t4) = (state(k, t) for k in ("dkdv", "dq")
+                                                              for t in ((64, 64), (64, 32)))
+    dkdv = [at["dkdv", 64, 64], at["dkdv", 64, 32]]
+
+    def span(field, digits):
+        low, high = sorted(round(r[field], digits) for r in dkdv)
+        return f"{low:.{digits}f}–{high:.{digits}f}" if low != high else f"{low:.{digits}f}"
+    per_warp = sorted(r["issue_per_cycle"] / r["warps_per_scheduler"] for r in rows)
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"dK/dV at 64 × 64 has {w1:.1f} warps per scheduler and issues on {i1:.2f} of its cycles (tensor pipe "
+              f"{t1:.0f}% active); at 64 × 32, {w2:.1f} warps and {i2:.2f} ({t2:.0f}%)",
+              f"dQ: {w3:.1f} and {i3:.2f} ({t3:.0f}%) at 64 × 64, {w4:.1f} and {i4:.2f} ({t4:.0f}%) at 64 × 32",
+              f"{span('stall_wait', 1)} warps on fixed-latency dependencies",
+              f"{span('stall_short_scoreboard', 2)} on shared-memory results",
+              f"{span('stall_barrier', 1)} at barriers, at most {max(r['stall_long_scoreboard'] for r in dkdv):.1f} "
+              "on global loads", f"issues {per_warp[0]:.2f}–{per_warp[-1]:.2f} instructions a cycle"]
+    assert [q for q in quoted if q not in text] == []

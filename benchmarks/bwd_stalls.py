@@ -1,0 +1,96 @@
+"""Why flash2's d = 64 backward runs faster at 64 x 32 than at 64 x 64: Nsight Compute's pipes, issue and warp
+stalls of one dK/dV and one dQ launch at each tile (fp16, N = 8,192, batch 2 x 16 heads, non-causal: a
+tiles_bwd.json group).
+
+    ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \\
+        --section WarpStateStats --section Occupancy -k regex:"dkdv_kernel|dq_kernel" --csv --page raw \\
+        --print-units base --log-file $OUT/bwd_stalls_raw.csv python -m benchmarks.bwd_stalls workload
+    python -m benchmarks.bwd_stalls parse --csv $OUT/bwd_stalls_raw.csv --out $OUT/bwd_stalls.json
+
+The workload launches, per tile of TILES, the forward, then the backward's three kernels once each, as
+benchmarks.bwd_kernels times them; Nsight profiles the dK/dV and dQ launches (in that order). parse keeps METRICS
+of each, per launch, with the run's environment.
+"""
+import argparse
+import csv
+import json
+import subprocess
+import sys
+
+TILES = ((64, 64), (64, 32))
+GROUP = dict(dtype="fp16", head_dim=64, causal=False, seq=8192, batch=2, heads=16)
+METRICS = {  # name in the JSON: Nsight's metric
+    "us": "gpu__time_duration.sum",  # ns in Nsight's base units: divided by 1e3
+    "registers": "launch__registers_per_thread",
+    "warps_per_scheduler": "smsp__warps_active.avg.per_cycle_active",
+    "issue_per_cycle": "smsp__issue_active.avg.per_cycle_active",  # of a scheduler's one instruction a cycle
+    "tensor_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "lsu_pct": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "l1_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    **{f"stall_{reason}": f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+       for reason in ("wait", "short_scoreboard", "barrier", "long_scoreboard", "not_selected", "dispatch_stall",
+                      "math_pipe_throttle", "mio_throttle", "gmma")},
+}
+
+
+def workload():
+    import torch
+    from benchmarks import bwd_kernels
+    q, k, v, do = bwd_kernels.inputs(GROUP)
+    for tiles in TILES:
+        calls, _, _ = bwd_kernels.launches(q, k, v, do, GROUP["causal"], tiles)
+        for name in bwd_kernels.KERNELS:
+            calls[name]()
+        torch.cuda.synchronize()
+
+
+def launches(path):
+    """Nsight's raw CSV: one dict per profiled launch, {metric: text}."""
+    with open(path, newline="") as f:
+        lines = [line for line in f if not line.startswith("==")]
+    table = list(csv.DictReader(lines))
+    return [row for row in table if row.get("ID", "").isdigit()]
+
+
+def number(text):
+    return float(text.replace(",", ""))
+
+
+def parse(path):
+    """The METRICS of each launch, labelled with its kernel and tiles."""
+    rows = []
+    profiled = launches(path)
+    labels = [(tiles, kernel) for tiles in TILES for kernel in ("dkdv", "dq")]
+    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for _, kernel in labels]:
+        raise SystemExit(f"expected {len(labels)} launches dkdv, dq per tile; got {[r['Kernel Name'] for r in profiled]}")
+    for ((block_q, block_kv), kernel), raw in zip(labels, profiled):
+        row = dict(GROUP, kernel=kernel, block_q=block_q, block_kv=block_kv)
+        row.update({name: number(raw[metric]) for name, metric in METRICS.items()})
+        row["us"] /= 1e3
+        rows.append(row)
+    return rows
+
+
+def ncu_version():
+    done = subprocess.run(["/usr/local/cuda/bin/ncu", "--version"], capture_output=True, text=True)
+    return done.stdout.strip().splitlines()[-1] if done.returncode == 0 else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("workload", "parse"))
+    ap.add_argument("--csv", help="parse: Nsight's raw CSV")
+    ap.add_argument("--out", help="parse: the JSON to write")
+    args = ap.parse_args(argv)
+    if args.mode == "workload":
+        return workload()
+    from benchmarks.run_env import environment
+    env = dict(environment("ncu ... python -m benchmarks.bwd_stalls workload; python -m benchmarks.bwd_stalls "
+                           + " ".join(sys.argv[1:] if argv is None else argv)), ncu=ncu_version())
+    with open(args.out, "w") as f:
+        json.dump({"environment": env, "rows": parse(args.csv)}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
