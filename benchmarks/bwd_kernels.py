@@ -87,7 +87,8 @@ def warm(task):
 def run(results, workers, smoke):
     todo = groups(smoke)
     tasks = sorted({(g["dtype"], g["head_dim"], g["causal"], t) for g in todo for t in TILES})
-    probe.compile_all(warm, tasks, workers, 240)
+    if not probe.INTERPRETED:  # the interpreter compiles nothing
+        probe.compile_all(warm, tasks, workers, 240)
     for g in todo:
         for tiles in TILES:
             label = dict(**g, block_q=tiles[0], block_kv=tiles[1])

@@ -1,15 +1,16 @@
 """Why flash2's d = 64 backward runs faster at 64 x 32 than at 64 x 64: Nsight Compute's pipes, issue and warp
-stalls of one dK/dV and one dQ launch at each tile (fp16, N = 8,192, batch 2 x 16 heads, non-causal: a
-tiles_bwd.json group).
+stalls of one dK/dV and one dQ launch at each tile, and of the forward at three tiles beside them (fp16, N = 8,192,
+batch 2 x 16 heads, non-causal: a tiles_bwd.json group).
 
     ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \\
-        --section WarpStateStats --section Occupancy -k regex:"dkdv_kernel|dq_kernel" --csv --page raw \\
+        --section WarpStateStats --section Occupancy -k regex:"flash2_kernel|dkdv_kernel|dq_kernel" --csv --page raw \\
         --print-units base --log-file $OUT/bwd_stalls_raw.csv python -m benchmarks.bwd_stalls workload
     python -m benchmarks.bwd_stalls parse --csv $OUT/bwd_stalls_raw.csv --out $OUT/bwd_stalls.json
 
-The workload launches, per tile of TILES, the forward, then the backward's three kernels once each, as
-benchmarks.bwd_kernels times them; Nsight profiles the dK/dV and dQ launches (in that order). parse keeps METRICS
-of each, per launch, with the run's environment.
+The workload launches the forward once at each tile of FORWARD, then, per tile of TILES, the forward at its
+default tile and the backward's three kernels once each, as benchmarks.bwd_kernels times them; Nsight profiles the
+forward, dK/dV and dQ launches (in that order). parse keeps METRICS of each, per launch, with the run's
+environment.
 """
 import argparse
 import csv
@@ -18,6 +19,7 @@ import subprocess
 import sys
 
 TILES = ((64, 64), (64, 32))
+FORWARD = ((64, 32), (64, 64), (128, 64))  # tiles.json's d = 64 tiles: 4, 4 and 8 warps
 GROUP = dict(dtype="fp16", head_dim=64, causal=False, seq=8192, batch=2, heads=16)
 METRICS = {  # name in the JSON: Nsight's metric
     "us": "gpu__time_duration.sum",  # ns in Nsight's base units: divided by 1e3
@@ -37,7 +39,10 @@ METRICS = {  # name in the JSON: Nsight's metric
 def workload():
     import torch
     from benchmarks import bwd_kernels
+    from gpusim_kernels import flash2_attention
     q, k, v, do = bwd_kernels.inputs(GROUP)
+    for block_q, block_kv in FORWARD:
+        flash2_attention(q, k, v, causal=GROUP["causal"], block_q=block_q, block_kv=block_kv)
     for tiles in TILES:
         calls, _, _ = bwd_kernels.launches(q, k, v, do, GROUP["causal"], tiles)
         for name in bwd_kernels.KERNELS:
@@ -57,14 +62,25 @@ def number(text):
     return float(text.replace(",", ""))
 
 
+def labels():
+    """(tiles, kernel) of each profiled launch, in launch order: the forward ("flash2") at FORWARD's tiles, then per
+    backward tile the forward at its default tile (gpusim.best_blocks, as the kernels choose it), dK/dV and dQ."""
+    import gpusim
+    default = tuple(gpusim.best_blocks("flash2", seq=GROUP["seq"], head_dim=GROUP["head_dim"], heads=GROUP["heads"],
+                                       batch=GROUP["batch"], causal=GROUP["causal"], dtype=GROUP["dtype"],
+                                       gpu="H200-measured"))
+    return ([(tiles, "flash2") for tiles in FORWARD] +
+            [step for tiles in TILES for step in ((default, "flash2"), (tiles, "dkdv"), (tiles, "dq"))])
+
+
 def parse(path):
     """The METRICS of each launch, labelled with its kernel and tiles."""
     rows = []
     profiled = launches(path)
-    labels = [(tiles, kernel) for tiles in TILES for kernel in ("dkdv", "dq")]
-    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for _, kernel in labels]:
-        raise SystemExit(f"expected {len(labels)} launches dkdv, dq per tile; got {[r['Kernel Name'] for r in profiled]}")
-    for ((block_q, block_kv), kernel), raw in zip(labels, profiled):
+    order = labels()
+    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for _, kernel in order]:
+        raise SystemExit(f"expected the launches {order}; got {[r['Kernel Name'] for r in profiled]}")
+    for ((block_q, block_kv), kernel), raw in zip(order, profiled):
         row = dict(GROUP, kernel=kernel, block_q=block_q, block_kv=block_kv)
         row.update({name: number(raw[metric]) for name, metric in METRICS.items()})
         row["us"] /= 1e3

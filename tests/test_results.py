@@ -199,12 +199,14 @@ def test_bwd_kernels_json_has_the_blocks_the_model_prices():
 
 
 def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
-    """docs/perf.md's run 59 paragraph, recomputed: bwd_stalls.json equals what bwd_stalls.parse reads from Nsight's
+    """docs/perf.md's run 60 paragraphs, recomputed: bwd_stalls.json equals what bwd_stalls.parse reads from Nsight's
     raw CSV beside it, and every figure quoted comes from it."""
     from benchmarks import bwd_stalls
     rows = json.loads((RESULTS / "bwd_stalls.json").read_text())["rows"]
     assert rows == bwd_stalls.parse(RESULTS / "bwd_stalls_raw.csv")
     at = {(r["kernel"], r["block_q"], r["block_kv"]): r for r in rows}
+    backward = [r for r in rows if r["kernel"] != "flash2"]
+    forward = [r for r in rows if r["kernel"] == "flash2"]
 
     def state(kernel, tiles):
         r = at[(kernel, *tiles)]
@@ -213,16 +215,29 @@ def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
                                                               for t in ((64, 64), (64, 32)))
     dkdv = [at["dkdv", 64, 64], at["dkdv", 64, 32]]
 
-    def span(field, digits):
-        low, high = sorted(round(r[field], digits) for r in dkdv)
-        return f"{low:.{digits}f}–{high:.{digits}f}" if low != high else f"{low:.{digits}f}"
-    per_warp = sorted(r["issue_per_cycle"] / r["warps_per_scheduler"] for r in rows)
+    def span(values, digits, unit=""):
+        low, high = min(values), max(values)
+        low, high = f"{low:.{digits}f}", f"{high:.{digits}f}"
+        return f"{low}{unit}" if low == high else f"{low}–{high}{unit}"
+
+    def per_warp(group):
+        return [r["issue_per_cycle"] / r["warps_per_scheduler"] for r in group]
+
+    def busy(group):  # the tensor pipe's share of the active cycles plus the issue rate
+        return [r["tensor_pct"] / 100 + r["issue_per_cycle"] for r in group]
+    idle = [1 - b for b in busy(dkdv)]
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     quoted = [f"dK/dV at 64 × 64 has {w1:.1f} warps per scheduler and issues on {i1:.2f} of its cycles (tensor pipe "
               f"{t1:.0f}% active); at 64 × 32, {w2:.1f} warps and {i2:.2f} ({t2:.0f}%)",
               f"dQ: {w3:.1f} and {i3:.2f} ({t3:.0f}%) at 64 × 64, {w4:.1f} and {i4:.2f} ({t4:.0f}%) at 64 × 32",
-              f"{span('stall_wait', 1)} warps on fixed-latency dependencies",
-              f"{span('stall_short_scoreboard', 2)} on shared-memory results",
-              f"{span('stall_barrier', 1)} at barriers, at most {max(r['stall_long_scoreboard'] for r in dkdv):.1f} "
-              "on global loads", f"issues {per_warp[0]:.2f}–{per_warp[-1]:.2f} instructions a cycle"]
+              f"{span([r['stall_wait'] for r in dkdv], 1)} warps on fixed-latency dependencies",
+              f"{span([r['stall_short_scoreboard'] for r in dkdv], 2)} on shared-memory results",
+              f"{span([r['stall_barrier'] for r in dkdv], 1)} at barriers, at most "
+              f"{max(r['stall_long_scoreboard'] for r in dkdv):.1f} on global loads",
+              f"issues {span(per_warp(backward), 2)} instructions a cycle in the backward and "
+              f"{span(per_warp(forward), 2)} in the forward",
+              f"add up to {span(busy(forward), 2)} of its cycles, dQ's to "
+              f"{span(busy([r for r in backward if r['kernel'] == 'dq']), 2)}",
+              f"dK/dV's add up to {busy(dkdv)[0]:.2f} at 64 × 64 and {busy(dkdv)[1]:.2f} at 64 × 32: for "
+              f"{idle[0]:.0%} and {idle[1]:.0%} of its cycles neither is busy"]
     assert [q for q in quoted if q not in text] == []
