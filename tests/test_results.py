@@ -241,3 +241,31 @@ def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
               f"dK/dV's add up to {busy(dkdv)[0]:.2f} at 64 × 64 and {busy(dkdv)[1]:.2f} at 64 × 32: for "
               f"{idle[0]:.0%} and {idle[1]:.0%} of its cycles neither is busy"]
     assert [q for q in quoted if q not in text] == []
+
+
+def test_perf_md_quotes_the_per_warp_issue_rate_as_bwd_stalls_json_has_it():
+    """docs/perf.md's run 60 rate: a warp's issue over the cycles the tensor pipe is idle, and the busy share the
+    model's form gives each launch with one rate (tensor share + issue rate / min(1, rate x warps per scheduler))."""
+    rows = json.loads((RESULTS / "bwd_stalls.json").read_text())["rows"]
+
+    def idle_rate(r):
+        return r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100) / r["warps_per_scheduler"]
+
+    def busy(r, rate):
+        return r["tensor_pct"] / 100 + r["issue_per_cycle"] / min(1, rate * r["warps_per_scheduler"])
+
+    def span(values, digits=2):
+        low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+        return low if low == high else f"{low}–{high}"
+    kind = {name: [r for r in rows if r["kernel"] == name] for name in ("flash2", "dkdv", "dq")}
+    common = [r for r in rows if r["kernel"] == "dkdv" or (r["kernel"] == "flash2" and r["block_kv"] == 64)]
+    narrow = [r for r in kind["flash2"] if (r["block_q"], r["block_kv"]) == (64, 32)]
+    dkdv_64 = next(r for r in kind["dkdv"] if r["block_kv"] == 64)
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"a resident warp issues {span([idle_rate(r) for r in common])} instructions a cycle in dK/dV",
+              f"({span([idle_rate(r) for r in narrow])} in the forward at 64 × 32; dQ "
+              f"{span([idle_rate(r) for r in kind['dq']])}",
+              f"{span([busy(r, 0.28) for r in kind['flash2']])} for the forward, "
+              f"{span([busy(r, 0.28) for r in kind['dkdv']])} for dK/dV, {span([busy(r, 0.28) for r in kind['dq']])} "
+              "for dQ", f"it gives dK/dV at 64 × 64 {busy(dkdv_64, 0.45):.2f}"]
+    assert [q for q in quoted if q not in text] == []
