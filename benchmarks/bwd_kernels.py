@@ -16,15 +16,12 @@ a pool; 192 timings x ~0.15 s.
 """
 import torch
 
-import gpusim
-from gpusim.occupancy import Resources, occupancy
 from gpusim_kernels import flash2_attention
 from gpusim_kernels.backward import _parts, backward_launch, dkdv_kernel, dq_kernel, preprocess_kernel
 from gpusim_kernels.launch import launch
 
 from benchmarks import probe, tiles_bwd
 
-GPU = "H200-measured"
 KERNELS = ("preprocess", "dkdv", "dq")
 TILES = tiles_bwd.TILES
 SMOKE = dict(TILES=((32, 16),))
@@ -55,14 +52,6 @@ def inputs(g):
     return [x.detach() for x in tiles_bwd._tensors(g, probe.DEVICE)]
 
 
-def resident(res, num_warps):
-    """Blocks of a kernel with these compiled resources an H200 SM holds (gpusim.occupancy); None interpreted."""
-    if res["n_regs"] is None:
-        return None
-    kernel = Resources(num_warps, 1, res["n_regs"], res["shared_bytes"], 0, True)
-    return occupancy(gpusim.get_gpu(GPU), kernel).blocks_per_sm
-
-
 def measure(g, tiles):
     """One row per kernel of group g at the backward's tiles."""
     calls, consts, _ = launches(*inputs(g), g["causal"], tiles)
@@ -71,7 +60,7 @@ def measure(g, tiles):
         res = probe.kernel_resources(calls[kernel]())  # compiled (or found in the cache) and run once
         rows.append(dict(**g, block_q=tiles[0], block_kv=tiles[1], kernel=kernel, ms=probe.median_ms(calls[kernel]),
                          num_warps=consts[kernel]["num_warps"], **res,
-                         resident=resident(res, consts[kernel]["num_warps"])))
+                         resident=probe.h200_blocks(res, consts[kernel]["num_warps"])))
     return rows
 
 

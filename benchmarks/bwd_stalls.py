@@ -13,10 +13,11 @@ forward, dK/dV and dQ launches (in that order). parse keeps METRICS of each, per
 environment.
 """
 import argparse
-import csv
 import json
 import subprocess
 import sys
+
+from benchmarks import ncu
 
 TILES = ((64, 64), (64, 32))
 FORWARD = ((64, 32), (64, 64), (128, 64))  # tiles.json's d = 64 tiles: 4, 4 and 8 warps
@@ -50,14 +51,6 @@ def workload():
         torch.cuda.synchronize()
 
 
-def launches(path):
-    """Nsight's raw CSV: one dict per profiled launch, {metric: text}."""
-    with open(path, newline="") as f:
-        lines = [line for line in f if not line.startswith("==")]
-    table = list(csv.DictReader(lines))
-    return [row for row in table if row.get("ID", "").isdigit()]
-
-
 def number(text):
     return float(text.replace(",", ""))
 
@@ -72,7 +65,8 @@ def labels():
 def parse(path):
     """The METRICS of each launch, labelled with its kernel and tiles."""
     rows = []
-    profiled = launches(path)
+    with open(path) as f:
+        profiled, _ = ncu.raw_table(f.read())
     order = labels()
     if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for _, kernel in order]:
         raise SystemExit(f"expected the launches {order}; got {[r['Kernel Name'] for r in profiled]}")

@@ -144,18 +144,24 @@ def backward_call(algo, q, k, v, do, causal, block_q, block_kv):
     return partial(gpusim_kernels.naive_attention_backward, q, k, v, p, do, **kw)
 
 
-def parse_csv(text):
-    """Nsight Compute's `--csv --page raw` output -> one dict per profiled launch: kernel name and each
-    METRICS quantity in bytes or seconds. Lines ncu prints before the table (==PROF== ...) are skipped."""
+def raw_table(text):
+    """Nsight Compute's `--csv --page raw` output -> ({column: text} per profiled launch, {column: its unit}).
+    Lines ncu prints before the table (==PROF== ...) are skipped."""
     lines = [line for line in text.splitlines() if line.startswith('"')]
     header, units, *rows = list(csv.reader(lines))
-    col = {name: i for i, name in enumerate(header)}
+    return [dict(zip(header, row)) for row in rows], dict(zip(header, units))
+
+
+def parse_csv(text):
+    """Nsight Compute's `--csv --page raw` output -> one dict per profiled launch: kernel name and each
+    METRICS quantity in bytes or seconds."""
+    launches, units = raw_table(text)
     out = []
-    for row in rows:
-        launch = {"kernel_name": row[col["Kernel Name"]]}
+    for row in launches:
+        launch = {"kernel_name": row["Kernel Name"]}
         for quantity, metric in METRICS.items():
-            value = row[col[metric]].replace(",", "") if metric in col else ""  # a metric not asked for: None
-            launch[quantity] = float(value) * UNITS[units[col[metric]]] if value not in ("", "n/a") else None
+            value = row.get(metric, "").replace(",", "")  # a metric not asked for: None
+            launch[quantity] = float(value) * UNITS[units[metric]] if value not in ("", "n/a") else None
         out.append(launch)
     return out
 

@@ -17,9 +17,6 @@ Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10
 """
 import torch
 
-import gpusim
-from gpusim.occupancy import Resources, occupancy
-
 from benchmarks import matmul_tiles, probe
 
 TILES = [(64, 32), (64, 64), (128, 32), (128, 64)]  # (Br, Bc): the d = 64 backward's candidates, on 4 warps
@@ -36,11 +33,7 @@ def configs():
 
 def resident(compiled):
     """Programs of the compiled kernel one H200 SM holds at once (gpusim.occupancy); None in the interpreter."""
-    res = probe.kernel_resources(compiled)
-    if res["n_regs"] is None:
-        return None
-    kernel = Resources(NUM_WARPS, 1, res["n_regs"], res["shared_bytes"], 0, True)
-    return occupancy(gpusim.get_gpu("H200-measured"), kernel).blocks_per_sm
+    return probe.h200_blocks(probe.kernel_resources(compiled), NUM_WARPS)
 
 
 def measure(config, per_sm):

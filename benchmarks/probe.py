@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 import triton
 
+import gpusim
+from gpusim.occupancy import Resources, occupancy
 import gpusim_kernels.interpreter  # noqa: F401 - its fixes to triton 3.6's interpreter, applied when interpreting
 
 INTERPRETED = triton.knobs.runtime.interpret
@@ -124,6 +126,15 @@ def launch_ms(fn):
 
 def sm_count():
     return torch.cuda.get_device_properties(0).multi_processor_count if DEVICE == "cuda" else 2
+
+
+def h200_blocks(res, num_warps):
+    """Blocks of a kernel with these resources (kernel_resources') on num_warps an H200 SM holds at once
+    (gpusim.occupancy); None in the interpreter."""
+    if res["n_regs"] is None:
+        return None
+    kernel = Resources(num_warps, 1, res["n_regs"], res["shared_bytes"], 0, True)
+    return occupancy(gpusim.get_gpu("H200-measured"), kernel).blocks_per_sm
 
 
 def kernel_resources(compiled):
