@@ -343,7 +343,7 @@ def tiles_bwd_table():
 
 def bwd_kernel_rows():
     """results/h200/bwd_kernels.json's timed rows, each with gpusim's time for its kernel (simulate's backward at the
-    row's tiles) as model_ms and model / measured as ratio."""
+    row's tiles) as model_ms, model / measured as ratio, and the model's blocks per SM and latency_bound."""
     out = []
     for row in json.loads((agreement.RESULTS / "bwd_kernels.json").read_text())["rows"]:
         if "ms" not in row:
@@ -352,7 +352,8 @@ def bwd_kernel_rows():
                                  batch=row["batch"], causal=row["causal"], dtype=row["dtype"], gpu=agreement.PRESET,
                                  backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
         kernel = next(k for k in result.kernels if k.pass_ == "backward" and k.name == row["kernel"])
-        out.append(dict(row, model_ms=kernel.predicted_time_s * 1e3, ratio=kernel.predicted_time_s * 1e3 / row["ms"]))
+        out.append(dict(row, model_ms=kernel.predicted_time_s * 1e3, ratio=kernel.predicted_time_s * 1e3 / row["ms"],
+                        model_blocks=kernel.blocks_per_sm, latency_bound=kernel.latency_bound))
     return out
 
 
