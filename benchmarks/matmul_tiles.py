@@ -2,6 +2,7 @@
 traffic in the loop; and the rates of the two other units the softmax runs on.
 
     python -m benchmarks.matmul_tiles --out $OUT                                    # GPU: $OUT/matmul_tiles.json
+    python -m benchmarks.matmul_tiles --more --out $OUT                             # GPU: $OUT/matmul_tiles_more.json
     TRITON_INTERPRET=1 python -m benchmarks.matmul_tiles --out /tmp/probe --smoke   # CPU: every code path, tiny
 
 Each program loads Q_i (Br x d), K_j and V_j (Bc x d) once (the same tiles for every program, so from L2),
@@ -19,6 +20,10 @@ TARGET_FLOPS. Each row records the compiled kernel's registers, spills and share
 instructions in its PTX (wgmma.mma_async: Hopper's warp-group MMA, HGMMA in SASS; mma.sync: the older
 per-warp MMA). Timing: triton.testing.do_bench's median (probe.median_ms).
 
+--more measures MORE_SHAPES, tiles the kernels run that the first run (SHAPES) left out (32 x 32, one of the
+held-out sets' tiles: benchmarks/heldout.py), the same way, beside PEAK, the fp16 peak's shape in the first run:
+benchmarks/h200_constants.py takes their rates against PEAK's in the same run.
+
 Expected wall time on the H200, about 35 s: imports 5 s; 70 kernels compiled by 16 processes, ~12 s with
 their start; 70 timings x ~70 ms (about 1.5 ms per launch at 650 TFLOP/s: do_bench's 5-call estimate and
 10 + 40 ms windows) 5 s; up to 1 s more for each of the ~10 configurations whose registers spill or whose
@@ -32,6 +37,7 @@ import triton
 import triton.language as tl
 
 from benchmarks import probe
+from benchmarks.heldout import TILES as HELDOUT_TILES
 
 SHAPES = [(64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (256, 64), (32, 64)]  # (Br, Bc)
 HEAD_DIMS, WARPS = (64, 128), (4, 8)
@@ -39,6 +45,8 @@ DTYPE_CHECKS = [(128, 128, 128), (128, 64, 128)]  # (Br, Bc, d) also in bf16 and
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
 PROGRAMS_PER_SM, TARGET_FLOPS = 24, 1e12
 RATE_BLOCK, RATE_WARPS, RATE_UNROLL, RATE_OPS = 1024, 4, 8, 2e10  # 8 fp32 values per thread, ~2e10 operations
+MORE_SHAPES = [tile for tile in HELDOUT_TILES if tile not in SHAPES]  # (32, 32)
+PEAK = (64, 128, 128, 4)  # (Br, Bc, d, num_warps) of the fastest fp16 mma row of matmul_tiles.json
 SMOKE = dict(SHAPES=[(32, 64), (64, 32)], HEAD_DIMS=(64,), WARPS=(4,), DTYPE_CHECKS=[(32, 64, 64)], PROGRAMS_PER_SM=1,
              TARGET_FLOPS=1e6, RATE_OPS=1e4)
 
@@ -90,6 +98,15 @@ def configs():
                for d in HEAD_DIMS for br, bc in SHAPES]
     return mma + checks + softmax + [("exp2_rate", "fp32", None, None, None, RATE_WARPS),
                                      ("fma_rate", "fp32", None, None, None, RATE_WARPS)]
+
+
+def more_configs():
+    """--more: mma at MORE_SHAPES on both warp counts, exp2 and softmax on the rule's warps, and PEAK's mma."""
+    mma = [("mma", "fp16", br, bc, d, w) for d in HEAD_DIMS for br, bc in MORE_SHAPES for w in WARPS]
+    softmax = [(variant, "fp16", br, bc, d, 8 if br >= 128 else 4) for variant in ("exp2", "softmax")
+               for d in HEAD_DIMS for br, bc in MORE_SHAPES]
+    br, bc, d, num_warps = PEAK
+    return mma + softmax + [("mma", "fp16", br, bc, d, num_warps)]
 
 
 def flops_per_program(br, bc, d, repeats):
@@ -152,8 +169,7 @@ def measure(config):
             "mma_instruction": mma_instructions(compiled), **probe.kernel_resources(compiled)}
 
 
-def run(results, workers):
-    todo = configs()
+def run(results, workers, todo):
     probe.compile_all(warm, todo, workers, 60)
     for config in todo:
         variant, dtype, br, bc, d, num_warps = config
@@ -165,10 +181,13 @@ def run(results, workers):
 
 
 def main(argv=None):
-    args = probe.parser(__doc__, "matmul_tiles.json").parse_args(argv)
+    ap = probe.parser(__doc__, "matmul_tiles.json")
+    ap.add_argument("--more", action="store_true", help="MORE_SHAPES and PEAK only: matmul_tiles_more.json")
+    args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
-    run(probe.open_results("matmul_tiles.json", args, argv), args.workers)
+    name = "matmul_tiles_more.json" if args.more else "matmul_tiles.json"
+    run(probe.open_results(name, args, argv, "matmul_tiles"), args.workers, more_configs() if args.more else configs())
 
 
 if __name__ == "__main__":

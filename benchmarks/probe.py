@@ -41,11 +41,12 @@ def parser(doc, name, pool=True):
     return ap
 
 
-def open_results(name, args, argv):
-    """The results file of a run: in args.out, its environment naming the command (argv None: sys.argv's)."""
+def open_results(name, args, argv, module=None):
+    """The results file of a run: in args.out, its environment naming the command (argv None: sys.argv's) of
+    benchmarks.<module> (default: the file's name)."""
     if not INTERPRETED and not torch.cuda.is_available():
         raise SystemExit("no CUDA GPU here: run on the GPU, or on CPU as TRITON_INTERPRET=1 python ... --smoke")
-    command = f"python -m benchmarks.{Path(name).stem} " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = f"python -m benchmarks.{module or Path(name).stem} " + " ".join(sys.argv[1:] if argv is None else argv)
     return Results(out_file(args.out, name), environment(command))
 
 
