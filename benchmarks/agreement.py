@@ -119,7 +119,7 @@ def heldout_simulated(row):
 
 def heldout_rows(name="heldout.json"):
     """(row, predicted / measured) for every timed row of a held-out set (heldout.json, seed 2026, or
-    heldout_2027.json): never fitted, scored as the model stands."""
+    heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands."""
     data = json.loads((RESULTS / name).read_text())["rows"]
     return [(row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms")]
 

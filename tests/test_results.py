@@ -265,3 +265,19 @@ def test_perf_md_quotes_the_per_warp_issue_rate_as_bwd_stalls_json_has_it():
               f"{span([busy(r, 0.28) for r in kind['dkdv']])} for dK/dV, {span([busy(r, 0.28) for r in kind['dq']])} "
               "for dQ", f"it gives dK/dV at 64 × 64 {busy(dkdv_64, 0.45):.2f}"]
     assert [q for q in quoted if q not in text] == []
+
+
+def test_perf_md_quotes_the_32x32_tile_as_matmul_tiles_more_json_has_it():
+    """Run 62: the 32 x 32 tile's fraction of the fp16 peak on 4 warps, its rate over the peak shape's timed again
+    in the same run (matmul_tiles.json's fastest shape, at 1.0 of its own peak), and the instruction it compiles to."""
+    rows = [r for r in json.loads((RESULTS / "matmul_tiles_more.json").read_text())["rows"] if r["variant"] == "mma"]
+    first = [r for r in json.loads((RESULTS / "matmul_tiles.json").read_text())["rows"]
+             if r["variant"] == "mma" and r["dtype"] == "fp16"]
+    fastest = max(first, key=lambda r: r["tflops"])
+    key = ("br", "bc", "d", "num_warps")
+    peak = next(r["tflops"] for r in rows if all(r[k] == fastest[k] for k in key))
+    fraction = {r["d"]: r["tflops"] / peak for r in rows if (r["br"], r["bc"], r["num_warps"]) == (32, 32, 4)}
+    assert {d: f"{f:.2f}" for d, f in fraction.items()} == {64: "0.25", 128: "0.30"}
+    assert all(r["mma_instruction"].startswith("mma.sync") for r in rows if r["br"] == 32)
+    text = (ROOT / "docs" / "perf.md").read_text()
+    assert "(mma.sync, not wgmma:\n0.25 and 0.30 of the peak on 4 warps" in text
