@@ -3,6 +3,7 @@ benchmark or fit has seen (GQA, bf16, seq_kv != seq, N not a multiple of 64, rag
 
     python -m benchmarks.heldout --out DIR [--max-minutes 3.5]      # on the GPU: DIR/heldout.json
     python -m benchmarks.heldout --out DIR --dry-run                # anywhere: the rows, unmeasured
+    python -m benchmarks.heldout --out DIR --only naive --keep results/h200/heldout.json   # one algo again
 
 shapes(seed) draws the rows (numpy default_rng): forward passes of naive, flash2 (each configuration at three
 tiles gpusim accepts) and the Hopper kernel; flash2 training steps (flash2_attention_trainable forward +
@@ -15,6 +16,9 @@ Timing: forward and decode rows, the median of the GPU work replayed from a CUDA
 training rows, triton.testing.do_bench's median (events) with the grads set to None before each call. The
 first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
 first K/V head's query heads); a row whose rel_err exceeds the bound gets "error" and no "ms".
+
+--only ALGO --keep FILE measures again the rows of one algorithm, after a change to its kernels, and keeps the
+other rows as FILE has them (the same seed's set); the environment is the new run's, FILE's under "kept".
 """
 import argparse
 import json
@@ -384,9 +388,12 @@ def warm(rows, limit_s, workers, dev="cuda"):
     return {"rows": len(rows), "done": len(done), "failed": failed[:20], "s": round(time.monotonic() - t0, 1)}
 
 
-def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
+def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=None, keep=None):
     import os
     rows = SMOKE if smoke else shapes(seed)
+    kept = json.loads(open(keep).read()) if keep else None
+    if kept is not None and (kept["seed"] != seed or len(kept["rows"]) != len(rows)):
+        raise SystemExit(f"--keep {keep} holds seed {kept['seed']}'s {len(kept['rows'])} rows, not seed {seed}'s")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "heldout.json" if seed == 2026 else f"heldout_{seed}.json")
     command = "python -m benchmarks.heldout " + " ".join(sys.argv[1:])
@@ -395,11 +402,14 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
     else:
         from benchmarks.run_env import environment
         env = environment(command)
+    if kept is not None:
+        env |= {"only": only, "kept": kept["environment"]}
     result = {"environment": env, "seed": seed, "rows": []}
     deadline = time.monotonic() + max_minutes * 60
     if warm_s > 0 and not dry_run and not smoke:
         import os as _os
-        result["environment"]["warm"] = warm(rows, warm_s, min(12, max(1, (_os.cpu_count() or 2) - 2)))
+        todo = [r for r in rows if only is None or r["algo"] == only]
+        result["environment"]["warm"] = warm(todo, warm_s, min(12, max(1, (_os.cpu_count() or 2) - 2)))
         print("warm:", result["environment"]["warm"], flush=True)
     for i, row in enumerate(rows):
         if time.monotonic() > deadline:
@@ -407,6 +417,9 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0):
             break
         r = dict(row, ms=None)
         t0 = time.monotonic()
+        if kept is not None and row["algo"] != only:
+            result["rows"].append(kept["rows"][i])
+            continue
         if not dry_run:
             import torch
             try:
@@ -442,8 +455,12 @@ def main(argv=None):
     ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1: tiny rows of every kind")
     ap.add_argument("--warm-seconds", type=float, default=60.0,
                     help="compile every row's kernels first in a process pool, at most this long (0: do not)")
+    ap.add_argument("--only", help="measure only this algorithm's rows (with --keep)")
+    ap.add_argument("--keep", help="the set's results file: its other rows are kept as they are")
     args = ap.parse_args(argv)
-    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds)
+    if (args.only is None) != (args.keep is None):
+        ap.error("--only and --keep go together")
+    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds, args.only, args.keep)
 
 
 if __name__ == "__main__":

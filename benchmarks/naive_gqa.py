@@ -3,7 +3,11 @@ head between query heads change a kernel's time, and which kernel's?), and at se
 against their neighbours that are not (Triton specialises an integer argument divisible by 16; S's and P's rows
 are N_kv long). Each kernel's GPU time (torch.profiler, the mean of REPS calls) beside gpusim's prediction.
 
-    python -m benchmarks.naive_gqa --out DIR      # on the GPU: DIR/naive_gqa.json
+    python -m benchmarks.naive_gqa --out DIR           # on the GPU: DIR/naive_gqa.json
+    python -m benchmarks.naive_gqa --rows --out DIR    # the lengths only (ROWS): DIR/naive_rows.json
+
+Since the kernels pad S's and P's rows to a multiple of 16 elements (kernels/naive.py), --rows measures whether
+the lengths that are not still cost more than their neighbours' rows do.
 """
 import argparse
 import json
@@ -46,17 +50,20 @@ def kernel_us(shape, kv_heads):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", action="store_true", help="only the lengths (ROWS), into naive_rows.json")
     args = ap.parse_args(argv)
     rows = []
-    for shape, group in [(s, g) for s in SHAPES for g in GROUPS] + [(s, 1) for s in ROWS]:
+    todo = [(s, 1) for s in ROWS] if args.rows else [(s, g) for s in SHAPES for g in GROUPS] + [(s, 1) for s in ROWS]
+    for shape, group in todo:
         kv_heads = shape["heads"] // group
         measured = kernel_us(shape, kv_heads)
         predicted = {kr.name: kr.predicted_time_s * 1e6 for kr in gpusim.simulate(
             "naive", **shape, kv_heads=kv_heads, dtype="fp16", gpu="H200-measured").kernels}
         rows.append(dict(shape, kv_heads=kv_heads, us=measured, predicted_us=predicted))
         print(rows[-1], flush=True)
-    with open(os.path.join(args.out, "naive_gqa.json"), "w") as f:
-        json.dump({"environment": environment("python -m benchmarks.naive_gqa --out $OUT"), "rows": rows}, f, indent=1)
+    name, command = ("naive_rows.json", "--rows --out $OUT") if args.rows else ("naive_gqa.json", "--out $OUT")
+    with open(os.path.join(args.out, name), "w") as f:
+        json.dump({"environment": environment(f"python -m benchmarks.naive_gqa {command}"), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

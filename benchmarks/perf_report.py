@@ -274,6 +274,25 @@ def heldout_table(name="heldout.json"):
     return "\n".join(lines)
 
 
+def naive_rows_table():
+    """results/h200/naive_rows.json (run 63, S's and P's rows padded to 16 elements) against naive_gqa.json's same
+    shapes (run 42, rows N_kv apart): each kernel's µs, and gpusim's for the kernels as they are now."""
+    def load(name):
+        rows = json.loads((agreement.RESULTS / name).read_text())["rows"]
+        return {(r["batch"], r["heads"], r["seq"], r["head_dim"]): r for r in rows if r["kv_heads"] == r["heads"]}
+    before, after = load("naive_gqa.json"), load("naive_rows.json")
+    kernels = ("qk", "softmax", "pv")
+    lines = ["| batch × heads, N, d | " + " | ".join(f"{k}, µs" for k in kernels) + " | model now, µs |",
+             "|---|---|---|---|---|"]
+    for (b, h, n, d), r in after.items():
+        model = {k.name: k.predicted_time_s * 1e6 for k in gpusim.simulate(
+            "naive", batch=b, heads=h, seq=n, head_dim=d, dtype="fp16", gpu=agreement.PRESET).kernels}
+        cells = [f"{before[b, h, n, d]['us'][k]:.0f} → {r['us'][k]:.0f}" for k in kernels]
+        lines.append(f"| {b} × {h}, {n:,}, {d} | " + " | ".join(cells) + " | "
+                     + " / ".join(f"{model[k]:.0f}" for k in kernels) + " |")
+    return "\n".join(lines)
+
+
 HOST_TARGETS = {"flash2_attention": 1.5, "hopper_attention": 1.5, "flash2_train_step": 1.5, "naive_attention": 3.0}
 
 
@@ -477,7 +496,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "backward": backward_table, "heldout": heldout_table,
           "heldout_2027": lambda: heldout_table("heldout_2027.json"),
           "heldout_2028": lambda: heldout_table("heldout_2028.json"), "host": host_table, "serving": serving_table,
-          "tiles_bwd": tiles_bwd_table, "bwd_kernels": bwd_kernels_table,
+          "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -23,11 +23,12 @@ PTXAS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 F16, F32, I32, C = "*fp16", "*fp32", "i32", "constexpr"
 TILED = dict(GROUP=C, D=C, BLOCK_D=C, Br=C, Bc=C, CAUSAL=C)
 KERNELS = {  # name -> (kernel, signature, constants, num_warps, num_stages)
-    "qk d=64 128x128": (naive.qk_kernel, dict(Q=F16, K=F16, S=F16, N=I32, N_KV=I32, scale="fp32", **TILED),
+    "qk d=64 128x128": (naive.qk_kernel, dict(Q=F16, K=F16, S=F16, N=I32, N_KV=I32, LD=I32, scale="fp32", **TILED),
                         dict(GROUP=1, D=64, BLOCK_D=64, Br=128, Bc=128), 8, 1),
-    "softmax row 4096": (naive.softmax_kernel, dict(S=F16, P=F16, N=I32, N_KV=I32, CAUSAL=C, ONE_PASS=C, BLOCK_N=C,
-                                                    Br=C, Bc=C), dict(ONE_PASS=True, BLOCK_N=4096, Br=128, Bc=128), 8, 1),
-    "pv d=128 128x128": (naive.pv_kernel, dict(P=F16, V=F16, O=F16, N=I32, N_KV=I32, **TILED),
+    "softmax row 4096": (naive.softmax_kernel, dict(S=F16, P=F16, N=I32, N_KV=I32, LD=I32, CAUSAL=C, PADDED=C,
+                                                    ONE_PASS=C, BLOCK_N=C, Br=C, Bc=C),
+                         dict(PADDED=False, ONE_PASS=True, BLOCK_N=4096, Br=128, Bc=128), 8, 1),
+    "pv d=128 128x128": (naive.pv_kernel, dict(P=F16, V=F16, O=F16, N=I32, N_KV=I32, LD=I32, **TILED),
                          dict(GROUP=1, D=128, BLOCK_D=128, Br=128, Bc=128), 8, 2),
     "flash1 d=64 64x256": (flash1.flash1_kernel, dict(Q=F16, K=F16, V=F16, O=F32, l=F32, m=F32, N=I32, N_KV=I32,
                                                       scale="fp32", **TILED),

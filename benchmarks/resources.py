@@ -23,9 +23,9 @@ gpusim's backward modules look them up), fp16 as measured: flash2's (fp16 and bf
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
 Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures: decode and split_kv
 over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, and the reduce (one
-kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step). Naive's forward again (qk_unaligned, softmax_unaligned, pv_unaligned) as a sequence length not a
-multiple of 16 launches it: N and N_KV not marked divisible by 16, so S's and P's rows are not known aligned.
-Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
+kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step). Naive's kernels take the row
+stride of S and P (LD, a multiple of 16) as an argument, marked divisible by 16 as at every launch: a sequence
+length not a multiple of 16 compiles to the same code. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
@@ -52,7 +52,6 @@ from triton.compiler import ASTSource
 
 from gpusim import backward as training, decode
 from gpusim.config import make_config, paper_blocks
-from gpusim.passes.naive import UNALIGNED
 from gpusim.shape import REDUCE_SPLITS
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
@@ -69,7 +68,7 @@ from benchmarks.tiles import HOPPER_VARIANTS, TILES
 GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
 TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
 ARG_TYPES = {"N": "i32", "N_KV": "i32", "V_STRIDE": "i32", "lpt_heads": "i32", "scale": "fp32", "qk_scale": "fp32", "o_scale": "fp32",
-             "LSE": "*fp32", "l": "*fp32", "m": "*fp32", "D": "*fp32", "O_partial": "*fp32", "LSE_partial": "*fp32",
+             "LD": "i32", "LSE": "*fp32", "l": "*fp32", "m": "*fp32", "D": "*fp32", "O_partial": "*fp32", "LSE_partial": "*fp32",
              "block_table": "*i32", "cache_seqlens": "*i32", "max_pages": "i32", "cache_len": "i32",
              "num_splits": "i32"}  # every other argument: a pointer to the inputs' type
 KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.pv_kernel,
@@ -78,10 +77,6 @@ KERNELS = {"qk": naive.qk_kernel, "softmax": naive.softmax_kernel, "pv": naive.p
            "reduce": decode_kernels.reduce_kernel}
 KERNELS |= {f"naive_bwd_{k}": getattr(naive_backward, f"{k}_kernel") for k in training.KERNELS["naive"]}
 KERNELS |= {f"flash2_bwd_{k}": getattr(backward, f"{k}_kernel") for k in training.KERNELS["flash2"]}
-NAIVE_FORWARD = ("qk", "softmax", "pv")
-KERNELS |= {k + UNALIGNED: KERNELS[k] for k in NAIVE_FORWARD}
-# Arguments the launch does not mark divisible by 16: naive's N and N_KV at a sequence length not a multiple of 16
-UNSPECIALIZED = {k + UNALIGNED: ("N", "N_KV") for k in NAIVE_FORWARD}
 TRITON_DEFAULT_LAUNCH = {"num_warps": CUDAOptions.num_warps, "num_stages": CUDAOptions.num_stages}  # no options
 NAIVE_BLOCKS = ((128, 128), (64, 64))
 PAGE_SIZES = (16, 32, 64, 128, 256, None)  # kernels/decode.py's page sizes (16 to 256) and a contiguous cache
@@ -129,7 +124,7 @@ def softmax(seq, dtype, causal, block_q, block_kv):
     cfg = make_config("naive", seq=seq, head_dim=64, block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype,
                       gpu=GPU)
     launch = options(cfg, "softmax")
-    consts = dict(CAUSAL=causal, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(seq), Br=block_q,
+    consts = dict(CAUSAL=causal, PADDED=False, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(seq), Br=block_q,
                   Bc=block_kv)
     return row("softmax", None, dtype, causal, block_q, block_kv, seq=seq, **launch), consts, launch
 
@@ -209,13 +204,6 @@ def flash2_backward_bf16():
             for blocks in CANDIDATES for k in ("preprocess", "dkdv", "dq")]
 
 
-def unaligned(rows):
-    """Naive's forward configurations among rows, again as a sequence length not a multiple of 16 launches
-    them (UNSPECIALIZED), named with UNALIGNED."""
-    return [(dict(fields, kernel=fields["kernel"] + UNALIGNED), consts, launch) for fields, consts, launch in rows
-            if fields["kernel"] in NAIVE_FORWARD]
-
-
 def configs():
     """(row, constants, options) for every configuration."""
     out = []
@@ -233,7 +221,7 @@ def configs():
                 for b_q, b_kv in NAIVE_BLOCKS]
     out += [hopper_launch(d, "fp8", causal, hopper.LAUNCHES[d, "fp8", causal]) for d in (64, 128)
             for causal in (False, True)]
-    return out + training_and_decoding() + unaligned(out)
+    return out + training_and_decoding()
 
 
 def parse_ptxas(log):
@@ -339,7 +327,7 @@ def compile_one(config):
     try:
         kernel = fields["kernel"]
         sig = signature(kernel, fields["dtype"]) | host_descriptors(fields)
-        unspecialized = set(KERNELS[kernel].do_not_specialize) | set(UNSPECIALIZED.get(kernel, ()))
+        unspecialized = set(KERNELS[kernel].do_not_specialize)
         attrs = {(i,): [["tt.divisibility", 16]] for i, (name, t) in enumerate(sig.items())
                  if (t.startswith("*") or t == "i32") and name not in unspecialized}
         src = ASTSource(fn=KERNELS[kernel], signature=sig, constexprs=consts, attrs=attrs)
@@ -370,7 +358,7 @@ def model_table(rows, triton_version):
 def model_key(r):
     """A row's key in gpusim/compiled.py: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps,
     num_stages); shape is the row's own, else head_dim, or for the softmax the row it holds (BLOCK_N)."""
-    softmax = r["kernel"].removesuffix(UNALIGNED) == "softmax"
+    softmax = r["kernel"] == "softmax"
     shape = r.get("shape", triton.next_power_of_2(r["seq"] or 1) if softmax else r["head_dim"])
     return (ARCH.rstrip("a"), r["kernel"], tuple(shape) if isinstance(shape, list) else shape, r["dtype"], r["causal"],
             r["block_q"], r["block_kv"], r["num_warps"], r["num_stages"])
@@ -396,8 +384,7 @@ same rows with the triton version; tests/test_occupancy.py checks the two agree)
 `python -m benchmarks.resources --out results/sm90_resources.json --model gpusim/compiled.py`.
 
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or
-for naive attention's softmax the row it holds in registers (N_kv rounded up to a power of two); naive's
-kernels named with _unaligned are compiled for N_kv not a multiple of 16 (gpusim/passes/naive.py).
+for naive attention's softmax the row it holds in registers (its row, LD, rounded up to a power of two).
 Value: (registers per thread, spill bytes per thread (stores + loads, as ptxas -v counts them in the code:
 static, not per iteration), shared bytes per block, per loop in address order (instructions a warp issues
 per iteration, not counting HGMMA; of them MUFU; of them LDL, spill reloads; the bytes per thread its LDL

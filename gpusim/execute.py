@@ -102,7 +102,7 @@ def check_executable(cfg, what="execute mode"):
         raise ValueError(f"{what} would take about {seconds:,.0f} s in Python and NumPy (limit "
                          f"{EXECUTE_SECONDS_LIMIT} s): use fewer heads or a shorter sequence, or count mode (no "
                          f"arrays, no trace)")
-    held = cfg.bh * cfg.seq * cfg.seq_kv
+    held = cfg.bh * cfg.seq * cfg.pass_.score_row(cfg)
     if cfg.pass_.MATRICES and held > EXECUTE_ELEMENT_LIMIT:
         raise ValueError(f"execute mode holds naive attention's {cfg.pass_.MATRICES} in NumPy: {held:,} elements "
                          f"each (limit {EXECUTE_ELEMENT_LIMIT:,}): use count mode (no arrays)")
@@ -112,16 +112,24 @@ def _shape(cfg, tensor):
     b, h, n, nk, d = cfg.batch, cfg.heads, cfg.seq, cfg.seq_kv, cfg.head_dim
     shapes = {"O": (b, h, n, d), "dO": (b, h, n, d), "dQ": (b, h, n, d), "dK": (b, cfg.kv_heads, nk, d),
               "dV": (b, cfg.kv_heads, nk, d)}
-    return shapes.get(tensor, (b, h, n, nk) if tensor in ("S", "P", "dP", "dS") else (b, h, n))
+    return shapes.get(tensor, (b, h, n, cfg.pass_.score_row(cfg)) if tensor in ("S", "P", "dP", "dS") else (b, h, n))
 
 
 def _memory(cfg, arrays, work, trace):
-    """HBM holding `arrays` and zeros for every other tensor the pass's kernels move (its count's keys)."""
-    tensors = {name: np.asarray(x).astype(work) for name, x in arrays.items()}
+    """HBM holding `arrays` and zeros for every other tensor the pass's kernels move (its count's keys); a score
+    matrix given N_kv wide (the saved P) stored as its kernels keep it, rows score_row apart (zeros past N_kv)."""
+    tensors = {name: _stored(cfg, name, np.asarray(x).astype(work)) for name, x in arrays.items()}
     for _, name in cfg.pass_.count(cfg):
         tensors.setdefault(name, np.zeros(_shape(cfg, name), work))
     progress = cfg.pass_.execute_steps(cfg) if execute_seconds(cfg) > PROGRESS_AFTER_S else None
     return tensors, Memory(tensors, {name: cfg.tensor_bytes(name) for name in tensors}, trace, progress)
+
+
+def _stored(cfg, name, x):
+    if name not in ("S", "P", "dP", "dS"):
+        return x
+    x = x[..., :cfg.seq_kv]  # N_kv wide, or as another launch's tiles padded it
+    return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, cfg.pass_.score_row(cfg) - cfg.seq_kv)])
 
 
 def execute(cfg, q, k, v, trace=False):

@@ -49,9 +49,10 @@ def _rmw_fits(cfg, kernel):
 def _reads(cfg, kernel, sm_reads):
     t, l2, d, e = cfg.tiling, cfg.gpu.l2_bytes, cfg.head_dim, cfg.itemsize
     kv_head = t.max_keys * d * e  # K (or V) of one head, as far as it is touched
+    scores = cfg.bh * t.padded_elements(cfg.pass_.score_row(cfg)) * e  # S or P, rows score_row apart
     first = {"Q": cfg.bh * cfg.seq * d * e, "K": cfg.batch * cfg.kv_heads * kv_head,
-             "V": cfg.batch * cfg.kv_heads * kv_head, "S": cfg.bh * t.tile_elements * e,
-             "P": cfg.bh * t.tile_elements * e}  # anything else (flash1's O, l, m) this kernel wrote first
+             "V": cfg.batch * cfg.kv_heads * kv_head, "S": scores, "P": scores}  # anything else (flash1's O, l, m)
+    # this kernel wrote first
     flight = in_flight(cfg, kernel)
     pattern, reread = cfg.pass_.L2_REUSE[kernel]
     if pattern == "kv_per_q_block":  # K/V re-read by each of a head's Tr Q blocks

@@ -212,7 +212,7 @@ class Backward(Shape):
     @property
     def ds_fits(self):
         """naive's ds kernel holds a row of P and of dP in SRAM, or streams them in Bc chunks, twice."""
-        return 2 * self.seq_kv * self.itemsize <= self.gpu.sram_bytes_per_block
+        return 2 * self.pass_.score_row(self) * self.itemsize <= self.gpu.sram_bytes_per_block
 
     @property
     def causal_align(self):

@@ -132,6 +132,19 @@ class Tiling:
         n_last = self.seq_q - last * self.block_q
         return self._sum(lambda j, k, n, count: self.block_q * k, n_last * self.keys_of(last))
 
+    def padded_elements(self, row):
+        """tile_elements of a score matrix whose rows are `row` >= N_kv elements apart, written up to there: the
+        rows whose Q blocks visit the last K/V block also write its row - N_kv padding (Bc a multiple of the
+        padding's unit, so the blocks are the same)."""
+        first = self.first_q_block(self.n_kv_blocks - 1) if self.n_kv_blocks else self.n_q_blocks
+        return self.tile_elements + (row - self.seq_kv) * max(0, self.seq_q - first * self.block_q)
+
+    def score_cols(self, j, row):
+        """The columns of K/V block j in a score matrix whose rows are `row` apart: its keys, the last block's
+        reaching the padding."""
+        start, stop = self.kv_rows(j)
+        return slice(start, row if stop == self.seq_kv else stop)
+
     def unmasked_blocks_of(self, i):
         """The first K/V blocks of Q block i that need no mask: whole blocks of keys that every row of the
         block sees (a kernel masks only the rest: the diagonal, and a ragged last block)."""

@@ -1,26 +1,34 @@
 """Standard attention (Algorithm 0 of the FlashAttention paper) as three launches, each a grid of tiled
 programs: S = Q Kᵀ · scale is written to HBM, a row softmax reads S and writes P, O = P V reads P back.
 The N x N_kv matrices S and P make the HBM traffic quadratic in the sequence length.
+
+Their rows are LD = N_kv rounded up to 16 elements apart (a padded leading dimension, as BLAS's lda): Triton
+specialises an integer argument divisible by 16, so every row starts 16-byte aligned and S and P move in 16-byte
+vectors. With rows N_kv apart, N_kv not a multiple of 16, they moved an element at a time (docs/perf.md, "Rows
+not a multiple of 16"). The LD - N_kv columns past the last key are written (S = 0, P = 0) and read like the rest.
 """
 import torch
 import triton
 import triton.language as tl
+
+from gpusim.passes.naive import score_row
 
 from .launch import constants, forward_launch, launch, op_fields
 from .tiles import kv_blocks_visited, row_offsets
 
 
 @triton.jit
-def qk_kernel(Q, K, S, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+def qk_kernel(Q, K, S, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    tile_product(Q, K, S, N, N_KV, scale, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # S = Q Kᵀ · scale
+    tile_product(Q, K, S, N, N_KV, LD, scale, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # S = Q Kᵀ · scale
 
 
 @triton.jit
-def tile_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+def tile_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
                  Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
     """C_ij = scale · A_i B_jᵀ for the program's tile (i, j), written whole: A is (N, d) per head, B (N_kv, d)
-    per K/V head, C (N, N_kv) per head. S = Q Kᵀ · scale here; dP = dO Vᵀ in kernels/naive_backward.py."""
+    per K/V head, C (N, LD) per head (0 past key N_kv). S = Q Kᵀ · scale here; dP = dO Vᵀ in
+    kernels/naive_backward.py."""
     T_c = tl.cdiv(N_KV, Bc)
     i = tl.program_id(0) // T_c  # the program's tile (i, j) of C
     j = tl.program_id(0) % T_c
@@ -36,26 +44,27 @@ def tile_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, 
         a_i = tl.load(A + bh * N * D + a_offs, mask=a_mask, other=0.0, cache_modifier=".cg")  # read Br*d
         b_j = tl.load(B + (bh // GROUP) * N_KV * D + b_offs, mask=b_mask, other=0.0, cache_modifier=".cg")  # read Bc*d
         c_ij = tl.dot(a_i, tl.trans(b_j), input_precision="ieee") * scale
-        c_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # the whole tile: S's mask is the softmax's
-        c_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
-        tl.store(C + bh * N * N_KV + c_offs, c_ij.to(C.dtype.element_ty), mask=c_mask)  # write Br*Bc
+        c_mask = (rows < N)[:, None] & (keys < LD)[None, :]  # the whole tile: S's mask is the softmax's
+        c_offs = rows.to(tl.int64)[:, None] * LD + keys[None, :]  # int64: N * LD may pass 2**31
+        tl.store(C + bh * N * LD + c_offs, c_ij.to(C.dtype.element_ty), mask=c_mask)  # write Br*Bc
 
 
 @triton.jit
-def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_N: tl.constexpr,
-                   Br: tl.constexpr, Bc: tl.constexpr):
+def softmax_kernel(S, P, N, N_KV, LD, CAUSAL: tl.constexpr, PADDED: tl.constexpr, ONE_PASS: tl.constexpr,
+                   BLOCK_N: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr):
     row = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
-    s_row = S + (bh * N + row) * N_KV
-    p_row = P + (bh * N + row) * N_KV
-    # The row's part of the tiles qk wrote (all of it unless causal), read and written whole so the loads
-    # and stores stay vectorised; keys right of the diagonal are masked here, in registers, and get P = 0.
-    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, N_KV) if CAUSAL else N_KV
+    s_row = S + (bh * N + row) * LD
+    p_row = P + (bh * N + row) * LD
+    # The row's part of the tiles qk wrote (all LD of it unless causal), read and written whole so the loads
+    # and stores stay vectorised; keys right of the diagonal, and the padding past key N_kv (PADDED: LD > N_kv),
+    # are masked here, in registers, and get P = 0.
+    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, LD) if CAUSAL else LD
     visible = tl.minimum(row + 1, N_KV) if CAUSAL else N_KV
     if ONE_PASS:  # the row fits in SRAM: read it once
         cols = tl.arange(0, BLOCK_N)
         x = tl.load(s_row + cols, mask=cols < n, other=float("-inf")).to(tl.float32)  # read n
-        if CAUSAL:
+        if CAUSAL or PADDED:  # not a no-op where neither: run 2 measured it 1.5x slower on rows of 16K
             x = tl.where(cols < visible, x, float("-inf"))
         e = tl.exp(x - tl.max(x, 0))
         tl.store(p_row + cols, (e / tl.sum(e, 0)).to(P.dtype.element_ty), mask=cols < n)  # write n
@@ -78,16 +87,16 @@ def softmax_kernel(S, P, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
 
 
 @triton.jit
-def pv_kernel(P, V, O, N, N_KV, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, Br: tl.constexpr,
-              Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    row_block_product(P, V, O, N, N_KV, 1.0, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # O = P V
+def pv_kernel(P, V, O, N, N_KV, LD, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+              Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    row_block_product(P, V, O, N, N_KV, LD, 1.0, GROUP, D, BLOCK_D, Br, Bc, CAUSAL)  # O = P V
 
 
 @triton.jit
-def row_block_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
+def row_block_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
                       Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
     """C_i = scale · Σ_j A_ij B_j for the program's Q block i (Br rows), over the K/V blocks it visits: A is
-    (N, N_kv) per head, B (N_kv, d) per K/V head, C (N, d) per head. O = P V here; dQ = τ dS K in
+    (N, LD) per head (0 past key N_kv), B (N_kv, d) per K/V head, C (N, d) per head. O = P V here; dQ = τ dS K in
     kernels/naive_backward.py."""
     i = tl.program_id(0)  # Q block: Br rows of C
     bh = tl.program_id(1).to(tl.int64)
@@ -95,9 +104,9 @@ def row_block_product(A, B, C, N, N_KV, scale, GROUP: tl.constexpr, D: tl.conste
     acc = tl.zeros([Br, BLOCK_D], tl.float32)  # C_i / scale, in registers
     for j in range(kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)):
         keys = j * Bc + tl.arange(0, Bc)
-        a_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]  # P (and so dS) is 0 right of the diagonal
-        a_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]
-        a_ij = tl.load(A + bh * N * N_KV + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
+        a_mask = (rows < N)[:, None] & (keys < LD)[None, :]  # P (and so dS) is 0 right of the diagonal
+        a_offs = rows.to(tl.int64)[:, None] * LD + keys[None, :]
+        a_ij = tl.load(A + bh * N * LD + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
         b_offs, b_mask = row_offsets(keys, N_KV, D, BLOCK_D)
         # .cg, as in tile_product: every Q block's program loads B_j, and two on one SM would hit in its L1
         # (Nsight: the naive backward's dq read 2.1% under the count at N = 4096, d = 64, results/h200/ncu_bwd.json)
@@ -114,19 +123,21 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     predicts fastest), or tiles=gpusim.Tiles(...), whose num_warps, num_stages, where set, all three kernels
     take; gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected).
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
-    tiles; the tiles a causal mask skips are never written)."""
+    tiles; the tiles a causal mask skips are never written): a view of the (B, H, N, LD) buffer the kernels
+    write, its rows LD apart."""
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
         return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
     cfg, grids, consts = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    s = torch.empty((*q.shape[:3], cfg.seq_kv), dtype=q.dtype, device=q.device)
-    launch(qk_kernel, grids["qk"], q, k, s, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts["qk"])
+    ld = score_row(cfg)
+    s = torch.empty((*q.shape[:3], ld), dtype=q.dtype, device=q.device)
+    launch(qk_kernel, grids["qk"], q, k, s, cfg.seq, cfg.seq_kv, ld, cfg.head_dim**-0.5, **consts["qk"])
     p = torch.empty_like(s)
-    launch(softmax_kernel, grids["softmax"], s, p, cfg.seq, cfg.seq_kv, **consts["softmax"])
+    launch(softmax_kernel, grids["softmax"], s, p, cfg.seq, cfg.seq_kv, ld, **consts["softmax"])
     del s  # freed before O is allocated: the peak is Q, K, V, S and P
     o = torch.empty_like(q)
-    launch(pv_kernel, grids["pv"], p, v, o, cfg.seq, cfg.seq_kv, **consts["pv"])
-    return (o, p) if return_p else o
+    launch(pv_kernel, grids["pv"], p, v, o, cfg.seq, cfg.seq_kv, ld, **consts["pv"])
+    return (o, p[..., :cfg.seq_kv]) if return_p else o
 
 
 def _parts(cfg):
@@ -134,6 +145,7 @@ def _parts(cfg):
     t = cfg.tiling
     grids = {"qk": (t.n_q_blocks * t.n_kv_blocks, cfg.bh), "softmax": (cfg.seq, cfg.bh), "pv": (t.n_q_blocks, cfg.bh)}
     tiles = cfg.pass_.tiles(cfg, "softmax")
-    softmax = dict(CAUSAL=cfg.causal, ONE_PASS=cfg.softmax_fits, BLOCK_N=triton.next_power_of_2(cfg.seq_kv),
+    softmax = dict(CAUSAL=cfg.causal, PADDED=score_row(cfg) > cfg.seq_kv, ONE_PASS=cfg.softmax_fits,
+                   BLOCK_N=triton.next_power_of_2(score_row(cfg)),
                    Br=tiles.block_q, Bc=tiles.block_kv, num_warps=tiles.num_warps, num_stages=tiles.num_stages)
     return grids, {"qk": constants(cfg, "qk"), "softmax": softmax, "pv": constants(cfg, "pv")}

@@ -1,7 +1,8 @@
 """Standard attention's backward pass (Algorithm 3 of the FlashAttention paper), one launch per line, and
-naive_attention_trainable, which autograd can differentiate. The forward saved P (N x N_kv per head);
-the backward reads it, writes dP and dS to HBM and reads them back: the quadratic traffic FlashAttention
-removes. For contrast with kernels/backward.py; gpusim.backward counts the bytes they move.
+naive_attention_trainable, which autograd can differentiate. The forward saved P (N x N_kv per head, its
+rows LD apart: kernels/naive.py); the backward reads it, writes dP and dS (rows LD apart too) to HBM and reads
+them back: the quadratic traffic FlashAttention removes. For contrast with kernels/backward.py;
+gpusim.backward counts the bytes they move.
 
     dv: dV = Pᵀ dO          one program per K/V block and K/V head, over the group's query heads
     dp: dP = dO Vᵀ          one program per visited tile, written whole
@@ -17,24 +18,26 @@ from gpusim.shape import Tiles
 
 from .backward import bwd_constants, prepare_backward
 from .launch import launch, options
+from gpusim.passes.naive import score_row
+
 from .naive import naive_attention, row_block_product, tile_product
 from .tiles import first_q_block, kv_blocks_visited, row_offsets
 
 
 @triton.jit
-def _summed_over_queries(A, X, bkv, j, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+def _summed_over_queries(A, X, bkv, j, N, LD, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
                          Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
     """Σ A_ijᵀ X_i over the query heads of K/V head bkv's group and the Q blocks that see K/V block j:
-    (Bc, d) in fp32. A is an (N, N_kv) matrix per head (P or dS), X an (N, d) one (dO or Q)."""
+    (Bc, d) in fp32. A is an (N, LD) matrix per head (P or dS, 0 past key N_kv), X an (N, d) one (dO or Q)."""
     keys = j * Bc + tl.arange(0, Bc)
     acc = tl.zeros([Bc, BLOCK_D], tl.float32)
     for g in range(GROUP):
         bh = bkv * GROUP + g
         for i in range(first_q_block(j, N, Br, Bc, CAUSAL), tl.cdiv(N, Br)):
             rows = i * Br + tl.arange(0, Br)
-            a_mask = (rows < N)[:, None] & (keys < N_KV)[None, :]
-            a_offs = rows.to(tl.int64)[:, None] * N_KV + keys[None, :]  # int64: N * N_kv may pass 2**31
-            a_ij = tl.load(A + bh * N * N_KV + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
+            a_mask = (rows < N)[:, None] & (keys < LD)[None, :]
+            a_offs = rows.to(tl.int64)[:, None] * LD + keys[None, :]  # int64: N * LD may pass 2**31
+            a_ij = tl.load(A + bh * N * LD + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
             x_offs, x_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
             # .cg: every K/V block's program loads X_i, and two on one SM would hit in its L1 (Nsight: dk and dv read
             # 1.7-2.5% under the count at N = 4096, d = 64, results/h200/ncu_bwd.json); so every load is L2 -> SM
@@ -44,39 +47,40 @@ def _summed_over_queries(A, X, bkv, j, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: t
 
 
 @triton.jit
-def dv_kernel(P, dO, dV, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+def dv_kernel(P, dO, dV, N, N_KV, LD, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
     j = tl.program_id(0)  # K/V block
     bkv = tl.program_id(1).to(tl.int64)  # b * H_kv + kv head
-    dv = _summed_over_queries(P, dO, bkv, j, N, N_KV, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)
+    dv = _summed_over_queries(P, dO, bkv, j, N, LD, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)
     offs, mask = row_offsets(j * Bc + tl.arange(0, Bc), N_KV, HEAD_DIM, BLOCK_D)
     tl.store(dV + bkv * N_KV * HEAD_DIM + offs, dv.to(dV.dtype.element_ty), mask=mask)  # write Bc*d
 
 
 @triton.jit
-def dk_kernel(dS, Q, dK, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+def dk_kernel(dS, Q, dK, N, N_KV, LD, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
     j = tl.program_id(0)
     bkv = tl.program_id(1).to(tl.int64)
-    dk = _summed_over_queries(dS, Q, bkv, j, N, N_KV, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL) * scale
+    dk = _summed_over_queries(dS, Q, bkv, j, N, LD, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL) * scale
     offs, mask = row_offsets(j * Bc + tl.arange(0, Bc), N_KV, HEAD_DIM, BLOCK_D)
     tl.store(dK + bkv * N_KV * HEAD_DIM + offs, dk.to(dK.dtype.element_ty), mask=mask)  # write Bc*d
 
 
 @triton.jit
-def dp_kernel(dO, V, dP, N, N_KV, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+def dp_kernel(dO, V, dP, N, N_KV, LD, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    tile_product(dO, V, dP, N, N_KV, 1.0, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dP = dO Vᵀ, tile by tile
+    tile_product(dO, V, dP, N, N_KV, LD, 1.0, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dP = dO Vᵀ, tile by tile
 
 
 @triton.jit
-def ds_kernel(P, dP, dS, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_N: tl.constexpr,
+def ds_kernel(P, dP, dS, N, N_KV, LD, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_N: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr):
     row = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
-    at = (bh * N + row) * N_KV
-    # The row's part of the tiles the forward wrote (all of it unless causal). P is 0 at masked keys, so dS is.
-    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, N_KV) if CAUSAL else N_KV
+    at = (bh * N + row) * LD
+    # The row's part of the tiles the forward wrote (all LD of it unless causal). P is 0 at masked keys and past
+    # key N_kv, so dS is.
+    n = tl.minimum(kv_blocks_visited(row // Br, N, N_KV, Br, Bc, CAUSAL) * Bc, LD) if CAUSAL else LD
     if ONE_PASS:  # the row's P and dP fit in SRAM: read each once
         cols = tl.arange(0, BLOCK_N)
         p = tl.load(P + at + cols, mask=cols < n, other=0.0).to(tl.float32)  # read n
@@ -98,9 +102,9 @@ def ds_kernel(P, dP, dS, N, N_KV, CAUSAL: tl.constexpr, ONE_PASS: tl.constexpr, 
 
 
 @triton.jit
-def dq_kernel(dS, K, dQ, N, N_KV, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+def dq_kernel(dS, K, dQ, N, N_KV, LD, scale, GROUP: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    row_block_product(dS, K, dQ, N, N_KV, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
+    row_block_product(dS, K, dQ, N, N_KV, LD, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
 
 
 def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
@@ -113,22 +117,30 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
         raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
                          f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
-    p, t, scale = p.contiguous(), cfg.tiling, cfg.head_dim**-0.5
-    kv_grid = (t.n_kv_blocks, cfg.batch * cfg.kv_heads)
+    ld, t, scale = score_row(cfg), cfg.tiling, cfg.head_dim**-0.5
+    p, kv_grid, n, nk = rows_apart(p, ld), (t.n_kv_blocks, cfg.batch * cfg.kv_heads), cfg.seq, cfg.seq_kv
     dv = torch.empty_like(v)
-    launch(dv_kernel, kv_grid, p, do, dv, cfg.seq, cfg.seq_kv, **bwd_constants(cfg, "dv"))
+    launch(dv_kernel, kv_grid, p, do, dv, n, nk, ld, **bwd_constants(cfg, "dv"))
     dp = torch.empty_like(p)
-    launch(dp_kernel, (t.n_q_blocks * t.n_kv_blocks, cfg.bh), do, v, dp, cfg.seq, cfg.seq_kv,
-           **bwd_constants(cfg, "dp"))
+    launch(dp_kernel, (t.n_q_blocks * t.n_kv_blocks, cfg.bh), do, v, dp, n, nk, ld, **bwd_constants(cfg, "dp"))
     ds = torch.empty_like(p)
-    launch(ds_kernel, (cfg.seq, cfg.bh), p, dp, ds, cfg.seq, cfg.seq_kv, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
-           BLOCK_N=triton.next_power_of_2(cfg.seq_kv), Br=cfg.block_q, Bc=cfg.block_kv, **options(cfg, "ds"))
+    launch(ds_kernel, (cfg.seq, cfg.bh), p, dp, ds, n, nk, ld, CAUSAL=cfg.causal, ONE_PASS=cfg.ds_fits,
+           BLOCK_N=triton.next_power_of_2(ld), Br=cfg.block_q, Bc=cfg.block_kv, **options(cfg, "ds"))
     del dp  # freed before dQ and dK are allocated: the peak is P, dP and dS together
     dq = torch.empty_like(q)
-    launch(dq_kernel, (t.n_q_blocks, cfg.bh), ds, k, dq, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dq"))
+    launch(dq_kernel, (t.n_q_blocks, cfg.bh), ds, k, dq, n, nk, ld, scale, **bwd_constants(cfg, "dq"))
     dk = torch.empty_like(k)
-    launch(dk_kernel, kv_grid, ds, q, dk, cfg.seq, cfg.seq_kv, scale, **bwd_constants(cfg, "dk"))
+    launch(dk_kernel, kv_grid, ds, q, dk, n, nk, ld, scale, **bwd_constants(cfg, "dk"))
     return dq, dk, dv
+
+
+def rows_apart(p, ld):
+    """P (B, H, N, N_kv) as a view of an (B, H, N, ld) buffer, rows ld apart: the forward's own (naive_attention's
+    return_p), or a copy with zeros past key N_kv."""
+    b, h, n, nk = p.shape
+    if p.stride() == (h * n * ld, n * ld, ld, 1):
+        return p.as_strided((b, h, n, ld), p.stride())
+    return torch.nn.functional.pad(p, (0, ld - nk))
 
 
 class NaiveAttention(torch.autograd.Function):

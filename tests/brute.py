@@ -12,6 +12,14 @@ def tiles(n, block):
     return [(s, min(s + block, n)) for s in range(0, n, block)]
 
 
+def score_tiles(n_kv, block):
+    """[(start, stop)] of each K/V block's columns in naive's score matrices (S, P, dP, dS), whose rows are n_kv
+    rounded up to 16 elements apart (kernels/naive.py), as far as the blocks reach: the last block's columns run
+    to the row's end."""
+    row = min(-(-n_kv // 16) * 16, tiles(n_kv, block)[-1][0] + block)
+    return [(s, row if stop == n_kv else stop) for s, stop in tiles(n_kv, block)]
+
+
 def visible(row, n, n_kv, causal, bottom_right):
     """Keys row `row` sees: all, or 0..row (+ n_kv - n when aligned bottom-right)."""
     if not causal:
@@ -38,21 +46,22 @@ def count(algo, batch, heads, seq, seq_kv, head_dim, block_q, block_kv, causal, 
     qt, kt = tiles(seq, block_q), tiles(seq_kv, block_kv)
     seen = [[j for j, kv in enumerate(kt) if visited(q, kv, seq, seq_kv, causal, bottom_right)] for q in qt]
     if algo == "naive":
+        st = score_tiles(seq_kv, block_kv)
         for i, (r0, r1) in enumerate(qt):
             for j in seen[i]:  # qk: one program per visited tile
                 c0, c1 = kt[j]
                 add("qk", "Q", 0, (r1 - r0) * d, e)
                 add("qk", "K", 0, (c1 - c0) * d, e)
-                add("qk", "S", 1, (r1 - r0) * (c1 - c0), e)
+                add("qk", "S", 1, (r1 - r0) * (st[j][1] - st[j][0]), e)
         for i, (r0, r1) in enumerate(qt):  # softmax: each row over its visited tiles
-            width = kt[seen[i][-1]][1]
-            passes = 1 if sram_row_bytes is None or seq_kv * e <= sram_row_bytes else 3
+            width = st[seen[i][-1]][1]
+            passes = 1 if sram_row_bytes is None or st[-1][1] * e <= sram_row_bytes else 3
             add("softmax", "S", 0, (r1 - r0) * width * passes, e)
             add("softmax", "P", 1, (r1 - r0) * width, e)
         for i, (r0, r1) in enumerate(qt):  # pv
             for j in seen[i]:
                 c0, c1 = kt[j]
-                add("pv", "P", 0, (r1 - r0) * (c1 - c0), e)
+                add("pv", "P", 0, (r1 - r0) * (st[j][1] - st[j][0]), e)
                 add("pv", "V", 0, (c1 - c0) * d, e)
             add("pv", "O", 1, (r1 - r0) * d, o)
     elif algo == "flash1":

@@ -75,12 +75,17 @@ def test_reference_gradients_equal_torch_autograd():
 def brute_force(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, causal, e, ds_fits):
     """Bytes by walking every tile of the papers' loops (FlashAttention Algorithms 3 and 4, the
     FlashAttention-2 backward), with its own visibility rule: tile (rows, keys) is computed unless causal
-    and its first key is right of its last row. Independent of Tiling and of the closed forms."""
+    and its first key is right of its last row. Independent of Tiling and of the closed forms. naive's P, dP and dS
+    have rows n_kv rounded up to 16 apart (as far as the K/V blocks reach), the last block's columns reaching it."""
     n, nk, d, group, f = seq, seq_kv, head_dim, heads // kv_heads, 4
     c = defaultdict(lambda: [0, 0])
+    ld = min(-(-nk // 16) * 16, -(-nk // block_kv) * block_kv)
 
     def blocks(length, size):  # (start, rows) of each block
         return [(s, min(size, length - s)) for s in range(0, length, size)]
+
+    def cols(ks, kr):  # a K/V block's columns in P, dP, dS
+        return (ld if ks + kr == nk else ks + kr) - ks
 
     def seen(q_block, kv_start):
         return not causal or kv_start <= q_block[0] + q_block[1] - 1
@@ -94,7 +99,7 @@ def brute_force(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, bl
                     for ks, kr in kb:
                         for _ in heads_of:
                             for qs, qr in (blk for blk in qb if seen(blk, ks)):
-                                c[kernel, a][0] += qr * kr * e
+                                c[kernel, a][0] += qr * cols(ks, kr) * e
                                 c[kernel, x][0] += qr * d * e
                         c[kernel, out][1] += kr * d * e
             if algo == "flash1":
@@ -135,13 +140,14 @@ def brute_force(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, bl
                     for ks, kr in visited:
                         c["dp", "dO"][0] += qr * d * e
                         c["dp", "V"][0] += kr * d * e
-                        c["dp", "dP"][1] += qr * kr * e
-                        c["dq", "dS"][0] += qr * kr * e
+                        c["dp", "dP"][1] += qr * cols(ks, kr) * e
+                        c["dq", "dS"][0] += qr * cols(ks, kr) * e
                         c["dq", "K"][0] += kr * d * e
                     c["dq", "dQ"][1] += qr * d * e
+                    row = sum(cols(ks, kr) for ks, kr in visited)
                     for t in ("P", "dP"):  # one program per row of the block
-                        c["ds", t][0] += qr * keys * e * (1 if ds_fits else 2)
-                    c["ds", "dS"][1] += qr * keys * e
+                        c["ds", t][0] += qr * row * e * (1 if ds_fits else 2)
+                    c["ds", "dS"][1] += qr * row * e
                 if algo == "flash2":
                     for t in ("O", "dO"):
                         c["preprocess", t][0] += qr * d * e

@@ -99,3 +99,17 @@ def test_the_measured_set_is_the_drawn_set(name, seed):
         same = [k for k in keys if wanted[k] is not None and k not in left]
         assert {k: got[k] for k in same} == {k: wanted[k] for k in same}
     assert all(r.get("ms") or r.get("error") for r in measured["rows"])
+
+
+def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
+    """--only naive --keep FILE: the other rows are FILE's, unchanged; the naive ones drawn again (unmeasured in a
+    dry run); a file of another seed is refused."""
+    from benchmarks import heldout
+    keep = RESULTS / "heldout_2028.json"
+    kept = json.loads(keep.read_text())
+    result = heldout.run(str(tmp_path), 1, True, seed=2028, only="naive", keep=str(keep))
+    assert result["environment"]["kept"] == kept["environment"] and result["environment"]["only"] == "naive"
+    for old, new in zip(kept["rows"], result["rows"]):
+        assert (new == old) == (old["algo"] != "naive")
+    with pytest.raises(SystemExit, match="seed 2028"):
+        heldout.run(str(tmp_path), 1, True, seed=2027, only="naive", keep=str(keep))

@@ -136,7 +136,7 @@ class BackwardPass(Pass):
         what reaches DRAM when L2 catches every re-read (rule 1 of gpusim/l2.py). K and V count once per K/V
         head, not once per query head."""
         d, e = cfg.head_dim, cfg.itemsize
-        n, nk, te = cfg.seq, cfg.seq_kv, cfg.tiling.tile_elements
+        n, nk, te = cfg.seq, cfg.seq_kv, cfg.tiling.padded_elements(self.score_row(cfg))
         rows = {"Q": n * d, "O": n * d, "dO": n * d, "dQ": n * d, "LSE": n, "l": n, "m": n, "D": n,
                 "P": te, "dP": te, "dS": te, "dK": nk * d, "dV": nk * d}
         per_q, per_kv = {}, {}
@@ -154,7 +154,7 @@ class BackwardPass(Pass):
         """{tensor: bytes} the forward keeps for the backward: Q, K, V and SAVED."""
         q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
         kv = cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
-        sizes = {"P": cfg.bh * cfg.seq * cfg.seq_kv * cfg.itemsize,
+        sizes = {"P": cfg.bh * cfg.seq * self.score_row(cfg) * cfg.itemsize,
                  "O": cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")}
         return {"Q": q, "K": kv, "V": kv} | {s: sizes.get(s, cfg.bh * cfg.seq * STATS_BYTES) for s in self.SAVED}
 

@@ -90,6 +90,11 @@ class Pass:
             raise ValueError(f"head_dim={head_dim} is outside {least}..{most}, the head dims the {self.name} "
                              f"kernel runs")
 
+    def score_row(self, cfg):
+        """The elements from one row to the next of the N x N_kv matrices its kernels keep in HBM (S, P, dP,
+        dS): N_kv, unless its kernels pad them."""
+        return cfg.seq_kv
+
     def kernels_of(self, cfg):
         """The kernels cfg launches, in order: all of KERNELS (split_kv launches some)."""
         return self.KERNELS

@@ -14,11 +14,18 @@ from ..tiling import ramp_work, uniform_work
 from .base import Pass
 from .common import padded, pipeline_stages, shrink_to_fit, warps
 
-# Triton specialises an integer argument divisible by 16: with N_kv not a multiple of 16 it cannot prove the rows of S
-# and P 16-byte aligned and loads and stores them an element at a time (docs/perf.md, "Rows not a multiple of 16"). The
-# kernels compiled so (benchmarks/resources.py) are named with UNALIGNED in gpusim/compiled.py.
+# The rows of S and P (and of the backward's dP and dS) lie N_kv rounded up to ALIGN elements apart: Triton specialises
+# an integer argument divisible by 16, so every row is 16-byte aligned and moves in 16-byte vectors. Rows N_kv apart,
+# N_kv not a multiple of 16, moved an element at a time (docs/perf.md, "Rows not a multiple of 16").
 ALIGN = 16
-UNALIGNED = "_unaligned"
+
+
+def score_row(cfg):
+    """LD, the elements from one row of S (P, dP, dS) to the next: N_kv rounded up to ALIGN, within the K/V
+    blocks' width (Tc x Bc, which the kernels' blocks, powers of two from 16, always reach). The kernels write
+    the LD - N_kv past the last key (0) and read them back with the rest, so they move with the counts."""
+    return min(-(-cfg.seq_kv // ALIGN) * ALIGN, cfg.tiling.n_kv_blocks * cfg.block_kv)
+
 # Both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks, which kernels/naive.py takes).
 MATMUL_TILE = 128
 PER_SCORE_QK = 1  # the scale
@@ -42,9 +49,19 @@ ROW_ELEMENTS_PER_THREAD = 64  # softmax rows get warps until each thread holds a
 MAX_ROW_ELEMENTS = 1 << 15
 
 
+def scores(cfg):
+    """Entries of S (P, dP, dS) the visited tiles write per head, the padding past N_kv included."""
+    return cfg.tiling.padded_elements(score_row(cfg))
+
+
+def padded_tile(x, cols):
+    """A tile of scores for the keys it holds, widened with zeros to the columns `cols` it is stored in."""
+    return np.pad(x, ((0, 0), (0, cols.stop - cols.start - x.shape[1])))
+
+
 def row_elements(cfg):
-    """A row of S as the softmax program loads it: N_kv rounded up to a power of two (a tl.arange)."""
-    return padded(cfg.seq_kv)
+    """A row of S as the softmax program loads it: LD rounded up to a power of two (a tl.arange)."""
+    return padded(score_row(cfg))
 
 
 def row_warps(cfg):
@@ -104,10 +121,8 @@ class Naive(Pass):
                              lambda br, bc: max(_qk(br, bc, head_dim, e), _pv(br, bc, head_dim, e)),
                              gpu.sram_bytes_per_block)
 
-    def compiled_name(self, cfg, kernel):
-        """The kernel's name in gpusim/compiled.py: compiled with N_kv not known divisible by 16 where S's and P's
-        rows (N_kv elements) are not a multiple of 16 (narrow loads and stores of S and P)."""
-        return kernel if cfg.seq_kv % ALIGN == 0 else kernel + UNALIGNED
+    def score_row(self, cfg):
+        return score_row(cfg)
 
     def compiled_shape(self, cfg, kernel):
         """What a compiled kernel is specialised on beyond its tiles (gpusim/compiled.py): head_dim, or the row
@@ -118,14 +133,15 @@ class Naive(Pass):
         """The softmax reads a row once when it fits both the SRAM (the model's staging) and, in fp32, the
         registers of one block (at most MAX_ROW_ELEMENTS); otherwise it streams the row in block_kv chunks,
         three passes."""
-        return cfg.seq_kv * cfg.itemsize <= cfg.gpu.sram_bytes_per_block and row_elements(cfg) <= MAX_ROW_ELEMENTS
+        return (score_row(cfg) * cfg.itemsize <= cfg.gpu.sram_bytes_per_block
+                and row_elements(cfg) <= MAX_ROW_ELEMENTS)
 
     def sram_bytes(self, cfg, kernel, rows, keys):
         d, e = cfg.head_dim, cfg.itemsize
         if kernel == "qk":
             return _qk(rows, keys, d, e)
         if kernel == "softmax":  # one row of S, or one block_kv chunk of it per pass
-            return (cfg.seq_kv if self.softmax_fits(cfg) else cfg.block_kv) * e
+            return (score_row(cfg) if self.softmax_fits(cfg) else cfg.block_kv) * e
         return _pv(rows, keys, d, e)
 
     def programs(self, cfg, kernel):
@@ -142,7 +158,7 @@ class Naive(Pass):
             return ramp_work(t, cfg.bh)
         if self.softmax_fits(cfg):
             return uniform_work(self.programs(cfg, kernel), 1)
-        return uniform_work(self.programs(cfg, kernel), 3 * -(-t.tile_elements // cfg.seq // cfg.block_kv))
+        return uniform_work(self.programs(cfg, kernel), 3 * -(-scores(cfg) // cfg.seq // cfg.block_kv))
 
     def stage_bytes(self, cfg, kernel):
         if kernel != "pv":
@@ -158,25 +174,26 @@ class Naive(Pass):
         return 4 * (row_elements(cfg) if self.softmax_fits(cfg) else cfg.block_kv)
 
     def peak_bytes(self, cfg):
-        """S is freed after the softmax, before O is allocated; S and P are allocated whole even when causal."""
+        """S is freed after the softmax, before O is allocated; S and P are allocated whole (N x LD) even when
+        causal."""
         q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize
         kv = 2 * cfg.batch * cfg.kv_heads * cfg.seq_kv * cfg.head_dim * cfg.itemsize
         o = cfg.bh * cfg.seq * cfg.head_dim * cfg.tensor_bytes("O")
-        nn = cfg.bh * cfg.seq * cfg.seq_kv * cfg.itemsize  # one N x N_kv matrix, S or P
+        nn = cfg.bh * cfg.seq * score_row(cfg) * cfg.itemsize  # one N x LD matrix, S or P
         return q + kv + max(2 * nn, nn + o)
 
     def count(self, cfg):
         """Per (batch, head), n_i rows in Q block i, J_i K/V blocks visited, k_i K/V rows they hold."""
         t, d, e = cfg.tiling, cfg.head_dim, cfg.itemsize
-        tiles = t.tile_elements  # S entries in the visited tiles (N * N_kv when not causal)
+        tiles = scores(cfg)  # S entries in the visited tiles, padding included (N * LD when not causal)
         passes = 1 if self.softmax_fits(cfg) else 3
         per_head = {
             ("qk", "Q"): (t.row_visits * d * e, 0),  # each S tile reads its Br*d rows of Q
             ("qk", "K"): (t.keys_read * d * e, 0),  # and its Bc*d rows of K
-            ("qk", "S"): (0, tiles * e),  # write N*N_kv
-            ("softmax", "S"): (passes * tiles * e, 0),  # read N*N_kv once, or 3 times when a row overflows SRAM
-            ("softmax", "P"): (0, tiles * e),  # write N*N_kv
-            ("pv", "P"): (tiles * e, 0),  # read N*N_kv
+            ("qk", "S"): (0, tiles * e),  # write N*LD
+            ("softmax", "S"): (passes * tiles * e, 0),  # read N*LD once, or 3 times when a row overflows SRAM
+            ("softmax", "P"): (0, tiles * e),  # write N*LD
+            ("pv", "P"): (tiles * e, 0),  # read N*LD
             ("pv", "V"): (t.keys_read * d * e, 0),  # each O tile reads V for its visited blocks
             ("pv", "O"): (0, cfg.seq * d * cfg.tensor_bytes("O")),  # write N*d
         }
@@ -208,28 +225,30 @@ class Naive(Pass):
         """Three kernels, each a grid of tiled programs, on the counted memory."""
         t, scale, d = cfg.tiling, cfg.head_dim**-0.5, cfg.head_dim
         heads = list(product(range(cfg.batch), range(cfg.heads)))
+        ld = score_row(cfg)
         for b, h in heads:  # kernel 1: S = Q Kᵀ · scale, one program per (Br, Bc) tile of S
             for i in range(t.n_q_blocks):
                 r = slice(*t.q_rows(i))
                 for j in t.kv_blocks(i):
-                    c = slice(*t.kv_rows(j))
+                    c, cols = slice(*t.kv_rows(j)), t.score_cols(j, ld)
                     q_i = mem.load("qk", "Q", (b, h, r))  # read Br*d
                     k_j = mem.load("qk", "K", (b, cfg.kv_head(h), c))  # read Bc*d
-                    mem.store("qk", "S", (b, h, r, c), q_i @ k_j.T * scale)  # write Br*Bc: the whole tile
+                    mem.store("qk", "S", (b, h, r, cols), padded_tile(q_i @ k_j.T * scale, cols))  # write Br*Bc
                     mem.step("qk", (b, h, i, j), (i, j), cfg.sram_bytes("qk", r.stop - r.start, c.stop - c.start))
         for b, h in heads:  # kernel 2: P = softmax(S), one program per row, over the row's part of the visited tiles
             for row in range(cfg.seq):
                 visible = min(row + 1 + t.offset, cfg.seq_kv) if cfg.causal else cfg.seq_kv
-                _softmax_row(mem, cfg, b, h, row, t.keys_of(row // cfg.block_q), visible)
+                last = t.kv_blocks_of(row // cfg.block_q) - 1
+                _softmax_row(mem, cfg, b, h, row, t.score_cols(last, ld).stop, visible)
         for b, h in heads:  # kernel 3: O = P V, one program per Br rows of O
             for i in range(t.n_q_blocks):
                 r = slice(*t.q_rows(i))
                 acc = np.zeros((r.stop - r.start, d), mem.tensors["O"].dtype)  # fp32 accumulator, on chip
                 for j in t.kv_blocks(i):
                     c = slice(*t.kv_rows(j))
-                    p_ij = mem.load("pv", "P", (b, h, r, c))  # read Br*Bc (P is 0 right of the diagonal)
+                    p_ij = mem.load("pv", "P", (b, h, r, t.score_cols(j, ld)))  # read Br*Bc (0 right of the diagonal)
                     v_j = mem.load("pv", "V", (b, cfg.kv_head(h), c))  # read Bc*d
-                    acc += p_ij @ v_j
+                    acc += p_ij[:, :c.stop - c.start] @ v_j
                     mem.step("pv", (b, h, i), (i, j), cfg.sram_bytes("pv", r.stop - r.start, c.stop - c.start))
                 mem.store("pv", "O", (b, h, r), acc)  # write Br*d
                 mem.step("pv", (b, h, i), (i, None), cfg.sram_bytes("pv", r.stop - r.start, 0))

@@ -19,6 +19,7 @@ from ..hardware import STATS_BYTES
 from ..tiling import TAIL, Work, ramp_work, uniform_work
 from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, group_heads, spilled, sums
 from .common import padded, warps
+from .naive import padded_tile, score_row, scores
 
 PER_SCORE = 4  # ds, per score: P ∘ dP, its row sum, dP - D, times P
 
@@ -41,11 +42,11 @@ def _summed_over_queries(mem, cfg, kernel, a, x, out, scale):
     the Q blocks that see block j (naive's dv and dk kernels)."""
     t = cfg.tiling
     for b, hk, j in product(range(cfg.batch), range(cfg.kv_heads), range(t.n_kv_blocks)):
-        c = slice(*t.kv_rows(j))
+        c, cols = slice(*t.kv_rows(j)), t.score_cols(j, score_row(cfg))
         acc = np.zeros((c.stop - c.start, cfg.head_dim), mem.tensors[out].dtype)
         for h, i in product(group_heads(cfg, hk), t.q_blocks(j)):
             r = slice(*t.q_rows(i))
-            a_ij = mem.load(kernel, a, (b, h, r, c))  # read Br*Bc
+            a_ij = mem.load(kernel, a, (b, h, r, cols))[:, :c.stop - c.start]  # read Br*Bc
             acc += a_ij.T @ mem.load(kernel, x, (b, h, r))  # read Br*d
             mem.step(kernel, (b, hk, j), (i, j), cfg.sram_bytes(kernel))
         mem.store(kernel, out, (b, hk, c), acc * scale)  # write Bc*d; zeros for a block no query sees
@@ -94,17 +95,17 @@ class NaiveBackward(BackwardPass):
         d, e = cfg.head_dim, cfg.itemsize
         return {"dv": rows * keys * e + rows * d * e, "dk": rows * keys * e + rows * d * e,  # P_ij or dS_ij; dO_i, Q_i
                 "dp": rows * d * e + keys * d * e,  # dO_i, V_j
-                "ds": 2 * (cfg.seq_kv if cfg.ds_fits else keys) * e,  # P and dP: a row, or a chunk of each
+                "ds": 2 * (score_row(cfg) if cfg.ds_fits else keys) * e,  # P and dP: a row, or a chunk of each
                 "dq": rows * keys * e + keys * d * e}[kernel]  # dS_ij, K_j
 
     def tables(self, cfg):
         d, e, n, nk = cfg.head_dim, cfg.itemsize, cfg.seq, cfg.seq_kv
         s = sums(cfg.tiling)
-        rv, kr, te = s["row_visits"], s["keys_read"], s["tile_elements"]
+        rv, kr, te = s["row_visits"], s["keys_read"], scores(cfg)
         passes = 1 if cfg.ds_fits else 2
         per_q = {("dv", "P"): (te * e, 0), ("dv", "dO"): (rv * d * e, 0),  # per tile: read Br*Bc, Br*d
                  ("dp", "dO"): (rv * d * e, 0), ("dp", "V"): (kr * d * e, 0),  # per tile: read Br*d, Bc*d
-                 ("dp", "dP"): (0, te * e),  # write N*N_kv (the visited tiles)
+                 ("dp", "dP"): (0, te * e),  # write N*LD (the visited tiles)
                  ("ds", "P"): (passes * te * e, 0), ("ds", "dP"): (passes * te * e, 0),  # each row once or twice
                  ("ds", "dS"): (0, te * e),
                  ("dq", "dS"): (te * e, 0), ("dq", "K"): (kr * d * e, 0), ("dq", "dQ"): (0, n * d * e),
@@ -139,7 +140,7 @@ class NaiveBackward(BackwardPass):
         if kernel == "ds":
             if cfg.ds_fits:
                 return uniform_work(cfg.bh * cfg.seq, 1)
-            return uniform_work(cfg.bh * cfg.seq, 2 * -(-t.tile_elements // cfg.seq // cfg.block_kv))
+            return uniform_work(cfg.bh * cfg.seq, 2 * -(-scores(cfg) // cfg.seq // cfg.block_kv))
         return _tile_work(cfg)
 
     def launch(self, cfg, kernel):
@@ -152,14 +153,17 @@ class NaiveBackward(BackwardPass):
         of dP in fp32 (padded to a power of two), or a Bc chunk of each: a long row spills (spilled)."""
         d = padded(cfg.head_dim)
         if kernel == "ds":
-            row = padded(cfg.seq_kv) if cfg.ds_fits else cfg.block_kv
+            row = padded(score_row(cfg)) if cfg.ds_fits else cfg.block_kv
             return spilled(cfg, 2 * STATS_BYTES * row, DEFAULT_LAUNCH[0])
         return STATS_BYTES * {"dv": cfg.block_kv * d, "dk": cfg.block_kv * d, "dq": cfg.block_q * d,
                               "dp": cfg.block_q * cfg.block_kv}[kernel]
 
     def compiled_shape(self, cfg, kernel):
-        """What a compiled kernel is specialised on beyond its tiles: ds, the row it holds (N_kv padded)."""
-        return padded(cfg.seq_kv) if kernel == "ds" else cfg.head_dim
+        """What a compiled kernel is specialised on beyond its tiles: ds, the row it holds (LD padded)."""
+        return padded(score_row(cfg)) if kernel == "ds" else cfg.head_dim
+
+    def score_row(self, cfg):
+        return score_row(cfg)
 
     def execute_steps(self, cfg):
         """Steps execute mode walks: the tiles of dv, dp, dq and dk (dk's counted with dv's), and one row each of ds."""
@@ -167,24 +171,24 @@ class NaiveBackward(BackwardPass):
 
     def execute(self, mem, cfg):
         """Algorithm 3 of the FlashAttention paper, one kernel per line, each a grid of tiled programs."""
-        t, scale = cfg.tiling, cfg.head_dim**-0.5
+        t, scale, ld = cfg.tiling, cfg.head_dim**-0.5, score_row(cfg)
         _summed_over_queries(mem, cfg, "dv", "P", "dO", "dV", 1.0)  # line 1: dV = Pᵀ dO
         for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # line 2: dP = dO Vᵀ
             r = slice(*t.q_rows(i))
             for j in t.kv_blocks(i):  # one program per visited tile
-                c = slice(*t.kv_rows(j))
+                c, cols = slice(*t.kv_rows(j)), t.score_cols(j, ld)
                 do_i = mem.load("dp", "dO", (b, h, r))  # read Br*d
                 v_j = mem.load("dp", "V", (b, h // cfg.group, c))  # read Bc*d
-                mem.store("dp", "dP", (b, h, r, c), do_i @ v_j.T)  # write Br*Bc
+                mem.store("dp", "dP", (b, h, r, cols), padded_tile(do_i @ v_j.T, cols))  # write Br*Bc
                 mem.step("dp", (b, h, i, j), (i, j), cfg.sram_bytes("dp"))
         for b, h, row in product(range(cfg.batch), range(cfg.heads), range(cfg.seq)):  # line 3: dS, one row each
-            _ds_row(mem, cfg, b, h, row, t.keys_of(row // cfg.block_q))
+            _ds_row(mem, cfg, b, h, row, t.score_cols(t.kv_blocks_of(row // cfg.block_q) - 1, ld).stop)
         for b, h, i in product(range(cfg.batch), range(cfg.heads), range(t.n_q_blocks)):  # line 4: dQ = τ dS K
             r = slice(*t.q_rows(i))
             acc = 0.0
             for j in t.kv_blocks(i):
                 c = slice(*t.kv_rows(j))
-                ds_ij = mem.load("dq", "dS", (b, h, r, c))  # read Br*Bc
+                ds_ij = mem.load("dq", "dS", (b, h, r, t.score_cols(j, ld)))[:, :c.stop - c.start]  # read Br*Bc
                 acc = acc + ds_ij @ mem.load("dq", "K", (b, h // cfg.group, c))  # read Bc*d
                 mem.step("dq", (b, h, i), (i, j), cfg.sram_bytes("dq"))
             mem.store("dq", "dQ", (b, h, r), acc * scale)  # write Br*d
