@@ -224,7 +224,8 @@ def busy(step, j, sharing):
     moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
     memory = sharing * np.maximum(moved[0] / rate["l2"], moved[1] / rate["dram"])
     compute = b * (step.fixed_compute_s + j * step.overlapped_s)
-    return np.maximum(memory, compute) + CONTENTION * np.minimum(memory, compute)
+    contention = step.grid.cfg.pass_.CONTENTION.get(step.grid.kernel, CONTENTION)  # a kernel's own, where it has one
+    return np.maximum(memory, compute) + contention * np.minimum(memory, compute)
 
 
 def tau(step, j, sharing):

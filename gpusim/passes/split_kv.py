@@ -163,6 +163,10 @@ class SplitKV(Pass):
     # the K and V rows at the pages they name (the second's addresses come from the first). gpusim/cost.py
     # waits for these first; a contiguous cache (no block table) knows its addresses.
     ADDRESS_TENSORS = {"decode": ("block_table",), "split_kv": ("block_table",)}
+    # None of a decoding kernel's compute runs in series with its loads: at batch 64, 32K to 128K cached tokens, the
+    # paged kernel moves the bytes gpusim counts at 4.55-4.57 TB/s (results/h200/decode.json), 99% of the DRAM read
+    # plateau of bandwidth.json (4.60 TB/s), where cost.py's 0.15 (fitted on the forward's d = 64 rows) made it 7% slow.
+    CONTENTION = {"decode": 0.0, "split_kv": 0.0}  # the same loop; the reduce is its own
 
     def execute(self, mem, launch):
         """Every program of the launch's kernels on the arrays in mem (gpusim/decode_execute.py sets it up):
