@@ -160,3 +160,23 @@ def test_tile_agreement_counts_the_groups_where_gpusim_picks_the_measured_fastes
                                                  f"of 1 groups; the tile requesting the most bytes from L2 was the "
                                                  f"fastest in {most} of them.")
     assert most == 1
+
+
+def test_padded_rows_read_both_runs_and_their_lesson_is_computed_from_them(tmp_path):
+    """Notebook 6's padded rows: naive_gqa.json (rows N_kv apart) beside naive_rows.json (padded), and the sentence
+    of ratios against the aligned neighbour, from a fixture whose numbers are known; nothing where a file is
+    missing."""
+    def write(name, us):
+        rows = [dict(batch=1, heads=2, kv_heads=2, seq=n, head_dim=64, us=dict(zip(("qk", "softmax", "pv"), t)))
+                for n, t in us.items()]
+        (tmp_path / name).write_text(json.dumps({"rows": rows}))
+    write("naive_gqa.json", {1000: (120, 110, 200), 1008: (100, 100, 100)})
+    write("naive_rows.json", {1000: (100, 100, 101), 1008: (100, 100, 100)})
+    rows = practice_measured.padded_rows(tmp_path)
+    assert [(r["N"], r["N mod 16"], r["pv, µs: rows N_kv apart → padded"]) for r in rows] == [
+        (1000, 8, "200 → 101"), (1008, 0, "100 → 100")]
+    assert practice_measured.padded_rows_lesson(tmp_path) == (
+        "At a length not a multiple of 16, against the aligned one 8 longer: rows N_kv apart, qk 1.20×, softmax "
+        "1.10×, pv 2.00×; rows padded, qk 1.00×, softmax 1.00×, pv 1.01×.")
+    (tmp_path / "naive_rows.json").unlink()
+    assert practice_measured.padded_rows(tmp_path) == [] and practice_measured.padded_rows_lesson(tmp_path) == ""

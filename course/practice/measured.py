@@ -200,3 +200,37 @@ def pick_table(results):
                     "SDPA ran": backend(r["picked"]) or r["picked"],
                     "kernel": kernel[:60] + ("…" if len(kernel) > 60 else "")})
     return out
+
+
+def padded_rows(results):
+    """Naive attention's three kernels at lengths not a multiple of 16 and their aligned neighbours, fp16: µs per call
+    with S's and P's rows N_kv elements apart (naive_gqa.json, run 42) and padded to a multiple of 16 (naive_rows.json,
+    run 63); [] where either was not measured."""
+    keys = ("batch", "heads", "kv_heads", "seq", "head_dim", "us")
+    before = {(r["seq"], r["head_dim"]): r["us"] for r in rows_of(results, "naive_gqa.json", keys)[0]
+              if r["kv_heads"] == r["heads"]}
+    after = rows_of(results, "naive_rows.json", keys)[0]
+    return [{"N": r["seq"], "d": r["head_dim"], "N mod 16": r["seq"] % 16,
+             **{f"{k}, µs: rows N_kv apart → padded": f"{before[r['seq'], r['head_dim']][k]:.0f} → {r['us'][k]:.0f}"
+                for k in ("qk", "softmax", "pv")}}
+            for r in after if (r["seq"], r["head_dim"]) in before]
+
+
+def padded_rows_lesson(results):
+    """One sentence from padded_rows' files: each kernel's time at a length not a multiple of 16 over its aligned
+    neighbour's in the same run (N + 8), with rows N_kv apart and padded; "" where either file is missing."""
+    keys = ("seq", "head_dim", "kv_heads", "heads", "us")
+    runs = {name: {(r["seq"], r["head_dim"]): r["us"] for r in rows_of(results, name, keys)[0]
+                   if r["kv_heads"] == r["heads"]} for name in ("naive_gqa.json", "naive_rows.json")}
+    pairs = [(n, d) for n, d in runs["naive_rows.json"] if n % 16 and (n + 8, d) in runs["naive_rows.json"]]
+    if not pairs or not all(p in runs["naive_gqa.json"] for p in pairs):
+        return ""
+
+    def span_of(name, kernel):
+        low, high = (f"{f(runs[name][n, d][kernel] / runs[name][n + 8, d][kernel] for n, d in pairs):.2f}"
+                     for f in (min, max))
+        return f"{low}×" if low == high else f"{low}–{high}×"
+    return ("At a length not a multiple of 16, against the aligned one 8 longer: rows N_kv apart, " +
+            ", ".join(f"{k} {span_of('naive_gqa.json', k)}" for k in ("qk", "softmax", "pv")) +
+            "; rows padded, " + ", ".join(f"{k} {span_of('naive_rows.json', k)}" for k in ("qk", "softmax", "pv")) +
+            ".")
