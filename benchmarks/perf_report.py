@@ -261,7 +261,7 @@ def ncu_table():
 
 
 def heldout_table(name="heldout.json"):
-    """A held-out set (results/h200/heldout.json, heldout_2027.json, heldout_2028.json or heldout_2029.json) against the current
+    """A held-out set (results/h200/heldout.json, or heldout_SEED.json for seeds 2027-2029) against the current
     model, per kind: never fitted (issue 24's held-out sets)."""
     pairs = agreement.heldout_rows(name)
     kinds = list(dict.fromkeys(f"{r['kind']} {r['algo']}" for r, _ in pairs))

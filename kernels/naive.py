@@ -145,7 +145,7 @@ def _parts(cfg):
     t = cfg.tiling
     grids = {"qk": (t.n_q_blocks * t.n_kv_blocks, cfg.bh), "softmax": (cfg.seq, cfg.bh), "pv": (t.n_q_blocks, cfg.bh)}
     tiles = cfg.pass_.tiles(cfg, "softmax")
-    softmax = dict(CAUSAL=cfg.causal, PADDED=score_row(cfg) > cfg.seq_kv, ONE_PASS=cfg.softmax_fits,
-                   BLOCK_N=triton.next_power_of_2(score_row(cfg)),
-                   Br=tiles.block_q, Bc=tiles.block_kv, num_warps=tiles.num_warps, num_stages=tiles.num_stages)
+    ld = score_row(cfg)
+    softmax = dict(CAUSAL=cfg.causal, PADDED=ld > cfg.seq_kv, ONE_PASS=cfg.softmax_fits,
+                   BLOCK_N=triton.next_power_of_2(ld), Br=tiles.block_q, Bc=tiles.block_kv, num_warps=tiles.num_warps, num_stages=tiles.num_stages)
     return grids, {"qk": constants(cfg, "qk"), "softmax": softmax, "pv": constants(cfg, "pv")}

@@ -202,26 +202,29 @@ def pick_table(results):
     return out
 
 
+def _naive_runs(results):
+    """{file: {(N, d): {kernel: µs}}} of the MHA rows of naive_gqa.json (rows N_kv apart, run 42) and naive_rows.json
+    (rows padded to a multiple of 16, run 63)."""
+    keys = ("batch", "heads", "kv_heads", "seq", "head_dim", "us")
+    return {name: {(r["seq"], r["head_dim"]): r["us"] for r in rows_of(results, name, keys)[0]
+                   if r["kv_heads"] == r["heads"]} for name in ("naive_gqa.json", "naive_rows.json")}
+
+
 def padded_rows(results):
     """Naive attention's three kernels at lengths not a multiple of 16 and their aligned neighbours, fp16: µs per call
     with S's and P's rows N_kv elements apart (naive_gqa.json, run 42) and padded to a multiple of 16 (naive_rows.json,
     run 63); [] where either was not measured."""
-    keys = ("batch", "heads", "kv_heads", "seq", "head_dim", "us")
-    before = {(r["seq"], r["head_dim"]): r["us"] for r in rows_of(results, "naive_gqa.json", keys)[0]
-              if r["kv_heads"] == r["heads"]}
-    after = rows_of(results, "naive_rows.json", keys)[0]
-    return [{"N": r["seq"], "d": r["head_dim"], "N mod 16": r["seq"] % 16,
-             **{f"{k}, µs: rows N_kv apart → padded": f"{before[r['seq'], r['head_dim']][k]:.0f} → {r['us'][k]:.0f}"
+    before, after = _naive_runs(results).values()
+    return [{"N": n, "d": d, "N mod 16": n % 16,
+             **{f"{k}, µs: rows N_kv apart → padded": f"{before[n, d][k]:.0f} → {us[k]:.0f}"
                 for k in ("qk", "softmax", "pv")}}
-            for r in after if (r["seq"], r["head_dim"]) in before]
+            for (n, d), us in after.items() if (n, d) in before]
 
 
 def padded_rows_lesson(results):
     """One sentence from padded_rows' files: each kernel's time at a length not a multiple of 16 over its aligned
     neighbour's in the same run (N + 8), with rows N_kv apart and padded; "" where either file is missing."""
-    keys = ("seq", "head_dim", "kv_heads", "heads", "us")
-    runs = {name: {(r["seq"], r["head_dim"]): r["us"] for r in rows_of(results, name, keys)[0]
-                   if r["kv_heads"] == r["heads"]} for name in ("naive_gqa.json", "naive_rows.json")}
+    runs = _naive_runs(results)
     pairs = [(n, d) for n, d in runs["naive_rows.json"] if n % 16 and (n + 8, d) in runs["naive_rows.json"]]
     if not pairs or not all(p in runs["naive_gqa.json"] for p in pairs):
         return ""
