@@ -61,6 +61,7 @@ class GPU:
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
     train_step_host_s: float = 0.0
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
+    l2_partitions: int = 1  # L2 partitions, each caching what the SMs beside it read: see l2_reuse_bytes
 
     def dram_bytes_per_s(self, write_share):
         """DRAM bandwidth for traffic of which write_share is writes: a stream of reads alone at
@@ -68,6 +69,17 @@ class GPU:
         those two measurements (nothing fitted)."""
         read = self.hbm_read_bytes_per_s or self.hbm_bytes_per_s
         return read + (self.hbm_bytes_per_s - read) * min(1.0, 2 * write_share)
+
+    def l2_reuse_bytes(self, every_sm):
+        """The L2 that data re-read can fill. With P partitions, each caching what the SMs beside it read (A100
+        whitepaper: "Each L2 partition localizes and caches data for memory accesses from SMs in the GPCs
+        directly connected to the partition"), a line read from every SM is held once in each partition, and
+        one read from one SM at a time in its home partition plus, (P - 1) / P of the time, in the reader's:
+        1 + (P - 1) / P copies. Derived, not fitted: on the lent H200 half the re-reads miss at 30.7 MiB read
+        from every SM and at 42.4-43.9 MiB read from one SM at a time, against 30 and 40 MiB here
+        (results/h200/l2_reuse.json)."""
+        p = self.l2_partitions
+        return int(self.l2_bytes / (p if every_sm else 1 + (p - 1) / p))
 
     def port_bytes_per_s(self, level):
         """One SM's own transfer rate from `level` ("l2" or "hbm") while it waits alone: measured where the
@@ -96,6 +108,7 @@ def _a100(name, hbm_bytes, hbm_bytes_per_s):
         sram_bytes_per_sm=164 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 8.0
         sram_bytes_per_block=163 * KiB,  # same table: max shared memory per thread block, cc 8.0
         l2_bytes=40 * MiB,  # A100 whitepaper: "40 MB L2 cache"
+        l2_partitions=2,  # A100 whitepaper: "The L2 cache is divided into two partitions"
         hbm_bytes=hbm_bytes,
         hbm_bytes_per_s=hbm_bytes_per_s,
         fp32_flops_per_s=19.5e12,  # A100 datasheet: FP32 19.5 TFLOPS
@@ -122,6 +135,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         sram_bytes_per_sm=228 * KiB,  # CUDA C++ Programming Guide, Technical Specifications, cc 9.0
         sram_bytes_per_block=227 * KiB,  # same table: max shared memory per thread block, cc 9.0
         l2_bytes=l2_bytes,
+        l2_partitions=2,  # as the A100's; the H200's L2 fabric carries sectors between them (l2_reuse.json)
         hbm_bytes=hbm_bytes,
         hbm_bytes_per_s=hbm_bytes_per_s,
         fp32_flops_per_s=67e12,  # H100 SXM datasheet: FP32 67 TFLOPS

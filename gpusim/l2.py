@@ -6,9 +6,11 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
 1. A tensor's first touch in a kernel misses: its unique bytes come from DRAM. Nothing is assumed to
    stay in L2 between kernels (the N x N matrices of naive attention are far larger than any L2, and a
    kernel reading from row 0 evicts what the previous one left at the end).
-2. Re-reads hit while the working set of the thread blocks in flight fits in L2: the K and V of the
-   heads whose Q blocks are running (flash2, hopper, pv), Q and K of the heads whose S tiles are running
-   (qk), one head's Q, O, l and m per block (flash1), one row of S per block (streamed softmax).
+2. Re-reads hit while the working set of the thread blocks in flight fits in the L2 they can fill
+   (GPU.l2_reuse_bytes: half of an L2 of two partitions for data read from every SM, two thirds for data
+   read from one SM at a time): the K and V of the heads whose Q blocks are running (flash2, hopper, pv), Q
+   and K of the heads whose S tiles are running (qk), one head's Q, O, l and m per block (flash1): all read
+   from every SM; one row of S per block (streamed softmax): read from one.
 3. When it does not fit, blocks that run together still share: a wave of blocks working on one head
    reads each K/V tile from DRAM once, so K/V come from DRAM once per wave of that head's Q blocks.
    Other re-reads all miss.
@@ -19,7 +21,7 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
 import math
 
 from .hardware import STATS_BYTES
-from .passes.common import in_flight
+from .occupancy import occupancy, resources
 
 # Fitted to the qk kernel (N=4096, d=64; nearly all of its DRAM traffic is writes of S), whose final
 # 27 MB stayed in the H200's 60 MiB L2 (results/h200/ncu.json); every other launch there validates it.
@@ -33,40 +35,48 @@ def dram(cfg, counts):
         sm_reads = {t: r for (k, t), (r, _) in counts.items() if k == kernel}
         # a pass whose re-reads follow none of the rules below states its own (L2_REUSE "own": dram_reads)
         own = cfg.pass_.L2_REUSE[kernel][0] == "own"
-        reads = (cfg.pass_.dram_reads if own else _reads)(cfg, kernel, sm_reads)
+        reads = (cfg.pass_.dram_reads if own else _reads)(cfg, kernel, sm_reads, in_flight(cfg, kernel))
         writes = _writes(cfg, kernel, {t: w for (k, t), (_, w) in counts.items() if k == kernel},
                          sum(reads.values()))
         out.update({(kernel, t): (reads[t], writes[t]) for t in reads})
     return out
 
 
+def in_flight(cfg, kernel):
+    """Thread blocks running at once: as many as occupancy keeps resident on every SM (registers, shared
+    memory, warps), at most the grid."""
+    per_sm = max(1, occupancy(cfg.gpu, resources(cfg, kernel)).blocks_per_sm)
+    return min(cfg.pass_.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
+
+
 def _rmw_fits(cfg, kernel):
     """Each flash1 block keeps re-reading and rewriting its head's Q, O, l and m."""
     per_head = cfg.seq * (cfg.head_dim * (cfg.itemsize + cfg.tensor_bytes("O")) + 2 * STATS_BYTES)
-    return in_flight(cfg, kernel) * per_head <= cfg.gpu.l2_bytes
+    return in_flight(cfg, kernel) * per_head <= cfg.gpu.l2_reuse_bytes(every_sm=True)
 
 
-def _reads(cfg, kernel, sm_reads):
-    t, l2, d, e = cfg.tiling, cfg.gpu.l2_bytes, cfg.head_dim, cfg.itemsize
+def _reads(cfg, kernel, sm_reads, flight):
+    t, l2, d, e = cfg.tiling, cfg.gpu.l2_reuse_bytes(every_sm=True), cfg.head_dim, cfg.itemsize
     kv_head = t.max_keys * d * e  # K (or V) of one head, as far as it is touched
     scores = cfg.bh * t.padded_elements(cfg.pass_.score_row(cfg)) * e  # S or P, rows score_row apart
     first = {"Q": cfg.bh * cfg.seq * d * e, "K": cfg.batch * cfg.kv_heads * kv_head,
              "V": cfg.batch * cfg.kv_heads * kv_head, "S": scores, "P": scores}  # anything else (flash1's O, l, m)
     # this kernel wrote first
-    flight = in_flight(cfg, kernel)
     pattern, reread = cfg.pass_.L2_REUSE[kernel]
     if pattern == "kv_per_q_block":  # K/V re-read by each of a head's Tr Q blocks
-        heads = min(cfg.bh, math.ceil(flight / t.n_q_blocks))
+        group = cfg.pass_.heads_interleaved(cfg) * t.n_q_blocks  # the programs of one group of heads
+        heads = min(cfg.bh, group // t.n_q_blocks * math.ceil(flight / group))
         fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2
-        waves = math.ceil(t.n_q_blocks / flight)
-        return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, cfg.bh * kv_head * waves)
+        waves = math.ceil(group / flight)  # each reads its group's K/V from DRAM once (rule 3) ...
+        waves = (waves + 1) / 2 if cfg.causal else waves  # ... causal: wave w of W as far as w / W of the keys
+        return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, int(cfg.bh * kv_head * waves))
                 for x, r in sm_reads.items()}
     if pattern == "rmw_per_head":
         fits = _rmw_fits(cfg, kernel)
     elif pattern == "tiles":  # each S tile re-reads its rows of Q and K
         fits = min(cfg.bh, math.ceil(flight / t.tiles)) * (cfg.seq * d * e + kv_head) <= l2
     else:  # row_passes: a streamed row is read three times
-        fits = flight * cfg.seq_kv * e <= l2
+        fits = flight * cfg.seq_kv * e <= cfg.gpu.l2_reuse_bytes(every_sm=False)
     return {x: min(r, first.get(x, 0)) if fits else r for x, r in sm_reads.items()}
 
 

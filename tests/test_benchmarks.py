@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import bandwidth, bwd_kernels, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
+from benchmarks import bandwidth, bwd_kernels, l2_reuse, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -163,6 +163,39 @@ def test_load_kernel_reads_every_tile_of_its_share(level, monkeypatch):
     expected = [sum(tiles[(p + t * programs) % len(tiles)] for t in range(per_program)) for p in range(programs)]
     assert moved == per_program * programs * kib == region * passes
     torch.testing.assert_close(out[:programs].cpu(), torch.stack(expected), rtol=1e-5, atol=1e-3)  # fp32 sums
+
+
+@pytest.mark.parametrize("pattern", ["every_sm", "own", "spread"])
+def test_l2_reuse_kernels_read_their_pattern_passes_times(pattern):
+    tile = l2_reuse.TILE_BYTES
+    programs = probe.sm_count()
+    buf = torch.randn(4 * programs * tile // 2, generator=torch.Generator().manual_seed(2)).half().to(probe.DEVICE)
+    out = torch.zeros(programs, device=probe.DEVICE)
+    working_set = l2_reuse.launch(pattern, 4 * programs * tile, buf, out, programs)
+    assert working_set == 4 * programs * tile
+    sums = buf.float().view(-1, tile // 2).sum(dim=1)  # per tile
+    n = len(sums)
+    reads = {"every_sm": [list(range(n))] * programs,  # every program: the whole buffer
+             "own": [list(range(p * 4, p * 4 + 4)) for p in range(programs)],  # its own 4 tiles
+             "spread": [[(p + t * programs) % n for t in range(n // programs)] for p in range(programs)]}[pattern]
+    expected = torch.stack([l2_reuse.PASSES * sums[r].sum() for r in reads])
+    torch.testing.assert_close(out.cpu(), expected.cpu(), rtol=1e-4, atol=1e-2)
+
+
+def test_l2_reuse_json_recomputes_from_nsights_csv_and_holds_the_derived_capacities():
+    import gpusim
+    results = json.loads((ROOT / "results" / "h200" / "l2_reuse.json").read_text())
+    manifest = {"passes": l2_reuse.PASSES, "launches": [{"pattern": r["pattern"], "working_set_bytes": r["working_set_bytes"]}
+                                                        for r in results["rows"]]}
+    rows = l2_reuse.rows((ROOT / "results" / "h200" / "l2_reuse_raw.csv").read_text(), manifest)
+    assert rows == results["rows"] and len(rows) == 3 * len(l2_reuse.SIZES_MIB)
+    measured = {p: l2_reuse.capacity(rows, p) for p in l2_reuse.PATTERNS}
+    assert measured == results["half_missed_at_bytes"]
+    h200 = gpusim.get_gpu("H200")  # docs/perf.md: 30.7 MiB against 30 derived; 42.4 and 43.9 against 40
+    assert 0.95 < h200.l2_reuse_bytes(every_sm=True) / measured["every_sm"] < 1.0
+    assert all(0.9 < h200.l2_reuse_bytes(every_sm=False) / measured[p] < 0.95 for p in ("spread", "own"))
+    small = [r for r in rows if r["working_set_bytes"] <= 24 * 2**20]  # well inside every capacity: re-reads hit
+    assert all(r["reread_miss"] < 0.01 for r in small)
 
 
 def test_store_kernel_writes_one_tile_per_program(monkeypatch):

@@ -46,3 +46,42 @@ def test_dram_never_exceeds_what_the_sms_move():
                                 gpu="H200")
             for key, (dr, dw) in r.dram.items():
                 assert 0 <= dr <= r.counts[key][0] and 0 <= dw <= r.counts[key][1]
+
+
+MiB = 2**20
+
+
+def test_an_l2_of_two_partitions_holds_half_as_much_read_from_every_sm():
+    # each partition keeps a copy of a line every SM reads; a line one SM reads: its home's, and half the
+    # time a copy in the reader's partition (1.5 copies)
+    h200, a100, t4 = (gpusim.get_gpu(name) for name in ("H200", "A100-40GB", "T4"))
+    assert (h200.l2_reuse_bytes(every_sm=True), h200.l2_reuse_bytes(every_sm=False)) == (30 * MiB, 40 * MiB)
+    assert (a100.l2_reuse_bytes(every_sm=True), a100.l2_reuse_bytes(every_sm=False)) == (20 * MiB, 27_962_026)
+    assert t4.l2_reuse_bytes(every_sm=True) == t4.l2_reuse_bytes(every_sm=False) == 4 * MiB
+
+
+def test_one_heads_kv_past_half_the_h200_l2_is_read_once_per_wave():
+    # N = 65,536, d = 128: K and V of one head are 32 MiB, within the H200's 60 MiB but past the 30 MiB that
+    # data read from every SM can fill; 512 Q blocks of 128 rows in waves of 132 (one block per SM: 186
+    # registers a thread, 8 warps, compiled), K and V from DRAM once a wave
+    kw = dict(seq=65536, head_dim=128, heads=2, block_q=128, block_kv=64)
+    k_bytes = 2 * 65536 * 128 * 2
+    r = gpusim.simulate("flash2", **kw, gpu="H200")
+    assert (r.kernels[0].blocks_per_sm, r.kernels[0].limited_by) == (1, "registers")
+    assert l2.in_flight(r.config, "flash2") == 132
+    assert r.dram_by_tensor["K"]["dram_read_bytes"] == 4 * k_bytes
+    one_partition = dataclasses.replace(gpusim.get_gpu("H200"), l2_partitions=1)
+    assert gpusim.simulate("flash2", **kw, gpu=one_partition).dram_by_tensor["K"]["dram_read_bytes"] == k_bytes
+
+
+def test_hopper_causal_heads_launched_in_groups_share_the_l2_and_read_less_each_wave():
+    # lpt_heads = 4 at d = 128: 4 heads' K/V (4 x 8 MiB at N = 16,384) in flight > 30 MiB; the group's
+    # 4 x 128 Q blocks run in 4 waves of 132 (one block per SM), wave w of 4 reading w/4 of the keys: 2.5 reads
+    r = gpusim.simulate("hopper", seq=16384, head_dim=128, heads=16, causal=True, gpu="H200-measured")
+    assert r.config.pass_.heads_interleaved(r.config) == 4
+    assert l2.in_flight(r.config, "hopper") == 132
+    assert r.dram_by_tensor["K"]["dram_read_bytes"] == r.dram_by_tensor["V"]["dram_read_bytes"] \
+        == int(16 * 16384 * 128 * 2 * 2.5)
+    plain = gpusim.simulate("hopper", seq=16384, head_dim=128, heads=16, causal=False, gpu="H200-measured")
+    assert plain.config.pass_.heads_interleaved(plain.config) == 1
+    assert plain.dram_by_tensor["K"]["dram_read_bytes"] == 16 * 16384 * 128 * 2  # one head: 8 MiB fits

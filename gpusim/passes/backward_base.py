@@ -16,7 +16,7 @@ from ..hardware import DTYPE_BYTES, STATS_BYTES, WARP
 from ..shape import MIN_BLOCK, Backward
 from ..tiling import MAX_BINS, TAIL, Work, uniform_work
 from .base import Pass
-from .common import REGISTER_BASE, in_flight, pow2_floor
+from .common import REGISTER_BASE, pow2_floor
 
 FIRST_TOUCH_REFERENCE = "results/h200/ncu_bwd.json"  # Nsight's DRAM reads against first touches
 DEFAULT_LAUNCH = (4, 3)  # Triton's num_warps, num_stages for a launch that passes none (preprocess, ds)
@@ -181,11 +181,12 @@ class BackwardPass(Pass):
         have a "dq" kernel."""
         return f"{self.algo}_bwd_{kernel}"
 
-    def dram_reads(self, cfg, kernel, sm_reads):
+    def dram_reads(self, cfg, kernel, sm_reads, flight):
         """Rule 2 of gpusim/l2.py for the backward's kernels: re-reads hit while the data the programs in
         flight share fits in L2, and then only each tensor's first touch (first_touch) reaches DRAM, as
-        Nsight measured (FIRST_TOUCH_REFERENCE); otherwise every read misses. SHARED_BY says which programs
-        share what they re-read."""
+        Nsight measured (FIRST_TOUCH_REFERENCE). Otherwise (rule 3) the programs of a unit that run together
+        still share each read: its data comes from DRAM once a wave of them; a program re-reading only its own
+        misses every time. SHARED_BY says which programs share what they re-read."""
         first = {t: r for (k, t), (r, _) in self.first_touch(cfg).items() if k == kernel}
         reread = [t for t, r in sm_reads.items() if r > first[t]]
         if not reread:
@@ -193,6 +194,11 @@ class BackwardPass(Pass):
         programs = self.programs(cfg, kernel)
         units = {"kv_head": cfg.batch * cfg.kv_heads, "head": cfg.bh, "program": programs}[self.SHARED_BY[kernel]]
         working_set = sum(first[t] for t in reread) / units  # what one unit's programs re-read
-        units_in_flight = math.ceil(in_flight(cfg, kernel) / (programs / units))
-        fits = units_in_flight * working_set <= cfg.gpu.l2_bytes
-        return {t: first[t] if fits else r for t, r in sm_reads.items()}
+        units_in_flight = math.ceil(flight / (programs / units))
+        every_sm = self.SHARED_BY[kernel] != "program"  # a unit's programs run across the SMs
+        if units_in_flight * working_set <= cfg.gpu.l2_reuse_bytes(every_sm):
+            return {t: first[t] for t in sm_reads}
+        if not every_sm:
+            return dict(sm_reads)
+        waves = math.ceil(programs / units / flight)  # rule 3: a unit's programs running together share each read
+        return {t: min(r, first[t] * waves) for t, r in sm_reads.items()}

@@ -57,6 +57,11 @@ class Pass:
         last ones launched, in launch order from the end."""
         raise NotImplementedError
 
+    def heads_interleaved(self, cfg):
+        """How many heads' Q blocks launch interleaved, the programs of one group of heads before the next
+        group's (gpusim/l2.py's K/V working set): 1, head after head."""
+        return 1
+
     def count(self, cfg):
         """{(kernel, tensor): (read_bytes, write_bytes)} between the SMs and L2, over all batches and heads."""
         raise NotImplementedError
@@ -171,8 +176,9 @@ class Pass:
         """Seconds per program before its first load (descriptors, fences)."""
         return self.SETUP_S
 
-    def dram_reads(self, cfg, kernel, sm_reads):
-        """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"."""
+    def dram_reads(self, cfg, kernel, sm_reads, flight):
+        """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"; flight: its thread blocks
+        running at once."""
         raise NotImplementedError(f"{self.name}'s L2_REUSE names no rule of its own")
 
     def softmax_fits(self, cfg):

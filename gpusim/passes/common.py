@@ -103,12 +103,6 @@ def padded(d):
     return 1 << (d - 1).bit_length()
 
 
-def in_flight(cfg, kernel):
-    """Thread blocks running at once: as many as the SMs' shared memory holds."""
-    per_sm = max(1, cfg.gpu.sram_bytes_per_sm // max(1, cfg.sram_bytes(kernel)))
-    return min(cfg.pass_.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
-
-
 def qkvo_bytes(cfg):
     """HBM for Q, K, V and O: (B, H, N, d), twice (B, H_kv, N_kv, d), and O in its own width."""
     q = cfg.bh * cfg.seq * cfg.head_dim * cfg.itemsize

@@ -128,6 +128,10 @@ class Hopper(Flash2):
         """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
         return ramp_work(cfg.tiling, cfg.bh, reverse=cfg.causal and launch_options(cfg)["lpt_heads"] > 0)
 
+    def heads_interleaved(self, cfg):
+        """lpt_heads heads in a group, their longest Q blocks first (see kernels/hopper.py's _program)."""
+        return max(1, launch_options(cfg)["lpt_heads"]) if cfg.causal else 1
+
     def register_tiles(self, cfg, kernel):
         """flash2's tiles, held by the consumer warps alone when warp-specialized (8 of the 12 warps): scaled by
         12/8 so that spread over all the block's threads they give a consumer thread's share."""

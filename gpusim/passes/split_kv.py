@@ -224,7 +224,7 @@ class SplitKV(Pass):
         benchmarks.bench_decode's heads; other head counts take the same entry."""
         return launch.head_dim, REDUCE_SPLITS if kernel == "reduce" else launch.page_size or 0
 
-    def dram_reads(self, launch, kernel, sm_reads):
+    def dram_reads(self, launch, kernel, sm_reads, flight):
         """Which reads reach DRAM. Each cached K and V element is read once per group (once per query head
         ungrouped) and never again: all of it comes from DRAM, as do the reduce's partial results (rule 1 of
         gpusim/l2.py: nothing stays in L2 between kernels). The query rows (re-read by every split of a
