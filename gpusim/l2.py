@@ -64,11 +64,13 @@ def _reads(cfg, kernel, sm_reads, flight):
     # this kernel wrote first
     pattern, reread = cfg.pass_.L2_REUSE[kernel]
     if pattern == "kv_per_q_block":  # K/V re-read by each of a head's Tr Q blocks
-        group = cfg.pass_.heads_interleaved(cfg) * t.n_q_blocks  # the programs of one group of heads
-        heads = min(cfg.bh, group // t.n_q_blocks * math.ceil(flight / group))
+        heads_per_group, longest_first = cfg.pass_.launch_order(cfg)
+        group = heads_per_group * t.n_q_blocks  # the programs of one group of heads
+        heads = min(cfg.bh, heads_per_group * math.ceil(flight / group))
         fits = math.ceil(heads * cfg.kv_heads / cfg.heads) * len(reread) * kv_head <= l2
-        waves = math.ceil(group / flight)  # each reads its group's K/V from DRAM once (rule 3) ...
-        waves = (waves + 1) / 2 if cfg.causal else waves  # ... causal: wave w of W as far as w / W of the keys
+        waves = math.ceil(group / flight)  # each reads its group's K/V from DRAM once (rule 3); causal:
+        if cfg.causal:  # longest first, wave w of W reads w / W of the keys again; in order, each wave extends
+            waves = (waves + 1) / 2 if longest_first else 1  # the keys the one before left in L2
         return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, int(cfg.bh * kv_head * waves))
                 for x, r in sm_reads.items()}
     if pattern == "rmw_per_head":

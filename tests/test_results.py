@@ -295,15 +295,39 @@ def test_naive_rows_json_shows_unaligned_lengths_at_their_aligned_neighbours_cos
         ROOT / "docs" / "perf.md").read_text()
 
 
-def test_perf_md_quotes_the_blind_2029_set_as_the_current_model_scores_it():
-    """heldout_2029.json (measured after the eighth session's changes, scored once): the share within 20%, all and
-    per kind, as docs/perf.md's prose quotes it, recomputed; and it meets issue 24's target."""
+def _quoted_shares(name):
+    """A held-out set's share within 20%, all and per kind, as docs/perf.md's prose quotes it."""
     from benchmarks import agreement
-    pairs = agreement.heldout_rows("heldout_2029.json")
+    pairs = agreement.heldout_rows(name)
     share = {kind: agreement.summary([p for p in pairs if p[0]["kind"] + " " + p[0]["algo"] == kind])["within 20%"]
              for kind in ("forward naive", "forward flash2", "forward hopper", "train flash2", "decode split_kv")}
-    quoted = (f"({agreement.summary(pairs)['within 20%']:.0%}; naive {share['forward naive']:.0%}, flash2 "
-              f"{share['forward flash2']:.0%}, Hopper {share['forward hopper']:.0%}, training "
-              f"{share['train flash2']:.0%}, decode\n{share['decode split_kv']:.0%})")
-    assert quoted in (ROOT / "docs" / "perf.md").read_text()
-    assert perf_report.meets_target(pairs)
+    return pairs, (f"({agreement.summary(pairs)['within 20%']:.0%}; naive {share['forward naive']:.0%}, flash2 "
+                   f"{share['forward flash2']:.0%}, Hopper {share['forward hopper']:.0%}, training "
+                   f"{share['train flash2']:.0%}, decode")
+
+
+def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
+    """heldout_2030.json (measured after the ninth session's L2 change, scored once) misses issue 24's target;
+    heldout_2029.json (measured after the eighth session's changes) meets it: the shares within 20%, all and per
+    kind, as docs/perf.md's prose quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    pairs, quoted = _quoted_shares("heldout_2030.json")
+    assert quoted in text and not perf_report.meets_target(pairs)
+    pairs, quoted = _quoted_shares("heldout_2029.json")
+    assert quoted in text and perf_report.meets_target(pairs)
+
+
+def test_perf_md_quotes_nsights_dram_reads_at_the_new_lengths_as_the_current_model_prices_them():
+    """Run 66 (ncu_edges_raw.csv, manifest_edges.json): the DRAM-read errors docs/perf.md quotes, recomputed."""
+    launches = json.loads((RESULTS / "manifest_edges.json").read_text())["launches"]
+    rows = [r for r in ncu.compare(ncu.parse_csv((RESULTS / "ncu_edges_raw.csv").read_text()), launches)
+            if r["quantity"] == "dram_read_bytes"]
+    err = {(r["kernel"], r["seq"], r["head_dim"], r["causal"]): r["rel_err"] for r in rows}
+    assert round(err["hopper", 65536, 128, True], 2) == 0.04 and round(err["hopper", 65536, 128, False], 2) == -0.22
+    assert round(err["flash2", 65536, 128, True], 2) == -0.08
+    kv = 2 * 16 * 65536 * 128 * 2  # K and V of 16 heads, fp16; Q is as large as one of them
+    times = {k: (next(r["measured"] for r in rows if (r["kernel"], r["seq"], r["head_dim"], r["causal"]) == (k, 65536, 128, False))
+                 - kv / 2) / kv for k in ("flash2", "hopper")}
+    assert (round(times["flash2"], 1), round(times["hopper"], 1)) == (4.8, 5.2)
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert "within 4% (Hopper causal 65,536) to 22%" in text and "read 4.8 (flash2) and 5.2 (Hopper) times" in text

@@ -57,10 +57,11 @@ class Pass:
         last ones launched, in launch order from the end."""
         raise NotImplementedError
 
-    def heads_interleaved(self, cfg):
-        """How many heads' Q blocks launch interleaved, the programs of one group of heads before the next
-        group's (gpusim/l2.py's K/V working set): 1, head after head."""
-        return 1
+    def launch_order(self, cfg):
+        """(heads, longest_first): how many heads' Q blocks launch interleaved, one group of heads before the
+        next, and whether a group's longest programs launch first (gpusim/l2.py's K/V working set). (1, False):
+        head after head, each head's Q blocks in order."""
+        return 1, False
 
     def count(self, cfg):
         """{(kernel, tensor): (read_bytes, write_bytes)} between the SMs and L2, over all batches and heads."""

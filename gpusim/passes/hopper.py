@@ -128,9 +128,11 @@ class Hopper(Flash2):
         """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
         return ramp_work(cfg.tiling, cfg.bh, reverse=cfg.causal and launch_options(cfg)["lpt_heads"] > 0)
 
-    def heads_interleaved(self, cfg):
-        """lpt_heads heads in a group, their longest Q blocks first (see kernels/hopper.py's _program)."""
-        return max(1, launch_options(cfg)["lpt_heads"]) if cfg.causal else 1
+    def launch_order(self, cfg):
+        """Causal with lpt_heads: groups of lpt_heads heads, their longest Q blocks first (kernels/hopper.py's
+        _program)."""
+        lpt = launch_options(cfg)["lpt_heads"] if cfg.causal else 0
+        return max(1, lpt), lpt > 0
 
     def register_tiles(self, cfg, kernel):
         """flash2's tiles, held by the consumer warps alone when warp-specialized (8 of the 12 warps): scaled by
