@@ -73,7 +73,14 @@ def _spills():
             f"{min(spill[False])} to {max(spill[False])} without")
 
 
+def _l2_half():
+    g = _gpu("H200")
+    return f"{g.l2_reuse_bytes(every_sm=True) / 2**20:.0f} of its {g.l2_bytes / 2**20:.0f} MiB"
+
+
 FACTS = [
+    Phrase("01", "60 MiB on the H200", lambda: f"{_gpu('H200').l2_bytes / 2**20:.0f} MiB on the H200"),
+    Phrase("01", "30 of its 60 MiB", _l2_half),
     Phrase("02", "alone is 32 MiB", _s_mib),
     Phrase("02", "H100-SXM (80 GiB)", lambda: f"H100-SXM ({_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB)"),
     Phrase("02", "on an 80 GiB GPU", lambda: f"on an {_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB GPU"),

@@ -18,3 +18,14 @@ def test_the_tiling_picture_marks_one_block_of_each():
     filled = [p for p in fig.axes[0].patches if p.get_facecolor()[:3] != (1, 1, 1)]
     assert len(filled) >= 5  # Q_i, K_j, V_j, O_i and the SRAM box
     assert any("outer loop" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_the_l2_reuse_figure_draws_each_pattern_and_gpusims_two_capacities():
+    rows = [{"pattern": p, "working_set_bytes": w * 2**20, "reread_miss": m}
+            for p in ("every_sm", "spread", "own") for w, m in ((8, 0.0), (48, 1.0))]
+    ax = hierarchy_plots.l2_reuse_figure(rows, gpu="A100-40GB").axes[0]
+    curves = [line for line in ax.lines if len(line.get_xdata()) == 2 and line.get_xdata()[0] == 8]
+    assert [list(line.get_ydata()) for line in curves] == [[0.0, 1.0]] * 3
+    assert [line.get_label() for line in ax.lines[3:5]] == ["gpusim, read by every SM: 20 MiB",
+                                                            "gpusim, read by one SM at a time: 27 MiB"]
+    assert list(ax.lines[5].get_xdata()) == [40, 40]  # the A100's whole L2, unlabelled

@@ -180,3 +180,10 @@ def test_padded_rows_read_both_runs_and_their_lesson_is_computed_from_them(tmp_p
         "1.10×, pv 2.00×; rows padded, qk 1.00×, softmax 1.00×, pv 1.01×.")
     (tmp_path / "naive_rows.json").unlink()
     assert practice_measured.padded_rows(tmp_path) == [] and practice_measured.padded_rows_lesson(tmp_path) == ""
+
+
+def test_l2_reuse_rows_set_the_measured_half_miss_point_beside_gpusims_rule():
+    data = {"half_missed_at_bytes": {"every_sm": 32 * 2**20, "spread": 40 * 2**20, "own": 50 * 2**20}}
+    rows = hierarchy_measured.l2_reuse_rows(data, gpu="H200")  # 60 MiB, two partitions: 30 and 40 MiB
+    assert [(r["half the re-reads miss at"], r["gpusim's L2 for it"], r["gpusim / measured"]) for r in rows] == [
+        ("32.0 MiB", "30 MiB of 60", "0.94"), ("40.0 MiB", "40 MiB of 60", "1.00"), ("50.0 MiB", "40 MiB of 60", "0.80")]

@@ -93,3 +93,15 @@ def test_causal_q_blocks_in_order_read_kv_once_even_past_the_l2():
     kw = dict(seq=65536, head_dim=128, heads=2, block_q=128, block_kv=64, gpu="H200")
     assert gpusim.simulate("flash2", **kw, causal=True).dram_by_tensor["K"]["dram_read_bytes"] == 2 * 65536 * 128 * 2
     assert gpusim.simulate("flash2", **kw).dram_by_tensor["K"]["dram_read_bytes"] == 4 * 2 * 65536 * 128 * 2
+
+
+def test_backward_programs_running_together_share_reads_past_the_l2():
+    # dK/dV of a GQA group of 8 heads at N = 7,817, d = 64: each K/V head's programs re-read its 8 heads' Q, dO
+    # and statistics (15.7 MiB); both K/V heads' 62 programs run at once (124 programs, one block per SM), 31.5
+    # MiB > 30 MiB: the re-reads no longer all hit, but the programs march through Q together: once from DRAM
+    r = gpusim.simulate("flash2", batch=2, heads=8, kv_heads=1, seq=7817, head_dim=64, causal=True, dtype="bf16",
+                        block_q=64, block_kv=128, backward=True, backward_blocks=(128, 32), gpu="H200-measured")
+    dkdv = next(k for k in r.kernels if k.name == "dkdv")
+    assert (dkdv.programs, dkdv.blocks_per_sm) == (124, 1)
+    q_bytes = 2 * 8 * 7817 * 64 * 2
+    assert r.dram[("dkdv", "Q")][0] == q_bytes < r.counts[("dkdv", "Q")][0]

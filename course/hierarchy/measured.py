@@ -1,5 +1,5 @@
 """Notebook 1's measurements beside gpusim: results/<gpu>/ceilings.json's bandwidth and matmul ceilings
-against the preset's.
+against the preset's, and l2_reuse.json's L2 a re-read finds against gpusim's rule (GPU.l2_reuse_bytes).
 """
 import gpusim
 
@@ -14,3 +14,21 @@ def ceilings_rows(data, gpu="H200"):
              "measured / datasheet": f"{m / d:.0%}"} for name, m, d, unit, scale in pairs] + [
         {"quantity": "measured on", "measured": f"{data['gpu']}, {data['date']}", "datasheet (preset)": g.name,
          "measured / datasheet": ""}]
+
+
+L2_PATTERNS = {"every_sm": ("every SM reads the whole buffer", True),
+               "spread": ("the SMs share the buffer, a different SM each pass", False),
+               "own": ("each SM re-reads its own slice", False)}  # pattern: (what it is, read from every SM)
+
+
+def l2_reuse_rows(data, gpu="H200"):
+    """Per pattern of results/<gpu>/l2_reuse.json: the working set at which half the re-reads missed, beside
+    the L2 gpusim lets that pattern fill."""
+    g = gpusim.get_gpu(gpu)
+    rows = []
+    for pattern, (what, every_sm) in L2_PATTERNS.items():
+        measured, rule = data["half_missed_at_bytes"][pattern], g.l2_reuse_bytes(every_sm)
+        rows.append({"pattern": what, "half the re-reads miss at": f"{measured / 2**20:.1f} MiB",
+                     "gpusim's L2 for it": f"{rule / 2**20:.0f} MiB of {g.l2_bytes / 2**20:.0f}",
+                     "gpusim / measured": f"{rule / measured:.2f}"})
+    return rows

@@ -2,7 +2,8 @@
 pyramid with each level's size and bandwidth (from gpusim's presets; the CPU's level is the paper's own
 number, gpusim has no CPU), and the tiling: the outer loop over K/V blocks copies K_j and V_j to SRAM, the
 inner loop over Q blocks copies Q_i, computes softmax(Q_i K_jᵀ) V_j on chip and writes O_i back to HBM. The
-right panel of Figure 1 (the time per operation) is gpusim_course.standard.breakdown.figure1.
+right panel of Figure 1 (the time per operation) is gpusim_course.standard.breakdown.figure1. Beside them, the
+L2 a re-read finds (results/h200/l2_reuse.json) against gpusim's rule.
 """
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
@@ -81,4 +82,24 @@ def tiling_figure(blocks=4, outer=1, inner=2):
     ax.text(10.7, 2.9, "HBM", fontsize=11, ha="center")
     ax.set(xlim=(-0.2, 12.4), ylim=(-0.1, 3.6), title="Tiling (FlashAttention-1's loop order, the paper's Figure 1)")
     ax.axis("off")
+    return fig
+
+
+def l2_reuse_figure(rows, gpu="H200"):
+    """The share of re-reads that missed L2 against the bytes re-read, per pattern of l2_reuse.json's rows, with
+    the L2 gpusim lets data read from every SM fill (dashed), from one SM at a time (dotted), and its size."""
+    g = gpusim.get_gpu(gpu)
+    fig = Figure(figsize=(6.4, 3.2), layout="constrained")
+    ax = fig.subplots()
+    labels = {"every_sm": "every SM reads it all", "spread": "spread over the SMs", "own": "each SM its own slice"}
+    for pattern, label in labels.items():
+        points = sorted((r["working_set_bytes"] / 2**20, r["reread_miss"]) for r in rows if r["pattern"] == pattern)
+        ax.plot(*zip(*points), marker="o", markersize=3, label=label)
+    for every_sm, style, who in ((True, "--", "every SM"), (False, ":", "one SM at a time")):
+        mib = g.l2_reuse_bytes(every_sm) / 2**20
+        ax.axvline(mib, color="k", linestyle=style, linewidth=1, label=f"gpusim, read by {who}: {mib:.0f} MiB")
+    ax.axvline(g.l2_bytes / 2**20, color="0.6", linewidth=1)
+    ax.set(xlabel="bytes re-read (MiB)", ylabel="re-reads that miss L2", ylim=(-0.05, 1.1),
+           title=f"The L2 a re-read finds: {g.name} ({g.l2_bytes / 2**20:.0f} MiB, gray)")
+    ax.legend(fontsize=8, loc="center right")
     return fig
