@@ -1,7 +1,8 @@
 """How much of the L2 a re-read finds: DRAM bytes read when a buffer of W bytes is read PASSES times, for W from
 4 to 96 MiB, in three patterns of the attention kernels' re-reads.
 
-    OUT=$OUT bash benchmarks/run_l2_reuse.sh        # GPU, under Nsight Compute: $OUT/l2_reuse.json
+    OUT=$OUT bash benchmarks/run_l2_reuse.sh        # GPU, under Nsight Compute: $OUT/l2_reuse.json (run 65)
+    PATTERNS=spread_writing NAME=l2_reuse_writing OUT=$OUT bash benchmarks/run_l2_reuse.sh     # run 67
     TRITON_INTERPRET=1 python -m benchmarks.l2_reuse workload --manifest /tmp/m.json --smoke   # CPU: the launches
 
 - every_sm: every program (one per SM) reads the whole buffer, tile after tile, PASSES times, as every Q block
@@ -10,6 +11,8 @@
 - spread: the grid sweeps the buffer PASSES times, each tile read by one program a sweep, a different one the
   next (benchmarks.bandwidth's load kernel, as its L2 rows): re-reads between programs, as qk's Q and K rows.
 - own: each program re-reads its own slice of W / SMs bytes PASSES times, as a flash1 block its head's O, l, m.
+- spread_writing: spread, each program also writing every tile it reads to a stream of fresh tiles (as many
+  bytes written as read, never read again), as naive attention's qk writes an S tile for its Q and K rows.
 Re-reads that miss, of those after the first pass: (DRAM read - W) / ((PASSES - 1) W); 0 while W fits, 1 when
 nothing re-read is found. Nsight Compute (`--cache-control all`: L2 flushed before each launch) counts DRAM
 reads, L2 read sectors and their hits, and the sectors an L2 partition takes from the other across the L2
@@ -35,7 +38,7 @@ MiB = 2**20
 SIZES_MIB = (4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80, 96)
 PASSES, ROWS, WARPS, STAGES = 3, 128, 8, 3  # tiles of (128, 64) fp16 = 16 KiB, 3-stage cp.async pipeline
 TILE_BYTES = ROWS * bandwidth.COLS * bandwidth.ITEMSIZE
-PATTERNS = ("every_sm", "spread", "own")
+PATTERNS = ("every_sm", "spread", "own", "spread_writing")
 METRICS = {
     "dram_read_bytes": "dram__bytes_read.sum",
     "l2_read_bytes": "lts__t_sectors_srcunit_tex_op_read.sum",
@@ -43,7 +46,6 @@ METRICS = {
     "l2_fabric_bytes": "lts__t_sectors_srcunit_ltcfabric.sum",
     "time_s": "gpu__time_duration.sum",
 }
-COMMAND = "OUT=$OUT bash benchmarks/run_l2_reuse.sh"
 
 
 @triton.jit(do_not_specialize=["span", "steps"])
@@ -59,10 +61,24 @@ def reread_kernel(X, out, span, steps, OWN: tl.constexpr, ROWS: tl.constexpr, ST
     tl.store(out + pid, tl.sum(acc, axis=0))  # write 4 B
 
 
-def launch(pattern, size_bytes, buf, out, programs):
-    """One launch reading `size_bytes` (rounded down to whole tiles; own: to whole slices) PASSES times; returns
-    the bytes of the working set."""
+@triton.jit(do_not_specialize=["n_tiles", "tiles_per_program"])
+def reread_write_kernel(X, Y, n_tiles, tiles_per_program, ROWS: tl.constexpr, STAGES: tl.constexpr):
+    pid, grid = tl.program_id(0), tl.num_programs(0)
+    offs = tl.arange(0, ROWS)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    for t in tl.range(0, tiles_per_program, num_stages=STAGES):
+        step = pid + t * grid
+        x = tl.load(X + (step % n_tiles).to(tl.int64) * ROWS * 64 + offs)  # read ROWS*64 fp16 = TILE_BYTES
+        tl.store(Y + step.to(tl.int64) * ROWS * 64 + offs, x)  # write TILE_BYTES, a tile of its own
+
+
+def launch(pattern, size_bytes, buf, out, programs, stream=None):
+    """One launch reading `size_bytes` (rounded down to whole tiles; own: to whole slices) PASSES times (and
+    spread_writing writing as much into `stream`); returns the bytes of the working set."""
     n_tiles = size_bytes // TILE_BYTES
+    if pattern == "spread_writing":
+        reread_write_kernel[(programs,)](buf, stream, n_tiles, PASSES * n_tiles // programs, ROWS=ROWS, STAGES=STAGES,
+                                         num_warps=WARPS, num_stages=STAGES)
+        return n_tiles * TILE_BYTES
     if pattern == "spread":
         bandwidth.load_kernel[(programs,)](buf, out, n_tiles, PASSES * n_tiles // programs, ROWS=ROWS, STAGES=STAGES,
                                            num_warps=WARPS, num_stages=STAGES)
@@ -73,15 +89,17 @@ def launch(pattern, size_bytes, buf, out, programs):
     return span * TILE_BYTES * (programs if pattern == "own" else 1)
 
 
-def workload(manifest_path, sizes_mib=SIZES_MIB, max_seconds=None):
+def workload(manifest_path, command, sizes_mib=SIZES_MIB, max_seconds=None, patterns=PATTERNS):
     """Every pattern at every size, one launch each inside the profiler range (a first launch compiles)."""
     start, programs = time.monotonic(), probe.sm_count()
     buf = torch.randn(max(sizes_mib) * MiB // bandwidth.ITEMSIZE, device=probe.DEVICE, dtype=torch.float16)
     out = torch.empty(programs, device=probe.DEVICE, dtype=torch.float32)
-    manifest = {"environment": probe.environment(COMMAND), "passes": PASSES, "tile_bytes": TILE_BYTES,
+    stream = torch.empty(PASSES * buf.numel(), device=probe.DEVICE, dtype=torch.float16) \
+        if "spread_writing" in patterns else None
+    manifest = {"environment": probe.environment(command), "passes": PASSES, "tile_bytes": TILE_BYTES,
                 "programs": programs, "launches": []}
-    for pattern in PATTERNS:
-        launch(pattern, sizes_mib[0] * MiB, buf, out, programs)
+    for pattern in patterns:
+        launch(pattern, sizes_mib[0] * MiB, buf, out, programs, stream)
         for size in sizes_mib:
             if max_seconds is not None and time.monotonic() - start > max_seconds:
                 print(f"workload: stopped after {max_seconds} s", file=sys.stderr)
@@ -89,7 +107,7 @@ def workload(manifest_path, sizes_mib=SIZES_MIB, max_seconds=None):
             if probe.DEVICE == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
-            working_set = launch(pattern, size * MiB, buf, out, programs)
+            working_set = launch(pattern, size * MiB, buf, out, programs, stream)
             if probe.DEVICE == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.profiler.stop()
@@ -132,8 +150,10 @@ def main(argv=None):
     m.add_argument("--available", help="ncu --query-metrics's output: leave out the metrics it does not list")
     w = sub.add_parser("workload", help="the launches to profile (under ncu)")
     w.add_argument("--manifest", required=True)
+    w.add_argument("--command", default="python -m benchmarks.l2_reuse workload", help="the command to record")
     w.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
     w.add_argument("--max-seconds", type=float)
+    w.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, of " + ", ".join(PATTERNS))
     c = sub.add_parser("compare", help="ncu's CSV and the manifest -> the results JSON")
     c.add_argument("--csv", required=True)
     c.add_argument("--manifest", required=True)
@@ -143,11 +163,12 @@ def main(argv=None):
         names = set(re.findall(r"[a-z0-9_]+__[a-z0-9_]+", Path(args.available).read_text())) if args.available else None
         print(",".join(m for m in METRICS.values() if names is None or m.split(".")[0] in names))
     elif args.cmd == "workload":
-        workload(args.manifest, (1, 2) if args.smoke else SIZES_MIB, args.max_seconds)
+        workload(args.manifest, args.command, (1, 2) if args.smoke else SIZES_MIB, args.max_seconds,
+                 args.patterns.split(","))
     else:
         manifest = json.loads(Path(args.manifest).read_text())
         measured = rows(Path(args.csv).read_text(), manifest)
-        summary = {p: capacity(measured, p) for p in PATTERNS}
+        summary = {p: capacity(measured, p) for p in dict.fromkeys(r["pattern"] for r in measured)}
         Path(args.out).write_text(json.dumps({"environment": manifest["environment"], "half_missed_at_bytes": summary,
                                               "rows": measured}, indent=1))
         for r in measured:

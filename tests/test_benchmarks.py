@@ -182,6 +182,16 @@ def test_l2_reuse_kernels_read_their_pattern_passes_times(pattern):
     torch.testing.assert_close(out.cpu(), expected.cpu(), rtol=1e-4, atol=1e-2)
 
 
+def test_l2_reuse_writing_copies_each_tile_it_reads_to_a_fresh_one():
+    tile, programs = l2_reuse.TILE_BYTES, probe.sm_count()
+    buf = torch.randn(3 * tile // 2, generator=torch.Generator().manual_seed(3)).half().to(probe.DEVICE)
+    stream = torch.zeros(l2_reuse.PASSES * 3 * tile // 2, dtype=torch.float16, device=probe.DEVICE)
+    assert l2_reuse.launch("spread_writing", 3 * tile, buf, None, programs, stream) == 3 * tile
+    steps = l2_reuse.PASSES * 3 // programs * programs  # every program's steps, in step order
+    tiles = buf.view(3, -1)
+    torch.testing.assert_close(stream.view(-1, tile // 2)[:steps].cpu(), tiles[[s % 3 for s in range(steps)]].cpu())
+
+
 def test_l2_reuse_json_recomputes_from_nsights_csv_and_holds_the_derived_capacities():
     import gpusim
     results = json.loads((ROOT / "results" / "h200" / "l2_reuse.json").read_text())
@@ -189,13 +199,22 @@ def test_l2_reuse_json_recomputes_from_nsights_csv_and_holds_the_derived_capacit
                                                         for r in results["rows"]]}
     rows = l2_reuse.rows((ROOT / "results" / "h200" / "l2_reuse_raw.csv").read_text(), manifest)
     assert rows == results["rows"] and len(rows) == 3 * len(l2_reuse.SIZES_MIB)
-    measured = {p: l2_reuse.capacity(rows, p) for p in l2_reuse.PATTERNS}
+    measured = {p: l2_reuse.capacity(rows, p) for p in ("every_sm", "spread", "own")}
     assert measured == results["half_missed_at_bytes"]
     h200 = gpusim.get_gpu("H200")  # docs/perf.md: 30.7 MiB against 30 derived; 42.4 and 43.9 against 40
     assert 0.95 < h200.l2_reuse_bytes(every_sm=True) / measured["every_sm"] < 1.0
     assert all(0.9 < h200.l2_reuse_bytes(every_sm=False) / measured[p] < 0.95 for p in ("spread", "own"))
     small = [r for r in rows if r["working_set_bytes"] <= 24 * 2**20]  # well inside every capacity: re-reads hit
     assert all(r["reread_miss"] < 0.01 for r in small)
+    # run 67: as many bytes written as read; the re-reads miss once read plus written pass the one-SM capacity
+    writing = json.loads((ROOT / "results" / "h200" / "l2_reuse_writing.json").read_text())
+    wrows = l2_reuse.rows((ROOT / "results" / "h200" / "l2_reuse_writing_raw.csv").read_text(),
+                          {"passes": l2_reuse.PASSES, "launches": [{k: r[k] for k in ("pattern", "working_set_bytes")}
+                                                                   for r in writing["rows"]]})
+    assert wrows == writing["rows"]
+    half = l2_reuse.capacity(wrows, "spread_writing")
+    assert half == writing["half_missed_at_bytes"]["spread_writing"] and round(half / 2**20, 1) == 19.6
+    assert 0.95 < 2 * half / h200.l2_reuse_bytes(every_sm=False) < 1.0
 
 
 def test_store_kernel_writes_one_tile_per_program(monkeypatch):
