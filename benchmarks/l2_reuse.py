@@ -22,7 +22,6 @@ the partition"); `--metrics` is the list in METRICS.
 """
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ import triton
 import triton.language as tl
 
 from benchmarks import bandwidth, probe
-from benchmarks.ncu import UNITS, raw_table
+from benchmarks.ncu import UNITS, available_metrics, raw_table
 
 MiB = 2**20
 SIZES_MIB = (4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80, 96)
@@ -146,22 +145,21 @@ def capacity(rows_, pattern, threshold=0.5):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.l2_reuse", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("metrics", help="print the --metrics list for ncu")
-    m.add_argument("--available", help="ncu --query-metrics's output: leave out the metrics it does not list")
+    sub.add_parser("metrics", help="print the --metrics list for ncu").add_argument(
+        "--available", help="ncu --query-metrics's output: leave out the metrics it does not list")
     w = sub.add_parser("workload", help="the launches to profile (under ncu)")
     w.add_argument("--manifest", required=True)
     w.add_argument("--command", default="python -m benchmarks.l2_reuse workload", help="the command to record")
-    w.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
-    w.add_argument("--max-seconds", type=float)
     w.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, of " + ", ".join(PATTERNS))
+    w.add_argument("--max-seconds", type=float, help="launch nothing more after this long")
+    w.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
     c = sub.add_parser("compare", help="ncu's CSV and the manifest -> the results JSON")
-    c.add_argument("--csv", required=True)
-    c.add_argument("--manifest", required=True)
-    c.add_argument("--out", required=True)
+    for flag in ("--csv", "--manifest", "--out"):
+        c.add_argument(flag, required=True)
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
-        names = set(re.findall(r"[a-z0-9_]+__[a-z0-9_]+", Path(args.available).read_text())) if args.available else None
-        print(",".join(m for m in METRICS.values() if names is None or m.split(".")[0] in names))
+        query = Path(args.available).read_text() if args.available else None
+        print(",".join(available_metrics(query, METRICS, optional=tuple(METRICS))))
     elif args.cmd == "workload":
         workload(args.manifest, args.command, (1, 2) if args.smoke else SIZES_MIB, args.max_seconds,
                  args.patterns.split(","))

@@ -166,12 +166,12 @@ def parse_csv(text):
     return out
 
 
-def available_metrics(query):
-    """The --metrics list: every METRICS counter, less the OPTIONAL ones that `ncu --query-metrics`'s text
+def available_metrics(query, metrics=METRICS, optional=OPTIONAL):
+    """The --metrics list: every counter of `metrics`, less the `optional` ones that `ncu --query-metrics`'s text
     (query; None: not checked) does not list by their base name (the name before .sum)."""
     names = set(re.findall(r"[a-z0-9_]+__[a-z0-9_]+", query)) if query is not None else None
-    return sorted({metric for quantity, metric in METRICS.items()
-                   if names is None or quantity not in OPTIONAL or metric.split(".")[0] in names})
+    return sorted({metric for quantity, metric in metrics.items()
+                   if names is None or quantity not in optional or metric.split(".")[0] in names})
 
 
 def kernel_of(name):
