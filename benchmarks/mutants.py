@@ -73,7 +73,7 @@ MUTANTS = [
            'own["num_warps"] * (3 if', 'own["num_warps"] * (2 if',
            PINS + "test_hopper_warp_specialized_block_has_a_producer_and_two_consumers"),
     Mutant("hopper", "causal Hopper launches keep the Q blocks in order", "gpusim/passes/hopper.py",
-           "reverse=cfg.causal and", "reverse=not cfg.causal and",
+           "return max(1, lpt), lpt > 0", "return max(1, lpt), False",
            PINS + "test_hopper_causal_launches_its_longest_programs_first"),
     # L2
     Mutant("L2", "make the L2 model ignore its capacity", "gpusim/l2.py",

@@ -12,8 +12,10 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
    and K of the heads whose S tiles are running (qk), one head's Q, O, l and m per block (flash1): all read
    from every SM; one row of S per block (streamed softmax): read from one.
 3. When it does not fit, blocks that run together still share: a wave of blocks working on one head
-   reads each K/V tile from DRAM once, so K/V come from DRAM once per wave of that head's Q blocks.
-   Other re-reads all miss.
+   (or one group of heads, as the Hopper kernel's causal launches order them) reads each K/V tile from
+   DRAM once, so K/V come from DRAM once per wave. Causal, a wave whose blocks run longest first reads
+   again as far as its longest block reaches ((W + 1) / 2 reads over W waves); blocks in order extend the
+   keys the wave before left in L2 (once). Other re-reads all miss.
 4. L2 is write-back: a kernel's writes reach DRAM once (rewrites of the same lines are absorbed while
    they fit), except those still dirty in L2 when the kernel ends. The L2 then holds the kernel's most
    recent DRAM traffic, L2_RECENT_FRACTION of its capacity; the written share of that is still dirty.

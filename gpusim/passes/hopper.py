@@ -126,7 +126,7 @@ class Hopper(Flash2):
 
     def work(self, cfg, kernel):
         """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
-        return ramp_work(cfg.tiling, cfg.bh, reverse=cfg.causal and launch_options(cfg)["lpt_heads"] > 0)
+        return ramp_work(cfg.tiling, cfg.bh, reverse=self.launch_order(cfg)[1])
 
     def launch_order(self, cfg):
         """Causal with lpt_heads: groups of lpt_heads heads, their longest Q blocks first (kernels/hopper.py's
