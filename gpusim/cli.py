@@ -145,10 +145,11 @@ def _progress(done, total, width=30):
 
 
 def format_gpus():
-    rows = [("GPU", "SMs", "SRAM/SM", "SRAM/block", "L2", "HBM", "HBM B/W", "fp16 matmul", "fp32")]
+    rows = [("GPU", "SMs", "SRAM/SM", "SRAM/block", "L2", "L2 every SM re-reads", "HBM", "HBM B/W", "fp16 matmul",
+             "fp32")]
     for g in PRESETS.values():
         rows.append((g.name, str(g.sm_count), fmt_bytes(g.sram_bytes_per_sm), fmt_bytes(g.sram_bytes_per_block),
-                     fmt_bytes(g.l2_bytes), fmt_bytes(g.hbm_bytes), f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
+                     fmt_bytes(g.l2_bytes), fmt_bytes(g.l2_reuse_bytes(every_sm=True)), fmt_bytes(g.hbm_bytes), f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s",
                      f"{g.fp16_matmul_flops_per_s / 1e12:,.0f} TFLOP/s", f"{g.fp32_flops_per_s / 1e12:.1f} TFLOP/s"))
     return _table(rows)
 

@@ -80,6 +80,8 @@ def test_algo_dtype_and_gpu_take_any_case():
 def test_gpus_lists_the_presets():
     p = run("gpus")
     assert p.returncode == 0 and all(name in p.stdout for name in gpusim.PRESETS)
+    h200 = next(line.split() for line in p.stdout.splitlines() if line.startswith("H200 "))
+    assert h200[6:10] == ["60.00", "MiB", "30.00", "MiB"]  # two partitions: data every SM re-reads fills half
     assert json.loads(run("gpus", "--json").stdout)["H200"]["sm_count"] == 132
 
 
