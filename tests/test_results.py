@@ -301,7 +301,7 @@ def _quoted_shares(name):
     pairs = agreement.heldout_rows(name)
     share = {kind: agreement.summary([p for p in pairs if p[0]["kind"] + " " + p[0]["algo"] == kind])["within 20%"]
              for kind in ("forward naive", "forward flash2", "forward hopper", "train flash2", "decode split_kv")}
-    return pairs, (f"({agreement.summary(pairs)['within 20%']:.0%}; naive {share['forward naive']:.0%}, flash2 "
+    return pairs, (f"{agreement.summary(pairs)['within 20%']:.0%}; naive {share['forward naive']:.0%}, flash2 "
                    f"{share['forward flash2']:.0%}, Hopper {share['forward hopper']:.0%}, training "
                    f"{share['train flash2']:.0%}, decode")
 
