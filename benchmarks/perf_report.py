@@ -245,8 +245,8 @@ def backward_table():
 
 
 def ncu_table(raw="ncu_raw.csv", manifest="manifest.json"):
-    """An Nsight Compute run (results/h200/ncu_raw.csv and manifest.json; run 66's ncu_edges_raw.csv and
-    manifest_edges.json) against the current model: per kernel and quantity, the share of launches within the
+    """An Nsight Compute run (results/h200/ncu_raw.csv and manifest.json; runs 66 and 68's ncu_edges*_raw.csv and
+    manifest_edges*.json) against the current model: per kernel and quantity, the share of launches within the
     target and the worst error."""
     launches = json.loads((agreement.RESULTS / manifest).read_text())["launches"]
     summary = ncu.summary(ncu.compare(ncu.parse_csv((agreement.RESULTS / raw).read_text()), launches))
@@ -503,7 +503,8 @@ def headline():
 
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table,
-          "ncu_edges": lambda: ncu_table("ncu_edges_raw.csv", "manifest_edges.json"), "decode": decode_table, "decode_layout": layout_table,
+          "ncu_edges": lambda: ncu_table("ncu_edges_raw.csv", "manifest_edges.json"),
+          "ncu_edges2": lambda: ncu_table("ncu_edges2_raw.csv", "manifest_edges2.json"), "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table,
           "heldout_2027": lambda: heldout_table("heldout_2027.json"),

@@ -331,3 +331,20 @@ def test_perf_md_quotes_nsights_dram_reads_at_the_new_lengths_as_the_current_mod
     assert (round(times["flash2"], 1), round(times["hopper"], 1)) == (4.8, 5.2)
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     assert "within 4% (Hopper causal 65,536) to 22%" in text and "read 4.8 (flash2) and 5.2 (Hopper) times" in text
+
+
+def test_perf_md_quotes_the_blind_run_after_the_last_l2_change_as_the_current_model_prices_it():
+    """Run 68 (ncu_edges2_raw.csv, manifest_edges2.json): the DRAM-read errors and K/V re-reads docs/perf.md quotes."""
+    launches = json.loads((RESULTS / "manifest_edges2.json").read_text())["launches"]
+    rows = {(r["kernel"], r["seq"], r["head_dim"], r["causal"]): r
+            for r in ncu.compare(ncu.parse_csv((RESULTS / "ncu_edges2_raw.csv").read_text()), launches)
+            if r["quantity"] == "dram_read_bytes"}
+    short = {key: f"{-rows[key]['rel_err']:.0%}" for key in rows}
+    assert [short["flash2", 40960, 128, False], short["flash2", 98304, 64, False]] == ["51%", "53%"]
+    assert [short["hopper", 40960, 128, False], short["hopper", 98304, 64, False], short["hopper", 98304, 64, True],
+            short["hopper", 98304, 128, False]] == ["35%", "25%", "12%", "65%"]
+    assert [f"{rows['hopper', n, 128, True]['rel_err']:+.0%}" for n in (40960, 98304)] == ["+7%", "+3%"]
+    q = 16 * 98304 * 128 * 2  # Q, and K or V, of 16 heads at d = 128, fp16
+    reads = {k: (rows[k, 98304, 128, c]["measured"] - q) / (2 * q) for k, c in (("flash2", True), ("hopper", False))}
+    assert (round(reads["flash2"], 1), round(reads["hopper"], 1)) == (10.4, 18.0)
+    assert round((rows["hopper", 98304, 128, False]["simulated"] - q) / (2 * q), 6) == 6
