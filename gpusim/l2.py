@@ -37,9 +37,10 @@ def dram(cfg, counts):
         sm_reads = {t: r for (k, t), (r, _) in counts.items() if k == kernel}
         # a pass whose re-reads follow none of the rules below states its own (L2_REUSE "own": dram_reads)
         own = cfg.pass_.L2_REUSE[kernel][0] == "own"
-        reads = (cfg.pass_.dram_reads if own else _reads)(cfg, kernel, sm_reads, in_flight(cfg, kernel))
+        flight = in_flight(cfg, kernel)
+        reads = (cfg.pass_.dram_reads if own else _reads)(cfg, kernel, sm_reads, flight)
         writes = _writes(cfg, kernel, {t: w for (k, t), (_, w) in counts.items() if k == kernel},
-                         sum(reads.values()))
+                         sum(reads.values()), flight)
         out.update({(kernel, t): (reads[t], writes[t]) for t in reads})
     return out
 
@@ -51,10 +52,10 @@ def in_flight(cfg, kernel):
     return min(cfg.pass_.programs(cfg, kernel), cfg.gpu.sm_count * per_sm)
 
 
-def _rmw_fits(cfg, kernel):
+def _rmw_fits(cfg, flight):
     """Each flash1 block keeps re-reading and rewriting its head's Q, O, l and m."""
     per_head = cfg.seq * (cfg.head_dim * (cfg.itemsize + cfg.tensor_bytes("O")) + 2 * STATS_BYTES)
-    return in_flight(cfg, kernel) * per_head <= cfg.gpu.l2_reuse_bytes(every_sm=True)
+    return flight * per_head <= cfg.gpu.l2_reuse_bytes(every_sm=True)
 
 
 def _reads(cfg, kernel, sm_reads, flight):
@@ -76,7 +77,7 @@ def _reads(cfg, kernel, sm_reads, flight):
         return {x: min(r, first.get(x, 0)) if x not in reread or fits else min(r, int(cfg.bh * kv_head * waves))
                 for x, r in sm_reads.items()}
     if pattern == "rmw_per_head":
-        fits = _rmw_fits(cfg, kernel)
+        fits = _rmw_fits(cfg, flight)
     elif pattern == "tiles":  # each S tile re-reads its rows of Q and K
         fits = min(cfg.bh, math.ceil(flight / t.tiles)) * (cfg.seq * d * e + kv_head) <= l2
     else:  # row_passes: a streamed row is read three times
@@ -84,9 +85,9 @@ def _reads(cfg, kernel, sm_reads, flight):
     return {x: min(r, first.get(x, 0)) if fits else r for x, r in sm_reads.items()}
 
 
-def _writes(cfg, kernel, sm_writes, dram_reads):
+def _writes(cfg, kernel, sm_writes, dram_reads, flight):
     unique = dict(sm_writes)
-    if cfg.pass_.L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, kernel):  # absorbed
+    if cfg.pass_.L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, flight):  # absorbed
         unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) for x in sm_writes}
     total = sum(unique.values())
     if not total:

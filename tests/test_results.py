@@ -317,11 +317,16 @@ def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
     assert quoted in text and perf_report.meets_target(pairs)
 
 
+def _dram_reads(raw, manifest):
+    """An Nsight run's DRAM-read rows against the current model (benchmarks.ncu.compare)."""
+    launches = json.loads((RESULTS / manifest).read_text())["launches"]
+    return [r for r in ncu.compare(ncu.parse_csv((RESULTS / raw).read_text()), launches)
+            if r["quantity"] == "dram_read_bytes"]
+
+
 def test_perf_md_quotes_nsights_dram_reads_at_the_new_lengths_as_the_current_model_prices_them():
     """Run 66 (ncu_edges_raw.csv, manifest_edges.json): the DRAM-read errors docs/perf.md quotes, recomputed."""
-    launches = json.loads((RESULTS / "manifest_edges.json").read_text())["launches"]
-    rows = [r for r in ncu.compare(ncu.parse_csv((RESULTS / "ncu_edges_raw.csv").read_text()), launches)
-            if r["quantity"] == "dram_read_bytes"]
+    rows = _dram_reads("ncu_edges_raw.csv", "manifest_edges.json")
     err = {(r["kernel"], r["seq"], r["head_dim"], r["causal"]): r["rel_err"] for r in rows}
     assert round(err["hopper", 65536, 128, True], 2) == 0.04 and round(err["hopper", 65536, 128, False], 2) == -0.22
     assert round(err["flash2", 65536, 128, True], 2) == -0.08
@@ -335,10 +340,8 @@ def test_perf_md_quotes_nsights_dram_reads_at_the_new_lengths_as_the_current_mod
 
 def test_perf_md_quotes_the_blind_run_after_the_last_l2_change_as_the_current_model_prices_it():
     """Run 68 (ncu_edges2_raw.csv, manifest_edges2.json): the DRAM-read errors and K/V re-reads docs/perf.md quotes."""
-    launches = json.loads((RESULTS / "manifest_edges2.json").read_text())["launches"]
     rows = {(r["kernel"], r["seq"], r["head_dim"], r["causal"]): r
-            for r in ncu.compare(ncu.parse_csv((RESULTS / "ncu_edges2_raw.csv").read_text()), launches)
-            if r["quantity"] == "dram_read_bytes"}
+            for r in _dram_reads("ncu_edges2_raw.csv", "manifest_edges2.json")}
     short = {key: f"{-rows[key]['rel_err']:.0%}" for key in rows}
     assert [short["flash2", 40960, 128, False], short["flash2", 98304, 64, False]] == ["51%", "53%"]
     assert [short["hopper", 40960, 128, False], short["hopper", 98304, 64, False], short["hopper", 98304, 64, True],

@@ -16,9 +16,8 @@ def ceilings_rows(data, gpu="H200"):
          "measured / datasheet": ""}]
 
 
-L2_PATTERNS = {"every_sm": ("every SM reads the whole buffer", True),
-               "spread": ("the SMs share the buffer, a different SM each pass", False),
-               "own": ("each SM re-reads its own slice", False)}  # pattern: (what it is, read from every SM)
+L2_PATTERNS = {"every_sm": ("every SM reads it all", True), "spread": ("spread over the SMs", False),
+               "own": ("each SM its own slice", False)}  # pattern: (what it is, read from every SM)
 
 
 def l2_reuse_rows(data, gpu="H200"):

@@ -11,6 +11,8 @@ from matplotlib.patches import FancyArrowPatch, Polygon, Rectangle
 import gpusim
 from gpusim.units import fmt_bytes
 
+from .measured import L2_PATTERNS
+
 PAPER_CPU = ("Main memory (CPU DRAM)", "12.8 GB/s", "> 1 TB")  # the paper's Figure 1: gpusim models no CPU
 
 
@@ -91,8 +93,7 @@ def l2_reuse_figure(rows, gpu="H200"):
     g = gpusim.get_gpu(gpu)
     fig = Figure(figsize=(6.4, 3.2), layout="constrained")
     ax = fig.subplots()
-    labels = {"every_sm": "every SM reads it all", "spread": "spread over the SMs", "own": "each SM its own slice"}
-    for pattern, label in labels.items():
+    for pattern, (label, _) in L2_PATTERNS.items():
         points = sorted((r["working_set_bytes"] / 2**20, r["reread_miss"]) for r in rows if r["pattern"] == pattern)
         ax.plot(*zip(*points), marker="o", markersize=3, label=label)
     for every_sm, style, who in ((True, "--", "every SM"), (False, ":", "one SM at a time")):
