@@ -339,6 +339,26 @@ def serving_table():
     return "\n".join(lines)
 
 
+def serving_splits_table():
+    """results/h200/serving_splits.json: the graphed plan's ms per token at each split count against the fastest
+    SDPA graph, per point; the split rule's pick marked, and whether it was the fastest count."""
+    rows = [r for r in json.loads((agreement.RESULTS / "serving_splits.json").read_text())["rows"]
+            if r.get("ms_per_token")]
+    lines = ["| batch | cached tokens | plan graphed, ms per token at num_splits (rule's pick in bold) | rule's pick "
+             "fastest | fastest SDPA graphed, ms | SDPA ÷ pick |", "|---|---|---|---|---|---|"]
+    for point in dict.fromkeys((r["batch"], r["seq_kv"]) for r in rows):
+        here = [r for r in rows if (r["batch"], r["seq_kv"]) == point]
+        plan = [r for r in here if r["provider"] == "plan_graph"]
+        pick = next(r for r in plan if r["default"])
+        sdpa = min(r["ms_per_token"] for r in here if r["provider"].startswith("sdpa"))
+        counts = ", ".join(f"**{r['num_splits']}: {r['ms_per_token']:.3f}**" if r["default"] else
+                           f"{r['num_splits']}: {r['ms_per_token']:.3f}" for r in plan)
+        fastest = "yes" if pick["ms_per_token"] == min(r["ms_per_token"] for r in plan) else "no"
+        lines.append(f"| {point[0]} | {point[1]:,} | {counts} | {fastest} | {sdpa:.3f} | "
+                     f"{sdpa / pick['ms_per_token']:.2f} |")
+    return "\n".join(lines)
+
+
 def tiles_bwd_table():
     """results/h200/tiles_bwd.json: the training step (flash2 forward + backward) at four backward tiles, the tile
     best_blocks(..., backward=True) picks, and SDPA flash's step over ours, per group (issue 24's targets: the
@@ -511,6 +531,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "heldout_2028": lambda: heldout_table("heldout_2028.json"),
           "heldout_2029": lambda: heldout_table("heldout_2029.json"),
           "heldout_2030": lambda: heldout_table("heldout_2030.json"), "host": host_table, "serving": serving_table,
+          "serving_splits": serving_splits_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "headline": headline}
 README = ROOT / "README.md"

@@ -463,3 +463,22 @@ def test_serving_smoke_run_times_a_growing_cache(tmp_path):
         (p, b, n) for b, n in points for p in ("plan_eager", "sdpa_math")]
     assert all(r["ms_per_token"] > 0 and r["steps"] == serving.SMOKE["steps"] for r in rows)
     assert all(r["rel_err"] < 1e-3 for r in rows if r["provider"] == "plan_eager")
+
+
+@CPU
+def test_serving_splits_smoke_run_times_every_split_count(tmp_path):
+    """benchmarks/serving_splits.py in the interpreter: at each point the plan at every split count from 1 up by
+    powers of two (the rule's pick marked default, once), then SDPA (eager on CPU: no graphs)."""
+    import json
+
+    from benchmarks import serving, serving_splits
+    assert serving_splits.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "serving_splits.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.serving_splits --out {tmp_path} --smoke"
+    for batch, seq_kv in serving.SMOKE["points"]:
+        rows = [r for r in data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)]
+        counts, default = serving_splits.split_counts(batch, seq_kv, serving.SMOKE["shape"])
+        assert [(r["provider"], r["num_splits"]) for r in rows] == [("plan_eager", s) for s in counts] + [
+            ("sdpa_math", None)]
+        assert [r["num_splits"] for r in rows if r["default"]] == [default]
+        assert all(r["ms_per_token"] > 0 for r in rows)

@@ -351,3 +351,19 @@ def test_perf_md_quotes_the_blind_run_after_the_last_l2_change_as_the_current_mo
     reads = {k: (rows[k, 98304, 128, c]["measured"] - q) / (2 * q) for k, c in (("flash2", True), ("hopper", False))}
     assert (round(reads["flash2"], 1), round(reads["hopper"], 1)) == (10.4, 18.0)
     assert round((rows["hopper", 98304, 128, False]["simulated"] - q) / (2 * q), 6) == 6
+
+
+def test_perf_md_quotes_the_graphed_serving_gap_as_serving_splits_json_has_it():
+    """docs/perf.md's figures for batch 8 at 1,024 cached tokens: cuDNN's graph and the rule's pick, µs a layer
+    (ms per token over its 32 layers); and the rule's pick the fastest split count at every point."""
+    data = json.loads((RESULTS / "serving_splits.json").read_text())
+    rows = [r for r in data["rows"] if r.get("ms_per_token")]
+    here = [r for r in rows if (r["batch"], r["seq_kv"]) == (8, 1024)]
+    cudnn = next(r for r in here if r["provider"] == "sdpa_cudnn_graph")
+    pick = next(r for r in here if r["provider"] == "plan_graph" and r["default"])
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert (f"cuDNN's one contiguous read takes {cudnn['ms_per_token'] * 1e3 / cudnn['layers']:.1f} µs a layer where "
+            f"the split kernel and its reduce take {pick['ms_per_token'] * 1e3 / pick['layers']:.1f} µs") in text
+    for point in {(r["batch"], r["seq_kv"]) for r in rows}:
+        plan = [r for r in rows if (r["batch"], r["seq_kv"]) == point and r["provider"] == "plan_graph"]
+        assert min(plan, key=lambda r: r["ms_per_token"])["default"], point

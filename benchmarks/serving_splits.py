@@ -1,0 +1,108 @@
+"""The graphed serving loop (benchmarks/serving.py's plan_graph) at every split count, beside SDPA's graphed
+backends: which num_splits runs fastest where the rule's pick is within a few percent of cuDNN's contiguous
+read (batch 8 at 1K-16K cached tokens, batch 64 at 8K) and where it is well ahead (batch 1).
+
+    python -m benchmarks.serving_splits --out DIR          # on the GPU: DIR/serving_splits.json
+    python -m benchmarks.serving_splits --out DIR --smoke  # tiny, on CPU in Triton's interpreter, eager
+
+Rows {provider, batch, seq_kv, num_splits, default, layers, steps, ms_per_token}: provider "plan_graph" at
+each num_splits from 1 up by powers of two (split_counts; default: the one
+gpusim.decode's rule picks), "sdpa_flash_graph" and "sdpa_cudnn_graph" (num_splits None), timed as
+benchmarks/serving.py times them.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.bench import error_line
+from benchmarks.run_env import environment
+from benchmarks.serving import (LAYERS, PAGE_SIZE, SDPA, SHAPE, SMOKE, Cache, plan_eager, plan_graph, sdpa_eager,
+                                sdpa_graph, warm_up)
+from gpusim import decode
+from gpusim_kernels import DecodePlan
+from gpusim_kernels.interpreter import INTERPRETED
+
+K = 1024
+POINTS = ((8, 1 * K), (8, 4 * K), (8, 16 * K), (64, 8 * K), (64, 1 * K), (1, 1 * K), (1, 4 * K))
+STEPS = 32
+
+
+class SplitCache(Cache):
+    """benchmarks.serving's Cache whose plans take num_splits."""
+
+    num_splits = None
+
+    def plan(self, length):
+        return DecodePlan([length] * self.batch, dtype=torch.float16, device=self.device, page_size=PAGE_SIZE,
+                          max_cache_len=self.capacity, num_splits=self.num_splits, **self.shape)
+
+
+def split_counts(batch, seq_kv, shape):
+    """1, 2, 4, ... up to the chunks of the longest request or 4 times the rule's pick (at least 16), and the
+    rule's pick (the default)."""
+    launch = decode.make_launch(batch=batch, seq_kv=seq_kv, page_size=PAGE_SIZE, **shape)
+    most = min(int(launch.chunks.max()), max(16, 4 * launch.num_splits))
+    counts = {1 << i for i in range(most.bit_length()) if 1 << i <= most} | {launch.num_splits}
+    return sorted(counts), launch.num_splits
+
+
+def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
+    """The plan at every split count, then SDPA's backends: graphed on the GPU; eager in the interpreter (no CUDA
+    graph there: the smoke run's proof that every code path runs)."""
+    cache = SplitCache(batch, seq_kv + steps, shape, device)
+    base = {"batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
+    graphed = device.type == "cuda"
+    plan, sdpa, suffix = (plan_graph, sdpa_graph, "_graph") if graphed else (plan_eager, sdpa_eager, "")
+    plan_name = "plan_graph" if graphed else "plan_eager"
+    counts, default = split_counts(batch, seq_kv, shape)
+    for s in counts:
+        cache.num_splits = s
+        yield base | {"provider": plan_name, "num_splits": s, "default": s == default} | _timed(
+            plan, cache, seq_kv, steps, layers)
+    for name, backend in backends.items():
+        yield base | {"provider": f"{name}{suffix}", "num_splits": None, "default": False} | _timed(
+            sdpa(backend), cache, seq_kv, steps, layers)
+
+
+def _timed(provider, cache, first, steps, layers):
+    try:
+        return provider(cache, first, steps, layers)
+    except Exception as error:  # a backend that refuses the shape: say why, go on
+        return {"error": error_line(error, 200)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="directory for serving_splits.json (rewritten after every point)")
+    ap.add_argument("--max-minutes", type=float, default=3.0, help="stop before starting a point after this")
+    ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (TRITON_INTERPRET=1)")
+    args = ap.parse_args(argv)
+    device = torch.device("cpu" if INTERPRETED else "cuda")
+    shape, layers, steps, points, backends = ((SMOKE["shape"], SMOKE["layers"], SMOKE["steps"], SMOKE["points"],
+                                               SMOKE["sdpa"]) if args.smoke else (SHAPE, LAYERS, STEPS, POINTS, SDPA))
+    out = Path(args.out) / "serving_splits.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {"environment": environment(" ".join(["python -m benchmarks.serving_splits",
+                                                *(sys.argv[1:] if argv is None else argv)])),
+              "rows": []}
+    deadline = time.monotonic() + args.max_minutes * 60
+    if device.type == "cuda":
+        warm_up(points[0], shape, layers, device, backends)
+    for batch, seq_kv in points:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
+            break
+        for row in point_rows(batch, seq_kv, shape, layers, steps, device, backends):
+            result["rows"].append(row)
+            print(json.dumps(row), flush=True)
+        out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
