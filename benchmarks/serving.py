@@ -196,15 +196,22 @@ def warm_up(point, shape, layers, device, backends):
         provider(cache, seq_kv, 2, layers)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="directory for serving.json (rewritten after every point)")
-    ap.add_argument("--max-minutes", type=float, default=3.5, help="stop before starting a point after this")
+def settings(doc, name, minutes, argv, points=POINTS, steps=STEPS):
+    """A serving script's command line (--out, --max-minutes, --smoke) and what it runs: (args, device, shape,
+    layers, steps, points, SDPA backends), the smoke run's tiny ones on CPU."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", required=True, help=f"directory for {name} (rewritten after every point)")
+    ap.add_argument("--max-minutes", type=float, default=minutes, help="stop before starting a point after this")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (TRITON_INTERPRET=1)")
     args = ap.parse_args(argv)
     device = torch.device("cpu" if INTERPRETED else "cuda")
-    shape, layers, steps, points, backends = ((SMOKE["shape"], SMOKE["layers"], SMOKE["steps"], SMOKE["points"],
-                                               SMOKE["sdpa"]) if args.smoke else (SHAPE, LAYERS, STEPS, POINTS, SDPA))
+    if args.smoke:
+        return args, device, SMOKE["shape"], SMOKE["layers"], SMOKE["steps"], SMOKE["points"], SMOKE["sdpa"]
+    return args, device, SHAPE, LAYERS, steps, points, SDPA
+
+
+def main(argv=None):
+    args, device, shape, layers, steps, points, backends = settings(__doc__, "serving.json", 3.5, argv)
     out = Path(args.out) / "serving.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {"environment": environment(device), "rows": []}

@@ -10,7 +10,6 @@ each num_splits from 1 up by powers of two (split_counts; default: the one
 gpusim.decode's rule picks), "sdpa_flash_graph" and "sdpa_cudnn_graph" (num_splits None), timed as
 benchmarks/serving.py times them.
 """
-import argparse
 import json
 import sys
 import time
@@ -20,11 +19,9 @@ import torch
 
 from benchmarks.bench import error_line
 from benchmarks.run_env import environment
-from benchmarks.serving import (LAYERS, PAGE_SIZE, SDPA, SHAPE, SMOKE, Cache, plan_eager, plan_graph, sdpa_eager,
-                                sdpa_graph, warm_up)
+from benchmarks.serving import PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, settings, warm_up
 from gpusim import decode
 from gpusim_kernels import DecodePlan
-from gpusim_kernels.interpreter import INTERPRETED
 
 K = 1024
 POINTS = ((8, 1 * K), (8, 4 * K), (8, 16 * K), (64, 8 * K), (64, 1 * K), (1, 1 * K), (1, 4 * K))
@@ -76,14 +73,8 @@ def _timed(provider, cache, first, steps, layers):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="directory for serving_splits.json (rewritten after every point)")
-    ap.add_argument("--max-minutes", type=float, default=3.0, help="stop before starting a point after this")
-    ap.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (TRITON_INTERPRET=1)")
-    args = ap.parse_args(argv)
-    device = torch.device("cpu" if INTERPRETED else "cuda")
-    shape, layers, steps, points, backends = ((SMOKE["shape"], SMOKE["layers"], SMOKE["steps"], SMOKE["points"],
-                                               SMOKE["sdpa"]) if args.smoke else (SHAPE, LAYERS, STEPS, POINTS, SDPA))
+    args, device, shape, layers, steps, points, backends = settings(__doc__, "serving_splits.json", 3.0, argv,
+                                                                    POINTS, STEPS)
     out = Path(args.out) / "serving_splits.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {"environment": environment(" ".join(["python -m benchmarks.serving_splits",
