@@ -111,3 +111,17 @@ def test_helps_most_table(data):
         prefill["sdpa_flash"]["ms"]
     assert all(r["FA benefit, H200: project's kernels"] is None for r in rows[2:])
     assert all(r["FA benefit, gpusim"] > 1 for r in rows)
+
+
+def test_serving_splits_sentence_counts_the_points_where_the_rule_ran_fastest():
+    """serving_splits.json read as the notebook prints it: per point the rule's count, the fastest and their ratio;
+    the sentence's count of points where they agree recomputed from the file's rows."""
+    data = read("serving_splits.json")
+    points = dm.serving_splits(data)
+    plan = [r for r in data["rows"] if r["provider"] == "plan_graph"]
+    assert set(points) == {(r["batch"], r["seq_kv"]) for r in plan}
+    for (batch, n), (rule, best, ratio) in points.items():
+        here = {r["num_splits"]: r["ms_per_token"] for r in plan if (r["batch"], r["seq_kv"]) == (batch, n)}
+        assert here[best] == min(here.values()) and ratio == here[rule] / here[best] >= 1
+    agree = sum(rule == best for rule, best, _ in points.values())
+    assert f"at {agree} of {len(points)} points" in dm.serving_splits_sentence(points)

@@ -204,3 +204,25 @@ def split_count_sentence(counts):
             f"{len(seqs)} cache lengths; filling every slot ({counts['full_splits']} splits) ran "
             f"{span([100 * (x - 1) for x in full], '{:.1f}')}% slower, and flash-attention's count for 2 blocks per SM "
             f"({counts['fa_splits']} splits) {span(fa)}x the rule's time.")
+
+
+def serving_splits(data):
+    """serving_splits.json (the graphed serving loop at each split count): per (batch, cache tokens), the rule's
+    count (the `default` row), the fastest count, and the rule's time over the fastest's."""
+    rows = [r for r in data["rows"] if r["provider"] == "plan_graph" and r.get("ms_per_token")]
+    out = {}
+    for point in dict.fromkeys((r["batch"], r["seq_kv"]) for r in rows):
+        here = [r for r in rows if (r["batch"], r["seq_kv"]) == point]
+        rule, best = next(r for r in here if r["default"]), min(here, key=lambda r: r["ms_per_token"])
+        out[point] = (rule["num_splits"], best["num_splits"], rule["ms_per_token"] / best["ms_per_token"])
+    return out
+
+
+def serving_splits_sentence(points):
+    """serving_splits in words, every number computed from the file."""
+    fastest = sum(1 for rule, best, _ in points.values() if rule == best)
+    batches = sorted({b for b, _ in points})
+    seqs = sorted({n for _, n in points})
+    return (f"In a graphed serving loop (serving_splits.json: 32 layers a token, batch "
+            f"{', '.join(map(str, batches))}, {seqs[0] // 1024}K to {seqs[-1] // 1024}K tokens), the rule's count ran "
+            f"fastest of the counts tried (1, 2, 4, ...) at {fastest} of {len(points)} points.")
