@@ -437,7 +437,8 @@ def _span(ratios, unit="×"):
 def held_out_line():
     """The held-out sets' scores, never fitted, and which meet issue 24's target (90% of the rows within 20%, 80% of
     each kind)."""
-    names = ("heldout_2031.json", "heldout_2030.json", "heldout_2029.json", "heldout_2028.json", "heldout_2027.json", "heldout.json")
+    names = ("heldout_2031.json", "heldout_2030.json", "heldout_2029.json", "heldout_2028.json", "heldout_2027.json",
+             "heldout.json")
     sets = {name: agreement.heldout_rows(name) for name in names}
     scores = ", ".join(f"`{name}` {agreement.summary(p)['within 20%']:.0%} of {len(p)}" for name, p in sets.items())
     met = [f"`{name}`" for name, pairs in sets.items() if meets_target(pairs)]
