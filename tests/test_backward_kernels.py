@@ -291,6 +291,22 @@ def test_host_parts_train_smoke_times_every_part_of_a_step(tmp_path):
     assert gpusim_kernels.backward.launch is gpusim_kernels.flash2.launch is launching.launch  # put back
 
 
+@CPU
+def test_host_thread_smoke_times_every_part_on_both_threads(tmp_path):
+    """benchmarks/host_thread.py in the interpreter: every part of the backward, and the pure-Python and allocating
+    backwards, timed on both threads; the stamps and the Function's backward put back after."""
+    from benchmarks import host_thread
+    body = gpusim_kernels.backward.Flash2Attention.backward
+    assert host_thread.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "host_thread.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.host_thread --out {tmp_path} --smoke"
+    parts = {(r["thread"], r["part"]) for r in data["rows"] if r["us"] > 0}
+    assert parts == {(t, p) for t in ("engine", "caller") for p in (
+        "lookup", "prepare", "preprocess", "between", "dkdv", "dq", "after", "total", "python", "empties")}
+    assert gpusim_kernels.backward.Flash2Attention.backward is body
+    assert gpusim_kernels.backward.launch is launching.launch
+
+
 def test_ncu_compares_backward_kernels_with_gpusim_backward():
     from benchmarks import ncu
     assert [ncu.kernel_of(n) for n in ("dkdv_kernel", "dk_kernel", "dq_kernel", "preprocess_kernel")] == [

@@ -370,3 +370,21 @@ def test_perf_md_quotes_the_graphed_serving_gap_as_serving_splits_json_has_it():
     for point in {(r["batch"], r["seq_kv"]) for r in rows}:
         plan = [r for r in rows if (r["batch"], r["seq_kv"]) == point and r["provider"] == "plan_graph"]
         assert min(plan, key=lambda r: r["ms_per_token"])["default"], point
+
+
+def test_perf_md_quotes_the_threads_parts_as_host_thread_json_has_them():
+    """docs/perf.md's paragraph on what runs slower on autograd's thread: each part's engine ÷ caller ratio (the
+    range over the shapes) as the text prints it, recomputed from results/h200/host_thread.json."""
+    rows = json.loads((RESULTS / "host_thread.json").read_text())["rows"]
+    us = {(tuple(r["shape"]), r["part"], r["thread"]): r["us"] for r in rows}
+    shapes = {tuple(r["shape"]) for r in rows}
+
+    def span(part):
+        ratios = [us[s, part, "engine"] / us[s, part, "caller"] for s in shapes]
+        return f"{min(ratios):.2f}–{max(ratios):.2f}×"
+    launches = [us[s, p, "engine"] / us[s, p, "caller"] for s in shapes for p in ("preprocess", "dkdv", "dq")]
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"takes {span('python')} its calling-thread time", f"`torch.empty_like` take {span('empties')}",
+              f"devices) {span('lookup')}", f"the first allocation {span('prepare')}",
+              f"each launch {min(launches):.2f}–{max(launches):.2f}×", f"body took {span('total')}"]
+    assert [q for q in quoted if q not in text] == []
