@@ -359,6 +359,24 @@ def serving_splits_table():
     return "\n".join(lines)
 
 
+def reduce_warps_table():
+    """results/h200/reduce_warps.json: the graphed serving loop's ms per token with the reduce on 1, 2 and 4 warps,
+    PDL on and off, each over the fastest of the six at its point; cuDNN's graph over 2 warps with PDL."""
+    rows = json.loads((agreement.RESULTS / "reduce_warps.json").read_text())["rows"]
+    variants = [(w, p) for w in (1, 2, 4) for p in (True, False)]
+    lines = ["| batch | cached tokens | splits | " + " | ".join(f"{w} warp{'s' * (w > 1)}, PDL {'on' if p else 'off'}"
+                                                          for w, p in variants) + " | cuDNN ÷ 2 warps, PDL |",
+             "|---|---|---|" + "---|" * (len(variants) + 1)]
+    for point in dict.fromkeys((r["batch"], r["seq_kv"]) for r in rows):
+        here = [r for r in rows if (r["batch"], r["seq_kv"]) == point]
+        ms = {(r["reduce_warps"], r["pdl"]): r["ms_per_token"] for r in here if r["provider"] == "plan_graph"}
+        cudnn = next(r["ms_per_token"] for r in here if r["provider"] == "sdpa_cudnn_graph")
+        best = min(ms.values())
+        lines.append(f"| {point[0]} | {point[1]:,} | {here[0]['num_splits']} | "
+                     + " | ".join(f"{ms[v] / best:.3f}" for v in variants) + f" | {cudnn / ms[2, True]:.2f} |")
+    return "\n".join(lines)
+
+
 def tiles_bwd_table():
     """results/h200/tiles_bwd.json: the training step (flash2 forward + backward) at four backward tiles, the tile
     best_blocks(..., backward=True) picks, and SDPA flash's step over ours, per group (issue 24's targets: the
@@ -534,7 +552,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "heldout_2029": lambda: heldout_table("heldout_2029.json"),
           "heldout_2030": lambda: heldout_table("heldout_2030.json"),
           "heldout_2031": lambda: heldout_table("heldout_2031.json"), "host": host_table, "serving": serving_table,
-          "serving_splits": serving_splits_table,
+          "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "headline": headline}
 README = ROOT / "README.md"

@@ -482,3 +482,22 @@ def test_serving_splits_smoke_run_times_every_split_count(tmp_path):
             ("sdpa_math", None)]
         assert [r["num_splits"] for r in rows if r["default"]] == [default]
         assert all(r["ms_per_token"] > 0 for r in rows)
+
+
+@CPU
+def test_reduce_warps_smoke_run_times_every_variant(tmp_path):
+    """benchmarks/reduce_warps.py in the interpreter (eager: no graphs): at each split point the reduce on 1, 2
+    and 4 warps, PDL asked on and off (off in the interpreter), each equal to the plan's run, then SDPA."""
+    import json
+
+    from benchmarks import reduce_warps, serving
+    assert reduce_warps.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "reduce_warps.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.reduce_warps --out {tmp_path} --smoke"
+    points = {(r["batch"], r["seq_kv"]) for r in data["rows"]}
+    assert points and points <= set(serving.SMOKE["points"])
+    for point in points:
+        rows = [r for r in data["rows"] if (r["batch"], r["seq_kv"]) == point]
+        assert [(r["provider"], r.get("reduce_warps")) for r in rows] == [
+            ("plan_eager", w) for w in reduce_warps.WARPS for _ in (True, False)] + [("sdpa_math", None)]
+        assert all(r["rel_err"] < 1e-6 and not r["pdl"] for r in rows[:-1])

@@ -11,7 +11,7 @@ from itertools import product
 
 import numpy as np
 
-from ..hardware import STATS_BYTES
+from ..hardware import STATS_BYTES, WARP
 from ..shape import INDEX_BYTES, REDUCE_SPLITS
 from ..tiling import TAIL, Work
 from .base import Pass
@@ -28,11 +28,21 @@ PER_ROW_END = 2
 # (2). Per row at the end: log and add for the LSE, and d divisions.
 REDUCE_PER_ROW_SPLIT = 4
 REDUCE_PER_ELEMENT_SPLIT = 2
-NUM_WARPS, NUM_STAGES = 4, 3  # kernels/decode.py's launch of decode and split_kv (the reduce: 4 warps, 1 stage)
+NUM_WARPS, NUM_STAGES = 4, 3  # kernels/decode.py's launch of decode and split_kv
+# The reduce runs on 2 warps (1 stage) up to d = 128: in the graphed serving loop (results/h200/reduce_warps.json,
+# Llama-3-8B's shape, d = 128, batch 1, 4 and 8, 1K-64K tokens) it ran fastest, or within 0.3% of the fastest, of
+# 1, 2 and 4 warps with PDL on or off at every point, 0.3-13% faster than on 4 (both with PDL). (reduce_warps)
+REDUCE_WARPS = 2
 # kernels/decode.py launches the reduce as a programmatic dependent launch on Hopper (PDL: it launches while
-# the split kernel runs and waits on the GPU for the partials). Measured, that saves 0.7-1.2 us per call at
-# 4K-128K tokens (results/h200/decode_splits.json); the model still prices the reduce's launch overhead
+# the split kernel runs and waits on the GPU for the partials). Measured, that saves 0.5-1.0 us per call at batch 1,
+# 4K-128K tokens, 64 splits (results/h200/decode_splits.json); the model still prices the reduce's launch overhead
 # (3.2 us, an empty kernel's), which no microbenchmark here splits into what PDL hides and what it does not.
+
+
+def reduce_warps(head_dim):
+    """The reduce's warps: REDUCE_WARPS, or 4 where that many would hold more than 128 fp32 elements of its tile
+    (REDUCE_SPLITS partial rows of d, padded) per thread, which at d = 256 is past the 255 registers a thread has."""
+    return REDUCE_WARPS if REDUCE_SPLITS * padded(head_dim) <= 128 * REDUCE_WARPS * WARP else NUM_WARPS
 
 
 def chunks(launch):
@@ -195,7 +205,7 @@ class SplitKV(Pass):
 
     def launch(self, launch, kernel):
         """(num_warps, num_stages) as kernels/decode.py launches them."""
-        return (NUM_WARPS, 1) if kernel == "reduce" else (NUM_WARPS, NUM_STAGES)
+        return (reduce_warps(launch.head_dim), 1) if kernel == "reduce" else (NUM_WARPS, NUM_STAGES)
 
     def stage_bytes(self, launch, kernel):
         """One more pipeline stage holds another K and V chunk (d rounded up to a power of two)."""

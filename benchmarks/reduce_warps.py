@@ -1,0 +1,116 @@
+"""The decode reduce's warps, with programmatic dependent launch (PDL) on and off, in the graphed serving loop
+(benchmarks/serving.py's plan_graph: 32 layers a token over a cache growing a token a step), beside cuDNN's graph.
+gpusim/passes/split_kv.py's REDUCE_WARPS comes from it.
+
+    python -m benchmarks.reduce_warps --out DIR            # on the GPU: DIR/reduce_warps.json
+    python -m benchmarks.reduce_warps --out DIR --smoke    # tiny, on CPU in Triton's interpreter, eager
+
+Rows {provider, batch, seq_kv, num_splits, reduce_warps, pdl, layers, steps, ms_per_token}: provider "plan_graph"
+at each (reduce_warps, pdl), the split kernel as the plan launches it, then "sdpa_cudnn_graph"; rel_err: the
+variant's O against the plan's run, in norm. Timed as benchmarks/serving.py times its providers.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.run_env import environment
+from benchmarks.serving import (PAGE_SIZE, WARMUP_STEPS, Cache, sdpa_eager, sdpa_graph, settings, synchronize, timed,
+                                warm_up)
+from gpusim import decode
+from gpusim_kernels import decode as decode_kernels
+
+K = 1024
+POINTS = ((8, 1 * K), (8, 4 * K), (8, 16 * K), (4, 8 * K), (1, 1 * K), (1, 4 * K), (1, 16 * K), (1, 64 * K))
+STEPS = 32
+WARPS = (1, 2, 4)
+
+
+def variant(warps, pdl, graphed):
+    """A provider: the plan's split kernel, then the reduce on `warps` warps, PDL as given (off where the
+    device has none), every layer; captured in a CUDA graph on the GPU, eager in the interpreter."""
+    def provider(cache, first, steps, layers):
+        plan = cache.plan(first - WARMUP_STEPS)
+        L, (q, k, v, table) = plan._launch, (cache.q, cache.k, cache.v, cache.table)
+        dependent = pdl and plan.pdl
+        args = (table, plan.cache_seqlens, L.head_dim**-0.5, table.shape[-1], 0, L.num_splits)
+        split, reduce = plan._constants("split_kv", dependent), plan._constants("reduce", dependent)
+        o, lse = torch.empty_like(q), torch.empty(plan.q_shape[:3], dtype=torch.float32, device=q.device)
+
+        def layer():
+            decode_kernels.launch(decode_kernels.split_kv_kernel, plan.grids[0], q, k, v, plan.o_partial,
+                                  plan.lse_partial, *args, **split)
+            decode_kernels.launch(decode_kernels.reduce_kernel, plan.grids[1], plan.o_partial, plan.lse_partial, o,
+                                  lse, plan.cache_seqlens, L.num_splits, **reduce | dict(num_warps=warps),
+                                  launch_pdl=dependent)
+        layer()
+        ref = plan.run(q, k, v, table).double()
+        rel_err = float((o.double() - ref).norm() / ref.norm())
+        step = _graphed(layer, layers, plan) if graphed else _eager(layer, layers, plan)
+        row = {"num_splits": L.num_splits, "reduce_warps": warps, "pdl": dependent, "rel_err": rel_err}
+        return row | {"ms_per_token": timed(step, first, steps, cache.device)}
+    return provider
+
+
+def _graphed(layer, layers, plan):
+    synchronize(plan.device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(layers):
+            layer()
+    plan.cache_seqlens.sub_(1)  # the first step raises it back
+
+    def step(length):
+        plan.cache_seqlens.add_(1)
+        graph.replay()
+    return step
+
+
+def _eager(layer, layers, plan):
+    plan.cache_seqlens.sub_(1)
+
+    def step(length):
+        plan.cache_seqlens.add_(1)
+        for _ in range(layers):
+            layer()
+    return step
+
+
+def main(argv=None):
+    args, device, shape, layers, steps, points, backends = settings(__doc__, "reduce_warps.json", 3.0, argv,
+                                                                    POINTS, STEPS)
+    graphed = device.type == "cuda"
+    out = Path(args.out) / "reduce_warps.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {"environment": environment(" ".join(["python -m benchmarks.reduce_warps",
+                                                    *(sys.argv[1:] if argv is None else argv)])), "rows": []}
+    deadline = time.monotonic() + args.max_minutes * 60
+    if graphed:
+        warm_up(points[0], shape, layers, device, backends)
+    name, backend = ("sdpa_cudnn_graph", sdpa_graph(backends["sdpa_cudnn"])) if graphed else (
+        "sdpa_math", sdpa_eager(backends["sdpa_math"]))
+    for batch, seq_kv in points:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
+            break
+        first = decode.make_launch(batch=batch, seq_kv=seq_kv - WARMUP_STEPS, page_size=PAGE_SIZE, **shape)
+        if first.num_splits == 1:
+            continue  # one split: no reduce
+        cache = Cache(batch, seq_kv + steps, shape, device)
+        base = {"batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
+        providers = {("plan_graph" if graphed else "plan_eager", w, p): variant(w, p, graphed)
+                     for w in WARPS for p in (True, False)}
+        providers[name, None, None] = backend
+        for (provider, _, _), fn in providers.items():
+            row = base | {"provider": provider} | fn(cache, seq_kv, steps, layers)
+            result["rows"].append(row)
+            print(json.dumps(row), flush=True)
+        out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
