@@ -307,11 +307,17 @@ def _quoted_shares(name):
 
 
 def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
-    """heldout_2031.json (measured in the tenth session before any change, scored once) meets issue 24's target,
+    """heldout_2032.json (measured after every change of the tenth session) misses issue 24's target, its short
+    training steps priced slow as quoted; heldout_2031.json (measured in the tenth session before any change) meets it,
     heldout_2030.json (measured after the ninth session's L2 change, scored once) misses it, heldout_2029.json
     (measured after the eighth session's changes) meets it: the shares within 20%, all and per kind, as
     docs/perf.md's prose quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    pairs, quoted = _quoted_shares("heldout_2032.json")
+    assert quoted in text and not perf_report.meets_target(pairs)
+    floor = [(r["ms"], x) for r, x in pairs if r["kind"] == "train" and x > 1.2 and r["ms"] < 0.6]
+    assert len(floor) == 3 and (f"short steps ({min(m for m, _ in floor):.2f}–{max(m for m, _ in floor):.2f} ms) "
+                                f"priced {min(x for _, x in floor):.2f}–{max(x for _, x in floor):.2f}× slow") in text
     pairs, quoted = _quoted_shares("heldout_2031.json")
     assert quoted in text and perf_report.meets_target(pairs)
     pairs, quoted = _quoted_shares("heldout_2030.json")
