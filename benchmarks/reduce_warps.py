@@ -9,16 +9,11 @@ Rows {provider, batch, seq_kv, num_splits, reduce_warps, pdl, layers, steps, ms_
 at each (reduce_warps, pdl), the split kernel as the plan launches it, then "sdpa_cudnn_graph"; rel_err: the
 variant's O against the plan's run, in norm. Timed as benchmarks/serving.py times its providers.
 """
-import json
 import sys
-import time
-from pathlib import Path
 
 import torch
 
-from benchmarks.run_env import environment
-from benchmarks.serving import (PAGE_SIZE, WARMUP_STEPS, Cache, sdpa_eager, sdpa_graph, settings, synchronize, timed,
-                                warm_up)
+from benchmarks.serving import PAGE_SIZE, WARMUP_STEPS, Cache, sdpa_eager, sdpa_graph, sweep, synchronize, timed
 from gpusim import decode
 from gpusim_kernels import decode as decode_kernels
 
@@ -78,38 +73,25 @@ def _eager(layer, layers, plan):
     return step
 
 
-def main(argv=None):
-    args, device, shape, layers, steps, points, backends = settings(__doc__, "reduce_warps.json", 3.0, argv,
-                                                                    POINTS, STEPS)
+def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
+    """Every (warps, PDL) variant at one point, then cuDNN's graph (SDPA math eager in the interpreter); nothing
+    where the plan does not split (no reduce)."""
+    if decode.make_launch(batch=batch, seq_kv=seq_kv - WARMUP_STEPS, page_size=PAGE_SIZE, **shape).num_splits == 1:
+        return
     graphed = device.type == "cuda"
-    out = Path(args.out) / "reduce_warps.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"environment": environment(" ".join(["python -m benchmarks.reduce_warps",
-                                                    *(sys.argv[1:] if argv is None else argv)])), "rows": []}
-    deadline = time.monotonic() + args.max_minutes * 60
-    if graphed:
-        warm_up(points[0], shape, layers, device, backends)
-    name, backend = ("sdpa_cudnn_graph", sdpa_graph(backends["sdpa_cudnn"])) if graphed else (
+    cache = Cache(batch, seq_kv + steps, shape, device)
+    base = {"batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
+    for w in WARPS:
+        for pdl in (True, False):
+            yield base | {"provider": "plan_graph" if graphed else "plan_eager"} | variant(w, pdl, graphed)(
+                cache, seq_kv, steps, layers)
+    name, sdpa = ("sdpa_cudnn_graph", sdpa_graph(backends["sdpa_cudnn"])) if graphed else (
         "sdpa_math", sdpa_eager(backends["sdpa_math"]))
-    for batch, seq_kv in points:
-        if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
-            break
-        first = decode.make_launch(batch=batch, seq_kv=seq_kv - WARMUP_STEPS, page_size=PAGE_SIZE, **shape)
-        if first.num_splits == 1:
-            continue  # one split: no reduce
-        cache = Cache(batch, seq_kv + steps, shape, device)
-        base = {"batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
-        providers = {("plan_graph" if graphed else "plan_eager", w, p): variant(w, p, graphed)
-                     for w in WARPS for p in (True, False)}
-        providers[name, None, None] = backend
-        for (provider, _, _), fn in providers.items():
-            row = base | {"provider": provider} | fn(cache, seq_kv, steps, layers)
-            result["rows"].append(row)
-            print(json.dumps(row), flush=True)
-        out.write_text(json.dumps(result, indent=1))
-    out.write_text(json.dumps(result, indent=1))
-    return 0
+    yield base | {"provider": name} | sdpa(cache, seq_kv, steps, layers)
+
+
+def main(argv=None):
+    return sweep(__doc__, "reduce_warps", 3.0, argv, POINTS, STEPS, point_rows)
 
 
 if __name__ == "__main__":

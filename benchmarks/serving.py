@@ -210,6 +210,32 @@ def settings(doc, name, minutes, argv, points=POINTS, steps=STEPS):
     return args, device, SHAPE, LAYERS, steps, points, SDPA
 
 
+def sweep(doc, name, minutes, argv, points, steps, point_rows):
+    """A serving sweep (benchmarks/serving_splits.py, reduce_warps.py) run from its command line (settings):
+    OUT/{name}.json, its environment and the rows point_rows(batch, seq_kv, shape, layers, steps, device, backends)
+    yields at each point, rewritten after every point; every provider warmed up first on the GPU (warm_up); no
+    point started once --max-minutes have passed."""
+    from benchmarks.run_env import environment
+    args, device, shape, layers, steps, points, backends = settings(doc, f"{name}.json", minutes, argv, points, steps)
+    out = Path(args.out) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = " ".join([f"python -m benchmarks.{name}", *(sys.argv[1:] if argv is None else argv)])
+    result = {"environment": environment(command), "rows": []}
+    deadline = time.monotonic() + args.max_minutes * 60
+    if device.type == "cuda":
+        warm_up(points[0], shape, layers, device, backends)
+    for batch, seq_kv in points:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
+            break
+        for row in point_rows(batch, seq_kv, shape, layers, steps, device, backends):
+            result["rows"].append(row)
+            print(json.dumps(row), flush=True)
+        out.write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
 def main(argv=None):
     args, device, shape, layers, steps, points, backends = settings(__doc__, "serving.json", 3.5, argv)
     out = Path(args.out) / "serving.json"

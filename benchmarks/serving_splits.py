@@ -10,16 +10,12 @@ each num_splits from 1 up by powers of two (split_counts; default: the one
 gpusim.decode's rule picks), "sdpa_flash_graph" and "sdpa_cudnn_graph" (num_splits None), timed as
 benchmarks/serving.py times them.
 """
-import json
 import sys
-import time
-from pathlib import Path
 
 import torch
 
 from benchmarks.bench import error_line
-from benchmarks.run_env import environment
-from benchmarks.serving import PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, settings, warm_up
+from benchmarks.serving import PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, sweep
 from gpusim import decode
 from gpusim_kernels import DecodePlan
 
@@ -73,26 +69,7 @@ def _timed(provider, cache, first, steps, layers):
 
 
 def main(argv=None):
-    args, device, shape, layers, steps, points, backends = settings(__doc__, "serving_splits.json", 3.0, argv,
-                                                                    POINTS, STEPS)
-    out = Path(args.out) / "serving_splits.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"environment": environment(" ".join(["python -m benchmarks.serving_splits",
-                                                *(sys.argv[1:] if argv is None else argv)])),
-              "rows": []}
-    deadline = time.monotonic() + args.max_minutes * 60
-    if device.type == "cuda":
-        warm_up(points[0], shape, layers, device, backends)
-    for batch, seq_kv in points:
-        if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
-            break
-        for row in point_rows(batch, seq_kv, shape, layers, steps, device, backends):
-            result["rows"].append(row)
-            print(json.dumps(row), flush=True)
-        out.write_text(json.dumps(result, indent=1))
-    out.write_text(json.dumps(result, indent=1))
-    return 0
+    return sweep(__doc__, "serving_splits", 3.0, argv, POINTS, STEPS, point_rows)
 
 
 if __name__ == "__main__":
