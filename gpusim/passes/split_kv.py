@@ -40,8 +40,9 @@ REDUCE_WARPS = 2
 
 
 def reduce_warps(head_dim):
-    """The reduce's warps: REDUCE_WARPS, or 4 where that many would hold more than 128 fp32 elements of its tile
-    (REDUCE_SPLITS partial rows of d, padded) per thread, which at d = 256 is past the 255 registers a thread has."""
+    """The reduce's warps: REDUCE_WARPS, or NUM_WARPS where REDUCE_WARPS would hold more than 128 fp32 elements of
+    its tile (REDUCE_SPLITS partial rows of d, padded) a thread: at d = 256 that is 256, past the 255 registers a
+    thread has. Measured at d = 128 only (REDUCE_WARPS); d <= 64 takes the same."""
     return REDUCE_WARPS if REDUCE_SPLITS * padded(head_dim) <= 128 * REDUCE_WARPS * WARP else NUM_WARPS
 
 
