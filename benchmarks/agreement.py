@@ -27,10 +27,9 @@ DECODE = ("split_kv", "split_kv_1", "split_kv_contiguous")  # decode.json's prov
 FILES = ("bench.json", "tiles.json", "decode.json", "bench_bwd.json")
 # What docs/perf.md states and tests/test_agreement.py checks for decoding and training: per file and group of
 # rows ("all", a kernel, a pass or "batch N"), the least share within 20% and within 40%.
-# decode.json "all": 94% within 20%, above #10's target of 90% (the worst rows at 1K-2K tokens, where the model
-# prices the reduce's launch that PDL hides; the bound was 95% before the reduce moved to 2 warps and ran faster
-# there).
-BOUNDS = {("decode.json", "all"): (0.94, 0.97), ("decode.json", "split_kv_1"): (0.95, 1.0),
+# decode.json "all": 95% within 20%, above #10's target of 90% (the worst rows at 1K tokens, where the model
+# prices more of the reduce's launch than PDL hides).
+BOUNDS = {("decode.json", "all"): (0.95, 0.97), ("decode.json", "split_kv_1"): (0.95, 1.0),
           ("decode.json", "batch 64"): (1.0, 1.0), ("bench_bwd.json", "all"): (0.9, 1.0),
           ("bench_bwd.json", "bwd"): (0.9, 1.0), ("bench_bwd.json", "naive"): (0.9, 1.0)}
 

@@ -33,7 +33,8 @@ The model, in five steps, each a choice written down here:
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
    the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
-   early and frees its share: a ragged decode batch's short requests).
+   early and frees its share: a ragged decode batch's short requests). The launch adds its cost once
+   (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides).
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
@@ -245,7 +246,8 @@ def waves(step):
     last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
     sharing = wave_sharing(step, np.asarray(work.tail[:last]), last)
     tail = tau(step, np.asarray(work.tail[:last]), sharing).tolist()  # the last wave's programs
-    time = (total - sum(tail)) / slots + max(tail) + gpu.launch_overhead_s
+    launch = cfg.pass_.launch_s(cfg, grid.kernel)
+    time = (total - sum(tail)) / slots + max(tail) + launch
     longest = max(work.tail[:last])
     return Timing(
         predicted_time_s=time,
@@ -253,7 +255,7 @@ def waves(step):
                           sum(map(sum, grid.dram.values())) / step.rate["dram"] / sms),
         matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
         other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
-        busy_fraction=total / slots / (time - gpu.launch_overhead_s),
+        busy_fraction=total / slots / (time - launch),
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,

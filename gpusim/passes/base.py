@@ -177,6 +177,10 @@ class Pass:
         """Seconds per program before its first load (descriptors, fences)."""
         return self.SETUP_S
 
+    def launch_s(self, cfg, kernel):
+        """Seconds the launch of `kernel` adds to its time, once: an empty kernel's (GPU.launch_overhead_s)."""
+        return cfg.gpu.launch_overhead_s
+
     def dram_reads(self, cfg, kernel, sm_reads, flight):
         """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"; flight: its thread blocks
         running at once."""
