@@ -64,6 +64,9 @@ MUTANTS = [
     Mutant("decode", "a split boundary inside a page reads its block-table entry once", "gpusim/passes/split_kv.py",
            "return pages + boundaries - boundaries // period", "return pages + boundaries // period",
            PINS + "test_the_block_table_entry_at_a_split_boundary_is_read_by_both_splits"),
+    Mutant("decode", "the reduce's launch takes PDL's saving on GPUs without PDL", "gpusim/passes/split_kv.py",
+           'pdl = kernel == "reduce" and launch.gpu.arch >= "sm_90"', 'pdl = kernel == "reduce"',
+           "tests/test_results.py::test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs"),
     # hopper
     Mutant("hopper", "the Hopper kernel stages one K/V buffer", "gpusim/passes/hopper.py",
            "KV_BUFFERS = 2", "KV_BUFFERS = 1", PINS + "test_hopper_stages_two_kv_buffers"),
@@ -121,7 +124,7 @@ MUTANTS = [
     Mutant("time", "let one block hide its own loads (no latency on the chain)", "gpusim/cost.py",
            "if step.prefetched else step.serial_s + loads", "if step.prefetched else step.serial_s",
            "tests/test_cost.py::test_a_latency_bound_kernel_gains_from_a_second_resident_block"),
-    Mutant("time", "a launch costs no overhead", "gpusim/cost.py", "+ max(tail) + gpu.launch_overhead_s",
+    Mutant("time", "a launch costs no overhead", "gpusim/cost.py", "+ max(tail) + launch",
            "+ max(tail)", PINS + "test_each_launch_pays_the_launch_overhead_once"),
     Mutant("time", "the last wave counts twice", "gpusim/cost.py", "(total - sum(tail)) / slots", "total / slots",
            PINS + "test_the_waves_add_up_program_by_program"),
