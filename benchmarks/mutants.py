@@ -65,7 +65,7 @@ MUTANTS = [
            "return pages + boundaries - boundaries // period", "return pages + boundaries // period",
            PINS + "test_the_block_table_entry_at_a_split_boundary_is_read_by_both_splits"),
     Mutant("decode", "the reduce's launch takes PDL's saving on GPUs without PDL", "gpusim/passes/split_kv.py",
-           'pdl = kernel == "reduce" and launch.gpu.arch >= "sm_90"', 'pdl = kernel == "reduce"',
+           'pdl = kernel == "reduce" and int(launch.gpu.arch.removeprefix("sm_")) >= 90', 'pdl = kernel == "reduce"',
            "tests/test_results.py::test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs"),
     # hopper
     Mutant("hopper", "the Hopper kernel stages one K/V buffer", "gpusim/passes/hopper.py",

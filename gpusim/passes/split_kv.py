@@ -44,7 +44,7 @@ PDL_HIDDEN_S = 0.76e-6
 def reduce_warps(head_dim):
     """The reduce's warps: REDUCE_WARPS, or NUM_WARPS where REDUCE_WARPS would hold more than 128 fp32 elements of
     its tile (REDUCE_SPLITS partial rows of d, padded) a thread: at d = 256 that is 256, past the 255 registers a
-    thread has. Measured at d = 128 only (REDUCE_WARPS); d <= 64 takes the same."""
+    thread has. Measured at d = 128 only (REDUCE_WARPS); smaller head dims take the same, unmeasured."""
     return REDUCE_WARPS if REDUCE_SPLITS * padded(head_dim) <= 128 * REDUCE_WARPS * WARP else NUM_WARPS
 
 
@@ -209,7 +209,7 @@ class SplitKV(Pass):
     def launch_s(self, launch, kernel):
         """An empty kernel's launch; the reduce, a programmatic dependent launch where the GPU has PDL, less what
         that hides (PDL_HIDDEN_S)."""
-        pdl = kernel == "reduce" and launch.gpu.arch >= "sm_90"
+        pdl = kernel == "reduce" and int(launch.gpu.arch.removeprefix("sm_")) >= 90
         return launch.gpu.launch_overhead_s - (PDL_HIDDEN_S if pdl else 0.0)
 
     def launch(self, launch, kernel):
