@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from benchmarks.serving import PAGE_SIZE, WARMUP_STEPS, Cache, sdpa_eager, sdpa_graph, sweep, synchronize, timed
+from benchmarks.serving import PAGE_SIZE, WARMUP_STEPS, Cache, graph_step, sdpa_eager, sdpa_graph, sweep, timed
 from gpusim import decode
 from gpusim_kernels import decode as decode_kernels
 
@@ -43,24 +43,10 @@ def variant(warps, pdl, graphed):
         layer()
         ref = plan.run(q, k, v, table).double()
         rel_err = float((o.double() - ref).norm() / ref.norm())
-        step = _graphed(layer, layers, plan) if graphed else _eager(layer, layers, plan)
+        step = graph_step(layer, layers, plan) if graphed else _eager(layer, layers, plan)
         row = {"num_splits": L.num_splits, "reduce_warps": warps, "pdl": dependent, "rel_err": rel_err}
         return row | {"ms_per_token": timed(step, first, steps, cache.device)}
     return provider
-
-
-def _graphed(layer, layers, plan):
-    synchronize(plan.device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(layers):
-            layer()
-    plan.cache_seqlens.sub_(1)  # the first step raises it back
-
-    def step(length):
-        plan.cache_seqlens.add_(1)
-        graph.replay()
-    return step
 
 
 def _eager(layer, layers, plan):

@@ -65,9 +65,11 @@ class Cache:
         flat = paged[self.table.long()].reshape(batch, pages * PAGE_SIZE, *paged.shape[2:])
         return flat[:, :capacity].transpose(1, 2).contiguous()
 
+    num_splits = None  # the plans' (None: gpusim's rule); benchmarks/serving_splits.py sets it
+
     def plan(self, length):
         return DecodePlan([length] * self.batch, dtype=torch.float16, device=self.device, page_size=PAGE_SIZE,
-                          max_cache_len=self.capacity, **self.shape)
+                          max_cache_len=self.capacity, num_splits=self.num_splits, **self.shape)
 
 
 def sdpa(cache, backend, length):
@@ -104,18 +106,25 @@ def plan_eager(cache, first, steps, layers):
 
 def plan_graph(cache, first, steps, layers):
     plan = cache.plan(first - WARMUP_STEPS)
-    plan.run(cache.q, cache.k, cache.v, cache.table)  # compiled before the capture
-    synchronize(cache.device)
+    layer = lambda: plan.run(cache.q, cache.k, cache.v, cache.table)  # noqa: E731
+    layer()  # compiled before the capture
+    return {"ms_per_token": timed(graph_step(layer, layers, plan), first, steps, cache.device)}
+
+
+def graph_step(layer, layers, plan):
+    """step(length) for timed(): `layers` calls of layer() captured once in a CUDA graph, replayed after the plan's
+    device lengths rise by one (lowered by one here: the first step raises them back)."""
+    synchronize(plan.device)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(layers):
-            plan.run(cache.q, cache.k, cache.v, cache.table)
-    plan.cache_seqlens.sub_(1)  # the first step raises it back
+            layer()
+    plan.cache_seqlens.sub_(1)
 
     def step(length):
         plan.cache_seqlens.add_(1)
         graph.replay()
-    return {"ms_per_token": timed(step, first, steps, cache.device)}
+    return step
 
 
 def sdpa_eager(backend):

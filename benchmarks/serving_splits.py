@@ -12,26 +12,13 @@ benchmarks/serving.py times them.
 """
 import sys
 
-import torch
-
 from benchmarks.bench import error_line
 from benchmarks.serving import PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, sweep
 from gpusim import decode
-from gpusim_kernels import DecodePlan
 
 K = 1024
 POINTS = ((8, 1 * K), (8, 4 * K), (8, 16 * K), (64, 8 * K), (64, 1 * K), (1, 1 * K), (1, 4 * K))
 STEPS = 32
-
-
-class SplitCache(Cache):
-    """benchmarks.serving's Cache whose plans take num_splits."""
-
-    num_splits = None
-
-    def plan(self, length):
-        return DecodePlan([length] * self.batch, dtype=torch.float16, device=self.device, page_size=PAGE_SIZE,
-                          max_cache_len=self.capacity, num_splits=self.num_splits, **self.shape)
 
 
 def split_counts(batch, seq_kv, shape):
@@ -46,7 +33,7 @@ def split_counts(batch, seq_kv, shape):
 def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
     """The plan at every split count, then SDPA's backends: graphed on the GPU; eager in the interpreter (no CUDA
     graph there: the smoke run's proof that every code path runs)."""
-    cache = SplitCache(batch, seq_kv + steps, shape, device)
+    cache = Cache(batch, seq_kv + steps, shape, device)
     base = {"batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
     graphed = device.type == "cuda"
     plan, sdpa, suffix = (plan_graph, sdpa_graph, "_graph") if graphed else (plan_eager, sdpa_eager, "")
