@@ -31,12 +31,18 @@ def groups(smoke=False):
     return tiles_bwd.SMOKE_GROUPS if smoke else tiles_bwd.groups()
 
 
-def launches(q, k, v, do, causal, tiles):
+def launches(q, k, v, do, causal, tiles, num_warps=None, maxnreg=None):
     """{kernel: a call that launches it alone, as flash2_attention_backward does}, the kernels' constants, and
-    (dq, dk, dv) the calls fill, for the backward at the given tiles after one forward that gives o and the LSE."""
+    (dq, dk, dv) the calls fill, for the backward at the given tiles after one forward that gives o and the LSE.
+    num_warps, maxnreg: dK/dV and dQ on that many warps instead of gpusim's rule, with at most maxnreg registers a
+    thread (benchmarks.bwd_warps)."""
     o, lse = flash2_attention(q, k, v, causal=causal, return_lse=True)
     cfg, grids, consts = backward_launch("flash2", dict(q=q, k=k, v=v, do=do, o=o, lse=lse), causal, None, *tiles,
                                          None, _parts)
+    if num_warps is not None or maxnreg is not None:
+        given = dict(num_warps=num_warps, maxnreg=maxnreg)
+        given = {name: value for name, value in given.items() if value is not None}
+        consts = {**consts, **{kernel: {**consts[kernel], **given} for kernel in ("dkdv", "dq")}}
     d, dk, dv, dq = torch.empty_like(lse), torch.empty_like(k), torch.empty_like(v), torch.empty_like(q)
     scale = cfg.head_dim**-0.5
     return {"preprocess": lambda: launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq,

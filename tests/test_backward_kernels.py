@@ -351,3 +351,21 @@ def test_bwd_kernels_times_the_launches_the_backward_makes(tmp_path, monkeypatch
                                                                            for name in bwd_kernels.KERNELS]
     assert all(r["ms"] > 0 and r["num_warps"] > 0 for r in rows)
     assert all(r["resident"] is None for r in rows)  # interpreted: nothing compiled
+
+
+@CPU
+def test_bwd_warps_smoke_run_launches_each_kernel_with_the_options_it_names(tmp_path):
+    """benchmarks/bwd_warps.py in the interpreter: a row per tile, launch variant and kernel, each launched with the
+    num_warps and maxnreg its row names (bwd_kernels.launches' override; the preprocess keeps gpusim's) and the
+    stages gpusim's rule gives that kernel."""
+    from benchmarks import bwd_kernels, bwd_warps
+    g = bwd_warps.groups(smoke=True)[0]
+    _, rule, _ = bwd_kernels.launches(*bwd_kernels.inputs(g), g["causal"], (64, 32))
+    _, consts, _ = bwd_kernels.launches(*bwd_kernels.inputs(g), g["causal"], (64, 32), num_warps=8, maxnreg=128)
+    assert all(consts[k] == {**rule[k], "num_warps": 8, "maxnreg": 128} for k in ("dkdv", "dq"))
+    assert consts["preprocess"] == rule["preprocess"] and "maxnreg" not in rule["dkdv"]
+    bwd_warps.main(["--out", str(tmp_path), "--smoke"])
+    rows = json.loads((tmp_path / "bwd_warps.json").read_text())["rows"]
+    assert [(r["block_kv"], r["num_warps"], r["maxnreg"], r["kernel"]) for r in rows] == [
+        (kv, w, regs, kernel) for kv in (64, 32) for w, regs in bwd_warps.VARIANTS for kernel in bwd_warps.KERNELS]
+    assert all(r["ms"] > 0 and r["num_stages"] == rule[r["kernel"]]["num_stages"] for r in rows if r["block_kv"] == 32)

@@ -451,3 +451,39 @@ def test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs():
         g = gpusim.get_gpu(gpu)
         assert split_kv.SPLIT_KV.launch_s(launch, "reduce") == g.launch_overhead_s - hidden
         assert split_kv.SPLIT_KV.launch_s(launch, "split_kv") == g.launch_overhead_s
+
+
+def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
+    """docs/perf.md's runs 79–80 paragraph: each kernel's 8-warp ÷ 4-warp time, dK/dV's under a register cap, and
+    64 × 32 ÷ 64 × 64 on 4 warps (ranges over the eight d = 64 groups), with the caps' blocks and spills, as the text
+    prints them, recomputed from results/h200/bwd_warps.json; and the rule the paragraph keeps, 4 warps for a
+    64-row tile."""
+    from gpusim.passes.common import warps
+    rows = {(r["dtype"], r["causal"], r["seq"], r["block_kv"], r["kernel"], r["num_warps"], r["maxnreg"]): r
+            for r in json.loads((RESULTS / "bwd_warps.json").read_text())["rows"]}
+    groups = {key[:3] for key in rows}
+
+    def ratio(kv, kernel, variant, base=(4, None), base_kv=None):
+        return [rows[g + (kv, kernel, *variant)]["ms"] / rows[g + (base_kv or kv, kernel, *base)]["ms"] for g in groups]
+
+    def span(ratios):
+        return f"{min(ratios):.2f}–{max(ratios):.2f}×"
+
+    def spills(kv, regs):
+        got = sorted({rows[g + (kv, "dkdv", 4, regs)]["n_spills"] for g in groups})
+        return f"{got[0]}–{got[-1]} B"
+    eight = [r for kv in (32, 64) for kernel in ("dkdv", "dq") for r in ratio(kv, kernel, (8, None))]
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"Every kernel ran {span(eight)} slower on 8 warps",
+              f"(dK/dV at 64 × 64 {span(ratio(64, 'dkdv', (8, None)))}:",
+              f"dQ {span(ratio(32, 'dq', (8, None)) + ratio(64, 'dq', (8, None)))})",
+              f"spills {spills(64, 168)} a thread, and ran {span(ratio(64, 'dkdv', (4, 168)))} its uncapped time",
+              f"still {span(ratio(64, 'dkdv', (4, 168), base_kv=32))} 64 × 32's",
+              f"at 128 ({spills(64, 128)} spilled) {span(ratio(64, 'dkdv', (4, 128)))}",
+              f"(128 registers, {spills(32, 128)} spilled) ran {span(ratio(32, 'dkdv', (4, 128)))}",
+              f"64 × 32's dK/dV ran {span(ratio(32, 'dkdv', (4, None), base_kv=64))} 64 × 64's",
+              f"its dQ {span(ratio(32, 'dq', (4, None), base_kv=64))}"]
+    assert len(groups) == 8 and [q for q in quoted if q not in text] == []
+    assert {rows[g + (64, "dkdv", 4, 168)]["resident"] for g in groups} == {3}
+    assert {rows[g + (32, "dkdv", 4, 128)]["resident"] for g in groups} == {4}
+    assert warps(64) == 4
