@@ -9,6 +9,7 @@ template cell, runs it and the check, and sees it accepted. Notebook 11: a score
 the section. One JupyterLab and one Chromium serve them all
 (module-scoped fixtures), in one page that loads JupyterLab once (the scorecard test loads it again, with the
 default windowing); each test closes its notebooks, and their kernels are shut down while the next one opens.
+Formulas are left untypeset (MathJax's extension disabled): the tests read controls, outputs and headings.
 Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
 missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
 """
@@ -156,6 +157,11 @@ def _jupyter_sandbox(tmp_path):
     tracker = config / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    # No typesetting of formulas: no test reads one, and with every cell of 13 notebooks in the page it cost
+    # Chromium half its CPU time (34 of 69 s on the 2-core machine), taken from the other test process.
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/mathjax-extension": True}}))
     return root, os.environ | {
         "JUPYTER_PATH": str(data), "JUPYTER_DATA_DIR": str(data), "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"), "IPYTHONDIR": str(tmp_path / "ipython"),
