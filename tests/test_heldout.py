@@ -84,7 +84,7 @@ def test_constraints_and_gpusim():
 @pytest.mark.parametrize("name, seed", [("heldout.json", 2026), ("heldout_2027.json", 2027),
                                         ("heldout_2028.json", 2028), ("heldout_2029.json", 2029),
                                         ("heldout_2030.json", 2030), ("heldout_2031.json", 2031),
-                                        ("heldout_2032.json", 2032)])
+                                        ("heldout_2032.json", 2032), ("heldout_2033.json", 2033)])
 def test_the_measured_set_is_the_drawn_set(name, seed):
     """results/h200's held-out files measured exactly what the generator draws for their seed: nothing chosen
     after the fact."""
