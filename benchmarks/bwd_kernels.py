@@ -39,10 +39,8 @@ def launches(q, k, v, do, causal, tiles, num_warps=None, maxnreg=None):
     o, lse = flash2_attention(q, k, v, causal=causal, return_lse=True)
     cfg, grids, consts = backward_launch("flash2", dict(q=q, k=k, v=v, do=do, o=o, lse=lse), causal, None, *tiles,
                                          None, _parts)
-    if num_warps is not None or maxnreg is not None:
-        given = dict(num_warps=num_warps, maxnreg=maxnreg)
-        given = {name: value for name, value in given.items() if value is not None}
-        consts = {**consts, **{kernel: {**consts[kernel], **given} for kernel in ("dkdv", "dq")}}
+    given = {name: value for name, value in (("num_warps", num_warps), ("maxnreg", maxnreg)) if value is not None}
+    consts = {**consts, **{kernel: {**consts[kernel], **given} for kernel in ("dkdv", "dq")}}
     d, dk, dv, dq = torch.empty_like(lse), torch.empty_like(k), torch.empty_like(v), torch.empty_like(q)
     scale = cfg.head_dim**-0.5
     return {"preprocess": lambda: launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq,
