@@ -26,6 +26,7 @@ def measure(g, tiles, num_warps, maxnreg):
     """One row per kernel of group g at the tiles, every kernel on num_warps with at most maxnreg registers."""
     calls, consts, _ = bwd_kernels.launches(*bwd_kernels.inputs(g), g["causal"], tiles, num_warps=num_warps,
                                             maxnreg=maxnreg)
+    calls["preprocess"]()  # D = rowsum(dO * O), which dK/dV and dQ read: not left as torch.empty's bytes
     rows = []
     for kernel in KERNELS:
         res = probe.kernel_resources(calls[kernel]())

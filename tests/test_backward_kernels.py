@@ -354,6 +354,7 @@ def test_bwd_kernels_times_the_launches_the_backward_makes(tmp_path, monkeypatch
 
 
 @CPU
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # the interpreter's overflow: a kernel read unset memory
 def test_bwd_warps_smoke_run_launches_each_kernel_with_the_options_it_names(tmp_path):
     """benchmarks/bwd_warps.py in the interpreter: a row per tile, launch variant and kernel, each launched with the
     num_warps and maxnreg its row names (bwd_kernels.launches' override; the preprocess keeps gpusim's) and the
