@@ -324,9 +324,13 @@ def _paste_code(driver, editor, code):
                           " userEvent: 'input.paste'});", editor, code)
 
 
+# One script a look, not a WebDriver call per cell: the waits look every POLL_S.
+CELLS_WITH = """return [...document.querySelectorAll('.jp-CodeCell')]
+    .filter(c => ((c.querySelector('.cm-content') || {}).textContent || '').includes(arguments[0]));"""
+
+
 def _cell_with(driver, text, missing_ok=False):
-    cells = [c for c in driver.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")
-             if text in c.find_element(By.CSS_SELECTOR, ".cm-content").get_attribute("textContent")]
+    cells = driver.execute_script(CELLS_WITH, text)
     if missing_ok and not cells:
         return None  # not in the page yet: the caller's wait tries again
     assert len(cells) == 1, f"{len(cells)} code cells hold {text!r}"
@@ -370,15 +374,26 @@ CONTROLS = {
 }
 
 
-def _output_state(cell, kind):
-    """What the control drives: the widget's figure (its image source: a new one per redrawn figure) and its
-    readout's text (a figure can come out the same, pixel for pixel), or the multiple choice's feedback; None
+# A figure's image source is a data URL of up to a few hundred KB: the page hashes it (FNV-1a) rather than send
+# it to the test at every look.
+OUTPUT_STATE = """const [cell, kind] = arguments;
+if (kind === 'choice') {
+  const feedback = cell.querySelector('.gpusim-choice-feedback');
+  return feedback ? feedback.innerText.trim() : null;
+}
+const hash = text => { let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return `${text.length}:${h >>> 0}`; };
+const images = [...cell.querySelectorAll('.jp-OutputArea img')].map(img => hash(img.src));
+const texts = [...cell.querySelectorAll('.widget-html-content')].map(t => t.textContent);
+return images.length ? [images, texts] : null;"""
+
+
+def _output_state(driver, cell, kind):
+    """What the control drives: the widget's figure (its image source, hashed: a new one per redrawn figure) and
+    its readout's text (a figure can come out the same, pixel for pixel), or the multiple choice's feedback; None
     until the widget is shown."""
-    if kind == "choice":
-        return cell.find_element(By.CSS_SELECTOR, ".gpusim-choice-feedback").text
-    images = [i.get_attribute("src") for i in cell.find_elements(By.CSS_SELECTOR, ".jp-OutputArea img")]
-    texts = [t.get_attribute("textContent") for t in cell.find_elements(By.CSS_SELECTOR, ".widget-html-content")]
-    return (tuple(images), tuple(texts)) if images else None
+    return driver.execute_script(OUTPUT_STATE, cell, kind)
 
 
 def _move(driver, cell, kind, label):
@@ -403,14 +418,14 @@ def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, 
     wait = waiting(browser, 90, StaleElementReferenceException, NoSuchElementException)
     _open_and_run_all(browser, wait, lab, notebook)
     cell = wait.until(lambda d: _cell_with(d, marker, missing_ok=True))
-    before = wait.until(lambda d: _output_state(_cell_with(d, marker), kind) or None)
+    before = wait.until(lambda d: _output_state(d, _cell_with(d, marker), kind) or None)
     _interrupt_kernels(lab)  # the cells after the control's are not what it drives
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
     for attempt in (1, 2):  # a change the page drops while it is still busy is made once more
         _move(browser, _cell_with(browser, marker), kind, label)
         try:
             after = waiting(browser, 30 * attempt, StaleElementReferenceException).until(
-                lambda d: (now := _output_state(_cell_with(d, marker), kind)) != before and now)
+                lambda d: (now := _output_state(d, _cell_with(d, marker), kind)) != before and now)
             break
         except TimeoutException:
             if attempt == 2:
