@@ -2,6 +2,7 @@
 comparison work on a stored fixture of the real CSV."""
 import json
 import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -467,14 +468,15 @@ def test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs():
 
 
 def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
-    """docs/perf.md's runs 79–80 paragraph: each kernel's 8-warp ÷ 4-warp time, dK/dV's under a register cap, and
+    """docs/perf.md's runs 79–80 and 83 paragraph: each kernel's 8-warp ÷ 4-warp time, dK/dV's under a register cap, and
     64 × 32 ÷ 64 × 64 on 4 warps (ranges over the eight d = 64 groups), with the caps' blocks and spills, as the text
     prints them, recomputed from results/h200/bwd_warps.json; and the rule the paragraph keeps, 4 warps for a
     64-row tile."""
     from gpusim.passes.common import warps
-    rows = {(r["dtype"], r["causal"], r["seq"], r["block_kv"], r["kernel"], r["num_warps"], r["maxnreg"]): r
-            for r in json.loads((RESULTS / "bwd_warps.json").read_text())["rows"]}
-    groups = {key[:3] for key in rows}
+    def key(r):
+        return r["dtype"], r["causal"], r["seq"], r["block_kv"], r["kernel"], r["num_warps"], r["maxnreg"]
+    rows = {key(r): r for r in json.loads((RESULTS / "bwd_warps.json").read_text())["rows"]}
+    groups = {k[:3] for k in rows}
 
     def ratio(kv, kernel, variant, base=(4, None), base_kv=None):
         return [rows[g + (kv, kernel, *variant)]["ms"] / rows[g + (base_kv or kv, kernel, *base)]["ms"] for g in groups]
@@ -496,6 +498,9 @@ def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
               f"(128 registers, {spills(32, 128)} spilled) ran {span(ratio(32, 'dkdv', (4, 128)))}",
               f"64 × 32's dK/dV ran {span(ratio(32, 'dkdv', (4, None), base_kv=64))} 64 × 64's",
               f"its dQ {span(ratio(32, 'dq', (4, None), base_kv=64))}"]
+    with tarfile.open(RESULTS / "logs" / "run83_bwd_warps_with_d.tar.gz") as tar:  # run 80's file, D unset
+        before = {key(r): r["ms"] for r in json.load(tar.extractfile("run80_bwd_warps.json"))["rows"]}
+    quoted.append(f"each time within {span([r['ms'] / before[key(r)] for r in rows.values()])} of run 80's")
     assert len(groups) == 8 and [q for q in quoted if q not in text] == []
     assert {rows[g + (64, "dkdv", 4, 168)]["resident"] for g in groups} == {3}
     assert {rows[g + (32, "dkdv", 4, 128)]["resident"] for g in groups} == {4}
