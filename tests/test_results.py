@@ -97,6 +97,29 @@ def test_ncu_compares_the_spill_entry_with_local_memorys_sectors():
     assert rows["l2_to_sm_bytes"]["rel_err"] == 0  # the kernel's total: tensors and spills
 
 
+@pytest.mark.parametrize("raw, manifest", [("ncu_raw.csv", "manifest.json"), ("ncu_edges_raw.csv",
+                                            "manifest_edges.json"), ("ncu_edges2_raw.csv", "manifest_edges2.json")])
+def test_the_hopper_kernels_extra_sm_to_l2_bytes_are_its_tma_descriptors(raw, manifest):
+    """docs/perf.md: each Hopper launch writes what gpusim counts plus, warp-specialized, its programs' TMA
+    descriptors (descriptor_scratch_bytes, from the compiled kernel's scratch), to the byte, in runs 52, 66, 68."""
+    from gpusim.passes.hopper import LAUNCHES
+    from gpusim_kernels.hopper import descriptor_scratch_bytes
+    entries = json.loads((RESULTS / manifest).read_text())["launches"]
+    rows = [r for r in ncu.compare(ncu.parse_csv((RESULTS / raw).read_text()), entries)
+            if r["kernel"] == "hopper" and r["quantity"] == "sm_to_l2_bytes"]
+    hopper = [e for e in entries if e["algo"] == "hopper"]
+    assert len(rows) == len(hopper) >= 8
+    for row, e in zip(rows, hopper):
+        assert (row["seq"], row["head_dim"], row["causal"]) == (e["seq"], e["head_dim"], e["causal"])
+        ws = LAUNCHES[e["head_dim"], e["dtype"], e["causal"]]["warp_specialize"]
+        assert ws == (not e["causal"])
+        scratch = descriptor_scratch_bytes(batch=e["batch"], heads=e["heads"], seq=e["seq"], block_q=e["block_q"],
+                                           warp_specialize=ws)
+        assert row["measured"] - row["simulated"] == scratch and (scratch > 0) == ws
+    assert f"{max(-r['rel_err'] for r in rows):.1%} more than counted at d = 64" in " ".join(
+        (ROOT / "docs" / "perf.md").read_text().split())
+
+
 def test_ncu_asks_only_for_the_optional_counters_it_lists():
     listed = "\n".join(m.split(".")[0] + "   some description" for q, m in ncu.METRICS.items()
                        if q not in ncu.OPTIONAL)
