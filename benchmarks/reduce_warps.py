@@ -43,20 +43,10 @@ def variant(warps, pdl, graphed):
         layer()
         ref = plan.run(q, k, v, table).double()
         rel_err = float((o.double() - ref).norm() / ref.norm())
-        step = graph_step(layer, layers, plan) if graphed else _eager(layer, layers, plan)
+        step = graph_step(layer, layers, plan, graphed)
         row = {"num_splits": L.num_splits, "reduce_warps": warps, "pdl": dependent, "rel_err": rel_err}
         return row | {"ms_per_token": timed(step, first, steps, cache.device)}
     return provider
-
-
-def _eager(layer, layers, plan):
-    plan.cache_seqlens.sub_(1)
-
-    def step(length):
-        plan.cache_seqlens.add_(1)
-        for _ in range(layers):
-            layer()
-    return step
 
 
 def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
@@ -77,7 +67,8 @@ def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
 
 
 def main(argv=None):
-    return sweep(__doc__, "reduce_warps", 3.0, argv, POINTS, STEPS, point_rows)
+    sweep(__doc__, "reduce_warps", 3.0, argv, POINTS, STEPS, point_rows)
+    return 0
 
 
 if __name__ == "__main__":

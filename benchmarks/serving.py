@@ -19,7 +19,6 @@ ms_per_token: wall time of the timed steps (host and GPU overlapping as in a ser
 after the last) over their number, after every provider ran once untimed at the first point (warm_up). seq_kv is the cache length at the first timed step.
 """
 import argparse
-import datetime
 import json
 import math
 import sys
@@ -28,10 +27,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from benchmarks.bench import error_line
+from benchmarks.run_env import environment
 from gpusim_kernels import DecodePlan
 from gpusim_kernels.interpreter import INTERPRETED
 
@@ -111,19 +110,24 @@ def plan_graph(cache, first, steps, layers):
     return {"ms_per_token": timed(graph_step(layer, layers, plan), first, steps, cache.device)}
 
 
-def graph_step(layer, layers, plan):
-    """step(length) for timed(): `layers` calls of layer() captured once in a CUDA graph, replayed after the plan's
-    device lengths rise by one (lowered by one here: the first step raises them back)."""
-    synchronize(plan.device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+def graph_step(layer, layers, plan, graphed=True):
+    """step(length) for timed(): `layers` calls of layer(), captured once in a CUDA graph and replayed (graphed;
+    else called eagerly, as in the interpreter, which has no graphs), after the plan's device lengths rise by one
+    (lowered by one here: the first step raises them back)."""
+    def run():
         for _ in range(layers):
             layer()
+    if graphed:
+        synchronize(plan.device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        run = graph.replay
     plan.cache_seqlens.sub_(1)
 
     def step(length):
         plan.cache_seqlens.add_(1)
-        graph.replay()
+        run()
     return step
 
 
@@ -171,14 +175,6 @@ def rel_err(cache, first, backends):
     return float((ours - ref).norm() / ref.norm())
 
 
-def environment(device):
-    env = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([Path(sys.executable).name, "-m", "benchmarks.serving", *sys.argv[1:]])}
-    env["gpu"] = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton's interpreter)"
-    return env
-
-
 def summary(rows):
     """Per point: ours over the fastest SDPA eager (target <= 1.1), the fastest SDPA graphed over ours (target
     >= 1.0 at 4K-16K, >= 0.97 beyond)."""
@@ -220,11 +216,10 @@ def settings(doc, name, minutes, argv, points=POINTS, steps=STEPS):
 
 
 def sweep(doc, name, minutes, argv, points, steps, point_rows):
-    """A serving sweep (benchmarks/serving_splits.py, reduce_warps.py) run from its command line (settings):
+    """A serving sweep (this script's, serving_splits.py's, reduce_warps.py's) run from its command line (settings):
     OUT/{name}.json, its environment and the rows point_rows(batch, seq_kv, shape, layers, steps, device, backends)
     yields at each point, rewritten after every point; every provider warmed up first on the GPU (warm_up); no
-    point started once --max-minutes have passed."""
-    from benchmarks.run_env import environment
+    point started once --max-minutes have passed. Returns what it wrote."""
     args, device, shape, layers, steps, points, backends = settings(doc, f"{name}.json", minutes, argv, points, steps)
     out = Path(args.out) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -242,36 +237,30 @@ def sweep(doc, name, minutes, argv, points, steps, point_rows):
             print(json.dumps(row), flush=True)
         out.write_text(json.dumps(result, indent=1))
     out.write_text(json.dumps(result, indent=1))
-    return 0
+    return result
+
+
+def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
+    """serving.json's rows at one point: every provider (providers), ours with its error against SDPA (rel_err)."""
+    cache = Cache(batch, seq_kv + steps, shape, device)
+    err = rel_err(cache, seq_kv, backends)
+    for name, provider in providers(device, backends).items():
+        row = {"provider": name, "batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
+        row |= timed_or_error(provider, cache, seq_kv, steps, layers)
+        yield row | ({"rel_err": err} if name.startswith("plan") else {})
+    del cache  # before the next point's
+
+
+def timed_or_error(provider, cache, first, steps, layers):
+    """provider's row, or the error of a backend that refuses the shape (say why, go on)."""
+    try:
+        return provider(cache, first, steps, layers)
+    except Exception as error:  # noqa: BLE001
+        return {"error": error_line(error, 200)}
 
 
 def main(argv=None):
-    args, device, shape, layers, steps, points, backends = settings(__doc__, "serving.json", 3.5, argv)
-    out = Path(args.out) / "serving.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"environment": environment(device), "rows": []}
-    deadline = time.monotonic() + args.max_minutes * 60
-    warm_up(points[0], shape, layers, device, backends)
-    for batch, seq_kv in points:
-        if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped by --max-minutes before batch {batch}, {seq_kv} tokens"
-            break
-        cache = Cache(batch, seq_kv + steps, shape, device)
-        err = rel_err(cache, seq_kv, backends)
-        for name, provider in providers(device, backends).items():
-            row = {"provider": name, "batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
-            try:
-                row |= provider(cache, seq_kv, steps, layers)
-            except Exception as error:  # a backend that refuses the shape: say why, go on
-                row["error"] = error_line(error, 200)
-            if name.startswith("plan"):
-                row["rel_err"] = err
-            result["rows"].append(row)
-            print(json.dumps(row), flush=True)
-        del cache
-        out.write_text(json.dumps(result, indent=1))
-    out.write_text(json.dumps(result, indent=1))
-    print(summary(result["rows"]))
+    print(summary(sweep(__doc__, "serving", 3.5, argv, POINTS, STEPS, point_rows)["rows"]))
     return 0
 
 

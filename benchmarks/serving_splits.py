@@ -12,8 +12,8 @@ benchmarks/serving.py times them.
 """
 import sys
 
-from benchmarks.bench import error_line
-from benchmarks.serving import PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, sweep
+from benchmarks.serving import (PAGE_SIZE, Cache, plan_eager, plan_graph, sdpa_eager, sdpa_graph, sweep,
+                               timed_or_error)
 from gpusim import decode
 
 K = 1024
@@ -41,22 +41,16 @@ def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
     counts, default = split_counts(batch, seq_kv, shape)
     for s in counts:
         cache.num_splits = s
-        yield base | {"provider": plan_name, "num_splits": s, "default": s == default} | _timed(
+        yield base | {"provider": plan_name, "num_splits": s, "default": s == default} | timed_or_error(
             plan, cache, seq_kv, steps, layers)
     for name, backend in backends.items():
-        yield base | {"provider": f"{name}{suffix}", "num_splits": None, "default": False} | _timed(
+        yield base | {"provider": f"{name}{suffix}", "num_splits": None, "default": False} | timed_or_error(
             sdpa(backend), cache, seq_kv, steps, layers)
 
 
-def _timed(provider, cache, first, steps, layers):
-    try:
-        return provider(cache, first, steps, layers)
-    except Exception as error:  # a backend that refuses the shape: say why, go on
-        return {"error": error_line(error, 200)}
-
-
 def main(argv=None):
-    return sweep(__doc__, "serving_splits", 3.0, argv, POINTS, STEPS, point_rows)
+    sweep(__doc__, "serving_splits", 3.0, argv, POINTS, STEPS, point_rows)
+    return 0
 
 
 if __name__ == "__main__":
