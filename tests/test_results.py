@@ -453,19 +453,23 @@ def test_the_reduces_warps_are_the_ones_reduce_warps_json_ran_fastest():
     assert f"or within {within:.1%} of it" in doc and f"{low}–{high} slower" in doc
     assert f"within {within:.1%} of the fastest" in source and f"{low}-{high} faster" in source
     assert split_kv.reduce_warps(128) == split_kv.REDUCE_WARPS == 2
-    pdl = {}
-    for r in json.loads((RESULTS / "decode_splits.json").read_text())["rows"]:
-        if r["provider"] == "split_kv" and r["batch"] == 1 and r["num_splits"] == 64 and r.get("ms"):
-            pdl.setdefault(r["seq_kv"], {})[r["pdl"]] = r["ms"]
-    saved = [1e3 * (v[False] - v[True]) for v in pdl.values()]
+    pairs = _pdl_pairs()
+    saved = [1e3 * (v[False] - v[True]) for (batch, _, splits), v in pairs.items() if (batch, splits) == (1, 64)]
     assert f"saves {min(saved):.1f}-{max(saved):.1f} us per call at batch 1" in source
     assert f"reduce on 2 warps, run 76, {min(saved):.1f}–{max(saved):.1f} µs at batch 1" in doc
-    eight = {}
-    for r in json.loads((RESULTS / "decode_splits.json").read_text())["rows"]:
-        if r["provider"] == "split_kv" and r["batch"] == 8 and r["num_splits"] == 8 and r.get("ms"):
-            eight.setdefault(r["seq_kv"], {})[r["pdl"]] = r["ms"]
+    eight = {n: v for (batch, n, splits), v in pairs.items() if (batch, splits) == (8, 8)}
     assert (f"at batch 8, {1e3 * (eight[16384][False] - eight[16384][True]):.1f} µs at 16K and "
             f"{1e3 * (eight[131072][True] - eight[131072][False]):.1f} µs lost at 128K") in doc
+
+
+def _pdl_pairs():
+    """results/h200/decode_splits.json's split launches timed with PDL on and off: {(batch, seq_kv, num_splits):
+    {pdl: ms}}."""
+    pairs = {}
+    for r in json.loads((RESULTS / "decode_splits.json").read_text())["rows"]:
+        if r["provider"] == "split_kv" and r.get("ms"):
+            pairs.setdefault((r["batch"], r["seq_kv"], r["num_splits"]), {})[r["pdl"]] = r["ms"]
+    return {key: v for key, v in pairs.items() if len(v) == 2}
 
 
 def test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs():
@@ -476,11 +480,7 @@ def test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs():
 
     import gpusim
     from gpusim.passes import split_kv
-    pairs = {}
-    for r in json.loads((RESULTS / "decode_splits.json").read_text())["rows"]:
-        if r["provider"] == "split_kv" and r.get("ms"):
-            pairs.setdefault((r["batch"], r["seq_kv"], r["num_splits"]), {})[r["pdl"]] = r["ms"]
-    saved = [1e-3 * (v[False] - v[True]) for v in pairs.values() if len(v) == 2]
+    saved = [1e-3 * (v[False] - v[True]) for v in _pdl_pairs().values()]
     assert len(saved) == 8 and round(statistics.median(saved), 8) == split_kv.PDL_HIDDEN_S
     for gpu, hidden in (("H200-measured", split_kv.PDL_HIDDEN_S), ("A100-40GB", 0.0)):
         launch = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=4096,
@@ -496,6 +496,7 @@ def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
     prints them, recomputed from results/h200/bwd_warps.json; and the rule the paragraph keeps, 4 warps for a
     64-row tile."""
     from gpusim.passes.common import warps
+
     def key(r):
         return r["dtype"], r["causal"], r["seq"], r["block_kv"], r["kernel"], r["num_warps"], r["maxnreg"]
     rows = {key(r): r for r in json.loads((RESULTS / "bwd_warps.json").read_text())["rows"]}
@@ -504,8 +505,7 @@ def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
     def ratio(kv, kernel, variant, base=(4, None), base_kv=None):
         return [rows[g + (kv, kernel, *variant)]["ms"] / rows[g + (base_kv or kv, kernel, *base)]["ms"] for g in groups]
 
-    def span(ratios):
-        return f"{min(ratios):.2f}–{max(ratios):.2f}×"
+    span = perf_report._span
 
     def spills(kv, regs):
         got = sorted({rows[g + (kv, "dkdv", 4, regs)]["n_spills"] for g in groups})
