@@ -81,10 +81,12 @@ def test_constraints_and_gpusim():
         assert 4 * inputs + scores < 20e9, r
 
 
-@pytest.mark.parametrize("name, seed", [("heldout.json", 2026), ("heldout_2027.json", 2027),
-                                        ("heldout_2028.json", 2028), ("heldout_2029.json", 2029),
-                                        ("heldout_2030.json", 2030), ("heldout_2031.json", 2031),
-                                        ("heldout_2032.json", 2032), ("heldout_2033.json", 2033)])
+# Every held-out file, with the seed its name gives (the first set, heldout.json, drawn with 2026).
+HELD_OUT = [("heldout.json", 2026)] + [(p.name, int(p.stem.removeprefix("heldout_")))
+                                       for p in sorted(RESULTS.glob("heldout_*.json"))]
+
+
+@pytest.mark.parametrize("name, seed", HELD_OUT)
 def test_the_measured_set_is_the_drawn_set(name, seed):
     """results/h200's held-out files measured exactly what the generator draws for their seed: nothing chosen
     after the fact."""
