@@ -48,14 +48,17 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu_bwd) /usr/local/cuda/bin/ncu --query-metrics --query-metrics-mode all > "$OUT/logs/query_metrics.txt" 2>&1
-             # benchmarks.ncu's metrics less the optional local-memory counters where this Nsight Compute lacks them
-             timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
-               --cache-control all --print-units base --csv --page raw \
-               --metrics "$(python -m benchmarks.ncu metrics --available "$OUT/logs/query_metrics.txt")" \
-               --log-file "$OUT/logs/raw_bwd.csv" python -m benchmarks.ncu workload --passes backward \
-               --seqs 1024,4096 --manifest "$OUT/logs/manifest_bwd.json"
-             python -m benchmarks.ncu compare --csv "$OUT/logs/raw_bwd.csv" --manifest "$OUT/logs/manifest_bwd.json" \
-               --out "$OUT/ncu_bwd.json" ;;
+             # benchmarks.ncu's metrics less the optional local-memory counters where this Nsight Compute lacks them;
+             # then the same workload with the DRAM counters alone, which Nsight Compute collects in one pass
+             for run in raw:"$(python -m benchmarks.ncu metrics --available "$OUT/logs/query_metrics.txt")" \
+                        dram:"$(python -m benchmarks.ncu metrics --dram)"; do
+               timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
+                 --cache-control all --print-units base --csv --page raw --metrics "${run#*:}" \
+                 --log-file "$OUT/logs/${run%%:*}_bwd.csv" python -m benchmarks.ncu workload --passes backward \
+                 --seqs 1024,4096 --manifest "$OUT/logs/manifest_${run%%:*}_bwd.json"
+             done
+             python -m benchmarks.ncu compare --csv "$OUT/logs/raw_bwd.csv" --dram-csv "$OUT/logs/dram_bwd.csv" \
+               --manifest "$OUT/logs/manifest_raw_bwd.json" --out "$OUT/ncu_bwd.json" ;;
     *) echo "unknown job $1" ;;
   esac > "$OUT/logs/$1.log" 2>&1
   echo "$1: exit $?, $SECONDS s into its stream"

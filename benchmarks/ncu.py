@@ -10,19 +10,27 @@ On the GPU (one command profiles every launch of the workload, then compares):
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
 so ncu sees exactly one launch per kernel and configuration, with caches flushed before each. With
 `workload --passes backward` it runs the backward launches of naive attention and flash2 instead (their
-forward outside the profiled range), compared with gpusim.backward: its counts for L2 -> SM and SM -> L2
-bytes, its first_touch bytes (every re-read caught by L2) for DRAM; no time model yet:
+forward outside the profiled range), compared with the training step gpusim prices at the backward's tiles:
 
-    ncu ... --log-file ncu_bwd_raw.csv python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 \
+    ncu ... --log-file ncu_bwd_raw.csv python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 \\
         --manifest manifest_bwd.json
-    python -m benchmarks.ncu compare --csv ncu_bwd_raw.csv --manifest manifest_bwd.json --out ncu_bwd.json
+    ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file ncu_bwd_dram_raw.csv \\
+        python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 --manifest manifest_bwd_dram.json
+    python -m benchmarks.ncu compare --csv ncu_bwd_raw.csv --dram-csv ncu_bwd_dram_raw.csv \\
+        --manifest manifest_bwd.json --out ncu_bwd.json
+
+The second ncu asks for the two DRAM counters alone, which Nsight Compute collects in one pass: with more
+metrics it replays each launch several times, restoring memory between passes, and the launch then writes
+1.2-3.2 MB more to DRAM than it does alone (runs 85-87, docs/perf.md). --dram-csv takes DRAM bytes from
+that run. The workload's first profiled launch is a small fill that takes Nsight Compute's own set-up writes
+(run 85: 2.4 MB more in the first launch of a process); its manifest entry says `setup` and compare skips it.
 
 L2 -> SM and SM -> L2 are the kernel's totals, its tensors' and its spills'; the spills alone are compared
 too (spill_l2_to_sm_bytes, spill_sm_to_l2_bytes: local memory's sectors past L1, against KernelResult's
 spill bytes), where Nsight Compute has the counters (`metrics --available` drops them if `ncu
---query-metrics` does not list them) and either side is not zero. The backward's spills are not counted
-yet. benchmarks/run_ncu.sh profiles one algorithm per ncu (workload --algos, stopped by --max-seconds) and
-compares their CSVs together (compare takes several --csv and --manifest, leaving out one cut short).
+--query-metrics` does not list them) and either side is not zero. benchmarks/run_ncu.sh profiles one
+algorithm per ncu (workload --algos, stopped by --max-seconds) and compares their CSVs together (compare
+takes several --csv and --manifest, leaving out one cut short).
 """
 import argparse
 import csv
@@ -50,12 +58,17 @@ METRICS = {
 # Metrics the comparison does without: an Nsight Compute that does not list them (ncu --query-metrics) is not
 # asked for them (metrics --available), and their rows are left out of the comparison
 OPTIONAL = ("spill_l2_to_sm_bytes", "spill_sm_to_l2_bytes")
+DRAM = ("dram_read_bytes", "dram_write_bytes")  # collected in one pass when asked for alone (metrics --dram)
 UNITS = {"sector": 32, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
-COMMAND = ("OUT=$OUT bash benchmarks/run_ncu.sh (one ncu per algorithm: python -m benchmarks.ncu workload --algos "
-           "ALGO under ncu --clock-control none --cache-control all; then python -m benchmarks.ncu compare over the four "
-           "CSVs and manifests)")
+COMMANDS = {  # what made a workload's results, by the passes it runs
+    ("forward",): "OUT=$OUT bash benchmarks/run_ncu.sh (one ncu per algorithm: python -m benchmarks.ncu workload "
+                  "--algos ALGO under ncu --clock-control none --cache-control all; then python -m benchmarks.ncu "
+                  "compare over the four CSVs and manifests)",
+    ("backward",): "OUT=$OUT bash benchmarks/h200_session.sh ncu_bwd (python -m benchmarks.ncu workload --passes "
+                   "backward --seqs 1024,4096 under ncu --clock-control none --cache-control all, with benchmarks.ncu's "
+                   "metrics, then with the DRAM counters alone; then python -m benchmarks.ncu compare --dram-csv)"}
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
 
@@ -99,7 +112,8 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
     start = time.monotonic()
     runs = [(algo, "forward") for algo in fns if "forward" in passes and (algos is None or algo in algos)]
     runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
-    manifest = {"environment": environment(), "launches": []}
+    manifest = {"environment": environment(COMMANDS.get(passes, "python -m benchmarks.ncu workload under ncu")),
+                "launches": [profiled_setup()]}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
         q, k, v, do = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(4))
@@ -131,6 +145,19 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
             print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
         del q, k, v, do, fn
         torch.cuda.empty_cache()
+
+
+def profiled_setup():
+    """Profile a small fill first: the first launch Nsight Compute profiles in a process also writes Nsight's own
+    set-up to DRAM (run 85: 2.4 MB). Its manifest entry, which compare skips."""
+    import torch
+    x = torch.empty(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    x.fill_(1.0)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return {"setup": True, "kernels": ["fill"]}
 
 
 def backward_call(algo, q, k, v, do, causal, block_q, block_kv):
@@ -180,25 +207,30 @@ def kernel_of(name):
     return max((k for k in KERNELS if name.startswith(k) or name.startswith("_" + k)), key=len)
 
 
-def compare(launches, manifest):
+def compare(launches, manifest, dram_launches=None):
     """Rows of simulated against measured, one per (launch, quantity). gpu__time_duration excludes the
-    gap between launches, so the launch overhead is taken off the prediction."""
+    gap between launches, so the launch overhead is taken off the prediction. dram_launches: the same workload
+    profiled with the DRAM counters alone (one pass), whose DRAM bytes replace those of `launches`."""
     expected = [(entry, kernel) for entry in manifest for kernel in entry["kernels"]]
-    if len(expected) != len(launches):
-        raise ValueError(f"the manifest lists {len(expected)} launches but ncu profiled {len(launches)}")
+    dram_launches = launches if dram_launches is None else dram_launches
+    if not len(expected) == len(launches) == len(dram_launches):
+        raise ValueError(f"the manifest lists {len(expected)} launches but ncu profiled {len(launches)} "
+                         f"({len(dram_launches)} for DRAM)")
     rows = []
-    for (entry, kernel), launch in zip(expected, launches):
-        if kernel_of(launch["kernel_name"]) != kernel:
+    for (entry, kernel), launch, dram_launch in zip(expected, launches, dram_launches):
+        if entry.get("setup"):
+            continue
+        if not kernel_of(launch["kernel_name"]) == kernel_of(dram_launch["kernel_name"]) == kernel:
             raise ValueError(f"launch {launch['kernel_name']!r} is not the expected {kernel} kernel")
         config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
         backward = entry.get("pass") == "backward"
-        simulated = (simulated_backward if backward else simulated_forward)(entry["algo"], kernel, config)
+        simulated = simulated_launch(entry["algo"], kernel, config, backward)
         tma = kernel == "hopper"
         measured = {
             "l2_to_sm_bytes": launch["l2_to_sm_tma_bytes" if tma else "l2_to_sm_bytes"],
             "sm_to_l2_bytes": launch["sm_to_l2_bytes"],
-            "dram_read_bytes": launch["dram_read_bytes"],
-            "dram_write_bytes": launch["dram_write_bytes"],
+            "dram_read_bytes": dram_launch["dram_read_bytes"],
+            "dram_write_bytes": dram_launch["dram_write_bytes"],
             "time_s": launch["time_s"],
             "spill_l2_to_sm_bytes": launch.get("spill_l2_to_sm_bytes"),
             "spill_sm_to_l2_bytes": launch.get("spill_sm_to_l2_bytes"),
@@ -214,34 +246,29 @@ def compare(launches, manifest):
     return rows
 
 
-def simulated_forward(algo, kernel, config):
+def simulated_launch(algo, kernel, config, backward=False):
+    """gpusim's figures for one launch, as the model prices it: the kernel's totals (its tensors' and its spills'),
+    its spills (local memory) alone, DRAM bytes and time; a backward kernel's from a training step at the
+    backward's tiles (its forward at the default tile)."""
     import gpusim
-    r = gpusim.simulate(algo, **config, gpu=PRESET)
-    k = next(k for k in r.kernels if k.name == kernel)
-    # the kernel's totals (its tensors' and its spills'), and its spills (local memory) alone
+    if backward:
+        shape = {k: v for k, v in config.items() if k not in ("block_q", "block_kv")}
+        r = gpusim.simulate(algo, **shape, backward=True, backward_blocks=(config["block_q"], config["block_kv"]),
+                            gpu=PRESET)
+    else:
+        r = gpusim.simulate(algo, **config, gpu=PRESET)
+    k = next(k for k in r.kernels if k.name == kernel and k.pass_ == ("backward" if backward else "forward"))
     return {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes, "dram_read_bytes": k.dram_read_bytes,
             "dram_write_bytes": k.dram_write_bytes, "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s,
             "spill_l2_to_sm_bytes": k.spill_read_bytes, "spill_sm_to_l2_bytes": k.spill_write_bytes}
 
 
-def simulated_backward(algo, kernel, config):
-    """gpusim.backward's bytes of one backward kernel: its counts (SM side) with its spills (a training step's
-    simulation at the backward's tiles), and its first touches (DRAM)."""
-    import gpusim
-    from gpusim import backward
-    cfg = backward.config(algo, **config, gpu=PRESET)
-
-    def total(table, i):
-        return sum(rw[i] for (k, _), rw in table.items() if k == kernel)
-
-    shape = {k: v for k, v in config.items() if k not in ("block_q", "block_kv")}
-    step = gpusim.simulate(algo, **shape, backward=True, backward_blocks=(config["block_q"], config["block_kv"]),
-                           gpu=PRESET)
-    spill_read, spill_write = step.spills.get(kernel, (0, 0))
-    counts, touched = backward.count(cfg), backward.first_touch(cfg)
-    return {"l2_to_sm_bytes": total(counts, 0) + spill_read, "sm_to_l2_bytes": total(counts, 1) + spill_write,
-            "dram_read_bytes": total(touched, 0), "dram_write_bytes": total(touched, 1),
-            "spill_l2_to_sm_bytes": spill_read, "spill_sm_to_l2_bytes": spill_write}
+def compare_files(csv_path, manifest_path, dram_csv_path=None):
+    """compare() on an Nsight Compute run's files: its raw CSV, its manifest and (where DRAM was profiled alone)
+    the DRAM run's raw CSV."""
+    launches = json.loads(Path(manifest_path).read_text())["launches"]
+    dram = parse_csv(Path(dram_csv_path).read_text()) if dram_csv_path else None
+    return compare(parse_csv(Path(csv_path).read_text()), launches, dram)
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
@@ -274,6 +301,7 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("metrics", help="print the --metrics list for ncu")
     m.add_argument("--available", help="ncu --query-metrics's output: leave out the optional metrics it lacks")
+    m.add_argument("--dram", action="store_true", help="the two DRAM counters alone (one pass)")
     w = sub.add_parser("workload", help="run the kernels to be profiled (under ncu)")
     w.add_argument("--manifest", required=True)
     w.add_argument("--seqs", default=",".join(map(str, SEQS)))
@@ -283,27 +311,28 @@ def main(argv=None):
     c = sub.add_parser("compare", help="ncu CSV + manifest -> results JSON, table and chart")
     c.add_argument("--csv", required=True, nargs="+", help="ncu's CSVs, one per manifest")
     c.add_argument("--manifest", required=True, nargs="+")
+    c.add_argument("--dram-csv", nargs="+", help="the same workloads profiled with the DRAM counters alone")
     c.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
         query = Path(args.available).read_text() if args.available else None
-        print(",".join(available_metrics(query)))
+        print(",".join(METRICS[q] for q in DRAM) if args.dram else ",".join(available_metrics(query)))
     elif args.cmd == "workload":
         workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")),
                  tuple(args.algos.split(",")) if args.algos else None, args.max_seconds)
     else:
         rows, environments = [], []
-        for csv_path, manifest_path in zip(args.csv, args.manifest, strict=True):
-            if not (Path(csv_path).exists() and Path(manifest_path).exists()):
-                print(f"compare: {csv_path} or {manifest_path} missing: left out", file=sys.stderr)
+        for csv_path, manifest_path, dram_path in zip(args.csv, args.manifest, args.dram_csv or [None] * len(args.csv),
+                                                      strict=True):
+            if not all(Path(p).exists() for p in (csv_path, manifest_path, dram_path or csv_path)):
+                print(f"compare: {csv_path}, {manifest_path} or {dram_path} missing: left out", file=sys.stderr)
                 continue
-            manifest = json.loads(Path(manifest_path).read_text())
             try:  # a run cut short (a CSV without a table, or fewer launches than its manifest) is left out
-                rows += compare(parse_csv(Path(csv_path).read_text()), manifest["launches"])
+                rows += compare_files(csv_path, manifest_path, dram_path)
             except ValueError as err:
                 print(f"compare: {csv_path} left out: {err}", file=sys.stderr)
                 continue
-            environments.append(manifest["environment"])
+            environments.append(json.loads(Path(manifest_path).read_text())["environment"])
         if not environments:
             print("compare: nothing profiled to compare", file=sys.stderr)
             return 1
@@ -323,7 +352,7 @@ def write(rows, environment, out):
                                       f"{environment['date']}\n\n{format_summary(rows)}\n")
 
 
-def environment():
+def environment(command):
     import datetime
     import subprocess
 
@@ -332,7 +361,7 @@ def environment():
     ncu = subprocess.run(["/usr/local/cuda/bin/ncu", "--version"], capture_output=True, text=True).stdout
     return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
             "ncu": ncu.strip().splitlines()[-1] if ncu else None, "date": datetime.date.today().isoformat(),
-            "command": COMMAND}
+            "command": command}
 
 
 if __name__ == "__main__":

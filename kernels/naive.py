@@ -109,7 +109,8 @@ def row_block_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.co
         a_ij = tl.load(A + bh * N * LD + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
         b_offs, b_mask = row_offsets(keys, N_KV, D, BLOCK_D)
         # .cg, as in tile_product: every Q block's program loads B_j, and two on one SM would hit in its L1
-        # (Nsight: the naive backward's dq read 2.1% under the count at N = 4096, d = 64, results/h200/ncu_bwd.json)
+        # (Nsight: the naive backward's dq read 2.1% under the count at N = 4096, d = 64, run 50:
+        # results/h200/logs/run50_51_ncu_bwd.tar.gz)
         b_j = tl.load(B + (bh // GROUP) * N_KV * D + b_offs, mask=b_mask, other=0.0, cache_modifier=".cg")  # read Bc*d
         acc += tl.dot(a_ij, b_j, input_precision="ieee")
     c_offs, c_mask = row_offsets(rows, N, D, BLOCK_D)

@@ -40,7 +40,8 @@ def _summed_over_queries(A, X, bkv, j, N, LD, GROUP: tl.constexpr, HEAD_DIM: tl.
             a_ij = tl.load(A + bh * N * LD + a_offs, mask=a_mask, other=0.0)  # read Br*Bc
             x_offs, x_mask = row_offsets(rows, N, HEAD_DIM, BLOCK_D)
             # .cg: every K/V block's program loads X_i, and two on one SM would hit in its L1 (Nsight: dk and dv read
-            # 1.7-2.5% under the count at N = 4096, d = 64, results/h200/ncu_bwd.json); so every load is L2 -> SM
+            # 1.7-2.5% under the count at N = 4096, d = 64, run 50: results/h200/logs/run50_51_ncu_bwd.tar.gz); so
+            # every load is L2 -> SM
             x_i = tl.load(X + bh * N * HEAD_DIM + x_offs, mask=x_mask, other=0.0, cache_modifier=".cg")  # read Br*d
             acc += tl.dot(tl.trans(a_ij), x_i, input_precision="ieee")
     return acc
