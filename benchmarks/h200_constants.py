@@ -1,7 +1,7 @@
 """The H200-measured preset's constants, derived from the microbenchmarks' results files (never from
 attention timings): run it to print them, tests/test_presets.py checks gpusim/hardware.py still holds them.
 
-    python -m benchmarks.h200_constants        # reads results/h200/{latency,bandwidth,matmul_tiles*}.json
+    python -m benchmarks.h200_constants        # reads results/h200/{latency,bandwidth,matmul_tiles*,l2_dirty,...}.json
 
 - Loaded latency and one SM's port bandwidth, per level (HBM, L2): benchmarks/bandwidth.py's load kernel
   with one program per SM and no prefetch (num_stages=1) waits a latency and a transfer per tile, so the
@@ -14,6 +14,10 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
 - The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s);
   the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
+- The L2's dirty lines at a launch's end (gpusim/l2.py's rule 4): l2_dirty.py's rows, a launch streaming R bytes
+  once and writing W. Where W <= R / 16 (and R >= 128 MiB, so that the L2 cannot hold all of it), the writes of
+  the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + R) / (W x L2);
+  where W >= 4 R, l2_dirty_fraction of the L2 is, the median of still_dirty / L2.
 - A training step's host cost per call (the floor of a short step timed from Python): host.py's
   flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
@@ -116,6 +120,18 @@ def train_step_host_s():
     return float(np.median([r["us"] for r in rows("host") if r["entry"] == "flash2_train_step"])) * 1e-6
 
 
+def l2_recent_fraction():
+    rows_ = rows("l2_dirty")
+    l2 = json.loads((RESULTS / "l2_dirty.json").read_text())["environment"]["l2_bytes"]
+    return float(np.median([r["still_dirty_bytes"] * (r["write_bytes"] + r["dram_read_bytes"]) / (r["write_bytes"] * l2)
+                            for r in rows_ if 16 * r["write_bytes"] <= r["read_bytes"] and r["read_bytes"] >= 128 * 2**20]))
+
+
+def l2_dirty_fraction():
+    l2 = json.loads((RESULTS / "l2_dirty.json").read_text())["environment"]["l2_bytes"]
+    return float(np.median([r["still_dirty_bytes"] / l2 for r in rows("l2_dirty") if r["write_bytes"] >= 4 * r["read_bytes"]]))
+
+
 def constants():
     hbm, l2 = latency_and_port("hbm"), latency_and_port("l2")
     peaks = matmul_peaks()
@@ -127,7 +143,8 @@ def constants():
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
             "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio(),
-            "train_step_host_s": train_step_host_s()}
+            "train_step_host_s": train_step_host_s(), "l2_recent_fraction": l2_recent_fraction(),
+            "l2_dirty_fraction": l2_dirty_fraction()}
 
 
 if __name__ == "__main__":

@@ -59,6 +59,12 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
              done
              python -m benchmarks.ncu compare --csv "$OUT/logs/raw_bwd.csv" --dram-csv "$OUT/logs/dram_bwd.csv" \
                --manifest "$OUT/logs/manifest_raw_bwd.json" --out "$OUT/ncu_bwd.json" ;;
+    l2_dirty) timeout "${NCU_S:-200}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
+                --cache-control all --print-units base --csv --page raw --metrics "$(python -m benchmarks.l2_dirty metrics)" \
+                --log-file "$OUT/l2_dirty_raw.csv" python -m benchmarks.l2_dirty workload \
+                --manifest "$OUT/logs/manifest_l2_dirty.json" --command "OUT=\$OUT bash benchmarks/h200_session.sh l2_dirty"
+              python -m benchmarks.l2_dirty compare --csv "$OUT/l2_dirty_raw.csv" --manifest "$OUT/logs/manifest_l2_dirty.json" \
+                --out "$OUT/l2_dirty.json" ;;
     *) echo "unknown job $1" ;;
   esac > "$OUT/logs/$1.log" 2>&1
   echo "$1: exit $?, $SECONDS s into its stream"

@@ -18,16 +18,22 @@ bytes from L2 into the SMs). This module splits them with four rules, simple eno
    keys the wave before left in L2 (once). Other re-reads all miss.
 4. L2 is write-back: a kernel's writes reach DRAM once (rewrites of the same lines are absorbed while
    they fit), except those still dirty in L2 when the kernel ends. The L2 then holds the kernel's most
-   recent DRAM traffic, L2_RECENT_FRACTION of its capacity; the written share of that is still dirty.
+   recent DRAM traffic, L2_RECENT_FRACTION of its capacity, the written share of it still dirty, but at
+   most L2_DIRTY_FRACTION of the capacity dirty.
 """
 import math
 
 from .hardware import STATS_BYTES
 from .occupancy import occupancy, resources
 
-# Fitted to the qk kernel (N=4096, d=64; nearly all of its DRAM traffic is writes of S), whose final
-# 27 MB stayed in the H200's 60 MiB L2 (results/h200/ncu.json); every other launch there validates it.
-L2_RECENT_FRACTION = 0.44
+# Rule 4's two fractions of the L2, measured (results/h200/l2_dirty.json, benchmarks/l2_dirty.py: a launch that
+# streams once through R bytes and writes W as it goes, under Nsight Compute's DRAM counters; derived by
+# benchmarks/h200_constants.py): W <= R / 16 leaves the writes of its last 0.97 of an L2 of traffic dirty, W >= 4 R
+# leaves 0.47 of the L2 dirty, however much it writes. Before (run 87) one constant, 0.44, fitted to one qk
+# launch (whose traffic is nearly all writes), stood for both: a launch writing little was priced to keep half
+# of what it keeps (flash2's preprocess: 20% of D, where 34-49% stayed).
+L2_RECENT_FRACTION = 0.9654
+L2_DIRTY_FRACTION = 0.4676
 
 
 def dram(cfg, counts):
@@ -92,5 +98,12 @@ def _writes(cfg, kernel, sm_writes, dram_reads, flight):
     total = sum(unique.values())
     if not total:
         return unique
-    still_dirty = min(total, int(L2_RECENT_FRACTION * cfg.gpu.l2_bytes * total / (total + dram_reads)))
-    return {x: w - still_dirty * w // total for x, w in unique.items()}
+    dirty = still_dirty(cfg.gpu.l2_bytes, total, dram_reads)
+    return {x: w - dirty * w // total for x, w in unique.items()}
+
+
+def still_dirty(l2_bytes, written, dram_reads):
+    """Rule 4: of `written` bytes, those still dirty in an L2 of l2_bytes when a kernel that read dram_reads bytes
+    from DRAM ends."""
+    recent = int(L2_RECENT_FRACTION * l2_bytes * written / (written + dram_reads))
+    return min(written, recent, int(L2_DIRTY_FRACTION * l2_bytes))

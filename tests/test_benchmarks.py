@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import bandwidth, bwd_kernels, l2_reuse, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
+from benchmarks import bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -190,6 +190,38 @@ def test_l2_reuse_writing_copies_each_tile_it_reads_to_a_fresh_one():
     steps = l2_reuse.PASSES * 3 // programs * programs  # every program's steps, in step order
     tiles = buf.view(3, -1)
     torch.testing.assert_close(stream.view(-1, tile // 2)[:steps].cpu(), tiles[[s % 3 for s in range(steps)]].cpu())
+
+
+def test_l2_dirty_kernel_reads_each_tile_once_and_writes_its_sum():
+    tile, write = l2_dirty.TILE_BYTES, 64
+    x = torch.randn(4 * tile // 2, generator=torch.Generator().manual_seed(4)).half().to(probe.DEVICE)
+    y = torch.zeros(4 * write, device=probe.DEVICE)
+    assert l2_dirty.launch(4 * tile, write, x, y) == (4 * tile, 4 * write * 4)  # R and W in bytes
+    sums = x.float().view(4, -1).sum(dim=1)
+    torch.testing.assert_close(y.view(4, write).cpu(), sums[:, None].expand(4, write).cpu(), rtol=1e-4, atol=1e-2)
+
+
+def test_l2_dirty_json_recomputes_from_nsights_csv_as_perf_md_quotes_it():
+    """results/h200/l2_dirty.json (run 89) from its raw CSV and manifest, and docs/perf.md's claims on it: what
+    stays dirty at R = 32 MiB, at W >= 4 R, and rule 4 (gpusim/l2.py, its constants derived from these rows)
+    against every row writing 1 MiB or more to DRAM."""
+    import gpusim
+    h200 = ROOT / "results" / "h200"
+    results = json.loads((h200 / "l2_dirty.json").read_text())
+    rows = l2_dirty.rows((h200 / "l2_dirty_raw.csv").read_text(), json.loads((h200 / "manifest_l2_dirty.json").read_text()))
+    assert rows == results["rows"] and len(rows) == len(l2_dirty.READ_MIB) * len(l2_dirty.WRITES)
+    l2, mib = results["environment"]["l2_bytes"], 2**20
+    assert l2 == gpusim.get_gpu(l2_dirty.PRESET).l2_bytes
+    small = [1 - r["still_dirty_bytes"] / r["write_bytes"] for r in rows if r["read_bytes"] == 32 * mib
+             and 4 * r["write_bytes"] <= r["read_bytes"]]
+    capped = [r["still_dirty_bytes"] / mib for r in rows if r["write_bytes"] >= 4 * r["read_bytes"]]
+    rule = [abs(r["write_bytes"] - gpusim.l2.still_dirty(l2, r["write_bytes"], r["dram_read_bytes"]) - r["dram_write_bytes"])
+            / r["dram_write_bytes"] for r in rows if r["dram_write_bytes"] >= mib]
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"at R = 32 MiB all but {100 * min(small):.0f}–{100 * max(small):.1f}% of W stays",
+              f"({min(capped):.1f}–{max(capped):.1f} MiB)", f"every row of the microbenchmark that writes at least 1 MiB "
+              f"to DRAM within {100 * max(rule):.1f}%"]
+    assert [q for q in quoted if q not in text] == []
 
 
 def test_l2_reuse_json_recomputes_from_nsights_csv_and_holds_the_derived_capacities():

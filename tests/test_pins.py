@@ -146,13 +146,19 @@ def test_gqa_reads_each_kv_head_once_from_dram():
 
 
 def test_the_l2_holds_a_kernels_last_writes_dirty():
-    """Rule 4 of gpusim/l2.py: naive's qk writes S (16 heads x 4,096^2, fp16) and reads its DRAM share of Q
-    and K; when it ends, the L2 (60 MiB) holds 44% of its capacity of its most recent traffic, of which the
-    written share is still dirty and never reaches DRAM within the kernel."""
-    k = gpusim.simulate("naive", heads=16, seq=4096, head_dim=64, gpu=H200).kernels[0]
-    written, read, l2 = 16 * 4096 * 4096 * 2, k.dram_read_bytes, 60 * 2**20
-    assert k.name == "qk" and k.write_bytes == written
-    assert k.dram_write_bytes == written - int(0.44 * l2 * written / (written + read))
+    """Rule 4 of gpusim/l2.py: when a kernel ends, the L2 (60 MiB) holds 96.5% of its capacity of the kernel's
+    most recent traffic, of which the written share is still dirty and never reaches DRAM within the kernel, up to
+    46.8% of the capacity. naive's qk writes S (16 heads x 4,096^2, fp16): the cap; flash2's backward preprocess
+    writes D (16 x 32 x 1,024 fp32, 2 MiB) while it reads O and dO (128 MiB): the share."""
+    l2 = 60 * 2**20
+    qk = gpusim.simulate("naive", heads=16, seq=4096, head_dim=64, gpu=H200).kernels[0]
+    assert qk.name == "qk" and qk.write_bytes == 16 * 4096 * 4096 * 2
+    assert qk.dram_write_bytes == qk.write_bytes - int(0.4676 * l2)
+    step = gpusim.simulate("flash2", batch=16, heads=32, seq=1024, head_dim=64, backward=True, gpu=H200)
+    pre = next(k for k in step.kernels if k.name == "preprocess")
+    written, read = 16 * 32 * 1024 * 4, pre.dram_read_bytes
+    assert pre.write_bytes == written and read == 2 * 16 * 32 * 1024 * 64 * 2
+    assert pre.dram_write_bytes == written - int(0.9654 * l2 * written / (written + read))
 
 
 # Occupancy.

@@ -24,6 +24,8 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
             assert gpusim.passes.hopper.HOST_SETUP_S == pytest.approx(value, rel=1e-3)
         elif name == "hopper_ws_step_ratio":
             assert gpusim.passes.hopper.WS_STEP_RATIO == value
+        elif name in ("l2_recent_fraction", "l2_dirty_fraction"):
+            assert getattr(gpusim.l2, name.upper()) == pytest.approx(value, rel=1e-3), name
         elif name == "mma_efficiency":
             assert gpu.mma_efficiency == value
         elif name.endswith("port_bytes_per_s"):

@@ -1,6 +1,7 @@
 """The shipped GPU results: the charts redraw from the JSON on CPU, and the Nsight Compute parsing and
 comparison work on a stored fixture of the real CSV."""
 import json
+import math
 import shutil
 import tarfile
 from pathlib import Path
@@ -177,18 +178,20 @@ def test_the_backwards_launches_read_and_write_what_gpusim_counts():
              for q in ("l2_to_sm_bytes", "sm_to_l2_bytes", "dram_read_bytes")}
     assert worst["l2_to_sm_bytes"] < 5e-4 and worst["sm_to_l2_bytes"] < 5e-4 and worst["dram_read_bytes"] <= 0.10, worst
     writes = [r for r in rows if r["quantity"] == "dram_write_bytes"]
-    assert max(abs(r["rel_err"]) for r in writes if r["kernel"] != "flash2 bwd preprocess") < 0.13
+    assert max(abs(r["rel_err"]) for r in writes) < 0.16
     d = [r for r in writes if r["kernel"] == "flash2 bwd preprocess"]  # D: B·H·N fp32, one per query row
     d_bytes = [2**21 if r["head_dim"] == 64 else 2**20 for r in d]  # 16,384 rows of 2048 / d heads, 4 B each
     assert len(d) == 8 and len({round(r["simulated"] / b, 2) for r, b in zip(d, d_bytes)}) == 1
-
-    def percent(values):
-        return f"{round(100 * min(values))}–{round(100 * max(values))}%"
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    quoted = [f"the model has {round(100 * d[0]['simulated'] / d_bytes[0])}% of reaching DRAM",
-              f"where {percent([r['measured'] / b for r, b in zip(d, d_bytes)])} did, "
-              f"{percent([r['rel_err'] for r in d])} over"]
+    quoted = [f"the model now has {round(100 * d[0]['simulated'] / d_bytes[0])}% of D reaching DRAM, within "
+              f"{math.ceil(100 * max(abs(r['rel_err']) for r in d))}%",
+              f"every launch's DRAM writes are within {math.ceil(100 * max(abs(r['rel_err']) for r in writes))}%",
+              f"where {_percent([r['measured'] / b for r, b in zip(d, d_bytes)])} did"]
     assert [q for q in quoted if q not in text] == []
+
+
+def _percent(values):
+    return f"{round(100 * min(values))}–{round(100 * max(values))}%"
 
 
 def _dram_writes_mb(text):
