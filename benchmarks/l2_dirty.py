@@ -15,7 +15,6 @@ rows writing little, L2_DIRTY_FRACTION from those writing most.
 The workload runs under ncu with the two DRAM counters alone (one pass: replayed, a launch writes 1.2-3.2 MB
 more, docs/perf.md), a fill profiled first (Nsight's own set-up writes; benchmarks.ncu.profiled_setup).
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -61,19 +60,12 @@ def workload(manifest_path, command, read_mib=READ_MIB, writes=WRITES):
     """Every size and ratio, one launch each inside the profiler range (each compiled first, outside it)."""
     x = torch.randn(max(read_mib) * MiB // ITEMSIZE, device=probe.DEVICE, dtype=torch.float16)
     y = torch.empty(max(read_mib) * MiB // TILE_BYTES * max(writes), device=probe.DEVICE, dtype=torch.float32)
-    cuda = probe.DEVICE == "cuda"
-    manifest = {"environment": probe.environment(command), "launches": [profiled_setup()] if cuda else []}
+    manifest = {"environment": probe.environment(command), "launches": [profiled_setup()] if probe.DEVICE == "cuda" else []}
     for write in writes:
         launch(min(read_mib) * MiB, write, x, y)
     for read in read_mib:
         for write in writes:
-            if cuda:
-                torch.cuda.synchronize()
-                torch.cuda.profiler.start()
-            read_bytes, write_bytes = launch(read * MiB, write, x, y)
-            if cuda:
-                torch.cuda.synchronize()
-                torch.cuda.profiler.stop()
+            read_bytes, write_bytes = probe.profiled(lambda: launch(read * MiB, write, x, y))
             manifest["launches"].append({"read_bytes": read_bytes, "write_bytes": write_bytes})
             Path(manifest_path).write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -95,16 +87,7 @@ def rows(csv_text, manifest):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.l2_dirty", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("metrics", help="print the --metrics list for ncu: the DRAM counters alone")
-    w = sub.add_parser("workload", help="the launches to profile (under ncu)")
-    w.add_argument("--manifest", required=True)
-    w.add_argument("--command", default="python -m benchmarks.l2_dirty workload", help="the command to record")
-    w.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
-    c = sub.add_parser("compare", help="ncu's CSV and the manifest -> the results JSON")
-    for flag in ("--csv", "--manifest", "--out"):
-        c.add_argument(flag, required=True)
+    ap, _, _ = probe.nsight_parser("l2_dirty", __doc__)  # metrics: the DRAM counters alone
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
         print(",".join(METRICS[q] for q in DRAM))

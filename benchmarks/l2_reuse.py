@@ -20,7 +20,6 @@ fabric (the H100's and H200's L2 is two partitions, each caching what the SMs be
 "Each L2 partition localizes and caches data for memory accesses from SMs in the GPCs directly connected to
 the partition"); `--metrics` is the list in METRICS.
 """
-import argparse
 import json
 import sys
 import time
@@ -103,13 +102,7 @@ def workload(manifest_path, command, sizes_mib=SIZES_MIB, max_seconds=None, patt
             if max_seconds is not None and time.monotonic() - start > max_seconds:
                 print(f"workload: stopped after {max_seconds} s", file=sys.stderr)
                 return manifest
-            if probe.DEVICE == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.profiler.start()
-            working_set = launch(pattern, size * MiB, buf, out, programs, stream)
-            if probe.DEVICE == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.profiler.stop()
+            working_set = probe.profiled(lambda: launch(pattern, size * MiB, buf, out, programs, stream))
             manifest["launches"].append({"pattern": pattern, "working_set_bytes": working_set})
             Path(manifest_path).write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -143,19 +136,10 @@ def capacity(rows_, pattern, threshold=0.5):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.l2_reuse", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("metrics", help="print the --metrics list for ncu").add_argument(
-        "--available", help="ncu --query-metrics's output: leave out the metrics it does not list")
-    w = sub.add_parser("workload", help="the launches to profile (under ncu)")
-    w.add_argument("--manifest", required=True)
-    w.add_argument("--command", default="python -m benchmarks.l2_reuse workload", help="the command to record")
+    ap, m, w = probe.nsight_parser("l2_reuse", __doc__)
+    m.add_argument("--available", help="ncu --query-metrics's output: leave out the metrics it does not list")
     w.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, of " + ", ".join(PATTERNS))
     w.add_argument("--max-seconds", type=float, help="launch nothing more after this long")
-    w.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
-    c = sub.add_parser("compare", help="ncu's CSV and the manifest -> the results JSON")
-    for flag in ("--csv", "--manifest", "--out"):
-        c.add_argument(flag, required=True)
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
         query = Path(args.available).read_text() if args.available else None

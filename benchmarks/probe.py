@@ -41,6 +41,23 @@ def parser(doc, name, pool=True):
     return ap
 
 
+def nsight_parser(name, doc):
+    """The sub-commands of a microbenchmark profiled under Nsight Compute: metrics (ncu's --metrics list), workload
+    (its launches, under ncu) and compare (ncu's CSV and the manifest -> the results JSON). Returns the parser and
+    the metrics and workload sub-parsers, for the script's own options."""
+    ap = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=doc.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    metrics = sub.add_parser("metrics", help="print the --metrics list for ncu")
+    workload = sub.add_parser("workload", help="the launches to profile (under ncu)")
+    workload.add_argument("--manifest", required=True)
+    workload.add_argument("--command", default=f"python -m benchmarks.{name} workload", help="the command to record")
+    workload.add_argument("--smoke", action="store_true", help="tiny sizes (CPU, TRITON_INTERPRET=1)")
+    compare = sub.add_parser("compare", help="ncu's CSV and the manifest -> the results JSON")
+    for flag in ("--csv", "--manifest", "--out"):
+        compare.add_argument(flag, required=True)
+    return ap, metrics, workload
+
+
 def open_results(name, args, argv, module=None):
     """The results file of a run: in args.out, its environment naming the command (argv None: sys.argv's) of
     benchmarks.<module> (default: the file's name)."""
@@ -123,6 +140,19 @@ def launch_ms(fn):
     end.record()
     end.synchronize()
     return start.elapsed_time(end)
+
+
+def profiled(fn):
+    """fn() inside the CUDA profiler's range (cudaProfilerStart/Stop, synchronized either side: under `ncu
+    --profile-from-start off` exactly its launches are profiled); on the CPU, plainly. Returns what fn returns."""
+    if DEVICE != "cuda":
+        return fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    out = fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return out
 
 
 def sm_count():
