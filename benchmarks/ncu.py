@@ -104,6 +104,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
 
     import gpusim
     import gpusim_kernels
+    from benchmarks import probe
     from gpusim import backward
 
     fns = {"naive": gpusim_kernels.naive_attention, "flash1": gpusim_kernels.flash1_attention, "flash2": gpusim_kernels.flash2_attention}
@@ -133,11 +134,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
                 kernels = list(backward.KERNELS[algo])
                 fn = backward_call(algo, q, k, v, do, cfg["causal"], block_q, block_kv)
             fn()  # compile, warm up
-            torch.cuda.synchronize()
-            torch.cuda.profiler.start()
-            fn()
-            torch.cuda.synchronize()
-            torch.cuda.profiler.stop()
+            probe.profiled(fn)
             manifest["launches"].append({**cfg, "algo": algo, "pass": pass_, "block_q": block_q, "block_kv": block_kv,
                                          "kernels": kernels})
             with open(manifest_path, "w") as f:  # after every launch: a crash keeps what was profiled
@@ -151,12 +148,10 @@ def profiled_setup():
     """Profile a small fill first: the first launch Nsight Compute profiles in a process also writes Nsight's own
     set-up to DRAM (run 85: 2.4 MB). Its manifest entry, which compare skips."""
     import torch
+
+    from benchmarks import probe
     x = torch.empty(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    x.fill_(1.0)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    probe.profiled(lambda: x.fill_(1.0))
     return {"setup": True, "kernels": ["fill"]}
 
 
