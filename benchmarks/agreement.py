@@ -19,6 +19,8 @@ from pathlib import Path
 import gpusim
 import gpusim.passes.hopper
 from gpusim import decode
+from gpusim.config import make_config
+from gpusim.run import _forward
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
@@ -98,6 +100,22 @@ def rows(name_, default_only=False):
         if name_ == "tiles.json" and not rule_launch(row):
             continue  # launches overridden away from the kernel's rule: the model prices the rule's launch
         out.append((row, predicted_s(row) / (row["ms"] * 1e-3)))
+    return out
+
+
+def program_setup_rows():
+    """(row, predicted / measured) for the Hopper kernel's rows of results/h200/program_setup.json (one Q block
+    per program, J K/V blocks, 1, 4 or 16 waves): its table launch (hopper) and the same tiles software-pipelined
+    on 8 warps (hopper_swp), priced with the knobs they ran."""
+    out = []
+    for row in json.loads((RESULTS / "program_setup.json").read_text())["rows"]:
+        if row["algo"] == "flash2" or "ms" not in row:
+            continue
+        knobs = dict(num_warps=8, num_stages=3, warp_specialize=False) if row["algo"] == "hopper_swp" else {}
+        cfg = make_config("hopper", batch=1, heads=row["heads"], seq=row["seq"], seq_kv=row["seq_kv"],
+                          head_dim=row["head_dim"], dtype="fp16", gpu=PRESET,
+                          tiles=gpusim.Tiles(row["block_q"], row["block_kv"], **knobs))
+        out.append((row, _forward(cfg, None, False, given=False)[0].predicted_time_s / (row["ms"] * 1e-3)))
     return out
 
 

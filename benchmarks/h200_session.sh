@@ -12,6 +12,23 @@ ln -sfn "$PWD/kernels" /tmp/shim/gpusim_kernels
 ln -sfn "$PWD/course" /tmp/shim/gpusim_course
 export PYTHONPATH=/tmp/shim:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
+ncu_pair() {  # ncu_pair JOB WORKLOAD_ARGS...: benchmarks.ncu's workload under Nsight Compute twice, then $OUT/JOB.json
+  # first with benchmarks.ncu's metrics, less the optional local-memory counters where this Nsight Compute lacks
+  # them; then with the DRAM counters alone, which Nsight Compute collects in one pass (no replay's writes)
+  local name=$1 run
+  shift
+  /usr/local/cuda/bin/ncu --query-metrics --query-metrics-mode all > "$OUT/logs/query_metrics.txt" 2>&1
+  for run in raw:"$(python -m benchmarks.ncu metrics --available "$OUT/logs/query_metrics.txt")" \
+             dram:"$(python -m benchmarks.ncu metrics --dram)"; do
+    timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off --cache-control all \
+      --print-units base --csv --page raw --metrics "${run#*:}" --log-file "$OUT/logs/${run%%:*}_$name.csv" \
+      python -m benchmarks.ncu workload --manifest "$OUT/logs/manifest_${run%%:*}_$name.json" "$@" \
+      --command "NCU_S=${NCU_S:-240} OUT=\$OUT bash benchmarks/h200_session.sh $name"
+  done
+  python -m benchmarks.ncu compare --csv "$OUT/logs/raw_$name.csv" --dram-csv "$OUT/logs/dram_$name.csv" \
+    --manifest "$OUT/logs/manifest_raw_$name.json" --out "$OUT/$name.json"
+}
+
 job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAME.log
   case $1 in
     probe) OUT=$OUT bash benchmarks/gpu_probe.sh ;;
@@ -47,18 +64,10 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     setup) python -m benchmarks.program_setup --out "$OUT" ;;
     bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
-    ncu_bwd) /usr/local/cuda/bin/ncu --query-metrics --query-metrics-mode all > "$OUT/logs/query_metrics.txt" 2>&1
-             # benchmarks.ncu's metrics less the optional local-memory counters where this Nsight Compute lacks them;
-             # then the same workload with the DRAM counters alone, which Nsight Compute collects in one pass
-             for run in raw:"$(python -m benchmarks.ncu metrics --available "$OUT/logs/query_metrics.txt")" \
-                        dram:"$(python -m benchmarks.ncu metrics --dram)"; do
-               timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
-                 --cache-control all --print-units base --csv --page raw --metrics "${run#*:}" \
-                 --log-file "$OUT/logs/${run%%:*}_bwd.csv" python -m benchmarks.ncu workload --passes backward \
-                 --seqs 1024,4096 --manifest "$OUT/logs/manifest_${run%%:*}_bwd.json"
-             done
-             python -m benchmarks.ncu compare --csv "$OUT/logs/raw_bwd.csv" --dram-csv "$OUT/logs/dram_bwd.csv" \
-               --manifest "$OUT/logs/manifest_raw_bwd.json" --out "$OUT/ncu_bwd.json" ;;
+    ncu) ncu_pair ncu --seqs 1024,4096,16384,32768 ;;  # naive and flash1 to 16,384 (benchmarks.ncu.LONGEST)
+    ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
+    ncu_edges) ncu_pair ncu_edges --algos flash2,hopper --seqs 24576,65536 ;;
+    ncu_edges2) ncu_pair ncu_edges2 --algos flash2,hopper --seqs 40960,98304 ;;
     l2_dirty) timeout "${NCU_S:-200}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
                 --cache-control all --print-units base --csv --page raw --metrics "$(python -m benchmarks.l2_dirty metrics)" \
                 --log-file "$OUT/l2_dirty_raw.csv" python -m benchmarks.l2_dirty workload \

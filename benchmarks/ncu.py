@@ -1,36 +1,35 @@
 """gpusim against Nsight Compute: the project's kernels profiled on the GPU, beside what gpusim predicts.
 
-On the GPU (one command profiles every launch of the workload, then compares):
+On the GPU, `NCU_S=240 OUT=$OUT bash benchmarks/h200_session.sh ncu` (ncu_bwd, ncu_edges, ncu_edges2: the same
+for the backward and for flash2 and the Hopper kernel at long sequences) runs the workload under Nsight Compute
+twice and compares:
 
-    ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \\
-        --page raw --metrics $(python -m benchmarks.ncu metrics) --log-file raw.csv \\
+    ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \
+        --page raw --metrics $(python -m benchmarks.ncu metrics --available query.txt) --log-file raw.csv \
         python -m benchmarks.ncu workload --manifest manifest.json
-    python -m benchmarks.ncu compare --csv raw.csv --manifest manifest.json --out results/h200/ncu.json
+    ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file dram_raw.csv \
+        python -m benchmarks.ncu workload --manifest manifest_dram.json
+    python -m benchmarks.ncu compare --csv raw.csv --dram-csv dram_raw.csv --manifest manifest.json \
+        --out results/h200/ncu.json
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
 so ncu sees exactly one launch per kernel and configuration, with caches flushed before each. With
 `workload --passes backward` it runs the backward launches of naive attention and flash2 instead (their
-forward outside the profiled range), compared with the training step gpusim prices at the backward's tiles:
-
-    ncu ... --log-file ncu_bwd_raw.csv python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 \\
-        --manifest manifest_bwd.json
-    ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file ncu_bwd_dram_raw.csv \\
-        python -m benchmarks.ncu workload --passes backward --seqs 1024,4096 --manifest manifest_bwd_dram.json
-    python -m benchmarks.ncu compare --csv ncu_bwd_raw.csv --dram-csv ncu_bwd_dram_raw.csv \\
-        --manifest manifest_bwd.json --out ncu_bwd.json
+forward outside the profiled range), compared with the training step gpusim prices at the backward's tiles.
 
 The second ncu asks for the two DRAM counters alone, which Nsight Compute collects in one pass: with more
 metrics it replays each launch several times, restoring memory between passes, and the launch then writes
 1.2-3.2 MB more to DRAM than it does alone (runs 85-87, docs/perf.md). --dram-csv takes DRAM bytes from
 that run. The workload's first profiled launch is a small fill that takes Nsight Compute's own set-up writes
 (run 85: 2.4 MB more in the first launch of a process); its manifest entry says `setup` and compare skips it.
+It keeps the memory it frees in torch's cache: memory freed to the driver is cleared in the background, and a
+profiled launch then counts the clearing as its own DRAM writes (runs 90 and 92).
 
 L2 -> SM and SM -> L2 are the kernel's totals, its tensors' and its spills'; the spills alone are compared
 too (spill_l2_to_sm_bytes, spill_sm_to_l2_bytes: local memory's sectors past L1, against KernelResult's
 spill bytes), where Nsight Compute has the counters (`metrics --available` drops them if `ncu
---query-metrics` does not list them) and either side is not zero. benchmarks/run_ncu.sh profiles one
-algorithm per ncu (workload --algos, stopped by --max-seconds) and compares their CSVs together (compare
-takes several --csv and --manifest, leaving out one cut short).
+--query-metrics` does not list them) and either side is not zero. workload --algos and --max-seconds run part
+of the workload; compare takes several --csv and --manifest (and --dram-csv), leaving out a run cut short.
 """
 import argparse
 import csv
@@ -62,13 +61,6 @@ DRAM = ("dram_read_bytes", "dram_write_bytes")  # collected in one pass when ask
 UNITS = {"sector": 32, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
-COMMANDS = {  # what made a workload's results, by the passes it runs
-    ("forward",): "OUT=$OUT bash benchmarks/run_ncu.sh (one ncu per algorithm: python -m benchmarks.ncu workload "
-                  "--algos ALGO under ncu --clock-control none --cache-control all; then python -m benchmarks.ncu "
-                  "compare over the four CSVs and manifests)",
-    ("backward",): "OUT=$OUT bash benchmarks/h200_session.sh ncu_bwd (python -m benchmarks.ncu workload --passes "
-                   "backward --seqs 1024,4096 under ncu --clock-control none --cache-control all, with benchmarks.ncu's "
-                   "metrics, then with the DRAM counters alone; then python -m benchmarks.ncu compare --dram-csv)"}
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
 PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
 
@@ -94,10 +86,12 @@ def launch_blocks(algo, cfg):
 LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)
 
 
-def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seconds=None):
+def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seconds=None,
+             command="python -m benchmarks.ncu workload under ncu"):
     """Run every kernel once per configuration inside the profiler range; write what ran, in order. algos:
     the forward's algorithms to run (None: all); max_seconds: launch nothing more once this long has passed
-    (ncu then ends as usual, its report holding every launch the manifest lists)."""
+    (ncu then ends as usual, its report holding every launch the manifest lists); command: what made the run,
+    recorded in the manifest."""
     import time
 
     import torch
@@ -113,7 +107,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
     start = time.monotonic()
     runs = [(algo, "forward") for algo in fns if "forward" in passes and (algos is None or algo in algos)]
     runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
-    manifest = {"environment": environment(COMMANDS.get(passes, "python -m benchmarks.ncu workload under ncu")),
+    manifest = {"environment": environment(command),
                 "launches": [profiled_setup()]}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
@@ -140,8 +134,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
             with open(manifest_path, "w") as f:  # after every launch: a crash keeps what was profiled
                 json.dump(manifest, f, indent=1)
             print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
-        del q, k, v, do, fn
-        torch.cuda.empty_cache()
+        del q, k, v, do, fn  # kept in torch's cache: memory freed to the driver is scrubbed, in DRAM writes (run 91)
 
 
 def profiled_setup():
@@ -211,7 +204,7 @@ def compare(launches, manifest, dram_launches=None):
     if not len(expected) == len(launches) == len(dram_launches):
         raise ValueError(f"the manifest lists {len(expected)} launches but ncu profiled {len(launches)} "
                          f"({len(dram_launches)} for DRAM)")
-    rows = []
+    rows, simulated = [], {}
     for (entry, kernel), launch, dram_launch in zip(expected, launches, dram_launches):
         if entry.get("setup"):
             continue
@@ -219,7 +212,8 @@ def compare(launches, manifest, dram_launches=None):
             raise ValueError(f"launch {launch['kernel_name']!r} is not the expected {kernel} kernel")
         config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
         backward = entry.get("pass") == "backward"
-        simulated = simulated_launch(entry["algo"], kernel, config, backward)
+        if id(entry) not in simulated:  # one simulation per configuration, however many kernels it launches
+            simulated[id(entry)] = simulated_launches(entry["algo"], config, backward)
         tma = kernel == "hopper"
         measured = {
             "l2_to_sm_bytes": launch["l2_to_sm_tma_bytes" if tma else "l2_to_sm_bytes"],
@@ -231,7 +225,7 @@ def compare(launches, manifest, dram_launches=None):
             "spill_sm_to_l2_bytes": launch.get("spill_sm_to_l2_bytes"),
         }
         label = f"{entry['algo']} bwd {kernel}" if backward else kernel
-        for quantity, sim in simulated.items():
+        for quantity, sim in simulated[id(entry)][kernel].items():
             meas = measured[quantity]
             if quantity in OPTIONAL and (meas is None or not (meas or sim)):  # a counter not profiled, or no spills
                 continue
@@ -241,10 +235,10 @@ def compare(launches, manifest, dram_launches=None):
     return rows
 
 
-def simulated_launch(algo, kernel, config, backward=False):
-    """gpusim's figures for one launch, as the model prices it: the kernel's totals (its tensors' and its spills'),
-    its spills (local memory) alone, DRAM bytes and time; a backward kernel's from a training step at the
-    backward's tiles (its forward at the default tile)."""
+def simulated_launches(algo, config, backward=False):
+    """gpusim's figures for each kernel of one launch configuration, as the model prices it, by kernel name: the
+    kernel's totals (its tensors' and its spills'), its spills (local memory) alone, DRAM bytes and time; a
+    backward's kernels from a training step at the backward's tiles (its forward at the default tile)."""
     import gpusim
     if backward:
         shape = {k: v for k, v in config.items() if k not in ("block_q", "block_kv")}
@@ -252,10 +246,11 @@ def simulated_launch(algo, kernel, config, backward=False):
                             gpu=PRESET)
     else:
         r = gpusim.simulate(algo, **config, gpu=PRESET)
-    k = next(k for k in r.kernels if k.name == kernel and k.pass_ == ("backward" if backward else "forward"))
-    return {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes, "dram_read_bytes": k.dram_read_bytes,
-            "dram_write_bytes": k.dram_write_bytes, "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s,
-            "spill_l2_to_sm_bytes": k.spill_read_bytes, "spill_sm_to_l2_bytes": k.spill_write_bytes}
+    return {k.name: {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes,
+                     "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
+                     "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s,
+                     "spill_l2_to_sm_bytes": k.spill_read_bytes, "spill_sm_to_l2_bytes": k.spill_write_bytes}
+            for k in r.kernels if k.pass_ == ("backward" if backward else "forward")}
 
 
 def compare_files(csv_path, manifest_path, dram_csv_path=None):
@@ -264,6 +259,14 @@ def compare_files(csv_path, manifest_path, dram_csv_path=None):
     launches = json.loads(Path(manifest_path).read_text())["launches"]
     dram = parse_csv(Path(dram_csv_path).read_text()) if dram_csv_path else None
     return compare(parse_csv(Path(csv_path).read_text()), launches, dram)
+
+
+def compare_run(name, results):
+    """compare_files on an Nsight Compute run kept in the folder results, by its name (ncu, ncu_edges, ncu_edges2,
+    ncu_bwd): NAME_raw.csv, its DRAM run NAME_dram_raw.csv, and manifest.json (ncu) or manifest_SUFFIX.json."""
+    results = Path(results)
+    return compare_files(results / f"{name}_raw.csv", results / f"manifest{name[3:]}.json",
+                         results / f"{name}_dram_raw.csv")
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
@@ -303,6 +306,8 @@ def main(argv=None):
     w.add_argument("--passes", default="forward", help="forward, backward, or forward,backward")
     w.add_argument("--algos", help="the forward's algorithms, comma-separated (default: all)")
     w.add_argument("--max-seconds", type=float, help="launch nothing more after this long")
+    w.add_argument("--command", default="python -m benchmarks.ncu workload under ncu",
+                   help="the command that made the run, for its manifest")
     c = sub.add_parser("compare", help="ncu CSV + manifest -> results JSON, table and chart")
     c.add_argument("--csv", required=True, nargs="+", help="ncu's CSVs, one per manifest")
     c.add_argument("--manifest", required=True, nargs="+")
@@ -314,7 +319,7 @@ def main(argv=None):
         print(",".join(METRICS[q] for q in DRAM) if args.dram else ",".join(available_metrics(query)))
     elif args.cmd == "workload":
         workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")),
-                 tuple(args.algos.split(",")) if args.algos else None, args.max_seconds)
+                 tuple(args.algos.split(",")) if args.algos else None, args.max_seconds, args.command)
     else:
         rows, environments = [], []
         for csv_path, manifest_path, dram_path in zip(args.csv, args.manifest, args.dram_csv or [None] * len(args.csv),

@@ -245,12 +245,11 @@ def backward_table():
     return "\n".join(lines)
 
 
-def ncu_table(raw="ncu_raw.csv", manifest="manifest.json", dram_raw=None):
-    """An Nsight Compute run (results/h200/ncu_raw.csv and manifest.json; runs 66 and 68's ncu_edges*_raw.csv and
-    manifest_edges*.json; the backward's ncu_bwd_raw.csv, manifest_bwd.json and its DRAM run, dram_raw) against the
-    current model: per kernel and quantity, the share of launches within the target and the worst error."""
-    summary = ncu.summary(ncu.compare_files(agreement.RESULTS / raw, agreement.RESULTS / manifest,
-                                            dram_raw and agreement.RESULTS / dram_raw))
+def ncu_table(name="ncu"):
+    """An Nsight Compute run in results/h200 by name (`ncu.compare_run`: the forward's ncu, the long sequences'
+    ncu_edges and ncu_edges2, the backward's ncu_bwd) against the current model: per kernel and quantity, the share
+    of launches within the target and the worst error."""
+    summary = ncu.summary(ncu.compare_run(name, agreement.RESULTS))
     names = {"l2_to_sm_bytes": "L2→SM", "sm_to_l2_bytes": "SM→L2", "dram_read_bytes": "DRAM read",
              "dram_write_bytes": "DRAM write", "time_s": "time ≥ 100 µs"}
     lines = ["| kernel | " + " | ".join(f"{name} ({ncu.TARGETS[q]:.0%})" for q, name in names.items()) + " |",
@@ -503,7 +502,7 @@ def headline():
     pairs, picks = agreement.rows("bench.json"), agreement.tile_choice()
     flash2_pairs = [p for p in pairs if p[0]["provider"] == "flash2"]
     slowdown = [m for _, m in agreement.unsplit_slowdown().values()]
-    nsight = [r for r in ncu.compare_files(agreement.RESULTS / "ncu_raw.csv", agreement.RESULTS / "manifest.json")
+    nsight = [r for r in ncu.compare_run("ncu", agreement.RESULTS)
               if r["kernel"] in ("flash2", "hopper") and r["quantity"] == "l2_to_sm_bytes"]
     decode = agreement.summary(agreement.rows("decode.json"))
     training = agreement.summary(agreement.rows("bench_bwd.json"))
@@ -545,9 +544,7 @@ def headline():
 
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table,
-          "ncu_edges": lambda: ncu_table("ncu_edges_raw.csv", "manifest_edges.json"),
-          "ncu_edges2": lambda: ncu_table("ncu_edges2_raw.csv", "manifest_edges2.json"),
-          "ncu_bwd": lambda: ncu_table("ncu_bwd_raw.csv", "manifest_bwd.json", "ncu_bwd_dram_raw.csv"),
+          **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table,

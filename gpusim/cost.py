@@ -20,9 +20,9 @@ The model, in five steps, each a choice written down here:
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
-   With one resident program (b = 1) nothing runs on the units while it waits for its first loads and its
-   set-up (the warp-specialized Hopper kernel's TMA descriptors), so those add to b * busiest(J); with two or
-   more, another program's steps fill them.
+   With one resident program (b = 1) nothing runs on the units while it waits for its first loads (a
+   prefetching kernel's first K/V tile among them) and its set-up (the warp-specialized Hopper kernel's TMA
+   descriptors), so those add to b * busiest(J); with two or more, another program's steps fill them.
    This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
    cannot keep the busiest unit busy (one store burst per program, nothing overlapping it) is
    latency-bound, and its achieved bandwidth is the bytes b programs keep in flight over their latency.
@@ -212,9 +212,15 @@ def wait(gpu, nbytes):
 
 def chain(step, j):
     """One program alone: its first loads, its set-up, j steps, its epilogue."""
+    return first_loads(step, j) + step.fixed_compute_s + j * step.chain_s
+
+
+def first_loads(step, j):
+    """What a program waits for before its first step's compute: its own loads (Q's tile), its set-up, and where
+    it prefetches (num_stages ahead), its first step's loads, which nothing earlier in the program issued."""
     gpu = step.grid.cfg.gpu
-    first = wait(gpu, step.step_bytes) if step.prefetched else 0.0  # a prefetching program waits its first step
-    return wait(gpu, step.fixed_bytes) + step.fixed_compute_s + step.setup_s + (j > 0) * first + j * step.chain_s
+    first = wait(gpu, step.step_bytes) if step.prefetched else 0.0
+    return wait(gpu, step.fixed_bytes) + step.setup_s + (j > 0) * first
 
 
 def busy(step, j, sharing):
@@ -231,9 +237,8 @@ def busy(step, j, sharing):
 
 def tau(step, j, sharing):
     """A program of j steps holds its slot for max(chain, busy); with one resident program (b = 1) its first
-    loads and set-up overlap no other program's work."""
-    b = step.grid.resident
-    alone = wait(step.grid.cfg.gpu, step.fixed_bytes) + step.setup_s if b == 1 else 0.0
+    loads and set-up (a prefetching program's first step's loads among them) overlap no other program's work."""
+    alone = first_loads(step, j) if step.grid.resident == 1 else 0.0
     return np.maximum(chain(step, j), busy(step, j, sharing) + alone)
 
 

@@ -57,3 +57,23 @@ def test_generated_tables_are_what_the_current_code_computes(document):
     _, perf_report = _agreement()
     text = (ROOT / document).read_text()
     assert perf_report.render(text) == text, "run python -m benchmarks.perf_report --write and review the change"
+
+
+def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model_prices_them():
+    """docs/perf.md's figures after the first K/V tile's wait joined a lone program's slot time (cost.first_loads):
+    program_setup.json's Hopper rows, and the held-out sets' Hopper rows, recomputed."""
+    agreement, _ = _agreement()
+    rows = agreement.program_setup_rows()
+    many = [x for row, x in rows if row["waves"] > 1]
+    one = [x for row, x in rows if row["waves"] == 1]
+    held = [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2034))]
+            for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
+    within = lambda xs: sum(0.8 <= x <= 1.2 for x in xs)  # noqa: E731
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert (f"the {len(many)} rows at 4 and 16 waves {min(many):.2f}–{max(many):.2f} ({within(many)} within 20%, 31 "
+            f"before), the {len(one)} one-wave rows {min(one):.2f}–{max(one):.2f}") in text
+    assert f"their {len(held)} Hopper rows 81% → {within(held) / len(held):.0%} within 20%" in text
+    short = [x for row, x in rows if (row["head_dim"], row["waves"]) == (64, 16) and row["steps"] <= 2]
+    long_ = [x for row, x in rows if (row["head_dim"], row["steps"]) == (128, 16) and row["waves"] > 1]
+    assert (f"(J = 1–2: {min(short):.2f}–{max(short):.2f}), and d = 128 at J = 16 past one wave "
+            f"({min(long_):.2f}–{max(long_):.2f})") in text

@@ -318,8 +318,9 @@ def test_ncu_compares_backward_kernels_with_the_training_step_gpusim_prices():
              "pass": "backward", "block_q": 128, "block_kv": 32, "kernels": ["preprocess", "dkdv", "dq"]}
     config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
     launches, dram_launches = [{"kernel_name": "vectorized_elementwise_kernel"}], [{"kernel_name": "fill"}]
+    simulated = ncu.simulated_launches("flash2", config, backward=True)
     for kernel in entry["kernels"]:
-        sim = ncu.simulated_launch("flash2", kernel, config, backward=True)
+        sim = simulated[kernel]
         launches.append({"kernel_name": f"{kernel}_kernel", **sim, "dram_read_bytes": 1.1 * sim["dram_read_bytes"],
                          "dram_write_bytes": 2 * sim["dram_write_bytes"]})
         dram_launches.append({"kernel_name": f"{kernel}_kernel", "dram_read_bytes": 1.1 * sim["dram_read_bytes"],

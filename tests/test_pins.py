@@ -218,6 +218,26 @@ def test_the_waves_add_up_program_by_program():
     assert k.predicted_time_s == pytest.approx(expected, rel=1e-12)
 
 
+
+def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
+    """The Hopper kernel's table launch at d = 128 holds one block per SM and loads ahead (TMA, a producer warp
+    group). Alone on its SM, a program of j steps holds its slot for its busy time plus everything it waits for
+    before its first step's compute, nothing else running then: Q's tile and its epilogue's bytes (the fixed
+    bytes), its TMA descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
+    r = gpusim.simulate("hopper", seq=8192, head_dim=128, heads=16, batch=4, gpu=H200)
+    cfg, k = r.config, r.kernels[0]
+    counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == "hopper"}
+    dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == "hopper"}
+    grid = cost.occupied(cfg, "hopper", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+    step = cost.one_step(grid, cost.rates(grid))
+    assert grid.resident == 1 and step.prefetched and step.setup_s > 0
+    gpu, j = cfg.gpu, cfg.tiling.tiles
+    waited = cost.wait(gpu, step.fixed_bytes) + step.setup_s + cost.wait(gpu, step.step_bytes)
+    busy = cost.busy(step, j, 1)
+    assert cost.chain(step, j) < busy  # compute-bound: the slot time is the busy time and the waits
+    assert cost.tau(step, j, 1) == pytest.approx(busy + waited, rel=1e-12)
+
+
 # The command line against simulate().
 
 def cli_json(argv):
