@@ -198,6 +198,15 @@ def test_each_launch_pays_the_launch_overhead_once():
         assert gap == pytest.approx(launches * (1e-3 - A100.launch_overhead_s), rel=1e-9)
 
 
+def _schedule(r):
+    """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch."""
+    k = r.kernels[0]
+    counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == k.name}
+    dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == k.name}
+    grid = cost.occupied(r.config, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+    return grid, cost.one_step(grid, cost.rates(grid))
+
+
 def test_the_waves_add_up_program_by_program():
     """flash1's programs all walk the same steps. gpusim/cost.py's step 5: time = (the sum of every program's
     tau - the last wave's) / slots + the last wave's longest tau + the launch overhead, with P programs in S =
@@ -205,10 +214,7 @@ def test_the_waves_add_up_program_by_program():
     here from cost.tau alone."""
     r = gpusim.simulate("flash1", seq=2048, head_dim=64, heads=32, batch=20, gpu=H200)
     cfg, k = r.config, r.kernels[0]
-    counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == "flash1"}
-    dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == "flash1"}
-    grid = cost.occupied(cfg, "flash1", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    step = cost.one_step(grid, cost.rates(grid))
+    grid, step = _schedule(r)
     programs, slots, sms = cfg.bh, grid.slots, cfg.gpu.sm_count
     last = programs - (math.ceil(programs / slots) - 1) * slots
     steps = cfg.tiling.tiles
@@ -225,11 +231,8 @@ def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
     before its first step's compute, nothing else running then: Q's tile and its epilogue's bytes (the fixed
     bytes), its TMA descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
     r = gpusim.simulate("hopper", seq=8192, head_dim=128, heads=16, batch=4, gpu=H200)
-    cfg, k = r.config, r.kernels[0]
-    counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == "hopper"}
-    dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == "hopper"}
-    grid = cost.occupied(cfg, "hopper", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    step = cost.one_step(grid, cost.rates(grid))
+    cfg = r.config
+    grid, step = _schedule(r)
     assert grid.resident == 1 and step.prefetched and step.setup_s > 0
     gpu, j = cfg.gpu, cfg.tiling.tiles
     waited = cost.wait(gpu, step.fixed_bytes) + step.setup_s + cost.wait(gpu, step.step_bytes)
