@@ -65,14 +65,6 @@ def _longest_naive_run():
     return f"were run up to N = {max(r['seq'] for r in rows):,}"
 
 
-def _spills():
-    rows = json.loads((ROOT / "results" / "sm90_ptxas.json").read_text())["rows"]
-    spill = {c: [r["spill_store_bytes"] for r in rows if r["kernel"].startswith("flash1") and r["causal"] == c]
-             for c in (True, False)}
-    return (f"{min(spill[True])} to {max(spill[True])} bytes per thread under the causal mask, "
-            f"{min(spill[False])} to {max(spill[False])} without")
-
-
 def _cudnn_ahead():
     """How much faster cuDNN's graph ran than the rule's graphed launch, at its best point (serving_splits.json)."""
     rows = _results("serving_splits.json")
@@ -101,7 +93,6 @@ FACTS = [
     Phrase("08", "132 on an H200", lambda: f"{_gpu('H200').sm_count} on an H200"),
     Phrase("08", "ran up to 2% faster", _cudnn_ahead),
     Phrase("09", "an A100's 40 MiB L2", lambda: f"an A100's {_gpu('A100-40GB').l2_bytes / 2**20:.0f} MiB L2"),
-    Phrase("12", "68 to 96 bytes per thread under the causal mask, 8 to 12 without", _spills),
     Phrase("06", "N = 1,024 to 32,768", _ncu_range),
     Phrase("12", "N = 1,024 to 32,768 (the naive kernels and flash1 to 16,384)", _ncu_range_naive),
     Phrase("12", "were run up to N = 32,768", _longest_naive_run),

@@ -369,7 +369,7 @@ CONTROLS = {
     "09_training.ipynb": ("widgets.BackwardStepper(", "dropdown", "algo"),
     "10_write_the_kernels.ipynb": ("choice.causal_share_question()", "choice", ""),
     "11_claims_scorecard.ipynb": ("choice.wrong_question(rows)", "choice", ""),
-    "12_appendix_provenance.ipynb": ("choice.floor_question(", "choice", ""),
+    "12_appendix_provenance.ipynb": ("choice.time_miss_question(", "choice", ""),
     "13_beyond_one_gpu.ipynb": ("widgets.TimelineExplorer(", "dropdown", "strategy"),
 }
 

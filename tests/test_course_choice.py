@@ -41,4 +41,9 @@ def test_the_notebooks_questions_answer_from_their_sources(tmp_path):
     wrong = sum(r.judged.verdict == "wrong" for r in scored)
     assert str(wrong) in choice.wrong_question(scored).why
     ncu = read_results(RESULTS / "ncu.json")["rows"]
-    assert choice.floor_question(ncu).answer.startswith("below")
+    below = sum(r["simulated"] < r["measured"] for r in ncu if r["quantity"] == "time_s")  # 41 of 80 launches
+    assert 0.4 <= below / sum(r["quantity"] == "time_s" for r in ncu) <= 0.6
+    assert choice.time_miss_question(ncu).answer == "below and above about as often: an estimate"
+    ones = [{"quantity": "time_s", "simulated": 1.0, "measured": m} for m in (2.0, 2.0, 2.0, 0.5)]
+    assert choice.time_miss_question(ones).answer.endswith("a floor")
+    assert choice.time_miss_question(ones[2:] + ones[3:] * 2).answer.endswith("a ceiling")
