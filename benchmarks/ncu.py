@@ -4,12 +4,12 @@ On the GPU, `NCU_S=240 OUT=$OUT bash benchmarks/h200_session.sh ncu` (ncu_bwd, n
 for the backward and for flash2 and the Hopper kernel at long sequences) runs the workload under Nsight Compute
 twice and compares:
 
-    ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \
-        --page raw --metrics $(python -m benchmarks.ncu metrics --available query.txt) --log-file raw.csv \
+    ncu --clock-control none --profile-from-start off --cache-control all --print-units base --csv \\
+        --page raw --metrics $(python -m benchmarks.ncu metrics --available query.txt) --log-file raw.csv \\
         python -m benchmarks.ncu workload --manifest manifest.json
-    ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file dram_raw.csv \
+    ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file dram_raw.csv \\
         python -m benchmarks.ncu workload --manifest manifest_dram.json
-    python -m benchmarks.ncu compare --csv raw.csv --dram-csv dram_raw.csv --manifest manifest.json \
+    python -m benchmarks.ncu compare --csv raw.csv --dram-csv dram_raw.csv --manifest manifest.json \\
         --out results/h200/ncu.json
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
@@ -134,7 +134,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
             with open(manifest_path, "w") as f:  # after every launch: a crash keeps what was profiled
                 json.dump(manifest, f, indent=1)
             print(f"{algo:7s} N={cfg['seq']:6d} d={cfg['head_dim']:3d} causal={cfg['causal']}", file=sys.stderr)
-        del q, k, v, do, fn  # kept in torch's cache: memory freed to the driver is scrubbed, in DRAM writes (run 91)
+        del q, k, v, do, fn  # kept in torch's cache: memory freed to the driver is cleared in DRAM writes (runs 90, 92)
 
 
 def profiled_setup():

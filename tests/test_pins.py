@@ -228,8 +228,8 @@ def test_the_waves_add_up_program_by_program():
 def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
     """The Hopper kernel's table launch at d = 128 holds one block per SM and loads ahead (TMA, a producer warp
     group). Alone on its SM, a program of j steps holds its slot for its busy time plus everything it waits for
-    before its first step's compute, nothing else running then: Q's tile and its epilogue's bytes (the fixed
-    bytes), its TMA descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
+    before its first step's compute, nothing else running then: its loads outside the steps (Q's tile), its TMA
+    descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
     r = gpusim.simulate("hopper", seq=8192, head_dim=128, heads=16, batch=4, gpu=H200)
     cfg = r.config
     grid, step = _schedule(r)
