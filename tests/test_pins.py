@@ -125,6 +125,21 @@ def test_hopper_warp_specialized_block_has_a_producer_and_two_consumers():
     assert resources(ws, "hopper").num_warps == 12 and resources(swp, "hopper").num_warps == 8
 
 
+def test_the_rotated_hopper_loop_is_one_instruction_stream():
+    """The launch table's causal d = 64 launch rotates its loop (overlap=True); timed it bought 0.95-1.03x over the
+    same launch unrotated (docs/hopper.md), so its step is priced serially: the same launch with overlap=False
+    costs the same, to the byte and the second, and only the warp-specialized launch has two streams."""
+    rotated = gpusim.simulate("hopper", seq=4096, head_dim=64, heads=32, causal=True, gpu=H200)
+    cfg = rotated.config
+    assert cfg.pass_.tiles(cfg).overlap and cfg.pass_.streams(cfg, "hopper") == 1
+    plain = dataclasses.replace(cfg, user_tiles=gpusim.Tiles(cfg.block_q, cfg.block_kv, overlap=False))
+    assert not plain.pass_.tiles(plain).overlap
+    grids = [_schedule_of(c, rotated) for c in (cfg, plain)]
+    assert grids[0][1].serial_s == grids[1][1].serial_s == grids[0][1].overlapped_s
+    ws = gpusim.simulate("hopper", seq=4096, head_dim=64, heads=32, gpu=H200).config
+    assert ws.pass_.streams(ws, "hopper") == 2
+
+
 def test_hopper_causal_launches_its_longest_programs_first():
     """Causal, the Hopper launch orders each head's Q blocks longest first (lpt_heads), so the last program
     launched walks one K/V block; flash2 launches them in order, so its last walks all Tr = 32."""
@@ -200,10 +215,15 @@ def test_each_launch_pays_the_launch_overhead_once():
 
 def _schedule(r):
     """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch."""
+    return _schedule_of(r.config, r)
+
+
+def _schedule_of(cfg, r):
+    """The same for cfg's launch, with the Result r's counts (a launch option that changes no byte)."""
     k = r.kernels[0]
     counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == k.name}
     dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == k.name}
-    grid = cost.occupied(r.config, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+    grid = cost.occupied(cfg, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
     return grid, cost.one_step(grid, cost.rates(grid))
 
 
