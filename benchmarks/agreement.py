@@ -19,8 +19,6 @@ from pathlib import Path
 import gpusim
 import gpusim.passes.hopper
 from gpusim import decode
-from gpusim.config import make_config
-from gpusim.run import _forward
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
@@ -112,10 +110,10 @@ def program_setup_rows():
         if row["algo"] == "flash2" or "ms" not in row:
             continue
         knobs = dict(num_warps=8, num_stages=3, warp_specialize=False) if row["algo"] == "hopper_swp" else {}
-        cfg = make_config("hopper", batch=1, heads=row["heads"], seq=row["seq"], seq_kv=row["seq_kv"],
-                          head_dim=row["head_dim"], dtype="fp16", gpu=PRESET,
-                          tiles=gpusim.Tiles(row["block_q"], row["block_kv"], **knobs))
-        out.append((row, _forward(cfg, None, False, given=False)[0].predicted_time_s / (row["ms"] * 1e-3)))
+        r = gpusim.simulate("hopper", batch=1, heads=row["heads"], seq=row["seq"], seq_kv=row["seq_kv"],
+                            head_dim=row["head_dim"], dtype="fp16", gpu=PRESET,
+                            tiles=gpusim.Tiles(row["block_q"], row["block_kv"], **knobs))
+        out.append((row, r.predicted_time_s / (row["ms"] * 1e-3)))
     return out
 
 

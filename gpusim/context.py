@@ -182,7 +182,7 @@ def _check(algo, gpus, strategy, link, seq, head_dim, heads, batch, kv_heads, ca
     for name, value in rest.items():
         if value is not None and value is not False:
             raise ValueError(f"{name}={value!r} does not apply to gpus={gpus}: context parallelism is the forward only "
-                             "(no backward, decoding or arrays)")
+                             "(no backward, decoding or arrays), its tiles given as block_q and block_kv")
     if not isinstance(gpus, int) or gpus < 1:
         raise ValueError(f"gpus={gpus!r}: a positive integer")
     strategy = strategy or "ring"

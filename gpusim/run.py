@@ -14,6 +14,7 @@ from .decode_execute import execute as execute_decode
 from .execute import check_executable, execute, execute_backward, floats
 from .hardware import get_gpu
 from .result import Result, time_kernels
+from .shape import given_tiles
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
@@ -23,11 +24,11 @@ TRAINABLE = backward.ALGOS  # the algorithms with a backward pass
 
 def forward(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
             block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
-            trace=False):
+            trace=False, tiles=None):
     """One forward pass of `algo` (naive, flash1, flash2, hopper): simulate()'s Result, its keywords."""
     cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
                                              seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
-                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align, tiles=tiles), (q, k, v))
     if arrays or trace:
         check_executable(cfg)
         arrays = arrays or _drawn(cfg)[:3]
@@ -36,13 +37,13 @@ def forward(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=N
 
 def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
           block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
-          trace=False, backward_blocks=None, do=None):
+          trace=False, backward_blocks=None, do=None, tiles=None):
     """One training step of `algo` (naive, flash1, flash2): the forward's kernels, then the backward's.
     With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
     _trainable(algo)
     cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
                                              seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
-                                             dtype=dtype, gpu=gpu, causal_align=causal_align), (q, k, v))
+                                             dtype=dtype, gpu=gpu, causal_align=causal_align, tiles=tiles), (q, k, v))
     bwd = _backward_config(cfg, backward_blocks, arrays, do)
     if arrays or trace:
         check_executable(cfg)
@@ -105,7 +106,9 @@ def _forward_config(algo, given, qkv):
     shape |= dict(heads=1 if shape["heads"] is None else shape["heads"], batch=1 if shape["batch"] is None else
                   shape["batch"], causal=given["causal"],
                   dtype=dtype or "fp16", gpu=given["gpu"], causal_align=given["causal_align"] or "top_left")
-    block_q, block_kv = given["block_q"], given["block_kv"]
+    block_q, block_kv, tiles = given_tiles(given["tiles"], given["block_q"], given["block_kv"])
+    if tiles is not None:  # a caller's Tiles: its blocks, and the launch's knobs it sets
+        return make_config(algo, tiles=tiles, **shape), arrays
     if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
         own = pass_of(algo).kernel_blocks(shape["head_dim"], shape["dtype"], given["causal"])
         best = own or best_blocks(algo, **shape)

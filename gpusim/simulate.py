@@ -11,7 +11,7 @@ from .run import BLOCKS, best_blocks, candidates, decode_step, forward, train  #
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
              block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None,
              v=None, trace=False, backward=False, do=None, backward_blocks=None, num_splits=None,
-             page_size=None, grouped=None, block_table=None, gpus=1, strategy=None, link=None):
+             page_size=None, grouped=None, block_table=None, gpus=1, strategy=None, link=None, tiles=None):
     """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass, one
     training step (backward=True) or one decoding step (algo="split_kv").
 
@@ -19,7 +19,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
     (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
     tiles the project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its
-    launch table's (gpusim/passes/hopper.py LAUNCHES). dtype: the storage dtype whose bytes are counted
+    launch table's (gpusim/passes/hopper.py LAUNCHES). tiles: a gpusim.Tiles instead of block_q, block_kv, with the
+    launch's knobs it sets (num_warps, num_stages; the Hopper kernel's warp_specialize, mask, overlap,
+    lpt_heads) priced as the kernels launch them. dtype: the storage dtype whose bytes are counted
     (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays
     (exact arithmetic on a model of half-precision storage) and in count mode. causal_align: "top_left" (the
     default; torch's is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
@@ -49,15 +51,15 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
                  gpu=gpu, q=q, k=k, v=v, trace=trace)
     if str(algo).lower() in DECODE:
         _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
-                   backward=backward or None, do=do, backward_blocks=backward_blocks)
+                   backward=backward or None, do=do, backward_blocks=backward_blocks, tiles=tiles)
         return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
                            **decoding | dict(grouped=True if grouped is None else grouped))
     _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
-    tiles = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align)
+    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align, tiles=tiles)
     if backward:
-        return train(algo, **shape, **tiles, backward_blocks=backward_blocks, do=do)
+        return train(algo, **shape, **launch, backward_blocks=backward_blocks, do=do)
     _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
-    return forward(algo, **shape, **tiles)
+    return forward(algo, **shape, **launch)
 
 
 def _only_with(what, where, **given):

@@ -165,3 +165,21 @@ def test_a_long_walk_reports_its_progress_on_stderr(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     steps = 16 * 16 + 16  # a step per tile, one more per Q block
     assert len(lines) == 20 and lines[-1] == f"gpusim: {steps // 20 * 20:,} of {steps:,} steps"
+
+
+def test_simulate_takes_a_tiles_and_refuses_it_where_it_does_not_apply():
+    """simulate(tiles=gpusim.Tiles(...)): the blocks and the knobs the kernel takes, priced as launched (the same
+    Config as make_config's); one line each for both blocks and tiles, a knob the kernel does not take, decoding
+    and several GPUs."""
+    tiles = gpusim.Tiles(64, 32, num_warps=2)
+    r = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=4, tiles=tiles, gpu="H200")
+    assert r.config == gpusim.config.make_config("flash2", seq=1024, head_dim=64, heads=4, tiles=tiles, gpu="H200")
+    assert (r.config.tiles.blocks, r.config.tiles.num_warps) == ((64, 32), 2)
+    plain = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=4, block_q=64, block_kv=32, gpu="H200")
+    assert r.counts == plain.counts and r.predicted_time_s != plain.predicted_time_s  # 2 warps, not the rule's 4
+    for kw, says in ((dict(algo="flash2", block_q=64), "were both given"),
+                     (dict(algo="flash2", tiles=gpusim.Tiles(64, 32, overlap=True)), "the flash2 kernel takes"),
+                     (dict(algo="split_kv", seq=None, seq_kv=1024), "does not apply to algo='split_kv'"),
+                     (dict(algo="flash2", gpus=2), "its tiles given as block_q and block_kv")):
+        with pytest.raises(ValueError, match=says):
+            gpusim.simulate(**{"seq": 1024, "head_dim": 64, "tiles": tiles, **kw})
