@@ -1,6 +1,6 @@
 """Registers, spills and shared memory of the project's Triton kernels as compiled for an architecture,
 read off triton's compiler and ptxas by benchmarks/resources.py (results/sm90_resources.json holds the
-same rows with the triton version; tests/test_occupancy.py checks the two agree). Written by
+same rows with the triton version; tests/test_presets.py checks the two agree). Written by
 `python -m benchmarks.resources --out results/sm90_resources.json --model gpusim/compiled.py`.
 
 Key: (arch, kernel, shape, dtype, causal, block_q, block_kv, num_warps, num_stages); shape is head_dim, or

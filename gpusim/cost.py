@@ -14,8 +14,10 @@ The model, in five steps, each a choice written down here:
 3. One program. A program does a prologue (its first loads: one memory latency plus the transfer), J
    steps (one K/V tile each for the flash kernels), and an epilogue (its stores). Within one program the
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
-   a step's loads are exposed unless the kernel prefetches them (num_stages > 1), in which case a step
-   waits only for what the prefetch distance does not cover; each spill reload in the compiled step waits
+   a step's loads are exposed unless they arrive ahead of it (TMA copies issued num_stages ahead, or a
+   warp-specialized producer), in which case a step waits only for what the prefetch distance does not cover
+   (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured); each spill
+   reload in the compiled step waits
    an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
 4. One SM. The b resident programs share the units, so a program occupies its slot for

@@ -14,8 +14,8 @@ this is FlashAttention-2's decode path (kernel "decode"): one program per (batch
 log-sum-exp directly. With more (kernel "split_kv"), each program writes a partial O and LSE in fp32,
 and kernel "reduce" (one program per query row: (batch, query head, row)) merges them and writes O
 once in the input dtype. The merge is the online softmax's: each split's O was normalised by its own
-sum, so it is weighted by exp(LSE_s - LSE), LSE = log sum_s exp(LSE_s); the reduce loads every split's
-LSE at once, takes their max, and sums the weighted partial O in one pass.
+sum, so it is weighted by exp(LSE_s - LSE), LSE = log sum_s exp(LSE_s); the reduce loads the splits' LSE
+and partial O REDUCE_SPLITS at a time and merges them online (one compiled kernel for any split count).
 
 Paged cache. With page_size = P the cache is (num_pages, P, kv_heads, d) and request b's token t lives in
 page block_table[b, t // P], row t % P. A program reads one int32 block-table entry for each page its
@@ -96,8 +96,8 @@ def split_slots(launch):
     """The programs the split rule places: every SM's resident split blocks but one (4 of 5 on an H200).
     Measured on the H200 (results/h200/decode_splits.json, Llama-3-8B, pages of 16): 512 programs (64 splits
     at batch 1, 8 at batch 8) ran fastest, or within 1% of it, from 4K to 128K tokens; filling all 5 slots
-    (82 and 9 splits) ran 0.5-5.5% slower (runs 12 and 14), flash-attention's rule over 2 per SM (29 splits)
-    1.2x slower (run 9, decode_tiles.json)."""
+    (82 splits at batch 1) ran 1.3-6.3% slower (run 76; runs 12 and 14 had 0.5-5.5%, and 9 splits at batch 8),
+    flash-attention's rule over 2 per SM (29 splits) 1.2x slower (run 9, decode_tiles.json)."""
     return max(launch.gpu.sm_count, resident_programs(launch) - launch.gpu.sm_count)
 
 

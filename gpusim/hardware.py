@@ -209,8 +209,9 @@ PRESETS = {
     ]
 }
 # The lent H200 as measured, beside the datasheet preset: copy bandwidth (results/h200/ceilings.json,
-# 2026-11-29) and the microbenchmarks of 2026-11-30 (results/h200/latency.json, bandwidth.json,
-# matmul_tiles.json), each constant derived from them by benchmarks/h200_constants.py, which
+# 2026-11-29, read as it is), the microbenchmarks of 2026-11-30 (results/h200/latency.json, bandwidth.json,
+# matmul_tiles.json; 32 x 32 tiles from matmul_tiles_more.json, run 62) and a training step's host cost
+# (host.json, run 44), each constant but the copy rate derived by benchmarks/h200_constants.py, which
 # tests/test_presets.py re-runs: none is fitted to attention timings.
 PRESETS["H200-measured"] = dataclasses.replace(
     PRESETS["H200"], name="H200-measured",

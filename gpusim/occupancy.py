@@ -6,7 +6,7 @@ Registers per thread come from the compiled kernel where the project has compile
 architecture (gpusim/compiled.py, written by benchmarks/resources.py from triton's own compiler and ptxas),
 and otherwise from an estimate from the tile shapes: the fp32 tiles a block keeps in registers (the score
 tile S_ij, the accumulator O_i, ...) spread over its threads, plus what every kernel keeps besides (indices,
-pointers, row statistics), REGISTER_BASE. tests/test_occupancy.py checks the estimate against the compiled
+pointers, row statistics), REGISTER_BASE. tests/test_presets.py checks the estimate against the compiled
 values.
 """
 from dataclasses import dataclass

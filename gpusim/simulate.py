@@ -17,29 +17,27 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
     algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
-    (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the
-    tiles the project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its
-    launch table's (gpusim/passes/hopper.py LAUNCHES). tiles: a gpusim.Tiles instead of block_q, block_kv, with the
-    launch's knobs it sets (num_warps, num_stages; the Hopper kernel's warp_specialize, mask, overlap,
-    lpt_heads) priced as the kernels launch them. dtype: the storage dtype whose bytes are counted
-    (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16, float32 -> fp32), fp16 for float64 arrays
-    (exact arithmetic on a model of half-precision storage) and in count mode. causal_align: "top_left" (the
-    default; torch's is_causal: row r sees keys 0..r) or "bottom_right" (row r sees keys 0..r + seq_kv - seq).
-
-    Without arrays only the schedule is counted (count mode: closed forms, any N up to 2**40). With q, k, v
-    (NumPy) it runs on them tile by tile (execute mode: `output`; the same counts); trace=True records every
-    step (without arrays on seeded standard normal q, k, v).
+    (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc); None: the tiles the
+    project's kernel runs when given none: the fastest predicted (best_blocks), or for "hopper" its launch
+    table's (gpusim/passes/hopper.py LAUNCHES). tiles: a gpusim.Tiles in their place, with the launch knobs it
+    sets (num_warps, num_stages; hopper's warp_specialize, mask, overlap, lpt_heads), priced as launched. dtype:
+    the storage dtype whose bytes are counted (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16,
+    float32 -> fp32), fp16 for float64 arrays (exact arithmetic on a model of half-precision storage) and in
+    count mode. causal_align: "top_left" (the default; torch's is_causal: row r sees keys 0..r) or
+    "bottom_right" (row r sees keys 0..r + seq_kv - seq). Without arrays only the schedule is counted (count
+    mode: closed forms, any N up to 2**40). With q, k, v (NumPy) it runs on them tile by tile (execute mode:
+    `output`; the same counts); trace=True records every step (without arrays on seeded standard normal q, k, v).
 
     Training (backward=True; naive, flash1, flash2; train()): the forward's kernels, then the backward's, each
     KernelResult with pass_ "forward" or "backward"; backward_blocks: the backward's (Br, Bc) (None: naive's
     forward tiles, flash's backward defaults). Execute mode needs do (shaped like q); grads = (dq, dk, dv).
 
     Decoding (algo="split_kv"; decode_step(), gpusim/decode.py): seq query rows (default 1) per request attend
-    to its cache of seq_kv tokens (one length, or one per request). num_splits (None: flash-attention's rule,
-    gpusim.decode.resident_programs), page_size (None: contiguous), grouped (default True: a program serves a
-    K/V head's group), block_kv (the chunk, 64), causal_align ("bottom_right"). Execute mode: q and the caches
-    k, v, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table.
-
+    to its cache of seq_kv tokens (one length, or one per request). num_splits (None: the most that fill every
+    SM's resident split blocks but one, decode.split_slots), page_size (None: contiguous), grouped (default
+    True: a program serves a K/V head's group), block_kv (the chunk, 64), causal_align ("bottom_right"). Execute
+    mode: q and the caches k, v, contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with
+    block_table.
     Context parallelism (gpus > 1, strategy, link): flash2's or hopper's forward over GPUs, gpusim/context.py.
     """
     if gpus != 1 or strategy is not None or link is not None:  # first: locals() are just the arguments

@@ -193,14 +193,6 @@ class Tiling:
             return None
         return np.arange(cols.start, cols.stop)[None, :] <= np.arange(rows.start, rows.stop)[:, None] + self.offset
 
-    def work(self):
-        """The K/V blocks each Q block visits, as (values, counts): the programs of a flash2 launch per
-        (batch, head), grouped, for the time model's schedule. O(Tr) only for causal; O(1) otherwise."""
-        if not self.causal:
-            return np.array([self.n_kv_blocks]), np.array([self.n_q_blocks])
-        j = np.array([self.kv_blocks_of(i) for i in range(self.n_q_blocks)])
-        values, counts = np.unique(j, return_counts=True)
-        return values, counts
 
 
 MAX_BINS = 4096  # a ramp of more Q blocks is summed over this many equal bins of its J values

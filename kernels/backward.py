@@ -6,7 +6,7 @@ tile by tile: "preprocess" writes D = rowsum(dO ∘ O); "dkdv" holds one K/V blo
 sums dV_j = Σ P_ijᵀ dO_i and dK_j = τ Σ dS_ijᵀ Q_i as Q blocks (Bc == block_kv rows) stream past, over the
 query heads of its K/V head's group (grouped-query attention); "dq" holds one Q block (Br rows) and sums
 dQ_i = τ Σ dS_ij K_j as K/V blocks (Bc rows) stream past, recomputing S and dP again rather than adding
-into dQ atomically (gpusim/backward.py says why). gpusim.backward counts the bytes they move.
+into dQ atomically (gpusim/passes/flash2_backward.py says why). gpusim.backward counts the bytes they move.
 """
 import inspect
 from functools import lru_cache, partial

@@ -191,7 +191,7 @@ def hopper_kernel(Q, K, V, O, LSE, N, N_KV, V_STRIDE, qk_scale, o_scale, lpt_hea
     m_i = tl.full([Br], float("-inf"), tl.float32)  # running row max (log2 units), in registers
     l_i = tl.zeros([Br], tl.float32)  # running row sum of exp2(s - m_i), in registers
     acc = tl.zeros([Br, D], tl.float32)  # O_i not yet divided by l_i, in registers
-    n_blocks = kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)  # blocks 0 .. J_i, as gpusim's schedule visits them
+    n_blocks = kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)  # blocks 0 .. J_i - 1, as gpusim's schedule visits them
     # Blocks 0 .. n_full-1 have all their keys and lie left of the diagonal: they need no mask (causal
     # masking of the diagonal blocks only, as FlashAttention-2 (Sec. 3.1.1) and -3 do). "every" masks them too.
     n_full = N_KV // Bc

@@ -39,8 +39,9 @@ def tile_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.constex
         a_offs, a_mask = row_offsets(rows, N, D, BLOCK_D)
         b_offs, b_mask = row_offsets(keys, N_KV, D, BLOCK_D)
         # .cg: cached in L2 only, not L1. Programs of one row of tiles load the same A_i, and two of them resident
-        # on one SM hit in its L1: Nsight measured qk's L2 -> SM bytes up to 8.6% under the count (N = 16384,
-        # d = 64, results/h200/ncu.json). Bypassing L1, every tile's loads are L2 -> SM bytes, as gpusim counts.
+        # on one SM hit in its L1: before .cg, Nsight measured qk's L2 -> SM bytes up to 8.6% under the count (N = 16384,
+        # d = 64, run 2; results/h200/ncu.json's qk rows are exact since). Bypassing L1, every tile's loads are
+        # L2 -> SM bytes, as gpusim counts.
         a_i = tl.load(A + bh * N * D + a_offs, mask=a_mask, other=0.0, cache_modifier=".cg")  # read Br*d
         b_j = tl.load(B + (bh // GROUP) * N_KV * D + b_offs, mask=b_mask, other=0.0, cache_modifier=".cg")  # read Bc*d
         c_ij = tl.dot(a_i, tl.trans(b_j), input_precision="ieee") * scale

@@ -1,5 +1,5 @@
 """What several passes share: tile sizes that fit, the masked score tile, software-pipeline depth, warps,
-the issue of a step, and the thread blocks in flight."""
+the issue of a step, and the spills of a compiled loop."""
 import numpy as np
 
 from ..compiled import ISSUE_PER_OP
@@ -7,7 +7,7 @@ from ..hardware import WARP
 from ..shape import MIN_BLOCK
 
 REGISTER_BASE = 40  # per thread besides the tiles: addresses, loop counters, m_i and l_i fragments (fitted to
-#                     the compiled kernels of gpusim/compiled.py: tests/test_occupancy.py checks the estimate)
+#                     the compiled kernels of gpusim/compiled.py: tests/test_presets.py checks the estimate)
 
 
 def pow2_floor(x):

@@ -112,7 +112,7 @@ class Flash2Backward(BackwardPass):
     def register_tiles(self, cfg, kernel):
         """dkdv: dK_j and dV_j accumulated in fp32 (Br x d each); dq: dQ_i (Br x d); both: two fp32 score tiles
         live at once (P_ij, then dP_ij and dS_ij; Br x Bc). preprocess: none; the compiler streams O_i ∘ dO_i
-        into its row sums (its compiles in gpusim/compiled.py need fewer registers than REGISTER_BASE)."""
+        into its row sums (its compiles in gpusim/compiled.py keep 32-52 registers, about REGISTER_BASE)."""
         d, tile = padded(cfg.head_dim), 8 * cfg.block_q * cfg.block_kv
         return {"preprocess": 0, "dkdv": 8 * cfg.block_q * d + tile, "dq": 4 * cfg.block_q * d + tile}[kernel]
 

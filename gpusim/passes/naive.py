@@ -26,7 +26,8 @@ def score_row(cfg):
     the LD - N_kv past the last key (0) and read them back with the rest, so they move with the counts."""
     return min(-(-cfg.seq_kv // ALIGN) * ALIGN, cfg.tiling.n_kv_blocks * cfg.block_kv)
 
-# Both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks, which kernels/naive.py takes).
+# Both matmuls start at 128 x 128 tiles, halved until they fit (paper_blocks; kernels/naive.py runs best_blocks'
+# tile when given none).
 MATMUL_TILE = 128
 PER_SCORE_QK = 1  # the scale
 # softmax per element: max, sum, divide; subtract and exp once per pass that computes exponentials
