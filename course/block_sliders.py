@@ -30,8 +30,8 @@ def config_error(config):
 
 
 def fit_blocks(config):
-    """(config, caps, limits) for the sliders. config: the given one, or with gpusim's default blocks when its
-    blocks do not fit. caps: {name: the largest block in BLOCKS that fits beside the other block}. limits:
+    """(config, caps, limits) for the sliders. config: the given one, or with the paper's blocks (gpusim.paper_blocks)
+    when its blocks do not fit. caps: {name: the largest block in BLOCKS that fits beside the other block}. limits:
     {name: (cap, gpusim's message for twice the cap)} for the blocks stopped below BLOCKS[-1]. Raises gpusim's
     ValueError when no block size can fix the configuration."""
     if config_error(config):

@@ -1,11 +1,11 @@
-"""How the decode and training notebooks' exercises are checked. The learner writes a small function;
+"""How the notebooks' exercises are checked. The learner writes a small function;
 `check(exercises, name, fn)` calls it on several cases, compares each answer with gpusim's, and returns a
 Verdict: right, wrong (the case, gpusim's answer and a hint aimed at the likely mistake) or not yet (the
 stub still returns None or raises NotImplementedError). It never raises for the learner's code.
 
 Each exercise module keeps {name: (checker, reference solution)}; a checker raises Stop or returns the
-message for a right answer. course/exercises.py (notebooks 1 to 5), inference/exercises.py,
-training/exercises.py, context/exercises.py and puzzles.py all report through it.
+message for a right answer. The exercises of hierarchy/, standard/, softmax/ and tiling/ (notebooks 1 to 5),
+inference/, training/ and context/, and the puzzles (puzzles/checker.py, puzzles/tiles.py) all report through it.
 """
 import inspect
 import math

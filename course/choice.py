@@ -58,7 +58,7 @@ def bits_question():
 
     c = bits.attention_bits()
     u = 2.0**-24
-    options = ("yes, every element has the same bits", "no, but within 64 units of the last place",
+    options = ("yes, every element has the same bits", "no, but within 64 units of the output's last place",
                "no, and further apart than that")
     answer = options[0] if c["equal_fraction"] == 1 else options[1] if c["max_difference"] <= 64 * u else options[2]
     return Choice("Run FlashAttention-2 and standard attention on the same float32 inputs. Is the output "

@@ -7,8 +7,8 @@ from html import escape
 
 import numpy as np
 
-# Where bytes are counted. Result.hbm_bytes (and by_tensor, counts) are every load and store the kernels
-# issue: the bytes the SMs request from the memory system, the FlashAttention paper's "HBM accesses". L2
+# Where bytes are counted. Result.hbm_bytes (and by_tensor, counts) are every load and store of the tensors the
+# kernels issue (a compiled kernel's spills are counted apart, Result.spills): the bytes the SMs request from the memory system, the FlashAttention paper's "HBM accesses". L2
 # serves the re-reads it still holds; Result.dram_* is the part that reaches DRAM (the HBM chips), as
 # gpusim's L2 model (gpusim/l2.py) estimates it.
 SM_BYTES = "requested by the SMs"

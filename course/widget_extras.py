@@ -1,4 +1,5 @@
-"""Two things the decode and training widgets add to the Live base (course/widget.py):
+"""What the decode and training widgets use beside the Live base (course/widget.py, which renders crisp figures
+and has its own guess box for a widget with a question()):
 
 - crisp images: the figure is rendered at PIXEL_RATIO times the pixels it is shown at, and the image is
   shown at the figure's size in CSS pixels (96 per inch), so matplotlib's points are the page's points and

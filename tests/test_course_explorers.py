@@ -176,7 +176,8 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
     for ax, (algo, r) in zip(ex.axes, ex.results.items()):
         terms = ex.per_tile[algo]
         assert terms == tables.tile_terms(r)
-        assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns")
+        assert ax.get_title().endswith(f"one tile every {terms['period'] * 1e9:,.0f} ns"
+                                       + (" if fully overlapped" if terms["overlapped"] else ""))
         assert [t.get_text() for t in ax.get_yticklabels()][0] == ("loads (TMA)" if algo == "hopper" else "loads")
         # loads, matmuls, softmax per tile
         assert len(ax.collections) == 3 * practice_widgets.OverlapExplorer.ITERATIONS

@@ -109,7 +109,7 @@ def test_tile_rows_tick_the_measured_and_predicted_fastest_and_the_lesson_names_
     predicted = [s.predicted_time_s for s in sims]
     assert [r["gpusim's fastest"] == "✓" for r in got] == [
         predicted[i] == min(predicted[2 * (i // 2):2 * (i // 2) + 2]) for i in range(4)]
-    assert [r["gpusim L2→SM"] for r in got] == [fmt_bytes(s.hbm_bytes) for s in sims]
+    assert [r["gpusim L2→SM"] for r in got] == [fmt_bytes(s.hbm_read_bytes) for s in sims]  # what ncu's l2_to_sm counts
     assert got[0]["gpusim predicted"] == fmt_time(predicted[0])
     assert practice_measured.tile_lesson(rows) == [
         "d = 128: 64 x 64 was the fastest tile in 2 of 2 measurements (1.11x "

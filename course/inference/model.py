@@ -64,9 +64,9 @@ def allocation(model="Llama-3-8B", steps=200, per_step=2.0, max_tokens=2048, pag
 def waste_claim_rows(users=50, max_tokens=(1024, 2048, 4096, 8192), steps=300, per_step=1.0, page_size=16,
                      model="Llama-3-8B", seed=0):
     """The source's "50 users chatting simultaneously. Pre-allocated GPU memory for max context length.
-    70% of that memory is wasted.": memory for `users` requests of max_tokens each, requests with
-    ShareGPT's lengths (gpusim.kvcache.arrivals), served contiguously and paged; per max_tokens, the share
-    of the reserved memory that held no token over the run, and the requests each allocator finished."""
+    70% of that memory is wasted.": memory for `users` requests of max_tokens each, requests of geometric
+    lengths with ShareGPT's means (gpusim.kvcache.arrivals), served contiguously and paged; per max_tokens, the
+    share of the reserved memory that held no token over the run, and the requests each allocator finished."""
     rows = []
     for longest in max_tokens:
         runs = allocation(model, steps, per_step, longest, page_size, users, seed)

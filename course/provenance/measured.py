@@ -52,7 +52,7 @@ def tile_rows(rows, gpu="H200-measured"):
             out.append({"d": d, "causal": causal, "N": seq, "tile": f"{r['block_q']} x {r['block_kv']}",
                         "measured": fmt_time(r["ms"] * 1e-3), "vs SDPA flash": f"{r['vs_sdpa_flash']:.2f}x",
                         "fastest measured": "✓" if i == fastest else "",
-                        "gpusim L2→SM": fmt_bytes(s.hbm_bytes), "gpusim predicted": fmt_time(s.predicted_time_s),
+                        "gpusim L2→SM": fmt_bytes(s.hbm_read_bytes), "gpusim predicted": fmt_time(s.predicted_time_s),
                         "gpusim's fastest": "✓" if i == predicted else ""})
     return out
 

@@ -1,7 +1,8 @@
-"""The claims of the scorecard that gpusim alone decides (claims.py holds those with an H200
-measurement, and the list of all): the source's block size and its order of HBM reads, the matmul share, the
-SRAM-to-HBM speed ratio, the warps' split of a tile, KV-cache memory, the size of S, and the thread blocks each
-FlashAttention launches. Each takes the results folder, unused here, so that every claim is called alike.
+"""The claims of the scorecard that gpusim decides (claims.py holds those with an H200 measurement, and the
+list of all): the source's block size and its order of HBM reads, the matmul share (Nsight's tensor-pipe share
+from results/h200/tensor_pipe.json where it was measured, gpusim's otherwise), the SRAM-to-HBM speed ratio, the
+warps' split of a tile, KV-cache memory, the size of S, and the thread blocks each FlashAttention launches. Each
+takes the results folder (only the matmul share reads it), so that every claim is called alike.
 """
 import gpusim
 from gpusim import kvcache

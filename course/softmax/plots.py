@@ -7,7 +7,7 @@ ULP_BINS = 16  # distances of ULP_BINS or more share the last bar
 
 def ulp_figure(comparisons):
     """Histograms of the ULP distance between two computations, one panel per comparison
-    (tables.bit_comparison results)."""
+    (bits.bit_comparison and bits.attention_bits results)."""
     fig, axes = plt.subplots(1, len(comparisons), figsize=(4 * len(comparisons), 3), layout="constrained",
                              squeeze=False)
     for ax, c in zip(axes[0], comparisons):

@@ -102,8 +102,8 @@ class TilingExplorer(Live):
                         "bytes", self.hbm_bytes, f"{self.hbm_bytes:,} B ({fmt_bytes(self.hbm_bytes)})")
 
     def _fit_blocks(self):
-        """Set the sliders to block_sliders.fit_blocks: gpusim's defaults for blocks that no longer fit, each
-        capped at the largest power of two that fits beside the other."""
+        """Set the sliders to block_sliders.fit_blocks: the paper's blocks (gpusim.paper_blocks) for blocks that no
+        longer fit, each capped at the largest power of two that fits beside the other."""
         config, caps, self.limits = block_sliders.fit_blocks(self.config)
         for name in BLOCK_NAMES:
             slider = getattr(self, name)
@@ -117,7 +117,7 @@ class TilingExplorer(Live):
         c, algo = self.curve, self.algo.value
         kib = [m / 1024 for m in c["sram_bytes"]]
         ax_thm.plot(kib, [b / 2**30 for b in c["naive"]], "o-", color=COLORS["naive"], label="naive (simulated)")
-        ax_thm.plot(kib, [b / 2**30 for b in c["flash"]], "o-", color=COLORS[algo], label=f"{algo}, default blocks")
+        ax_thm.plot(kib, [b / 2**30 for b in c["flash"]], "o-", color=COLORS[algo], label=f"{algo}, the paper's blocks")
         ax_thm.plot(kib, [b / 2**30 for b in c["theorem2"]], "k--", lw=1, label="Theorem 2: N²d²/M (scaled)")
         ax_thm.axvline(gpusim.get_gpu(self.gpu.value).sram_bytes_per_block / 1024, color="0.5", ls=":", lw=1,
                        label=f"{self.gpu.value}'s SRAM per block")

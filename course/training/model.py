@@ -62,7 +62,7 @@ def lse_recovers_p(seq=256, head_dim=64, seed=0):
     """Why one number per row is enough: P = softmax(S) row by row equals exp(S - LSE) with LSE = log sum
     exp(S), so the forward keeps the LSE (N floats per head) and the backward recomputes P from Q, K and it.
     Returns the bytes per head of P (fp16) and of the LSE (fp32), and the largest |P - exp(S - LSE)| in
-    float64 (a few units of roundoff, 2**-52 ~ 2.2e-16)."""
+    float64 (at most about one unit of float64 roundoff, 2**-52 ~ 2.2e-16)."""
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal((seq, head_dim)), rng.standard_normal((seq, head_dim))
     s = q @ k.T / np.sqrt(head_dim)
