@@ -22,7 +22,7 @@ import time
 SEQS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 LONG_SEQS = (65536, 131072)  # flash-style providers only: the others need N x N matrices
 # Beyond 32,768 tokens only the flash-style providers run: the others need N x N matrices, and flash1
-# (one thread block per batch and head: 32 here) would take seconds per call.
+# (one thread block per batch and head: 32 or 16 here) would take seconds per call.
 FLASH_ONLY = ("flash2", "hopper", "sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
 ERROR_ROWS = 128  # reference rows at each end of the sequence, for the relative error

@@ -16,7 +16,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
 - The L2's dirty lines at a launch's end (gpusim/l2.py's rule 4): l2_dirty.py's rows, a launch streaming R bytes
   once and writing W. Where W <= R / 16 (and R >= 128 MiB, so that the L2 cannot hold all of it), the writes of
-  the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + R) / (W x L2);
+  the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + DRAM reads) / (W x L2);
   where W >= 4 R, l2_dirty_fraction of the L2 is, the median of still_dirty / L2.
 - A training step's host cost per call (the floor of a short step timed from Python): host.py's
   flash2_train_step rows (median).

@@ -7,8 +7,8 @@ benchmark or fit has seen (GQA, bf16, seq_kv != seq, N not a multiple of 64, rag
 
 shapes(seed) draws the rows (numpy default_rng): forward passes of naive, flash2 (each configuration at three
 tiles gpusim accepts) and the Hopper kernel; flash2 training steps (flash2_attention_trainable forward +
-o.sum().backward()); decode batches of ragged cache lengths (decode_attention's prepared launch over a paged
-cache, pages of 16). Every forward and training row is valid for gpusim.simulate (tests/test_heldout.py).
+o.sum().backward()); decode batches of ragged cache lengths (a DecodePlan from plan_for_cache, its run timed,
+over a paged cache, pages of 16). Every forward and training row is valid for gpusim.simulate (tests/test_heldout.py).
 
 Timing: forward and decode rows, the median of the GPU work replayed from a CUDA graph
 (benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's

@@ -9,7 +9,7 @@ dirty. Nsight Compute run 87 measured the preprocess keeping about twice that sh
 this, and rule 4's two constants now come from it (benchmarks/h200_constants.py): L2_RECENT_FRACTION from the
 rows writing little, L2_DIRTY_FRACTION from those writing most.
 
-    NCU_S=200 OUT=$OUT bash benchmarks/h200_session.sh l2_dirty     # GPU: $OUT/l2_dirty.json and its raw CSV
+    NCU_S=200 OUT=$OUT bash benchmarks/h200_session.sh l2_dirty     # GPU: $OUT/l2_dirty.json; raw CSV, manifest in $OUT/logs.tar.gz
     TRITON_INTERPRET=1 python -m benchmarks.l2_dirty workload --manifest /tmp/m.json --smoke   # CPU: the launches
 
 The workload runs under ncu with the two DRAM counters alone (one pass: replayed, a launch writes 1.2-3.2 MB

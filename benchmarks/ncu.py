@@ -10,7 +10,11 @@ twice and compares:
     ncu ... --metrics $(python -m benchmarks.ncu metrics --dram) --log-file dram_raw.csv \\
         python -m benchmarks.ncu workload --manifest manifest_dram.json
     python -m benchmarks.ncu compare --csv raw.csv --dram-csv dram_raw.csv --manifest manifest.json \\
-        --out results/h200/ncu.json
+        --out $OUT/ncu.json
+
+The job leaves $OUT/NAME.json and .md; its CSVs and manifests (logs/raw_NAME.csv, logs/dram_NAME.csv,
+logs/manifest_raw_NAME.json) go into $OUT/logs.tar.gz, and are kept in results/h200 as NAME_raw.csv,
+NAME_dram_raw.csv and manifest.json (ncu) or manifest_SUFFIX.json (ncu_SUFFIX): what compare_run reads.
 
 The workload runs each kernel once inside cudaProfilerStart/Stop after a warm-up (compilation) launch,
 so ncu sees exactly one launch per kernel and configuration, with caches flushed before each. With

@@ -29,8 +29,8 @@ length not a multiple of 16 compiles to the same code. Rows with a "shape" are k
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
-(ptxas once per configuration, 50 CPU seconds). 558 configurations now: 10 minutes on 2 cores that other
-work shared (2026-12-01).
+(ptxas once per configuration, 50 CPU seconds). 486 configurations now (results/sm90_resources.json,
+2026-12-02).
 """
 import argparse
 import datetime

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run A: one call on the lent H200, the current kernels measured six ways, each job's JSON straight into $OUT.
 #
-#     OUT=$OUT bash benchmarks/run_a.sh          # from the repository root; about 8 minutes
+#     OUT=$OUT bash benchmarks/run_a.sh          # from the repository root; at most TOTAL_S (490 s; run 34: 188 s)
 #
 # Jobs, in order (each under `timeout`, its budget capped by what is left of TOTAL_S, so a hanging job
 # cannot take the others' time; a failing one does not stop the rest):
