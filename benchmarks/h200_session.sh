@@ -17,7 +17,8 @@ ncu_pair() {  # ncu_pair JOB WORKLOAD_ARGS...: benchmarks.ncu's workload under N
   # them; then with the DRAM counters alone, which Nsight Compute collects in one pass (no replay's writes)
   local name=$1 run
   shift
-  /usr/local/cuda/bin/ncu --query-metrics --query-metrics-mode all > "$OUT/logs/query_metrics.txt" 2>&1
+  [ -s "$OUT/logs/query_metrics.txt" ] ||  # once a call: the list is about 100 MB
+    /usr/local/cuda/bin/ncu --query-metrics --query-metrics-mode all > "$OUT/logs/query_metrics.txt" 2>&1
   for run in raw:"$(python -m benchmarks.ncu metrics --available "$OUT/logs/query_metrics.txt")" \
              dram:"$(python -m benchmarks.ncu metrics --dram)"; do
     timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off --cache-control all \

@@ -464,9 +464,9 @@ def held_out_line():
     met = [f"`{name}`" for name, pairs in sets.items() if meets_target(pairs)]
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted), within 20%: {scores}. Issue 24's target (90%, and 80% of each kind) is met by "
-            f"{', '.join(met) or 'none'}: `{HELD_OUT[0]}` was measured after every model change so far, the others "
-            f"before some of the changes since (their decode rows measured again with the 2-warp reduce, "
-            f"`docs/perf.md`).")
+            f"{', '.join(met) or 'none'}: each set was measured, and scored once, before some of the model's changes "
+            f"(`{HELD_OUT[0]}`, the last, before one; `docs/perf.md` says which; their decode rows measured again "
+            f"with the 2-warp reduce).")
 
 
 def meets_target(pairs):

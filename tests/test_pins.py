@@ -134,7 +134,7 @@ def test_the_rotated_hopper_loop_is_one_instruction_stream():
     assert cfg.pass_.tiles(cfg).overlap and cfg.pass_.streams(cfg, "hopper") == 1
     plain = dataclasses.replace(cfg, user_tiles=gpusim.Tiles(cfg.block_q, cfg.block_kv, overlap=False))
     assert not plain.pass_.tiles(plain).overlap
-    grids = [_schedule_of(c, rotated) for c in (cfg, plain)]
+    grids = [_schedule(rotated, c) for c in (cfg, plain)]
     assert grids[0][1].serial_s == grids[1][1].serial_s == grids[0][1].overlapped_s
     ws = gpusim.simulate("hopper", seq=4096, head_dim=64, heads=32, gpu=H200).config
     assert ws.pass_.streams(ws, "hopper") == 2
@@ -213,13 +213,10 @@ def test_each_launch_pays_the_launch_overhead_once():
         assert gap == pytest.approx(launches * (1e-3 - A100.launch_overhead_s), rel=1e-9)
 
 
-def _schedule(r):
-    """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch."""
-    return _schedule_of(r.config, r)
-
-
-def _schedule_of(cfg, r):
-    """The same for cfg's launch, with the Result r's counts (a launch option that changes no byte)."""
+def _schedule(r, cfg=None):
+    """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch, or of cfg's with
+    r's counts (a launch option that changes no byte)."""
+    cfg = cfg or r.config
     k = r.kernels[0]
     counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == k.name}
     dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == k.name}
