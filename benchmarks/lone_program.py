@@ -1,0 +1,79 @@
+"""A lone program's step, and a launch inside a CUDA graph: what a one-wave launch is made of.
+
+    python -m benchmarks.lone_program --out $OUT          # GPU: $OUT/lone_program.json, about 60 s
+    TRITON_INTERPRET=1 python -m benchmarks.lone_program --out /tmp/p --smoke
+
+flash2 with one program per SM (heads = 132, one Q block each, batch 1), each looping over J K/V blocks,
+J = 1, 2, 4, 8, 16, at four tiles per head dim and Triton's software pipeline 2, 3 and 4 stages deep (the
+launch rule's warps): the median GPU time per launch, replayed from a CUDA graph, as the fitted sets and the
+held-out sets are timed. Per tile and depth the time is a line in J whose slope is one step of a program
+that shares its SM with nobody (gpusim.cost.step_chain's lone wait), and whose intercept is the launch and
+the program's fixed work. Then an empty kernel, one program and one per SM: timed with CUDA events around
+each call (benchmarks/ceilings.py's launch_overhead_s) and replayed from a CUDA graph, which is what a
+launch adds to a graph-replayed time.
+"""
+from itertools import product
+
+import torch
+import triton
+import triton.language as tl
+
+import gpusim
+from benchmarks import probe
+from benchmarks.bench import gpu_time
+from gpusim_kernels import flash2_attention
+
+STEPS = (1, 2, 4, 8, 16)
+HEADS = 132  # one program per SM of the H200
+TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
+STAGES = (2, 3, 4)
+SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,))
+
+
+@triton.jit
+def _empty(x_ptr):
+    pass
+
+
+def measure_steps(results):
+    for head_dim, stages in product(TILES, STAGES):
+        for (block_q, block_kv), steps in product(TILES[head_dim], STEPS):
+            q = torch.randn(1, HEADS, block_q, head_dim, device=probe.DEVICE, dtype=torch.float16)
+            k, v = (torch.randn(1, HEADS, steps * block_kv, head_dim, device=probe.DEVICE, dtype=torch.float16)
+                    for _ in range(2))
+            tiles = gpusim.Tiles(block_q, block_kv, num_stages=stages)
+            call = lambda: flash2_attention(q, k, v, tiles=tiles)  # noqa: E731
+            row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
+                       steps=steps, heads=HEADS, seq=block_q, seq_kv=steps * block_kv)
+            results.add(probe.attempt(row, lambda: {"ms": _ms(call)}))
+            print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d}: {row.get('ms', row.get('error'))}",
+                  flush=True)
+
+
+def measure_launch(results):
+    y = torch.empty(1, device=probe.DEVICE)
+    for programs in (1, HEADS):
+        call = lambda: _empty[(programs,)](y)  # noqa: E731
+        for timing in ("events", "cuda_graph"):
+            row = dict(kind="empty", programs=programs, timing=timing)
+            measure = (lambda: {"ms": probe.median_ms(call)}) if timing == "events" else (lambda: {"ms": _ms(call)})
+            results.add(probe.attempt(row, measure))
+            print(f"empty kernel, {programs} programs, {timing}: {row.get('ms', row.get('error'))}", flush=True)
+
+
+def _ms(call):
+    return probe.launch_ms(call) if probe.INTERPRETED else gpu_time(call)["ms"]
+
+
+def main(argv=None):
+    ap = probe.parser(__doc__, "lone_program.json", pool=False)
+    args = ap.parse_args(argv)
+    if args.smoke:
+        globals().update(SMOKE)
+    results = probe.open_results("lone_program.json", args, argv)
+    measure_launch(results)
+    measure_steps(results)
+
+
+if __name__ == "__main__":
+    main()
