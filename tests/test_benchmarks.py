@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, matmul_tiles, overlap, probe, resources, tiles  # noqa: E402
+from benchmarks import (bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, lone_program, matmul_tiles, overlap,  # noqa: E402
+                        probe, resources, tiles)
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -120,6 +121,19 @@ def test_overlap_smoke_run_times_every_tile_at_every_occupancy(tmp_path, monkeyp
     assert [(r["variant"], r["br"], r["bc"], r["programs_per_sm"]) for r in rows] == [
         (variant, 32, 32, b) for variant in ("mma", "softmax") for b in (1, 2)]
     assert all(r["programs"] == r["programs_per_sm"] * probe.sm_count() and r["tflops"] > 0 for r in rows)
+
+
+def test_lone_program_smoke_run_times_every_depth_and_both_launch_timings(tmp_path, monkeypatch):
+    for name in lone_program.SMOKE:
+        monkeypatch.setattr(lone_program, name, getattr(lone_program, name))  # restored after main() sets the smoke values
+    lone_program.main(["--out", str(tmp_path), "--smoke"])
+    rows = json.loads((tmp_path / "lone_program.json").read_text())["rows"]
+    assert [(r["programs"], r["timing"]) for r in rows if r["kind"] == "empty"] == [
+        (p, t) for p in (1, 2) for t in ("events", "cuda_graph")]
+    steps = [r for r in rows if r["kind"] == "step"]
+    assert [(r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"], r["steps"], r["seq_kv"]) for r in steps] == [
+        (16, 16, 16, 2, j, 16 * j) for j in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
 def test_overlap_counts_the_programs_an_h200_sm_holds():
