@@ -16,7 +16,6 @@ from itertools import product
 
 import torch
 import triton
-import triton.language as tl
 
 import gpusim
 from benchmarks import probe

@@ -56,7 +56,9 @@ class GPU:
     l2_idle_latency_s: float = 289 / 1.41e9  # an L2 hit on an idle path: one load waited for (a pointer chase)
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
-    launch_overhead_s: float = 3.2e-6  # an empty kernel launch, median (results/h200/ceilings.json)
+    # An empty kernel launch, median, timed with CUDA events around each call (results/h200/ceilings.json). Replayed
+    # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program".
+    launch_overhead_s: float = 3.2e-6
     # A training step called from Python (the trainable's forward, autograd, the backward's launches) cannot end
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
     train_step_host_s: float = 0.0
