@@ -296,23 +296,28 @@ def naive_rows_table():
     return "\n".join(lines)
 
 
-def lone_program_table():
-    """results/h200/lone_program.json: flash2 with one program per SM, per head dim, tile and pipeline depth, the
-    step measured and predicted (the slope of the time over J = 1-16 K/V blocks: least squares for the measured,
-    J = 1 to 16 for gpusim's), and the one-step launch."""
-    rows = [r for r in json.loads((agreement.RESULTS / "lone_program.json").read_text())["rows"]
-            if r["kind"] == "step" and "ms" in r]
+def lone_program_rows():
+    """results/h200/lone_program.json against the current model: {(head_dim, block_q, block_kv, num_stages): (step
+    measured, step predicted, J = 1 measured, J = 1 predicted)}, in µs; a step is the slope of the time over J = 1-16
+    K/V blocks (least squares for the measured, J = 1 to 16 for gpusim's)."""
     groups = {}
-    for r in rows:
-        groups.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e3
+    for r in json.loads((agreement.RESULTS / "lone_program.json").read_text())["rows"]:
+        if r["kind"] == "step" and "ms" in r:
+            groups.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e3
+    out = {}
+    for key, us in groups.items():
+        one, sixteen = (lone_launch_us(*key, steps) for steps in (1, 16))
+        out[key] = (float(np.polyfit(list(us), list(us.values()), 1)[0]), (sixteen - one) / 15, us[1], one)
+    return out
+
+
+def lone_program_table():
+    """lone_program_rows() as docs/perf.md's table: the step and the one-step launch, measured, gpusim's, and ÷."""
     lines = ["| d | tile | stages | step measured, µs | gpusim, µs | ÷ | J = 1 measured, µs | gpusim, µs | ÷ |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for (d, bq, bk, stages), us in groups.items():
-        slope = float(np.polyfit(list(us), list(us.values()), 1)[0])
-        one, sixteen = (lone_launch_us(d, bq, bk, stages, j) for j in (1, 16))
-        step = (sixteen - one) / 15
-        lines.append(f"| {d} | {bq} × {bk} | {stages} | {slope:.2f} | {step:.2f} | {step / slope:.2f} | {us[1]:.2f} "
-                     f"| {one:.2f} | {one / us[1]:.2f} |")
+    for (d, bq, bk, stages), (slope, step, one, predicted) in lone_program_rows().items():
+        lines.append(f"| {d} | {bq} × {bk} | {stages} | {slope:.2f} | {step:.2f} | {step / slope:.2f} | {one:.2f} "
+                     f"| {predicted:.2f} | {predicted / one:.2f} |")
     return "\n".join(lines)
 
 
@@ -579,7 +584,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "backward": backward_table, "heldout": heldout_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
-          "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "lone_program": lone_program_table, "bwd_kernels": bwd_kernels_table,
+          "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
+          "lone_program": lone_program_table,
           "headline": headline}
 README = ROOT / "README.md"
 
