@@ -19,7 +19,6 @@ import triton
 
 import gpusim
 from benchmarks import probe
-from benchmarks.bench import gpu_time
 from gpusim_kernels import flash2_attention
 
 STEPS = (1, 2, 4, 8, 16)
@@ -44,7 +43,7 @@ def measure_steps(results):
             call = lambda: flash2_attention(q, k, v, tiles=tiles)  # noqa: E731
             row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
                        steps=steps, heads=HEADS, seq=block_q, seq_kv=steps * block_kv)
-            results.add(probe.attempt(row, lambda: {"ms": _ms(call)}))
+            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
             print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d}: {row.get('ms', row.get('error'))}",
                   flush=True)
 
@@ -55,13 +54,9 @@ def measure_launch(results):
         call = lambda: _empty[(programs,)](y)  # noqa: E731
         for timing in ("events", "cuda_graph"):
             row = dict(kind="empty", programs=programs, timing=timing)
-            measure = (lambda: {"ms": probe.median_ms(call)}) if timing == "events" else (lambda: {"ms": _ms(call)})
-            results.add(probe.attempt(row, measure))
+            timer = probe.median_ms if timing == "events" else probe.graph_ms
+            results.add(probe.attempt(row, lambda: {"ms": timer(call)}))
             print(f"empty kernel, {programs} programs, {timing}: {row.get('ms', row.get('error'))}", flush=True)
-
-
-def _ms(call):
-    return probe.launch_ms(call) if probe.INTERPRETED else gpu_time(call)["ms"]
 
 
 def main(argv=None):

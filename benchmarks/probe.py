@@ -142,6 +142,15 @@ def launch_ms(fn):
     return start.elapsed_time(end)
 
 
+def graph_ms(fn):
+    """The call's GPU time, replayed from a CUDA graph (benchmarks.bench.gpu_time); its wall clock in the
+    interpreter."""
+    if INTERPRETED:
+        return launch_ms(fn)
+    from benchmarks.bench import gpu_time
+    return gpu_time(fn)["ms"]
+
+
 def profiled(fn):
     """fn() inside the CUDA profiler's range (cudaProfilerStart/Stop, synchronized either side: under `ncu
     --profile-from-start off` exactly its launches are profiled); on the CPU, plainly. Returns what fn returns."""

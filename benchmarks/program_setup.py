@@ -20,7 +20,6 @@ import torch
 
 from benchmarks import probe
 from gpusim_kernels import flash2_attention, hopper_attention
-from benchmarks.bench import gpu_time
 
 STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200
@@ -47,8 +46,7 @@ def measure(results):
                         for _ in range(2))
                 row = dict(algo=algo, head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps,
                            heads=heads, waves=waves, seq=block_q, seq_kv=steps * block_kv)
-                results.add(probe.attempt(row, lambda: {"ms": probe.launch_ms(lambda: fn(q, k, v))
-                                                        if probe.INTERPRETED else gpu_time(lambda: fn(q, k, v))["ms"]}))
+                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(lambda: fn(q, k, v))}))
                 print(f"{algo:6s} d={head_dim} {block_q}x{block_kv} waves={waves:2d} J={steps:2d}: "
                       f"{results.data['rows'][-1].get('ms')}", flush=True)
 

@@ -37,7 +37,6 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import gpusim
 from benchmarks import probe
-from benchmarks.bench import gpu_time
 from gpusim_kernels import hopper, hopper_attention
 from benchmarks.bench import reference_rows, tflops
 from gpusim_kernels.flash2 import flash2_kernel
@@ -58,12 +57,6 @@ SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN
 WARM_SEQ = 256  # compiling launches: a multiple of 16 like every N above, so the same specialisation
 SMOKE = dict(TOKENS=128, MODEL_DIM=128, SEQS=(64, 128), TILES=[(32, 64), (64, 32)],
              HOPPER_VARIANTS=HOPPER_VARIANTS[-2:], WARM_SEQ=128)
-
-
-def graph_ms(fn):
-    """The call's GPU time, replayed from a CUDA graph (benchmarks.bench.gpu_time); its wall clock in the
-    interpreter."""
-    return probe.launch_ms(fn) if probe.INTERPRETED else gpu_time(fn)["ms"]
 
 
 def flash2(q, k, v, causal, block_q, block_kv, num_warps):
@@ -137,7 +130,7 @@ def measure(fn, jit_fn, ref, shape, known):
     rows, expected = ref
     rel_err = float(torch.linalg.norm(out[0, 0, rows].double() - expected) / torch.linalg.norm(expected))
     del out
-    ms = graph_ms(fn)
+    ms = probe.graph_ms(fn)
     return {"ms": ms, "tflops": tflops(*shape, ms), "rel_err": rel_err, **known}
 
 
