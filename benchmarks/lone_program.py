@@ -1,12 +1,15 @@
 """A lone program's step, and a launch inside a CUDA graph: what a one-wave launch is made of.
 
-    python -m benchmarks.lone_program --out $OUT          # GPU: $OUT/lone_program.json, about 60 s
+    python -m benchmarks.lone_program --out $OUT          # GPU: $OUT/lone_program.json, about 2 min
     TRITON_INTERPRET=1 python -m benchmarks.lone_program --out /tmp/p --smoke
 
 flash2 with one program per SM (heads = 132, one Q block each, batch 1), each looping over J K/V blocks,
 J = 1, 2, 4, 8, 16, at four tiles per head dim and Triton's software pipeline 2, 3 and 4 stages deep (the
 launch rule's warps): the median GPU time per launch, replayed from a CUDA graph, as the fitted sets and the
-held-out sets are timed. Per tile and depth the time is a line in J whose slope is one step of a program
+held-out sets are timed. Each launch twice (the row's "l2"): "warm", one input set replayed, so that every load
+after the first replay hits in L2; and "cold", as the fitted and held-out sets rotate their inputs
+(benchmarks.bench.cycling), among enough copies to exceed twice the L2, so that each launch reads from DRAM as
+gpusim prices it (gpusim/l2.py, rule 1). Per tile, depth and L2 the time is a line in J whose slope is one step of a program
 that shares its SM with nobody (gpusim.cost.step_chain's lone wait), and whose intercept is the launch and
 the program's fixed work. Then an empty kernel, one program and one per SM: timed with CUDA events around
 each call (benchmarks/ceilings.py's launch_overhead_s) and replayed from a CUDA graph, which is what a
@@ -19,13 +22,15 @@ import triton
 
 import gpusim
 from benchmarks import probe
+from benchmarks.bench import cycling
 from gpusim_kernels import flash2_attention
 
 STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200
 TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
 STAGES = (2, 3, 4)
-SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,))
+L2_BYTES = 60 << 20  # the H200's
+SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,), L2_BYTES=0)
 
 
 @triton.jit
@@ -33,19 +38,32 @@ def _empty(x_ptr):
     pass
 
 
+def inputs(block_q, block_kv, head_dim, steps, copies):
+    """`copies` sets of (q, k, v): (1, HEADS, block_q, d) and (1, HEADS, steps * block_kv, d), fp16."""
+    shapes = ((1, HEADS, block_q, head_dim), *((1, HEADS, steps * block_kv, head_dim),) * 2)
+    return [[torch.randn(s, device=probe.DEVICE, dtype=torch.float16) for s in shapes] for _ in range(copies)]
+
+
+def cold_copies(sets):
+    """Input sets enough to exceed twice the L2, counted from one set's bytes."""
+    one = sum(x.numel() * x.element_size() for x in sets[0])
+    return max(1, -(-2 * L2_BYTES // one))
+
+
 def measure_steps(results):
     for head_dim, stages in product(TILES, STAGES):
         for (block_q, block_kv), steps in product(TILES[head_dim], STEPS):
-            q = torch.randn(1, HEADS, block_q, head_dim, device=probe.DEVICE, dtype=torch.float16)
-            k, v = (torch.randn(1, HEADS, steps * block_kv, head_dim, device=probe.DEVICE, dtype=torch.float16)
-                    for _ in range(2))
+            sets = inputs(block_q, block_kv, head_dim, steps, 1)
+            sets += inputs(block_q, block_kv, head_dim, steps, cold_copies(sets) - 1)
             tiles = gpusim.Tiles(block_q, block_kv, num_stages=stages)
-            call = lambda: flash2_attention(q, k, v, tiles=tiles)  # noqa: E731
-            row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
-                       steps=steps, heads=HEADS, seq=block_q, seq_kv=steps * block_kv)
-            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-            print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d}: {row.get('ms', row.get('error'))}",
-                  flush=True)
+            for l2, used in (("warm", sets[:1]), ("cold", sets)):
+                call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in used])
+                row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
+                           steps=steps, heads=HEADS, seq=block_q, seq_kv=steps * block_kv, l2=l2, copies=len(used))
+                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+                print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d} {l2}: "
+                      f"{row.get('ms', row.get('error'))}", flush=True)
+            del sets
 
 
 def measure_launch(results):

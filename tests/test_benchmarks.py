@@ -123,7 +123,7 @@ def test_overlap_smoke_run_times_every_tile_at_every_occupancy(tmp_path, monkeyp
     assert all(r["programs"] == r["programs_per_sm"] * probe.sm_count() and r["tflops"] > 0 for r in rows)
 
 
-def test_lone_program_smoke_run_times_every_depth_and_both_launch_timings(tmp_path, monkeypatch):
+def test_lone_program_smoke_run_times_every_depth_warm_and_cold_and_both_launch_timings(tmp_path, monkeypatch):
     for name in lone_program.SMOKE:
         monkeypatch.setattr(lone_program, name, getattr(lone_program, name))  # restored after main() sets the smoke values
     lone_program.main(["--out", str(tmp_path), "--smoke"])
@@ -131,8 +131,8 @@ def test_lone_program_smoke_run_times_every_depth_and_both_launch_timings(tmp_pa
     assert [(r["programs"], r["timing"]) for r in rows if r["kind"] == "empty"] == [
         (p, t) for p in (1, 2) for t in ("events", "cuda_graph")]
     steps = [r for r in rows if r["kind"] == "step"]
-    assert [(r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"], r["steps"], r["seq_kv"]) for r in steps] == [
-        (16, 16, 16, 2, j, 16 * j) for j in (1, 2)]
+    assert [(r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"], r["steps"], r["seq_kv"], r["l2"])
+            for r in steps] == [(16, 16, 16, 2, j, 16 * j, l2) for j in (1, 2) for l2 in ("warm", "cold")]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
