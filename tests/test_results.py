@@ -13,7 +13,7 @@ import gpusim
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from benchmarks import ncu, perf_report  # noqa: E402
+from benchmarks import agreement, ncu, perf_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
@@ -671,22 +671,52 @@ def test_the_course_calls_the_time_model_what_ncu_json_shows():
         assert "an estimate" in text and "a floor" not in text.replace("not a floor", "")
 
 
-def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_set_as_computed():
-    """lone_program.json (run 94): the empty kernel's four times, and at 3-4 stages on 64 x 32 and 64 x 64 tiles
-    gpusim's lone step and one-step launch over the measured, as docs/perf.md quotes them, recomputed from the
-    file and the current model; heldout_2035.json (measured after every model change, scored once) misses issue
-    24's target with the share and training share quoted."""
+def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_computed():
+    """lone_program.json (run 95): the empty kernel's four times; the cold lone step priced right at 2 stages and slow
+    at 3-4; the cold launch's extra first loads; the trial rule (perf_report.pipelined_chain) on the lone steps and on
+    the fitted and older held-out sets, as docs/perf.md quotes them, recomputed from the files and the current model;
+    heldout_2035.json and heldout_2036.json (each measured after every model change, scored once) miss issue 24's
+    target with the shares quoted."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = json.loads((RESULTS / "lone_program.json").read_text())["rows"]
     empty = {(r["programs"], r["timing"]): r["ms"] * 1e3 for r in rows if r["kind"] == "empty"}
     assert (f"{empty[1, 'events']:.2f} µs (one program) and {empty[132, 'events']:.2f} µs (132) timed with CUDA events"
             in text and f"but {empty[1, 'cuda_graph']:.2f} µs and {empty[132, 'cuda_graph']:.2f} µs replayed" in text)
     assert empty[132, "cuda_graph"] < gpusim.hardware.GPU.launch_overhead_s * 1e6 / 4 < empty[1, "events"]
-    small = [v for (_, bq, bk, stages), v in perf_report.lone_program_rows().items()
-             if bk <= 64 and bq == 64 and stages > 2]  # 64 x 32 and 64 x 64, d 64 and 128, 3 and 4 stages
-    steps, ones = [step / slope for slope, step, _, _ in small], [predicted / one for _, _, one, predicted in small]
-    assert len(small) == 8 and (f"gpusim prices the lone step {min(steps):.2f}–{max(steps):.2f}× the measured one, and "
-                                f"the one-step launch {min(ones):.2f}–{max(ones):.2f}×") in text and min(steps) > 1.2
+    cold, warm = perf_report.lone_program_rows("cold"), perf_report.lone_program_rows("warm")
+    with perf_report.pipelined():
+        trial = perf_report.lone_program_rows("cold")
+
+    def span(values, count):
+        assert len(values) == count
+        return f"{min(values):.2f}–{max(values):.2f}×"
+    big = {key for key in cold if key[0] == 128 and key[1] == 128}  # d = 128's 128-row tiles
+    at = lambda two, keys: [k for k in keys if (k[3] == 2) == two]  # noqa: E731
+    assert (f"right at 2 stages: {span([cold[k][1] / cold[k][0] for k in at(True, cold.keys() - big)], 6)} the measured "
+            f"step at every tile but d = 128's 128-row ones ({span([cold[k][1] / cold[k][0] for k in at(True, big)], 2)})"
+            f". At 3 and 4 stages it is {span([cold[k][1] / cold[k][0] for k in at(False, cold)], 15)} slow") in text
+    gap = [cold[k][2] - warm[k][2] for k in cold]
+    assert f"{min(gap):.2f}–{max(gap):.2f} µs longer than the warm one" in text and min(gap) > 0
+    assert f"the one-step launch is priced {span([cold[k][3] / cold[k][2] for k in at(True, cold)], 8)[:-1]}×" in text
+    assert (f"within {span([trial[k][1] / cold[k][0] for k in at(False, cold.keys() - big)], 12)} except d = 128's "
+            f"128-row tiles ({span([trial[k][1] / cold[k][0] for k in at(False, big)], 3)})") in text
+
+    def scores():
+        older = [p for name in perf_report.HELD_OUT[1:] for p in agreement.heldout_rows(name)]
+        flash2 = [p for p in older if p[0]["kind"] == "forward" and p[0]["algo"] == "flash2"]
+        return [f"{agreement.summary(p)['within 20%']:.1%}" for p in (older, flash2, agreement.rows("tiles.json"))]
+    before = scores()
+    with perf_report.pipelined():
+        after = scores()
+    assert perf_report.HELD_OUT[0] == "heldout_2036.json" and (
+        f"the held-out sets go from {before[0]} to {after[0]} within 20% (their flash2 forwards {before[1]} → "
+        f"{after[1]}) and `tiles.json` from {before[2]} to {after[2]}") in text
+    pairs, _ = _quoted_shares("heldout_2036.json")
+    within, train = (sum(0.8 <= x <= 1.2 for r, x in pairs if kind in (None, r["kind"])) for kind in (None, "train"))
+    trains = sum(r["kind"] == "train" for r, _ in pairs)
+    assert not perf_report.meets_target(pairs) and (
+        f"{within / len(pairs):.1%} ({within} of {len(pairs)}), and its training steps reach {train / trains:.0%} "
+        f"({train} of {trains})") in text
     pairs, _ = _quoted_shares("heldout_2035.json")
     within, train = (sum(0.8 <= x <= 1.2 for r, x in pairs if kind in (None, r["kind"])) for kind in (None, "train"))
     trains = sum(r["kind"] == "train" for r, _ in pairs)
