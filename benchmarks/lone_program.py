@@ -9,9 +9,9 @@ launch rule's warps): the median GPU time per launch, replayed from a CUDA graph
 held-out sets are timed. Each launch twice (the row's "l2"): "warm", one input set replayed, so that every load
 after the first replay hits in L2; and "cold", as the fitted and held-out sets rotate their inputs
 (benchmarks.bench.cycling), among enough copies to exceed twice the L2, so that each launch reads from DRAM as
-gpusim prices it (gpusim/l2.py, rule 1). Per tile, depth and L2 the time is a line in J whose slope is one step of a program
-that shares its SM with nobody (gpusim.cost.step_chain's lone wait), and whose intercept is the launch and
-the program's fixed work. Then an empty kernel, one program and one per SM: timed with CUDA events around
+gpusim prices it (gpusim/l2.py, rule 1). Per tile, depth and L2 the time is a line in J whose slope is one step
+of a program that shares its SM with nobody (gpusim.cost.step_chain's lone wait), and whose intercept is the
+launch and the program's fixed work. Then an empty kernel, one program and one per SM: timed with CUDA events around
 each call (benchmarks/ceilings.py's launch_overhead_s) and replayed from a CUDA graph, which is what a
 launch adds to a graph-replayed time.
 """
@@ -23,13 +23,13 @@ import triton
 import gpusim
 from benchmarks import probe
 from benchmarks.bench import cycling
+from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
 from gpusim_kernels import flash2_attention
 
 STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200
 TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
 STAGES = (2, 3, 4)
-L2_BYTES = 60 << 20  # the H200's
 SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,), L2_BYTES=0)
 
 

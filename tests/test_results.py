@@ -717,6 +717,20 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
     assert f"{share}, training steps {trains}" in text
 
 
+def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone():
+    """perf_report.pipelined(): a flash2 launch at 3 stages priced faster, at 2 stages and a split-KV decode (another
+    kernel) unchanged, and the model as it was once the block ends."""
+    def times():
+        one = dict(batch=1, heads=132, seq=64, seq_kv=1024, head_dim=64, dtype="fp16", gpu="H200-measured")
+        return [gpusim.simulate("flash2", **one, tiles=gpusim.Tiles(64, 64, num_stages=s)).predicted_time_s
+                for s in (2, 3)] + [gpusim.simulate("split_kv", batch=4, heads=32, kv_heads=8, head_dim=128,
+                                                    seq_kv=8192, gpu="H200-measured").predicted_time_s]
+    before = times()
+    with perf_report.pipelined():
+        during = times()
+    assert times() == before and during[0] == before[0] and during[2] == before[2] and during[1] < 0.7 * before[1]
+
+
 def _missed_target(name):
     """A held-out set that misses issue 24's target: its share of rows within 20% and its training steps', as
     docs/perf.md words them ("87.5% (77 of 88)", "67% (8 of 12)")."""
