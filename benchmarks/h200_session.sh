@@ -64,6 +64,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     hopper_tests) python -m pytest -q -p no:cacheprovider tests/test_hopper.py -rfE ;;
     setup) python -m benchmarks.program_setup --out "$OUT" ;;
     lone) python -m benchmarks.lone_program --out "$OUT" ;;
+    unaligned) python -m benchmarks.unaligned --out "$OUT" ;;
     bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu) ncu_pair ncu --seqs 1024,4096,16384,32768 ;;  # naive and flash1 to 16,384 (benchmarks.ncu.LONGEST)

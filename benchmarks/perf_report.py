@@ -8,6 +8,7 @@ every row of the project's kernels, the speedup chart, the tile choice, the kern
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
 """
+import csv
 import json
 import re
 import sys
@@ -362,6 +363,44 @@ def lone_launch_us(head_dim, block_q, block_kv, num_stages, steps):
                                  tiles=gpusim.Tiles(block_q, block_kv, num_stages=num_stages)).predicted_time_s
 
 
+UNALIGNED = ((4096, 4096), (4080, 4080), (4095, 4095), (4095, 4096), (4096, 4095))  # (N, N_kv), as measured
+
+
+def unaligned_rows():
+    """results/h200/unaligned.json: {(head_dim, block_q, block_kv): ({(N, N_kv): ms}, gpusim's ms at 4096)}."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "unaligned.json").read_text())["rows"]:
+        if "ms" in r:
+            times, _ = out.setdefault((r["head_dim"], r["block_q"], r["block_kv"]), ({}, r["model_ms"]))
+            times[r["seq"], r["seq_kv"]] = r["ms"]
+    return out
+
+
+def unaligned_table():
+    """unaligned_rows() as docs/perf.md's table: the aligned launch's time, each other length's over it, gpusim's."""
+    lines = ["| d | tile | N = N_kv = 4,096, ms | 4,080 (÷) | 4,095 (÷) | N 4,095, N_kv 4,096 (÷) | N 4,096, N_kv 4,095 "
+             "(÷) | gpusim at 4,096, ms |", "|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk), (times, model) in unaligned_rows().items():
+        aligned = times[UNALIGNED[0]]
+        lines.append(f"| {d} | {bq} × {bk} | {aligned:.3f} | " + " | ".join(
+            f"{times[n] / aligned:.2f}" for n in UNALIGNED[1:]) + f" | {model:.3f} |")
+    return "\n".join(lines)
+
+
+def unaligned_ncu():
+    """results/h200/unaligned_ncu_stalls.csv (Nsight Compute's raw page, benchmarks.unaligned --profile's four
+    launches): {metric: [its value per launch]} for the metrics docs/perf.md quotes."""
+    text = (agreement.RESULTS / "unaligned_ncu_stalls.csv").read_text().splitlines()
+    rows = list(csv.reader(text[next(i for i, line in enumerate(text) if line.startswith('"ID"')):]))
+    names = {"gpu__time_duration.sum": "ns", "smsp__inst_executed.sum": "instructions",
+             "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+             "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "l1_global_load_sectors",
+             "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": "short_scoreboard",
+             "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "wait"}
+    return {names[name]: [float(r[j].replace(",", "")) for r in rows[2:]]
+            for j, name in enumerate(rows[0]) if name in names}
+
+
 HOST_TARGETS = {"flash2_attention": 1.5, "hopper_attention": 1.5, "flash2_train_step": 1.5, "naive_attention": 3.0}
 
 
@@ -619,7 +658,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
-          "lone_program": lone_program_table,
+          "lone_program": lone_program_table, "unaligned": unaligned_table,
           "headline": headline}
 README = ROOT / "README.md"
 

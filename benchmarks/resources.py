@@ -321,13 +321,15 @@ def ptxas_report(ptx):
     return done.stdout + done.stderr
 
 
-def compile_one(config):
-    """One configuration's row with its resources, or with the error that stopped its compile."""
+def compile_one(config, unaligned=()):
+    """One configuration's row with its resources, or with the error that stopped its compile. unaligned: integer
+    arguments left unmarked, as Triton leaves one whose value is not divisible by 16 (docs/perf.md, "Lengths not a
+    multiple of 16 in flash2")."""
     fields, consts, launch = config
     try:
         kernel = fields["kernel"]
         sig = signature(kernel, fields["dtype"]) | host_descriptors(fields)
-        unspecialized = set(KERNELS[kernel].do_not_specialize)
+        unspecialized = set(KERNELS[kernel].do_not_specialize) | set(unaligned)
         attrs = {(i,): [["tt.divisibility", 16]] for i, (name, t) in enumerate(sig.items())
                  if (t.startswith("*") or t == "i32") and name not in unspecialized}
         src = ASTSource(fn=KERNELS[kernel], signature=sig, constexprs=consts, attrs=attrs)

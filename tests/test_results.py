@@ -731,6 +731,42 @@ def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone(
     assert times() == before and during[0] == before[0] and during[2] == before[2] and during[1] < 0.7 * before[1]
 
 
+def test_perf_md_quotes_the_unaligned_lengths_as_measured():
+    """unaligned.json (run 96) and unaligned_ncu_stalls.csv (run 98): the slowdowns of an N not a multiple of 16 per
+    tile, Nsight's ratios, and the held-out sets' d = 128 flash2 rows split by N % 16, as docs/perf.md quotes them,
+    recomputed from the files and the current model."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.unaligned_rows()
+    span = lambda xs: f"{min(xs):.2f}–{max(xs):.2f}×"  # noqa: E731
+    over = lambda d, tile, lengths: [rows[(d, *tile)][0][n] / rows[(d, *tile)][0][4096, 4096] for n in lengths]  # noqa: E731
+    n_off = ((4095, 4095), (4095, 4096))
+    assert (f"1.06–1.11× (64 × 32), {span(over(128, (64, 64), n_off))} (64 × 64) and {span(over(128, (64, 128), n_off))}"
+            f" (64 × 128) slower; N_kv alone {span([x for t in ((64, 32), (64, 64), (64, 128)) for x in over(128, t, [(4096, 4095)])])}"
+            ) in text and span(over(128, (64, 32), n_off)) == "1.06–1.11×"
+    calm = [x for (d, bq, bk) in rows if d == 64 or bq == 128 for x in over(d, (bq, bk), perf_report.UNALIGNED[1:])]
+    steady = [x for (d, bq, bk) in rows for x in over(d, (bq, bk), [(4080, 4080)])]
+    assert f"on 128-row tiles (8 warps), {span(calm)}" in text and max(steady) < 1.02 and min(steady) > 0.98
+    ncu = perf_report.unaligned_ncu()
+    ratio = lambda key, i: ncu[key][i + 1] / ncu[key][i]  # noqa: E731  (launches: 64x64 aligned, unaligned, 64x128 ...)
+    assert (f"the same instructions ({ncu['instructions'][0] / 1e6:.1f} and {ncu['instructions'][1] / 1e6:.1f} million "
+            f"at 64 × 64) and the same global-load sectors requested by the SMs, but the L2 serves "
+            f"{ratio('l2_read_sectors', 0) - 1:.0%} and {ratio('l2_read_sectors', 2) - 1:.0%} more read sectors, and a "
+            f"warp waits per instruction issued {ratio('short_scoreboard', 0):.1f}× and {ratio('short_scoreboard', 2):.1f}× "
+            f"longer on the short scoreboard and {ratio('wait', 0):.1f}× and {ratio('wait', 2):.1f}× longer") in text
+    assert ncu["l1_global_load_sectors"][0] == ncu["l1_global_load_sectors"][2] and all(
+        abs(ratio("l1_global_load_sectors", i) - 1) < 1e-5 and abs(ratio("instructions", i) - 1) < 0.01 for i in (0, 2))
+    held = {}
+    for name in perf_report.HELD_OUT:
+        for r, x in agreement.heldout_rows(name):
+            if r["kind"] == "forward" and r["algo"] == "flash2" and r["head_dim"] == 128:
+                held.setdefault((r["block_q"], r["block_kv"], r["seq"] % 16 == 0), []).append(x)
+    med = lambda key: f"{statistics.median(held[key]):.2f} over {len(held[key])}"  # noqa: E731
+    assert (f"64 × 64, {med((64, 64, False))} rows with N % 16 ≠ 0 against {med((64, 64, True))} with N % 16 = 0; "
+            f"64 × 128, {med((64, 128, False))} against {med((64, 128, True))}; 128 × 64 (8 warps), "
+            f"{statistics.median(held[128, 64, False]):.2f} against {statistics.median(held[128, 64, True]):.2f}") in text
+    assert f"(the held-out rows above: {statistics.median(held[64, 128, True]):.2f})" in text
+
+
 def _missed_target(name):
     """A held-out set that misses issue 24's target: its share of rows within 20% and its training steps', as
     docs/perf.md words them ("87.5% (77 of 88)", "67% (8 of 12)")."""
