@@ -401,6 +401,27 @@ def unaligned_ncu():
             for j, name in enumerate(rows[0]) if name in names}
 
 
+def o_mask_rows():
+    """results/h200/unaligned_o_mask.json: {(head_dim, block_q, block_kv): {(kernel, N, N_kv): ms}}."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "unaligned_o_mask.json").read_text())["rows"]:
+        if "ms" in r:
+            out.setdefault((r["head_dim"], r["block_q"], r["block_kv"]), {})[r["kernel"], r["seq"], r["seq_kv"]] = r["ms"]
+    return out
+
+
+def o_mask_table():
+    """o_mask_rows() as docs/perf.md's table: the kernel before (Q's mask kept through the loop) and with O's mask made
+    after it, at N = 4,096 and 4,095 (N_kv = 4,096), and the fixed kernel's time over the one before."""
+    lines = ["| d | tile | before: 4,096, ms | 4,095 | after: 4,096 | 4,095 | after ÷ before: 4,096 | 4,095 | ships |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk), ms in o_mask_rows().items():
+        before, after = ([ms[kernel, n, 4096] for n in (4096, 4095)] for kernel in ("q_mask", "late_o_mask"))
+        lines.append(f"| {d} | {bq} × {bk} | {before[0]:.3f} | {before[1]:.3f} | {after[0]:.3f} | {after[1]:.3f} | "
+                     f"{after[0] / before[0]:.2f} | {after[1] / before[1]:.2f} | {'yes' if d >= 128 else 'no'} |")
+    return "\n".join(lines)
+
+
 HOST_TARGETS = {"flash2_attention": 1.5, "hopper_attention": 1.5, "flash2_train_step": 1.5, "naive_attention": 3.0}
 
 
@@ -658,7 +679,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
-          "lone_program": lone_program_table, "unaligned": unaligned_table,
+          "lone_program": lone_program_table, "unaligned": unaligned_table, "o_mask": o_mask_table,
           "headline": headline}
 README = ROOT / "README.md"
 

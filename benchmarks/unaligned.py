@@ -2,6 +2,7 @@
 
     python -m benchmarks.unaligned --out $OUT          # GPU: $OUT/unaligned.json, about 110 s
     TRITON_INTERPRET=1 python -m benchmarks.unaligned --out /tmp/p --smoke
+    python -m benchmarks.unaligned --out $OUT --layouts  # GPU: $OUT/unaligned_layouts.json, about 60 s
     ncu --clock-control none --profile-from-start off --cache-control all --section SpeedOfLight \
         --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
         --csv --page details --log-file $OUT/unaligned_ncu.csv python -m benchmarks.unaligned --out $OUT --profile
@@ -21,17 +22,29 @@ batch x heads = 2 x 16, d = 64 and 128, flash2 at five tiles on its launch rule'
 launch replayed from a CUDA graph, its inputs rotated past twice the L2 as the held-out sets time them;
 gpusim's time beside it, and the compiled kernel's registers (Triton compiles one kernel for lengths
 divisible by 16 and another for the rest). Rows {head_dim, block_q, block_kv, seq, seq_kv, ms, model_ms,
-n_regs, n_spills, shared_bytes}. --profile: instead, one launch of each of PROFILED, warmed up first, inside the
+n_regs, n_spills, shared_bytes}.
+
+--layouts: which tensor's layout matters, at N = 4,095 (N_kv = 4,096), d = 128, on 64 x 64 and 64 x 128. A copy of
+flash2's kernel that takes each head's offset of Q, O and the LSE as arguments (`strided_flash2`: flash2_kernel
+with q_head, o_head and the LSE's row given) runs with Q, O and the LSE each either contiguous (a head's rows
+4,095 apart) or padded (each head's rows in a buffer of 4,096, the 4,096th unused), and the contiguous kernel at
+4,095 and 4,096 beside them; writes $OUT/unaligned_layouts.json, rows {head_dim, block_q, block_kv, seq, seq_kv,
+padded (the tensors padded), ms}. --profile: instead, one launch of each of PROFILED, warmed up first, inside the
 profiler's range, for Nsight Compute (its launches in that order; nothing written but ncu's file).
 """
 import torch
+import triton
+import triton.language as tl
 
 import gpusim
+from gpusim.config import make_config
 from benchmarks import probe
 from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
 from gpusim_kernels import flash2_attention
-from gpusim_kernels.flash2 import flash2_kernel
+from gpusim_kernels.flash2 import _attend, flash2_kernel
+from gpusim_kernels.launch import constants
+from gpusim_kernels.tiles import kv_blocks_visited, row_offsets, unmasked_blocks
 
 BATCH, HEADS = 2, 16
 LENGTHS = ((4096, 4096), (4080, 4080), (4095, 4095), (4095, 4096), (4096, 4095))  # (N, N_kv)
@@ -40,7 +53,10 @@ HEAD_DIMS = (64, 128)
 PRESET = "H200-measured"
 PROFILED = ((128, 64, 64, 4096, 4096), (128, 64, 64, 4095, 4096), (128, 64, 128, 4096, 4096),
             (128, 64, 128, 4095, 4096))  # (head_dim, block_q, block_kv, N, N_kv)
-SMOKE = dict(PROFILED=((16, 16, 16, 32, 32), (16, 16, 16, 31, 32)), BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), HEAD_DIMS=(16,), L2_BYTES=0)
+LAYOUTS = ((), ("Q", "O", "LSE"), ("Q",), ("O",), ("LSE",))  # the tensors given padded rows
+LAYOUT_TILES = ((128, 64, 64), (128, 64, 128))
+LAYOUT_LENGTHS = (4096, 4095, 4096)  # N aligned, N unaligned, N_kv
+SMOKE = dict(LAYOUT_TILES=((16, 16, 16),), LAYOUT_LENGTHS=(32, 31, 32), PROFILED=((16, 16, 16, 32, 32), (16, 16, 16, 31, 32)), BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), HEAD_DIMS=(16,), L2_BYTES=0)
 
 
 def inputs(seq, seq_kv, head_dim):
@@ -73,6 +89,74 @@ def measure(results):
               f"model {row.get('model_ms')} regs {row.get('n_regs')}", flush=True)
 
 
+@triton.jit
+def strided_flash2(Q, K, V, O, LSE, N, N_KV, scale, Q_HEAD, O_HEAD, LSE_HEAD, GROUP: tl.constexpr, D: tl.constexpr,
+                   BLOCK_D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
+    """flash2_kernel, but a head's Q, O and LSE start Q_HEAD, O_HEAD and LSE_HEAD elements apart (N * D, N * D and N
+    when contiguous)."""
+    i = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    kv_head = (bh // GROUP) * N_KV * D
+    rows = i * Br + tl.arange(0, Br)
+    q_offs, q_mask = row_offsets(rows, N, D, BLOCK_D)
+    q_i = tl.load(Q + bh * Q_HEAD + q_offs, mask=q_mask, other=0.0)
+    m_i = tl.full([Br], float("-inf"), tl.float32)
+    l_i = tl.zeros([Br], tl.float32)
+    acc = tl.zeros([Br, BLOCK_D], tl.float32)
+    n_blocks = kv_blocks_visited(i, N, N_KV, Br, Bc, CAUSAL)
+    n_whole = unmasked_blocks(i, N_KV, Br, Bc, CAUSAL)
+    acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, 0, n_whole, N_KV, scale, D, BLOCK_D, Bc,
+                            CAUSAL, False)
+    acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, n_whole, n_blocks, N_KV, scale, D, BLOCK_D,
+                            Bc, CAUSAL, True)
+    tl.store(O + bh * O_HEAD + q_offs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=q_mask)
+    tl.store(LSE + bh * LSE_HEAD + rows, m_i + tl.log(l_i), mask=rows < N)
+
+
+def strided_call(q, k, v, padded, block_q, block_kv):
+    """strided_flash2 on q (B, H, N, d) as given, K, V contiguous; the tensors named in `padded` in buffers of
+    N rounded up to 16 rows a head (Q copied there once, here). Returns the launch, and O, LSE as (B, H, N, ...)."""
+    batch, heads, seq, head_dim = q.shape
+    rows = {name: -(-seq // 16) * 16 if name in padded else seq for name in ("Q", "O", "LSE")}
+    q_buf = torch.zeros(batch, heads, rows["Q"], head_dim, device=q.device, dtype=q.dtype)
+    q_buf[:, :, :seq] = q
+    o_buf = torch.empty(batch, heads, rows["O"], head_dim, device=q.device, dtype=q.dtype)
+    lse_buf = torch.empty(batch, heads, rows["LSE"], device=q.device, dtype=torch.float32)
+    cfg = make_config("flash2", batch=batch, heads=heads, kv_heads=k.shape[1], seq=seq, seq_kv=k.shape[2],
+                             head_dim=head_dim, dtype="fp16", gpu=PRESET, block_q=block_q, block_kv=block_kv)
+    grid = (cfg.tiling.n_q_blocks, batch * heads)
+    args = (q_buf, k, v, o_buf, lse_buf, seq, k.shape[2], head_dim**-0.5, rows["Q"] * head_dim, rows["O"] * head_dim,
+            rows["LSE"])
+    consts = constants(cfg, "flash2")
+    return (lambda: strided_flash2[grid](*args, **consts)), o_buf[:, :, :seq], lse_buf[:, :, :seq]
+
+
+def measure_layouts(results):
+    """Each of LAYOUTS at N = 4,095 on LAYOUT_TILES, its output checked against flash2_attention's, and the
+    contiguous kernel at 4,095 and 4,096."""
+    aligned, unaligned, seq_kv = LAYOUT_LENGTHS
+    for head_dim, block_q, block_kv in LAYOUT_TILES:
+        for seq, padded in [(aligned, None), (unaligned, None)] + [(unaligned, p) for p in LAYOUTS]:
+            row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, seq=seq, seq_kv=seq_kv,
+                       padded="flash2_attention" if padded is None else list(padded))
+
+            def timed():
+                sets = inputs(seq, seq_kv, head_dim)
+                if padded is None:
+                    calls = [lambda s=s: flash2_attention(*s, block_q=block_q, block_kv=block_kv) for s in sets]
+                    return {"ms": probe.graph_ms(cycling(calls))}
+                launches = [strided_call(*s, padded, block_q, block_kv) for s in sets]
+                launches[0][0]()
+                o, lse = flash2_attention(*sets[0], block_q=block_q, block_kv=block_kv, return_lse=True)
+                if not (torch.allclose(launches[0][1], o, rtol=1e-3, atol=1e-3)  # fp16 O: a rounding apart at most
+                        and torch.allclose(launches[0][2], lse, rtol=1e-5, atol=1e-5)):
+                    raise AssertionError("strided_flash2 differs from flash2_attention")
+                return {"ms": probe.graph_ms(cycling([call for call, _, _ in launches]))}
+            results.add(probe.attempt(row, timed))
+            print(f"d={head_dim} {block_q}x{block_kv} N={seq} padded={row['padded']}: {row.get('ms', row.get('error'))}",
+                  flush=True)
+
+
 def profile():
     """One launch of each of PROFILED inside the profiler's range, each run once before it."""
     calls = []
@@ -87,11 +171,14 @@ def profile():
 def main(argv=None):
     ap = probe.parser(__doc__, "unaligned.json", pool=False)
     ap.add_argument("--profile", action="store_true", help="one launch of each of PROFILED, for Nsight Compute")
+    ap.add_argument("--layouts", action="store_true", help="Q, O and the LSE padded or not: unaligned_layouts.json")
     args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
     if args.profile:
         return profile()
+    if args.layouts:
+        return measure_layouts(probe.open_results("unaligned_layouts.json", args, argv, module="unaligned"))
     measure(probe.open_results("unaligned.json", args, argv))
 
 

@@ -54,7 +54,12 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
                             CAUSAL, False)
     acc, l_i, m_i = _attend(acc, l_i, m_i, q_i, K, V, kv_head, rows, n_whole, n_blocks, N_KV, scale, D, BLOCK_D,
                             Bc, CAUSAL, True)
-    tl.store(O + q_head + q_offs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=q_mask)  # write Br*d
+    o_mask = q_mask
+    if D >= 128 and Br == 64:  # the rows' mask again, written so that the compiler cannot reuse q_mask, whose per-row
+        # predicates kept alive through the K/V loop slowed these tiles 1.1-1.6x where N is not a multiple of 16
+        # (docs/perf.md, "Lengths not a multiple of 16 in flash2": where else it was measured, and why not there)
+        o_mask = ((N - rows) > 0)[:, None] & (tl.arange(0, BLOCK_D) < D)[None, :]
+    tl.store(O + q_head + q_offs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=o_mask)  # write Br*d
     tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
 
 

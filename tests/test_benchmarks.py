@@ -156,20 +156,19 @@ print(json.dumps([resources.compile_one(resources.tiled("flash2", 128, "fp16", F
 """
 
 
-def test_an_unaligned_query_length_compiles_flash2s_loops_as_docs_perf_md_says():
+def test_flash2_compiles_to_the_same_code_whether_or_not_n_is_a_multiple_of_16():
     """flash2 at d = 128 on 64 x 64 tiles, compiled for sm_90a with N marked divisible by 16 and not (out of the
-    interpreter, as the GPU compiles): the registers and the K/V loops' instructions a warp per step (besides the
-    matmuls) docs/perf.md quotes, nearly the same code."""
+    interpreter, as the GPU compiles): since O's store makes its own mask (kernels/flash2.py), the same registers and
+    K/V loops either way, as docs/perf.md quotes them."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", UNALIGNED_COMPILE], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout)
-    (whole, masked), (whole_n, masked_n) = ([loop[0] for loop in r["loops"]] for r in rows)
-    assert rows[0]["registers"] == rows[1]["registers"] and masked == masked_n and abs(whole - whole_n) <= 1
+    assert rows[0]["loops"] == rows[1]["loops"] and rows[0]["registers"] == rows[1]["registers"]
+    (whole, masked), registers = [loop[0] for loop in rows[0]["loops"]], rows[0]["registers"]
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    assert (f"its loops are the same (sm_90a, compiled on the CPU as `benchmarks/resources.py` does: {whole} and "
-            f"{whole_n} instructions a warp per step besides the matmuls at 64 × 64 in the unmasked loop, {masked} in "
-            f"the masked one, {rows[0]['registers']} registers in both") in text
+    assert (f"compiled on the CPU as `benchmarks/resources.py` does: {whole} and {masked} instructions a warp per step "
+            f"besides the matmuls in its unmasked and masked loops at 64 × 64, {registers} registers, either way") in text
 
 
 def test_overlap_counts_the_programs_an_h200_sm_holds():

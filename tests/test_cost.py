@@ -40,11 +40,11 @@ def test_flash1_starves_the_gpu_when_batch_times_heads_is_small():
 
 def test_occupancy_comes_from_the_compiled_kernel():
     # results/sm90_resources.json: flash2 128 x 128 at d = 128 on 8 warps keeps 226 registers and 160 KiB of
-    # shared memory: one block per SM; 64 x 64 on 4 warps keeps 168 registers and 112 KiB: two.
+    # shared memory: one block per SM; 64 x 64 on 4 warps keeps 158 registers and 112 KiB: two.
     big = fa2("flash2", 8192, 128, block_q=128, block_kv=128).kernels[0]
     small = fa2("flash2", 8192, 128, block_q=64, block_kv=64).kernels[0]
     assert (big.registers_per_thread, big.blocks_per_sm) == (226, 1)
-    assert (small.registers_per_thread, small.blocks_per_sm) == (168, 2)
+    assert (small.registers_per_thread, small.blocks_per_sm) == (158, 2)
     assert small.predicted_time_s < big.predicted_time_s  # the H200 measured 2.87 against 3.56 ms (tiles.json)
 
 

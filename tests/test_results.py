@@ -764,7 +764,22 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
     assert (f"64 × 64, {med((64, 64, False))} rows with N % 16 ≠ 0 against {med((64, 64, True))} with N % 16 = 0; "
             f"64 × 128, {med((64, 128, False))} against {med((64, 128, True))}; 128 × 64 (8 warps), "
             f"{statistics.median(held[128, 64, False]):.2f} against {statistics.median(held[128, 64, True]):.2f}") in text
-    assert f"(the held-out rows above: {statistics.median(held[64, 128, True]):.2f})" in text
+    layouts = {(r["block_kv"], r["seq"], str(r["padded"])): r["ms"] for r in json.loads(
+        (RESULTS / "unaligned_layouts.json").read_text())["rows"]}
+    padded = [ms for (bk, n, how), ms in layouts.items() if bk == 64 and n == 4095 and how != "flash2_attention"]
+    assert (f"padded to 4,096 rows a head in {min(padded):.2f}–{max(padded):.2f} ms at 64 × 64 and "
+            f"{layouts[128, 4095, '[]']:.2f} ms at 64 × 128, as contiguous (4,096: {layouts[64, 4096, 'flash2_attention']:.2f}"
+            f" and {layouts[128, 4096, 'flash2_attention']:.2f} ms)") in text
+    fixed = perf_report.o_mask_rows()
+    after = lambda key, n: fixed[key]["late_o_mask", n, 4096] / fixed[key]["q_mask", n, 4096]  # noqa: E731
+    rows64 = [key for key in fixed if key[0] == 128 and key[1] == 64]
+    assert len(rows64) == 3 and all(abs(fixed[k]["late_o_mask", 4095, 4096] / fixed[k]["late_o_mask", 4096, 4096] - 1) < 0.01
+                                    for k in rows64)
+    assert (f"4,096 itself {span([after(k, 4096) for k in rows64])} the time before; at 4,095 it takes "
+            f"{span([after(k, 4095) for k in rows64])} of it: gpusim's default tile there (64 × 64) "
+            f"{1 / after((128, 64, 64), 4095):.2f}× faster") in text
+    assert f"also ran {span([after(k, n) for k in fixed if k[:2] == (128, 128) for n in (4096, 4095)])} of the time" in text
+    assert f"moved nothing much here ({span([after(k, n) for k in fixed if k[0] == 64 for n in (4096, 4095)])})" in text
 
 
 def _missed_target(name):
