@@ -2,7 +2,7 @@
 
     python -m benchmarks.unaligned --out $OUT          # GPU: $OUT/unaligned.json, about 110 s
     TRITON_INTERPRET=1 python -m benchmarks.unaligned --out /tmp/p --smoke
-    python -m benchmarks.unaligned --out $OUT --layouts  # GPU: $OUT/unaligned_layouts.json, about 60 s
+    python -m benchmarks.unaligned --out $OUT --layouts  # GPU: $OUT/unaligned_layouts.json, about 35 s
     ncu --clock-control none --profile-from-start off --cache-control all --section SpeedOfLight \
         --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
         --csv --page details --log-file $OUT/unaligned_ncu.csv python -m benchmarks.unaligned --out $OUT --profile
@@ -56,7 +56,9 @@ PROFILED = ((128, 64, 64, 4096, 4096), (128, 64, 64, 4095, 4096), (128, 64, 128,
 LAYOUTS = ((), ("Q", "O", "LSE"), ("Q",), ("O",), ("LSE",))  # the tensors given padded rows
 LAYOUT_TILES = ((128, 64, 64), (128, 64, 128))
 LAYOUT_LENGTHS = (4096, 4095, 4096)  # N aligned, N unaligned, N_kv
-SMOKE = dict(LAYOUT_TILES=((16, 16, 16),), LAYOUT_LENGTHS=(32, 31, 32), PROFILED=((16, 16, 16, 32, 32), (16, 16, 16, 31, 32)), BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), HEAD_DIMS=(16,), L2_BYTES=0)
+SMOKE = dict(BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), HEAD_DIMS=(16,), L2_BYTES=0,
+             PROFILED=((16, 16, 16, 32, 32), (16, 16, 16, 31, 32)), LAYOUT_TILES=((16, 16, 16),),
+             LAYOUT_LENGTHS=(32, 31, 32))
 
 
 def inputs(seq, seq_kv, head_dim):
@@ -92,8 +94,8 @@ def measure(results):
 @triton.jit
 def strided_flash2(Q, K, V, O, LSE, N, N_KV, scale, Q_HEAD, O_HEAD, LSE_HEAD, GROUP: tl.constexpr, D: tl.constexpr,
                    BLOCK_D: tl.constexpr, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    """flash2_kernel, but a head's Q, O and LSE start Q_HEAD, O_HEAD and LSE_HEAD elements apart (N * D, N * D and N
-    when contiguous)."""
+    """flash2_kernel as it was before its O store's fix (O stored under Q's mask), but a head's Q, O and LSE start
+    Q_HEAD, O_HEAD and LSE_HEAD elements apart (N * D, N * D and N when contiguous)."""
     i = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     kv_head = (bh // GROUP) * N_KV * D
@@ -123,7 +125,7 @@ def strided_call(q, k, v, padded, block_q, block_kv):
     o_buf = torch.empty(batch, heads, rows["O"], head_dim, device=q.device, dtype=q.dtype)
     lse_buf = torch.empty(batch, heads, rows["LSE"], device=q.device, dtype=torch.float32)
     cfg = make_config("flash2", batch=batch, heads=heads, kv_heads=k.shape[1], seq=seq, seq_kv=k.shape[2],
-                             head_dim=head_dim, dtype="fp16", gpu=PRESET, block_q=block_q, block_kv=block_kv)
+                      head_dim=head_dim, dtype="fp16", gpu=PRESET, block_q=block_q, block_kv=block_kv)
     grid = (cfg.tiling.n_q_blocks, batch * heads)
     args = (q_buf, k, v, o_buf, lse_buf, seq, k.shape[2], head_dim**-0.5, rows["Q"] * head_dim, rows["O"] * head_dim,
             rows["LSE"])

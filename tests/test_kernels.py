@@ -50,6 +50,8 @@ SMALL = [random_case(seed) for seed in range(45)] + [
     case("naive", "fp16", 5, 600, 16, 16, 16, gpu=TINY_SRAM),  # softmax in 3 passes
     case("naive", "fp16", 40, 530, 16, 16, 16, causal=True, gpu=TINY_SRAM),  # 3 passes over the longer rows
     case("flash2", "fp32", 24, 40, 256, 16, 16, causal=True),  # the largest head_dim
+    case("flash2", "fp16", 100, 70, 128, 64, 32, causal=True),  # O's own row mask (64 rows, d >= 128): a partial block
+    case("flash2", "bf16", 70, 100, 160, 64, 16),  # ... and its column mask (d = 160 in tiles 256 wide)
     case("flash1", "fp16", 1, 1, 16, 16, 16, causal=True),  # one query, one key
     *(case(algo, "fp16", 100, 70, 64, None, None, causal=True, heads=2) for algo in ("naive", "flash1", "flash2")),
 ]
