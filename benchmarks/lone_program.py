@@ -38,23 +38,11 @@ def _empty(x_ptr):
     pass
 
 
-def inputs(block_q, block_kv, head_dim, steps, copies):
-    """`copies` sets of (q, k, v): (1, HEADS, block_q, d) and (1, HEADS, steps * block_kv, d), fp16."""
-    shapes = ((1, HEADS, block_q, head_dim), *((1, HEADS, steps * block_kv, head_dim),) * 2)
-    return [[torch.randn(s, device=probe.DEVICE, dtype=torch.float16) for s in shapes] for _ in range(copies)]
-
-
-def cold_copies(sets):
-    """Input sets enough to exceed twice the L2, counted from one set's bytes."""
-    one = sum(x.numel() * x.element_size() for x in sets[0])
-    return max(1, -(-2 * L2_BYTES // one))
-
-
 def measure_steps(results):
     for head_dim, stages in product(TILES, STAGES):
         for (block_q, block_kv), steps in product(TILES[head_dim], STEPS):
-            sets = inputs(block_q, block_kv, head_dim, steps, 1)
-            sets += inputs(block_q, block_kv, head_dim, steps, cold_copies(sets) - 1)
+            sets = probe.input_sets(((1, HEADS, block_q, head_dim), *((1, HEADS, steps * block_kv, head_dim),) * 2),
+                                    L2_BYTES)
             tiles = gpusim.Tiles(block_q, block_kv, num_stages=stages)
             for l2, used in (("warm", sets[:1]), ("cold", sets)):
                 call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in used])

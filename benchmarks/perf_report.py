@@ -8,7 +8,6 @@ every row of the project's kernels, the speedup chart, the tile choice, the kern
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
 """
-import csv
 import json
 import re
 import sys
@@ -390,15 +389,13 @@ def unaligned_table():
 def unaligned_ncu():
     """results/h200/unaligned_ncu_stalls.csv (Nsight Compute's raw page, benchmarks.unaligned --profile's four
     launches): {metric: [its value per launch]} for the metrics docs/perf.md quotes."""
-    text = (agreement.RESULTS / "unaligned_ncu_stalls.csv").read_text().splitlines()
-    rows = list(csv.reader(text[next(i for i, line in enumerate(text) if line.startswith('"ID"')):]))
+    launches, _ = ncu.raw_table((agreement.RESULTS / "unaligned_ncu_stalls.csv").read_text())
     names = {"gpu__time_duration.sum": "ns", "smsp__inst_executed.sum": "instructions",
              "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
              "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "l1_global_load_sectors",
              "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": "short_scoreboard",
              "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "wait"}
-    return {names[name]: [float(r[j].replace(",", "")) for r in rows[2:]]
-            for j, name in enumerate(rows[0]) if name in names}
+    return {key: [float(launch[name].replace(",", "")) for launch in launches] for name, key in names.items()}
 
 
 def o_mask_rows():

@@ -11,6 +11,7 @@ every code path runs. On the GPU gpusim_kernels must be importable (gpu_probe.sh
 import argparse
 import datetime
 import json
+import math
 import multiprocessing
 import os
 import sys
@@ -149,6 +150,15 @@ def graph_ms(fn):
         return launch_ms(fn)
     from benchmarks.bench import gpu_time
     return gpu_time(fn)["ms"]
+
+
+def input_sets(shapes, l2_bytes):
+    """Sets of fp16 tensors of `shapes` (randn on DEVICE), as many as exceed twice l2_bytes (one set where that is 0):
+    a CUDA graph cycling through them (benchmarks.bench.cycling) reads each set from DRAM, as gpusim prices a
+    launch's first touch; its first set alone, replayed, is read from L2."""
+    one = sum(2 * math.prod(shape) for shape in shapes)
+    return [[torch.randn(shape, device=DEVICE, dtype=torch.float16) for shape in shapes]
+            for _ in range(max(1, -(-2 * l2_bytes // one)))]
 
 
 def profiled(fn):

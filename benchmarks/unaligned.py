@@ -61,12 +61,9 @@ SMOKE = dict(BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), 
              LAYOUT_LENGTHS=(32, 31, 32))
 
 
-def inputs(seq, seq_kv, head_dim):
-    """Enough (q, k, v) sets, fp16, to exceed twice the L2."""
-    shapes = ((BATCH, HEADS, seq, head_dim), *((BATCH, HEADS, seq_kv, head_dim),) * 2)
-    one = sum(2 * BATCH * HEADS * s[2] * head_dim for s in shapes)
-    return [[torch.randn(s, device=probe.DEVICE, dtype=torch.float16) for s in shapes]
-            for _ in range(max(1, -(-2 * L2_BYTES // one)))]
+def shapes(seq, seq_kv, head_dim):
+    """q (B, H, N, d), k and v (B, H, N_kv, d)."""
+    return (BATCH, HEADS, seq, head_dim), *((BATCH, HEADS, seq_kv, head_dim),) * 2
 
 
 def measure(results):
@@ -76,7 +73,7 @@ def measure(results):
                    heads=HEADS)
 
         def timed():
-            sets = inputs(seq, seq_kv, head_dim)
+            sets = probe.input_sets(shapes(seq, seq_kv, head_dim), L2_BYTES)
             _, compiled = probe.compiled_by(flash2_kernel, lambda: flash2_attention(
                 *sets[0], block_q=block_q, block_kv=block_kv))
             key = (head_dim, block_q, block_kv, seq % 16 == 0, seq_kv % 16 == 0)
@@ -143,7 +140,7 @@ def measure_layouts(results):
                        padded="flash2_attention" if padded is None else list(padded))
 
             def timed():
-                sets = inputs(seq, seq_kv, head_dim)
+                sets = probe.input_sets(shapes(seq, seq_kv, head_dim), L2_BYTES)
                 if padded is None:
                     calls = [lambda s=s: flash2_attention(*s, block_q=block_q, block_kv=block_kv) for s in sets]
                     return {"ms": probe.graph_ms(cycling(calls))}
@@ -163,7 +160,7 @@ def profile():
     """One launch of each of PROFILED inside the profiler's range, each run once before it."""
     calls = []
     for head_dim, block_q, block_kv, seq, seq_kv in PROFILED:
-        q, k, v = inputs(seq, seq_kv, head_dim)[0]
+        (q, k, v), = probe.input_sets(shapes(seq, seq_kv, head_dim), 0)  # one set: each launch profiled once
         calls.append(lambda q=q, k=k, v=v, bq=block_q, bk=block_kv: flash2_attention(q, k, v, block_q=bq, block_kv=bk))
         calls[-1]()
     probe.profiled(lambda: [call() for call in calls])
