@@ -65,6 +65,13 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     setup) python -m benchmarks.program_setup --out "$OUT" ;;
     lone) python -m benchmarks.lone_program --out "$OUT" ;;
     unaligned) python -m benchmarks.unaligned --out "$OUT" ;;
+    heldout_flash2) for seed in ${HELDOUT_SEEDS:?}; do  # the sets' flash2 rows again, after a change to its kernel
+                      kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
+                      python -m benchmarks.heldout --seed "$seed" --only flash2 --keep "$kept" --out "$OUT" --max-minutes 3
+                    done ;;
+    tiles_d128_long) python -c "import json; d = json.load(open('results/h200/tiles.json')); d['rows'] = [r for r in d['rows']
+                       if not (r['head_dim'] == 128 and r['seq'] > 2048)]; json.dump(d, open('/tmp/skip.json', 'w'))"
+                     python -m benchmarks.tiles --out "$OUT" --algos flash2 --skip /tmp/skip.json --max-minutes 3 ;;
     bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu) ncu_pair ncu --seqs 1024,4096,16384,32768 ;;  # naive and flash1 to 16,384 (benchmarks.ncu.LONGEST)

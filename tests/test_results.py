@@ -380,45 +380,41 @@ def _quoted_shares(name):
 
 
 def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
-    """heldout_2033.json (measured after every model change but the fourteenth session's) meets issue 24's target,
-    with no Hopper miss; heldout_2032.json (measured after every change of the tenth session
-    but the last) misses it, its short training steps priced slow as quoted; heldout_2031.json (measured in the tenth
-    session before any change) meets it, heldout_2030.json (measured after the ninth session's L2 change, scored
-    once) misses it, heldout_2029.json (measured after the eighth session's changes) meets it: the shares within
-    20%, all and per kind, as docs/perf.md's prose quotes them, recomputed."""
+    """With run 102's flash2 rows: heldout_2033.json (measured after every model change but the fourteenth session's)
+    and heldout_2030.json (after the ninth session's L2 change) meet issue 24's target, 2033 with no Hopper miss;
+    heldout_2029.json misses it by one row, heldout_2031.json and heldout_2032.json miss it, 2032's Hopper misses as
+    quoted; the training steps priced slow at the host floor, counted over every set; heldout_2034.json's share, its
+    tiny launches and its worst training step: as docs/perf.md's prose quotes them, recomputed."""
     from benchmarks import agreement
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     pairs, quoted = _quoted_shares("heldout_2033.json")
     assert quoted in text and perf_report.meets_target(pairs) and agreement.summary(pairs)["within 20%"] >= 0.9
     assert not [x for r, x in pairs if r["algo"] == "hopper" and not 0.8 <= x <= 1.2]
-    pairs, quoted = _quoted_shares("heldout_2034.json")
+    pairs, quoted = _quoted_shares("heldout_2030.json")
+    assert quoted in text and perf_report.meets_target(pairs)
+    pairs, quoted = _quoted_shares("heldout_2029.json")
+    within = sum(0.8 <= x <= 1.2 for _, x in pairs)
+    assert not perf_report.meets_target(pairs) and within == math.ceil(0.9 * len(pairs)) - 1 and (
+        f"by one row ({within} of {len(pairs)}, {within / len(pairs):.1%}, shown as {quoted}") in text
+    for name in ("heldout_2031.json", "heldout_2032.json"):
+        pairs, quoted = _quoted_shares(name)
+        assert quoted in text and not perf_report.meets_target(pairs)
+    fast = sorted((r["ms"], x) for r, x in pairs if r["algo"] == "hopper" and r["kind"] == "forward" and x < 0.8)
+    assert (f"short launches priced fast ({fast[0][1]:.2f}× and {fast[1][1]:.2f}×, {fast[0][0]:.2f} and "
+            f"{fast[1][0]:.2f} ms)") in text and len(fast) == 2
+    misses = [(r["ms"], x) for name in perf_report.HELD_OUT for r, x in agreement.heldout_rows(name)
+              if r["kind"] == "train" and not 0.8 <= x <= 1.2]
+    floor = [(m, x) for m, x in misses if m * 1e-3 < gpusim.get_gpu(agreement.PRESET).train_step_host_s and x > 1.2]
+    assert (f"{len(floor)} of the eleven sets' {len(misses)} training misses are short steps "
+            f"({min(m for m, _ in floor):.2f}–{max(m for m, _ in floor):.2f} ms in run 102) priced "
+            f"{min(x for _, x in floor):.2f}–{max(x for _, x in floor):.2f}× slow") in text
+    pairs, _ = _quoted_shares("heldout_2034.json")
     within = sum(0.8 <= x <= 1.2 for _, x in pairs)
     tiny = [x for r, x in pairs if r["kind"] == "forward" and r["seq"] == 256]
     step = max(x for r, x in pairs if r["kind"] == "train")
-    assert not perf_report.meets_target(pairs) and (
-        f"now, a long\ncausal launch priced {max(x for r, x in pairs if r['algo'] == 'hopper'):.2f}× slow".replace("\n", " ")
-        in text and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) now" in text) and all(agreement.summary([p for p in pairs if p[0]["kind"] + p[0]["algo"] == k])["within 20%"] >= 0.8
-                         for k in {r["kind"] + r["algo"] for r, _ in pairs})
+    assert not perf_report.meets_target(pairs) and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) now" in text
+    assert f"causal launch priced {max(x for r, x in pairs if r['algo'] == 'hopper'):.2f}× slow" in text
     assert len(tiny) == 3 and f"priced {min(tiny):.2f}–{max(tiny):.2f}× slow" in text and f"priced {step:.2f}× slow" in text
-    fast = sorted((r["ms"], x) for r, x in _quoted_shares("heldout_2032.json")[0]
-                  if r["algo"] == "hopper" and r["kind"] == "forward" and x < 0.8)
-    assert (f"short launches priced fast ({fast[0][1]:.2f}× and {fast[1][1]:.2f}×, {fast[0][0]:.2f} and "
-            f"{fast[1][0]:.2f} ms)") in text and len(fast) == 2
-    pairs, quoted = _quoted_shares("heldout_2032.json")
-    assert quoted in text and not perf_report.meets_target(pairs)
-    floor = [(r["ms"], x) for r, x in pairs if r["kind"] == "train" and x > 1.2 and r["ms"] < 0.6]
-    assert len(floor) == 3 and (f"short steps ({min(m for m, _ in floor):.2f}–{max(m for m, _ in floor):.2f} ms) "
-                                f"priced {min(x for _, x in floor):.2f}–{max(x for _, x in floor):.2f}× slow") in text
-    pairs, quoted = _quoted_shares("heldout_2031.json")
-    assert quoted in text and perf_report.meets_target(pairs)
-    pairs, quoted = _quoted_shares("heldout_2030.json")
-    assert quoted in text and not perf_report.meets_target(pairs)
-    short = [(r["seq"], r["ms"]) for r, x in pairs if r["kind"] == "train" and x < 0.8 and r["ms"] < 1.2]
-    assert len(short) == 3 and (f"3 of `heldout_2030.json`'s 5 training misses are short steps "
-                                f"({min(n for n, _ in short)}–{max(n for n, _ in short)} tokens) that took "
-                                f"{min(m for _, m in short):.2f}–{max(m for _, m in short):.2f} ms") in text
-    pairs, quoted = _quoted_shares("heldout_2029.json")
-    assert quoted in text and perf_report.meets_target(pairs)
 
 
 def _dram_reads(name):
@@ -755,15 +751,17 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
             f"longer on the short scoreboard and {ratio('wait', 0):.1f}× and {ratio('wait', 2):.1f}× longer") in text
     assert ncu["l1_global_load_sectors"][0] == ncu["l1_global_load_sectors"][2] and all(
         abs(ratio("l1_global_load_sectors", i) - 1) < 1e-5 and abs(ratio("instructions", i) - 1) < 0.01 for i in (0, 2))
-    held = {}
-    for name in perf_report.HELD_OUT:
-        for r, x in agreement.heldout_rows(name):
-            if r["kind"] == "forward" and r["algo"] == "flash2" and r["head_dim"] == 128:
+    for before in (True, False):  # the sets' flash2 rows as first measured (run 102's logs), then run 102's
+        held = {}
+        for r in (pair[not before] for pairs in perf_report.remeasured_rows().values() for pair in pairs):
+            if r.get("ms") and r["kind"] == "forward" and r["algo"] == "flash2" and r["head_dim"] == 128:
+                x = agreement.heldout_simulated(r).predicted_time_s / (r["ms"] * 1e-3)
                 held.setdefault((r["block_q"], r["block_kv"], r["seq"] % 16 == 0), []).append(x)
-    med = lambda key: f"{statistics.median(held[key]):.2f} over {len(held[key])}"  # noqa: E731
-    assert (f"64 × 64, {med((64, 64, False))} rows with N % 16 ≠ 0 against {med((64, 64, True))} with N % 16 = 0; "
-            f"64 × 128, {med((64, 128, False))} against {med((64, 128, True))}; 128 × 64 (8 warps), "
-            f"{statistics.median(held[128, 64, False]):.2f} against {statistics.median(held[128, 64, True]):.2f}") in text
+        med = lambda key: f"{statistics.median(held[key]):.2f} over {len(held[key])}"  # noqa: E731
+        assert (f"64 × 64, {med((64, 64, False))} rows with N % 16 ≠ 0 against {med((64, 64, True))} with N % 16 = 0; "
+                f"64 × 128, {med((64, 128, False))} against {med((64, 128, True))}"
+                + (f"; 128 × 64 (8 warps), {statistics.median(held[128, 64, False]):.2f} against "
+                   f"{statistics.median(held[128, 64, True]):.2f}" if before else ": the gap closed")) in text
     layouts = {(r["block_kv"], r["seq"], str(r["padded"])): r["ms"] for r in json.loads(
         (RESULTS / "unaligned_layouts.json").read_text())["rows"]}
     padded = [ms for (bk, n, how), ms in layouts.items() if bk == 64 and n == 4095 and how != "flash2_attention"]
