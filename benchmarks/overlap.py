@@ -2,6 +2,7 @@
 mma_kernel, its `mma` and `softmax` variants) at 1, 2, 3, 4 and 6 programs per SM, each a single full wave.
 
     python -m benchmarks.overlap --out $OUT                                  # GPU: $OUT/overlap.json
+    python -m benchmarks.overlap --out $OUT --d128                           # GPU: $OUT/overlap_d128.json
     TRITON_INTERPRET=1 python -m benchmarks.overlap --out /tmp/probe --smoke  # CPU: every code path, tiny
 
 The grid is b x num_SMs programs of R iterations each, R the same at every b, so each SM holds b programs at once
@@ -14,26 +15,32 @@ too: this measures how far the SM is from both (docs/perf.md, the backward's til
 triton.testing.do_bench's median (probe.median_ms).
 
 Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10 s; 40 timings x ~0.3 s.
+
+--d128: the softmax loop alone at d = 128 on flash2's forward tiles and their launch rule's warps (8 for 128 rows), at
+1 and 2 programs per SM: what a step's compute takes where gpusim prices d = 128's 64 x 128 tiles (one program of 4
+warps per SM) 1.45x slow and its 8-warp 128-row tiles 0.78-0.91x fast (docs/perf.md, "The held-out sets").
 """
 import torch
 
 from benchmarks import matmul_tiles, probe
 
-TILES = [(64, 32), (64, 64), (128, 32), (128, 64)]  # (Br, Bc): the d = 64 backward's candidates, on 4 warps
-HEAD_DIM, NUM_WARPS, VARIANTS = 64, 4, ("mma", "softmax")
+TILES = [(64, 32, 4), (64, 64, 4), (128, 32, 4), (128, 64, 4)]  # (Br, Bc, warps): the d = 64 backward's candidates
+HEAD_DIM, VARIANTS = 64, ("mma", "softmax")
 PROGRAMS_PER_SM = (1, 2, 3, 4, 6)
 REPEATS = 20_000  # iterations per program: a wave of one program per SM at 64 x 64 takes about 4 ms
-SMOKE = dict(TILES=[(32, 32)], PROGRAMS_PER_SM=(1, 2), REPEATS=2)
+SMOKE = dict(TILES=[(32, 32, 4)], PROGRAMS_PER_SM=(1, 2), REPEATS=2)
+D128 = dict(TILES=[(64, 32, 4), (64, 64, 4), (64, 128, 4), (128, 64, 8), (128, 128, 8)], HEAD_DIM=128,
+            VARIANTS=("softmax",), PROGRAMS_PER_SM=(1, 2))  # flash2's forward tiles on its rule's warps
 
 
 def configs():
     """matmul_tiles' (variant, dtype, Br, Bc, d, num_warps) of every tile and variant measured."""
-    return [(variant, "fp16", br, bc, HEAD_DIM, NUM_WARPS) for variant in VARIANTS for br, bc in TILES]
+    return [(variant, "fp16", br, bc, HEAD_DIM, warps) for variant in VARIANTS for br, bc, warps in TILES]
 
 
-def resident(compiled):
+def resident(compiled, num_warps):
     """Programs of the compiled kernel one H200 SM holds at once (gpusim.occupancy); None in the interpreter."""
-    return probe.h200_blocks(probe.kernel_resources(compiled), NUM_WARPS)
+    return probe.h200_blocks(probe.kernel_resources(compiled), num_warps)
 
 
 def measure(config, per_sm):
@@ -44,7 +51,7 @@ def measure(config, per_sm):
     ms = probe.median_ms(lambda: matmul_tiles.launch(config, programs, REPEATS, inputs, out))
     flops = programs * matmul_tiles.flops_per_program(br, bc, d, REPEATS)
     return {"programs": programs, "repeats": REPEATS, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12,
-            "resident": resident(compiled), **probe.kernel_resources(compiled)}
+            "resident": resident(compiled, num_warps), **probe.kernel_resources(compiled)}
 
 
 def run(results, workers):
@@ -63,10 +70,12 @@ def run(results, workers):
 
 
 def main(argv=None):
-    args = probe.parser(__doc__, "overlap.json").parse_args(argv)
-    if args.smoke:
-        globals().update(SMOKE)
-    run(probe.open_results("overlap.json", args, argv), args.workers)
+    ap = probe.parser(__doc__, "overlap.json")
+    ap.add_argument("--d128", action="store_true", help="the softmax loop at d = 128 on flash2's tiles: overlap_d128.json")
+    args = ap.parse_args(argv)
+    globals().update(D128 if args.d128 else {}, **(SMOKE if args.smoke else {}))
+    run(probe.open_results("overlap_d128.json" if args.d128 else "overlap.json", args, argv, module="overlap"),
+        args.workers)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,15 @@ def test_overlap_smoke_run_times_every_tile_at_every_occupancy(tmp_path, monkeyp
     assert all(r["programs"] == r["programs_per_sm"] * probe.sm_count() and r["tflops"] > 0 for r in rows)
 
 
+def test_overlap_d128_run_times_the_softmax_loop_at_d_128_into_its_own_file(tmp_path, monkeypatch):
+    for name in {**overlap.SMOKE, **overlap.D128}:
+        monkeypatch.setattr(overlap, name, getattr(overlap, name))
+    overlap.main(["--out", str(tmp_path), "--smoke", "--d128", "--workers", "1"])
+    rows = json.loads((tmp_path / "overlap_d128.json").read_text())["rows"]
+    assert [(r["variant"], r["d"], r["br"], r["programs_per_sm"]) for r in rows] == [("softmax", 128, 32, b) for b in (1, 2)]
+    assert not (tmp_path / "overlap.json").exists()
+
+
 def test_lone_program_smoke_run_times_every_depth_warm_and_cold_and_both_launch_timings(tmp_path, monkeypatch):
     for name in lone_program.SMOKE:
         monkeypatch.setattr(lone_program, name, getattr(lone_program, name))  # restored after main() sets the smoke values
@@ -176,9 +185,9 @@ def test_overlap_counts_the_programs_an_h200_sm_holds():
     of shared memory each: 2 in its 228 KiB (with 1 KiB reserved per block)."""
     def compiled(shared):
         return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared))
-    assert overlap.resident(compiled(16 * 1024)) == 65536 // (128 * 32 * 4) == 4
-    assert overlap.resident(compiled(100 * 1024)) == 228 * 1024 // (101 * 1024) == 2
-    assert overlap.resident(None) is None
+    assert overlap.resident(compiled(16 * 1024), 4) == 65536 // (128 * 32 * 4) == 4
+    assert overlap.resident(compiled(100 * 1024), 4) == 228 * 1024 // (101 * 1024) == 2
+    assert overlap.resident(None, 4) is None
 
 
 @pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, overlap, bwd_kernels, tiles, resources])

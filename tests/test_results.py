@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import gpusim
+from gpusim import cost
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
@@ -711,6 +712,108 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
     assert f"{share}, and its training steps reach {trains}" in text
     share, trains = _missed_target("heldout_2035.json")
     assert f"{share}, training steps {trains}" in text
+
+
+def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
+    """Run 102 measured every held-out set's flash2 rows again: how far each group moved, the rows within 20% before and
+    after over the eleven sets, the sets meeting issue 24's target, and the 64 x 128 tile at d = 128 over the sets and
+    on tiles.json's long groups, as docs/perf.md quotes them, recomputed from the run's logs and the files."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    sets = perf_report.remeasured_rows()
+    moved = {"changed": [], "other": [], "host": [], "gpu": []}
+    for a, b in (pair for pairs in sets.values() for pair in pairs if pair[0]["algo"] == "flash2"):
+        if a["kind"] == "train":
+            sim = agreement.heldout_simulated(a)
+            host = sum(k.predicted_time_s for k in sim.kernels) < sim.config.gpu.train_step_host_s
+            moved["host" if host else "gpu"].append(b["ms"] / a["ms"])
+        else:
+            moved["changed" if a["head_dim"] >= 128 and a["block_q"] == 64 and a["seq"] % 16 else "other"].append(
+                b["ms"] / a["ms"])
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    gpu = sorted(moved["gpu"])
+    assert (f"take {span(moved['changed'])} their earlier time and every other forward {span(moved['other'])}" in text
+            and f"took {span(moved['host'])} what they took before, while the GPU-bound ones moved "
+                    f"{span(gpu[:-1])} (one {gpu[-1]:.2f}×)" in text and gpu[-2] < 1.1 < gpu[-1])
+    before, after = (sum(perf_report._within([pair[i] for pair in pairs])[0] for pairs in sets.values()) for i in (0, 1))
+    total = sum(perf_report._within([b for _, b in pairs])[1] for pairs in sets.values())
+    assert f"{before} of {total} rows were within 20% before and {after} after" in text
+    met = [name[8:12] for name in perf_report.HELD_OUT if name != "heldout.json"
+           and perf_report.meets_target(agreement.heldout_rows(name))]
+    assert f"to two ({', '.join(sorted(met))})" in text and len(met) == 2
+    wide = [x for name in perf_report.HELD_OUT for r, x in agreement.heldout_rows(name)
+            if (r["kind"], r["algo"], r["head_dim"], r["block_q"], r["block_kv"]) == ("forward", "flash2", 128, 64, 128)]
+    assert (f"the model is {span(wide)} (median {statistics.median(wide):.2f}×, {sum(0.8 <= x <= 1.2 for x in wide)} of "
+            f"{len(wide)} rows within 20%)") in text
+    long = [x for r, x in agreement.rows("tiles.json") if (r["algo"], r["head_dim"], r["block_q"], r["block_kv"]) == (
+        "flash2", 128, 64, 128) and r["seq"] > 2048]
+    assert len(long) == 4 and f"{span(long)} on `tiles.json`'s four long groups" in text
+    shape = dict(batch=1, heads=16, seq=32768, head_dim=128, dtype="fp16", gpu=agreement.PRESET, block_q=64, block_kv=128)
+    grid, step = perf_report.schedule(gpusim.simulate("flash2", **shape))
+    ms = next(r["ms"] for r in json.loads((RESULTS / "tiles.json").read_text())["rows"] if (
+        r["algo"], r["head_dim"], r["causal"], r["seq"], r["block_q"], r["block_kv"], r["num_warps"]) == (
+        "flash2", 128, False, 32768, 64, 128, 4))
+    waves, steps = grid.programs / grid.slots, grid.steps // grid.programs
+    assert (f"gpusim's step is {step.serial_s * 1e6:.2f} µs of compute and {cost.wait(grid.cfg.gpu, step.step_bytes) * 1e6:.2f}"
+            f" µs of loads, against {ms * 1e3 / waves / steps:.2f} µs measured ({ms:.1f} ms over {waves:.0f} waves of "
+            f"{steps} steps). Run 103 measured that compute alone (section \"A lone program\", below): "
+            f"{perf_report.compute_alone_rows()[64, 128][1]:.2f} µs") in text
+
+
+def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
+    """overlap_d128.json (run 103): gpusim's compute of a lone flash2 step over the measured loop without loads, on 4
+    and 8 warps, and with the issue at the full rate; the lone 64 x 64 step's share left for the loads
+    (lone_program.json, cold, 2 stages); the 64 x 128 step of tiles.json's longest non-causal group, as docs/perf.md
+    quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.compute_alone_rows()
+    span = lambda values: f"{min(values):.2f}–{max(values):.2f}×"  # noqa: E731
+    by_warps = {w: [r for r in rows.values() if r[0] == w] for w in (4, 8)}
+    assert len(by_warps[4]) == 3 and len(by_warps[8]) == 2
+    serial = {w: span([r[6] / r[1] for r in v]) for w, v in by_warps.items()}
+    full = {w: span([(r[2] + max(r[4], r[5])) / r[1] for r in v]) for w, v in by_warps.items()}
+    assert f"{serial[4]} slow on the 4-warp tiles and {serial[8]}" in text and min(r[6] / r[1] for r in rows.values()) > 1.2
+    assert f"the full rate, one a clock per scheduler ({full[4][:-1]}×)" in text
+    assert f"less than even that sum ({full[8][:-1]}×)" in text and all(r[2] + max(r[4], r[5]) > r[1] for r in by_warps[8])
+    lone = perf_report.lone_program_rows("cold")[128, 64, 64, 2][0]
+    alone, wait = rows[64, 64][1], rows[64, 64][7]
+    assert (f"at 64 × 64, {lone:.2f} µs measured, of which {alone:.2f} µs is compute, leaves {lone - alone:.2f} µs for "
+            f"the loads, which gpusim's wait puts at {wait:.2f} µs") in text and lone - alone > wait
+    shape = dict(batch=1, heads=16, seq=32768, head_dim=128, dtype="fp16", gpu=agreement.PRESET, block_q=64, block_kv=128)
+    grid, step = perf_report.schedule(gpusim.simulate("flash2", **shape))
+    measured = next(r["ms"] for r in json.loads((RESULTS / "tiles.json").read_text())["rows"] if (
+        r["algo"], r["head_dim"], r["causal"], r["seq"], r["block_q"], r["block_kv"], r["num_warps"]) == (
+        "flash2", 128, False, 32768, 64, 128, 4))
+    per_step = measured * 1e3 / (grid.programs / grid.slots) / (grid.steps / grid.programs)
+    assert (f"({rows[64, 128][1]:.2f} + {1e6 * cost.wait(grid.cfg.gpu, step.step_bytes):.2f} µs against the "
+            f"{per_step:.2f} µs measured)") in text
+
+
+def test_perf_md_quotes_the_issue_trial_as_computed():
+    """perf_report.measured_issue (not adopted): the picks it moves past 5% of the fastest tile, and the d = 64 loop of
+    overlap.json (run 57) it prices, one program per SM against two or three (those an SM holds at once), as
+    docs/perf.md quotes them, recomputed; the model as it was once the block ends."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    before = (cost.ISSUE_HIDING, agreement.tile_choice())
+    ratio = {}
+    with perf_report.measured_issue():
+        off = {key: pick for key, pick in agreement.tile_choice().items() if pick[1] is not None and pick[1] > 1.05}
+        for r in json.loads((RESULTS / "overlap.json").read_text())["rows"]:
+            b = r["programs_per_sm"]
+            if r["variant"] != "softmax" or b > min(3, r["resident"]):
+                continue
+            grid, step = perf_report.schedule(gpusim.simulate(
+                "flash2", batch=1, heads=132 * b, seq=r["br"], seq_kv=16 * r["bc"], head_dim=64, dtype="fp16",
+                gpu=agreement.PRESET, tiles=gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"])))
+            assert grid.resident == b
+            ratio.setdefault(b == 1, []).append(b * step.serial_s * 1e6 / (r["ms"] * 1e3 / r["repeats"]))
+    assert (cost.ISSUE_HIDING, agreement.tile_choice()) == before and "flash1" not in perf_report.Flash1.ISSUE_HIDING
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    assert len(off) == 6 and {key[:2] for key in off} == {("flash2", 64), ("hopper", 64)}
+    assert sum(key[2] for key in off) > len(off) / 2 and {pick for pick, _ in off.values()} == {(64, 128), (128, 128)}
+    assert (f"in six of the sweep's 24 groups (flash2 and Hopper at d = 64, most of them causal: 64 × 128 or 128 × 128 "
+            f"picked at {span([r for _, r in off.values()])})") in text
+    assert (f"the model is {span(ratio[True])} the measured loop at one program per SM, but {span(ratio[False])} at two "
+            f"and three") in text and max(ratio[True]) < 1 < min(ratio[False])
 
 
 def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone():
