@@ -446,25 +446,44 @@ def issue_trial_table():
 UNALIGNED = ((4096, 4096), (4080, 4080), (4095, 4095), (4095, 4096), (4096, 4095))  # (N, N_kv), as measured
 
 
-def unaligned_rows():
-    """results/h200/unaligned.json: {(head_dim, block_q, block_kv): ({(N, N_kv): ms}, gpusim's ms at 4096)}."""
+def unaligned_rows(rows=None):
+    """results/h200/unaligned.json (or the given rows): {(head_dim, block_q, block_kv): ({(N, N_kv): ms}, gpusim's ms
+    at 4096)}."""
     out = {}
-    for r in json.loads((agreement.RESULTS / "unaligned.json").read_text())["rows"]:
+    for r in rows or json.loads((agreement.RESULTS / "unaligned.json").read_text())["rows"]:
         if "ms" in r:
             times, _ = out.setdefault((r["head_dim"], r["block_q"], r["block_kv"]), ({}, r["model_ms"]))
             times[r["seq"], r["seq_kv"]] = r["ms"]
     return out
 
 
-def unaligned_table():
+def unaligned_table(rows=None):
     """unaligned_rows() as docs/perf.md's table: the aligned launch's time, each other length's over it, gpusim's."""
     lines = ["| d | tile | N = N_kv = 4,096, ms | 4,080 (÷) | 4,095 (÷) | N 4,095, N_kv 4,096 (÷) | N 4,096, N_kv 4,095 "
              "(÷) | gpusim at 4,096, ms |", "|---|---|---|---|---|---|---|---|"]
-    for (d, bq, bk), (times, model) in unaligned_rows().items():
+    for (d, bq, bk), (times, model) in unaligned_rows(rows).items():
         aligned = times[UNALIGNED[0]]
         lines.append(f"| {d} | {bq} × {bk} | {aligned:.3f} | " + " | ".join(
             f"{times[n] / aligned:.2f}" for n in UNALIGNED[1:]) + f" | {model:.3f} |")
     return "\n".join(lines)
+
+
+LATE_MASK = ROOT / "results" / "h200" / "logs" / "run104_unaligned_backward.tar.gz"
+
+
+def backward_rows(late_mask=False):
+    """flash2's backward at the unaligned lengths (run 104): the committed kernels (unaligned_backward.json), or with
+    dK/dV's and dQ's stores masked anew after their loops (late_mask: the variant in the run's logs)."""
+    if not late_mask:
+        return json.loads((agreement.RESULTS / "unaligned_backward.json").read_text())["rows"]
+    with tarfile.open(LATE_MASK) as tar:
+        return json.load(tar.extractfile("run104/new/unaligned_backward.json"))["rows"]
+
+
+def late_mask_ratios():
+    """{(head_dim, block_q, block_kv): {(N, N_kv): the late-mask variant's time over the committed kernel's}}."""
+    now, late = unaligned_rows(backward_rows()), unaligned_rows(backward_rows(late_mask=True))
+    return {key: {n: late[key][0][n] / ms for n, ms in times.items()} for key, (times, _) in now.items()}
 
 
 def unaligned_ncu():
@@ -802,7 +821,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
-          "lone_program": lone_program_table, "unaligned": unaligned_table, "o_mask": o_mask_table,
+          "lone_program": lone_program_table, "unaligned": unaligned_table,
+          "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
           "remeasured": remeasured_table, "compute_alone": compute_alone_table,
           "issue_trial": issue_trial_table,
           "headline": headline}

@@ -3,6 +3,7 @@
     python -m benchmarks.unaligned --out $OUT          # GPU: $OUT/unaligned.json, about 110 s
     TRITON_INTERPRET=1 python -m benchmarks.unaligned --out /tmp/p --smoke
     python -m benchmarks.unaligned --out $OUT --layouts  # GPU: $OUT/unaligned_layouts.json, about 35 s
+    python -m benchmarks.unaligned --out $OUT --backward # GPU: $OUT/unaligned_backward.json
     ncu --clock-control none --profile-from-start off --cache-control all --section SpeedOfLight \
         --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats \
         --csv --page details --log-file $OUT/unaligned_ncu.csv python -m benchmarks.unaligned --out $OUT --profile
@@ -31,6 +32,11 @@ with q_head, o_head and the LSE's row given) runs with Q, O and the LSE each eit
 4,095 and 4,096 beside them; writes $OUT/unaligned_layouts.json, rows {head_dim, block_q, block_kv, seq, seq_kv,
 padded (the tensors padded), ms}. --profile: instead, one launch of each of PROFILED, warmed up first, inside the
 profiler's range, for Nsight Compute (its launches in that order; nothing written but ncu's file).
+
+--backward: the same lengths through flash2's backward (flash2_attention_backward: preprocess, dK/dV and dQ, whose
+dQ kernel keeps Q's row mask through its K/V loop for dQ's store, and dK/dV K's through its Q loop, as the forward
+did), d = 64 and 128, at BACKWARD_TILES, o and the LSE from flash2_attention; writes
+$OUT/unaligned_backward.json, rows {head_dim, block_q, block_kv, seq, seq_kv, ms, model_ms}.
 """
 import torch
 import triton
@@ -41,7 +47,7 @@ from gpusim.config import make_config
 from benchmarks import probe
 from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from gpusim_kernels import flash2_attention
+from gpusim_kernels import flash2_attention, flash2_attention_backward
 from gpusim_kernels.flash2 import _attend, flash2_kernel
 from gpusim_kernels.launch import constants
 from gpusim_kernels.tiles import kv_blocks_visited, row_offsets, unmasked_blocks
@@ -56,9 +62,11 @@ PROFILED = ((128, 64, 64, 4096, 4096), (128, 64, 64, 4095, 4096), (128, 64, 128,
 LAYOUTS = ((), ("Q", "O", "LSE"), ("Q",), ("O",), ("LSE",))  # the tensors given padded rows
 LAYOUT_TILES = ((128, 64, 64), (128, 64, 128))
 LAYOUT_LENGTHS = (4096, 4095, 4096)  # N aligned, N unaligned, N_kv
+BACKWARD_TILES = ((64, 32), (64, 64), (128, 32), (128, 64))  # tiles_bwd.json's at d = 128 (Br held, Bc streamed)
+BACKWARD_KERNELS = ("preprocess", "dkdv", "dq")
 SMOKE = dict(BATCH=1, HEADS=2, LENGTHS=((32, 32), (31, 32)), TILES=((16, 16),), HEAD_DIMS=(16,), L2_BYTES=0,
              PROFILED=((16, 16, 16, 32, 32), (16, 16, 16, 31, 32)), LAYOUT_TILES=((16, 16, 16),),
-             LAYOUT_LENGTHS=(32, 31, 32))
+             LAYOUT_LENGTHS=(32, 31, 32), BACKWARD_TILES=((16, 16),))
 
 
 def shapes(seq, seq_kv, head_dim):
@@ -156,6 +164,28 @@ def measure_layouts(results):
                   flush=True)
 
 
+def measure_backward(results):
+    """flash2_attention_backward at every length, head dim and BACKWARD_TILES tile, each replayed from a CUDA graph
+    cycling through input sets (q, k, v, do, and each set's o and LSE) past twice the L2, beside gpusim's backward."""
+    for head_dim, (block_q, block_kv), (seq, seq_kv) in ((d, t, n) for d in HEAD_DIMS for t in BACKWARD_TILES
+                                                         for n in LENGTHS):
+        row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, seq=seq, seq_kv=seq_kv, batch=BATCH,
+                   heads=HEADS)
+
+        def timed():
+            sets = probe.input_sets((*shapes(seq, seq_kv, head_dim), shapes(seq, seq_kv, head_dim)[0]), L2_BYTES)
+            saved = [flash2_attention(q, k, v, return_lse=True) for q, k, v, _ in sets]
+            calls = [lambda s=s, o=o: flash2_attention_backward(*s[:3], *o, s[3], block_q=block_q, block_kv=block_kv)
+                     for s, o in zip(sets, saved)]
+            model = gpusim.simulate("flash2", batch=BATCH, heads=HEADS, seq=seq, seq_kv=seq_kv, head_dim=head_dim,
+                                    dtype="fp16", gpu=PRESET, backward=True, backward_blocks=(block_q, block_kv))
+            return {"ms": probe.graph_ms(cycling(calls)),
+                    "model_ms": sum(k.predicted_time_s for k in model.kernels if k.name in BACKWARD_KERNELS) * 1e3}
+        results.add(probe.attempt(row, timed))
+        print(f"backward d={head_dim} {block_q}x{block_kv} N={seq} N_kv={seq_kv}: {row.get('ms', row.get('error'))} "
+              f"model {row.get('model_ms')}", flush=True)
+
+
 def profile():
     """One launch of each of PROFILED inside the profiler's range, each run once before it."""
     calls = []
@@ -171,11 +201,14 @@ def main(argv=None):
     ap = probe.parser(__doc__, "unaligned.json", pool=False)
     ap.add_argument("--profile", action="store_true", help="one launch of each of PROFILED, for Nsight Compute")
     ap.add_argument("--layouts", action="store_true", help="Q, O and the LSE padded or not: unaligned_layouts.json")
+    ap.add_argument("--backward", action="store_true", help="flash2's backward at the lengths: unaligned_backward.json")
     args = ap.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
     if args.profile:
         return profile()
+    if args.backward:
+        return measure_backward(probe.open_results("unaligned_backward.json", args, argv, module="unaligned"))
     if args.layouts:
         return measure_layouts(probe.open_results("unaligned_layouts.json", args, argv, module="unaligned"))
     measure(probe.open_results("unaligned.json", args, argv))

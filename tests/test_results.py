@@ -883,6 +883,27 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
     assert f"moved nothing much here ({span([after(k, n) for k in fixed if k[0] == 64 for n in (4096, 4095)])})" in text
 
 
+def test_perf_md_quotes_the_backward_at_unaligned_lengths_as_run_104_measured_it():
+    """unaligned_backward.json (the committed kernels) and the late-mask variant in run 104's logs: the cost of an N
+    not a multiple of 16, of an N_kv alone, and the variant's time over the committed kernel's, as docs/perf.md quotes
+    them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    now = perf_report.unaligned_rows(perf_report.backward_rows())
+    late = perf_report.unaligned_rows(perf_report.backward_rows(late_mask=True))
+    assert len(now) == len(late) == 8
+    both = [t[4095, 4095] / t[4096, 4096] for t, _ in now.values()]
+    kv = [t[4096, 4095] / t[4096, 4096] for t, _ in now.values()]
+    assert f"costs the backward {span(both)} at N = N_kv = 4,095, and an N_kv alone up to {max(kv):.2f}×" in text
+    ratio = perf_report.late_mask_ratios()
+    at = lambda d, lengths=None: [x for (h, _, _), r in ratio.items() if h == d  # noqa: E731
+                                  for n, x in r.items() if lengths in (None, n)]
+    assert (f"it took {span(at(128))[:-1]}× at d = 128 ({span(at(128, (4096, 4096)))[:-1]}× at N = 4,096) and "
+            f"{span(at(64))} at d = 64") in text and max(at(128, (4096, 4096))) < 1
+    own = [t[4095, 4095] / t[4096, 4096] for t, _ in late.values()]
+    assert f"(the variant at 4,095 over itself at 4,096: {span(own)})" in text and min(own) > 1.05
+
+
 def test_perf_md_quotes_the_o_mask_fix_at_d_64_as_run_101_measured_it():
     """Run 101 made O's own mask at every tile; its d = 64 groups (in its logs) ran gpusim's default causal tile there,
     128 x 64 on 8 warps, slower than tiles.json's rows of the kernel that ships at d = 64, as docs/perf.md says."""
