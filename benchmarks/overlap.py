@@ -17,8 +17,8 @@ triton.testing.do_bench's median (probe.median_ms).
 Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10 s; 40 timings x ~0.3 s.
 
 --d128: the softmax loop alone at d = 128 on flash2's forward tiles and their launch rule's warps (8 for 128 rows), at
-1 and 2 programs per SM: what a step's compute takes where gpusim prices d = 128's 64 x 128 tiles (one program of 4
-warps per SM) 1.45x slow and its 8-warp 128-row tiles 0.78-0.91x fast (docs/perf.md, "The held-out sets").
+1 and 2 programs per SM: what a lone step's compute takes, against gpusim's (docs/perf.md, "That compute alone,
+measured").
 """
 import torch
 
