@@ -404,6 +404,20 @@ def compute_alone_table():
     return "\n".join(lines)
 
 
+def exposed_loads_table():
+    """The lone step (lone_program.json, cold) less its compute alone (compute_alone_rows), at d = 128 on the tiles both
+    measured, per pipeline depth: what the step's loads add, against gpusim's wait for them (cost.wait)."""
+    alone = compute_alone_rows()
+    lines = ["| tile | warps | stages | lone step, µs | compute alone | step − compute | gpusim's wait | ÷ wait |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, stages), (step, *_) in sorted(lone_program_rows("cold").items()):
+        if d == 128 and (bq, bk) in alone:
+            warps, compute, *_, wait = alone[bq, bk]
+            lines.append(f"| {bq} × {bk} | {warps} | {stages} | {step:.2f} | {compute:.2f} | {step - compute:.2f} | "
+                         f"{wait:.2f} | {(step - compute) / wait:.2f} |")
+    return "\n".join(lines)
+
+
 @contextmanager
 def measured_issue():
     """A trial, not adopted (docs/perf.md, "That compute alone, measured"): cost.ISSUE_HIDING at what run 103 measured
@@ -824,7 +838,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
           "remeasured": remeasured_table, "compute_alone": compute_alone_table,
-          "issue_trial": issue_trial_table,
+          "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table,
           "headline": headline}
 README = ROOT / "README.md"
 

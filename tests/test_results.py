@@ -788,6 +788,21 @@ def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
             f"{per_step:.2f} µs measured)") in text
 
 
+def test_perf_md_quotes_what_the_loads_add_to_a_lone_step():
+    """The lone step less its compute alone over gpusim's wait for its loads (perf_report.exposed_loads_table's last
+    column), at 2 stages and at 3-4, and the 8-warp tiles hiding the least at each, as docs/perf.md quotes them."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = [line.strip("|").split("|") for line in perf_report.exposed_loads_table().splitlines()[2:]]
+    ratio = {(int(warps), int(stages)): [] for _, warps, stages, *_ in rows}
+    for _, warps, stages, *_, last in rows:
+        ratio[int(warps), int(stages)].append(float(last))
+    two = ratio[4, 2] + ratio[8, 2]
+    deep = [x for (w, s), v in ratio.items() if s > 2 for x in v]
+    assert (f"At 2 stages a step's loads add {min(two):.2f}–{max(two):.2f}× gpusim's whole wait for them, more than the "
+            f"wait itself, and at 3 and 4 stages {min(deep):.2f}–{max(deep):.2f}× of it") in text and min(two) > 1
+    assert min(ratio[8, 2]) > max(ratio[4, 2]) and min(ratio[8, 3] + ratio[8, 4]) > max(ratio[4, 3] + ratio[4, 4])
+
+
 def test_perf_md_quotes_the_issue_trial_as_computed():
     """perf_report.measured_issue (not adopted): the picks it moves past 5% of the fastest tile, and the d = 64 loop of
     overlap.json (run 57) it prices, one program per SM against two or three (those an SM holds at once), as
