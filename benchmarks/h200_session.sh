@@ -69,6 +69,13 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                       kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
                       python -m benchmarks.heldout --seed "$seed" --only flash2 --keep "$kept" --out "$OUT" --max-minutes 3
                     done ;;
+    heldout_train) python -m benchmarks.host --out "$OUT"  # the host's per-call cost in the same call as the steps
+                   for seed in ${HELDOUT_SEEDS:?}; do  # the sets' training steps again, timed per call as a loop calls them
+                     kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
+                     (( SECONDS < ${TRAIN_SECONDS:-420} )) || break
+                     python -m benchmarks.heldout --seed "$seed" --kind train --keep "$kept" --out "$OUT" \
+                       --max-minutes 1.2 --warm-seconds 15
+                   done ;;
     tiles_d128_long) python -c "import json; d = json.load(open('results/h200/tiles.json')); d['rows'] = [r for r in d['rows']
                        if not (r['head_dim'] == 128 and r['seq'] > 2048)]; json.dump(d, open('/tmp/skip.json', 'w'))"
                      python -m benchmarks.tiles --out "$OUT" --algos flash2 --skip /tmp/skip.json --max-minutes 3 ;;

@@ -13,12 +13,17 @@ over a paged cache, pages of 16). Every forward and training row is valid for gp
 Timing: forward and decode rows, the median of the GPU work replayed from a CUDA graph
 (benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
-training rows, triton.testing.do_bench's median (events) with the grads set to None before each call. The
-first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
+training rows, the wall time per step as a training loop calls it (timing "wall_per_call": steps over the same
+cycled copies, grads set to None before each, synchronised once before the clock and once after, as
+benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer).
+Sets measured before run 105 timed training rows with triton.testing.do_bench's CUDA events around each step
+after an L2 flush (timing "events"), which misses part of the host's time where the host is slower than the GPU.
+The first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
 first K/V head's query heads); a row whose rel_err exceeds the bound gets "error" and no "ms".
 
 --only ALGO --keep FILE measures again the rows of one algorithm, after a change to its kernels, and keeps the
-other rows as FILE has them (the same seed's set); the environment is the new run's, FILE's under "kept".
+other rows as FILE has them (the same seed's set); the environment is the new run's, FILE's under "kept". --kind
+KIND (with --keep) measures again only the rows of that kind (and of ALGO, where --only is given too).
 """
 import argparse
 import json
@@ -37,6 +42,8 @@ L2_BYTES = 60 << 20
 TILES = ((64, 64), (128, 64), (64, 32), (128, 32), (32, 64), (128, 128), (64, 128), (32, 32))
 FLOP_BUDGET = 3e12  # per forward call (~10 ms at worst); naive and training get less
 REP_MS = 40  # per timing: do_bench_cudagraph replays 10 graphs of about this long
+STEPS_S = 0.3  # per training row: about this long of steps timed, at least MIN_STEPS and at most MAX_STEPS
+MIN_STEPS, MAX_STEPS = 20, 200
 CHECK_ROWS = 128  # the first and last CHECK_ROWS query rows are checked
 TOL = {"fp16": 1e-2, "bf16": 3e-2}
 
@@ -229,9 +236,27 @@ def _timer(dev):
     return wall
 
 
+def _wall_per_step(step, dev):
+    """{"ms", "timing", "steps"}: the wall time per call of step() in a loop, the GPU synchronised before the clock
+    starts and once after the last call (benchmarks/host.py's per-call time), over about STEPS_S of calls."""
+    import torch
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    for _ in range(3):
+        step()
+    sync()
+    t0 = time.perf_counter()
+    step()
+    sync()
+    steps = max(MIN_STEPS, min(MAX_STEPS, int(STEPS_S / max(time.perf_counter() - t0, 1e-6))))
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    return {"ms": (time.perf_counter() - t0) * 1e3 / steps, "timing": "wall_per_call", "steps": steps}
+
+
 def measure_row(row, dev="cuda", warm_only=False):
     import torch
-    import triton
     import gpusim_kernels as K
 
     gpu_time = _timer(dev)
@@ -251,11 +276,13 @@ def measure_row(row, dev="cuda", warm_only=False):
     causal, bq, bk = row["causal"], row["block_q"], row["block_kv"]
     tol = TOL[row["dtype"]]
     if row["kind"] == "train":
-        q, k, v = (x.requires_grad_() for x in inputs())
-
+        sets = [tuple(x.requires_grad_() for x in inputs()) for _ in range(1 if warm_only else _copies(per_set))]
+        q, k, v = sets[0]
         bb = row.get("backward_blocks")  # warming only: the defaults' tiles, made explicit
 
-        def step():
+        def step(q, k, v):
+            for x in (q, k, v):
+                x.grad = None
             K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk,
                                          backward_blocks=bb).sum().backward()
         o = K.flash2_attention_trainable(q, k, v, causal=causal, block_q=bq, block_kv=bk, backward_blocks=bb)
@@ -270,12 +297,7 @@ def measure_row(row, dev="cuda", warm_only=False):
         if out["rel_err"] > tol or out["rel_err_dq"] > 3 * tol or not torch.isfinite(k.grad).all():
             out["error"] = f"wrong: rel_err {out['rel_err']:.3g}, dq {out['rel_err_dq']:.3g}"
             return out
-        if dev == "cuda":
-            out["ms"] = triton.testing.do_bench(step, warmup=10, rep=60, grad_to_none=[q, k, v], return_mode="median")
-            out["timing"] = "events"
-        else:
-            out |= gpu_time(step)
-        return out
+        return out | _wall_per_step(cycling([lambda s=s: step(*s) for s in sets]), dev)
     sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
     kw = dict(causal=causal) if row["algo"] == "hopper" else dict(causal=causal, block_q=bq, block_kv=bk)
@@ -388,7 +410,12 @@ def warm(rows, limit_s, workers, dev="cuda"):
     return {"rows": len(rows), "done": len(done), "failed": failed[:20], "s": round(time.monotonic() - t0, 1)}
 
 
-def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=None, keep=None):
+def _chosen(row, only, kind):
+    """A row --only and --kind measure (each None: any)."""
+    return only in (None, row["algo"]) and kind in (None, row["kind"])
+
+
+def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=None, keep=None, kind=None):
     import os
     rows = SMOKE if smoke else shapes(seed)
     kept = json.loads(open(keep).read()) if keep else None
@@ -403,12 +430,12 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=
         from benchmarks.run_env import environment
         env = environment(command)
     if kept is not None:
-        env |= {"only": only, "kept": kept["environment"]}
+        env |= {"only": only, "kind": kind, "kept": kept["environment"]}
     result = {"environment": env, "seed": seed, "rows": []}
     deadline = time.monotonic() + max_minutes * 60
     if warm_s > 0 and not dry_run and not smoke:
         import os as _os
-        todo = [r for r in rows if only is None or r["algo"] == only]
+        todo = [r for r in rows if _chosen(r, only, kind)]
         result["environment"]["warm"] = warm(todo, warm_s, min(12, max(1, (_os.cpu_count() or 2) - 2)))
         print("warm:", result["environment"]["warm"], flush=True)
     for i, row in enumerate(rows):
@@ -417,7 +444,7 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=
             break
         r = dict(row, ms=None)
         t0 = time.monotonic()
-        if kept is not None and row["algo"] != only:
+        if kept is not None and not _chosen(row, only, kind):
             result["rows"].append(kept["rows"][i])
             continue
         if not dry_run:
@@ -456,11 +483,13 @@ def main(argv=None):
     ap.add_argument("--warm-seconds", type=float, default=60.0,
                     help="compile every row's kernels first in a process pool, at most this long (0: do not)")
     ap.add_argument("--only", help="measure only this algorithm's rows (with --keep)")
+    ap.add_argument("--kind", choices=("forward", "train", "decode"), help="measure only rows of this kind (with --keep)")
     ap.add_argument("--keep", help="the set's results file: its other rows are kept as they are")
     args = ap.parse_args(argv)
-    if (args.only is None) != (args.keep is None):
-        ap.error("--only and --keep go together")
-    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds, args.only, args.keep)
+    if (args.only is None and args.kind is None) != (args.keep is None):
+        ap.error("--keep goes with --only or --kind, and they with it")
+    run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds, args.only, args.keep,
+        args.kind)
 
 
 if __name__ == "__main__":

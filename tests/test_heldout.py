@@ -117,3 +117,17 @@ def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
         assert (new == old) == (old["algo"] != "naive")
     with pytest.raises(SystemExit, match="seed 2028"):
         heldout.run(str(tmp_path), 1, True, seed=2027, only="naive", keep=str(keep))
+    result = heldout.run(str(tmp_path), 1, True, seed=2028, keep=str(keep), kind="train")
+    assert result["environment"]["kind"] == "train" and result["environment"]["only"] is None
+    for old, new in zip(kept["rows"], result["rows"]):
+        assert (new == old) == (old["kind"] != "train")
+
+
+def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypatch):
+    """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, checked first."""
+    from benchmarks import heldout
+    monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS
+    row = next(r for r in heldout.SMOKE if r["kind"] == "train")
+    out = heldout.measure_row(row, "cpu")
+    assert out["timing"] == "wall_per_call" and out["steps"] == heldout.MIN_STEPS and out["ms"] > 0
+    assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
