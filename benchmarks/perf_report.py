@@ -535,16 +535,19 @@ def o_mask_table():
 
 
 REMEASURED = ROOT / "results" / "h200" / "logs" / "run102_heldout_flash2_tiles.tar.gz"
+TRAIN_TIMED = ROOT / "results" / "h200" / "logs" / "run105_heldout_train_host.tar.gz"
 
 
-def remeasured_rows():
-    """{set: [(row before, row after)]}: each held-out set's rows as they were before run 102 (its logs) and as the set
-    holds them now, flash2's rows measured again (its forwards and training steps)."""
+def remeasured_rows(run=102):
+    """{set: [(row before, row after)]}: each held-out set's rows before and after run 102 (flash2's forwards and
+    training steps measured again; the earlier rows in its logs, its own in run 105's), or run 105 (the training
+    steps timed per call; the rows before it in its logs, its own the set's now)."""
     out = {}
-    with tarfile.open(REMEASURED) as tar:
+    with tarfile.open(REMEASURED) as first, tarfile.open(TRAIN_TIMED) as second:
         for name in HELD_OUT:
-            before = json.load(tar.extractfile(f"run102/heldout_before/{name}"))["rows"]
-            after = json.loads((agreement.RESULTS / name).read_text())["rows"]
+            before = json.load((first if run == 102 else second).extractfile(f"run{run}/heldout_before/{name}"))["rows"]
+            after = (json.load(second.extractfile(f"run105/heldout_before/{name}")) if run == 102 else
+                     json.loads((agreement.RESULTS / name).read_text()))["rows"]
             out[name] = list(zip(before, after))
     return out
 
@@ -554,14 +557,17 @@ def _within(rows):
     return sum(abs(agreement.heldout_simulated(r).predicted_time_s / (r["ms"] * 1e-3) - 1) <= 0.2 for r in timed), len(timed)
 
 
-def remeasured_table():
-    """remeasured_rows() scored by the current model before and after, and how far run 102's flash2 times moved: the
-    forwards whose kernel changed (d = 128, 64-row tiles, N not a multiple of 16), the others, and the training steps
-    whose predicted GPU time is under the host floor (GPU.train_step_host_s) or over it."""
-    lines = ["| set | within 20%: before | after | forwards, changed kernel: after ÷ before | other forwards | "
-             "training, host-bound | training, GPU-bound |", "|---|---|---|---|---|---|---|"]
-    for name, pairs in remeasured_rows().items():
-        ratio = {"changed": [], "other": [], "host": [], "gpu": []}
+def remeasured_table(run=102):
+    """remeasured_rows(run) scored by the current model before and after, and how far the run's flash2 times moved: the
+    forwards whose kernel changed (d = 128, 64-row tiles, N not a multiple of 16) and the others (run 102 only), and
+    the training steps whose predicted GPU time is under the host floor (GPU.train_step_host_s) or over it."""
+    kinds = ("changed", "other", "host", "gpu") if run == 102 else ("host", "gpu")
+    head = {"changed": "forwards, changed kernel: after ÷ before", "other": "other forwards",
+            "host": "training, host-bound", "gpu": "training, GPU-bound"}
+    lines = ["| set | within 20%: before | after | " + " | ".join(head[k] for k in kinds) + " |",
+             "|---|---|---|" + "---|" * len(kinds)]
+    for name, pairs in remeasured_rows(run).items():
+        ratio = {k: [] for k in kinds}
         for a, b in pairs:
             if a["algo"] != "flash2" or not (a.get("ms") and b.get("ms")):
                 continue
@@ -569,7 +575,7 @@ def remeasured_table():
                 sim = agreement.heldout_simulated(a)
                 host = sum(k.predicted_time_s for k in sim.kernels) < sim.config.gpu.train_step_host_s
                 ratio["host" if host else "gpu"].append(b["ms"] / a["ms"])
-            else:
+            elif run == 102:
                 changed = a["head_dim"] >= 128 and a["block_q"] == 64 and a["seq"] % 16
                 ratio["changed" if changed else "other"].append(b["ms"] / a["ms"])
         (was, n), (now, m) = _within([a for a, _ in pairs]), _within([b for _, b in pairs])
@@ -837,7 +843,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
-          "remeasured": remeasured_table, "compute_alone": compute_alone_table,
+          "remeasured": remeasured_table, "train_timed": partial(remeasured_table, 105), "compute_alone": compute_alone_table,
           "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table,
           "headline": headline}
 README = ROOT / "README.md"

@@ -229,7 +229,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)
     bf16_matmul_flops_per_s=8.905e+14,  # the fastest bf16 tl.dot loop
     fp8_matmul_flops_per_s=1.398e+15,  # the fastest e4m3 tl.dot loop
-    train_step_host_s=7.108e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json, run 44; run 37's: 522 us)
+    train_step_host_s=5.928e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json, run 105; run 44's: 711 us, run 37's: 522 us)
     mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json;
         # 32 x 32: matmul_tiles_more.json, against the fastest shape measured again in its run)
         ((32, 32, 64, 4), 0.249),
