@@ -238,21 +238,13 @@ def _timer(dev):
 
 def _wall_per_step(step, dev):
     """{"ms", "timing", "steps"}: the wall time per call of step() in a loop, the GPU synchronised before the clock
-    starts and once after the last call (benchmarks/host.py's per-call time), over about STEPS_S of calls."""
+    starts and once after the last call (benchmarks/host.py's per_call_us), over about STEPS_S of calls."""
     import torch
+    from benchmarks.host import per_call_us
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    for _ in range(3):
-        step()
-    sync()
-    t0 = time.perf_counter()
-    step()
-    sync()
-    steps = max(MIN_STEPS, min(MAX_STEPS, int(STEPS_S / max(time.perf_counter() - t0, 1e-6))))
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    sync()
-    return {"ms": (time.perf_counter() - t0) * 1e3 / steps, "timing": "wall_per_call", "steps": steps}
+    one_us = per_call_us(step, 1, 3, sync)  # after 3 warm-up steps: how many steps STEPS_S holds
+    steps = max(MIN_STEPS, min(MAX_STEPS, int(STEPS_S * 1e6 / max(one_us, 1.0))))
+    return {"ms": per_call_us(step, steps, 0, sync) / 1e3, "timing": "wall_per_call", "steps": steps}
 
 
 def measure_row(row, dev="cuda", warm_only=False):

@@ -363,15 +363,6 @@ def lone_launch_us(head_dim, block_q, block_kv, num_stages, steps):
                                  tiles=gpusim.Tiles(block_q, block_kv, num_stages=num_stages)).predicted_time_s
 
 
-def schedule(result):
-    """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch."""
-    k = result.kernels[0]
-    counts = {t: rw for (kernel, t), rw in result.counts.items() if kernel == k.name}
-    dram = {t: rw for (kernel, t), rw in result.dram.items() if kernel == k.name}
-    grid = cost.occupied(result.config, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    return grid, cost.one_step(grid, cost.rates(grid))
-
-
 def compute_alone_rows():
     """results/h200/overlap_d128.json (run 103): flash2's loop without its loads at d = 128, one program per SM, against
     gpusim's compute of a lone flash2 step on that tile: {(block_q, block_kv): (warps, measured µs per step, matmuls,
@@ -381,15 +372,15 @@ def compute_alone_rows():
     for r in json.loads((agreement.RESULTS / "overlap_d128.json").read_text())["rows"]:
         if r["programs_per_sm"] != 1 or "ms" not in r:
             continue
-        grid, step = schedule(gpusim.simulate("flash2", batch=1, heads=132, seq=r["br"], seq_kv=16 * r["bc"],
+        grid, step = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132, seq=r["br"], seq_kv=16 * r["bc"],
                                               head_dim=r["d"], dtype="fp16", gpu=agreement.PRESET, block_q=r["br"],
                                               block_kv=r["bc"]))
         unit, _, _ = cost.unit_times(grid, step.rate)
-        per_warp = grid.cfg.pass_.ISSUE_HIDING.get(grid.kernel, cost.ISSUE_HIDING)
-        hiding = min(1.0, grid.resident * grid.res.num_warps / cost.ISSUE_PER_CLOCK * per_warp)
+        with measured_issue():  # the same instructions issued at the full rate
+            full, _, _ = cost.unit_times(grid, step.rate)
         assert grid.resident == 1 and grid.res.num_warps == r["num_warps"]
         out[r["br"], r["bc"]] = (r["num_warps"], r["ms"] * 1e3 / r["repeats"], *(1e6 * unit[u] for u in ("mma", "issue")),
-                                 1e6 * unit["issue"] * hiding, 1e6 * unit["sfu"], 1e6 * step.serial_s,
+                                 1e6 * full["issue"], 1e6 * unit["sfu"], 1e6 * step.serial_s,
                                  1e6 * cost.wait(grid.cfg.gpu, step.step_bytes))
     return out
 

@@ -173,7 +173,8 @@ def measure_backward(results):
                    heads=HEADS)
 
         def timed():
-            sets = probe.input_sets((*shapes(seq, seq_kv, head_dim), shapes(seq, seq_kv, head_dim)[0]), L2_BYTES)
+            q, k, v = shapes(seq, seq_kv, head_dim)
+            sets = probe.input_sets((q, k, v, q), L2_BYTES)  # do shaped like q
             saved = [flash2_attention(q, k, v, return_lse=True) for q, k, v, _ in sets]
             calls = [lambda s=s, o=o: flash2_attention_backward(*s[:3], *o, s[3], block_q=block_q, block_kv=block_kv)
                      for s, o in zip(sets, saved)]

@@ -116,6 +116,16 @@ def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     return waves(step)
 
 
+def schedule(result, cfg=None):
+    """Steps 1-3 of a one-kernel Result's launch, as kernel_time makes them: its Grid and Schedule (with cfg, another
+    configuration's, for a launch option that changes no byte)."""
+    k = result.kernels[0]
+    counts = {t: rw for (kernel, t), rw in result.counts.items() if kernel == k.name}
+    dram = {t: rw for (kernel, t), rw in result.dram.items() if kernel == k.name}
+    grid = occupied(cfg or result.config, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+    return grid, one_step(grid, rates(grid))
+
+
 def occupied(cfg, kernel, counts, dram, flops):
     """Step 1: the blocks an SM keeps resident, and the programs and steps of the grid."""
     res = resources(cfg, kernel)

@@ -134,7 +134,7 @@ def test_the_rotated_hopper_loop_is_one_instruction_stream():
     assert cfg.pass_.tiles(cfg).overlap and cfg.pass_.streams(cfg, "hopper") == 1
     plain = dataclasses.replace(cfg, user_tiles=gpusim.Tiles(cfg.block_q, cfg.block_kv, overlap=False))
     assert not plain.pass_.tiles(plain).overlap
-    grids = [_schedule(rotated, c) for c in (cfg, plain)]
+    grids = [cost.schedule(rotated, c) for c in (cfg, plain)]
     assert grids[0][1].serial_s == grids[1][1].serial_s == grids[0][1].overlapped_s
     ws = gpusim.simulate("hopper", seq=4096, head_dim=64, heads=32, gpu=H200).config
     assert ws.pass_.streams(ws, "hopper") == 2
@@ -213,17 +213,6 @@ def test_each_launch_pays_the_launch_overhead_once():
         assert gap == pytest.approx(launches * (1e-3 - A100.launch_overhead_s), rel=1e-9)
 
 
-def _schedule(r, cfg=None):
-    """The time model's Grid and Schedule (cost.py's steps 1-3) of a one-kernel Result's launch, or of cfg's with
-    r's counts (a launch option that changes no byte)."""
-    cfg = cfg or r.config
-    k = r.kernels[0]
-    counts = {t: rw for (kernel, t), rw in r.counts.items() if kernel == k.name}
-    dram = {t: rw for (kernel, t), rw in r.dram.items() if kernel == k.name}
-    grid = cost.occupied(cfg, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    return grid, cost.one_step(grid, cost.rates(grid))
-
-
 def test_the_waves_add_up_program_by_program():
     """flash1's programs all walk the same steps. gpusim/cost.py's step 5: time = (the sum of every program's
     tau - the last wave's) / slots + the last wave's longest tau + the launch overhead, with P programs in S =
@@ -231,7 +220,7 @@ def test_the_waves_add_up_program_by_program():
     here from cost.tau alone."""
     r = gpusim.simulate("flash1", seq=2048, head_dim=64, heads=32, batch=20, gpu=H200)
     cfg, k = r.config, r.kernels[0]
-    grid, step = _schedule(r)
+    grid, step = cost.schedule(r)
     programs, slots, sms = cfg.bh, grid.slots, cfg.gpu.sm_count
     last = programs - (math.ceil(programs / slots) - 1) * slots
     steps = cfg.tiling.tiles
@@ -249,7 +238,7 @@ def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
     descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
     r = gpusim.simulate("hopper", seq=8192, head_dim=128, heads=16, batch=4, gpu=H200)
     cfg = r.config
-    grid, step = _schedule(r)
+    grid, step = cost.schedule(r)
     assert grid.resident == 1 and step.prefetched and step.setup_s > 0
     gpu, j = cfg.gpu, cfg.tiling.tiles
     waited = cost.wait(gpu, step.fixed_bytes) + step.setup_s + cost.wait(gpu, step.step_bytes)

@@ -759,7 +759,7 @@ def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
         "flash2", 128, 64, 128) and r["seq"] > 2048]
     assert len(long) == 4 and f"{span(long)} on `tiles.json`'s four long groups" in text
     shape = dict(batch=1, heads=16, seq=32768, head_dim=128, dtype="fp16", gpu=agreement.PRESET, block_q=64, block_kv=128)
-    grid, step = perf_report.schedule(gpusim.simulate("flash2", **shape))
+    grid, step = cost.schedule(gpusim.simulate("flash2", **shape))
     ms = next(r["ms"] for r in json.loads((RESULTS / "tiles.json").read_text())["rows"] if (
         r["algo"], r["head_dim"], r["causal"], r["seq"], r["block_q"], r["block_kv"], r["num_warps"]) == (
         "flash2", 128, False, 32768, 64, 128, 4))
@@ -832,7 +832,7 @@ def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
     assert (f"at 64 × 64, {lone:.2f} µs measured, of which {alone:.2f} µs is compute, leaves {lone - alone:.2f} µs for "
             f"the loads, which gpusim's wait puts at {wait:.2f} µs") in text and lone - alone > wait
     shape = dict(batch=1, heads=16, seq=32768, head_dim=128, dtype="fp16", gpu=agreement.PRESET, block_q=64, block_kv=128)
-    grid, step = perf_report.schedule(gpusim.simulate("flash2", **shape))
+    grid, step = cost.schedule(gpusim.simulate("flash2", **shape))
     measured = next(r["ms"] for r in json.loads((RESULTS / "tiles.json").read_text())["rows"] if (
         r["algo"], r["head_dim"], r["causal"], r["seq"], r["block_q"], r["block_kv"], r["num_warps"]) == (
         "flash2", 128, False, 32768, 64, 128, 4))
@@ -869,7 +869,7 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
             b = r["programs_per_sm"]
             if r["variant"] != "softmax" or b > min(3, r["resident"]):
                 continue
-            grid, step = perf_report.schedule(gpusim.simulate(
+            grid, step = cost.schedule(gpusim.simulate(
                 "flash2", batch=1, heads=132 * b, seq=r["br"], seq_kv=16 * r["bc"], head_dim=64, dtype="fp16",
                 gpu=agreement.PRESET, tiles=gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"])))
             assert grid.resident == b
