@@ -738,7 +738,7 @@ def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
         else:
             moved["changed" if a["head_dim"] >= 128 and a["block_q"] == 64 and a["seq"] % 16 else "other"].append(
                 b["ms"] / a["ms"])
-    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    span = perf_report._span
     gpu = sorted(moved["gpu"])
     assert (f"take {span(moved['changed'])} their earlier time and every other forward {span(moved['other'])}" in text
             and f"took {span(moved['host'])} what they took before, while the GPU-bound ones moved "
@@ -794,7 +794,7 @@ def test_perf_md_quotes_run_105s_training_steps_timed_per_call():
         assert a["timing"] == "events" and b["timing"] == "wall_per_call"
         sim = agreement.heldout_simulated(a)
         moved[sum(k.predicted_time_s for k in sim.kernels) < sim.config.gpu.train_step_host_s].append(b["ms"] / a["ms"])
-    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    span = perf_report._span
     assert f"The GPU-bound steps reproduce ({span(moved[False])} the events' time); the host-bound ones took {span(moved[True])}" in text
     before, after = (sum(perf_report._within([pair[i] for pair in pairs])[0] for pairs in sets.values()) for i in (0, 1))
     total = sum(perf_report._within([b for _, b in pairs])[1] for pairs in sets.values())
@@ -875,7 +875,7 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
             assert grid.resident == b
             ratio.setdefault(b == 1, []).append(b * step.serial_s * 1e6 / (r["ms"] * 1e3 / r["repeats"]))
     assert (cost.ISSUE_HIDING, agreement.tile_choice()) == before and "flash1" not in perf_report.Flash1.ISSUE_HIDING
-    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    span = perf_report._span
     assert len(off) == 6 and {key[:2] for key in off} == {("flash2", 64), ("hopper", 64)}
     assert sum(key[2] for key in off) > len(off) / 2 and {pick for pick, _ in off.values()} == {(64, 128), (128, 128)}
     assert (f"in six of the sweep's 24 groups (flash2 and Hopper at d = 64, most of them causal: 64 × 128 or 128 × 128 "
@@ -956,7 +956,7 @@ def test_perf_md_quotes_the_backward_at_unaligned_lengths_as_run_104_measured_it
     not a multiple of 16, of an N_kv alone, and the variant's time over the committed kernel's, as docs/perf.md quotes
     them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    span = perf_report._span
     now = perf_report.unaligned_rows(perf_report.backward_rows())
     late = perf_report.unaligned_rows(perf_report.backward_rows(late_mask=True))
     assert len(now) == len(late) == 8
