@@ -5,10 +5,11 @@ count it shows is the one gpusim computes, that every widget image has at least 
 with (no blurry upscaling), then moves its block-size sliders one step each. Every other notebook with a
 control (CONTROLS): moves one control and checks that the output it drives (its figure, or the verdict of a
 multiple-choice guess) changed. Notebook 10: pastes the reference solution of the first kernel puzzle into its
-template cell, runs it and the check, and sees it accepted. Notebook 11: a scorecard link opens its notebook at
-the section. One JupyterLab and one Chromium serve them all
-(module-scoped fixtures), in one page that loads JupyterLab once (the scorecard test loads it again, with the
-default windowing); each test closes its notebooks, and their kernels are shut down while the next one opens.
+template cell, runs it and the check, and sees it accepted. Notebook 11: after its guess, a scorecard link opens
+its notebook at the section. One JupyterLab and one Chromium serve them all (module-scoped fixtures), in one page
+that loads JupyterLab once, with a learner's settings (JupyterLab's default notebook windowing, which keeps every
+cell in the page and leaves the offscreen ones unrendered); each test closes its notebooks, and their kernels are
+shut down while the next one opens.
 Formulas are left untypeset (MathJax's extension disabled): the tests read controls, outputs and headings.
 Uses the Chromium and ChromeDriver on the PATH; skipped, saying so in pytest's summary, where they are
 missing, unless GPUSIM_REQUIRE_BROWSER=1 (.ci/run, which installs them).
@@ -153,10 +154,6 @@ def _jupyter_sandbox(tmp_path):
     settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    # Every cell in the page (no windowing), so a control far down a notebook can be found and scrolled to.
-    tracker = config / "lab" / "user-settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     # No typesetting of formulas: no test reads one, and with every cell of 13 notebooks in the page it cost
     # Chromium half its CPU time (34 of 69 s on the 2-core machine), taken from the other test process.
     (config / "labconfig").mkdir()
@@ -357,7 +354,9 @@ def test_notebook10_a_kernel_pasted_into_the_puzzle_is_accepted(browser, lab, on
 
 
 # notebook: (text of the code cell that shows the control, what to move, its label). Moving it must change the
-# output it drives: the widget's figure, or for a multiple-choice guess ("choice") its revealed verdict.
+# output it drives: the widget's figure, or for a multiple-choice guess ("choice") its revealed verdict. Notebook
+# 11's (SCORECARD) is moved by the scorecard test, in the same run as its links.
+SCORECARD = ("11_claims_scorecard.ipynb", "choice.wrong_question(rows)", "choice", "")
 CONTROLS = {
     "01_memory_hierarchy.ipynb": ("widgets.RooflineExplorer(", "dropdown", "GPU"),
     "02_standard_attention.ipynb": ("widgets.TrafficExplorer(", "dropdown", "head_dim"),
@@ -368,7 +367,6 @@ CONTROLS = {
     "08_inference.ipynb": ("widgets.KVCalculator(", "dropdown", "model"),
     "09_training.ipynb": ("widgets.BackwardStepper(", "dropdown", "algo"),
     "10_write_the_kernels.ipynb": ("choice.causal_share_question()", "choice", ""),
-    "11_claims_scorecard.ipynb": ("choice.wrong_question(rows)", "choice", ""),
     "12_appendix_provenance.ipynb": ("choice.time_miss_question(", "choice", ""),
     "13_beyond_one_gpu.ipynb": ("widgets.TimelineExplorer(", "dropdown", "strategy"),
 }
@@ -379,7 +377,7 @@ CONTROLS = {
 OUTPUT_STATE = """const [cell, kind] = arguments;
 if (kind === 'choice') {
   const feedback = cell.querySelector('.gpusim-choice-feedback');
-  return feedback ? feedback.innerText.trim() : null;
+  return feedback ? feedback.textContent.trim() : null;
 }
 const hash = text => { let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
@@ -412,14 +410,19 @@ def _move(driver, cell, kind, label):
 
 @pytest.mark.parametrize("notebook", sorted(CONTROLS))
 def test_a_control_in_every_notebook_moves_its_output(browser, lab, one_kernel, notebook):
-    marker, kind, label = CONTROLS[notebook]
     if not (NOTEBOOKS / notebook).exists():
         pytest.skip(f"{notebook} is not in this tree")
     wait = waiting(browser, 90, StaleElementReferenceException, NoSuchElementException)
     _open_and_run_all(browser, wait, lab, notebook)
+    _control_moves_its_output(browser, wait, lab, *CONTROLS[notebook])
+
+
+def _control_moves_its_output(browser, wait, lab, marker, kind, label):
+    """Once the control's cell shows its output, the kernel is interrupted (the cells still queued are not what
+    the control drives), the control moved, and the output must change."""
     cell = wait.until(lambda d: _cell_with(d, marker, missing_ok=True))
     before = wait.until(lambda d: _output_state(d, _cell_with(d, marker), kind) or None)
-    _interrupt_kernels(lab)  # the cells after the control's are not what it drives
+    _interrupt_kernels(lab)
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
     for attempt in (1, 2):  # a change the page drops while it is still busy is made once more
         _move(browser, _cell_with(browser, marker), kind, label)
@@ -442,33 +445,16 @@ const box = panel.getBoundingClientRect();
 return [heading.getBoundingClientRect().top - box.top, box.height];"""
 
 
-def _tracker_settings(lab, raw):
-    """The notebook tracker's user settings on the server (read by a page loaded after)."""
-    request = urllib.request.Request(
-        f"{lab}/lab/api/settings/@jupyterlab/notebook-extension:tracker", method="PUT",
-        data=json.dumps({"raw": raw}).encode(), headers={"Authorization": f"token {TOKEN}"})
-    urllib.request.urlopen(request, timeout=10)
-
-
-@pytest.fixture
-def default_windowing(lab, browser):
-    """JupyterLab's own notebook windowing, as a learner's lab has it, for one test (the others render every cell):
-    the page is left before and after, so that JupyterLab loads again with the settings of the moment."""
-    _tracker_settings(lab, "{}")
-    browser.get("about:blank")
-    yield
-    _tracker_settings(lab, json.dumps({"windowingMode": "none"}))
-    browser.get("about:blank")
-
-
-def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_kernel, default_windowing):
+def test_a_scorecard_link_opens_its_notebook_at_the_section(browser, lab, one_kernel):
     """Notebook 11's experiment links open a notebook not yet open scrolled to the section, not at its top: they
     name the heading's cell (`#cell-id=`), which JupyterLab scrolls to when it opens a notebook (with its default
-    windowing; a heading's anchor it does not)."""
+    windowing; a heading's anchor it does not). Its multiple-choice guess, above the links, is moved first."""
+    notebook, *control = SCORECARD
     wait = waiting(browser, 90, StaleElementReferenceException, NoSuchElementException)
-    _open_and_run_all(browser, wait, lab, "11_claims_scorecard.ipynb")
+    _open_and_run_all(browser, wait, lab, notebook)
     link = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".jp-OutputArea a[href*='05_flash1_vs_flash2.ipynb']"))
     section = link.text
+    _control_moves_its_output(browser, wait, lab, *control)
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
     link.click()
     wait.until(lambda d: d.execute_script(HEADING_TOP, section))  # the notebook is open
