@@ -1,7 +1,8 @@
 """A lone program's step, and a launch inside a CUDA graph: what a one-wave launch is made of.
 
     python -m benchmarks.lone_program --out $OUT          # GPU: $OUT/lone_program.json, about 2 min
-    TRITON_INTERPRET=1 python -m benchmarks.lone_program --out /tmp/p --smoke
+    python -m benchmarks.lone_program --out $OUT --shared # GPU: $OUT/shared_steps.json, about 2 min
+    TRITON_INTERPRET=1 python -m benchmarks.lone_program --out /tmp/p --smoke [--shared]
 
 flash2 with one program per SM (heads = 132, one Q block each, batch 1), each looping over J K/V blocks,
 J = 1, 2, 4, 8, 16, at four tiles per head dim and Triton's software pipeline 2, 3 and 4 stages deep (the
@@ -14,6 +15,10 @@ of a program that shares its SM with nobody (gpusim.cost.step_chain's lone wait)
 launch and the program's fixed work. Then an empty kernel, one program and one per SM: timed with CUDA events around
 each call (benchmarks/ceilings.py's launch_overhead_s) and replayed from a CUDA graph, which is what a
 launch adds to a graph-replayed time.
+
+--shared: the same steps with b programs per SM (heads = 132 b), b = 1 up to the blocks gpusim has an SM hold of
+flash2 at the tile (at most 4), cold, J = 4 and 16, at 2 and 3 stages, into shared_steps.json: the slope is one step
+of each of b programs sharing an SM, their loads with it (docs/perf.md, "Programs sharing an SM").
 """
 from itertools import product
 
@@ -21,6 +26,7 @@ import torch
 import triton
 
 import gpusim
+from gpusim import cost
 from benchmarks import probe
 from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
@@ -30,7 +36,17 @@ STEPS = (1, 2, 4, 8, 16)
 HEADS = 132  # one program per SM of the H200
 TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
 STAGES = (2, 3, 4)
-SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,), L2_BYTES=0)
+SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,), L2_BYTES=0, MOST_SHARED=2)
+SHARED = dict(STEPS=(4, 16), TILES={d: ((64, 32), (64, 64), (128, 64)) for d in (64, 128)}, STAGES=(2, 3))
+MOST_SHARED = 4  # programs per SM --shared goes up to
+
+
+def shared_programs(head_dim, tiles):
+    """1 .. the flash2 blocks gpusim has an SM of the H200 hold at this tile (at most MOST_SHARED)."""
+    grid, _ = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132 * MOST_SHARED, seq=tiles.block_q,
+                                            seq_kv=tiles.block_kv, head_dim=head_dim, dtype="fp16",
+                                            gpu="H200-measured", tiles=tiles))
+    return range(1, min(MOST_SHARED, grid.occ.blocks_per_sm) + 1)
 
 
 @triton.jit
@@ -38,20 +54,23 @@ def _empty(x_ptr):
     pass
 
 
-def measure_steps(results):
+def measure_steps(results, shared=False):
     for head_dim, stages in product(TILES, STAGES):
         for (block_q, block_kv), steps in product(TILES[head_dim], STEPS):
-            sets = probe.input_sets(((1, HEADS, block_q, head_dim), *((1, HEADS, steps * block_kv, head_dim),) * 2),
-                                    L2_BYTES)
             tiles = gpusim.Tiles(block_q, block_kv, num_stages=stages)
-            for l2, used in (("warm", sets[:1]), ("cold", sets)):
-                call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in used])
-                row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
-                           steps=steps, heads=HEADS, seq=block_q, seq_kv=steps * block_kv, l2=l2, copies=len(used))
-                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-                print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d} {l2}: "
-                      f"{row.get('ms', row.get('error'))}", flush=True)
-            del sets
+            for b in shared_programs(head_dim, tiles) if shared else (1,):
+                heads = HEADS * b
+                sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2),
+                                        L2_BYTES)
+                for l2, used in (("cold", sets),) if shared else (("warm", sets[:1]), ("cold", sets)):
+                    call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in used])
+                    row = dict(kind="step", head_dim=head_dim, block_q=block_q, block_kv=block_kv, num_stages=stages,
+                               steps=steps, heads=heads, seq=block_q, seq_kv=steps * block_kv, l2=l2, copies=len(used))
+                    row |= dict(programs_per_sm=b) if shared else {}
+                    results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+                    print(f"d={head_dim} {block_q}x{block_kv} stages={stages} J={steps:2d} b={b} {l2}: "
+                          f"{row.get('ms', row.get('error'))}", flush=True)
+                del sets
 
 
 def measure_launch(results):
@@ -67,12 +86,16 @@ def measure_launch(results):
 
 def main(argv=None):
     ap = probe.parser(__doc__, "lone_program.json", pool=False)
+    ap.add_argument("--shared", action="store_true", help="b programs per SM: shared_steps.json")
     args = ap.parse_args(argv)
+    globals().update(SHARED if args.shared else {})
     if args.smoke:
         globals().update(SMOKE)
-    results = probe.open_results("lone_program.json", args, argv)
-    measure_launch(results)
-    measure_steps(results)
+    results = probe.open_results("shared_steps.json" if args.shared else "lone_program.json", args, argv,
+                                 module="lone_program")
+    if not args.shared:
+        measure_launch(results)
+    measure_steps(results, args.shared)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import re
 import sys
 import tarfile
 from contextlib import contextmanager
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -448,6 +448,133 @@ def issue_trial_table():
                      + [f"| {name} | {now[name]} | {trial[name]} |" for name in now])
 
 
+def mva(b, demands):
+    """Exact mean-value analysis of a closed queueing network (Reiser and Lavenberg, 1980): b programs, each cycling
+    through single-server stations of these demands (a step's matmuls on the tensor cores, then its other
+    instructions on the issue ports), no think time. The stations' time for b steps, one of each program: the sum of
+    the demands at b = 1, tending to b x the largest as b grows."""
+    queue, total = [0.0] * len(demands), sum(demands)
+    for n in range(1, b + 1):
+        residence = [d * (1 + q) for d, q in zip(demands, queue)]
+        total = sum(residence)
+        queue = [n * r / total for r in residence]
+    return total
+
+
+def sharing_rows():
+    """overlap.json and overlap_d128.json (runs 57 and 103): flash2's loop without its loads, b programs per SM (no more
+    than an SM holds at once of the loop, nor of flash2 in gpusim), against gpusim on the same tile and warps: {(d, block_q, block_kv, warps, b): (measured
+    µs for one step of each of the b programs, gpusim's (b turns of a step's compute), b turns at the full issue rate,
+    mva() at the full issue rate)}."""
+    out = {}
+    for name in ("overlap.json", "overlap_d128.json"):
+        for r in json.loads((agreement.RESULTS / name).read_text())["rows"]:
+            b = r["programs_per_sm"]
+            if r["variant"] != "softmax" or "ms" not in r or b > r["resident"]:
+                continue
+            grid, step = cost.schedule(gpusim.simulate(
+                "flash2", batch=1, heads=132 * b, seq=r["br"], seq_kv=16 * r["bc"], head_dim=r["d"], dtype="fp16",
+                gpu=agreement.PRESET, tiles=gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"])))
+            if grid.resident < b:  # flash2 itself (its loads' shared memory) holds fewer than the loop alone
+                continue
+            with measured_issue():
+                unit, _, _ = cost.unit_times(grid, step.rate)
+            units = [unit["mma"], max(unit["issue"], unit["sfu"])]
+            out[r["d"], r["br"], r["bc"], r["num_warps"], b] = (r["ms"] * 1e3 / r["repeats"], 1e6 * b * step.serial_s,
+                                                                1e6 * b * sum(units), 1e6 * mva(b, units))
+    return out
+
+
+def sharing_table():
+    """sharing_rows() as docs/perf.md's table: each rule's time over the measured one."""
+    lines = ["| d | tile | warps | programs per SM | measured, µs | gpusim (turns) ÷ measured | turns, full issue rate | "
+             "shared (mva), full issue rate |", "|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, warps, b), (us, model, turns, shared) in sharing_rows().items():
+        lines.append(f"| {d} | {bq} × {bk} | {warps} | {b} | {us:.3f} | {model / us:.2f} | {turns / us:.2f} | "
+                     f"{shared / us:.2f} |")
+    return "\n".join(lines)
+
+
+@contextmanager
+def shared_sm(contention=cost.CONTENTION):
+    """A trial, not adopted: measured_issue(), and an SM's b resident programs sharing its tensor cores and issue ports
+    as mva() has them (flash1's flat issue and the warp-specialized kernels as they are), with this CONTENTION."""
+    turns, fitted = cost.sm_compute, cost.CONTENTION
+
+    def shared(step, j):
+        grid = step.grid
+        if grid.resident == 1 or grid.kernel in grid.cfg.pass_.FLAT_ISSUE or grid.cfg.pass_.streams(
+                grid.cfg, grid.kernel) > 1:
+            return turns(step, j)
+        unit, _, _ = cost.unit_times(grid, step.rate)
+        return grid.resident * step.fixed_compute_s + j * mva(grid.resident, [unit["mma"],
+                                                                              max(unit["issue"], unit["sfu"])])
+    cost.sm_compute, cost.CONTENTION = shared, contention
+    try:
+        with measured_issue():
+            yield
+    finally:
+        cost.sm_compute, cost.CONTENTION = turns, fitted
+
+
+CONTENTIONS = (0.15, 0.3, 0.5, 0.7, 1.0)  # the grid the trial's CONTENTION is refitted on
+
+
+def fitted_half_share():
+    """The share within 20% of the half CONTENTION was fitted on: the d = 64 rows of bench.json and tiles.json."""
+    return agreement.summary([p for name in ("bench.json", "tiles.json") for p in agreement.rows(name)
+                              if p[0]["head_dim"] == 64])["within 20%"]
+
+
+@lru_cache(maxsize=None)
+def trial_contention():
+    """The CONTENTION of CONTENTIONS whose shared_sm() scores best on the fitted half (computed once a process)."""
+    def half(c):
+        with shared_sm(c):
+            return fitted_half_share()
+    return max(CONTENTIONS, key=half)
+
+
+def sharing_trial_table():
+    """trial_scores() under the model and under shared_sm(trial_contention()), as docs/perf.md's table."""
+    best, now = trial_contention(), trial_scores()
+    with shared_sm(best):
+        trial = trial_scores()
+    return "\n".join(["| rows | the model | programs sharing the SM (mva), full issue rate, "
+                      f"`CONTENTION` {best} (trial) |", "|---|---|---|"]
+                     + [f"| {name} | {now[name]} | {trial[name]} |" for name in now])
+
+
+def shared_steps_rows():
+    """results/h200/shared_steps.json (run 106): flash2's step with b programs per SM and its loads, the slope of the
+    launch's time from J = 4 to 16 steps: {(d, block_q, block_kv, stages, b): (measured µs for one step of each of the
+    b programs, gpusim's ÷ measured, shared_sm(trial_contention())'s ÷ measured)}."""
+    ms = {(r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"], r["programs_per_sm"], r["steps"]): r["ms"]
+          for r in json.loads((agreement.RESULTS / "shared_steps.json").read_text())["rows"] if "ms" in r}
+
+    def slope(times, key):
+        return 1e3 * (times(*key, 16) - times(*key, 4)) / 12
+
+    def model(d, bq, bk, stages, b, steps):
+        return 1e3 * gpusim.simulate("flash2", batch=1, heads=132 * b, seq=bq, seq_kv=steps * bk, head_dim=d,
+                                     dtype="fp16", gpu=agreement.PRESET,
+                                     tiles=gpusim.Tiles(bq, bk, num_stages=stages)).predicted_time_s
+    keys = sorted({key[:5] for key in ms})
+    measured = {key: slope(lambda *k: ms[k], key) for key in keys}
+    now = {key: slope(model, key) / measured[key] for key in keys}
+    with shared_sm(trial_contention()):
+        return {key: (measured[key], now[key], slope(model, key) / measured[key]) for key in keys}
+
+
+def shared_steps_table():
+    """shared_steps_rows() as docs/perf.md's table."""
+    lines = ["| d | tile | stages | programs per SM | measured, µs | per program | gpusim ÷ measured | trial ÷ measured |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, stages, b), (us, now, trial) in shared_steps_rows().items():
+        lines.append(f"| {d} | {bq} × {bk} | {stages} | {b} | {us:.3f} | {us / b:.3f} | {now:.2f} | {trial:.2f} |")
+    return "\n".join(lines)
+
+
 UNALIGNED = ((4096, 4096), (4080, 4080), (4095, 4095), (4095, 4096), (4096, 4095))  # (N, N_kv), as measured
 
 
@@ -836,7 +963,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
           "remeasured": remeasured_table, "train_timed": partial(remeasured_table, 105), "compute_alone": compute_alone_table,
-          "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table,
+          "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table, "sharing": sharing_table,
+          "sharing_trial": sharing_trial_table, "shared_steps": shared_steps_table,
           "headline": headline}
 README = ROOT / "README.md"
 

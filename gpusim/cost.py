@@ -41,7 +41,7 @@ The model, in five steps, each a choice written down here:
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
-(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy(), chain() and tau()
+(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() and sm_compute(), chain() and tau()
 (step 4); waves() (step 5) makes the Timing.
 """
 import math
@@ -239,12 +239,17 @@ def busy(step, j, sharing):
     """Step 4: an SM's time for its b programs of j steps: their bytes at the bandwidth share of `sharing`
     programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each SM's share
     grows), their work on the SM's own units."""
-    b, rate = step.grid.resident, step.rate
+    rate = step.rate
     moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
     memory = sharing * np.maximum(moved[0] / rate["l2"], moved[1] / rate["dram"])
-    compute = b * (step.fixed_compute_s + j * step.overlapped_s)
+    compute = sm_compute(step, j)
     contention = step.grid.cfg.pass_.CONTENTION.get(step.grid.kernel, CONTENTION)  # a kernel's own, where it has one
     return np.maximum(memory, compute) + contention * np.minimum(memory, compute)
+
+
+def sm_compute(step, j):
+    """An SM's compute for its b programs of j steps: they take turns on its units, b x one program's."""
+    return step.grid.resident * (step.fixed_compute_s + j * step.overlapped_s)
 
 
 def tau(step, j, sharing):

@@ -145,6 +145,17 @@ def test_lone_program_smoke_run_times_every_depth_warm_and_cold_and_both_launch_
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
+def test_lone_program_shared_smoke_run_times_each_number_of_programs_per_sm_cold(tmp_path, monkeypatch):
+    for name in lone_program.SMOKE:
+        monkeypatch.setattr(lone_program, name, getattr(lone_program, name))
+    lone_program.main(["--out", str(tmp_path), "--smoke", "--shared"])
+    rows = json.loads((tmp_path / "shared_steps.json").read_text())["rows"]
+    assert [(r["programs_per_sm"], r["heads"], r["steps"], r["l2"]) for r in rows] == [
+        (b, 2 * b, j, "cold") for j in (1, 2) for b in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows) and not (tmp_path / "lone_program.json").exists()
+    assert "lone_program --out" in json.loads((tmp_path / "shared_steps.json").read_text())["environment"]["command"]
+
+
 def test_unaligned_smoke_run_times_every_length_and_profiles(tmp_path, monkeypatch, capsys):
     from benchmarks import unaligned
     for name in unaligned.SMOKE:

@@ -992,3 +992,71 @@ def _missed_target(name):
     within, train = (sum(0.8 <= x <= 1.2 for r, x in pairs if kind in (None, r["kind"])) for kind in (None, "train"))
     trains = sum(r["kind"] == "train" for r, _ in pairs)
     return f"{within / len(pairs):.1%} ({within} of {len(pairs)})", f"{train / trains:.0%} ({train} of {trains})"
+
+
+def test_mva_is_the_exact_recursion_of_a_closed_network():
+    """perf_report.mva against values worked by hand: one program takes the sum of its demands; two programs of demands
+    (1, 1) take 3 (each station's queue half a program at n = 1, so each residence 1.5), of (1, 2) take 14/3
+    (queues 1/3 and 2/3: residences 4/3 and 10/3); many tend to b x the larger demand."""
+    assert perf_report.mva(1, [0.3, 0.5]) == 0.8
+    assert perf_report.mva(2, [1.0, 1.0]) == 3.0
+    assert abs(perf_report.mva(2, [1.0, 2.0]) - 14 / 3) < 1e-12
+    assert perf_report.mva(2, [1.0, 2.0]) > 2 * 2 and abs(perf_report.mva(200, [1.0, 2.0]) / 400 - 1) < 1e-9
+
+
+def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
+    """perf_report.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
+    as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground on
+    every set but decode.json, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block ends,
+    while within it a launch of two resident programs is priced faster than their turns."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.sharing_rows()
+    span = lambda values: f"{min(values):.2f}–{max(values):.2f}×"  # noqa: E731
+    four = [v for (d, bq, bk, warps, b), v in rows.items() if bq == 64 and warps == 4]
+    wide = [v for (d, bq, bk, warps, b), v in rows.items() if bq == 128 and warps == 4]
+    eight = [v for (d, bq, bk, warps, b), v in rows.items() if warps == 8]
+    assert len(four) == 13 and {b for (_, bq, _, _, b) in rows if bq == 64} == {1, 2, 3, 4}
+    assert (f"the shared rule is {span([v[3] / v[0] for v in four])} the measured loop at every b, where the model's "
+            f"turns are {span([v[1] / v[0] for v in four])} and turns at the full issue rate "
+            f"{span([v[2] / v[0] for v in four])}") in text
+    assert f"(flash2 gives them 8) come out {span([v[3] / v[0] for v in wide])}" in text
+    assert f"the 8-warp ones at one program {span([v[3] / v[0] for v in eight])}" in text
+    two = [float(last) for _, _, stages, *_, last in (line.strip("|").split("|") for line in
+                                                      perf_report.exposed_loads_table().splitlines()[2:])
+           if int(stages) == 2]
+    assert f"at one program and 2 stages they add {min(two):.2f}–{max(two):.2f}× gpusim's wait" in text
+    table = text.split("<!-- sharing_trial:begin -->")[1].split("<!-- sharing_trial:end -->")[0]
+    shares = {}
+    for name in ("bench.json", "tiles.json", "decode.json", "bench_bwd.json", "program_setup.json", "held-out, all",
+                 "held-out, flash2 forwards", "held-out, training steps"):
+        now, trial = table.split(f"| {name} | ")[1].split(" |")[:2]
+        shares[name] = float(now.rstrip("%")) - float(trial.strip().rstrip("%"))
+    assert shares.pop("decode.json") == 0 and min(shares.values()) > 0
+    assert max(shares, key=shares.get) == "held-out, flash2 forwards"
+    one = dict(batch=1, heads=264, seq=64, seq_kv=1024, head_dim=64, dtype="fp16", gpu="H200-measured",
+               tiles=gpusim.Tiles(64, 64, num_warps=4))
+    before = (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s)
+    with perf_report.shared_sm(1.0):
+        grid, step = cost.schedule(gpusim.simulate("flash2", **one))
+        assert grid.resident == 2 and cost.sm_compute(step, 16) < 2 * (step.fixed_compute_s + 16 * step.overlapped_s)
+    assert (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s) == before
+
+
+def test_perf_md_quotes_run_106s_shared_steps_as_computed():
+    """shared_steps.json (run 106): what each added program costs an SM's 2-stage step, the lone step, and gpusim's and
+    the trial's step over the measured one, lone and shared, at 2 and 3 stages, as docs/perf.md quotes them."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.shared_steps_rows()
+    span = lambda values: f"{min(values):.2f}–{max(values):.2f}"  # noqa: E731
+    added = [us - rows[key[:4] + (key[4] - 1,)][0] for key, (us, *_) in rows.items() if key[3] == 2 and key[4] > 1]
+    lone = [rows[key][0] for key in rows if key[3] == 2 and key[4] == 1]
+    assert (f"at 2 stages each added program costs the SM {span(added)} µs a step, where one program's step alone takes "
+            f"{span(lone)} µs") in text and max(added) < min(lone)
+    pick = lambda column, stages, shared: [v[column] for k, v in rows.items() if k[3] == stages and (k[4] > 1) == shared]  # noqa: E731
+    assert (f"gpusim prices the lone step at 2 stages {span(pick(1, 2, False))}× and the shared ones "
+            f"{span(pick(1, 2, True))}× (fast); at 3 stages the lone step {span(pick(1, 3, False))}× (slow) and the "
+            f"shared ones {span(pick(1, 3, True))}×") in text
+    assert (f"The trial gives the lone steps {span(pick(2, 2, False))}× and {span(pick(2, 3, False))}×, the shared ones "
+            f"{span(pick(2, 2, True))}× and {span(pick(2, 3, True))}×") in text
+    assert max(pick(1, 2, True)) < 1 < min(pick(1, 3, False)) and 1 < min(pick(2, 3, False))
+    assert statistics.median(pick(2, 2, True)) < 0.9  # the trial leaves the shared 2-stage steps fast
