@@ -1,7 +1,7 @@
 """A lone program's step, and a launch inside a CUDA graph: what a one-wave launch is made of.
 
     python -m benchmarks.lone_program --out $OUT          # GPU: $OUT/lone_program.json, about 2 min
-    python -m benchmarks.lone_program --out $OUT --shared # GPU: $OUT/shared_steps.json, about 2 min
+    python -m benchmarks.lone_program --out $OUT --shared # GPU: $OUT/shared_steps.json, under a minute
     TRITON_INTERPRET=1 python -m benchmarks.lone_program --out /tmp/p --smoke [--shared]
 
 flash2 with one program per SM (heads = 132, one Q block each, batch 1), each looping over J K/V blocks,
@@ -88,7 +88,8 @@ def main(argv=None):
     ap = probe.parser(__doc__, "lone_program.json", pool=False)
     ap.add_argument("--shared", action="store_true", help="b programs per SM: shared_steps.json")
     args = ap.parse_args(argv)
-    globals().update(SHARED if args.shared else {})
+    if args.shared:
+        globals().update(SHARED)
     if args.smoke:
         globals().update(SMOKE)
     results = probe.open_results("shared_steps.json" if args.shared else "lone_program.json", args, argv,

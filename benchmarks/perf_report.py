@@ -469,9 +469,9 @@ def mva(b, demands):
 
 def sharing_rows():
     """overlap.json and overlap_d128.json (runs 57 and 103): flash2's loop without its loads, b programs per SM (no more
-    than an SM holds at once of the loop, nor of flash2 in gpusim), against gpusim on the same tile and warps: {(d, block_q, block_kv, warps, b): (measured
-    µs for one step of each of the b programs, gpusim's (b turns of a step's compute), b turns at the full issue rate,
-    mva() at the full issue rate)}."""
+    than an SM holds at once of the loop, nor of flash2 in gpusim), against gpusim on the same tile and warps:
+    {(d, block_q, block_kv, warps, b): (measured µs for one step of each of the b programs, gpusim's (b turns of a
+    step's compute), b turns at the full issue rate, mva() at the full issue rate)}."""
     out = {}
     for name in ("overlap.json", "overlap_d128.json"):
         for r in json.loads((agreement.RESULTS / name).read_text())["rows"]:
@@ -493,8 +493,8 @@ def sharing_rows():
 
 def sharing_table():
     """sharing_rows() as docs/perf.md's table: each rule's time over the measured one."""
-    lines = ["| d | tile | warps | programs per SM | measured, µs | gpusim (turns) ÷ measured | turns, full issue rate | "
-             "shared (mva), full issue rate |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| d | tile | warps | programs per SM | measured, µs | gpusim (turns) ÷ measured | "
+             "turns, full issue rate | shared (mva), full issue rate |", "|---|---|---|---|---|---|---|---|"]
     for (d, bq, bk, warps, b), (us, model, turns, shared) in sharing_rows().items():
         lines.append(f"| {d} | {bq} × {bk} | {warps} | {b} | {us:.3f} | {model / us:.2f} | {turns / us:.2f} | "
                      f"{shared / us:.2f} |")
@@ -574,8 +574,8 @@ def shared_steps_rows():
 
 def shared_steps_table():
     """shared_steps_rows() as docs/perf.md's table."""
-    lines = ["| d | tile | stages | programs per SM | measured, µs | per program | gpusim ÷ measured | trial ÷ measured |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| d | tile | stages | programs per SM | measured, µs | per program | gpusim ÷ measured | "
+             "trial ÷ measured |", "|---|---|---|---|---|---|---|---|"]
     for (d, bq, bk, stages, b), (us, now, trial) in shared_steps_rows().items():
         lines.append(f"| {d} | {bq} × {bk} | {stages} | {b} | {us:.3f} | {us / b:.3f} | {now:.2f} | {trial:.2f} |")
     return "\n".join(lines)

@@ -41,8 +41,8 @@ The model, in five steps, each a choice written down here:
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
-(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() and sm_compute(), chain() and tau()
-(step 4); waves() (step 5) makes the Timing.
+(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() (with sm_compute()),
+chain() and tau() (step 4); waves() (step 5) makes the Timing.
 """
 import math
 from dataclasses import dataclass

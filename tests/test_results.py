@@ -1006,9 +1006,9 @@ def test_mva_is_the_exact_recursion_of_a_closed_network():
 
 def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     """perf_report.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
-    as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground on
-    every set but decode.json, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block ends,
-    while within it a launch of two resident programs is priced faster than their turns."""
+    as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground
+    on every set but decode.json, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block
+    ends, while within it a launch of two resident programs is priced faster than their turns."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = perf_report.sharing_rows()
     span = lambda values: f"{min(values):.2f}–{max(values):.2f}×"  # noqa: E731
@@ -1050,13 +1050,14 @@ def test_perf_md_quotes_run_106s_shared_steps_as_computed():
     span = lambda values: f"{min(values):.2f}–{max(values):.2f}"  # noqa: E731
     added = [us - rows[key[:4] + (key[4] - 1,)][0] for key, (us, *_) in rows.items() if key[3] == 2 and key[4] > 1]
     lone = [rows[key][0] for key in rows if key[3] == 2 and key[4] == 1]
-    assert (f"at 2 stages each added program costs the SM {span(added)} µs a step, where one program's step alone takes "
-            f"{span(lone)} µs") in text and max(added) < min(lone)
-    pick = lambda column, stages, shared: [v[column] for k, v in rows.items() if k[3] == stages and (k[4] > 1) == shared]  # noqa: E731
+    assert (f"at 2 stages each added program costs the SM {span(added)} µs a step, where one program's step alone "
+            f"takes {span(lone)} µs") in text and max(added) < min(lone)
+    def pick(column, stages, shared):
+        return [v[column] for k, v in rows.items() if k[3] == stages and (k[4] > 1) == shared]
     assert (f"gpusim prices the lone step at 2 stages {span(pick(1, 2, False))}× and the shared ones "
             f"{span(pick(1, 2, True))}× (fast); at 3 stages the lone step {span(pick(1, 3, False))}× (slow) and the "
             f"shared ones {span(pick(1, 3, True))}×") in text
-    assert (f"The trial gives the lone steps {span(pick(2, 2, False))}× and {span(pick(2, 3, False))}×, the shared ones "
-            f"{span(pick(2, 2, True))}× and {span(pick(2, 3, True))}×") in text
+    assert (f"The trial gives the lone steps {span(pick(2, 2, False))}× and {span(pick(2, 3, False))}×, the shared "
+            f"ones {span(pick(2, 2, True))}× and {span(pick(2, 3, True))}×") in text
     assert max(pick(1, 2, True)) < 1 < min(pick(1, 3, False)) and 1 < min(pick(2, 3, False))
     assert statistics.median(pick(2, 2, True)) < 0.9  # the trial leaves the shared 2-stage steps fast
