@@ -146,6 +146,21 @@ def test_ncu_figure_plots_measured_against_simulated():
     points = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in fig.axes[0].lines[:2]}
     assert points == {"flash2": ([2e-3], [1e-3]), "qk": ([1e-3], [1e-3])}
     assert [line.get_label() for line in fig.axes[1].lines[:-1]] == ["flash2"]  # nothing measured: not drawn
+    assert [text.get_text() for text in fig.legends[0].get_texts()] == ["flash2", "qk"]
+    assert not any(ax.get_legend() for ax in fig.axes)  # one legend for the figure, not one a panel
+
+
+def test_ncu_figure_wraps_its_panels_to_a_readable_width():
+    """results/h200/ncu.json's seven quantities: two rows of at most four panels (not one row 25 inches wide, which
+    the notebook shrinks past reading), every kernel once in the figure's legend."""
+    rows = json.loads((RESULTS / "ncu.json").read_text())["rows"]
+    fig = provenance_plots.ncu_figure(rows)
+    quantities = list(dict.fromkeys(r["quantity"] for r in rows))
+    assert len(quantities) == 7 and [ax.get_title() for ax in fig.axes] == quantities
+    assert sorted({ax.get_subplotspec().rowspan.start for ax in fig.axes}) == [0, 1]
+    assert fig.get_figwidth() <= 4 * 3.6
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(dict.fromkeys(
+        r["kernel"] for r in rows if r["measured"]))
 
 
 def test_bench_chart_has_a_line_per_provider_and_panel():

@@ -9,18 +9,23 @@ import matplotlib.pyplot as plt
 
 import gpusim
 
-from ..plots import COLORS, FONT_PT, fa2_shape_text, legend_outside
+from ..plots import COLORS, FONT_PT, fa2_shape_text
 from ..tiling.plots import sweep_figure
 
 NCU_COLORS = COLORS | {"qk": "tab:red", "softmax": "tab:pink", "pv": "tab:brown"}  # the naive kernels in reds
 
 
-def ncu_figure(rows):
-    """Nsight Compute measurements (results/*/ncu.json rows) against gpusim, one panel per quantity."""
+def ncu_figure(rows, columns=4):
+    """Nsight Compute measurements (results/*/ncu.json rows) against gpusim, one panel per quantity, at most `columns`
+    panels a row (so that the figure keeps a readable size on the page), and one legend of the kernels under them."""
     quantities = list(dict.fromkeys(r["quantity"] for r in rows))
-    fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 4.8), layout="constrained",
+    ncols = min(columns, len(quantities))
+    nrows = -(-len(quantities) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.6 * nrows + 0.5), layout="constrained",
                              squeeze=False)
-    for ax, quantity in zip(axes[0], quantities):
+    for ax in axes.flat[len(quantities):]:
+        ax.remove()
+    for ax, quantity in zip(axes.flat, quantities):
         for kernel in dict.fromkeys(r["kernel"] for r in rows):
             pts = [(r["measured"], r["simulated"]) for r in rows if r["quantity"] == quantity and r["kernel"] == kernel
                    and r["measured"]]
@@ -29,7 +34,8 @@ def ncu_figure(rows):
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")
-        legend_outside(ax, "below")
+    kernels = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(kernels.values(), kernels.keys(), loc="outside lower center", ncols=len(kernels), fontsize=FONT_PT)
     return fig
 
 
