@@ -159,6 +159,8 @@ def test_ncu_figure_wraps_its_panels_to_a_readable_width():
     assert len(quantities) == 7 and [ax.get_title() for ax in fig.axes] == quantities
     assert sorted({ax.get_subplotspec().rowspan.start for ax in fig.axes}) == [0, 1]
     assert fig.get_figwidth() <= 4 * 3.6
+    fig.canvas.draw()
+    assert not [t.get_text() for ax in fig.axes for t in ax.xaxis.get_minorticklabels() if t.get_text()]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == list(dict.fromkeys(
         r["kernel"] for r in rows if r["measured"]))
 
