@@ -17,7 +17,8 @@ each call (benchmarks/ceilings.py's launch_overhead_s) and replayed from a CUDA 
 launch adds to a graph-replayed time.
 
 --shared: the same steps with b programs per SM (heads = 132 b), b = 1 up to the blocks gpusim has an SM hold of
-flash2 at the tile (at most 4), cold, J = 4 and 16, at 2 and 3 stages, into shared_steps.json: the slope is one step
+flash2 at the tile (at most 4), cold, J = 4 and 16, at five tiles per head dim (six at d = 128), 2 and 3 stages, into
+shared_steps.json: the slope is one step
 of each of b programs sharing an SM, their loads with it (docs/perf.md, "Programs sharing an SM").
 """
 from itertools import product
@@ -37,15 +38,21 @@ HEADS = 132  # one program per SM of the H200
 TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
 STAGES = (2, 3, 4)
 SMOKE = dict(STEPS=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, STAGES=(2,), L2_BYTES=0, MOST_SHARED=2)
-SHARED = dict(STEPS=(4, 16), TILES={d: ((64, 32), (64, 64), (128, 64)) for d in (64, 128)}, STAGES=(2, 3))
+SHARED = dict(STEPS=(4, 16), TILES={64: ((64, 32), (64, 64), (64, 128), (128, 64), (128, 128)),
+                                    128: ((64, 32), (64, 64), (64, 128), (128, 64), (128, 128), (256, 64))},
+              STAGES=(2, 3))
 MOST_SHARED = 4  # programs per SM --shared goes up to
 
 
 def shared_programs(head_dim, tiles):
-    """1 .. the flash2 blocks gpusim has an SM of the H200 hold at this tile (at most MOST_SHARED)."""
-    grid, _ = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132 * MOST_SHARED, seq=tiles.block_q,
-                                            seq_kv=tiles.block_kv, head_dim=head_dim, dtype="fp16",
-                                            gpu="H200-measured", tiles=tiles))
+    """1 .. the flash2 blocks gpusim has an SM of the H200 hold at this tile (at most MOST_SHARED); none where gpusim
+    refuses the launch (256 x 64 at d = 128 and 2 stages: more registers than a thread has)."""
+    try:
+        grid, _ = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132 * MOST_SHARED, seq=tiles.block_q,
+                                                seq_kv=tiles.block_kv, head_dim=head_dim, dtype="fp16",
+                                                gpu="H200-measured", tiles=tiles))
+    except ValueError:
+        return range(0)
     return range(1, min(MOST_SHARED, grid.occ.blocks_per_sm) + 1)
 
 

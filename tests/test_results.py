@@ -1042,8 +1042,8 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     assert (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s) == before
 
 
-def test_perf_md_quotes_run_106s_shared_steps_as_computed():
-    """shared_steps.json (run 106): what each added program costs an SM's 2-stage step, the lone step, and gpusim's and
+def test_perf_md_quotes_the_shared_steps_as_computed():
+    """shared_steps.json (run 107): what each added program costs an SM's 2-stage step, the lone step, and gpusim's and
     the trial's step over the measured one, lone and shared, at 2 and 3 stages, as docs/perf.md quotes them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = perf_report.shared_steps_rows()
@@ -1061,3 +1061,30 @@ def test_perf_md_quotes_run_106s_shared_steps_as_computed():
             f"ones {span(pick(2, 2, True))}× and {span(pick(2, 3, True))}×") in text
     assert max(pick(1, 2, True)) < 1 < min(pick(1, 3, False)) and 1 < min(pick(2, 3, False))
     assert statistics.median(pick(2, 2, True)) < 0.9  # the trial leaves the shared 2-stage steps fast
+
+
+def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
+    """perf_report.fitted_wait on run 107's shared_steps.json (its generated table, checked current by test_agreement)
+    and on run 106's (in its logs): the constants and the held-out share docs/perf.md quotes for run 106's, and run
+    107's losing ground on the held-out sets and the tile picks; the trial undone once the block ends."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    with tarfile.open(RESULTS / "logs" / "run106_shared_steps.tar.gz") as logs:
+        logs.extractall(tmp_path, filter="data")
+    run106 = str(tmp_path / "shared_steps_run106.json")
+    first = perf_report.fitted_wait(run106)[0]
+    again = perf_report.shared_step_slopes(run106)
+    moved = [abs(perf_report.shared_step_slopes()[key] / us - 1) for key, us in again.items()]
+    assert len(again) == 30
+    assert f"run 106 timed three of its tiles, within {100 * min(moved):.1f}–{100 * max(moved):.1f}% of it" in text
+    before = gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="H200-measured").predicted_time_s
+    with perf_report.exposed_wait(first):
+        held = perf_report.trial_scores()["held-out, all"]
+    assert gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="H200-measured").predicted_time_s == before
+    assert (f"with run 106's three tiles alone the same fit ({', '.join(map(str, first))}) put the held-out sets at "
+            f"{held} within 20%") in text
+    table = text.split("<!-- exposed_wait:begin -->")[1].split("<!-- exposed_wait:end -->")[0]
+    now, trial = table.split("| held-out, all | ")[1].split(" |")[:2]
+    picks = table.split("| tile picks within 5% | ")[1].split(" |")[:2]
+    assert float(trial.strip().rstrip("%")) < float(now.rstrip("%")) < float(held.rstrip("%"))
+    assert int(picks[1].split(" of ")[0]) < int(picks[0].split(" of ")[0])
+    assert f"exposed wait (trial: e2 {perf_report.fitted_wait()[0][0]}," in table

@@ -35,7 +35,7 @@ def ncu_figure(rows, columns=4):
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
         ax.set(xscale="log", yscale="log", title=quantity, xlabel="measured (Nsight Compute)", ylabel="gpusim")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # a panel under a decade wide would label its minor ticks, crowded
+        ax.xaxis.set_minor_formatter(NullFormatter())  # under a decade wide, a panel labels its minor ticks: crowded
     kernels = {label: handle for ax in fig.axes for handle, label in zip(*ax.get_legend_handles_labels())}
     fig.legend(kernels.values(), kernels.keys(), loc="outside lower center", ncols=len(kernels), fontsize=FONT_PT)
     return fig
