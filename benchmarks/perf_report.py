@@ -346,16 +346,23 @@ def pipelined_chain(base, step, step_reloads):
 
 
 @contextmanager
-def pipelined():
-    """The model with pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
-    base = cost.step_chain
-    cost.step_chain = partial(pipelined_chain, base)
+def _patched(module, name, value):
+    """module.name = value while the block runs, gpusim's cached tile picks dropped before and after."""
+    base = getattr(module, name)
+    setattr(module, name, value)
     run.best_blocks.cache_clear()
     try:
         yield
     finally:
-        cost.step_chain = base
+        setattr(module, name, base)
         run.best_blocks.cache_clear()
+
+
+@contextmanager
+def pipelined():
+    """The model with pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
+    with _patched(cost, "step_chain", partial(pipelined_chain, cost.step_chain)):
+        yield
 
 
 def lone_launch_us(head_dim, block_q, block_kv, num_stages, steps):
@@ -653,13 +660,8 @@ def exposed_wait(constants=None):
         memory = sharing * np.maximum(moved[0] / step.rate["l2"], moved[1] / step.rate["dram"])
         steps = j * exposed_step(compute, wait, 0.0, grid.res.num_stages, grid.resident, constants)
         return np.maximum(cost.first_loads(step, j) + grid.resident * step.fixed_compute_s + steps, memory)
-    cost.tau = exposed
-    run.best_blocks.cache_clear()
-    try:
+    with _patched(cost, "tau", exposed):
         yield
-    finally:
-        cost.tau = tau
-        run.best_blocks.cache_clear()
 
 
 def exposed_wait_table():
