@@ -365,11 +365,17 @@ def pipelined():
         yield
 
 
+def lone_launch(head_dim, tiles, steps, programs_per_sm=1):
+    """gpusim's Result for lone_program.py's launch: 132 x programs_per_sm programs (programs_per_sm on each SM), one Q
+    block and `steps` K/V blocks each."""
+    return gpusim.simulate("flash2", batch=1, heads=132 * programs_per_sm, seq=tiles.block_q,
+                           seq_kv=steps * tiles.block_kv, head_dim=head_dim, dtype="fp16", gpu=agreement.PRESET,
+                           tiles=tiles)
+
+
 def lone_launch_us(head_dim, block_q, block_kv, num_stages, steps):
-    """gpusim's time for lone_program.py's launch: 132 programs, one Q block and `steps` K/V blocks each."""
-    return 1e6 * gpusim.simulate("flash2", batch=1, heads=132, seq=block_q, seq_kv=steps * block_kv, head_dim=head_dim,
-                                 dtype="fp16", gpu=agreement.PRESET,
-                                 tiles=gpusim.Tiles(block_q, block_kv, num_stages=num_stages)).predicted_time_s
+    """gpusim's time for lone_program.py's launch, µs."""
+    return 1e6 * lone_launch(head_dim, gpusim.Tiles(block_q, block_kv, num_stages=num_stages), steps).predicted_time_s
 
 
 def compute_alone_rows():
@@ -487,9 +493,8 @@ def sharing_rows():
             b = r["programs_per_sm"]
             if r["variant"] != "softmax" or "ms" not in r or b > r["resident"]:
                 continue
-            grid, step = cost.schedule(gpusim.simulate(
-                "flash2", batch=1, heads=132 * b, seq=r["br"], seq_kv=16 * r["bc"], head_dim=r["d"], dtype="fp16",
-                gpu=agreement.PRESET, tiles=gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"])))
+            grid, step = cost.schedule(lone_launch(r["d"], gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"]), 16,
+                                                   b))
             if grid.resident < b:  # flash2 itself (its loads' shared memory) holds fewer than the loop alone
                 continue
             with measured_issue():
@@ -514,7 +519,7 @@ def sharing_table():
 def shared_sm(contention=cost.CONTENTION):
     """A trial, not adopted: measured_issue(), and an SM's b resident programs sharing its tensor cores and issue ports
     as mva() has them (flash1's flat issue and the warp-specialized kernels as they are), with this CONTENTION."""
-    turns, fitted = cost.sm_compute, cost.CONTENTION
+    turns = cost.sm_compute
 
     def shared(step, j):
         grid = step.grid
@@ -524,12 +529,8 @@ def shared_sm(contention=cost.CONTENTION):
         unit, _, _ = cost.unit_times(grid, step.rate)
         return grid.resident * step.fixed_compute_s + j * mva(grid.resident, [unit["mma"],
                                                                               max(unit["issue"], unit["sfu"])])
-    cost.sm_compute, cost.CONTENTION = shared, contention
-    try:
-        with measured_issue():
-            yield
-    finally:
-        cost.sm_compute, cost.CONTENTION = turns, fitted
+    with _patched(cost, "sm_compute", shared), _patched(cost, "CONTENTION", contention), measured_issue():
+        yield
 
 
 CONTENTIONS = (0.15, 0.3, 0.5, 0.7, 1.0)  # the grid the trial's CONTENTION is refitted on
@@ -561,13 +562,11 @@ def sharing_trial_table():
 
 
 def shared_steps_rows():
-    """results/h200/shared_steps.json (run 106): flash2's step with b programs per SM and its loads, the slope of the
+    """results/h200/shared_steps.json (run 107): flash2's step with b programs per SM and its loads, the slope of the
     launch's time from J = 4 to 16 steps: {(d, block_q, block_kv, stages, b): (measured µs for one step of each of the
     b programs, gpusim's ÷ measured, shared_sm(trial_contention())'s ÷ measured)}."""
     def model(d, bq, bk, stages, b, steps):
-        return 1e3 * gpusim.simulate("flash2", batch=1, heads=132 * b, seq=bq, seq_kv=steps * bk, head_dim=d,
-                                     dtype="fp16", gpu=agreement.PRESET,
-                                     tiles=gpusim.Tiles(bq, bk, num_stages=stages)).predicted_time_s
+        return 1e3 * lone_launch(d, gpusim.Tiles(bq, bk, num_stages=stages), steps, b).predicted_time_s
     measured = shared_step_slopes()
     now = {key: _slope(model, key) / us for key, us in measured.items()}
     with shared_sm(trial_contention()):
@@ -603,9 +602,7 @@ def shared_step_terms(path=None):
     out = {}
     for key, us in shared_step_slopes(path).items():
         d, bq, bk, stages, b = key
-        grid, step = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132 * b, seq=bq, seq_kv=16 * bk,
-                                                   head_dim=d, dtype="fp16", gpu=agreement.PRESET,
-                                                   tiles=gpusim.Tiles(bq, bk, num_stages=stages)))
+        _, step = cost.schedule(lone_launch(d, gpusim.Tiles(bq, bk, num_stages=stages), 16, b))
         out[key] = (us * 1e-6, *_step_terms(step))
     return out
 
