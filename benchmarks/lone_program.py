@@ -31,6 +31,7 @@ from gpusim import cost
 from benchmarks import probe
 from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
+from benchmarks.perf_report import lone_launch
 from gpusim_kernels import flash2_attention
 
 STEPS = (1, 2, 4, 8, 16)
@@ -48,9 +49,7 @@ def shared_programs(head_dim, tiles):
     """1 .. the flash2 blocks gpusim has an SM of the H200 hold at this tile (at most MOST_SHARED); none where gpusim
     refuses the launch (256 x 64 at d = 128 and 2 stages: more registers than a thread has)."""
     try:
-        grid, _ = cost.schedule(gpusim.simulate("flash2", batch=1, heads=132 * MOST_SHARED, seq=tiles.block_q,
-                                                seq_kv=tiles.block_kv, head_dim=head_dim, dtype="fp16",
-                                                gpu="H200-measured", tiles=tiles))
+        grid, _ = cost.schedule(lone_launch(head_dim, tiles, 1, MOST_SHARED))
     except ValueError:
         return range(0)
     return range(1, min(MOST_SHARED, grid.occ.blocks_per_sm) + 1)
