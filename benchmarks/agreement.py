@@ -14,6 +14,7 @@ measured. tests/test_results.py checks the bounds docs/perf.md states.
 import json
 import statistics
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import gpusim
@@ -86,8 +87,10 @@ def name(row):
     return f"{algo} {row['pass']}" if "pass" in row else algo
 
 
+@lru_cache(maxsize=None)
 def rows(name_, default_only=False):
-    """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME."""
+    """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME (once a process
+    under one model: model_changed() drops it)."""
     data = json.loads((RESULTS / name_).read_text())["rows"]
     out = []
     for row in data:
@@ -98,7 +101,7 @@ def rows(name_, default_only=False):
         if name_ == "tiles.json" and not rule_launch(row):
             continue  # launches overridden away from the kernel's rule: the model prices the rule's launch
         out.append((row, predicted_s(row) / (row["ms"] * 1e-3)))
-    return out
+    return tuple(out)
 
 
 def program_setup_rows():
@@ -133,11 +136,20 @@ def heldout_simulated(row):
     return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
 
 
+@lru_cache(maxsize=None)
 def heldout_rows(name="heldout.json"):
     """(row, predicted / measured) for every timed row of a held-out set (heldout.json, seed 2026, or
-    heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands."""
+    heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands (once a process under one model:
+    model_changed() drops it)."""
     data = json.loads((RESULTS / name).read_text())["rows"]
-    return [(row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms")]
+    return tuple((row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms"))
+
+
+def model_changed():
+    """Drop what was computed under the model as it was (rows, heldout_rows, gpusim's tile picks): a trial that swaps
+    a part of the model calls it as the swap starts and ends."""
+    for cached in (rows, heldout_rows, gpusim.best_blocks):
+        cached.cache_clear()
 
 
 def summary(pairs, within=0.2):

@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks import agreement, ncu
 import gpusim
-from gpusim import cost, run
+from gpusim import cost
 from gpusim.passes.flash1 import Flash1
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -347,15 +347,16 @@ def pipelined_chain(base, step, step_reloads):
 
 @contextmanager
 def _patched(module, name, value):
-    """module.name = value while the block runs, gpusim's cached tile picks dropped before and after."""
+    """module.name = value while the block runs, what was computed under the model as it was dropped before and
+    after (agreement.model_changed)."""
     base = getattr(module, name)
     setattr(module, name, value)
-    run.best_blocks.cache_clear()
+    agreement.model_changed()
     try:
         yield
     finally:
         setattr(module, name, base)
-        run.best_blocks.cache_clear()
+        agreement.model_changed()
 
 
 @contextmanager
@@ -431,12 +432,12 @@ def measured_issue():
     its own, while the block runs."""
     base, flash1 = cost.ISSUE_HIDING, Flash1.ISSUE_HIDING
     cost.ISSUE_HIDING, Flash1.ISSUE_HIDING = 1.0, {"flash1": base}
-    run.best_blocks.cache_clear()
+    agreement.model_changed()
     try:
         yield
     finally:
         cost.ISSUE_HIDING, Flash1.ISSUE_HIDING = base, flash1
-        run.best_blocks.cache_clear()
+        agreement.model_changed()
 
 
 def trial_scores():
