@@ -760,7 +760,7 @@ def remeasured_rows(run=102):
     steps timed per call; the rows before it in its logs, its own the set's now)."""
     out = {}
     with tarfile.open(REMEASURED) as first, tarfile.open(TRAIN_TIMED) as second:
-        for name in HELD_OUT:
+        for name in [n for n in HELD_OUT if f"run105/heldout_before/{n}" in second.getnames()]:  # the sets then
             before = json.load((first if run == 102 else second).extractfile(f"run{run}/heldout_before/{name}"))["rows"]
             after = (json.load(second.extractfile(f"run105/heldout_before/{name}")) if run == 102 else
                      json.loads((agreement.RESULTS / name).read_text()))["rows"]
