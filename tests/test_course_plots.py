@@ -137,6 +137,19 @@ def test_bench_figure_measured_speedup_and_gpusims_beside():
                                                           "flash2 (gpusim)"]
 
 
+def test_bench_figure_has_one_legend_under_its_panels():
+    """Notebook 6's figure names each line once, for the figure (it had the providers three times, a legend a panel)."""
+    group = bench_rows()
+    predicted = {"flash2": [gpusim.simulate("flash2", seq=s, head_dim=64, gpu="H200", **fa2(s)) for s in (1024, 2048)]}
+    fig = practice_plots.bench_figure(group, predicted)
+    assert not any(ax.get_legend() for ax in fig.axes) and len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["naive (measured)", "flash2 (measured)",
+                                                                   "flash2 (gpusim)"]
+    fig.canvas.draw()
+    legend, panels = fig.legends[0].get_window_extent(), [ax.get_window_extent() for ax in fig.axes]
+    assert all(legend.y1 < box.y0 for box in panels)
+
+
 def test_ncu_figure_plots_measured_against_simulated():
     rows = [{"kernel": k, "quantity": q, "measured": m, "simulated": s}
             for k, q, m, s in (("flash2", "time_s", 2e-3, 1e-3), ("qk", "time_s", 1e-3, 1e-3),
@@ -172,6 +185,20 @@ def test_bench_chart_has_a_line_per_provider_and_panel():
     assert [len(a.lines) for a in fig.axes] == [1, 0, 0, 0]
     assert fig._suptitle.get_text() == ("speedup over the project's naive kernels\nG, fp16, batch = max(1, 16k / N), "
                                         "heads x d = 2048; torch t, triton 3, d")
+
+
+def test_bench_chart_names_each_provider_once_off_its_title():
+    """Notebook 12's chart of results/h200/bench.json: one legend under the panels holding every provider of any panel
+    (the fp8 Hopper kernel is in the TFLOP/s chart alone), clear of the two-line title it overlapped at the right, and N
+    named under the bottom row only (the panels share it)."""
+    rows = json.loads((RESULTS / "bench.json").read_text())["rows"]
+    fig = provenance_plots.bench_chart(rows, "tflops", json.loads((RESULTS / "bench.json").read_text())["environment"])
+    drawn = list(dict.fromkeys(line.get_label() for ax in fig.axes for line in ax.lines))
+    assert "hopper fp8" in drawn and [t.get_text() for t in fig.legends[0].get_texts()] == drawn
+    fig.canvas.draw()
+    legend, title = fig.legends[0].get_window_extent(), fig._suptitle.get_window_extent()
+    assert not legend.overlaps(title) and all(legend.y1 < ax.get_window_extent().y0 for ax in fig.axes)
+    assert [ax.get_xlabel() for ax in fig.axes] == ["", "", "sequence length N", "sequence length N"]
 
 
 def test_save_bench_figures_draws_the_three_charts_beside_the_json(tmp_path):

@@ -3,7 +3,7 @@ import matplotlib.pyplot as plt
 
 import gpusim
 
-from ..plots import COLORS, legend_outside
+from ..plots import COLORS, FONT_PT
 from ..provenance.plots import PROVIDER_STYLE
 
 
@@ -34,7 +34,8 @@ def bench_figure(rows, predicted=None):
     for ax, title, ylabel in [(ax_t, "time", "ms"), (ax_s, "speedup over naive", "x"), (ax_m, "peak memory", "GiB")]:
         ax.set(title=title, ylabel=ylabel, xlabel="sequence length N", xscale="log")
         ax.grid(alpha=0.3)
-        legend_outside(ax, "below")
     ax_t.set_yscale("log")
     ax_m.set_yscale("log")
+    handles, labels = ax_t.get_legend_handles_labels()  # every provider measured, and gpusim's lines: once, under all
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels) or 1), fontsize=FONT_PT)
     return fig

@@ -76,12 +76,16 @@ def bench_chart(rows, chart, environment=None):
         for label, points in _series(rows, head_dim, causal, chart).items():
             color, style = PROVIDER_STYLE.get(label, (None, "-"))
             ax.plot(*zip(*points), marker="o", ms=3, ls=style, color=color, label=label)
-        ax.set(title=f"d={head_dim}{', causal' if causal else ''}", xlabel="sequence length N", ylabel=ylabel)
+        ax.set(title=f"d={head_dim}{', causal' if causal else ''}", ylabel=ylabel)
         ax.set_xscale("log", base=2)
         if chart != "tflops":
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right upper", fontsize=FONT_PT)
+    for ax in axes[-1]:  # the panels share N: named under the bottom row only
+        ax.set_xlabel("sequence length N")
+    providers = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(providers.values(), providers.keys(), loc="outside lower center", ncols=min(6, len(providers) or 1),
+               fontsize=FONT_PT)  # under the panels, off the two-line title
     env = environment or {}
     fig.suptitle(f"{title}\n{env.get('gpu', '')}, fp16, {fa2_shape_text()}; "
                  f"torch {env.get('torch', '?')}, triton {env.get('triton', '?')}, {env.get('date', '')}")
