@@ -26,6 +26,24 @@ def test_traffic_follows_n_and_d():
     assert w.image.value != before
 
 
+def test_traffic_marks_a_tensor_never_moved_as_zero_not_as_a_byte():
+    """FlashAttention-2 never moves S or P: no bar for them (a byte's bar had stretched the log axis down to 1e-6 MiB),
+    a 0 at the axis' foot, a decade under the least tensor moved; every other bar reaches its tensor's MiB."""
+    w = standard_widgets.TrafficExplorer(seq=1024, head_dim=64)
+    ax = w.axes[0]
+    flash = [_bytes(w.flash, t) / 2**20 for t in standard_widgets.TENSORS]
+    naive = [_bytes(w.naive, t) / 2**20 for t in standard_widgets.TENSORS]
+    floor = min(v for v in naive + flash if v) / 10
+    assert flash[3] == flash[4] == 0 and ax.get_ylim()[0] == pytest.approx(floor)
+    tops = sorted(round(p.get_y() + p.get_height(), 9) for p in ax.patches)
+    assert tops == sorted(round(v, 9) for v in naive + flash if v)
+    assert [t.get_text() for t in ax.texts] == ["0", "0"]
+
+
+def _bytes(result, tensor):
+    return sum(result.by_tensor[tensor].values()) if tensor in result.by_tensor else 0
+
+
 def test_flash_compare_follows_the_tile_and_the_mask():
     w = tiling_widgets.FlashCompare(seq=2048)
     first = _span(w, "gpusim-ratio")

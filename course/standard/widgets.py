@@ -9,7 +9,7 @@ import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import SM_BYTES
-from ..plots import COLORS, legend_outside
+from ..plots import COLORS, FONT_PT, legend_outside
 from ..tables import largest_fitting_seq, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 
@@ -92,13 +92,19 @@ class TrafficExplorer(Live):
             f"({total / self.flash.hbm_bytes:.1f}x fewer).</p>")
 
     def draw(self):
+        """A bar per tensor and algorithm on a log axis reaching a decade under the least nonzero bar; a tensor an
+        algorithm never moves (FlashAttention-2's S and P) is marked 0 at the axis' foot, not drawn as a byte."""
         ax = self.axes[0]
-        xs = range(len(TENSORS))
-        for k, (algo, r) in enumerate((("naive", self.naive), ("flash2", self.flash))):
-            ax.bar([x + 0.4 * k - 0.2 for x in xs], [max(_bytes(r, t), 1) / 2**20 for t in TENSORS], 0.4,
+        mib = {algo: [_bytes(r, t) / 2**20 for t in TENSORS] for algo, r in (("naive", self.naive), ("flash2", self.flash))}
+        floor = min(v for values in mib.values() for v in values if v) / 10
+        for k, (algo, values) in enumerate(mib.items()):
+            xs = [x + 0.4 * k - 0.2 for x in range(len(TENSORS))]
+            ax.bar([x for x, v in zip(xs, values) if v], [v - floor for v in values if v], 0.4, bottom=floor,
                    color=COLORS[algo], label=algo)
-        ax.set(xticks=list(xs), xticklabels=TENSORS, yscale="log", ylabel="MiB read + written",
-               title=f"bytes per tensor, N = {self.seq.value:,}, d = {self.head_dim.value}")
+            for x in (x for x, v in zip(xs, values) if not v):
+                ax.text(x, floor, "0", ha="center", va="bottom", color=COLORS[algo], fontsize=FONT_PT)
+        ax.set(xticks=range(len(TENSORS)), xticklabels=TENSORS, yscale="log", ylabel="MiB read + written",
+               ylim=(floor, None), title=f"bytes per tensor, N = {self.seq.value:,}, d = {self.head_dim.value}")
         ax.grid(alpha=0.3, axis="y")
         legend_outside(ax)
 
