@@ -1092,3 +1092,24 @@ def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     assert float(trial.strip().rstrip("%")) < float(now.rstrip("%")) < float(held.rstrip("%"))
     assert int(picks[1].split(" of ")[0]) < int(picks[0].split(" of ")[0])
     assert f"exposed wait (trial: e2 {perf_report.fitted_wait()[0][0]}," in table
+
+
+def test_perf_md_quotes_run_108s_bench_rows_as_they_reproduce():
+    """Run 108 timed bench.json's fp16 rows of flash2, the Hopper kernel, SDPA flash and cuDNN again: every row over its
+    time in bench.json, and each provider's median, as docs/perf.md quotes them, recomputed from the run's log."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    with tarfile.open(RESULTS / "logs" / "run108_gpu_tests_bench.tar.gz") as logs:
+        again = json.load(logs.extractfile("run108/bench.json"))["rows"]
+    key = lambda r: tuple(r[k] for k in sorted(ROW_FIELDS))  # noqa: E731
+    before = {key(r): r["ms"] for r in json.loads((RESULTS / "bench.json").read_text())["rows"] if r.get("ms")}
+    ratios = {}
+    for r in again:
+        if r.get("ms") and key(r) in before:
+            ratios.setdefault(r["provider"], []).append(r["ms"] / before[key(r)])
+    assert sorted(ratios) == ["flash2", "hopper", "sdpa_cudnn", "sdpa_flash"]
+    every = [x for xs in ratios.values() for x in xs]
+    medians = [statistics.median(xs) for xs in ratios.values()]
+    assert (f"`bench.json`'s {len(every)} rows of flash2, the Hopper kernel (fp16 and fp8), SDPA flash "
+            f"and cuDNN timed again") in text
+    assert (f"each row {min(every):.2f}–{max(every):.2f}× its time in `bench.json` (each provider's median "
+            f"{min(medians):.2f}–{max(medians):.2f}×)") in text
