@@ -14,7 +14,7 @@ import math
 import re
 import sys
 import tarfile
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from benchmarks import agreement, ncu
 import gpusim
 from gpusim import cost
 from gpusim.passes.flash1 import Flash1
+from gpusim.passes.flash2 import Flash2
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF = ROOT / "docs" / "perf.md"
@@ -360,6 +361,14 @@ def _patched(module, name, value):
 
 
 @contextmanager
+def line_issue():
+    """The model before the nineteenth session's cost.alone, while the block runs: a lone flash2 program of 4 warps per
+    SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from before it."""
+    with _patched(Flash2, "LONE_FULL_ISSUE", ()):
+        yield
+
+
+@contextmanager
 def pipelined():
     """The model with pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
     with _patched(cost, "step_chain", partial(pipelined_chain, cost.step_chain)):
@@ -455,9 +464,14 @@ def trial_scores():
         "tile picks within 5%": f"{sum(r <= 1.05 for r in picks)} of {len(picks)}"}
 
 
-@lru_cache(maxsize=None)
 def model_scores():
-    """trial_scores() under the model as it stands (once a process: the trial tables share it; never inside a trial)."""
+    """trial_scores() under the model as it stands, or as it stood before cost.alone inside line_issue (once a process
+    each: the trial tables share it; never inside a trial)."""
+    return _model_scores(Flash2.LONE_FULL_ISSUE)
+
+
+@lru_cache(maxsize=None)
+def _model_scores(lone_full_issue):
     return trial_scores()
 
 
@@ -660,6 +674,15 @@ def exposed_wait(constants=None):
         return np.maximum(cost.first_loads(step, j) + grid.resident * step.fixed_compute_s + steps, memory)
     with _patched(cost, "tau", exposed):
         yield
+
+
+def lone_issue_table():
+    """trial_scores() before the nineteenth session's cost.alone (line_issue) and after, as docs/perf.md's table."""
+    with line_issue():
+        before = model_scores()
+    now = model_scores()
+    return "\n".join(["| rows | before `cost.alone` | after |", "|---|---|---|"]
+                     + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
 def exposed_wait_table():
@@ -1063,17 +1086,23 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "remeasured": remeasured_table, "train_timed": partial(remeasured_table, 105), "compute_alone": compute_alone_table,
           "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table, "sharing": sharing_table,
           "sharing_trial": sharing_trial_table, "shared_steps": shared_steps_table,
-          "exposed_wait": exposed_wait_table,
+          "exposed_wait": exposed_wait_table, "lone_issue": lone_issue_table,
           "headline": headline}
 README = ROOT / "README.md"
 
 
+# The tables of docs/perf.md's sections written before the nineteenth session's cost.alone: the model as it then was.
+BEFORE_ALONE = ("lone_program", "unaligned", "remeasured", "train_timed", "compute_alone", "issue_trial", "exposed_loads",
+                "sharing", "sharing_trial", "shared_steps", "exposed_wait")
+
+
 def render(text):
     """docs/perf.md's (or the README's) text with every generated table replaced by what the current code
-    computes."""
+    computes (BEFORE_ALONE's under line_issue)."""
     for name, table in TABLES.items():
-        text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + table() + "\n" +
-                      m.group(2), text, flags=re.S)
+        with line_issue() if name in BEFORE_ALONE else nullcontext():
+            text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + table() + "\n" +
+                          m.group(2), text, flags=re.S)
     return text
 
 

@@ -38,6 +38,10 @@ class Flash2(Pass):
     name = "flash2"
     L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
     STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
+    # One program of 4 warps per SM issues its loop at the full rate: measured (run 103, results/h200/overlap_d128.json:
+    # the loop without its loads takes its matmuls plus its instructions at one a clock per scheduler, 0.97-1.03x at
+    # d = 128; run 57's overlap.json, d = 64: 0.92 and 0.98x on 64 x 64 and 128 x 64, 0.66-0.79x on the 32-key tiles)
+    LONE_FULL_ISSUE = ("flash2",)
     KV_BUFFERS = 1  # K_j, V_j buffers the SRAM model counts (software pipelining adds its own: stage_bytes)
 
     def paper_blocks(self, gpu, head_dim, dtype):
