@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
 FIXTURES = Path(__file__).parent / "fixtures"
 TIME_NS, QK_READ_BYTES = 513_408, 1_072_855_296  # the first launch of the fixture, as ncu printed it
-# The eleven held-out sets measured before heldout_2037.json (runs 102 and 105 measured their rows again), and the ten
+# The eleven held-out sets up to heldout_2036.json (runs 102 and 105 measured their rows again), and the ten
 # of them measured before heldout_2036.json (what the sixteenth and seventeenth sessions' trials were scored on).
-ELEVEN = [name for name in perf_report.HELD_OUT if name != "heldout_2037.json"]
+ELEVEN = [name for name in perf_report.HELD_OUT if name == "heldout.json" or int(name[8:12]) <= 2036]
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
@@ -1031,7 +1031,7 @@ def test_mva_is_the_exact_recursion_of_a_closed_network():
 def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     """perf_report.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
     as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground
-    on every set but decode.json and the held-out training steps, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block
+    on every set but decode.json, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block
     ends, while within it a launch of two resident programs is priced faster than their turns."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = perf_report.sharing_rows()
@@ -1055,7 +1055,7 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
                  "held-out, flash2 forwards", "held-out, training steps"):
         now, trial = table.split(f"| {name} | ")[1].split(" |")[:2]
         shares[name] = float(now.rstrip("%")) - float(trial.strip().rstrip("%"))
-    assert shares.pop("decode.json") == 0 == shares.pop("held-out, training steps") and min(shares.values()) > 0
+    assert shares.pop("decode.json") == 0 and min(shares.values()) > 0
     assert max(shares, key=shares.get) == "held-out, flash2 forwards"
     one = dict(batch=1, heads=264, seq=64, seq_kv=1024, head_dim=64, dtype="fp16", gpu="H200-measured",
                tiles=gpusim.Tiles(64, 64, num_warps=4))
@@ -1092,7 +1092,8 @@ def test_perf_md_quotes_the_shared_steps_as_computed():
 def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     """perf_report.fitted_wait on run 107's shared_steps.json (its generated table, checked current by test_agreement)
     and on run 106's (in its logs): the constants and the held-out share docs/perf.md quotes for run 106's, and run
-    107's losing ground on the held-out sets and the tile picks; the trial undone once the block ends."""
+    107's gaining nothing on the held-out sets (within half a point) and losing the tile picks; the trial undone once
+    the block ends."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     with tarfile.open(RESULTS / "logs" / "run106_shared_steps.tar.gz") as logs:
         logs.extractall(tmp_path, filter="data")
@@ -1111,7 +1112,8 @@ def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     table = text.split("<!-- exposed_wait:begin -->")[1].split("<!-- exposed_wait:end -->")[0]
     now, trial = table.split("| held-out, all | ")[1].split(" |")[:2]
     picks = table.split("| tile picks within 5% | ")[1].split(" |")[:2]
-    assert float(trial.strip().rstrip("%")) < float(now.rstrip("%")) < float(held.rstrip("%"))
+    assert abs(float(trial.strip().rstrip("%")) - float(now.rstrip("%"))) < 0.5 < float(held.rstrip("%")) - float(
+        now.rstrip("%"))
     assert int(picks[1].split(" of ")[0]) < int(picks[0].split(" of ")[0])
     assert f"exposed wait (trial: e2 {perf_report.fitted_wait()[0][0]}," in table
 
@@ -1157,3 +1159,25 @@ def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
     assert f"which the model had priced {min(slow):.2f}–{max(slow):.2f}× slow on `tiles.json`" in text
     assert float(now["held-out, all"].rstrip("%")) >= 90 > float(before["held-out, all"].rstrip("%"))
     assert now["tile picks within 5%"] == before["tile picks within 5%"] == "24 of 24"
+
+
+def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
+    """heldout_2038.json and heldout_2039.json (run 110, unscored until cost.alone was final): their rows within 20%
+    now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
+    docs/perf.md quotes them, recomputed; the files' rows are the run's, kept in its log."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    blind = ("heldout_2038.json", "heldout_2039.json")
+    with tarfile.open(RESULTS / "logs" / "run110_heldout_2038_2039.tar.gz") as logs:
+        assert all(json.load(logs.extractfile(f"run110/{n}")) == json.loads((RESULTS / n).read_text()) for n in blind)
+    within = lambda pairs: sum(0.8 <= x <= 1.2 for _, x in pairs)  # noqa: E731
+    def pairs(names):
+        return [p for n in names for p in agreement.heldout_rows(n)]
+    with perf_report.line_issue():
+        before = within(pairs(blind))
+    now, pooled = pairs(blind), pairs(perf_report.HELD_OUT)
+    assert (f"the two sets put {within(now)} of their {len(now)} rows ({within(now) / len(now):.1%}) within 20% under "
+            f"the model as it stands and {before} ({before / len(now):.1%}) under the model before `cost.alone`: the "
+            f"change lifts them by four rows") in text and within(now) - before == 4
+    assert [perf_report.meets_target(agreement.heldout_rows(n)) for n in blind] == [False, True]
+    assert len(perf_report.HELD_OUT) == 14 and (f"hold {within(pooled):,} of their {len(pooled):,} rows "
+                                                f"({within(pooled) / len(pooled):.1%}) within 20%") in text
