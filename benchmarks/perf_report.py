@@ -362,8 +362,9 @@ def _patched(module, name, value):
 
 @contextmanager
 def line_issue():
-    """The model before the nineteenth session's cost.alone, while the block runs: a lone flash2 program of 4 warps per
-    SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from before it."""
+    """The model before the nineteenth session's cost.full_issue, while the block runs: a lone flash2 program of 4
+    warps per SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from
+    before it."""
     with _patched(Flash2, "LONE_FULL_ISSUE", ()):
         yield
 
@@ -465,8 +466,8 @@ def trial_scores():
 
 
 def model_scores():
-    """trial_scores() under the model as it stands, or as it stood before cost.alone inside line_issue (once a process
-    each: the trial tables share it; never inside a trial)."""
+    """trial_scores() under the model as it stands, or as it stood before cost.full_issue inside line_issue (once a
+    process each: the trial tables share it; never inside a trial)."""
     return _model_scores(Flash2.LONE_FULL_ISSUE)
 
 
@@ -677,11 +678,11 @@ def exposed_wait(constants=None):
 
 
 def lone_issue_table():
-    """trial_scores() before the nineteenth session's cost.alone (line_issue) and after, as docs/perf.md's table."""
+    """trial_scores() before the nineteenth session's cost.full_issue (line_issue) and after, as docs/perf.md's table."""
     with line_issue():
         before = model_scores()
     now = model_scores()
-    return "\n".join(["| rows | before `cost.alone` | after |", "|---|---|---|"]
+    return "\n".join(["| rows | before `cost.full_issue` | after |", "|---|---|---|"]
                      + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
@@ -1091,7 +1092,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
 README = ROOT / "README.md"
 
 
-# The tables of docs/perf.md's sections written before the nineteenth session's cost.alone: the model as it then was.
+# The tables of docs/perf.md's sections written before the nineteenth session's cost.full_issue: the model as it then was.
 BEFORE_ALONE = ("lone_program", "unaligned", "remeasured", "train_timed", "compute_alone", "issue_trial", "exposed_loads",
                 "sharing", "sharing_trial", "shared_steps", "exposed_wait")
 

@@ -55,7 +55,7 @@ from .occupancy import occupancy, resources
 # ISSUE_HIDING and CONTENTION: fitted on the d = 64 rows of results/h200/bench.json and tiles.json (docs/perf.md:
 # the d = 128 rows, not fitted on, are reported there).
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more (a lone
-#                      program's one warp per scheduler issues at the full rate, measured: alone())
+#                      program's one warp per scheduler issues at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
@@ -160,14 +160,14 @@ def unit_times(grid, rate):
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
     per_warp = pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
     warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
-    hiding = 1.0 if alone(grid) else min(1.0, warps * per_warp)
+    hiding = 1.0 if full_issue(grid) else min(1.0, warps * per_warp)
     unit = dict(mma=matmul_flops / max(grid.steps, 1) / rate["tensor"],
                 issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     return unit, step_reloads, fixed_instructions * res.num_warps / rate["issue"]
 
 
-def alone(grid):
+def full_issue(grid):
     """A lone program on its SM with one warp per scheduler, of a kernel measured so (pass_.LONE_FULL_ISSUE): it
     issues at the full rate, one instruction a clock per scheduler, where ISSUE_HIDING (fitted at full occupancy)
     would issue at 0.45 of it."""

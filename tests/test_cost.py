@@ -175,8 +175,8 @@ def test_flash1_issues_at_one_warp_per_schedulers_rate_however_many_are_resident
 
 
 def test_a_lone_program_with_one_warp_per_scheduler_issues_at_the_full_rate():
-    """cost.alone (run 103: flash2's loop, one 4-warp program per SM, takes its matmuls plus its instructions at one a
-    clock per scheduler): one such program per SM issues a step in 0.9 of the time two per SM take each (those at
+    """cost.full_issue (run 103: flash2's loop, one 4-warp program per SM, takes its matmuls plus its instructions at
+    one a clock per scheduler): one such program per SM issues a step in 0.9 of the time two per SM take each (those at
     2 x ISSUE_HIDING = 0.9 of the full rate, the fitted line), where the line alone had it take twice theirs; the
     Hopper kernel, not measured so, keeps the line."""
     def issue(heads):
@@ -190,7 +190,7 @@ def test_a_lone_program_with_one_warp_per_scheduler_issues_at_the_full_rate():
                              gpu="H200-measured", tiles=gpusim.Tiles(128, 128, num_warps=4, num_stages=2,
                                                                      warp_specialize=False))
     grid, _ = cost.schedule(hopper)
-    assert grid.res.num_warps == 4 and grid.resident == 1 and not cost.alone(grid)
+    assert grid.res.num_warps == 4 and grid.resident == 1 and not cost.full_issue(grid)
 
 
 def test_dram_streams_reads_alone_faster_than_a_copys_mix():

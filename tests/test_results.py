@@ -28,8 +28,8 @@ TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
 def before_alone(test):
-    """A test of docs/perf.md's prose written before the nineteenth session's cost.alone, run under the model as it was
-    (perf_report.line_issue), as the tables of those sections are (perf_report.BEFORE_ALONE)."""
+    """A test of docs/perf.md's prose written before the nineteenth session's cost.full_issue, run under the model as
+    it was (perf_report.line_issue), as the tables of those sections are (perf_report.BEFORE_ALONE)."""
     @functools.wraps(test)
     def run(*args, **kwargs):
         with perf_report.line_issue():
@@ -1140,7 +1140,7 @@ def test_perf_md_quotes_run_108s_bench_rows_as_they_reproduce():
 
 
 def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
-    """cost.alone (nineteenth session): the halves' d = 128 rows before (line_issue) and after, the d = 64 half it
+    """cost.full_issue (nineteenth session): the halves' d = 128 rows before (line_issue) and after, the d = 64 half it
     leaves, tiles.json's 64 x 128 tile at d = 128 and run 103's lone loop as the model priced them before, as
     docs/perf.md quotes them; the held-out sets pooled at issue 24's 90% after it, the tile picks kept."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
@@ -1162,8 +1162,8 @@ def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
 
 
 def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
-    """heldout_2038.json and heldout_2039.json (run 110, unscored until cost.alone was final): their rows within 20%
-    now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
+    """heldout_2038.json and heldout_2039.json (run 110, unscored until cost.full_issue was final): their rows within
+    20% now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
     docs/perf.md quotes them, recomputed; the files' rows are the run's, kept in its log."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     blind = ("heldout_2038.json", "heldout_2039.json")
@@ -1176,8 +1176,8 @@ def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
         before = within(pairs(blind))
     now, pooled = pairs(blind), pairs(perf_report.HELD_OUT)
     assert (f"the two sets put {within(now)} of their {len(now)} rows ({within(now) / len(now):.1%}) within 20% under "
-            f"the model as it stands and {before} ({before / len(now):.1%}) under the model before `cost.alone`: the "
-            f"change lifts them by four rows") in text and within(now) - before == 4
+            f"the model as it stands and {before} ({before / len(now):.1%}) under the model before "
+            f"`cost.full_issue`: the change lifts them by four rows") in text and within(now) - before == 4
     assert [perf_report.meets_target(agreement.heldout_rows(n)) for n in blind] == [False, True]
     assert len(perf_report.HELD_OUT) == 14 and (f"hold {within(pooled):,} of their {len(pooled):,} rows "
                                                 f"({within(pooled) / len(pooled):.1%}) within 20%") in text
