@@ -784,7 +784,8 @@ def remeasured_rows(run=102):
     steps timed per call; the rows before it in its logs, its own the set's now)."""
     out = {}
     with tarfile.open(REMEASURED) as first, tarfile.open(TRAIN_TIMED) as second:
-        for name in [n for n in HELD_OUT if f"run105/heldout_before/{n}" in second.getnames()]:  # the sets then
+        then = set(second.getnames())  # the sets of runs 102 and 105
+        for name in [n for n in HELD_OUT if f"run105/heldout_before/{n}" in then]:
             before = json.load((first if run == 102 else second).extractfile(f"run{run}/heldout_before/{name}"))["rows"]
             after = (json.load(second.extractfile(f"run105/heldout_before/{name}")) if run == 102 else
                      json.loads((agreement.RESULTS / name).read_text()))["rows"]
@@ -1096,16 +1097,16 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
 README = ROOT / "README.md"
 
 
-# The tables of docs/perf.md's sections written before the nineteenth session's cost.full_issue: the model as it then was.
-BEFORE_ALONE = ("lone_program", "unaligned", "remeasured", "train_timed", "compute_alone", "issue_trial", "exposed_loads",
-                "sharing", "sharing_trial", "shared_steps", "exposed_wait")
+# The tables of docs/perf.md's sections written before the nineteenth session's cost.full_issue: the model as it was.
+BEFORE_FULL_ISSUE = ("lone_program", "unaligned", "remeasured", "train_timed", "compute_alone", "issue_trial",
+                     "exposed_loads", "sharing", "sharing_trial", "shared_steps", "exposed_wait")
 
 
 def render(text):
     """docs/perf.md's (or the README's) text with every generated table replaced by what the current code
-    computes (BEFORE_ALONE's under line_issue)."""
+    computes (BEFORE_FULL_ISSUE's under line_issue)."""
     for name, table in TABLES.items():
-        with line_issue() if name in BEFORE_ALONE else nullcontext():
+        with line_issue() if name in BEFORE_FULL_ISSUE else nullcontext():
             text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + table() + "\n" +
                           m.group(2), text, flags=re.S)
     return text

@@ -27,9 +27,9 @@ ELEVEN = [name for name in perf_report.HELD_OUT if name == "heldout.json" or int
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
-def before_alone(test):
+def before_full_issue(test):
     """A test of docs/perf.md's prose written before the nineteenth session's cost.full_issue, run under the model as
-    it was (perf_report.line_issue), as the tables of those sections are (perf_report.BEFORE_ALONE)."""
+    it was (perf_report.line_issue), as the tables of those sections are (perf_report.BEFORE_FULL_ISSUE)."""
     @functools.wraps(test)
     def run(*args, **kwargs):
         with perf_report.line_issue():
@@ -397,7 +397,7 @@ def _quoted_shares(name):
                    f"{share['train flash2']:.0%}, decode")
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
     """With run 102's flash2 rows and run 105's training steps: heldout_2033.json (with no Hopper miss),
     heldout_2031.json, heldout_2029.json and heldout.json meet issue 24's target; heldout_2030.json and
@@ -695,7 +695,7 @@ def test_the_course_calls_the_time_model_what_ncu_json_shows():
         assert "an estimate" in text and "a floor" not in text.replace("not a floor", "")
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_computed():
     """lone_program.json (run 95): the empty kernel's four times; the cold lone step priced right at 2 stages and slow
     at 3-4; the cold launch's extra first loads; the trial rule (perf_report.pipelined_chain) on the lone steps and on
@@ -742,7 +742,7 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
     assert f"{share}, training steps {trains}" in text
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
     """Run 102 measured every held-out set's flash2 rows again: how far each group moved, the rows within 20% before and
     after over the eleven sets, the sets meeting issue 24's target, and the 64 x 128 tile at d = 128 over the sets and
@@ -803,7 +803,7 @@ def test_perf_md_quotes_host_json_as_run_105_measured_it():
     assert f"and {min(sdpa):.0f}–{max(sdpa):.0f} µs in run 105's" in text
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_run_105s_training_steps_timed_per_call():
     """Run 105: the training steps timed per call against run 102's events (GPU-bound and host-bound), the rows within
     20% before and after over the eleven sets, the training steps within 20%, and host.json's per-step cost (the
@@ -833,7 +833,7 @@ def test_perf_md_quotes_run_105s_training_steps_timed_per_call():
     assert f"took {now[1]:.0f} µs on one shape in this call and {other[1]:.0f} µs on the same shape" in text
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
     """overlap_d128.json (run 103): gpusim's compute of a lone flash2 step over the measured loop without loads, on 4
     and 8 warps, and with the issue at the full rate; the lone 64 x 64 step's share left for the loads
@@ -920,7 +920,7 @@ def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone(
     assert times() == before and during[0] == before[0] and during[2] == before[2] and during[1] < 0.7 * before[1]
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_unaligned_lengths_as_measured():
     """unaligned.json (run 96) and unaligned_ncu_stalls.csv (run 98): the slowdowns of an N not a multiple of 16 per
     tile, Nsight's ratios, and the held-out sets' d = 128 flash2 rows split by N % 16, as docs/perf.md quotes them,
@@ -1027,7 +1027,7 @@ def test_mva_is_the_exact_recursion_of_a_closed_network():
     assert perf_report.mva(2, [1.0, 2.0]) > 2 * 2 and abs(perf_report.mva(200, [1.0, 2.0]) / 400 - 1) < 1e-9
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     """perf_report.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
     as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground
@@ -1066,7 +1066,7 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     assert (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s) == before
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_shared_steps_as_computed():
     """shared_steps.json (run 107): what each added program costs an SM's 2-stage step, the lone step, and gpusim's and
     the trial's step over the measured one, lone and shared, at 2 and 3 stages, as docs/perf.md quotes them."""
@@ -1088,7 +1088,7 @@ def test_perf_md_quotes_the_shared_steps_as_computed():
     assert statistics.median(pick(2, 2, True)) < 0.9  # the trial leaves the shared 2-stage steps fast
 
 
-@before_alone
+@before_full_issue
 def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     """perf_report.fitted_wait on run 107's shared_steps.json (its generated table, checked current by test_agreement)
     and on run 106's (in its logs): the constants and the held-out share docs/perf.md quotes for run 106's, and run

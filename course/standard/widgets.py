@@ -95,7 +95,8 @@ class TrafficExplorer(Live):
         """A bar per tensor and algorithm on a log axis reaching a decade under the least nonzero bar; a tensor an
         algorithm never moves (FlashAttention-2's S and P) is marked 0 at the axis' foot, not drawn as a byte."""
         ax = self.axes[0]
-        mib = {algo: [_bytes(r, t) / 2**20 for t in TENSORS] for algo, r in (("naive", self.naive), ("flash2", self.flash))}
+        mib = {algo: [_bytes(r, t) / 2**20 for t in TENSORS]
+               for algo, r in (("naive", self.naive), ("flash2", self.flash))}
         floor = min(v for values in mib.values() for v in values if v) / 10
         for k, (algo, values) in enumerate(mib.items()):
             xs = [x + 0.4 * k - 0.2 for x in range(len(TENSORS))]
