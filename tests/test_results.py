@@ -1166,7 +1166,7 @@ def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
     20% now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
     docs/perf.md quotes them, recomputed; the files' rows are the run's, kept in its log."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    blind = ("heldout_2038.json", "heldout_2039.json")
+    blind = perf_report.BLIND
     with tarfile.open(RESULTS / "logs" / "run110_heldout_2038_2039.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run110/{n}")) == json.loads((RESULTS / n).read_text()) for n in blind)
     within = lambda pairs: sum(0.8 <= x <= 1.2 for _, x in pairs)  # noqa: E731
