@@ -33,7 +33,7 @@ from benchmarks.bench import error_line
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 TOKENS, MODEL_DIM = 16384, 2048  # batch x seq and heads x head_dim, as in the FlashAttention-2 paper
-SMOKE = dict(seqs=(64,), tokens=128, model_dim=128, head_dims=(64,))  # CPU: the interpreter, one tiny size
+SMOKE = dict(seqs=(32,), tokens=64, model_dim=32, head_dims=(16,))  # CPU: the interpreter, one tiny size
 CANDIDATES = ((128, 32), (64, 32), (128, 64), (64, 64))  # flash2's backward tiles (Br held, Bc streamed)
 TUNE_SEQ = 4096
 WARMUP_MS, REP_MS = 10, 40

@@ -40,7 +40,7 @@ K = 1024
 POINTS = ([(1, n * K) for n in (1, 4, 16, 32, 64, 128)] + [(8, n * K) for n in (1, 4, 16, 32)]
           + [(64, n * K) for n in (1, 4, 8)])
 SDPA = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
-SMOKE = dict(shape=dict(heads=4, kv_heads=2, head_dim=16), layers=2, steps=3, points=[(1, 40), (2, 70)],
+SMOKE = dict(shape=dict(heads=4, kv_heads=2, head_dim=16), layers=2, steps=2, points=[(1, 40), (2, 70)],
              sdpa={"sdpa_math": SDPBackend.MATH})
 EAGER_TARGET, GRAPH_TARGET, GRAPH_TARGET_LONG = 1.1, 1.0, 0.97  # docs/issue 24's targets
 
