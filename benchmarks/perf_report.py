@@ -346,6 +346,21 @@ def pipelined_chain(base, step, step_reloads):
     return chain - step.serial_s - loads + max(step.serial_s, (step.serial_s + loads) / (stages - 1))
 
 
+def lone_pipelined_chain(base, step, step_reloads):
+    """A trial rule, not adopted (docs/perf.md, "A lone program's pipeline"): pipelined_chain where cost.full_issue
+    holds (a lone 4-warp flash2 program, whose compute was measured right: run 103), the model's rule elsewhere."""
+    if cost.full_issue(step.grid):
+        return pipelined_chain(base, step, step_reloads)
+    return base(step, step_reloads)
+
+
+@contextmanager
+def lone_pipelined():
+    """The model with lone_pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
+    with _patched(cost, "step_chain", partial(lone_pipelined_chain, cost.step_chain)):
+        yield
+
+
 @contextmanager
 def _patched(module, name, value):
     """module.name = value while the block runs, what was computed under the model as it was dropped before and
@@ -483,6 +498,21 @@ def issue_trial_table():
         trial = trial_scores()
     return "\n".join(["| rows | the model | `ISSUE_HIDING` 1.0 (trial) |", "|---|---|---|"]
                      + [f"| {name} | {now[name]} | {trial[name]} |" for name in now])
+
+
+def lone_pipeline_table():
+    """trial_scores() under the model and under lone_pipelined(), and run 111's two sets, as docs/perf.md's table."""
+    now, newest = model_scores(), newest_share()
+    with lone_pipelined():
+        trial, newest_trial = trial_scores(), newest_share()
+    return "\n".join(["| rows | the model | S − 1 in flight, lone 4-warp programs (trial) |", "|---|---|---|"]
+                      + [f"| {name} | {now[name]} | {trial[name]} |" for name in now]
+                      + [f"| held-out, run 111's two sets | {newest} | {newest_trial} |"])
+
+
+def newest_share():
+    """The share of run 111's two held-out sets' rows within 20%."""
+    return f"{agreement.summary([p for n in NEWEST for p in agreement.heldout_rows(n)])['within 20%']:.1%}"
 
 
 def mva(b, demands):
@@ -1100,7 +1130,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "remeasured": remeasured_table, "train_timed": partial(remeasured_table, 105), "compute_alone": compute_alone_table,
           "issue_trial": issue_trial_table, "exposed_loads": exposed_loads_table, "sharing": sharing_table,
           "sharing_trial": sharing_trial_table, "shared_steps": shared_steps_table,
-          "exposed_wait": exposed_wait_table, "lone_issue": lone_issue_table,
+          "exposed_wait": exposed_wait_table, "lone_issue": lone_issue_table, "lone_pipeline": lone_pipeline_table,
           "headline": headline}
 README = ROOT / "README.md"
 

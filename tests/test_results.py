@@ -1203,3 +1203,30 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
             "causal") in text
     assert len(perf_report.HELD_OUT) == 16 and (f"the sixteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
+
+
+def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
+    """perf_report.lone_pipelined (a trial): the cold lone steps it moves before and after, the held-out rows it moves
+    in and out of 20%, none of the fitted sets' rows, and best_blocks' tile for notebook 5's shape, as docs/perf.md
+    quotes them, recomputed. The trial is undone after its block."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    def state():
+        b, h = gpusim.fa2_shape(8192, 64)
+        tile = gpusim.simulate("flash2", seq=8192, head_dim=64, batch=b, heads=h, gpu="A100-40GB").config.tiles.blocks
+        return (perf_report.lone_program_rows("cold"), {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT},
+                {n: agreement.rows(n) for n in agreement.FILES}, tile)
+    before = state()
+    with perf_report.lone_pipelined():
+        after = state()
+    assert state() == before
+    moved = [key for key in before[0] if before[0][key][1] != after[0][key][1]]
+    assert {(stages, perf_report.lone_launch(d, gpusim.Tiles(bq, bk, num_stages=stages), 1).config.tiles.num_warps)
+            for d, bq, bk, stages in moved} == {(3, 4), (4, 4)}
+    ratio = lambda rows: perf_report._span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
+    assert f"it takes gpusim from {ratio(before[0])} the measured step to {ratio(after[0])};" in text
+    pairs = [(x, y) for n in perf_report.HELD_OUT for (_, x), (_, y) in zip(before[1][n], after[1][n]) if x != y]
+    within = lambda x: 0.8 <= x <= 1.2  # noqa: E731
+    into, out = sum(within(y) and not within(x) for x, y in pairs), sum(within(x) and not within(y) for x, y in pairs)
+    assert f"it moves {len(pairs)} rows, {into} of them into 20% and none out" in text and out == 0
+    assert before[2] == after[2] and f"8,192, d = 64, the course's notebook 5 shape: {before[3][0]} × {before[3][1]} → " \
+                                    f"{after[3][0]} × {after[3][1]})" in text
