@@ -1016,8 +1016,9 @@ def _span(ratios, unit="×"):
 # The held-out sets, the newest seed first, the first set (seed 2026, heldout.json) last.
 HELD_OUT = tuple(sorted((p.name for p in agreement.RESULTS.glob("heldout_*.json")), reverse=True)) + ("heldout.json",)
 BLIND = ("heldout_2038.json", "heldout_2039.json")  # run 110: measured before cost.full_issue, scored once after it
-# The sets every trial and model change up to the nineteenth session's was scored on (through run 110): its tables stay
-# theirs. Run 111's two (the twentieth session, which changed no model) are scored apart, once: NEWEST.
+# The sets trial_scores() judges by: those through run 110, on which every trial and model change up to the nineteenth
+# session's was judged, so that their tables stay theirs. Run 111's two (the twentieth session, which changed no model)
+# are scored apart: NEWEST.
 NEWEST = ("heldout_2040.json", "heldout_2041.json")
 TRIALED = tuple(name for name in HELD_OUT if name not in NEWEST)
 

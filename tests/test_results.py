@@ -1161,6 +1161,16 @@ def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
     assert now["tile picks within 5%"] == before["tile picks within 5%"] == "24 of 24"
 
 
+def close(x):
+    """A predicted / measured ratio within 20%."""
+    return 0.8 <= x <= 1.2
+
+
+def within(pairs):
+    """How many (row, predicted / measured) pairs are within 20%."""
+    return sum(close(x) for _, x in pairs)
+
+
 def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
     """heldout_2038.json and heldout_2039.json (run 110, unscored until cost.full_issue was final): their rows within
     20% now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
@@ -1169,7 +1179,6 @@ def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
     blind = perf_report.BLIND
     with tarfile.open(RESULTS / "logs" / "run110_heldout_2038_2039.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run110/{n}")) == json.loads((RESULTS / n).read_text()) for n in blind)
-    within = lambda pairs: sum(0.8 <= x <= 1.2 for _, x in pairs)  # noqa: E731
     def pairs(names):
         return [p for n in names for p in agreement.heldout_rows(n)]
     with perf_report.line_issue():
@@ -1193,14 +1202,13 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
                    for n in perf_report.NEWEST)
     pairs = [p for n in perf_report.NEWEST for p in agreement.heldout_rows(n)]
     pooled = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]
-    within = lambda pairs: sum(0.8 <= x <= 1.2 for _, x in pairs)  # noqa: E731
     misses = [(r, x) for r, x in pairs if not 0.8 <= x <= 1.2]
     slow = [(r, x) for r, x in misses if r["kind"] == "forward" and r["algo"] == "flash2" and x > 1.2]
     assert not any(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.NEWEST)
     assert (f"puts {within(pairs)} of their {len(pairs)} rows ({within(pairs) / len(pairs):.1%}) within 20%") in text
-    assert (f"{len(slow)} of the {len(misses)} misses are flash2 forwards priced {perf_report._span([x for _, x in slow])} slow, "
-            f"{sum(r['head_dim'] == 64 for r, _ in slow)} of them at d = 64 and {sum(r['causal'] for r, _ in slow)} "
-            "causal") in text
+    assert (f"{len(slow)} of the {len(misses)} misses are flash2 forwards priced "
+            f"{perf_report._span([x for _, x in slow])} slow, {sum(r['head_dim'] == 64 for r, _ in slow)} of them at "
+            f"d = 64 and {sum(r['causal'] for r, _ in slow)} causal") in text
     assert len(perf_report.HELD_OUT) == 16 and (f"the sixteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
 
@@ -1225,8 +1233,7 @@ def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
     ratio = lambda rows: perf_report._span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
     assert f"it takes gpusim from {ratio(before[0])} the measured step to {ratio(after[0])};" in text
     pairs = [(x, y) for n in perf_report.HELD_OUT for (_, x), (_, y) in zip(before[1][n], after[1][n]) if x != y]
-    within = lambda x: 0.8 <= x <= 1.2  # noqa: E731
-    into, out = sum(within(y) and not within(x) for x, y in pairs), sum(within(x) and not within(y) for x, y in pairs)
+    into, out = sum(close(y) and not close(x) for x, y in pairs), sum(close(x) and not close(y) for x, y in pairs)
     assert f"it moves {len(pairs)} rows, {into} of them into 20% and none out" in text and out == 0
-    assert before[2] == after[2] and f"8,192, d = 64, the course's notebook 5 shape: {before[3][0]} × {before[3][1]} → " \
-                                    f"{after[3][0]} × {after[3][1]})" in text
+    (bq, bk), (bq_now, bk_now) = before[3], after[3]
+    assert before[2] == after[2] and f"d = 64, the course's notebook 5 shape: {bq} × {bk} → {bq_now} × {bk_now})" in text
