@@ -14,6 +14,7 @@ measured. tests/test_results.py checks the bounds docs/perf.md states.
 import json
 import statistics
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,10 +88,14 @@ def name(row):
     return f"{algo} {row['pass']}" if "pass" in row else algo
 
 
-@lru_cache(maxsize=None)
 def rows(name_, default_only=False):
     """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME (once a process
-    under one model: model_changed() drops it)."""
+    under each state of the model: MODEL)."""
+    return _rows(name_, default_only, tuple(MODEL))
+
+
+@lru_cache(maxsize=None)
+def _rows(name_, default_only, model):
     data = json.loads((RESULTS / name_).read_text())["rows"]
     out = []
     for row in data:
@@ -136,20 +141,34 @@ def heldout_simulated(row):
     return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
 
 
-@lru_cache(maxsize=None)
 def heldout_rows(name="heldout.json"):
     """(row, predicted / measured) for every timed row of a held-out set (heldout.json, seed 2026, or
-    heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands (once a process under one model:
-    model_changed() drops it)."""
+    heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands (once a process under each state
+    of the model: MODEL)."""
+    return _heldout_rows(name, tuple(MODEL))
+
+
+@lru_cache(maxsize=None)
+def _heldout_rows(name, model):
     data = json.loads((RESULTS / name).read_text())["rows"]
     return tuple((row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms"))
 
 
-def model_changed():
-    """Drop what was computed under the model as it was (rows, heldout_rows, gpusim's tile picks): a trial that swaps
-    a part of the model calls it as the swap starts and ends."""
-    for cached in (rows, heldout_rows, gpusim.best_blocks):
-        cached.cache_clear()
+MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (perf_report's)
+
+
+@contextmanager
+def trial(key):
+    """The block runs under the trial `key` describes, whose caller swaps a part of the model as it starts and back as
+    it ends: rows() and heldout_rows() keep what they computed per state of the model (MODEL), so a trial run twice in
+    a process is computed once; gpusim's tile picks, cached in gpusim, are dropped as it starts and ends."""
+    MODEL.append(key)
+    gpusim.best_blocks.cache_clear()
+    try:
+        yield
+    finally:
+        MODEL.pop()
+        gpusim.best_blocks.cache_clear()
 
 
 def summary(pairs, within=0.2):

@@ -357,22 +357,21 @@ def lone_pipelined_chain(base, step, step_reloads):
 @contextmanager
 def lone_pipelined():
     """The model with lone_pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
-    with _patched(cost, "step_chain", partial(lone_pipelined_chain, cost.step_chain)):
+    with _patched(cost, "step_chain", partial(lone_pipelined_chain, cost.step_chain), "lone_pipelined"):
         yield
 
 
 @contextmanager
-def _patched(module, name, value):
-    """module.name = value while the block runs, what was computed under the model as it was dropped before and
-    after (agreement.model_changed)."""
+def _patched(module, name, value, key):
+    """module.name = value while the block runs, an agreement.trial described by key (what it computed kept apart
+    from the model's)."""
     base = getattr(module, name)
     setattr(module, name, value)
-    agreement.model_changed()
     try:
-        yield
+        with agreement.trial(key):
+            yield
     finally:
         setattr(module, name, base)
-        agreement.model_changed()
 
 
 @contextmanager
@@ -380,14 +379,14 @@ def line_issue():
     """The model before the nineteenth session's cost.full_issue, while the block runs: a lone flash2 program of 4
     warps per SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from
     before it."""
-    with _patched(Flash2, "LONE_FULL_ISSUE", ()):
+    with _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue"):
         yield
 
 
 @contextmanager
 def pipelined():
     """The model with pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
-    with _patched(cost, "step_chain", partial(pipelined_chain, cost.step_chain)):
+    with _patched(cost, "step_chain", partial(pipelined_chain, cost.step_chain), "pipelined"):
         yield
 
 
@@ -457,12 +456,11 @@ def measured_issue():
     its own, while the block runs."""
     base, flash1 = cost.ISSUE_HIDING, Flash1.ISSUE_HIDING
     cost.ISSUE_HIDING, Flash1.ISSUE_HIDING = 1.0, {"flash1": base}
-    agreement.model_changed()
     try:
-        yield
+        with agreement.trial("measured_issue"):
+            yield
     finally:
         cost.ISSUE_HIDING, Flash1.ISSUE_HIDING = base, flash1
-        agreement.model_changed()
 
 
 def trial_scores():
@@ -575,7 +573,8 @@ def shared_sm(contention=cost.CONTENTION):
         unit, _, _ = cost.unit_times(grid, step.rate)
         return grid.resident * step.fixed_compute_s + j * mva(grid.resident, [unit["mma"],
                                                                               max(unit["issue"], unit["sfu"])])
-    with _patched(cost, "sm_compute", shared), _patched(cost, "CONTENTION", contention), measured_issue():
+    with _patched(cost, "sm_compute", shared, "shared_sm"), _patched(cost, "CONTENTION", contention, ("CONTENTION", contention)), \
+            measured_issue():
         yield
 
 
@@ -692,7 +691,7 @@ def exposed_wait(constants=None):
     """A trial, not adopted: flash2's forward kernel (its loads waited for, not prefetched) holding its slot for the
     first loads, its fixed compute, and j exposed_step()s of these constants (fitted_wait()'s by default); every
     other kernel as it is."""
-    tau, constants = cost.tau, constants or fitted_wait()[0]
+    tau, constants = cost.tau, tuple(constants or fitted_wait()[0])
 
     def exposed(step, j, sharing):
         grid = step.grid
@@ -703,7 +702,7 @@ def exposed_wait(constants=None):
         memory = sharing * np.maximum(moved[0] / step.rate["l2"], moved[1] / step.rate["dram"])
         steps = j * exposed_step(compute, wait, 0.0, grid.res.num_stages, grid.resident, constants)
         return np.maximum(cost.first_loads(step, j) + grid.resident * step.fixed_compute_s + steps, memory)
-    with _patched(cost, "tau", exposed):
+    with _patched(cost, "tau", exposed, ("exposed_wait", constants)):
         yield
 
 

@@ -81,3 +81,17 @@ def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model
     long_ = [x for row, x in rows if (row["head_dim"], row["steps"]) == (128, 16) and row["waves"] > 1]
     assert (f"(J = 1–2: {min(short):.2f}–{max(short):.2f}), and d = 128 at J = 16 past one wave "
             f"({min(long_):.2f}–{max(long_):.2f})") in text
+
+
+def test_a_trial_keeps_what_it_computed_apart_from_the_model():
+    """agreement.rows under a trial (perf_report.pipelined: flash2 launches of 3 or more stages priced faster) is computed
+    once however often the trial runs, and the model's rows after it are the model's."""
+    agreement, perf_report = _agreement()
+    now = agreement.rows("tiles.json")
+    with perf_report.pipelined():
+        trial = agreement.rows("tiles.json")
+    with perf_report.pipelined():
+        assert agreement.rows("tiles.json") is trial
+    assert agreement.rows("tiles.json") is now and agreement.MODEL == []
+    assert [row for row, _ in trial] == [row for row, _ in now]
+    assert any(y < 0.9 * x for (_, x), (_, y) in zip(now, trial))  # the trial's rows, not the model's
