@@ -3,6 +3,7 @@ mma_kernel, its `mma` and `softmax` variants) at 1, 2, 3, 4 and 6 programs per S
 
     python -m benchmarks.overlap --out $OUT                                  # GPU: $OUT/overlap.json
     python -m benchmarks.overlap --out $OUT --d128                           # GPU: $OUT/overlap_d128.json
+    python -m benchmarks.overlap --out $OUT --d64                            # GPU: $OUT/overlap_d64.json
     TRITON_INTERPRET=1 python -m benchmarks.overlap --out /tmp/probe --smoke  # CPU: every code path, tiny
 
 The grid is b x num_SMs programs of R iterations each, R the same at every b, so each SM holds b programs at once
@@ -19,6 +20,9 @@ Expected wall time on the H200, about 30 s: imports 5 s; 8 kernels compiled, ~10
 --d128: the softmax loop alone at d = 128 on flash2's forward tiles and their launch rule's warps (8 for 128 rows), at
 1 and 2 programs per SM: what a lone step's compute takes, against gpusim's (docs/perf.md, "That compute alone,
 measured").
+
+--d64: the softmax loop alone at d = 64 on the forward tiles overlap.json lacks (its 128-row tiles ran on 4 warps,
+flash2's rule gives them 8), at 1 to 4 programs per SM: the d = 64 forward's compute, against gpusim's.
 """
 import torch
 
@@ -31,6 +35,8 @@ REPEATS = 20_000  # iterations per program: a wave of one program per SM at 64 x
 SMOKE = dict(TILES=[(32, 32, 4)], PROGRAMS_PER_SM=(1, 2), REPEATS=2)
 D128 = dict(TILES=[(64, 32, 4), (64, 64, 4), (64, 128, 4), (128, 64, 8), (128, 128, 8)], HEAD_DIM=128,
             VARIANTS=("softmax",), PROGRAMS_PER_SM=(1, 2))  # flash2's forward tiles on its rule's warps
+D64 = dict(TILES=[(32, 32, 4), (32, 64, 4), (128, 32, 8), (128, 64, 8), (128, 128, 8)], HEAD_DIM=64,
+           VARIANTS=("softmax",), PROGRAMS_PER_SM=(1, 2, 3, 4))  # the same at d = 64, but overlap.json's 64-row tiles
 
 
 def configs():
@@ -71,11 +77,13 @@ def run(results, workers):
 
 def main(argv=None):
     ap = probe.parser(__doc__, "overlap.json")
-    ap.add_argument("--d128", action="store_true", help="the softmax loop at d = 128 on flash2's tiles: overlap_d128.json")
+    forward = ap.add_mutually_exclusive_group()
+    forward.add_argument("--d128", action="store_true", help="the softmax loop at d = 128 on flash2's tiles: overlap_d128.json")
+    forward.add_argument("--d64", action="store_true", help="the softmax loop at d = 64 on flash2's tiles: overlap_d64.json")
     args = ap.parse_args(argv)
-    globals().update(D128 if args.d128 else {}, **(SMOKE if args.smoke else {}))
-    run(probe.open_results("overlap_d128.json" if args.d128 else "overlap.json", args, argv, module="overlap"),
-        args.workers)
+    globals().update(D128 if args.d128 else D64 if args.d64 else {}, **(SMOKE if args.smoke else {}))
+    name = "overlap_d128.json" if args.d128 else "overlap_d64.json" if args.d64 else "overlap.json"
+    run(probe.open_results(name, args, argv, module="overlap"), args.workers)
 
 
 if __name__ == "__main__":

@@ -123,13 +123,15 @@ def test_overlap_smoke_run_times_every_tile_at_every_occupancy(tmp_path, monkeyp
     assert all(r["programs"] == r["programs_per_sm"] * probe.sm_count() and r["tflops"] > 0 for r in rows)
 
 
-def test_overlap_d128_run_times_the_softmax_loop_at_d_128_into_its_own_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("head_dim", [128, 64])
+def test_overlap_forward_run_times_the_softmax_loop_at_its_d_into_its_own_file(tmp_path, monkeypatch, head_dim):
     for name in {**overlap.SMOKE, **overlap.D128}:
         monkeypatch.setattr(overlap, name, getattr(overlap, name))
-    overlap.main(["--out", str(tmp_path), "--smoke", "--d128", "--workers", "1"])
-    rows = json.loads((tmp_path / "overlap_d128.json").read_text())["rows"]
-    assert [(r["variant"], r["d"], r["br"], r["programs_per_sm"]) for r in rows] == [("softmax", 128, 32, b) for b in (1, 2)]
-    assert not (tmp_path / "overlap.json").exists()
+    overlap.main(["--out", str(tmp_path), "--smoke", f"--d{head_dim}", "--workers", "1"])
+    rows = json.loads((tmp_path / f"overlap_d{head_dim}.json").read_text())["rows"]
+    assert [(r["variant"], r["d"], r["br"], r["programs_per_sm"]) for r in rows] == [
+        ("softmax", head_dim, 32, b) for b in (1, 2)]
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".json"] == [f"overlap_d{head_dim}.json"]
 
 
 def test_lone_program_smoke_run_times_every_depth_warm_and_cold_and_both_launch_timings(tmp_path, monkeypatch):
