@@ -55,7 +55,7 @@ from .occupancy import occupancy, resources
 # ISSUE_HIDING and CONTENTION: fitted on the d = 64 rows of results/h200/bench.json and tiles.json (docs/perf.md:
 # the d = 128 rows, not fitted on, are reported there).
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more (a lone
-#                      program's one warp per scheduler issues at the full rate, measured: full_issue())
+#                      program's one or two warps per scheduler issue at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
@@ -168,11 +168,11 @@ def unit_times(grid, rate):
 
 
 def full_issue(grid):
-    """A lone program on its SM with one warp per scheduler, of a kernel measured so (pass_.LONE_FULL_ISSUE): it
-    issues at the full rate, one instruction a clock per scheduler, where ISSUE_HIDING (fitted at full occupancy)
-    would issue at 0.45 of it."""
-    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident == 1
-            and grid.res.num_warps == ISSUE_PER_CLOCK)
+    """A lone program on its SM with one or two warps per scheduler and a tile of 64 rows or more, of a kernel
+    measured so (pass_.LONE_FULL_ISSUE): it issues at the full rate, one instruction a clock per scheduler, where
+    ISSUE_HIDING (fitted at full occupancy) would issue at 0.45 of it (one warp) or 0.9 (two)."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident == 1 and grid.cfg.block_q >= 64
+            and grid.res.num_warps in (ISSUE_PER_CLOCK, 2 * ISSUE_PER_CLOCK))
 
 
 def one_step(grid, rate):

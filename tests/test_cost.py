@@ -193,6 +193,22 @@ def test_a_lone_program_with_one_warp_per_scheduler_issues_at_the_full_rate():
     assert grid.res.num_warps == 4 and grid.resident == 1 and not cost.full_issue(grid)
 
 
+def test_a_lone_program_with_two_warps_per_scheduler_issues_at_the_full_rate_but_not_on_32_rows():
+    """cost.full_issue on 8 warps (runs 103 and 113: flash2's loop at 128 rows, one 8-warp program per SM, takes less
+    than its matmuls plus its instructions at one a clock per scheduler): a step's issue alone on its SM equals that of
+    two per SM (4 warps per scheduler, where the line saturates), where the line had 2 x 0.45; 32-row tiles on 4 warps
+    (run 113: 1.7-1.9x that sum) keep the line, half the rate of two programs per SM."""
+    def issue(block_q, block_kv, heads):
+        grid, step = cost.schedule(gpusim.simulate(
+            "flash2", batch=1, heads=heads, seq=block_q, seq_kv=16 * block_kv, head_dim=64, dtype="fp16",
+            gpu="H200-measured", tiles=gpusim.Tiles(block_q, block_kv)))
+        return grid.resident, grid.res.num_warps, cost.unit_times(grid, step.rate)[0]["issue"]
+    (b1, w1, lone), (b2, w2, shared) = issue(128, 64, 132), issue(128, 64, 264)
+    assert (b1, w1, b2, w2) == (1, 8, 2, 8) and lone == pytest.approx(shared)
+    (b1, w1, lone), (b2, w2, shared) = issue(32, 64, 132), issue(32, 64, 264)
+    assert (b1, w1, b2, w2) == (1, 4, 2, 4) and lone / shared == pytest.approx(1 / 0.45 / (1 / 0.9))
+
+
 def test_dram_streams_reads_alone_faster_than_a_copys_mix():
     """H200-measured: the read plateau (bandwidth.json) for reads alone, the copy's rate from half writes up,
     the line between them below; a preset that measured no read plateau prices everything at the copy's."""

@@ -24,6 +24,8 @@ TIME_NS, QK_READ_BYTES = 513_408, 1_072_855_296  # the first launch of the fixtu
 # The eleven held-out sets up to heldout_2036.json (runs 102 and 105 measured their rows again), and the ten
 # of them measured before heldout_2036.json (what the sixteenth and seventeenth sessions' trials were scored on).
 ELEVEN = [name for name in perf_report.HELD_OUT if name == "heldout.json" or int(name[8:12]) <= 2036]
+# The sixteen sets through run 111, what the twentieth session's prose pooled (run 112's two were scored after it).
+SIXTEEN = [name for name in perf_report.HELD_OUT if name not in perf_report.BLIND_TWO_WARP]
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
@@ -33,6 +35,17 @@ def before_full_issue(test):
     @functools.wraps(test)
     def run(*args, **kwargs):
         with perf_report.line_issue():
+            return test(*args, **kwargs)
+    return run
+
+
+def before_two_warp_issue(test):
+    """A test of docs/perf.md's prose written between cost.full_issue and the twenty-first session's (two warps per
+    scheduler, 64 rows or more), run under the model as it was (perf_report.one_warp_issue), as the tables of those
+    sections are (perf_report.BEFORE_TWO_WARP_ISSUE)."""
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        with perf_report.one_warp_issue():
             return test(*args, **kwargs)
     return run
 
@@ -1139,6 +1152,7 @@ def test_perf_md_quotes_run_108s_bench_rows_as_they_reproduce():
             f"{min(medians):.2f}–{max(medians):.2f}×)") in text
 
 
+@before_two_warp_issue
 def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
     """cost.full_issue (nineteenth session): the halves' d = 128 rows before (line_issue) and after, the d = 64 half it
     leaves, tiles.json's 64 x 128 tile at d = 128 and run 103's lone loop as the model priced them before, as
@@ -1171,6 +1185,7 @@ def within(pairs):
     return sum(close(x) for _, x in pairs)
 
 
+@before_two_warp_issue
 def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
     """heldout_2038.json and heldout_2039.json (run 110, unscored until cost.full_issue was final): their rows within
     20% now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
@@ -1185,13 +1200,14 @@ def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
         before = within(pairs(blind))
     now, pooled = pairs(blind), pairs(perf_report.TRIALED)
     assert (f"the two sets put {within(now)} of their {len(now)} rows ({within(now) / len(now):.1%}) within 20% under "
-            f"the model as it stands and {before} ({before / len(now):.1%}) under the model before "
+            f"the model as it then stood and {before} ({before / len(now):.1%}) under the model before "
             f"`cost.full_issue`: the change lifts them by four rows") in text and within(now) - before == 4
     assert [perf_report.meets_target(agreement.heldout_rows(n)) for n in blind] == [False, True]
     assert len(perf_report.TRIALED) == 14 and (f"hold {within(pooled):,} of their {len(pooled):,} rows "
                                                 f"({within(pooled) / len(pooled):.1%}) within 20%") in text
 
 
+@before_two_warp_issue
 def test_perf_md_quotes_the_newest_sets_scored_once():
     """heldout_2040.json and heldout_2041.json (run 111, measured after every model change, scored once): their rows
     within 20%, that neither meets issue 24's target, the flash2 forwards priced slow among the misses, and the sixteen
@@ -1201,7 +1217,7 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
         assert all(json.load(logs.extractfile(f"run111/{n}")) == json.loads((RESULTS / n).read_text())
                    for n in perf_report.NEWEST)
     pairs = [p for n in perf_report.NEWEST for p in agreement.heldout_rows(n)]
-    pooled = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]
+    pooled = [p for n in SIXTEEN for p in agreement.heldout_rows(n)]
     misses = [(r, x) for r, x in pairs if not 0.8 <= x <= 1.2]
     slow = [(r, x) for r, x in misses if r["kind"] == "forward" and r["algo"] == "flash2" and x > 1.2]
     assert not any(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.NEWEST)
@@ -1209,10 +1225,11 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
     assert (f"{len(slow)} of the {len(misses)} misses are flash2 forwards priced "
             f"{perf_report._span([x for _, x in slow])} slow, {sum(r['head_dim'] == 64 for r, _ in slow)} of them at "
             f"d = 64 and {sum(r['causal'] for r, _ in slow)} causal") in text
-    assert len(perf_report.HELD_OUT) == 16 and (f"the sixteen sets hold {within(pooled):,} of their {len(pooled):,} "
+    assert len(SIXTEEN) == 16 and (f"the sixteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
 
 
+@before_two_warp_issue
 def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
     """perf_report.lone_pipelined (a trial): the cold lone steps it moves before and after, the held-out rows it moves
     in and out of 20%, none of the fitted sets' rows, and best_blocks' tile for notebook 5's shape, as docs/perf.md
@@ -1221,7 +1238,7 @@ def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
     def state():
         b, h = gpusim.fa2_shape(8192, 64)
         tile = gpusim.simulate("flash2", seq=8192, head_dim=64, batch=b, heads=h, gpu="A100-40GB").config.tiles.blocks
-        return (perf_report.lone_program_rows("cold"), {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT},
+        return (perf_report.lone_program_rows("cold"), {n: agreement.heldout_rows(n) for n in SIXTEEN},
                 {n: agreement.rows(n) for n in agreement.FILES}, tile)
     before = state()
     with perf_report.lone_pipelined():
@@ -1232,8 +1249,57 @@ def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
             for d, bq, bk, stages in moved} == {(3, 4), (4, 4)}
     ratio = lambda rows: perf_report._span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
     assert f"it takes gpusim from {ratio(before[0])} the measured step to {ratio(after[0])};" in text
-    pairs = [(x, y) for n in perf_report.HELD_OUT for (_, x), (_, y) in zip(before[1][n], after[1][n]) if x != y]
+    pairs = [(x, y) for n in SIXTEEN for (_, x), (_, y) in zip(before[1][n], after[1][n]) if x != y]
     into, out = sum(close(y) and not close(x) for x, y in pairs), sum(close(x) and not close(y) for x, y in pairs)
     assert f"it moves {len(pairs)} rows, {into} of them into 20% and none out" in text and out == 0
     (bq, bk), (bq_now, bk_now) = before[3], after[3]
     assert before[2] == after[2] and f"d = 64, the course's notebook 5 shape: {bq} × {bk} → {bq_now} × {bk_now})" in text
+
+
+def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
+    """Run 113's loops (overlap_d64.json) against gpusim at full issue and under the line, the overlap trial's compute,
+    the golden configurations the change moved, and run 112's sets scored once (the files are the run's, kept in its
+    log) before and after it, as docs/perf.md quotes them, recomputed."""
+    from benchmarks import golden
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = perf_report._span
+    def lone(names, keep):  # {gpusim's column: ratios} at one program per SM, the tiles keep() takes
+        rows = perf_report.sharing_rows(names)
+        return [(model / us, turns / us) for (d, bq, bk, warps, b), (us, model, turns, _) in rows.items()
+                if b == 1 and keep(bq, warps)]
+    d64, d128 = (lone((name,), lambda bq, warps: warps == 8) for name in ("overlap_d64.json", "overlap_d128.json"))
+    rows32 = lone(("overlap_d64.json",), lambda bq, warps: bq == 32)
+    assert (f"that sum is {span([t for _, t in d64])} the measured step at d = 64 and {span([t for _, t in d128])} at "
+            f"d = 128") in text and min(t for _, t in d64 + d128) > 1
+    assert (f"they take {span([1 / t for _, t in rows32])} that sum (the model, which had `cost.full_issue` give them "
+            f"the full rate too, priced them {span([t for _, t in rows32])}), and the line prices them "
+            f"{span([m for m, _ in rows32])}") in text and [m for m, _ in rows32] != [t for _, t in rows32]
+    with perf_report.two_warp_overlap():
+        overlap = lone(("overlap_d64.json", "overlap_d128.json"), lambda bq, warps: warps == 8)
+    assert f"The overlap prices the 8-warp loops alone at {span([m for m, _ in overlap])} the measured" in text
+    configs = golden.configs()
+    now = [golden.record(kw) for kw in configs]
+    with perf_report.one_warp_issue():
+        before = [golden.record(kw) for kw in configs]
+        blind_before = [p for n in perf_report.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
+    moved = [(a, b) for a, b in zip(now, before) if a != b]
+    assert (f"{len(moved)} of the golden file's {sum('error' not in r for r in now)} simulated configurations moved, "
+            f"all flash2's: their times, and {sum(a['blocks'] != b['blocks'] for a, b in moved)} tiny ones") in text
+    assert all(a["counts"] == b["counts"] for a, b in moved) and all(kw["algo"] == "flash2" for kw, r, b in zip(
+        configs, now, before) if r != b)
+    with tarfile.open(RESULTS / "logs" / "run112_heldout_2042_2043.tar.gz") as logs:
+        assert all(json.load(logs.extractfile(f"run112/{n}")) == json.loads((RESULTS / n).read_text())
+                   for n in perf_report.BLIND_TWO_WARP)
+    pairs = [p for n in perf_report.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
+    pooled = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]
+    assert (f"Blind, the model puts {within(pairs)} of their {len(pairs)} rows ({within(pairs) / len(pairs):.1%}) "
+            f"within 20%, one more than the model before the change ({within(blind_before)})") in text
+    assert within(pairs) - within(blind_before) == 1
+    assert not any(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.BLIND_TWO_WARP)
+    misses = [(r, x) for r, x in pairs if not close(x)]
+    forwards = [x for r, x in misses if (r["kind"], r["algo"]) == ("forward", "flash2")]
+    assert (f"Of the {len(misses)} misses, {len(forwards)} are flash2 forwards, {sum(x > 1 for x in forwards)} priced "
+            f"slow ({span([x for x in forwards if x > 1])}) and {sum(x < 1 for x in forwards)} fast "
+            f"({span([x for x in forwards if x < 1])})") in text
+    assert len(perf_report.HELD_OUT) == 18 and (f"the eighteen sets hold {within(pooled):,} of their {len(pooled):,} "
+                                                f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text

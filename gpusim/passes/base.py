@@ -28,7 +28,7 @@ class Pass:
     TMA = False  # True: its tiles arrive by TMA copies issued stages ahead (Hopper's tensor memory accelerator)
     FLAT_ISSUE = ()  # kernels whose steps issue at one warp per scheduler however many warps are resident
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
-    LONE_FULL_ISSUE = ()  # kernels whose lone program (one warp per scheduler) issues at the full rate: cost.full_issue
+    LONE_FULL_ISSUE = ()  # kernels whose lone program (one or two warps per scheduler) issues at the full rate: cost.full_issue
     CONTENTION = {}  # {kernel: the share of the lesser of its memory and compute time in series}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any

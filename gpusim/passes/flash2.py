@@ -38,9 +38,12 @@ class Flash2(Pass):
     name = "flash2"
     L2_REUSE = {"flash2": ("kv_per_q_block", ("K", "V"))}
     STEP_TENSORS = {"flash2": ("K", "V")}  # loaded every step of the K/V loop; Q_i before it, O_i and LSE after
-    # One program of 4 warps per SM issues its loop at the full rate: measured (run 103, results/h200/overlap_d128.json:
-    # the loop without its loads takes its matmuls plus its instructions at one a clock per scheduler, 0.97-1.03x at
-    # d = 128; run 57's overlap.json, d = 64: 0.92 and 0.98x on 64 x 64 and 128 x 64, 0.66-0.79x on the 32-key tiles)
+    # One program per SM issues its loop at the full rate on tiles of 64 rows or more, 4 or 8 warps: measured, the loop
+    # without its loads (benchmarks/overlap.py) takes its matmuls plus its instructions at one a clock per scheduler
+    # 0.97-1.03x at d = 128 on 4 warps (run 103, results/h200/overlap_d128.json; run 57's overlap.json, d = 64: 0.92 and
+    # 0.98x on 64 x 64 and 128 x 64, 0.66-0.79x on the 32-key tiles), 1.01-1.27x on 8 (runs 103 and 113, overlap_d64.json:
+    # its two warps per scheduler overlap some of one's matmuls with the other's instructions). 32-row tiles on 4 warps
+    # take 1.7-1.9x that sum (run 113) and keep ISSUE_HIDING's line (0.84-0.92x).
     LONE_FULL_ISSUE = ("flash2",)
     KV_BUFFERS = 1  # K_j, V_j buffers the SRAM model counts (software pipelining adds its own: stage_bytes)
 
