@@ -29,25 +29,22 @@ SIXTEEN = [name for name in perf_report.HELD_OUT if name not in perf_report.BLIN
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
-def before_full_issue(test):
-    """A test of docs/perf.md's prose written before the nineteenth session's cost.full_issue, run under the model as
-    it was (perf_report.line_issue), as the tables of those sections are (perf_report.BEFORE_FULL_ISSUE)."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        with perf_report.line_issue():
-            return test(*args, **kwargs)
-    return run
+def under(model):
+    """A decorator: the test runs under `model` (a perf_report context manager of the model as it was)."""
+    def decorate(test):
+        @functools.wraps(test)
+        def run(*args, **kwargs):
+            with model():
+                return test(*args, **kwargs)
+        return run
+    return decorate
 
 
-def before_two_warp_issue(test):
-    """A test of docs/perf.md's prose written between cost.full_issue and the twenty-first session's (two warps per
-    scheduler, 64 rows or more), run under the model as it was (perf_report.one_warp_issue), as the tables of those
-    sections are (perf_report.BEFORE_TWO_WARP_ISSUE)."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        with perf_report.one_warp_issue():
-            return test(*args, **kwargs)
-    return run
+# docs/perf.md's prose written before the nineteenth session's cost.full_issue, tested under the model as it was, as
+# the tables of those sections are (perf_report.BEFORE_FULL_ISSUE); and written between it and the twenty-first
+# session's (two warps per scheduler, 64 rows or more), likewise (perf_report.BEFORE_TWO_WARP_ISSUE).
+before_full_issue = under(perf_report.line_issue)
+before_two_warp_issue = under(perf_report.one_warp_issue)
 
 
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
