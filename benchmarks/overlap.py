@@ -77,13 +77,14 @@ def run(results, workers):
 
 def main(argv=None):
     ap = probe.parser(__doc__, "overlap.json")
-    forward = ap.add_mutually_exclusive_group()
-    forward.add_argument("--d128", action="store_true", help="the softmax loop at d = 128 on flash2's tiles: overlap_d128.json")
-    forward.add_argument("--d64", action="store_true", help="the softmax loop at d = 64 on flash2's tiles: overlap_d64.json")
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--d128", action="store_true", help="the softmax loop at d = 128 on flash2's tiles: overlap_d128.json")
+    group.add_argument("--d64", action="store_true", help="the softmax loop at d = 64 on flash2's tiles: overlap_d64.json")
     args = ap.parse_args(argv)
-    globals().update(D128 if args.d128 else D64 if args.d64 else {}, **(SMOKE if args.smoke else {}))
-    name = "overlap_d128.json" if args.d128 else "overlap_d64.json" if args.d64 else "overlap.json"
-    run(probe.open_results(name, args, argv, module="overlap"), args.workers)
+    forward = "d128" if args.d128 else "d64" if args.d64 else None
+    globals().update({"d128": D128, "d64": D64}.get(forward, {}), **(SMOKE if args.smoke else {}))
+    run(probe.open_results(f"overlap_{forward}.json" if forward else "overlap.json", args, argv, module="overlap"),
+        args.workers)
 
 
 if __name__ == "__main__":

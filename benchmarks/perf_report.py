@@ -516,9 +516,9 @@ def issue_trial_table():
 
 def lone_pipeline_table():
     """trial_scores() under the model and under lone_pipelined(), and run 111's two sets, as docs/perf.md's table."""
-    now, newest = model_scores(), newest_share()
+    now, newest = model_scores(), sets_share(NEWEST)
     with lone_pipelined():
-        trial, newest_trial = trial_scores(), newest_share()
+        trial, newest_trial = trial_scores(), sets_share(NEWEST)
     return "\n".join(["| rows | the model | S − 1 in flight, lone 4-warp programs (trial) |", "|---|---|---|"]
                       + [f"| {name} | {now[name]} | {trial[name]} |" for name in now]
                       + [f"| held-out, run 111's two sets | {newest} | {newest_trial} |"])
@@ -533,7 +533,8 @@ def two_warp_overlap_step(base, grid, rate):
         return step
     unit, step_reloads, _ = cost.unit_times(grid, rate)
     units = (unit["mma"], max(unit["issue"], unit["sfu"]))
-    draft = replace(step, serial_s=max(units) + min(units) / 2, overlapped_s=max(units) + min(units) / 2)
+    compute = max(units) + min(units) / 2
+    draft = replace(step, serial_s=compute, overlapped_s=compute)
     return replace(draft, chain_s=cost.step_chain(draft, step_reloads))
 
 
@@ -544,7 +545,7 @@ def two_warp_overlap():
         yield
 
 
-def blind_share(names):
+def sets_share(names):
     """The share of these held-out sets' rows within 20%, and their count."""
     pairs = [p for n in names for p in agreement.heldout_rows(n)]
     return f"{agreement.summary(pairs)['within 20%']:.1%} of {len(pairs)}"
@@ -554,21 +555,16 @@ def two_warp_table():
     """trial_scores() under the model before the twenty-first session's cost.full_issue (one_warp_issue), as it stands,
     and with two_warp_overlap() on top; run 111's sets, and run 112's, scored once (blind) as it stands."""
     with one_warp_issue():
-        before, newest_before, blind_before = model_scores(), blind_share(NEWEST), blind_share(BLIND_TWO_WARP)
+        before, newest_before, blind_before = model_scores(), sets_share(NEWEST), sets_share(BLIND_TWO_WARP)
     now = model_scores()
     with two_warp_overlap():
-        trial, newest_trial, blind_trial = trial_scores(), blind_share(NEWEST), blind_share(BLIND_TWO_WARP)
+        trial, newest_trial, blind_trial = trial_scores(), sets_share(NEWEST), sets_share(BLIND_TWO_WARP)
     return "\n".join(["| rows | one warp per scheduler (before) | one or two, 64 rows or more (the model) | "
                       "and two warps' overlap (trial) |", "|---|---|---|---|"]
                      + [f"| {name} | {before[name]} | {now[name]} | {trial[name]} |" for name in now]
-                     + [f"| held-out, run 111's two sets | {newest_before} | {blind_share(NEWEST)} | {newest_trial} |",
-                        f"| held-out, run 112's two sets (blind) | {blind_before} | {blind_share(BLIND_TWO_WARP)} | "
+                     + [f"| held-out, run 111's two sets | {newest_before} | {sets_share(NEWEST)} | {newest_trial} |",
+                        f"| held-out, run 112's two sets (blind) | {blind_before} | {sets_share(BLIND_TWO_WARP)} | "
                         f"{blind_trial} |"])
-
-
-def newest_share():
-    """The share of run 111's two held-out sets' rows within 20%."""
-    return f"{agreement.summary([p for n in NEWEST for p in agreement.heldout_rows(n)])['within 20%']:.1%}"
 
 
 def mva(b, demands):
@@ -631,8 +627,8 @@ def shared_sm(contention=cost.CONTENTION):
         unit, _, _ = cost.unit_times(grid, step.rate)
         return grid.resident * step.fixed_compute_s + j * mva(grid.resident, [unit["mma"],
                                                                               max(unit["issue"], unit["sfu"])])
-    with _patched(cost, "sm_compute", shared, "shared_sm"), _patched(cost, "CONTENTION", contention, ("CONTENTION", contention)), \
-            measured_issue():
+    with _patched(cost, "sm_compute", shared, "shared_sm"), \
+            _patched(cost, "CONTENTION", contention, ("CONTENTION", contention)), measured_issue():
         yield
 
 
@@ -1091,7 +1087,7 @@ def held_out_line():
     met = [f"`{name}`" for name, pairs in sets.items() if meets_target(pairs)]
     pooled = [p for pairs in sets.values() for p in pairs]
     with one_warp_issue():  # the model the twentieth session scored them with
-        blind, newest = blind_share(BLIND), blind_share(NEWEST)
+        blind, newest = sets_share(BLIND), sets_share(NEWEST)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted), within 20%: {scores}. Issue 24's target (90%, and 80% of each kind) is met by "
             f"{', '.join(met) or 'none'}; all {len(sets)} sets pooled: {agreement.summary(pooled)['within 20%']:.1%} "
@@ -1099,7 +1095,7 @@ def held_out_line():
             f"some of the model's changes (`docs/perf.md` says which: seeds 2038 and 2039, scored blind to "
             f"`cost.full_issue`, held {blind} rows; seeds 2040 and 2041, measured after every change then, {newest}; "
             f"seeds 2042 and 2043, scored blind to the twenty-first session's change to it, "
-            f"{blind_share(BLIND_TWO_WARP)}; the decode rows of the sets before "
+            f"{sets_share(BLIND_TWO_WARP)}; the decode rows of the sets before "
             f"seed 2032 measured again with the 2-warp reduce, the flash2 rows of those before seed 2037 after flash2's "
             f"O-store fix, run 102, and their training steps timed per call as a loop calls them, run 105).")
 
