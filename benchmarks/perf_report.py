@@ -545,6 +545,39 @@ def two_warp_overlap():
         yield
 
 
+def lone_eight_warp_rows():
+    """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
+    cost.full_issue moved: {(d, block_q, block_kv): [(ratio before (one_warp_issue), ratio now)]}."""
+    def rows():
+        out = {}
+        for name in HELD_OUT:
+            for row, ratio in agreement.heldout_rows(name):
+                if (row["kind"], row["algo"]) == ("forward", "flash2"):
+                    grid, _ = cost.schedule(agreement.heldout_simulated(row))
+                    if grid.res.num_warps == 2 * cost.ISSUE_PER_CLOCK and grid.resident == 1:
+                        out[name, row["seq"], row["batch"], row["heads"], row["head_dim"], row["block_q"],
+                            row["block_kv"], row["causal"], row["dtype"]] = ratio
+        return out
+    now = rows()
+    with one_warp_issue():
+        before = rows()
+    groups = {}
+    for key, ratio in now.items():
+        groups.setdefault(key[4:7], []).append((before[key], ratio))
+    return dict(sorted(groups.items()))
+
+
+def lone_eight_warp_table():
+    """lone_eight_warp_rows() as docs/perf.md's table: rows within 20%, priced fast and slow, before and now."""
+    lines = ["| d | tile | rows | within 20%, before → now | priced < 0.8×, before → now | > 1.2× |", "|---|---|---|---|---|---|"]
+    for (d, bq, bk), pairs in lone_eight_warp_rows().items():
+        def count(test):
+            return " → ".join(str(sum(test(pair[i]) for pair in pairs)) for i in (0, 1))
+        lines.append(f"| {d} | {bq} × {bk} | {len(pairs)} | {count(lambda x: 0.8 <= x <= 1.2)} | "
+                     f"{count(lambda x: x < 0.8)} | {count(lambda x: x > 1.2)} |")
+    return "\n".join(lines)
+
+
 def sets_share(names):
     """The share of these held-out sets' rows within 20%, and their count."""
     pairs = [p for n in names for p in agreement.heldout_rows(n)]
@@ -1189,6 +1222,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_trial": sharing_trial_table, "shared_steps": shared_steps_table,
           "exposed_wait": exposed_wait_table, "lone_issue": lone_issue_table, "lone_pipeline": lone_pipeline_table,
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
+          "lone_eight_warp": lone_eight_warp_table,
           "headline": headline}
 README = ROOT / "README.md"
 

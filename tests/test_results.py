@@ -1300,3 +1300,12 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
             f"({span([x for x in forwards if x < 1])})") in text
     assert len(perf_report.HELD_OUT) == 18 and (f"the eighteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
+    groups = perf_report.lone_eight_warp_rows()
+    mended, cost = groups[64, 128, 128], groups[128, 128, 128]
+    assert (f"35 → {sum(close(y) for _, y in mended)} of its {len(mended)} rows within 20%), and d = 128's 128 × 128 "
+            f"loses {sum(close(x) for x, _ in cost) - sum(close(y) for _, y in cost)} rows, priced fast already") in text
+    assert sum(close(x) for x, _ in mended) == 35 and all(y < 0.8 for x, y in cost if close(x) and not close(y))
+    short = [row["seq_kv"] for name in perf_report.HELD_OUT for row, x in agreement.heldout_rows(name) if x < 0.8 and (
+        row["kind"], row["algo"], row["head_dim"], row["block_q"], row["block_kv"]) == ("forward", "flash2", 128, 128, 128)]
+    assert (f"the {len(short)} it prices under 0.8× all loop over short K/V lengths (N_kv {min(short)}–{max(short):,}, at "
+            f"most {-(-max(short) // 128)} blocks of 128)") in text
