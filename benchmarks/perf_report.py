@@ -548,22 +548,21 @@ def two_warp_overlap():
 def lone_eight_warp_rows():
     """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
     cost.full_issue moved: {(d, block_q, block_kv): [(ratio before (one_warp_issue), ratio now)]}."""
-    def rows():
+    def rows():  # {(set, index): (the row's d, block_q, block_kv, ratio)}
         out = {}
         for name in HELD_OUT:
-            for row, ratio in agreement.heldout_rows(name):
+            for i, (row, ratio) in enumerate(agreement.heldout_rows(name)):
                 if (row["kind"], row["algo"]) == ("forward", "flash2"):
                     grid, _ = cost.schedule(agreement.heldout_simulated(row))
                     if grid.res.num_warps == 2 * cost.ISSUE_PER_CLOCK and grid.resident == 1:
-                        out[name, row["seq"], row["batch"], row["heads"], row["head_dim"], row["block_q"],
-                            row["block_kv"], row["causal"], row["dtype"]] = ratio
+                        out[name, i] = (row["head_dim"], row["block_q"], row["block_kv"], ratio)
         return out
     now = rows()
     with one_warp_issue():
         before = rows()
     groups = {}
-    for key, ratio in now.items():
-        groups.setdefault(key[4:7], []).append((before[key], ratio))
+    for key, (*tile, ratio) in now.items():
+        groups.setdefault(tuple(tile), []).append((before[key][-1], ratio))
     return dict(sorted(groups.items()))
 
 
