@@ -339,26 +339,33 @@ def lone_program_table():
 def pipelined_chain(base, step, step_reloads):
     """A trial rule, not adopted (docs/perf.md, "A lone program"): a flash2 step that Triton pipelines num_stages
     S > 2 deep waits for one round of its compute and loads over the S - 1 tiles in flight, and at least for its
-    compute (Little's law); at S = 2, and for every other kernel, the model's rule (base: cost.step_chain)."""
+    compute (Little's law); at S = 2, for every other kernel, and where the model pipelines already
+    (cost.lone_pipeline), the model's rule (base: cost.step_chain)."""
     chain, stages = base(step, step_reloads), step.grid.res.num_stages
-    if step.prefetched or stages <= 2 or step.grid.kernel != "flash2":
+    if step.prefetched or stages <= 2 or step.grid.kernel != "flash2" or cost.lone_pipeline(step.grid):
         return chain
     loads = cost.wait(step.grid.cfg.gpu, step.step_bytes)
     return chain - step.serial_s - loads + max(step.serial_s, (step.serial_s + loads) / (stages - 1))
 
 
-def lone_pipelined_chain(base, step, step_reloads):
-    """A trial rule, not adopted (docs/perf.md, "A lone program's pipeline"): pipelined_chain where cost.full_issue
-    holds (a lone 4-warp flash2 program, whose compute was measured right: run 103), the model's rule elsewhere."""
-    if cost.full_issue(step.grid):
-        return pipelined_chain(base, step, step_reloads)
-    return base(step, step_reloads)
+# cost.lone_pipeline as adopted: the model's rule, which no_lone_pipeline() turns off for the sections written before it.
+LONE_PIPELINE = cost.lone_pipeline
+
+
+@contextmanager
+def no_lone_pipeline():
+    """The model before the twenty-second session's cost.lone_pipeline, while the block runs: every cp.async step of
+    flash2 waits for its whole load, as every figure docs/perf.md quotes from before it."""
+    with _patched(cost, "lone_pipeline", lambda grid: False, "no_lone_pipeline"):
+        yield
 
 
 @contextmanager
 def lone_pipelined():
-    """The model with lone_pipelined_chain in cost.one_step's place of cost.step_chain, while the block runs."""
-    with _patched(cost, "step_chain", partial(lone_pipelined_chain, cost.step_chain), "lone_pipelined"):
+    """The twentieth session's trial (docs/perf.md, "A lone program's pipeline"), adopted since: cost.lone_pipeline
+    back in force inside a context that turned it off. Inside one_warp_issue() it is the trial as tried: Little's law
+    for the pipeline (pipelined_chain) where a lone 4-warp flash2 program issues at the full rate."""
+    with _patched(cost, "lone_pipeline", LONE_PIPELINE, "lone_pipelined"):
         yield
 
 
@@ -395,7 +402,7 @@ def one_warp_full_issue(grid):
 def one_warp_issue():
     """The model before the twenty-first session's cost.full_issue (two warps per scheduler, 64 rows or more), while
     the block runs: one_warp_full_issue in its place, as every figure docs/perf.md quotes from the sections between."""
-    with _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue"):
+    with no_lone_pipeline(), _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue"):
         yield
 
 
@@ -1235,11 +1242,15 @@ BEFORE_FULL_ISSUE = ("lone_program", "unaligned", "remeasured", "train_timed", "
 BEFORE_TWO_WARP_ISSUE = ("lone_issue", "lone_pipeline", "heldout_2038", "heldout_2039", "heldout_2040", "heldout_2041")
 
 
+# The tables of the sections written between the twenty-first session's cost.full_issue and cost.lone_pipeline.
+BEFORE_LONE_PIPELINE = ("sharing_d64", "two_warp", "lone_eight_warp", "heldout_2042", "heldout_2043")
+
+
 def as_written(name):
-    """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue), or
-    the model as it stands."""
-    return line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else \
-        nullcontext()
+    """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
+    no_lone_pipeline), or the model as it stands."""
+    return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
+            no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else nullcontext())
 
 
 def render(text):

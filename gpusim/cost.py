@@ -16,7 +16,8 @@ The model, in five steps, each a choice written down here:
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
    a step's loads are exposed unless they arrive ahead of it (TMA copies issued num_stages ahead, or a
    warp-specialized producer), in which case a step waits only for what the prefetch distance does not cover
-   (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured); each spill
+   (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured, but for a lone
+   4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline()); each spill
    reload in the compiled step waits
    an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
@@ -175,6 +176,17 @@ def full_issue(grid):
             and grid.res.num_warps in (ISSUE_PER_CLOCK, 2 * ISSUE_PER_CLOCK))
 
 
+def lone_pipeline(grid):
+    """A lone 4-warp program (cost.full_issue, one warp per scheduler) that Triton pipelines S > 2 stages deep: its
+    step takes one round of its compute and loads over the S - 1 tiles in flight, and at least its compute, where
+    every other cp.async step waits for its whole load. Measured: results/h200/lone_program.json (run 95), the cold
+    lone steps at 3 and 4 stages, which the whole wait prices 1.39-1.88x, and their loop without loads (run 103,
+    overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp programs keep the whole wait: their loop alone is
+    priced 1.01-1.27x, and the wait has stood in for what their compute misses (docs/perf.md, "Two warps per scheduler,
+    measured"). The twentieth session's trial (perf_report.lone_pipelined), adopted in the twenty-second's."""
+    return full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK and grid.res.num_stages > 2
+
+
 def one_step(grid, rate):
     """Step 3: a step's compute (serial within a warp group, overlapped across streams), its bytes, and its
     time on one program's critical path (the loads it waits for, fences, spill reloads, addresses)."""
@@ -209,7 +221,12 @@ def step_chain(step, step_reloads):
     grid, gpu = step.grid, step.grid.cfg.gpu
     pass_, kernel, stages = grid.cfg.pass_, grid.kernel, grid.res.num_stages
     loads = wait(gpu, step.step_bytes)
-    chain = max(step.serial_s, loads / max(1, stages - 1)) if step.prefetched else step.serial_s + loads
+    if step.prefetched:
+        chain = max(step.serial_s, loads / max(1, stages - 1))
+    elif lone_pipeline(grid):  # Little's law: one round of compute and loads over the S - 1 tiles in flight
+        chain = max(step.serial_s, (step.serial_s + loads) / (stages - 1))
+    else:
+        chain = step.serial_s + loads
     if kernel in pass_.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
         chain += gpu.l2_latency_s + (step.step_bytes[0] - step.step_bytes[2]) / gpu.port_bytes_per_s("l2")
     # A spill reload (LDL in the compiled step) waits for its register: the spilled lines do not stay in L1

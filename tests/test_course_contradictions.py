@@ -104,13 +104,14 @@ def test_notebook13s_crossover_sits_below_the_closed_forms():
     assert "its crossover sits below the closed form's" in _markdown("13_beyond_one_gpu.ipynb")
 
 
-def test_notebook5s_split_k_exchange_is_tens_of_times_the_requested_bytes():
-    """Notebook 5's table (its GPU, N and d): split-K's shared-memory traffic over split-Q's, over the kernel, is
-    tens of times the bytes the SMs request; and notebook 6's benchmark rows are CUDA-graph replays, as it says."""
+def test_notebook5s_split_k_exchange_exceeds_the_requested_bytes():
+    """Notebook 5's table (its GPU, N and d): split-K's shared-memory traffic over split-Q's, over the kernel, exceeds
+    the bytes the SMs request; and notebook 6's benchmark rows are CUDA-graph replays, as it says."""
     from gpusim_course.tiling import warps
     rows = {r["scheme"].split()[0]: r for r in warps.partition_rows("A100-40GB", 8192, 64)}
     extra = rows["split-K"]["shared memory, whole kernel"] - rows["split-Q"]["shared memory, whole kernel"]
-    assert 10 <= extra / rows["split-K"]["bytes the SMs request (gpusim)"] < 100
-    assert "is tens of times the bytes the kernel requests" in _markdown("05_flash1_vs_flash2.ipynb")
+    assert extra > rows["split-K"]["bytes the SMs request (gpusim)"]
+    assert "split-K's extra shared-memory traffic exceeds the bytes the kernel requests" in _markdown(
+        "05_flash1_vs_flash2.ipynb")
     assert sum(r.get("timing") == "cuda_graph" for r in BENCH) > 0.95 * len(BENCH)
     assert "replayed from a CUDA graph" in _markdown("06_real_kernels.ipynb")

@@ -42,9 +42,11 @@ def under(model):
 
 # docs/perf.md's prose written before the nineteenth session's cost.full_issue, tested under the model as it was, as
 # the tables of those sections are (perf_report.BEFORE_FULL_ISSUE); and written between it and the twenty-first
-# session's (two warps per scheduler, 64 rows or more), likewise (perf_report.BEFORE_TWO_WARP_ISSUE).
+# session's (two warps per scheduler, 64 rows or more), likewise (perf_report.BEFORE_TWO_WARP_ISSUE), and between that and
+# the twenty-second session's cost.lone_pipeline (perf_report.BEFORE_LONE_PIPELINE).
 before_full_issue = under(perf_report.line_issue)
 before_two_warp_issue = under(perf_report.one_warp_issue)
+before_lone_pipeline = under(perf_report.no_lone_pipeline)
 
 
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
@@ -916,6 +918,7 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
             f"and three") in text and max(ratio[True]) < 1 < min(ratio[False])
 
 
+@before_full_issue
 def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone():
     """perf_report.pipelined(): a flash2 launch at 3 stages priced faster, at 2 stages and a split-KV decode (another
     kernel) unchanged, and the model as it was once the block ends."""
@@ -1253,6 +1256,7 @@ def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
     assert before[2] == after[2] and f"d = 64, the course's notebook 5 shape: {bq} × {bk} → {bq_now} × {bk_now})" in text
 
 
+@before_lone_pipeline
 def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
     """Run 113's loops (overlap_d64.json) against gpusim at full issue and under the line, the overlap trial's compute,
     the golden configurations the change moved, and run 112's sets scored once (the files are the run's, kept in its
