@@ -1,7 +1,7 @@
 """The entry points under simulate(): forward() (one attention forward pass), train() (a training step: the
 forward, then the backward) and decode_step() (a decoding step from a KV cache). Each makes its
 configuration (its pass resolved once), counts it (closed forms, or the tiles walked on arrays), and prices
-it in one step (_priced: the L2's DRAM bytes, then each kernel's time). best_blocks picks the tiles."""
+it (the L2's DRAM bytes, then each kernel's time: gpusim/l2.py, gpusim/cost.py). best_blocks picks the tiles."""
 import functools
 import itertools
 
@@ -52,11 +52,12 @@ def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
             *arrays, do = _drawn(cfg)
     fwd, mem = _forward(cfg, arrays, trace, given=q is not None)
     if mem is None:
-        counts, grads, steps = bwd.pass_.count(bwd), None, None
+        (counts, dram), grads, steps = _counted(bwd), None, None
     else:
         counts, grads, steps = _backward_run(bwd, arrays, do, mem, trace)
         grads, steps = grads if q is not None else None, fwd.trace + steps if trace else None
-    dram, kernels = _priced(bwd, counts, "backward")
+        dram = l2.dram(bwd, counts)
+    kernels = time_kernels(bwd, counts, dram, "backward")
     return Result(fwd.config, fwd.counts | counts, fwd.dram | dram, fwd.kernels + kernels,
                   bwd.pass_.peak_bytes(bwd), fwd.output, steps, grads, bwd)
 
@@ -71,21 +72,29 @@ def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
     if not arrays:
         launch = _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size,
                                  block_table, options)
-        counts, output, steps = launch.pass_.count(launch), None, None
+        (counts, dram), output, steps = _counted(launch), None, None
     else:
         launch = _launch_for_arrays(arrays, dict(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                                                  seq=seq), seq_kv, dtype, page_size, block_table, options)
         output, mem = execute_decode(launch, *arrays, block_table, trace)
         counts, steps = _counts(mem), tuple(mem.steps) if trace else None
-    dram, kernels = _priced(launch, counts)
-    return Result(launch, counts, dram, kernels, launch.pass_.peak_bytes(launch), output, steps)
+        dram = l2.dram(launch, counts)
+    return Result(launch, counts, dram, time_kernels(launch, counts, dram), launch.pass_.peak_bytes(launch), output,
+                  steps)
 
 
-def _priced(cfg, counts, direction="forward"):
-    """The one pricing step of every entry point: the L2 splits the SM-side counts into the bytes that reach
-    DRAM (gpusim/l2.py); the time model times each kernel (gpusim/cost.py)."""
-    dram = l2.dram(cfg, counts)
-    return dram, time_kernels(cfg, counts, dram, direction)
+@functools.lru_cache(maxsize=4096)
+def _counted_once(cfg):
+    counts = cfg.pass_.count(cfg)
+    return counts, l2.dram(cfg, counts)
+
+
+def _counted(cfg):
+    """Count mode's bytes, and the L2's split of them into the bytes that reach DRAM (gpusim/l2.py), once per
+    configuration: they depend on it alone, never on the time model, so a slider that comes back to a tile, or a
+    table priced again under another time model, counts once. Copies: a caller may change its Result's dicts."""
+    counts, dram = _counted_once(cfg)
+    return dict(counts), dict(dram)
 
 
 def _counts(mem):
@@ -129,11 +138,10 @@ def _forward(cfg, arrays, trace, given):
     if arrays:
         output, mem = execute(cfg, *arrays, trace=trace)
         counts, steps = _counts(mem), tuple(mem.steps) if trace else None
-        output = output if given else None
+        output, dram = output if given else None, l2.dram(cfg, counts)
     else:
-        counts = cfg.pass_.count(cfg)
-    dram, kernels = _priced(cfg, counts)
-    return Result(cfg, counts, dram, kernels, cfg.pass_.peak_bytes(cfg), output, steps), mem
+        counts, dram = _counted(cfg)
+    return Result(cfg, counts, dram, time_kernels(cfg, counts, dram), cfg.pass_.peak_bytes(cfg), output, steps), mem
 
 
 def _backward_config(cfg, blocks, arrays, do):

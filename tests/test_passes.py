@@ -192,3 +192,20 @@ def test_backward_with_arrays_needs_do():
         gpusim.simulate("flash2", q=q, k=q, v=q, backward=True)
     with pytest.raises(ValueError, match="do has shape"):
         gpusim.simulate("flash2", q=q, k=q, v=q, do=q[:, :, :8], backward=True)
+
+
+@pytest.mark.parametrize("kw", [dict(algo="flash2", seq=300, head_dim=64, heads=4, kv_heads=2, causal=True),
+                                dict(algo="naive", seq=200, head_dim=64, backward=True),
+                                dict(algo="split_kv", seq_kv=[100, 2000, 37], heads=8, kv_heads=2, head_dim=64,
+                                     batch=3, page_size=16)])
+def test_a_configuration_is_counted_once_and_each_result_has_its_own_counts(kw, monkeypatch):
+    """Count mode's bytes and the L2's split are kept per configuration (run._counted): the second simulate() of a
+    configuration counts nothing and prices the same bytes, and changing one Result's dicts leaves the next's."""
+    first = gpusim.simulate(**kw)
+    calls = []
+    for pass_ in {type(first.config.pass_), type(getattr(first.backward_config, "pass_", first.config.pass_))}:
+        monkeypatch.setattr(pass_, "count", lambda self, cfg: calls.append(cfg) or {})
+    first.counts.clear(), first.dram.clear()
+    again = gpusim.simulate(**kw)
+    assert calls == [] and again.counts and again.dram and again.predicted_time_s == first.predicted_time_s
+    assert again.counts == gpusim.simulate(**kw).counts
