@@ -52,6 +52,15 @@ before_lone_pipeline = under(perf_report.no_lone_pipeline)
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
 
 
+@pytest.mark.parametrize("document", ["docs/perf.md", "README.md"])
+def test_generated_tables_are_what_the_current_code_computes(document):
+    """Every generated table of docs/perf.md and the README, each computed under its section's model. In this file, so
+    that the model states it prices, which the prose tests below recompute, are kept once in one test process
+    (benchmarks/agreement.py keeps them per process)."""
+    text = (ROOT / document).read_text()
+    assert perf_report.render(text) == text, "run python -m benchmarks.perf_report --write and review the change"
+
+
 def test_bench_json_names_its_run_and_has_every_field():
     data = json.loads((RESULTS / "bench.json").read_text())
     assert {"gpu", "driver", "torch", "triton", "date", "command"} <= set(data["environment"])
