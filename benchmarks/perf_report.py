@@ -401,7 +401,8 @@ def one_warp_full_issue(grid):
 @contextmanager
 def one_warp_issue():
     """The model before the twenty-first session's cost.full_issue (two warps per scheduler, 64 rows or more), while
-    the block runs: one_warp_full_issue in its place, as every figure docs/perf.md quotes from the sections between."""
+    the block runs: one_warp_full_issue in its place, and no cost.lone_pipeline (it came after), as every figure
+    docs/perf.md quotes from the sections between."""
     with no_lone_pipeline(), _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue"):
         yield
 
