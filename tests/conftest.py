@@ -1,7 +1,11 @@
 """Without a GPU the Triton kernels run in Triton's interpreter, which must be chosen before they are
 imported (@triton.jit reads TRITON_INTERPRET when it decorates). A test module that needs an extra which is
-not installed is not collected, and the summary says which extra (any subset of the extras works)."""
+not installed is not collected, and the summary says which extra (any subset of the extras works).
+Both checks stay cheap where no test runs: an extra is looked up, not imported (nbformat's import alone takes
+1.5 s), and pytest-xdist's controller, which hands the tests to its workers, does not import torch to ask for a GPU
+(each worker asks)."""
 import importlib
+import importlib.util
 import os
 
 EXTRAS = {  # extra -> the top-level modules it installs that the tests import
@@ -21,14 +25,15 @@ NEEDS = {  # test modules -> the extras they need beyond `test`
 }
 
 
+def installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
 def missing(extra):
-    gone = []
-    for module in EXTRAS[extra]:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            gone.append(module)
-    return gone
+    return [module for module in EXTRAS[extra] if not installed(module)]
 
 
 def cuda_available():
@@ -38,8 +43,13 @@ def cuda_available():
         return False
 
 
-if not cuda_available():  # before triton is imported
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+def pytest_configure(config):
+    """Before collection imports triton: the interpreter where there is no GPU (not in xdist's controller)."""
+    controller = config.getoption("numprocesses", None) and not hasattr(config, "workerinput")
+    if not controller and not cuda_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 MISSING = {extra: missing(extra) for extra in EXTRAS}
 collect_ignore_glob = [glob for glob, extras in NEEDS.items() if any(MISSING[e] for e in extras)]
 
