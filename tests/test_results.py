@@ -25,7 +25,7 @@ TIME_NS, QK_READ_BYTES = 513_408, 1_072_855_296  # the first launch of the fixtu
 # of them measured before heldout_2036.json (what the sixteenth and seventeenth sessions' trials were scored on).
 ELEVEN = [name for name in perf_report.HELD_OUT if name == "heldout.json" or int(name[8:12]) <= 2036]
 # The sixteen sets through run 111, what the twentieth session's prose pooled (run 112's two were scored after it).
-SIXTEEN = [name for name in perf_report.TWENTY if name not in perf_report.BLIND_TWO_WARP + perf_report.BLIND_LONE_PIPELINE]
+SIXTEEN = [name for name in perf_report.EIGHTEEN if name not in perf_report.BLIND_TWO_WARP]
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
@@ -1301,7 +1301,7 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
         assert all(json.load(logs.extractfile(f"run112/{n}")) == json.loads((RESULTS / n).read_text())
                    for n in perf_report.BLIND_TWO_WARP)
     pairs = [p for n in perf_report.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
-    eighteen = [n for n in perf_report.TWENTY if n not in perf_report.BLIND_LONE_PIPELINE]  # the sets scored then
+    eighteen = perf_report.EIGHTEEN
     pooled = [p for n in eighteen for p in agreement.heldout_rows(n)]
     assert (f"Blind, the model puts {within(pairs)} of their {len(pairs)} rows ({within(pairs) / len(pairs):.1%}) "
             f"within 20%, one more than the model before the change ({within(blind_before)})") in text
