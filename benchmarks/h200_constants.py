@@ -18,6 +18,9 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   once and writing W. Where W <= R / 16 (and R >= 128 MiB, so that the L2 cannot hold all of it), the writes of
   the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + DRAM reads) / (W x L2);
   where W >= 4 R, l2_dirty_fraction of the L2 is, the median of still_dirty / L2.
+- A lone 8-warp flash2 program's copy rate (gpusim.cost.lone_copy): lone_program.py's cold steps of 128 rows (8 warps,
+  16 rows each) at 3 and 4 stages, both head dims, each the slope of its launch's time over J = 1-16 K/V blocks
+  (least squares): the median of the K/V bytes a step loads over that step.
 - A training step's host cost per call (the floor of a short step timed from Python): host.py's
   flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
@@ -120,6 +123,15 @@ def train_step_host_s():
     return float(np.median([r["us"] for r in rows("host") if r["entry"] == "flash2_train_step"])) * 1e-6
 
 
+def lone_copy_bytes_per_s():
+    groups = {}
+    for r in rows("lone_program"):
+        if r["kind"] == "step" and "ms" in r and r["l2"] == "cold" and r["block_q"] == 128 and r["num_stages"] > 2:
+            groups.setdefault((r["head_dim"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e-3
+    return float(np.median([2 * bk * d * 2 / np.polyfit(list(s), list(s.values()), 1)[0]  # K and V tiles, fp16
+                            for (d, bk, _), s in groups.items()]))
+
+
 def l2_recent_fraction():
     rows_ = rows("l2_dirty")
     l2 = json.loads((RESULTS / "l2_dirty.json").read_text())["environment"]["l2_bytes"]
@@ -143,7 +155,7 @@ def constants():
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
             "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio(),
-            "train_step_host_s": train_step_host_s(), "l2_recent_fraction": l2_recent_fraction(),
+            "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(), "l2_recent_fraction": l2_recent_fraction(),
             "l2_dirty_fraction": l2_dirty_fraction()}
 
 

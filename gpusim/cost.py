@@ -17,7 +17,8 @@ The model, in five steps, each a choice written down here:
    a step's loads are exposed unless they arrive ahead of it (TMA copies issued num_stages ahead, or a
    warp-specialized producer), in which case a step waits only for what the prefetch distance does not cover
    (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured, but for a lone
-   4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline()); each spill
+   4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline(), and a lone
+   8-warp one, whose tiles arrive at the rate measured for it: lone_copy()); each spill
    reload in the compiled step waits
    an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
@@ -179,12 +180,24 @@ def full_issue(grid):
 def lone_pipeline(grid):
     """A lone 4-warp program (cost.full_issue, one warp per scheduler) that Triton pipelines S > 2 stages deep: its
     step takes one round of its compute and loads over the S - 1 tiles in flight, and at least its compute, where
-    every other cp.async step waits for its whole load. Measured: results/h200/lone_program.json (run 95), the cold
+    other cp.async steps (but lone_copy's) wait for their whole load. Measured: results/h200/lone_program.json (run 95), the cold
     lone steps at 3 and 4 stages, which the whole wait prices 1.39-1.88x, and their loop without loads (run 103,
-    overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp programs keep the whole wait: their loop alone is
-    priced 1.01-1.27x, and the wait has stood in for what their compute misses (docs/perf.md, "Two warps per scheduler,
-    measured"). The twentieth session's trial (perf_report.lone_pipelined), adopted in the twenty-second's."""
+    overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp programs follow their own measured rate (lone_copy):
+    their loop alone is priced 1.01-1.27x, so Little's law on their priced compute would not hold them. The twentieth
+    session's trial (perf_report.lone_pipelined), adopted in the twenty-second's."""
     return full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK and grid.res.num_stages > 2
+
+
+def lone_copy(grid):
+    """A lone 8-warp program (cost.full_issue, two warps per scheduler) on 16 rows per warp that Triton pipelines S > 2
+    stages deep, on a GPU whose rate for it was measured (GPU.lone_copy_bytes_per_s): its step takes the longer of its
+    compute and its K/V tiles' bytes at that rate. Measured: results/h200/lone_program.json (run 95), the cold lone
+    steps of 128 rows at 3 and 4 stages and both head dims, 16-64 KiB a step, each moving its bytes at 17.4-19.7 GB/s
+    (the rate: their median), where the whole wait prices them 1.10-1.63x; the rate is what they show, not explained
+    (4-warp programs move 32 KiB steps faster: lone_pipeline). Tiles of 32 rows per warp were not measured so and keep
+    the whole wait (docs/perf.md, "A lone 8-warp program's copy rate")."""
+    return (full_issue(grid) and grid.res.num_warps == 2 * ISSUE_PER_CLOCK and grid.res.num_stages >= 3
+            and grid.cfg.block_q == 16 * grid.res.num_warps and grid.cfg.gpu.lone_copy_bytes_per_s is not None)
 
 
 def one_step(grid, rate):
@@ -225,6 +238,8 @@ def step_chain(step, step_reloads):
         chain = max(step.serial_s, loads / max(1, stages - 1))
     elif lone_pipeline(grid):  # Little's law: one round of compute and loads over the S - 1 tiles in flight
         chain = max(step.serial_s, (step.serial_s + loads) / (stages - 1))
+    elif lone_copy(grid):  # its tiles arrive at the rate measured for it, under its compute
+        chain = max(step.serial_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
     else:
         chain = step.serial_s + loads
     if kernel in pass_.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first

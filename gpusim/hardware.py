@@ -56,6 +56,9 @@ class GPU:
     l2_idle_latency_s: float = 289 / 1.41e9  # an L2 hit on an idle path: one load waited for (a pointer chase)
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
+    # The rate at which a lone 8-warp flash2 program, pipelined 3 or 4 stages deep, copies its K/V tiles (cost.lone_copy);
+    # None: not measured, and such a program waits for its whole load each step
+    lone_copy_bytes_per_s: float | None = None
     # An empty kernel launch, median, timed with CUDA events around each call (results/h200/ceilings.json). Replayed
     # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program".
     launch_overhead_s: float = 3.2e-6
@@ -224,6 +227,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     l2_latency_s=2.748e-07,  # the same for an L2 hit
     hbm_port_bytes_per_s=6.888e+10,  # one SM's transfer rate from DRAM, alone in its wait
     l2_port_bytes_per_s=1.573e+11,  # and from L2
+    lone_copy_bytes_per_s=1.883e+10,  # a lone 8-warp flash2 program's K/V bytes per step, 3-4 stages (lone_program.json)
     sfu_ops_per_s=4.137e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
     fp32_flops_per_s=6.151e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)

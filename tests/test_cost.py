@@ -212,8 +212,8 @@ def test_a_lone_program_with_two_warps_per_scheduler_issues_at_the_full_rate_but
 def test_a_lone_four_warp_program_pipelined_s_deep_waits_one_round_over_s_minus_one_tiles():
     """cost.lone_pipeline (lone_program.json, run 95: the cold lone steps at 3 and 4 stages): one 4-warp flash2 program
     per SM, S > 2 stages deep, takes max(compute, (compute + its loads) / (S - 1)) a step; at 2 stages, with two
-    programs per SM, on 8 warps or on 32 rows (not at the full issue rate), a step waits its compute and its whole
-    load."""
+    programs per SM, or on 32 rows (not at the full issue rate), a step waits its compute and its whole load (8 warps:
+    the next test)."""
     def step(block_q, block_kv, stages, heads):
         grid, sched = cost.schedule(gpusim.simulate(
             "flash2", batch=1, heads=heads, seq=block_q, seq_kv=16 * block_kv, head_dim=64, dtype="fp16",
@@ -224,8 +224,34 @@ def test_a_lone_four_warp_program_pipelined_s_deep_waits_one_round_over_s_minus_
         b, warps, chain, serial, loads = step(64, 64, stages, 132)
         assert (b, warps) == (1, 4) and chain == max(serial, (serial + loads) / (stages - 1)) < serial + loads
     for tile, stages, heads, resident_warps in (((64, 64), 2, 132, (1, 4)), ((64, 64), 3, 264, (2, 4)),
-                                                ((128, 64), 3, 132, (1, 8)), ((32, 64), 3, 132, (1, 4))):
+                                                ((32, 64), 3, 132, (1, 4))):
         b, warps, chain, serial, loads = step(*tile, stages, heads)
+        assert (b, warps) == resident_warps and chain == serial + loads
+
+
+def test_a_lone_eight_warp_program_pipelined_s_deep_copies_its_tiles_at_the_measured_rate():
+    """cost.lone_copy (lone_program.json, run 95: the cold lone steps of 128 rows at 3 and 4 stages): one 8-warp flash2
+    program per SM, 16 rows per warp, S > 2 stages deep, takes the longer of its compute and its K and V tiles' bytes
+    (2 x block_kv x d x 2 B in fp16) at GPU.lone_copy_bytes_per_s a step; at 2 stages, two programs per SM, 32 rows
+    per warp, or on a preset that measured no such rate, it waits its compute and its whole load."""
+    def step(block_q, block_kv, stages, heads, head_dim=64, gpu="H200-measured"):
+        grid, sched = cost.schedule(gpusim.simulate(
+            "flash2", batch=1, heads=heads, seq=block_q, seq_kv=16 * block_kv, head_dim=head_dim, dtype="fp16",
+            gpu=gpu, tiles=gpusim.Tiles(block_q, block_kv, num_stages=stages)))
+        return (grid.resident, grid.res.num_warps, sched.chain_s, sched.serial_s,
+                cost.wait(grid.cfg.gpu, sched.step_bytes))
+    rate = 1.883e10  # lone_program.json's median, as benchmarks/h200_constants.py derives it
+    for head_dim, block_kv, depths in ((64, 64, (3, 4)), (64, 128, (3, 4)), (128, 64, (3, 4)), (128, 128, (3,))):
+        for stages in depths:  # 128 x 128 at d = 128 holds no fourth stage in shared memory
+            b, warps, chain, serial, loads = step(128, block_kv, stages, 132, head_dim)
+            copy = 2 * block_kv * head_dim * 2 / rate
+            assert (b, warps) == (1, 8) and chain == pytest.approx(max(serial, copy), rel=1e-12) and copy > serial
+            assert chain < serial + loads
+    for tile, stages, heads, resident_warps, gpu in (((128, 64), 2, 132, (1, 8), "H200-measured"),
+                                                    ((128, 64), 3, 264, (2, 8), "H200-measured"),
+                                                    ((256, 64), 3, 132, (1, 8), "H200-measured"),
+                                                    ((128, 64), 3, 132, (1, 8), "H100-SXM")):
+        b, warps, chain, serial, loads = step(*tile, stages, heads, gpu=gpu)
         assert (b, warps) == resident_warps and chain == serial + loads
 
 

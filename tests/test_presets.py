@@ -34,6 +34,13 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
 
 
+def test_docs_testing_lists_every_planted_bug_and_its_score():
+    text = (ROOT / "docs" / "testing.md").read_text()
+    for m in mutants.MUTANTS:
+        assert f"| {m.area} | {m.bug} | `{m.file}` | `{m.test.removeprefix('tests/')}` |" in text, m.bug
+    assert f"Score: **{len(mutants.MUTANTS)} of {len(mutants.MUTANTS)} caught**" in text
+
+
 def test_compiled_table_is_the_resources_file():
     data = json.loads((ROOT / "results" / "sm90_resources.json").read_text())
     assert data["environment"]["triton"] == compiled.TRITON
