@@ -123,13 +123,24 @@ def train_step_host_s():
     return float(np.median([r["us"] for r in rows("host") if r["entry"] == "flash2_train_step"])) * 1e-6
 
 
-def lone_copy_bytes_per_s():
+def lone_steps(l2="cold"):
+    """lone_program.json's step launches with their inputs `l2` ("cold" or "warm"): {(head_dim, block_q, block_kv,
+    num_stages): {J: µs}}."""
     groups = {}
     for r in rows("lone_program"):
-        if r["kind"] == "step" and "ms" in r and r["l2"] == "cold" and r["block_q"] == 128 and r["num_stages"] > 2:
-            groups.setdefault((r["head_dim"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e-3
-    return float(np.median([2 * bk * d * 2 / np.polyfit(list(s), list(s.values()), 1)[0]  # K and V tiles, fp16
-                            for (d, bk, _), s in groups.items()]))
+        if r["kind"] == "step" and "ms" in r and r["l2"] == l2:
+            groups.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e3
+    return groups
+
+
+def slope(us):
+    """One step: the least-squares slope of a launch's time over its J K/V blocks ({J: µs})."""
+    return float(np.polyfit(list(us), list(us.values()), 1)[0])
+
+
+def lone_copy_bytes_per_s():
+    return float(np.median([2 * bk * d * 2 / (slope(us) * 1e-6)  # K and V tiles, fp16, over the step
+                            for (d, bq, bk, stages), us in lone_steps().items() if bq == 128 and stages > 2]))
 
 
 def l2_recent_fraction():

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import agreement, ncu
+from benchmarks import agreement, h200_constants, ncu
 import gpusim
 from gpusim import cost
 from gpusim.passes.flash1 import Flash1
@@ -329,14 +329,10 @@ def lone_program_rows(l2="cold"):
     fitted and held-out sets are timed; "warm": one set replayed) against the current model: {(head_dim, block_q,
     block_kv, num_stages): (step measured, step predicted, J = 1 measured, J = 1 predicted)}, in µs; a step is the
     slope of the time over J = 1-16 K/V blocks (least squares for the measured, J = 1 to 16 for gpusim's)."""
-    groups = {}
-    for r in json.loads((agreement.RESULTS / "lone_program.json").read_text())["rows"]:
-        if r["kind"] == "step" and "ms" in r and r["l2"] == l2:
-            groups.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["num_stages"]), {})[r["steps"]] = r["ms"] * 1e3
     out = {}
-    for key, us in groups.items():
+    for key, us in h200_constants.lone_steps(l2).items():
         one, sixteen = (lone_launch_us(*key, steps) for steps in (1, 16))
-        out[key] = (float(np.polyfit(list(us), list(us.values()), 1)[0]), (sixteen - one) / 15, us[1], one)
+        out[key] = (h200_constants.slope(us), (sixteen - one) / 15, us[1], one)
     return out
 
 
