@@ -21,6 +21,7 @@ from pathlib import Path
 import gpusim
 import gpusim.passes.hopper
 from gpusim import decode
+from gpusim_course.provenance import heldout
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PRESET = "H200-measured"
@@ -126,19 +127,9 @@ def program_setup_rows():
 
 
 def heldout_simulated(row):
-    """gpusim's Result for a results/h200/heldout.json row: a forward at the row's tiles (the kernel's own where
-    it ran its default), a training step at the tiles the trainable ran, or a decode batch over pages."""
-    gpu = dict(dtype=row["dtype"], gpu=PRESET)
-    if row["kind"] == "decode":
-        return gpusim.simulate("split_kv", batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
-                               head_dim=row["head_dim"], seq_kv=row["seq_kv"], page_size=row["page_size"], **gpu)
-    shape = dict(seq=row["seq"], seq_kv=row["seq_kv"], heads=row["heads"], kv_heads=row["kv_heads"],
-                 batch=row["batch"], head_dim=row["head_dim"], causal=row["causal"], **gpu)
-    if row["kind"] == "train":
-        forward, backward = row["tiles_used"]["forward"], row["tiles_used"]["backward"]
-        return gpusim.simulate(row["algo"], **shape, block_q=forward[0], block_kv=forward[1], backward=True,
-                               backward_blocks=tuple(backward))
-    return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
+    """gpusim's Result for a results/h200/heldout.json row, on the H200-measured preset (gpusim_course's, which
+    notebook 12 scores them with)."""
+    return heldout.simulated(row, PRESET)
 
 
 def heldout_rows(name="heldout.json"):

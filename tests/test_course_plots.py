@@ -215,3 +215,16 @@ def test_main_writes_the_figure_beside_the_json(tmp_path, capsys):
     assert provenance_plots.main(["ncu", str(tmp_path / "ncu.json")]) == 0
     assert capsys.readouterr().out == f"wrote {tmp_path / 's.png'}\nwrote {tmp_path / 'ncu.png'}\n"
     assert PIL.Image.open(tmp_path / "s.png").size == (11 * 120, 8 * 120)
+
+
+def test_the_held_out_figure_holds_every_row_of_every_set_by_kind():
+    from gpusim_course.provenance import heldout
+    fig = provenance_plots.heldout_figure(RESULTS)
+    ax = fig.axes[0]
+    pairs = [p for path in heldout.files(RESULTS) for p in heldout.ratios(path)]
+    points = [line.get_xdata() for line in ax.lines]
+    assert sum(len(x) for x in points) == len(pairs) == 88 * len(heldout.files(RESULTS))
+    for label, xs, tick in zip(heldout.KINDS.values(), points, ax.get_yticklabels()):
+        mine = [x for kind, x in pairs if kind == label]
+        assert list(xs) == mine
+        assert tick.get_text() == f"{label}: {sum(abs(x - 1) <= 0.2 for x in mine) / len(mine):.0%} of {len(mine)}"

@@ -142,3 +142,21 @@ def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypat
     out = heldout.measure_row(row, "cpu")
     assert out["timing"] == "wall_per_call" and out["steps"] == heldout.MIN_STEPS and out["ms"] > 0
     assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
+
+
+def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
+    """gpusim_course.provenance.heldout (notebook 12) against benchmarks.perf_report's scoring (docs/perf.md): the same
+    sets in seed order, the same shares of all rows and of each kind, the same verdict on issue 24's target."""
+    from benchmarks import agreement, perf_report
+    from gpusim_course.provenance import heldout
+    rows = heldout.set_rows(RESULTS)
+    assert [r["set"] for r in rows[:-1]] == [name for name, _ in sorted(HELD_OUT, key=lambda item: item[1])]
+    sets = {r["set"]: agreement.heldout_rows(r["set"]) for r in rows[:-1]}
+    sets["all, pooled"] = [p for pairs in sets.values() for p in pairs]
+    for r in rows:
+        pairs = sets[r["set"]]
+        assert r["rows"] == len(pairs) and r["within 20%"] == f"{agreement.summary(pairs)['within 20%']:.1%}"
+        assert r["target met"] == ("yes" if perf_report.meets_target(pairs) else "no")
+        for (kind, algo), label in heldout.KINDS.items():
+            group = [p for p in pairs if (p[0]["kind"], p[0]["algo"]) == (kind, algo)]
+            assert r[label] == f"{agreement.summary(group)['within 20%']:.0%}"

@@ -12,6 +12,7 @@ import gpusim
 
 from ..plots import COLORS, FONT_PT, fa2_shape_text
 from ..tiling.plots import sweep_figure
+from . import heldout
 
 NCU_COLORS = COLORS | {"qk": "tab:red", "softmax": "tab:pink", "pv": "tab:brown"}  # the naive kernels in reds
 
@@ -50,6 +51,24 @@ PROVIDER_STYLE = {"naive": ("tab:red", "-"), "torch_naive": ("tab:red", ":"), "s
 BENCH_CHARTS = {"speedup": ("speedup over the project's naive kernels", "x"),
                 "tflops": ("TFLOP/s (4·B·H·N²·d, halved when causal)", "TFLOP/s"),
                 "memory": ("peak memory", "GiB")}
+
+
+def heldout_figure(results):
+    """Every held-out row's predicted / measured time, one strip per kind on a log axis, the 20% band shaded."""
+    pairs = [p for path in heldout.files(results) for p in heldout.ratios(path)]
+    labels = list(heldout.KINDS.values())
+    fig, ax = plt.subplots(figsize=(7.5, 3.2), layout="constrained")
+    ax.axvspan(1 - heldout.WITHIN, 1 + heldout.WITHIN, color="0.9", zorder=0, label="within 20%")
+    for y, ((_, algo), label) in enumerate(heldout.KINDS.items()):
+        xs = [x for kind, x in pairs if kind == label]
+        ax.plot(xs, [y + 0.25 * ((i * 0.618) % 1 - 0.5) for i in range(len(xs))], "o", ms=3, alpha=0.5,
+                color=COLORS.get(algo, "tab:gray") if label != "training step" else "tab:green")
+        labels[y] = f"{label}: {heldout.within([(label, x) for x in xs]):.0%} of {len(xs)}"
+    ax.set(xscale="log", yticks=range(len(labels)), yticklabels=labels, xlabel="gpusim's time / measured time")
+    ax.set_xticks([0.5, 0.8, 1, 1.2, 2], ["0.5", "0.8", "1", "1.2", "2"])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.legend(loc="lower right", fontsize=FONT_PT)
+    return fig
 
 
 def _series(rows, head_dim, causal, chart):
