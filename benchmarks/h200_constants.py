@@ -138,9 +138,15 @@ def slope(us):
     return float(np.polyfit(list(us), list(us.values()), 1)[0])
 
 
+def copy_bound(key):
+    """The lone_steps() key of a step the copy rate is measured on: 128 rows (8 warps), 3 or 4 stages."""
+    _, block_q, _, stages = key
+    return block_q == 128 and stages > 2
+
+
 def lone_copy_bytes_per_s():
     return float(np.median([2 * bk * d * 2 / (slope(us) * 1e-6)  # K and V tiles, fp16, over the step
-                            for (d, bq, bk, stages), us in lone_steps().items() if bq == 128 and stages > 2]))
+                            for (d, bq, bk, stages), us in lone_steps().items() if copy_bound((d, bq, bk, stages))]))
 
 
 def l2_recent_fraction():
@@ -166,7 +172,8 @@ def constants():
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
             "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio(),
-            "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(), "l2_recent_fraction": l2_recent_fraction(),
+            "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(),
+            "l2_recent_fraction": l2_recent_fraction(),
             "l2_dirty_fraction": l2_dirty_fraction()}
 
 

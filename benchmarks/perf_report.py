@@ -26,6 +26,7 @@ import gpusim
 from gpusim import cost
 from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
+from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF = ROOT / "docs" / "perf.md"
@@ -284,25 +285,19 @@ def heldout_table(name="heldout.json"):
     return "\n".join(lines)
 
 
-KINDS = (("forward", "naive"), ("forward", "flash2"), ("forward", "hopper"), ("train", "flash2"), ("decode", "split_kv"))
-
-
-def _kind_share(pairs, kind):
-    group = [p for p in pairs if (p[0]["kind"], p[0]["algo"]) == kind]
-    return f"{agreement.summary(group)['within 20%']:.0%}"
+def labelled(pairs):
+    """agreement.heldout_rows' (row, ratio) pairs as gpusim_course.provenance.heldout's (kind label, ratio)."""
+    return [(heldout.kind(row), ratio) for row, ratio in pairs]
 
 
 def heldout_sets_table():
-    """Every held-out set against the current model, seed by seed, and all of them pooled: the share within 20%, of
-    all rows and of each kind, and whether the set meets issue 24's target (90%, and 80% of each kind)."""
-    sets = {name: agreement.heldout_rows(name) for name in reversed(HELD_OUT)}
-    lines = ["| set | rows | within 20% | naive | flash2 | Hopper | training | decode | target met |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for name, pairs in [*sets.items(), ("all, pooled", [p for pairs in sets.values() for p in pairs])]:
-        lines.append(f"| {name} | {len(pairs):,} | {agreement.summary(pairs)['within 20%']:.1%} | "
-                     + " | ".join(_kind_share(pairs, kind) for kind in KINDS)
-                     + f" | {'yes' if meets_target(pairs) else 'no'} |")
-    return "\n".join(lines)
+    """Every held-out set against the current model, seed by seed, and all of them pooled (heldout.score: the share
+    within 20% of all rows and of each kind, and whether the set meets issue 24's target)."""
+    sets = {name: labelled(agreement.heldout_rows(name)) for name in reversed(HELD_OUT)}
+    rows = [heldout.score(name, pairs) for name, pairs in sets.items()]
+    rows.append(heldout.score("all, pooled", [p for pairs in sets.values() for p in pairs]))
+    return "\n".join(["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
+                     + ["| " + " | ".join(f"{v:,}" if isinstance(v, int) else v for v in r.values()) + " |" for r in rows])
 
 
 def naive_rows_table():
@@ -616,7 +611,7 @@ def lone_copy_steps_table():
              "÷ cold |", "|---|---|---|---|---|---|---|"]
     for key, (slope, step, *_) in lone_program_rows("cold").items():
         d, bq, bk, stages = key
-        if bq == 128 and stages > 2:
+        if h200_constants.copy_bound(key):
             lines.append(f"| {d} | {bq} × {bk} | {stages} | {slope:.2f} | {2 * bk * d * 2 / slope / 1e3:.1f} | "
                          f"{before[key][1] / slope:.2f} | {step / slope:.2f} |")
     return "\n".join(lines)
@@ -1203,8 +1198,7 @@ def held_out_line():
     sets = {name: agreement.heldout_rows(name) for name in HELD_OUT}
     met = sum(meets_target(pairs) for pairs in sets.values())
     pooled = [p for pairs in sets.values() for p in pairs]
-    kinds = ", ".join(f"{label} {_kind_share(pooled, kind)}" for label, kind in
-                      zip(("naive", "flash2", "Hopper", "training steps", "decode"), KINDS))
+    kinds = ", ".join(f"{label} {heldout.share(labelled(pooled), label)}" for label in heldout.KINDS.values())
     with one_warp_issue():  # the model the twentieth session scored them with
         blind, newest = sets_share(BLIND), sets_share(NEWEST)
     with no_lone_pipeline():  # the twenty-first session's
@@ -1227,11 +1221,8 @@ def held_out_line():
 
 
 def meets_target(pairs):
-    """90% of a held-out set's rows within 20%, and 80% of each kind's."""
-    kinds = {f"{r['kind']} {r['algo']}" for r, _ in pairs}
-    return agreement.summary(pairs)["within 20%"] >= 0.9 and all(
-        agreement.summary([p for p in pairs if f"{p[0]['kind']} {p[0]['algo']}" == k])["within 20%"] >= 0.8
-        for k in kinds)
+    """Issue 24's target for agreement.heldout_rows' pairs: heldout.meets_target."""
+    return heldout.meets_target(labelled(pairs))
 
 
 def per_call_line():

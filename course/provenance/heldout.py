@@ -35,6 +35,16 @@ def simulated(row, gpu=PRESET):
     return gpusim.simulate(row["algo"], **shape, **{k: row[k] for k in ("block_q", "block_kv") if row.get(k)})
 
 
+def timed(path):
+    """The timed rows of one held-out file."""
+    return [r for r in json.loads(Path(path).read_text())["rows"] if r.get("ms")]
+
+
+def kind(row):
+    """A held-out row's kind, as the tables label it."""
+    return KINDS[row["kind"], row["algo"]]
+
+
 def ratios(path):
     """[(kind label, predicted / measured)] for every timed row of one held-out file (computed once a process)."""
     return _ratios(str(Path(path).resolve()))
@@ -42,8 +52,7 @@ def ratios(path):
 
 @lru_cache(maxsize=None)
 def _ratios(path):
-    rows = json.loads(Path(path).read_text())["rows"]
-    return [(KINDS[r["kind"], r["algo"]], simulated(r).predicted_time_s / (r["ms"] * 1e-3)) for r in rows if r.get("ms")]
+    return [(kind(r), simulated(r).predicted_time_s / (r["ms"] * 1e-3)) for r in timed(path)]
 
 
 def files(results):
@@ -52,19 +61,30 @@ def files(results):
 
 
 def within(pairs):
+    """The share of (kind, ratio) pairs within the band."""
     return sum(abs(x - 1) <= WITHIN for _, x in pairs) / len(pairs)
 
 
-def _row(name, pairs):
-    kinds = {label: within([p for p in pairs if p[0] == label]) for label in KINDS.values()}
-    met = within(pairs) >= TARGET[0] and all(share >= TARGET[1] for share in kinds.values())
+def share(pairs, label):
+    """within() of one kind's pairs, as a percentage."""
+    return f"{within([p for p in pairs if p[0] == label]):.0%}"
+
+
+def meets_target(pairs):
+    """TARGET: the share of all the (kind, ratio) pairs, and of each kind present, within the band."""
+    return within(pairs) >= TARGET[0] and all(within([p for p in pairs if p[0] == label]) >= TARGET[1]
+                                              for label in {label for label, _ in pairs})
+
+
+def score(name, pairs):
+    """A set's row of the table: its rows, the share within 20% of all and of each kind, whether it meets TARGET."""
     return {"set": name, "rows": len(pairs), "within 20%": f"{within(pairs):.1%}",
-            **{label: f"{share:.0%}" for label, share in kinds.items()}, "target met": "yes" if met else "no"}
+            **{label: share(pairs, label) for label in KINDS.values()},
+            "target met": "yes" if meets_target(pairs) else "no"}
 
 
 def set_rows(results):
-    """One row per held-out set (its rows, the share within 20% of all and of each kind, whether it meets the
-    target), then all the sets pooled."""
+    """One row per held-out set (score()), then all the sets pooled."""
     sets = {p.name: ratios(p) for p in files(results)}
-    return [_row(name, pairs) for name, pairs in sets.items()] + [
-        _row("all, pooled", [p for pairs in sets.values() for p in pairs])]
+    return [score(name, pairs) for name, pairs in sets.items()] + [
+        score("all, pooled", [p for pairs in sets.values() for p in pairs])]
