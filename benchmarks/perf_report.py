@@ -378,7 +378,15 @@ def no_lone_copy():
     """The model before the twenty-fourth session's cost.lone_copy, while the block runs: a lone 8-warp flash2 program
     pipelined 3 or 4 deep waits for its compute and its whole load each step, as every figure docs/perf.md quotes from
     before it."""
-    with _patched(cost, "lone_copy", lambda grid: False, "no_lone_copy"):
+    with no_own_copy(), _patched(cost, "lone_copy", lambda grid: False, "no_lone_copy"):
+        yield
+
+
+@contextmanager
+def no_own_copy():
+    """The model before the twenty-fifth session's cost.own_copy, while the block runs: a flash2 program's Q tile is
+    waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before it."""
+    with _patched(cost, "own_copy", lambda grid: False, "no_own_copy"):
         yield
 
 
@@ -409,7 +417,7 @@ def line_issue():
     """The model before the nineteenth session's cost.full_issue, while the block runs: a lone flash2 program of 4
     warps per SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from
     before it."""
-    with _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue"):
+    with no_own_copy(), _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue"):
         yield
 
 
@@ -614,6 +622,60 @@ def lone_copy_steps_table():
         if h200_constants.copy_bound(key):
             lines.append(f"| {d} | {bq} × {bk} | {stages} | {slope:.2f} | {2 * bk * d * 2 / slope / 1e3:.1f} | "
                          f"{before[key][1] / slope:.2f} | {step / slope:.2f} |")
+    return "\n".join(lines)
+
+
+def own_copy_table():
+    """trial_scores() before the twenty-fifth session's cost.own_copy (no_own_copy) and after it, with
+    results/h200/program_start.json's rows; all the held-out sets scored before it, pooled; run 117's and run 118's
+    sets, scored once (blind) after it."""
+    with no_own_copy():
+        before, start_before, pooled_before = model_scores(), program_start_share(), sets_share(TWENTY_FOUR)
+    now = model_scores()
+    return "\n".join(["| rows | Q's wait at the port rate, O's store unwaited (before) | a program's own tiles at one "
+                      "program's copy rate (the model) |", "|---|---|---|"]
+                     + [f"| {name} | {before[name]} | {now[name]} |" for name in now]
+                     + [f"| program_start.json | {start_before} | {program_start_share()} |",
+                        f"| held-out, the twenty-four sets scored before it | {pooled_before} | {sets_share(TWENTY_FOUR)} |",
+                        f"| held-out, runs 117 and 118's four sets (blind) | - | {sets_share(BLIND_OWN_COPY)} |"])
+
+
+def program_start_rows():
+    """results/h200/program_start.json (run 118): {(head_dim, block_q, block_kv, J): {waves: (measured µs, gpusim's
+    µs, blocks an SM holds)}}, flash2 at the kernel's own launch, one Q block per program, 132 programs a wave."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "program_start.json").read_text())["rows"]:
+        result = gpusim.simulate("flash2", batch=1, heads=r["heads"], seq=r["seq"], seq_kv=r["seq_kv"],
+                                 head_dim=r["head_dim"], dtype="fp16", gpu=agreement.PRESET,
+                                 tiles=gpusim.Tiles(r["block_q"], r["block_kv"]))
+        grid, _ = cost.schedule(result)
+        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["steps"]), {})[r["waves"]] = (
+            r["ms"] * 1e3, result.predicted_time_s * 1e6, grid.resident)
+    return out
+
+
+def program_start_share():
+    """The share of program_start.json's launches gpusim prices within 20%."""
+    ratios = [p / m for waves in program_start_rows().values() for m, p, _ in waves.values()]
+    return f"{sum(abs(r - 1) <= 0.2 for r in ratios) / len(ratios):.1%} of {len(ratios)}"
+
+
+def per_wave(waves, field):
+    """A wave's cost in steady state: the time from 1 to 16 waves over the 15 waves added (field 0: measured, 1: gpusim)."""
+    return (waves[16][field] - waves[1][field]) / 15
+
+
+def program_start_table():
+    """program_start_rows(): per tile and J, the measured launch at 1, 2, 4 and 16 waves, a wave's cost in steady
+    state (per_wave) measured and priced before cost.own_copy and with it, and gpusim's time over the measured one."""
+    with no_own_copy():
+        before = program_start_rows()
+    lines = ["| d | tile | J | b at 16 waves | µs at 1 / 2 / 4 / 16 waves | a wave, µs | gpusim before | with own_copy | "
+             "÷ measured, 1 / 2 / 4 / 16 waves |", "|---|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, j), waves in program_start_rows().items():
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {waves[16][2]} | " + " / ".join(f"{waves[w][0]:.2f}" for w in waves)
+                     + f" | {per_wave(waves, 0):.2f} | {per_wave(before[d, bq, bk, j], 1):.2f} | {per_wave(waves, 1):.2f} | "
+                     + " / ".join(f"{p / m:.2f}" for m, p, _ in waves.values()) + " |")
     return "\n".join(lines)
 
 
@@ -1186,7 +1248,10 @@ BLIND_LONE_PIPELINE = ("heldout_2044.json", "heldout_2045.json")
 # Run 115's two, measured after cost.lone_pipeline and scored once in the twenty-third session, the model unchanged since.
 UNCHANGED = ("heldout_2046.json", "heldout_2047.json")
 BLIND_LONE_COPY = ("heldout_2048.json", "heldout_2049.json")  # run 116: measured before cost.lone_copy, scored once after
-TWENTY_TWO = tuple(name for name in HELD_OUT if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
+# Runs 117 and 118: measured before the twenty-fifth session's cost.own_copy, scored once after it.
+BLIND_OWN_COPY = ("heldout_2050.json", "heldout_2051.json", "heldout_2052.json", "heldout_2053.json")
+TWENTY_FOUR = tuple(name for name in HELD_OUT if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
+TWENTY_TWO = tuple(name for name in TWENTY_FOUR if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
 TWENTY = tuple(name for name in TWENTY_TWO if name not in UNCHANGED)  # those scored through the twenty-second session
 EIGHTEEN = tuple(name for name in TWENTY if name not in BLIND_LONE_PIPELINE)  # through the twenty-first session
 TRIALED = tuple(name for name in EIGHTEEN if name not in NEWEST + BLIND_TWO_WARP)
@@ -1205,6 +1270,8 @@ def held_out_line():
         two_warp = sets_share(BLIND_TWO_WARP)
     with no_lone_copy():  # the twenty-second and twenty-third sessions'
         lone_pipeline, unchanged = sets_share(BLIND_LONE_PIPELINE), sets_share(UNCHANGED)
+    with no_own_copy():  # the twenty-fourth session's
+        lone_copy = sets_share(BLIND_LONE_COPY)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -1214,7 +1281,8 @@ def held_out_line():
             f"after every change then, {newest}; seeds 2042 and 2043, scored blind to the twenty-first session's change "
             f"to it, {two_warp}; seeds 2044 and 2045, scored blind to the twenty-second session's `cost.lone_pipeline`, "
             f"{lone_pipeline}; seeds 2046 and 2047, measured and scored after every change then, {unchanged}; seeds 2048 "
-            f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {sets_share(BLIND_LONE_COPY)}; the "
+            f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {lone_copy}; seeds 2050 to 2053, scored "
+            f"blind to the twenty-fifth session's `cost.own_copy`, {sets_share(BLIND_OWN_COPY)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105).")
@@ -1308,6 +1376,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
+          "own_copy": own_copy_table, "program_start": program_start_table,
           "headline": headline}
 README = ROOT / "README.md"
 
@@ -1330,12 +1399,17 @@ BEFORE_LONE_PIPELINE = ("sharing_d64", "two_warp", "lone_eight_warp", "heldout_2
 BEFORE_LONE_COPY = ("adopted_pipeline", "heldout_2044", "heldout_2045", "heldout_2046", "heldout_2047")
 
 
+# The tables of the sections written between cost.lone_copy and the twenty-fifth session's cost.own_copy, and the
+# held-out sets scored blind in between: the model as it was.
+BEFORE_OWN_COPY = ("lone_copy", "lone_copy_steps", "heldout_2048", "heldout_2049")
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy), or the model as it stands."""
+    no_lone_pipeline, no_lone_copy, no_own_copy), or the model as it stands."""
     return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
-            else nullcontext())
+            else no_own_copy() if name in BEFORE_OWN_COPY else nullcontext())
 
 
 def render(text):

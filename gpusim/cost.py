@@ -18,7 +18,8 @@ The model, in five steps, each a choice written down here:
    warp-specialized producer), in which case a step waits only for what the prefetch distance does not cover
    (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured, but for a lone
    4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline(), and a lone
-   8-warp one, whose tiles arrive at the rate measured for it: lone_copy()); each spill
+   8-warp one, whose tiles arrive at the rate measured for it: lone_copy(); a flash2 program's own Q and O tiles move
+   at that rate too, at any residency: own_copy()); each spill
    reload in the compiled step waits
    an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
@@ -259,8 +260,13 @@ def wait(gpu, nbytes):
     if not nbytes[2]:
         return 0.0
     miss = min(1.0, nbytes[3] / nbytes[2])
-    latency = gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
-    return latency + nbytes[2] * ((1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm"))
+    port = (1 - miss) / gpu.port_bytes_per_s("l2") + miss / gpu.port_bytes_per_s("hbm")
+    return latency(gpu, miss) + nbytes[2] * port
+
+
+def latency(gpu, miss):
+    """A load's latency when a share `miss` of its bytes come from DRAM, the rest from L2."""
+    return gpu.l2_latency_s + miss * (gpu.hbm_latency_s - gpu.l2_latency_s)
 
 
 def chain(step, j):
@@ -269,11 +275,30 @@ def chain(step, j):
 
 
 def first_loads(step, j):
-    """What a program waits for before its first step's compute: its own loads (Q's tile), its set-up, and where
-    it prefetches (num_stages ahead), its first step's loads, which nothing earlier in the program issued."""
+    """What a program waits for besides its steps: its own loads (Q's tile; with own_copy, its O tile's store too), its
+    set-up, and where it prefetches (num_stages ahead), its first step's loads, which nothing earlier in the program
+    issued."""
     gpu = step.grid.cfg.gpu
     first = wait(gpu, step.step_bytes) if step.prefetched else 0.0
-    return wait(gpu, step.fixed_bytes) + step.setup_s + (j > 0) * first
+    own = own_wait(gpu, step.fixed_bytes) if own_copy(step.grid) else wait(gpu, step.fixed_bytes)
+    return own + step.setup_s + (j > 0) * first
+
+
+def own_copy(grid):
+    """A kernel whose programs copy their own tiles (pass_.OWN_COPY: flash2's Q tile in, its O tile out, outside the
+    K/V loop, nothing else in flight in the program) on a GPU that measured the rate one program copies at
+    (GPU.lone_copy_bytes_per_s): those bytes move at that rate, whatever the residency. Measured:
+    results/h200/program_start.json (run 118), flash2's short programs wave after wave, whose steady-state cost per
+    wave the port-rate wait prices 0.60-0.76x at one K/V block (docs/perf.md, "A program's own tiles")."""
+    return grid.kernel in grid.cfg.pass_.OWN_COPY and grid.cfg.gpu.lone_copy_bytes_per_s is not None
+
+
+def own_wait(gpu, nbytes):
+    """A program's own loads and stores outside its steps, at the rate one program copies: the level's latency, then
+    every byte read or written (nbytes: as wait's) at GPU.lone_copy_bytes_per_s."""
+    if not nbytes[2]:
+        return 0.0
+    return latency(gpu, min(1.0, nbytes[3] / nbytes[2])) + nbytes[0] / gpu.lone_copy_bytes_per_s
 
 
 def busy(step, j, sharing):

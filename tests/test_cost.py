@@ -255,6 +255,31 @@ def test_a_lone_eight_warp_program_pipelined_s_deep_copies_its_tiles_at_the_meas
         assert (b, warps) == resident_warps and chain == serial + loads
 
 
+def test_a_flash2_program_copies_its_own_q_and_o_tiles_at_one_programs_rate():
+    """cost.own_copy (program_start.json, run 118): a flash2 program waits, besides its steps, for the latency of the
+    level its Q tile comes from and then for every byte of its own tiles, Q's read and O's and LSE's written
+    (block_q x d x 2 B twice, block_q x 4 B, fp16), at GPU.lone_copy_bytes_per_s, whatever the residency; without
+    the rule, or on a preset that measured no such rate, it waits for Q alone at the port's rate."""
+    def waited(block_q, block_kv, head_dim, heads, gpu="H200-measured"):
+        grid, sched = cost.schedule(gpusim.simulate(
+            "flash2", batch=1, heads=heads, seq=block_q, seq_kv=4 * block_kv, head_dim=head_dim, dtype="fp16",
+            gpu=gpu, tiles=gpusim.Tiles(block_q, block_kv)))
+        return grid, sched, cost.first_loads(sched, 4) - sched.setup_s
+    rate = 1.883e10  # lone_program.json's median (test_a_lone_eight_warp_program_...)
+    for block_q, block_kv, head_dim, heads, resident in ((128, 128, 64, 132, 1), (128, 64, 128, 2112, 1),
+                                                         (64, 32, 64, 2112, 5), (64, 64, 128, 264, 2)):
+        grid, sched, wait = waited(block_q, block_kv, head_dim, heads)
+        assert grid.resident == resident and cost.own_copy(grid)
+        q = o = block_q * head_dim * 2
+        assert (sched.fixed_bytes[0], sched.fixed_bytes[2]) == (q + o + block_q * 4, q)  # SM bytes; of them read
+        gpu = grid.cfg.gpu
+        miss = sched.fixed_bytes[3] / sched.fixed_bytes[2]
+        assert wait == pytest.approx(cost.latency(gpu, miss) + (q + o + block_q * 4) / rate, rel=1e-12)
+        assert wait > cost.wait(gpu, sched.fixed_bytes)  # the port-rate wait for Q alone, before
+    grid, sched, wait = waited(128, 128, 64, 132, gpu="H100-SXM")
+    assert not cost.own_copy(grid) and wait == cost.wait(grid.cfg.gpu, sched.fixed_bytes)
+
+
 def test_dram_streams_reads_alone_faster_than_a_copys_mix():
     """H200-measured: the read plateau (bandwidth.json) for reads alone, the copy's rate from half writes up,
     the line between them below; a preset that measured no read plateau prices everything at the copy's."""

@@ -88,7 +88,7 @@ HELD_OUT = [("heldout.json", 2026)] + [(p.name, int(p.stem.removeprefix("heldout
 
 
 # Sets measured and kept unscored in a run's log until a model change is scored on them: {log: seeds}.
-UNSCORED = {"run117_heldout_2050_2051.tar.gz": (2050, 2051)}
+UNSCORED = {}
 
 
 def unscored(log, seed):

@@ -29,6 +29,7 @@ class Pass:
     FLAT_ISSUE = ()  # kernels whose steps issue at one warp per scheduler however many warps are resident
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
     LONE_FULL_ISSUE = ()  # kernels whose lone program (one or two warps per scheduler) issues at the full rate: cost.full_issue
+    OWN_COPY = ()  # kernels whose programs copy their own tiles outside the loop at one program's rate: cost.own_copy
     CONTENTION = {}  # {kernel: the share of the lesser of its memory and compute time in series}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any

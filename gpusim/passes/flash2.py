@@ -45,6 +45,9 @@ class Flash2(Pass):
     # its two warps per scheduler overlap some of one's matmuls with the other's instructions). 32-row tiles on 4 warps
     # take 1.7-1.9x that sum (run 113) and keep ISSUE_HIDING's line (0.84-0.92x).
     LONE_FULL_ISSUE = ("flash2",)
+    # Its Q tile's load and its O tile's store, outside the loop, move at the rate one program copies (cost.own_copy):
+    # results/h200/program_start.json (run 118), short programs wave after wave at four tiles per head dim
+    OWN_COPY = ("flash2",)
     KV_BUFFERS = 1  # K_j, V_j buffers the SRAM model counts (software pipelining adds its own: stage_bytes)
 
     def paper_blocks(self, gpu, head_dim, dtype):

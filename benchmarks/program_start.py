@@ -1,0 +1,53 @@
+"""What a program costs when it follows another on its SM: flash2's short programs, wave after wave.
+
+    python -m benchmarks.program_start --out $OUT          # GPU: $OUT/program_start.json, about 2 min
+    TRITON_INTERPRET=1 python -m benchmarks.program_start --out /tmp/p --smoke
+
+flash2 with one Q block per program (batch 1, heads = 132 x waves, waves = 1, 2, 4, 16) and J = 1 or 4 K/V blocks
+each, at four tiles per head dim and the kernel's own launch (its rule's warps and stages): the median GPU time per
+launch, replayed from a CUDA graph cycling through enough input copies to read them from DRAM ("cold", as the fitted
+and held-out sets are timed: benchmarks/lone_program.py). Per tile and J the time is a line in the waves: its slope is
+what a wave of programs costs in steady state (each program following another on its SM, its start and its end
+included), its intercept what the launch adds once. results/h200/program_setup.json measured the same at one tile
+(128 x 128) and warm; lone_program.json and shared_steps.json measured one wave only.
+"""
+from itertools import product
+
+import gpusim
+from benchmarks import probe
+from benchmarks.bench import cycling
+from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
+from gpusim_kernels import flash2_attention
+
+STEPS = (1, 4)
+WAVES = (1, 2, 4, 16)
+HEADS = 132  # one program per SM of the H200 per wave
+TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 64), (128, 64), (128, 128))}
+SMOKE = dict(STEPS=(1,), WAVES=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, L2_BYTES=0)
+
+
+def measure(results):
+    for head_dim in TILES:
+        for (block_q, block_kv), steps, waves in product(TILES[head_dim], STEPS, WAVES):
+            tiles, heads = gpusim.Tiles(block_q, block_kv), HEADS * waves
+            sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2),
+                                    L2_BYTES)
+            call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in sets])
+            row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps, waves=waves, heads=heads,
+                       seq=block_q, seq_kv=steps * block_kv, l2="cold", copies=len(sets))
+            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+            print(f"d={head_dim} {block_q}x{block_kv} J={steps} waves={waves:2d}: {row.get('ms', row.get('error'))}",
+                  flush=True)
+            del sets
+
+
+def main(argv=None):
+    ap = probe.parser(__doc__, "program_start.json", pool=False)
+    args = ap.parse_args(argv)
+    if args.smoke:
+        globals().update(SMOKE)
+    measure(probe.open_results("program_start.json", args, argv))
+
+
+if __name__ == "__main__":
+    main()
