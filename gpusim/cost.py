@@ -289,7 +289,7 @@ def own_copy(grid):
     K/V loop, nothing else in flight in the program) on a GPU that measured the rate one program copies at
     (GPU.lone_copy_bytes_per_s): those bytes move at that rate, whatever the residency. Measured:
     results/h200/program_start.json (run 118), flash2's short programs wave after wave, whose steady-state cost per
-    wave the port-rate wait prices 0.60-0.76x at one K/V block (docs/perf.md, "A program's own tiles")."""
+    wave the port-rate wait priced 0.58-0.69x at one K/V block (docs/perf.md, "A program's own tiles")."""
     return grid.kernel in grid.cfg.pass_.OWN_COPY and grid.cfg.gpu.lone_copy_bytes_per_s is not None
 
 
