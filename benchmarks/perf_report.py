@@ -679,6 +679,32 @@ def program_start_table():
     return "\n".join(lines)
 
 
+def bwd_gqa_rows():
+    """results/h200/bwd_gqa.json (run 119): {(kernel, head_dim, causal, seq): {kv_heads: (measured ms, gpusim's ms)}},
+    each backward kernel at batch 1 and 16 query heads, priced at the tiles it ran."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "bwd_gqa.json").read_text())["rows"]:
+        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
+                                 batch=r["batch"], causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
+                                 backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
+        model = next(k.predicted_time_s for k in result.kernels if k.name == r["kernel"]) * 1e3
+        out.setdefault((r["kernel"], r["head_dim"], r["causal"], r["seq"]), {})[r["kv_heads"]] = (r["ms"], model)
+    return out
+
+
+def bwd_gqa_table():
+    """bwd_gqa_rows(): per kernel and shape, the measured time at 16, 8, 4 and 2 K/V heads, the slowdown from 16 to 2
+    measured and in gpusim, and gpusim's time over the measured one at each."""
+    lines = ["| kernel | d | causal | N | ms at 16 / 8 / 4 / 2 K/V heads | 2 ÷ 16, measured | gpusim | "
+             "gpusim ÷ measured, 16 / 8 / 4 / 2 |", "|---|---|---|---|---|---|---|---|"]
+    for (kernel, d, causal, seq), kv in bwd_gqa_rows().items():
+        lines.append(f"| {kernel} | {d} | {'yes' if causal else 'no'} | {seq:,} | "
+                     + " / ".join(f"{m:.3f}" for m, _ in kv.values())
+                     + f" | {kv[2][0] / kv[16][0]:.2f} | {kv[2][1] / kv[16][1]:.2f} | "
+                     + " / ".join(f"{p / m:.2f}" for m, p in kv.values()) + " |")
+    return "\n".join(lines)
+
+
 def lone_eight_warp_rows():
     """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
     cost.full_issue moved: {(d, block_q, block_kv): [(ratio before (one_warp_issue), ratio now)]}."""
@@ -1376,7 +1402,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
           "headline": headline}
 README = ROOT / "README.md"
 
