@@ -705,6 +705,37 @@ def bwd_gqa_table():
     return "\n".join(lines)
 
 
+def launch_parts_ms():
+    """results/h200/launch_parts.json (run 120): {(kind, programs, tile_bytes, l2): µs}, the median over the warp counts."""
+    groups = {}
+    for r in json.loads((agreement.RESULTS / "launch_parts.json").read_text())["rows"]:
+        groups.setdefault((r["kind"], r["programs"], r["tile_bytes"], r["l2"]), []).append(r["ms"] * 1e3)
+    return {key: float(np.median(us)) for key, us in groups.items()}
+
+
+def launch_parts_table():
+    """launch_parts_ms(): per grid and tile, each kind's one-wave launch; and what a lone program's tile adds per byte,
+    read (a copy's, from 16 to 32 KiB) and written (a store's)."""
+    us = launch_parts_ms()
+    lines = ["| programs | tile | empty, µs | load, cold / warm | store | copy, cold / warm |", "|---|---|---|---|---|---|"]
+    for programs, size in sorted({(p, b) for _, p, b, _ in us}):
+        lines.append(f"| {programs} | {size:,} B | {us['empty', programs, size, 'warm']:.2f} | "
+                     f"{us['load', programs, size, 'cold']:.2f} / {us['load', programs, size, 'warm']:.2f} | "
+                     f"{us['store', programs, size, 'warm']:.2f} | "
+                     f"{us['copy', programs, size, 'cold']:.2f} / {us['copy', programs, size, 'warm']:.2f} |")
+    return "\n".join(lines)
+
+
+def launch_parts_rates(programs=132):
+    """GB/s a lone program moves its tile at, from 16 to 32 KiB (launch_parts_ms): a copy's reads, cold and warm, and a
+    store's writes; and the copy's time at 128 B less the empty kernel's, µs (its latencies), cold and warm."""
+    us = launch_parts_ms()
+    rate = lambda kind, l2: 16384 / (us[kind, programs, 32768, l2] - us[kind, programs, 16384, l2]) / 1e3  # noqa: E731
+    first = {l2: us["copy", programs, 128, l2] - us["empty", programs, 128, "warm"] for l2 in ("cold", "warm")}
+    return dict(copy_cold=rate("copy", "cold"), copy_warm=rate("copy", "warm"), store=rate("store", "warm"),
+                first_cold=first["cold"], first_warm=first["warm"])
+
+
 def lone_eight_warp_rows():
     """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
     cost.full_issue moved: {(d, block_q, block_kv): [(ratio before (one_warp_issue), ratio now)]}."""
@@ -1403,6 +1434,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
+          "launch_parts": launch_parts_table,
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -1590,3 +1590,22 @@ def test_perf_md_quotes_the_backward_with_several_query_heads_per_kv_head_as_mea
     assert (f"at d = 64 dK/dV priced fast ({ratio('dkdv', 64)}×) and dQ slow ({ratio('dq', 64)}×, most at 2K causal, "
             f"64 × 64), at d = 128 within {ratio('dkdv', 128)}× (dK/dV) and {ratio('dq', 128)}× (dQ)") in text
     assert not (RESULTS / "heldout_2054.json").exists() and not (RESULTS / "heldout_2055.json").exists()
+
+
+def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
+    """launch_parts.json (run 120): the one-wave copies' times, what the smallest copy adds to the empty kernel, the
+    marginal rates from 16 to 32 KiB, as docs/perf.md quotes them, recomputed; the cold copy at 132 programs is bound
+    by the DRAM's copy rate (reads and writes of all SMs at about GPU.hbm_bytes_per_s)."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    us, rates, one = perf_report.launch_parts_ms(), perf_report.launch_parts_rates(), perf_report.launch_parts_rates(1)
+    empty = [v for (kind, *_), v in us.items() if kind == "empty"]
+    assert f"an empty kernel takes {min(empty):.1f}–{max(empty):.2f} µs" in text
+    assert (f"takes {us['copy', 132, 128, 'cold']:.2f} µs at 128 B, cold, and {us['copy', 132, 32768, 'cold']:.2f} µs at "
+            f"32 KiB: the smallest cold copy adds {rates['first_cold']:.2f} µs to the empty kernel "
+            f"({rates['first_warm']:.2f} µs warm, and {one['first_cold']:.2f} µs cold for a single program)") in text
+    assert (f"its bytes read at {rates['copy_cold']:.1f} GB/s cold") in text
+    assert (f"and {rates['copy_warm']:.1f} GB/s warm, a store alone {rates['store']:.1f} GB/s") in text
+    gpu = gpusim.get_gpu("H200-measured")
+    assert 0.9 < 132 * 2 * rates["copy_cold"] * 1e9 / gpu.hbm_bytes_per_s < 1.25
+    kinds = [v for (kind, programs, _, l2), v in us.items() if kind in ("load", "copy") and programs == 132 and l2 == "cold"]
+    assert f"costs {min(kinds):.1f}–{max(kinds):.1f} µs in all, where gpusim adds 3.2 µs" in text
