@@ -714,8 +714,7 @@ def launch_parts_ms():
 
 
 def launch_parts_table():
-    """launch_parts_ms(): per grid and tile, each kind's one-wave launch; and what a lone program's tile adds per byte,
-    read (a copy's, from 16 to 32 KiB) and written (a store's)."""
+    """launch_parts_ms(): per grid and tile, each kind's one-wave launch, µs (the rates it gives: launch_parts_rates)."""
     us = launch_parts_ms()
     lines = ["| programs | tile | empty, µs | load, cold / warm | store | copy, cold / warm |", "|---|---|---|---|---|---|"]
     for programs, size in sorted({(p, b) for _, p, b, _ in us}):

@@ -56,11 +56,13 @@ class GPU:
     l2_idle_latency_s: float = 289 / 1.41e9  # an L2 hit on an idle path: one load waited for (a pointer chase)
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
-    # The rate at which a lone 8-warp flash2 program, pipelined 3 or 4 stages deep, copies its K/V tiles (cost.lone_copy);
-    # None: not measured, and such a program waits for its whole load each step
+    # The rate at which a lone 8-warp flash2 program, pipelined 3 or 4 stages deep, copies its K/V tiles
+    # (cost.lone_copy), and any flash2 program its own Q and O tiles (cost.own_copy); None: not measured, and such a program waits for its
+    # whole load each step and for its Q tile at the port's rate
     lone_copy_bytes_per_s: float | None = None
     # An empty kernel launch, median, timed with CUDA events around each call (results/h200/ceilings.json). Replayed
-    # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program".
+    # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program", and
+    # "What a launch is made of" (launch_parts.json: it stands in for part of a lone program's cost)
     launch_overhead_s: float = 3.2e-6
     # A training step called from Python (the trainable's forward, autograd, the backward's launches) cannot end
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
