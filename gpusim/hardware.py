@@ -57,8 +57,8 @@ class GPU:
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
     # The rate at which a lone 8-warp flash2 program, pipelined 3 or 4 stages deep, copies its K/V tiles
-    # (cost.lone_copy), and any flash2 program its own Q and O tiles (cost.own_copy); None: not measured, and such a program waits for its
-    # whole load each step and for its Q tile at the port's rate
+    # (cost.lone_copy), and any flash2 program its own Q and O tiles (cost.own_copy); None: not measured, and such
+    # a program waits for its whole load each step and for its Q tile at the port's rate
     lone_copy_bytes_per_s: float | None = None
     # An empty kernel launch, median, timed with CUDA events around each call (results/h200/ceilings.json). Replayed
     # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program", and
