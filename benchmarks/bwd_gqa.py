@@ -45,11 +45,7 @@ def measure(results):
 
 
 def main(argv=None):
-    ap = probe.parser(__doc__, "bwd_gqa.json", pool=False)
-    args = ap.parse_args(argv)
-    if args.smoke:
-        globals().update(SMOKE)
-    measure(probe.open_results("bwd_gqa.json", args, argv))
+    probe.script(__doc__, "bwd_gqa.json", measure, globals(), argv)
 
 
 if __name__ == "__main__":

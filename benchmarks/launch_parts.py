@@ -57,11 +57,7 @@ def measure(results):
 
 
 def main(argv=None):
-    ap = probe.parser(__doc__, "launch_parts.json", pool=False)
-    args = ap.parse_args(argv)
-    if args.smoke:
-        globals().update(SMOKE)
-    measure(probe.open_results("launch_parts.json", args, argv))
+    probe.script(__doc__, "launch_parts.json", measure, globals(), argv)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,15 @@ def parser(doc, name, pool=True):
     return ap
 
 
+def script(doc, name, measure, namespace, argv=None):
+    """A probe script's entry point without a compile pool: --out and --smoke (the script's SMOKE sizes set into its
+    namespace, its globals()), then measure(results) into `name`."""
+    args = parser(doc, name, pool=False).parse_args(argv)
+    if args.smoke:
+        namespace.update(namespace["SMOKE"])
+    measure(open_results(name, args, argv))
+
+
 def nsight_parser(name, doc):
     """The sub-commands of a microbenchmark profiled under Nsight Compute: metrics (ncu's --metrics list), workload
     (its launches, under ncu) and compare (ncu's CSV and the manifest -> the results JSON). Returns the parser and

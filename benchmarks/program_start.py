@@ -42,11 +42,7 @@ def measure(results):
 
 
 def main(argv=None):
-    ap = probe.parser(__doc__, "program_start.json", pool=False)
-    args = ap.parse_args(argv)
-    if args.smoke:
-        globals().update(SMOKE)
-    measure(probe.open_results("program_start.json", args, argv))
+    probe.script(__doc__, "program_start.json", measure, globals(), argv)
 
 
 if __name__ == "__main__":

@@ -482,3 +482,37 @@ def test_tiles_bwd_measures_every_groups_pick():
     for g in groups():
         tiles = tiles_of(g, "H200-measured")
         assert tiles[:4] == TILES and picked(g, "H200-measured") in tiles and len(set(tiles)) == len(tiles)
+
+
+def _smoke(module, tmp_path, monkeypatch, name):
+    """module.main's --smoke run (its SMOKE sizes restored after), its rows."""
+    for key in module.SMOKE:
+        monkeypatch.setattr(module, key, getattr(module, key))
+    module.main(["--out", str(tmp_path), "--smoke"])
+    data = json.loads((tmp_path / name).read_text())
+    assert f"benchmarks.{name[:-5]} --out" in data["environment"]["command"]
+    return data["rows"]
+
+
+def test_program_start_smoke_run_times_each_wave_count(tmp_path, monkeypatch):
+    from benchmarks import program_start
+    rows = _smoke(program_start, tmp_path, monkeypatch, "program_start.json")
+    assert [(r["waves"], r["heads"], r["steps"], r["seq_kv"], r["l2"]) for r in rows] == [
+        (w, 2 * w, 1, 16, "cold") for w in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_launch_parts_smoke_run_times_every_kind_warm_and_its_loads_cold(tmp_path, monkeypatch):
+    from benchmarks import launch_parts
+    rows = _smoke(launch_parts, tmp_path, monkeypatch, "launch_parts.json")
+    expected = [(p, kind, l2) for p in (1, 2) for kind in launch_parts.KINDS
+                for l2 in (("warm", "cold") if kind in ("load", "copy") else ("warm",))]
+    assert [(r["programs"], r["kind"], r["l2"]) for r in rows] == expected
+    assert all(r["ms"] > 0 and "error" not in r and r["tile_bytes"] == 128 for r in rows)
+
+
+def test_bwd_gqa_smoke_run_times_both_kernels_at_each_kv_head_count(tmp_path, monkeypatch):
+    from benchmarks import bwd_gqa
+    rows = _smoke(bwd_gqa, tmp_path, monkeypatch, "bwd_gqa.json")
+    assert [(r["kv_heads"], r["kernel"]) for r in rows] == [(kv, k) for kv in (2, 1) for k in ("dkdv", "dq")]
+    assert all(r["ms"] > 0 and "error" not in r and r["heads"] == 2 for r in rows)
