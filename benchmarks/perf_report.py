@@ -386,7 +386,15 @@ def no_lone_copy():
 def no_own_copy():
     """The model before the twenty-fifth session's cost.own_copy, while the block runs: a flash2 program's Q tile is
     waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before it."""
-    with _patched(cost, "own_copy", lambda grid: False, "no_own_copy"):
+    with full_last_wave(), _patched(cost, "own_copy", lambda grid: False, "no_own_copy"):
+        yield
+
+
+@contextmanager
+def full_last_wave():
+    """The model before the twenty-sixth session's cost.last_per_sm, while the block runs: a last wave's programs share
+    their SM's units with b - 1 others however few it holds, as every figure docs/perf.md quotes from before it."""
+    with _patched(cost, "last_per_sm", lambda grid, last: grid.resident, "full_last_wave"):
         yield
 
 
@@ -679,6 +687,72 @@ def program_start_table():
     return "\n".join(lines)
 
 
+def last_wave_rows():
+    """results/h200/last_wave.json (run 121): {(head_dim, block_q, block_kv, J): {m: (measured µs, gpusim's µs, b)}},
+    flash2 at the kernel's own launch, one Q block per program, 132 x m programs (m per SM)."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "last_wave.json").read_text())["rows"]:
+        result = gpusim.simulate("flash2", batch=1, heads=r["heads"], seq=r["seq"], seq_kv=r["seq_kv"],
+                                 head_dim=r["head_dim"], dtype="fp16", gpu=agreement.PRESET,
+                                 tiles=gpusim.Tiles(r["block_q"], r["block_kv"]))
+        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["steps"]), {})[r["per_sm"]] = (
+            r["ms"] * 1e3, result.predicted_time_s * 1e6, result.kernels[0].blocks_per_sm)
+    return out
+
+
+def leftover_shares(launches, field):
+    """A launch of m = b + k programs per SM over one of b (one full wave), k = 1 .. b - 1: what the last wave of k per
+    SM adds, as a share of what a second full wave adds (m = 2b); field 0: measured, 1: gpusim."""
+    b = launches[max(launches)][2]
+    wave = launches[2 * b][field] - launches[b][field]
+    return [(launches[b + k][field] - launches[b][field]) / wave for k in range(1, b)]
+
+
+def last_wave_share():
+    """The share of last_wave.json's launches gpusim prices within 20%."""
+    ratios = [p / m for launches in last_wave_rows().values() for m, p, _ in launches.values()]
+    return f"{sum(abs(r - 1) <= 0.2 for r in ratios) / len(ratios):.1%} of {len(ratios)}"
+
+
+def last_wave_table():
+    """last_wave_rows(): per tile and J, b, a full wave's measured cost, the leftover waves' shares of it
+    (leftover_shares) measured, priced before cost.last_per_sm and with it, and the launches priced within 20%."""
+    with full_last_wave():
+        before = last_wave_rows()
+    lines = ["| d | tile | J | b | a full wave, µs | k = 1 … b − 1 per SM: share of a full wave | gpusim before | "
+             "with last_per_sm | within 20%, m = 1–12: before / now |", "|---|---|---|---|---|---|---|---|---|"]
+    shares = lambda v: " / ".join(f"{x:.2f}" for x in v)  # noqa: E731
+    within = lambda launches: sum(abs(p / m - 1) <= 0.2 for m, p, _ in launches.values())  # noqa: E731
+    for key, launches in last_wave_rows().items():
+        b = launches[max(launches)][2]
+        lines.append(f"| {key[0]} | {key[1]} × {key[2]} | {key[3]} | {b} | "
+                     f"{launches[2 * b][0] - launches[b][0]:.1f} | {shares(leftover_shares(launches, 0))} | "
+                     f"{shares(leftover_shares(before[key], 1))} | {shares(leftover_shares(launches, 1))} | "
+                     f"{within(before[key])} / {within(launches)} |")
+    return "\n".join(lines)
+
+
+def last_wave_trial_table():
+    """trial_scores() before the twenty-sixth session's cost.last_per_sm (full_last_wave) and after it, with
+    last_wave.json's and program_start.json's rows; the held-out sets scored before it, pooled, and how many meet issue
+    24's target; run 119's two sets, scored once (blind) after it."""
+    def held():
+        sets = {name: agreement.heldout_rows(name) for name in TWENTY_FIVE}
+        return (sets_share(TWENTY_FIVE), f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
+                sets_share(BLIND_LAST_WAVE))
+    with full_last_wave():
+        before, wave_before, start_before, held_before = model_scores(), last_wave_share(), program_start_share(), held()
+    now, held_now = model_scores(), held()
+    return "\n".join(["| rows | an SM's units shared by b in every wave (before) | a last wave's by the programs it holds "
+                      "per SM (the model) |", "|---|---|---|"]
+                     + [f"| {name} | {before[name]} | {now[name]} |" for name in now]
+                     + [f"| last_wave.json | {wave_before} | {last_wave_share()} |",
+                        f"| program_start.json | {start_before} | {program_start_share()} |",
+                        f"| held-out, the twenty-eight sets scored before it | {held_before[0]} | {held_now[0]} |",
+                        f"| held-out sets meeting issue 24's target | {held_before[1]} | {held_now[1]} |",
+                        f"| held-out, run 119's two sets (blind) | {held_before[2]} | {held_now[2]} |"])
+
+
 def bwd_gqa_rows():
     """results/h200/bwd_gqa.json (run 119): {(kernel, head_dim, causal, seq): {kv_heads: (measured ms, gpusim's ms)}},
     each backward kernel at batch 1 and 16 query heads, priced at the tiles it ran."""
@@ -841,14 +915,13 @@ def shared_sm(contention=cost.CONTENTION):
     as mva() has them (flash1's flat issue and the warp-specialized kernels as they are), with this CONTENTION."""
     turns = cost.sm_compute
 
-    def shared(step, j):
+    def shared(step, j, resident):
         grid = step.grid
-        if grid.resident == 1 or grid.kernel in grid.cfg.pass_.FLAT_ISSUE or grid.cfg.pass_.streams(
+        if resident == 1 or grid.kernel in grid.cfg.pass_.FLAT_ISSUE or grid.cfg.pass_.streams(
                 grid.cfg, grid.kernel) > 1:
-            return turns(step, j)
+            return turns(step, j, resident)
         unit, _, _ = cost.unit_times(grid, step.rate)
-        return grid.resident * step.fixed_compute_s + j * mva(grid.resident, [unit["mma"],
-                                                                              max(unit["issue"], unit["sfu"])])
+        return resident * step.fixed_compute_s + j * mva(resident, [unit["mma"], max(unit["issue"], unit["sfu"])])
     with _patched(cost, "sm_compute", shared, "shared_sm"), \
             _patched(cost, "CONTENTION", contention, ("CONTENTION", contention)), measured_issue():
         yield
@@ -969,15 +1042,15 @@ def exposed_wait(constants=None):
     other kernel as it is."""
     tau, constants = cost.tau, tuple(constants or fitted_wait()[0])
 
-    def exposed(step, j, sharing):
+    def exposed(step, j, sharing, resident):
         grid = step.grid
         if grid.kernel != "flash2" or step.prefetched:
-            return tau(step, j, sharing)
+            return tau(step, j, sharing, resident)
         compute, wait, _ = _step_terms(step)
         moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
         memory = sharing * np.maximum(moved[0] / step.rate["l2"], moved[1] / step.rate["dram"])
-        steps = j * exposed_step(compute, wait, 0.0, grid.res.num_stages, grid.resident, constants)
-        return np.maximum(cost.first_loads(step, j) + grid.resident * step.fixed_compute_s + steps, memory)
+        steps = j * exposed_step(compute, wait, 0.0, grid.res.num_stages, resident, constants)
+        return np.maximum(cost.first_loads(step, j) + resident * step.fixed_compute_s + steps, memory)
     with _patched(cost, "tau", exposed, ("exposed_wait", constants)):
         yield
 
@@ -1306,7 +1379,10 @@ UNCHANGED = ("heldout_2046.json", "heldout_2047.json")
 BLIND_LONE_COPY = ("heldout_2048.json", "heldout_2049.json")  # run 116: measured before cost.lone_copy, scored once after
 # Runs 117 and 118: measured before the twenty-fifth session's cost.own_copy, scored once after it.
 BLIND_OWN_COPY = ("heldout_2050.json", "heldout_2051.json", "heldout_2052.json", "heldout_2053.json")
-TWENTY_FOUR = tuple(name for name in HELD_OUT if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
+# Run 119's two, measured after cost.own_copy and scored once after the twenty-sixth session's cost.last_per_sm.
+BLIND_LAST_WAVE = ("heldout_2054.json", "heldout_2055.json")
+TWENTY_FIVE = tuple(name for name in HELD_OUT if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
+TWENTY_FOUR = tuple(name for name in TWENTY_FIVE if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
 TWENTY_TWO = tuple(name for name in TWENTY_FOUR if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
 TWENTY = tuple(name for name in TWENTY_TWO if name not in UNCHANGED)  # those scored through the twenty-second session
 EIGHTEEN = tuple(name for name in TWENTY if name not in BLIND_LONE_PIPELINE)  # through the twenty-first session
@@ -1328,6 +1404,8 @@ def held_out_line():
         lone_pipeline, unchanged = sets_share(BLIND_LONE_PIPELINE), sets_share(UNCHANGED)
     with no_own_copy():  # the twenty-fourth session's
         lone_copy = sets_share(BLIND_LONE_COPY)
+    with full_last_wave():  # the twenty-fifth session's
+        own_copy = sets_share(BLIND_OWN_COPY)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -1338,7 +1416,8 @@ def held_out_line():
             f"to it, {two_warp}; seeds 2044 and 2045, scored blind to the twenty-second session's `cost.lone_pipeline`, "
             f"{lone_pipeline}; seeds 2046 and 2047, measured and scored after every change then, {unchanged}; seeds 2048 "
             f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {lone_copy}; seeds 2050 to 2053, scored "
-            f"blind to the twenty-fifth session's `cost.own_copy`, {sets_share(BLIND_OWN_COPY)}; the "
+            f"blind to the twenty-fifth session's `cost.own_copy`, {own_copy}; seeds 2054 and 2055, scored blind to "
+            f"the twenty-sixth session's `cost.last_per_sm`, {sets_share(BLIND_LAST_WAVE)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105).")
@@ -1433,7 +1512,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
-          "launch_parts": launch_parts_table,
+          "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "headline": headline}
 README = ROOT / "README.md"
 
@@ -1461,12 +1540,19 @@ BEFORE_LONE_COPY = ("adopted_pipeline", "heldout_2044", "heldout_2045", "heldout
 BEFORE_OWN_COPY = ("lone_copy", "lone_copy_steps", "heldout_2048", "heldout_2049")
 
 
+# The tables of the sections written between cost.own_copy and the twenty-sixth session's cost.last_per_sm, and the
+# held-out sets scored blind in between: the model as it was.
+BEFORE_LAST_WAVE = ("own_copy", "program_start", "bwd_gqa", "launch_parts", "heldout_2050", "heldout_2051",
+                    "heldout_2052", "heldout_2053")
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy, no_own_copy), or the model as it stands."""
+    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave), or the model as it stands."""
     return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
-            else no_own_copy() if name in BEFORE_OWN_COPY else nullcontext())
+            else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
+            else nullcontext())
 
 
 def render(text):

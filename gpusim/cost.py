@@ -34,9 +34,11 @@ The model, in five steps, each a choice written down here:
 5. The grid. Programs go to the SMs' b slots in launch order, each slot taking the next program when its
    last one ends: all slots stay busy until the last wave, whose time is set by its longest program
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
-   wave's) / slots + the last wave's longest tau, plus the launch overhead. The L2 and DRAM serve the whole
+   wave's) / slots + the last wave's longest tau, plus the launch overhead. A last wave of fewer programs than
+   slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
+   SM's units with only those (alone, nothing hides its first loads). The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
-   the wave's programs per SM (last / SMs), not of b, while the SM's own units still serve b; a program
+   the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
    early and frees its share: a ragged decode batch's short requests). The launch adds its cost once
    (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides).
@@ -301,28 +303,37 @@ def own_wait(gpu, nbytes):
     return latency(gpu, min(1.0, nbytes[3] / nbytes[2])) + nbytes[0] / gpu.lone_copy_bytes_per_s
 
 
-def busy(step, j, sharing):
-    """Step 4: an SM's time for its b programs of j steps: their bytes at the bandwidth share of `sharing`
+def busy(step, j, sharing, resident):
+    """Step 4: an SM's time for its `resident` programs of j steps: their bytes at the bandwidth share of `sharing`
     programs (the L2 and DRAM serve the whole GPU, so in a wave of fewer programs than slots each SM's share
     grows), their work on the SM's own units."""
     rate = step.rate
     moved = (step.fixed_bytes[0] + j * step.step_bytes[0], step.fixed_bytes[1] + j * step.step_bytes[1])
     memory = sharing * np.maximum(moved[0] / rate["l2"], moved[1] / rate["dram"])
-    compute = sm_compute(step, j)
+    compute = sm_compute(step, j, resident)
     contention = step.grid.cfg.pass_.CONTENTION.get(step.grid.kernel, CONTENTION)  # a kernel's own, where it has one
     return np.maximum(memory, compute) + contention * np.minimum(memory, compute)
 
 
-def sm_compute(step, j):
-    """An SM's compute for its b programs of j steps: they take turns on its units, b x one program's."""
-    return step.grid.resident * (step.fixed_compute_s + j * step.overlapped_s)
+def sm_compute(step, j, resident):
+    """An SM's compute for its `resident` programs of j steps: they take turns on its units, resident x one program's."""
+    return resident * (step.fixed_compute_s + j * step.overlapped_s)
 
 
-def tau(step, j, sharing):
-    """A program of j steps holds its slot for max(chain, busy); with one resident program (b = 1) its first
-    loads and set-up (a prefetching program's first step's loads among them) overlap no other program's work."""
-    alone = first_loads(step, j) if step.grid.resident == 1 else 0.0
-    return np.maximum(chain(step, j), busy(step, j, sharing) + alone)
+def tau(step, j, sharing, resident):
+    """A program of j steps holds its slot for max(chain, busy) beside resident - 1 others on its SM (b in a full
+    wave); alone on it (resident = 1) its first loads and set-up (a prefetching program's first step's loads among
+    them) overlap no other program's work."""
+    alone = first_loads(step, j) if resident == 1 else 0.0
+    return np.maximum(chain(step, j), busy(step, j, sharing, resident) + alone)
+
+
+def last_per_sm(grid, last):
+    """The programs an SM holds in a last wave of `last`: b where it fills the slots, fewer where it does not (the
+    wave's programs spread over the SMs, at most ceil(last / SMs) on one). Measured: results/h200/last_wave.json (run
+    121): past b programs per SM, a launch's leftover programs cost less than a full wave's (docs/perf.md, "A launch's
+    last wave")."""
+    return min(grid.resident, math.ceil(last / grid.cfg.gpu.sm_count))
 
 
 def waves(step):
@@ -330,13 +341,14 @@ def waves(step):
     grid = step.grid
     cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b)))  # every program, as arrays
+    total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b, b)))  # every program, as arrays
     last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
-    sharing = wave_sharing(step, np.asarray(work.tail[:last]), last)
-    tail = tau(step, np.asarray(work.tail[:last]), sharing).tolist()  # the last wave's programs
+    tail_steps = np.asarray(work.tail[:last])  # the last wave's programs
+    sharing = wave_sharing(step, tail_steps, last)
+    tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
+    longest = max(tau(step, tail_steps, sharing, last_per_sm(grid, last)).tolist())  # on SMs holding fewer than b
     launch = cfg.pass_.launch_s(cfg, grid.kernel)
-    time = (total - sum(tail)) / slots + max(tail) + launch
-    longest = max(work.tail[:last])
+    time = (total - sum(tail)) / slots + longest + launch
     return Timing(
         predicted_time_s=time,
         memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
@@ -347,7 +359,7 @@ def waves(step):
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
-        latency_bound=bool(chain(step, longest) > busy(step, longest, sharing)),
+        latency_bound=bool(chain(step, tail_steps.max()) > busy(step, tail_steps.max(), sharing, b)),
         spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
 

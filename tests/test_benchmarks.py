@@ -516,3 +516,11 @@ def test_bwd_gqa_smoke_run_times_both_kernels_at_each_kv_head_count(tmp_path, mo
     rows = _smoke(bwd_gqa, tmp_path, monkeypatch, "bwd_gqa.json")
     assert [(r["kv_heads"], r["kernel"]) for r in rows] == [(kv, k) for kv in (2, 1) for k in ("dkdv", "dq")]
     assert all(r["ms"] > 0 and "error" not in r and r["heads"] == 2 for r in rows)
+
+
+def test_last_wave_smoke_run_times_each_count_of_programs_per_sm(tmp_path, monkeypatch):
+    from benchmarks import last_wave
+    rows = _smoke(last_wave, tmp_path, monkeypatch, "last_wave.json")
+    assert [(r["per_sm"], r["heads"], r["steps"], r["seq_kv"], r["l2"]) for r in rows] == [
+        (m, 2 * m, 1, 16, "cold") for m in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)

@@ -355,3 +355,36 @@ def test_naive_rows_not_a_multiple_of_16_lie_a_multiple_of_16_apart():
     assert runs[1016].counts[("qk", "S")] == (0, 4 * 32 * 1016 * 1024 * 2)
     assert runs[1016].counts[("pv", "P")] == (4 * 32 * 1016 * 1024 * 2, 0)
     assert runs[1008].predicted_time_s < runs[1016].predicted_time_s <= runs[1024].predicted_time_s
+
+
+def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
+    """cost.last_per_sm (last_wave.json, run 121): flash2 at 64 x 64, d = 64, holds b = 4 programs per SM; with 132 x m
+    alike programs of J = 16 steps, m = 5, 6, 7 leave a last wave of k = 1, 2, 3 per SM. The waves before it are priced
+    as before (one full wave, tau_b, and the last wave's programs less, at its bandwidth share and the SM shared by
+    b); the last wave lasts one program whose SM's units serve k programs at a bandwidth share of k, and alone (k = 1)
+    nothing hides its first loads: busy_k = max(k m1, k c1) + contention x min(k m1, k c1) (m1, c1: one program's
+    bytes over the SM's rates, its compute), its slot max(chain, busy_k + first loads if k = 1). Derived here from
+    each launch's Schedule's parts."""
+    def launch(m):
+        r = gpusim.simulate("flash2", batch=1, heads=132 * m, seq=64, seq_kv=16 * 64, head_dim=64, dtype="fp16",
+                            gpu="H200-measured", tiles=gpusim.Tiles(64, 64))
+        return r.predicted_time_s, *cost.schedule(r)
+
+    def slot(step, sharing, k, j=16):
+        rate = step.rate
+        m1 = max((step.fixed_bytes[0] + j * step.step_bytes[0]) / rate["l2"],
+                 (step.fixed_bytes[1] + j * step.step_bytes[1]) / rate["dram"])
+        c1 = step.fixed_compute_s + j * step.overlapped_s
+        busy = max(sharing * m1, k * c1) + cost.CONTENTION * min(sharing * m1, k * c1)
+        return max(cost.chain(step, j), busy + (k == 1) * cost.first_loads(step, j))
+    full, grid, step = launch(4)
+    assert grid.resident == 4 and grid.slots == 528
+    launch_s = full - slot(step, 4, 4)
+    wave = launch(8)[0] - full
+    for k in (1, 2, 3, 4):
+        time, grid, step = launch(4 + k)
+        assert cost.last_per_sm(grid, 132 * k) == k
+        expected = slot(step, 4, 4) + k / 4 * (slot(step, 4, 4) - slot(step, k, 4)) + slot(step, k, k) + launch_s
+        assert time == pytest.approx(expected, rel=1e-12)
+        assert time - full < 0.9 * wave if k < 4 else time - full == pytest.approx(wave, rel=1e-12)
+    assert cost.last_per_sm(grid, 100) == 1 and cost.last_per_sm(grid, 133) == 2 and cost.last_per_sm(grid, 600) == 4

@@ -216,17 +216,19 @@ def test_each_launch_pays_the_launch_overhead_once():
 def test_the_waves_add_up_program_by_program():
     """flash1's programs all walk the same steps. gpusim/cost.py's step 5: time = (the sum of every program's
     tau - the last wave's) / slots + the last wave's longest tau + the launch overhead, with P programs in S =
-    SMs x b slots and the last wave's `last` programs timed at their own bandwidth share (last / SMs); built
-    here from cost.tau alone."""
+    SMs x b slots and the last wave's `last` programs timed at their own bandwidth share (last / SMs): as the waves
+    before count them, with the SM's units shared by b; as the wave lasts, each alone on its SM (112 programs on 132
+    SMs: one each, where a full wave holds b = 2); built here from cost.tau alone."""
     r = gpusim.simulate("flash1", seq=2048, head_dim=64, heads=32, batch=20, gpu=H200)
     cfg, k = r.config, r.kernels[0]
     grid, step = cost.schedule(r)
     programs, slots, sms = cfg.bh, grid.slots, cfg.gpu.sm_count
     last = programs - (math.ceil(programs / slots) - 1) * slots
     steps = cfg.tiling.tiles
-    full, tail = cost.tau(step, steps, grid.resident), cost.tau(step, steps, last / sms)
-    expected = (programs * full - last * tail) / slots + tail + cfg.gpu.launch_overhead_s
-    assert programs == 640 and slots == 264 and last == 112
+    full, tail = cost.tau(step, steps, grid.resident, 2), cost.tau(step, steps, last / sms, 2)
+    alone = cost.tau(step, steps, last / sms, 1)
+    expected = (programs * full - last * tail) / slots + alone + cfg.gpu.launch_overhead_s
+    assert programs == 640 and slots == 264 and last == 112 and grid.resident == 2
     assert k.predicted_time_s == pytest.approx(expected, rel=1e-12)
 
 
@@ -242,9 +244,9 @@ def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
     assert grid.resident == 1 and step.prefetched and step.setup_s > 0
     gpu, j = cfg.gpu, cfg.tiling.tiles
     waited = cost.wait(gpu, step.fixed_bytes) + step.setup_s + cost.wait(gpu, step.step_bytes)
-    busy = cost.busy(step, j, 1)
+    busy = cost.busy(step, j, 1, 1)
     assert cost.chain(step, j) < busy  # compute-bound: the slot time is the busy time and the waits
-    assert cost.tau(step, j, 1) == pytest.approx(busy + waited, rel=1e-12)
+    assert cost.tau(step, j, 1, 1) == pytest.approx(busy + waited, rel=1e-12)
 
 
 # The command line against simulate().

@@ -907,7 +907,7 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     before = (cost.ISSUE_HIDING, agreement.tile_choice())
     ratio = {}
-    with perf_report.measured_issue():
+    with perf_report.full_last_wave(), perf_report.measured_issue():  # on the model before cost.last_per_sm
         off = {key: pick for key, pick in agreement.tile_choice().items() if pick[1] is not None and pick[1] > 1.05}
         for r in json.loads((RESULTS / "overlap.json").read_text())["rows"]:
             b = r["programs_per_sm"]
@@ -1085,7 +1085,7 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     before = (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s)
     with perf_report.shared_sm(1.0):
         grid, step = cost.schedule(gpusim.simulate("flash2", **one))
-        assert grid.resident == 2 and cost.sm_compute(step, 16) < 2 * (step.fixed_compute_s + 16 * step.overlapped_s)
+        assert grid.resident == 2 and cost.sm_compute(step, 16, 2) < 2 * (step.fixed_compute_s + 16 * step.overlapped_s)
     assert (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s) == before
 
 
@@ -1511,11 +1511,12 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
     them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span, per_wave = perf_report._span, perf_report.per_wave
-    now = perf_report.program_start_rows()
+    with perf_report.full_last_wave():  # the model as this section was written, before the twenty-sixth session's change
+        now, start_now = perf_report.program_start_rows(), perf_report.program_start_share()
+        scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_FIVE}
     with perf_report.no_own_copy():
         before, scores_before = perf_report.program_start_rows(), perf_report.model_scores()
-        held_before = {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}
-    scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}
+        held_before = {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_FIVE}
     lone = [k for k, waves in now.items() if all(b == 1 for *_, b in waves.values())]
     assert sorted({k[:3] for k in lone}) == [(64, 128, 128), (128, 128, 64), (128, 128, 128)]
     gap = [per_wave(now[k], 0) - per_wave(before[k], 1) for k in lone]
@@ -1535,7 +1536,7 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
     with perf_report.no_own_copy():
         start_before = perf_report.program_start_share().split(" of")[0]
     assert (f"moves the tile sweep (`tiles.json`) from {scores_before['tiles.json']} to 100% within 20% and "
-            f"`program_start.json` from {start_before} to {perf_report.program_start_share().split(' of')[0]}") in text
+            f"`program_start.json` from {start_before} to {start_now.split(' of')[0]}") in text
     assert scores["tiles.json"] == "100.0%"
     assert all(scores_before[k] == scores[k] for k in ("bench.json", "decode.json", "bench_bwd.json",
                                                            "program_setup.json"))
@@ -1575,9 +1576,10 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
 def test_perf_md_quotes_the_backward_with_several_query_heads_per_kv_head_as_measured():
     """bwd_gqa.json (run 119): the dK/dV kernel's slowdown from 16 to 2 K/V heads, measured and in gpusim, dQ's none,
     and gpusim's time over the measured one per kernel and head dim, as docs/perf.md quotes them, recomputed; the two
-    held-out sets of the same run are kept out of results/h200 (unscored)."""
+    held-out sets of the same run, kept in its log unscored, are in results/h200 as the log has them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.bwd_gqa_rows()
+    with perf_report.full_last_wave():  # the model as this section was written, before the twenty-sixth session's change
+        rows = perf_report.bwd_gqa_rows()
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
     slow = lambda pick, i: span([kv[2][i] / kv[16][i] for k, kv in rows.items() if k[0] == "dkdv" and pick(k)])  # noqa: E731
     short, ramp, full = (lambda k: k[3] == 2048), (lambda k: k[3] == 8192 and k[2]), (lambda k: k[3] == 8192 and not k[2])
@@ -1589,7 +1591,9 @@ def test_perf_md_quotes_the_backward_with_several_query_heads_per_kv_head_as_mea
     ratio = lambda kernel, d: span([p / m for k, kv in rows.items() if k[:2] == (kernel, d) for m, p in kv.values()])  # noqa: E731
     assert (f"at d = 64 dK/dV priced fast ({ratio('dkdv', 64)}×) and dQ slow ({ratio('dq', 64)}×, most at 2K causal, "
             f"64 × 64), at d = 128 within {ratio('dkdv', 128)}× (dK/dV) and {ratio('dq', 128)}× (dQ)") in text
-    assert not (RESULTS / "heldout_2054.json").exists() and not (RESULTS / "heldout_2055.json").exists()
+    with tarfile.open(RESULTS / "logs" / "run119_bwd_gqa_heldout_2054_2055.tar.gz") as logs:  # kept there unscored
+        assert all(json.load(logs.extractfile(f"run119/{name}")) == json.loads((RESULTS / name).read_text())
+                   for name in perf_report.BLIND_LAST_WAVE)  # until the next change (the twenty-sixth session's)
 
 
 def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
@@ -1609,3 +1613,72 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
     assert 0.9 < 132 * 2 * rates["copy_cold"] * 1e9 / gpu.hbm_bytes_per_s < 1.25
     kinds = [v for (kind, programs, _, l2), v in us.items() if kind in ("load", "copy") and programs == 132 and l2 == "cold"]
     assert f"costs {min(kinds):.1f}–{max(kinds):.1f} µs in all, where gpusim adds 3.2 µs" in text
+
+
+def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
+    """cost.last_per_sm (twenty-sixth session): last_wave.json's leftover waves as shares of a full wave, measured and
+    priced before and after it, the fitted and held-out sets before and after, run 119's two sets (the files are the
+    run's, kept in its log) scored once after it, and all the sets pooled, as docs/perf.md quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
+    now = perf_report.last_wave_rows()
+    scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}
+    with perf_report.full_last_wave():
+        before, scores_before = perf_report.last_wave_rows(), perf_report.model_scores()
+        held_before = {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}
+    shares = lambda rows, keys, field, ks=None: [x for k in keys for i, x in enumerate(  # noqa: E731
+        perf_report.leftover_shares(rows[k], field)) if ks is None or i + 1 in ks]
+    b = {k: v[max(v)][2] for k, v in now.items()}
+    many, few = [k for k in now if b[k] >= 4], [k for k in now if b[k] < 4]
+    assert {b[k] for k in many} == {4, 5} and {b[k] for k in few} == {2, 3}
+    assert (f"A last wave of one program per SM costs {span(shares(now, many, 0, {1}))} of a full wave at b = 4 and 5"
+            in text)
+    assert f"where the model priced {span(shares(before, many, 1, {1}))}" in text
+    assert f"It prices those leftovers at {span(shares(now, many, 1))} of a full wave" in text
+    assert (f"the leftover measured {span(shares(now, few, 0))} and is still priced {span(shares(now, few, 1))}" in text
+            and span(shares(before, few, 1)) == span(shares(now, few, 1)))
+    assert all(scores_before[k] == scores[k] for k in ("bench.json", "tiles.json", "decode.json", "bench_bwd.json",
+                                                           "program_setup.json"))
+    assert (f"(all rows {scores_before['held-out, all']} → {scores['held-out, all']}, flash2's forwards "
+            f"{scores_before['held-out, flash2 forwards']} → {scores['held-out, flash2 forwards']}, training steps "
+            f"{scores_before['held-out, training steps']} → {scores['held-out, training steps']})") in text
+    with perf_report.full_last_wave():
+        step_before = {(r["provider"], r["pass"], r["causal"], r["seq"], r["head_dim"]): x
+                       for r, x in agreement.rows("bench_bwd.json")}
+    step = {(r["provider"], r["pass"], r["causal"], r["seq"], r["head_dim"]): (r, x)
+            for r, x in agreement.rows("bench_bwd.json")}
+    key, bwd = ("flash2", "fwd+bwd", True, 512, 64), ("flash2", "bwd", True, 512, 64)
+    crossed = [k for k, (_, x) in step.items() if (abs(x - 1) <= 0.4) != (abs(step_before[k] - 1) <= 0.4)]
+    assert crossed == [key]
+    assert (f"priced {step_before[key]:.3f} → {step[key][1]:.3f} of its measured {step[key][0]['ms']:.3f} ms (its "
+            f"backward alone measured {step[bwd][0]['ms']:.3f} ms and is priced {step[bwd][1]:.2f}×") in text
+    wide = sum(abs(x - 1) <= 0.4 for _, x in step.values()) / len(step)
+    assert f"so that file's rows within 40% go from 100% to {wide:.0%} (the bound now stated: 98%)" in text
+    assert agreement.BOUNDS["bench_bwd.json", "all"] == (0.9, 0.98)
+    old = [p for n in perf_report.TWENTY_FIVE for p in held_before[n]]
+    new = [p for n in perf_report.TWENTY_FIVE for p in held[n]]
+    met = lambda h: sum(perf_report.meets_target(h[n]) for n in perf_report.TWENTY_FIVE)  # noqa: E731
+    assert (f"so do all twenty-eight sets scored before it ({within(old):,} → {within(new):,} of {len(new):,} rows, "
+            f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%}; {met(held_before)} → {met(held)} sets meet "
+            f"issue 24's target)") in text and len(perf_report.TWENTY_FIVE) == 28
+    blind = [p for n in perf_report.BLIND_LAST_WAVE for p in held[n]]
+    blind_before = [p for n in perf_report.BLIND_LAST_WAVE for p in held_before[n]]
+    assert (f"The two sets of run 119, scored once after it: {within(blind)} of {len(blind)} rows "
+            f"({within(blind) / len(blind):.1%}) within 20%, {within(blind_before)} without it") in text
+    share = lambda n: f"{within(held[n]) / len(held[n]):.1%}"  # noqa: E731
+    hopper = [p for p in held["heldout_2055.json"] if (p[0]["kind"], p[0]["algo"]) == ("forward", "hopper")]
+    assert (f"`heldout_2054.json` {share('heldout_2054.json')} (meets the target), `heldout_2055.json` "
+            f"{share('heldout_2055.json')} (Hopper forwards {within(hopper)} of {len(hopper)}: misses it") in text
+    assert [perf_report.meets_target(held[n]) for n in perf_report.BLIND_LAST_WAVE] == [True, False]
+    pooled = [p for pairs in held.values() for p in pairs]
+    assert (f"All thirty sets pooled: {within(pooled):,} of {len(pooled):,} rows ({within(pooled) / len(pooled):.1%}); "
+            f"{sum(perf_report.meets_target(h) for h in held.values())} of the 30 meet the target") in text
+    gqa = {k: v for k, v in perf_report.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
+    with perf_report.full_last_wave():
+        gqa_before = {k: v for k, v in perf_report.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
+    ratios = lambda rows: [p / m for kv in rows.values() for m, p in kv.values()]  # noqa: E731
+    assert (f"dQ alone at d = 64 (`bwd_gqa.json`) is now priced {span(ratios(gqa))}× "
+            f"({span(ratios(gqa_before))}× before: its GQA launches of few programs end in a partial wave)") in text
+    with tarfile.open(RESULTS / "logs" / "run121_last_wave_heldout_2056_2057.tar.gz") as logs:
+        names = [m.name for m in logs.getmembers()]
+    assert "run121/heldout_2056.json" in names and not (RESULTS / "heldout_2056.json").exists()
