@@ -1679,6 +1679,14 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     ratios = lambda rows: [p / m for kv in rows.values() for m, p in kv.values()]  # noqa: E731
     assert (f"dQ alone at d = 64 (`bwd_gqa.json`) is now priced {span(ratios(gqa))}× "
             f"({span(ratios(gqa_before))}× before: its GQA launches of few programs end in a partial wave)") in text
+    with perf_report.lone_last_wave():
+        trial, picks = perf_report.last_wave_rows(), agreement.tile_choice()
+    assert (f"It prices the leftovers of one program per SM at {span(shares(trial, many, 1, {1}))} of a full wave at "
+            f"b = 4 and 5, and those at b = 2 and 3 at {span(shares(trial, few, 1))}") in text
+    moved = {k: v for k, v in picks.items() if v[1] is not None and v[1] > 1.05}
+    assert list(moved) == [("flash2", 64, True, 8192)]
+    assert f"to {moved['flash2', 64, True, 8192][0][0]} × {moved['flash2', 64, True, 8192][0][1]}, " \
+           f"{moved['flash2', 64, True, 8192][1]:.2f}× the fastest tile" in text
     with tarfile.open(RESULTS / "logs" / "run121_last_wave_heldout_2056_2057.tar.gz") as logs:
         names = [m.name for m in logs.getmembers()]
     assert "run121/heldout_2056.json" in names and not (RESULTS / "heldout_2056.json").exists()
