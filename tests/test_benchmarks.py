@@ -524,3 +524,11 @@ def test_last_wave_smoke_run_times_each_count_of_programs_per_sm(tmp_path, monke
     assert [(r["per_sm"], r["heads"], r["steps"], r["seq_kv"], r["l2"]) for r in rows] == [
         (m, 2 * m, 1, 16, "cold") for m in (1, 2)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_ragged_tiles_smoke_run_times_each_kernel_at_each_edge(tmp_path, monkeypatch):
+    from benchmarks import ragged_tiles
+    rows = _smoke(ragged_tiles, tmp_path, monkeypatch, "ragged_tiles.json")
+    assert [(r["kernel"], r["seq"], r["seq_kv"], r["block_q"]) for r in rows] == [
+        ("flash2_16x16", n, n, 16) for n in (17, 32)]
+    assert all(r["ms"] > 0 and "error" not in r and r["heads"] == 2 for r in rows)
