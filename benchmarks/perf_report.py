@@ -394,7 +394,15 @@ def no_own_copy():
 def full_last_wave():
     """The model before the twenty-sixth session's cost.last_per_sm, while the block runs: a last wave's programs share
     their SM's units with b - 1 others however few it holds, as every figure docs/perf.md quotes from before it."""
-    with _patched(cost, "last_per_sm", lambda grid, last: grid.resident, "full_last_wave"):
+    with counted_dots(), _patched(cost, "last_per_sm", lambda grid, last: grid.resident, "full_last_wave"):
+        yield
+
+
+@contextmanager
+def counted_dots():
+    """The model before the twenty-seventh session's cost.dot_padding, while the block runs: a step's dots priced on
+    the counted FLOPs (the valid rows times the valid keys), as every figure docs/perf.md quotes from before it."""
+    with _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots"):
         yield
 
 
@@ -767,6 +775,56 @@ def last_wave_trial_table():
     return "\n".join(["| rows | an SM's units shared by b in every wave (before) | a last wave's by the programs it holds "
                       "per SM (the model) | the last wave on the schedule of k per SM (trial) |", "|---|---|---|---|"]
                      + [f"| {name} | {before[name]} | {now[name]} | {trial[name]} |" for name in now])
+
+
+def ragged_tiles_rows():
+    """results/h200/ragged_tiles.json (run 122): {(kernel, head_dim): {N: (measured ms, gpusim's ms on the counted
+    FLOPs, gpusim's ms on whole tiles)}}, each kernel at N = N_kv from 385 to 513."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "ragged_tiles.json").read_text())["rows"]:
+        row = dict(r, provider=r["kernel"].split("_")[0])
+        with counted_dots():
+            counted = agreement.predicted_s(row)
+        out.setdefault((r["kernel"], r["head_dim"]), {})[r["seq"]] = (r["ms"], counted * 1e3,
+                                                                      agreement.predicted_s(row) * 1e3)
+    return out
+
+
+def ragged_tiles_share(field):
+    """The share of ragged_tiles.json's launches gpusim prices within 20%; field 1: on the counted FLOPs, 2: whole."""
+    ratios = [t[field] / t[0] for launches in ragged_tiles_rows().values() for t in launches.values()]
+    return f"{sum(abs(r - 1) <= 0.2 for r in ratios) / len(ratios):.1%} of {len(ratios)}"
+
+
+def ragged_tiles_table():
+    """ragged_tiles_rows(): per kernel and head dim, the measured times from N = 385 to 513, and gpusim's over them
+    on the counted FLOPs and on whole tiles (cost.dot_padding)."""
+    lines = ["| kernel | d | measured ms, N = 385 / 416 / 448 / 480 / 512 / 513 | gpusim / measured, counted FLOPs | "
+             "whole tiles (the model) |", "|---|---|---|---|---|"]
+    for (kernel, d), launches in ragged_tiles_rows().items():
+        cells = [" / ".join(f"{t[0]:.3f}" for t in launches.values())] + [
+            " / ".join(f"{t[field] / t[0]:.2f}" for t in launches.values()) for field in (1, 2)]
+        lines.append(f"| {kernel} | {d} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def whole_dots_trial_table():
+    """trial_scores() before the twenty-seventh session's cost.dot_padding (counted_dots) and after it, with
+    ragged_tiles.json's rows; the thirty held-out sets scored before it, pooled and per kind, and how many meet issue 24's
+    target; run 121's two sets, scored once (blind) after it."""
+    def scores(field):
+        sets = {name: agreement.heldout_rows(name) for name in TWENTY_SIX}
+        pooled = labelled([p for pairs in sets.values() for p in pairs])
+        return model_scores() | {"ragged_tiles.json": ragged_tiles_share(field),
+                                 "held-out, the thirty sets scored before it": sets_share(TWENTY_SIX)} | {
+            f"held-out, {label}": heldout.share(pooled, label) for label in heldout.KINDS.values()} | {
+            "held-out sets meeting issue 24's target": f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
+            "held-out, run 121's two sets (blind)": sets_share(BLIND_WHOLE_DOTS)}
+    with counted_dots():
+        before = scores(1)
+    now = scores(2)
+    return "\n".join(["| rows | dots on the counted FLOPs (before) | on whole tiles (the model) |", "|---|---|---|"]
+                      + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
 def bwd_gqa_rows():
@@ -1397,7 +1455,10 @@ BLIND_LONE_COPY = ("heldout_2048.json", "heldout_2049.json")  # run 116: measure
 BLIND_OWN_COPY = ("heldout_2050.json", "heldout_2051.json", "heldout_2052.json", "heldout_2053.json")
 # Run 119's two, measured after cost.own_copy and scored once after the twenty-sixth session's cost.last_per_sm.
 BLIND_LAST_WAVE = ("heldout_2054.json", "heldout_2055.json")
-TWENTY_FIVE = tuple(name for name in HELD_OUT if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
+# Run 121's two, measured before cost.last_per_sm and scored once after the twenty-seventh session's cost.dot_padding.
+BLIND_WHOLE_DOTS = ("heldout_2056.json", "heldout_2057.json")
+TWENTY_SIX = tuple(name for name in HELD_OUT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
+TWENTY_FIVE = tuple(name for name in TWENTY_SIX if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
 TWENTY_FOUR = tuple(name for name in TWENTY_FIVE if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
 TWENTY_TWO = tuple(name for name in TWENTY_FOUR if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
 TWENTY = tuple(name for name in TWENTY_TWO if name not in UNCHANGED)  # those scored through the twenty-second session
@@ -1422,6 +1483,8 @@ def held_out_line():
         lone_copy = sets_share(BLIND_LONE_COPY)
     with full_last_wave():  # the twenty-fifth session's
         own_copy = sets_share(BLIND_OWN_COPY)
+    with counted_dots():  # the twenty-sixth session's
+        last_wave = sets_share(BLIND_LAST_WAVE)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -1433,7 +1496,8 @@ def held_out_line():
             f"{lone_pipeline}; seeds 2046 and 2047, measured and scored after every change then, {unchanged}; seeds 2048 "
             f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {lone_copy}; seeds 2050 to 2053, scored "
             f"blind to the twenty-fifth session's `cost.own_copy`, {own_copy}; seeds 2054 and 2055, scored blind to "
-            f"the twenty-sixth session's `cost.last_per_sm`, {sets_share(BLIND_LAST_WAVE)}; the "
+            f"the twenty-sixth session's `cost.last_per_sm`, {last_wave}; seeds 2056 and 2057, scored blind to the "
+            f"twenty-seventh session's `cost.dot_padding`, {sets_share(BLIND_WHOLE_DOTS)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105).")
@@ -1529,6 +1593,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
+          "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "headline": headline}
 README = ROOT / "README.md"
 
@@ -1556,6 +1621,11 @@ BEFORE_LONE_COPY = ("adopted_pipeline", "heldout_2044", "heldout_2045", "heldout
 BEFORE_OWN_COPY = ("lone_copy", "lone_copy_steps", "heldout_2048", "heldout_2049")
 
 
+# The tables of the section written between cost.last_per_sm and the twenty-seventh session's cost.dot_padding, and the
+# held-out sets scored blind in between: the model as it was.
+BEFORE_WHOLE_DOTS = ("last_wave", "last_wave_trial", "heldout_2054", "heldout_2055")
+
+
 # The tables of the sections written between cost.own_copy and the twenty-sixth session's cost.last_per_sm, and the
 # held-out sets scored blind in between: the model as it was.
 BEFORE_LAST_WAVE = ("own_copy", "program_start", "bwd_gqa", "launch_parts", "heldout_2050", "heldout_2051",
@@ -1564,11 +1634,11 @@ BEFORE_LAST_WAVE = ("own_copy", "program_start", "bwd_gqa", "launch_parts", "hel
 
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave), or the model as it stands."""
+    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots), or the model as it stands."""
     return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
             else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
-            else nullcontext())
+            else counted_dots() if name in BEFORE_WHOLE_DOTS else nullcontext())
 
 
 def render(text):

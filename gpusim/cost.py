@@ -10,7 +10,8 @@ The model, in five steps, each a choice written down here:
    function units (16 per clock per SM); the rest on the CUDA cores; bytes move at the SM's share of the
    L2 bandwidth (L2 hits) and of the DRAM bandwidth (the part that misses, gpusim/l2.py). DRAM's rate
    depends on what the kernel sends it: reads alone stream faster than a copy's mix of reads and writes
-   (GPU.dram_bytes_per_s, from the kernel's share of writes).
+   (GPU.dram_bytes_per_s, from the kernel's share of writes). A step's dots multiply whole block_q x block_kv
+   tiles, the rows and keys past a ragged edge masked, not skipped (dot_padding()).
 3. One program. A program does a prologue (its first loads: one memory latency plus the transfer), J
    steps (one K/V tile each for the flash kernels), and an epilogue (its stores). Within one program the
    matmuls, the exponentials and the rest run one after the other (a warp waits for its own results), and
@@ -166,10 +167,22 @@ def unit_times(grid, rate):
     per_warp = pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
     warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
     hiding = 1.0 if full_issue(grid) else min(1.0, warps * per_warp)
-    unit = dict(mma=matmul_flops / max(grid.steps, 1) / rate["tensor"],
+    unit = dict(mma=matmul_flops * dot_padding(grid) / max(grid.steps, 1) / rate["tensor"],
                 issue=step_instructions * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     return unit, step_reloads, fixed_instructions * res.num_warps / rate["issue"]
+
+
+def dot_padding(grid):
+    """Whole tiles' elements over the counted ones: a kernel's dots multiply whole block_q x block_kv tiles, the rows
+    and keys past a ragged edge masked (pass_.dot_tiling). Measured: results/h200/ragged_tiles.json (run 122), flash2
+    at 128 x 128 and the Hopper kernel run N = N_kv = 385 to 512 in the same time (within 4%, but the Hopper kernel at d = 64:
+    10%) while the counted FLOPs grow 1.77x, and take 1.45-1.55x as long at 513 (a fifth block); flash2 at 64 x 64
+    steps up at 449 and at 513. Derived from the tiles, nothing fitted."""
+    tiling = grid.cfg.pass_.dot_tiling(grid.cfg, grid.kernel)
+    if tiling is None or not tiling.tile_elements:
+        return 1.0
+    return tiling.whole_elements / tiling.tile_elements
 
 
 def full_issue(grid):

@@ -132,6 +132,12 @@ class Tiling:
         n_last = self.seq_q - last * self.block_q
         return self._sum(lambda j, k, n, count: self.block_q * k, n_last * self.keys_of(last))
 
+    @property
+    def whole_elements(self):
+        """S elements of the visited tiles counted whole, Br x Bc each (the rows and keys past N and N_kv included):
+        what a tile's dot multiplies."""
+        return self.tiles * self.block_q * self.block_kv
+
     def padded_elements(self, row):
         """tile_elements of a score matrix whose rows are `row` >= N_kv elements apart, written up to there: the
         rows whose Q blocks visit the last K/V block also write its row - N_kv padding (Bc a multiple of the

@@ -56,17 +56,21 @@ def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model
     """docs/perf.md's figures after the first K/V tile's wait joined a lone program's slot time (cost.first_loads):
     program_setup.json's Hopper rows; and after the rotated loop was priced as one stream, the held-out sets' and
     bench.json's Hopper rows, recomputed."""
-    agreement, _ = _agreement()
+    agreement, perf_report = _agreement()
     rows = agreement.program_setup_rows()
     many = [x for row, x in rows if row["waves"] > 1]
     one = [x for row, x in rows if row["waves"] == 1]
-    held = [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2035))]
-            for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
+    with perf_report.counted_dots():  # the held-out figure as written, before cost.dot_padding moved it (92% -> 94%)
+        held = [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2035))]
+                for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
     within = lambda xs: sum(0.8 <= x <= 1.2 for x in xs)  # noqa: E731
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     assert (f"the {len(many)} rows at 4 and 16 waves {min(many):.2f}–{max(many):.2f} ({within(many)} within 20%, 31 "
             f"before), the {len(one)} one-wave rows {min(one):.2f}–{max(one):.2f}") in text
     assert f"their {len(held)} Hopper rows 87% → {within(held) / len(held):.0%} within 20%" in text
+    now = [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2035))]
+           for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
+    assert f"the {len(now)} rows are {within(now) / len(now):.0%} within 20% since the twenty-seventh session's" in text
     bench = [x for row, x in agreement.rows("bench.json") if row["provider"] == "hopper"]
     assert f"`bench.json`'s Hopper rows 94.4% → {within(bench) / len(bench):.1%} within 20% (the worst 0.65 → " \
            f"{min(bench):.2f}" in text

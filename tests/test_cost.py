@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 import gpusim
-from gpusim import cost
+from gpusim import backward, cost
 from gpusim.occupancy import resources
 from gpusim.tiling import Tiling, ramp_work
 
@@ -388,3 +388,26 @@ def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
         assert time == pytest.approx(expected, rel=1e-12)
         assert time - full < 0.9 * wave if k < 4 else time - full == pytest.approx(wave, rel=1e-12)
     assert cost.last_per_sm(grid, 100) == 1 and cost.last_per_sm(grid, 133) == 2 and cost.last_per_sm(grid, 600) == 4
+
+
+def test_a_steps_dots_multiply_whole_tiles_at_a_ragged_edge():
+    """cost.dot_padding (ragged_tiles.json, run 122): tl.dot multiplies whole block_q x block_kv tiles, the rows and
+    keys past N and N_kv masked. flash2 at 128 x 128, d = 64, N = 404: each step's dots are Q K^T and P V on one whole
+    tile, 2 x 2 d Br Bc FLOPs, as at N = 512, though the counted FLOPs (4 d N N_kv) are 0.62 of those. The backward at
+    Br = 64, Bc = 128, causal, GQA 8 / 2: a dK/dV step (its K/V block's 128 rows against a Q block's 64) makes S, dP,
+    dV += P^T dO and dK += dS^T Q, 4 x 2 d 128 64; a dQ step S, dP and dQ += dS K, 3 x 2 d 64 128."""
+    def mma(cfg, kernel, flops):
+        grid = cost.occupied(cfg, kernel, {}, {}, flops)
+        rate = cost.rates(grid)
+        return cost.unit_times(grid, rate)[0]["mma"] * rate["tensor"]
+    for seq in (404, 512):
+        r = gpusim.simulate("flash2", batch=1, heads=8, seq=seq, head_dim=64, dtype="fp16", gpu="H200-measured",
+                            tiles=gpusim.Tiles(128, 128))
+        assert r.kernels[0].flops_matmul == 4 * 64 * seq * seq * 8
+        assert mma(r.config, "flash2", (r.kernels[0].flops_matmul, 0, 0)) == pytest.approx(4 * 64 * 128 * 128,
+                                                                                           rel=1e-12)
+    bwd = backward.config("flash2", seq=404, head_dim=64, heads=8, kv_heads=2, block_q=64, block_kv=128, causal=True,
+                          gpu="H200-measured")
+    flops = bwd.pass_.flops(bwd)
+    assert mma(bwd, "dkdv", flops["dkdv"]) == pytest.approx(8 * 64 * 128 * 64, rel=1e-12)
+    assert mma(bwd, "dq", flops["dq"]) == pytest.approx(6 * 64 * 64 * 128, rel=1e-12)

@@ -88,8 +88,7 @@ HELD_OUT = [("heldout.json", 2026)] + [(p.name, int(p.stem.removeprefix("heldout
 
 
 # Sets measured and kept unscored in a run's log until a model change is scored on them: {log: seeds}.
-UNSCORED = {"run121_last_wave_heldout_2056_2057.tar.gz": (2056, 2057),
-            "run122_ragged_tiles_heldout_2058_2059.tar.gz": (2058, 2059)}
+UNSCORED = {"run122_ragged_tiles_heldout_2058_2059.tar.gz": (2058, 2059)}
 
 
 def unscored(log, seed):

@@ -166,6 +166,12 @@ class Pass:
         loop each in turn), the code outside the loops once per program; (0, 0) where nothing was compiled."""
         return per_step_spill(res, steps, programs)
 
+    def dot_tiling(self, cfg, kernel):
+        """The tiling whose whole block_q x block_kv tiles `kernel`'s dots multiply (tl.dot masks the rows and keys
+        past a ragged edge, it does not skip them: results/h200/ragged_tiles.json); None: its dots are priced on
+        the counted FLOPs alone."""
+        return cfg.tiling
+
     def streams(self, cfg, kernel):
         """Independent instruction streams in a block (warp specialization): one, all warps alike."""
         return 1

@@ -91,6 +91,10 @@ class Flash2Backward(BackwardPass):
                  "dq": (6 * d * te, PER_SCORE * te + n * d, te)}
         return per_q, {"dkdv": (0, nk * d, 0)}
 
+    def dot_tiling(self, cfg, kernel):
+        """dK/dV's programs walk the K/V-major tiling; the others the Q-major one."""
+        return cfg.kv_tiling if kernel == "dkdv" else cfg.tiling
+
     def work(self, cfg, kernel):
         if kernel == "dkdv":
             return column_work(cfg.kv_tiling, cfg.batch * cfg.kv_heads, cfg.group)

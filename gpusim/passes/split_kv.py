@@ -317,6 +317,11 @@ class SplitKV(Pass):
                   (d + 2) * steps, merges + outputs + steps)
         return {"split_kv": main, "reduce": reduce}
 
+    def dot_tiling(self, launch, kernel):
+        """None: a decode step's dots are priced on its counted FLOPs (its query rows, padded to 16, are not a
+        Tiling's blocks; the fitted decode sets were scored so)."""
+        return None
+
     def programs(self, launch, kernel):
         """Thread blocks in the kernel's grid (empty splits of short requests included: they start and exit)."""
         if kernel == "reduce":
