@@ -1753,3 +1753,32 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
     with tarfile.open(RESULTS / "logs" / "run122_ragged_tiles_heldout_2058_2059.tar.gz") as logs:
         names = [m.name for m in logs.getmembers()]
     assert "run122/heldout_2058.json" in names and not (RESULTS / "heldout_2058.json").exists()
+
+
+def test_perf_md_quotes_the_backward_tiles_remeasured():
+    """Run 123 timed tiles_bwd.json's steps and bwd_kernels.json's launches again (kept in its log): each row's time
+    over the file's, the registers unchanged, and the d = 64 picks against the fastest tile in that run, as docs/perf.md
+    quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    with tarfile.open(RESULTS / "logs" / "run123_tiles_bwd_bwd_kernels_recheck.tar.gz") as logs:
+        again = {name: json.load(logs.extractfile(f"run123/{name}"))["rows"] for name in ("tiles_bwd.json",
+                                                                                          "bwd_kernels.json")}
+    keys = ("provider", "kernel", "dtype", "head_dim", "causal", "seq", "batch", "heads", "block_q", "block_kv")
+    spans = []
+    for name, rows in again.items():
+        then = {tuple(r.get(k) for k in keys): r for r in json.loads((RESULTS / name).read_text())["rows"]}
+        ratios = [r["ms"] / then[tuple(r.get(k) for k in keys)]["ms"] for r in rows]
+        assert all(r.get("n_regs") == then[tuple(r.get(k) for k in keys)].get("n_regs") for r in rows)
+        spans.append(f"{len(ratios)} {min(ratios):.2f}–{max(ratios):.2f}× (median {statistics.median(ratios):.2f})")
+    assert spans[0].replace(" ", " training steps ran ", 1) in text
+    assert spans[1].replace(" ", " kernel launches ", 1) in text
+    groups = {}
+    for r in again["tiles_bwd.json"]:
+        if r["provider"] == "flash2" and r["head_dim"] == 64:
+            groups.setdefault((r["dtype"], r["causal"], r["seq"]), []).append(r)
+    gaps = [next(r["ms"] for r in rows if r["pick"]) / min(r["ms"] for r in rows) for rows in groups.values()]
+    picks = {(r["block_q"], r["block_kv"]) for rows in groups.values() for r in rows if r["pick"]}
+    fastest = {min(rows, key=lambda r: r["ms"])[k] for rows in groups.values() for k in ("block_q", "block_kv")}
+    assert picks == {(64, 64)} and fastest == {64, 32}
+    assert (f"ran {min(gaps):.2f}–{max(gaps):.2f}× the fastest tile (64 × 32), past 5% in "
+            f"{sum(g > 1.05 for g in gaps)} of the {len(gaps)} groups") in text
