@@ -12,11 +12,9 @@ than a program of a full wave, and the step in time from m = b to b + 1 is less 
 """
 from itertools import product
 
-import gpusim
 from benchmarks import probe
-from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from gpusim_kernels import flash2_attention
+from benchmarks.program_start import time_q_blocks
 
 STEPS = (4, 16)
 PER_SM = tuple(range(1, 13))
@@ -28,16 +26,7 @@ SMOKE = dict(STEPS=(1,), PER_SM=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, L2_BYT
 def measure(results):
     for head_dim in TILES:
         for (block_q, block_kv), steps, per_sm in product(TILES[head_dim], STEPS, PER_SM):
-            tiles, heads = gpusim.Tiles(block_q, block_kv), HEADS * per_sm
-            sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2),
-                                    L2_BYTES)
-            call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in sets])
-            row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps, per_sm=per_sm, heads=heads,
-                       seq=block_q, seq_kv=steps * block_kv, l2="cold", copies=len(sets))
-            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-            print(f"d={head_dim} {block_q}x{block_kv} J={steps} m={per_sm:2d}: {row.get('ms', row.get('error'))}",
-                  flush=True)
-            del sets
+            time_q_blocks(results, head_dim, block_q, block_kv, steps, HEADS * per_sm, L2_BYTES, per_sm=per_sm)
 
 
 def main(argv=None):

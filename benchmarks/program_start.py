@@ -26,19 +26,22 @@ TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 6
 SMOKE = dict(STEPS=(1,), WAVES=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
+def time_q_blocks(results, head_dim, block_q, block_kv, steps, heads, l2_bytes, **label):
+    """flash2 at its own launch over `heads` heads of one Q block each (one program per head), J = steps K/V blocks,
+    cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row (with the label's fields) and its ms."""
+    tiles = gpusim.Tiles(block_q, block_kv)
+    sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2), l2_bytes)
+    call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in sets])
+    row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps, **label, heads=heads, seq=block_q,
+               seq_kv=steps * block_kv, l2="cold", copies=len(sets))
+    results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+    print(f"d={head_dim} {block_q}x{block_kv} J={steps} {label}: {row.get('ms', row.get('error'))}", flush=True)
+
+
 def measure(results):
     for head_dim in TILES:
         for (block_q, block_kv), steps, waves in product(TILES[head_dim], STEPS, WAVES):
-            tiles, heads = gpusim.Tiles(block_q, block_kv), HEADS * waves
-            sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2),
-                                    L2_BYTES)
-            call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in sets])
-            row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps, waves=waves, heads=heads,
-                       seq=block_q, seq_kv=steps * block_kv, l2="cold", copies=len(sets))
-            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-            print(f"d={head_dim} {block_q}x{block_kv} J={steps} waves={waves:2d}: {row.get('ms', row.get('error'))}",
-                  flush=True)
-            del sets
+            time_q_blocks(results, head_dim, block_q, block_kv, steps, HEADS * waves, L2_BYTES, waves=waves)
 
 
 def main(argv=None):

@@ -1615,6 +1615,15 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
     assert f"costs {min(kinds):.1f}–{max(kinds):.1f} µs in all, where gpusim adds 3.2 µs" in text
 
 
+def scored_blind(text, held, held_before, names, run):
+    """A change's blind scoring as docs/perf.md quotes it: the two held-out sets kept in run `run`'s log, within 20%
+    with the change (held) and without it (held_before); returns each set's share with it, as text."""
+    blind, before = ([p for n in names for p in h[n]] for h in (held, held_before))
+    assert (f"The two sets of run {run}, scored once after it: {within(blind)} of {len(blind)} rows "
+            f"({within(blind) / len(blind):.1%}) within 20%, {within(before)} without it") in text
+    return lambda n: f"{within(held[n]) / len(held[n]):.1%}"
+
+
 def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     """cost.last_per_sm (twenty-sixth session): last_wave.json's leftover waves as shares of a full wave, measured and
     priced before and after it, the fitted and held-out sets before and after, run 119's two sets (the files are the
@@ -1663,11 +1672,7 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     assert (f"so do all twenty-eight sets scored before it ({within(old):,} → {within(new):,} of {len(new):,} rows, "
             f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%}; {met(held_before)} → {met(held)} sets meet "
             f"issue 24's target)") in text and len(perf_report.TWENTY_FIVE) == 28
-    blind = [p for n in perf_report.BLIND_LAST_WAVE for p in held[n]]
-    blind_before = [p for n in perf_report.BLIND_LAST_WAVE for p in held_before[n]]
-    assert (f"The two sets of run 119, scored once after it: {within(blind)} of {len(blind)} rows "
-            f"({within(blind) / len(blind):.1%}) within 20%, {within(blind_before)} without it") in text
-    share = lambda n: f"{within(held[n]) / len(held[n]):.1%}"  # noqa: E731
+    share = scored_blind(text, held, held_before, perf_report.BLIND_LAST_WAVE, 119)
     hopper = [p for p in held["heldout_2055.json"] if (p[0]["kind"], p[0]["algo"]) == ("forward", "hopper")]
     assert (f"`heldout_2054.json` {share('heldout_2054.json')} (meets the target), `heldout_2055.json` "
             f"{share('heldout_2055.json')} (Hopper forwards {within(hopper)} of {len(hopper)}: misses it") in text
@@ -1730,11 +1735,7 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
     kind = lambda pairs: perf_report.heldout.share(perf_report.labelled(pairs), "Hopper")  # noqa: E731
     assert f"the Hopper forwards most ({kind(old)} → {kind(new)}" in text
     assert f"and {met(held_before)} → {met(held)} of the 30 meet issue 24's target" in text
-    blind = [p for n in perf_report.BLIND_WHOLE_DOTS for p in held[n]]
-    blind_before = [p for n in perf_report.BLIND_WHOLE_DOTS for p in held_before[n]]
-    assert (f"The two sets of run 121, scored once after it: {within(blind)} of {len(blind)} rows "
-            f"({within(blind) / len(blind):.1%}) within 20%, {within(blind_before)} without it") in text
-    share = lambda n: f"{within(held[n]) / len(held[n]):.1%}"  # noqa: E731
+    share = scored_blind(text, held, held_before, perf_report.BLIND_WHOLE_DOTS, 121)
     train = [p for p in held["heldout_2056.json"] if p[0]["kind"] == "train"]
     assert (f"`heldout_2056.json` {share('heldout_2056.json')} (its training steps {within(train)} of {len(train)}: "
             f"misses the target), `heldout_2057.json` {share('heldout_2057.json')} (meets it)") in text
