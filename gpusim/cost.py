@@ -176,9 +176,9 @@ def unit_times(grid, rate):
 def dot_padding(grid):
     """Whole tiles' elements over the counted ones: a kernel's dots multiply whole block_q x block_kv tiles, the rows
     and keys past a ragged edge masked (pass_.dot_tiling). Measured: results/h200/ragged_tiles.json (run 122), flash2
-    at 128 x 128 and the Hopper kernel run N = N_kv = 385 to 512 in the same time (within 4%, but the Hopper kernel at d = 64:
-    10%) while the counted FLOPs grow 1.77x, and take 1.45-1.55x as long at 513 (a fifth block); flash2 at 64 x 64
-    steps up at 449 and at 513. Derived from the tiles, nothing fitted."""
+    at 128 x 128 and the Hopper kernel run N = N_kv = 385 to 512 in the same time (within 4%, but the Hopper kernel
+    at d = 64: 10%) while the counted FLOPs grow 1.77x, and take 1.45-1.55x as long at 513 (a fifth block); flash2 at
+    64 x 64 steps up at 449 and at 513. Derived from the tiles, nothing fitted."""
     tiling = grid.cfg.pass_.dot_tiling(grid.cfg, grid.kernel)
     if tiling is None or not tiling.tile_elements:
         return 1.0
