@@ -26,6 +26,7 @@ import gpusim
 from gpusim import cost
 from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
+from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -853,6 +854,41 @@ def bwd_gqa_table():
     return "\n".join(lines)
 
 
+def bwd_sharing_rows():
+    """results/h200/bwd_sharing.json (run 124): {(kernel, head_dim, block_q, block_kv): {m: (measured µs, gpusim's µs,
+    b)}}, one step of each of the m programs an SM holds: the slope of a one-wave launch's time from J = 4 to 16 steps,
+    b the programs gpusim has an SM hold."""
+    launches = {}
+    for r in json.loads((agreement.RESULTS / "bwd_sharing.json").read_text())["rows"]:
+        result = gpusim.simulate("flash2", seq=r["seq"], seq_kv=r["seq_kv"], head_dim=r["head_dim"], heads=r["heads"],
+                                 dtype="fp16", gpu=agreement.PRESET, backward=True,
+                                 backward_blocks=(r["block_q"], r["block_kv"]))
+        kernel = next(k for k in result.kernels if k.name == r["kernel"])
+        key = (r["kernel"], r["head_dim"], r["block_q"], r["block_kv"])
+        launches.setdefault(key, {}).setdefault(r["per_sm"], {})[r["steps"]] = (
+            r["ms"] * 1e3, kernel.predicted_time_s * 1e6, kernel.blocks_per_sm)
+    return {key: {m: ((j[16][0] - j[4][0]) / 12, (j[16][1] - j[4][1]) / 12, j[16][2]) for m, j in per_sm.items()}
+            for key, per_sm in launches.items()}
+
+
+def bwd_sharing_table():
+    """bwd_sharing_rows(): per kernel and tile, a step of the m programs an SM holds, measured, and gpusim's over it."""
+    lines = ["| kernel | d | tile | b | µs a step, m = 1 … b per SM | gpusim ÷ measured |", "|---|---|---|---|---|---|"]
+    for (kernel, d, bq, bk), steps in bwd_sharing_rows().items():
+        b = steps[max(steps)][2]
+        lines.append(f"| {kernel} | {d} | {bq} × {bk} | {b} | " + " / ".join(f"{m:.2f}" for m, _, _ in steps.values())
+                     + " | " + " / ".join(f"{p / m:.2f}" for m, p, _ in steps.values()) + " |")
+    return "\n".join(lines)
+
+
+@contextmanager
+def backward_full_issue():
+    """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): cost.full_issue's rule for a lone
+    program (the full issue rate) given to flash2's dK/dV and dQ kernels, while the block runs."""
+    with _patched(Flash2Backward, "LONE_FULL_ISSUE", ("dkdv", "dq"), "backward_full_issue"):
+        yield
+
+
 def launch_parts_ms():
     """results/h200/launch_parts.json (run 120): {(kind, programs, tile_bytes, l2): µs}, the median over the warp counts."""
     groups = {}
@@ -1594,6 +1630,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
+          "bwd_sharing": bwd_sharing_table,
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -532,3 +532,13 @@ def test_ragged_tiles_smoke_run_times_each_kernel_at_each_edge(tmp_path, monkeyp
     assert [(r["kernel"], r["seq"], r["seq_kv"], r["block_q"]) for r in rows] == [
         ("flash2_16x16", n, n, 16) for n in (17, 32)]
     assert all(r["ms"] > 0 and "error" not in r and r["heads"] == 2 for r in rows)
+
+
+def test_bwd_sharing_smoke_run_times_each_kernel_at_each_count_of_programs_per_sm(tmp_path, monkeypatch):
+    from benchmarks import bwd_sharing
+    rows = _smoke(bwd_sharing, tmp_path, monkeypatch, "bwd_sharing.json")
+    assert [(r["kernel"], r["per_sm"], r["steps"], r["seq"], r["seq_kv"]) for r in rows] == [
+        (kernel, m, j, *bwd_sharing.shape(kernel, (16, 16), j)) for kernel in ("dkdv", "dq") for m in (1, 2)
+        for j in (1, 2)]
+    assert bwd_sharing.shape("dq", (16, 16), 2) == (16, 32) and bwd_sharing.shape("dkdv", (16, 16), 2) == (32, 16)
+    assert all(r["ms"] > 0 and "error" not in r and r["heads"] == r["per_sm"] for r in rows)

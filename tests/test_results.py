@@ -1783,3 +1783,29 @@ def test_perf_md_quotes_the_backward_tiles_remeasured():
     assert picks == {(64, 64)} and fastest == {64, 32}
     assert (f"ran {min(gaps):.2f}–{max(gaps):.2f}× the fastest tile (64 × 32), past 5% in "
             f"{sum(g > 1.05 for g in gaps)} of the {len(gaps)} groups") in text
+
+
+def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
+    """bwd_sharing.json (run 124): a lone backward program's step and a full SM's, priced over measured, and the trial
+    of the forward's full-issue rule for lone backward programs, as docs/perf.md quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
+    rows = perf_report.bwd_sharing_rows()
+    lone = {k: v[1][1] / v[1][0] for k, v in rows.items()}
+    full = [v[max(v)][1] / v[max(v)][0] for v in rows.values() if max(v) > 1]
+    assert all(max(v) == v[max(v)][2] or v[max(v)][2] > 5 for v in rows.values())
+    assert f"A lone program's step (m = 1) is priced {span(lone.values())}× what it takes" in text
+    assert (f"dQ {span([x for k, x in lone.items() if k[0] == 'dq'])}×, dK/dV "
+            f"{span([x for k, x in lone.items() if k[0] == 'dkdv'])}×") in text
+    dq64 = [v[1][0] for k, v in rows.items() if k[:2] == ("dq", 64)]
+    assert f"dQ's lone step at d = 64 runs {span(dq64)} µs" in text
+    two = rows["dq", 64, 64, 32]
+    assert f"(dQ at 64 × 32: {two[1][0]:.2f} µs for one, {two[2][0]:.2f} µs for two)" in text
+    assert f"Where the SM holds all b, the step is priced {span(full)}×" in text
+    with perf_report.backward_full_issue():
+        trial = {k: v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items()}
+        train = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
+    now = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
+    assert f"it prices the lone steps {span(trial.values())}×" in text
+    assert (f"takes the held-out training steps from {within(now) / len(now):.0%} to {within(train) / len(train):.0%} "
+            f"within 20%") in text

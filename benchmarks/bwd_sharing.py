@@ -1,0 +1,66 @@
+"""flash2's backward kernels with m programs on each SM: what a step costs when resident programs share an SM.
+
+    python -m benchmarks.bwd_sharing --out $OUT                                  # GPU: $OUT/bwd_sharing.json, ~1 min
+    TRITON_INTERPRET=1 python -m benchmarks.bwd_sharing --out /tmp/probe --smoke  # CPU: every code path, tiny
+
+The d = 64 backward is priced with opposite-sign errors per kernel (bwd_kernels.json, bwd_gqa.json: dQ slow at every
+tile, dK/dV at 64 x 64 fast), and its kernels hold 1 to 5 programs per SM, which the model lets take turns on the
+SM's units. Here each kernel runs alone in one wave of 132 x m programs (m = 1 up to the programs gpusim has an SM hold
+of it, at most 5), each program J = 4 or 16 steps, non-causal, fp16, batch 1: dQ with one Q block per head (N =
+block_q, N_kv = J x block_kv), dK/dV with one K/V block per head (N_kv = block_kv, N = J x block_q), heads = 132 x m,
+as many K/V heads. The slope from J = 4 to 16 is one step of each of the m programs on its SM, the prologue and the
+launch taken out. Each launch replayed from a CUDA graph (probe.graph_ms), at gpusim's launch rule for the tile
+(benchmarks.bwd_kernels.launches).
+"""
+from itertools import product
+
+import torch
+
+import gpusim
+from benchmarks import probe
+from benchmarks.bwd_kernels import launches
+
+STEPS = (4, 16)
+MOST = 5  # programs per SM at most
+HEADS = 132  # one program per SM of the H200 for each m
+TILES = {64: ((64, 32), (64, 64), (128, 32), (128, 64)), 128: ((64, 32), (128, 64))}
+SMOKE = dict(STEPS=(1, 2), MOST=2, HEADS=1, TILES={16: ((16, 16),)})
+
+
+def shape(kernel, tiles, steps):
+    """(N, N_kv) that give each program of `kernel` one block and `steps` steps."""
+    block_q, block_kv = tiles
+    return (block_q, steps * block_kv) if kernel == "dq" else (steps * block_q, block_kv)
+
+
+def resident(kernel, head_dim, tiles):
+    """The programs gpusim has an SM hold of the kernel at these tiles, at most MOST."""
+    seq, seq_kv = shape(kernel, tiles, STEPS[-1])
+    result = gpusim.simulate("flash2", seq=seq, seq_kv=seq_kv, head_dim=head_dim, heads=HEADS, dtype="fp16",
+                             gpu="H200-measured", backward=True, backward_blocks=tiles)
+    return min(MOST, next(k.blocks_per_sm for k in result.kernels if k.name == kernel))
+
+
+def measure(results):
+    for head_dim in TILES:
+        for tiles, kernel in product(TILES[head_dim], ("dkdv", "dq")):
+            for per_sm, steps in product(range(1, resident(kernel, head_dim, tiles) + 1), STEPS):
+                seq, seq_kv = shape(kernel, tiles, steps)
+                heads = HEADS * per_sm
+                q, do = (torch.randn(1, heads, seq, head_dim, device=probe.DEVICE, dtype=torch.float16) for _ in "qo")
+                k, v = (torch.randn(1, heads, seq_kv, head_dim, device=probe.DEVICE, dtype=torch.float16) for _ in "kv")
+                calls, consts, _ = launches(q, k, v, do, False, tiles)
+                row = dict(kernel=kernel, head_dim=head_dim, block_q=tiles[0], block_kv=tiles[1], per_sm=per_sm,
+                           steps=steps, seq=seq, seq_kv=seq_kv, batch=1, heads=heads, dtype="fp16",
+                           num_warps=consts[kernel]["num_warps"])
+                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls[kernel])}))
+                print(f"d={head_dim} {tiles} {kernel} m={per_sm} J={steps}: {row.get('ms', row.get('error'))}",
+                      flush=True)
+
+
+def main(argv=None):
+    probe.script(__doc__, "bwd_sharing.json", measure, globals(), argv)
+
+
+if __name__ == "__main__":
+    main()
