@@ -882,10 +882,10 @@ def bwd_sharing_table():
 
 
 @contextmanager
-def backward_full_issue():
+def backward_full_issue(kernels=("dkdv", "dq")):
     """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): cost.full_issue's rule for a lone
-    program (the full issue rate) given to flash2's dK/dV and dQ kernels, while the block runs."""
-    with _patched(Flash2Backward, "LONE_FULL_ISSUE", ("dkdv", "dq"), "backward_full_issue"):
+    program (the full issue rate) given to these kernels of flash2's backward, while the block runs."""
+    with _patched(Flash2Backward, "LONE_FULL_ISSUE", kernels, ("backward_full_issue", kernels)):
         yield
 
 

@@ -1809,3 +1809,17 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     assert f"it prices the lone steps {span(trial.values())}×" in text
     assert (f"takes the held-out training steps from {within(now) / len(now):.0%} to {within(train) / len(train):.0%} "
             f"within 20%") in text
+    held = lambda: [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]  # noqa: E731
+    kernels = lambda: sum(abs(r["ratio"] - 1) <= 0.2 for r in perf_report.bwd_kernel_rows()  # noqa: E731
+                          if r["kernel"] != "preprocess")
+    held_now, kernels_now = held(), kernels()
+    with perf_report.backward_full_issue(("dq",)):
+        dq = [v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items() if k[0] == "dq"]
+        held_dq, kernels_dq, picks = held(), kernels(), perf_report.tiles_bwd_table()
+    assert (f"Given to dQ alone, it prices dQ's lone steps {span(dq)}× and `bwd_kernels.json`'s launches {kernels_dq} of "
+            f"128 within 20% ({kernels_now} now") in text
+    assert (f"takes {within(held_now) - within(held_dq)} of the held-out sets' {len(held_dq):,} rows out of the 20% "
+            f"({within(held_dq) / len(held_dq):.1%} pooled either way)") in text
+    assert f"{within(held_now) / len(held_now):.1%}" == f"{within(held_dq) / len(held_dq):.1%}"
+    moved = [line for line in picks.splitlines() if line.startswith("| fp16 | 128 | yes | 4,096 |")]
+    assert moved[0].split(" | ")[6:8] == ["128 × 64", "1.06"]
