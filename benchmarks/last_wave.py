@@ -10,11 +10,9 @@ them from DRAM ("cold", as benchmarks/program_start.py times its waves). Past m 
 programs per SM (none where b divides m): where they run with fewer programs beside them than b, each runs faster
 than a program of a full wave, and the step in time from m = b to b + 1 is less than a full wave's.
 """
-from itertools import product
-
 from benchmarks import probe
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.program_start import time_q_blocks
+from benchmarks.program_start import sweep
 
 STEPS = (4, 16)
 PER_SM = tuple(range(1, 13))
@@ -24,9 +22,7 @@ SMOKE = dict(STEPS=(1,), PER_SM=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, L2_BYT
 
 
 def measure(results):
-    for head_dim in TILES:
-        for (block_q, block_kv), steps, per_sm in product(TILES[head_dim], STEPS, PER_SM):
-            time_q_blocks(results, head_dim, block_q, block_kv, steps, HEADS * per_sm, L2_BYTES, per_sm=per_sm)
+    sweep(results, TILES, STEPS, PER_SM, "per_sm", L2_BYTES, HEADS)
 
 
 def main(argv=None):

@@ -757,17 +757,22 @@ def last_wave_table():
     return "\n".join(lines)
 
 
+def change_scores(names, count, blind, run):
+    """A model change's trial-table rows for the held-out sets: those scored before it (`names`, `count` of them in
+    words) pooled, how many meet issue 24's target, and the two sets of run `run`, scored once (blind) after it."""
+    sets = {name: agreement.heldout_rows(name) for name in names}
+    return {f"held-out, the {count} sets scored before it": sets_share(names),
+            "held-out sets meeting issue 24's target": f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
+            f"held-out, run {run}'s two sets (blind)": sets_share(blind)}
+
+
 def last_wave_trial_table():
     """trial_scores() before the twenty-sixth session's cost.last_per_sm (full_last_wave) and after it, with
     last_wave.json's and program_start.json's rows; the held-out sets scored before it, pooled, and how many meet issue
     24's target; run 119's two sets, scored once (blind) after it."""
     def scores():
-        sets = {name: agreement.heldout_rows(name) for name in TWENTY_FIVE}
-        return model_scores() | {
-            "last_wave.json": last_wave_share(), "program_start.json": program_start_share(),
-            "held-out, the twenty-eight sets scored before it": sets_share(TWENTY_FIVE),
-            "held-out sets meeting issue 24's target": f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
-            "held-out, run 119's two sets (blind)": sets_share(BLIND_LAST_WAVE)}
+        return model_scores() | {"last_wave.json": last_wave_share(), "program_start.json": program_start_share()} | (
+            change_scores(TWENTY_FIVE, "twenty-eight", BLIND_LAST_WAVE, 119))
     with full_last_wave():
         before = scores()
     now = scores()
@@ -781,13 +786,14 @@ def last_wave_trial_table():
 def ragged_tiles_rows():
     """results/h200/ragged_tiles.json (run 122): {(kernel, head_dim): {N: (measured ms, gpusim's ms on the counted
     FLOPs, gpusim's ms on whole tiles)}}, each kernel at N = N_kv from 385 to 513."""
+    rows = [dict(r, provider=r["kernel"].split("_")[0])
+            for r in json.loads((agreement.RESULTS / "ragged_tiles.json").read_text())["rows"]]
+    with counted_dots():
+        counted = [agreement.predicted_s(row) for row in rows]
     out = {}
-    for r in json.loads((agreement.RESULTS / "ragged_tiles.json").read_text())["rows"]:
-        row = dict(r, provider=r["kernel"].split("_")[0])
-        with counted_dots():
-            counted = agreement.predicted_s(row)
-        out.setdefault((r["kernel"], r["head_dim"]), {})[r["seq"]] = (r["ms"], counted * 1e3,
-                                                                      agreement.predicted_s(row) * 1e3)
+    for row, before in zip(rows, counted):
+        out.setdefault((row["kernel"], row["head_dim"]), {})[row["seq"]] = (row["ms"], before * 1e3,
+                                                                            agreement.predicted_s(row) * 1e3)
     return out
 
 
@@ -814,13 +820,10 @@ def whole_dots_trial_table():
     ragged_tiles.json's rows; the thirty held-out sets scored before it, pooled and per kind, and how many meet issue 24's
     target; run 121's two sets, scored once (blind) after it."""
     def scores(field):
-        sets = {name: agreement.heldout_rows(name) for name in TWENTY_SIX}
-        pooled = labelled([p for pairs in sets.values() for p in pairs])
-        return model_scores() | {"ragged_tiles.json": ragged_tiles_share(field),
-                                 "held-out, the thirty sets scored before it": sets_share(TWENTY_SIX)} | {
-            f"held-out, {label}": heldout.share(pooled, label) for label in heldout.KINDS.values()} | {
-            "held-out sets meeting issue 24's target": f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
-            "held-out, run 121's two sets (blind)": sets_share(BLIND_WHOLE_DOTS)}
+        pooled = labelled([p for name in TWENTY_SIX for p in agreement.heldout_rows(name)])
+        return model_scores() | {"ragged_tiles.json": ragged_tiles_share(field)} | {
+            f"held-out, {label}": heldout.share(pooled, label) for label in heldout.KINDS.values()} | (
+            change_scores(TWENTY_SIX, "thirty", BLIND_WHOLE_DOTS, 121))
     with counted_dots():
         before = scores(1)
     now = scores(2)

@@ -38,10 +38,16 @@ def time_q_blocks(results, head_dim, block_q, block_kv, steps, heads, l2_bytes, 
     print(f"d={head_dim} {block_q}x{block_kv} J={steps} {label}: {row.get('ms', row.get('error'))}", flush=True)
 
 
+def sweep(results, tiles, steps, counts, label, l2_bytes, heads=HEADS):
+    """time_q_blocks at every head dim and tile of `tiles`, J in `steps` and `heads` x m heads for m in `counts` (the
+    row's field `label`: its waves, or its programs per SM)."""
+    for head_dim in tiles:
+        for (block_q, block_kv), j, m in product(tiles[head_dim], steps, counts):
+            time_q_blocks(results, head_dim, block_q, block_kv, j, heads * m, l2_bytes, **{label: m})
+
+
 def measure(results):
-    for head_dim in TILES:
-        for (block_q, block_kv), steps, waves in product(TILES[head_dim], STEPS, WAVES):
-            time_q_blocks(results, head_dim, block_q, block_kv, steps, HEADS * waves, L2_BYTES, waves=waves)
+    sweep(results, TILES, STEPS, WAVES, "waves", L2_BYTES, HEADS)
 
 
 def main(argv=None):

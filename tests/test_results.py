@@ -1615,12 +1615,14 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
     assert f"costs {min(kinds):.1f}–{max(kinds):.1f} µs in all, where gpusim adds 3.2 µs" in text
 
 
-def scored_blind(text, held, held_before, names, run):
+def scored_blind(text, held, held_before, names, run, meets):
     """A change's blind scoring as docs/perf.md quotes it: the two held-out sets kept in run `run`'s log, within 20%
-    with the change (held) and without it (held_before); returns each set's share with it, as text."""
+    with the change (held) and without it (held_before), and whether each meets issue 24's target (`meets`); returns
+    each set's share with it, as text."""
     blind, before = ([p for n in names for p in h[n]] for h in (held, held_before))
     assert (f"The two sets of run {run}, scored once after it: {within(blind)} of {len(blind)} rows "
             f"({within(blind) / len(blind):.1%}) within 20%, {within(before)} without it") in text
+    assert [perf_report.meets_target(held[n]) for n in names] == meets
     return lambda n: f"{within(held[n]) / len(held[n]):.1%}"
 
 
@@ -1672,11 +1674,10 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     assert (f"so do all twenty-eight sets scored before it ({within(old):,} → {within(new):,} of {len(new):,} rows, "
             f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%}; {met(held_before)} → {met(held)} sets meet "
             f"issue 24's target)") in text and len(perf_report.TWENTY_FIVE) == 28
-    share = scored_blind(text, held, held_before, perf_report.BLIND_LAST_WAVE, 119)
+    share = scored_blind(text, held, held_before, perf_report.BLIND_LAST_WAVE, 119, [True, False])
     hopper = [p for p in held["heldout_2055.json"] if (p[0]["kind"], p[0]["algo"]) == ("forward", "hopper")]
     assert (f"`heldout_2054.json` {share('heldout_2054.json')} (meets the target), `heldout_2055.json` "
             f"{share('heldout_2055.json')} (Hopper forwards {within(hopper)} of {len(hopper)}: misses it") in text
-    assert [perf_report.meets_target(held[n]) for n in perf_report.BLIND_LAST_WAVE] == [True, False]
     pooled = [p for pairs in held.values() for p in pairs]
     assert (f"All thirty sets pooled: {within(pooled):,} of {len(pooled):,} rows ({within(pooled) / len(pooled):.1%}); "
             f"{sum(perf_report.meets_target(h) for h in held.values())} of the 30 meet the target") in text
@@ -1735,11 +1736,10 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
     kind = lambda pairs: perf_report.heldout.share(perf_report.labelled(pairs), "Hopper")  # noqa: E731
     assert f"the Hopper forwards most ({kind(old)} → {kind(new)}" in text
     assert f"and {met(held_before)} → {met(held)} of the 30 meet issue 24's target" in text
-    share = scored_blind(text, held, held_before, perf_report.BLIND_WHOLE_DOTS, 121)
+    share = scored_blind(text, held, held_before, perf_report.BLIND_WHOLE_DOTS, 121, [False, True])
     train = [p for p in held["heldout_2056.json"] if p[0]["kind"] == "train"]
     assert (f"`heldout_2056.json` {share('heldout_2056.json')} (its training steps {within(train)} of {len(train)}: "
             f"misses the target), `heldout_2057.json` {share('heldout_2057.json')} (meets it)") in text
-    assert [perf_report.meets_target(held[n]) for n in perf_report.BLIND_WHOLE_DOTS] == [False, True]
     pooled = [p for pairs in held.values() for p in pairs]
     assert (f"All thirty-two sets pooled: {within(pooled) / len(pooled):.1%} of {len(pooled):,} rows; "
             f"{sum(perf_report.meets_target(h) for h in held.values())} of the 32 meet the target") in text
