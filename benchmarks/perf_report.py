@@ -858,7 +858,7 @@ def bwd_gqa_table():
 
 
 def bwd_sharing_rows():
-    """results/h200/bwd_sharing.json (run 124): {(kernel, head_dim, block_q, block_kv): {m: (measured µs, gpusim's µs,
+    """results/h200/bwd_sharing.json (run 126): {(kernel, head_dim, block_q, block_kv): {m: (measured µs, gpusim's µs,
     b)}}, one step of each of the m programs an SM holds: the slope of a one-wave launch's time from J = 4 to 16 steps,
     b the programs gpusim has an SM hold."""
     launches = {}

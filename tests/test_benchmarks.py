@@ -542,3 +542,19 @@ def test_bwd_sharing_smoke_run_times_each_kernel_at_each_count_of_programs_per_s
         for j in (1, 2)]
     assert bwd_sharing.shape("dq", (16, 16), 2) == (16, 32) and bwd_sharing.shape("dkdv", (16, 16), 2) == (32, 16)
     assert all(r["ms"] > 0 and "error" not in r and r["heads"] == r["per_sm"] for r in rows)
+
+
+def test_bwd_sharing_gives_each_program_one_whole_block_and_j_whole_steps():
+    """Each probe launch's programs hold one unmasked block of Br = block_q rows and walk J steps of Bc = block_kv
+    rows, as gpusim's tilings of the two kernels have them (tests/test_pins.py pins dK/dV's K/V-major tiling)."""
+    from itertools import product
+    from gpusim import backward
+    from benchmarks import bwd_sharing
+    for d, tiles in ((d, t) for d, ts in bwd_sharing.TILES.items() for t in ts):
+        for kernel, j in product(("dkdv", "dq"), bwd_sharing.STEPS):
+            seq, seq_kv = bwd_sharing.shape(kernel, tiles, j)
+            cfg = backward.config("flash2", seq=seq, seq_kv=seq_kv, head_dim=d, heads=3, block_q=tiles[0],
+                                  block_kv=tiles[1], gpu="H200-measured")
+            work, tiling = cfg.pass_.work(cfg, kernel), cfg.pass_.dot_tiling(cfg, kernel)
+            assert (work.values, work.counts) == ((j,), (3,)), (kernel, tiles, j)
+            assert tiling.whole_elements == tiling.tile_elements == j * tiles[0] * tiles[1], (kernel, tiles, j)

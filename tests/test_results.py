@@ -3,6 +3,7 @@ comparison work on a stored fixture of the real CSV."""
 import functools
 import json
 import math
+import re
 import shutil
 import statistics
 import tarfile
@@ -1785,8 +1786,35 @@ def test_perf_md_quotes_the_backward_tiles_remeasured():
             f"{sum(g > 1.05 for g in gaps)} of the {len(gaps)} groups") in text
 
 
+def _sharing_ms(rows):
+    return {(r["kernel"], r["head_dim"], r["block_q"], r["block_kv"], r["per_sm"], r["steps"]): r["ms"] for r in rows}
+
+
+def test_bwd_sharing_runs_124_to_126_as_docs_perf_md_compares_them():
+    """Run 124 mis-shaped dK/dV where block_q != block_kv and read warm inputs; run 125 fixed the shapes, run 126 (the
+    file) reads cold ones: the ratios docs/perf.md quotes, recomputed from the two logs and bwd_sharing.json."""
+    with tarfile.open(RESULTS / "logs" / "run124_bwd_sharing.tar.gz") as tar:
+        log = tar.extractfile("run124/bwd_sharing.log").read().decode()
+    with tarfile.open(RESULTS / "logs" / "run125_bwd_sharing.tar.gz") as tar:
+        warm = _sharing_ms(json.load(tar.extractfile("run125/bwd_sharing.json"))["rows"])
+    old = {(k, int(d), int(q), int(kv), int(m), int(j)): float(ms) for d, q, kv, k, m, j, ms in
+           re.findall(r"d=(\d+) \((\d+), (\d+)\) (\w+) m=(\d+) J=(\d+): ([\d.e-]+)", log)}
+    rows = json.loads((RESULTS / "bwd_sharing.json").read_text())["rows"]
+    cold = _sharing_ms(rows)
+    assert set(old) == set(warm) == set(cold) and len(cold) == 50 and {r["l2"] for r in rows} == {"cold"}
+    same = [warm[k] / old[k] for k in old if k[0] == "dq" or k[2] == k[3]]
+    slope = lambda ms, k: ms[(*k, 16)] - ms[(*k, 4)]  # noqa: E731
+    ratio = {k[:5]: slope(cold, k[:5]) / slope(warm, k[:5]) for k in cold}
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert f"its dQ rows and its square tiles' rows take {span(same)} run 124's times" in text
+    assert (f"dQ's lone steps take {span([x for k, x in ratio.items() if k[0] == 'dq' and k[4] == 1])} run 125's, "
+            f"dK/dV's {span([x for k, x in ratio.items() if k[0] == 'dkdv' and k[4] == 1])}, the steps of two or "
+            f"more programs per SM {span([x for k, x in ratio.items() if k[4] > 1])}") in text
+
+
 def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
-    """bwd_sharing.json (run 124): a lone backward program's step and a full SM's, priced over measured, and the trial
+    """bwd_sharing.json (run 126): a lone backward program's step and a full SM's, priced over measured, and the trial
     of the forward's full-issue rule for lone backward programs, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
@@ -1802,11 +1830,18 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     two = rows["dq", 64, 64, 32]
     assert f"(dQ at 64 × 32: {two[1][0]:.2f} µs for one, {two[2][0]:.2f} µs for two)" in text
     assert f"Where the SM holds all b, the step is priced {span(full)}×" in text
+    full_kv = [v[max(v)][1] / v[max(v)][0] for k, v in rows.items() if max(v) > 1 and k[0] == "dkdv"]
+    assert f"{span(full)}×: dK/dV {span(full_kv)}×, the GPU slower" in text
+    us = lambda tile, i: ", ".join(f"{v[i]:.2f}" for v in rows["dkdv", 64, *tile].values())  # noqa: E731
+    assert (f"(64 × 32 at d = 64: {us((64, 32), 0)} µs for one, two, three; 64 × 64: {us((64, 64), 0)}), where the "
+            f"model's max(chain, m × busy) does not grow until m × busy passes the chain (64 × 32: {us((64, 32), 1)} µs)"
+            in text)
     with perf_report.backward_full_issue():
         trial = {k: v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items()}
+        trial_kv = [x for k, x in trial.items() if k[0] == "dkdv"]
         train = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
     now = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
-    assert f"it prices the lone steps {span(trial.values())}×" in text
+    assert f"it prices the lone steps {span(trial.values())}× (dK/dV {span(trial_kv)}×, too fast" in text
     assert (f"takes the held-out training steps from {within(now) / len(now):.0%} to {within(train) / len(train):.0%} "
             f"within 20%") in text
     held = lambda: [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]  # noqa: E731
@@ -1816,8 +1851,10 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     with perf_report.backward_full_issue(("dq",)):
         dq = [v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items() if k[0] == "dq"]
         held_dq, kernels_dq, picks = held(), kernels(), perf_report.tiles_bwd_table()
-    assert (f"Given to dQ alone, it prices dQ's lone steps {span(dq)}× and `bwd_kernels.json`'s launches {kernels_dq} of "
-            f"128 within 20% ({kernels_now} now") in text
+    assert (f"Given to dQ alone, it prices dQ's lone steps {span(dq)}× (too fast as well, cold: run 124's warm steps had "
+            f"suggested the full rate) and `bwd_kernels.json`'s launches {kernels_dq} of 128 within 20% ({kernels_now} "
+            "now") in text
+    assert max(dq) < 1
     assert (f"takes {within(held_now) - within(held_dq)} of the held-out sets' {len(held_dq):,} rows out of the 20% "
             f"({within(held_dq) / len(held_dq):.1%} pooled either way)") in text
     assert f"{within(held_now) / len(held_now):.1%}" == f"{within(held_dq) / len(held_dq):.1%}"
