@@ -884,6 +884,28 @@ def bwd_sharing_table():
     return "\n".join(lines)
 
 
+def full_sm_steps(group=("fp16", 64, False, 8192, 2, 16)):
+    """{(kernel, block_q, block_kv): (µs a step of b programs in bwd_kernels.json's launch of `group` (dtype, head dim,
+    causal, N, batch, heads): its time over its steps per slot, the SMs x b slots gpusim has; µs a step of b programs
+    in bwd_sharing.json's one-wave probe)} for the d = 64 tiles both measured: the same SM full, its tiles from L2 in
+    the training launch (each K/V or Q block read by many programs), from DRAM in the probe."""
+    sharing = bwd_sharing_rows()
+    out = {}
+    for r in bwd_kernel_rows():
+        key = (r["kernel"], r["head_dim"], r["block_q"], r["block_kv"])
+        if tuple(r[k] for k in ("dtype", "head_dim", "causal", "seq", "batch", "heads")) != group or key not in sharing:
+            continue
+        cfg = gpusim.backward.config("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                                     causal=r["causal"], block_q=r["block_q"], block_kv=r["block_kv"],
+                                     gpu=agreement.PRESET)
+        work = cfg.pass_.work(cfg, r["kernel"])
+        steps = sum(v * c for v, c in zip(work.values, work.counts))
+        slots = cfg.gpu.sm_count * r["model_blocks"]
+        probe = sharing[key]
+        out[key[0], *key[2:]] = (r["ms"] * 1e3 / (steps / slots), probe[max(probe)][0])
+    return out
+
+
 @contextmanager
 def backward_full_issue(kernels=("dkdv", "dq")):
     """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): cost.full_issue's rule for a lone

@@ -1825,6 +1825,27 @@ def test_bwd_sharing_runs_124_to_126_as_docs_perf_md_compares_them():
             f"more programs per SM {span([x for k, x in ratio.items() if k[4] > 1])}") in text
 
 
+def test_perf_md_compares_the_full_sm_from_l2_and_from_dram():
+    """bwd_kernels.json's fp16 d = 64 non-causal 8K launch per step of its b programs against bwd_sharing.json's
+    probe at m = b, and gpusim's over each, as docs/perf.md quotes them, recomputed (perf_report.full_sm_steps)."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    steps, probe = perf_report.full_sm_steps(), perf_report.bwd_sharing_rows()
+    assert len(steps) == 8 and {k[1:] for k in steps} == {(64, 32), (64, 64), (128, 32), (128, 64)}
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+    ratio = lambda kernel: span([t / p for k, (t, p) in steps.items() if k[0] == kernel])  # noqa: E731
+    us = lambda kernel, tile: f"{steps[kernel, *tile][0]:.2f} against {steps[kernel, *tile][1]:.2f}"  # noqa: E731
+    assert (f"{ratio('dkdv')} the probe's time at m = b for dK/dV (64 × 64: {us('dkdv', (64, 64))} µs; 64 × 32: "
+            f"{us('dkdv', (64, 32))}) and {ratio('dq')} for dQ (64 × 32: {us('dq', (64, 32))}; 64 × 64: "
+            f"{us('dq', (64, 64))})") in text
+    full = lambda kernel: [v[max(v)][1] / v[max(v)][0] for k, v in probe.items() if k[:2] == (kernel, 64)]  # noqa: E731
+    launch = {(r["kernel"], r["block_q"], r["block_kv"]): r["ratio"] for r in perf_report.bwd_kernel_rows()
+              if (r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"]) == ("fp16", 64, False, 8192, 2)}
+    kv64 = sorted([probe["dkdv", 64, 64, 64][2][1] / probe["dkdv", 64, 64, 64][2][0], launch["dkdv", 64, 64]])
+    assert "0.78–0.81× for dK/dV at 64 × 64" in text and [f"{x:.2f}" for x in kv64] == ["0.78", "0.81"]
+    assert (f"prices dQ {span(full('dq'))} in the probe and {span([v for k, v in launch.items() if k[0] == 'dq'])} "
+            "in this launch") in text
+
+
 def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     """bwd_sharing.json (run 126): a lone backward program's step and a full SM's, priced over measured, and the trial
     of the forward's full-issue rule for lone backward programs, as docs/perf.md quotes them, recomputed."""
