@@ -914,6 +914,23 @@ def backward_full_issue(kernels=("dkdv", "dq")):
         yield
 
 
+def dkdv_warp_rate():
+    """The issue rate of one resident dK/dV warp, from Nsight (results/h200/bwd_stalls.json, run 60): its instructions a
+    cycle over the cycles its tensor pipe is idle, per warp per scheduler, the mean over the two dK/dV launches (64 x 64
+    and 64 x 32, fp16, d = 64, N = 8K)."""
+    rows = [r for r in json.loads((agreement.RESULTS / "bwd_stalls.json").read_text())["rows"] if r["kernel"] == "dkdv"]
+    return float(np.mean([r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100) / r["warps_per_scheduler"] for r in rows]))
+
+
+@contextmanager
+def dkdv_measured_rate():
+    """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): flash2's dK/dV warps issue at the
+    rate Nsight measured for them (dkdv_warp_rate) instead of ISSUE_HIDING's, at every tile, while the block runs."""
+    rate = dkdv_warp_rate()
+    with _patched(Flash2Backward, "ISSUE_HIDING", {"dkdv": rate}, ("dkdv_measured_rate", rate)):
+        yield
+
+
 def launch_parts_ms():
     """results/h200/launch_parts.json (run 120): {(kind, programs, tile_bytes, l2): µs}, the median over the warp counts."""
     groups = {}

@@ -1825,6 +1825,35 @@ def test_bwd_sharing_runs_124_to_126_as_docs_perf_md_compares_them():
             f"more programs per SM {span([x for k, x in ratio.items() if k[4] > 1])}") in text
 
 
+def test_perf_md_quotes_the_trial_of_dkdvs_measured_warp_rate():
+    """perf_report.dkdv_measured_rate (not adopted): the rate from bwd_stalls.json, the picks it makes in
+    tiles_bwd.json, dK/dV's prices in bwd_kernels.json and the held-out training steps, now and under it, as
+    docs/perf.md quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
+
+    def state():
+        rows = [r for r in perf_report.bwd_kernel_rows() if r["kernel"] != "preprocess"]
+        four = [r["ratio"] for r in rows if r["kernel"] == "dkdv" and r["head_dim"] == 64 and r["block_q"] == 64]
+        rest = [r["ratio"] for r in rows if r["kernel"] == "dkdv" and (r["head_dim"], r["block_q"]) != (64, 64)]
+        held = [p for n in perf_report.HELD_OUT for p in agreement.heldout_rows(n)]
+        train = [p for p in held if p[0]["kind"] == "train"]
+        picks = [line.split(" | ") for line in perf_report.tiles_bwd_table().splitlines()[2:]]
+        return (four, rest, sum(abs(r["ratio"] - 1) <= 0.2 for r in rows), within(train) / len(train),
+                within(held) / len(held), {(c[1], c[2], c[3], c[0][2:]): c[7] for c in picks})
+    now = state()
+    with perf_report.dkdv_measured_rate():
+        trial = state()
+    assert f"{perf_report.dkdv_warp_rate():.2f}" == "0.27" and "Run 60's rate for a dK/dV warp, 0.27 instructions" in text
+    assert [v for k, v in trial[5].items() if k[0] == "64"] == ["1.00"] * 8
+    assert {k: v for k, v in trial[5].items() if k[0] == "128"} == {k: v for k, v in now[5].items() if k[0] == "128"}
+    assert f"({span([float(v) for k, v in now[5].items() if k[0] == '64'])} the fastest now)" in text
+    assert (f"is priced {span(trial[0])} ({span(now[0])} now), but on 8 warps (128-row tiles) and at d = 128 "
+            f"{span(trial[1])} ({span(now[1])} now), so `bwd_kernels.json` holds {trial[2]} of its 128 dK/dV and dQ "
+            f"launches within 20% ({now[2]} now) and the held-out training steps {trial[3]:.0%} ({now[3]:.0%} now; all "
+            f"rows pooled {trial[4]:.1%}, {now[4]:.1%} now)") in text
+
+
 def test_perf_md_compares_the_full_sm_from_l2_and_from_dram():
     """bwd_kernels.json's fp16 d = 64 non-causal 8K launch per step of its b programs against bwd_sharing.json's
     probe at m = b, and gpusim's over each, as docs/perf.md quotes them, recomputed (perf_report.full_sm_steps)."""
