@@ -914,6 +914,46 @@ def backward_full_issue(kernels=("dkdv", "dq")):
         yield
 
 
+def bwd_rates_rows():
+    """results/h200/bwd_rates.json (run 128), each launch with what Nsight shows of it and gpusim's parts of the same
+    launch: b (programs an SM holds), the issue rate of one warp over the cycles its tensor pipe is idle (idle_rate),
+    tensor share + issue rate (busy), gpusim's matmul time over the tensor pipe's active time (mma), its instructions
+    (at the full rate, one a clock per scheduler) over those issued (issued), and gpusim's time over the measured."""
+    out = []
+    for r in json.loads((agreement.RESULTS / "bwd_rates.json").read_text())["rows"]:
+        shape = dict(seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"], causal=r["causal"],
+                     gpu=agreement.PRESET)
+        cfg = gpusim.backward.config("flash2", block_q=r["block_q"], block_kv=r["block_kv"], dtype=r["dtype"], **shape)
+        result = gpusim.simulate("flash2", dtype=r["dtype"], backward=True, backward_blocks=(r["block_q"], r["block_kv"]),
+                                 **shape)
+        k = next(k for k in result.kernels if k.name == r["kernel"])
+        grid = cost.occupied(cfg, k.name, {t: rw for (n, t), rw in result.counts.items() if n == k.name},
+                             {t: rw for (n, t), rw in result.dram.items() if n == k.name},
+                             (k.flops_matmul, k.flops_other, k.exps))
+        rate = cost.rates(grid)
+        unit, _, _ = cost.unit_times(grid, rate)
+        instructions = cfg.pass_.issue(cfg, k.name, grid.res, k.flops_other, k.exps, grid.steps, grid.programs)[0]
+        per_sm, seconds = grid.steps / cfg.gpu.sm_count, r["us"] * 1e-6  # a step's, over the SM's steps
+        issue_s = instructions * grid.res.num_warps / rate["issue"]  # a step's instructions at one a clock a scheduler
+        out.append(dict(r, b=grid.resident, idle_rate=r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100)
+                        / r["warps_per_scheduler"], busy=r["tensor_pct"] / 100 + r["issue_per_cycle"],
+                        mma=unit["mma"] * per_sm / (r["tensor_pct"] / 100 * seconds),
+                        issued=issue_s * per_sm / (r["issue_per_cycle"] * seconds), ratio=k.predicted_time_s / seconds))
+    return out
+
+
+def bwd_rates_table():
+    """bwd_rates_rows() as docs/perf.md shows them."""
+    lines = ["| d | kernel | tile | b | warps per scheduler | a warp's issue rate, tensor pipe idle | tensor + issue | "
+             "gpusim's matmul ÷ tensor active | gpusim's instructions ÷ issued | gpusim ÷ measured |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in bwd_rates_rows():
+        lines.append(f"| {r['head_dim']} | {r['kernel']} | {r['block_q']} × {r['block_kv']} | {r['b']} | "
+                     f"{r['warps_per_scheduler']:.1f} | {r['idle_rate']:.2f} | {r['busy']:.2f} | {r['mma']:.2f} | "
+                     f"{r['issued']:.2f} | {r['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
 def dkdv_warp_rate():
     """The issue rate of one resident dK/dV warp, from Nsight (results/h200/bwd_stalls.json, run 60): its instructions a
     cycle over the cycles its tensor pipe is idle, per warp per scheduler, the mean over the two dK/dV launches (64 x 64
@@ -1672,7 +1712,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
-          "bwd_sharing": bwd_sharing_table,
+          "bwd_sharing": bwd_sharing_table, "bwd_rates": bwd_rates_table,
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -544,6 +544,13 @@ def test_bwd_sharing_smoke_run_times_each_kernel_at_each_count_of_programs_per_s
     assert all(r["ms"] > 0 and "error" not in r and r["heads"] == r["per_sm"] for r in rows)
 
 
+def test_bwd_rates_profiles_every_tile_bwd_sharing_times_in_launch_order():
+    from benchmarks import bwd_rates, bwd_sharing
+    assert bwd_rates.TILES == bwd_sharing.TILES
+    assert bwd_rates.labels()[:3] == [(64, (64, 32), "dkdv"), (64, (64, 32), "dq"), (64, (64, 64), "dkdv")]
+    assert len(bwd_rates.labels()) == 2 * sum(map(len, bwd_sharing.TILES.values()))
+
+
 def test_bwd_sharing_gives_each_program_one_whole_block_and_j_whole_steps():
     """Each probe launch's programs hold one unmasked block of Br = block_q rows and walk J steps of Bc = block_kv
     rows, as gpusim's tilings of the two kernels have them (tests/test_pins.py pins dK/dV's K/V-major tiling)."""

@@ -353,6 +353,32 @@ def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
     assert [q for q in quoted if q not in text] == []
 
 
+def test_perf_md_quotes_where_the_backwards_time_goes_as_bwd_rates_json_has_it():
+    """Run 128: bwd_rates.json equals what bwd_rates.parse reads from Nsight's raw CSV beside it, and docs/perf.md's
+    figures of it (a warp's rate, the busy shares, gpusim's matmul time and instructions against Nsight's) recomputed."""
+    from benchmarks import bwd_rates
+    assert json.loads((RESULTS / "bwd_rates.json").read_text())["rows"] == bwd_rates.parse(RESULTS / "bwd_rates_raw.csv")
+    rows = perf_report.bwd_rates_rows()
+    assert len(rows) == 12
+    span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
+    of = lambda kernel, field, pick=lambda r: True: [r[field] for r in rows if r["kernel"] == kernel and pick(r)]  # noqa: E731
+    both = lambda field, pick=lambda r: True: [r[field] for r in rows if pick(r)]  # noqa: E731
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    quoted = [f"A dK/dV warp issues {span(of('dkdv', 'idle_rate'))} instructions a cycle when the tensor pipe is idle, "
+              f"at every tile, 4 warps or 8, d = 64 or 128; dQ's {span(of('dq', 'idle_rate'))}",
+              f"add up to {span(of('dkdv', 'busy'))} of dK/dV's cycles (idle the rest) and to {span(of('dq', 'busy'))} "
+              f"of dQ's ({span(of('dq', 'busy', lambda r: r['head_dim'] == 64))} at d = 64: overlapped)",
+              f"its matmul time is {span(both('mma'))}× the tensor pipe's active time "
+              f"({span(both('mma', lambda r: r['block_kv'] == 32))}× at block_kv = 32, "
+              f"{span(both('mma', lambda r: r['block_kv'] == 64))}× at 64",
+              f"its instructions are {span(both('issued'))}× those issued",
+              f"where dK/dV's warps sustain {sum(of('dkdv', 'idle_rate')) / 6:.2f}",
+              f"the three errors cancel in dK/dV (priced {span(of('dkdv', 'ratio'))}× here) and add up in dQ",
+              f"take turns ({span(of('dq', 'ratio'))}×)"]
+    assert [q for q in quoted if q not in text] == []
+    assert min(of("dkdv", "busy")) < max(of("dkdv", "busy")) < 1 < min(of("dq", "busy", lambda r: r["head_dim"] == 64))
+
+
 def test_perf_md_quotes_the_per_warp_issue_rate_as_bwd_stalls_json_has_it():
     """docs/perf.md's run 60 rate: a warp's issue over the cycles the tensor pipe is idle, and the busy share the
     model's form gives each launch with one rate (tensor share + issue rate / min(1, rate x warps per scheduler))."""
