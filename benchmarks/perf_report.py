@@ -916,30 +916,48 @@ def backward_full_issue(kernels=("dkdv", "dq")):
 
 def bwd_rates_rows():
     """results/h200/bwd_rates.json (run 128), each launch with what Nsight shows of it and gpusim's parts of the same
-    launch: b (programs an SM holds), the issue rate of one warp over the cycles its tensor pipe is idle (idle_rate),
-    tensor share + issue rate (busy), gpusim's matmul time over the tensor pipe's active time (mma), its instructions
-    (at the full rate, one a clock per scheduler) over those issued (issued), and gpusim's time over the measured."""
+    launch (nsight_parts)."""
     out = []
     for r in json.loads((agreement.RESULTS / "bwd_rates.json").read_text())["rows"]:
         shape = dict(seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"], causal=r["causal"],
-                     gpu=agreement.PRESET)
-        cfg = gpusim.backward.config("flash2", block_q=r["block_q"], block_kv=r["block_kv"], dtype=r["dtype"], **shape)
-        result = gpusim.simulate("flash2", dtype=r["dtype"], backward=True, backward_blocks=(r["block_q"], r["block_kv"]),
-                                 **shape)
-        k = next(k for k in result.kernels if k.name == r["kernel"])
-        grid = cost.occupied(cfg, k.name, {t: rw for (n, t), rw in result.counts.items() if n == k.name},
-                             {t: rw for (n, t), rw in result.dram.items() if n == k.name},
-                             (k.flops_matmul, k.flops_other, k.exps))
-        rate = cost.rates(grid)
-        unit, _, _ = cost.unit_times(grid, rate)
-        instructions = cfg.pass_.issue(cfg, k.name, grid.res, k.flops_other, k.exps, grid.steps, grid.programs)[0]
-        per_sm, seconds = grid.steps / cfg.gpu.sm_count, r["us"] * 1e-6  # a step's, over the SM's steps
-        issue_s = instructions * grid.res.num_warps / rate["issue"]  # a step's instructions at one a clock a scheduler
-        out.append(dict(r, b=grid.resident, idle_rate=r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100)
-                        / r["warps_per_scheduler"], busy=r["tensor_pct"] / 100 + r["issue_per_cycle"],
-                        mma=unit["mma"] * per_sm / (r["tensor_pct"] / 100 * seconds),
-                        issued=issue_s * per_sm / (r["issue_per_cycle"] * seconds), ratio=k.predicted_time_s / seconds))
+                     dtype=r["dtype"], gpu=agreement.PRESET)
+        cfg = gpusim.backward.config("flash2", block_q=r["block_q"], block_kv=r["block_kv"], **shape)
+        result = gpusim.simulate("flash2", backward=True, backward_blocks=(r["block_q"], r["block_kv"]), **shape)
+        out.append(nsight_parts(r, cfg, result))
     return out
+
+
+def forward_nsight_rows():
+    """results/h200/bwd_stalls.json's forward launches (run 60: flash2 at 64 x 32, 64 x 64 and 128 x 64, the last
+    also as its default tile), each with nsight_parts."""
+    out = []
+    for r in json.loads((agreement.RESULTS / "bwd_stalls.json").read_text())["rows"]:
+        if r["kernel"] == "flash2":
+            result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                                     causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
+                                     block_q=r["block_q"], block_kv=r["block_kv"])
+            out.append(nsight_parts(r, result.config, result))
+    return out
+
+
+def nsight_parts(r, cfg, result):
+    """Nsight's row r of one launch of r["kernel"], with b (programs an SM holds), the issue rate of one warp over the
+    cycles its tensor pipe is idle (idle_rate), tensor share + issue rate (busy), gpusim's matmul time over the tensor
+    pipe's active time (mma), its instructions (at the full rate, one a clock per scheduler) over those issued
+    (issued), and gpusim's time over the measured (ratio)."""
+    k = next(k for k in result.kernels if k.name == r["kernel"])
+    grid = cost.occupied(cfg, k.name, {t: rw for (n, t), rw in result.counts.items() if n == k.name},
+                         {t: rw for (n, t), rw in result.dram.items() if n == k.name},
+                         (k.flops_matmul, k.flops_other, k.exps))
+    rate = cost.rates(grid)
+    unit, _, _ = cost.unit_times(grid, rate)
+    instructions = cfg.pass_.issue(cfg, k.name, grid.res, k.flops_other, k.exps, grid.steps, grid.programs)[0]
+    per_sm, seconds = grid.steps / cfg.gpu.sm_count, r["us"] * 1e-6  # a step's, over the SM's steps
+    issue_s = instructions * grid.res.num_warps / rate["issue"]  # a step's instructions at one a clock a scheduler
+    return dict(r, b=grid.resident, idle_rate=r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100)
+                / r["warps_per_scheduler"], busy=r["tensor_pct"] / 100 + r["issue_per_cycle"],
+                mma=unit["mma"] * per_sm / (r["tensor_pct"] / 100 * seconds),
+                issued=issue_s * per_sm / (r["issue_per_cycle"] * seconds), ratio=k.predicted_time_s / seconds)
 
 
 def bwd_rates_table():

@@ -377,6 +377,11 @@ def test_perf_md_quotes_where_the_backwards_time_goes_as_bwd_rates_json_has_it()
               f"take turns ({span(of('dq', 'ratio'))}×)"]
     assert [q for q in quoted if q not in text] == []
     assert min(of("dkdv", "busy")) < max(of("dkdv", "busy")) < 1 < min(of("dq", "busy", lambda r: r["head_dim"] == 64))
+    forward = perf_report.forward_nsight_rows()
+    assert len(forward) == 5 and {r["kernel"] for r in forward} == {"flash2"}
+    assert (f"instructions {span([r['issued'] for r in forward])}× those issued, and a warp issuing "
+            f"{span([r['idle_rate'] for r in forward])}") in text
+    assert f"gpusim's matmul time {span([r['mma'] for r in forward])}× the tensor pipe's active time and its" in text
 
 
 def test_perf_md_quotes_the_per_warp_issue_rate_as_bwd_stalls_json_has_it():
