@@ -13,12 +13,8 @@ The workload runs, per head dim and tile, the backward's three kernels once each
 benchmarks.bwd_kernels times them; Nsight profiles the dK/dV and dQ launches (in that order). parse keeps
 bwd_stalls.METRICS of each, per launch, with the run's environment.
 """
-import argparse
-import json
-import sys
-
 from benchmarks import ncu
-from benchmarks.bwd_stalls import METRICS, ncu_version, number
+from benchmarks.bwd_stalls import METRICS, number, run_script
 
 TILES = {64: ((64, 32), (64, 64), (128, 32), (128, 64)), 128: ((64, 32), (128, 64))}
 GROUP = dict(dtype="fp16", causal=False, seq=8192, batch=2, heads=16)
@@ -59,18 +55,7 @@ def parse(path):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("workload", "parse"))
-    ap.add_argument("--csv", help="parse: Nsight's raw CSV")
-    ap.add_argument("--out", help="parse: the JSON to write")
-    args = ap.parse_args(argv)
-    if args.mode == "workload":
-        return workload()
-    from benchmarks.run_env import environment
-    env = dict(environment("ncu ... python -m benchmarks.bwd_rates workload; python -m benchmarks.bwd_rates "
-                           + " ".join(sys.argv[1:] if argv is None else argv)), ncu=ncu_version())
-    with open(args.out, "w") as f:
-        json.dump({"environment": env, "rows": parse(args.csv)}, f, indent=1)
+    run_script(__doc__, "benchmarks.bwd_rates", workload, parse, argv)
 
 
 if __name__ == "__main__":

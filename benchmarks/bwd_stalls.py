@@ -79,12 +79,18 @@ def parse(path):
 
 
 def ncu_version():
-    done = subprocess.run(["/usr/local/cuda/bin/ncu", "--version"], capture_output=True, text=True)
+    """Nsight Compute's version line, or None where it is not installed (parse run off the GPU machine)."""
+    try:
+        done = subprocess.run(["/usr/local/cuda/bin/ncu", "--version"], capture_output=True, text=True)
+    except FileNotFoundError:
+        return None
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 else None
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_script(doc, module, workload, parse, argv):
+    """An Nsight script's two modes (its docstring's two commands): `workload` runs the launches ncu profiles, `parse`
+    writes the rows parse reads from ncu's raw CSV, with the run's environment."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("mode", choices=("workload", "parse"))
     ap.add_argument("--csv", help="parse: Nsight's raw CSV")
     ap.add_argument("--out", help="parse: the JSON to write")
@@ -92,10 +98,14 @@ def main(argv=None):
     if args.mode == "workload":
         return workload()
     from benchmarks.run_env import environment
-    env = dict(environment("ncu ... python -m benchmarks.bwd_stalls workload; python -m benchmarks.bwd_stalls "
+    env = dict(environment(f"ncu ... python -m {module} workload; python -m {module} "
                            + " ".join(sys.argv[1:] if argv is None else argv)), ncu=ncu_version())
     with open(args.out, "w") as f:
         json.dump({"environment": env, "rows": parse(args.csv)}, f, indent=1)
+
+
+def main(argv=None):
+    run_script(__doc__, "benchmarks.bwd_stalls", workload, parse, argv)
 
 
 if __name__ == "__main__":

@@ -551,6 +551,15 @@ def test_bwd_rates_profiles_every_tile_bwd_sharing_times_in_launch_order():
     assert len(bwd_rates.labels()) == 2 * sum(map(len, bwd_sharing.TILES.values()))
 
 
+def test_bwd_rates_parse_writes_what_results_holds(tmp_path):
+    from benchmarks import bwd_rates
+    bwd_rates.main(["parse", "--csv", str(ROOT / "results" / "h200" / "bwd_rates_raw.csv"), "--out",
+                    str(tmp_path / "bwd_rates.json")])
+    written = json.loads((tmp_path / "bwd_rates.json").read_text())
+    assert written["rows"] == json.loads((ROOT / "results" / "h200" / "bwd_rates.json").read_text())["rows"]
+    assert written["environment"]["command"].startswith("ncu ... python -m benchmarks.bwd_rates workload; ")
+
+
 def test_bwd_sharing_gives_each_program_one_whole_block_and_j_whole_steps():
     """Each probe launch's programs hold one unmasked block of Br = block_q rows and walk J steps of Bc = block_kv
     rows, as gpusim's tilings of the two kernels have them (tests/test_pins.py pins dK/dV's K/V-major tiling)."""
