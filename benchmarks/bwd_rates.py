@@ -13,8 +13,7 @@ The workload runs, per head dim and tile, the backward's three kernels once each
 benchmarks.bwd_kernels times them; Nsight profiles the dK/dV and dQ launches (in that order). parse keeps
 bwd_stalls.METRICS of each, per launch, with the run's environment.
 """
-from benchmarks import ncu
-from benchmarks.bwd_stalls import METRICS, number, run_script
+from benchmarks.bwd_stalls import parse_launches, run_script
 
 TILES = {64: ((64, 32), (64, 64), (128, 32), (128, 64)), 128: ((64, 32), (128, 64))}
 GROUP = dict(dtype="fp16", causal=False, seq=8192, batch=2, heads=16)
@@ -40,18 +39,8 @@ def labels():
 
 def parse(path):
     """The METRICS of each launch, labelled with its head dim, tile and kernel."""
-    with open(path) as f:
-        profiled, _ = ncu.raw_table(f.read())
-    order = labels()
-    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for *_, kernel in order]:
-        raise SystemExit(f"expected the launches {order}; got {[r['Kernel Name'] for r in profiled]}")
-    rows = []
-    for (head_dim, (block_q, block_kv), kernel), raw in zip(order, profiled):
-        row = dict(GROUP, head_dim=head_dim, kernel=kernel, block_q=block_q, block_kv=block_kv)
-        row.update({name: number(raw[metric]) for name, metric in METRICS.items()})
-        row["us"] /= 1e3
-        rows.append(row)
-    return rows
+    return parse_launches(path, [(kernel, dict(GROUP, head_dim=head_dim, block_q=block_q, block_kv=block_kv))
+                                 for head_dim, (block_q, block_kv), kernel in labels()])
 
 
 def main(argv=None):

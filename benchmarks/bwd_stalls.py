@@ -64,14 +64,20 @@ def labels():
 
 def parse(path):
     """The METRICS of each launch, labelled with its kernel and tiles."""
-    rows = []
+    return parse_launches(path, [(kernel, dict(GROUP, block_q=block_q, block_kv=block_kv))
+                                 for (block_q, block_kv), kernel in labels()])
+
+
+def parse_launches(path, order):
+    """Nsight's raw CSV of an Nsight script's launches, order [(kernel, its row's fields)] as the workload runs them:
+    the METRICS of each launch with its fields (us in microseconds)."""
     with open(path) as f:
         profiled, _ = ncu.raw_table(f.read())
-    order = labels()
-    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for _, kernel in order]:
+    if [r["Kernel Name"] for r in profiled] != [f"{kernel}_kernel" for kernel, _ in order]:
         raise SystemExit(f"expected the launches {order}; got {[r['Kernel Name'] for r in profiled]}")
-    for ((block_q, block_kv), kernel), raw in zip(order, profiled):
-        row = dict(GROUP, kernel=kernel, block_q=block_q, block_kv=block_kv)
+    rows = []
+    for (kernel, fields), raw in zip(order, profiled):
+        row = dict(fields, kernel=kernel)
         row.update({name: number(raw[metric]) for name, metric in METRICS.items()})
         row["us"] /= 1e3
         rows.append(row)

@@ -927,11 +927,11 @@ def bwd_rates_rows():
     return out
 
 
-def forward_nsight_rows():
-    """results/h200/bwd_stalls.json's forward launches (run 60: flash2 at 64 x 32, 64 x 64 and 128 x 64, the last
-    also as its default tile), each with nsight_parts."""
+def forward_nsight_rows(name="bwd_stalls.json"):
+    """The forward launches of results/h200/bwd_stalls.json (run 60: flash2 at 64 x 32, 64 x 64 and 128 x 64, the last
+    also as its default tile) or fwd_rates.json (run 129: d = 64 and 128, five tiles each), each with nsight_parts."""
     out = []
-    for r in json.loads((agreement.RESULTS / "bwd_stalls.json").read_text())["rows"]:
+    for r in json.loads((agreement.RESULTS / name).read_text())["rows"]:
         if r["kernel"] == "flash2":
             result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
                                      causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
@@ -960,12 +960,12 @@ def nsight_parts(r, cfg, result):
                 issued=issue_s * per_sm / (r["issue_per_cycle"] * seconds), ratio=k.predicted_time_s / seconds)
 
 
-def bwd_rates_table():
-    """bwd_rates_rows() as docs/perf.md shows them."""
+def nsight_table(rows):
+    """Rows of nsight_parts as docs/perf.md shows them."""
     lines = ["| d | kernel | tile | b | warps per scheduler | a warp's issue rate, tensor pipe idle | tensor + issue | "
              "gpusim's matmul ÷ tensor active | gpusim's instructions ÷ issued | gpusim ÷ measured |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in bwd_rates_rows():
+    for r in rows:
         lines.append(f"| {r['head_dim']} | {r['kernel']} | {r['block_q']} × {r['block_kv']} | {r['b']} | "
                      f"{r['warps_per_scheduler']:.1f} | {r['idle_rate']:.2f} | {r['busy']:.2f} | {r['mma']:.2f} | "
                      f"{r['issued']:.2f} | {r['ratio']:.2f} |")
@@ -1730,7 +1730,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
-          "bwd_sharing": bwd_sharing_table, "bwd_rates": bwd_rates_table,
+          "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
+          "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")),
           "headline": headline}
 README = ROOT / "README.md"
 

@@ -560,6 +560,15 @@ def test_bwd_rates_parse_writes_what_results_holds(tmp_path):
     assert written["environment"]["command"].startswith("ncu ... python -m benchmarks.bwd_rates workload; ")
 
 
+def test_fwd_rates_parse_writes_what_results_holds_in_launch_order(tmp_path):
+    from benchmarks import fwd_rates
+    fwd_rates.main(["parse", "--csv", str(ROOT / "results" / "h200" / "fwd_rates_raw.csv"), "--out",
+                    str(tmp_path / "fwd_rates.json")])
+    rows = json.loads((tmp_path / "fwd_rates.json").read_text())["rows"]
+    assert [(r["head_dim"], (r["block_q"], r["block_kv"])) for r in rows] == fwd_rates.labels()
+    assert rows == json.loads((ROOT / "results" / "h200" / "fwd_rates.json").read_text())["rows"]
+
+
 def test_bwd_sharing_gives_each_program_one_whole_block_and_j_whole_steps():
     """Each probe launch's programs hold one unmasked block of Br = block_q rows and walk J steps of Bc = block_kv
     rows, as gpusim's tilings of the two kernels have them (tests/test_pins.py pins dK/dV's K/V-major tiling)."""

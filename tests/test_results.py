@@ -382,6 +382,17 @@ def test_perf_md_quotes_where_the_backwards_time_goes_as_bwd_rates_json_has_it()
     assert (f"instructions {span([r['issued'] for r in forward])}× those issued, and a warp issuing "
             f"{span([r['idle_rate'] for r in forward])}") in text
     assert f"gpusim's matmul time {span([r['mma'] for r in forward])}× the tensor pipe's active time and its" in text
+    from benchmarks import fwd_rates
+    assert json.loads((RESULTS / "fwd_rates.json").read_text())["rows"] == fwd_rates.parse(RESULTS / "fwd_rates_raw.csv")
+    fwd = perf_report.forward_nsight_rows("fwd_rates.json")
+    at = lambda field, kv=None: [r[field] for r in fwd if kv in (None, r["block_kv"])]  # noqa: E731
+    alone = [r["busy"] for r in fwd if r["head_dim"] == 128 and r["b"] == 1]
+    assert len(fwd) == 10 and len(alone) == 2 and max(alone) < min(r["busy"] for r in fwd if r["b"] > 1)
+    assert (f"gpusim's matmul time is {span(at('mma'))}× the tensor pipe's active time ({span(at('mma', 32))}× at "
+            f"block_kv = 32, {span(at('mma', 64))}× at 64, {span(at('mma', 128))}× at 128), its instructions "
+            f"{span(at('issued'))}× those issued, and a warp issues {span(at('idle_rate'))} a cycle while the tensor "
+            f"pipe is idle") in text
+    assert f"the tensor pipe and the issue fill {span(alone)} of the cycles" in text
 
 
 def test_perf_md_quotes_the_per_warp_issue_rate_as_bwd_stalls_json_has_it():
