@@ -954,10 +954,15 @@ def nsight_parts(r, cfg, result):
     instructions = cfg.pass_.issue(cfg, k.name, grid.res, k.flops_other, k.exps, grid.steps, grid.programs)[0]
     per_sm, seconds = grid.steps / cfg.gpu.sm_count, r["us"] * 1e-6  # a step's, over the SM's steps
     issue_s = instructions * grid.res.num_warps / rate["issue"]  # a step's instructions at one a clock a scheduler
-    return dict(r, b=grid.resident, idle_rate=r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100)
-                / r["warps_per_scheduler"], busy=r["tensor_pct"] / 100 + r["issue_per_cycle"],
+    return dict(r, b=grid.resident, idle_rate=idle_rate(r), busy=r["tensor_pct"] / 100 + r["issue_per_cycle"],
                 mma=unit["mma"] * per_sm / (r["tensor_pct"] / 100 * seconds),
                 issued=issue_s * per_sm / (r["issue_per_cycle"] * seconds), ratio=k.predicted_time_s / seconds)
+
+
+def idle_rate(r):
+    """Nsight's row r of one launch: the instructions one warp issues a cycle over the cycles the tensor pipe is idle
+    (the scheduler's issue rate over its idle share, per warp it holds)."""
+    return r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100) / r["warps_per_scheduler"]
 
 
 def nsight_table(rows):
@@ -977,7 +982,7 @@ def dkdv_warp_rate():
     cycle over the cycles its tensor pipe is idle, per warp per scheduler, the mean over the two dK/dV launches (64 x 64
     and 64 x 32, fp16, d = 64, N = 8K)."""
     rows = [r for r in json.loads((agreement.RESULTS / "bwd_stalls.json").read_text())["rows"] if r["kernel"] == "dkdv"]
-    return float(np.mean([r["issue_per_cycle"] / (1 - r["tensor_pct"] / 100) / r["warps_per_scheduler"] for r in rows]))
+    return float(np.mean([idle_rate(r) for r in rows]))
 
 
 @contextmanager
