@@ -16,8 +16,7 @@ from itertools import product
 
 import gpusim
 from benchmarks import probe
-from benchmarks.bench import cycling
-from benchmarks.bwd_kernels import launches
+from benchmarks.bwd_kernels import cold_launches
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
 
 KV_HEADS = (16, 8, 4, 2)
@@ -33,16 +32,14 @@ def tiles(head_dim, causal, seq):
 
 def measure(results):
     for (head_dim, causal, seq), kv_heads in product(SHAPES, KV_HEADS):
-        q, kv = (1, HEADS, seq, head_dim), (1, kv_heads, seq, head_dim)
         block_q, block_kv = tiles(head_dim, causal, seq)
-        sets = probe.input_sets((q, kv, kv, q), L2_BYTES)
-        made = [launches(*tensors, causal, (block_q, block_kv)) for tensors in sets]
+        calls, consts, copies = cold_launches((1, HEADS, seq, head_dim), (1, kv_heads, seq, head_dim), causal,
+                                              (block_q, block_kv), L2_BYTES)
         for kernel in ("dkdv", "dq"):
-            call = cycling([calls[kernel] for calls, _, _ in made])
             row = dict(kernel=kernel, head_dim=head_dim, causal=causal, seq=seq, batch=1, heads=HEADS,
                        kv_heads=kv_heads, dtype="fp16", block_q=block_q, block_kv=block_kv,
-                       num_warps=made[0][1][kernel]["num_warps"], l2="cold", copies=len(made))
-            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+                       num_warps=consts[kernel]["num_warps"], l2="cold", copies=copies)
+            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls[kernel])}))
             print(f"d={head_dim} {'causal' if causal else 'full'} N={seq} H_kv={kv_heads} {kernel}: "
                   f"{row.get('ms', row.get('error'))}", flush=True)
 

@@ -21,6 +21,7 @@ from gpusim_kernels.backward import _parts, backward_launch, dkdv_kernel, dq_ker
 from gpusim_kernels.launch import launch
 
 from benchmarks import probe, tiles_bwd
+from benchmarks.bench import cycling
 
 KERNELS = ("preprocess", "dkdv", "dq")
 TILES = tiles_bwd.TILES
@@ -49,6 +50,16 @@ def launches(q, k, v, do, causal, tiles, num_warps=None, maxnreg=None):
                                    scale, **consts["dkdv"]),
             "dq": lambda: launch(dq_kernel, grids["dq"], q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale,
                                  **consts["dq"])}, consts, (dq, dk, dv)
+
+
+def cold_launches(q_shape, kv_shape, causal, tiles, l2_bytes):
+    """launches() over input sets of these shapes (q and do of q_shape, k and v of kv_shape) copied past l2_bytes:
+    {kernel: a call that launches it on the next set in turn (benchmarks.bench.cycling), so that each timed launch
+    reads its inputs from DRAM, as gpusim prices a launch's first touch}, the kernels' constants, and the sets made."""
+    made = [launches(*tensors, causal, tiles) for tensors in probe.input_sets((q_shape, kv_shape, kv_shape, q_shape),
+                                                                              l2_bytes)]
+    calls = {kernel: cycling([launched[kernel] for launched, _, _ in made]) for kernel in KERNELS}
+    return calls, made[0][1], len(made)
 
 
 def inputs(g):

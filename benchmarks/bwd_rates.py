@@ -13,9 +13,9 @@ The workload runs, per head dim and tile, the backward's three kernels once each
 benchmarks.bwd_kernels times them; Nsight profiles the dK/dV and dQ launches (in that order). parse keeps
 bwd_stalls.METRICS of each, per launch, with the run's environment.
 """
+from benchmarks.bwd_sharing import TILES
 from benchmarks.bwd_stalls import parse_launches, run_script
 
-TILES = {64: ((64, 32), (64, 64), (128, 32), (128, 64)), 128: ((64, 32), (128, 64))}
 GROUP = dict(dtype="fp16", causal=False, seq=8192, batch=2, heads=16)
 KERNELS = ("dkdv", "dq")
 

@@ -20,8 +20,7 @@ from itertools import product
 
 import gpusim
 from benchmarks import probe
-from benchmarks.bench import cycling
-from benchmarks.bwd_kernels import launches
+from benchmarks.bwd_kernels import cold_launches
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
 
 STEPS = (4, 16)
@@ -52,14 +51,12 @@ def measure(results):
             for per_sm, steps in product(range(1, resident(kernel, head_dim, tiles) + 1), STEPS):
                 seq, seq_kv = shape(kernel, tiles, steps)
                 heads = HEADS * per_sm
-                q, kv = (1, heads, seq, head_dim), (1, heads, seq_kv, head_dim)
-                sets = probe.input_sets((q, kv, kv, q), L2_BYTES)
-                made = [launches(*tensors, False, tiles) for tensors in sets]
-                call = cycling([calls[kernel] for calls, _, _ in made])
+                calls, consts, copies = cold_launches((1, heads, seq, head_dim), (1, heads, seq_kv, head_dim), False,
+                                                      tiles, L2_BYTES)
                 row = dict(kernel=kernel, head_dim=head_dim, block_q=tiles[0], block_kv=tiles[1], per_sm=per_sm,
                            steps=steps, seq=seq, seq_kv=seq_kv, batch=1, heads=heads, dtype="fp16",
-                           num_warps=made[0][1][kernel]["num_warps"], l2="cold", copies=len(made))
-                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+                           num_warps=consts[kernel]["num_warps"], l2="cold", copies=copies)
+                results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls[kernel])}))
                 print(f"d={head_dim} {tiles} {kernel} m={per_sm} J={steps}: {row.get('ms', row.get('error'))}",
                       flush=True)
 
