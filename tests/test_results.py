@@ -1896,6 +1896,54 @@ def test_perf_md_quotes_the_trial_of_dkdvs_measured_warp_rate():
             f"rows pooled {trial[4]:.1%}, {now[4]:.1%} now)") in text
 
 
+def test_perf_md_quotes_the_trial_of_the_tensor_pipes_rate():
+    """perf_report.nsight_pipe (not adopted): the pipe's ratios and the instruction offset from runs 128 and 129, the
+    refit on the fitted half, the backward's and the forward's picks under it, and the trial with the instructions as
+    issued, as docs/perf.md quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    pipe = perf_report.pipe_ratios()
+    assert sorted(pipe) == [32, 64, 128] and f"{perf_report.issued_ratio():.2f}" == "0.84"
+    assert f"1.27 at 32, 1.11 at 64, 1.12 at 128" in text and [f"{pipe[k]:.2f}" for k in pipe] == ["1.27", "1.11", "1.12"]
+    scores, point = perf_report.pipe_fit()
+    share, error = scores[point]
+    now = perf_report.fitted_half_error()
+    alike = sum(f"{s:.1%}" == f"{share:.1%}" for s, _ in scores.values())
+    assert point == (0.4, 0.1) and "The fit lands on 0.4 and 0.1" in text
+    assert (f"holds {share:.1%} of its rows within 20% there, as at {alike} of the grid's {len(scores)} points "
+            f"({now[0]:.1%} now), and its mean error falls to {error:.3f} ({now[1]:.3f} now)") in text
+    before = perf_report.backward_picks()
+    assert f"({min(v for k, v in before.items() if k[1] == 64):.2f}–{max(v for k, v in before.items() if k[1] == 64):.2f}× the fastest now)" in text
+    held = lambda: {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}  # noqa: E731
+    meeting = lambda: sum(perf_report.meets_target(p) for p in held().values())  # noqa: E731
+    count, picks_now = meeting(), agreement.tile_choice()
+    with perf_report.nsight_pipe(*point):
+        picks, fitted, forward = perf_report.backward_picks(), meeting(), agreement.tile_choice()
+    assert [v for k, v in picks.items() if k[1] == 64] == [1.0] * 8 and all(v <= 1.05 for v in picks.values())
+    assert {k: v for k, v in picks.items() if k[1] == 128} == {k: v for k, v in before.items() if k[1] == 128}
+    assert f"so all 16 groups meet issue 24's 5%; {fitted} of the 32 held-out sets meet issue 24's target ({count} now)" in text
+    moved = {k: v for k, v in forward.items() if v[1] > 1.05}
+    assert {(k[0], k[1], k[2], v[0]) for k, v in moved.items()} == {("flash2", 128, False, (128, 32))}
+    assert (f"picks 128 × 32 for flash2, {min(v[1] for v in moved.values()):.2f}–{max(v[1] for v in moved.values()):.2f}× "
+            "the fastest (64 × 64)") in text and all(picks_now[k] == ((64, 64), 1.0) for k in moved)
+    pooled = lambda: [p for pairs in held().values() for p in pairs]  # noqa: E731
+    with perf_report.nsight_pipe(point[0] + 0.05, point[1]):
+        step = (sum(v <= 1.05 for v in perf_report.backward_picks().values()), meeting(), within(pooled()) / len(pooled()))
+    assert (f"one grid step up `ISSUE_HIDING` (0.45) keeps {step[0]} of the 16 backward picks but not the held-out gains "
+            f"({step[1]} sets meet the target, {step[2]:.1%} of all rows pooled within 20%, "
+            f"{within(pooled()) / len(pooled()):.1%} now)") in text and step[1] <= count < fitted
+    rates = {(r["head_dim"], r["block_q"], r["block_kv"]): r["idle_rate"] for r in perf_report.forward_nsight_rows("fwd_rates.json")}
+    assert f"(0.49 against 0.23 a cycle)" in text and (f"{rates[128, 64, 64]:.2f}", f"{rates[128, 128, 32]:.2f}") == ("0.49", "0.23")
+    flash2 = lambda: [p for n in perf_report.TRIALED for p in agreement.heldout_rows(n) if (p[0]["kind"], p[0]["algo"]) == ("forward", "flash2")]  # noqa: E731
+    base = within(flash2()) / len(flash2())
+    with perf_report.nsight_pipe(*perf_report.pipe_fit(True)[1], issued=True):
+        issued_picks, issued_flash2 = perf_report.backward_picks(), within(flash2()) / len(flash2())
+        issued_forward = agreement.tile_choice()
+    assert perf_report.pipe_fit(True)[1] == (0.45, 0.0)
+    lost = sum(v[1] > 1.05 for v in issued_forward.values())
+    assert (f"loses {lost} of the forward's picks, held-out flash2 forwards ({issued_flash2:.1%} within 20%, {base:.1%} now) and "
+            f"{sum(v <= 1.05 for v in picks.values()) - sum(v <= 1.05 for v in issued_picks.values())} of the backward's picks") in text
+
+
 def test_perf_md_compares_the_full_sm_from_l2_and_from_dram():
     """bwd_kernels.json's fp16 d = 64 non-causal 8K launch per step of its b programs against bwd_sharing.json's
     probe at m = b, and gpusim's over each, as docs/perf.md quotes them, recomputed (perf_report.full_sm_steps)."""
