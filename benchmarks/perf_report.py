@@ -403,7 +403,7 @@ def full_last_wave():
 def counted_dots():
     """The model before the twenty-seventh session's cost.dot_padding, while the block runs: a step's dots priced on
     the counted FLOPs (the valid rows times the valid keys), as every figure docs/perf.md quotes from before it."""
-    with _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots"):
+    with no_measured_issue(), _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots"):
         yield
 
 
@@ -1000,19 +1000,36 @@ def nsight_launches():
     return bwd_rates_rows() + forward_nsight_rows("fwd_rates.json")
 
 
+@contextmanager
+def no_measured_issue():
+    """The model before the twenty-ninth session's cost.measured, while the block runs: dK/dV's warps on ISSUE_HIDING's
+    line, its dots at mma_efficiency's rate, its instructions as counted, its loads on its chain."""
+    with _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue"):
+        yield
+
+
+def measured_warp_rate(kernel="dkdv"):
+    """The issue rate of one `kernel` warp over the cycles its tensor pipe is idle, the median of run 128's launches
+    (results/h200/bwd_rates.json: six tiles, d = 64 and 128)."""
+    return float(np.median([r["idle_rate"] for r in bwd_rates_rows() if r["kernel"] == kernel]))
+
+
 def pipe_ratios():
     """{block_kv: gpusim's matmul time over the tensor pipe's active cycles}, the median over nsight_launches' of that
     block_kv (every kernel, d, block_q and warp count alike): how much faster the pipe runs than the efficiencies
     matmul_tiles.py measured by the wall clock (gpu.mma_efficiency) say."""
     by_kv = {}
-    for r in nsight_launches():
+    with no_measured_issue():  # gpusim's matmul time at mma_efficiency
+        launches = nsight_launches()
+    for r in launches:
         by_kv.setdefault(r["block_kv"], []).append(r["mma"])
     return {kv: float(np.median(v)) for kv, v in sorted(by_kv.items())}
 
 
 def issued_ratio():
     """gpusim's instructions over those Nsight counted issued, the median over nsight_launches."""
-    return float(np.median([r["issued"] for r in nsight_launches()]))
+    with no_measured_issue():  # gpusim's instructions as counted
+        return float(np.median([r["issued"] for r in nsight_launches()]))
 
 
 PIPE_KERNELS = ("flash2", "dkdv", "dq")  # the kernels Nsight measured so (runs 128, 129)
@@ -1075,12 +1092,12 @@ def backward_picks():
 def pipe_scores():
     """trial_scores() and what else the trial moves: every held-out set pooled, how many meet issue 24's target, the
     held-out training steps, bwd_kernels.json's launches within 20%, the backward picks within 5%."""
-    sets = {name: agreement.heldout_rows(name) for name in HELD_OUT}
+    sets = {name: agreement.heldout_rows(name) for name in TWENTY_EIGHT}
     train = [p for pairs in sets.values() for p in pairs if p[0]["kind"] == "train"]
     kernels = [r for r in bwd_kernel_rows() if r["kernel"] != "preprocess"]
     picks = backward_picks()
     return model_scores() | {
-        "held-out, all sets pooled": sets_share(HELD_OUT),
+        "held-out, all sets pooled": sets_share(TWENTY_EIGHT),
         "held-out sets meeting issue 24's target": f"{sum(meets_target(p) for p in sets.values())} of {len(sets)}",
         "held-out training steps, all sets": f"{agreement.summary(train)['within 20%']:.1%}",
         "bwd_kernels.json within 20%": f"{sum(abs(r['ratio'] - 1) <= 0.2 for r in kernels)} of {len(kernels)}",
@@ -1102,6 +1119,27 @@ def pipe_trial_table():
             scores[name] = pipe_scores()
     return "\n".join(["| rows | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
                      + [f"| {row} | " + " | ".join(s[row] for s in scores.values()) + " |" for row in scores["the model"]])
+
+
+def stall_spans(kernel="dkdv"):
+    """Run 128's `kernel` launches (bwd_rates.json): (least, most) cycles a warp stalls per instruction issued on its
+    loads (long scoreboard), and on fixed-latency waits, shared-memory reads and barriers together."""
+    rows = [r for r in json.loads((agreement.RESULTS / "bwd_rates.json").read_text())["rows"] if r["kernel"] == kernel]
+    loads = [r["stall_long_scoreboard"] for r in rows]
+    rest = [r["stall_wait"] + r["stall_short_scoreboard"] + r["stall_barrier"] for r in rows]
+    return (min(loads), max(loads)), (min(rest), max(rest))
+
+
+def measured_issue_table():
+    """pipe_scores() before the twenty-ninth session's cost.measured (no_measured_issue) and after it, with run 122's
+    two held-out sets, scored once (blind) after it."""
+    def scores():
+        return pipe_scores() | {"held-out, run 122's two sets (blind)": sets_share(BLIND_MEASURED_ISSUE)}
+    with no_measured_issue():
+        before = scores()
+    now = scores()
+    return "\n".join(["| rows | dK/dV on `ISSUE_HIDING`'s line (before) | dK/dV as Nsight measures it (the model) |",
+                      "|---|---|---|"] + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
 def launch_parts_ms():
@@ -1708,7 +1746,10 @@ BLIND_OWN_COPY = ("heldout_2050.json", "heldout_2051.json", "heldout_2052.json",
 BLIND_LAST_WAVE = ("heldout_2054.json", "heldout_2055.json")
 # Run 121's two, measured before cost.last_per_sm and scored once after the twenty-seventh session's cost.dot_padding.
 BLIND_WHOLE_DOTS = ("heldout_2056.json", "heldout_2057.json")
-TWENTY_SIX = tuple(name for name in HELD_OUT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
+# Run 122's two, measured before cost.dot_padding and kept unscored until the twenty-ninth session's cost.measured.
+BLIND_MEASURED_ISSUE = ("heldout_2058.json", "heldout_2059.json")
+TWENTY_EIGHT = tuple(name for name in HELD_OUT if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
+TWENTY_SIX = tuple(name for name in TWENTY_EIGHT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
 TWENTY_FIVE = tuple(name for name in TWENTY_SIX if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
 TWENTY_FOUR = tuple(name for name in TWENTY_FIVE if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
 TWENTY_TWO = tuple(name for name in TWENTY_FOUR if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
@@ -1847,6 +1888,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
           "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")), "pipe_trial": pipe_trial_table,
+          "measured_issue": measured_issue_table,
           "headline": headline}
 README = ROOT / "README.md"
 
@@ -1887,13 +1929,21 @@ BEFORE_LAST_WAVE = ("own_copy", "program_start", "launch_parts", "heldout_2050",
                     "heldout_2053")
 
 
+# The tables of the sections written between cost.dot_padding and the twenty-ninth session's cost.measured, and the
+# held-out sets scored blind in between: the model as it was.
+BEFORE_MEASURED_ISSUE = ("ragged_tiles", "whole_dots_trial", "bwd_gqa", "bwd_sharing", "bwd_rates", "fwd_rates",
+                         "pipe_trial", "heldout_2056", "heldout_2057")
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots), or the model as it stands."""
+    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue), or the model as it
+    stands."""
     return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
             else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
-            else counted_dots() if name in BEFORE_WHOLE_DOTS else nullcontext())
+            else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
+            else nullcontext())
 
 
 def render(text):

@@ -22,7 +22,8 @@ The model, in five steps, each a choice written down here:
    8-warp one, whose tiles arrive at the rate measured for it: lone_copy(); a flash2 program's own Q and O tiles move
    at that rate too, at any residency: own_copy()); each spill
    reload in the compiled step waits
-   an L2 hit. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
+   an L2 hit. A kernel whose warps' issue rate Nsight measured (measured(): flash2's dK/dV) is timed as Nsight sees it:
+   its dots at the tensor pipe's rate, its instructions as issued, at that rate, its loads off the chain. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
    LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
@@ -63,6 +64,8 @@ from .occupancy import occupancy, resources
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more (a lone
 #                      program's one or two warps per scheduler issue at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
+ISSUED_PER_COUNTED = 1.184  # instructions Nsight counts issued per one of pass_.issue's (the compiled loop's): the
+#                            median of runs 128 and 129's 22 launches, 1.16-1.23 each (perf_report.issued_ratio)
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
 
@@ -164,13 +167,33 @@ def unit_times(grid, rate):
         cfg, kernel, res, other_flops, exps, grid.steps, grid.programs)
     # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
     # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
-    per_warp = pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own, where it states one
+    per_warp = pass_.MEASURED_ISSUE.get(kernel) or pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own
     warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
     hiding = 1.0 if full_issue(grid) else min(1.0, warps * per_warp)
-    unit = dict(mma=matmul_flops * dot_padding(grid) / max(grid.steps, 1) / rate["tensor"],
-                issue=step_instructions * res.num_warps / rate["issue"] / hiding,
+    issued = ISSUED_PER_COUNTED if measured(grid) else 1.0
+    unit = dict(mma=matmul_flops * dot_padding(grid) / max(grid.steps, 1) / rate["tensor"] / pipe(grid),
+                issue=step_instructions * issued * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
-    return unit, step_reloads, fixed_instructions * res.num_warps / rate["issue"]
+    return unit, step_reloads, fixed_instructions * issued * res.num_warps / rate["issue"]
+
+
+def measured(grid):
+    """A kernel timed as Nsight sees it (pass_.MEASURED_ISSUE): its dots at the tensor pipe's rate (pipe), its
+    instructions as issued (ISSUED_PER_COUNTED), its warps at the rate measured over the cycles the pipe is idle, and
+    its loads off its chain (one_step: Nsight's rate already holds the little they stall it). The fitted ISSUE_HIDING
+    and CONTENTION took mma_efficiency's wall clock and the counted instructions in; a measured rate cannot. Measured:
+    results/h200/bwd_rates.json (run 128), dK/dV's stalls on its loads (long scoreboard) 0.11-0.23 cycles an
+    instruction, on fixed-latency waits, shared-memory reads and barriers 3.5-4.6 (docs/perf.md, "dK/dV as Nsight measures it")."""
+    return grid.kernel in grid.cfg.pass_.MEASURED_ISSUE
+
+
+def pipe(grid):
+    """How much faster a measured() kernel's dots run on the tensor pipe than mma_efficiency (a loop's wall clock)
+    says: GPU.tensor_pipe_ratio at the nearest block_kv; 1 for every other kernel, or where the GPU has none."""
+    table = dict(grid.cfg.gpu.tensor_pipe_ratio)
+    if not measured(grid) or not table:
+        return 1.0
+    return table[min(table, key=lambda kv: abs(math.log2(kv / grid.cfg.block_kv)))]
 
 
 def dot_padding(grid):
@@ -237,7 +260,8 @@ def one_step(grid, rate):
     # A step waits for its loads: Triton's software pipeline issues cp.async copies ahead, but measured
     # (results/h200/tiles.json against matmul_tiles.json) a lone block still waits about a load per step; TMA
     # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
-    prefetched = streams > 1 or pass_.TMA  # a producer warp group, or TMA copies on barriers, load ahead
+    # a producer warp group, or TMA copies on barriers, load ahead; a measured() kernel's rate holds its loads' stalls
+    prefetched = streams > 1 or pass_.TMA or measured(grid)
     draft = Schedule(grid, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
                  fixed_bytes, 0.0, pass_.setup_s(cfg), prefetched)
     return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads)})

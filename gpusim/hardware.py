@@ -68,6 +68,7 @@ class GPU:
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
     train_step_host_s: float = 0.0
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
+    tensor_pipe_ratio: tuple = ()  # ((block_kv, the tensor pipe's rate over mma_efficiency's), ...): cost.pipe
     l2_partitions: int = 1  # L2 partitions, each caching what the SMs beside it read: see l2_reuse_bytes
 
     def dram_bytes_per_s(self, write_share):
@@ -236,6 +237,10 @@ PRESETS["H200-measured"] = dataclasses.replace(
     bf16_matmul_flops_per_s=8.905e+14,  # the fastest bf16 tl.dot loop
     fp8_matmul_flops_per_s=1.398e+15,  # the fastest e4m3 tl.dot loop
     train_step_host_s=5.928e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json, run 105; run 44's: 711 us, run 37's: 522 us)
+    # Nsight's tensor-pipe active cycles against gpusim's matmul time at mma_efficiency, the median over runs 128 and
+    # 129's 22 flash2 forward, dK/dV and dQ launches of each block_kv (bwd_rates.json, fwd_rates.json;
+    # perf_report.pipe_ratios): mma_efficiency is a loop's wall clock, its other instructions in it
+    tensor_pipe_ratio=((32, 1.274), (64, 1.113), (128, 1.117)),  # block_kv: Nsight's pipe over gpusim's (runs 128, 129)
     mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json;
         # 32 x 32: matmul_tiles_more.json, against the fastest shape measured again in its run)
         ((32, 32, 64, 4), 0.249),

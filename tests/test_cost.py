@@ -399,7 +399,7 @@ def test_a_steps_dots_multiply_whole_tiles_at_a_ragged_edge():
     def mma(cfg, kernel, flops):
         grid = cost.occupied(cfg, kernel, {}, {}, flops)
         rate = cost.rates(grid)
-        return cost.unit_times(grid, rate)[0]["mma"] * rate["tensor"]
+        return cost.unit_times(grid, rate)[0]["mma"] * rate["tensor"] * cost.pipe(grid)  # at mma_efficiency's rate
     for seq in (404, 512):
         r = gpusim.simulate("flash2", batch=1, heads=8, seq=seq, head_dim=64, dtype="fp16", gpu="H200-measured",
                             tiles=gpusim.Tiles(128, 128))
@@ -411,3 +411,33 @@ def test_a_steps_dots_multiply_whole_tiles_at_a_ragged_edge():
     flops = bwd.pass_.flops(bwd)
     assert mma(bwd, "dkdv", flops["dkdv"]) == pytest.approx(8 * 64 * 128 * 64, rel=1e-12)
     assert mma(bwd, "dq", flops["dq"]) == pytest.approx(6 * 64 * 64 * 128, rel=1e-12)
+
+
+def test_dkdv_is_timed_as_nsight_measures_it():
+    """cost.measured (bwd_rates.json, run 128): flash2's dK/dV at d = 64, 64 x 64, fp16, 2 x 16 heads of 8K (two
+    programs of 4 warps per SM: 2 warps per scheduler): its dots at the tensor pipe's rate, 1.113x mma_efficiency's at
+    block_kv = 64; its instructions 1.184x those counted, at 0.261 a warp (2 x 0.261 = 0.522 of the full rate, where
+    ISSUE_HIDING's line gives 2 x 0.45 = 0.9); its loads off its chain (prefetched). dQ and the forward keep the fitted
+    line, mma_efficiency's rate and their loads on the chain."""
+    cfg = backward.config("flash2", seq=8192, head_dim=64, heads=16, batch=2, block_q=64, block_kv=64,
+                          gpu="H200-measured")
+    result = gpusim.simulate("flash2", seq=8192, head_dim=64, heads=16, batch=2, backward=True,
+                             backward_blocks=(64, 64), gpu="H200-measured")
+
+    def parts(kernel):
+        k = next(k for k in result.kernels if k.name == kernel)
+        grid = cost.occupied(cfg, kernel, {t: rw for (n, t), rw in result.counts.items() if n == kernel},
+                             {t: rw for (n, t), rw in result.dram.items() if n == kernel},
+                             (k.flops_matmul, k.flops_other, k.exps))
+        rate = cost.rates(grid)
+        unit, _, _ = cost.unit_times(grid, rate)
+        counted = cfg.pass_.issue(cfg, kernel, grid.res, k.flops_other, k.exps, grid.steps, grid.programs)[0]
+        return grid, rate, unit, counted, cost.one_step(grid, rate).prefetched
+    grid, rate, unit, counted, prefetched = parts("dkdv")
+    assert grid.resident == 2 and grid.res.num_warps == 4 and prefetched and cost.pipe(grid) == 1.113
+    flops = grid.flops[0] / grid.steps
+    assert unit["mma"] == pytest.approx(flops / rate["tensor"] / 1.113, rel=1e-12)
+    assert unit["issue"] == pytest.approx(counted * 1.184 * 4 / rate["issue"] / (2 * 0.261), rel=1e-12)
+    grid, rate, unit, counted, prefetched = parts("dq")
+    assert not prefetched and cost.pipe(grid) == 1.0 and unit["mma"] == pytest.approx(grid.flops[0] / grid.steps
+                                                                                      / rate["tensor"], rel=1e-12)

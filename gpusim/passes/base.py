@@ -28,6 +28,7 @@ class Pass:
     TMA = False  # True: its tiles arrive by TMA copies issued stages ahead (Hopper's tensor memory accelerator)
     FLAT_ISSUE = ()  # kernels whose steps issue at one warp per scheduler however many warps are resident
     ISSUE_HIDING = {}  # {kernel: the issue rate one resident warp per scheduler sustains}, where not cost.py's
+    MEASURED_ISSUE = {}  # {kernel: its warps' issue rate as Nsight measured it}: timed as Nsight sees it, cost.measured
     LONE_FULL_ISSUE = ()  # kernels whose lone program (one or two warps per scheduler) issues at the full rate: cost.full_issue
     OWN_COPY = ()  # kernels whose programs copy their own tiles outside the loop at one program's rate: cost.own_copy
     CONTENTION = {}  # {kernel: the share of the lesser of its memory and compute time in series}, where not cost.py's
