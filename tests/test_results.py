@@ -2087,7 +2087,7 @@ def test_perf_md_says_the_backward_tile_targets_are_met():
     cells = [line.split(" | ") for line in perf_report.tiles_bwd_table().splitlines()[2:]]
     picks, sdpa = [float(c[7]) for c in cells], [float(c[8]) for c in cells]
     assert len(cells) == 16 and max(picks) <= 1.05 and min(sdpa) >= 0.9
-    assert (f"the pick is the fastest tile measured in {picks.count(1.0)} of the 16 groups and at most "
+    assert (f"the pick is the fastest tile measured, or within 0.5% of it, in {picks.count(1.0)} of the 16 groups and at most "
             f"{max(picks):.2f}× the fastest in the rest, and SDPA's flash step takes {min(sdpa):.2f}–{max(sdpa):.2f}× "
             "as long as ours at the pick in every group") in text
     with perf_report.no_measured_issue():
@@ -2095,5 +2095,25 @@ def test_perf_md_says_the_backward_tile_targets_are_met():
     d64 = [v for k, v in before.items() if k[1] == 64]
     assert (f"(1.02–1.11× the fastest, past 5% in {sum(v > 1.05 for v in d64)} of the 8 groups)" in text
             and f"{min(d64):.2f}–{max(d64):.2f}" == "1.02–1.11")
-    assert {k: v for k, v in before.items() if k[1] == 128} == {k: v for k, v in perf_report.backward_picks().items()
-                                                              if k[1] == 128}
+    moved = [c for c in cells if c[1] == "128" and c[6] == "128 × 32"]
+    d128 = lambda picks: f"{min(picks):.2f}–{max(picks):.2f}×"  # noqa: E731
+    assert (f"at d = 128 it now picks 128 × 32 in {len(moved)} groups where it picked 64 × 32 (the d = 128 picks "
+            f"{d128([float(c[7]) for c in cells if c[1] == '128'])} the fastest, "
+            f"{d128([v for k, v in before.items() if k[1] == 128])} before)") in text
+    with tarfile.open(RESULTS / "logs" / "run131_tiles_bwd_measured_issue.tar.gz") as logs:
+        rows = json.load(logs.extractfile("run131/tiles_bwd.json"))["rows"]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"]), []).append(r)
+    picked = {k: next(r for r in g if r.get("pick")) for k, g in groups.items()}
+    assert all((p["block_q"], p["block_kv"]) == tuple(gpusim.best_blocks(
+        "flash2", seq=k[3], head_dim=k[1], heads=16, batch=k[4], causal=k[2], dtype=k[0], gpu="H200-measured",
+        backward=True)) for k, p in picked.items())
+    gaps = {k: picked[k]["ms"] / min(r["ms"] for r in g if r["provider"] == "flash2") for k, g in groups.items()}
+    sdpa = [next(r["ms"] for r in g if r["provider"] == "sdpa_flash") / picked[k]["ms"] for k, g in groups.items()]
+    past = [k for k, v in gaps.items() if v > 1.05]
+    assert past == [("fp16", 128, True, 4096, 4)] and len(gaps) == 16
+    assert (f"the pick ran {min(gaps.values()):.2f}–{max(gaps.values()):.2f}× the fastest tile of its group in that "
+            f"run, past 5% in {len(past)} of the 16 (fp16, d = 128, causal, N = 4K: 128 × 32 at {gaps[past[0]]:.2f}× "
+            f"64 × 32's time, {[float(c[7]) for c in cells if c[:5] == ['| fp16', '128', 'yes', '4,096', '4 × 16']][0]:.2f}× "
+            f"in the file), and SDPA's step took {min(sdpa):.2f}–{max(sdpa):.2f}× as long as ours") in text
