@@ -2074,9 +2074,11 @@ def test_perf_md_quotes_dkdv_as_nsight_measures_it():
     assert not any(perf_report.meets_target(p) for p in now.values())
     misses = [(row, r) for p in now.values() for row, r in p if row["kind"] == "train" and abs(r - 1) > 0.2]
     assert all(sum(row["kind"] == "train" and abs(r - 1) <= 0.2 for row, r in p) == 9 for p in now.values())
+    hopper = [sum(abs(r - 1) <= 0.2 for row, r in p if row["algo"] == "hopper") for p in now.values()]
+    assert hopper == [11, 9] and "`heldout_2059.json` on its Hopper forwards too, 9 of 12" in text
     floor = gpu.train_step_host_s
     host = [row["ms"] for row, _ in misses if sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels) < floor]
-    assert (f"{len(host)} of those {len(misses)} misses are steps whose predicted GPU time is under the host's floor "
+    assert (f"{len(host)} of those {len(misses)} training misses are steps whose predicted GPU time is under the host's floor "
             f"(`GPU.train_step_host_s`, {floor * 1e3:.3f} ms), measured {min(host):.2f}–{max(host):.2f} ms") in text
 
 
