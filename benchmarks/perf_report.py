@@ -1014,10 +1014,12 @@ def measured_warp_rate(kernel="dkdv"):
     return float(np.median([r["idle_rate"] for r in bwd_rates_rows() if r["kernel"] == kernel]))
 
 
+@lru_cache(maxsize=None)
 def pipe_ratios():
     """{block_kv: gpusim's matmul time over the tensor pipe's active cycles}, the median over nsight_launches' of that
     block_kv (every kernel, d, block_q and warp count alike): how much faster the pipe runs than the efficiencies
-    matmul_tiles.py measured by the wall clock (gpu.mma_efficiency) say."""
+    matmul_tiles.py measured by the wall clock (gpu.mma_efficiency) say (under no_measured_issue; computed
+    once a process, as nsight_pipe reads it on every entry)."""
     by_kv = {}
     with no_measured_issue():  # gpusim's matmul time at mma_efficiency
         launches = nsight_launches()
@@ -1026,8 +1028,9 @@ def pipe_ratios():
     return {kv: float(np.median(v)) for kv, v in sorted(by_kv.items())}
 
 
+@lru_cache(maxsize=None)
 def issued_ratio():
-    """gpusim's instructions over those Nsight counted issued, the median over nsight_launches."""
+    """gpusim's instructions over those Nsight counted issued, the median over nsight_launches (once a process)."""
     with no_measured_issue():  # gpusim's instructions as counted
         return float(np.median([r["issued"] for r in nsight_launches()]))
 
@@ -1042,8 +1045,7 @@ def pipe_rates(base, pipe, issued, grid):
     rate = base(grid)
     if grid.kernel not in PIPE_KERNELS:
         return rate
-    kv = min(pipe, key=lambda k: abs(math.log2(k / grid.cfg.block_kv)))
-    return dict(rate, tensor=rate["tensor"] * pipe[kv], issue=rate["issue"] * issued)
+    return dict(rate, tensor=rate["tensor"] * cost.at_nearest(pipe, grid.cfg.block_kv), issue=rate["issue"] * issued)
 
 
 @contextmanager

@@ -193,7 +193,12 @@ def pipe(grid):
     table = dict(grid.cfg.gpu.tensor_pipe_ratio)
     if not measured(grid) or not table:
         return 1.0
-    return table[min(table, key=lambda kv: abs(math.log2(kv / grid.cfg.block_kv)))]
+    return at_nearest(table, grid.cfg.block_kv)
+
+
+def at_nearest(table, block_kv):
+    """{block_kv: value}'s value at the block_kv nearest this one (in factors of two)."""
+    return table[min(table, key=lambda kv: abs(math.log2(kv / block_kv)))]
 
 
 def dot_padding(grid):
