@@ -15,7 +15,9 @@ Timing: forward and decode rows, the median of the GPU work replayed from a CUDA
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
 training rows, the wall time per step as a training loop calls it (timing "wall_per_call": steps over the same
 cycled copies, grads set to None before each, synchronised once before the clock and once after, as
-benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer).
+benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer),
+and just before it the host's speed at that moment ("host_probe_us": host_probe_us, a step on a shape whose GPU
+work is tens of us; sets from seed 2062 on).
 Sets measured before run 105 timed training rows with triton.testing.do_bench's CUDA events around each step
 after an L2 flush (timing "events"), which misses part of the host's time where the host is slower than the GPU.
 The first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
@@ -45,6 +47,7 @@ REP_MS = 40  # per timing: do_bench_cudagraph replays 10 graphs of about this lo
 STEPS_S = 0.3  # per training row: about this long of steps timed, at least MIN_STEPS and at most MAX_STEPS
 MIN_STEPS, MAX_STEPS = 20, 200
 CHECK_ROWS = 128  # the first and last CHECK_ROWS query rows are checked
+PROBE = (1, 4, 256, 64)  # the host probe's batch, heads, N, d: host.json's first shape (GPU work of tens of us)
 TOL = {"fp16": 1e-2, "bf16": 3e-2}
 
 
@@ -247,6 +250,22 @@ def _wall_per_step(step, dev):
     return {"ms": per_call_us(step, steps, 0, sync) / 1e3, "timing": "wall_per_call", "steps": steps}
 
 
+def host_probe_us(dev):
+    """The host's speed at this moment: the wall time per call of a training step (flash2_attention_trainable forward
+    + .sum().backward(), fp16, default tiles) on PROBE's shape, whose GPU work is tens of us, so the time is the
+    host's, timed as _wall_per_step times a row. Measured just before each training row (its "host_probe_us")."""
+    import torch
+    import gpusim_kernels as K
+    b, h, n, d = PROBE if dev == "cuda" else (1, 2, 32, 16)  # on CPU (the interpreter): a shape it runs fast
+    q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=torch.float16).requires_grad_() for _ in range(3))
+
+    def step():
+        for x in (q, k, v):
+            x.grad = None
+        K.flash2_attention_trainable(q, k, v).sum().backward()
+    return _wall_per_step(step, dev)["ms"] * 1e3
+
+
 def measure_row(row, dev="cuda", warm_only=False):
     import torch
     import gpusim_kernels as K
@@ -289,6 +308,7 @@ def measure_row(row, dev="cuda", warm_only=False):
         if out["rel_err"] > tol or out["rel_err_dq"] > 3 * tol or not torch.isfinite(k.grad).all():
             out["error"] = f"wrong: rel_err {out['rel_err']:.3g}, dq {out['rel_err_dq']:.3g}"
             return out
+        out["host_probe_us"] = host_probe_us(dev)
         return out | _wall_per_step(cycling([lambda s=s: step(*s) for s in sets]), dev)
     sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]

@@ -135,12 +135,14 @@ def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
 
 
 def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypatch):
-    """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, checked first."""
+    """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, checked first, and
+    the host probe's time per step measured before it."""
     from benchmarks import heldout
     monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS
     row = next(r for r in heldout.SMOKE if r["kind"] == "train")
     out = heldout.measure_row(row, "cpu")
     assert out["timing"] == "wall_per_call" and out["steps"] == heldout.MIN_STEPS and out["ms"] > 0
+    assert out["host_probe_us"] > 0
     assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
 
 
