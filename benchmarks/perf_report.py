@@ -1008,6 +1008,47 @@ def no_measured_issue():
         yield
 
 
+@contextmanager
+def preset_host_floor():
+    """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
+    preset's (GPU.train_step_host_s, host.json's run), whatever the host's speed measured beside it."""
+    base = heldout.simulated
+    with _patched(heldout, "simulated", lambda row, gpu=heldout.PRESET: base(dict(row, host_probe_us=None), gpu),
+                  "preset_host_floor"):
+        yield
+
+
+def probe_rows():
+    """The training steps of run 132's sets (BLIND_HOST_PROBE): (measured ms, the host probe beside it in ms, gpusim's
+    GPU time for the step in ms), the GPU time summed over its kernels, before the host floor."""
+    out = []
+    for name in BLIND_HOST_PROBE:
+        for row, _ in agreement.heldout_rows(name):
+            if row["kind"] == "train":
+                gpu_s = sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels)
+                out.append((row["ms"], row["host_probe_us"] * 1e-3, gpu_s * 1e3))
+    return out
+
+
+def host_probe_table():
+    """Run 132's four sets (the host probe beside each training step) and run 130's two (none), scored once with the
+    preset's host floor (preset_host_floor) and with the probe's; every set pooled, and how many meet issue 24's target."""
+    def scores():
+        train = [p for n in BLIND_HOST_PROBE for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
+        every = {n: agreement.heldout_rows(n) for n in HELD_OUT}
+        return {"run 132's four sets, training steps": f"{agreement.summary(train)['within 20%']:.1%} of {len(train)}",
+                "run 132's four sets, all rows": sets_share(BLIND_HOST_PROBE),
+                "run 132's sets meeting issue 24's target": f"{sum(meets_target(every[n]) for n in BLIND_HOST_PROBE)} of 4",
+                "run 130's two sets (no probe), all rows": sets_share(UNCHANGED_MEASURED),
+                f"all {len(HELD_OUT)} sets pooled": sets_share(HELD_OUT),
+                "sets meeting issue 24's target": f"{sum(meets_target(p) for p in every.values())} of {len(every)}"}
+    with preset_host_floor():
+        before = scores()
+    now = scores()
+    return "\n".join(["| rows | the preset's host floor (before) | the host probe beside each step (the model) |",
+                      "|---|---|---|"] + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
+
+
 def measured_warp_rate(kernel="dkdv"):
     """The issue rate of one `kernel` warp over the cycles its tensor pipe is idle, the median of run 128's launches
     (results/h200/bwd_rates.json: six tiles, d = 64 and 128)."""
@@ -1750,7 +1791,13 @@ BLIND_LAST_WAVE = ("heldout_2054.json", "heldout_2055.json")
 BLIND_WHOLE_DOTS = ("heldout_2056.json", "heldout_2057.json")
 # Run 122's two, measured before cost.dot_padding and kept unscored until the twenty-ninth session's cost.measured.
 BLIND_MEASURED_ISSUE = ("heldout_2058.json", "heldout_2059.json")
-TWENTY_EIGHT = tuple(name for name in HELD_OUT if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
+# Run 130's two, measured after cost.measured and scored once in the thirtieth session, the model unchanged for them.
+UNCHANGED_MEASURED = ("heldout_2060.json", "heldout_2061.json")
+# Run 132's four, measured with the host probe beside each training step, scored once after the thirtieth session's
+# change (the probe as the step's host floor: gpusim_course.provenance.heldout.simulated).
+BLIND_HOST_PROBE = ("heldout_2062.json", "heldout_2063.json", "heldout_2064.json", "heldout_2065.json")
+TWENTY_NINE = tuple(name for name in HELD_OUT if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
+TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
 TWENTY_SIX = tuple(name for name in TWENTY_EIGHT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
 TWENTY_FIVE = tuple(name for name in TWENTY_SIX if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
 TWENTY_FOUR = tuple(name for name in TWENTY_FIVE if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
@@ -1791,7 +1838,11 @@ def held_out_line():
             f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {lone_copy}; seeds 2050 to 2053, scored "
             f"blind to the twenty-fifth session's `cost.own_copy`, {own_copy}; seeds 2054 and 2055, scored blind to "
             f"the twenty-sixth session's `cost.last_per_sm`, {last_wave}; seeds 2056 and 2057, scored blind to the "
-            f"twenty-seventh session's `cost.dot_padding`, {sets_share(BLIND_WHOLE_DOTS)}; the "
+            f"twenty-seventh session's `cost.dot_padding`, {sets_share(BLIND_WHOLE_DOTS)}; seeds 2058 and 2059, scored "
+            f"blind to the twenty-ninth session's `cost.measured`, {sets_share(BLIND_MEASURED_ISSUE)}; seeds 2060 and "
+            f"2061, measured and scored after every change then, {sets_share(UNCHANGED_MEASURED)}; seeds 2062 to 2065, "
+            f"with the host's speed measured beside each training step, scored blind to the thirtieth session's floor "
+            f"from it, {sets_share(BLIND_HOST_PROBE)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105).")
@@ -1872,7 +1923,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
-          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table,
+          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,

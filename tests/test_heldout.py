@@ -88,7 +88,7 @@ HELD_OUT = [("heldout.json", 2026)] + [(p.name, int(p.stem.removeprefix("heldout
 
 
 # Sets measured and kept unscored in a run's log until a model change is scored on them: {log: seeds}.
-UNSCORED = {"run130_heldout_2060_2061.tar.gz": (2060, 2061)}
+UNSCORED = {}
 
 
 def unscored(log, seed):

@@ -6,6 +6,7 @@ before the model's changes they were kept from, never fitted, and scored against
 
 plots.heldout_figure draws every row's ratio.
 """
+import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +22,12 @@ TARGET = (0.9, 0.8)  # its target: 90% of a set's rows within the band, and 80% 
 
 def simulated(row, gpu=PRESET):
     """gpusim's Result for a held-out row: a forward at the row's tiles (the kernel's own where it ran its default), a
-    training step at the tiles the trainable ran, or a decode batch over pages."""
+    training step at the tiles the trainable ran, or a decode batch over pages. A training row measured with the host's
+    speed beside it (its "host_probe_us", sets from seed 2062 on: benchmarks/heldout.py's host_probe_us) has that for
+    its host floor (GPU.train_step_host_s): the host's speed in its run, at that moment, which the preset's (host.json's
+    run) cannot know."""
+    if row.get("host_probe_us"):
+        gpu = dataclasses.replace(gpusim.get_gpu(gpu), train_step_host_s=row["host_probe_us"] * 1e-6)
     common = dict(dtype=row["dtype"], gpu=gpu)
     if row["kind"] == "decode":
         return gpusim.simulate("split_kv", batch=row["batch"], heads=row["heads"], kv_heads=row["kv_heads"],
