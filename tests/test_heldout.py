@@ -162,3 +162,18 @@ def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
         for (kind, algo), label in heldout.KINDS.items():
             group = [p for p in pairs if (p[0]["kind"], p[0]["algo"]) == (kind, algo)]
             assert r[label] == f"{agreement.summary(group)['within 20%']:.0%}"
+
+
+def test_a_training_step_under_its_host_probe_is_priced_at_the_probe():
+    """A held-out training row whose GPU work is far shorter than the host's: priced at the host probe measured beside
+    it (host_probe_us, in µs), or without one at the preset's floor (GPU.train_step_host_s); a step whose GPU work is
+    longer than the probe keeps its GPU time."""
+    from gpusim_course.provenance import heldout
+    row = dict(kind="train", algo="flash2", batch=1, heads=2, kv_heads=1, seq=300, seq_kv=300, head_dim=64,
+               causal=True, dtype="fp16", tiles_used={"forward": [64, 64], "backward": [64, 64]})
+    floor = gpusim.get_gpu(heldout.PRESET).train_step_host_s
+    assert heldout.simulated(row).predicted_time_s == floor
+    assert heldout.simulated(dict(row, host_probe_us=412.5)).predicted_time_s == 412.5e-6
+    long = dict(row, batch=64, heads=32, kv_heads=8, seq=4096, seq_kv=4096)
+    gpu_s = sum(k.predicted_time_s for k in heldout.simulated(long).kernels)
+    assert gpu_s > 2e-3 and heldout.simulated(dict(long, host_probe_us=412.5)).predicted_time_s == gpu_s
