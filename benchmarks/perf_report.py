@@ -1012,9 +1012,7 @@ def no_measured_issue():
 def preset_host_floor():
     """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
     preset's (GPU.train_step_host_s, host.json's run), whatever the host's speed measured beside it."""
-    base = heldout.simulated
-    with _patched(heldout, "simulated", lambda row, gpu=heldout.PRESET: base(dict(row, host_probe_us=None), gpu),
-                  "preset_host_floor"):
+    with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor"):
         yield
 
 
@@ -1033,14 +1031,20 @@ def probe_rows():
 def host_probe_table():
     """Run 132's four sets (the host probe beside each training step) and run 130's two (none), scored once with the
     preset's host floor (preset_host_floor) and with the probe's; every set pooled, and how many meet issue 24's target."""
+    unprobed = {n: agreement.heldout_rows(n) for n in HELD_OUT if n not in BLIND_HOST_PROBE}  # alike either way
+
     def scores():
-        train = [p for n in BLIND_HOST_PROBE for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
-        every = {n: agreement.heldout_rows(n) for n in HELD_OUT}
+        every = unprobed | {n: agreement.heldout_rows(n) for n in BLIND_HOST_PROBE}
+        train = [p for n in BLIND_HOST_PROBE for p in every[n] if p[0]["kind"] == "train"]
+
+        def share(names):
+            pairs = [p for n in names for p in every[n]]
+            return f"{agreement.summary(pairs)['within 20%']:.1%} of {len(pairs)}"
         return {"run 132's four sets, training steps": f"{agreement.summary(train)['within 20%']:.1%} of {len(train)}",
-                "run 132's four sets, all rows": sets_share(BLIND_HOST_PROBE),
+                "run 132's four sets, all rows": share(BLIND_HOST_PROBE),
                 "run 132's sets meeting issue 24's target": f"{sum(meets_target(every[n]) for n in BLIND_HOST_PROBE)} of 4",
-                "run 130's two sets (no probe), all rows": sets_share(UNCHANGED_MEASURED),
-                f"all {len(HELD_OUT)} sets pooled": sets_share(HELD_OUT),
+                "run 130's two sets (no probe), all rows": share(UNCHANGED_MEASURED),
+                f"all {len(HELD_OUT)} sets pooled": share(HELD_OUT),
                 "sets meeting issue 24's target": f"{sum(meets_target(p) for p in every.values())} of {len(every)}"}
     with preset_host_floor():
         before = scores()
