@@ -3,7 +3,7 @@
 (gpusim/passes/), resolved once when the configuration is made (gpusim/config.py, backward.py, decode.py),
 and asks it for what depends on the algorithm; nothing here imports a pass. The validators every maker
 shares are here too: every error is one line naming the value and the limit."""
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -83,8 +83,8 @@ class Tiles:
     @property
     def knobs(self):
         """{name: value} of the launch options set (not None), the tiles aside."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None and f.name not in ("block_q", "block_kv")}
+        return {name: value for name, value in asdict(self).items()
+                if value is not None and name not in ("block_q", "block_kv")}
 
 
 def given_tiles(tiles, block_q, block_kv):
