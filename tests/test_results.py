@@ -2168,3 +2168,8 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     assert float(score["heldout_2064.json"]["within 20%"][:-1]) >= 90
     assert f"seed 2061 misses it on its training steps ({missed('heldout_2061.json').split()[-1]})" in text
     assert missed("heldout_2061.json").startswith("training step")
+    with tarfile.open(RESULTS / "logs" / "run133_heldout_2066_2069.tar.gz") as logs:  # kept unscored for the next change
+        kept = [json.load(logs.extractfile(f"run133/heldout_{seed}.json")) for seed in range(2066, 2070)]
+    assert all(sum("host_probe_us" in r for r in k["rows"]) == 12 for k in kept)
+    assert not any((RESULTS / f"heldout_{seed}.json").exists() for seed in range(2066, 2070))
+    assert "seeds 2066–2069, run 133" in text
