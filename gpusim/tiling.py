@@ -11,7 +11,7 @@ whose keys all lie right of its last row's diagonal is skipped: never loaded, ne
 Visited tiles are computed whole, the masked part of a tile on the diagonal included (as the kernels do).
 """
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -219,9 +219,11 @@ def uniform_work(programs, steps):
     return Work((steps,), (programs,), (steps,) * min(programs, TAIL))
 
 
+@lru_cache(maxsize=1 << 14)
 def ramp_work(tiling, groups, reverse=False):
     """Q block i of each of `groups` (batch, head) problems does J_i steps; blocks launch in order i = 0,
-    1, ... within a problem (reverse: the last Q block first), problems one after another."""
+    1, ... within a problem (reverse: the last Q block first), problems one after another. Kept per launch shape:
+    the time model asks for it at every pricing of a launch (benchmarks/perf_report.py prices each under many models)."""
     tr = tiling.n_q_blocks
     if not tiling.causal:
         return uniform_work(groups * tr, tiling.n_kv_blocks)
