@@ -28,9 +28,10 @@ course: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped. The tests
-# run in one process per core (pytest-xdist); a process that runs out of tests takes some from a busy one.
+# run in one process per core (pytest-xdist), handed out one at a time as a process finishes its last, but for a
+# file marked as one group (tests/test_results.py), which one process runs whole, first.
 test: $(STAMP)
-	$(PY) -m pytest -n auto --dist worksteal
+	$(PY) -m pytest -n auto --dist loadgroup
 
 clean:
 	rm -rf $(VENV)

@@ -20,6 +20,10 @@ from gpusim_course.provenance.plots import _series, save_bench_figures
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
 from benchmarks import agreement, ncu, perf_report  # noqa: E402
 
+# The whole file in one test process (make test's --dist loadgroup, which starts the largest group first): its tests
+# price the same states of the model, which benchmarks/agreement.py and perf_report keep per process (split over two
+# processes, the file took 398 s of CPU where one process took 278 s).
+pytestmark = pytest.mark.xdist_group("perf_report")
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
 FIXTURES = Path(__file__).parent / "fixtures"
