@@ -42,15 +42,19 @@ The model, in five steps, each a choice written down here:
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
    the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
-   early and frees its share: a ragged decode batch's short requests). The launch adds its cost once
+   early and frees its share: a ragged decode batch's short requests). A launch that orders its longest programs
+   first (the Hopper kernel's causal launches) on SMs holding one program each has its shortest programs last, not
+   its longest: it is priced as the hardware runs it, each program to the slot that frees first (list_schedule).
+   The launch adds its cost once
    (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides).
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
 (step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() (with sm_compute()),
-chain() and tau() (step 4); waves() (step 5) makes the Timing.
+chain() and tau() (step 4); waves() (step 5, with list_schedule()) makes the Timing.
 """
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -390,7 +394,7 @@ def waves(step):
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
     longest = max(tau(step, tail_steps, sharing, last_per_sm(grid, last)).tolist())  # on SMs holding fewer than b
     launch = cfg.pass_.launch_s(cfg, grid.kernel)
-    time = (total - sum(tail)) / slots + longest + launch
+    time = (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch
     return Timing(
         predicted_time_s=time,
         memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
@@ -404,6 +408,26 @@ def waves(step):
         latency_bound=bool(chain(step, tail_steps.max()) > busy(step, tail_steps.max(), sharing, b)),
         spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
+
+
+def listed(grid):
+    """A launch whose longest programs go first (Work.longest_first: the Hopper kernel's causal launches), one program
+    per SM, more programs than SMs: its last wave is not the last programs launched (its shortest), so it is priced
+    as the hardware hands programs out, list_schedule(). With b > 1 a program speeds up as its SM empties, which a
+    slot's fixed tau does not hold; the last-wave rule, with last_per_sm, prices those."""
+    return grid.work.longest_first and grid.resident == 1 and grid.programs > grid.slots
+
+
+def list_schedule(step, total):
+    """Step 5 as the hardware runs it: each program, in launch order, goes to the slot that frees first, and holds
+    it for its tau in a full wave; the end is the last slot's. Exact for a launch of at most TAIL programs (the
+    Work's tail holds them all); before a longer launch's tail, its programs keep every slot busy."""
+    slots = step.grid.slots
+    order = tau(step, np.asarray(step.grid.work.tail[::-1]), 1, 1).tolist()  # the tail in launch order
+    free = [max(0.0, total - sum(order)) / slots] * slots  # when each slot takes its first program of the tail
+    for t in order:
+        heapq.heapreplace(free, free[0] + t)
+    return max(free)
 
 
 def wave_sharing(step, steps, last):

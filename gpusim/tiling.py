@@ -209,10 +209,12 @@ TAIL = 1 << 13  # programs at the end of the launch order kept one by one (more 
 class Work:
     """The steps J each program of a launch does (one K/V tile per step for the flash kernels): values and
     how many programs have each (binned for very long ramps), and the last TAIL programs' J in launch order,
-    the last first (the last wave of the schedule)."""
+    the last first (the last wave of the schedule). longest_first: the launch orders its programs longest first
+    (pass_.launch_order), so its last programs are its shortest."""
     values: tuple
     counts: tuple
     tail: tuple
+    longest_first: bool = False
 
 
 def uniform_work(programs, steps):
@@ -220,10 +222,12 @@ def uniform_work(programs, steps):
 
 
 @lru_cache(maxsize=1 << 14)
-def ramp_work(tiling, groups, reverse=False):
-    """Q block i of each of `groups` (batch, head) problems does J_i steps; blocks launch in order i = 0,
-    1, ... within a problem (reverse: the last Q block first), problems one after another. Kept per launch shape:
-    the time model asks for it at every pricing of a launch (benchmarks/perf_report.py prices each under many models)."""
+def ramp_work(tiling, groups, order=(1, False)):
+    """Q block i of each of `groups` (batch, head) problems does J_i steps. order: the pass's launch_order, (heads,
+    longest_first): (1, False), blocks launch in order i = 0, 1, ... within a problem, problems one after another;
+    longest_first, each group of `heads` problems launches its last Q blocks first, one of each problem, then the
+    block before them (kernels/hopper.py's _program). Kept per launch shape: the time model asks for it at every
+    pricing of a launch (benchmarks/perf_report.py prices each under many models)."""
     tr = tiling.n_q_blocks
     if not tiling.causal:
         return uniform_work(groups * tr, tiling.n_kv_blocks)
@@ -232,7 +236,20 @@ def ramp_work(tiling, groups, reverse=False):
     else:  # equal bins of Q blocks, each at its middle block's J: J_i is within one of linear in i
         edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
         values, counts = tiling.kv_blocks_at((edges[:-1] + edges[1:]) // 2), np.diff(edges)
-    ends = np.arange(min(tr, TAIL))  # the launch order, backwards from its end
-    head = tiling.kv_blocks_at(ends if reverse else tr - 1 - ends).tolist()
-    tail = (head * -(-min(groups * tr, TAIL) // len(head)))[:min(groups * tr, TAIL)]
-    return Work(tuple(int(v) for v in values), tuple(int(c) * groups for c in counts), tuple(tail))
+    return Work(tuple(int(v) for v in values), tuple(int(c) * groups for c in counts),
+                launch_tail(tiling, groups, *order), order[1])
+
+
+def launch_tail(tiling, groups, heads, longest_first):
+    """The J of a ramp's last min(programs, TAIL) programs in launch order, the last first (ramp_work's order)."""
+    tr, n = tiling.n_q_blocks, min(groups * tiling.n_q_blocks, TAIL)
+    ends = np.arange(min(tr, TAIL))  # the launch order of one problem, backwards from its end
+    if not longest_first:
+        head = tiling.kv_blocks_at(tr - 1 - ends)
+        return tuple(int(j) for j in np.resize(head, n))
+    ramp = tiling.kv_blocks_at(ends)  # a group's last programs: its first Q blocks, one of each of its problems
+    last = groups % heads or heads  # the last group may be short
+    tail = np.repeat(ramp, last)[:n]
+    if len(tail) < n:  # the groups of `heads` before it, each the same backwards order
+        tail = np.concatenate([tail, np.resize(np.repeat(ramp, heads), n - len(tail))])
+    return tuple(int(j) for j in tail)

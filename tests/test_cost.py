@@ -1,6 +1,7 @@
 """The time model (gpusim/cost.py): FLOPs, occupancy, latency against the busiest unit, the schedule."""
 import dataclasses
 
+import numpy as np
 import pytest
 
 import gpusim
@@ -62,10 +63,58 @@ def test_a_latency_bound_kernel_gains_from_a_second_resident_block():
 
 def test_the_last_wave_runs_the_longest_programs_last_unless_reversed():
     t = Tiling(4096, 4096, 128, 64, True)
-    forward, reverse = ramp_work(t, groups=8), ramp_work(t, groups=8, reverse=True)
+    forward, reverse = ramp_work(t, groups=8), ramp_work(t, groups=8, order=(1, True))
     assert forward.tail[0] == t.kv_blocks_of(t.n_q_blocks - 1) == max(forward.values)  # launched last
     assert reverse.tail[0] == t.kv_blocks_of(0) == min(reverse.values)
     assert sorted(forward.values) == sorted(reverse.values) and forward.counts == reverse.counts
+    assert reverse.longest_first and not forward.longest_first
+
+
+def hopper_launch_order(n_q, bh, lpt_heads):
+    """kernels/hopper.py's _program, pid by pid, in Python: (Q block, problem) of each program in launch order."""
+    g, order = max(lpt_heads, 1), []
+    for pid in range(n_q * bh):
+        group = pid // (n_q * g)
+        heads = min(g, bh - group * g)
+        r = pid - group * n_q * g
+        order.append((n_q - 1 - r // heads, group * g + r % heads) if lpt_heads else (pid % n_q, pid // n_q))
+    return order
+
+
+@pytest.mark.parametrize("bh,lpt_heads", [(6, 4), (8, 4), (3, 4), (5, 1), (5, 0)])
+def test_a_launchs_tail_is_the_kernels_launch_order_backwards(bh, lpt_heads):
+    t = Tiling(3 * 64 + 10, 3 * 64 + 10, 64, 64, True)  # 4 Q blocks, J = 1, 2, 3, 4
+    order = hopper_launch_order(t.n_q_blocks, bh, lpt_heads)
+    assert sorted(order) == sorted((i, p) for i in range(t.n_q_blocks) for p in range(bh))  # each once
+    work = ramp_work(t, bh, order=(max(lpt_heads, 1), lpt_heads > 0))
+    assert list(work.tail) == [t.kv_blocks_of(i) for i, _ in reversed(order)]
+
+
+def test_a_longest_first_launch_of_one_program_per_sm_is_list_scheduled(monkeypatch):
+    """The Hopper kernel at d = 128, causal, groups of 4 heads, longest first, one program per SM (246 registers):
+    its end is the last slot's when each program in the kernel's launch order takes the slot that frees first,
+    computed here slot by slot (numpy's argmin), not by cost.list_schedule's heap."""
+    r = gpusim.simulate("hopper", batch=1, heads=8, kv_heads=1, seq=3618, head_dim=128, causal=True, dtype="fp16",
+                        gpu="H200-measured")
+    grid, step = cost.schedule(r)
+    assert (grid.resident, grid.slots, grid.programs) == (1, 132, 232) and cost.listed(grid)
+    t = r.config.tiling
+    free = np.zeros(grid.slots)
+    for i, _ in hopper_launch_order(t.n_q_blocks, 8, 4):
+        free[np.argmin(free)] += float(cost.tau(step, np.asarray([t.kv_blocks_of(i)]), 1, 1)[0])
+    launch = r.config.pass_.launch_s(r.config, "hopper")
+    assert r.predicted_time_s == pytest.approx(free.max() + launch, rel=1e-12)
+    # the last-wave rule would price the last 100 programs (the shortest: Q blocks 0-24 of heads 4-7) as one wave
+    # after the others, all starting when the first 132 end: 1.4x longer here
+    monkeypatch.setattr(cost, "listed", lambda grid: False)
+    assert cost.waves(step).predicted_time_s > 1.4 * r.predicted_time_s
+
+
+def test_the_last_wave_rule_prices_launches_in_order_or_of_two_programs_per_sm():
+    kw = dict(batch=1, heads=8, kv_heads=1, seq=17177, causal=True, dtype="fp16", gpu="H200-measured")
+    for r in (gpusim.simulate("hopper", head_dim=64, **kw), gpusim.simulate("flash2", head_dim=128, **kw)):
+        grid, _ = cost.schedule(r)
+        assert grid.programs > grid.slots and not cost.listed(grid)
 
 
 def test_causal_costs_about_half_plus_the_diagonal():

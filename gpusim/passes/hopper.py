@@ -125,8 +125,8 @@ class Hopper(Flash2):
         return per_step_spill(res, steps, programs)
 
     def work(self, cfg, kernel):
-        """flash2's programs; with lpt_heads, each head's longest Q blocks launch first."""
-        return ramp_work(cfg.tiling, cfg.bh, reverse=self.launch_order(cfg)[1])
+        """flash2's programs; with lpt_heads, the longest Q blocks of each group of heads launch first."""
+        return ramp_work(cfg.tiling, cfg.bh, self.launch_order(cfg))
 
     def launch_order(self, cfg):
         """Causal with lpt_heads: groups of lpt_heads heads, their longest Q blocks first (kernels/hopper.py's
