@@ -526,6 +526,14 @@ def test_last_wave_smoke_run_times_each_count_of_programs_per_sm(tmp_path, monke
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
+def test_lpt_order_smoke_run_times_each_launch_order(tmp_path, monkeypatch):
+    from benchmarks import lpt_order
+    rows = _smoke(lpt_order, tmp_path, monkeypatch, "lpt_order.json")
+    assert [(r["lpt_heads"], r["heads"], r["seq"], r["block_q"], r["block_kv"], r["l2"]) for r in rows] == [
+        (lpt, 2, 128, 64, 64, "cold") for lpt in (0, 1)]
+    assert all(r["ms"] > 0 and "error" not in r and r["causal"] for r in rows)
+
+
 def test_ragged_tiles_smoke_run_times_each_kernel_at_each_edge(tmp_path, monkeypatch):
     from benchmarks import ragged_tiles
     rows = _smoke(ragged_tiles, tmp_path, monkeypatch, "ragged_tiles.json")
