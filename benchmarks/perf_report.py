@@ -23,10 +23,11 @@ import numpy as np
 
 from benchmarks import agreement, h200_constants, ncu
 import gpusim
-from gpusim import cost
+from gpusim import cost, tiling
 from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
 from gpusim.passes.flash2_backward import Flash2Backward
+from gpusim.passes.hopper import Hopper
 from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1004,7 +1005,7 @@ def nsight_launches():
 def no_measured_issue():
     """The model before the twenty-ninth session's cost.measured, while the block runs: dK/dV's warps on ISSUE_HIDING's
     line, its dots at mma_efficiency's rate, its instructions as counted, its loads on its chain."""
-    with _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue"):
+    with no_list_schedule(), _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue"):
         yield
 
 
@@ -1031,7 +1032,7 @@ def probe_rows():
 def host_probe_table():
     """Run 132's four sets (the host probe beside each training step) and run 130's two (none), scored once with the
     preset's host floor (preset_host_floor) and with the probe's; every set pooled, and how many meet issue 24's target."""
-    unprobed = {n: agreement.heldout_rows(n) for n in HELD_OUT if n not in BLIND_HOST_PROBE}  # alike either way
+    unprobed = {n: agreement.heldout_rows(n) for n in THIRTY if n not in BLIND_HOST_PROBE}  # alike either way
 
     def scores():
         every = unprobed | {n: agreement.heldout_rows(n) for n in BLIND_HOST_PROBE}
@@ -1044,13 +1045,85 @@ def host_probe_table():
                 "run 132's four sets, all rows": share(BLIND_HOST_PROBE),
                 "run 132's sets meeting issue 24's target": f"{sum(meets_target(every[n]) for n in BLIND_HOST_PROBE)} of 4",
                 "run 130's two sets (no probe), all rows": share(UNCHANGED_MEASURED),
-                f"all {len(HELD_OUT)} sets pooled": share(HELD_OUT),
+                f"all {len(THIRTY)} sets pooled": share(THIRTY),
                 "sets meeting issue 24's target": f"{sum(meets_target(p) for p in every.values())} of {len(every)}"}
     with preset_host_floor():
         before = scores()
     now = scores()
     return "\n".join(["| rows | the preset's host floor (before) | the host probe beside each step (the model) |",
                       "|---|---|---|"] + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
+
+
+@contextmanager
+def no_list_schedule():
+    """The model before the thirty-first session's cost.list_schedule, while the block runs: every launch priced by the
+    last-wave rule, the Hopper kernel's longest-first launches on a tail of each head's Q blocks in turn (its groups of
+    heads not interleaved), as every figure docs/perf.md quotes from before it."""
+    def work(self, cfg, kernel):
+        return tiling.ramp_work(cfg.tiling, cfg.bh, (1, self.launch_order(cfg)[1]))
+    with _patched(Hopper, "work", work, "no_list_schedule_work"), _patched(cost, "listed", lambda grid: False,
+                                                                              "no_list_schedule"):
+        yield
+
+
+def lpt_order_rows():
+    """results/h200/lpt_order.json (run 134): [(row, gpusim's ms by the last-wave rule, gpusim's ms, listed)], each row
+    priced at the launch it ran (its lpt_heads)."""
+    out = []
+    for row in json.loads((agreement.RESULTS / "lpt_order.json").read_text())["rows"]:
+        def result():
+            return gpusim.simulate("hopper", batch=row["batch"], heads=row["heads"], seq=row["seq"],
+                                   head_dim=row["head_dim"], causal=True, dtype=row["dtype"], gpu=agreement.PRESET,
+                                   tiles=gpusim.Tiles(row["block_q"], row["block_kv"], lpt_heads=row["lpt_heads"]))
+        with no_list_schedule():
+            before = result().predicted_time_s * 1e3
+        now = result()
+        out.append((row, before, now.predicted_time_s * 1e3, cost.listed(cost.schedule(now)[0])))
+    return out
+
+
+def lpt_order_table():
+    """lpt_order_rows() per head dim and order: the launches, those list-scheduled, and predicted / measured by the
+    last-wave rule and by the model (the share within 20% and the span)."""
+    rows = lpt_order_rows()
+    lines = ["| d | lpt_heads | launches | list-scheduled | last-wave rule: within 20% | span | the model: within 20% "
+             "| span |", "|---|---|---|---|---|---|---|---|"]
+    for d, lpt in sorted({(r["head_dim"], r["lpt_heads"]) for r, *_ in rows}, key=lambda k: (-k[0], k[1])):
+        group = [(r, b, n, listed) for r, b, n, listed in rows if (r["head_dim"], r["lpt_heads"]) == (d, lpt)]
+        cells = []
+        for i in (1, 2):
+            ratios = [g[i] / g[0]["ms"] for g in group]
+            cells += [f"{sum(abs(x - 1) <= 0.2 for x in ratios)} of {len(ratios)}", _span(ratios)]
+        lines.append(f"| {d} | {lpt} | {len(group)} | {sum(g[3] for g in group)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def list_schedule_trial_table():
+    """trial_scores() before the thirty-first session's cost.list_schedule (no_list_schedule) and after it, with
+    lpt_order.json's rows, the Hopper forwards of the forty sets scored before it, the sets meeting issue 24's target,
+    and run 133's four, scored once (blind) after it."""
+    lpt = lpt_order_rows()
+
+    def scores(column):
+        ratios = [row[column] / row[0]["ms"] for row in lpt]
+        sets = {name: agreement.heldout_rows(name) for name in THIRTY + BLIND_LIST_SCHEDULE}
+
+        def hopper(names):
+            pairs = [p for name in names for p in sets[name] if p[0]["algo"] == "hopper"]
+            return f"{agreement.summary(pairs)['within 20%']:.1%} of {len(pairs)}"
+        return model_scores() | {
+            "lpt_order.json": f"{sum(abs(x - 1) <= 0.2 for x in ratios) / len(ratios):.1%}",
+            "held-out, the forty sets' Hopper forwards": hopper(THIRTY), "held-out, the forty sets": sets_share(THIRTY),
+            "held-out sets meeting issue 24's target": f"{sum(meets_target(sets[n]) for n in THIRTY)} of 40",
+            "held-out, run 133's four sets (blind)": sets_share(BLIND_LIST_SCHEDULE),
+            "run 133's Hopper forwards (blind)": hopper(BLIND_LIST_SCHEDULE),
+            "run 133's sets meeting issue 24's target (blind)":
+                f"{sum(meets_target(sets[n]) for n in BLIND_LIST_SCHEDULE)} of 4"}
+    with no_list_schedule():
+        then = scores(1)
+    now = scores(2)
+    return "\n".join(["| rows | the last-wave rule (before) | list-scheduled where longest first, one per SM (the model) |",
+                      "|---|---|---|"] + [f"| {name} | {then[name]} | {now[name]} |" for name in now])
 
 
 def measured_warp_rate(kernel="dkdv"):
@@ -1800,7 +1873,11 @@ UNCHANGED_MEASURED = ("heldout_2060.json", "heldout_2061.json")
 # Run 132's four, measured with the host probe beside each training step, scored once after the thirtieth session's
 # change (the probe as the step's host floor: gpusim_course.provenance.heldout.simulated).
 BLIND_HOST_PROBE = ("heldout_2062.json", "heldout_2063.json", "heldout_2064.json", "heldout_2065.json")
-TWENTY_NINE = tuple(name for name in HELD_OUT if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
+# Run 133's four, measured after the thirtieth session's change and kept unscored until the thirty-first session's
+# cost.list_schedule, scored once after it.
+BLIND_LIST_SCHEDULE = ("heldout_2066.json", "heldout_2067.json", "heldout_2068.json", "heldout_2069.json")
+THIRTY = tuple(name for name in HELD_OUT if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
+TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
 TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
 TWENTY_SIX = tuple(name for name in TWENTY_EIGHT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
 TWENTY_FIVE = tuple(name for name in TWENTY_SIX if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
@@ -1830,6 +1907,9 @@ def held_out_line():
         own_copy = sets_share(BLIND_OWN_COPY)
     with counted_dots():  # the twenty-sixth session's
         last_wave = sets_share(BLIND_LAST_WAVE)
+    with no_list_schedule():  # the twenty-seventh to the thirtieth sessions'
+        whole_dots, measured_issue = sets_share(BLIND_WHOLE_DOTS), sets_share(BLIND_MEASURED_ISSUE)
+        unchanged_measured, host_probe = sets_share(UNCHANGED_MEASURED), sets_share(BLIND_HOST_PROBE)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -1842,11 +1922,12 @@ def held_out_line():
             f"and 2049, scored blind to the twenty-fourth session's `cost.lone_copy`, {lone_copy}; seeds 2050 to 2053, scored "
             f"blind to the twenty-fifth session's `cost.own_copy`, {own_copy}; seeds 2054 and 2055, scored blind to "
             f"the twenty-sixth session's `cost.last_per_sm`, {last_wave}; seeds 2056 and 2057, scored blind to the "
-            f"twenty-seventh session's `cost.dot_padding`, {sets_share(BLIND_WHOLE_DOTS)}; seeds 2058 and 2059, scored "
-            f"blind to the twenty-ninth session's `cost.measured`, {sets_share(BLIND_MEASURED_ISSUE)}; seeds 2060 and "
-            f"2061, measured and scored after every change then, {sets_share(UNCHANGED_MEASURED)}; seeds 2062 to 2065, "
+            f"twenty-seventh session's `cost.dot_padding`, {whole_dots}; seeds 2058 and 2059, scored "
+            f"blind to the twenty-ninth session's `cost.measured`, {measured_issue}; seeds 2060 and "
+            f"2061, measured and scored after every change then, {unchanged_measured}; seeds 2062 to 2065, "
             f"with the host's speed measured beside each training step, scored blind to the thirtieth session's floor "
-            f"from it, {sets_share(BLIND_HOST_PROBE)}; the "
+            f"from it, {host_probe}; seeds 2066 to 2069, scored blind to the thirty-first session's "
+            f"`cost.list_schedule`, {sets_share(BLIND_LIST_SCHEDULE)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105).")
@@ -1928,6 +2009,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table,
+          "lpt_order": lpt_order_table, "list_schedule_trial": list_schedule_trial_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
@@ -1992,15 +2074,20 @@ BEFORE_MEASURED_ISSUE = ("ragged_tiles", "whole_dots_trial", "bwd_gqa", "bwd_sha
                          "pipe_trial", "heldout_2056", "heldout_2057")
 
 
+# The tables of the sections written between cost.measured and the thirty-first session's cost.list_schedule, and the
+# held-out sets scored in between: the model as it was.
+BEFORE_LIST_SCHEDULE = ("measured_issue", "host_probe", *(f"heldout_{seed}" for seed in range(2058, 2066)))
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue), or the model as it
-    stands."""
+    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule), or
+    the model as it stands."""
     return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
             else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
             else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
-            else nullcontext())
+            else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else nullcontext())
 
 
 def render(text):

@@ -54,6 +54,7 @@ def under(model):
 before_full_issue = under(perf_report.line_issue)
 before_two_warp_issue = under(perf_report.one_warp_issue)
 before_lone_pipeline = under(perf_report.no_lone_pipeline)
+before_list_schedule = under(perf_report.no_list_schedule)  # the sections written before the 31st session's change
 
 
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
@@ -2039,6 +2040,7 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     assert moved[0].split(" | ")[6:8] == ["128 × 64", "1.06"]
 
 
+@before_list_schedule
 def test_perf_md_quotes_dkdv_as_nsight_measures_it():
     """cost.measured (adopted in the twenty-ninth session): its four measured parts recomputed from runs 128 and 129,
     what it moves, and run 122's two sets scored once after it, as docs/perf.md quotes them."""
@@ -2126,6 +2128,7 @@ def test_perf_md_says_the_backward_tile_targets_are_met():
             f"in the file), and SDPA's step took {min(sdpa):.2f}–{max(sdpa):.2f}× as long as ours") in text
 
 
+@before_list_schedule
 def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     """The host probe beside each training step (thirtieth session): the host-bound steps of the sets before it, run
     132's probes, and its four sets and run 130's two scored once with the preset's floor and with the probe's, as
@@ -2175,5 +2178,36 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     with tarfile.open(RESULTS / "logs" / "run133_heldout_2066_2069.tar.gz") as logs:  # kept unscored for the next change
         kept = [json.load(logs.extractfile(f"run133/heldout_{seed}.json")) for seed in range(2066, 2070)]
     assert all(sum("host_probe_us" in r for r in k["rows"]) == 12 for k in kept)
-    assert not any((RESULTS / f"heldout_{seed}.json").exists() for seed in range(2066, 2070))
-    assert "seeds 2066–2069, run 133" in text
+    assert kept == [json.loads((RESULTS / f"heldout_{seed}.json").read_text()) for seed in range(2066, 2070)]
+    assert "seeds 2066–2069, run 133" in text and "were kept unscored" in text
+
+
+def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
+    """The thirty-first session's cost.list_schedule: lpt_order.json (run 134) and the held-out sets, as docs/perf.md
+    quotes them, recomputed; the two sets of run 134 kept unscored."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = {(r["head_dim"], r["lpt_heads"], r["heads"], r["seq"]): r["ms"]
+            for r, *_ in perf_report.lpt_order_rows()}
+    gain, key = max((rows[k[0], 0, *k[2:]] / v, k) for k, v in rows.items() if k[1])
+    assert key[:2] == (128, 4) and (f"up to {gain:.2f}× (d = 128, {key[2]} heads, N = {key[3]:,}: "
+                                    f"{rows[128, 0, *key[2:]]:.3f} ms in order, {rows[key]:.3f} ms in groups of four "
+                                    "longest first)") in text
+    d64 = [(n / r["ms"], r["heads"], r["seq"]) for r, b, n, _ in perf_report.lpt_order_rows()
+           if (r["head_dim"], r["lpt_heads"]) == (64, 1)]
+    worst = max(d64)
+    assert worst[1:] == (4, 16384) and f"(up to {worst[0]:.2f}× slow at 4 heads, N = 16K)" in text
+    row = {"batch": 1, "heads": 8, "kv_heads": 1, "seq": 3618, "head_dim": 128, "causal": True}
+    held = [(r, x) for r, x in agreement.heldout_rows("heldout_2041.json")
+            if r["algo"] == "hopper" and all(r[k] == v for k, v in row.items())]
+    assert len(held) == 1
+    with perf_report.no_list_schedule():
+        before = [x for r, x in agreement.heldout_rows("heldout_2041.json") if r == held[0][0]]
+    assert f"N = 3,618 (232 programs on 132 SMs, one each) was priced {before[0]:.2f}× slow" in text
+    assert abs(held[0][1] - 1) <= 0.2
+    assert perf_report.THIRTY == tuple(n for n in perf_report.HELD_OUT if n not in perf_report.BLIND_LIST_SCHEDULE)
+    assert len(perf_report.THIRTY) == 40
+    with tarfile.open(RESULTS / "logs" / "run134_lpt_order_heldout_2070_2071.tar.gz") as logs:
+        kept = [json.load(logs.extractfile(f"run134/heldout_{seed}.json")) for seed in (2070, 2071)]
+    assert all(sum(r.get("ms") is not None for r in k["rows"]) == 88 for k in kept)
+    assert not any((RESULTS / f"heldout_{seed}.json").exists() for seed in (2070, 2071))
+    assert "seeds 2070 and 2071, after this change), kept unscored" in text
