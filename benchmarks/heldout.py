@@ -17,7 +17,7 @@ training rows, the wall time per step as a training loop calls it (timing "wall_
 cycled copies, grads set to None before each, synchronised once before the clock and once after, as
 benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer),
 and just before it the host's speed at that moment ("host_probe_us": host_probe_us, a step on a shape whose GPU
-work is tens of us; sets from seed 2062 on).
+work is tens of us; sets from seed 2062 on, and the training rows of the earlier ones, timed again in run 135).
 Sets measured before run 105 timed training rows with triton.testing.do_bench's CUDA events around each step
 after an L2 flush (timing "events"), which misses part of the host's time where the host is slower than the GPU.
 The first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the

@@ -1637,6 +1637,96 @@ def o_mask_table():
 
 REMEASURED = ROOT / "results" / "h200" / "logs" / "run102_heldout_flash2_tiles.tar.gz"
 TRAIN_TIMED = ROOT / "results" / "h200" / "logs" / "run105_heldout_train_host.tar.gz"
+RETIMED = ROOT / "results" / "h200" / "logs" / "run135_heldout_train_probe.tar.gz"
+
+
+@lru_cache(maxsize=None)
+def rows_before_retimed():
+    """{set: rows}: the sets whose training steps run 135 timed again with the host probe beside each (seeds 2026 to
+    2061), as they were before it (its logs)."""
+    with tarfile.open(RETIMED) as tar:
+        return {Path(m.name).name: json.load(tar.extractfile(m))["rows"] for m in tar.getmembers()
+                if m.name.startswith("run135/heldout_before/")}
+
+
+@contextmanager
+def before_retimed():
+    """The held-out sets as they were before run 135 (the training steps of seeds 2026 to 2061 timed without the host
+    probe), while the block runs: as every figure docs/perf.md quotes from before it."""
+    current = agreement.read_heldout
+    with _patched(agreement, "read_heldout", lambda name: rows_before_retimed().get(name) or current(name),
+                  "before_retimed"):
+        yield
+
+
+def retimed_rows():
+    """{set: (pairs before run 135, pairs after)}: agreement.heldout_rows of each set run 135 timed again, under the
+    model as it stands."""
+    names = [n for n in HELD_OUT if n in rows_before_retimed()]
+    with before_retimed():
+        before = {n: agreement.heldout_rows(n) for n in names}
+    return {n: (before[n], agreement.heldout_rows(n)) for n in names}
+
+
+def _trained(pairs):
+    """A set's training steps within 20%, as "k of n"."""
+    train = [r for row, r in pairs if row["kind"] == "train"]
+    return f"{sum(abs(r - 1) <= 0.2 for r in train)} of {len(train)}"
+
+
+def retimed_steps():
+    """[(row after, row before, host-bound, predicted / measured)]: run 135's training steps beside the same steps
+    before it; host-bound where gpusim's GPU time for the step is under the host probe beside it."""
+    out = []
+    for name in (n for n in HELD_OUT if n in rows_before_retimed()):
+        for row, was in zip(agreement.read_heldout(name), rows_before_retimed()[name]):
+            if row["kind"] == "train" and row.get("ms") and was.get("ms"):
+                sim = agreement.heldout_simulated(row)
+                gpu_s = sum(k.predicted_time_s for k in sim.kernels)
+                out.append((row, was, gpu_s < row["host_probe_us"] * 1e-6, sim.predicted_time_s / (row["ms"] * 1e-3)))
+    return out
+
+
+def retimed_summary():
+    """What docs/perf.md says of run 135: the probe's span and median, how far the GPU-bound and the host-bound steps
+    moved (after ÷ before), the misses after it by cause, and the sets meeting issue 24's target before and after."""
+    steps = retimed_steps()
+    probe = [row["host_probe_us"] for row, *_ in steps]
+    moved = {bound: [row["ms"] / was["ms"] for row, was, host, _ in steps if host == bound] for bound in (False, True)}
+    misses = [(host, x) for _, _, host, x in steps if abs(x - 1) > 0.2]
+    slow = [(row, was) for row, was, host, x in steps if not host and x > 1.2]
+    slow_before = sum(agreement.heldout_simulated(was).predicted_time_s / (was["ms"] * 1e-3) > 1.2 for _, was in slow)
+    with before_retimed():
+        met_before = sum(meets_target(agreement.heldout_rows(n)) for n in HELD_OUT)
+    return {"probe": f"{min(probe):.0f}–{max(probe):.0f} µs (median {np.median(probe):.0f})",
+            "GPU-bound": f"{len(moved[False])} GPU-bound steps took {np.median(moved[False]):.2f}× their earlier time "
+                         f"(median; {sum(abs(m - 1) <= 0.05 for m in moved[False])} within 5%)",
+            "host-bound": f"{len(moved[True])} host-bound ones {_span(moved[True])} (median {np.median(moved[True]):.2f}×)",
+            "misses": f"{len(misses)} steps miss 20%: {sum(h for h, _ in misses)} host-bound, "
+                      f"{sum(not h and x > 1 for h, x in misses)} GPU-bound priced slow, "
+                      f"{sum(not h and x < 1 for h, x in misses)} GPU-bound priced fast",
+            "slow": f"measured {_span([row['ms'] for row, _ in slow], ' ms')}, priced "
+                    f"{_span([x for _, _, host, x in steps if not host and x > 1.2])}; {slow_before} of the {len(slow)} missed so before",
+            "sets": f"{met_before} to {sum(meets_target(agreement.heldout_rows(n)) for n in HELD_OUT)} of {len(HELD_OUT)}"}
+
+
+def retimed_table():
+    """retimed_rows() set by set: the training steps and all rows within 20%, and issue 24's target, before run 135 and
+    after; the host probe's span over the set's steps; and the sets pooled."""
+    lines = ["| set | training steps within 20%: before | after | host probe, µs | all rows within 20%: before | after "
+             "| target met: before | after |", "|---|---|---|---|---|---|---|---|"]
+    sets = retimed_rows()
+    for name, (before, after) in sets.items():
+        probe = [row["host_probe_us"] for row, _ in after if row.get("host_probe_us")]
+        lines.append(f"| `{name}` | {_trained(before)} | {_trained(after)} | {min(probe):.0f}–{max(probe):.0f} | "
+                     f"{agreement.summary(before)['within 20%']:.1%} | {agreement.summary(after)['within 20%']:.1%} | "
+                     f"{'yes' if meets_target(before) else 'no'} | {'yes' if meets_target(after) else 'no'} |")
+    pooled = [[p for pairs in sets.values() for p in pairs[i]] for i in (0, 1)]
+    met = [sum(meets_target(pairs[i]) for pairs in sets.values()) for i in (0, 1)]
+    lines.append(f"| all {len(sets)}, pooled | {_trained(pooled[0])} | {_trained(pooled[1])} | | "
+                 f"{agreement.summary(pooled[0])['within 20%']:.1%} | {agreement.summary(pooled[1])['within 20%']:.1%} | "
+                 f"{met[0]} of {len(sets)} | {met[1]} of {len(sets)} |")
+    return "\n".join(lines)
 
 
 def remeasured_rows(run=102):
@@ -1648,8 +1738,8 @@ def remeasured_rows(run=102):
         then = set(second.getnames())  # the sets of runs 102 and 105
         for name in [n for n in HELD_OUT if f"run105/heldout_before/{n}" in then]:
             before = json.load((first if run == 102 else second).extractfile(f"run{run}/heldout_before/{name}"))["rows"]
-            after = (json.load(second.extractfile(f"run105/heldout_before/{name}")) if run == 102 else
-                     json.loads((agreement.RESULTS / name).read_text()))["rows"]
+            after = (json.load(second.extractfile(f"run105/heldout_before/{name}"))["rows"] if run == 102 else
+                     agreement.read_heldout(name))
             out[name] = list(zip(before, after))
     return out
 
@@ -1895,21 +1985,22 @@ def held_out_line():
     met = sum(meets_target(pairs) for pairs in sets.values())
     pooled = [p for pairs in sets.values() for p in pairs]
     kinds = ", ".join(f"{label} {heldout.share(labelled(pooled), label)}" for label in heldout.KINDS.values())
-    with one_warp_issue():  # the model the twentieth session scored them with
-        blind, newest = sets_share(BLIND), sets_share(NEWEST)
-    with no_lone_pipeline():  # the twenty-first session's
-        two_warp = sets_share(BLIND_TWO_WARP)
-    with no_lone_copy():  # the twenty-second and twenty-third sessions'
-        lone_pipeline, unchanged = sets_share(BLIND_LONE_PIPELINE), sets_share(UNCHANGED)
-    with no_own_copy():  # the twenty-fourth session's
-        lone_copy = sets_share(BLIND_LONE_COPY)
-    with full_last_wave():  # the twenty-fifth session's
-        own_copy = sets_share(BLIND_OWN_COPY)
-    with counted_dots():  # the twenty-sixth session's
-        last_wave = sets_share(BLIND_LAST_WAVE)
-    with no_list_schedule():  # the twenty-seventh to the thirtieth sessions'
-        whole_dots, measured_issue = sets_share(BLIND_WHOLE_DOTS), sets_share(BLIND_MEASURED_ISSUE)
-        unchanged_measured, host_probe = sets_share(UNCHANGED_MEASURED), sets_share(BLIND_HOST_PROBE)
+    with before_retimed():  # the rows each was scored blind on, before run 135
+        with one_warp_issue():  # the model the twentieth session scored them with
+            blind, newest = sets_share(BLIND), sets_share(NEWEST)
+        with no_lone_pipeline():  # the twenty-first session's
+            two_warp = sets_share(BLIND_TWO_WARP)
+        with no_lone_copy():  # the twenty-second and twenty-third sessions'
+            lone_pipeline, unchanged = sets_share(BLIND_LONE_PIPELINE), sets_share(UNCHANGED)
+        with no_own_copy():  # the twenty-fourth session's
+            lone_copy = sets_share(BLIND_LONE_COPY)
+        with full_last_wave():  # the twenty-fifth session's
+            own_copy = sets_share(BLIND_OWN_COPY)
+        with counted_dots():  # the twenty-sixth session's
+            last_wave = sets_share(BLIND_LAST_WAVE)
+        with no_list_schedule():  # the twenty-seventh to the thirtieth sessions'
+            whole_dots, measured_issue = sets_share(BLIND_WHOLE_DOTS), sets_share(BLIND_MEASURED_ISSUE)
+            unchanged_measured, host_probe = sets_share(UNCHANGED_MEASURED), sets_share(BLIND_HOST_PROBE)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -1930,7 +2021,7 @@ def held_out_line():
             f"`cost.list_schedule`, {sets_share(BLIND_LIST_SCHEDULE)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
-            f"calls them, run 105).")
+            f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
 
 
 def meets_target(pairs):
@@ -2027,7 +2118,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
           "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")), "pipe_trial": pipe_trial_table,
-          "measured_issue": measured_issue_table,
+          "measured_issue": measured_issue_table, "retimed": retimed_table,
           "headline": headline}
 README = ROOT / "README.md"
 
@@ -2079,15 +2170,29 @@ BEFORE_MEASURED_ISSUE = ("ragged_tiles", "whole_dots_trial", "bwd_gqa", "bwd_sha
 BEFORE_LIST_SCHEDULE = ("measured_issue", "host_probe", *(f"heldout_{seed}" for seed in range(2058, 2066)))
 
 
+# The tables of the sections written before run 135 timed the held-out sets' training steps again (seeds 2026 to 2061,
+# the host probe beside each) that score those sets: the rows as they were (before_retimed).
+BEFORE_RETIMED = ("train_timed", "issue_trial", "sharing_trial", "exposed_wait", "lone_issue", "lone_pipeline", "two_warp",
+                  "adopted_pipeline", "lone_copy", "own_copy", "last_wave_trial", "whole_dots_trial", "pipe_trial",
+                  "measured_issue", "host_probe", "list_schedule_trial", *(f"heldout_{seed}" for seed in range(2038, 2062)))
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule), or
-    the model as it stands."""
-    return (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
-            no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
-            else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
-            else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
-            else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else nullcontext())
+    the model as it stands; on the held-out rows as they were then (before_retimed) where it was written before run 135."""
+    model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
+             no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
+             else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
+             else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
+             else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else nullcontext())
+    return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
+
+
+@contextmanager
+def _within_both(outer, inner):
+    with outer, inner:
+        yield
 
 
 def render(text):
