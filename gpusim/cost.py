@@ -57,6 +57,7 @@ chain() and tau() (step 4); waves() (step 5, with list_schedule()) makes the Tim
 import heapq
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -120,6 +121,8 @@ class Schedule:
     chain_s: float  # a step on one program's critical path
     setup_s: float
     prefetched: bool
+    own_s: float = 0.0  # first_loads' own loads, and its first step's (program_loads)
+    first_s: float = 0.0
 
 
 def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
@@ -273,7 +276,9 @@ def one_step(grid, rate):
     prefetched = streams > 1 or pass_.TMA or measured(grid)
     draft = Schedule(grid, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
                  fixed_bytes, 0.0, pass_.setup_s(cfg), prefetched)
-    return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads)})
+    own_s, first_s = program_loads(draft)
+    return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads), "own_s": own_s,
+                       "first_s": first_s})
 
 
 def step_chain(step, step_reloads):
@@ -325,11 +330,16 @@ def chain(step, j):
 def first_loads(step, j):
     """What a program waits for besides its steps: its own loads (Q's tile; with own_copy, its O tile's store too), its
     set-up, and where it prefetches (num_stages ahead), its first step's loads, which nothing earlier in the program
-    issued."""
+    issued (program_loads, made once with the step)."""
+    return step.own_s + step.setup_s + (j > 0) * step.first_s
+
+
+def program_loads(step):
+    """(own, first): a program's wait for its own loads, and for its first step's loads where it prefetches."""
     gpu = step.grid.cfg.gpu
     first = wait(gpu, step.step_bytes) if step.prefetched else 0.0
     own = own_wait(gpu, step.fixed_bytes) if own_copy(step.grid) else wait(gpu, step.fixed_bytes)
-    return own + step.setup_s + (j > 0) * first
+    return own, first
 
 
 def own_copy(grid):
@@ -446,10 +456,16 @@ def wave_sharing(step, steps, last):
 def mma_efficiency(gpu, cfg, num_warps):
     """The fraction of the tensor-core peak a tile of block_q x block_kv at head_dim with num_warps reaches
     (gpu.mma_efficiency, measured), or the nearest measured shape's, or 1 where none was measured."""
-    table = dict(gpu.mma_efficiency)
+    return _nearest_efficiency(gpu.mma_efficiency, (cfg.block_q, cfg.block_kv, cfg.head_dim, num_warps))
+
+
+@lru_cache(maxsize=None)
+def _nearest_efficiency(measured, key):
+    """mma_efficiency's lookup in a GPU's measured ((block_q, block_kv, head_dim, num_warps), fraction) pairs (computed
+    once a process for each)."""
+    table = dict(measured)
     if not table:
         return 1.0
-    key = (cfg.block_q, cfg.block_kv, cfg.head_dim, num_warps)
     if key in table:
         return table[key]
     distance = lambda k: sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(k, key))  # noqa: E731
@@ -464,10 +480,13 @@ def _write_share(dram):
 
 def _split(counts, dram, step_tensors):
     """For the step tensors and for the rest: (SM bytes, DRAM bytes, SM bytes read, DRAM bytes read)."""
-    def total(table, inside, reads_only):
-        return sum(rw[0] if reads_only else sum(rw) for t, rw in table.items() if (t in step_tensors) == inside)
-    return tuple(tuple(total(table, inside, reads) for reads in (False, True) for table in (counts, dram))
-                 for inside in (True, False))
+    split = ([0, 0, 0, 0], [0, 0, 0, 0])  # the step tensors', the rest's
+    for i, table in enumerate((counts, dram)):
+        for t, rw in table.items():
+            part = split[t not in step_tensors]
+            part[i] += sum(rw)
+            part[2 + i] += rw[0]
+    return tuple(map(tuple, split))
 
 
 def _per(nbytes, n):

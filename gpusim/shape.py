@@ -3,7 +3,7 @@
 (gpusim/passes/), resolved once when the configuration is made (gpusim/config.py, backward.py, decode.py),
 and asks it for what depends on the algorithm; nothing here imports a pass. The validators every maker
 shares are here too: every error is one line naming the value and the limit."""
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -83,8 +83,9 @@ class Tiles:
     @property
     def knobs(self):
         """{name: value} of the launch options set (not None), the tiles aside."""
-        return {name: value for name, value in asdict(self).items()
-                if value is not None and name not in ("block_q", "block_kv")}
+        knobs = dict(num_warps=self.num_warps, num_stages=self.num_stages, warp_specialize=self.warp_specialize,
+                     mask=self.mask, overlap=self.overlap, lpt_heads=self.lpt_heads)
+        return {name: value for name, value in knobs.items() if value is not None}
 
 
 def given_tiles(tiles, block_q, block_kv):

@@ -159,3 +159,13 @@ def test_custom_op_takes_tiles_fields():
     fn = lambda q, k, v: gpusim_kernels.flash2_attention(q, k, v, causal=True, tiles=KNOBS)  # noqa: E731
     torch._dynamo.reset()
     assert torch.equal(torch.compile(fn, fullgraph=True, backend="eager")(q, k, v), fn(q, k, v))
+
+
+def test_knobs_names_every_launch_option_but_the_tiles():
+    """Tiles.knobs lists each of the dataclass's fields past block_q and block_kv that is set, so a knob added to Tiles
+    cannot be left out of what the model prices and the kernels launch."""
+    from dataclasses import fields
+    every = gpusim.Tiles(64, 64, num_warps=4, num_stages=2, warp_specialize=True, mask="branch", overlap=False,
+                         lpt_heads=2)
+    assert list(every.knobs) == [f.name for f in fields(gpusim.Tiles)][2:]
+    assert gpusim.Tiles(64, 64, num_stages=3).knobs == {"num_stages": 3}
