@@ -1641,12 +1641,18 @@ RETIMED = ROOT / "results" / "h200" / "logs" / "run135_heldout_train_probe.tar.g
 
 
 @lru_cache(maxsize=None)
-def rows_before_retimed():
-    """{set: rows}: the sets whose training steps run 135 timed again with the host probe beside each (seeds 2026 to
-    2061), as they were before it (its logs)."""
+def files_before_retimed():
+    """{set: its file}: the sets whose training steps run 135 timed again with the host probe beside each (seeds 2026
+    to 2061), as they were before it (its logs)."""
     with tarfile.open(RETIMED) as tar:
-        return {Path(m.name).name: json.load(tar.extractfile(m))["rows"] for m in tar.getmembers()
+        return {Path(m.name).name: json.load(tar.extractfile(m)) for m in tar.getmembers()
                 if m.name.startswith("run135/heldout_before/")}
+
+
+@lru_cache(maxsize=None)
+def rows_before_retimed():
+    """{set: rows}: files_before_retimed's rows."""
+    return {name: data["rows"] for name, data in files_before_retimed().items()}
 
 
 @contextmanager
@@ -1662,10 +1668,14 @@ def before_retimed():
 def retimed_rows():
     """{set: (pairs before run 135, pairs after)}: agreement.heldout_rows of each set run 135 timed again, under the
     model as it stands."""
-    names = [n for n in HELD_OUT if n in rows_before_retimed()]
     with before_retimed():
-        before = {n: agreement.heldout_rows(n) for n in names}
-    return {n: (before[n], agreement.heldout_rows(n)) for n in names}
+        before = {n: agreement.heldout_rows(n) for n in retimed_sets()}
+    return {n: (before[n], agreement.heldout_rows(n)) for n in retimed_sets()}
+
+
+def retimed_sets():
+    """The sets run 135 timed again, the newest first (as HELD_OUT)."""
+    return [n for n in HELD_OUT if n in rows_before_retimed()]
 
 
 def _trained(pairs):
@@ -1678,7 +1688,7 @@ def retimed_steps():
     """[(row after, row before, host-bound, predicted / measured)]: run 135's training steps beside the same steps
     before it; host-bound where gpusim's GPU time for the step is under the host probe beside it."""
     out = []
-    for name in (n for n in HELD_OUT if n in rows_before_retimed()):
+    for name in retimed_sets():
         for row, was in zip(agreement.read_heldout(name), rows_before_retimed()[name]):
             if row["kind"] == "train" and row.get("ms") and was.get("ms"):
                 sim = agreement.heldout_simulated(row)
@@ -1706,7 +1716,8 @@ def retimed_summary():
                       f"{sum(not h and x > 1 for h, x in misses)} GPU-bound priced slow, "
                       f"{sum(not h and x < 1 for h, x in misses)} GPU-bound priced fast",
             "slow": f"measured {_span([row['ms'] for row, _ in slow], ' ms')}, priced "
-                    f"{_span([x for _, _, host, x in steps if not host and x > 1.2])}; {slow_before} of the {len(slow)} missed so before",
+                    f"{_span([x for _, _, host, x in steps if not host and x > 1.2])}; {slow_before} of the {len(slow)} "
+                    "missed so before",
             "sets": f"{met_before} to {sum(meets_target(agreement.heldout_rows(n)) for n in HELD_OUT)} of {len(HELD_OUT)}"}
 
 

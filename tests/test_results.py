@@ -61,10 +61,7 @@ before_retimed = under(perf_report.before_retimed)  # those written before run 1
 def held_out_file(name):
     """A held-out set's file as its run wrote it: before run 135 timed its training steps again (that run's logs hold
     it), or as results/h200/ holds it."""
-    with tarfile.open(perf_report.RETIMED) as logs:
-        if f"run135/heldout_before/{name}" in logs.getnames():
-            return json.load(logs.extractfile(f"run135/heldout_before/{name}"))
-    return json.loads((RESULTS / name).read_text())
+    return perf_report.files_before_retimed().get(name) or json.loads((RESULTS / name).read_text())
 
 
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
@@ -2244,8 +2241,8 @@ def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
 
 
 def test_perf_md_quotes_run_135s_training_steps_timed_again_with_the_probe():
-    """Run 135: the sets before seed 2062 hold their training steps timed again with the host probe beside each and every
-    other row as before (its logs hold the rows before), and docs/perf.md's figures of it, recomputed."""
+    """Run 135: the sets before seed 2062 hold their training steps timed again with the host probe beside each and
+    every other row as before (its logs hold the rows before), and docs/perf.md's figures of it, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     before = perf_report.rows_before_retimed()
     assert sorted(before) == sorted(n for n in perf_report.HELD_OUT if n == "heldout.json" or int(n[8:12]) < 2062)
@@ -2263,7 +2260,8 @@ def test_perf_md_quotes_run_135s_training_steps_timed_again_with_the_probe():
         was = {n: agreement.heldout_rows(n) for n in perf_report.HELD_OUT}
     missed = [n for n, pairs in was.items() if not perf_report.meets_target(pairs)]
     on_training = [n for n in missed if train_share(was[n]) < 0.8]
-    assert f"{len(on_training)} of the {len(missed)} sets that missed issue 24's target missed it on their training" in text
+    assert (f"{len(on_training)} of the {len(missed)} sets that missed issue 24's target missed it on their "
+            "training") in text
     lost = [n for n in was if perf_report.meets_target(was[n])
             and not perf_report.meets_target(agreement.heldout_rows(n))]
     assert [n[8:12] for n in sorted(lost)] == ["2034", "2049", "2060"] and "(seeds 2034, 2049 and 2060)" in text
