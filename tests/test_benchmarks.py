@@ -590,3 +590,11 @@ def test_bwd_sharing_gives_each_program_one_whole_block_and_j_whole_steps():
             work, tiling = cfg.pass_.work(cfg, kernel), cfg.pass_.dot_tiling(cfg, kernel)
             assert (work.values, work.counts) == ((j,), (3,)), (kernel, tiles, j)
             assert tiling.whole_elements == tiling.tile_elements == j * tiles[0] * tiles[1], (kernel, tiles, j)
+
+
+def test_dkdv_ramp_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypatch):
+    from benchmarks import dkdv_ramp
+    rows = _smoke(dkdv_ramp, tmp_path, monkeypatch, "dkdv_ramp.json")
+    assert [(r["causal"], r["kv_heads"], r["seq"]) for r in rows] == [
+        (c, kv, n) for c in (True, False) for kv, n in ((1, 64), (2, 48))]
+    assert all(r["ms"] > 0 and "error" not in r and r["kernel"] == "dkdv" and r["heads"] == 2 for r in rows)
