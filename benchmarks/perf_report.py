@@ -858,6 +858,42 @@ def bwd_gqa_table():
     return "\n".join(lines)
 
 
+def dkdv_ramp_rows():
+    """results/h200/dkdv_ramp.json (run 136): [(row, programs, gpusim's ms by the last-wave rule (dkdv_by_waves),
+    gpusim's ms)], each dK/dV launch priced at the tiles it ran."""
+    def priced(r):
+        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
+                                 batch=r["batch"], causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
+                                 backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
+        return next(k for k in result.kernels if k.name == "dkdv")
+    out = []
+    for r in json.loads((agreement.RESULTS / "dkdv_ramp.json").read_text())["rows"]:
+        with dkdv_by_waves():
+            waved = priced(r).predicted_time_s * 1e3
+        kernel = priced(r)
+        out.append((r, kernel.programs, waved, kernel.predicted_time_s * 1e3))
+    return out
+
+
+def dkdv_ramp_table():
+    """dkdv_ramp_rows(): per launch shape, its programs and, at each head dim and tile, gpusim ÷ measured by the
+    last-wave rule and list-scheduled (causal); the non-causal launches' range, alike either way."""
+    groups = {}
+    for r, programs, waved, now in dkdv_ramp_rows():
+        groups.setdefault((r["causal"], r["kv_heads"], r["seq"], programs), {})[
+            (r["head_dim"], r["block_q"], r["block_kv"])] = (r["ms"], waved / r["ms"], now / r["ms"])
+    cells = sorted({k for g in groups.values() for k in g})
+    lines = ["| K/V heads | N | programs | " + " | ".join(f"d {d}, {bq} × {bk}"
+                                                     for d, bq, bk in cells) + " |", "|---|---|---|" + "---|" * len(cells)]
+    for (causal, kv, seq, programs), g in groups.items():
+        if causal:
+            lines.append(f"| {kv} | {seq:,} | {programs} | " + " | ".join(
+                f"{g[c][0]:.3f}, {g[c][1]:.2f} → {g[c][2]:.2f}" for c in cells) + " |")
+    full = [ratio for (causal, *_), g in groups.items() if not causal for _, ratio, now in g.values()]
+    lines.append(f"| non-causal, every shape | | | {min(full):.2f}–{max(full):.2f}× either way |" + " |" * (len(cells) - 1))
+    return "\n".join(lines)
+
+
 def bwd_sharing_rows():
     """results/h200/bwd_sharing.json (run 126): {(kernel, head_dim, block_q, block_kv): {m: (measured µs, gpusim's µs,
     b)}}, one step of each of the m programs an SM holds: the slope of a one-wave launch's time from J = 4 to 16 steps,
@@ -1054,6 +1090,19 @@ def host_probe_table():
                       "|---|---|---|"] + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
+COLUMN_KERNELS = ("dkdv", "dk", "dv")  # the backward's K/V-major launches (backward_base.column_work)
+
+
+@contextmanager
+def dkdv_by_waves():
+    """The model before the thirty-third session's list-scheduled dK/dV, while the block runs: the backward's causal
+    K/V-major launches (COLUMN_KERNELS), which run each problem's longest programs first, priced by the last-wave
+    rule, as every figure docs/perf.md quotes from before it."""
+    base = cost.listed
+    with _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS, "dkdv_by_waves"):
+        yield
+
+
 @contextmanager
 def no_list_schedule():
     """The model before the thirty-first session's cost.list_schedule, while the block runs: every launch priced by the
@@ -1061,8 +1110,8 @@ def no_list_schedule():
     heads not interleaved), as every figure docs/perf.md quotes from before it."""
     def work(self, cfg, kernel):
         return tiling.ramp_work(cfg.tiling, cfg.bh, (1, self.launch_order(cfg)[1]))
-    with _patched(Hopper, "work", work, "no_list_schedule_work"), _patched(cost, "listed", lambda grid: False,
-                                                                              "no_list_schedule"):
+    with dkdv_by_waves(), _patched(Hopper, "work", work, "no_list_schedule_work"), _patched(
+            cost, "listed", lambda grid: False, "no_list_schedule"):
         yield
 
 
@@ -1711,7 +1760,7 @@ def retimed_summary():
     slow = [(row, was) for row, was, host, x in steps if not host and x > 1.2]
     slow_before = sum(agreement.heldout_simulated(was).predicted_time_s / (was["ms"] * 1e-3) > 1.2 for _, was in slow)
     with before_retimed():
-        met_before = sum(meets_target(agreement.heldout_rows(n)) for n in HELD_OUT)
+        met_before = sum(meets_target(agreement.heldout_rows(n)) for n in THIRTY_TWO)
     return {"probe": f"{min(probe):.0f}–{max(probe):.0f} µs (median {np.median(probe):.0f})",
             "GPU-bound": f"{len(moved[False])} GPU-bound steps took {np.median(moved[False]):.2f}× their earlier time "
                          f"(median; {sum(abs(m - 1) <= 0.05 for m in moved[False])} within 5%)",
@@ -1722,7 +1771,8 @@ def retimed_summary():
             "slow": f"measured {_span([row['ms'] for row, _ in slow], ' ms')}, priced "
                     f"{_span([x for _, _, host, x in steps if not host and x > 1.2])}; {slow_before} of the {len(slow)} "
                     "missed so before",
-            "sets": f"{met_before} to {sum(meets_target(agreement.heldout_rows(n)) for n in HELD_OUT)} of {len(HELD_OUT)}"}
+            "sets": f"{met_before} to {sum(meets_target(agreement.heldout_rows(n)) for n in THIRTY_TWO)} of "
+                    f"{len(THIRTY_TWO)}"}
 
 
 def retimed_table():
@@ -1945,6 +1995,58 @@ def bwd_kernels_table():
     return "\n".join(lines)
 
 
+def _train_within(pairs):
+    train = [x for r, x in pairs if r["kind"] == "train"]
+    return f"{sum(abs(x - 1) <= 0.2 for x in train)} of {len(train)}"
+
+
+def dkdv_list_sets():
+    """{set: (pairs by the last-wave rule (dkdv_by_waves), pairs list-scheduled)} of every held-out set whose rows
+    within 20% the thirty-third session's list-scheduled dK/dV changes, the newest first."""
+    out = {}
+    for name in HELD_OUT:
+        with dkdv_by_waves():
+            before = agreement.heldout_rows(name)
+        now = agreement.heldout_rows(name)
+        if [abs(x - 1) <= 0.2 for _, x in before] != [abs(x - 1) <= 0.2 for _, x in now]:
+            out[name] = (before, now)
+    return out
+
+
+def dkdv_list_table():
+    """dkdv_list_sets() set by set: the training steps and all rows within 20%, and issue 24's target, by the last-wave
+    rule and list-scheduled; the sets scored through the thirty-second session pooled, then the blind two."""
+    lines = ["| set | training steps within 20%: last wave | listed | all rows within 20%: last wave | listed | "
+             "target met: last wave | listed |", "|---|---|---|---|---|---|---|"]
+    sets = dkdv_list_sets()
+    for name, (before, now) in sets.items():
+        lines.append(f"| `{name}` | {_train_within(before)} | {_train_within(now)} | "
+                     f"{agreement.summary(before)['within 20%']:.1%} | {agreement.summary(now)['within 20%']:.1%} | "
+                     f"{'yes' if meets_target(before) else 'no'} | {'yes' if meets_target(now) else 'no'} |")
+    for label, names in ((f"the {len(THIRTY_TWO)} scored before, pooled", THIRTY_TWO), ("the blind two", BLIND_DKDV_LIST)):
+        with dkdv_by_waves():
+            before = {n: agreement.heldout_rows(n) for n in names}
+        now = {n: agreement.heldout_rows(n) for n in names}
+        pooled = [[p for pairs in side.values() for p in pairs] for side in (before, now)]
+        lines.append(f"| {label} | {_train_within(pooled[0])} | {_train_within(pooled[1])} | "
+                     f"{agreement.summary(pooled[0])['within 20%']:.1%} | {agreement.summary(pooled[1])['within 20%']:.1%} | "
+                     f"{sum(map(meets_target, before.values()))} of {len(names)} | "
+                     f"{sum(map(meets_target, now.values()))} of {len(names)} |")
+    return "\n".join(lines)
+
+
+def dkdv_ramp_summary():
+    """run 136's figures docs/perf.md quotes: the causal launches within 20% by the last-wave rule and list-scheduled,
+    with their spans, and the non-causal launches' span."""
+    rows = dkdv_ramp_rows()
+    causal = [(waved / r["ms"], now / r["ms"]) for r, _, waved, now in rows if r["causal"]]
+    full = [now / r["ms"] for r, _, _, now in rows if not r["causal"]]
+    return {"last wave": f"{sum(abs(w - 1) <= 0.2 for w, _ in causal)} of {len(causal)} within 20% "
+                         f"({_span([w for w, _ in causal])})",
+            "listed": f"{sum(abs(n - 1) <= 0.2 for _, n in causal)} of {len(causal)} ({_span([n for _, n in causal])})",
+            "non-causal": f"{len(full)} non-causal launches {_span(full)}"}
+
+
 def _span(ratios, unit="×"):
     return f"{min(ratios):.2f}–{max(ratios):.2f}{unit}"
 
@@ -1981,7 +2083,11 @@ BLIND_HOST_PROBE = ("heldout_2062.json", "heldout_2063.json", "heldout_2064.json
 # Run 133's four, measured after the thirtieth session's change and kept unscored until the thirty-first session's
 # cost.list_schedule, scored once after it.
 BLIND_LIST_SCHEDULE = ("heldout_2066.json", "heldout_2067.json", "heldout_2068.json", "heldout_2069.json")
-THIRTY = tuple(name for name in HELD_OUT if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
+# Run 134's two, measured after cost.list_schedule and kept unscored until the thirty-third session's list-scheduled
+# dK/dV (dkdv_by_waves, the model before it), scored once after it.
+BLIND_DKDV_LIST = ("heldout_2070.json", "heldout_2071.json")
+THIRTY_TWO = tuple(name for name in HELD_OUT if name not in BLIND_DKDV_LIST)  # the 44 scored through the thirty-second
+THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
 TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
 TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
 TWENTY_SIX = tuple(name for name in TWENTY_EIGHT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
@@ -2016,6 +2122,8 @@ def held_out_line():
         with no_list_schedule():  # the twenty-seventh to the thirtieth sessions'
             whole_dots, measured_issue = sets_share(BLIND_WHOLE_DOTS), sets_share(BLIND_MEASURED_ISSUE)
             unchanged_measured, host_probe = sets_share(UNCHANGED_MEASURED), sets_share(BLIND_HOST_PROBE)
+    with dkdv_by_waves():  # the thirty-first session's
+        list_schedule = sets_share(BLIND_LIST_SCHEDULE)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -2033,7 +2141,8 @@ def held_out_line():
             f"2061, measured and scored after every change then, {unchanged_measured}; seeds 2062 to 2065, "
             f"with the host's speed measured beside each training step, scored blind to the thirtieth session's floor "
             f"from it, {host_probe}; seeds 2066 to 2069, scored blind to the thirty-first session's "
-            f"`cost.list_schedule`, {sets_share(BLIND_LIST_SCHEDULE)}; the "
+            f"`cost.list_schedule`, {list_schedule}; seeds 2070 and 2071, scored blind to the thirty-third session's "
+            f"list-scheduled dK/dV, {sets_share(BLIND_DKDV_LIST)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
@@ -2128,7 +2237,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
@@ -2192,15 +2301,22 @@ BEFORE_RETIMED = ("train_timed", "issue_trial", "sharing_trial", "exposed_wait",
                   "measured_issue", "host_probe", "list_schedule_trial", *(f"heldout_{seed}" for seed in range(2038, 2062)))
 
 
+# The tables of the sections written between the thirty-first session's cost.list_schedule and the thirty-third
+# session's list-scheduled dK/dV that price the backward: the model as it was (dkdv_by_waves).
+BEFORE_DKDV_LIST = ("list_schedule_trial", "retimed")
+
+
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
-    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule), or
-    the model as it stands; on the held-out rows as they were then (before_retimed) where it was written before run 135."""
+    no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
+    dkdv_by_waves), or the model as it stands; on the held-out rows as they were then (before_retimed) where it was
+    written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
              else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
              else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
-             else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else nullcontext())
+             else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else dkdv_by_waves() if name in BEFORE_DKDV_LIST
+             else nullcontext())
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

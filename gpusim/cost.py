@@ -43,7 +43,8 @@ The model, in five steps, each a choice written down here:
    the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
    early and frees its share: a ragged decode batch's short requests). A launch that orders its longest programs
-   first (the Hopper kernel's causal launches) on SMs holding one program each has its shortest programs last, not
+   first (the Hopper kernel's causal launches; the backward's causal dK/dV, each problem's first K/V blocks, which
+   see every Q block, first) on SMs holding one program each has its shortest programs last, not
    its longest: it is priced as the hardware runs it, each program to the slot that frees first (list_schedule).
    The launch adds its cost once
    (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides).
@@ -421,7 +422,8 @@ def waves(step):
 
 
 def listed(grid):
-    """A launch whose longest programs go first (Work.longest_first: the Hopper kernel's causal launches), one program
+    """A launch whose longest programs go first (Work.longest_first: the Hopper kernel's causal launches, the
+    backward's causal dK/dV: measured, results/h200/lpt_order.json and dkdv_ramp.json), one program
     per SM, more programs than SMs: its last wave is not the last programs launched (its shortest), so it is priced
     as the hardware hands programs out, list_schedule(). With b > 1 a program speeds up as its SM empties, which a
     slot's fixed tau does not hold; the last-wave rule, with last_per_sm, prices those."""

@@ -210,7 +210,8 @@ class Work:
     """The steps J each program of a launch does (one K/V tile per step for the flash kernels): values and
     how many programs have each (binned for very long ramps), and the last TAIL programs' J in launch order,
     the last first (the last wave of the schedule). longest_first: the launch orders its programs longest first
-    (pass_.launch_order), so its last programs are its shortest."""
+    (the Hopper kernel's pass_.launch_order; the backward's K/V-major launches, causal: backward_base.column_work),
+    so its last programs are its shortest."""
     values: tuple
     counts: tuple
     tail: tuple

@@ -110,6 +110,37 @@ def test_a_longest_first_launch_of_one_program_per_sm_is_list_scheduled(monkeypa
     assert cost.waves(step).predicted_time_s > 1.4 * r.predicted_time_s
 
 
+def test_a_causal_dkdv_launch_is_list_scheduled_in_its_grids_order(monkeypatch):
+    """flash2's dK/dV, causal, 16 query heads over 2 K/V heads, N = 16K, at 128 x 32 (one program per SM): the grid
+    (K/V blocks, K/V heads) launches each head's blocks j = 0, 1, ..., the longest (j = 0 sees every Q block) first.
+    Its end is the last slot's when each program in that order takes the slot that frees first, computed here slot by
+    slot; the last-wave rule priced it 1.4x longer (measured: results/h200/dkdv_ramp.json, run 136)."""
+    r = gpusim.simulate("flash2", batch=1, heads=16, kv_heads=2, seq=16384, head_dim=64, causal=True, dtype="fp16",
+                        gpu="H200-measured", backward=True, backward_blocks=(128, 32))
+    dkdv = next(k for k in r.kernels if k.name == "dkdv")
+    grid, step = dkdv_schedule(r)
+    assert (grid.resident, grid.slots, grid.programs) == (1, 132, 256) and cost.listed(grid)
+    t = r.backward_config.kv_tiling
+    steps = [r.backward_config.group * (t.n_q_blocks - j * t.block_kv // t.block_q) for j in range(t.n_kv_blocks)]
+    free = np.zeros(grid.slots)
+    for _head in range(2):
+        for j in steps:
+            free[np.argmin(free)] += float(cost.tau(step, np.asarray([j]), 1, 1)[0])
+    launch = r.config.pass_.launch_s(r.config, "dkdv")
+    assert dkdv.predicted_time_s == pytest.approx(free.max() + launch, rel=1e-12)
+    monkeypatch.setattr(cost, "listed", lambda grid: False)
+    assert cost.waves(step).predicted_time_s > 1.4 * dkdv.predicted_time_s
+    full = gpusim.simulate("flash2", batch=1, heads=16, kv_heads=2, seq=16384, head_dim=64, dtype="fp16",
+                           gpu="H200-measured", backward=True, backward_blocks=(128, 32))
+    assert not dkdv_schedule(full)[0].work.longest_first  # every program alike: nothing to order
+
+
+def dkdv_schedule(result):
+    """cost.schedule of a training step's dK/dV launch: its Grid and Schedule."""
+    dkdv = next(k for k in result.kernels if k.name == "dkdv")
+    return cost.schedule(dataclasses.replace(result, kernels=(dkdv,)), result.backward_config)
+
+
 def test_the_last_wave_rule_prices_launches_in_order_or_of_two_programs_per_sm():
     kw = dict(batch=1, heads=8, kv_heads=1, seq=17177, causal=True, dtype="fp16", gpu="H200-measured")
     for r in (gpusim.simulate("hopper", head_dim=64, **kw), gpusim.simulate("flash2", head_dim=128, **kw)):

@@ -42,8 +42,10 @@ def total(cfg, per_q, per_kv):
 
 def column_work(tiling, groups, per_block):
     """K/V block j of each of `groups` (batch, K/V head) problems does per_block steps for every Q block
-    that sees it (i >= first_q_block(j)); the grid (Tc, groups) launches a problem's K/V blocks in order.
-    Long ramps are binned as gpusim/tiling.py's ramp_work bins them."""
+    that sees it (i >= first_q_block(j)); the grid (Tc, groups) launches a problem's K/V blocks in order, so a causal
+    launch runs each problem's longest program first (j = 0 sees every Q block) and its shortest last: longest_first
+    (cost.list_schedule; measured: results/h200/dkdv_ramp.json, run 136). Long ramps are binned as
+    gpusim/tiling.py's ramp_work bins them."""
     tr, tc = tiling.n_q_blocks, tiling.n_kv_blocks
     if not tiling.causal:
         return uniform_work(groups * tc, per_block * tr)
@@ -60,7 +62,7 @@ def column_work(tiling, groups, per_block):
     head = steps(tc - 1 - np.arange(min(tc, TAIL))).tolist()  # the launch order, backwards from its end
     n = min(groups * tc, TAIL)
     return Work(tuple(int(v) for v in values), tuple(int(c) * groups for c in counts),
-                tuple((head * -(-n // len(head)))[:n]))
+                tuple((head * -(-n // len(head)))[:n]), longest_first=True)
 
 
 def group_heads(cfg, hk):
