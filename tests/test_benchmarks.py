@@ -598,3 +598,11 @@ def test_dkdv_ramp_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypat
     assert [(r["causal"], r["kv_heads"], r["seq"]) for r in rows] == [
         (c, kv, n) for c in (True, False) for kv, n in ((1, 64), (2, 48))]
     assert all(r["ms"] > 0 and "error" not in r and r["kernel"] == "dkdv" and r["heads"] == 2 for r in rows)
+
+
+def test_hopper_waves_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypatch):
+    from benchmarks import hopper_waves
+    rows = _smoke(hopper_waves, tmp_path, monkeypatch, "hopper_waves.json")
+    assert [(r["causal"], r["block_q"], r["block_kv"], r["per_sm"], r["heads"]) for r in rows] == [
+        (False, 128, 128, 1, 1), (True, 128, 64, 2, 2)]
+    assert all(r["ms"] > 0 and "error" not in r and r["waves"] == 1 for r in rows)

@@ -1,0 +1,56 @@
+"""What a program costs when it follows another on its SM: the Hopper kernel's short programs, wave after wave.
+
+    python -m benchmarks.hopper_waves --out $OUT                                  # GPU: $OUT/hopper_waves.json, 1 min
+    TRITON_INTERPRET=1 python -m benchmarks.hopper_waves --out /tmp/p --smoke      # CPU: the launches, tiny
+
+benchmarks/program_start.py's sweep for the Hopper kernel: one Q block per program (batch 1, heads = 132 x b x waves,
+b the programs an SM holds at the kernel's own launch), J = 1, 2 or 4 K/V blocks each, d = 64 and 128; and causal, N =
+1, 2 or 4 Q blocks (a short ramp); at the launch the kernel picks itself (kernels/hopper.py's table), cold (inputs
+rotated past twice the L2), replayed from a CUDA graph. Per J the time is a line in the waves: its slope is a wave's steady-state
+cost, its intercept what the launch adds once. The held-out sets' Hopper rows of short programs in many waves are
+priced 0.64-0.80x (docs/perf.md, "Short Hopper programs, wave after wave").
+"""
+from itertools import product
+
+import gpusim
+from benchmarks import probe
+from benchmarks.bench import cycling
+from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
+from gpusim_kernels import hopper_attention
+
+STEPS = (1, 2, 4)
+WAVES = (1, 2, 4, 16)
+HEAD_DIMS = (64, 128)
+SMS = 132  # the H200's
+SMOKE = dict(STEPS=(1,), WAVES=(1,), HEAD_DIMS=(64,), SMS=1, L2_BYTES=0)
+
+
+def shape(head_dim, causal, steps):
+    """(seq, seq_kv, programs per head, the kernel's own tiles, programs an SM holds): not causal, one Q block of J =
+    steps K/V blocks; causal, N = steps Q blocks (a short ramp, as the held-out sets' causal rows of N 300-600)."""
+    cfg = gpusim.simulate("hopper", seq=128, head_dim=head_dim, causal=causal, dtype="fp16", gpu="H200-measured").config
+    seq, seq_kv = (steps * cfg.block_q,) * 2 if causal else (cfg.block_q, steps * cfg.block_kv)
+    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=SMS * 16, head_dim=head_dim, causal=causal, dtype="fp16",
+                        gpu="H200-measured").kernels[0]
+    return seq, seq_kv, k.programs // (SMS * 16), (cfg.block_q, cfg.block_kv), k.blocks_per_sm
+
+
+def measure(results):
+    for head_dim, causal, steps, waves in product(HEAD_DIMS, (False, True), STEPS, WAVES):
+        seq, seq_kv, per_head, (block_q, block_kv), per_sm = shape(head_dim, causal, steps)
+        heads = SMS * per_sm * waves // per_head
+        sets = probe.input_sets(((1, heads, seq, head_dim), *((1, heads, seq_kv, head_dim),) * 2), L2_BYTES)
+        call = cycling([lambda s=s: hopper_attention(*s, causal=causal) for s in sets])
+        row = dict(head_dim=head_dim, causal=causal, block_q=block_q, block_kv=block_kv, steps=steps, waves=waves,
+                   per_sm=per_sm, heads=heads, seq=seq, seq_kv=seq_kv, dtype="fp16", l2="cold", copies=len(sets))
+        results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+        print(f"d={head_dim} {'causal' if causal else 'full'} {block_q}x{block_kv} steps={steps} waves={waves} "
+              f"b={per_sm}: {row.get('ms', row.get('error'))}", flush=True)
+
+
+def main(argv=None):
+    probe.script(__doc__, "hopper_waves.json", measure, globals(), argv)
+
+
+if __name__ == "__main__":
+    main()
