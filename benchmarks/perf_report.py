@@ -894,6 +894,54 @@ def dkdv_ramp_table():
     return "\n".join(lines)
 
 
+def hopper_waves_rows():
+    """results/h200/hopper_waves.json (run 137): {(head_dim, causal, steps): {waves: (measured µs, gpusim's µs)}}, the
+    Hopper kernel at its own launch, short programs wave after wave."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "hopper_waves.json").read_text())["rows"]:
+        model = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], head_dim=r["head_dim"],
+                                causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET).predicted_time_s * 1e6
+        out.setdefault((r["head_dim"], r["causal"], r["steps"]), {})[r["waves"]] = (r["ms"] * 1e3, model)
+    return out
+
+
+def wave_slopes(waves):
+    """(measured, gpusim's) µs a wave costs in steady state: the time from 2 to 16 waves over the 14 between."""
+    return tuple((waves[16][k] - waves[2][k]) / 14 for k in (0, 1))
+
+
+def hopper_waves_table():
+    """hopper_waves_rows(): per head dim, mask and J (K/V blocks, or causal, Q blocks), the launch at 1, 2, 4 and 16
+    waves, measured and gpusim ÷ measured, and a wave's steady-state cost, measured and in gpusim."""
+    lines = ["| d | causal | J, or Q blocks | µs at 1 / 2 / 4 / 16 waves | gpusim ÷ measured | µs a wave, measured | "
+             "gpusim | gpusim ÷ measured |", "|---|---|---|---|---|---|---|---|"]
+    for (d, causal, steps), waves in hopper_waves_rows().items():
+        measured, model = wave_slopes(waves)
+        lines.append(f"| {d} | {'yes' if causal else 'no'} | {steps} | "
+                     + " / ".join(f"{m:.1f}" for m, _ in waves.values()) + " | "
+                     + " / ".join(f"{p / m:.2f}" for m, p in waves.values())
+                     + f" | {measured:.2f} | {model:.2f} | {model / measured:.2f} |")
+    return "\n".join(lines)
+
+
+def hopper_waves_summary():
+    """run 137's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost per head dim and mask, and at d = 64
+    the µs a program costs beyond gpusim's (the wave's gap over the programs an SM holds)."""
+    rows = json.loads((agreement.RESULTS / "hopper_waves.json").read_text())["rows"]
+    per_sm = {(r["head_dim"], r["causal"]): r["per_sm"] for r in rows}
+    slopes = {key: wave_slopes(waves) for key, waves in hopper_waves_rows().items()}
+    out = {}
+    for d, causal in per_sm:
+        mine = [v for (dd, c, _), v in slopes.items() if (dd, c) == (d, causal)]
+        label = f"d {d}, {'causal' if causal else 'not causal'}"
+        out[label] = f"{label}: {_span([p / m for m, p in mine])}"
+        if d == 64:
+            out[label + ", µs"] = f"{_span([(m - p) / per_sm[d, causal] for m, p in mine], ' µs')} a program"
+            one = [w[1][1] / w[1][0] for (dd, c, _), w in hopper_waves_rows().items() if (dd, c) == (d, causal)]
+            out[label + ", one wave"] = f"{_span(one)} {'causal' if causal else 'not causal'}"
+    return out
+
+
 def bwd_sharing_rows():
     """results/h200/bwd_sharing.json (run 126): {(kernel, head_dim, block_q, block_kv): {m: (measured µs, gpusim's µs,
     b)}}, one step of each of the m programs an SM holds: the slope of a one-wave launch's time from J = 4 to 16 steps,
@@ -2237,7 +2285,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

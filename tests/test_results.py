@@ -2301,3 +2301,20 @@ def test_perf_md_quotes_run_136s_dkdv_launches_list_scheduled_and_the_blind_sets
     naive = [x for r, x in now["heldout_2070.json"] if r["algo"] == "naive"]
     assert f"naive forwards ({sum(abs(x - 1) <= 0.2 for x in naive)} of {len(naive)})" in text
     assert perf_report.backward_picks() == picks and "no backward pick of `tiles_bwd.json` changed" in text
+
+
+def test_perf_md_quotes_run_137s_short_hopper_programs_wave_after_wave():
+    """Run 137: a wave's steady-state cost of the Hopper kernel's short programs, measured and in gpusim, against the
+    prediction committed before the run; the gap at d = 64 per program."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    summary = perf_report.hopper_waves_summary()
+    for figure in summary.values():
+        assert figure in text, figure
+    slopes = {key: perf_report.wave_slopes(w) for key, w in perf_report.hopper_waves_rows().items()}
+    above = [m / p - 1 for (d, causal, _), (m, p) in slopes.items() if d == 64 and causal]
+    assert max(above) > 0.55 and f"({min(above) * 100:.0f}–{max(above) * 100:.0f}% above the model's, not 25–55%)" in text
+    for causal in (False, True):  # the gap shrinks with J at both masks
+        gaps = [m - p for (d, c, steps), (m, p) in sorted(slopes.items()) if d == 64 and c == causal]
+        assert gaps[0] > gaps[-1] > 0
+    assert all(abs(p / m - 1) <= 0.1 for (d, _, _), (m, p) in slopes.items() if d == 128)
+    assert "558d330" in text and "seeds 2072 to 2075" in text
