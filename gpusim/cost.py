@@ -403,7 +403,8 @@ def waves(step):
     tail_steps = np.asarray(work.tail[:last])  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
-    longest = max(tau(step, tail_steps, sharing, last_per_sm(grid, last)).tolist())  # on SMs holding fewer than b
+    per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
+    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
     launch = cfg.pass_.launch_s(cfg, grid.kernel)
     time = (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch
     return Timing(

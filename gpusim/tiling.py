@@ -247,10 +247,10 @@ def launch_tail(tiling, groups, heads, longest_first):
     ends = np.arange(min(tr, TAIL))  # the launch order of one problem, backwards from its end
     if not longest_first:
         head = tiling.kv_blocks_at(tr - 1 - ends)
-        return tuple(int(j) for j in np.resize(head, n))
+        return tuple(np.resize(head, n).tolist())
     ramp = tiling.kv_blocks_at(ends)  # a group's last programs: its first Q blocks, one of each of its problems
     last = groups % heads or heads  # the last group may be short
     tail = np.repeat(ramp, last)[:n]
     if len(tail) < n:  # the groups of `heads` before it, each the same backwards order
         tail = np.concatenate([tail, np.resize(np.repeat(ramp, heads), n - len(tail))])
-    return tuple(int(j) for j in tail)
+    return tuple(tail.tolist())

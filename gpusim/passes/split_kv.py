@@ -204,7 +204,7 @@ class SplitKV(Pass):
         values, counts = np.unique(steps, return_counts=True)
         last = steps.T.ravel()[::-1][: -(-TAIL // units)]  # launch order, backwards from its end
         tail = np.repeat(last, units)[:TAIL]
-        return Work(tuple(int(v) for v in values), tuple(int(c) * units for c in counts), tuple(int(j) for j in tail))
+        return Work(tuple(values.tolist()), tuple((counts * units).tolist()), tuple(tail.tolist()))
 
     def launch_s(self, launch, kernel):
         """An empty kernel's launch; the reduce, a programmatic dependent launch where the GPU has PDL, less what
