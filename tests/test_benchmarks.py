@@ -606,3 +606,11 @@ def test_hopper_waves_smoke_run_times_each_launch_causal_or_not(tmp_path, monkey
     assert [(r["causal"], r["block_q"], r["block_kv"], r["per_sm"], r["heads"]) for r in rows] == [
         (False, 128, 128, 1, 1), (True, 128, 64, 2, 2)]
     assert all(r["ms"] > 0 and "error" not in r and r["waves"] == 1 for r in rows)
+
+
+def test_hopper_starts_smoke_run_times_a_variant_at_its_knobs(tmp_path, monkeypatch):
+    from benchmarks import hopper_starts
+    rows = _smoke(hopper_starts, tmp_path, monkeypatch, "hopper_starts.json")
+    assert [(r["variant"], r["block_q"], r["block_kv"], r["num_stages"], r["per_sm"]) for r in rows] == [
+        ("causal, own launch", 128, 64, 3, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
