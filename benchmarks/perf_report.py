@@ -924,6 +924,49 @@ def hopper_waves_table():
     return "\n".join(lines)
 
 
+def hopper_starts_rows():
+    """results/h200/hopper_starts.json (run 138): {(variant, head_dim, steps): (measured µs a wave, gpusim's, b)}, the
+    slope from 2 to 16 waves of each launch the kernel ran (a refused variant has no rows), priced at its knobs."""
+    launches = {}
+    for r in json.loads((agreement.RESULTS / "hopper_starts.json").read_text())["rows"]:
+        if "ms" not in r:
+            continue
+        tiles = gpusim.Tiles(r["block_q"], r["block_kv"], **{k: r[k] for k in Hopper.KNOBS if k in r})
+        model = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], head_dim=r["head_dim"],
+                                causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
+                                tiles=tiles).predicted_time_s * 1e6
+        launches.setdefault((r["variant"], r["head_dim"], r["steps"]), {})[r["waves"]] = (r["ms"] * 1e3, model,
+                                                                                           r["per_sm"])
+    return {key: (*wave_slopes(w), w[16][2]) for key, w in launches.items()}
+
+
+def hopper_starts_table():
+    """hopper_starts_rows(): per variant and head dim, a wave's cost at J = 1 and 4, gpusim ÷ measured, and the µs a
+    program costs beyond gpusim's; the variants the kernel refused, named."""
+    rows = hopper_starts_rows()
+    lines = ["| launch | d | b | µs a wave at J = 1 / 4, measured | gpusim ÷ measured | µs a program beyond gpusim |",
+             "|---|---|---|---|---|---|"]
+    for variant, d in dict.fromkeys((v, d) for v, d, _ in rows):
+        cells = [rows[variant, d, j] for j in (1, 4)]
+        lines.append(f"| {variant} | {d} | {cells[0][2]} | " + " / ".join(f"{m:.2f}" for m, _, _ in cells) + " | "
+                     + " / ".join(f"{p / m:.2f}" for m, p, _ in cells) + " | "
+                     + " / ".join(f"{(m - p) / b:.2f}" for m, p, b in cells) + " |")
+    refused = sorted({r["variant"] for r in json.loads((agreement.RESULTS / "hopper_starts.json").read_text())["rows"]
+                      if "error" in r})
+    lines.append(f"| refused by the kernel: {', '.join(refused)} (d 64) | | | | | |")
+    return "\n".join(lines)
+
+
+def hopper_starts_summary():
+    """run 138's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost over every launch at d = 64 and at
+    d = 128, and the µs a program costs beyond gpusim's at d = 64, rotated (the own causal launch) and not."""
+    rows = hopper_starts_rows()
+    out = {d: f"{_span([p / m for (_, dd, _), (m, p, _) in rows.items() if dd == d])} at d = {d}" for d in (64, 128)}
+    for variant in ("causal, own launch", "causal, not rotated"):
+        out[variant] = " and ".join(f"{(m - p) / b:.2f}" for m, p, b in (rows[variant, 64, j] for j in (1, 4)))
+    return out
+
+
 def hopper_waves_summary():
     """run 137's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost per head dim and mask, and at d = 64
     the µs a program costs beyond gpusim's (the wave's gap over the programs an SM holds)."""
@@ -2285,7 +2328,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

@@ -2318,3 +2318,23 @@ def test_perf_md_quotes_run_137s_short_hopper_programs_wave_after_wave():
         assert gaps[0] > gaps[-1] > 0
     assert all(abs(p / m - 1) <= 0.1 for (d, _, _), (m, p) in slopes.items() if d == 128)
     assert "558d330" in text and "seeds 2072 to 2075" in text
+
+
+def test_perf_md_quotes_run_138s_hopper_launches_at_other_knobs():
+    """Run 138: a wave's cost at d = 64 and 128 over every launch the kernel ran, run 137's own launches repeated,
+    the refused two stages at d = 64, and the gap a program rotated and not."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    summary = perf_report.hopper_starts_summary()
+    assert f"priced {summary[64]} over every launch, and {summary[128]}" in text
+    assert (f"{summary['causal, not rotated']} µs at J = 1 and 4 against {summary['causal, own launch']} rotated"
+            in text)
+    starts, waves = perf_report.hopper_starts_rows(), perf_report.hopper_waves_rows()
+    own = {(64, True): "causal, own launch", (128, True): "causal, own launch", (64, False): "full, own launch",
+           (128, False): "full, own launch"}
+    repeat = [abs(starts[own[d, c], d, j][1] / starts[own[d, c], d, j][0]
+                  - perf_report.wave_slopes(waves[d, c, j])[1] / perf_report.wave_slopes(waves[d, c, j])[0])
+              for (d, c) in own for j in (1, 4)]
+    assert max(repeat) < 0.025 and "repeat within 0.02 of their ratios" in text
+    refused = [r for r in json.loads((RESULTS / "hopper_starts.json").read_text())["rows"] if "error" in r]
+    assert {(r["variant"], r["head_dim"]) for r in refused} == {("causal, 2 stages", 64)}
+    assert "57cc2c3" in text
