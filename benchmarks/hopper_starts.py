@@ -19,7 +19,8 @@ from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one
 from gpusim_kernels import hopper_attention
 
 VARIANTS = {"causal, own launch": (True, dict()), "causal, 2 stages": (True, dict(num_stages=2)),
-            "causal, not rotated": (True, dict(overlap=False)), "causal, 128 x 128": (True, dict(block_kv=128)), "full, own launch": (False, dict()),
+            "causal, not rotated": (True, dict(overlap=False)), "causal, 128 x 128": (True, dict(block_kv=128)),
+            "full, own launch": (False, dict()),
             "full, software-pipelined": (False, dict(warp_specialize=False, num_warps=8))}
 STEPS = (1, 4)
 WAVES = (2, 16)

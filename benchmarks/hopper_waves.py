@@ -6,9 +6,9 @@
 benchmarks/program_start.py's sweep for the Hopper kernel: one Q block per program (batch 1, heads = 132 x b x waves,
 b the programs an SM holds at the kernel's own launch), J = 1, 2 or 4 K/V blocks each, d = 64 and 128; and causal, N =
 1, 2 or 4 Q blocks (a short ramp); at the launch the kernel picks itself (kernels/hopper.py's table), cold (inputs
-rotated past twice the L2), replayed from a CUDA graph. Per J the time is a line in the waves: its slope is a wave's steady-state
-cost, its intercept what the launch adds once. The held-out sets' Hopper rows of short programs in many waves are
-priced 0.64-0.80x (docs/perf.md, "Short Hopper programs, wave after wave").
+rotated past twice the L2), replayed from a CUDA graph. Per J the time is a line in the waves: its slope is a wave's
+steady-state cost, its intercept what the launch adds once. The held-out sets' Hopper rows of short programs in many
+waves are priced 0.64-0.80x (docs/perf.md, "Short Hopper programs, wave after wave").
 """
 from itertools import product
 
@@ -30,8 +30,8 @@ def shape(head_dim, causal, steps):
     steps K/V blocks; causal, N = steps Q blocks (a short ramp, as the held-out sets' causal rows of N 300-600)."""
     cfg = gpusim.simulate("hopper", seq=128, head_dim=head_dim, causal=causal, dtype="fp16", gpu="H200-measured").config
     seq, seq_kv = (steps * cfg.block_q,) * 2 if causal else (cfg.block_q, steps * cfg.block_kv)
-    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=SMS * 16, head_dim=head_dim, causal=causal, dtype="fp16",
-                        gpu="H200-measured").kernels[0]
+    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=SMS * 16, head_dim=head_dim, causal=causal,
+                        dtype="fp16", gpu="H200-measured").kernels[0]
     return seq, seq_kv, k.programs // (SMS * 16), (cfg.block_q, cfg.block_kv), k.blocks_per_sm
 
 

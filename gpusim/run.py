@@ -83,7 +83,8 @@ def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
                   steps)
 
 
-@functools.lru_cache(maxsize=1 << 16)  # more than docs/perf.md's tables count (LRU over a cycle it cannot hold drops all)
+# More configurations than docs/perf.md's tables count: an LRU cache over a cycle it cannot hold keeps none of it.
+@functools.lru_cache(maxsize=1 << 16)
 def _counted_once(cfg):
     counts = cfg.pass_.count(cfg)
     return counts, l2.dram(cfg, counts)
