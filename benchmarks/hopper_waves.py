@@ -25,27 +25,34 @@ SMS = 132  # the H200's
 SMOKE = dict(STEPS=(1,), WAVES=(1,), HEAD_DIMS=(64,), SMS=1, L2_BYTES=0)
 
 
-def shape(head_dim, causal, steps):
-    """(seq, seq_kv, programs per head, the kernel's own tiles, programs an SM holds): not causal, one Q block of J =
-    steps K/V blocks; causal, N = steps Q blocks (a short ramp, as the held-out sets' causal rows of N 300-600)."""
-    cfg = gpusim.simulate("hopper", seq=128, head_dim=head_dim, causal=causal, dtype="fp16", gpu="H200-measured").config
-    seq, seq_kv = (steps * cfg.block_q,) * 2 if causal else (cfg.block_q, steps * cfg.block_kv)
-    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=SMS * 16, head_dim=head_dim, causal=causal,
-                        dtype="fp16", gpu="H200-measured").kernels[0]
-    return seq, seq_kv, k.programs // (SMS * 16), (cfg.block_q, cfg.block_kv), k.blocks_per_sm
+def own_tiles(head_dim, causal, **knobs):
+    """The kernel's own launch for the head dim and mask (gpusim's Config of it), with `knobs` changed."""
+    own = gpusim.simulate("hopper", seq=128, head_dim=head_dim, causal=causal, dtype="fp16", gpu="H200-measured").config
+    return gpusim.Tiles(**{"block_q": own.block_q, "block_kv": own.block_kv, **own.tiles.knobs, **knobs})
+
+
+def time_waves(results, head_dim, causal, steps, waves, tiles, sms, l2_bytes, **label):
+    """`waves` waves of sms x b short programs at `tiles` (b: the programs an SM holds, as gpusim prices them): not
+    causal, one Q block of J = steps K/V blocks each; causal, N = steps Q blocks (a short ramp, as the held-out sets'
+    causal rows of N 300-600). Cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row (after the
+    label's fields) and its ms."""
+    seq, seq_kv = (steps * tiles.block_q,) * 2 if causal else (tiles.block_q, steps * tiles.block_kv)
+    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=sms * 16, head_dim=head_dim, causal=causal,
+                        dtype="fp16", gpu="H200-measured", tiles=tiles).kernels[0]
+    heads = max(1, sms * k.blocks_per_sm * waves // (k.programs // (sms * 16)))
+    sets = probe.input_sets(((1, heads, seq, head_dim), *((1, heads, seq_kv, head_dim),) * 2), l2_bytes)
+    call = cycling([lambda s=s: hopper_attention(*s, causal=causal, tiles=tiles) for s in sets])
+    row = dict(**label, head_dim=head_dim, causal=causal, block_q=tiles.block_q, block_kv=tiles.block_kv, steps=steps,
+               waves=waves, per_sm=k.blocks_per_sm, heads=heads, seq=seq, seq_kv=seq_kv, dtype="fp16", l2="cold",
+               copies=len(sets))
+    results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
+    print(f"{' '.join(map(str, label.values()))} d={head_dim} {'causal' if causal else 'full'} {tiles.block_q}x{tiles.block_kv} steps={steps} "
+          f"waves={waves} b={k.blocks_per_sm}: {row.get('ms', row.get('error'))}", flush=True)
 
 
 def measure(results):
     for head_dim, causal, steps, waves in product(HEAD_DIMS, (False, True), STEPS, WAVES):
-        seq, seq_kv, per_head, (block_q, block_kv), per_sm = shape(head_dim, causal, steps)
-        heads = SMS * per_sm * waves // per_head
-        sets = probe.input_sets(((1, heads, seq, head_dim), *((1, heads, seq_kv, head_dim),) * 2), L2_BYTES)
-        call = cycling([lambda s=s: hopper_attention(*s, causal=causal) for s in sets])
-        row = dict(head_dim=head_dim, causal=causal, block_q=block_q, block_kv=block_kv, steps=steps, waves=waves,
-                   per_sm=per_sm, heads=heads, seq=seq, seq_kv=seq_kv, dtype="fp16", l2="cold", copies=len(sets))
-        results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-        print(f"d={head_dim} {'causal' if causal else 'full'} {block_q}x{block_kv} steps={steps} waves={waves} "
-              f"b={per_sm}: {row.get('ms', row.get('error'))}", flush=True)
+        time_waves(results, head_dim, causal, steps, waves, own_tiles(head_dim, causal), SMS, L2_BYTES)
 
 
 def main(argv=None):

@@ -832,15 +832,21 @@ def whole_dots_trial_table():
                       + [f"| {name} | {before[name]} | {now[name]} |" for name in now])
 
 
+def backward_kernel(row, kernel):
+    """gpusim's KernelResult of the backward's `kernel` in a training step of a results row's shape (its K/V heads and
+    batch where it has them), mask and dtype, at the row's backward tiles."""
+    result = gpusim.simulate("flash2", seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"],
+                             kv_heads=row.get("kv_heads"), batch=row["batch"], causal=row["causal"], dtype=row["dtype"],
+                             gpu=agreement.PRESET, backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
+    return next(k for k in result.kernels if k.pass_ == "backward" and k.name == kernel)
+
+
 def bwd_gqa_rows():
     """results/h200/bwd_gqa.json (run 127): {(kernel, head_dim, causal, seq): {kv_heads: (measured ms, gpusim's ms)}},
     each backward kernel at batch 1 and 16 query heads, priced at the tiles it ran."""
     out = {}
     for r in json.loads((agreement.RESULTS / "bwd_gqa.json").read_text())["rows"]:
-        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
-                                 batch=r["batch"], causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
-                                 backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
-        model = next(k.predicted_time_s for k in result.kernels if k.name == r["kernel"]) * 1e3
+        model = backward_kernel(r, r["kernel"]).predicted_time_s * 1e3
         out.setdefault((r["kernel"], r["head_dim"], r["causal"], r["seq"]), {})[r["kv_heads"]] = (r["ms"], model)
     return out
 
@@ -861,16 +867,11 @@ def bwd_gqa_table():
 def dkdv_ramp_rows():
     """results/h200/dkdv_ramp.json (run 136): [(row, programs, gpusim's ms by the last-wave rule (dkdv_by_waves),
     gpusim's ms)], each dK/dV launch priced at the tiles it ran."""
-    def priced(r):
-        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
-                                 batch=r["batch"], causal=r["causal"], dtype=r["dtype"], gpu=agreement.PRESET,
-                                 backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
-        return next(k for k in result.kernels if k.name == "dkdv")
     out = []
     for r in json.loads((agreement.RESULTS / "dkdv_ramp.json").read_text())["rows"]:
         with dkdv_by_waves():
-            waved = priced(r).predicted_time_s * 1e3
-        kernel = priced(r)
+            waved = backward_kernel(r, "dkdv").predicted_time_s * 1e3
+        kernel = backward_kernel(r, "dkdv")
         out.append((r, kernel.programs, waved, kernel.predicted_time_s * 1e3))
     return out
 
@@ -2044,10 +2045,7 @@ def bwd_kernel_rows():
     for row in json.loads((agreement.RESULTS / "bwd_kernels.json").read_text())["rows"]:
         if "ms" not in row:
             continue
-        result = gpusim.simulate("flash2", seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"],
-                                 batch=row["batch"], causal=row["causal"], dtype=row["dtype"], gpu=agreement.PRESET,
-                                 backward=True, backward_blocks=(row["block_q"], row["block_kv"]))
-        kernel = next(k for k in result.kernels if k.pass_ == "backward" and k.name == row["kernel"])
+        kernel = backward_kernel(row, row["kernel"])
         out.append(dict(row, model_ms=kernel.predicted_time_s * 1e3, ratio=kernel.predicted_time_s * 1e3 / row["ms"],
                         model_blocks=kernel.blocks_per_sm, latency_bound=kernel.latency_bound))
     return out
