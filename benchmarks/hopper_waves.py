@@ -46,8 +46,9 @@ def time_waves(results, head_dim, causal, steps, waves, tiles, sms, l2_bytes, **
                waves=waves, per_sm=k.blocks_per_sm, heads=heads, seq=seq, seq_kv=seq_kv, dtype="fp16", l2="cold",
                copies=len(sets))
     results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
-    print(f"{' '.join(map(str, label.values()))} d={head_dim} {'causal' if causal else 'full'} {tiles.block_q}x{tiles.block_kv} steps={steps} "
-          f"waves={waves} b={k.blocks_per_sm}: {row.get('ms', row.get('error'))}", flush=True)
+    print(f"{' '.join(map(str, label.values()))} d={head_dim} {'causal' if causal else 'full'} "
+          f"{tiles.block_q}x{tiles.block_kv} steps={steps} waves={waves} b={k.blocks_per_sm}: "
+          f"{row.get('ms', row.get('error'))}", flush=True)
 
 
 def measure(results):
