@@ -30,18 +30,24 @@ def tiles(head_dim, causal, seq):
                               dtype="fp16", gpu="H200-measured", backward=True)
 
 
+def time_alone(results, kernels, head_dim, causal, seq, heads, kv_heads, tiles, l2_bytes):
+    """Each of the backward's `kernels` alone at batch 1, `heads` query heads over `kv_heads` K/V heads, at `tiles`,
+    cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row each, with its ms."""
+    calls, consts, copies = cold_launches((1, heads, seq, head_dim), (1, kv_heads, seq, head_dim), causal, tiles,
+                                          l2_bytes)
+    for kernel in kernels:
+        row = dict(kernel=kernel, head_dim=head_dim, causal=causal, seq=seq, batch=1, heads=heads, kv_heads=kv_heads,
+                   dtype="fp16", block_q=tiles[0], block_kv=tiles[1], num_warps=consts[kernel]["num_warps"],
+                   l2="cold", copies=copies)
+        results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls[kernel])}))
+        print(f"d={head_dim} {'causal' if causal else 'full'} {tiles} N={seq} H_kv={kv_heads} {kernel}: "
+              f"{row.get('ms', row.get('error'))}", flush=True)
+
+
 def measure(results):
     for (head_dim, causal, seq), kv_heads in product(SHAPES, KV_HEADS):
-        block_q, block_kv = tiles(head_dim, causal, seq)
-        calls, consts, copies = cold_launches((1, HEADS, seq, head_dim), (1, kv_heads, seq, head_dim), causal,
-                                              (block_q, block_kv), L2_BYTES)
-        for kernel in ("dkdv", "dq"):
-            row = dict(kernel=kernel, head_dim=head_dim, causal=causal, seq=seq, batch=1, heads=HEADS,
-                       kv_heads=kv_heads, dtype="fp16", block_q=block_q, block_kv=block_kv,
-                       num_warps=consts[kernel]["num_warps"], l2="cold", copies=copies)
-            results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls[kernel])}))
-            print(f"d={head_dim} {'causal' if causal else 'full'} N={seq} H_kv={kv_heads} {kernel}: "
-                  f"{row.get('ms', row.get('error'))}", flush=True)
+        time_alone(results, ("dkdv", "dq"), head_dim, causal, seq, HEADS, kv_heads, tiles(head_dim, causal, seq),
+                   L2_BYTES)
 
 
 def main(argv=None):

@@ -15,7 +15,7 @@ benchmarks/bwd_gqa.py times them); gpusim prices each at its tiles.
 from itertools import product
 
 from benchmarks import probe
-from benchmarks.bwd_kernels import cold_launches
+from benchmarks.bwd_gqa import time_alone
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
 
 HEADS = 16
@@ -28,14 +28,7 @@ SMOKE = dict(HEADS=2, HEAD_DIMS=(16,), TILES=((16, 16),), SHAPES=((1, 64), (2, 4
 
 def measure(results):
     for head_dim, causal, tiles, (kv_heads, seq) in product(HEAD_DIMS, (True, False), TILES, SHAPES):
-        calls, consts, copies = cold_launches((1, HEADS, seq, head_dim), (1, kv_heads, seq, head_dim), causal, tiles,
-                                              L2_BYTES)
-        row = dict(kernel="dkdv", head_dim=head_dim, causal=causal, seq=seq, batch=1, heads=HEADS, kv_heads=kv_heads,
-                   dtype="fp16", block_q=tiles[0], block_kv=tiles[1], num_warps=consts["dkdv"]["num_warps"],
-                   l2="cold", copies=copies)
-        results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(calls["dkdv"])}))
-        print(f"d={head_dim} {'causal' if causal else 'full'} {tiles} H_kv={kv_heads} N={seq}: "
-              f"{row.get('ms', row.get('error'))}", flush=True)
+        time_alone(results, ("dkdv",), head_dim, causal, seq, HEADS, kv_heads, tiles, L2_BYTES)
 
 
 def main(argv=None):
