@@ -31,15 +31,21 @@ def own_tiles(head_dim, causal, **knobs):
     return gpusim.Tiles(**{"block_q": own.block_q, "block_kv": own.block_kv, **own.tiles.knobs, **knobs})
 
 
+def wave_launch(head_dim, causal, steps, waves, tiles, sms):
+    """(heads, seq, seq_kv, gpusim's Kernel) of `waves` waves of sms x b short programs at `tiles`, as time_waves
+    launches them (batch 1)."""
+    seq, seq_kv = (steps * tiles.block_q,) * 2 if causal else (tiles.block_q, steps * tiles.block_kv)
+    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=sms * 16, head_dim=head_dim, causal=causal,
+                        dtype="fp16", gpu="H200-measured", tiles=tiles).kernels[0]
+    return max(1, sms * k.blocks_per_sm * waves // (k.programs // (sms * 16))), seq, seq_kv, k
+
+
 def time_waves(results, head_dim, causal, steps, waves, tiles, sms, l2_bytes, **label):
     """`waves` waves of sms x b short programs at `tiles` (b: the programs an SM holds, as gpusim prices them): not
     causal, one Q block of J = steps K/V blocks each; causal, N = steps Q blocks (a short ramp, as the held-out sets'
     causal rows of N 300-600). Cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row (after the
     label's fields) and its ms."""
-    seq, seq_kv = (steps * tiles.block_q,) * 2 if causal else (tiles.block_q, steps * tiles.block_kv)
-    k = gpusim.simulate("hopper", seq=seq, seq_kv=seq_kv, heads=sms * 16, head_dim=head_dim, causal=causal,
-                        dtype="fp16", gpu="H200-measured", tiles=tiles).kernels[0]
-    heads = max(1, sms * k.blocks_per_sm * waves // (k.programs // (sms * 16)))
+    heads, seq, seq_kv, k = wave_launch(head_dim, causal, steps, waves, tiles, sms)
     sets = probe.input_sets(((1, heads, seq, head_dim), *((1, heads, seq_kv, head_dim),) * 2), l2_bytes)
     call = cycling([lambda s=s: hopper_attention(*s, causal=causal, tiles=tiles) for s in sets])
     row = dict(**label, head_dim=head_dim, causal=causal, block_q=tiles.block_q, block_kv=tiles.block_kv, steps=steps,
