@@ -8,6 +8,7 @@ every row of the project's kernels, the speedup chart, the tile choice, the kern
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
 """
+import csv
 import itertools
 import json
 import math
@@ -965,6 +966,92 @@ def hopper_starts_summary():
     out = {d: f"{_span([p / m for (_, dd, _), (m, p, _) in rows.items() if dd == d])} at d = {d}" for d in (64, 128)}
     for variant in ("causal, own launch", "causal, not rotated"):
         out[variant] = " and ".join(f"{(m - p) / b:.2f}" for m, p, b in (rows[variant, 64, j] for j in (1, 4)))
+    return out
+
+
+def hopper_stalls_rows():
+    """results/h200/hopper_stalls.json (run 139): {(head_dim, causal, steps): {waves: row}}, Nsight Compute's view of
+    run 137's launches at 2 and 16 waves."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "hopper_stalls.json").read_text())["rows"]:
+        out.setdefault((r["head_dim"], r["causal"], r["steps"]), {})[r["waves"]] = r
+    return out
+
+
+def hopper_stalls_table():
+    """hopper_stalls_rows(): per head dim, mask and J, the programs an SM holds, a wave's cost under Nsight (the slope
+    from 2 to 16 waves), and at 16 waves an SM's active cycles a program, a scheduler's issue rate, the tensor pipe's
+    busy share and the three stall reasons with most warps per issued instruction."""
+    lines = ["| d | causal | J, or Q blocks | b | µs a wave | an SM's cycles a program | issue a cycle | tensor pipe | "
+             "warps stalled per issue: the three most |", "|---|---|---|---|---|---|---|---|---|"]
+    for (d, causal, steps), w in hopper_stalls_rows().items():
+        r = w[16]
+        stalls = sorted(((v, k[6:]) for k, v in r.items() if k.startswith("stall_") and k != "stall_selected"),
+                        reverse=True)[:3]
+        lines.append(f"| {d} | {'yes' if causal else 'no'} | {steps} | {r['per_sm']} | {(r['us'] - w[2]['us']) / 14:.2f}"
+                     f" | {r['cycles_active'] * 132 / r['grid']:,.0f} | {r['issue_per_cycle']:.2f} | "
+                     f"{r['tensor_pct']:.0f}% | " + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for v, k in stalls) + " |")
+    return "\n".join(lines)
+
+
+# run 139's four launches Nsight sampled instruction by instruction (its --launch-skip), d = 64 and 128, 16 waves, J = 1
+SOURCE_LAUNCHES = {1: (64, False), 5: (64, True), 9: (128, False), 13: (128, True)}
+
+
+def hopper_source_shares():
+    """results/h200/hopper_stalls_source.tar.gz (run 139): per (head_dim, causal), the share of the warp samples Nsight
+    took at each kind of instruction (the opcode, its predicate dropped): the TMA copies' barrier waits (SYNCS and the
+    try-wait loop's branch), a warp parked at a barrier (NOP), the warpgroup matmuls' waits (WARPGROUP, HGMMA), the
+    epilogue's stores (STG, STS) and the rest."""
+    kinds = {"SYNCS": "barrier waits", "BRA": "barrier waits", "NOP": "parked", "WARPGROUP": "matmul waits",
+             "HGMMA": "matmul waits", "STG": "stores", "STS": "stores"}
+    out = {}
+    with tarfile.open(agreement.RESULTS / "hopper_stalls_source.tar.gz") as tar:
+        for skip, key in SOURCE_LAUNCHES.items():
+            lines = tar.extractfile(f"hopper_source_{skip}.csv").read().decode().splitlines()
+            header, *rows = list(csv.reader(lines[1:]))
+            at = {name: header.index(name) for name in ("Source", "Warp Stall Sampling (All Samples)")}
+            shares = dict.fromkeys([*dict.fromkeys(kinds.values()), "other"], 0)
+            for row in rows:
+                opcode = re.sub(r"^@!?U?P\w+\s+", "", row[at["Source"]].strip()).split(" ")[0].split(".")[0]
+                shares[kinds.get(opcode, "other")] += int(row[at["Warp Stall Sampling (All Samples)"]] or 0)
+            total = sum(shares.values())
+            out[key] = {kind: n / total for kind, n in shares.items()}
+    return out
+
+
+def hopper_unpriced():
+    """{(head_dim, causal, steps): µs}: run 137's wave (measured) less what gpusim's model of it holds besides its
+    loads' port-rate waits: the SM's busy time (its programs' bytes at their bandwidth share, their compute), the
+    programs' set-up and two DRAM latencies (the first copy in, the first K/V tile)."""
+    gpu = gpusim.get_gpu(agreement.PRESET)
+    out = {}
+    for (d, causal, steps), waves in hopper_waves_rows().items():
+        r = next(r for r in json.loads((agreement.RESULTS / "hopper_waves.json").read_text())["rows"]
+                 if (r["head_dim"], r["causal"], r["steps"], r["waves"]) == (d, causal, steps, 16))
+        grid, step = cost.schedule(gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"],
+                                                   head_dim=d, causal=causal, dtype=r["dtype"], gpu=agreement.PRESET))
+        j = float(np.dot(grid.work.values, grid.work.counts) / sum(grid.work.counts))  # a program's mean steps
+        held = cost.busy(step, j, grid.resident, grid.resident) + step.setup_s + 2 * cost.latency(gpu, 1.0)
+        out[d, causal, steps] = wave_slopes(waves)[0] - float(held) * 1e6
+    return out
+
+
+def hopper_stalls_summary():
+    """run 139's figures docs/perf.md quotes: per head dim at J = 1 and 16 waves the launches' issue rate and tensor
+    pipe (not causal, causal), the sampled shares of the TMA barrier waits and the matmul waits, and the SM cycles a
+    not-causal program takes; and hopper_unpriced() per head dim."""
+    rows, shares, unpriced = hopper_stalls_rows(), hopper_source_shares(), hopper_unpriced()
+    out = {}
+    for d in (64, 128):
+        one = [rows[d, causal, 1][16] for causal in (False, True)]
+        out[d] = (f"{one[0]['issue_per_cycle']:.2f} and {one[1]['issue_per_cycle']:.2f} of a scheduler's cycles, "
+                  f"the tensor pipe {one[0]['tensor_pct']:.0f}% and {one[1]['tensor_pct']:.0f}%")
+        pct = [[shares[d, c][kind] * 100 for c in (False, True)] for kind in ("barrier waits", "matmul waits")]
+        span = [" – ".join(dict.fromkeys(f"{v:.0f}" for v in sorted(kind))).replace(" ", "") + "%" for kind in pct]
+        out[d, "source"] = f"{span[0]} at the TMA barriers' waits, {span[1]} at the matmuls'"
+        out[d, "cycles"] = f"{one[0]['cycles_active'] * 132 / one[0]['grid']:,.0f}"
+        out[d, "unpriced"] = _span([v for (dd, _, _), v in unpriced.items() if dd == d], " µs")
     return out
 
 
@@ -2326,7 +2413,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

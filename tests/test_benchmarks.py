@@ -614,3 +614,15 @@ def test_hopper_starts_smoke_run_times_a_variant_at_its_knobs(tmp_path, monkeypa
     assert [(r["variant"], r["block_q"], r["block_kv"], r["num_stages"], r["per_sm"]) for r in rows] == [
         ("causal, own launch", 128, 64, 3, 2)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_hopper_stalls_samples_the_launches_it_names_and_parses_only_its_own():
+    """The --launch-skip indices run 139 sampled are the launches perf_report labels them, and parse refuses Nsight's
+    CSV of other launches."""
+    from benchmarks import hopper_stalls, perf_report
+    launches = hopper_stalls.launches()
+    assert len(launches) == 16 and len(set(launches)) == 16
+    assert {skip: launches[skip][:2] for skip in perf_report.SOURCE_LAUNCHES} == perf_report.SOURCE_LAUNCHES
+    assert all(launches[skip][2:] == (1, 16) for skip in perf_report.SOURCE_LAUNCHES)
+    with pytest.raises(SystemExit, match="expected 16 hopper_kernel launches"):
+        hopper_stalls.parse(ROOT / "results" / "h200" / "bwd_stalls_raw.csv")

@@ -2338,3 +2338,25 @@ def test_perf_md_quotes_run_138s_hopper_launches_at_other_knobs():
     refused = [r for r in json.loads((RESULTS / "hopper_starts.json").read_text())["rows"] if "error" in r]
     assert {(r["variant"], r["head_dim"]) for r in refused} == {("causal, 2 stages", 64)}
     assert "57cc2c3" in text
+
+
+def test_perf_md_quotes_run_139s_short_hopper_programs_under_nsight():
+    """Run 139: hopper_stalls.json is what hopper_stalls.parse reads from Nsight's raw CSV; the sampled instructions'
+    shares, the issue and tensor pipe figures, and the part of a wave gpusim's busy time, set-up and latencies leave,
+    as docs/perf.md quotes them, against the prediction committed before the run."""
+    from benchmarks import hopper_stalls
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert json.loads((RESULTS / "hopper_stalls.json").read_text())["rows"] == hopper_stalls.parse(
+        RESULTS / "hopper_stalls_raw.csv")
+    for figure in perf_report.hopper_stalls_summary().values():
+        assert figure in text, figure
+    rows, shares, unpriced = perf_report.hopper_stalls_rows(), perf_report.hopper_source_shares(), perf_report.hopper_unpriced()
+    assert all(rows[64, c, 1][16]["tensor_pct"] < 25 for c in (False, True))  # held: the tensor pipe idle
+    assert all(s["barrier waits"] > 5 * s["matmul waits"] for (d, _), s in shares.items() if d == 64)  # held
+    assert all(s["stores"] < 0.05 for s in shares.values()) and "stores hold under 5% at either" in text
+    assert rows[64, False, 1][16]["issue_per_cycle"] < 1 / 3 < rows[64, True, 1][16]["issue_per_cycle"]  # in part
+    cycles = {d: rows[d, False, 1][16]["cycles_active"] * 132 / rows[d, False, 1][16]["grid"] for d in (64, 128)}
+    assert cycles[64] < cycles[128] and "it takes fewer" in text  # did not hold
+    mean = {d: np.mean([v for (dd, _, _), v in unpriced.items() if dd == d]) for d in (64, 128)}
+    assert mean[64] - mean[128] > 0.5 and "a cost per program the same at both head dims would not close it" in text
+    assert "6c6f100" in text and "run 136's four sets" in text
