@@ -40,17 +40,18 @@ def wave_launch(head_dim, causal, steps, waves, tiles, sms):
     return max(1, sms * k.blocks_per_sm * waves // (k.programs // (sms * 16))), seq, seq_kv, k
 
 
-def time_waves(results, head_dim, causal, steps, waves, tiles, sms, l2_bytes, **label):
+def time_waves(results, head_dim, causal, steps, waves, tiles, sms, l2_bytes, kv_heads=None, **label):
     """`waves` waves of sms x b short programs at `tiles` (b: the programs an SM holds, as gpusim prices them): not
     causal, one Q block of J = steps K/V blocks each; causal, N = steps Q blocks (a short ramp, as the held-out sets'
-    causal rows of N 300-600). Cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row (after the
-    label's fields) and its ms."""
+    causal rows of N 300-600); K and V with kv_heads heads (None: one a query head). Cold (inputs rotated past
+    l2_bytes), replayed from a CUDA graph: a row (after the label's fields) and its ms."""
     heads, seq, seq_kv, k = wave_launch(head_dim, causal, steps, waves, tiles, sms)
-    sets = probe.input_sets(((1, heads, seq, head_dim), *((1, heads, seq_kv, head_dim),) * 2), l2_bytes)
+    kv = {} if kv_heads is None else {"kv_heads": kv_heads}
+    sets = probe.input_sets(((1, heads, seq, head_dim), *((1, kv_heads or heads, seq_kv, head_dim),) * 2), l2_bytes)
     call = cycling([lambda s=s: hopper_attention(*s, causal=causal, tiles=tiles) for s in sets])
     row = dict(**label, head_dim=head_dim, causal=causal, block_q=tiles.block_q, block_kv=tiles.block_kv, steps=steps,
-               waves=waves, per_sm=k.blocks_per_sm, heads=heads, seq=seq, seq_kv=seq_kv, dtype="fp16", l2="cold",
-               copies=len(sets))
+               waves=waves, per_sm=k.blocks_per_sm, heads=heads, **kv, seq=seq, seq_kv=seq_kv, dtype="fp16",
+               l2="cold", copies=len(sets))
     results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
     print(f"{' '.join(map(str, label.values()))} d={head_dim} {'causal' if causal else 'full'} "
           f"{tiles.block_q}x{tiles.block_kv} steps={steps} waves={waves} b={k.blocks_per_sm}: "

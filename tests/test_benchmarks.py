@@ -626,3 +626,10 @@ def test_hopper_stalls_samples_the_launches_it_names_and_parses_only_its_own():
     assert all(launches[skip][2:] == (1, 16) for skip in perf_report.SOURCE_LAUNCHES)
     with pytest.raises(SystemExit, match="expected 16 hopper_kernel launches"):
         hopper_stalls.parse(ROOT / "results" / "h200" / "bwd_stalls_raw.csv")
+
+
+def test_hopper_kv_smoke_run_shares_one_kv_head_among_the_query_heads(tmp_path, monkeypatch):
+    from benchmarks import hopper_kv
+    rows = _smoke(hopper_kv, tmp_path, monkeypatch, "hopper_kv.json")
+    assert [(r["causal"], r["heads"], r["kv_heads"], r["per_sm"]) for r in rows] == [(False, 1, 1, 1), (True, 2, 1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
