@@ -1055,6 +1055,45 @@ def hopper_stalls_summary():
     return out
 
 
+def hopper_kv_rows():
+    """results/h200/hopper_kv.json (run 140): {(head_dim, causal, steps): {kv_heads: (measured µs a wave, gpusim's)}},
+    run 137's launches with a K/V head per query head (None) and one for all (1), a wave's steady-state cost."""
+    launches = {}
+    for r in json.loads((agreement.RESULTS / "hopper_kv.json").read_text())["rows"]:
+        kv = r.get("kv_heads")
+        model = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], kv_heads=kv,
+                                head_dim=r["head_dim"], causal=r["causal"], dtype=r["dtype"],
+                                gpu=agreement.PRESET).predicted_time_s * 1e6
+        launches.setdefault((r["head_dim"], r["causal"], r["steps"]), {}).setdefault(kv, {})[r["waves"]] = (
+            r["ms"] * 1e3, model)
+    return {key: {kv: wave_slopes(w) for kv, w in kvs.items()} for key, kvs in launches.items()}
+
+
+def hopper_kv_table():
+    """hopper_kv_rows(): per head dim, mask and J, a wave's cost with a K/V head per query head and with one for all,
+    measured and gpusim ÷ measured, and what sharing K/V cuts, measured and in gpusim."""
+    lines = ["| d | causal | J, or Q blocks | µs a wave, own K/V | gpusim ÷ measured | one K/V head | "
+             "gpusim ÷ measured | cut, measured | gpusim |", "|---|---|---|---|---|---|---|---|---|"]
+    for (d, causal, steps), kvs in hopper_kv_rows().items():
+        (own, own_p), (one, one_p) = kvs[None], kvs[1]
+        lines.append(f"| {d} | {'yes' if causal else 'no'} | {steps} | {own:.2f} | {own_p / own:.2f} | {one:.2f} | "
+                     f"{one_p / one:.2f} | {own - one:.2f} | {own_p - one_p:.2f} |")
+    return "\n".join(lines)
+
+
+def hopper_kv_summary():
+    """run 140's figures docs/perf.md quotes, per head dim, not causal: the cut one K/V head makes at J = 1, measured
+    and in gpusim; gpusim ÷ measured with one K/V head at J = 1; and with one K/V head a step's cost (from J = 1 to 4)
+    and what J = 1 costs beyond one step."""
+    rows, out = hopper_kv_rows(), {}
+    for d in (64, 128):
+        (own, own_p), (one, one_p) = rows[d, False, 1][None], rows[d, False, 1][1]
+        step = (rows[d, False, 4][1][0] - one) / 3
+        out[d] = (f"{own - one:.2f} µs at d = {d} (gpusim: {own_p - one_p:.2f})", f"{one_p / one:.2f} at d = {d}",
+                  f"{step:.2f} µs a step and {one - step:.2f} µs besides at d = {d}")
+    return out
+
+
 def hopper_waves_summary():
     """run 137's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost per head dim and mask, and at d = 64
     the µs a program costs beyond gpusim's (the wave's gap over the programs an SM holds)."""
@@ -2413,7 +2452,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

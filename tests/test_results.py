@@ -2360,3 +2360,27 @@ def test_perf_md_quotes_run_139s_short_hopper_programs_under_nsight():
     mean = {d: np.mean([v for (dd, _, _), v in unpriced.items() if dd == d]) for d in (64, 128)}
     assert mean[64] - mean[128] > 0.5 and "a cost per program the same at both head dims would not close it" in text
     assert "6c6f100" in text and "run 136's four sets" in text
+
+
+def test_perf_md_quotes_run_140s_short_hopper_programs_with_one_kv_head():
+    """Run 140: a wave's cost with a K/V head per query head and one for all, measured and in gpusim, against the
+    prediction committed before the run; the line in J with one K/V head; gpusim's fixed part of a lone program."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    for figures in perf_report.hopper_kv_summary().values():
+        for figure in figures:
+            assert figure in text, figure
+    rows = perf_report.hopper_kv_rows()
+    cut = {d: (rows[d, False, 1][None][0] - rows[d, False, 1][1][0], rows[d, False, 1][None][1] - rows[d, False, 1][1][1])
+           for d in (64, 128)}
+    assert 0.2 <= cut[64][0] <= 0.8 and 0.5 <= cut[128][0] <= 1.5 and all(m < p for m, p in cut.values())  # held
+    assert rows[64, False, 1][1][1] / rows[64, False, 1][1][0] < 0.75 and rows[128, False, 1][1][1] / rows[128, False, 1][1][0] < 0.9
+    assert all(rows[64, True, j][None][0] - rows[64, True, j][1][0] > rows[64, True, j][None][1] - rows[64, True, j][1][1]
+               for j in (1, 4)) and "the cut is larger than gpusim's at both J" in text
+    alone = []
+    for d in (64, 128):
+        r = next(r for r in json.loads((RESULTS / "hopper_kv.json").read_text())["rows"]
+                 if (r["head_dim"], r["causal"], r["steps"], r["waves"], r.get("kv_heads")) == (d, False, 1, 16, None))
+        _, step = cost.schedule(gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], head_dim=d,
+                                                causal=False, dtype="fp16", gpu=agreement.PRESET))
+        alone.append(f"{cost.first_loads(step, 1) * 1e6:.1f}")
+    assert f"its first loads at the port's rate ({alone[0]} and {alone[1]} µs)" in text and "b9f82a0" in text
