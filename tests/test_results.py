@@ -2384,3 +2384,29 @@ def test_perf_md_quotes_run_140s_short_hopper_programs_with_one_kv_head():
                                                 causal=False, dtype="fp16", gpu=agreement.PRESET))
         alone.append(f"{cost.first_loads(step, 1) * 1e6:.1f}")
     assert f"its first loads at the port's rate ({alone[0]} and {alone[1]} µs)" in text and "b9f82a0" in text
+
+
+def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
+    """The thirty-fourth session's program_cost trial (not adopted): its one number fitted on the named half, its
+    misses (launches of two programs an SM), and the held-out sets that meet the target under it."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    program_s = perf_report.program_cost_s()
+    assert 1e-6 < program_s < 4e-6 and f"{program_s * 1e6:.3f} µs (`perf_report.program_cost_s`" in text
+    with perf_report.program_cost(program_s):
+        fitted = [p / m for key, (m, p) in perf_report.hopper_launch_slopes().items() if perf_report.fitted_half(key)]
+        assert np.mean(fitted) == pytest.approx(1, abs=1e-3)
+        misses = [key for key, (m, p) in perf_report.hopper_launch_slopes().items() if abs(p / m - 1) > 0.2]
+        bench = [r for r, x in agreement.rows("bench.json") if r["provider"] == "hopper" and abs(x - 1) > 0.2]
+        two = [cost.schedule(gpusim.simulate("hopper", seq=r["seq"], head_dim=r["head_dim"], causal=r["causal"],
+                                             dtype=r["dtype"], heads=r["heads"], batch=r["batch"],
+                                             gpu=agreement.PRESET))[0].resident == 2 for r in bench]
+        meeting = {n for n in perf_report.HELD_OUT if perf_report.meets_target(agreement.heldout_rows(n))}
+    assert all(two) and len(misses) == 5 and "four of its five on the microbenchmarks" in text
+    resident = {key: r["per_sm"] for name in ("hopper_waves", "hopper_starts", "hopper_kv")
+                for r in json.loads((RESULTS / f"{name}.json").read_text())["rows"] if "ms" in r
+                for key in [(name, r.get("variant"), r["head_dim"], r["causal"], r["steps"], r.get("kv_heads"))]}
+    assert sum(resident[key] == 2 for key in misses) == 4
+    now = {n for n in perf_report.HELD_OUT if perf_report.meets_target(agreement.heldout_rows(n))}
+    assert sorted(n[8:12] for n in meeting - now) == ["2034", "2038", "2064"] and sorted(
+        n[8:12] for n in now - meeting) == ["2046", "2047", "2052"]
+    assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
