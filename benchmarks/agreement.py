@@ -94,7 +94,7 @@ def name(row):
 def rows(name_, default_only=False):
     """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME (once a process
     under each state of the model: MODEL)."""
-    return _rows(name_, default_only, tuple(MODEL))
+    return _rows(name_, default_only, state())
 
 
 @lru_cache(maxsize=None)
@@ -138,7 +138,7 @@ def heldout_rows(name="heldout.json"):
     """(row, predicted / measured) for every timed row of a held-out set (heldout.json, seed 2026, or
     heldout_2027.json, heldout_2028.json): never fitted, scored as the model stands (once a process under each state
     of the model: MODEL)."""
-    return _heldout_rows(name, tuple(MODEL))
+    return _heldout_rows(name, state())
 
 
 def read_heldout(name):
@@ -153,6 +153,21 @@ def _heldout_rows(name, model):
 
 
 MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (perf_report's)
+
+
+def state():
+    """MODEL as a key, its tandem repeats dropped: a run of trials entered again inside itself, nothing between (a
+    section's model nested in the same model), swaps the parts it swapped before for the same, so the model is as
+    before and what it computes is kept once."""
+    return _untandem(tuple(MODEL))
+
+
+def _untandem(key):
+    for length in range(1, len(key) // 2 + 1):
+        for at in range(len(key) - 2 * length + 1):
+            if key[at:at + length] == key[at + length:at + 2 * length]:
+                return _untandem(key[:at + length] + key[at + 2 * length:])
+    return key
 
 
 @contextmanager

@@ -98,3 +98,14 @@ def test_a_trial_keeps_what_it_computed_apart_from_the_model():
     assert agreement.rows("tiles.json") is now and agreement.MODEL == []
     assert [row for row, _ in trial] == [row for row, _ in now]
     assert any(y < 0.9 * x for (_, x), (_, y) in zip(now, trial))  # the trial's rows, not the model's
+
+
+def test_a_trial_nested_in_itself_is_one_state_of_the_model():
+    """agreement.state drops a run of trials entered again right inside itself (the model is as before), and keeps
+    a trial entered again after another (its opposite may lie between)."""
+    agreement, _ = _agreement()
+    assert agreement._untandem(("r", "d", "d", "l")) == ("r", "d", "l")
+    assert agreement._untandem(("r", "d", "l", "n", "d", "l", "n", "c")) == ("r", "d", "l", "n", "c")
+    assert agreement._untandem(("no", "yes", "no")) == ("no", "yes", "no")
+    with agreement.trial("d"), agreement.trial("l"), agreement.trial("d"), agreement.trial("l"):
+        assert agreement.state() == ("d", "l")
