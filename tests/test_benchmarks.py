@@ -633,3 +633,11 @@ def test_hopper_kv_smoke_run_shares_one_kv_head_among_the_query_heads(tmp_path, 
     rows = _smoke(hopper_kv, tmp_path, monkeypatch, "hopper_kv.json")
     assert [(r["causal"], r["heads"], r["kv_heads"], r["per_sm"]) for r in rows] == [(False, 1, 1, 1), (True, 2, 1, 2)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_hopper_pairs_smoke_run_times_the_causal_launch_at_more_stages(tmp_path, monkeypatch):
+    from benchmarks import hopper_pairs
+    rows = _smoke(hopper_pairs, tmp_path, monkeypatch, "hopper_pairs.json")
+    assert [(r["causal"], r["block_q"], r["block_kv"], r["num_stages"], r["per_sm"]) for r in rows] == [
+        (True, 128, 64, 4, 1)]
+    assert all(r["ms"] > 0 and "error" not in r and r["resident"] is None for r in rows)
