@@ -1189,6 +1189,31 @@ def program_cost_table():
     return "\n".join(lines)
 
 
+def hopper_pairs_rows():
+    """results/h200/hopper_pairs.json (run 141): {stages: (registers, shared bytes, programs an SM holds (the compiled
+    kernel's), gpusim's, {J: measured µs a program over 2 to 16 of gpusim's waves, x 264})}, the causal d = 64 launch."""
+    rows, out = json.loads((agreement.RESULTS / "hopper_pairs.json").read_text())["rows"], {}
+    for stages in dict.fromkeys(r["num_stages"] for r in rows):
+        mine = [r for r in rows if r["num_stages"] == stages]
+        known = next(r for r in mine if r["registers"] is not None)  # its first launch compiled it, read back nothing
+        launch = {(r["steps"], r["waves"]): (r["ms"] * 1e3, r["heads"] * r["steps"]) for r in mine}
+        costs = {j: (launch[j, 16][0] - launch[j, 2][0]) / (launch[j, 16][1] - launch[j, 2][1]) * 264
+                 for j in dict.fromkeys(steps for steps, _ in launch)}
+        out[stages] = (known["registers"], known["shared_bytes"], known["resident"], known["per_sm"], costs)
+    return out
+
+
+def hopper_pairs_table():
+    """hopper_pairs_rows(): per stage count, the compiled kernel's registers, shared memory and the programs an SM
+    holds, gpusim's, and 264 programs' steady-state cost at N = 1 and 4 Q blocks."""
+    lines = ["| stages | registers | shared memory | an SM holds (compiled) | gpusim | µs for 264 programs, N = 1 / 4 Q "
+             "blocks |", "|---|---|---|---|---|---|"]
+    for stages, (registers, shared, held, per_sm, costs) in hopper_pairs_rows().items():
+        lines.append(f"| {stages} | {registers} | {shared:,} B | {held} | {per_sm} | "
+                     + " / ".join(f"{costs[j]:.2f}" for j in sorted(costs)) + " |")
+    return "\n".join(lines)
+
+
 def hopper_waves_summary():
     """run 137's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost per head dim and mask, and at d = 64
     the µs a program costs beyond gpusim's (the wave's gap over the programs an SM holds)."""
@@ -2547,7 +2572,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": program_cost_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": program_cost_table, "hopper_pairs": hopper_pairs_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

@@ -2410,3 +2410,23 @@ def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
     assert sorted(n[8:12] for n in meeting - now) == ["2034", "2038", "2064"] and sorted(
         n[8:12] for n in now - meeting) == ["2046", "2047", "2052"]
     assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
+
+
+def test_perf_md_quotes_run_141s_causal_hopper_launch_at_more_stages():
+    """Run 141: the compiled kernel's residency at 3, 4 and 5 stages against gpusim's, gpusim's estimates beside the
+    compiled kernel's, the cost of more stages, and the stage count that holds one program an SM."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.hopper_pairs_rows()
+    assert [r[2] for r in rows.values()] == [2, 2, 2] and [r[3] for r in rows.values()] == [2, 1, 1]
+    more = [rows[s][4][j] / rows[3][4][j] - 1 for s in (4, 5) for j in (1, 4)]
+    assert f"costs {min(more) * 100:.0f}–{max(more) * 100:.0f}% more than at 3" in text
+    from benchmarks.hopper_waves import own_tiles
+    gpu = gpusim.get_gpu(agreement.PRESET)
+    def estimate(stages):
+        grid, _ = cost.schedule(gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16",
+                                                gpu=agreement.PRESET, tiles=own_tiles(64, True, num_stages=stages)))
+        return grid.res.registers_per_thread, grid.res.shared_bytes
+    assert [estimate(s)[0] for s in (4, 5)] == [136, 136] and [rows[s][0] for s in (4, 5)] == [126, 126]
+    assert [rows[s][1] - estimate(s)[1] for s in (4, 5)] == [9216, 9216]
+    assert 2 * (estimate(6)[1] + 9216) > gpu.sram_bytes_per_sm >= 2 * rows[5][1]
+    assert "1dfbbf0" in text and "9,216 B short of the compiled kernel's" in text
