@@ -2412,21 +2412,31 @@ def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
     assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
 
 
-def test_perf_md_quotes_run_141s_causal_hopper_launch_at_more_stages():
-    """Run 141: the compiled kernel's residency at 3, 4 and 5 stages against gpusim's, gpusim's estimates beside the
-    compiled kernel's, the cost of more stages, and the stage count that holds one program an SM."""
+def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
+    """Runs 141 and 142: the compiled kernel's residency at 3 to 6 stages against gpusim's, gpusim's estimates beside
+    the compiled kernel's, the cost of more stages, run 141 repeated, and a lone program against two on one SM."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = perf_report.hopper_pairs_rows()
-    assert [r[2] for r in rows.values()] == [2, 2, 2] and [r[3] for r in rows.values()] == [2, 1, 1]
+    assert [r[2] for r in rows.values()] == [2, 2, 2, 1] and [r[3] for r in rows.values()] == [2, 1, 1, 1]
     more = [rows[s][4][j] / rows[3][4][j] - 1 for s in (4, 5) for j in (1, 4)]
     assert f"costs {min(more) * 100:.0f}–{max(more) * 100:.0f}% more than at 3" in text
+    with tarfile.open(RESULTS / "logs" / "run141_hopper_pairs.tar.gz") as tar:
+        first = json.load(tar.extractfile("run141/hopper_pairs.json"))["rows"]
+    again = {(r["num_stages"], r["steps"], r["waves"]): r["ms"] for r in
+             json.loads((RESULTS / "hopper_pairs.json").read_text())["rows"]}
+    assert all(abs(again[r["num_stages"], r["steps"], r["waves"]] / r["ms"] - 1) < 0.01 for r in first)
     from benchmarks.hopper_waves import own_tiles
     gpu = gpusim.get_gpu(agreement.PRESET)
-    def estimate(stages):
-        grid, _ = cost.schedule(gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16",
-                                                gpu=agreement.PRESET, tiles=own_tiles(64, True, num_stages=stages)))
-        return grid.res.registers_per_thread, grid.res.shared_bytes
-    assert [estimate(s)[0] for s in (4, 5)] == [136, 136] and [rows[s][0] for s in (4, 5)] == [126, 126]
-    assert [rows[s][1] - estimate(s)[1] for s in (4, 5)] == [9216, 9216]
-    assert 2 * (estimate(6)[1] + 9216) > gpu.sram_bytes_per_sm >= 2 * rows[5][1]
-    assert "1dfbbf0" in text and "9,216 B short of the compiled kernel's" in text
+    def schedule(stages):
+        return cost.schedule(gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16",
+                                             gpu=agreement.PRESET, tiles=own_tiles(64, True, num_stages=stages)))
+    assert [schedule(s)[0].res.registers_per_thread for s in (4, 5)] == [136, 136] and [rows[s][0] for s in (4, 5)] == [126, 126]
+    assert [rows[s][1] - schedule(s)[0].res.shared_bytes for s in (4, 5, 6)] == [9216] * 3
+    assert 2 * rows[6][1] > gpu.sram_bytes_per_sm >= 2 * rows[5][1]
+    lone = rows[6][4][1] / 2
+    pair = [rows[3][4][j] / (rows[6][4][j] / 2) for j in (1, 4)]
+    assert not 9.2 <= rows[6][4][1] <= 12.2 and max(pair) < 1.2  # the figure predicted did not hold
+    assert (f"a lone program costs {lone:.2f} µs a wave and two on one SM take {pair[0]:.2f}× that at N = 1, "
+            f"{pair[1]:.2f}× at N = 4") in text
+    assert f"(gpusim's, at N = 1: {cost.chain(schedule(3)[1], 1) * 1e6:.2f} µs, where the lone program takes {lone:.2f})" in text
+    assert "1dfbbf0" in text and "0d9b43e" in text and "9,216 B short of the compiled kernel's" in text
