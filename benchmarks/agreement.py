@@ -74,15 +74,22 @@ def predicted_s(row):
 
 
 def rule_launch(row):
-    """Whether a tile-sweep row ran the launch the kernel's rule gives its tiles (the one gpusim prices)."""
-    algo = row["algo"]
-    cfg = gpusim.simulate(algo, seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
-                          causal=row["causal"], dtype=row["dtype"], gpu=PRESET, block_q=row["block_q"],
-                          block_kv=row["block_kv"]).config
+    """Whether a tile-sweep row ran the launch the kernel's rule gives its tiles (the one gpusim prices). The rule is
+    the kernel's launch table, which no trial of the model swaps: once a process per launch."""
+    fields = ("algo", "seq", "head_dim", "heads", "batch", "causal", "dtype", "block_q", "block_kv", "num_warps",
+              "num_stages", "warp_specialize")
+    return _rule_launch(tuple(row.get(key) for key in fields))
+
+
+@lru_cache(maxsize=None)
+def _rule_launch(launch):
+    algo, seq, head_dim, heads, batch, causal, dtype, block_q, block_kv, num_warps, num_stages, specialized = launch
+    cfg = gpusim.simulate(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch, causal=causal, dtype=dtype,
+                          gpu=PRESET, block_q=block_q, block_kv=block_kv).config
     if algo == "hopper":
         own = gpusim.passes.hopper.launch_options(cfg)
-        return all(row.get(key) == own[key] for key in ("num_warps", "num_stages", "warp_specialize"))
-    return cfg.pass_.launch(cfg, algo) == (row["num_warps"], row["num_stages"])
+        return (num_warps, num_stages, specialized) == (own["num_warps"], own["num_stages"], own["warp_specialize"])
+    return cfg.pass_.launch(cfg, algo) == (num_warps, num_stages)
 
 
 def name(row):
