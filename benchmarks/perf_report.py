@@ -978,6 +978,11 @@ def hopper_stalls_rows():
     return out
 
 
+def program_cycles(row):
+    """A hopper_stalls.json row's SM cycles a program: an SM's active cycles over the programs each of the 132 ran."""
+    return row["cycles_active"] * 132 / row["grid"]
+
+
 def hopper_stalls_table():
     """hopper_stalls_rows(): per head dim, mask and J, the programs an SM holds, a wave's cost under Nsight (the slope
     from 2 to 16 waves), and at 16 waves an SM's active cycles a program, a scheduler's issue rate, the tensor pipe's
@@ -989,7 +994,7 @@ def hopper_stalls_table():
         stalls = sorted(((v, k[6:]) for k, v in r.items() if k.startswith("stall_") and k != "stall_selected"),
                         reverse=True)[:3]
         lines.append(f"| {d} | {'yes' if causal else 'no'} | {steps} | {r['per_sm']} | {(r['us'] - w[2]['us']) / 14:.2f}"
-                     f" | {r['cycles_active'] * 132 / r['grid']:,.0f} | {r['issue_per_cycle']:.2f} | "
+                     f" | {program_cycles(r):,.0f} | {r['issue_per_cycle']:.2f} | "
                      f"{r['tensor_pct']:.0f}% | " + ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for v, k in stalls) + " |")
     return "\n".join(lines)
 
@@ -1024,11 +1029,11 @@ def hopper_unpriced():
     """{(head_dim, causal, steps): µs}: run 137's wave (measured) less what gpusim's model of it holds besides its
     loads' port-rate waits: the SM's busy time (its programs' bytes at their bandwidth share, their compute), the
     programs' set-up and two DRAM latencies (the first copy in, the first K/V tile)."""
-    gpu = gpusim.get_gpu(agreement.PRESET)
-    out = {}
+    gpu, out = gpusim.get_gpu(agreement.PRESET), {}
+    launches = {(r["head_dim"], r["causal"], r["steps"]): r
+                for r in json.loads((agreement.RESULTS / "hopper_waves.json").read_text())["rows"] if r["waves"] == 16}
     for (d, causal, steps), waves in hopper_waves_rows().items():
-        r = next(r for r in json.loads((agreement.RESULTS / "hopper_waves.json").read_text())["rows"]
-                 if (r["head_dim"], r["causal"], r["steps"], r["waves"]) == (d, causal, steps, 16))
+        r = launches[d, causal, steps]
         grid, step = cost.schedule(gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"],
                                                    head_dim=d, causal=causal, dtype=r["dtype"], gpu=agreement.PRESET))
         j = float(np.dot(grid.work.values, grid.work.counts) / sum(grid.work.counts))  # a program's mean steps
@@ -1050,7 +1055,7 @@ def hopper_stalls_summary():
         pct = [[shares[d, c][kind] * 100 for c in (False, True)] for kind in ("barrier waits", "matmul waits")]
         span = [" – ".join(dict.fromkeys(f"{v:.0f}" for v in sorted(kind))).replace(" ", "") + "%" for kind in pct]
         out[d, "source"] = f"{span[0]} at the TMA barriers' waits, {span[1]} at the matmuls'"
-        out[d, "cycles"] = f"{one[0]['cycles_active'] * 132 / one[0]['grid']:,.0f}"
+        out[d, "cycles"] = f"{program_cycles(one[0]):,.0f}"
         out[d, "unpriced"] = _span([v for (dd, _, _), v in unpriced.items() if dd == d], " µs")
     return out
 
@@ -1058,15 +1063,11 @@ def hopper_stalls_summary():
 def hopper_kv_rows():
     """results/h200/hopper_kv.json (run 140): {(head_dim, causal, steps): {kv_heads: (measured µs a wave, gpusim's)}},
     run 137's launches with a K/V head per query head (None) and one for all (1), a wave's steady-state cost."""
-    launches = {}
-    for r in json.loads((agreement.RESULTS / "hopper_kv.json").read_text())["rows"]:
-        kv = r.get("kv_heads")
-        model = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], kv_heads=kv,
-                                head_dim=r["head_dim"], causal=r["causal"], dtype=r["dtype"],
-                                gpu=agreement.PRESET).predicted_time_s * 1e6
-        launches.setdefault((r["head_dim"], r["causal"], r["steps"]), {}).setdefault(kv, {})[r["waves"]] = (
-            r["ms"] * 1e3, model)
-    return {key: {kv: wave_slopes(w) for kv, w in kvs.items()} for key, kvs in launches.items()}
+    out = {}
+    for (name, _, d, causal, steps, kv), slopes in hopper_launch_slopes().items():
+        if name == "hopper_kv":
+            out.setdefault((d, causal, steps), {})[kv] = slopes
+    return out
 
 
 def hopper_kv_table():
