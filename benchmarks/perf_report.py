@@ -1117,27 +1117,32 @@ def fitted_half(key):
     return key[0] == "hopper_kv" and key[5] == 1 and not key[3]
 
 
-@contextmanager
-def program_cost(program_s):
-    """The thirty-fourth session's trial (not adopted), while the block runs: a TMA pass's program (the Hopper
-    kernel's) costs program_s of its SM's time besides its steps (fixed compute: the programs an SM holds take turns at
-    it), and alone on its SM it waits its set-up and its copies' latencies besides its busy time, not its copies' bytes
-    again at the port's rate (busy time holds them, at the SM's share of the bandwidth: runs 139 and 140)."""
-    unit_times, tau = cost.unit_times, cost.tau
-
-    def trial_unit_times(grid, rate):
-        unit, reloads, fixed = unit_times(grid, rate)
-        return unit, reloads, fixed + (program_s if grid.cfg.pass_.TMA else 0.0)
-
-    def trial_tau(step, j, sharing, resident):
+def lone_tma_tau(tau):
+    """cost.tau with a TMA pass's program alone on its SM waiting its set-up and its copies' latencies besides its busy
+    time, not its copies' bytes again at the port's rate (busy time holds them, at the SM's share of the bandwidth: runs
+    139 and 140); tau for everything else."""
+    def lone_tau(step, j, sharing, resident):
         if not (step.grid.cfg.pass_.TMA and resident == 1):
             return tau(step, j, sharing, resident)
         gpu = step.grid.cfg.gpu
         waits = (step.setup_s + cost.latency(gpu, min(1.0, step.fixed_bytes[3] / step.fixed_bytes[2]))
                  + (j > 0) * cost.latency(gpu, min(1.0, step.step_bytes[3] / step.step_bytes[2])))
         return np.maximum(cost.chain(step, j), cost.busy(step, j, sharing, resident) + waits)
+    return lone_tau
+
+
+@contextmanager
+def program_cost(program_s):
+    """The thirty-fourth session's first trial (not adopted), while the block runs: a TMA pass's program (the Hopper
+    kernel's) costs program_s of its SM's time besides its steps (fixed compute: the programs an SM holds take turns at
+    it), and alone on its SM it waits as lone_tma_tau says."""
+    unit_times = cost.unit_times
+
+    def trial_unit_times(grid, rate):
+        unit, reloads, fixed = unit_times(grid, rate)
+        return unit, reloads, fixed + (program_s if grid.cfg.pass_.TMA else 0.0)
     with _patched(cost, "unit_times", trial_unit_times, ("program_cost_fixed", program_s)), _patched(
-            cost, "tau", trial_tau, ("program_cost", program_s)):
+            cost, "tau", lone_tma_tau(cost.tau), ("program_cost", program_s)):
         yield
 
 
@@ -1155,33 +1160,103 @@ def program_cost_s():
     return round((low + high) / 2, 9)
 
 
+def hopper_figures(fitted):
+    """{what: (within 20%, of how many, least, most)} of a Hopper trial's tests under the model in force: the
+    microbenchmarks' waves (runs 137, 138 and 140: those `fitted` says the trial's constants came from, the rest),
+    bench.json's Hopper rows, and the held-out sets' Hopper rows at d 64 and 128, every row pooled, and the sets meeting
+    issue 24's target."""
+    slopes = hopper_launch_slopes()
+    groups = {"runs 137, 138 and 140: the launches fitted on": [p / m for key, (m, p) in slopes.items() if fitted(key)],
+              "runs 137, 138 and 140: the others": [p / m for key, (m, p) in slopes.items() if not fitted(key)],
+              "bench.json: the Hopper kernel's rows": [x for r, x in agreement.rows("bench.json") if r["provider"] == "hopper"]}
+    held = {n: agreement.heldout_rows(n) for n in HELD_OUT}
+    pooled = [p for pairs in held.values() for p in pairs]
+    for d in (64, 128):
+        groups[f"held-out sets: the Hopper kernel's rows, d {d}"] = [
+            x for r, x in pooled if (r["algo"], r["head_dim"]) == ("hopper", d)]
+    groups["held-out sets: every row"] = [x for _, x in pooled]
+    out = {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+    out["held-out sets meeting issue 24's target"] = (sum(meets_target(p) for p in held.values()), len(held), None, None)
+    return out
+
+
 def program_cost_figures():
-    """{what: (within 20%, of how many, least, most)} of the program_cost trial's tests, as the model stands or under
-    the trial (at program_cost_s()): the microbenchmarks' waves (the fitted half, the other half), bench.json's Hopper
-    rows, and the held-out sets' Hopper rows at d 64 and 128, every row pooled, and the sets meeting issue 24's target."""
-    def figures():
-        slopes = hopper_launch_slopes()
-        groups = {"runs 137, 138 and 140: the fitted half (run 140, one K/V head, not causal)":
-                  [p / m for key, (m, p) in slopes.items() if fitted_half(key)],
-                  "runs 137, 138 and 140: the other half": [p / m for key, (m, p) in slopes.items() if not fitted_half(key)],
-                  "bench.json: the Hopper kernel's rows": [x for r, x in agreement.rows("bench.json") if r["provider"] == "hopper"]}
-        held = {n: agreement.heldout_rows(n) for n in HELD_OUT}
-        pooled = [p for pairs in held.values() for p in pairs]
-        for d in (64, 128):
-            groups[f"held-out sets: the Hopper kernel's rows, d {d}"] = [
-                x for r, x in pooled if (r["algo"], r["head_dim"]) == ("hopper", d)]
-        groups["held-out sets: every row"] = [x for _, x in pooled]
-        out = {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
-        out["held-out sets meeting issue 24's target"] = (sum(meets_target(p) for p in held.values()), len(held), None, None)
-        return out
-    now = figures()
+    """hopper_figures() of the program_cost trial, fitted on fitted_half: as the model stands, and under the trial (at
+    program_cost_s())."""
+    now = hopper_figures(fitted_half)
     with program_cost(program_cost_s()):
-        return now, figures()
+        return now, hopper_figures(fitted_half)
 
 
-def program_cost_table():
-    """program_cost_figures(): each test, as the model stands and under the trial."""
-    now, trial = program_cost_figures()
+def launch_kind(cfg):
+    """A Hopper launch's kind and head dim: warp-specialized, software-pipelined, or software-pipelined and causal."""
+    specialized = gpusim.passes.hopper.launch_options(cfg)["warp_specialize"]
+    return ("warp-specialized" if specialized else "software-pipelined, causal" if cfg.causal else
+            "software-pipelined"), cfg.head_dim
+
+
+# The lone programs (one an SM, one Q block, J = 1 or N = 1 Q block) each kind's latency is measured on: run 137's own
+# launches not causal (warp-specialized) and causal at d 128, run 138's software-pipelined launch not causal, and run
+# 142's causal d 64 launch held to one program an SM by its 6 stages.
+LONE_LAUNCHES = (("hopper_waves", None, 64, False, 1, None), ("hopper_waves", None, 128, False, 1, None),
+                 ("hopper_starts", "full, software-pipelined", 64, False, 1, None),
+                 ("hopper_starts", "full, software-pipelined", 128, False, 1, None),
+                 ("hopper_waves", None, 128, True, 1, None))
+
+
+def lone_launches():
+    """{launch kind: (gpusim's Result of the lone launch, its measured µs a wave)} of LONE_LAUNCHES and run 142's."""
+    rows = {name: json.loads((agreement.RESULTS / f"{name}.json").read_text())["rows"]
+            for name in ("hopper_waves", "hopper_starts")}
+    slopes, out = hopper_launch_slopes(), {}
+    for key in LONE_LAUNCHES:
+        name, variant, d, causal, steps, _ = key
+        r = next(r for r in rows[name] if (r.get("variant"), r["head_dim"], r["causal"], r["steps"], r["waves"]) ==
+                 (variant, d, causal, steps, 16))
+        tiles = gpusim.Tiles(r["block_q"], r["block_kv"], **{k: r[k] for k in Hopper.KNOBS if k in r})
+        result = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], head_dim=d, causal=causal,
+                                 dtype=r["dtype"], gpu=agreement.PRESET, tiles=tiles)
+        out[launch_kind(result.config)] = (result, slopes[key][0])
+    from benchmarks.hopper_waves import own_tiles
+    result = gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16", gpu=agreement.PRESET,
+                             tiles=own_tiles(64, True, num_stages=6))
+    out[launch_kind(result.config)] = (result, hopper_pairs_rows()[6][4][1] / 2)  # 264 lone programs: two waves
+    return out
+
+
+@lru_cache(maxsize=None)
+def lone_latency_s():
+    """{launch kind: seconds}: what a lone program of each kind waits besides gpusim's chain of it without its set-up,
+    at J = 1 (N = 1 causal): the measured wave of lone_launches() less that chain."""
+    out = {}
+    for kind, (result, measured_us) in lone_launches().items():
+        grid, step = cost.schedule(result)
+        assert grid.resident == 1, kind  # a lone program: one an SM
+        out[kind] = round(measured_us * 1e-6 - (cost.chain(step, 1) - step.setup_s), 9)
+    return out
+
+
+@contextmanager
+def lone_latency(latency):
+    """The thirty-fourth session's second trial (not adopted), while the block runs: a Hopper program's set-up is what
+    a lone program of its launch kind waits besides gpusim's chain (latency: {launch kind: seconds}), and alone on its
+    SM it waits as lone_tma_tau says."""
+    key = tuple(sorted(latency.items()))
+    with _patched(Hopper, "setup_s", lambda self, cfg: latency[launch_kind(cfg)], ("lone_latency_setup", key)), _patched(
+            cost, "tau", lone_tma_tau(cost.tau), ("lone_latency", key)):
+        yield
+
+
+def lone_latency_figures():
+    """hopper_figures() of the lone_latency trial, its constants from LONE_LAUNCHES: as the model stands, and under it."""
+    now = hopper_figures(lambda key: key in LONE_LAUNCHES)
+    with lone_latency(lone_latency_s()):
+        return now, hopper_figures(lambda key: key in LONE_LAUNCHES)
+
+
+def trial_table(figures):
+    """A Hopper trial's (now, under the trial) hopper_figures, as a table."""
+    now, trial = figures
     lines = ["| launches | within 20%, now | range | under the trial | range |", "|---|---|---|---|---|"]
     for name, (within, n, low, high) in now.items():
         t = trial[name]
@@ -2573,7 +2648,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": program_cost_table, "hopper_pairs": hopper_pairs_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": hopper_pairs_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

@@ -2440,3 +2440,25 @@ def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
             f"{pair[1]:.2f}× at N = 4") in text
     assert f"(gpusim's, at N = 1: {cost.chain(schedule(3)[1], 1) * 1e6:.2f} µs, where the lone program takes {lone:.2f})" in text
     assert "1dfbbf0" in text and "0d9b43e" in text and "9,216 B short of the compiled kernel's" in text
+
+
+def test_perf_md_quotes_the_trial_of_a_lone_hopper_programs_latency():
+    """The thirty-fourth session's second trial (not adopted): each launch kind's latency from its lone launch (one
+    program an SM), the tests it moves, and the ratio of the causal launches' latencies docs/perf.md names."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    latency = perf_report.lone_latency_s()
+    assert len(latency) == 6 and all(0 < v < 6e-6 for v in latency.values())
+    for kind, (result, measured) in perf_report.lone_launches().items():
+        grid, step = cost.schedule(result)
+        assert grid.resident == 1 and latency[kind] == pytest.approx(measured * 1e-6 - cost.chain(step, 1) + step.setup_s,
+                                                                     abs=1e-9)
+    L = {k: f"{v * 1e6:.2f}" for k, v in latency.items()}
+    assert (f"warp-specialized {L['warp-specialized', 64]} and {L['warp-specialized', 128]} µs (d = 64, 128), "
+            f"software-pipelined {L['software-pipelined', 64]} and {L['software-pipelined', 128]}, software-pipelined and "
+            f"causal {L['software-pipelined, causal', 64]} and {L['software-pipelined, causal', 128]}") in text
+    causal = latency["software-pipelined, causal", 64] / latency["software-pipelined, causal", 128]
+    assert 2.5 < causal < 3.5 and "waits three times what the causal d = 128 one does" in text
+    now, trial = perf_report.lone_latency_figures()
+    moved = {name: trial[name][0] - now[name][0] for name in now}
+    assert [name for name, gain in moved.items() if gain < 0] == ["held-out sets: the Hopper kernel's rows, d 128"]
+    assert "Every test moves the right way but one" in text and "run 136's four, kept unscored, are its blind test" in text
