@@ -641,3 +641,11 @@ def test_hopper_pairs_smoke_run_times_the_causal_launch_at_more_stages(tmp_path,
     assert [(r["causal"], r["block_q"], r["block_kv"], r["num_stages"], r["per_sm"]) for r in rows] == [
         (True, 128, 64, 4, 1)]
     assert all(r["ms"] > 0 and "error" not in r and r["resident"] is None for r in rows)
+
+
+def test_hopper_lone_smoke_run_times_a_knob_of_the_lone_causal_launch(tmp_path, monkeypatch):
+    from benchmarks import hopper_lone
+    rows = _smoke(hopper_lone, tmp_path, monkeypatch, "hopper_lone.json")
+    assert [(r["variant"], r["block_kv"], r["num_stages"], r["overlap"], r["per_sm"]) for r in rows] == [
+        ("not rotated", 64, 6, False, 1)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
