@@ -1290,6 +1290,31 @@ def hopper_pairs_table():
     return "\n".join(lines)
 
 
+def hopper_lone_rows():
+    """results/h200/hopper_lone.json (run 143): {variant: (registers, shared bytes, programs an SM holds (the compiled
+    kernel's), {J: measured µs for 132 programs, the slope over 2 to 16 of gpusim's waves})}, the causal d = 64 launch
+    at 6 stages with one knob changed at a time."""
+    rows, out = json.loads((agreement.RESULTS / "hopper_lone.json").read_text())["rows"], {}
+    for variant in dict.fromkeys(r["variant"] for r in rows):
+        mine = [r for r in rows if r["variant"] == variant]
+        known = next(r for r in mine if r["registers"] is not None)  # its first launch compiled it, read back nothing
+        launch = {(r["steps"], r["waves"]): r["ms"] * 1e3 for r in mine}
+        out[variant] = (known["registers"], known["shared_bytes"], known["resident"],
+                        {j: (launch[j, 16] - launch[j, 2]) / 14 for j in dict.fromkeys(steps for steps, _ in launch)})
+    return out
+
+
+def hopper_lone_table():
+    """hopper_lone_rows(): per variant, the compiled kernel's registers, shared memory and the programs an SM holds, and
+    132 programs' steady-state cost at N = 1 and 4 Q blocks."""
+    lines = ["| launch (6 stages) | registers | shared memory | an SM holds (compiled) | µs for 132 programs, N = 1 / 4 "
+             "Q blocks |", "|---|---|---|---|---|"]
+    for variant, (registers, shared, held, costs) in hopper_lone_rows().items():
+        lines.append(f"| {variant} | {registers} | {shared:,} B | {held} | "
+                     + " / ".join(f"{costs[j]:.2f}" for j in sorted(costs)) + " |")
+    return "\n".join(lines)
+
+
 def hopper_waves_summary():
     """run 137's figures docs/perf.md quotes: gpusim ÷ measured of a wave's cost per head dim and mask, and at d = 64
     the µs a program costs beyond gpusim's (the wave's gap over the programs an SM holds)."""
@@ -2648,7 +2673,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": hopper_pairs_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": hopper_pairs_table, "hopper_lone": hopper_lone_table,
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

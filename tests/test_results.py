@@ -2462,3 +2462,21 @@ def test_perf_md_quotes_the_trial_of_a_lone_hopper_programs_latency():
     moved = {name: trial[name][0] - now[name][0] for name in now}
     assert [name for name, gain in moved.items() if gain < 0] == ["held-out sets: the Hopper kernel's rows, d 128"]
     assert "Every test moves the right way but one" in text and "run 136's four, kept unscored, are its blind test" in text
+
+
+def test_perf_md_quotes_run_143s_lone_causal_hopper_launch_knob_by_knob():
+    """Run 143: the lone causal d = 64 launch with one knob changed at a time, against run 142's own launch and the
+    prediction committed before the run; the unrotated launch's residency."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    rows = perf_report.hopper_lone_rows()
+    own = rows["own launch"][3]
+    assert abs(own[1] / (perf_report.hopper_pairs_rows()[6][4][1] / 2) - 1) < 0.01
+    moves = {v: {j: own[j] - rows[v][3][j] for j in (1, 4)} for v in ("mask behind a branch", "mask on every block", "in order")}
+    assert max(abs(m[1]) for m in moves.values()) < 0.5 < max(abs(m[4]) for m in moves.values())  # held at N = 1 only
+    assert (f"saves {moves['mask behind a branch'][4]:.2f} µs and the mask on every block "
+            f"{moves['mask on every block'][4]:.2f}") in text
+    assert [r[2] for r in rows.values()] == [1, 2, 1, 1, 1]  # the unrotated launch: two an SM
+    gpu = gpusim.get_gpu(agreement.PRESET)
+    unrotated = rows["not rotated"][1]
+    assert 2 * unrotated <= gpu.sram_bytes_per_sm < 2 * (unrotated + 64 * 64 * 2 * 2)  # a seventh K and V buffer
+    assert f"shared memory falls to {unrotated:,} B" in text and "9dd8f6d" in text
