@@ -15,6 +15,10 @@ waits besides gpusim's chain can be read per knob.
 Prediction (committed before the run): the rotated loop carries most of it: not rotated, a lone program at N = 1 costs
 1.5-3 us less a wave (run 138 found the unrotated launch 0.3-0.5 us a program cheaper with two an SM, which overlap
 most of it); the mask's form and the launch order move it by under 0.5 us.
+
+Run 143 found the unrotated launch holding two programs an SM at 6 stages (115,712 B of shared memory); run 144 adds it
+at 7 stages. Its prediction (committed before it): at 7 stages the unrotated launch holds one program an SM, and its
+lone program at N = 1 costs 1.5-3 us less a wave than the rotated one (6.85 us in run 143).
 """
 from itertools import product
 
@@ -24,7 +28,8 @@ from benchmarks.hopper_pairs import resident
 from benchmarks.hopper_waves import own_tiles, time_waves
 
 VARIANTS = {"own launch": {}, "not rotated": dict(overlap=False), "mask behind a branch": dict(mask="branch"),
-            "mask on every block": dict(mask="every"), "in order": dict(lpt_heads=0)}
+            "mask on every block": dict(mask="every"), "in order": dict(lpt_heads=0),
+            "not rotated, 7 stages": dict(overlap=False, num_stages=7)}
 STAGES = 6  # one program an SM (runs 141-142)
 STEPS = (1, 4)
 WAVES = (2, 16)
@@ -34,7 +39,7 @@ SMOKE = dict(VARIANTS={"not rotated": dict(overlap=False)}, STEPS=(1,), WAVES=(1
 
 def measure(results):
     for (name, knobs), steps, waves in product(VARIANTS.items(), STEPS, WAVES):
-        tiles = own_tiles(64, True, num_stages=STAGES, **knobs)
+        tiles = own_tiles(64, True, **{"num_stages": STAGES, **knobs})
         registers, shared, held = resident(tiles)
         time_waves(results, 64, True, steps, waves, tiles, SMS, L2_BYTES, variant=name, registers=registers,
                    shared_bytes=shared, resident=held, **tiles.knobs)
