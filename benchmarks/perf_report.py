@@ -1307,7 +1307,7 @@ def hopper_lone_rows():
 def hopper_lone_table():
     """hopper_lone_rows(): per variant, the compiled kernel's registers, shared memory and the programs an SM holds, and
     132 programs' steady-state cost at N = 1 and 4 Q blocks."""
-    lines = ["| launch (6 stages) | registers | shared memory | an SM holds (compiled) | µs for 132 programs, N = 1 / 4 "
+    lines = ["| launch (6 stages where not named) | registers | shared memory | an SM holds (compiled) | µs for 132 programs, N = 1 / 4 "
              "Q blocks |", "|---|---|---|---|---|"]
     for variant, (registers, shared, held, costs) in hopper_lone_rows().items():
         lines.append(f"| {variant} | {registers} | {shared:,} B | {held} | "
