@@ -1265,54 +1265,42 @@ def trial_table(figures):
     return "\n".join(lines)
 
 
-def hopper_pairs_rows():
-    """results/h200/hopper_pairs.json (run 141): {stages: (registers, shared bytes, programs an SM holds (the compiled
-    kernel's), gpusim's, {J: measured µs a program over 2 to 16 of gpusim's waves, x 264})}, the causal d = 64 launch."""
-    rows, out = json.loads((agreement.RESULTS / "hopper_pairs.json").read_text())["rows"], {}
-    for stages in dict.fromkeys(r["num_stages"] for r in rows):
-        mine = [r for r in rows if r["num_stages"] == stages]
+def compiled_sweep(name, group, programs):
+    """A Hopper sweep with the compiled kernel read back (hopper_pairs.py, hopper_lone.py), results/h200/NAME: {its
+    rows' `group` field: (registers, shared bytes, programs an SM holds (the compiled kernel's), gpusim's, {J: measured
+    µs for `programs` programs, the slope over 2 to 16 of gpusim's waves})}, the causal d = 64 launch."""
+    rows, out = json.loads((agreement.RESULTS / name).read_text())["rows"], {}
+    for value in dict.fromkeys(r[group] for r in rows):
+        mine = [r for r in rows if r[group] == value]
         known = next(r for r in mine if r["registers"] is not None)  # its first launch compiled it, read back nothing
         launch = {(r["steps"], r["waves"]): (r["ms"] * 1e3, r["heads"] * r["steps"]) for r in mine}
-        costs = {j: (launch[j, 16][0] - launch[j, 2][0]) / (launch[j, 16][1] - launch[j, 2][1]) * 264
+        costs = {j: (launch[j, 16][0] - launch[j, 2][0]) / (launch[j, 16][1] - launch[j, 2][1]) * programs
                  for j in dict.fromkeys(steps for steps, _ in launch)}
-        out[stages] = (known["registers"], known["shared_bytes"], known["resident"], known["per_sm"], costs)
+        out[value] = (known["registers"], known["shared_bytes"], known["resident"], known["per_sm"], costs)
     return out
 
 
-def hopper_pairs_table():
-    """hopper_pairs_rows(): per stage count, the compiled kernel's registers, shared memory and the programs an SM
-    holds, gpusim's, and 264 programs' steady-state cost at N = 1 and 4 Q blocks."""
-    lines = ["| stages | registers | shared memory | an SM holds (compiled) | gpusim | µs for 264 programs, N = 1 / 4 Q "
-             "blocks |", "|---|---|---|---|---|---|"]
-    for stages, (registers, shared, held, per_sm, costs) in hopper_pairs_rows().items():
-        lines.append(f"| {stages} | {registers} | {shared:,} B | {held} | {per_sm} | "
+def hopper_pairs_rows():
+    """results/h200/hopper_pairs.json (runs 141-142), per stage count: compiled_sweep's, µs for 264 programs (two
+    waves of one an SM, one wave of two)."""
+    return compiled_sweep("hopper_pairs.json", "num_stages", 264)
+
+
+def sweep_table(rows, label, programs, gpusim_column):
+    """compiled_sweep's rows as a table: per row its label, the compiled kernel's registers, shared memory and the
+    programs an SM holds (and gpusim's, with gpusim_column), and `programs` programs' cost at N = 1 and 4 Q blocks."""
+    lines = [f"| {label} | registers | shared memory | an SM holds (compiled) | {'gpusim | ' * gpusim_column}µs for "
+             f"{programs} programs, N = 1 / 4 Q blocks |", "|---|---|---|---|---|" + "---|" * gpusim_column]
+    for value, (registers, shared, held, per_sm, costs) in rows.items():
+        lines.append(f"| {value} | {registers} | {shared:,} B | {held} | {f'{per_sm} | ' * gpusim_column}"
                      + " / ".join(f"{costs[j]:.2f}" for j in sorted(costs)) + " |")
     return "\n".join(lines)
 
 
 def hopper_lone_rows():
-    """results/h200/hopper_lone.json (run 143): {variant: (registers, shared bytes, programs an SM holds (the compiled
-    kernel's), {J: measured µs for 132 programs, the slope over 2 to 16 of gpusim's waves})}, the causal d = 64 launch
-    at 6 stages with one knob changed at a time."""
-    rows, out = json.loads((agreement.RESULTS / "hopper_lone.json").read_text())["rows"], {}
-    for variant in dict.fromkeys(r["variant"] for r in rows):
-        mine = [r for r in rows if r["variant"] == variant]
-        known = next(r for r in mine if r["registers"] is not None)  # its first launch compiled it, read back nothing
-        launch = {(r["steps"], r["waves"]): r["ms"] * 1e3 for r in mine}
-        out[variant] = (known["registers"], known["shared_bytes"], known["resident"],
-                        {j: (launch[j, 16] - launch[j, 2]) / 14 for j in dict.fromkeys(steps for steps, _ in launch)})
-    return out
-
-
-def hopper_lone_table():
-    """hopper_lone_rows(): per variant, the compiled kernel's registers, shared memory and the programs an SM holds, and
-    132 programs' steady-state cost at N = 1 and 4 Q blocks."""
-    lines = ["| launch (6 stages where not named) | registers | shared memory | an SM holds (compiled) | µs for 132 programs, N = 1 / 4 "
-             "Q blocks |", "|---|---|---|---|---|"]
-    for variant, (registers, shared, held, costs) in hopper_lone_rows().items():
-        lines.append(f"| {variant} | {registers} | {shared:,} B | {held} | "
-                     + " / ".join(f"{costs[j]:.2f}" for j in sorted(costs)) + " |")
-    return "\n".join(lines)
+    """results/h200/hopper_lone.json (runs 143-144), per variant (one knob of the launch at 6 stages changed):
+    compiled_sweep's, µs for 132 programs."""
+    return compiled_sweep("hopper_lone.json", "variant", 132)
 
 
 def hopper_waves_summary():
@@ -2673,7 +2661,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": hopper_pairs_table, "hopper_lone": hopper_lone_table,
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
+          "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

@@ -2469,14 +2469,14 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     run 143 repeated, and the two predictions committed before the runs; the unrotated launch's residency."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = perf_report.hopper_lone_rows()
-    own = rows["own launch"][3]
+    own = rows["own launch"][4]
     assert abs(own[1] / (perf_report.hopper_pairs_rows()[6][4][1] / 2) - 1) < 0.01
     with tarfile.open(RESULTS / "logs" / "run143_hopper_lone.tar.gz") as tar:
         first = json.load(tar.extractfile("run143/hopper_lone.json"))["rows"]
     again = {(r["variant"], r["steps"], r["waves"]): r["ms"] for r in
              json.loads((RESULTS / "hopper_lone.json").read_text())["rows"]}
     assert all(abs(again[r["variant"], r["steps"], r["waves"]] / r["ms"] - 1) < 0.02 for r in first)
-    moves = {v: {j: own[j] - rows[v][3][j] for j in (1, 4)} for v in ("mask behind a branch", "mask on every block", "in order")}
+    moves = {v: {j: own[j] - rows[v][4][j] for j in (1, 4)} for v in ("mask behind a branch", "mask on every block", "in order")}
     assert max(abs(m[1]) for m in moves.values()) < 0.5 < max(abs(m[4]) for m in moves.values())  # held at N = 1 only
     assert (f"saves {moves['mask behind a branch'][4]:.2f} µs and the mask on every block "
             f"{moves['mask on every block'][4]:.2f}") in text
@@ -2484,7 +2484,7 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     gpu = gpusim.get_gpu(agreement.PRESET)
     unrotated, seventh = rows["not rotated"][1], rows["not rotated, 7 stages"][1]
     assert 2 * unrotated <= gpu.sram_bytes_per_sm < 2 * seventh and seventh - unrotated == 64 * 64 * 2 * 2
-    lone = rows["not rotated, 7 stages"][3][1]
+    lone = rows["not rotated, 7 stages"][4][1]
     assert lone > own[1] - 1.5  # run 144's prediction failed
     assert f"its lone program costs {lone:.2f} µs a wave at N = 1, not 1.5–3 µs less than the rotated one's {own[1]:.2f}" in text
     assert "9dd8f6d" in text and "f04015c" in text
