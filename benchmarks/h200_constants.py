@@ -12,8 +12,9 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
 - L2 bandwidth, and DRAM's for reads alone: the median of the L2 (HBM) load rows that keep at least 64 KiB in
   flight per SM (the plateau).
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
-- The Hopper kernel's per-program set-up, warp-specialized and software-pipelined: program_setup.py (setup_s);
-  the warp-specialized launch's step against the software-pipelined one's: program_setup.py (ws_step_ratio).
+- The Hopper kernel's warp-specialized step against its software-pipelined one's: program_setup.py (ws_step_ratio).
+  Its per-program set-up per launch kind is measured on lone launches of the kernel, less gpusim's chain of them
+  (benchmarks/perf_report.py's lone_latency_s, checked by tests/test_presets.py).
 - The L2's dirty lines at a launch's end (gpusim/l2.py's rule 4): l2_dirty.py's rows, a launch streaming R bytes
   once and writing W. Where W <= R / 16 (and R >= 128 MiB, so that the L2 cannot hold all of it), the writes of
   the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + DRAM reads) / (W x L2);
@@ -89,21 +90,6 @@ def _key(r):
     return r["br"], r["bc"], r["d"], r["num_warps"]
 
 
-def setup_s(algo):
-    """What one program of `algo` adds to flash2's fixed work: the intercept of its time against the steps
-    per program, less flash2's (benchmarks/program_setup.py: one wave of one program per SM, same tiles, same
-    Q and O bytes), averaged over the head dims measured. "hopper": the warp-specialized launch, which writes
-    its TMA descriptors in the kernel; "hopper_swp": the software-pipelined one, which takes the host's.
-    Floored at 0: a set-up below none is none (flash2's own prologue is the longer one)."""
-    by = {}
-    for r in rows("program_setup"):
-        if "ms" in r and r["waves"] == 1:
-            by.setdefault((r["algo"], r["head_dim"]), []).append((r["steps"], r["ms"] * 1e-3))
-    intercepts = {key: float(np.polyfit(*zip(*points), 1)[1]) for key, points in by.items()}
-    dims = sorted({d for _, d in intercepts})
-    return max(0.0, float(np.mean([intercepts[algo, d] - intercepts["flash2", d] for d in dims])))
-
-
 def ws_step_ratio():
     """{head_dim: the warp-specialized Hopper launch's time per K/V step over the software-pipelined one's}, same
     tiles (128 x 128), one block per SM: the slopes of their time against the steps per program at 16 waves
@@ -170,8 +156,7 @@ def constants():
             "hbm_read_bytes_per_s": load_bytes_per_s("hbm"), "sfu_ops_per_s": rate("exp2_rate"),
             "fp32_flops_per_s": 2 * rate("fma_rate"), "fp16_matmul_flops_per_s": peaks["fp16"],
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
-            "mma_efficiency": mma_efficiency(), "hopper_setup_s": setup_s("hopper"),
-            "hopper_host_setup_s": setup_s("hopper_swp"), "hopper_ws_step_ratio": ws_step_ratio(),
+            "mma_efficiency": mma_efficiency(), "hopper_ws_step_ratio": ws_step_ratio(),
             "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(),
             "l2_recent_fraction": l2_recent_fraction(),
             "l2_dirty_fraction": l2_dirty_fraction()}

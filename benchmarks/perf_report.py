@@ -28,6 +28,7 @@ from gpusim import cost, tiling
 from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
 from gpusim.passes.flash2_backward import Flash2Backward
+from gpusim.passes import hopper as hopper_pass
 from gpusim.passes.hopper import Hopper
 from gpusim_course.provenance import heldout
 
@@ -1117,32 +1118,34 @@ def fitted_half(key):
     return key[0] == "hopper_kv" and key[5] == 1 and not key[3]
 
 
-def lone_tma_tau(tau):
-    """cost.tau with a TMA pass's program alone on its SM waiting its set-up and its copies' latencies besides its busy
-    time, not its copies' bytes again at the port's rate (busy time holds them, at the SM's share of the bandwidth: runs
-    139 and 140); tau for everything else."""
-    def lone_tau(step, j, sharing, resident):
-        if not (step.grid.cfg.pass_.TMA and resident == 1):
-            return tau(step, j, sharing, resident)
-        gpu = step.grid.cfg.gpu
-        waits = (step.setup_s + cost.latency(gpu, min(1.0, step.fixed_bytes[3] / step.fixed_bytes[2]))
-                 + (j > 0) * cost.latency(gpu, min(1.0, step.step_bytes[3] / step.step_bytes[2])))
-        return np.maximum(cost.chain(step, j), cost.busy(step, j, sharing, resident) + waits)
-    return lone_tau
+TMA_ALONE_WAIT = cost.alone_wait  # a TMA program alone on its SM: its set-up and copies' latencies (the 35th session's)
+
+
+@contextmanager
+def lone_by_port():
+    """The model before the thirty-fifth session's lone Hopper programs, while the block runs: a Hopper program's set-up
+    1.421 µs warp-specialized (then gpusim.passes.hopper.WS_SETUP_S, derived from results/h200/program_setup.json,
+    run 18) and none software-pipelined, and alone on its SM its first loads at the port's rate besides its busy
+    time (cost.first_loads, as every other program's), as every figure docs/perf.md quotes from before it."""
+    def setup_s(self, cfg):
+        return 1.421e-06 if hopper_pass.launch_options(cfg)["warp_specialize"] else 0.0
+    with _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup"), _patched(
+            cost, "alone_wait", lambda step, j: cost.first_loads(step, j), "lone_by_port"):
+        yield
 
 
 @contextmanager
 def program_cost(program_s):
     """The thirty-fourth session's first trial (not adopted), while the block runs: a TMA pass's program (the Hopper
     kernel's) costs program_s of its SM's time besides its steps (fixed compute: the programs an SM holds take turns at
-    it), and alone on its SM it waits as lone_tma_tau says."""
+    it), and alone on its SM it waits its set-up and its copies' latencies (TMA_ALONE_WAIT)."""
     unit_times = cost.unit_times
 
     def trial_unit_times(grid, rate):
         unit, reloads, fixed = unit_times(grid, rate)
         return unit, reloads, fixed + (program_s if grid.cfg.pass_.TMA else 0.0)
     with _patched(cost, "unit_times", trial_unit_times, ("program_cost_fixed", program_s)), _patched(
-            cost, "tau", lone_tma_tau(cost.tau), ("program_cost", program_s)):
+            cost, "alone_wait", TMA_ALONE_WAIT, ("program_cost", program_s)):
         yield
 
 
@@ -1169,7 +1172,7 @@ def hopper_figures(fitted):
     groups = {"runs 137, 138 and 140: the launches fitted on": [p / m for key, (m, p) in slopes.items() if fitted(key)],
               "runs 137, 138 and 140: the others": [p / m for key, (m, p) in slopes.items() if not fitted(key)],
               "bench.json: the Hopper kernel's rows": [x for r, x in agreement.rows("bench.json") if r["provider"] == "hopper"]}
-    held = {n: agreement.heldout_rows(n) for n in HELD_OUT}
+    held = {n: agreement.heldout_rows(n) for n in THIRTY_FOUR}
     pooled = [p for pairs in held.values() for p in pairs]
     for d in (64, 128):
         groups[f"held-out sets: the Hopper kernel's rows, d {d}"] = [
@@ -1186,13 +1189,6 @@ def program_cost_figures():
     now = hopper_figures(fitted_half)
     with program_cost(program_cost_s()):
         return now, hopper_figures(fitted_half)
-
-
-def launch_kind(cfg):
-    """A Hopper launch's kind and head dim: warp-specialized, software-pipelined, or software-pipelined and causal."""
-    specialized = gpusim.passes.hopper.launch_options(cfg)["warp_specialize"]
-    return ("warp-specialized" if specialized else "software-pipelined, causal" if cfg.causal else
-            "software-pipelined"), cfg.head_dim
 
 
 # The lone programs (one an SM, one Q block, J = 1 or N = 1 Q block) each kind's latency is measured on: run 137's own
@@ -1216,11 +1212,11 @@ def lone_launches():
         tiles = gpusim.Tiles(r["block_q"], r["block_kv"], **{k: r[k] for k in Hopper.KNOBS if k in r})
         result = gpusim.simulate("hopper", seq=r["seq"], seq_kv=r["seq_kv"], heads=r["heads"], head_dim=d, causal=causal,
                                  dtype=r["dtype"], gpu=agreement.PRESET, tiles=tiles)
-        out[launch_kind(result.config)] = (result, slopes[key][0])
+        out[hopper_pass.launch_kind(result.config)] = (result, slopes[key][0])
     from benchmarks.hopper_waves import own_tiles
     result = gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16", gpu=agreement.PRESET,
                              tiles=own_tiles(64, True, num_stages=6))
-    out[launch_kind(result.config)] = (result, hopper_pairs_rows()[6][4][1] / 2)  # 264 lone programs: two waves
+    out[hopper_pass.launch_kind(result.config)] = (result, hopper_pairs_rows()[6][4][1] / 2)  # 264 lone programs: two waves
     return out
 
 
@@ -1240,10 +1236,10 @@ def lone_latency_s():
 def lone_latency(latency):
     """The thirty-fourth session's second trial (not adopted), while the block runs: a Hopper program's set-up is what
     a lone program of its launch kind waits besides gpusim's chain (latency: {launch kind: seconds}), and alone on its
-    SM it waits as lone_tma_tau says."""
+    SM it waits its set-up and its copies' latencies (TMA_ALONE_WAIT)."""
     key = tuple(sorted(latency.items()))
-    with _patched(Hopper, "setup_s", lambda self, cfg: latency[launch_kind(cfg)], ("lone_latency_setup", key)), _patched(
-            cost, "tau", lone_tma_tau(cost.tau), ("lone_latency", key)):
+    with _patched(Hopper, "setup_s", lambda self, cfg: latency[hopper_pass.launch_kind(cfg)], ("lone_latency_setup", key)), _patched(
+            cost, "alone_wait", TMA_ALONE_WAIT, ("lone_latency", key)):
         yield
 
 
@@ -1254,10 +1250,10 @@ def lone_latency_figures():
         return now, hopper_figures(lambda key: key in LONE_LAUNCHES)
 
 
-def trial_table(figures):
-    """A Hopper trial's (now, under the trial) hopper_figures, as a table."""
+def trial_table(figures, sides=("now", "under the trial")):
+    """A Hopper trial's (now, under the trial) hopper_figures, as a table (or a change's, before and after: sides)."""
     now, trial = figures
-    lines = ["| launches | within 20%, now | range | under the trial | range |", "|---|---|---|---|---|"]
+    lines = [f"| launches | within 20%, {sides[0]} | range | {sides[1]} | range |", "|---|---|---|---|---|"]
     for name, (within, n, low, high) in now.items():
         t = trial[name]
         ranges = [f"{a:.2f}–{b:.2f}×" if a is not None else "" for a, b in ((low, high), (t[2], t[3]))]
@@ -1526,7 +1522,8 @@ def dkdv_by_waves():
     K/V-major launches (COLUMN_KERNELS), which run each problem's longest programs first, priced by the last-wave
     rule, as every figure docs/perf.md quotes from before it."""
     base = cost.listed
-    with _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS, "dkdv_by_waves"):
+    with lone_by_port(), _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS,
+                                  "dkdv_by_waves"):
         yield
 
 
@@ -2419,44 +2416,89 @@ def bwd_kernels_table():
     return "\n".join(lines)
 
 
-def _train_within(pairs):
-    train = [x for r, x in pairs if r["kind"] == "train"]
-    return f"{sum(abs(x - 1) <= 0.2 for x in train)} of {len(train)}"
+def _within_of(pairs, pick):
+    xs = [x for r, x in pairs if pick(r)]
+    return f"{sum(abs(x - 1) <= 0.2 for x in xs)} of {len(xs)}"
 
 
-def dkdv_list_sets():
-    """{set: (pairs by the last-wave rule (dkdv_by_waves), pairs list-scheduled)} of every held-out set whose rows
-    within 20% the thirty-third session's list-scheduled dK/dV changes, the newest first."""
+def change_sets(before, names):
+    """{set: (pairs under the model `before` a change, pairs now)} of the held-out sets among `names` whose rows within
+    20% the change moves, in names' order."""
     out = {}
-    for name in HELD_OUT:
-        with dkdv_by_waves():
-            before = agreement.heldout_rows(name)
+    for name in names:
+        with before():
+            was = agreement.heldout_rows(name)
         now = agreement.heldout_rows(name)
-        if [abs(x - 1) <= 0.2 for _, x in before] != [abs(x - 1) <= 0.2 for _, x in now]:
-            out[name] = (before, now)
+        if [abs(x - 1) <= 0.2 for _, x in was] != [abs(x - 1) <= 0.2 for _, x in now]:
+            out[name] = (was, now)
     return out
 
 
-def dkdv_list_table():
-    """dkdv_list_sets() set by set: the training steps and all rows within 20%, and issue 24's target, by the last-wave
-    rule and list-scheduled; the sets scored through the thirty-second session pooled, then the blind two."""
-    lines = ["| set | training steps within 20%: last wave | listed | all rows within 20%: last wave | listed | "
-             "target met: last wave | listed |", "|---|---|---|---|---|---|---|"]
-    sets = dkdv_list_sets()
-    for name, (before, now) in sets.items():
-        lines.append(f"| `{name}` | {_train_within(before)} | {_train_within(now)} | "
-                     f"{agreement.summary(before)['within 20%']:.1%} | {agreement.summary(now)['within 20%']:.1%} | "
-                     f"{'yes' if meets_target(before) else 'no'} | {'yes' if meets_target(now) else 'no'} |")
-    for label, names in ((f"the {len(THIRTY_TWO)} scored before, pooled", THIRTY_TWO), ("the blind two", BLIND_DKDV_LIST)):
-        with dkdv_by_waves():
-            before = {n: agreement.heldout_rows(n) for n in names}
-        now = {n: agreement.heldout_rows(n) for n in names}
-        pooled = [[p for pairs in side.values() for p in pairs] for side in (before, now)]
-        lines.append(f"| {label} | {_train_within(pooled[0])} | {_train_within(pooled[1])} | "
+def change_table(before, sides, rows, pick, scored, blind):
+    """A model change set by set (`before`: the model before it; sides: what the columns call the two): the rows `pick`
+    takes (named `rows`) and all rows within 20%, and issue 24's target, before and after it, in every set it moves;
+    then the sets `scored` before it, pooled, and the `blind` ones, scored once after it."""
+    was, now = sides
+    lines = [f"| set | {rows} within 20%: {was} | {now} | all rows within 20%: {was} | {now} | target met: {was} | {now} |",
+             "|---|---|---|---|---|---|---|"]
+    for name, pairs in change_sets(before, scored + blind).items():
+        lines.append(f"| `{name}` | {_within_of(pairs[0], pick)} | {_within_of(pairs[1], pick)} | "
+                     f"{agreement.summary(pairs[0])['within 20%']:.1%} | {agreement.summary(pairs[1])['within 20%']:.1%} | "
+                     f"{'yes' if meets_target(pairs[0]) else 'no'} | {'yes' if meets_target(pairs[1]) else 'no'} |")
+    for label, names in ((f"the {len(scored)} scored before, pooled", scored), (f"the blind {('two', 'four')[len(blind) // 2 - 1]}", blind)):
+        with before():
+            sides = [{n: agreement.heldout_rows(n) for n in names}]
+        sides.append({n: agreement.heldout_rows(n) for n in names})
+        pooled = [[p for pairs in side.values() for p in pairs] for side in sides]
+        lines.append(f"| {label} | {_within_of(pooled[0], pick)} | {_within_of(pooled[1], pick)} | "
                      f"{agreement.summary(pooled[0])['within 20%']:.1%} | {agreement.summary(pooled[1])['within 20%']:.1%} | "
-                     f"{sum(map(meets_target, before.values()))} of {len(names)} | "
-                     f"{sum(map(meets_target, now.values()))} of {len(names)} |")
+                     + " | ".join(f"{sum(map(meets_target, side.values()))} of {len(names)}" for side in sides) + " |")
     return "\n".join(lines)
+
+
+def dkdv_list_table():
+    """The thirty-third session's list-scheduled dK/dV (change_table): the training steps, by the last-wave rule and
+    list-scheduled; the sets scored through the thirty-second session, then the blind two."""
+    return change_table(dkdv_by_waves, ("last wave", "listed"), "training steps", lambda r: r["kind"] == "train",
+                        THIRTY_TWO, BLIND_DKDV_LIST)
+
+
+def setup_rows_figures():
+    """hopper_figures()'s form for results/h200/program_setup.json's Hopper rows (one program an SM, 1-16 K/V blocks;
+    warp-specialized and software-pipelined, d 64 and 128), one wave and 4 or 16: before the thirty-fifth session's
+    set-up of a lone Hopper program (lone_by_port) and after."""
+    def figures():
+        rows = agreement.program_setup_rows()
+        groups = {"program_setup.json: one wave": [x for r, x in rows if r["waves"] == 1],
+                  "program_setup.json: 4 and 16 waves": [x for r, x in rows if r["waves"] > 1]}
+        return {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+    with lone_by_port():
+        before = figures()
+    return before, figures()
+
+
+def lone_setup_summary():
+    """The thirty-fifth session's figures docs/perf.md quotes: the blind four's rows that crossed 20% either way (gpusim ÷
+    measured before → after), and the four sets' rows within 20% before and after."""
+    crossed = {True: [], False: []}  # True: came within 20%
+    for name in BLIND_LONE_SETUP:
+        with lone_by_port():
+            was = agreement.heldout_rows(name)
+        for (r, a), (_, b) in zip(was, agreement.heldout_rows(name)):
+            if (abs(a - 1) <= 0.2) != (abs(b - 1) <= 0.2):
+                crossed[abs(b - 1) <= 0.2].append(f"{a:.2f} → {b:.2f}× at N = {r['seq']:,}, d = {r['head_dim']}"
+                                                  + (", causal" if r["causal"] else ""))
+    with lone_by_port():
+        before = sets_share(BLIND_LONE_SETUP)
+    return {"in": "; ".join(crossed[True]), "out": "; ".join(crossed[False]),
+            "sets": f"{before} before and {sets_share(BLIND_LONE_SETUP)} after"}
+
+
+def lone_setup_table():
+    """The thirty-fifth session's set-up of a lone Hopper program (change_table): the Hopper kernel's rows, before it
+    (lone_by_port) and after; the sets scored through the thirty-fourth session, then the blind four."""
+    return change_table(lone_by_port, ("before", "after"), "Hopper rows", lambda r: r["algo"] == "hopper", THIRTY_FOUR,
+                        BLIND_LONE_SETUP)
 
 
 def dkdv_ramp_summary():
@@ -2510,7 +2552,11 @@ BLIND_LIST_SCHEDULE = ("heldout_2066.json", "heldout_2067.json", "heldout_2068.j
 # Run 134's two, measured after cost.list_schedule and kept unscored until the thirty-third session's list-scheduled
 # dK/dV (dkdv_by_waves, the model before it), scored once after it.
 BLIND_DKDV_LIST = ("heldout_2070.json", "heldout_2071.json")
-THIRTY_TWO = tuple(name for name in HELD_OUT if name not in BLIND_DKDV_LIST)  # the 44 scored through the thirty-second
+# Run 136's four, measured after the thirty-third session's change and kept unscored until the thirty-fifth session's
+# lone Hopper programs (lone_by_port, the model before it), scored once after it.
+BLIND_LONE_SETUP = ("heldout_2072.json", "heldout_2073.json", "heldout_2074.json", "heldout_2075.json")
+THIRTY_FOUR = tuple(name for name in HELD_OUT if name not in BLIND_LONE_SETUP)  # the 46 scored through the thirty-fourth
+THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the thirty-second
 THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
 TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
 TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
@@ -2548,6 +2594,8 @@ def held_out_line():
             unchanged_measured, host_probe = sets_share(UNCHANGED_MEASURED), sets_share(BLIND_HOST_PROBE)
     with dkdv_by_waves():  # the thirty-first session's
         list_schedule = sets_share(BLIND_LIST_SCHEDULE)
+    with lone_by_port():  # the thirty-third session's
+        dkdv_list = sets_share(BLIND_DKDV_LIST)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -2566,7 +2614,8 @@ def held_out_line():
             f"with the host's speed measured beside each training step, scored blind to the thirtieth session's floor "
             f"from it, {host_probe}; seeds 2066 to 2069, scored blind to the thirty-first session's "
             f"`cost.list_schedule`, {list_schedule}; seeds 2070 and 2071, scored blind to the thirty-third session's "
-            f"list-scheduled dK/dV, {sets_share(BLIND_DKDV_LIST)}; the "
+            f"list-scheduled dK/dV, {dkdv_list}; seeds 2072 to 2075, scored blind to the thirty-fifth session's set-up "
+            f"of a lone Hopper program, {sets_share(BLIND_LONE_SETUP)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
@@ -2661,7 +2710,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "lone_setup": lone_setup_table, "setup_rows": lambda: trial_table(setup_rows_figures(), ("before", "after")), "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
@@ -2729,19 +2778,23 @@ BEFORE_RETIMED = ("train_timed", "issue_trial", "sharing_trial", "exposed_wait",
 # The tables of the sections written between the thirty-first session's cost.list_schedule and the thirty-third
 # session's list-scheduled dK/dV that price the backward: the model as it was (dkdv_by_waves).
 BEFORE_DKDV_LIST = ("list_schedule_trial", "retimed")
+# The tables of the sections written between the thirty-third session's list-scheduled dK/dV and the thirty-fifth
+# session's set-up of a lone Hopper program that price the Hopper kernel: the model as it was (lone_by_port).
+BEFORE_LONE_SETUP = ("lpt_order", "dkdv_list", "heldout_2070", "heldout_2071", "hopper_waves", "hopper_starts",
+                     "hopper_kv", "program_cost", "lone_latency")
 
 
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
-    dkdv_by_waves), or the model as it stands; on the held-out rows as they were then (before_retimed) where it was
+    dkdv_by_waves, lone_by_port), or the model as it stands; on the held-out rows as they were then (before_retimed) where it was
     written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
              else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
              else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
              else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else dkdv_by_waves() if name in BEFORE_DKDV_LIST
-             else nullcontext())
+             else lone_by_port() if name in BEFORE_LONE_SETUP else nullcontext())
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

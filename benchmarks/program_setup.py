@@ -11,8 +11,9 @@ memory by each program) and software-pipelined on 8 warps (hopper_swp, its descr
 one block per SM at these tiles. Per kernel and wave count the time is a line in J: the intercept is the launch
 and one program's fixed work (its first loads, its epilogue, its descriptors), the slope one step. The Hopper
 kernel's one-wave intercept less flash2's (same tiles, same Q and O bytes, same launch) is what its set-up adds
-per program: benchmarks/h200_constants.py derives the model's hopper.SETUP_S (warp-specialized) and
-hopper.HOST_SETUP_S (software-pipelined) from it.
+per program (the model's set-up until the thirty-fifth session, 1.421 us warp-specialized and none software-pipelined;
+since, each launch kind's lone program measured: gpusim/passes/hopper.py's LONE_SETUP_S). benchmarks/h200_constants.py
+derives the warp-specialized step's ratio to the software-pipelined one (WS_STEP_RATIO) from the 16-wave slopes.
 """
 from itertools import product
 

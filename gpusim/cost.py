@@ -28,8 +28,9 @@ The model, in five steps, each a choice written down here:
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    With one resident program (b = 1) nothing runs on the units while it waits for its first loads (a
-   prefetching kernel's first K/V tile among them) and its set-up (the warp-specialized Hopper kernel's TMA
-   descriptors), so those add to b * busiest(J); with two or more, another program's steps fill them.
+   prefetching kernel's first K/V tile among them) and its set-up (the Hopper kernel's, measured per launch kind on a
+   lone program), so those add to b * busiest(J) (alone_wait; a TMA copy's bytes are in busiest(J) already, so it adds
+   its latency only); with two or more, another program's steps fill them.
    This is Little's law: an SM completes b programs per max(latency, work); a kernel whose b programs
    cannot keep the busiest unit busy (one store burst per program, nothing overlapping it) is
    latency-bound, and its achieved bandwidth is the bytes b programs keep in flight over their latency.
@@ -53,7 +54,7 @@ Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured)
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
 (step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() (with sm_compute()),
-chain() and tau() (step 4); waves() (step 5, with list_schedule()) makes the Timing.
+chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes the Timing.
 """
 import heapq
 import math
@@ -379,10 +380,22 @@ def sm_compute(step, j, resident):
 
 def tau(step, j, sharing, resident):
     """A program of j steps holds its slot for max(chain, busy) beside resident - 1 others on its SM (b in a full
-    wave); alone on it (resident = 1) its first loads and set-up (a prefetching program's first step's loads among
-    them) overlap no other program's work."""
-    alone = first_loads(step, j) if resident == 1 else 0.0
+    wave); alone on it (resident = 1) what it waits besides its busy time (alone_wait) overlaps no other program's
+    work."""
+    alone = alone_wait(step, j) if resident == 1 else 0.0
     return np.maximum(chain(step, j), busy(step, j, sharing, resident) + alone)
+
+
+def alone_wait(step, j):
+    """What a program alone on its SM waits besides its busy time: its first loads and set-up (first_loads); a TMA
+    pass's program, its set-up and its first copies' latencies only, their bytes being in its busy time already (at the
+    SM's share of the bandwidth). Measured: results/h200/hopper_stalls.json and hopper_kv.json (runs 139 and 140, docs/perf.md,
+    "A lone Hopper program's wait"): a lone program's TMA copies are its busy time's, not a port-rate wait besides."""
+    if not step.grid.cfg.pass_.TMA:
+        return first_loads(step, j)
+    gpu = step.grid.cfg.gpu
+    return (step.setup_s + latency(gpu, min(1.0, step.fixed_bytes[3] / step.fixed_bytes[2]))
+            + (j > 0) * latency(gpu, min(1.0, step.step_bytes[3] / step.step_bytes[2])))
 
 
 def last_per_sm(grid, last):

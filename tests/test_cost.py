@@ -220,22 +220,23 @@ def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
 def test_a_lone_programs_set_up_adds_to_its_busy_time(monkeypatch, causal):
     """The Hopper kernel at d = 64, N = 2048, 8 x 32 heads, at its table's tiles (best_blocks picks 128 x 64
     non-causal here): 4,096 programs. Non-causal it is warp-specialized
-    (12 warps, one block per SM): while a program writes its TMA descriptors nothing else runs on its SM, so
-    each of the 31 full waves and the last one grow by a longer set-up, even though the SM's units, not the
-    program's chain, bound them: 32 times the longer set-up. Causal it is software-pipelined (its set-up is
-    HOST_SETUP_S: the host made its descriptors) and runs 2 blocks per SM, whose steps fill each other's
-    set-up: only the latency-bound last wave's chain grows, by at most one set-up."""
+    (12 warps, one block per SM): while a program sets up nothing else runs on its SM, so each of the 31 full waves and
+    the last one grow by a longer set-up, even though the SM's units, not the program's chain, bound them: 32 times the
+    longer set-up. Causal it is software-pipelined (its launch kind's set-up, LONE_SETUP_S: 4.4 us) and runs 2 blocks
+    per SM, whose steps fill each other's set-up: a slot grows only where a program's chain, not the SM's units, bounds
+    it (the short programs, whose chain the long set-up dominates), by the longer set-up, so the launch by less than
+    one longer set-up a wave (4,096 programs over 264 slots: 16 waves)."""
     from gpusim.passes import hopper
     own = hopper.LAUNCHES[64, "fp16", causal]
     kw = dict(seq=2048, head_dim=64, heads=32, batch=8, causal=causal, gpu=H200, block_q=own["block_q"],
               block_kv=own["block_kv"])
     before = gpusim.simulate("hopper", **kw).kernels[0]
     assert before.blocks_per_sm == (2 if causal else 1)
-    delta, name = 0.1e-6, "HOST_SETUP_S" if causal else "WS_SETUP_S"
-    monkeypatch.setattr(hopper, name, getattr(hopper, name) + delta)
+    delta, kind = 0.1e-6, ("software-pipelined, causal" if causal else "warp-specialized", 64)
+    monkeypatch.setitem(hopper.LONE_SETUP_S, kind, hopper.LONE_SETUP_S[kind] + delta)
     gap = gpusim.simulate("hopper", **kw).kernels[0].predicted_time_s - before.predicted_time_s
     if causal:
-        assert 0 <= gap <= delta
+        assert 0 < gap < 16 * delta
     else:
         assert not before.latency_bound and gap == pytest.approx(32 * delta, rel=1e-9)
 

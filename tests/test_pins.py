@@ -233,20 +233,34 @@ def test_the_waves_add_up_program_by_program():
 
 
 
-def test_a_lone_prefetching_program_waits_its_first_kv_tile_with_the_sm_idle():
-    """The Hopper kernel's table launch at d = 128 holds one block per SM and loads ahead (TMA, a producer warp
-    group). Alone on its SM, a program of j steps holds its slot for its busy time plus everything it waits for
-    before its first step's compute, nothing else running then: its loads outside the steps (Q's tile), its TMA
-    descriptors' set-up, and its first K/V tile, which no earlier step of it prefetched."""
+def test_a_lone_tma_program_waits_its_set_up_and_its_first_copies_latencies_with_the_sm_idle():
+    """The Hopper kernel's table launch at d = 128 holds one block per SM and loads ahead by TMA. Alone on its SM, a
+    program of j steps holds its slot for its busy time (its copies' bytes among it) plus what nothing else overlaps:
+    its set-up (warp-specialized at d = 128: 4.144 us, measured on run 137's lone launch) and the latencies of its first
+    copies, Q's tile and its first K/V tile (each the L2's, or DRAM's for the share of its bytes that misses)."""
     r = gpusim.simulate("hopper", seq=8192, head_dim=128, heads=16, batch=4, gpu=H200)
-    cfg = r.config
     grid, step = cost.schedule(r)
-    assert grid.resident == 1 and step.prefetched and step.setup_s > 0
-    gpu, j = cfg.gpu, cfg.tiling.tiles
-    waited = cost.wait(gpu, step.fixed_bytes) + step.setup_s + cost.wait(gpu, step.step_bytes)
+    assert grid.resident == 1 and step.prefetched and step.setup_s == 4.144e-6
+    gpu, j = r.config.gpu, r.config.tiling.tiles
+
+    def latency(nbytes):  # nbytes: (SM bytes, DRAM bytes, SM bytes read, DRAM bytes read)
+        miss = min(1.0, nbytes[3] / nbytes[2])
+        return (1 - miss) * gpu.l2_latency_s + miss * gpu.hbm_latency_s
+    waited = 4.144e-6 + latency(step.fixed_bytes) + latency(step.step_bytes)
     busy = cost.busy(step, j, 1, 1)
     assert cost.chain(step, j) < busy  # compute-bound: the slot time is the busy time and the waits
     assert cost.tau(step, j, 1, 1) == pytest.approx(busy + waited, rel=1e-12)
+
+
+@pytest.mark.parametrize("head_dim, dtype, causal, setup_s", [
+    (64, "fp16", False, 4.038e-6), (128, "bf16", False, 4.144e-6), (128, "fp8", False, 4.144e-6),  # warp-specialized
+    (64, "fp8", False, 1.288e-6),  # software-pipelined
+    (64, "fp16", True, 4.427e-6), (128, "fp16", True, 1.44e-6)])  # software-pipelined, causal
+def test_a_hopper_launchs_set_up_is_its_launch_kinds(head_dim, dtype, causal, setup_s):
+    """Each of the kernel's table launches sets up as the lone launch of its kind measured (gpusim/passes/hopper.py's
+    LAUNCHES, read by hand: which launches are warp-specialized, and which software-pipelined are causal)."""
+    r = gpusim.simulate("hopper", seq=4096, head_dim=head_dim, heads=16, batch=2, causal=causal, dtype=dtype, gpu=H200)
+    assert cost.schedule(r)[1].setup_s == setup_s
 
 
 # The command line against simulate().

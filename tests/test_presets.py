@@ -18,11 +18,7 @@ from benchmarks import h200_constants, mutants
 def test_h200_measured_holds_the_microbenchmarks_constants():
     gpu = gpusim.get_gpu("H200-measured")
     for name, value in h200_constants.constants().items():
-        if name == "hopper_setup_s":
-            assert gpusim.passes.hopper.WS_SETUP_S == pytest.approx(value, rel=1e-3)
-        elif name == "hopper_host_setup_s":
-            assert gpusim.passes.hopper.HOST_SETUP_S == pytest.approx(value, rel=1e-3)
-        elif name == "hopper_ws_step_ratio":
+        if name == "hopper_ws_step_ratio":
             assert gpusim.passes.hopper.WS_STEP_RATIO == value
         elif name in ("l2_recent_fraction", "l2_dirty_fraction"):
             assert getattr(gpusim.l2, name.upper()) == pytest.approx(value, rel=1e-3), name
@@ -32,6 +28,13 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
         else:
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
+
+
+def test_the_hopper_kernels_set_up_is_its_lone_launches_wait_besides_gpusims_chain():
+    """gpusim/passes/hopper.py's LONE_SETUP_S, each launch kind's, derived again from the lone launches it was measured
+    on (results/h200/hopper_waves.json, hopper_starts.json, hopper_pairs.json) and the current chain."""
+    from benchmarks import perf_report
+    assert gpusim.passes.hopper.LONE_SETUP_S == perf_report.lone_latency_s()
 
 
 def test_docs_testing_lists_every_planted_bug_and_its_score():

@@ -57,6 +57,7 @@ before_lone_pipeline = under(perf_report.no_lone_pipeline)
 before_list_schedule = under(perf_report.no_list_schedule)  # the sections written before the 31st session's change
 before_retimed = under(perf_report.before_retimed)  # those written before run 135's training steps
 before_dkdv_list = under(perf_report.dkdv_by_waves)  # those written before the 33rd session's list-scheduled dK/dV
+before_lone_setup = under(perf_report.lone_by_port)  # those written before the 35th session's lone Hopper set-up
 
 
 def held_out_file(name):
@@ -2210,6 +2211,7 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     assert "seeds 2066–2069, run 133" in text and "were kept unscored" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
     """The thirty-first session's cost.list_schedule: lpt_order.json (run 134) and the held-out sets, as docs/perf.md
     quotes them, recomputed; the two sets of run 134 kept unscored."""
@@ -2232,7 +2234,7 @@ def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
         before = [x for r, x in agreement.heldout_rows("heldout_2041.json") if r == held[0][0]]
     assert f"N = 3,618 (232 programs on 132 SMs, one each) was priced {before[0]:.2f}× slow" in text
     assert abs(held[0][1] - 1) <= 0.2
-    assert perf_report.THIRTY == tuple(n for n in perf_report.HELD_OUT
+    assert perf_report.THIRTY == tuple(n for n in perf_report.THIRTY_FOUR
                                        if n not in perf_report.BLIND_LIST_SCHEDULE + perf_report.BLIND_DKDV_LIST)
     assert len(perf_report.THIRTY) == 40
     with tarfile.open(RESULTS / "logs" / "run134_lpt_order_heldout_2070_2071.tar.gz") as logs:
@@ -2272,6 +2274,7 @@ def test_perf_md_quotes_run_135s_training_steps_timed_again_with_the_probe():
     assert all(train_share(agreement.heldout_rows(n)) < 0.8 for n in lost)
 
 
+@before_lone_setup
 def test_perf_md_quotes_run_136s_dkdv_launches_list_scheduled_and_the_blind_sets():
     """Run 136: the causal dK/dV launches by the last-wave rule and list-scheduled, against the prediction committed
     before the run; the blind scoring of seeds 2070 and 2071; the backward's picks unchanged."""
@@ -2303,6 +2306,7 @@ def test_perf_md_quotes_run_136s_dkdv_launches_list_scheduled_and_the_blind_sets
     assert perf_report.backward_picks() == picks and "no backward pick of `tiles_bwd.json` changed" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_run_137s_short_hopper_programs_wave_after_wave():
     """Run 137: a wave's steady-state cost of the Hopper kernel's short programs, measured and in gpusim, against the
     prediction committed before the run; the gap at d = 64 per program."""
@@ -2320,6 +2324,7 @@ def test_perf_md_quotes_run_137s_short_hopper_programs_wave_after_wave():
     assert "558d330" in text and "seeds 2072 to 2075" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_run_138s_hopper_launches_at_other_knobs():
     """Run 138: a wave's cost at d = 64 and 128 over every launch the kernel ran, run 137's own launches repeated,
     the refused two stages at d = 64, and the gap a program rotated and not."""
@@ -2340,6 +2345,7 @@ def test_perf_md_quotes_run_138s_hopper_launches_at_other_knobs():
     assert "57cc2c3" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_run_139s_short_hopper_programs_under_nsight():
     """Run 139: hopper_stalls.json is what hopper_stalls.parse reads from Nsight's raw CSV; the sampled instructions'
     shares, the issue and tensor pipe figures, and the part of a wave gpusim's busy time, set-up and latencies leave,
@@ -2362,6 +2368,7 @@ def test_perf_md_quotes_run_139s_short_hopper_programs_under_nsight():
     assert "6c6f100" in text and "run 136's four sets" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_run_140s_short_hopper_programs_with_one_kv_head():
     """Run 140: a wave's cost with a K/V head per query head and one for all, measured and in gpusim, against the
     prediction committed before the run; the line in J with one K/V head; gpusim's fixed part of a lone program."""
@@ -2386,6 +2393,7 @@ def test_perf_md_quotes_run_140s_short_hopper_programs_with_one_kv_head():
     assert f"its first loads at the port's rate ({alone[0]} and {alone[1]} µs)" in text and "b9f82a0" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
     """The thirty-fourth session's program_cost trial (not adopted): its one number fitted on the named half, its
     misses (launches of two programs an SM), and the held-out sets that meet the target under it."""
@@ -2412,6 +2420,7 @@ def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
     assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
     """Runs 141 and 142: the compiled kernel's residency at 3 to 6 stages against gpusim's, gpusim's estimates beside
     the compiled kernel's, the cost of more stages, run 141 repeated, and a lone program against two on one SM."""
@@ -2442,6 +2451,7 @@ def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
     assert "1dfbbf0" in text and "0d9b43e" in text and "9,216 B short of the compiled kernel's" in text
 
 
+@before_lone_setup
 def test_perf_md_quotes_the_trial_of_a_lone_hopper_programs_latency():
     """The thirty-fourth session's second trial (not adopted): each launch kind's latency from its lone launch (one
     program an SM), the tests it moves, and the ratio of the causal launches' latencies docs/perf.md names."""
@@ -2488,3 +2498,38 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     assert lone > own[1] - 1.5  # run 144's prediction failed
     assert f"its lone program costs {lone:.2f} µs a wave at N = 1, not 1.5–3 µs less than the rotated one's {own[1]:.2f}" in text
     assert "9dd8f6d" in text and "f04015c" in text
+
+
+def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
+    """The thirty-fifth session's set-up of a lone Hopper program: the golden file's counts unmoved by it and only Hopper
+    times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run 136's log
+    as they were, as docs/perf.md quotes it, recomputed."""
+    from benchmarks import golden
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    moved = []
+    for args in golden.configs():
+        now = golden.record(args)
+        with perf_report.lone_by_port():
+            was = golden.record(args)
+        if now != was:
+            assert {k: now[k] for k in ("counts", "dram", "hbm_peak_bytes", "blocks")} == {
+                k: was[k] for k in ("counts", "dram", "hbm_peak_bytes", "blocks")}
+            moved.append((now["predicted_time_s"] / was["predicted_time_s"], args))
+    assert {args["algo"] for _, args in moved} == {"hopper"}
+    assert all(args["seq"] <= 100 for _, args in sorted(moved, key=lambda m: m[0])[-5:])
+    assert "only Hopper records' times moved, the most on launches of 1 to 100 rows" in text
+    for figure in perf_report.lone_setup_summary().values():
+        assert figure in text, figure
+    rows = 0
+    for name in perf_report.BLIND_LONE_SETUP:
+        with perf_report.lone_by_port():
+            was = agreement.heldout_rows(name)
+        now = agreement.heldout_rows(name)
+        assert all((a != b) == (r["algo"] == "hopper") for (r, a), (_, b) in zip(was, now))
+        rows += sum(r["algo"] == "hopper" for r, _ in now)
+        assert perf_report.meets_target(was) == perf_report.meets_target(now) == (name != "heldout_2075.json")
+    assert f"every one of their {rows} Hopper rows moved" in text and "three of the four meeting" in text
+    with tarfile.open(RESULTS / "logs" / "run136_dkdv_ramp_heldout_2072_2075.tar.gz") as logs:
+        for seed in (2072, 2073, 2074, 2075):
+            kept = json.load(logs.extractfile(f"run136/heldout_{seed}.json"))
+            assert json.loads((RESULTS / f"heldout_{seed}.json").read_text()) == kept

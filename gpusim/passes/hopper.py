@@ -14,12 +14,15 @@ from ..tiling import ramp_work
 from .common import estimated_issue, per_step_spill
 from .flash2 import PER_MASKED_SCORE, Flash2
 
-# Per program, before its first copy (results/h200/program_setup.json against flash2, one wave; derived by
-# benchmarks/h200_constants.py). Warp-specialized, a program writes its 3 TMA descriptors to global memory and
-# fences them; software-pipelined, the descriptors are the host's (kernel parameters) and cost nothing more
-# than flash2's set-up (measured -0.4 us: 0.0 at d = 64, -0.8 at d = 128; a set-up below none is taken as none).
-WS_SETUP_S = 1.421e-06
-HOST_SETUP_S = 0.0
+# Per program of each launch kind (launch_kind), at each head dim: what a lone program (one an SM, one Q block, one K/V
+# block or, causal, one Q block) waits besides gpusim's chain of it without a set-up, its TMA descriptors and barriers
+# among it. Measured on six lone launches (LONE_LAUNCHES of benchmarks/perf_report.py: results/h200/hopper_waves.json,
+# run 137; hopper_starts.json, run 138; hopper_pairs.json, run 142, the causal d = 64 launch held to one program an SM
+# by 6 stages): each one's wave less that chain (perf_report.lone_latency_s derives them; tests/test_presets.py checks).
+# Priced on nothing else: docs/perf.md ("A lone Hopper program's wait") scores the other launches of runs 137-140.
+LONE_SETUP_S = {("warp-specialized", 64): 4.038e-06, ("warp-specialized", 128): 4.144e-06,
+                ("software-pipelined", 64): 1.288e-06, ("software-pipelined", 128): 1.346e-06,
+                ("software-pipelined, causal", 64): 4.427e-06, ("software-pipelined, causal", 128): 1.44e-06}
 # The warp-specialized launch's step, over the same step run software-pipelined (one warp group after the
 # other's matmuls): results/h200/program_setup.json at 16 waves, 128 x 128 tiles, by head_dim (derived by
 # benchmarks/h200_constants.py ws_step_ratio). Triton 3.6 cannot ping-pong the two consumer warp groups, so
@@ -54,6 +57,13 @@ def launch_options(cfg):
     return own if cfg.user_tiles is None else {**own, **cfg.user_tiles.knobs}
 
 
+def launch_kind(cfg):
+    """cfg's launch kind and head dim: warp-specialized, software-pipelined, or software-pipelined and causal."""
+    specialized = launch_options(cfg)["warp_specialize"]
+    return ("warp-specialized" if specialized else "software-pipelined, causal" if cfg.causal else
+            "software-pipelined"), cfg.head_dim
+
+
 class Hopper(Flash2):
     """flash2's tiles and bytes, priced as kernels/hopper.py launches them."""
     name = "hopper"
@@ -62,7 +72,6 @@ class Hopper(Flash2):
     STEP_TENSORS = {"hopper": ("K", "V")}
     TMA = True  # its tiles arrive by TMA copies, issued stages ahead
     KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
-    SETUP_S = WS_SETUP_S
     ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
     KNOBS = ("num_warps", "num_stages", "warp_specialize", "mask", "overlap", "lpt_heads")
 
@@ -83,8 +92,8 @@ class Hopper(Flash2):
         return Tiles(**launch_options(cfg))
 
     def setup_s(self, cfg):
-        """The set-up of one program of cfg's launch: WS_SETUP_S warp-specialized, else HOST_SETUP_S."""
-        return WS_SETUP_S if launch_options(cfg)["warp_specialize"] else HOST_SETUP_S
+        """The set-up of one program of cfg's launch: LONE_SETUP_S of its launch kind and head dim."""
+        return LONE_SETUP_S[launch_kind(cfg)]
 
     def shared_bytes(self, cfg, kernel, num_stages):
         """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more."""
