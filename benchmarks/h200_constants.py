@@ -22,6 +22,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
 - A lone 8-warp flash2 program's copy rate (gpusim.cost.lone_copy): lone_program.py's cold steps of 128 rows (8 warps,
   16 rows each) at 3 and 4 stages, both head dims, each the slope of its launch's time over J = 1-16 K/V blocks
   (least squares): the median of the K/V bytes a step loads over that step.
+- An empty kernel's launch replayed from a CUDA graph, one program per SM: lone_program.py's empty rows.
 - A training step's host cost per call (the floor of a short step timed from Python): host.py's
   flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
@@ -103,6 +104,12 @@ def ws_step_ratio():
     return {d: round(slopes["hopper", d] / slopes["hopper_swp", d], 3) for _, d in sorted(slopes) if _ == "hopper"}
 
 
+def graph_launch_s():
+    """An empty kernel of one program per SM (132), replayed from a CUDA graph: lone_program.py's empty row."""
+    return float(np.median([r["ms"] * 1e-3 for r in rows("lone_program")
+                            if (r["kind"], r.get("programs"), r.get("timing")) == ("empty", 132, "cuda_graph")]))
+
+
 def train_step_host_s():
     """A training step's per-call host cost: the median of host.json's flash2_train_step rows (wall time per
     call of flash2_attention_trainable forward + .sum().backward() on shapes whose GPU work is tens of us)."""
@@ -158,6 +165,7 @@ def constants():
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_ws_step_ratio": ws_step_ratio(),
             "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(),
+            "graph_launch_s": graph_launch_s(),
             "l2_recent_fraction": l2_recent_fraction(),
             "l2_dirty_fraction": l2_dirty_fraction()}
 

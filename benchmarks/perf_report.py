@@ -1122,6 +1122,15 @@ TMA_ALONE_WAIT = cost.alone_wait  # a TMA program alone on its SM: its set-up an
 
 
 @contextmanager
+def events_launch():
+    """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
+    GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
+    replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
+    with _patched(Hopper, "launch_s", lambda self, cfg, kernel: cfg.gpu.launch_overhead_s, "events_launch"):
+        yield
+
+
+@contextmanager
 def lone_by_port():
     """The model before the thirty-fifth session's lone Hopper programs, while the block runs: a Hopper program's set-up
     1.421 µs warp-specialized (then gpusim.passes.hopper.WS_SETUP_S, derived from results/h200/program_setup.json,
@@ -1129,7 +1138,7 @@ def lone_by_port():
     time (cost.first_loads, as every other program's), as every figure docs/perf.md quotes from before it."""
     def setup_s(self, cfg):
         return 1.421e-06 if hopper_pass.launch_options(cfg)["warp_specialize"] else 0.0
-    with _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup"), _patched(
+    with events_launch(), _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup"), _patched(
             cost, "alone_wait", lambda step, j: cost.first_loads(step, j), "lone_by_port"):
         yield
 
@@ -1163,16 +1172,16 @@ def program_cost_s():
     return round((low + high) / 2, 9)
 
 
-def hopper_figures(fitted):
+def hopper_figures(fitted, sets=None):
     """{what: (within 20%, of how many, least, most)} of a Hopper trial's tests under the model in force: the
     microbenchmarks' waves (runs 137, 138 and 140: those `fitted` says the trial's constants came from, the rest),
     bench.json's Hopper rows, and the held-out sets' Hopper rows at d 64 and 128, every row pooled, and the sets meeting
-    issue 24's target."""
+    issue 24's target (of `sets`; None: the 46 scored through the thirty-fourth session, THIRTY_FOUR)."""
     slopes = hopper_launch_slopes()
     groups = {"runs 137, 138 and 140: the launches fitted on": [p / m for key, (m, p) in slopes.items() if fitted(key)],
               "runs 137, 138 and 140: the others": [p / m for key, (m, p) in slopes.items() if not fitted(key)],
               "bench.json: the Hopper kernel's rows": [x for r, x in agreement.rows("bench.json") if r["provider"] == "hopper"]}
-    held = {n: agreement.heldout_rows(n) for n in THIRTY_FOUR}
+    held = {n: agreement.heldout_rows(n) for n in sets or THIRTY_FOUR}
     pooled = [p for pairs in held.values() for p in pairs]
     for d in (64, 128):
         groups[f"held-out sets: the Hopper kernel's rows, d {d}"] = [
@@ -2463,35 +2472,50 @@ def dkdv_list_table():
                         THIRTY_TWO, BLIND_DKDV_LIST)
 
 
-def setup_rows_figures():
+def setup_figures():
     """hopper_figures()'s form for results/h200/program_setup.json's Hopper rows (one program an SM, 1-16 K/V blocks;
-    warp-specialized and software-pipelined, d 64 and 128), one wave and 4 or 16: before the thirty-fifth session's
-    set-up of a lone Hopper program (lone_by_port) and after."""
-    def figures():
-        rows = agreement.program_setup_rows()
-        groups = {"program_setup.json: one wave": [x for r, x in rows if r["waves"] == 1],
-                  "program_setup.json: 4 and 16 waves": [x for r, x in rows if r["waves"] > 1]}
-        return {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+    warp-specialized and software-pipelined, d 64 and 128), one wave and 4 or 16."""
+    rows = agreement.program_setup_rows()
+    groups = {"program_setup.json: one wave": [x for r, x in rows if r["waves"] == 1],
+              "program_setup.json: 4 and 16 waves": [x for r, x in rows if r["waves"] > 1]}
+    return {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+
+
+def setup_rows_figures():
+    """setup_figures() before the thirty-fifth session's set-up of a lone Hopper program (lone_by_port) and after."""
     with lone_by_port():
+        before = setup_figures()
+    return before, setup_figures()
+
+
+def graph_launch_figures():
+    """The thirty-fifth session's second change, before it (events_launch) and after: hopper_figures() over the 50
+    sets scored after its first, setup_figures(), and run 137's launches of one wave."""
+    def figures():
+        out = hopper_figures(lambda key: key in LONE_LAUNCHES, FIRST_OF_35) | setup_figures()
+        one = [waves[1][1] / waves[1][0] for waves in hopper_waves_rows().values()]
+        return out | {"run 137: one wave": (sum(abs(x - 1) <= 0.2 for x in one), len(one), min(one), max(one))}
+    with events_launch():
         before = figures()
     return before, figures()
 
 
-def lone_setup_summary():
-    """The thirty-fifth session's figures docs/perf.md quotes: the blind four's rows that crossed 20% either way (gpusim ÷
-    measured before → after), and the four sets' rows within 20% before and after."""
+def blind_summary(before, blind):
+    """The figures docs/perf.md quotes of a change scored blind on the sets `blind` (`before`: the model before it): the
+    rows that crossed 20% either way (gpusim ÷ measured before → after), and the sets' rows within 20% before and
+    after."""
     crossed = {True: [], False: []}  # True: came within 20%
-    for name in BLIND_LONE_SETUP:
-        with lone_by_port():
+    for name in blind:
+        with before():
             was = agreement.heldout_rows(name)
         for (r, a), (_, b) in zip(was, agreement.heldout_rows(name)):
             if (abs(a - 1) <= 0.2) != (abs(b - 1) <= 0.2):
                 crossed[abs(b - 1) <= 0.2].append(f"{a:.2f} → {b:.2f}× at N = {r['seq']:,}, d = {r['head_dim']}"
                                                   + (", causal" if r["causal"] else ""))
-    with lone_by_port():
-        before = sets_share(BLIND_LONE_SETUP)
+    with before():
+        share = sets_share(blind)
     return {"in": "; ".join(crossed[True]), "out": "; ".join(crossed[False]),
-            "sets": f"{before} before and {sets_share(BLIND_LONE_SETUP)} after"}
+            "sets": f"{share} before and {sets_share(blind)} after"}
 
 
 def lone_setup_table():
@@ -2555,7 +2579,11 @@ BLIND_DKDV_LIST = ("heldout_2070.json", "heldout_2071.json")
 # Run 136's four, measured after the thirty-third session's change and kept unscored until the thirty-fifth session's
 # lone Hopper programs (lone_by_port, the model before it), scored once after it.
 BLIND_LONE_SETUP = ("heldout_2072.json", "heldout_2073.json", "heldout_2074.json", "heldout_2075.json")
-THIRTY_FOUR = tuple(name for name in HELD_OUT if name not in BLIND_LONE_SETUP)  # the 46 scored through the thirty-fourth
+# Run 145's four, measured after the thirty-fifth session's first change and kept unscored until its second, the
+# Hopper kernel launched as a graph replays it (events_launch, the model before it), scored once after it.
+BLIND_GRAPH_LAUNCH = ("heldout_2076.json", "heldout_2077.json", "heldout_2078.json", "heldout_2079.json")
+FIRST_OF_35 = tuple(name for name in HELD_OUT if name not in BLIND_GRAPH_LAUNCH)  # the 50 scored after its first change
+THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
 THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the thirty-second
 THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
 TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
@@ -2596,6 +2624,8 @@ def held_out_line():
         list_schedule = sets_share(BLIND_LIST_SCHEDULE)
     with lone_by_port():  # the thirty-third session's
         dkdv_list = sets_share(BLIND_DKDV_LIST)
+    with events_launch():  # the thirty-fifth session's first change
+        lone_setup = sets_share(BLIND_LONE_SETUP)
     return (f"- **Held-out shapes** (GQA, ragged, seq_kv ≠ seq, N not a multiple of 64, training and decode rows, "
             f"never fitted): all {len(sets)} sets pooled, {agreement.summary(pooled)['within 20%']:.1%} of "
             f"{len(pooled):,} rows within 20% (issue 24's target: 90%, and 80% of each kind; per kind: {kinds}); {met} "
@@ -2615,7 +2645,8 @@ def held_out_line():
             f"from it, {host_probe}; seeds 2066 to 2069, scored blind to the thirty-first session's "
             f"`cost.list_schedule`, {list_schedule}; seeds 2070 and 2071, scored blind to the thirty-third session's "
             f"list-scheduled dK/dV, {dkdv_list}; seeds 2072 to 2075, scored blind to the thirty-fifth session's set-up "
-            f"of a lone Hopper program, {sets_share(BLIND_LONE_SETUP)}; the "
+            f"of a lone Hopper program, {lone_setup}; seeds 2076 to 2079, scored blind to its launch as a CUDA graph "
+            f"replays it, {sets_share(BLIND_GRAPH_LAUNCH)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
@@ -2710,7 +2741,15 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "sharing_d64": partial(sharing_table, ("overlap_d64.json",)), "two_warp": two_warp_table,
           "lone_eight_warp": lone_eight_warp_table, "adopted_pipeline": adopted_pipeline_table,
           "lone_copy": lone_copy_table, "lone_copy_steps": lone_copy_steps_table,
-          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table, "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "lone_setup": lone_setup_table, "setup_rows": lambda: trial_table(setup_rows_figures(), ("before", "after")), "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table, "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table, "program_cost": lambda: trial_table(program_cost_figures()), "lone_latency": lambda: trial_table(lone_latency_figures()), "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
+          "own_copy": own_copy_table, "program_start": program_start_table, "bwd_gqa": bwd_gqa_table,
+          "dkdv_ramp": dkdv_ramp_table, "dkdv_list": dkdv_list_table, "lone_setup": lone_setup_table,
+          "setup_rows": lambda: trial_table(setup_rows_figures(), ("before", "after")),
+          "graph_launch": lambda: trial_table(graph_launch_figures(), ("before", "after")),
+          "hopper_waves": hopper_waves_table, "hopper_starts": hopper_starts_table,
+          "hopper_stalls": hopper_stalls_table, "hopper_kv": hopper_kv_table,
+          "program_cost": lambda: trial_table(program_cost_figures()),
+          "lone_latency": lambda: trial_table(lone_latency_figures()),
+          "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
           "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
@@ -2782,19 +2821,22 @@ BEFORE_DKDV_LIST = ("list_schedule_trial", "retimed")
 # session's set-up of a lone Hopper program that price the Hopper kernel: the model as it was (lone_by_port).
 BEFORE_LONE_SETUP = ("lpt_order", "dkdv_list", "heldout_2070", "heldout_2071", "hopper_waves", "hopper_starts",
                      "hopper_kv", "program_cost", "lone_latency")
+# The tables of the thirty-fifth session's first change: the model as it was before its second (events_launch).
+BEFORE_GRAPH_LAUNCH = ("lone_setup", "setup_rows", *(f"heldout_{seed}" for seed in range(2072, 2076)))
 
 
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
-    dkdv_by_waves, lone_by_port), or the model as it stands; on the held-out rows as they were then (before_retimed) where it was
-    written before run 135."""
+    dkdv_by_waves, lone_by_port, events_launch), or the model as it stands; on the held-out rows as they were then
+    (before_retimed) where it was written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
              else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
              else counted_dots() if name in BEFORE_WHOLE_DOTS else no_measured_issue() if name in BEFORE_MEASURED_ISSUE
              else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else dkdv_by_waves() if name in BEFORE_DKDV_LIST
-             else lone_by_port() if name in BEFORE_LONE_SETUP else nullcontext())
+             else lone_by_port() if name in BEFORE_LONE_SETUP else events_launch() if name in BEFORE_GRAPH_LAUNCH
+             else nullcontext())
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

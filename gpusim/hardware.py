@@ -61,9 +61,13 @@ class GPU:
     # a program waits for its whole load each step and for its Q tile at the port's rate
     lone_copy_bytes_per_s: float | None = None
     # An empty kernel launch, median, timed with CUDA events around each call (results/h200/ceilings.json). Replayed
-    # from a CUDA graph it takes 0.74 us (lone_program.json); the 3.2 us stays: docs/perf.md, "A lone program", and
+    # from a CUDA graph it takes 0.74 us (graph_launch_s); the 3.2 us stays: docs/perf.md, "A lone program", and
     # "What a launch is made of" (launch_parts.json: it stands in for part of a lone program's cost)
     launch_overhead_s: float = 3.2e-6
+    # The empty kernel, one program per SM, replayed from a CUDA graph: the launch of a kernel whose lone programs are
+    # priced as they were measured in graph replays, whole (the Hopper kernel's: passes/hopper.py LONE_SETUP_S);
+    # None: not measured (such a kernel launches in launch_overhead_s)
+    graph_launch_s: float | None = None
     # A training step called from Python (the trainable's forward, autograd, the backward's launches) cannot end
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
     train_step_host_s: float = 0.0
@@ -231,6 +235,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     hbm_port_bytes_per_s=6.888e+10,  # one SM's transfer rate from DRAM, alone in its wait
     l2_port_bytes_per_s=1.573e+11,  # and from L2
     lone_copy_bytes_per_s=1.883e+10,  # a lone 8-warp flash2 program's K/V bytes per step, 3-4 stages (lone_program.json)
+    graph_launch_s=7.356e-07,  # an empty kernel of 132 programs replayed from a CUDA graph (lone_program.json, run 95)
     sfu_ops_per_s=4.137e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
     fp32_flops_per_s=6.151e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)

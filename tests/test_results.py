@@ -58,6 +58,7 @@ before_list_schedule = under(perf_report.no_list_schedule)  # the sections writt
 before_retimed = under(perf_report.before_retimed)  # those written before run 135's training steps
 before_dkdv_list = under(perf_report.dkdv_by_waves)  # those written before the 33rd session's list-scheduled dK/dV
 before_lone_setup = under(perf_report.lone_by_port)  # those written before the 35th session's lone Hopper set-up
+before_graph_launch = under(perf_report.events_launch)  # and before its Hopper launch as a graph replays it
 
 
 def held_out_file(name):
@@ -2408,13 +2409,13 @@ def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
         two = [cost.schedule(gpusim.simulate("hopper", seq=r["seq"], head_dim=r["head_dim"], causal=r["causal"],
                                              dtype=r["dtype"], heads=r["heads"], batch=r["batch"],
                                              gpu=agreement.PRESET))[0].resident == 2 for r in bench]
-        meeting = {n for n in perf_report.HELD_OUT if perf_report.meets_target(agreement.heldout_rows(n))}
+        meeting = {n for n in perf_report.THIRTY_FOUR if perf_report.meets_target(agreement.heldout_rows(n))}
     assert all(two) and len(misses) == 5 and "four of its five on the microbenchmarks" in text
     resident = {key: r["per_sm"] for name in ("hopper_waves", "hopper_starts", "hopper_kv")
                 for r in json.loads((RESULTS / f"{name}.json").read_text())["rows"] if "ms" in r
                 for key in [(name, r.get("variant"), r["head_dim"], r["causal"], r["steps"], r.get("kv_heads"))]}
     assert sum(resident[key] == 2 for key in misses) == 4
-    now = {n for n in perf_report.HELD_OUT if perf_report.meets_target(agreement.heldout_rows(n))}
+    now = {n for n in perf_report.THIRTY_FOUR if perf_report.meets_target(agreement.heldout_rows(n))}
     assert sorted(n[8:12] for n in meeting - now) == ["2034", "2038", "2064"] and sorted(
         n[8:12] for n in now - meeting) == ["2046", "2047", "2052"]
     assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
@@ -2500,6 +2501,7 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     assert "9dd8f6d" in text and "f04015c" in text
 
 
+@before_graph_launch
 def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
     """The thirty-fifth session's set-up of a lone Hopper program: the golden file's counts unmoved by it and only Hopper
     times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run 136's log
@@ -2518,7 +2520,7 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
     assert {args["algo"] for _, args in moved} == {"hopper"}
     assert all(args["seq"] <= 100 for _, args in sorted(moved, key=lambda m: m[0])[-5:])
     assert "only Hopper records' times moved, the most on launches of 1 to 100 rows" in text
-    for figure in perf_report.lone_setup_summary().values():
+    for figure in perf_report.blind_summary(perf_report.lone_by_port, perf_report.BLIND_LONE_SETUP).values():
         assert figure in text, figure
     rows = 0
     for name in perf_report.BLIND_LONE_SETUP:
@@ -2532,4 +2534,43 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
     with tarfile.open(RESULTS / "logs" / "run136_dkdv_ramp_heldout_2072_2075.tar.gz") as logs:
         for seed in (2072, 2073, 2074, 2075):
             kept = json.load(logs.extractfile(f"run136/heldout_{seed}.json"))
+            assert json.loads((RESULTS / f"heldout_{seed}.json").read_text()) == kept
+
+
+def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_sets():
+    """The thirty-fifth session's second change: the launch it takes is the graph-replayed empty kernel's, the golden
+    file's counts unmoved and only Hopper times moved; run 137's one-wave launches and the blind scoring of seeds 2076
+    to 2079, copied from run 145's log as they were, as docs/perf.md quotes them, recomputed."""
+    from benchmarks import golden
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    gpu = gpusim.get_gpu("H200-measured")
+    r = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200-measured")
+    assert r.config.pass_.launch_s(r.config, "hopper") == gpu.graph_launch_s
+    assert f"{gpu.graph_launch_s * 1e6:.3f} µs" in text
+    for args in golden.configs()[::4]:
+        now = golden.record(args)
+        with perf_report.events_launch():
+            was = golden.record(args)
+        if now != was:
+            assert args["algo"] == "hopper" and {k: now[k] for k in ("counts", "dram", "hbm_peak_bytes")} == {
+                k: was[k] for k in ("counts", "dram", "hbm_peak_bytes")}
+    waves = perf_report.hopper_waves_rows()
+    one = {key: w[1][1] / w[1][0] for key, w in waves.items()}
+    with perf_report.events_launch():
+        before = {key: w[1][1] / w[1][0] for key, w in perf_report.hopper_waves_rows().items()}
+    within = lambda xs: sum(abs(x - 1) <= 0.2 for x in xs)  # noqa: E731
+    assert "11 → 10 of 12" in text and (within(before.values()), within(one.values())) == (11, 10)
+    assert f"priced {one[64, True, 2]:.2f} and {one[64, True, 4]:.2f}×" in text
+    first = {key: w[1][0] - perf_report.wave_slopes(w)[0] for key, w in waves.items()}
+    others = [first[d, causal, 1] for d, causal in ((64, True), (128, False), (128, True))]
+    assert f"({first[64, False, 1]:.2f} µs) for the warp-specialized d = 64 launch but {min(others):.1f}–" \
+           f"{max(others):.1f} µs" in text and f"up to {max(first.values()):.1f} µs" in text
+    for figure in perf_report.blind_summary(perf_report.events_launch, perf_report.BLIND_GRAPH_LAUNCH).values():
+        assert figure in text, figure
+    with perf_report.lone_by_port():
+        assert f"({perf_report.sets_share(perf_report.BLIND_GRAPH_LAUNCH)[:5]} under the model before both" in text
+    assert all(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.BLIND_GRAPH_LAUNCH)
+    with tarfile.open(RESULTS / "logs" / "run145_heldout_2076_2079.tar.gz") as logs:
+        for seed in (2076, 2077, 2078, 2079):
+            kept = json.load(logs.extractfile(f"run145/heldout_{seed}.json"))
             assert json.loads((RESULTS / f"heldout_{seed}.json").read_text()) == kept

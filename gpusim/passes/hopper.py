@@ -95,6 +95,13 @@ class Hopper(Flash2):
         """The set-up of one program of cfg's launch: LONE_SETUP_S of its launch kind and head dim."""
         return LONE_SETUP_S[launch_kind(cfg)]
 
+    def launch_s(self, cfg, kernel):
+        """An empty kernel's launch replayed from a CUDA graph (GPU.graph_launch_s), where measured: LONE_SETUP_S holds
+        all that a lone program waits wave after wave in graph replays, so launch_overhead_s's 2.5 us more, which
+        stands in for part of the other kernels' lone programs, would count it twice; else launch_overhead_s."""
+        gpu = cfg.gpu
+        return gpu.launch_overhead_s if gpu.graph_launch_s is None else gpu.graph_launch_s
+
     def shared_bytes(self, cfg, kernel, num_stages):
         """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more."""
         return cfg.sram_bytes(kernel) + (num_stages - self.KV_BUFFERS) * self.stage_bytes(cfg, kernel)
