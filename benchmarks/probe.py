@@ -198,9 +198,12 @@ def h200_blocks(res, num_warps):
 
 def kernel_resources(compiled):
     """Registers per thread, spilled registers and shared memory bytes per block of a compiled kernel (what
-    kernel[grid](...) returns); None in the interpreter, which compiles nothing."""
-    if compiled is None or not hasattr(compiled, "n_regs"):
+    kernel[grid](...) or a warm-up returns); None in the interpreter, which compiles nothing. Triton loads a kernel
+    onto the GPU, and so learns its registers, at its first launch: a kernel compiled and not yet run is loaded here
+    (runs 141 and 142's first rows, compiled by compiled_kernel and not run, read back no registers)."""
+    if compiled is None or not hasattr(compiled, "_init_handles"):
         return {"n_regs": None, "n_spills": None, "shared_bytes": None}
+    compiled._init_handles()  # a no-op once loaded
     return {"n_regs": compiled.n_regs, "n_spills": compiled.n_spills, "shared_bytes": compiled.metadata.shared}
 
 

@@ -219,11 +219,23 @@ def test_flash2_compiles_to_the_same_code_whether_or_not_n_is_a_multiple_of_16()
 def test_overlap_counts_the_programs_an_h200_sm_holds():
     """128 registers a thread on 4 warps: 128 x 32 x 4 = 16,384 of an SM's 65,536 registers, so 4 programs; 100 KiB
     of shared memory each: 2 in its 228 KiB (with 1 KiB reserved per block)."""
-    def compiled(shared):
-        return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared))
+    def compiled(shared):  # a CompiledKernel already loaded (its _init_handles does nothing)
+        return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared), _init_handles=lambda: None)
     assert overlap.resident(compiled(16 * 1024), 4) == 65536 // (128 * 32 * 4) == 4
     assert overlap.resident(compiled(100 * 1024), 4) == 228 * 1024 // (101 * 1024) == 2
     assert overlap.resident(None, 4) is None
+
+
+def test_kernel_resources_loads_a_kernel_compiled_and_not_yet_run():
+    """Triton learns a kernel's registers when it loads it onto the GPU, at its first launch: kernel_resources loads
+    a kernel compiled and not yet run (runs 141 and 142's first rows, read before it did, had none)."""
+    class Compiled:  # a CompiledKernel as Triton 3.6 returns it from a warm-up: not loaded
+        metadata = SimpleNamespace(shared=74752)
+
+        def _init_handles(self):
+            self.n_regs, self.n_spills = 125, 0
+    assert probe.kernel_resources(Compiled()) == {"n_regs": 125, "n_spills": 0, "shared_bytes": 74752}
+    assert probe.kernel_resources(None) == {"n_regs": None, "n_spills": None, "shared_bytes": None}
 
 
 @pytest.mark.parametrize("script", [latency, bandwidth, matmul_tiles, overlap, bwd_kernels, tiles, resources])
