@@ -389,8 +389,9 @@ def tau(step, j, sharing, resident):
 def alone_wait(step, j):
     """What a program alone on its SM waits besides its busy time: its first loads and set-up (first_loads); a TMA
     pass's program, its set-up and its first copies' latencies only, their bytes being in its busy time already (at the
-    SM's share of the bandwidth). Measured: results/h200/hopper_stalls.json and hopper_kv.json (runs 139 and 140, docs/perf.md,
-    "A lone Hopper program's wait"): a lone program's TMA copies are its busy time's, not a port-rate wait besides."""
+    SM's share of the bandwidth). Measured: results/h200/hopper_stalls.json and hopper_kv.json (runs 139 and 140;
+    docs/perf.md, "A lone Hopper program's wait, adopted"): a lone program's TMA copies are its busy time's, not a
+    port-rate wait besides."""
     if not step.grid.cfg.pass_.TMA:
         return first_loads(step, j)
     gpu = step.grid.cfg.gpu

@@ -19,7 +19,8 @@ from .flash2 import PER_MASKED_SCORE, Flash2
 # among it. Measured on six lone launches (LONE_LAUNCHES of benchmarks/perf_report.py: results/h200/hopper_waves.json,
 # run 137; hopper_starts.json, run 138; hopper_pairs.json, run 142, the causal d = 64 launch held to one program an SM
 # by 6 stages): each one's wave less that chain (perf_report.lone_latency_s derives them; tests/test_presets.py checks).
-# Priced on nothing else: docs/perf.md ("A lone Hopper program's wait") scores the other launches of runs 137-140.
+# Priced on nothing else: docs/perf.md ("A lone Hopper program's wait, adopted") scores the other launches of runs
+# 137-140.
 LONE_SETUP_S = {("warp-specialized", 64): 4.038e-06, ("warp-specialized", 128): 4.144e-06,
                 ("software-pipelined", 64): 1.288e-06, ("software-pipelined", 128): 1.346e-06,
                 ("software-pipelined, causal", 64): 4.427e-06, ("software-pipelined, causal", 128): 1.44e-06}
