@@ -2531,6 +2531,8 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
         rows += sum(r["algo"] == "hopper" for r, _ in now)
         assert perf_report.meets_target(was) == perf_report.meets_target(now) == (name != "heldout_2075.json")
     assert f"every one of their {rows} Hopper rows moved" in text and "three of the four meeting" in text
+    one_wave = perf_report.setup_rows_figures()[1]["program_setup.json: one wave"]
+    assert f"one wave's rows run up to {one_wave[3]:.2f}× slow" in text
     with tarfile.open(RESULTS / "logs" / "run136_dkdv_ramp_heldout_2072_2075.tar.gz") as logs:
         for seed in (2072, 2073, 2074, 2075):
             kept = json.load(logs.extractfile(f"run136/heldout_{seed}.json"))
@@ -2554,6 +2556,14 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
         if now != was:
             assert args["algo"] == "hopper" and {k: now[k] for k in ("counts", "dram", "hbm_peak_bytes")} == {
                 k: was[k] for k in ("counts", "dram", "hbm_peak_bytes")}
+    before, after = perf_report.graph_launch_figures()
+    d64, d128 = (f"held-out sets: the Hopper kernel's rows, d {d}" for d in (64, 128))
+    assert after[d128][0] == after[d128][1] > before[d128][0] and after[d64][0] - before[d64][0] == 6
+    assert "comes within 20% at d = 128 and six more at d = 64" in text
+    met = "held-out sets meeting issue 24's target"
+    assert after[met][0] == before[met][0] + 1 and f"({after[met][0]} of {after[met][1]})" in text
+    one_wave = "program_setup.json: one wave"
+    assert f"one-wave rows {before[one_wave][0]} → {after[one_wave][0]} of {after[one_wave][1]}" in text
     waves = perf_report.hopper_waves_rows()
     one = {key: w[1][1] / w[1][0] for key, w in waves.items()}
     with perf_report.events_launch():
