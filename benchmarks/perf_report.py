@@ -1172,6 +1172,11 @@ def program_cost_s():
     return round((low + high) / 2, 9)
 
 
+def figure(ratios):
+    """(within 20%, of how many, least, most) of gpusim ÷ measured ratios: a row of trial_table."""
+    return sum(abs(x - 1) <= 0.2 for x in ratios), len(ratios), min(ratios), max(ratios)
+
+
 def hopper_figures(fitted, sets=None):
     """{what: (within 20%, of how many, least, most)} of a Hopper trial's tests under the model in force: the
     microbenchmarks' waves (runs 137, 138 and 140: those `fitted` says the trial's constants came from, the rest),
@@ -1187,7 +1192,7 @@ def hopper_figures(fitted, sets=None):
         groups[f"held-out sets: the Hopper kernel's rows, d {d}"] = [
             x for r, x in pooled if (r["algo"], r["head_dim"]) == ("hopper", d)]
     groups["held-out sets: every row"] = [x for _, x in pooled]
-    out = {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+    out = {name: figure(xs) for name, xs in groups.items()}
     out["held-out sets meeting issue 24's target"] = (sum(meets_target(p) for p in held.values()), len(held), None, None)
     return out
 
@@ -1225,7 +1230,8 @@ def lone_launches():
     from benchmarks.hopper_waves import own_tiles
     result = gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16", gpu=agreement.PRESET,
                              tiles=own_tiles(64, True, num_stages=6))
-    out[hopper_pass.launch_kind(result.config)] = (result, hopper_pairs_rows()[6][4][1] / 2)  # 264 lone programs: two waves
+    kind = hopper_pass.launch_kind(result.config)
+    out[kind] = (result, hopper_pairs_rows()[6][4][1] / 2)  # 264 lone programs: two waves
     return out
 
 
@@ -1247,7 +1253,9 @@ def lone_latency(latency):
     a lone program of its launch kind waits besides gpusim's chain (latency: {launch kind: seconds}), and alone on its
     SM it waits its set-up and its copies' latencies (TMA_ALONE_WAIT)."""
     key = tuple(sorted(latency.items()))
-    with _patched(Hopper, "setup_s", lambda self, cfg: latency[hopper_pass.launch_kind(cfg)], ("lone_latency_setup", key)), _patched(
+    def setup_s(self, cfg):
+        return latency[hopper_pass.launch_kind(cfg)]
+    with _patched(Hopper, "setup_s", setup_s, ("lone_latency_setup", key)), _patched(
             cost, "alone_wait", TMA_ALONE_WAIT, ("lone_latency", key)):
         yield
 
@@ -2443,18 +2451,20 @@ def change_sets(before, names):
     return out
 
 
-def change_table(before, sides, rows, pick, scored, blind):
+def change_table(before, sides, rows, pick, scored, blind, blind_label):
     """A model change set by set (`before`: the model before it; sides: what the columns call the two): the rows `pick`
     takes (named `rows`) and all rows within 20%, and issue 24's target, before and after it, in every set it moves;
-    then the sets `scored` before it, pooled, and the `blind` ones, scored once after it."""
+    then the sets `scored` before it, pooled, and the `blind` ones (blind_label), scored once after it."""
     was, now = sides
-    lines = [f"| set | {rows} within 20%: {was} | {now} | all rows within 20%: {was} | {now} | target met: {was} | {now} |",
+    lines = [f"| set | {rows} within 20%: {was} | {now} | all rows within 20%: {was} | {now} | target met: {was} | "
+             f"{now} |",
              "|---|---|---|---|---|---|---|"]
     for name, pairs in change_sets(before, scored + blind).items():
-        lines.append(f"| `{name}` | {_within_of(pairs[0], pick)} | {_within_of(pairs[1], pick)} | "
-                     f"{agreement.summary(pairs[0])['within 20%']:.1%} | {agreement.summary(pairs[1])['within 20%']:.1%} | "
-                     f"{'yes' if meets_target(pairs[0]) else 'no'} | {'yes' if meets_target(pairs[1]) else 'no'} |")
-    for label, names in ((f"the {len(scored)} scored before, pooled", scored), (f"the blind {('two', 'four')[len(blind) // 2 - 1]}", blind)):
+        shares = [f"{agreement.summary(side)['within 20%']:.1%}" for side in pairs]
+        lines.append(f"| `{name}` | {_within_of(pairs[0], pick)} | {_within_of(pairs[1], pick)} | {shares[0]} | "
+                     f"{shares[1]} | {'yes' if meets_target(pairs[0]) else 'no'} | "
+                     f"{'yes' if meets_target(pairs[1]) else 'no'} |")
+    for label, names in ((f"the {len(scored)} scored before, pooled", scored), (blind_label, blind)):
         with before():
             sides = [{n: agreement.heldout_rows(n) for n in names}]
         sides.append({n: agreement.heldout_rows(n) for n in names})
@@ -2469,7 +2479,7 @@ def dkdv_list_table():
     """The thirty-third session's list-scheduled dK/dV (change_table): the training steps, by the last-wave rule and
     list-scheduled; the sets scored through the thirty-second session, then the blind two."""
     return change_table(dkdv_by_waves, ("last wave", "listed"), "training steps", lambda r: r["kind"] == "train",
-                        THIRTY_TWO, BLIND_DKDV_LIST)
+                        THIRTY_TWO, BLIND_DKDV_LIST, "the blind two")
 
 
 def setup_figures():
@@ -2478,7 +2488,7 @@ def setup_figures():
     rows = agreement.program_setup_rows()
     groups = {"program_setup.json: one wave": [x for r, x in rows if r["waves"] == 1],
               "program_setup.json: 4 and 16 waves": [x for r, x in rows if r["waves"] > 1]}
-    return {name: (sum(abs(x - 1) <= 0.2 for x in xs), len(xs), min(xs), max(xs)) for name, xs in groups.items()}
+    return {name: figure(xs) for name, xs in groups.items()}
 
 
 def setup_rows_figures():
@@ -2494,7 +2504,7 @@ def graph_launch_figures():
     def figures():
         out = hopper_figures(lambda key: key in LONE_LAUNCHES, FIRST_OF_35) | setup_figures()
         one = [waves[1][1] / waves[1][0] for waves in hopper_waves_rows().values()]
-        return out | {"run 137: one wave": (sum(abs(x - 1) <= 0.2 for x in one), len(one), min(one), max(one))}
+        return out | {"run 137: one wave": figure(one)}
     with events_launch():
         before = figures()
     return before, figures()
@@ -2522,7 +2532,7 @@ def lone_setup_table():
     """The thirty-fifth session's set-up of a lone Hopper program (change_table): the Hopper kernel's rows, before it
     (lone_by_port) and after; the sets scored through the thirty-fourth session, then the blind four."""
     return change_table(lone_by_port, ("before", "after"), "Hopper rows", lambda r: r["algo"] == "hopper", THIRTY_FOUR,
-                        BLIND_LONE_SETUP)
+                        BLIND_LONE_SETUP, "the blind four")
 
 
 def dkdv_ramp_summary():
@@ -2584,7 +2594,7 @@ BLIND_LONE_SETUP = ("heldout_2072.json", "heldout_2073.json", "heldout_2074.json
 BLIND_GRAPH_LAUNCH = ("heldout_2076.json", "heldout_2077.json", "heldout_2078.json", "heldout_2079.json")
 FIRST_OF_35 = tuple(name for name in HELD_OUT if name not in BLIND_GRAPH_LAUNCH)  # the 50 scored after its first change
 THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
-THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the thirty-second
+THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the 32nd
 THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
 TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
 TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th

@@ -220,7 +220,8 @@ def test_overlap_counts_the_programs_an_h200_sm_holds():
     """128 registers a thread on 4 warps: 128 x 32 x 4 = 16,384 of an SM's 65,536 registers, so 4 programs; 100 KiB
     of shared memory each: 2 in its 228 KiB (with 1 KiB reserved per block)."""
     def compiled(shared):  # a CompiledKernel already loaded (its _init_handles does nothing)
-        return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared), _init_handles=lambda: None)
+        return SimpleNamespace(n_regs=128, n_spills=0, metadata=SimpleNamespace(shared=shared),
+                               _init_handles=lambda: None)
     assert overlap.resident(compiled(16 * 1024), 4) == 65536 // (128 * 32 * 4) == 4
     assert overlap.resident(compiled(100 * 1024), 4) == 228 * 1024 // (101 * 1024) == 2
     assert overlap.resident(None, 4) is None

@@ -18,7 +18,7 @@ from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from benchmarks import agreement, ncu, perf_report  # noqa: E402
+from benchmarks import agreement, golden, ncu, perf_report  # noqa: E402
 
 # The whole file in one test process (make test's --dist loadgroup, which starts the largest group first): its tests
 # price the same states of the model, which benchmarks/agreement.py and perf_report keep per process (split over two
@@ -2501,22 +2501,28 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     assert "9dd8f6d" in text and "f04015c" in text
 
 
-@before_graph_launch
-def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
-    """The thirty-fifth session's set-up of a lone Hopper program: the golden file's counts unmoved by it and only Hopper
-    times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run 136's log
-    as they were, as docs/perf.md quotes it, recomputed."""
-    from benchmarks import golden
-    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+def golden_times_moved(before, configs):
+    """[(time now ÷ time under the model `before` a change, configuration)] of the golden file's configurations whose
+    records the change moves; asserting that it moves none of their counts (a time model's change moves no byte)."""
     moved = []
-    for args in golden.configs():
+    for args in configs:
         now = golden.record(args)
-        with perf_report.lone_by_port():
+        with before():
             was = golden.record(args)
         if now != was:
             assert {k: now[k] for k in ("counts", "dram", "hbm_peak_bytes", "blocks")} == {
-                k: was[k] for k in ("counts", "dram", "hbm_peak_bytes", "blocks")}
+                k: was[k] for k in ("counts", "dram", "hbm_peak_bytes", "blocks")}, args
             moved.append((now["predicted_time_s"] / was["predicted_time_s"], args))
+    return moved
+
+
+@before_graph_launch
+def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
+    """The thirty-fifth session's set-up of a lone Hopper program: the golden file's counts unmoved by it and only
+    Hopper times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run
+    136's log as they were, as docs/perf.md quotes it, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    moved = golden_times_moved(perf_report.lone_by_port, golden.configs())
     assert {args["algo"] for _, args in moved} == {"hopper"}
     assert all(args["seq"] <= 100 for _, args in sorted(moved, key=lambda m: m[0])[-5:])
     assert "only Hopper records' times moved, the most on launches of 1 to 100 rows" in text
@@ -2543,19 +2549,13 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
     """The thirty-fifth session's second change: the launch it takes is the graph-replayed empty kernel's, the golden
     file's counts unmoved and only Hopper times moved; run 137's one-wave launches and the blind scoring of seeds 2076
     to 2079, copied from run 145's log as they were, as docs/perf.md quotes them, recomputed."""
-    from benchmarks import golden
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     gpu = gpusim.get_gpu("H200-measured")
     r = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200-measured")
     assert r.config.pass_.launch_s(r.config, "hopper") == gpu.graph_launch_s
     assert f"{gpu.graph_launch_s * 1e6:.3f} µs" in text
-    for args in golden.configs()[::4]:
-        now = golden.record(args)
-        with perf_report.events_launch():
-            was = golden.record(args)
-        if now != was:
-            assert args["algo"] == "hopper" and {k: now[k] for k in ("counts", "dram", "hbm_peak_bytes")} == {
-                k: was[k] for k in ("counts", "dram", "hbm_peak_bytes")}
+    moved = golden_times_moved(perf_report.events_launch, golden.configs())
+    assert {args["algo"] for _, args in moved} == {"hopper"}
     before, after = perf_report.graph_launch_figures()
     d64, d128 = (f"held-out sets: the Hopper kernel's rows, d {d}" for d in (64, 128))
     assert after[d128][0] == after[d128][1] > before[d128][0] and after[d64][0] - before[d64][0] == 6
