@@ -29,6 +29,7 @@ from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
 from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim.passes import hopper as hopper_pass
+from gpusim.passes.base import Pass
 from gpusim.passes.hopper import Hopper
 from gpusim_course.provenance import heldout
 
@@ -1126,7 +1127,7 @@ def events_launch():
     """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
     GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
     replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
-    with _patched(Hopper, "launch_s", lambda self, cfg, kernel: cfg.gpu.launch_overhead_s, "events_launch"):
+    with _patched(Hopper, "launch_s", Pass.launch_s, "events_launch"):  # every pass's launch
         yield
 
 
@@ -1139,7 +1140,7 @@ def lone_by_port():
     def setup_s(self, cfg):
         return 1.421e-06 if hopper_pass.launch_options(cfg)["warp_specialize"] else 0.0
     with events_launch(), _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup"), _patched(
-            cost, "alone_wait", lambda step, j: cost.first_loads(step, j), "lone_by_port"):
+            cost, "alone_wait", cost.first_loads, "lone_by_port"):
         yield
 
 
