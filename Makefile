@@ -28,8 +28,9 @@ course: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped. The tests
-# run in one process per core (pytest-xdist), handed out one at a time as a process finishes its last, but for a
-# file marked as one group (tests/test_results.py), which one process runs whole, first.
+# run in one process per core (pytest-xdist), handed out one at a time as a process finishes its last, but for the
+# groups (xdist_group: tests/test_results.py, the browser tests, the headless notebooks, each kernel case's tests),
+# each run whole by one process, the largest first (pytest below 9.2: pyproject.toml says why).
 test: $(STAMP)
 	$(PY) -m pytest -n auto --dist loadgroup
 

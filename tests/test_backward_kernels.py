@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
-from test_kernels import CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error
+from test_kernels import (CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error,
+                          sharing_runs)
 
 import gpusim_kernels
 from gpusim import backward
@@ -112,7 +113,7 @@ def backward_io(c, q, k, v, do):
 
 
 @CPU
-@pytest.mark.parametrize("c", SMALL, ids=case_id)
+@pytest.mark.parametrize("c", sharing_runs(SMALL))
 def test_backward_bytes_equal_gpusim_counts(c):
     shape = {key: value for key, value in c.items() if key not in ("algo", "gpu")}
     assert traced(c)[1] == backward.count(backward.config(c["algo"], **shape, gpu=c["gpu"]))

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+# make test's processes: one runs them all, with one JupyterLab and one Chromium (module-scoped fixtures).
+pytestmark = pytest.mark.xdist_group("browser")
 pytest.importorskip("selenium", reason="the course extra installs Selenium (pip install -e '.[course,test]')")
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import (NoSuchElementException, StaleElementReferenceException,  # noqa: E402

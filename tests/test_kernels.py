@@ -105,7 +105,18 @@ def relative_error(x, ref):
 
 
 def device_cases(cases, device, mark):
-    return [pytest.param(device, c, marks=mark, id=f"{device}-{case_id(c)}") for c in cases]
+    return [pytest.param(device, c, marks=[mark, one_run(c)], id=f"{device}-{case_id(c)}") for c in cases]
+
+
+def one_run(c):
+    """A case's tests in one pytest-xdist process (make test's --dist loadgroup), where its CPU tests share the case's
+    one run in Triton's interpreter (traced)."""
+    return pytest.mark.xdist_group(case_id(c))
+
+
+def sharing_runs(cases):
+    """The cases as parameters of a test that reads their traced runs, each in its case's process (one_run)."""
+    return [pytest.param(c, marks=one_run(c), id=case_id(c)) for c in cases]
 
 
 @pytest.mark.parametrize("device, c", device_cases(SMALL, "cpu", CPU) + device_cases(SMALL + LARGE, "cuda", CUDA))
@@ -128,7 +139,7 @@ def test_output_matches_reference(device, c):
 
 
 @CPU
-@pytest.mark.parametrize("c", SMALL, ids=case_id)
+@pytest.mark.parametrize("c", sharing_runs(SMALL))
 def test_bytes_moved_equal_gpusim_counts(c):
     assert traced(c)[2] == gpusim.simulate(**c).counts
 

@@ -21,6 +21,8 @@ from nbclient.exceptions import CellExecutionError
 import gpusim
 from gpusim_course.block_sliders import BLOCK_LABELS
 
+# make test's processes: one runs them all, so the tests that read a notebook's headless run share it (executed).
+pytestmark = pytest.mark.xdist_group("notebooks")
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COURSE = ("01_memory_hierarchy", "02_standard_attention", "03_online_softmax", "04_tiling", "05_flash1_vs_flash2",
