@@ -160,13 +160,20 @@ def _heldout_rows(name, model):
 
 
 MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (perf_report's)
+SWAPS = set()  # the trials that swap measured rows, not the model (trial(key, rows=True))
 
 
 def state():
-    """MODEL as a key, its tandem repeats dropped: a run of trials entered again inside itself, nothing between (a
-    section's model nested in the same model), swaps the parts it swapped before for the same, so the model is as
-    before and what it computes is kept once."""
-    return _untandem(tuple(MODEL))
+    """MODEL as a key: the swaps of measured rows first, wherever they are nested (they commute with the model's
+    trials), then the model's trials with their tandem repeats dropped: a run of trials entered again inside itself,
+    nothing between (a section's model nested in the same model), swaps the parts it swapped before for the same, so
+    the model is as before and what it computes is kept once."""
+    return _state(tuple(MODEL))
+
+
+@lru_cache(maxsize=None)
+def _state(model):
+    return tuple(dict.fromkeys(k for k in model if k in SWAPS)) + _untandem(tuple(k for k in model if k not in SWAPS))
 
 
 def _untandem(key):
@@ -178,10 +185,14 @@ def _untandem(key):
 
 
 @contextmanager
-def trial(key):
+def trial(key, rows=False):
     """The block runs under the trial `key` describes, whose caller swaps a part of the model as it starts and back as
-    it ends: rows() and heldout_rows() keep what they computed per state of the model (MODEL), so a trial run twice in
-    a process is computed once; gpusim's tile picks, cached in gpusim, are dropped as it starts and ends."""
+    it ends (rows=True: the measured rows a results file holds, not the model): rows() and heldout_rows() keep what
+    they computed per state of the model (state()), so a trial run twice in a process is computed once; gpusim's tile
+    picks, cached in gpusim, are dropped as it starts and ends."""
+    if rows:
+        SWAPS.add(key)
+        _state.cache_clear()
     MODEL.append(key)
     gpusim.best_blocks.cache_clear()
     try:

@@ -437,13 +437,13 @@ def lone_pipelined():
 
 
 @contextmanager
-def _patched(module, name, value, key):
+def _patched(module, name, value, key, rows=False):
     """module.name = value while the block runs, an agreement.trial described by key (what it computed kept apart
-    from the model's)."""
+    from the model's; rows=True: a swap of measured rows)."""
     base = getattr(module, name)
     setattr(module, name, value)
     try:
-        with agreement.trial(key):
+        with agreement.trial(key, rows):
             yield
     finally:
         setattr(module, name, base)
@@ -571,8 +571,8 @@ def trial_scores():
 
 def model_scores():
     """trial_scores() under the model in force (as it stands, or a trial's, or as it stood inside line_issue or
-    one_warp_issue), once a process for each (agreement.MODEL): the trial tables share it."""
-    return _model_scores(tuple(agreement.MODEL))
+    one_warp_issue), once a process for each (agreement.state()): the trial tables share it."""
+    return _model_scores(agreement.state())
 
 
 @lru_cache(maxsize=None)
@@ -1685,8 +1685,8 @@ def fitted_half_error():
 
 def pipe_fit(issued=False):
     """{(hiding, contention): fitted_half_error()} over PIPE_GRID under nsight_pipe, and the point fitted: the most rows
-    within 20%, then the least mean error (computed once a process under each state of the model: agreement.MODEL)."""
-    return _pipe_fit(issued, tuple(agreement.MODEL))
+    within 20%, then the least mean error (computed once a process under each state of the model: agreement.state())."""
+    return _pipe_fit(issued, agreement.state())
 
 
 @lru_cache(maxsize=None)
@@ -2156,7 +2156,7 @@ def before_retimed():
     probe), while the block runs: as every figure docs/perf.md quotes from before it."""
     current = agreement.read_heldout
     with _patched(agreement, "read_heldout", lambda name: rows_before_retimed().get(name) or current(name),
-                  "before_retimed"):
+                  "before_retimed", rows=True):
         yield
 
 

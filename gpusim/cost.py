@@ -419,7 +419,7 @@ def waves(step):
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
     per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
     longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
-    launch = cfg.pass_.launch_s(cfg, grid.kernel)
+    launch, longest_j = cfg.pass_.launch_s(cfg, grid.kernel), int(tail_steps.max())
     time = (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch
     return Timing(
         predicted_time_s=time,
@@ -431,7 +431,7 @@ def waves(step):
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
-        latency_bound=bool(chain(step, tail_steps.max()) > busy(step, tail_steps.max(), sharing, b)),
+        latency_bound=bool(chain(step, longest_j) > busy(step, longest_j, sharing, b)),
         spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
 
@@ -452,8 +452,9 @@ def list_schedule(step, total):
     slots = step.grid.slots
     order = tau(step, np.asarray(step.grid.work.tail[::-1]), 1, 1).tolist()  # the tail in launch order
     free = [max(0.0, total - sum(order)) / slots] * slots  # when each slot takes its first program of the tail
+    replace = heapq.heapreplace  # (a name looked up once: the loop runs thousands of times a launch)
     for t in order:
-        heapq.heapreplace(free, free[0] + t)
+        replace(free, free[0] + t)
     return max(free)
 
 

@@ -111,3 +111,18 @@ def test_a_trial_nested_in_itself_is_one_state_of_the_model():
     assert agreement._untandem(("no", "yes", "no")) == ("no", "yes", "no")
     with agreement.trial("d"), agreement.trial("l"), agreement.trial("d"), agreement.trial("l"):
         assert agreement.state() == ("d", "l")
+
+
+def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
+    """A trial of the rows (perf_report.before_retimed) commutes with the model's trials: entered outside them or inside,
+    once or twice, it is one state, and the rows it scores are kept once (the model's own, before and after)."""
+    agreement, perf_report = _agreement()
+    with perf_report.before_retimed(), perf_report.pipelined():
+        outside = agreement.state(), agreement.heldout_rows("heldout_2030.json")
+    with perf_report.pipelined(), perf_report.before_retimed(), agreement.trial("before_retimed", rows=True):
+        assert agreement.state() == outside[0] == ("before_retimed", "pipelined")
+        assert agreement.heldout_rows("heldout_2030.json") is outside[1]
+    with agreement.trial("pipelined"), agreement.trial("d"):
+        assert agreement.state() == ("pipelined", "d")  # a trial of the model keeps its place
+    now = agreement.heldout_rows("heldout_2030.json")
+    assert [p[0] for p in now] != [p[0] for p in outside[1]] and agreement.MODEL == []

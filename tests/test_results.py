@@ -83,8 +83,8 @@ def test_make_tests_processes_run_this_file_whole_in_one(request):
     """make test's --dist loadgroup hands this file to one process (its pytestmark group), so its model states are
     priced once: pytest-xdist marks the group in each test's node id. With pytest 9.2 it silently stopped doing so
     (pytest-xdist issue 1386), which pyproject.toml's test extra keeps out."""
-    if not request.config.getvalue("loadgroup"):
-        pytest.skip("not run under pytest-xdist's --dist loadgroup (make test runs it so)")
+    if not request.config.getoption("loadgroup", False):  # set in pytest-xdist's processes under loadgroup
+        pytest.skip("not run by a pytest-xdist process under --dist loadgroup (make test runs it so)")
     assert request.node.nodeid.endswith("@perf_report"), request.node.nodeid
 
 
