@@ -452,9 +452,8 @@ def list_schedule(step, total):
     slots = step.grid.slots
     order = tau(step, np.asarray(step.grid.work.tail[::-1]), 1, 1).tolist()  # the tail in launch order
     free = [max(0.0, total - sum(order)) / slots] * slots  # when each slot takes its first program of the tail
-    replace = heapq.heapreplace  # (a name looked up once: the loop runs thousands of times a launch)
     for t in order:
-        replace(free, free[0] + t)
+        heapq.heapreplace(free, free[0] + t)
     return max(free)
 
 
