@@ -13,6 +13,9 @@ from gpusim_course import puzzles
 from gpusim_course.puzzles.catalog import NOTEBOOKS
 from test_notebooks import run_in_kernel
 
+# make test's processes: the one that runs the headless notebooks runs these too, in the same kernel (and the same
+# checker process in it), started once.
+pytestmark = pytest.mark.xdist_group("notebooks")
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONED = sorted(set(NOTEBOOKS.values()) - {"10_write_the_kernels"})  # notebook 10 is all puzzles: test_notebooks
 

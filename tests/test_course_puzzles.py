@@ -17,6 +17,10 @@ from gpusim_course import puzzles  # noqa: E402
 from gpusim_course.puzzles import solutions as puzzle_solutions  # noqa: E402
 from gpusim_course.puzzles.sandbox import TIMEOUT_S  # noqa: E402
 
+# make test's processes: one runs them all, so one checker process serves them (its start imports torch and triton),
+# but for those these tests stop on purpose.
+pytestmark = pytest.mark.xdist_group("puzzles")
+
 Q_LOAD = ("    q_i = tl.load(Q + bh * N * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < N, other=0.0)"
           "  # read Br*d\n")
 KEYS = "        keys = j * Bc + tl.arange(0, Bc)\n"
