@@ -17,6 +17,8 @@ pytest.importorskip("triton", reason="the probe scripts need Triton, which publi
 ROOT = Path(__file__).resolve().parents[1]
 from benchmarks import (bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, lone_program, matmul_tiles, overlap,  # noqa: E402
                         probe, resources, tiles)
+import gpusim  # noqa: E402
+from gpusim.config import make_config  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
@@ -431,6 +433,25 @@ def test_committed_resources_cover_every_configuration_and_five_hopper_launches_
             fit = [r for r in data["rows"] if (r["kernel"], r["head_dim"], r["dtype"], r["causal"]) ==
                    ("hopper", d, "fp16", causal) and r["shared_bytes"] <= H200_SHARED_BYTES and r["spill_store_bytes"] == 0]
             assert len(fit) >= 5
+
+
+def test_hopper_shared_estimate_is_each_compiled_launchs_but_its_barriers():
+    """Hopper.shared_bytes (the estimate off the compiled table) against every compiled Hopper launch, with the knobs it
+    was compiled with: short by its mbarriers alone (32-56 B; warp-specialized, 192 B), or where Q's tile is aligned
+    after them (the causal launches of two loops, rotated or fp8), by up to 1 KiB."""
+    rows = json.loads(RESOURCES.read_text())["rows"]
+    gaps = {}
+    for (fields, consts, _), row in zip(resources.configs(), rows):
+        if fields["kernel"] == "hopper":
+            tiles = gpusim.Tiles(fields["block_q"], fields["block_kv"], num_warps=fields["num_warps"],
+                                 num_stages=fields["num_stages"], warp_specialize=fields["warp_specialize"],
+                                 mask=consts["MASK"], overlap=consts["OVERLAP"])
+            cfg = make_config("hopper", seq=4096, head_dim=fields["head_dim"], causal=fields["causal"],
+                              dtype=fields["dtype"], gpu="H200", tiles=tiles)
+            gaps[str(tiles), fields["head_dim"], fields["dtype"], fields["causal"]] = (
+                row["shared_bytes"] - cfg.pass_.shared_bytes(cfg, "hopper", fields["num_stages"]))
+    assert len(gaps) >= 60 and all(32 <= gap <= 1024 for gap in gaps.values()), gaps
+    assert {gap for (tiles, *_), gap in gaps.items() if "warp_specialize=True" in tiles} == {192}  # 20 mbarriers
 
 
 def test_ptxas_report_parses_and_refuses_what_it_cannot_read():

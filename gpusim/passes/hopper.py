@@ -36,6 +36,16 @@ WS = dict(block_q=128, block_kv=128, num_stages=2, num_warps=4, warp_specialize=
           lpt_heads=0)
 SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize=False, mask="split", overlap=False,
            lpt_heads=0)
+# What a block holds in shared memory beside its Q tile and its stages of K and V, from Triton 3.6's shared-memory map
+# of the compiled launches (MLIR_ENABLE_DUMP=1: the IR after allocate-shared-memory-nv), at d 64 and 128, block_q and
+# block_kv 64 and 128, 2 and 3 stages, fp16 and fp8. Warp-specialized: a scratch of 64 x 64 fp16 per consumer warp
+# group, through which its O tile changes layout on the way to the store (in 64-column pieces, whatever head_dim), and
+# 128 B where the block makes its TMA descriptors. Rotated (overlap): one K tile more, the first, which the loop's
+# prologue multiplies before the stages fill. Left out: the mbarriers (32-288 B) and, where Q's tile is aligned after
+# them (causal launches of two loops), up to 1 KiB. tests/test_benchmarks.py checks every launch of
+# results/sm90_resources.json (the warp-specialized ones 128 x 128 on 2 stages, the rotated ones 128 x 64 causal); the
+# other tiles and stages were compiled once (2026-12-04).
+WS_SCRATCH_BYTES = 2 * 64 * 64 * 2 + 128
 LAUNCHES = {
     (64, "fp16", False): WS,
     (64, "fp16", True): {**SWP, "block_kv": 64, "overlap": True, "lpt_heads": 1},
@@ -104,8 +114,11 @@ class Hopper(Flash2):
         return gpu.launch_overhead_s if gpu.graph_launch_s is None else gpu.graph_launch_s
 
     def shared_bytes(self, cfg, kernel, num_stages):
-        """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more."""
-        return cfg.sram_bytes(kernel) + (num_stages - self.KV_BUFFERS) * self.stage_bytes(cfg, kernel)
+        """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more; warp-specialized, WS_SCRATCH_BYTES
+        more; rotated, its first K tile (half a stage) more."""
+        own, stage = launch_options(cfg), self.stage_bytes(cfg, kernel)
+        extra = WS_SCRATCH_BYTES * own["warp_specialize"] + stage // 2 * own["overlap"]
+        return cfg.sram_bytes(kernel) + (num_stages - self.KV_BUFFERS) * stage + extra
 
     def launch(self, cfg, kernel):
         """(num_warps, num_stages) as the kernel passes them to Triton; warp-specialized, num_warps is per warp
