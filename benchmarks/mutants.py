@@ -126,6 +126,9 @@ MUTANTS = [
     Mutant("occupancy", "spread the register tiles over one warp", "gpusim/occupancy.py",
            "(4 * WARP * num_warps)", "(4 * WARP)",
            PINS + "test_the_register_estimate_spreads_the_tiles_over_the_blocks_threads"),
+    Mutant("occupancy", "a warp-specialized Hopper block holds no epilogue scratch beside its tiles",
+           "gpusim/passes/hopper.py", 'WS_SCRATCH_BYTES * own["warp_specialize"]', '0 * own["warp_specialize"]',
+           "tests/test_benchmarks.py::test_hopper_shared_estimate_is_each_compiled_launchs_but_its_barriers"),
     # time
     Mutant("time", "let one block hide its own loads (no latency on the chain)", "gpusim/cost.py",
            "chain = step.serial_s + loads", "chain = step.serial_s",
