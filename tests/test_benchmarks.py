@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from benchmarks import (bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, lone_program, matmul_tiles, overlap,  # noqa: E402
                         probe, resources, tiles)
 import gpusim  # noqa: E402
+from gpusim import compiled  # noqa: E402
 from gpusim.config import make_config  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
 
@@ -452,6 +453,26 @@ def test_hopper_shared_estimate_is_each_compiled_launchs_but_its_barriers():
                 row["shared_bytes"] - cfg.pass_.shared_bytes(cfg, "hopper", fields["num_stages"]))
     assert len(gaps) >= 60 and all(32 <= gap <= 1024 for gap in gaps.values()), gaps
     assert {gap for (tiles, *_), gap in gaps.items() if "warp_specialize=True" in tiles} == {192}  # 20 mbarriers
+
+
+def test_gpusims_table_holds_each_hopper_launch_its_own_resources():
+    """Where a variant of the Hopper kernel shares its launch table's key (the masks, the rotated loop), gpusim's
+    compiled table (gpusim/compiled.py) holds the table's launch, the one the kernel runs and gpusim prices."""
+    rows = json.loads(RESOURCES.read_text())["rows"]
+    own = set()
+    for (fields, consts, _), row in zip(resources.configs(), rows):
+        if fields["kernel"] == "hopper":
+            launch = hopper.LAUNCHES[fields["head_dim"], fields["dtype"], fields["causal"]]
+            knobs = dict(block_q=fields["block_q"], block_kv=fields["block_kv"], num_stages=fields["num_stages"],
+                         num_warps=fields["num_warps"], warp_specialize=fields["warp_specialize"], mask=consts["MASK"],
+                         overlap=consts["OVERLAP"])
+            if knobs.items() <= launch.items():
+                key = ("sm_90", "hopper", fields["head_dim"], fields["dtype"], fields["causal"], fields["block_q"],
+                       fields["block_kv"], fields["num_warps"], fields["num_stages"])
+                own.add(key)
+                spill = row["spill_store_bytes"] + row["spill_load_bytes"]
+                assert compiled.COMPILED[key][:3] == (row["registers"], spill, row["shared_bytes"]), key
+    assert len(own) == len(hopper.LAUNCHES)
 
 
 def test_ptxas_report_parses_and_refuses_what_it_cannot_read():

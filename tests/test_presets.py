@@ -47,7 +47,8 @@ def test_docs_testing_lists_every_planted_bug_and_its_score():
 def test_compiled_table_is_the_resources_file():
     data = json.loads((ROOT / "results" / "sm90_resources.json").read_text())
     assert data["environment"]["triton"] == compiled.TRITON
-    by_key = {}  # launch variants the model does not tell apart (the Hopper kernel's masks) share a key: the last
+    # Launch variants the model does not tell apart (the Hopper kernel's masks) share a key: the last, its table's launch.
+    by_key = {}
     for r in data["rows"]:
         if "error" not in r:
             softmax = r["kernel"] in ("softmax", "softmax_unaligned")  # keyed by the row it holds
