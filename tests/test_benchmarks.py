@@ -436,42 +436,39 @@ def test_committed_resources_cover_every_configuration_and_five_hopper_launches_
             assert len(fit) >= 5
 
 
+def compiled_hopper_launches():
+    """(row of results/sm90_resources.json, the knobs it was compiled with) for every Hopper launch in it."""
+    rows = json.loads(RESOURCES.read_text())["rows"]
+    return [(row, {**{k: fields[k] for k in ("block_q", "block_kv", "num_warps", "num_stages", "warp_specialize")},
+                   "mask": consts["MASK"], "overlap": consts["OVERLAP"]})
+            for (fields, consts, _), row in zip(resources.configs(), rows) if fields["kernel"] == "hopper"]
+
+
 def test_hopper_shared_estimate_is_each_compiled_launchs_but_its_barriers():
     """Hopper.shared_bytes (the estimate off the compiled table) against every compiled Hopper launch, with the knobs it
     was compiled with: short by its mbarriers alone (32-56 B; warp-specialized, 192 B), or where Q's tile is aligned
     after them (the causal launches of two loops, rotated or fp8), by up to 1 KiB."""
-    rows = json.loads(RESOURCES.read_text())["rows"]
     gaps = {}
-    for (fields, consts, _), row in zip(resources.configs(), rows):
-        if fields["kernel"] == "hopper":
-            tiles = gpusim.Tiles(fields["block_q"], fields["block_kv"], num_warps=fields["num_warps"],
-                                 num_stages=fields["num_stages"], warp_specialize=fields["warp_specialize"],
-                                 mask=consts["MASK"], overlap=consts["OVERLAP"])
-            cfg = make_config("hopper", seq=4096, head_dim=fields["head_dim"], causal=fields["causal"],
-                              dtype=fields["dtype"], gpu="H200", tiles=tiles)
-            gaps[str(tiles), fields["head_dim"], fields["dtype"], fields["causal"]] = (
-                row["shared_bytes"] - cfg.pass_.shared_bytes(cfg, "hopper", fields["num_stages"]))
+    for row, knobs in compiled_hopper_launches():
+        cfg = make_config("hopper", seq=4096, head_dim=row["head_dim"], causal=row["causal"], dtype=row["dtype"],
+                          gpu="H200", tiles=gpusim.Tiles(**knobs))
+        gaps[str(knobs), row["head_dim"], row["dtype"], row["causal"]] = (
+            row["shared_bytes"] - cfg.pass_.shared_bytes(cfg, "hopper", knobs["num_stages"]))
     assert len(gaps) >= 60 and all(32 <= gap <= 1024 for gap in gaps.values()), gaps
-    assert {gap for (tiles, *_), gap in gaps.items() if "warp_specialize=True" in tiles} == {192}  # 20 mbarriers
+    assert {gap for (knobs, *_), gap in gaps.items() if "'warp_specialize': True" in knobs} == {192}  # 20 mbarriers
 
 
 def test_gpusims_table_holds_each_hopper_launch_its_own_resources():
     """Where a variant of the Hopper kernel shares its launch table's key (the masks, the rotated loop), gpusim's
     compiled table (gpusim/compiled.py) holds the table's launch, the one the kernel runs and gpusim prices."""
-    rows = json.loads(RESOURCES.read_text())["rows"]
     own = set()
-    for (fields, consts, _), row in zip(resources.configs(), rows):
-        if fields["kernel"] == "hopper":
-            launch = hopper.LAUNCHES[fields["head_dim"], fields["dtype"], fields["causal"]]
-            knobs = dict(block_q=fields["block_q"], block_kv=fields["block_kv"], num_stages=fields["num_stages"],
-                         num_warps=fields["num_warps"], warp_specialize=fields["warp_specialize"], mask=consts["MASK"],
-                         overlap=consts["OVERLAP"])
-            if knobs.items() <= launch.items():
-                key = ("sm_90", "hopper", fields["head_dim"], fields["dtype"], fields["causal"], fields["block_q"],
-                       fields["block_kv"], fields["num_warps"], fields["num_stages"])
-                own.add(key)
-                spill = row["spill_store_bytes"] + row["spill_load_bytes"]
-                assert compiled.COMPILED[key][:3] == (row["registers"], spill, row["shared_bytes"]), key
+    for row, knobs in compiled_hopper_launches():
+        if knobs.items() <= hopper.LAUNCHES[row["head_dim"], row["dtype"], row["causal"]].items():
+            key = ("sm_90", "hopper", row["head_dim"], row["dtype"], row["causal"], row["block_q"], row["block_kv"],
+                   row["num_warps"], row["num_stages"])
+            own.add(key)
+            spill = row["spill_store_bytes"] + row["spill_load_bytes"]
+            assert compiled.COMPILED[key][:3] == (row["registers"], spill, row["shared_bytes"]), key
     assert len(own) == len(hopper.LAUNCHES)
 
 

@@ -15,7 +15,6 @@ import pytest
 import gpusim
 from gpusim import cost
 from gpusim.passes.flash2_backward import Flash2Backward
-from gpusim.passes.hopper import Hopper
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
@@ -2451,7 +2450,8 @@ def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
         return cost.schedule(gpusim.simulate("hopper", seq=128, heads=264, head_dim=64, causal=True, dtype="fp16",
                                              gpu=agreement.PRESET, tiles=own_tiles(64, True, num_stages=stages)))
     assert [schedule(s)[0].res.registers_per_thread for s in (4, 5)] == [136, 136] and [rows[s][0] for s in (4, 5)] == [126, 126]
-    first_k = Hopper().stage_bytes(schedule(4)[0].cfg, "hopper") // 2  # counted since the thirty-seventh session
+    cfg = schedule(4)[0].cfg
+    first_k = cfg.pass_.stage_bytes(cfg, "hopper") // 2  # counted since the thirty-seventh session
     assert [rows[s][1] - schedule(s)[0].res.shared_bytes for s in (4, 5, 6)] == [1024] * 3 and first_k == 8192
     assert 2 * rows[6][1] > gpu.sram_bytes_per_sm >= 2 * rows[5][1]
     lone = rows[6][4][1] / 2
