@@ -345,7 +345,7 @@ def model_table(rows, triton_version):
     num_stages): (registers, spill bytes stored + loaded per thread, shared bytes, per loop (instructions, MUFU,
     LDL, LDL bytes, STL bytes per iteration), the same for the whole kernel)}; shape is head_dim, or for the
     softmax the row it holds (BLOCK_N)."""
-    entries = {}  # by key: launch variants the model does not tell apart keep the last row's resources
+    entries = {}  # by key: launch variants the model does not tell apart keep the last row's (the Hopper table's own)
     for r in rows:
         if "error" in r:
             continue

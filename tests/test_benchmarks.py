@@ -464,8 +464,7 @@ def test_gpusims_table_holds_each_hopper_launch_its_own_resources():
     own = set()
     for row, knobs in compiled_hopper_launches():
         if knobs.items() <= hopper.LAUNCHES[row["head_dim"], row["dtype"], row["causal"]].items():
-            key = ("sm_90", "hopper", row["head_dim"], row["dtype"], row["causal"], row["block_q"], row["block_kv"],
-                   row["num_warps"], row["num_stages"])
+            key = resources.model_key(row)
             own.add(key)
             spill = row["spill_store_bytes"] + row["spill_load_bytes"]
             assert compiled.COMPILED[key][:3] == (row["registers"], spill, row["shared_bytes"]), key
