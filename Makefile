@@ -29,9 +29,9 @@ course: $(STAMP)
 
 # The real-browser test runs where Chromium and ChromeDriver are installed, and says so when skipped. The tests
 # run in one process per core (pytest-xdist), handed out one at a time as a process finishes its last, but for the
-# groups (xdist_group: tests/test_results.py, the browser tests, the headless notebooks and puzzle sections, the
-# puzzles' checks, each kernel case's tests), each run whole by one process, the largest first (pytest below 9.2:
-# pyproject.toml says why).
+# groups (xdist_group: tests/test_results.py with the other tests that score the held-out sets, the browser tests,
+# the headless notebooks and puzzle sections, the puzzles' checks, the two-process twin, each kernel case's tests),
+# each run whole by one process, the largest first (pytest below 9.2: pyproject.toml says why).
 test: $(STAMP)
 	$(PY) -m pytest -n auto --dist loadgroup
 

@@ -98,20 +98,20 @@ def name(row):
     return f"{algo} {row['pass']}" if "pass" in row else algo
 
 
-def rows(name_, default_only=False):
-    """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME (once a process
-    under each state of the model: MODEL)."""
-    return _rows(name_, default_only, state())
+def rows(name_, default_only=False, head_dim=None):
+    """(row, predicted / measured) for every timed row of the project's kernels in results/h200/NAME (with head_dim,
+    its rows at that head dim only; once a process under each state of the model: MODEL)."""
+    return _rows(name_, default_only, head_dim, state())
 
 
 @lru_cache(maxsize=None)
-def _rows(name_, default_only, model):
+def _rows(name_, default_only, head_dim, model):
     data = json.loads((RESULTS / name_).read_text())["rows"]
     out = []
     for row in data:
         algo = row.get("algo", row.get("provider"))
         if algo not in KERNELS + DECODE or "ms" not in row or row.get("error") or (
-                default_only and not row.get("default")):
+                default_only and not row.get("default")) or head_dim not in (None, row["head_dim"]):
             continue
         if name_ == "tiles.json" and not rule_launch(row):
             continue  # launches overridden away from the kernel's rule: the model prices the rule's launch

@@ -1677,9 +1677,14 @@ def nsight_pipe(hiding, contention, issued=False):
             cls.ISSUE_HIDING, cls.CONTENTION = hiding_table, contention_table
 
 
+def issue_half():
+    """The half ISSUE_HIDING and CONTENTION were fitted on: the d = 64 rows of bench.json and tiles.json, priced."""
+    return [p for name in ("bench.json", "tiles.json") for p in agreement.rows(name, head_dim=64)]
+
+
 def fitted_half_error():
     """(share within 20%, mean |ln(gpusim / measured)|) of the half ISSUE_HIDING and CONTENTION were fitted on."""
-    pairs = [p for name in ("bench.json", "tiles.json") for p in agreement.rows(name) if p[0]["head_dim"] == 64]
+    pairs = issue_half()
     return agreement.summary(pairs)["within 20%"], float(np.mean([abs(math.log(r)) for _, r in pairs]))
 
 
@@ -1909,9 +1914,8 @@ CONTENTIONS = (0.15, 0.3, 0.5, 0.7, 1.0)  # the grid the trial's CONTENTION is r
 
 
 def fitted_half_share():
-    """The share within 20% of the half CONTENTION was fitted on: the d = 64 rows of bench.json and tiles.json."""
-    return agreement.summary([p for name in ("bench.json", "tiles.json") for p in agreement.rows(name)
-                              if p[0]["head_dim"] == 64])["within 20%"]
+    """The share within 20% of the half CONTENTION was fitted on (issue_half)."""
+    return agreement.summary(issue_half())["within 20%"]
 
 
 @lru_cache(maxsize=None)

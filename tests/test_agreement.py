@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+# make test's processes: tests/test_results.py's, so that the tests scoring the held-out sets price them once
+pytestmark = pytest.mark.xdist_group("perf_report")
 ROOT = Path(__file__).resolve().parents[1]
 # The bounds docs/perf.md states for the time model against the H200 (benchmarks/agreement.py re-simulates
 # every timed row of the project's kernels from its own configuration).

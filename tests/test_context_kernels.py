@@ -15,7 +15,9 @@ import gpusim
 from gpusim_kernels import context, reference_attention
 from gpusim_kernels.interpreter import INTERPRETED
 
-pytestmark = pytest.mark.skipif(not INTERPRETED, reason="the twin runs on CPU tensors: TRITON_INTERPRET=1")
+# make test's processes: one runs the module, so that the two-process twin (the module's fixture) is spawned once
+pytestmark = [pytest.mark.skipif(not INTERPRETED, reason="the twin runs on CPU tensors: TRITON_INTERPRET=1"),
+              pytest.mark.xdist_group("context_twin")]
 WORLD = 2
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11}

@@ -217,6 +217,8 @@ def test_main_writes_the_figure_beside_the_json(tmp_path, capsys):
     assert PIL.Image.open(tmp_path / "s.png").size == (11 * 120, 8 * 120)
 
 
+# make test's processes: tests/test_results.py's, so that the tests scoring the held-out sets price them once
+@pytest.mark.xdist_group("perf_report")
 def test_the_held_out_figure_holds_every_row_of_every_set_by_kind():
     from gpusim_course.provenance import heldout
     fig = provenance_plots.heldout_figure(RESULTS)

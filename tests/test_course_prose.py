@@ -27,6 +27,8 @@ def _notebook(number):
     return path
 
 
+# make test's processes: tests/test_results.py's, so that the tests scoring the held-out sets price them once
+@pytest.mark.xdist_group("perf_report")
 @pytest.mark.parametrize("fact", prose.FACTS, ids=lambda f: f"{f.notebook}: {f.text}")
 def test_each_fact_is_what_its_function_computes_and_is_in_its_notebook(fact):
     assert fact.compute() == fact.text

@@ -6,12 +6,11 @@ each after `%reset -f`, so that a section finds nothing another defined or impor
 import functools
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from gpusim_course import puzzles
 from gpusim_course.puzzles.catalog import NOTEBOOKS
-from test_notebooks import run_in_kernel
+from test_notebooks import code_cell, read, run_in_kernel
 
 # make test's processes: the one that runs the headless notebooks runs these too, in the same kernel (and the same
 # checker process in it), started once.
@@ -27,7 +26,7 @@ def template(nb, name):
 
 def section(stem):
     """The notebook's cells from its first "## Puzzle" heading on."""
-    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    nb = read(ROOT / "notebooks" / f"{stem}.ipynb")
     start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Puzzle"))
     nb.cells = nb.cells[start:]
     return nb
@@ -35,10 +34,10 @@ def section(stem):
 
 @pytest.mark.parametrize("name", list(puzzles.PUZZLES))
 def test_each_puzzle_is_at_the_end_of_its_notebook_with_blanks_and_a_check(name):
-    nb = section(NOTEBOOKS[name]) if NOTEBOOKS[name] in SECTIONED else nbformat.read(
-        ROOT / "notebooks" / f"{NOTEBOOKS[name]}.ipynb", as_version=4)
+    stem = NOTEBOOKS[name]
+    nb = section(stem) if stem in SECTIONED else read(ROOT / "notebooks" / f"{stem}.ipynb")
     cell = template(nb, name)
-    assert "..." in cell.source and "TODO" in cell.source or NOTEBOOKS[name] == "10_write_the_kernels"
+    assert "..." in cell.source and "TODO" in cell.source or stem == "10_write_the_kernels"
     assert any(c.source.startswith(f'puzzles.check("{name}"') for c in nb.cells if c.cell_type == "code")
 
 
@@ -51,7 +50,8 @@ def solved_sections():
             template(nb, name).source = puzzles.solution_source(name)
         for cell in nb.cells:  # unique in the notebook they are run in
             cell.id = f"{stem[:2]}-{cell.id}"
-    cells = [cell for nb in sections.values() for cell in [nbformat.v4.new_code_cell("%reset -f"), *nb.cells]]
+    import nbformat
+    cells = [cell for nb in sections.values() for cell in [code_cell("%reset -f"), *nb.cells]]
     run_in_kernel(nbformat.v4.new_notebook(cells=cells, metadata=sections[SECTIONED[0]].metadata), ROOT, 180)
     return {stem: [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" and "puzzles.check(" in c.source
                    for o in c.outputs if "data" in o] for stem, nb in sections.items()}

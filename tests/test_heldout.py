@@ -147,6 +147,8 @@ def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypat
     assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
 
 
+# make test's processes: tests/test_results.py's, so that the tests scoring the held-out sets price them once
+@pytest.mark.xdist_group("perf_report")
 def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
     """gpusim_course.provenance.heldout (notebook 12) against benchmarks.perf_report's scoring (docs/perf.md): the same
     sets in seed order, the same shares of all rows and of each kind, the same verdict on issue 24's target."""

@@ -11,12 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from jupyter_client.manager import AsyncKernelManager
-from jupyter_core.utils import run_sync
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 import gpusim
 from gpusim_course.block_sliders import BLOCK_LABELS
@@ -33,12 +28,25 @@ LIMIT_S = 60
 SMALLER = {"03_online_softmax.ipynb": "ROWS = 200"}
 
 
+def read(path):
+    """The notebook at `path`, as nbformat reads it. Jupyter's modules are imported where they are used: a process
+    that runs none of these tests does not pay their 1.3 s (nbformat's schemas' grammars, most of it) to collect
+    them."""
+    import nbformat
+    return nbformat.read(path, as_version=4)
+
+
+def code_cell(source):
+    import nbformat
+    return nbformat.v4.new_code_cell(source)
+
+
 def execute(path, nb=None):
     """Run a notebook as JupyterLab's "Run All" would; returns it with outputs and widget state, and the time."""
-    nb = nb or nbformat.read(path, as_version=4)
+    nb = nb or read(path)
     if path.name in SMALLER:
         at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(SMALLER[path.name]))
+        nb.cells.insert(at + 1, code_cell(SMALLER[path.name]))
     start = time.perf_counter()
     run_in_kernel(nb, path.parent, LIMIT_S)
     return nb, time.perf_counter() - start
@@ -53,7 +61,8 @@ def run_in_kernel(nb, folder, timeout_s):
     the kernel down, so that whatever it left does not reach the next run. (What a namespace reset cannot undo,
     an environment variable or a setting an earlier notebook changed, is caught by tests/test_browser.py, which
     runs every notebook, up to the control it moves, in a kernel of its own.)"""
-    nb.cells.insert(0, nbformat.v4.new_code_cell(f"%reset -f\nimport os\nos.chdir({str(folder)!r})\ndel os"))
+    from nbclient import NotebookClient
+    nb.cells.insert(0, code_cell(f"%reset -f\nimport os\nos.chdir({str(folder)!r})\ndel os"))
     client = NotebookClient(nb, km=kernel(), timeout=timeout_s, resources={"metadata": {"path": str(folder)}})
     try:
         client.execute(env=os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
@@ -76,6 +85,7 @@ _KERNEL = {}  # "km": this process's kernel manager (a manager shut down cannot 
 
 def kernel():
     if "km" not in _KERNEL:
+        from jupyter_client.manager import AsyncKernelManager
         _KERNEL["km"] = AsyncKernelManager(kernel_name="python3", transport="ipc",
                                            ip=str(Path(SOCKETS.name) / "kernel"))
     return _KERNEL["km"]
@@ -85,16 +95,19 @@ def kernel():
 def shut_down_the_kernel():
     km = _KERNEL.pop("km", None)
     if km is not None and km.has_kernel:
+        from jupyter_core.utils import run_sync
         run_sync(km.shutdown_kernel)(now=True)
 
 
 def test_a_headless_run_finds_nothing_an_earlier_run_left_and_works_in_its_folder(tmp_path):
     """The shared kernel is as good as a fresh one: an earlier run's names and imports are gone, each run works in
     its own folder, and after a failed run the next one gets a new kernel."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir(), second.mkdir()
     def notebook(code):
-        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        return nbformat.v4.new_notebook(cells=[code_cell(code)])
     run_in_kernel(notebook("import numpy as np\nleft = 1"), first, 30)
     for name in ("left", "np"):
         with pytest.raises(CellExecutionError, match="NameError"):
@@ -127,7 +140,8 @@ def test_notebook_runs_headless_in_under_a_minute(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_clean(path):
-    nb = nbformat.read(path, as_version=4)
+    import nbformat
+    nb = read(path)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.outputs == [] and c.execution_count is None for c in code), "strip the outputs before committing"
@@ -150,9 +164,9 @@ def run_with_fixture(notebook, name, fixture):
     path = ROOT / "notebooks" / notebook
     if fixture is None:
         return printed(executed(path)[0])
-    nb = nbformat.read(path, as_version=4)
+    nb = read(path)
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"{name} = {str(ROOT / 'tests' / 'fixtures' / fixture)!r}"))
+    nb.cells.insert(at + 1, code_cell(f"{name} = {str(ROOT / 'tests' / 'fixtures' / fixture)!r}"))
     return printed(execute(path, nb)[0])
 
 
@@ -179,7 +193,7 @@ def test_training_notebook_with_and_without_the_backward_benchmark(bench_bwd, sa
 
 def test_notebook4_code_does_not_read_the_results_folder():
     """The browser test serves a copy of notebooks/ alone, without ../results."""
-    nb = nbformat.read(ROOT / "notebooks" / "04_tiling.ipynb", as_version=4)
+    nb = read(ROOT / "notebooks" / "04_tiling.ipynb")
     assert not any("results" in c.source for c in nb.cells if c.cell_type == "code")
 
 
@@ -207,7 +221,7 @@ def test_notebook10_accepts_the_reference_solutions_typed_into_its_puzzles():
     from gpusim_course.puzzles.catalog import NOTEBOOKS
 
     path = ROOT / "notebooks" / "10_write_the_kernels.ipynb"
-    nb = nbformat.read(path, as_version=4)
+    nb = read(path)
     for name in (n for n, stem in NOTEBOOKS.items() if stem == path.stem):
         template = next(c for c in nb.cells if c.cell_type == "code" and f"def {name}(" in c.source)
         assert "..." in template.source
