@@ -29,8 +29,8 @@ length not a multiple of 16 compiles to the same code. Rows with a "shape" are k
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
-(ptxas once per configuration, 50 CPU seconds). 486 configurations now (results/sm90_resources.json,
-2026-12-04).
+(ptxas once per configuration, 50 CPU seconds). 478 configurations now (results/sm90_resources.json,
+2026-12-05: 2 minutes on 2 cores with the cache warm but for the Hopper launches compiled anew).
 """
 import argparse
 import datetime
@@ -129,13 +129,27 @@ def softmax(seq, dtype, causal, block_q, block_kv):
     return row("softmax", None, dtype, causal, block_q, block_kv, seq=seq, **launch), consts, launch
 
 
-def hopper_launch(d, dtype, causal, launch):
+def hopper_launch(d, dtype, causal, overrides):
+    """The Hopper kernel's row and compile arguments for hopper_attention(..., **overrides): the launch it runs
+    (hopper.resolved_launch: the table's mask and rotated loop where the overrides leave them unset)."""
+    launch = hopper.resolved_launch(d, dtype, causal, SPEC_SEQ, overrides)
     consts = dict(GROUP=1, D=d, Br=launch["block_q"], Bc=launch["block_kv"], CAUSAL=causal, RAGGED=False,
                   FP8=dtype == "fp8", STAGES=launch["num_stages"], WARP_SPECIALIZE=launch["warp_specialize"],
-                  MASK=launch.get("mask", "every"), OVERLAP=launch.get("overlap", False))
+                  MASK=launch["mask"], OVERLAP=launch["overlap"])
     return (row("hopper", d, dtype, causal, launch["block_q"], launch["block_kv"], num_warps=launch["num_warps"],
                 num_stages=launch["num_stages"], warp_specialize=launch["warp_specialize"]),
             consts, {"num_warps": launch["num_warps"]})  # the loop's depth is STAGES; the launch passes no num_stages
+
+
+def hopper_launches(d, dtype, causal):
+    """The table's launch and HOPPER_VARIANTS' (benchmarks/tiles.py's), each as it runs, once: a variant whose unset
+    knobs the table fills may run the table's launch. So each key of gpusim's table (which leaves out the mask and
+    the rotated loop) holds the one launch the sweep ran at it."""
+    out = {}
+    for overrides in [hopper.LAUNCHES[d, dtype, causal]] + HOPPER_VARIANTS:
+        config = hopper_launch(d, dtype, causal, overrides)
+        out.setdefault(model_key(config[0]), config)
+    return list(out.values())
 
 
 def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stages, seq=None, warp_specialize=None,
@@ -215,8 +229,7 @@ def configs():
                     out += [rule, tiled("flash2", d, dtype, causal, block_q, block_kv, 12 - rule[2]["num_warps"])]
                 out += [tiled(k, d, dtype, causal, b_q, b_kv) for k in ("qk", "pv") for b_q, b_kv in NAIVE_BLOCKS]
                 out.append(tiled("flash1", d, dtype, causal, *paper_blocks("flash1", GPU, d, dtype)))
-                own = hopper.LAUNCHES[d, dtype, causal]  # last: where a variant shares its key, gpusim's table keeps it
-                out += [hopper_launch(d, dtype, causal, v) for v in [v for v in HOPPER_VARIANTS if v != own] + [own]]
+                out += hopper_launches(d, dtype, causal)
         out += [softmax(seq, dtype, causal, b_q, b_kv) for seq in SEQS for causal in (False, True)
                 for b_q, b_kv in NAIVE_BLOCKS]
     out += [hopper_launch(d, "fp8", causal, hopper.LAUNCHES[d, "fp8", causal]) for d in (64, 128)
@@ -345,11 +358,13 @@ def model_table(rows, triton_version):
     num_stages): (registers, spill bytes stored + loaded per thread, shared bytes, per loop (instructions, MUFU,
     LDL, LDL bytes, STL bytes per iteration), the same for the whole kernel)}; shape is head_dim, or for the
     softmax the row it holds (BLOCK_N)."""
-    entries = {}  # by key: launch variants the model does not tell apart keep the last row's (the Hopper table's own)
+    entries = {}
     for r in rows:
         if "error" in r:
             continue
         key = model_key(r)
+        if key in entries:
+            raise ValueError(f"two compiled launches share gpusim's key {key}: the key must tell them apart")
         loops = tuple(tuple(loop) for loop in r["loops"])
         entries[key] = (f"    {key!r}: ({r['registers']}, {r['spill_store_bytes'] + r['spill_load_bytes']}, "
                         f"{r['shared_bytes']}, {loops!r}, {tuple(r['issued'])!r}),")

@@ -375,20 +375,29 @@ def _prepare(q, k, v, causal, fp8, overrides):
     if (dtype == "fp8") != fp8:
         raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
                          "with them")
-    base = WS if overrides.get("warp_specialize") else LAUNCHES[q.shape[3], dtype, bool(causal)]
-    launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
-    _check_launch(launch)
-    wrong = q.device.type == "cuda" and wrong_on_h200(launch, causal, k.shape[2] % launch["block_kv"], q.shape[3])
-    if wrong:
-        raise ValueError(wrong)
-    limit = launch["warp_specialize"] and _warp_specializer_limit(launch, causal or k.shape[2] % launch["block_kv"])
-    if limit and overrides["warp_specialize"]:
-        raise ValueError(f"warp_specialize=True {limit}")
-    if limit:  # a table launch overridden to something the warp specializer cannot take
-        launch.update(warp_specialize=False, num_warps=overrides["num_warps"] or SWP["num_warps"])
+    launch = resolved_launch(q.shape[3], dtype, causal, k.shape[2], overrides, on_h200=q.device.type == "cuda")
     return make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
                        seq_kv=k.shape[2], head_dim=q.shape[3], tiles=Tiles(**launch), causal=causal, dtype=dtype,
                        gpu="H200")
+
+
+def resolved_launch(head_dim, dtype, causal, seq_kv, overrides, on_h200=False):
+    """The launch the kernel runs given these overrides ({knob: value}, None: not given): the table's (LAUNCHES; WS
+    where warp_specialize=True is asked for) with every given knob in place, checked; software-pipelined where the
+    warp specializer cannot take a table launch overridden so. on_h200: refused where triton 3.6 compiles it to wrong
+    output there (wrong_on_h200). benchmarks/resources.py compiles the launches so resolved."""
+    base = WS if overrides.get("warp_specialize") else LAUNCHES[head_dim, dtype, bool(causal)]
+    launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
+    _check_launch(launch)
+    wrong = on_h200 and wrong_on_h200(launch, causal, seq_kv % launch["block_kv"], head_dim)
+    if wrong:
+        raise ValueError(wrong)
+    limit = launch["warp_specialize"] and _warp_specializer_limit(launch, causal or seq_kv % launch["block_kv"])
+    if limit and overrides.get("warp_specialize"):
+        raise ValueError(f"warp_specialize=True {limit}")
+    if limit:  # a table launch overridden to something the warp specializer cannot take
+        launch.update(warp_specialize=False, num_warps=overrides.get("num_warps") or SWP["num_warps"])
+    return launch
 
 
 def _check_launch(launch):

@@ -3,6 +3,7 @@ pure-Python parts (arguments, the JSON and its rows, the configurations they swe
 kernels in Triton's interpreter, which must compute what the scripts say they measure, and their kernels
 compiled for sm_90a on this machine, which must use the instructions the scripts say they time. The
 timings themselves need the GPU."""
+import itertools
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ import gpusim  # noqa: E402
 from gpusim import compiled  # noqa: E402
 from gpusim.config import make_config  # noqa: E402
 from gpusim_kernels import hopper  # noqa: E402
+from gpusim_kernels.launch import signature  # noqa: E402
 
 RESOURCES = ROOT / "results" / "sm90_resources.json"
 H200_SHARED_BYTES = 232_448  # the H200's shared memory per thread block (227 KiB, cudaFuncAttribute opt-in)
@@ -458,17 +460,37 @@ def test_hopper_shared_estimate_is_each_compiled_launchs_but_its_barriers():
     assert {gap for (knobs, *_), gap in gaps.items() if "'warp_specialize': True" in knobs} == {192}  # 20 mbarriers
 
 
-def test_gpusims_table_holds_each_hopper_launch_its_own_resources():
-    """Where a variant of the Hopper kernel shares its launch table's key (the masks, the rotated loop), gpusim's
-    compiled table (gpusim/compiled.py) holds the table's launch, the one the kernel runs and gpusim prices."""
-    own = set()
-    for row, knobs in compiled_hopper_launches():
-        if knobs.items() <= hopper.LAUNCHES[row["head_dim"], row["dtype"], row["causal"]].items():
-            key = resources.model_key(row)
-            own.add(key)
-            spill = row["spill_store_bytes"] + row["spill_load_bytes"]
-            assert compiled.COMPILED[key][:3] == (row["registers"], spill, row["shared_bytes"]), key
-    assert len(own) == len(hopper.LAUNCHES)
+def test_each_hopper_launch_is_compiled_as_the_kernel_runs_it():
+    """The Hopper launches of results/sm90_resources.json (the table's and the sweep's, benchmarks/tiles.py's
+    HOPPER_VARIANTS) with the constants hopper_attention itself launches them with (its _planned, from tensors on this
+    CPU): a variant that leaves the mask and the rotated loop unset runs the table's (they were compiled as "every"
+    and not rotated until the thirty-eighth session), and each launch once."""
+    compiled_as = {(row["head_dim"], row["dtype"], row["causal"], knobs["block_q"], knobs["block_kv"], knobs["num_warps"],
+                    knobs["num_stages"], knobs["warp_specialize"]): (knobs["mask"], knobs["overlap"])
+                   for row, knobs in compiled_hopper_launches()}
+    assert len(compiled_as) == len(compiled_hopper_launches())
+    for d, causal in itertools.product((64, 128), (False, True)):
+        q = torch.zeros(1, 1, 256, d, dtype=torch.float16)
+        for variant in [hopper.LAUNCHES[d, "fp16", causal]] + tiles.HOPPER_VARIANTS:
+            overrides = tuple({**dict.fromkeys(hopper.WS), **variant}.items())
+            _, ran, _, consts = hopper._planned(signature(dict(q=q, k=q, v=q)), causal, False, overrides, True)
+            key = (d, "fp16", causal, ran.block_q, ran.block_kv, ran.num_warps, ran.num_stages, ran.warp_specialize)
+            assert compiled_as[key] == (consts["MASK"], consts["OVERLAP"]), (key, variant)
+
+
+def test_gpusim_reads_each_compiled_hopper_launch_under_its_own_key():
+    """Every compiled Hopper launch is what gpusim reads (occupancy.resources, with the key gpusim makes) for a
+    configuration given that launch's knobs, and no two share a key: gpusim's key leaves out the mask and the rotated
+    loop, so one launch a key, the one the sweep ran."""
+    from gpusim.occupancy import resources as gpusim_resources
+    launches = compiled_hopper_launches()
+    for row, knobs in launches:
+        cfg = make_config("hopper", seq=4096, head_dim=row["head_dim"], causal=row["causal"], dtype=row["dtype"],
+                          gpu="H200", tiles=gpusim.Tiles(**knobs))
+        res = gpusim_resources(cfg, "hopper")
+        assert res.compiled and (res.registers_per_thread, res.spill_bytes_per_thread, res.shared_bytes) == (
+            row["registers"], row["spill_store_bytes"] + row["spill_load_bytes"], row["shared_bytes"]), knobs
+    assert len({resources.model_key(row) for row, _ in launches}) == len(launches) >= 60
 
 
 def test_ptxas_report_parses_and_refuses_what_it_cannot_read():

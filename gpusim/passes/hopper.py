@@ -43,8 +43,8 @@ SWP = dict(block_q=128, block_kv=128, num_stages=3, num_warps=8, warp_specialize
 # 128 B where the block makes its TMA descriptors. Rotated (overlap): one K tile more, the first, which the loop's
 # prologue multiplies before the stages fill. Left out: the mbarriers (32-288 B) and, where Q's tile is aligned after
 # them (causal launches of two loops), up to 1 KiB. tests/test_benchmarks.py checks every launch of
-# results/sm90_resources.json (the warp-specialized ones 128 x 128 on 2 stages, the rotated ones 128 x 64 causal); the
-# other tiles and stages were compiled once (2026-12-04).
+# results/sm90_resources.json (the warp-specialized ones 128 x 128 on 2 stages, the rotated ones the causal d = 64
+# launches at every tile of the sweep); the other tiles and stages were compiled once (2026-12-04).
 WS_SCRATCH_BYTES = 2 * 64 * 64 * 2 + 128
 LAUNCHES = {
     (64, "fp16", False): WS,
