@@ -17,7 +17,8 @@ registers from the producer warps to the consumers.
 Configurations (fp16 and bf16, d 64/128, causal or not): flash2 at every tile of tiles.TILES and of the
 held-out sets' (heldout.TILES) on the warps of its rule and the other count; naive's qk and pv at 128 x 128 and 64 x 64, its softmax at every N of the
 benchmark (one row of S per program, BLOCK_N = N; head_dim does not apply); flash1 at gpusim's default
-tiles for the H200; hopper at its LAUNCHES launch and tiles.HOPPER_VARIANTS, and fp8 at its LAUNCHES launches.
+tiles for the H200; hopper at the sweep's launches (tiles.hopper_launches: its LAUNCHES launch and the variants,
+each as it runs), and fp8 at its LAUNCHES launches.
 The backward (kernels/backward.py, kernels/naive_backward.py; named flash2_bwd_* and naive_bwd_* here, as
 gpusim's backward modules look them up), fp16 as measured: flash2's (fp16 and bf16) at the
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
@@ -63,7 +64,8 @@ from benchmarks.bench import SEQS
 from benchmarks.bench_bwd import CANDIDATES, SEQS as BWD_SEQS
 from benchmarks.bench_decode import PAGE_SIZE, SHAPE as DECODE_SHAPE
 from benchmarks.heldout import TILES as HELDOUT_TILES
-from benchmarks.tiles import HOPPER_VARIANTS, TILES
+from benchmarks import tiles
+from benchmarks.tiles import TILES
 
 GPU, CAPABILITY, ARCH = "H200", 90, "sm_90a"
 TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4nv"}  # Triton's names of the element types
@@ -142,14 +144,9 @@ def hopper_launch(d, dtype, causal, overrides):
 
 
 def hopper_launches(d, dtype, causal):
-    """The table's launch and HOPPER_VARIANTS' (benchmarks/tiles.py's), each as it runs, once: a variant whose unset
-    knobs the table fills may run the table's launch. So each key of gpusim's table (which leaves out the mask and
-    the rotated loop) holds the one launch the sweep ran at it."""
-    out = {}
-    for overrides in [hopper.LAUNCHES[d, dtype, causal]] + HOPPER_VARIANTS:
-        config = hopper_launch(d, dtype, causal, overrides)
-        out.setdefault(model_key(config[0]), config)
-    return list(out.values())
+    """The launches benchmarks/tiles.py's sweep runs (the table's and its variants', each as it runs): each key of
+    gpusim's table, which leaves out the mask and the rotated loop, holds the one launch the sweep ran at it."""
+    return [hopper_launch(d, dtype, causal, launch) for launch in tiles.hopper_launches(d, dtype, causal)]
 
 
 def row(kernel, head_dim, dtype, causal, block_q, block_kv, num_warps, num_stages, seq=None, warp_specialize=None,
