@@ -31,9 +31,11 @@ course: $(STAMP)
 # run in one process per core (pytest-xdist), handed out one at a time as a process finishes its last, but for the
 # groups (xdist_group: tests/test_results.py with the other tests that score the held-out sets, the browser tests,
 # the headless notebooks and puzzle sections, the puzzles' checks, the two-process twin, each kernel case's tests),
-# each run whole by one process, the largest first (pytest below 9.2: pyproject.toml says why).
+# each run whole by one process, the largest first (pytest below 9.2: pyproject.toml says why). The suite's Python
+# processes (its two, the notebooks' kernels, the checkers, the subprocesses) write bytecode and pytest's rewritten
+# tests, even where PYTHONDONTWRITEBYTECODE is set, so that each one after the first reads them compiled.
 test: $(STAMP)
-	$(PY) -m pytest -n auto --dist loadgroup
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n auto --dist loadgroup
 
 clean:
 	rm -rf $(VENV)
