@@ -139,7 +139,8 @@ def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypat
     """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, checked first, and
     the host probe's time per step measured before it."""
     from benchmarks import heldout
-    monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS
+    monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS, here 3 (each a step in the interpreter)
+    monkeypatch.setattr(heldout, "MIN_STEPS", 3)
     row = next(r for r in heldout.SMOKE if r["kind"] == "train")
     out = heldout.measure_row(row, "cpu")
     assert out["timing"] == "wall_per_call" and out["steps"] == heldout.MIN_STEPS and out["ms"] > 0
