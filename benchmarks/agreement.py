@@ -156,11 +156,31 @@ def read_heldout(name):
 @lru_cache(maxsize=None)
 def _heldout_rows(name, model):
     data = read_heldout(name)
-    return tuple((row, heldout_simulated(row).predicted_time_s / (row["ms"] * 1e-3)) for row in data if row.get("ms"))
+    return tuple((row, predicted(row, model) / (row["ms"] * 1e-3)) for row in data if row.get("ms"))
+
+
+def predicted(row, model):
+    """heldout_simulated(row)'s time under the state `model`, kept per row (its content) and per the trials in it
+    that can move it: those whose MOVES hold the row's kind (every trial not in MOVES), not the swaps of measured rows
+    (the row is its own key). The render prices 30 states of the model; a trial of one kernel's pricing prices that
+    kernel's rows anew, and the other rows' it has priced under the trials that move them."""
+    kind = (row["kind"], row["algo"])
+    moving = tuple(k for k in model if k not in SWAPS and kind in MOVES.get(trial_name(k), {kind}))
+    key = (json.dumps(row, sort_keys=True), moving)
+    if key not in PREDICTED:
+        PREDICTED[key] = heldout_simulated(row).predicted_time_s
+    return PREDICTED[key]
 
 
 MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (perf_report's)
 SWAPS = set()  # the trials that swap measured rows, not the model (trial(key, rows=True))
+MOVES = {}  # a trial's name: the held-out rows' (kind, algo) it can move, if not all
+PREDICTED = {}  # predicted()'s times
+
+
+def trial_name(key):
+    """A trial's key, or its first item where the key carries the trial's constants."""
+    return key[0] if isinstance(key, tuple) else key
 
 
 def state():
@@ -185,11 +205,14 @@ def _untandem(key):
 
 
 @contextmanager
-def trial(key, rows=False):
+def trial(key, rows=False, moves=None):
     """The block runs under the trial `key` describes, whose caller swaps a part of the model as it starts and back as
     it ends (rows=True: the measured rows a results file holds, not the model): rows() and heldout_rows() keep what
     they computed per state of the model (state()), so a trial run twice in a process is computed once; gpusim's tile
-    picks, cached in gpusim, are dropped as it starts and ends."""
+    picks, cached in gpusim, are dropped as it starts and ends. moves: the held-out rows' (kind, algo) the trial can
+    move, where it swaps one kernel's pricing alone (predicted); None: every row."""
+    if moves is not None:
+        MOVES[trial_name(key)] = frozenset(moves)
     if rows:
         SWAPS.add(key)
         _state.cache_clear()

@@ -436,14 +436,18 @@ def lone_pipelined():
         yield
 
 
+HOPPER_ROWS = frozenset({("forward", "hopper")})  # the held-out rows a trial of the Hopper kernel's pricing alone moves
+TRAIN_ROWS = frozenset({("train", "flash2")})  # and a trial of flash2's backward, or of a training step's host floor
+
+
 @contextmanager
-def _patched(module, name, value, key, rows=False):
+def _patched(module, name, value, key, rows=False, moves=None):
     """module.name = value while the block runs, an agreement.trial described by key (what it computed kept apart
-    from the model's; rows=True: a swap of measured rows)."""
+    from the model's; rows=True: a swap of measured rows; moves: the held-out rows it can move, if not all)."""
     base = getattr(module, name)
     setattr(module, name, value)
     try:
-        with agreement.trial(key, rows):
+        with agreement.trial(key, rows, moves):
             yield
     finally:
         setattr(module, name, base)
@@ -1127,7 +1131,7 @@ def events_launch():
     """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
     GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
     replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
-    with _patched(Hopper, "launch_s", Pass.launch_s, "events_launch"):  # every pass's launch
+    with _patched(Hopper, "launch_s", Pass.launch_s, "events_launch", moves=HOPPER_ROWS):  # every pass's launch
         yield
 
 
@@ -1139,8 +1143,8 @@ def lone_by_port():
     time (cost.first_loads, as every other program's), as every figure docs/perf.md quotes from before it."""
     def setup_s(self, cfg):
         return 1.421e-06 if hopper_pass.launch_options(cfg)["warp_specialize"] else 0.0
-    with events_launch(), _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup"), _patched(
-            cost, "alone_wait", cost.first_loads, "lone_by_port"):
+    with events_launch(), _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup", moves=HOPPER_ROWS), _patched(
+            cost, "alone_wait", cost.first_loads, "lone_by_port", moves=HOPPER_ROWS):  # first_loads is a non-TMA pass's
         yield
 
 
@@ -1154,8 +1158,8 @@ def program_cost(program_s):
     def trial_unit_times(grid, rate):
         unit, reloads, fixed = unit_times(grid, rate)
         return unit, reloads, fixed + (program_s if grid.cfg.pass_.TMA else 0.0)
-    with _patched(cost, "unit_times", trial_unit_times, ("program_cost_fixed", program_s)), _patched(
-            cost, "alone_wait", TMA_ALONE_WAIT, ("program_cost", program_s)):
+    with _patched(cost, "unit_times", trial_unit_times, ("program_cost_fixed", program_s), moves=HOPPER_ROWS), _patched(
+            cost, "alone_wait", TMA_ALONE_WAIT, ("program_cost", program_s), moves=HOPPER_ROWS):
         yield
 
 
@@ -1256,8 +1260,8 @@ def lone_latency(latency):
     key = tuple(sorted(latency.items()))
     def setup_s(self, cfg):
         return latency[hopper_pass.launch_kind(cfg)]
-    with _patched(Hopper, "setup_s", setup_s, ("lone_latency_setup", key)), _patched(
-            cost, "alone_wait", TMA_ALONE_WAIT, ("lone_latency", key)):
+    with _patched(Hopper, "setup_s", setup_s, ("lone_latency_setup", key), moves=HOPPER_ROWS), _patched(
+            cost, "alone_wait", TMA_ALONE_WAIT, ("lone_latency", key), moves=HOPPER_ROWS):
         yield
 
 
@@ -1388,7 +1392,7 @@ def full_sm_steps(group=("fp16", 64, False, 8192, 2, 16)):
 def backward_full_issue(kernels=("dkdv", "dq")):
     """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): cost.full_issue's rule for a lone
     program (the full issue rate) given to these kernels of flash2's backward, while the block runs."""
-    with _patched(Flash2Backward, "LONE_FULL_ISSUE", kernels, ("backward_full_issue", kernels)):
+    with _patched(Flash2Backward, "LONE_FULL_ISSUE", kernels, ("backward_full_issue", kernels), moves=TRAIN_ROWS):
         yield
 
 
@@ -1468,7 +1472,7 @@ def dkdv_measured_rate():
     """A trial, not adopted (docs/perf.md, "The backward's programs sharing an SM"): flash2's dK/dV warps issue at the
     rate Nsight measured for them (dkdv_warp_rate) instead of ISSUE_HIDING's, at every tile, while the block runs."""
     rate = dkdv_warp_rate()
-    with _patched(Flash2Backward, "ISSUE_HIDING", {"dkdv": rate}, ("dkdv_measured_rate", rate)):
+    with _patched(Flash2Backward, "ISSUE_HIDING", {"dkdv": rate}, ("dkdv_measured_rate", rate), moves=TRAIN_ROWS):
         yield
 
 
@@ -1482,7 +1486,7 @@ def nsight_launches():
 def no_measured_issue():
     """The model before the twenty-ninth session's cost.measured, while the block runs: dK/dV's warps on ISSUE_HIDING's
     line, its dots at mma_efficiency's rate, its instructions as counted, its loads on its chain."""
-    with no_list_schedule(), _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue"):
+    with no_list_schedule(), _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue", moves=TRAIN_ROWS):
         yield
 
 
@@ -1490,7 +1494,8 @@ def no_measured_issue():
 def preset_host_floor():
     """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
     preset's (GPU.train_step_host_s, host.json's run), whatever the host's speed measured beside it."""
-    with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor"):
+    with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor",
+                  moves=TRAIN_ROWS):  # the host probe is a training row's
         yield
 
 
@@ -1541,7 +1546,7 @@ def dkdv_by_waves():
     rule, as every figure docs/perf.md quotes from before it."""
     base = cost.listed
     with lone_by_port(), _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS,
-                                  "dkdv_by_waves"):
+                                  "dkdv_by_waves", moves=TRAIN_ROWS):
         yield
 
 
@@ -1552,8 +1557,8 @@ def no_list_schedule():
     heads not interleaved), as every figure docs/perf.md quotes from before it."""
     def work(self, cfg, kernel):
         return tiling.ramp_work(cfg.tiling, cfg.bh, (1, self.launch_order(cfg)[1]))
-    with dkdv_by_waves(), _patched(Hopper, "work", work, "no_list_schedule_work"), _patched(
-            cost, "listed", lambda grid: False, "no_list_schedule"):
+    with dkdv_by_waves(), _patched(Hopper, "work", work, "no_list_schedule_work", moves=HOPPER_ROWS), _patched(
+            cost, "listed", lambda grid: False, "no_list_schedule", moves=HOPPER_ROWS | TRAIN_ROWS):  # longest_first
         yield
 
 

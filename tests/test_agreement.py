@@ -128,3 +128,32 @@ def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
         assert agreement.state() == ("pipelined", "d")  # a trial of the model keeps its place
     now = agreement.heldout_rows("heldout_2030.json")
     assert [p[0] for p in now] != [p[0] for p in outside[1]] and agreement.MODEL == []
+
+
+def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
+    """agreement.predicted keeps a held-out row's time across the trials whose MOVES leave its kind out (perf_report's
+    trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor): under each, every
+    row of two sets (Hopper, training and decode rows among them), kept so, equals the row priced afresh."""
+    from contextlib import contextmanager
+
+    from gpusim.passes.hopper import LONE_SETUP_S
+    agreement, perf_report = _agreement()
+
+    @contextmanager
+    def measured_rate():  # dK/dV's rate as measured moves a row only where MEASURED_ISSUE does not price dK/dV
+        with perf_report.no_measured_issue(), perf_report.dkdv_measured_rate():
+            yield
+    rows = [r for name in ("heldout_2070.json", "heldout_2079.json") for r in agreement.read_heldout(name)
+            if r.get("ms")]
+    assert {(r["kind"], r["algo"]) for r in rows} >= perf_report.HOPPER_ROWS | perf_report.TRAIN_ROWS | {
+        ("decode", "split_kv"), ("forward", "flash2"), ("forward", "naive")}
+    now = [agreement.predicted(r, agreement.state()) for r in rows]  # kept under the model, for the trials to reuse
+    trials = [perf_report.events_launch, perf_report.lone_by_port, lambda: perf_report.program_cost(2e-6),
+              lambda: perf_report.lone_latency({kind: 2 * s for kind, s in LONE_SETUP_S.items()}),
+              perf_report.backward_full_issue, measured_rate, perf_report.no_measured_issue,
+              perf_report.preset_host_floor, perf_report.dkdv_by_waves, perf_report.no_list_schedule]
+    for make in trials:
+        with make():
+            kept = [agreement.predicted(r, agreement.state()) for r in rows]
+            assert kept == [agreement.heldout_simulated(r).predicted_time_s for r in rows]
+            assert kept != now  # the trial moves some row
