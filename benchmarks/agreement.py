@@ -162,8 +162,8 @@ def _heldout_rows(name, model):
 def predicted(row, model):
     """heldout_simulated(row)'s time under the state `model`, kept per row (its content) and per the trials in it
     that can move it: those whose MOVES hold the row's kind (every trial not in MOVES), not the swaps of measured rows
-    (the row is its own key). The render prices 30 states of the model; a trial of one kernel's pricing prices that
-    kernel's rows anew, and the other rows' it has priced under the trials that move them."""
+    (the row is its own key). The render prices the sets under many states of the model; a trial of one kernel's
+    pricing prices that kernel's rows anew, the others' once for every such trial."""
     kind = (row["kind"], row["algo"])
     moving = tuple(k for k in model if k not in SWAPS and kind in MOVES.get(trial_name(k), {kind}))
     key = (json.dumps(row, sort_keys=True), moving)
