@@ -102,7 +102,7 @@ def hopper_launches(d, dtype, causal):
     tiles.json's 12 groups, run 19: the two within 1.2% of each other)."""
     ran = {}
     for launch in [hopper.LAUNCHES[d, dtype, causal]] + HOPPER_VARIANTS:
-        resolved = hopper.resolved_launch(d, dtype, causal, WARM_SEQ, {**dict.fromkeys(hopper.WS), **launch})
+        resolved = hopper.resolved_launch(d, dtype, causal, WARM_SEQ, launch)
         ran.setdefault(tuple(resolved.items()), launch)
     return list(ran.values())
 
