@@ -65,6 +65,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     setup) python -m benchmarks.program_setup --out "$OUT" ;;
     lone) python -m benchmarks.lone_program --out "$OUT" ;;
     naive_launches) python -m benchmarks.naive_launches --out "$OUT" ;;
+    qk_parts) python -m benchmarks.naive_launches --out "$OUT" --qk-parts ;;
     unaligned) python -m benchmarks.unaligned --out "$OUT" ;;
     heldout_flash2) for seed in ${HELDOUT_SEEDS:?}; do  # the sets' flash2 rows again, after a change to its kernel
                       kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
