@@ -31,6 +31,7 @@ from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim.passes import hopper as hopper_pass
 from gpusim.passes.base import Pass
 from gpusim.passes.hopper import Hopper
+from gpusim.passes.naive import Naive
 from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,6 +439,7 @@ def lone_pipelined():
 
 HOPPER_ROWS = frozenset({("forward", "hopper")})  # the held-out rows a trial of the Hopper kernel's pricing alone moves
 TRAIN_ROWS = frozenset({("train", "flash2")})  # and a trial of flash2's backward, or of a training step's host floor
+NAIVE_ROWS = frozenset({("forward", "naive")})  # and a trial of naive's forward kernels
 
 
 @contextmanager
@@ -1797,6 +1799,110 @@ def launch_parts_rates(programs=132):
                 first_cold=first["cold"], first_warm=first["warm"])
 
 
+
+def naive_launch_rows():
+    """results/h200/naive_launches.json (run 148): [(kernel, launches, measured µs, gpusim's µs)] of each of naive's
+    kernels launched alone and of the call ("all", three launches), gpusim at the row's shape and tiles."""
+    out = []
+    for r in json.loads((agreement.RESULTS / "naive_launches.json").read_text())["rows"]:
+        if r["kernel"] == "empty":
+            continue
+        result = gpusim.simulate("naive", batch=r["batch"], heads=r["heads"], seq=r["seq"], head_dim=r["head_dim"],
+                                 causal=r["causal"], dtype="fp16", gpu=agreement.PRESET, block_q=r["block_q"],
+                                 block_kv=r["block_kv"])
+        times = {k.name: k.predicted_time_s for k in result.kernels} | {"all": result.predicted_time_s}
+        out.append((r["kernel"], 3 if r["kernel"] == "all" else 1, r["ms"] * 1e3, times[r["kernel"]] * 1e6))
+    return out
+
+
+def naive_empty_us():
+    """naive_launches.json's empty kernels replayed from a graph: {(programs, launches in a row): µs}."""
+    rows = json.loads((agreement.RESULTS / "naive_launches.json").read_text())["rows"]
+    return {(r["programs"], r["launches"]): r["ms"] * 1e3 for r in rows if r["kernel"] == "empty"}
+
+
+@contextmanager
+def pv_pipelined():
+    """A trial (not adopted): naive's pv, a lone program Triton pipelines S > 2 stages deep, priced by Little's law as
+    flash2's lone 4-warp programs are (cost.lone_pipeline), at any warp count."""
+    rule = lambda grid: LONE_PIPELINE(grid) or (grid.kernel == "pv" and grid.resident == 1  # noqa: E731
+                                                 and grid.res.num_stages > 2)
+    with _patched(cost, "lone_pipeline", rule, "pv_pipelined", moves=NAIVE_ROWS):
+        yield
+
+
+@contextmanager
+def naive_graph_launch():
+    """A trial (not adopted): naive's launches at the graph's cost (GPU.graph_launch_s), as the Hopper kernel's are."""
+    with _patched(Naive, "launch_s", lambda self, cfg, kernel: cfg.gpu.graph_launch_s, "naive_graph_launch",
+                  moves=NAIVE_ROWS):
+        yield
+
+
+def naive_heldout_figures():
+    """The held-out sets' naive rows within 20% and their count: the model, naive_graph_launch(), and that with
+    pv_pipelined()."""
+    def share():
+        ratios = [x for name in HELD_OUT for r, x in agreement.heldout_rows(name) if r["algo"] == "naive"]
+        return sum(abs(x - 1) <= 0.2 for x in ratios), len(ratios)
+    model = share()
+    with naive_graph_launch():
+        graph = share()
+        with pv_pipelined():
+            both = share()
+    return {"model": model, "graph": graph, "graph_pv": both}
+
+
+def naive_launch_figures():
+    """{kernel: {column: (median gpusim ÷ measured, within 20%, of how many, least, most)}}: the model; its launches at the
+    graph's cost (GPU.graph_launch_s for launch_overhead_s, each launch); and that with pv_pipelined()."""
+    gpu = gpusim.get_gpu(agreement.PRESET)
+    graph = (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6
+
+    def columns(rows):
+        ratios = {"model": [p / m for _, _, m, p in rows], "graph": [(p - n * graph) / m for _, n, m, p in rows]}
+        return {key: (float(np.median(x)), *figure(x)) for key, x in ratios.items()}
+    now = naive_launch_rows()
+    with pv_pipelined():
+        trial = naive_launch_rows()
+    out = {}
+    for kernel in ("qk", "softmax", "pv", "all"):
+        out[kernel] = columns([r for r in now if r[0] == kernel])
+        out[kernel]["graph_pv"] = columns([r for r in trial if r[0] == kernel])["graph"]
+    return out
+
+
+def naive_launches_table():
+    """naive_launch_figures() as docs/perf.md shows them."""
+    cell = lambda f: f"{f[0]:.2f} ({f[3]:.2f}–{f[4]:.2f}), {f[1]} of {f[2]}"  # noqa: E731
+    lines = ["| kernel | gpusim ÷ measured: the model | launches at the graph's cost | and pv pipelined |",
+             "|---|---|---|---|"]
+    for kernel, f in naive_launch_figures().items():
+        lines.append(f"| {kernel} | {cell(f['model'])} | {cell(f['graph'])} | {cell(f['graph_pv'])} |")
+    return "\n".join(lines)
+
+
+def qk_parts_us():
+    """results/h200/qk_parts.json (run 149): {(heads, seq, head_dim, block_q, block_kv): {part: µs}}."""
+    out = {}
+    for r in json.loads((agreement.RESULTS / "qk_parts.json").read_text())["rows"]:
+        out.setdefault((r["heads"], r["seq"], r["head_dim"], r["block_q"], r["block_kv"]), {})[r["part"]] = r["ms"] * 1e3
+    return out
+
+
+def qk_parts_table():
+    """qk_parts_us() beside gpusim's qk at the same launch, and the full program over its two halves in series."""
+    lines = ["| heads × N, d | tile | full, µs | no store | no dot | store only | empty grid | full ÷ (no store + store "
+             "only − empty) | gpusim's qk, µs |", "|---|---|---|---|---|---|---|---|---|"]
+    for (heads, seq, d, bq, bk), us in qk_parts_us().items():
+        qk = gpusim.simulate("naive", heads=heads, seq=seq, head_dim=d, dtype="fp16", gpu=agreement.PRESET,
+                             block_q=bq, block_kv=bk).kernels[0].predicted_time_s * 1e6
+        series = us["no_store"] + us["store_only"] - us["empty"]
+        lines.append(f"| {heads} × {seq:,}, {d} | {bq} × {bk} | {us['full']:.1f} | {us['no_store']:.1f} | "
+                     f"{us['no_dot']:.1f} | {us['store_only']:.1f} | {us['empty']:.1f} | {us['full'] / series:.2f} | "
+                     f"{qk:.1f} |")
+    return "\n".join(lines)
+
 def lone_eight_warp_rows():
     """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
     cost.full_issue moved: {(d, block_q, block_kv): [(ratio before (one_warp_issue), ratio now)]}."""
@@ -2771,7 +2877,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_latency": lambda: trial_table(lone_latency_figures()),
           "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
-          "launch_parts": launch_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
+          "launch_parts": launch_parts_table, "naive_launches": naive_launches_table, "qk_parts": qk_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
           "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")), "pipe_trial": pipe_trial_table,

@@ -586,6 +586,27 @@ def test_launch_parts_smoke_run_times_every_kind_warm_and_its_loads_cold(tmp_pat
     assert all(r["ms"] > 0 and "error" not in r and r["tile_bytes"] == 128 for r in rows)
 
 
+
+def test_naive_launches_smoke_run_times_each_kernel_alone_the_call_and_empty_kernels_in_a_row(tmp_path, monkeypatch):
+    from benchmarks import naive_launches
+    rows = _smoke(naive_launches, tmp_path, monkeypatch, "naive_launches.json")
+    assert [(r["kernel"], r.get("launches")) for r in rows] == [("empty", n) for n in (1, 2, 3)] + [
+        (k, None) for k in ("qk", "softmax", "pv", "all")]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_naive_launches_qk_parts_smoke_run_times_each_part_at_each_tile(tmp_path, monkeypatch):
+    from benchmarks import naive_launches
+    for key in naive_launches.SMOKE:
+        monkeypatch.setattr(naive_launches, key, getattr(naive_launches, key))
+    naive_launches.main(["--out", str(tmp_path), "--smoke", "--qk-parts"])
+    data = json.loads((tmp_path / "qk_parts.json").read_text())
+    assert "benchmarks.naive_launches --out" in data["environment"]["command"] and "--qk-parts" in data["environment"]["command"]
+    tiles = sorted({(r["block_q"], r["block_kv"]) for r in data["rows"]})
+    assert len(tiles) == 2 and (16, 16) in tiles
+    assert [r["part"] for r in data["rows"]] == list(naive_launches.PARTS) * 2
+    assert all(r["ms"] > 0 and "error" not in r for r in data["rows"])
+
 def test_bwd_gqa_smoke_run_times_both_kernels_at_each_kv_head_count(tmp_path, monkeypatch):
     from benchmarks import bwd_gqa
     rows = _smoke(bwd_gqa, tmp_path, monkeypatch, "bwd_gqa.json")

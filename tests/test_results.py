@@ -1719,6 +1719,47 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
     assert f"costs {min(kinds):.1f}–{max(kinds):.1f} µs in all, where gpusim adds 3.2 µs" in text
 
 
+
+def test_perf_md_quotes_naives_launches_as_measured():
+    """naive_launches.json (run 148) and qk_parts.json (run 149): the empty kernels in a row, the call against its kernels
+    alone, qk's store rate and its halves in series, gpusim's qk at 128 x 128, and the held-out sets' naive rows by
+    time and under the trials, as docs/perf.md quotes them, recomputed from the files and the current model."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    empty = perf_report.naive_empty_us()
+    assert (f"take {empty[1, 1]:.2f}, {empty[1, 2]:.2f} and {empty[1, 3]:.2f} µs (one program each) and "
+            f"{empty[132, 1]:.2f}, {empty[132, 2]:.2f} and {empty[132, 3]:.2f} µs (132 each)") in text
+    added = [empty[p, n] - empty[p, n - 1] for p in (1, 132) for n in (2, 3)]
+    assert f"each launch after the first adds {min(added):.2f}–{max(added):.2f} µs" in text
+    rows = json.loads((ROOT / "results" / "h200" / "naive_launches.json").read_text())["rows"]
+    shapes = {}
+    for r in rows:
+        if r["kernel"] != "empty":
+            shapes.setdefault((r["heads"], r["seq"], r["head_dim"], r["causal"]), {})[r["kernel"]] = r["ms"]
+    whole = [s["all"] / (s["qk"] + s["softmax"] + s["pv"]) for s in shapes.values()]
+    assert f"The call takes {min(whole):.2f}–{max(whole):.2f}× the sum of its three kernels" in text
+    gpu = gpusim.get_gpu(agreement.PRESET)
+    assert f"about {3 * (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6:.1f} µs slow" in text
+    figures = perf_report.naive_launch_figures()
+    assert f"up to {figures['pv']['model'][4]:.1f}× slow" in text and f"pv's median {figures['pv']['graph_pv'][0]:.2f}" in text
+    parts = {k: v for k, v in perf_report.qk_parts_us().items() if k[1] == 2048}
+    rate = [k[0] * k[1] ** 2 * 2 / (v["store_only"] * 1e-6) / 1e12 for k, v in parts.items()]
+    series = [v["full"] / (v["no_store"] + v["store_only"] - v["empty"]) for v in parts.values()]
+    assert f"at the DRAM's write rate ({min(rate):.2f}–{max(rate):.2f} TB/s at N = 2,048" in text
+    assert f"the whole program takes {min(series):.2f}–{max(series):.2f} of its two halves in series" in text
+    ratio = [gpusim.simulate("naive", heads=h, seq=n, head_dim=d, dtype="fp16", gpu=agreement.PRESET, block_q=bq,
+                             block_kv=bk).kernels[0].predicted_time_s * 1e6 / v["full"]
+             for (h, n, d, bq, bk), v in parts.items() if bq == 128]
+    assert f"its qk at 128 × 128 is {min(ratio):.2f}–{max(ratio):.2f}× the measured time" in text
+    naive = [(r["ms"], x) for name in perf_report.HELD_OUT for r, x in agreement.heldout_rows(name) if r["algo"] == "naive"]
+    short = [x for ms, x in naive if ms < 0.03]
+    assert (f"of the {len(short)} measured under 30 µs, {sum(x > 1.2 for x in short)} are priced more than 1.2× slow "
+            f"(all {len(short)}: {min(short):.2f}–{max(short):.2f}×)") in text
+    medians = [statistics.median(x for ms, x in naive if lo <= ms < hi) for lo, hi in ((0.15, 0.5), (0.5, 2), (2, math.inf))]
+    assert f"from 150 µs up the median is {min(medians):.2f}–{max(medians):.2f}×" in text
+    held = perf_report.naive_heldout_figures()
+    assert (f"the model puts {held['model'][0]} of {held['model'][1]} within 20%; with its launches at the graph's cost, "
+            f"{held['graph'][0]}; with pv pipelined as well, {held['graph_pv'][0]}") in text
+
 def scored_blind(text, held, held_before, names, run, meets):
     """A change's blind scoring as docs/perf.md quotes it: the two held-out sets kept in run `run`'s log, within 20%
     with the change (held) and without it (held_before), and whether each meets issue 24's target (`meets`); returns
