@@ -187,7 +187,7 @@ def _fits(r):
 
 # ---------------------------------------------------------------- GPU part
 
-def _copies(nbytes):
+def input_copies(nbytes):
     return max(1, min(4, math.ceil(2 * L2_BYTES / max(nbytes, 1))))
 
 
@@ -287,7 +287,7 @@ def measure_row(row, dev="cuda", warm_only=False):
     causal, bq, bk = row["causal"], row["block_q"], row["block_kv"]
     tol = TOL[row["dtype"]]
     if row["kind"] == "train":
-        sets = [tuple(x.requires_grad_() for x in inputs()) for _ in range(1 if warm_only else _copies(per_set))]
+        sets = [tuple(x.requires_grad_() for x in inputs()) for _ in range(1 if warm_only else input_copies(per_set))]
         q, k, v = sets[0]
         bb = row.get("backward_blocks")  # warming only: the defaults' tiles, made explicit
 
@@ -310,7 +310,7 @@ def measure_row(row, dev="cuda", warm_only=False):
             return out
         out["host_probe_us"] = host_probe_us(dev)
         return out | _wall_per_step(cycling([lambda s=s: step(*s) for s in sets]), dev)
-    sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
+    sets = [inputs() for _ in range(1 if warm_only else input_copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
     kw = dict(causal=causal) if row["algo"] == "hopper" else dict(causal=causal, block_q=bq, block_kv=bk)
     call = cycling([lambda s=s: fn(*s, **kw) for s in sets])
@@ -349,7 +349,7 @@ def _measure_decode(row, gen, out, dev, warm_only=False):
             at += m
         seqlens = torch.tensor(lengths, dtype=torch.int32, device=dev)
         return q, kc, vc, table, seqlens
-    sets = [inputs() for _ in range(1 if warm_only else _copies(per_set))]
+    sets = [inputs() for _ in range(1 if warm_only else input_copies(per_set))]
     plans = [K.plan_for_cache(q, kc, vc, cache_seqlens=sl, block_table=t, page_size=p) for q, kc, vc, t, sl in sets]
     launch = plans[0].launch
     out["num_splits"] = getattr(launch, "num_splits", None)

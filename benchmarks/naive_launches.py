@@ -6,31 +6,30 @@ wrong where the held-out sets' naive rows of 12-40 µs are priced 1.2-1.7x slow.
     python -m benchmarks.naive_launches --out $OUT --qk-parts                      # GPU: $OUT/qk_parts.json
     TRITON_INTERPRET=1 python -m benchmarks.naive_launches --out /tmp/p --smoke [--qk-parts]   # CPU, tiny
 
-Per shape (fp16, batch 1, the kernel's default tiles): qk, softmax and pv each launched alone on the inputs the
-call would give it, and naive_attention whole ("all"), the median GPU time replayed from a CUDA graph with the inputs
+Per shape (fp16, batch 1, the kernel's default tiles): qk, softmax and pv each launched alone on the inputs the call
+would give it, and naive_attention whole ("all"), the median GPU time replayed from a CUDA graph with the inputs
 rotated among as many copies as benchmarks.heldout makes (at most 4: a small shape's inputs stay in L2), as the
-held-out sets time a forward. Then one, two and three
-empty kernels in a row, one program each and 132 each, replayed: what a launch adds inside a graph. Rows: {kernel,
-batch, heads, seq, head_dim, causal, block_q, block_kv, copies, ms}; the empty kernels' {kernel: "empty", launches,
-programs, ms}.
+held-out sets time a forward. Then one, two and three empty kernels in a row, one program each and 132 each,
+replayed: what a launch adds inside a graph. Rows: {kernel, batch, heads, seq, head_dim, causal, block_q, block_kv,
+copies, ms}; the empty kernels' {kernel: "empty", launches, programs, ms}.
 
 --qk-parts: what a qk program's time is made of. qk's program (kernels/naive.py tile_product, one tile per program)
 with parts taken out: "full" (load Q_i and K_j, dot, store the Br x Bc tile), "no_store" (the dot's row sums stored,
-Br values), "no_dot" (the loads' row sums broadcast into the tile, stored), "store_only" (a constant tile stored), and
-"empty" (the grid alone), at qk's default tiles and at 64 x 64, with its launch options, d = 64 and 128, one wave to many, replayed from a
-graph with the inputs rotated as above. Rows: {part, heads, seq, head_dim, block_q, block_kv, num_warps, num_stages,
-programs, ms}.
+Br values), "no_dot" (the loads' row sums broadcast into the tile, stored), "store_only" (a constant tile stored),
+and "empty" (the grid alone), at qk's default tiles and at 64 x 64, with its launch options, d = 64 and 128, one
+wave to many, replayed from a graph with the inputs rotated as above. Rows: {part, heads, seq, head_dim, block_q,
+block_kv, num_warps, num_stages, programs, ms}.
 """
+import math
 from itertools import product
-
-import triton.language as tl
 
 import torch
 import triton
+import triton.language as tl
 
 from benchmarks import probe
 from benchmarks.bench import cycling
-from benchmarks.heldout import _copies
+from benchmarks.heldout import input_copies
 from gpusim_kernels.launch import forward_launch, launch
 from gpusim_kernels.naive import _parts, naive_attention, pv_kernel, qk_kernel, softmax_kernel
 from gpusim.passes.naive import score_row
@@ -41,12 +40,8 @@ PROGRAMS = (1, 132)
 PARTS = ("full", "no_store", "no_dot", "store_only", "empty")
 QK_SHAPES = ((4, 256), (64, 256), (64, 2048), (256, 2048))  # (heads, seq): one wave to hundreds
 TILES = ((None, None), (64, 64))  # qk's tiles: the default, and 64 x 64
-SMOKE = dict(HEADS=(2,), SEQS=(32,), HEAD_DIMS=(16,), CAUSAL=(True,), LARGE=(), PROGRAMS=(1,), QK_SHAPES=((2, 32),), TILES=((None, None), (16, 16)))
-
-
-@triton.jit
-def _empty(x_ptr):
-    pass
+SMOKE = dict(HEADS=(2,), SEQS=(32,), HEAD_DIMS=(16,), CAUSAL=(True,), LARGE=(), PROGRAMS=(1,), QK_SHAPES=((2, 32),),
+             TILES=((None, None), (16, 16)))
 
 
 @triton.jit
@@ -82,11 +77,17 @@ def part_call(part, q, k, s, consts):
                                  STORE=flags[2], num_warps=consts["num_warps"], num_stages=consts["num_stages"])
 
 
+def rotated_inputs(shape):
+    """Copies of (q, k, v), fp16, of shape (B, H, N, d): as many as benchmarks.heldout rotates a forward's inputs
+    among."""
+    return [[torch.randn(shape, device=probe.DEVICE, dtype=torch.float16) for _ in range(3)]
+            for _ in range(input_copies(3 * 2 * math.prod(shape)))]
+
+
 def measure_parts(results):
     for (heads, seq), head_dim in product(QK_SHAPES, HEAD_DIMS):
         shape = (1, heads, seq, head_dim)
-        sets = [[torch.randn(shape, device=probe.DEVICE, dtype=torch.float16) for _ in range(3)]
-                for _ in range(_copies(3 * 2 * heads * seq * head_dim))]
+        sets = rotated_inputs(shape)
         buffers = [(q, k, torch.empty((1, heads, seq, seq), dtype=q.dtype, device=q.device)) for q, k, _ in sets]
         launches = {}  # {qk's tile: (grids, qk's constants)}, the default's and 64 x 64
         for block_q, block_kv in TILES:
@@ -111,7 +112,8 @@ def kernel_calls(q, k, v, causal):
     args = {"qk": (q, k, s, cfg.seq, cfg.seq_kv, ld, cfg.head_dim**-0.5), "softmax": (s, p, cfg.seq, cfg.seq_kv, ld),
             "pv": (p, v, o, cfg.seq, cfg.seq_kv, ld)}
     kernels = {"qk": qk_kernel, "softmax": softmax_kernel, "pv": pv_kernel}
-    calls = {name: lambda name=name: launch(kernels[name], grids[name], *args[name], **consts[name]) for name in kernels}
+    calls = {name: lambda name=name: launch(kernels[name], grids[name], *args[name], **consts[name])
+             for name in kernels}
     return cfg, calls | {"all": lambda: naive_attention(q, k, v, causal=causal)}
 
 
@@ -119,8 +121,7 @@ def measure_shapes(results):
     shapes = [(h, n, d, c) for h, n, d, c in product(HEADS, SEQS, HEAD_DIMS, CAUSAL)]
     for heads, seq, head_dim, causal in shapes + [(h, n, d, c) for h, n, d in LARGE for c in CAUSAL]:
         shape = (1, heads, seq, head_dim)
-        sets = [[torch.randn(shape, device=probe.DEVICE, dtype=torch.float16) for _ in range(3)]
-                for _ in range(_copies(3 * 2 * heads * seq * head_dim))]
+        sets = rotated_inputs(shape)
         made = [kernel_calls(*s, causal) for s in sets]
         cfg = made[0][0]
         for kernel in ("qk", "softmax", "pv", "all"):
@@ -138,7 +139,7 @@ def measure_empty(results):
     for programs, launches in product(PROGRAMS, (1, 2, 3)):
         def call():
             for _ in range(launches):
-                _empty[(programs,)](y)
+                probe.empty_kernel[(programs,)](y)
         row = dict(kernel="empty", launches=launches, programs=programs)
         results.add(probe.attempt(row, lambda: {"ms": probe.graph_ms(call)}))
         print(f"{launches} empty kernels of {programs} programs: {row.get('ms', row.get('error'))}", flush=True)

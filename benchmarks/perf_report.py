@@ -1854,8 +1854,8 @@ def naive_heldout_figures():
 
 
 def naive_launch_figures():
-    """{kernel: {column: (median gpusim ÷ measured, within 20%, of how many, least, most)}}: the model; its launches at the
-    graph's cost (GPU.graph_launch_s for launch_overhead_s, each launch); and that with pv_pipelined()."""
+    """{kernel: {column: (median gpusim ÷ measured, within 20%, of how many, least, most)}}: the model; its launches at
+    the graph's cost (GPU.graph_launch_s for launch_overhead_s, each launch); and that with pv_pipelined()."""
     gpu = gpusim.get_gpu(agreement.PRESET)
     graph = (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6
 
@@ -1886,14 +1886,15 @@ def qk_parts_us():
     """results/h200/qk_parts.json (run 149): {(heads, seq, head_dim, block_q, block_kv): {part: µs}}."""
     out = {}
     for r in json.loads((agreement.RESULTS / "qk_parts.json").read_text())["rows"]:
-        out.setdefault((r["heads"], r["seq"], r["head_dim"], r["block_q"], r["block_kv"]), {})[r["part"]] = r["ms"] * 1e3
+        key = (r["heads"], r["seq"], r["head_dim"], r["block_q"], r["block_kv"])
+        out.setdefault(key, {})[r["part"]] = r["ms"] * 1e3
     return out
 
 
 def qk_parts_table():
     """qk_parts_us() beside gpusim's qk at the same launch, and the full program over its two halves in series."""
-    lines = ["| heads × N, d | tile | full, µs | no store | no dot | store only | empty grid | full ÷ (no store + store "
-             "only − empty) | gpusim's qk, µs |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| heads × N, d | tile | full, µs | no store | no dot | store only | empty grid | full ÷ (no store + "
+             "store only − empty) | gpusim's qk, µs |", "|---|---|---|---|---|---|---|---|---|"]
     for (heads, seq, d, bq, bk), us in qk_parts_us().items():
         qk = gpusim.simulate("naive", heads=heads, seq=seq, head_dim=d, dtype="fp16", gpu=agreement.PRESET,
                              block_q=bq, block_kv=bk).kernels[0].predicted_time_s * 1e6
@@ -2877,7 +2878,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "lone_latency": lambda: trial_table(lone_latency_figures()),
           "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
-          "launch_parts": launch_parts_table, "naive_launches": naive_launches_table, "qk_parts": qk_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
+          "launch_parts": launch_parts_table, "naive_launches": naive_launches_table,
+          "qk_parts": qk_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
           "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")), "pipe_trial": pipe_trial_table,

@@ -601,7 +601,8 @@ def test_naive_launches_qk_parts_smoke_run_times_each_part_at_each_tile(tmp_path
         monkeypatch.setattr(naive_launches, key, getattr(naive_launches, key))
     naive_launches.main(["--out", str(tmp_path), "--smoke", "--qk-parts"])
     data = json.loads((tmp_path / "qk_parts.json").read_text())
-    assert "benchmarks.naive_launches --out" in data["environment"]["command"] and "--qk-parts" in data["environment"]["command"]
+    command = data["environment"]["command"]
+    assert "benchmarks.naive_launches --out" in command and "--qk-parts" in command
     tiles = sorted({(r["block_q"], r["block_kv"]) for r in data["rows"]})
     assert len(tiles) == 2 and (16, 16) in tiles
     assert [r["part"] for r in data["rows"]] == list(naive_launches.PARTS) * 2
