@@ -23,6 +23,8 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   16 rows each) at 3 and 4 stages, both head dims, each the slope of its launch's time over J = 1-16 K/V blocks
   (least squares): the median of the K/V bytes a step loads over that step.
 - An empty kernel's launch replayed from a CUDA graph, one program per SM: lone_program.py's empty rows.
+- A stream of stores alone (gpusim.cost.stored_after): the median of bandwidth.py's store rows of tiles from 4 KiB (a
+  program per tile; smaller tiles are bound by how fast the programs start).
 - A training step's host cost per call (the floor of a short step timed from Python): host.py's
   flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
@@ -36,6 +38,7 @@ import numpy as np
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
 PLATEAU_BYTES = 64 * 1024
+STORE_TILE_BYTES = 4 * 1024  # the store rows' plateau: tiles from 4 KiB
 
 
 def rows(name):
@@ -60,6 +63,11 @@ def load_bytes_per_s(level):
     plateau = [r["bytes_per_s"] for r in rows("bandwidth") if r["kind"] == "load" and r["level"] == level
                and r["bytes_in_flight_per_sm"] >= PLATEAU_BYTES]
     return float(np.median(plateau))
+
+
+def store_bytes_per_s():
+    return float(np.median([r["bytes_per_s"] for r in rows("bandwidth") if r["kind"] == "store"
+                            and r["tile_bytes"] >= STORE_TILE_BYTES]))
 
 
 def rate(variant):
@@ -165,7 +173,7 @@ def constants():
             "bf16_matmul_flops_per_s": peaks["bf16"], "fp8_matmul_flops_per_s": peaks["fp8"],
             "mma_efficiency": mma_efficiency(), "hopper_ws_step_ratio": ws_step_ratio(),
             "train_step_host_s": train_step_host_s(), "lone_copy_bytes_per_s": lone_copy_bytes_per_s(),
-            "graph_launch_s": graph_launch_s(),
+            "graph_launch_s": graph_launch_s(), "store_bytes_per_s": store_bytes_per_s(),
             "l2_recent_fraction": l2_recent_fraction(),
             "l2_dirty_fraction": l2_dirty_fraction()}
 

@@ -29,7 +29,6 @@ from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2 import Flash2
 from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim.passes import hopper as hopper_pass
-from gpusim.passes.base import Pass
 from gpusim.passes.hopper import Hopper
 from gpusim.passes.naive import Naive
 from gpusim_course.provenance import heldout
@@ -1133,7 +1132,7 @@ def events_launch():
     """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
     GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
     replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
-    with _patched(Hopper, "launch_s", Pass.launch_s, "events_launch", moves=HOPPER_ROWS):  # every pass's launch
+    with _patched(Hopper, "GRAPH_LAUNCH", False, "events_launch", moves=HOPPER_ROWS):  # every pass's launch
         yield
 
 

@@ -58,7 +58,7 @@ chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule())
 """
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -129,10 +129,32 @@ class Schedule:
 
 def kernel_time(cfg, kernel, counts, dram, matmul_flops, other_flops, exps):
     """Timing of one launch of `kernel`; counts and dram: {tensor: (read_bytes, write_bytes)} between the
-    SMs and L2, and the part of it that reaches DRAM. The five steps of the module's docstring."""
-    grid = occupied(cfg, kernel, counts, dram, (matmul_flops, other_flops, exps))
-    step = one_step(grid, rates(grid))
-    return waves(step)
+    SMs and L2, and the part of it that reaches DRAM. The five steps of the module's docstring (and stored_after)."""
+    flops = (matmul_flops, other_flops, exps)
+    timing = launch_time(cfg, kernel, counts, dram, flops)
+    stored = cfg.pass_.STORED_AFTER.get(kernel)
+    return timing if stored is None else stored_after(timing, cfg, kernel, counts, dram, flops, stored)
+
+
+def launch_time(cfg, kernel, counts, dram, flops):
+    """Steps 1-5: the Grid, its rates, one program's Schedule, and the waves' Timing."""
+    grid = occupied(cfg, kernel, counts, dram, flops)
+    return waves(one_step(grid, rates(grid)))
+
+
+def stored_after(timing, cfg, kernel, counts, dram, flops, tensor):
+    """A kernel of one step whose programs store `tensor`'s tile after their loads and dot (pass_.STORED_AFTER: naive's
+    qk), the programs of a wave starting together: they are all in the same phase, so no program's store hides under
+    another's loads and dot, as steps 4 and 5 would have it. Its time is the launch without those writes, then the
+    writes at the rate a stream of stores alone reaches (GPU.store_bytes_per_s). Measured: results/h200/qk_parts.json
+    (run 149), qk's program takes 0.88-0.96 of its loads and dot timed without the store plus the store timed alone,
+    at 16K-65K programs (docs/perf.md, "Naive's three launches one by one"). timing: the launch with the writes, whose
+    other fields it keeps."""
+    def unstored(bytes_):
+        return {t: (read, 0 if t == tensor else write) for t, (read, write) in bytes_.items()}
+    first = launch_time(cfg, kernel, unstored(counts), unstored(dram), flops)
+    rate = cfg.gpu.store_bytes_per_s or cfg.gpu.hbm_bytes_per_s
+    return replace(timing, predicted_time_s=first.predicted_time_s + counts[tensor][1] / rate)
 
 
 def schedule(result, cfg=None):
@@ -231,14 +253,17 @@ def full_issue(grid):
 
 
 def lone_pipeline(grid):
-    """A lone 4-warp program (cost.full_issue, one warp per scheduler) that Triton pipelines S > 2 stages deep: its
-    step takes one round of its compute and loads over the S - 1 tiles in flight, and at least its compute, where
-    other cp.async steps (but lone_copy's) wait for their whole load. Measured: results/h200/lone_program.json (run 95), the cold
+    """A lone 4-warp program (cost.full_issue, one warp per scheduler), or a lone program of any warp count of a kernel
+    measured so (pass_.LONE_PIPELINED: naive's pv, results/h200/naive_launches.json, run 148), that Triton pipelines
+    S > 2 stages deep: its step takes one round of its compute and loads over the S - 1 tiles in flight, and at least
+    its compute, where other cp.async steps (but lone_copy's) wait for their whole load. Measured: results/h200/lone_program.json (run 95), the cold
     lone steps at 3 and 4 stages, which the whole wait prices 1.39-1.88x, and their loop without loads (run 103,
     overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp programs follow their own measured rate (lone_copy):
     their loop alone is priced 1.01-1.27x, so Little's law on their priced compute would not hold them. The twentieth
     session's trial (perf_report.lone_pipelined), adopted in the twenty-second's."""
-    return full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK and grid.res.num_stages > 2
+    lone = ((full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK)
+            or (grid.kernel in grid.cfg.pass_.LONE_PIPELINED and grid.resident == 1))
+    return lone and grid.res.num_stages > 2
 
 
 def lone_copy(grid):

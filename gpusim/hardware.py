@@ -68,6 +68,9 @@ class GPU:
     # priced as they were measured in graph replays, whole (the Hopper kernel's: passes/hopper.py LONE_SETUP_S);
     # None: not measured (such a kernel launches in launch_overhead_s)
     graph_launch_s: float | None = None
+    # A stream of stores alone, each program writing its tile from registers and exiting (cost.stored_after); None: not
+    # measured, at hbm_bytes_per_s
+    store_bytes_per_s: float | None = None
     # A training step called from Python (the trainable's forward, autograd, the backward's launches) cannot end
     # before the host has issued it: its per-call host cost, measured; 0: not measured (no floor)
     train_step_host_s: float = 0.0
@@ -236,6 +239,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     l2_port_bytes_per_s=1.573e+11,  # and from L2
     lone_copy_bytes_per_s=1.883e+10,  # a lone 8-warp flash2 program's K/V bytes per step, 3-4 stages (lone_program.json)
     graph_launch_s=7.356e-07,  # an empty kernel of 132 programs replayed from a CUDA graph (lone_program.json, run 95)
+    store_bytes_per_s=4.568e+12,  # stores of 4-64 KiB tiles, a program each, 2 GiB in all, median (bandwidth.json)
     sfu_ops_per_s=4.137e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
     fp32_flops_per_s=6.151e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)

@@ -31,6 +31,10 @@ class Pass:
     MEASURED_ISSUE = {}  # {kernel: its warps' issue rate as Nsight measured it}: timed as Nsight sees it, cost.measured
     LONE_FULL_ISSUE = ()  # kernels whose lone program (one or two warps per scheduler) issues at the full rate: cost.full_issue
     OWN_COPY = ()  # kernels whose programs copy their own tiles outside the loop at one program's rate: cost.own_copy
+    LONE_PIPELINED = ()  # kernels whose lone program, pipelined S > 2 stages, keeps S - 1 tiles in flight at any warp
+    #                      count: cost.lone_pipeline
+    STORED_AFTER = {}  # {kernel: the tensor its one-step programs store after their loads and dot}: cost.stored_after
+    GRAPH_LAUNCH = False  # True: its launch is priced as a CUDA graph replays an empty kernel (GPU.graph_launch_s)
     CONTENTION = {}  # {kernel: the share of the lesser of its memory and compute time in series}, where not cost.py's
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
@@ -187,8 +191,11 @@ class Pass:
         return self.SETUP_S
 
     def launch_s(self, cfg, kernel):
-        """Seconds the launch of `kernel` adds to its time, once: an empty kernel's (GPU.launch_overhead_s)."""
-        return cfg.gpu.launch_overhead_s
+        """Seconds the launch of `kernel` adds to its time, once: an empty kernel's, timed with CUDA events around each
+        call (GPU.launch_overhead_s), or, for a pass whose launch was measured so (GRAPH_LAUNCH), replayed from a CUDA
+        graph (GPU.graph_launch_s), where the GPU has that measured."""
+        gpu = cfg.gpu
+        return gpu.graph_launch_s if self.GRAPH_LAUNCH and gpu.graph_launch_s is not None else gpu.launch_overhead_s
 
     def dram_reads(self, cfg, kernel, sm_reads, flight):
         """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"; flight: its thread blocks

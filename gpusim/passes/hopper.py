@@ -82,6 +82,10 @@ class Hopper(Flash2):
     L2_REUSE = {"hopper": ("kv_per_q_block", ("K", "V"))}
     STEP_TENSORS = {"hopper": ("K", "V")}
     TMA = True  # its tiles arrive by TMA copies, issued stages ahead
+    # LONE_SETUP_S holds all that a lone program waits wave after wave in graph replays, so launch_overhead_s's 2.5 us
+    # more, which stands in for part of a lone program's cost, would count it twice (docs/perf.md, "The Hopper kernel's
+    # launch as a graph replays it")
+    GRAPH_LAUNCH = True
     KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
     ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
     KNOBS = ("num_warps", "num_stages", "warp_specialize", "mask", "overlap", "lpt_heads")
@@ -105,13 +109,6 @@ class Hopper(Flash2):
     def setup_s(self, cfg):
         """The set-up of one program of cfg's launch: LONE_SETUP_S of its launch kind and head dim."""
         return LONE_SETUP_S[launch_kind(cfg)]
-
-    def launch_s(self, cfg, kernel):
-        """An empty kernel's launch replayed from a CUDA graph (GPU.graph_launch_s), where measured: LONE_SETUP_S holds
-        all that a lone program waits wave after wave in graph replays, so launch_overhead_s's 2.5 us more, which
-        stands in for part of the other kernels' lone programs, would count it twice; else launch_overhead_s."""
-        gpu = cfg.gpu
-        return gpu.launch_overhead_s if gpu.graph_launch_s is None else gpu.graph_launch_s
 
     def shared_bytes(self, cfg, kernel, num_stages):
         """sram_bytes holds KV_BUFFERS K/V buffers; a deeper pipeline holds more; warp-specialized, WS_SCRATCH_BYTES

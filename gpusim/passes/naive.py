@@ -114,6 +114,15 @@ class Naive(Pass):
     # causal softmax issue-bound at 1.6x the time predicted with 0.45, its bytes exact (results/h200/ncu.json).
     # Fitted on bench.json's naive d = 64 rows (least squares of log predicted / measured); d = 128 is held out.
     ISSUE_HIDING = {"softmax": 0.14}
+    # Measured one by one, replayed from a CUDA graph as every forward is timed (results/h200/naive_launches.json, run
+    # 148; docs/perf.md, "Naive's three launches one by one"): each launch adds an empty kernel's graph launch (one to
+    # three empty kernels in a row: 0.66-0.85 us each), not the 3.2 us of one timed with CUDA events, which priced the
+    # calls of 7-12 us about 7.4 us slow; pv's lone programs keep their S - 1 tiles in flight at 4 and 8 warps (its
+    # steps priced up to 3.6x slow waiting for each whole load); and qk's programs store their tile after their loads
+    # and dot, in series (qk_parts.json, run 149: the program takes 0.88-0.96 of its halves timed apart, in series).
+    GRAPH_LAUNCH = True
+    LONE_PIPELINED = ("pv",)
+    STORED_AFTER = {"qk": "S"}
 
     def paper_blocks(self, gpu, head_dim, dtype):
         """128 x 128 matmul tiles, halved until both matmul kernels' tiles fit."""
