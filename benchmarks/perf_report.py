@@ -1821,63 +1821,97 @@ def naive_empty_us():
 
 
 @contextmanager
-def pv_pipelined():
-    """A trial (not adopted): naive's pv, a lone program Triton pipelines S > 2 stages deep, priced by Little's law as
-    flash2's lone 4-warp programs are (cost.lone_pipeline), at any warp count."""
-    rule = lambda grid: LONE_PIPELINE(grid) or (grid.kernel == "pv" and grid.resident == 1  # noqa: E731
-                                                 and grid.res.num_stages > 2)
-    with _patched(cost, "lone_pipeline", rule, "pv_pipelined", moves=NAIVE_ROWS):
+def naive_events_launch():
+    """The model before the thirty-ninth session's change, in part: naive's launches in GPU.launch_overhead_s (3.2 µs,
+    CUDA events around each call), not in the graph's (Naive.GRAPH_LAUNCH)."""
+    with _patched(Naive, "GRAPH_LAUNCH", False, "naive_events_launch", moves=NAIVE_ROWS):
         yield
 
 
 @contextmanager
-def naive_graph_launch():
-    """A trial (not adopted): naive's launches at the graph's cost (GPU.graph_launch_s), as the Hopper kernel's are."""
-    with _patched(Naive, "launch_s", lambda self, cfg, kernel: cfg.gpu.graph_launch_s, "naive_graph_launch",
-                  moves=NAIVE_ROWS):
+def pv_whole_wait():
+    """The same, in part: pv's lone programs waiting for each step's whole load (Naive.LONE_PIPELINED)."""
+    with _patched(Naive, "LONE_PIPELINED", (), "pv_whole_wait", moves=NAIVE_ROWS):
         yield
 
 
-def naive_heldout_figures():
-    """The held-out sets' naive rows within 20% and their count: the model, naive_graph_launch(), and that with
-    pv_pipelined()."""
-    def share():
-        ratios = [x for name in HELD_OUT for r, x in agreement.heldout_rows(name) if r["algo"] == "naive"]
-        return sum(abs(x - 1) <= 0.2 for x in ratios), len(ratios)
-    model = share()
-    with naive_graph_launch():
-        graph = share()
-        with pv_pipelined():
-            both = share()
-    return {"model": model, "graph": graph, "graph_pv": both}
+@contextmanager
+def qk_overlapped():
+    """The same, in part: qk's store hiding under its programs' loads and dots (Naive.STORED_AFTER, cost.stored_after)."""
+    with _patched(Naive, "STORED_AFTER", {}, "qk_overlapped", moves=NAIVE_ROWS):
+        yield
+
+
+@contextmanager
+def naive_before():
+    """The model before the thirty-ninth session's change: the three above together."""
+    with naive_events_launch(), pv_whole_wait(), qk_overlapped():
+        yield
+
+
+def naive_states():
+    """{column: a context manager}: the model before the thirty-ninth session's change, then each of its three parts added
+    in turn (naive's launches at the graph's cost; pv's lone programs pipelined; qk's store in series: the model)."""
+    return {"before": naive_before, "graph": lambda: _both(pv_whole_wait, qk_overlapped), "pv": qk_overlapped,
+            "model": nullcontext}
+
+
+@contextmanager
+def _both(first, second):
+    with first(), second():
+        yield
 
 
 def naive_launch_figures():
-    """{kernel: {column: (median gpusim ÷ measured, within 20%, of how many, least, most)}}: the model; its launches at
-    the graph's cost (GPU.graph_launch_s for launch_overhead_s, each launch); and that with pv_pipelined()."""
-    gpu = gpusim.get_gpu(agreement.PRESET)
-    graph = (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6
-
-    def columns(rows):
-        ratios = {"model": [p / m for _, _, m, p in rows], "graph": [(p - n * graph) / m for _, n, m, p in rows]}
-        return {key: (float(np.median(x)), *figure(x)) for key, x in ratios.items()}
-    now = naive_launch_rows()
-    with pv_pipelined():
-        trial = naive_launch_rows()
-    out = {}
-    for kernel in ("qk", "softmax", "pv", "all"):
-        out[kernel] = columns([r for r in now if r[0] == kernel])
-        out[kernel]["graph_pv"] = columns([r for r in trial if r[0] == kernel])["graph"]
+    """{kernel: {state: (median gpusim ÷ measured, within 20%, of how many, least, most)}} of naive_launch_rows() under
+    each of naive_states()."""
+    out = {kernel: {} for kernel in ("qk", "softmax", "pv", "all")}
+    for state, context in naive_states().items():
+        with context():
+            rows = naive_launch_rows()
+        for kernel in out:
+            ratios = [p / m for k, _, m, p in rows if k == kernel]
+            out[kernel][state] = (float(np.median(ratios)), *figure(ratios))
     return out
 
 
 def naive_launches_table():
     """naive_launch_figures() as docs/perf.md shows them."""
     cell = lambda f: f"{f[0]:.2f} ({f[3]:.2f}–{f[4]:.2f}), {f[1]} of {f[2]}"  # noqa: E731
-    lines = ["| kernel | gpusim ÷ measured: the model | launches at the graph's cost | and pv pipelined |",
-             "|---|---|---|---|"]
+    lines = ["| kernel | before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |",
+             "|---|---|---|---|---|"]
     for kernel, f in naive_launch_figures().items():
-        lines.append(f"| {kernel} | {cell(f['model'])} | {cell(f['graph'])} | {cell(f['graph_pv'])} |")
+        lines.append(f"| {kernel} | " + " | ".join(cell(f[state]) for state in naive_states()) + " |")
+    return "\n".join(lines)
+
+
+BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2080, 2088))  # runs 146-147: blind to the change
+
+
+def naive_heldout_figures(names):
+    """{state: (naive rows within 20%, of how many)} of these held-out sets under each of naive_states()."""
+    out = {}
+    for state, context in naive_states().items():
+        with context():
+            ratios = [x for name in names for r, x in agreement.heldout_rows(name) if r["algo"] == "naive"]
+        out[state] = (sum(abs(x - 1) <= 0.2 for x in ratios), len(ratios))
+    return out
+
+
+def naive_heldout_table():
+    """naive_heldout_figures() of the sets scored before the change (looked at while it was made) and of runs 146-147's
+    (blind), and of the blind sets' every row and those meeting issue 24's target, before and with the change."""
+    looked = [name for name in HELD_OUT if name not in BLIND_NAIVE]
+    rows = {"the 54 sets scored before it, naive rows": naive_heldout_figures(looked),
+            "runs 146-147's eight sets (blind), naive rows": naive_heldout_figures(BLIND_NAIVE)}
+    lines = ["| rows | before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {name} | " + " | ".join(f"{a} of {b}" for a, b in f.values()) + " |" for name, f in rows.items()]
+    with naive_before():
+        before = sets_share(BLIND_NAIVE), sum(meets_target(agreement.heldout_rows(n)) for n in BLIND_NAIVE)
+    now = sets_share(BLIND_NAIVE), sum(meets_target(agreement.heldout_rows(n)) for n in BLIND_NAIVE)
+    lines.append(f"| runs 146-147's eight sets (blind), all rows | {before[0]} | | | {now[0]} |")
+    lines.append(f"| of them, sets meeting issue 24's target | {before[1]} of 8 | | | {now[1]} of 8 |")
     return "\n".join(lines)
 
 
@@ -1891,17 +1925,24 @@ def qk_parts_us():
 
 
 def qk_parts_table():
-    """qk_parts_us() beside gpusim's qk at the same launch, and the full program over its two halves in series."""
+    """qk_parts_us() beside gpusim's qk at the same launch before the thirty-ninth session's change and with it, and the
+    full program over its two halves in series."""
     lines = ["| heads × N, d | tile | full, µs | no store | no dot | store only | empty grid | full ÷ (no store + "
-             "store only − empty) | gpusim's qk, µs |", "|---|---|---|---|---|---|---|---|---|"]
+             "store only − empty) | gpusim's qk before → now, µs |", "|---|---|---|---|---|---|---|---|---|"]
     for (heads, seq, d, bq, bk), us in qk_parts_us().items():
-        qk = gpusim.simulate("naive", heads=heads, seq=seq, head_dim=d, dtype="fp16", gpu=agreement.PRESET,
-                             block_q=bq, block_kv=bk).kernels[0].predicted_time_s * 1e6
+        with naive_before():
+            before = qk_us(heads, seq, d, bq, bk)
         series = us["no_store"] + us["store_only"] - us["empty"]
         lines.append(f"| {heads} × {seq:,}, {d} | {bq} × {bk} | {us['full']:.1f} | {us['no_store']:.1f} | "
                      f"{us['no_dot']:.1f} | {us['store_only']:.1f} | {us['empty']:.1f} | {us['full'] / series:.2f} | "
-                     f"{qk:.1f} |")
+                     f"{before:.1f} → {qk_us(heads, seq, d, bq, bk):.1f} |")
     return "\n".join(lines)
+
+
+def qk_us(heads, seq, head_dim, block_q, block_kv):
+    """gpusim's qk launch, µs, fp16, batch 1, non-causal, N = N_kv, at these tiles."""
+    return gpusim.simulate("naive", heads=heads, seq=seq, head_dim=head_dim, dtype="fp16", gpu=agreement.PRESET,
+                           block_q=block_q, block_kv=block_kv).kernels[0].predicted_time_s * 1e6
 
 def lone_eight_warp_rows():
     """The held-out sets' flash2 forwards of one 8-warp program per SM, the rows the twenty-first session's
@@ -2878,6 +2919,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "hopper_pairs": lambda: sweep_table(hopper_pairs_rows(), "stages", 264, True),
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
           "launch_parts": launch_parts_table, "naive_launches": naive_launches_table,
+          "naive_heldout": naive_heldout_table,
           "qk_parts": qk_parts_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
