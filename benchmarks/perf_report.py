@@ -1885,9 +1885,6 @@ def naive_launches_table():
     return "\n".join(lines)
 
 
-BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2080, 2088))  # runs 146-147: blind to the change
-
-
 def naive_heldout_figures(names):
     """{state: (naive rows within 20%, of how many)} of these held-out sets under each of naive_states()."""
     out = {}
@@ -1901,8 +1898,7 @@ def naive_heldout_figures(names):
 def naive_heldout_table():
     """naive_heldout_figures() of the sets scored before the change (looked at while it was made) and of runs 146-147's
     (blind), and of the blind sets' every row and those meeting issue 24's target, before and with the change."""
-    looked = [name for name in HELD_OUT if name not in BLIND_NAIVE]
-    rows = {"the 54 sets scored before it, naive rows": naive_heldout_figures(looked),
+    rows = {"the 54 sets scored before it, naive rows": naive_heldout_figures(THIRTY_EIGHT),
             "runs 146-147's eight sets (blind), naive rows": naive_heldout_figures(BLIND_NAIVE)}
     lines = ["| rows | before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |",
              "|---|---|---|---|---|"]
@@ -2749,7 +2745,11 @@ BLIND_LONE_SETUP = ("heldout_2072.json", "heldout_2073.json", "heldout_2074.json
 # Run 145's four, measured after the thirty-fifth session's first change and kept unscored until its second, the
 # Hopper kernel launched as a graph replays it (events_launch, the model before it), scored once after it.
 BLIND_GRAPH_LAUNCH = ("heldout_2076.json", "heldout_2077.json", "heldout_2078.json", "heldout_2079.json")
-FIRST_OF_35 = tuple(name for name in HELD_OUT if name not in BLIND_GRAPH_LAUNCH)  # the 50 scored after its first change
+# Runs 146 and 147's eight, measured after the thirty-fifth session's second change and kept unscored until the
+# thirty-ninth session's naive launches (naive_before, the model before it), scored once after it.
+BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2087, 2079, -1))
+THIRTY_EIGHT = tuple(name for name in HELD_OUT if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
+FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)  # the 50 scored after its first change
 THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
 THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the 32nd
 THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
@@ -2992,13 +2992,20 @@ BEFORE_LONE_SETUP = ("lpt_order", "dkdv_list", "heldout_2070", "heldout_2071", "
                      "hopper_kv", "program_cost", "lone_latency")
 # The tables of the thirty-fifth session's first change: the model as it was before its second (events_launch).
 BEFORE_GRAPH_LAUNCH = ("lone_setup", "setup_rows", *(f"heldout_{seed}" for seed in range(2072, 2076)))
+# The tables of its second change and of the held-out sets scored blind to it: the model as it was before the
+# thirty-ninth session's naive launches (naive_before), as every table of the lists above is.
+BEFORE_NAIVE_LAUNCHES = ("graph_launch", *(f"heldout_{seed}" for seed in range(2076, 2080)))
+HISTORICAL = frozenset(BEFORE_FULL_ISSUE + BEFORE_TWO_WARP_ISSUE + BEFORE_LONE_PIPELINE + BEFORE_LONE_COPY
+                       + BEFORE_OWN_COPY + BEFORE_WHOLE_DOTS + BEFORE_LAST_WAVE + BEFORE_MEASURED_ISSUE
+                       + BEFORE_LIST_SCHEDULE + BEFORE_RETIMED + BEFORE_DKDV_LIST + BEFORE_LONE_SETUP
+                       + BEFORE_GRAPH_LAUNCH + BEFORE_NAIVE_LAUNCHES)
 
 
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
-    dkdv_by_waves, lone_by_port, events_launch), or the model as it stands; on the held-out rows as they were then
-    (before_retimed) where it was written before run 135."""
+    dkdv_by_waves, lone_by_port, events_launch, each with naive_before), or the model as it stands; on the held-out rows
+    as they were then (before_retimed) where it was written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
              else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
@@ -3006,6 +3013,7 @@ def as_written(name):
              else no_list_schedule() if name in BEFORE_LIST_SCHEDULE else dkdv_by_waves() if name in BEFORE_DKDV_LIST
              else lone_by_port() if name in BEFORE_LONE_SETUP else events_launch() if name in BEFORE_GRAPH_LAUNCH
              else nullcontext())
+    model = _within_both(naive_before(), model) if name in HISTORICAL else model
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

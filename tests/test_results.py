@@ -1,5 +1,6 @@
 """The shipped GPU results: the charts redraw from the JSON on CPU, and the Nsight Compute parsing and
 comparison work on a stored fixture of the real CSV."""
+import contextlib
 import functools
 import json
 import math
@@ -18,7 +19,7 @@ from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from benchmarks import agreement, golden, ncu, perf_report  # noqa: E402
+from benchmarks import agreement, golden, h200_constants, ncu, perf_report  # noqa: E402
 
 # The whole file in one test process (make test's --dist loadgroup, which starts the largest group first): its tests
 # price the same states of the model, which benchmarks/agreement.py and perf_report keep per process (split over two
@@ -37,11 +38,12 @@ TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
 def under(model):
-    """A decorator: the test runs under `model` (a perf_report context manager of the model as it was)."""
+    """A decorator: the test runs under `model` (a perf_report context manager of the model as it was), before the
+    thirty-ninth session's naive launches (perf_report.naive_before) as every such model was."""
     def decorate(test):
         @functools.wraps(test)
         def run(*args, **kwargs):
-            with model():
+            with perf_report.naive_before(), model():
                 return test(*args, **kwargs)
         return run
     return decorate
@@ -59,6 +61,7 @@ before_retimed = under(perf_report.before_retimed)  # those written before run 1
 before_dkdv_list = under(perf_report.dkdv_by_waves)  # those written before the 33rd session's list-scheduled dK/dV
 before_lone_setup = under(perf_report.lone_by_port)  # those written before the 35th session's lone Hopper set-up
 before_graph_launch = under(perf_report.events_launch)  # and before its Hopper launch as a graph replays it
+before_naive_launches = under(contextlib.nullcontext)  # and before the 39th session's naive launches
 
 
 def held_out_file(name):
@@ -380,11 +383,7 @@ def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
 
 def before_measured_issue(test):
     """A test of a section written before the twenty-ninth session's cost.measured, run under the model it quotes."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        with perf_report.no_measured_issue():
-            return test(*args, **kwargs)
-    return run
+    return under(perf_report.no_measured_issue)(test)
 
 
 @before_measured_issue
@@ -1722,17 +1721,17 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
 
 def test_perf_md_quotes_naives_launches_as_measured():
     """naive_launches.json (run 148) and qk_parts.json (run 149): the empty kernels in a row, the call against its
-    kernels alone, qk's store rate and its halves in series, gpusim's qk at 128 x 128, and the held-out sets' naive
-    rows by time and under the trials, as docs/perf.md quotes them, recomputed from the files and the current model."""
+    kernels alone, pv's and qk's misses before the thirty-ninth session's change, qk's store rate and its halves in
+    series, the store constant, and what the change moves: the held-out sets' naive rows, bench.json's, Nsight's
+    launches and the golden file, as docs/perf.md quotes them, recomputed from the files and the model."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     empty = perf_report.naive_empty_us()
     assert (f"take {empty[1, 1]:.2f}, {empty[1, 2]:.2f} and {empty[1, 3]:.2f} µs (one program each) and "
             f"{empty[132, 1]:.2f}, {empty[132, 2]:.2f} and {empty[132, 3]:.2f} µs (132 each)") in text
     added = [empty[p, n] - empty[p, n - 1] for p in (1, 132) for n in (2, 3)]
     assert f"each launch after the first adds {min(added):.2f}–{max(added):.2f} µs" in text
-    rows = json.loads((ROOT / "results" / "h200" / "naive_launches.json").read_text())["rows"]
     shapes = {}
-    for r in rows:
+    for r in json.loads((RESULTS / "naive_launches.json").read_text())["rows"]:
         if r["kernel"] != "empty":
             shapes.setdefault((r["heads"], r["seq"], r["head_dim"], r["causal"]), {})[r["kernel"]] = r["ms"]
     whole = [s["all"] / (s["qk"] + s["softmax"] + s["pv"]) for s in shapes.values()]
@@ -1740,29 +1739,78 @@ def test_perf_md_quotes_naives_launches_as_measured():
     gpu = gpusim.get_gpu(agreement.PRESET)
     assert f"about {3 * (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6:.1f} µs slow" in text
     figures = perf_report.naive_launch_figures()
-    assert f"up to {figures['pv']['model'][4]:.1f}× slow" in text
-    assert f"pv's median {figures['pv']['graph_pv'][0]:.2f}" in text
+    assert f"priced pv's launches up to {figures['pv']['before'][4]:.1f}× slow" in text
     parts = {k: v for k, v in perf_report.qk_parts_us().items() if k[1] == 2048}
     rate = [k[0] * k[1] ** 2 * 2 / (v["store_only"] * 1e-6) / 1e12 for k, v in parts.items()]
     series = [v["full"] / (v["no_store"] + v["store_only"] - v["empty"]) for v in parts.values()]
-    assert f"at the DRAM's write rate ({min(rate):.2f}–{max(rate):.2f} TB/s at N = 2,048" in text
+    assert f"store rows ({min(rate):.2f}–{max(rate):.2f} TB/s at N = 2,048)" in text
     assert f"the whole program takes {min(series):.2f}–{max(series):.2f} of its two halves in series" in text
-    ratio = [gpusim.simulate("naive", heads=h, seq=n, head_dim=d, dtype="fp16", gpu=agreement.PRESET, block_q=bq,
-                             block_kv=bk).kernels[0].predicted_time_s * 1e6 / v["full"]
-             for (h, n, d, bq, bk), v in parts.items() if bq == 128]
-    assert f"its qk at 128 × 128 is {min(ratio):.2f}–{max(ratio):.2f}× the measured time" in text
-    naive = [(r["ms"], x) for name in perf_report.HELD_OUT for r, x in agreement.heldout_rows(name)
-             if r["algo"] == "naive"]
+    with perf_report.naive_before():
+        ratio = [perf_report.qk_us(*key) / v["full"] for key, v in parts.items() if key[3] == 128]
+        naive = [(r["ms"], x) for name in perf_report.THIRTY_EIGHT for r, x in agreement.heldout_rows(name)
+                 if r["algo"] == "naive"]
+    assert f"its qk at 128 × 128 was {min(ratio):.2f}–{max(ratio):.2f}× the measured time" in text
+    assert gpu.store_bytes_per_s == pytest.approx(h200_constants.store_bytes_per_s(), rel=1e-3)
+    assert f"`GPU.store_bytes_per_s`, {gpu.store_bytes_per_s / 1e12:.3f} TB/s" in text
+    assert f"| HBM stores of 4–64 KiB tiles, a program each, 2 GiB in all | {gpu.store_bytes_per_s / 1e12:.2f} TB/s |" in text
+    assert f"the rate a stream of stores reaches ({gpu.store_bytes_per_s / 1e12:.2f} TB/s;" in text
     short = [x for ms, x in naive if ms < 0.03]
-    assert (f"of the {len(short)} measured under 30 µs, {sum(x > 1.2 for x in short)} are priced more than 1.2× slow "
+    assert (f"of the {len(short)} measured under 30 µs, {sum(x > 1.2 for x in short)} were priced more than 1.2× slow "
             f"(all {len(short)}: {min(short):.2f}–{max(short):.2f}×)") in text
     bands = ((0.15, 0.5), (0.5, 2), (2, math.inf))
     medians = [statistics.median(x for ms, x in naive if lo <= ms < hi) for lo, hi in bands]
-    assert f"from 150 µs up the median is {min(medians):.2f}–{max(medians):.2f}×" in text
-    held = perf_report.naive_heldout_figures()
-    assert (f"the model puts {held['model'][0]} of {held['model'][1]} within 20%; with its launches at the graph's "
-            f"cost, "
-            f"{held['graph'][0]}; with pv pipelined as well, {held['graph_pv'][0]}") in text
+    assert f"from 150 µs up the median was {min(medians):.2f}–{max(medians):.2f}×" in text
+    held = perf_report.naive_heldout_figures(perf_report.THIRTY_EIGHT)
+    assert f"takes the naive rows from {held['before'][0]} to {held['model'][0]} of {held['model'][1]} within 20%" in text
+    bench = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
+    with perf_report.naive_before():
+        bench_before = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
+    both = all(abs(x - 1) <= 0.2 for x in bench + bench_before)
+    assert both and (f"the median goes from {statistics.median(bench_before):.2f} to {statistics.median(bench):.2f} "
+                     f"(all {len(bench)} within 20% before and after)") in text
+    def qk_errors():
+        return [r["rel_err"] for r in ncu.compare_run("ncu", RESULTS) if r["kernel"] == "qk" and r["quantity"] == "time_s"]
+    now = qk_errors()
+    with perf_report.naive_before():
+        before = qk_errors()
+    assert (f"qk from {1 + min(before):.2f}–{1 + max(before):.2f} of the measured time to "
+            f"{1 + min(now):.2f}–{1 + max(now):.2f}") in text
+    moved, picked = [], 0
+    for args in golden.configs():
+        record = golden.record(args)
+        with perf_report.naive_before():
+            was = golden.record(args)
+        if record != was:
+            moved.append(args["algo"])
+            picked += record["blocks"] != was["blocks"]
+    assert set(moved) == {"naive"} and (f"The golden file's times moved in {len(moved)} of its 394 simulated "
+                                        f"configurations, all naive") in text and f": {picked} of them at tiles" in text
+
+
+def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
+    """ncu.json's launches of 100 µs or more against the model as it stands and before the thirty-ninth session's naive
+    launches: the share of each kernel's launches within 25%, and the naive kernels' errors, as docs/perf.md quotes them."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    def times():
+        rows = [r for r in ncu.compare_run("ncu", RESULTS) if r["quantity"] == "time_s"]
+        return {k: [r for r in rows if r["kernel"] == k] for k in dict.fromkeys(r["kernel"] for r in rows)}
+    def pct(x):
+        return f"{abs(x):.0%}"
+    now = times()
+    with perf_report.naive_before():
+        before = times()
+    assert all(abs(r["rel_err"]) <= ncu.TARGETS["time_s"] for rows in now.values() for r in rows)
+    qk, pv = ([r["rel_err"] for r in now[k]] for k in ("qk", "pv"))
+    assert (f"every kernel within 25% on every launch; naive's qk from {pct(min(qk))} short to {pct(max(qk))} long, pv "
+            f"from {pct(min(pv))} short to {pct(max(pv))} long") in text
+    share = {k: f"{sum(abs(r['rel_err']) <= ncu.TARGETS['time_s'] for r in before[k]) / len(before[k]):.0%}"
+             for k in ("qk", "pv")}
+    qk, long_pv = [r["rel_err"] for r in before["qk"]], [r["rel_err"] for r in before["pv"] if r["rel_err"] > 0.25]
+    assert {r["head_dim"] for r in before["pv"] if r["rel_err"] > 0.25} == {64}
+    assert (f"pv was within 25% on {share['pv']} of its launches and qk on {share['qk']}, missing in both directions (qk "
+            f"predicted {-100 * max(qk):.0f}–{pct(min(qk))} short at d = 64 and 128, pv {100 * min(long_pv):.0f}–"
+            f"{pct(max(long_pv))} long at d = 64)") in text
+
 
 def scored_blind(text, held, held_before, names, run, meets):
     """A change's blind scoring as docs/perf.md quotes it: the two held-out sets kept in run `run`'s log, within 20%
@@ -1897,9 +1945,11 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
             f"{sum(perf_report.meets_target(h) for h in held.values())} of the 32 meet the target") in text
     golden = [r for r in json.loads((ROOT / "tests" / "golden" / "counts.json").read_text())
               if "blocks" in r["result"] and "block_q" not in r["args"]]
+    def picks():  # the golden file's configurations' tiles as the model picks them (the section's: naive_before)
+        return [((c := gpusim.simulate(**r["args"]).config).block_q, c.block_kv) for r in golden]
+    now = picks()
     with perf_report.counted_dots():
-        moved = [r["args"] for r in golden if r["result"]["blocks"] != [
-            (c := gpusim.simulate(**r["args"]).config).block_q, c.block_kv]]
+        moved = [r["args"] for r, pick, was in zip(golden, now, picks()) if pick != was]
     simulated = sum("error" not in r["result"] for r in json.loads((ROOT / "tests" / "golden" / "counts.json").read_text()))
     assert f"changes its pick for {len(moved)} of the golden file's {simulated} configurations" in text
     assert all(min(a["seq"], a.get("seq_kv", a["seq"])) <= 100 for a in moved)
@@ -2603,6 +2653,7 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
             assert json.loads((RESULTS / f"heldout_{seed}.json").read_text()) == kept
 
 
+@before_naive_launches
 def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_sets():
     """The thirty-fifth session's second change: the launch it takes is the graph-replayed empty kernel's, the golden
     file's counts unmoved and only Hopper times moved; run 137's one-wave launches and the blind scoring of seeds 2076
