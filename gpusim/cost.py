@@ -48,13 +48,16 @@ The model, in five steps, each a choice written down here:
    see every Q block, first) on SMs holding one program each has its shortest programs last, not
    its longest: it is priced as the hardware runs it, each program to the slot that frees first (list_schedule).
    The launch adds its cost once
-   (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides).
+   (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides). A kernel of one step whose
+   programs store their tile after their loads and dot (naive's qk), all in the same phase, adds that store after the
+   rest, at the rate a stream of stores reaches (stored_after).
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
 (step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() (with sm_compute()),
-chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes the Timing.
+chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes the Timing;
+launch_time() runs the five, and kernel_time() adds stored_after().
 """
 import heapq
 import math
@@ -256,11 +259,12 @@ def lone_pipeline(grid):
     """A lone 4-warp program (cost.full_issue, one warp per scheduler), or a lone program of any warp count of a kernel
     measured so (pass_.LONE_PIPELINED: naive's pv, results/h200/naive_launches.json, run 148), that Triton pipelines
     S > 2 stages deep: its step takes one round of its compute and loads over the S - 1 tiles in flight, and at least
-    its compute, where other cp.async steps (but lone_copy's) wait for their whole load. Measured: results/h200/lone_program.json (run 95), the cold
-    lone steps at 3 and 4 stages, which the whole wait prices 1.39-1.88x, and their loop without loads (run 103,
-    overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp programs follow their own measured rate (lone_copy):
-    their loop alone is priced 1.01-1.27x, so Little's law on their priced compute would not hold them. The twentieth
-    session's trial (perf_report.lone_pipelined), adopted in the twenty-second's."""
+    its compute, where other cp.async steps (but lone_copy's) wait for their whole load. Measured:
+    results/h200/lone_program.json (run 95), the cold lone steps at 3 and 4 stages, which the whole wait prices
+    1.39-1.88x, and their loop without loads (run 103, overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp
+    programs follow their own measured rate (lone_copy): their loop alone is priced 1.01-1.27x, so Little's law on
+    their priced compute would not hold them. The twentieth session's trial (perf_report.lone_pipelined), adopted in
+    the twenty-second's."""
     lone = ((full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK)
             or (grid.kernel in grid.cfg.pass_.LONE_PIPELINED and grid.resident == 1))
     return lone and grid.res.num_stages > 2
