@@ -1752,6 +1752,9 @@ def test_perf_md_quotes_naives_launches_as_measured():
     assert f"its qk at 128 × 128 was {min(ratio):.2f}–{max(ratio):.2f}× the measured time" in text
     wave = [perf_report.qk_us(*key) / v["full"] for key, v in perf_report.qk_parts_us().items() if key[:2] == (64, 256)]
     assert f"qk's one-wave launches (64 × 256 above) are still priced {min(wave):.2f}–{max(wave):.2f}×" in text
+    alone = [(perf_report.qk_us(*key) - key[0] * key[1] ** 2 * 2 / gpu.store_bytes_per_s * 1e6) / v["no_store"]
+             for key, v in perf_report.qk_parts_us().items() if key[:2] == (64, 256)]
+    assert max(alone) < 0.8 and "(its loads and dot alone already are)" in text  # priced without the store
     assert gpu.store_bytes_per_s == pytest.approx(h200_constants.store_bytes_per_s(), rel=1e-3)
     assert f"`GPU.store_bytes_per_s`, {gpu.store_bytes_per_s / 1e12:.3f} TB/s" in text
     assert f"| HBM stores of 4–64 KiB tiles, a program each, 2 GiB in all | {gpu.store_bytes_per_s / 1e12:.2f} TB/s |" in text
