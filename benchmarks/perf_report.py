@@ -1800,8 +1800,8 @@ def launch_parts_rates(programs=132):
 
 
 def naive_launch_rows():
-    """results/h200/naive_launches.json (run 148): [(kernel, launches, measured µs, gpusim's µs)] of each of naive's
-    kernels launched alone and of the call ("all", three launches), gpusim at the row's shape and tiles."""
+    """results/h200/naive_launches.json (run 148): [(kernel, measured µs, gpusim's µs)] of each of naive's kernels
+    launched alone and of the call ("all", its three launches), gpusim at the row's shape and tiles."""
     out = []
     for r in json.loads((agreement.RESULTS / "naive_launches.json").read_text())["rows"]:
         if r["kernel"] == "empty":
@@ -1810,7 +1810,7 @@ def naive_launch_rows():
                                  causal=r["causal"], dtype="fp16", gpu=agreement.PRESET, block_q=r["block_q"],
                                  block_kv=r["block_kv"])
         times = {k.name: k.predicted_time_s for k in result.kernels} | {"all": result.predicted_time_s}
-        out.append((r["kernel"], 3 if r["kernel"] == "all" else 1, r["ms"] * 1e3, times[r["kernel"]] * 1e6))
+        out.append((r["kernel"], r["ms"] * 1e3, times[r["kernel"]] * 1e6))
     return out
 
 
@@ -1837,7 +1837,8 @@ def pv_whole_wait():
 
 @contextmanager
 def qk_overlapped():
-    """The same, in part: qk's store hiding under its programs' loads and dots (Naive.STORED_AFTER, cost.stored_after)."""
+    """The same, in part: qk's store hiding under its programs' loads and dots (Naive.STORED_AFTER,
+    cost.stored_after)."""
     with _patched(Naive, "STORED_AFTER", {}, "qk_overlapped", moves=NAIVE_ROWS):
         yield
 
@@ -1850,16 +1851,15 @@ def naive_before():
 
 
 def naive_states():
-    """{column: a context manager}: the model before the thirty-ninth session's change, then each of its three parts added
-    in turn (naive's launches at the graph's cost; pv's lone programs pipelined; qk's store in series: the model)."""
-    return {"before": naive_before, "graph": lambda: _both(pv_whole_wait, qk_overlapped), "pv": qk_overlapped,
-            "model": nullcontext}
+    """{column: a context manager}: the model before the thirty-ninth session's change, then each of its three parts
+    added in turn (naive's launches at the graph's cost; pv's lone programs pipelined; qk's store in series: the model),
+    as NAIVE_COLUMNS names them."""
+    return {"before": naive_before, "graph": lambda: _within_both(pv_whole_wait(), qk_overlapped()),
+            "pv": qk_overlapped, "model": nullcontext}
 
 
-@contextmanager
-def _both(first, second):
-    with first(), second():
-        yield
+NAIVE_COLUMNS = ("before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |\n"
+                 "|---|---|---|---|---|")
 
 
 def naive_launch_figures():
@@ -1870,7 +1870,7 @@ def naive_launch_figures():
         with context():
             rows = naive_launch_rows()
         for kernel in out:
-            ratios = [p / m for k, _, m, p in rows if k == kernel]
+            ratios = [p / m for k, m, p in rows if k == kernel]
             out[kernel][state] = (float(np.median(ratios)), *figure(ratios))
     return out
 
@@ -1878,8 +1878,7 @@ def naive_launch_figures():
 def naive_launches_table():
     """naive_launch_figures() as docs/perf.md shows them."""
     cell = lambda f: f"{f[0]:.2f} ({f[3]:.2f}–{f[4]:.2f}), {f[1]} of {f[2]}"  # noqa: E731
-    lines = ["| kernel | before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |",
-             "|---|---|---|---|---|"]
+    lines = ["| kernel | " + NAIVE_COLUMNS]
     for kernel, f in naive_launch_figures().items():
         lines.append(f"| {kernel} | " + " | ".join(cell(f[state]) for state in naive_states()) + " |")
     return "\n".join(lines)
@@ -1900,8 +1899,7 @@ def naive_heldout_table():
     (blind), and of the blind sets' every row and those meeting issue 24's target, before and with the change."""
     rows = {"the 54 sets scored before it, naive rows": naive_heldout_figures(THIRTY_EIGHT),
             "runs 146-147's eight sets (blind), naive rows": naive_heldout_figures(BLIND_NAIVE)}
-    lines = ["| rows | before | launches at the graph's cost | and pv pipelined | and qk's store in series (the model) |",
-             "|---|---|---|---|---|"]
+    lines = ["| rows | " + NAIVE_COLUMNS]
     lines += [f"| {name} | " + " | ".join(f"{a} of {b}" for a, b in f.values()) + " |" for name, f in rows.items()]
     with naive_before():
         before = sets_share(BLIND_NAIVE), sum(meets_target(agreement.heldout_rows(n)) for n in BLIND_NAIVE)
@@ -2749,7 +2747,8 @@ BLIND_GRAPH_LAUNCH = ("heldout_2076.json", "heldout_2077.json", "heldout_2078.js
 # thirty-ninth session's naive launches (naive_before, the model before it), scored once after it.
 BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2087, 2079, -1))
 THIRTY_EIGHT = tuple(name for name in HELD_OUT if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
-FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)  # the 50 scored after its first change
+# the 50 scored after the thirty-fifth session's first change
+FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)
 THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
 THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the 32nd
 THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth

@@ -275,7 +275,7 @@ def test_the_hopper_kernel_launches_as_a_graph_replays_an_empty_kernel_where_mea
 
 def test_naives_launches_are_priced_as_a_graph_replays_them_where_measured():
     """Each of naive's three launches adds the empty kernel's graph-replayed launch on H200-measured (0.7356 us), the
-    events-timed 3.2 us where that is not measured (the datasheet H200): its forward's time moves by 3 x the difference."""
+    events-timed 3.2 us where that is not measured (the datasheet H200)."""
     for gpu, launch_s in (("H200-measured", 7.356e-07), ("H200", 3.2e-06)):
         cfg = gpusim.simulate("naive", seq=1024, head_dim=64, gpu=gpu).config
         assert [cfg.pass_.launch_s(cfg, k) for k in ("qk", "softmax", "pv")] == [launch_s] * 3
@@ -291,7 +291,8 @@ def test_naives_qk_stores_its_tile_after_its_loads_and_dot():
     def unstored(nbytes):
         return {t: (read, 0 if t == "S" else write) for t, (read, write) in nbytes.items()}
     qk = r.kernels[0]
-    alone = cost.launch_time(r.config, "qk", unstored(counts), unstored(dram), (qk.flops_matmul, qk.flops_other, qk.exps))
+    flops = (qk.flops_matmul, qk.flops_other, qk.exps)
+    alone = cost.launch_time(r.config, "qk", unstored(counts), unstored(dram), flops)
     assert qk.predicted_time_s == pytest.approx(alone.predicted_time_s + 2 * 4 * 1024 * 1024 * 2 / 4.568e12, rel=1e-12)
 
 

@@ -1757,7 +1757,8 @@ def test_perf_md_quotes_naives_launches_as_measured():
     assert max(alone) < 0.8 and "(its loads and dot alone already are)" in text  # priced without the store
     assert gpu.store_bytes_per_s == pytest.approx(h200_constants.store_bytes_per_s(), rel=1e-3)
     assert f"`GPU.store_bytes_per_s`, {gpu.store_bytes_per_s / 1e12:.3f} TB/s" in text
-    assert f"| HBM stores of 4–64 KiB tiles, a program each, 2 GiB in all | {gpu.store_bytes_per_s / 1e12:.2f} TB/s |" in text
+    store = gpu.store_bytes_per_s / 1e12
+    assert f"| HBM stores of 4–64 KiB tiles, a program each, 2 GiB in all | {store:.2f} TB/s |" in text
     assert f"the rate a stream of stores reaches ({gpu.store_bytes_per_s / 1e12:.2f} TB/s;" in text
     short = [x for ms, x in naive if ms < 0.03]
     assert (f"of the {len(short)} measured under 30 µs, {sum(x > 1.2 for x in short)} were priced more than 1.2× slow "
@@ -1766,7 +1767,8 @@ def test_perf_md_quotes_naives_launches_as_measured():
     medians = [statistics.median(x for ms, x in naive if lo <= ms < hi) for lo, hi in bands]
     assert f"from 150 µs up the median was {min(medians):.2f}–{max(medians):.2f}×" in text
     held = perf_report.naive_heldout_figures(perf_report.THIRTY_EIGHT)
-    assert f"takes the naive rows from {held['before'][0]} to {held['model'][0]} of {held['model'][1]} within 20%" in text
+    before, after = held["before"], held["model"]
+    assert f"takes the naive rows from {before[0]} to {after[0]} of {after[1]} within 20%" in text
     bench = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
     with perf_report.naive_before():
         bench_before = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
@@ -1774,7 +1776,8 @@ def test_perf_md_quotes_naives_launches_as_measured():
     assert both and (f"the median goes from {statistics.median(bench_before):.2f} to {statistics.median(bench):.2f} "
                      f"(all {len(bench)} within 20% before and after)") in text
     def qk_errors():
-        return [r["rel_err"] for r in ncu.compare_run("ncu", RESULTS) if r["kernel"] == "qk" and r["quantity"] == "time_s"]
+        rows = ncu.compare_run("ncu", RESULTS)
+        return [r["rel_err"] for r in rows if r["kernel"] == "qk" and r["quantity"] == "time_s"]
     now = qk_errors()
     with perf_report.naive_before():
         before = qk_errors()
@@ -1793,8 +1796,9 @@ def test_perf_md_quotes_naives_launches_as_measured():
 
 
 def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
-    """ncu.json's launches of 100 µs or more against the model as it stands and before the thirty-ninth session's naive
-    launches: the share of each kernel's launches within 25%, and the naive kernels' errors, as docs/perf.md quotes them."""
+    """ncu.json's launches of 100 µs or more against the model as it stands and before the thirty-ninth session's
+    naive launches: the share of each kernel's launches within 25%, and the naive kernels' errors, as docs/perf.md
+    quotes them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     def times():
         rows = [r for r in ncu.compare_run("ncu", RESULTS) if r["quantity"] == "time_s"]
@@ -1812,7 +1816,8 @@ def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
              for k in ("qk", "pv")}
     qk, long_pv = [r["rel_err"] for r in before["qk"]], [r["rel_err"] for r in before["pv"] if r["rel_err"] > 0.25]
     assert {r["head_dim"] for r in before["pv"] if r["rel_err"] > 0.25} == {64}
-    assert (f"pv was within 25% on {share['pv']} of its launches and qk on {share['qk']}, missing in both directions (qk "
+    assert (f"pv was within 25% on {share['pv']} of its launches and qk on {share['qk']}, missing in both directions "
+            f"(qk "
             f"predicted {-100 * max(qk):.0f}–{pct(min(qk))} short at d = 64 and 128, pv {100 * min(long_pv):.0f}–"
             f"{pct(max(long_pv))} long at d = 64)") in text
 
