@@ -14,10 +14,12 @@ Timing: forward and decode rows, the median of the GPU work replayed from a CUDA
 (benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
 training rows, the wall time per step as a training loop calls it (timing "wall_per_call": steps over the same
-cycled copies, grads set to None before each, synchronised once before the clock and once after, as
+cycled copies, grads set to None before each, synchronised before the clock and after the last (of each chunk, below), as
 benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer),
-and just before it the host's speed at that moment ("host_probe_us": host_probe_us, a step on a shape whose GPU
-work is tens of us; sets from seed 2062 on, and the training rows of the earlier ones, timed again in run 135).
+and the host's speed: a step on a shape whose GPU work is tens of us ("host_probe_us"). Sets from seed 2062 on, and
+the training rows of the earlier ones (timed again in run 135), took it just before the row (host_probe_us); sets from
+seed 2092 on take it over the row's own stretch of time, the row's steps and the probe's in alternating chunks
+(_interleaved, "host_probe_us"), and keep the earlier probe beside it ("host_probe_before_us").
 Sets measured before run 105 timed training rows with triton.testing.do_bench's CUDA events around each step
 after an L2 flush (timing "events"), which misses part of the host's time where the host is slower than the GPU.
 The first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
@@ -48,6 +50,7 @@ STEPS_S = 0.3  # per training row: about this long of steps timed, at least MIN_
 MIN_STEPS, MAX_STEPS = 20, 200
 CHECK_ROWS = 128  # the first and last CHECK_ROWS query rows are checked
 PROBE = (1, 4, 256, 64)  # the host probe's batch, heads, N, d: host.json's first shape (GPU work of tens of us)
+PROBE_ROUNDS = 4  # a training row's steps timed in this many chunks, each after a chunk of the probe's (_interleaved)
 TOL = {"fp16": 1e-2, "bf16": 3e-2}
 
 
@@ -239,21 +242,27 @@ def _timer(dev):
     return wall
 
 
+def _steps(step, sync):
+    """How many calls of step() STEPS_S holds (at least MIN_STEPS, at most MAX_STEPS), from one call timed after 3
+    warm-up calls."""
+    from benchmarks.host import per_call_us
+    one_us = per_call_us(step, 1, 3, sync)
+    return max(MIN_STEPS, min(MAX_STEPS, int(STEPS_S * 1e6 / max(one_us, 1.0))))
+
+
 def _wall_per_step(step, dev):
     """{"ms", "timing", "steps"}: the wall time per call of step() in a loop, the GPU synchronised before the clock
     starts and once after the last call (benchmarks/host.py's per_call_us), over about STEPS_S of calls."""
     import torch
     from benchmarks.host import per_call_us
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    one_us = per_call_us(step, 1, 3, sync)  # after 3 warm-up steps: how many steps STEPS_S holds
-    steps = max(MIN_STEPS, min(MAX_STEPS, int(STEPS_S * 1e6 / max(one_us, 1.0))))
+    steps = _steps(step, sync)
     return {"ms": per_call_us(step, steps, 0, sync) / 1e3, "timing": "wall_per_call", "steps": steps}
 
 
-def host_probe_us(dev):
-    """The host's speed at this moment: the wall time per call of a training step (flash2_attention_trainable forward
-    + .sum().backward(), fp16, default tiles) on PROBE's shape, whose GPU work is tens of us, so the time is the
-    host's, timed as _wall_per_step times a row. Measured just before each training row (its "host_probe_us")."""
+def probe_step(dev):
+    """PROBE's training step (flash2_attention_trainable forward + .sum().backward(), fp16, default tiles), whose GPU
+    work is tens of us, so its wall time per call is the host's."""
     import torch
     import gpusim_kernels as K
     b, h, n, d = PROBE if dev == "cuda" else (1, 2, 32, 16)  # on CPU (the interpreter): a shape it runs fast
@@ -263,7 +272,31 @@ def host_probe_us(dev):
         for x in (q, k, v):
             x.grad = None
         K.flash2_attention_trainable(q, k, v).sum().backward()
-    return _wall_per_step(step, dev)["ms"] * 1e3
+    return step
+
+
+def host_probe_us(dev):
+    """The host's speed just before a training row, as the sets before seed 2092 took it: probe_step's wall time per
+    call, timed as _wall_per_step times a row (the row's "host_probe_before_us" since)."""
+    return _wall_per_step(probe_step(dev), dev)["ms"] * 1e3
+
+
+def _interleaved(step, probe, dev):
+    """{"ms", "timing", "steps", "host_probe_us"}: a training row's wall time per call and the host's speed over the
+    same stretch of time. The row's steps run in PROBE_ROUNDS chunks, each right after a chunk of probe's, each chunk
+    timed as per_call_us (the GPU synchronised before the clock and after the last call); each of the two gets about
+    STEPS_S of calls in all. ms and host_probe_us: each one's chunks' time over their calls."""
+    import torch
+    from benchmarks.host import per_call_us
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    chunks = [-(-_steps(fn, sync) // PROBE_ROUNDS) for fn in (step, probe)]
+    total = [0.0, 0.0]
+    for _ in range(PROBE_ROUNDS):
+        for i in (1, 0):
+            total[i] += per_call_us((step, probe)[i], chunks[i], 0, sync) * chunks[i]
+    calls = [PROBE_ROUNDS * c for c in chunks]
+    return {"ms": total[0] / calls[0] / 1e3, "timing": "wall_per_call", "steps": calls[0],
+            "host_probe_us": total[1] / calls[1]}
 
 
 def measure_row(row, dev="cuda", warm_only=False):
@@ -308,8 +341,8 @@ def measure_row(row, dev="cuda", warm_only=False):
         if out["rel_err"] > tol or out["rel_err_dq"] > 3 * tol or not torch.isfinite(k.grad).all():
             out["error"] = f"wrong: rel_err {out['rel_err']:.3g}, dq {out['rel_err_dq']:.3g}"
             return out
-        out["host_probe_us"] = host_probe_us(dev)
-        return out | _wall_per_step(cycling([lambda s=s: step(*s) for s in sets]), dev)
+        out["host_probe_before_us"] = host_probe_us(dev)
+        return out | _interleaved(cycling([lambda s=s: step(*s) for s in sets]), probe_step(dev), dev)
     sets = [inputs() for _ in range(1 if warm_only else input_copies(per_set))]
     fn = {"naive": K.naive_attention, "flash2": K.flash2_attention, "hopper": K.hopper_attention}[row["algo"]]
     kw = dict(causal=causal) if row["algo"] == "hopper" else dict(causal=causal, block_q=bq, block_kv=bk)

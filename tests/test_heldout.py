@@ -136,15 +136,23 @@ def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
 
 
 def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypatch):
-    """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, checked first, and
-    the host probe's time per step measured before it."""
-    from benchmarks import heldout
+    """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, in PROBE_ROUNDS
+    chunks, each after a chunk of the host probe's, checked first; the probe's time per step over the same stretch,
+    and the probe timed before the row as the sets before seed 2092 took it."""
+    from benchmarks import heldout, host
     monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS, here 3 (each a step in the interpreter)
     monkeypatch.setattr(heldout, "MIN_STEPS", 3)
+    monkeypatch.setattr(heldout, "PROBE_ROUNDS", 2)
+    chunks = []
+    timed = host.per_call_us
+    monkeypatch.setattr(host, "per_call_us", lambda fn, calls, *a: chunks.append((fn, calls)) or timed(fn, calls, *a))
     row = next(r for r in heldout.SMOKE if r["kind"] == "train")
     out = heldout.measure_row(row, "cpu")
-    assert out["timing"] == "wall_per_call" and out["steps"] == heldout.MIN_STEPS and out["ms"] > 0
-    assert out["host_probe_us"] > 0
+    assert out["timing"] == "wall_per_call" and out["steps"] == 4 and out["ms"] > 0  # 2 chunks of ceil(3 / 2) steps
+    assert out["host_probe_us"] > 0 and out["host_probe_before_us"] > 0
+    interleaved = [calls for _, calls in chunks[-4:]]
+    assert interleaved == [2, 2, 2, 2] and chunks[-4][0] is chunks[-2][0] and chunks[-3][0] is chunks[-1][0]
+    assert chunks[-4][0] is not chunks[-3][0]
     assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
 
 
