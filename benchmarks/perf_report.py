@@ -1500,16 +1500,39 @@ def preset_host_floor():
         yield
 
 
-def probe_rows():
-    """The training steps of run 132's sets (BLIND_HOST_PROBE): (measured ms, the host probe beside it in ms, gpusim's
-    GPU time for the step in ms), the GPU time summed over its kernels, before the host floor."""
+def probe_rows(names, probe="host_probe_us"):
+    """The training steps of these held-out sets that carry the host probe `probe`: (measured ms,
+    the probe in ms, gpusim's GPU time for the step in ms), the GPU time summed over its kernels, before the host floor."""
     out = []
-    for name in BLIND_HOST_PROBE:
+    for name in names:
         for row, _ in agreement.heldout_rows(name):
-            if row["kind"] == "train":
+            if row["kind"] == "train" and row.get(probe):
                 gpu_s = sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels)
-                out.append((row["ms"], row["host_probe_us"] * 1e-3, gpu_s * 1e3))
+                out.append((row["ms"], row[probe] * 1e-3, gpu_s * 1e3))
     return out
+
+
+def probe_figures(rows):
+    """probe_rows' steps as the host probe prices them: {"host": the host-bound steps' (GPU time under the probe)
+    measured ÷ probe, "all": every step's gpusim ÷ measured (the GPU time or the probe, whichever is longer)}."""
+    return {"host": [m / p for m, p, g in rows if g < p], "all": [max(p, g) / m for m, p, g in rows]}
+
+
+def interleaved_table():
+    """The training steps of the sets before run 151 (the probe taken just before each) and of run 151's four (the
+    probe taken before each, and interleaved with it: the scoring's): the host-bound steps within 20% and their measured
+    time over the probe's, and every step within 20%."""
+    groups = {"the 62 sets before, the probe just before the step": probe_rows(THIRTY_NINE),
+              "run 151's four sets, the probe just before the step": probe_rows(INTERLEAVED, "host_probe_before_us"),
+              "run 151's four sets, the probe interleaved with the step (the scoring's)": probe_rows(INTERLEAVED)}
+    lines = ["| training steps | host-bound, within 20% | host-bound, measured ÷ probe: median (least–most) | "
+             "all, within 20% |", "|---|---|---|---|"]
+    for name, rows in groups.items():
+        f = probe_figures(rows)
+        host, close = f["host"], lambda x: sum(abs(1 / r - 1) <= 0.2 for r in x)  # noqa: E731
+        lines.append(f"| {name} | {close(host)} of {len(host)} | {np.median(host):.2f} ({_span(host, '')}) | "
+                     f"{sum(abs(r - 1) <= 0.2 for r in f['all'])} of {len(f['all'])} |")
+    return "\n".join(lines)
 
 
 def host_probe_table():
@@ -2746,7 +2769,11 @@ BLIND_GRAPH_LAUNCH = ("heldout_2076.json", "heldout_2077.json", "heldout_2078.js
 # Runs 146 and 147's eight, measured after the thirty-fifth session's second change and kept unscored until the
 # thirty-ninth session's naive launches (naive_before, the model before it), scored once after it.
 BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2087, 2079, -1))
-THIRTY_EIGHT = tuple(name for name in HELD_OUT if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
+# Run 151's four, the host probe's steps interleaved with each training row's (benchmarks/heldout.py's _interleaved),
+# measured and scored once in the fortieth session, the model unchanged since the thirty-ninth.
+INTERLEAVED = tuple(f"heldout_{seed}.json" for seed in range(2095, 2091, -1))
+THIRTY_NINE = tuple(name for name in HELD_OUT if name not in INTERLEAVED)  # the 62 scored through the 39th session
+THIRTY_EIGHT = tuple(name for name in THIRTY_NINE if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
 # the 50 scored after the thirty-fifth session's first change
 FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)
 THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
@@ -2812,7 +2839,9 @@ def held_out_line():
             f"`cost.list_schedule`, {list_schedule}; seeds 2070 and 2071, scored blind to the thirty-third session's "
             f"list-scheduled dK/dV, {dkdv_list}; seeds 2072 to 2075, scored blind to the thirty-fifth session's set-up "
             f"of a lone Hopper program, {lone_setup}; seeds 2076 to 2079, scored blind to its launch as a CUDA graph "
-            f"replays it, {sets_share(BLIND_GRAPH_LAUNCH)}; the "
+            f"replays it, {sets_share(BLIND_GRAPH_LAUNCH)}; seeds 2080 to 2087, scored blind to the thirty-ninth "
+            f"session's naive launches, {sets_share(BLIND_NAIVE)}; seeds 2092 to 2095, the host's speed taken over each "
+            f"training step's own time, scored with the model unchanged, {sets_share(INTERLEAVED)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
@@ -2893,7 +2922,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
-          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table,
+          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table, "interleaved": interleaved_table,
           "lpt_order": lpt_order_table, "list_schedule_trial": list_schedule_trial_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,
