@@ -14,7 +14,8 @@ Timing: forward and decode rows, the median of the GPU work replayed from a CUDA
 (benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
 training rows, the wall time per step as a training loop calls it (timing "wall_per_call": steps over the same
-cycled copies, grads set to None before each, synchronised before the clock and after the last (of each chunk, below), as
+cycled copies, grads set to None before each, synchronised before the clock and after the last (of each chunk,
+below), as
 benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer),
 and the host's speed: a step on a shape whose GPU work is tens of us ("host_probe_us"). Sets from seed 2062 on, and
 the training rows of the earlier ones (timed again in run 135), took it just before the row (host_probe_us); sets from

@@ -1501,8 +1501,8 @@ def preset_host_floor():
 
 
 def probe_rows(names, probe="host_probe_us"):
-    """The training steps of these held-out sets that carry the host probe `probe`: (measured ms,
-    the probe in ms, gpusim's GPU time for the step in ms), the GPU time summed over its kernels, before the host floor."""
+    """The training steps of these held-out sets that carry the host probe `probe`: (measured ms, the probe in ms,
+    gpusim's GPU time for the step in ms), the GPU time summed over its kernels, before the host floor."""
     out = []
     for name in names:
         for row, _ in agreement.heldout_rows(name):
@@ -2840,8 +2840,8 @@ def held_out_line():
             f"list-scheduled dK/dV, {dkdv_list}; seeds 2072 to 2075, scored blind to the thirty-fifth session's set-up "
             f"of a lone Hopper program, {lone_setup}; seeds 2076 to 2079, scored blind to its launch as a CUDA graph "
             f"replays it, {sets_share(BLIND_GRAPH_LAUNCH)}; seeds 2080 to 2087, scored blind to the thirty-ninth "
-            f"session's naive launches, {sets_share(BLIND_NAIVE)}; seeds 2092 to 2095, the host's speed taken over each "
-            f"training step's own time, scored with the model unchanged, {sets_share(INTERLEAVED)}; the "
+            f"session's naive launches, {sets_share(BLIND_NAIVE)}; seeds 2092 to 2095, the host's speed taken over "
+            f"each training step's own time, scored with the model unchanged, {sets_share(INTERLEAVED)}; the "
             f"decode rows of the sets before seed 2032 measured again with the 2-warp reduce, the flash2 rows of those "
             f"before seed 2037 after flash2's O-store fix, run 102, and their training steps timed per call as a loop "
             f"calls them, run 105, then again with the host's speed beside each, in the sets before seed 2062, run 135).")
@@ -2922,7 +2922,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
-          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table, "interleaved": interleaved_table,
+          "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table,
+          "interleaved": interleaved_table,
           "lpt_order": lpt_order_table, "list_schedule_trial": list_schedule_trial_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,

@@ -2359,14 +2359,16 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
         assert all(("host_probe_before_us" in r) == (name in perf_report.INTERLEAVED) for r in train), name
     now = perf_report.probe_figures(perf_report.probe_rows(perf_report.INTERLEAVED))
     was = perf_report.probe_figures(perf_report.probe_rows(perf_report.INTERLEAVED, "host_probe_before_us"))
-    assert close([1 / r for r in now["host"]]) == len(now["host"]) and close([1 / r for r in was["host"]]) == len(was["host"])
+    assert all(close([1 / r for r in f["host"]]) == len(f["host"]) for f in (now, was))
     assert (f"the measured step {min(now['host']):.2f}–{max(now['host']):.2f}× the probe where the sets before ran "
-            f"{min(host):.2f}–{max(host):.2f}×, and {close(now['all'])} of the {len(now['all'])} training steps") in text
+            f"{min(host):.2f}–{max(host):.2f}×, and {close(now['all'])} of the {len(now['all'])} training "
+            "steps") in text
     assert f"(the measured step {min(was['host']):.2f}–{max(was['host']):.2f}× that probe)" in text
     assert (f"from {min(was['host']):.2f}–{max(was['host']):.2f} ({len(was['host'])} steps) to {min(now['host']):.2f}–"
             f"{max(now['host']):.2f} ({len(now['host'])})") in text
     assert f"({np.median(now['host']):.2f}× the median; the least, {min(now['host']):.2f}×)" in text
-    rows = [r for n in perf_report.INTERLEAVED for r in json.loads((RESULTS / n).read_text())["rows"] if r["kind"] == "train"]
+    rows = [r for n in perf_report.INTERLEAVED for r in json.loads((RESULTS / n).read_text())["rows"]
+            if r["kind"] == "train"]
     gap = [r["host_probe_us"] / r["host_probe_before_us"] for r in rows]
     assert f"still differed by {min(gap):.2f}–{max(gap):.2f}× (median {np.median(gap):.2f})" in text
     pairs = [p for n in perf_report.INTERLEAVED for p in agreement.heldout_rows(n)]
@@ -2375,7 +2377,8 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
     assert (f"batch {miss['batch']}, {miss['heads']} heads over {miss['kv_heads']}, N = {miss['seq']:,} against N_kv = "
             f"{miss['seq_kv']:,}, d = {miss['head_dim']}, priced {ratio:.2f}× slow") in text
     assert all(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.INTERLEAVED)
-    assert f"All four sets meet issue 24's target ({perf_report.sets_share(perf_report.INTERLEAVED)} rows within 20%)" in text
+    share = perf_report.sets_share(perf_report.INTERLEAVED)
+    assert f"All four sets meet issue 24's target ({share} rows within 20%)" in text
 
 
 @before_lone_setup
