@@ -67,6 +67,10 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     naive_launches) python -m benchmarks.naive_launches --out "$OUT" ;;
     qk_parts) python -m benchmarks.naive_launches --out "$OUT" --qk-parts ;;
     unaligned) python -m benchmarks.unaligned --out "$OUT" ;;
+    heldout) for seed in ${HELDOUT_SEEDS:?}; do  # new sets, one file each in $OUT (their logs in logs.tar.gz: the device
+               (( SECONDS < ${HELDOUT_SECONDS:-300} )) || break  # tool brings back at most eight files)
+               python -m benchmarks.heldout --seed "$seed" --out "$OUT" --max-minutes 2
+             done ;;
     heldout_flash2) for seed in ${HELDOUT_SEEDS:?}; do  # the sets' flash2 rows again, after a change to its kernel
                       kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
                       python -m benchmarks.heldout --seed "$seed" --only flash2 --keep "$kept" --out "$OUT" --max-minutes 3
