@@ -138,21 +138,27 @@ def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
 def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypatch):
     """A training row on CPU (the interpreter): its wall time per step over MIN_STEPS steps or more, in PROBE_ROUNDS
     chunks, each after a chunk of the host probe's, checked first; the probe's time per step over the same stretch,
-    and the probe timed before the row as the sets before seed 2092 took it."""
+    and the probe timed before the row as the sets before seed 2092 took it. Each chunk runs its steps for real; its
+    clock here reads 150 µs a call for the probe's steps and 400 µs for the row's, so that the averages are pinned."""
     from benchmarks import heldout, host
     monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS, here 3 (each a step in the interpreter)
     monkeypatch.setattr(heldout, "MIN_STEPS", 3)
     monkeypatch.setattr(heldout, "PROBE_ROUNDS", 2)
-    chunks = []
+    probes, chunks = [], []
+    made = heldout.probe_step
+    monkeypatch.setattr(heldout, "probe_step", lambda dev: probes.append(made(dev)) or probes[-1])
     timed = host.per_call_us
-    monkeypatch.setattr(host, "per_call_us", lambda fn, calls, *a: chunks.append((fn, calls)) or timed(fn, calls, *a))
+
+    def clock(fn, calls, *rest):
+        timed(fn, calls, *rest)
+        chunks.append((fn in probes, calls))
+        return 150.0 if fn in probes else 400.0
+    monkeypatch.setattr(host, "per_call_us", clock)
     row = next(r for r in heldout.SMOKE if r["kind"] == "train")
     out = heldout.measure_row(row, "cpu")
-    assert out["timing"] == "wall_per_call" and out["steps"] == 4 and out["ms"] > 0  # 2 chunks of ceil(3 / 2) steps
-    assert out["host_probe_us"] > 0 and out["host_probe_before_us"] > 0
-    interleaved = [calls for _, calls in chunks[-4:]]
-    assert interleaved == [2, 2, 2, 2] and chunks[-4][0] is chunks[-2][0] and chunks[-3][0] is chunks[-1][0]
-    assert chunks[-4][0] is not chunks[-3][0]
+    assert out["timing"] == "wall_per_call" and out["steps"] == 4  # 2 chunks of ceil(3 / 2) steps
+    assert out["ms"] == 0.4 and out["host_probe_us"] == 150.0 and out["host_probe_before_us"] == 150.0
+    assert chunks[-4:] == [(True, 2), (False, 2), (True, 2), (False, 2)]
     assert out["rel_err"] <= heldout.TOL[row["dtype"]] and "error" not in out
 
 
