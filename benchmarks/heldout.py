@@ -14,13 +14,12 @@ Timing: forward and decode rows, the median of the GPU work replayed from a CUDA
 (benchmarks.bench.gpu_time; do_bench's CUDA events where a call cannot be captured; the row's
 "timing" says which), cycling through enough copies of the inputs to exceed the L2 when one set fits in it;
 training rows, the wall time per step as a training loop calls it (timing "wall_per_call": steps over the same
-cycled copies, grads set to None before each, synchronised before the clock and after the last (of each chunk,
-below), as
-benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is longer),
-and the host's speed: a step on a shape whose GPU work is tens of us ("host_probe_us"). Sets from seed 2062 on, and
-the training rows of the earlier ones (timed again in run 135), took it just before the row (host_probe_us); sets from
-seed 2092 on take it over the row's own stretch of time, the row's steps and the probe's in alternating chunks
-(_interleaved, "host_probe_us"), and keep the earlier probe beside it ("host_probe_before_us").
+cycled copies, grads set to None before each, synchronised before the clock and after the last step (of each chunk,
+below), as benchmarks/host.py times a call; what gpusim prices, the GPU's work or the host's per step, whichever is
+longer), and the host's speed: a step on a shape whose GPU work is tens of us ("host_probe_us"). Sets from seed 2062
+on, and the training rows of the earlier ones (timed again in run 135), took it just before the row (host_probe_us);
+sets from seed 2092 on take it over the row's own stretch of time, the row's steps and the probe's in alternating
+chunks (_interleaved, "host_probe_us"), and keep the earlier probe beside it ("host_probe_before_us").
 Sets measured before run 105 timed training rows with triton.testing.do_bench's CUDA events around each step
 after an L2 flush (timing "events"), which misses part of the host's time where the host is slower than the GPU.
 The first call of each row is checked against torch SDPA in float32 on a subset of query rows (batch 0, the
@@ -243,6 +242,11 @@ def _timer(dev):
     return wall
 
 
+def _sync(dev):
+    import torch
+    return torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+
+
 def _steps(step, sync):
     """How many calls of step() STEPS_S holds (at least MIN_STEPS, at most MAX_STEPS), from one call timed after 3
     warm-up calls."""
@@ -254,9 +258,8 @@ def _steps(step, sync):
 def _wall_per_step(step, dev):
     """{"ms", "timing", "steps"}: the wall time per call of step() in a loop, the GPU synchronised before the clock
     starts and once after the last call (benchmarks/host.py's per_call_us), over about STEPS_S of calls."""
-    import torch
     from benchmarks.host import per_call_us
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    sync = _sync(dev)
     steps = _steps(step, sync)
     return {"ms": per_call_us(step, steps, 0, sync) / 1e3, "timing": "wall_per_call", "steps": steps}
 
@@ -287,17 +290,17 @@ def _interleaved(step, probe, dev):
     same stretch of time. The row's steps run in PROBE_ROUNDS chunks, each right after a chunk of probe's, each chunk
     timed as per_call_us (the GPU synchronised before the clock and after the last call); each of the two gets about
     STEPS_S of calls in all. ms and host_probe_us: each one's chunks' time over their calls."""
-    import torch
     from benchmarks.host import per_call_us
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    chunks = [-(-_steps(fn, sync) // PROBE_ROUNDS) for fn in (step, probe)]
-    total = [0.0, 0.0]
+    sync = _sync(dev)
+    fns = (probe, step)
+    per_chunk = [-(-_steps(fn, sync) // PROBE_ROUNDS) for fn in fns]
+    total_us = [0.0, 0.0]
     for _ in range(PROBE_ROUNDS):
-        for i in (1, 0):
-            total[i] += per_call_us((step, probe)[i], chunks[i], 0, sync) * chunks[i]
-    calls = [PROBE_ROUNDS * c for c in chunks]
-    return {"ms": total[0] / calls[0] / 1e3, "timing": "wall_per_call", "steps": calls[0],
-            "host_probe_us": total[1] / calls[1]}
+        for i, fn in enumerate(fns):
+            total_us[i] += per_call_us(fn, per_chunk[i], 0, sync) * per_chunk[i]
+    probe_us, step_us = (us / (PROBE_ROUNDS * n) for us, n in zip(total_us, per_chunk))
+    return {"ms": step_us / 1e3, "timing": "wall_per_call", "steps": PROBE_ROUNDS * per_chunk[1],
+            "host_probe_us": probe_us}
 
 
 def measure_row(row, dev="cuda", warm_only=False):

@@ -1522,7 +1522,7 @@ def interleaved_table():
     """The training steps of the sets before run 151 (the probe taken just before each) and of run 151's four (the
     probe taken before each, and interleaved with it: the scoring's): the host-bound steps within 20% and their measured
     time over the probe's, and every step within 20%."""
-    groups = {"the 62 sets before, the probe just before the step": probe_rows(THIRTY_NINE),
+    groups = {f"the {len(THIRTY_NINE)} sets before, the probe just before the step": probe_rows(THIRTY_NINE),
               "run 151's four sets, the probe just before the step": probe_rows(INTERLEAVED, "host_probe_before_us"),
               "run 151's four sets, the probe interleaved with the step (the scoring's)": probe_rows(INTERLEAVED)}
     lines = ["| training steps | host-bound, within 20% | host-bound, measured ÷ probe: median (least–most) | "
