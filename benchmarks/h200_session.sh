@@ -88,6 +88,15 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     bench_bwd) python -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --max-minutes "${BWD_MINUTES:-3}" ;;
     backward_tests) python -m pytest -q -p no:cacheprovider tests/test_backward_kernels.py -rfE ;;
     ncu) ncu_pair ncu --seqs 1024,4096,16384,32768 ;;  # naive and flash1 to 16,384 (benchmarks.ncu.LONGEST)
+    flash1_l1) timeout "${NCU_S:-240}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \
+                 --cache-control all --print-units base --csv --page raw \
+                 --metrics "$(python -m benchmarks.flash1_l1 metrics)" --log-file "$OUT/logs/raw_flash1_l1.csv" \
+                 python -m benchmarks.flash1_l1 work --manifest "$OUT/logs/manifest_flash1_l1.json"
+               python -m benchmarks.flash1_l1 time --csv "$OUT/logs/raw_flash1_l1.csv" \
+                 --manifest "$OUT/logs/manifest_flash1_l1.json" --out "$OUT/flash1_l1.json" ;;
+    bench_flash1) python -m benchmarks.bench --out "$OUT/bench_flash1.json" \
+                    --without naive,torch_naive,sdpa_math,flash2,hopper,sdpa_flash,sdpa_efficient,sdpa_cudnn
+                  python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k flash1 -rfE ;;
     ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
     ncu_edges) ncu_pair ncu_edges --algos flash2,hopper --seqs 24576,65536 ;;
     ncu_edges2) ncu_pair ncu_edges2 --algos flash2,hopper --seqs 40960,98304 ;;
