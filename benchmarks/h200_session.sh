@@ -94,7 +94,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                  python -m benchmarks.flash1_l1 work --manifest "$OUT/logs/manifest_flash1_l1.json"
                python -m benchmarks.flash1_l1 time --csv "$OUT/logs/raw_flash1_l1.csv" \
                  --manifest "$OUT/logs/manifest_flash1_l1.json" --out "$OUT/flash1_l1.json" ;;
-    bench_flash1) python -m benchmarks.bench --out "$OUT/bench_flash1.json" \
+    bench_flash1) python -m benchmarks.bench --out "$OUT/bench_flash1.json" --max-minutes "${BENCH_MINUTES:-3}" \
                     --without naive,torch_naive,sdpa_math,flash2,hopper,sdpa_flash,sdpa_efficient,sdpa_cudnn
                   python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k flash1 -rfE ;;
     ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
