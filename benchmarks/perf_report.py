@@ -1822,6 +1822,40 @@ def launch_parts_rates(programs=132):
 
 
 
+def flash1_l1_rows():
+    """results/h200/flash1_l1.json (run 153): per shape, {variant: its row} with gpusim's L2 -> SM bytes (its tensors'
+    and its spills') and time for the kernel as it is (the evict_last variant: kernels/flash1.py's source, whose
+    compile gpusim/compiled.py has)."""
+    shapes = {}
+    for r in json.loads((agreement.RESULTS / "flash1_l1.json").read_text())["rows"]:
+        shapes.setdefault((r["head_dim"], r["causal"], r["seq"]), {})[r["variant"]] = r
+    out = []
+    for (d, causal, seq), variants in shapes.items():
+        shape = {key: variants["evict_last"][key] for key in ("dtype", "batch", "heads", "block_q", "block_kv")}
+        k = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=causal, **shape, gpu=agreement.PRESET).kernels[0]
+        out.append(dict(variants, head_dim=d, causal=causal, seq=seq, count=k.read_bytes,
+                        tensors=k.read_bytes - k.spill_read_bytes, predicted_ms=k.predicted_time_s * 1e3))
+    return out
+
+
+def flash1_l1_table():
+    """flash1_l1_rows as docs/perf.md shows them: the kernel's L2 -> SM over gpusim's count; its tensors' (Nsight's
+    total less its local-memory reloads) over gpusim's tensors', with the hint and without it; L1's hit share of the
+    bytes asked of it; the launches' times."""
+    hits = lambda r: r["l1_hit_bytes"] / r["l1_requested_bytes"]  # noqa: E731
+    tensors = lambda r, count: (r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / count  # noqa: E731
+    lines = ["| d | causal | N | L2→SM ÷ gpusim's count | tensors' L2→SM ÷ gpusim's: evict_last / none | "
+             "L1 hits: evict_last / none | ms: evict_last / none / O_i's only | gpusim, ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in flash1_l1_rows():
+        el, plain, o = r["evict_last"], r["plain"], r["evict_last_o"]
+        lines.append(f"| {r['head_dim']} | {'yes' if r['causal'] else 'no'} | {r['seq']:,} | "
+                     f"{el['l2_to_sm_bytes'] / r['count']:.3f} | {tensors(el, r['tensors']):.3f} / "
+                     f"{tensors(plain, r['tensors']):.3f} | {hits(el):.2f} / {hits(plain):.2f} | "
+                     f"{el['ms']:.3f} / {plain['ms']:.3f} / {o['ms']:.3f} | {r['predicted_ms']:.3f} |")
+    return "\n".join(lines)
+
+
 def naive_launch_rows():
     """results/h200/naive_launches.json (run 148): [(kernel, measured µs, gpusim's µs)] of each of naive's kernels
     launched alone and of the call ("all", its three launches), gpusim at the row's shape and tiles."""
@@ -2923,7 +2957,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table, "host_probe": host_probe_table,
-          "interleaved": interleaved_table,
+          "interleaved": interleaved_table, "flash1_l1": flash1_l1_table,
           "lpt_order": lpt_order_table, "list_schedule_trial": list_schedule_trial_table,
           **{name[:-5]: partial(heldout_table, name) for name in HELD_OUT[:-1]}, "host": host_table, "serving": serving_table,
           "serving_splits": serving_splits_table, "reduce_warps": reduce_warps_table,

@@ -761,34 +761,42 @@ def test_perf_md_quotes_the_writes_of_freed_memory_as_runs_90_and_92_measured_th
 
 
 def test_notebook12_explains_the_l2_to_sm_bytes_as_ncu_json_has_them():
-    """Notebook 12's account of results/h200/ncu.json: the naive kernels' .cg loads match to the byte, flash1 (its
-    spills counted) within half a percent except d = 128 under the causal mask, where the SMs read more."""
+    """Notebook 12's and the README's account of results/h200/ncu.json: the naive kernels' .cg loads match to the byte,
+    flash1 (its spills counted, its loads marked evict_last) within a quarter of a percent, d = 128 under the causal
+    mask included, which read 6-8% more before the hint (flash1_l1.json's loads without it)."""
     rows = [r for r in json.loads((RESULTS / "ncu.json").read_text())["rows"] if r["quantity"] == "l2_to_sm_bytes"]
     assert all(r["simulated"] == r["measured"] for r in rows if r["kernel"] in ("qk", "pv"))
     flash1 = [r for r in rows if r["kernel"] == "flash1"]
-    off = [r for r in flash1 if abs(r["rel_err"]) > 0.005]
-    assert {(r["head_dim"], r["causal"]) for r in off} == {(128, True)} and all(r["rel_err"] < 0 for r in off)
+    worst = max(abs(r["rel_err"]) for r in flash1)
+    assert len(flash1) == 12 and worst <= 0.0025
     spills = [r for r in json.loads((RESULTS / "ncu.json").read_text())["rows"]
               if r["kernel"] == "flash1" and r["quantity"] == "spill_l2_to_sm_bytes"]
     assert spills and all(r["simulated"] > 0 for r in spills)
+    unhinted = [(r["plain"]["l2_to_sm_bytes"] - r["plain"]["spill_l2_to_sm_bytes"]) / r["tensors"]
+                for r in perf_report.flash1_l1_rows() if r["head_dim"] == 128 and r["causal"]]
     notebook = json.loads((ROOT / "notebooks" / "12_appendix_provenance.ipynb").read_text())
     text = " ".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
-    assert "flash1 matches within half a percent, except at d = 128 with the causal mask, which reads a few percent more" in text
+    assert "so flash1 matches within a quarter of a percent" in text
+    assert f"its loads read {100 * (min(unhinted) - 1):.0f}–{100 * (max(unhinted) - 1):.0f}% more than counted" in text
     assert "gpusim has no registers, so no spills" not in text
-    worst = max(-r["rel_err"] for r in off)
-    assert f"flash1's differ by up to {worst:.0%} (its\nL1 hits under the causal mask at d = 128)" in (ROOT / "README.md").read_text()
+    assert f"and flash1's, with its register spills\ncounted, within {worst:.1%}" in (ROOT / "README.md").read_text()
 
 
 def test_the_course_calls_the_time_model_what_ncu_json_shows():
-    """Notebooks 1, 6 and 12 describe gpusim's time against Nsight Compute's: below the measured time in between 40%
-    and 60% of ncu.json's launches, it is an estimate missing both ways, and the course does not call it a floor;
-    the naive kernels miss furthest, qk predicted short and pv long, as notebook 12 says."""
+    """Notebooks 1, 6 and 12 describe gpusim's time against Nsight Compute's: below the measured time in some of
+    ncu.json's launches and above in others (neither in 9 of 10: choice.BOUND_SHARE), it is an estimate missing both
+    ways, and the course does not call it a floor; every kernel's long launches within about a quarter, some short
+    and some long, the Hopper kernel's furthest and priced long, as notebook 12 says."""
     rows = [r for r in json.loads((RESULTS / "ncu.json").read_text())["rows"] if r["quantity"] == "time_s"]
-    assert 0.4 <= sum(r["simulated"] < r["measured"] for r in rows) / len(rows) <= 0.6
+    assert 0.1 < sum(r["simulated"] < r["measured"] for r in rows) / len(rows) < 0.9
     long_ = [r for r in rows if r["measured"] >= ncu.MIN_TIME_S]
     worst = {k: max((abs(r["rel_err"]), r["rel_err"] > 0) for r in long_ if r["kernel"] == k) for k in ncu.KERNELS
              if any(r["kernel"] == k for r in long_)}
-    assert sorted(worst, key=lambda k: -worst[k][0])[:2] == ["pv", "qk"] and worst["pv"][1] and not worst["qk"][1]
+    assert max(worst, key=lambda k: worst[k][0]) == "hopper" and worst["hopper"][1]
+    assert all(w < 0.3 for w, _ in worst.values()) and {long for _, long in worst.values()} == {True, False}
+    notebook = json.loads((ROOT / "notebooks" / "12_appendix_provenance.ipynb").read_text())["cells"]
+    assert ("every kernel's long launches within about a quarter of the measured time, some short and some long; "
+            "furthest on the Hopper kernel's, priced long") in " ".join("".join(c["source"]) for c in notebook)
     for name in ("01_memory_hierarchy.ipynb", "06_real_kernels.ipynb", "12_appendix_provenance.ipynb"):
         cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
         text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
@@ -1808,10 +1816,13 @@ def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
     now = times()
     with perf_report.naive_before():
         before = times()
-    assert all(abs(r["rel_err"]) <= ncu.TARGETS["time_s"] for rows in now.values() for r in rows)
+    (miss,) = [r for rows in now.values() for r in rows if abs(r["rel_err"]) > ncu.TARGETS["time_s"]]
     qk, pv = ([r["rel_err"] for r in now[k]] for k in ("qk", "pv"))
-    assert (f"every kernel within 25% on every launch; naive's qk from {pct(min(qk))} short to {pct(max(qk))} long, pv "
-            f"from {pct(min(pv))} short to {pct(max(pv))} long") in text
+    assert miss["kernel"] == "hopper" and (
+        f"every kernel within 25% on every launch but one of the Hopper kernel's (N = {miss['seq']:,}, d = "
+        f"{miss['head_dim']}, {'causal' if miss['causal'] else 'non-causal'}: {pct(miss['rel_err'])} long") in text
+    assert (f"naive's qk from {pct(min(qk))} short to {pct(max(qk))} long, pv from {pct(min(pv))} short to "
+            f"{pct(max(pv))} long") in text
     share = {k: f"{sum(abs(r['rel_err']) <= ncu.TARGETS['time_s'] for r in before[k]) / len(before[k]):.0%}"
              for k in ("qk", "pv")}
     qk, long_pv = [r["rel_err"] for r in before["qk"]], [r["rel_err"] for r in before["pv"] if r["rel_err"] > 0.25]
@@ -2758,3 +2769,58 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
         for seed in (2076, 2077, 2078, 2079):
             kept = json.load(logs.extractfile(f"run145/heldout_{seed}.json"))
             assert json.loads((RESULTS / f"heldout_{seed}.json").read_text()) == kept
+
+
+def test_perf_md_quotes_flash1s_evict_last_as_predicted_and_measured():
+    """flash1's loads marked evict_last (forty-first session, runs 152-153): the probe's figures (flash1_l1.json) with
+    and without the hint, the hinted compile's loops (gpusim/compiled.py), and bench.json's flash1 rows against the
+    rows they replaced (kept in its environment) and against the model, as docs/perf.md quotes them, recomputed."""
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    span = lambda xs, f: f"{min(xs):{f}}–{max(xs):{f}}"  # noqa: E731
+    rows = perf_report.flash1_l1_rows()
+    tensors = lambda r, count: (r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / count  # noqa: E731
+    hits = lambda r: r["l1_hit_bytes"] / r["l1_requested_bytes"]  # noqa: E731
+    asked = [v["l1_requested_bytes"] / (v["l2_to_sm_bytes"] - v["spill_l2_to_sm_bytes"])
+             for r in rows for v in (r["evict_last"], r["plain"], r["evict_last_o"])]
+    assert f"A launch asks L1 for {span(asked, '.1f')}× the bytes of its tensors that L2 sends it" in text
+    causal128 = [r for r in rows if r["head_dim"] == 128 and r["causal"]]
+    others = [r for r in rows if r not in causal128]
+    unhinted = [tensors(r["plain"], r["tensors"]) for r in causal128]
+    assert (f"Without the hint the d = 128 causal launches read {span(unhinted, '.3f')}× gpusim's count of their "
+            f"tensors (every other launch "
+            f"{span([tensors(r['plain'], r['tensors']) for r in others], '.3f')}×), with it "
+            f"{span([tensors(r['evict_last'], r['tensors']) for r in rows], '.3f')}×") in text
+    open128 = [hits(r[v]) for r in rows if r["head_dim"] == 128 and not r["causal"] for v in ("plain", "evict_last")]
+    assert (f"hit share rises from {span([hits(r['plain']) for r in causal128], '.2f')} to "
+            f"{span([hits(r['evict_last']) for r in causal128], '.2f')}, the non-causal ones' ({span(open128, '.2f')} "
+            f"either way)") in text
+    faster = lambda rs: span([r["evict_last"]["ms"] / r["plain"]["ms"] for r in rs], ".3f")  # noqa: E731
+    assert (f"ran in {faster([r for r in rows if r['head_dim'] == 128])}× the time at d = 128, and in "
+            f"{faster([r for r in rows if r['head_dim'] == 64 and r['causal']])}× at d = 64 causal") in text
+    from gpusim.compiled import COMPILED
+    causal64 = COMPILED["sm_90", "flash1", 64, "fp16", True, 64, 256, 4, 1][3][-1]  # the inner loop
+    open64 = COMPILED["sm_90", "flash1", 64, "fp16", False, 64, 256, 4, 1][3][-1]
+    assert f"issues {causal64[0]:,} instructions a warp and reloads {causal64[3]} B a thread of spills" in text
+    assert f"inner loop issues {open64[0]:,} instructions a warp (1,948 in the compile it replaced)" in text
+    assert (ROOT / "kernels" / "flash1.py").read_text().count('eviction_policy="evict_last"') == 4
+    bench = json.loads((RESULTS / "bench.json").read_text())
+    replaced = {tuple(r[k] for k in ("dtype", "head_dim", "causal", "seq", "batch", "heads")): r["ms"]
+                for r in bench["environment"]["runs"][-1]["replaced"]}
+    ratios = {}
+    for r in bench["rows"]:
+        key = (r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"], r["heads"])
+        if r["provider"] == "flash1":
+            ratios.setdefault((r["head_dim"], r["causal"]), []).append(r["ms"] / replaced.pop(key))
+    assert not replaced
+    assert (f"d = 64 causal {span(ratios[64, True], '.2f')}× their time before, d = 128 "
+            f"{span(ratios[128, False] + ratios[128, True], '.2f')}×, d = 64 non-causal "
+            f"{span(ratios[64, False], '.2f')}×") in text
+    priced = [(r, x) for r, x in agreement.rows("bench.json") if r["provider"] == "flash1"]
+    misses = [(r, x) for r, x in priced if abs(x - 1) > 0.2]
+    assert f"The model is within 20% on {len(priced) - len(misses)} of them" in text and len(priced) == 56
+    assert {(r["head_dim"], r["causal"], r["seq"], r["dtype"]) for r, _ in misses} == {(64, False, 2048, "fp16"),
+                                                                                        (64, False, 2048, "bf16")}
+    assert f"are priced {span([x for _, x in misses], '.2f')}× slow" in text
+    worst = max(abs(r["rel_err"]) for r in json.loads((RESULTS / "ncu.json").read_text())["rows"]
+                if r["kernel"] == "flash1" and r["quantity"] == "l2_to_sm_bytes")
+    assert f"flash1's L2→SM within {worst:.1%} on all 12 launches" in text
