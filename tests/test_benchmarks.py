@@ -746,3 +746,16 @@ def test_hopper_lone_smoke_run_times_a_knob_of_the_lone_causal_launch(tmp_path, 
     assert [(r["variant"], r["block_kv"], r["num_stages"], r["overlap"], r["per_sm"]) for r in rows] == [
         ("not rotated", 64, 6, False, 1)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_flash1_l1_compiles_the_kernel_as_it_is_without_its_hint_and_with_it_on_o_alone():
+    """benchmarks/flash1_l1.py's variants, made from kernels/flash1.py's source: as it is (the hint on the inner loop's
+    four loads), plain (none) and evict_last_o (O_i's load alone); the rest of the source the same in all three."""
+    from benchmarks import flash1_l1
+    source = (ROOT / "kernels" / "flash1.py").read_text()
+    variants = flash1_l1.variants(source)
+    assert variants["evict_last"] == source and source.count(flash1_l1.HINT) == 4
+    assert flash1_l1.HINT not in variants["plain"]
+    only_o = variants["evict_last_o"]
+    assert only_o.count(flash1_l1.HINT) == 1 and flash1_l1.O_LOAD + flash1_l1.HINT in only_o
+    assert {text.replace(flash1_l1.HINT, "") for text in variants.values()} == {variants["plain"]}
