@@ -129,9 +129,9 @@ def _flash1_unhinted():
     for (d, causal, seq), v in _flash1_variants().items():
         if d == 128 and causal:
             r = v["plain"]
-            k = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=True, dtype=r["dtype"], batch=r["batch"],
-                                heads=r["heads"], block_q=r["block_q"], block_kv=r["block_kv"], gpu="H200-measured")
-            kernel = k.kernels[0]
+            kernel = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=True, dtype=r["dtype"], batch=r["batch"],
+                                     heads=r["heads"], block_q=r["block_q"], block_kv=r["block_kv"],
+                                     gpu="H200-measured").kernels[0]
             counted = kernel.read_bytes - kernel.spill_read_bytes
             over.append((r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / counted)
     return f"its loads read {100 * (min(over) - 1):.0f}–{100 * (max(over) - 1):.0f}% more than counted"
