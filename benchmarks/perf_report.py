@@ -31,6 +31,7 @@ from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim.passes import hopper as hopper_pass
 from gpusim.passes.hopper import Hopper
 from gpusim.passes.naive import Naive
+from gpusim_course import nsight
 from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1823,19 +1824,8 @@ def launch_parts_rates(programs=132):
 
 
 def flash1_l1_rows():
-    """results/h200/flash1_l1.json (run 153): per shape, {variant: its row} with gpusim's L2 -> SM bytes (its tensors'
-    and its spills') and time for the kernel as it is (the evict_last variant: kernels/flash1.py's source, whose
-    compile gpusim/compiled.py has)."""
-    shapes = {}
-    for r in json.loads((agreement.RESULTS / "flash1_l1.json").read_text())["rows"]:
-        shapes.setdefault((r["head_dim"], r["causal"], r["seq"]), {})[r["variant"]] = r
-    out = []
-    for (d, causal, seq), variants in shapes.items():
-        shape = {key: variants["evict_last"][key] for key in ("dtype", "batch", "heads", "block_q", "block_kv")}
-        k = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=causal, **shape, gpu=agreement.PRESET).kernels[0]
-        out.append(dict(variants, head_dim=d, causal=causal, seq=seq, count=k.read_bytes,
-                        tensors=k.read_bytes - k.spill_read_bytes, predicted_ms=k.predicted_time_s * 1e3))
-    return out
+    """results/h200/flash1_l1.json (run 153) by shape, with gpusim's counts and time: gpusim_course.nsight's."""
+    return nsight.flash1_hint_rows(agreement.RESULTS, agreement.PRESET)
 
 
 def flash1_l1_table():
@@ -1843,7 +1833,7 @@ def flash1_l1_table():
     total less its local-memory reloads) over gpusim's tensors', with the hint and without it; L1's hit share of the
     bytes asked of it; the launches' times."""
     hits = lambda r: r["l1_hit_bytes"] / r["l1_requested_bytes"]  # noqa: E731
-    tensors = lambda r, count: (r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / count  # noqa: E731
+    tensors = nsight.tensor_bytes_over_count
     lines = ["| d | causal | N | L2→SM ÷ gpusim's count | tensors' L2→SM ÷ gpusim's: evict_last / none | "
              "L1 hits: evict_last / none | ms: evict_last / none / O_i's only | gpusim, ms |",
              "|---|---|---|---|---|---|---|---|"]
@@ -2911,7 +2901,7 @@ def headline():
     pairs, picks = agreement.rows("bench.json"), agreement.tile_choice()
     flash2_pairs = [p for p in pairs if p[0]["provider"] == "flash2"]
     slowdown = [m for _, m in agreement.unsplit_slowdown().values()]
-    nsight = [r for r in ncu.compare_run("ncu", agreement.RESULTS)
+    l2_rows = [r for r in ncu.compare_run("ncu", agreement.RESULTS)
               if r["kernel"] in ("flash2", "hopper") and r["quantity"] == "l2_to_sm_bytes"]
     decode = agreement.summary(agreement.rows("decode.json"))
     training = agreement.summary(agreement.rows("bench_bwd.json"))
@@ -2932,7 +2922,7 @@ def headline():
         f"(`best_blocks`) within 5% of the fastest measured in "
         f"{sum(r is not None and r <= 1.05 for _, r in picks.values())} of {len(picks)} groups of `tiles.json`.",
         f"- **Nsight Compute**: the bytes the SMs read from L2 equal gpusim's count to the byte on "
-        f"{sum(r['simulated'] == r['measured'] for r in nsight)} of {len(nsight)} launches of flash2 and the Hopper "
+        f"{sum(r['simulated'] == r['measured'] for r in l2_rows)} of {len(l2_rows)} launches of flash2 and the Hopper "
         f"kernel (N = 1K–32K, d = 64 and 128, causal or not).",
         f"- **flash2** (Triton) against SDPA's FlashAttention-2, every measured group (fp16, bf16; d = 64, 128; "
         f"causal or not), N ≥ 2K: {_span(flash2)} ({sum(r < 1 for r in flash2)} of {len(flash2)} points below 1).",

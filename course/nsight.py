@@ -4,6 +4,9 @@ it share (the kernels of an algorithm, the rows grouped per kernel). Notebook 2 
 (standard/measured.py), 6 tells them as sentences (practice/measured.py), 12 lists gpusim's error per kernel
 (provenance/measured.py).
 """
+import json
+from pathlib import Path
+
 import gpusim
 
 # Times are compared for launches of 100 us or more: benchmarks/ncu.py's MIN_TIME_S, which ncu.json does not
@@ -24,3 +27,24 @@ def _ncu_groups(rows, quantity, min_time_s=MIN_TIME_S):
                 quantity == "time_s" and r["measured"] < min_time_s):
             groups.setdefault((r["kernel"], r["head_dim"], r["causal"]), []).append(r)
     return groups
+
+
+def flash1_hint_rows(results, gpu="H200-measured"):
+    """results/<gpu>/flash1_l1.json (benchmarks/flash1_l1.py): per shape, {variant: its row} ("evict_last", the kernel
+    as it is; "plain", without the hint; "evict_last_o") with gpusim's L2 -> SM count of the kernel as it is (`count`),
+    of its tensors alone (`tensors`, less its spill reloads) and its time (`predicted_ms`)."""
+    shapes = {}
+    for r in json.loads((Path(results) / "flash1_l1.json").read_text())["rows"]:
+        shapes.setdefault((r["head_dim"], r["causal"], r["seq"]), {})[r["variant"]] = r
+    out = []
+    for (d, causal, seq), variants in shapes.items():
+        shape = {key: variants["evict_last"][key] for key in ("dtype", "batch", "heads", "block_q", "block_kv")}
+        k = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=causal, **shape, gpu=gpu).kernels[0]
+        out.append(dict(variants, head_dim=d, causal=causal, seq=seq, count=k.read_bytes,
+                        tensors=k.read_bytes - k.spill_read_bytes, predicted_ms=k.predicted_time_s * 1e3))
+    return out
+
+
+def tensor_bytes_over_count(row, counted):
+    """A flash1_l1.json row's tensors' L2 -> SM bytes (Nsight's total less its local-memory reloads) over `counted`."""
+    return (row["l2_to_sm_bytes"] - row["spill_l2_to_sm_bytes"]) / counted

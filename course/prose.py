@@ -16,6 +16,7 @@ from pathlib import Path
 
 import gpusim
 
+from . import nsight
 from .provenance import heldout
 from .scorecard import verdicts
 
@@ -114,31 +115,15 @@ def _host_probe_gain():
     return f"from {share(False):.0%} to {share(True):.0%} within {heldout.WITHIN:.0%}"
 
 
-def _flash1_variants():
-    """results/h200/flash1_l1.json's rows by shape: {(d, causal, N): {variant: row}}."""
-    shapes = {}
-    for r in _results("flash1_l1.json"):
-        shapes.setdefault((r["head_dim"], r["causal"], r["seq"]), {})[r["variant"]] = r
-    return shapes
-
-
 def _flash1_unhinted():
-    """flash1 without its loads' evict_last hint, d = 128 causal: its tensors' L2 -> SM bytes (Nsight's total less the
-    local-memory reloads) over gpusim's count of them."""
-    over = []
-    for (d, causal, seq), v in _flash1_variants().items():
-        if d == 128 and causal:
-            r = v["plain"]
-            kernel = gpusim.simulate("flash1", seq=seq, head_dim=d, causal=True, dtype=r["dtype"], batch=r["batch"],
-                                     heads=r["heads"], block_q=r["block_q"], block_kv=r["block_kv"],
-                                     gpu="H200-measured").kernels[0]
-            counted = kernel.read_bytes - kernel.spill_read_bytes
-            over.append((r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / counted)
+    """flash1 without its loads' evict_last hint, d = 128 causal: its tensors' L2 -> SM bytes over gpusim's count."""
+    over = [nsight.tensor_bytes_over_count(r["plain"], r["tensors"])
+            for r in nsight.flash1_hint_rows(ROOT / "results" / "h200") if r["head_dim"] == 128 and r["causal"]]
     return f"its loads read {100 * (min(over) - 1):.0f}–{100 * (max(over) - 1):.0f}% more than counted"
 
 
 def _flash1_faster():
-    saved = [1 - v["evict_last"]["ms"] / v["plain"]["ms"] for v in _flash1_variants().values()]
+    saved = [1 - r["evict_last"]["ms"] / r["plain"]["ms"] for r in nsight.flash1_hint_rows(ROOT / "results" / "h200")]
     return f"made the kernel up to {max(saved):.0%} faster"
 
 
