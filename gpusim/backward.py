@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from .hardware import DTYPE_BYTES, get_gpu
 from .passes import BACKWARD
-from .shape import Backward, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
+from .shape import Backward, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
 ALGOS = tuple(BACKWARD)
@@ -56,8 +56,8 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     br, bc = pass_.default_blocks(gpu, head_dim, dtype)
-    block_q = positive_int("block_q", br if block_q is None else block_q)
-    block_kv = positive_int("block_kv", bc if block_kv is None else block_kv)
+    block_q, block_kv = Tiles(br if block_q is None else block_q, bc if block_kv is None else block_kv).blocks
+    causal = flag("causal", causal)
     cfg = Backward(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
                    pass_, knobs_of(pass_, tiles))
     for kernel in cfg.kernels:

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from . import ALGOS, DTYPE_BYTES, PRESETS, simulate, sweep
-from .sweep import SEQS
+from .sweep import MODEL_DIM, SEQS, TOKENS
 from .units import fmt_bytes, fmt_flops, fmt_time
 
 PROG = "python -m gpusim"
@@ -159,27 +159,41 @@ def format_result(r):
     head = (f"{c.algo} on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), seq {c.seq:,} "
             f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
             f"{', causal' if c.causal else ''}")
-    tensors = [("tensor", "HBM read", "HBM write")] + [
-        (name, fmt_bytes(t["read_bytes"]), fmt_bytes(t["write_bytes"])) for name, t in r.by_tensor.items()]
+    dram = r.dram_by_tensor
+    tensors = [("tensor", "HBM read", "HBM write", "DRAM read", "DRAM write")] + [
+        (name, fmt_bytes(t["read_bytes"]), fmt_bytes(t["write_bytes"]), fmt_bytes(dram[name]["dram_read_bytes"]),
+         fmt_bytes(dram[name]["dram_write_bytes"])) for name, t in r.by_tensor.items()]
     kernels = [("kernel", "blocks", "SMs busy", "SRAM/block", "HBM read", "HBM write", "matmul", "other", "time")] + [
         (k.name, f"{k.programs:,}", f"{k.busy_fraction:.0%}", f"{k.sram_bytes_per_block:,} B", fmt_bytes(k.read_bytes),
          fmt_bytes(k.write_bytes), fmt_flops(k.flops_matmul), fmt_flops(k.flops_other), fmt_time(k.predicted_time_s))
         for k in r.kernels]
     fits = "fits in" if r.fits_in_hbm else "OUT OF MEMORY: more than"
-    foot = (f"HBM read {fmt_bytes(r.hbm_read_bytes)}, write {fmt_bytes(r.hbm_write_bytes)}; "
+    foot = (f"HBM read {fmt_bytes(r.hbm_read_bytes)}, write {fmt_bytes(r.hbm_write_bytes)} (the paper's count: what "
+            f"the SMs ask of HBM, Nsight's L2<->SM bytes); of it DRAM read {fmt_bytes(r.dram_read_bytes)}, write "
+            f"{fmt_bytes(r.dram_write_bytes)} (what gets past the L2); "
             f"peak footprint {fmt_bytes(r.hbm_peak_bytes)} ({fits} {c.gpu.name}'s {fmt_bytes(c.gpu.hbm_bytes)}); "
             f"predicted time {fmt_time(r.predicted_time_s)}. Exact integers: --json")
     return "\n\n".join([head, _table(tensors), _table(kernels), foot])
 
 
 def format_sweep(results):
-    """Predicted time per sequence length (rows) and algorithm (columns); "out of memory" where it does not fit."""
+    """Predicted time per sequence length (rows) and algorithm (columns), each with its tiles; "out of memory"
+    where it does not fit. The shape of each row (sweep.fa2_shape) heads the table."""
     algos = list(dict.fromkeys(r.config.algo for r in results))
     by = {(r.config.seq, r.config.algo): r for r in results}
-    rows = [("N", *algos)] + [
-        (f"{seq:,}", *(fmt_time(by[seq, a].predicted_time_s) if by[seq, a].fits_in_hbm else "out of memory"
-                       for a in algos)) for seq in dict.fromkeys(r.config.seq for r in results)]
-    return _table(rows)
+    c = results[0].config
+    head = (f"batch = {TOKENS:,} tokens / N (at least 1), heads = {MODEL_DIM:,} / head_dim (the FlashAttention-2 "
+            f"paper's benchmarks), head_dim {c.head_dim}, {c.dtype}{', causal' if c.causal else ''}, on "
+            f"{c.gpu.name}; time (block_q x block_kv)")
+    rows = [("N", "batch x heads", *algos)] + [
+        (f"{seq:,}", f"{by[seq, algos[0]].config.batch} x {by[seq, algos[0]].config.heads}",
+         *(_swept(by[seq, a]) for a in algos)) for seq in dict.fromkeys(r.config.seq for r in results)]
+    return head + "\n\n" + _table(rows)
+
+
+def _swept(r):
+    time = fmt_time(r.predicted_time_s) if r.fits_in_hbm else "out of memory"
+    return f"{time} ({r.config.block_q} x {r.config.block_kv})"
 
 
 def flash1_note(results):

@@ -1,15 +1,17 @@
 """Make one forward launch's configuration (gpusim.shape.Config), validated once: every error is one line
 naming the value and the limit. The configuration resolves its pass (gpusim/passes/) here, once."""
-import numpy as np
-
 from . import passes
 from .hardware import get_gpu
-from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, given_tiles, knobs_of, positive_int  # noqa: F401
+from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401
 
 
 def pass_of(algo):
     """The forward pass named algo (gpusim/passes/): the one place a forward configuration looks it up."""
-    return passes.get(algo)
+    found = passes.get(algo)
+    if found.name not in passes.ALGOS:
+        raise ValueError(f"algo={algo!r} is not a forward pass ({', '.join(passes.ALGOS)}): decoding has no block_q "
+                         "to choose; simulate('split_kv', ...) takes its block_kv and num_splits")
+    return found
 
 
 def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None,
@@ -29,8 +31,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     pass_.check(gpu, head_dim)
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
-    if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal={causal!r} must be True or False")
+    causal = flag("causal", causal)
     if causal_align not in ALIGNS:
         raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
     if causal and causal_align == "bottom_right" and seq > seq_kv:

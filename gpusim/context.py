@@ -39,10 +39,10 @@ from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
 from .links import Topology, get_link
 from .result import KernelResult, Result
 from .run import forward
+from .shape import flag, positive_int
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather", "usp")
 ALGOS = ("flash2", "hopper")  # the local kernels
-DEFAULT_LINK = "nvlink4"
 MERGE_OTHER_PER_ELEMENT = 3  # O = exp(lse1 - lse) O1 + exp(lse2 - lse) O2: 2 multiplies, 1 add
 MERGE_EXPS_PER_ROW = 3  # lse = logaddexp(lse1, lse2): one exp and one log; and the second weight's exp
 
@@ -165,9 +165,9 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
              kv_heads=None, causal=False, dtype=None, gpu="A100-40GB", block_q=None, block_kv=None, **rest):
     """gpusim.simulate(algo, ..., gpus=P, strategy=..., link=...): see this module's docstring. Checks every
     argument before anything is counted; each refusal is one line."""
-    shape = _check(algo, gpus, strategy, link, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest)
-    strategy, link = shape.pop("strategy"), shape.pop("link")
     gpu = get_gpu(gpu)
+    shape = _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest)
+    strategy, link = shape.pop("strategy"), shape.pop("link")
     local = functools.partial(_local, algo, head_dim=head_dim, batch=shape["batch"], dtype=shape["dtype"], gpu=gpu,
                               block_q=block_q, block_kv=block_kv)
     phases, heads_local, peak_extra = PLANS[strategy](link=link, head_dim=head_dim, **shape)
@@ -175,24 +175,31 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
                    block_kv)
 
 
-def _check(algo, gpus, strategy, link, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest):
+def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest):
     """The arguments as numbers, or one line saying what is wrong, before anything is counted."""
+    gpus = positive_int("gpus", gpus)
     if str(algo).lower() not in ALGOS:
-        raise ValueError(f"gpus={gpus}: context parallelism runs the forward of flash2 or hopper, not algo={algo!r}")
+        asked = ", ".join(f"{name}={value!r}" for name, value in (("gpus", gpus), ("strategy", strategy),
+                                                                    ("link", link)) if value not in (1, None))
+        raise ValueError(f"{asked}: context parallelism runs the forward of flash2 or hopper, not algo={algo!r}")
     for name, value in rest.items():
         if value is not None and value is not False:
             raise ValueError(f"{name}={value!r} does not apply to gpus={gpus}: context parallelism is the forward only "
                              "(no backward, decoding or arrays), its tiles given as block_q and block_kv")
-    if not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus={gpus!r}: a positive integer")
     strategy = strategy or "ring"
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    link = get_link(link or DEFAULT_LINK)
+    if link is None and gpu.peer_link is None:
+        raise ValueError(f"gpu={gpu.name!r} has no NVLink preset: give link= (one of gpusim.links.LINKS or TOPOLOGIES)")
+    link = get_link(gpu.peer_link if link is None else link)
     if seq is None or head_dim is None:
         raise ValueError("seq and head_dim are required")
-    heads = heads or 1
-    kv_heads = kv_heads or heads
+    seq, head_dim = positive_int("seq", seq), positive_int("head_dim", head_dim)
+    heads = 1 if heads is None else positive_int("heads", heads)
+    kv_heads = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
+    if heads % kv_heads:
+        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+    causal = flag("causal", causal)
     dtype = dtype or "fp16"
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
@@ -214,7 +221,7 @@ def _check(algo, gpus, strategy, link, seq, head_dim, heads, batch, kv_heads, ca
     if isinstance(link, Topology):
         link.link_for(gpus)  # refuses more GPUs than a one-node topology has
     return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
-                batch=batch or 1, causal=bool(causal), dtype=dtype)
+                batch=1 if batch is None else positive_int("batch", batch), causal=bool(causal), dtype=dtype)
 
 
 def _check_heads(what, degree, heads, kv_heads):

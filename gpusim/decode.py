@@ -31,7 +31,7 @@ import numpy as np
 from .hardware import DTYPE_BYTES, get_gpu
 from .occupancy import occupancy, resources
 from .passes.split_kv import SPLIT_KV
-from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
+from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
 
 ALIGNS = ("bottom_right", "top_left")
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
@@ -58,7 +58,8 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     lengths = _lengths(seq_kv, batch, seq, causal_align)
     block_kv = DEFAULT_BLOCK_KV if block_kv is None else power_of_two("block_kv", block_kv, MIN_ROWS)
     page_size = None if page_size is None else check_page_size(page_size)
-    probe = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, block_kv, page_size, bool(grouped),
+    grouped = flag("grouped", grouped)
+    probe = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, block_kv, page_size, grouped,
                          causal_align, dtype, gpu, SPLIT_KV)
     most = int(probe.chunks.max())
     if num_splits is None:
@@ -67,7 +68,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
         raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={block_kv} in "
                          f"the longest request ({int(probe.keys.max()):,} keys)")
     launch = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, int(num_splits), block_kv, page_size,
-                          bool(grouped), causal_align, dtype, gpu, SPLIT_KV)
+                          grouped, causal_align, dtype, gpu, SPLIT_KV)
     for kernel in launch.kernels:
         need = launch.sram_bytes(kernel)
         if need > gpu.sram_bytes_per_block:

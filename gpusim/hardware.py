@@ -77,6 +77,15 @@ class GPU:
     mma_efficiency: tuple = ()  # ((block_q, block_kv, head_dim, num_warps), fraction of the matmul peak)
     tensor_pipe_ratio: tuple = ()  # ((block_kv, the tensor pipe's rate over mma_efficiency's), ...): cost.pipe
     l2_partitions: int = 1  # L2 partitions, each caching what the SMs beside it read: see l2_reuse_bytes
+    peer_link: str | None = None  # gpusim/links.py's link between two of these in one node; None: no NVLink
+
+    def __post_init__(self):
+        """One line naming a number no GPU can have: a count, size, rate or time that is not positive (the fields
+        whose 0 means "none" or "not measured" aside)."""
+        for name, value in dataclasses.asdict(self).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not value > 0 and \
+                    name not in ("sram_reserved_bytes_per_block", "train_step_host_s"):
+                raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be positive")
 
     def dram_bytes_per_s(self, write_share):
         """DRAM bandwidth for traffic of which write_share is writes: a stream of reads alone at
@@ -140,6 +149,7 @@ def _a100(name, hbm_bytes, hbm_bytes_per_s):
         l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.41e9,  # not measured here: the H200's cycles at this clock
         l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 1.41e9,
         hbm_latency_s=HOPPER_HBM_LATENCY_S,  # not measured here: the H200's DRAM latency in seconds
+        peer_link="nvlink3",  # A100 datasheet (SXM4): third-generation NVLink, 600 GB/s bidirectional
     )
 
 
@@ -167,6 +177,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # as measured on the lent H200 (H200-measured)
         l2_idle_latency_s=HOPPER_L2_IDLE_LATENCY_CYCLES / 1.98e9,
         hbm_latency_s=HOPPER_HBM_LATENCY_S,  # as measured on the lent H200 (H200-measured)
+        peer_link="nvlink4",  # H100 SXM and H200 datasheets: fourth-generation NVLink, 900 GB/s bidirectional
     )
 
 

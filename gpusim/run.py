@@ -14,7 +14,7 @@ from .decode_execute import execute as execute_decode
 from .execute import check_executable, execute, execute_backward, floats
 from .hardware import get_gpu
 from .result import Result, time_kernels
-from .shape import given_tiles
+from .shape import flag, given_tiles, positive_int
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
@@ -121,8 +121,8 @@ def _forward_config(algo, given, qkv):
         return make_config(algo, tiles=tiles, **shape), arrays
     if block_q is None or block_kv is None:  # the tiles the project's kernel runs when given none
         own = pass_of(algo).kernel_blocks(shape["head_dim"], shape["dtype"], given["causal"])
-        best = own or best_blocks(algo, **shape)
-        block_q, block_kv = block_q or best[0], block_kv or best[1]
+        best = own or best_blocks(algo, **shape, block_q=block_q, block_kv=block_kv)
+        block_q, block_kv = best[0] if block_q is None else block_q, best[1] if block_kv is None else block_kv
     return make_config(algo, block_q=block_q, block_kv=block_kv, **shape), arrays
 
 
@@ -152,6 +152,8 @@ def _backward_config(cfg, blocks, arrays, do):
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
+    if blocks is not None and not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
+        raise ValueError(f"backward_blocks={blocks!r} must be a pair (block_q, block_kv)")
     blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None))
     return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                            kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
@@ -212,31 +214,46 @@ def candidates(algo, gpu, head_dim, dtype, causal, kernel=None):
     return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
 
 
-@functools.lru_cache(maxsize=4096)
 def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",
-                gpu="A100-40GB", causal_align="top_left", backward=False):
+                gpu="A100-40GB", causal_align="top_left", backward=False, block_q=None, block_kv=None):
     """(block_q, block_kv): of the candidate tiles that fit the GPU (SRAM, registers, a resident block), the
-    one with the lowest predicted time. flash1 and flash2 take it as their default; the Hopper kernel runs
-    its launch table's tiles (measured fastest per head_dim, dtype and mask). backward=True (naive, flash1,
-    flash2): the backward's tiles, by the backward kernels' time alone (simulate(..., backward=True,
-    backward_blocks=...)), among the tiles its kernels were compiled for where they were (flash2's dkdv)."""
+    one with the lowest predicted time; block_q or block_kv given: the best tile with it. flash1 and flash2 take
+    it as their default; the Hopper kernel runs its launch table's tiles (measured fastest per head_dim, dtype
+    and mask). backward=True (naive, flash1, flash2): the backward's tiles, by the backward kernels' time alone
+    (simulate(..., backward=True, backward_blocks=...)), among the tiles its kernels were compiled for where they
+    were (flash2's dkdv)."""
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
-                 causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
-    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **{**shape, "causal": bool(causal)} if isinstance(
-        causal, (bool, np.bool_)) else shape)  # the shape's own errors, before any tile is tried
-    if backward:
+                 causal=flag("causal", causal), dtype=dtype, gpu=gpu, causal_align=causal_align)
+    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **shape)  # the shape's errors, before the cache
+    given = tuple(None if b is None else positive_int(name, b) for name, b in zip(("block_q", "block_kv"),
+                                                                               (block_q, block_kv)))
+    if flag("backward", backward):
         _trainable(algo)
-    times = {}
+    return _best_blocks(algo, bool(backward), given, **shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _best_blocks(algo, backward, given, **shape):
+    head_dim, dtype, gpu, causal = (shape[name] for name in ("head_dim", "dtype", "gpu", "causal"))
     kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
-    for blocks in candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel):
+    tiles = candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel)
+    if any(given):
+        tiles = [t for t in tiles if given in ((t[0], None), (None, t[1]))] or [
+            (given[0] or b, given[1] or b) for b in BLOCKS]
+    times = {}
+    for blocks in tiles:
         try:
             times[blocks] = _tile_time(algo, blocks, shape, backward)
         except ValueError:  # the tile does not fit: SRAM, registers or no resident block
             continue
     if not times:
-        raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows fits {algo} at head_dim={head_dim} "
+        with_ = "".join(f" with {name}={value}" for name, value in zip(("block_q", "block_kv"), given) if value)
+        raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows{with_} fits {algo} at head_dim={head_dim} "
                          f"({dtype}) on {get_gpu(gpu).name}")
     return min(times, key=times.get)
+
+
+best_blocks.cache_clear = _best_blocks.cache_clear  # as an lru_cache's: the picks are priced by the time model
 
 
 def _trainable(algo):

@@ -30,6 +30,13 @@ def positive_int(name, value, limit=None, what="integer"):
     return int(value)
 
 
+def flag(name, value):
+    """value as a bool, or one line naming it: not True or False (a string "no" is not False)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={value!r} must be True or False")
+    return bool(value)
+
+
 def power_of_two(name, value, least):
     """A positive integer that is a power of two, at least `least`."""
     value = positive_int(name, value)
@@ -61,15 +68,15 @@ class Tiles:
     lpt_heads: int | None = None
 
     def __post_init__(self):
-        positive_int("block_q", self.block_q)
-        positive_int("block_kv", self.block_kv)
+        positive_int("block_q", self.block_q)  # any tile (the paper's rule gives 85 x 42); the kernels take
+        positive_int("block_kv", self.block_kv)  # powers of two >= MIN_BLOCK (kernels/launch.py check_inputs)
         if self.num_warps is not None:
             power_of_two("num_warps", self.num_warps, 1)
         if self.num_stages is not None:
             positive_int("num_stages", self.num_stages)
         for name, value in self.knobs.items():
-            if name in ("warp_specialize", "overlap") and not isinstance(value, bool):
-                raise ValueError(f"{name}={value!r} must be True or False")
+            if name in ("warp_specialize", "overlap"):
+                flag(name, value)
         if self.mask is not None and self.mask not in MASKS:
             raise ValueError(f"mask={self.mask!r} is not one of {', '.join(MASKS)}")
         if self.lpt_heads is not None and self.lpt_heads != 0:

@@ -8,8 +8,7 @@ query heads of its K/V head's group (grouped-query attention); "dq" holds one Q 
 dQ_i = τ Σ dS_ij K_j as K/V blocks (Bc rows) stream past, recomputing S and dP again rather than adding
 into dQ atomically (gpusim/passes/flash2_backward.py says why). gpusim.backward counts the bytes they move.
 """
-import inspect
-from functools import lru_cache, partial
+from functools import lru_cache
 
 import torch
 import triton
@@ -129,25 +128,14 @@ def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=
     if tiles is not None:
         return model.config(algo, tiles=tiles, **shape)
     if algo == "flash2" and (block_q is None or block_kv is None):
-        best = default_backward_blocks(shape)
-        block_q, block_kv = block_q or best[0], block_kv or best[1]
+        block_q, block_kv = default_backward_blocks(dict(shape, block_q=block_q, block_kv=block_kv))
     return model.config(algo, block_q=block_q, block_kv=block_kv, **shape)
 
 
-def _best_backward():
-    """gpusim.best_blocks with backward=True where this gpusim's best_blocks takes `backward`, else None: looked
-    up once, at import."""
-    return partial(best_blocks, backward=True) if "backward" in inspect.signature(best_blocks).parameters else None
-
-
-BEST_BACKWARD = _best_backward()
-
-
 def default_backward_blocks(shape):
-    """flash2's backward tiles for a shape (best_blocks' keywords) when none are given: the tiles gpusim predicts
-    fastest for the backward (best_blocks(..., backward=True)), or (None, None), gpusim.backward's defaults,
-    where gpusim cannot yet choose them. Called once per shape: the backward's launch is cached."""
-    return (None, None) if BEST_BACKWARD is None else BEST_BACKWARD("flash2", **shape)
+    """flash2's backward tiles for a shape (best_blocks' keywords; one of block_q, block_kv given: its best pair):
+    the tiles gpusim predicts fastest for the backward. Called once per shape: the backward's launch is cached."""
+    return best_blocks("flash2", backward=True, **shape)
 
 
 def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts):

@@ -180,8 +180,7 @@ def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu, tiles=None)
     if tiles is not None:
         return make_config(algo, tiles=tiles, **shape)
     if block_q is None or block_kv is None:
-        best = best_blocks(algo, **shape)
-        block_q, block_kv = block_q or best[0], block_kv or best[1]
+        block_q, block_kv = best_blocks(algo, **shape, block_q=block_q, block_kv=block_kv)  # one given: its best pair
     return make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
 
 

@@ -16,6 +16,7 @@ import torch
 from test_kernels import (CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error,
                           sharing_runs)
 
+import gpusim
 import gpusim_kernels
 from gpusim import backward
 from gpusim_kernels import launch as launching
@@ -138,24 +139,23 @@ def traced(c):
 
 @CPU
 def test_default_tiles_are_gpusims():
-    """No tiles given: the backward runs gpusim's choice (best_blocks(..., backward=True) where gpusim has it,
-    else gpusim.backward's defaults, 128 x 32), and moves what gpusim counts for it."""
+    """No tiles given: the backward runs gpusim's choice (best_blocks(..., backward=True)), and moves what gpusim
+    counts for it."""
     c = case("flash2", "fp16", 300, 200, 64, None, None, causal=True, heads=2)
     q, k, v, do = inputs(c, "cpu")
     shape = dict(seq=300, seq_kv=200, head_dim=64, heads=2, kv_heads=1, causal=True)
     chosen = gpusim_kernels.backward.default_backward_blocks(dict(shape, batch=1, dtype="fp16", gpu="A100-40GB"))
+    assert chosen == gpusim.best_blocks("flash2", **shape, backward=True)
     cfg = backward.config("flash2", **shape, block_q=chosen[0], block_kv=chosen[1])
-    if gpusim_kernels.backward.BEST_BACKWARD is None:
-        assert (cfg.block_q, cfg.block_kv) == (128, 32)
     assert backward_io(c, q, k, v, do) == backward.count(cfg)
 
 
 @CPU
 def test_backward_tiles_come_from_gpusims_backward_choice(monkeypatch):
-    """Where gpusim's best_blocks takes backward=True, its pick is the backward's default (a stand-in here),
-    asked once per shape."""
+    """gpusim's backward pick (a stand-in here) is the backward's default, asked once per shape."""
     asked = []
-    monkeypatch.setattr(gpusim_kernels.backward, "BEST_BACKWARD", lambda algo, **shape: asked.append(algo) or (32, 16))
+    monkeypatch.setattr(gpusim_kernels.backward, "best_blocks",
+                        lambda algo, backward, **shape: asked.append((algo, backward)) or (32, 16))
     gpusim_kernels.backward._cached_backward.cache_clear()
     c = case("flash2", "fp16", 40, 40, 16, None, None, causal=True)
     q, k, v, do = inputs(c, "cpu")
@@ -163,7 +163,7 @@ def test_backward_tiles_come_from_gpusims_backward_choice(monkeypatch):
     try:
         assert backward_io(c, q, k, v, do) == backward.count(cfg)
         backward_io(c, q, k, v, do)
-        assert asked == ["flash2"]
+        assert asked == [("flash2", True)]
     finally:
         gpusim_kernels.backward._cached_backward.cache_clear()  # the stand-in's launches go with it
 

@@ -11,6 +11,7 @@ import pytest
 
 import gpusim
 from gpusim import cli
+from gpusim.sweep import fa2_shape
 from gpusim.units import fmt_bytes, fmt_flops, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,17 @@ def test_count_table_scales_units():
     assert "TFLOP" in p.stdout and " ms" in p.stdout
 
 
+def test_count_table_splits_the_bytes_asked_of_hbm_from_those_past_the_l2():
+    p = run("count", "--algo", "naive", "--seq", "4096", "--head-dim", "64", "--gpu", "H100-SXM")
+    r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="H100-SXM")
+    assert p.returncode == 0, p.stderr
+    assert r.dram_read_bytes < r.hbm_read_bytes  # the L2 catches some: else the two columns would say the same
+    assert f"of it DRAM read {fmt_bytes(r.dram_read_bytes)}, write {fmt_bytes(r.dram_write_bytes)}" in p.stdout
+    s = r.dram_by_tensor["S"]
+    line = next(line for line in p.stdout.splitlines() if line.startswith("S "))
+    assert line.split()[-4:] == [*fmt_bytes(s["dram_read_bytes"]).split(), *fmt_bytes(s["dram_write_bytes"]).split()]
+
+
 def test_huge_values_print_scaled():
     assert fmt_bytes(119_209_297_180.18 * 2**30) == "113,686.84 PiB"
     assert fmt_bytes(2**81) == "2.147e+09 PiB"
@@ -93,7 +105,13 @@ def test_sweep_writes_json_and_the_course_draws_it(tmp_path):
     rows = json.loads((tmp_path / "s.json").read_text())
     assert [(r["config"]["algo"], r["config"]["seq"]) for r in rows[:3]] == [("naive", 512), ("flash1", 512),
                                                                              ("flash2", 512)]
-    assert re.search(r"^2,048 +[\d.]+ (us|ms) +[\d.]+ (us|ms) +[\d.]+ (us|ms)$", p.stdout, flags=re.M), p.stdout
+    time = r"[\d.]+ (us|ms) \((\d+) x (\d+)\)"
+    row = re.search(rf"^2,048 +(\d+) x (\d+) +{time} +{time} +{time}$", p.stdout, flags=re.M)
+    assert row, p.stdout
+    assert (int(row[1]), int(row[2])) == fa2_shape(2048, 128) == (8, 16)
+    r = gpusim.simulate("flash2", seq=2048, head_dim=128, batch=8, heads=16, gpu="A100-40GB")
+    assert (int(row[10]), int(row[11])) == (r.config.block_q, r.config.block_kv)  # each row's tiles, as simulate's
+    assert "batch = 16,384 tokens / N" in p.stdout.splitlines()[0]
     pytest.importorskip("matplotlib", reason="the figure is the course's (pip install -e '.[course]')")
     p = subprocess.run([sys.executable, "-m", "gpusim_course.provenance.plots", "sweep", str(tmp_path / "s.json")],
                        capture_output=True, text=True)

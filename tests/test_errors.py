@@ -1,5 +1,6 @@
 """Bad input: one clear ValueError naming the value and the limit, never a traceback deep inside; on the
 command line, one line on stderr with a hint and exit code 2."""
+import dataclasses
 import subprocess
 import sys
 
@@ -21,11 +22,41 @@ import gpusim
     (dict(dtype="int8"), "dtype='int8' is not supported: choose one of fp32, fp16, bf16, fp8"),
     (dict(dtype="fp8", gpu="A100-80GB"), "dtype='fp8': A100-80GB has no fp8 tensor cores"),
     (dict(dtype="bf16", gpu="T4"), "dtype='bf16': T4 has no bf16 tensor cores"),
+    (dict(block_q=0), "block_q=0 must be a positive integer"),  # not taken for "none given"
+    (dict(causal="yes"), "causal='yes' must be True or False"),
+    (dict(backward="yes"), "backward='yes' must be True or False"),
+    (dict(backward=True, backward_blocks=(64,)), "backward_blocks=(64,) must be a pair (block_q, block_kv)"),
+    (dict(backward=True, backward_blocks=(0, 64)), "block_q=0 must be a positive integer"),
+    (dict(gpus=2, heads=0), "heads=0 must be a positive integer"),
+    (dict(gpus=2, causal="yes"), "causal='yes' must be True or False"),
+    (dict(gpus=2, seq=-4), "seq=-4 must be a positive integer"),
+    (dict(gpus="H100-SXM"), "gpus='H100-SXM' must be a positive integer"),
+    (dict(gpus=2, gpu="RTX-4090"), "gpu='RTX-4090' has no NVLink preset: give link="),
 ])
 def test_bad_configuration(kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim.simulate("flash2", **{"seq": 1024, "head_dim": 64, **kwargs})
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gpusim.simulate("naive", seq=1024, head_dim=64, link="nvlink4"),
+     "link='nvlink4': context parallelism runs the forward of flash2 or hopper, not algo='naive'"),
+    (lambda: gpusim.simulate("split_kv", seq_kv=1024, head_dim=64, grouped="no"), "grouped='no' must be True or False"),
+    (lambda: gpusim.best_blocks("split_kv", seq=1024, head_dim=64), "algo='split_kv' is not a forward pass"),
+    (lambda: gpusim.best_blocks("flash2", seq=1024, seq_kv=[1024], head_dim=64), "seq_kv=[1024] must be a positive"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=0), "GPU 'H200': sm_count=0 must be positive"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s=nan must be"),
+])
+def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_several_gpus_default_to_the_link_their_preset_names():
+    for gpu, link in (("A100-40GB", "nvlink3"), ("H100-SXM", "nvlink4"), ("H200", "nvlink4")):
+        assert gpusim.simulate("flash2", seq=4096, head_dim=64, gpu=gpu, gpus=2).link.name == link
 
 
 def test_unknown_gpu_suggests_close_names():

@@ -5,7 +5,7 @@ import pytest
 
 import gpusim
 from gpusim.occupancy import Resources, occupancy
-from gpusim.simulate import candidates
+from gpusim.simulate import BLOCKS, candidates
 
 # A device of compute capability 7.0 (V100): 64 K registers, 64 warps, 32 blocks, 96 KiB of shared memory
 # per SM (Programming Guide, Technical Specifications), no per-block reservation.
@@ -75,6 +75,24 @@ def test_best_blocks_is_feasible_and_the_fastest(algo, gpu):
 def test_simulate_defaults_to_the_best_tile():
     shape = dict(seq=2048, head_dim=128, heads=16, gpu="H200-measured")
     assert gpusim.simulate("flash2", **shape).config.block_q == gpusim.best_blocks("flash2", **shape)[0]
+
+
+def test_one_tile_given_is_paired_with_its_fastest_partner_that_fits():
+    """block_q alone: the fastest block_kv beside it (of the compiled tiles with it, where there are), never the
+    other half of the best pair, which need not fit beside it (A100, d = 64: the best pair has block_kv = 256, which
+    beside block_q = 128 needs more registers than a thread has)."""
+    shape = dict(seq=1024, head_dim=64, gpu="A100-40GB")
+    assert gpusim.best_blocks("flash2", **shape)[1] == 256
+    times = {}
+    for bc in BLOCKS:
+        try:
+            times[bc] = gpusim.simulate("flash2", block_q=128, block_kv=bc, **shape).predicted_time_s
+        except ValueError:
+            continue
+    assert 256 not in times
+    assert gpusim.simulate("flash2", block_q=128, **shape).config.block_kv == min(times, key=times.get)
+    with pytest.raises(ValueError, match="^no tile of 16..256 rows with block_q=256 fits flash2 at head_dim=256"):
+        gpusim.best_blocks("flash2", seq=1024, head_dim=256, block_q=256, gpu="T4")
 
 
 @pytest.mark.parametrize("algo, gpu, dtype", [("flash2", "H200-measured", "fp16"), ("flash2", "A100-40GB", "bf16"),
