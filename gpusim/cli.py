@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from . import ALGOS, DTYPE_BYTES, PRESETS, simulate, sweep
+from .context import STRATEGIES, ContextResult
 from .sweep import MODEL_DIM, SEQS, TOKENS
 from .units import fmt_bytes, fmt_flops, fmt_time
 
@@ -49,6 +50,10 @@ def _parser():
     count.add_argument("--heads", type=int, default=1)
     count.add_argument("--batch", type=int, default=1)
     _common(count)
+    count.add_argument("--backward", action="store_true", help="a training step: the forward, then the backward")
+    count.add_argument("--gpus", type=int, default=1, help="context parallelism over this many GPUs (flash2, hopper)")
+    count.add_argument("--strategy", choices=STRATEGIES, help="with --gpus (default: ring)")
+    count.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
     count.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
     count.set_defaults(run=_count, command="count")
 
@@ -117,7 +122,8 @@ def _gpus(args):
 def _count(args):
     r = simulate(args.algo, seq=args.seq, head_dim=args.head_dim, heads=args.heads, batch=args.batch,
                  kv_heads=args.kv_heads, seq_kv=args.seq_kv, block_q=args.block_q, block_kv=args.block_kv,
-                 causal=args.causal, dtype=args.dtype, gpu=args.gpu)
+                 causal=args.causal, dtype=args.dtype, gpu=args.gpu, backward=args.backward, gpus=args.gpus,
+                 strategy=args.strategy, link=args.link)
     print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))
     return 0
 
@@ -173,7 +179,17 @@ def format_result(r):
             f"{fmt_bytes(r.dram_write_bytes)} (what gets past the L2); "
             f"peak footprint {fmt_bytes(r.hbm_peak_bytes)} ({fits} {c.gpu.name}'s {fmt_bytes(c.gpu.hbm_bytes)}); "
             f"predicted time {fmt_time(r.predicted_time_s)}. Exact integers: --json")
-    return "\n\n".join([head, _table(tensors), _table(kernels), foot])
+    return "\n\n".join([head, *_parallel(r), _table(tensors), _table(kernels), foot])
+
+
+def _parallel(r):
+    """The lines a context-parallel Result adds: which GPU the tables describe, and its link."""
+    if not isinstance(r, ContextResult):
+        return []
+    margin = "no step overlaps a transfer" if r.overlap_margin is None else \
+        f"overlap margin {r.overlap_margin:.2f} (compute / transfer, >= 1: the transfer hides)"
+    return [f"{r.strategy} over {r.gpus} GPUs on {r.link.name}: the tables are GPU {r.gpu_rank}'s (the busiest); it "
+            f"sends {fmt_bytes(r.link_send_bytes)} over its link in {len(r.phases)} steps; {margin}"]
 
 
 def format_sweep(results):

@@ -31,6 +31,22 @@ def test_count_json_equals_simulate():
     assert out["config"]["gpu"] == "H100-SXM" and out["hbm_read_bytes"] == 545_259_520
 
 
+@pytest.mark.parametrize("flags, kwargs", [
+    (["--backward"], dict(backward=True)),
+    (["--gpus", "4", "--strategy", "zigzag", "--causal"], dict(gpus=4, strategy="zigzag", causal=True)),
+])
+def test_count_runs_a_training_step_and_several_gpus_as_simulate_does(flags, kwargs):
+    p = run("count", "--algo", "flash2", "--seq", "8192", "--head-dim", "64", "--gpu", "H200", *flags, "--json")
+    assert p.returncode == 0, p.stderr
+    r = gpusim.simulate("flash2", seq=8192, head_dim=64, gpu="H200", **kwargs)
+    assert json.loads(p.stdout) == json.loads(json.dumps(r.to_dict()))
+    text = run("count", "--algo", "flash2", "--seq", "8192", "--head-dim", "64", "--gpu", "H200", *flags).stdout
+    several = "--gpus" in flags
+    assert ("over its link" in text) == several
+    assert not several or f"sends {fmt_bytes(r.link_send_bytes)} over its link" in text
+    assert ("dkdv" in text) == ("--backward" in flags)
+
+
 def _fields(value, path=""):
     """The field paths of count --json, as the README's table writes them."""
     if isinstance(value, dict):
