@@ -1,8 +1,11 @@
 """Every ```python block in README.md and docs/*.md runs, so an example cannot go stale. A block whose
 first line is `# needs a GPU` runs only where CUDA is (the GPU suite); every other block runs here."""
+import ast
+import io
 import os
 import re
 import sys
+import tokenize
 import types
 from pathlib import Path
 
@@ -27,6 +30,14 @@ def test_the_docs_have_examples():
 
 @pytest.mark.parametrize("code", blocks())
 def test_example_runs(code):
+    skip_unless_runnable(code)
+    module = types.ModuleType("gpusim_doc_example")  # a real module: torch.compile looks its globals up by name
+    sys.modules[module.__name__] = module
+    exec(compile(code, "<doc example>", "exec"), module.__dict__)
+
+
+def skip_unless_runnable(code):
+    """Skips the test where the example cannot run: on CPU, one that needs a GPU or the kernels' extra."""
     if code.startswith(GPU_MARK) and os.environ.get("TRITON_INTERPRET"):  # conftest: no CUDA GPU
         pytest.skip("the example needs a CUDA GPU: it runs in the GPU suite")
     if "gpusim_kernels" in code:
@@ -34,6 +45,67 @@ def test_example_runs(code):
             pytest.importorskip(module, reason="the example needs the `kernels` extra (Linux)")
     if "TRITON_INTERPRET" in code and not os.environ.get("TRITON_INTERPRET"):
         pytest.skip("the example runs the kernels in Triton's interpreter on CPU; the GPU suite runs them compiled")
-    module = types.ModuleType("gpusim_doc_example")  # a real module: torch.compile looks its globals up by name
+
+
+def claims(code):
+    """{line of a print call: [(index of the first argument on a line, the value its comment states)]}: each line of a
+    print(...) call whose trailing comment begins with a Python literal (before any ':', or its first word) states the
+    value of the first argument on that line, as printed (a float to the comment's decimals)."""
+    comments = {tok.start[0]: tok.string[1:].strip() for tok in tokenize.generate_tokens(io.StringIO(code).readline)
+                if tok.type == tokenize.COMMENT}
+    found = {}
+    for call in ast.walk(ast.parse(code)):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"):
+            continue
+        for line in sorted({arg.lineno for arg in call.args}):
+            text = comments.get(max(a.end_lineno for a in call.args if a.lineno == line), "")  # the line's comment
+            for claim in (text.split(":")[0].strip(), (text.split() or [""])[0]):
+                try:
+                    value = ast.literal_eval(claim)
+                except (ValueError, SyntaxError):
+                    continue
+                first = min(i for i, a in enumerate(call.args) if a.lineno == line)
+                found.setdefault(call.lineno, []).append((first, value, claim))
+                break
+    return found
+
+
+def same(value, printed, claim):
+    if isinstance(value, float):
+        decimals = len(claim.split(".")[1]) if "." in claim else 0
+        return round(printed, decimals) == value
+    return printed == value
+
+
+@pytest.mark.parametrize("code", [c for c in blocks() if claims(c.values[0])])
+def test_example_comments_state_what_it_prints(code):
+    """A print's trailing comment that begins with a value (`# (64, 64): ...`, `# 128.2: ...`) is what the example
+    prints there, so that a comment cannot go stale when the model changes what it returns."""
+    skip_unless_runnable(code)
+    printed = {}
+    module = types.ModuleType("gpusim_doc_example")
+    module.print = lambda *args, **kwargs: printed.setdefault(sys._getframe(1).f_lineno, args)
     sys.modules[module.__name__] = module
     exec(compile(code, "<doc example>", "exec"), module.__dict__)
+    stale = [(line, claim, printed[line][i]) for line, found in claims(code).items() for i, value, claim in found
+             if not same(value, printed[line][i], claim)]
+    assert not stale, stale
+
+
+PACKAGES = {"benchmarks": "benchmarks", "gpusim": "gpusim", "gpusim_kernels": "kernels", "gpusim_course": "course"}
+
+
+def test_every_python_m_the_docs_name_runs_a_module_of_the_project():
+    """Each `python -m MODULE` of the project's packages that README.md, docs/*.md and results/h200/README.md give
+    names a module that runs as a script (a package's __main__.py, or a module with a __main__ block)."""
+    missing = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "results" / "h200" / "README.md"]:
+        for name in set(re.findall(r"python -m ([A-Za-z_][\w.]*\w)", path.read_text())):
+            top, *rest = name.split(".")
+            if top not in PACKAGES or any(part.isupper() for part in rest):  # benchmarks.NAME: a placeholder
+                continue
+            base = ROOT / PACKAGES[top] / Path(*rest) if rest else ROOT / PACKAGES[top]
+            script = base.with_suffix(".py") if rest and base.with_suffix(".py").exists() else base / "__main__.py"
+            if not script.exists() or (script.name != "__main__.py" and "__main__" not in script.read_text()):
+                missing.append((path.relative_to(ROOT).as_posix(), name))
+    assert not missing, missing
