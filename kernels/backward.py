@@ -13,6 +13,7 @@ from functools import lru_cache
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 
 from gpusim import backward as model
 from gpusim import best_blocks
@@ -20,8 +21,8 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, detect_gpu, launch, metas, op_fields,
-                     op_keywords, options, signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, check_pair, detect_gpu, launch, metas,
+                     op_fields, op_keywords, options, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -149,6 +150,9 @@ def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts)
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)
 def _cached_backward(algo, sig, causal, tiles, block_q, block_kv, gpu, parts, interpreted):
     meta = metas(sig)
+    if len({m.device for m in meta.values()}) > 1:
+        raise ValueError(", ".join(f"{name} on {m.device}" for name, m in meta.items()) + ": the backward's tensors "
+                         "must be on one device")
     cfg = backward_config(algo, meta.pop("q"), meta.pop("k"), meta.pop("v"), meta.pop("do"), causal=causal,
                           block_q=block_q, block_kv=block_kv, gpu=gpu, tiles=tiles)
     return Launch(cfg, *parts(cfg, meta))
@@ -210,6 +214,7 @@ class Flash2Attention(torch.autograd.Function):
         return o
 
     @staticmethod
+    @once_differentiable  # its backward is kernels, not torch ops: a second derivative raises, never comes back 0
     def backward(ctx, do):
         return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
 
@@ -223,7 +228,7 @@ def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=
     backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention
     (kernels/ops.py; gpu a preset name)."""
     fields = op_fields(tiles, block_q, block_kv)
-    backward_blocks = fields[:2] if backward_blocks is None else tuple(backward_blocks)
+    backward_blocks = fields[:2] if backward_blocks is None else check_pair("backward_blocks", backward_blocks)
     if torch.compiler.is_compiling():
         return torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, *backward_blocks, gpu)[0]
     return Flash2Attention.apply(q, k, v, causal, fields, backward_blocks, gpu)

@@ -99,6 +99,9 @@ def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2"
     if strategy == "zigzag" and q.shape[2] % 2:
         raise ValueError(f"strategy='zigzag': the sequence ({world} x {q.shape[2]} tokens) is not divisible by 2P "
                          f"= {2 * world}")
+    if causal and strategy != "ulysses" and q.shape[2] != k.shape[2]:
+        raise ValueError(f"causal=True, strategy={strategy!r}: q's shard has {q.shape[2]} tokens and k's "
+                         f"{k.shape[2]}: a causal mask over shards needs them equal (the whole sequence's diagonal)")
     if strategy == "ulysses" and (q.shape[1] % world or k.shape[1] % world):
         raise ValueError(f"strategy='ulysses': heads={q.shape[1]} and kv_heads={k.shape[1]} must both be divisible "
                          f"by {world}")

@@ -159,6 +159,9 @@ def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: 
 def _indexed(device):
     """"cuda" names the current GPU, and tensors made there say "cuda:0": the plan keeps the index, so that
     run's device check compares like with like."""
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={str(device)!r}, but torch finds no CUDA GPU here: on CPU the kernels run in "
+                         "Triton's interpreter (TRITON_INTERPRET=1, device='cpu')")
     if device.type == "cuda" and device.index is None:
         return torch.device("cuda", torch.cuda.current_device())
     return device
@@ -181,7 +184,8 @@ class DecodePlan:
     int32) and, paged, of the block table (`block_table`, int32, (batch, pages), zeros unless block_table is
     given: then checked against num_pages and copied in).
 
-    run(...) checks only shapes, dtypes and devices (tuple comparisons), launches the kernels, and never
+    run(...) checks only shapes, dtypes and devices (tuple comparisons; in Triton's interpreter, whose kernels
+    run on the host, the lengths and block table's values too), launches the kernels, and never
     synchronises with the host, so a loop of runs can be captured in a CUDA graph and replayed after the
     lengths and block tables it reads are updated in place on the device. The plan's checks are what make that
     safe, for what the device cannot check cheaply; the caller guarantees, while the plan is used:
@@ -205,7 +209,7 @@ class DecodePlan:
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
         self.max_cache_len = _capacity(max_cache_len, lengths)
         self._launch = _planned_launch(len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
-                                       page_size, bool(grouped), causal_align, DTYPES[dtype],
+                                       page_size, grouped, causal_align, DTYPES[dtype],
                                        detect_gpu(device) if gpu is None else gpu, chunks)
         L = self._launch
         self.lengths, self.dtype, self.device = lengths, dtype, device
@@ -258,6 +262,9 @@ class DecodePlan:
         table = self.block_table if block_table is None else block_table
         lengths = self.cache_seqlens if cache_seqlens is None else cache_seqlens
         self._check(q, k_cache, v_cache, table, lengths)
+        if launch_options and not launch_options.keys() <= {"num_warps", "num_stages"}:
+            raise ValueError(f"run takes num_warps and num_stages as launch options, not "
+                             f"{', '.join(sorted(launch_options.keys() - {'num_warps', 'num_stages'}))}")
         o = torch.empty_like(q)
         lse = torch.empty(self.q_shape[:3], dtype=torch.float32, device=self.device)
         args = (table, lengths, L.head_dim**-0.5, table.shape[-1], 0 if L.page_size else k_cache.shape[2],
@@ -285,6 +292,10 @@ class DecodePlan:
     def _check(self, q, k_cache, v_cache, table, lengths):
         """run's checks: shapes, dtypes, devices and contiguity, compared with the plan's."""
         L = self._launch
+        for name, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("block_table", table),
+                        ("cache_seqlens", lengths)):
+            if not isinstance(x, torch.Tensor):
+                raise ValueError(f"{name} is {type(x).__name__}: run takes tensors, as the plan describes them")
         if q.shape != self.q_shape or q.dtype != self.dtype or q.device != self.device or not q.is_contiguous():
             raise ValueError(f"q is {tuple(q.shape)} {q.dtype} on {q.device}: the plan expects a contiguous "
                              f"{self.q_shape} {self.dtype} on {self.device}")
@@ -308,6 +319,12 @@ class DecodePlan:
         if lengths.shape != (L.batch,) or lengths.dtype != torch.int32 or lengths.device != self.device:
             raise ValueError(f"cache_seqlens is {lengths.dtype} {tuple(lengths.shape)} on {lengths.device}: the "
                              f"plan expects int32 ({L.batch},) on {self.device}")
+        if INTERPRETED:  # the kernels run on the host: reading the values waits for nothing; check them
+            host = tuple(lengths.tolist())
+            _longest_chunks(host, L.seq, L.causal_align, L.block_kv)  # each at least seq
+            _capacity(self.max_cache_len, host)
+            if L.page_size:
+                check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)
 
 
 def to_device(host, device):
@@ -353,7 +370,7 @@ def _longest_chunks(lengths, seq, causal_align, block_kv):
     return -(-keys // block_kv) if isinstance(block_kv, int) and block_kv > 0 else 1
 
 
-@lru_cache(maxsize=LAUNCH_CACHE_SIZE)
+@lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)  # typed: heads=2.0 is not heads=2's plan
 def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align,
                     dtype, gpu, chunks):
     """gpusim.decode.make_launch for a batch whose longest request has `chunks` K/V chunks: its checks and

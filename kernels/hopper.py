@@ -41,7 +41,7 @@ from gpusim.config import make_config
 from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
-from .launch import LAUNCH_CACHE_SIZE, metas, signature
+from .launch import LAUNCH_CACHE_SIZE, forward_only, metas, signature
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
@@ -243,6 +243,7 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
         o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, None if fp8_scale is None else list(fp8_scale),
                                                    *launch.values())
         return (o, lse) if return_lse else o
+    forward_only("hopper", q, k, v)
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
     return (o, lse) if return_lse else o
 

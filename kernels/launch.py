@@ -111,9 +111,19 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
     look-up. tiles: a gpusim.Tiles, or None and block_q, block_kv (not both); parts(cfg): the kernels' grids and
     constants, {kernel: ...} each, their tiles and launch options gpusim's (constants)."""
+    forward_only(algo, q, k, v)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
                          INTERPRETED)
+
+
+def forward_only(algo, q, k, v):
+    """One line where autograd would record q, k or v but a forward-only entry point's output carries no gradient
+    (inside the trainable wrappers' forward autograd records nothing, and this passes)."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        trainable = f"{algo}_attention_trainable" if algo in ("flash2", "naive") else "flash2_attention_trainable"
+        raise ValueError(f"q, k or v requires grad, but {algo}_attention is forward-only (its output would carry no "
+                         f"gradient): call {trainable}, or run it under torch.no_grad()")
 
 
 def op_fields(tiles, block_q, block_kv):
@@ -216,9 +226,22 @@ def check_inputs(q, k, v, block_q, block_kv):
     check_device(q.device)
     if q.device.type not in ("cpu", "cuda"):
         raise ValueError(f"q is on {q.device}: the kernels run on cuda, or on cpu in Triton's interpreter")
+    check_blocks(block_q, block_kv)
+
+
+def check_blocks(block_q, block_kv):
+    """Each given block a tl.dot tile (None: gpusim's choice)."""
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
         if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
+
+
+def check_pair(name, blocks):
+    """blocks as a (block_q, block_kv) tuple of tl.dot tiles, or one line naming it."""
+    if not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
+        raise ValueError(f"{name}={blocks!r} must be a pair (block_q, block_kv)")
+    check_blocks(*blocks)
+    return tuple(blocks)
 
 
 def check_device(device):

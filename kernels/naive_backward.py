@@ -13,6 +13,7 @@ gpusim.backward counts the bytes they move.
 import torch
 import triton
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 
 from gpusim.shape import Tiles
 
@@ -141,7 +142,7 @@ def rows_apart(p, ld):
     b, h, n, nk = p.shape
     if p.stride() == (h * n * ld, n * ld, ld, 1):
         return p.as_strided((b, h, n, ld), p.stride())
-    return torch.nn.functional.pad(p, (0, ld - nk))
+    return torch.nn.functional.pad(p, (0, ld - nk)).contiguous()  # a pad of 0 keeps a transposed view's strides
 
 
 class NaiveAttention(torch.autograd.Function):
@@ -155,6 +156,7 @@ class NaiveAttention(torch.autograd.Function):
         return o
 
     @staticmethod
+    @once_differentiable  # its backward is kernels, not torch ops: a second derivative raises, never comes back 0
     def backward(ctx, do):
         return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None)
 

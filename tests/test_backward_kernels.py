@@ -239,6 +239,8 @@ def test_a_training_steps_backward_launches_would_be_called_directly(monkeypatch
                                                                     "(torch.float16) must be the forward's"),
     ("naive", lambda q, k, v, o, lse: (q, k, v, q, q), "p is (1, 1, 32, 16) (torch.float16): expected the forward's P"),
     ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse, "grad"), "do is str: expected the output's gradient"),
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse.to("meta"), q), "lse on meta: the backward's tensors must be on "
+                                                                        "one device"),
 ])
 def test_bad_backward_input_raises_one_line(fn, args, message):
     q, k, v = (torch.randn(1, 1, 32, 16, dtype=torch.float16, device=DEVICE) for _ in range(3))
@@ -251,11 +253,57 @@ def test_bad_backward_input_raises_one_line(fn, args, message):
 
 
 @RUNS
-def test_backward_blocks_are_checked():
+@pytest.mark.parametrize("blocks, message", [((24, 16), "block_q=24 must be a power of two >= 16"),
+                                             (16, "backward_blocks=16 must be a pair (block_q, block_kv)"),
+                                             ((16,), "backward_blocks=(16,) must be a pair"),
+                                             ((16, 16, 16), "backward_blocks=(16, 16, 16) must be a pair")])
+def test_backward_blocks_are_checked_when_the_step_is_called(blocks, message):
     q, k, v = (torch.randn(1, 1, 32, 16, device=DEVICE, requires_grad=True) for _ in range(3))
-    out = gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=(24, 16))
-    with pytest.raises(ValueError, match="block_q=24 must be a power of two >= 16"):
-        out.sum().backward()
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=blocks)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("algo", ["naive", "flash1", "flash2"])
+def test_a_forward_only_entry_point_refuses_inputs_autograd_would_record(algo):
+    """A forward-only output carries no gradient: asked under autograd, one line naming the trainable entry point
+    (else torch's "element 0 of tensors does not require grad" at .backward()); under no_grad it runs."""
+    q, k, v = (torch.randn(1, 1, 32, 16, device=DEVICE, requires_grad=True) for _ in range(3))
+    entry = getattr(gpusim_kernels, f"{algo}_attention")
+    with pytest.raises(ValueError, match=f"^q, k or v requires grad, but {algo}_attention is forward-only .*call "
+                                         f"{'flash2' if algo == 'flash1' else algo}_attention_trainable"):
+        entry(q, k, v)
+    with torch.no_grad():
+        assert not entry(q, k, v).requires_grad
+
+
+@RUNS
+@pytest.mark.parametrize("algo", TRAINABLE)
+def test_a_second_derivative_raises_rather_than_comes_back_zero(algo):
+    """A gradient penalty: dQ of (o * o).sum() taken with create_graph, then a loss of it and o. Without
+    once_differentiable, dQ came back as a constant and the loss's backward silently left out its share."""
+    c = case(algo, "fp32", 32, 32, 16, 16, 16)
+    q, k, v, _ = inputs(c, DEVICE)
+    o = forward(c, q, k, v)
+    (dq,) = torch.autograd.grad((o * o).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        (dq.square().sum() + o.sum()).backward()
+
+
+@RUNS
+def test_naive_backward_reads_a_transposed_p_as_the_values_it_holds():
+    """P given as a transposed view whose rows need no padding (N_kv a multiple of the row stride the kernels read):
+    copied row-major before the kernels read it, so the gradients are P's, not its transpose's."""
+    c = case("naive", "fp32", 32, 32, 16, 16, 16)  # not causal: every element of P written
+    q, k, v, do = inputs(c, DEVICE)
+    o, p = gpusim_kernels.naive_attention(*(x.detach() for x in (q, k, v)), block_q=16, block_kv=16, return_p=True)
+    transposed = p.transpose(-1, -2).contiguous().transpose(-1, -2)
+    assert torch.equal(transposed, p) and not transposed.is_contiguous()
+    got = gpusim_kernels.naive_attention_backward(q.detach(), k.detach(), v.detach(), transposed, do, block_q=16,
+                                                  block_kv=16)
+    expected = reference_grads(q, k, v, do, False)
+    assert all(relative_error(g, e) <= bound(c) for g, e in zip(got, expected))
 
 
 @CPU

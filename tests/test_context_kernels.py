@@ -46,10 +46,11 @@ def twin(rank, folder):
         out[strategy, causal, dtype] = (o, link.sent_bytes)
     q, k, v = inputs("fp16", 2, 2)
     refusals = []
-    for args in [(q[:, :, : 64 - 16 * rank], k[:, :, :64], v[:, :, :64]),  # rank 1 holds fewer queries
-                 (q[:, :, :33], k[:, :, :33], v[:, :, :33])]:  # zigzag: 66 tokens are not 4 chunks
+    for args, strategy in [((q[:, :, : 64 - 16 * rank], k[:, :, :64], v[:, :, :64]), "zigzag"),  # rank 1: fewer
+                           ((q[:, :, :33], k[:, :, :33], v[:, :, :33]), "zigzag"),  # 66 tokens are not 4 chunks
+                           ((q[:, :, :32], k[:, :, :64], v[:, :, :64]), "ring")]:  # causal shards of two lengths
         try:
-            context.context_attention(*args, strategy="zigzag", causal=True)
+            context.context_attention(*args, strategy=strategy, causal=True)
         except ValueError as err:
             refusals.append(str(err))
     out["refusals"] = refusals
@@ -87,11 +88,12 @@ def test_twin_output_and_bytes(ranks, strategy, causal, dtype, heads, kv_heads):
     assert [r[strategy, causal, dtype][1] for r in ranks] == [counted] * WORLD
 
 
-def test_twin_refuses_unequal_shards_and_odd_zigzag_chunks(ranks):
+def test_twin_refuses_unequal_shards_odd_zigzag_chunks_and_a_causal_mask_over_unequal_q_and_k(ranks):
     for r in ranks:
-        unequal, odd = r["refusals"]
+        unequal, odd, causal = r["refusals"]
         assert "shards differ in shape" in unequal and "\n" not in unequal
         assert "not divisible by 2P = 4" in odd
+        assert causal.startswith("causal=True, strategy='ring': q's shard has 32 tokens and k's 64")
 
 
 def test_without_a_process_group_it_names_torchrun():

@@ -263,6 +263,7 @@ def test_plan_run_never_reads_the_device(monkeypatch):
 
     for name in ("decode_kernel", "split_kv_kernel", "reduce_kernel"):
         monkeypatch.setattr(gpusim_kernels.decode, name, Recorder(name))
+    monkeypatch.setattr(gpusim_kernels.decode, "INTERPRETED", False)  # the GPU's path: no host-side value checks
     for method in ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"):
         monkeypatch.setattr(torch.Tensor, method, lambda *a, m=method, **kw: pytest.fail(f"run called Tensor.{m}"))
     plan.run(q, k, v)
@@ -384,6 +385,37 @@ def test_decode_attention_with_device_lengths_moves_the_models_bytes():
 
 
 @CPU
+@CPU
+@pytest.mark.parametrize("change, message", [
+    (dict(lengths=[200, 20]), "cache_seqlens[0]=200 is more than the plan's max_cache_len=96"),
+    (dict(lengths=[40, 0]), "cache_seqlens[1]=0: request 1 needs a positive number of cached tokens"),
+    (dict(table=lambda t: t.index_fill(1, torch.tensor([1]), 99)), "block_table[0, 1]=99 is out of range"),
+    (dict(table=lambda t: t.index_fill(1, torch.tensor([0]), -1)), "block_table[0, 0]=-1 is negative"),
+    (dict(options=dict(num_warps=4, foo=1)), "run takes num_warps and num_stages as launch options, not foo"),
+    (dict(table=lambda t: t.tolist()), "block_table is list: run takes tensors"),
+])
+def test_interpreted_run_checks_the_values_a_gpu_run_leaves_to_its_caller(change, message):
+    """In Triton's interpreter the kernels read the lengths and the block table on the host, so a bad value would
+    crash the process or come back NaN: run checks them there, where reading them waits for nothing."""
+    q, k, v, table, plan = growing_cache("cpu")
+    lengths = torch.tensor(change.get("lengths", [40, 20]), dtype=torch.int32)
+    with pytest.raises(ValueError) as err:
+        plan.run(q, k, v, change.get("table", lambda t: t)(plan.block_table.clone()), lengths,
+                 **change.get("options", {}))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@CPU
+def test_a_plan_is_checked_whatever_plans_came_before():
+    """The plan's launch is cached by its arguments' types too: heads=2.0 is refused after a plan with heads=2."""
+    kwargs = dict(kv_heads=2, head_dim=16, dtype=torch.float16, device="cpu", max_cache_len=96)
+    gpusim_kernels.DecodePlan([40, 20], heads=4, **kwargs)
+    with pytest.raises(ValueError, match="heads=4.0 must be a positive integer"):
+        gpusim_kernels.DecodePlan([40, 20], heads=4.0, **kwargs)
+    with pytest.raises(ValueError, match="grouped='no' must be True or False"):
+        gpusim_kernels.DecodePlan([40, 20], heads=4, grouped="no", **kwargs)
+
+
 def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
     """With the lengths a tensor on q's device, decode_attention's Python, plan made or kept, converts no
     tensor to a host value: the kernels are recorders, every such conversion raises."""
@@ -400,6 +432,7 @@ def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
 
     for name in ("decode_kernel", "split_kv_kernel", "reduce_kernel"):
         monkeypatch.setattr(gpusim_kernels.decode, name, Recorder(name))
+    monkeypatch.setattr(gpusim_kernels.decode, "INTERPRETED", False)  # the GPU's path: no host-side value checks
     for method in ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__"):
         monkeypatch.setattr(torch.Tensor, method, lambda *a, m=method, **kw: pytest.fail(f"called Tensor.{m}"))
     for lengths in ([40, 20], [70, 33]):
