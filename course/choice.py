@@ -53,18 +53,24 @@ class Choice:
 
 
 def bits_question():
-    """Notebook 3: is FlashAttention-2's output bit-for-bit standard attention's? (gpusim, float32)."""
+    """Notebook 3: is FlashAttention-2's output bit-for-bit standard attention's? (gpusim, float32). The distance is
+    relative to the output's scale, its largest magnitude, in units of float32's rounding u = 2^-24, not in ULPs of
+    each element, which count many steps between two outputs near zero."""
     from .softmax import bits
 
     c = bits.attention_bits()
     u = 2.0**-24
-    options = ("yes, every element has the same bits", "no, but within 64 units of the output's last place",
-               "no, and further apart than that")
+    options = ("yes, every element has the same bits",
+               "no, but every difference is within 64 u of the output's largest magnitude (u = 2^-24)",
+               "no, and some differ by more than 64 u of the output's largest magnitude")
     answer = options[0] if c["equal_fraction"] == 1 else options[1] if c["max_difference"] <= 64 * u else options[2]
     return Choice("Run FlashAttention-2 and standard attention on the same float32 inputs. Is the output "
-                  "bit-for-bit identical?", options, answer,
+                  "bit-for-bit identical? If not, how far apart, relative to the output's largest magnitude?",
+                  options, answer,
                   f"{c['label']}: {c['equal_fraction']:.1%} of the elements have the same bits; the largest "
-                  f"difference is {c['max_difference'] / u:.1f} u of the output's scale")
+                  f"difference is {c['max_difference'] / u:.1f} u of the output's largest magnitude. Counted in "
+                  f"each element's own last place it is up to {c['max_ulp']:,} ULPs: outputs near zero have tiny "
+                  f"ULPs")
 
 
 def causal_share_question(seq=96, block_q=32, block_kv=16, head_dim=16):

@@ -26,8 +26,21 @@ def test_reveal_judges_the_pick():
         choice.Choice("?", ("a",), "z")
 
 
+def test_bits_question_measures_in_the_unit_it_names(monkeypatch):
+    """The options and the answer both measure against the output's largest magnitude, in u = 2^-24; the ULP count,
+    which the old options named while the answer used the scale, is quoted beside as a separate number."""
+    from gpusim_course.softmax import bits
+    measured = {"label": "attention output, float32", "equal_fraction": 0.1, "max_ulp": 148076}
+    for scale, option in ((12, 1), (65, 2)):
+        monkeypatch.setattr(bits, "attention_bits", lambda: measured | {"max_difference": scale * 2.0**-24})
+        c = choice.bits_question()
+        assert c.answer == c.options.options[option] and "largest magnitude" in c.answer
+        assert all("last place" not in o for o in c.options.options)
+        assert f"{scale:.1f} u of the output's largest magnitude" in c.why and "148,076 ULPs" in c.why
+
+
 def test_the_notebooks_questions_answer_from_their_sources(tmp_path):
-    assert choice.bits_question().answer.startswith("no, but within")
+    assert choice.bits_question().answer.startswith("no, but every difference is within")
     # notebook 10's launch: 3 Q blocks of 32 rows over 6 K/V blocks of 16; block i reads 2 (i + 1) of them
     assert sum(min(6, 2 * (i + 1)) for i in range(3)) / (3 * 6) == 2 / 3
     assert choice.causal_share_question().answer == "about two thirds"

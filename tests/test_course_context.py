@@ -53,3 +53,38 @@ def test_paper_rows_and_predictions_are_labelled():
     assert all(0.75 <= row["ours / paper"] <= 1.25 for row in context.paper_rows())
     rows = context.prediction_rows(contexts=(1 << 17,))
     assert {r["GPUs"] for r in rows} == {8, 64, 512}
+
+
+def test_margin_lines_name_every_length_below_one():
+    """Notebook 13 said USP's margin "stays above 1"; the table gives 0.77 at 512 GPUs, N = 131,072: the lines
+    are computed from the rows, the prose no longer states it."""
+    rows = [{"GPUs": 512, "strategy": "usp", "N": n, "overlap margin": m} for n, m in ((131072, 0.77), (524288, 1.9))]
+    rows += [{"GPUs": 8, "strategy": "ulysses", "N": 131072, "overlap margin": "-"},
+             {"GPUs": 8, "strategy": "ring", "N": 131072, "overlap margin": 3.0}]
+    assert context.margin_lines(rows) == ["512 GPUs, usp: margin below 1 at N = 131,072 (0.77)",
+                                          "8 GPUs, ring: margin 1 or more at every N"]
+    real = context.prediction_rows(contexts=(1 << 17,))
+    usp = next(r for r in real if (r["GPUs"], r["strategy"]) == (512, "usp"))
+    assert (usp["overlap margin"] < 1) == any(line.startswith("512 GPUs, usp: margin below 1")
+                                               for line in context.margin_lines(real))
+
+
+def test_one_gpu_lines_set_one_layer_beside_every_layer_a_training_step_keeps():
+    """One layer's attention fits one H200 at 1M tokens (notebook 13's max_context prints more than 7M); what a
+    training step keeps for the backward, 32 layers of it, does not."""
+    line = context.one_gpu_lines(seqs=(1 << 20,))[0]
+    r = gpusim.simulate("flash2", seq=1 << 20, causal=True, **context.SHAPE)
+    h200 = gpusim.get_gpu("H200").hbm_bytes
+    assert r.hbm_peak_bytes < h200 < 32 * r.hbm_peak_bytes
+    assert f"holds {r.hbm_peak_bytes / 2**30:.1f} GiB ({r.hbm_peak_bytes / h200:.0%} of one H200's HBM)" in line
+    assert f"keep {32 * r.hbm_peak_bytes / 2**30:.0f} GiB for the backward ({32 * r.hbm_peak_bytes / h200:.1f}x" in line
+    assert f"take {32 * r.predicted_time_s:.1f} s forward" in line
+
+
+def test_send_lines_set_each_strategy_beside_the_rings_formula():
+    """Notebook 13 wrote the ring's formula in a cell, 8 * 128 * 2 typed in: (P - 1) K and V shards of N / P tokens."""
+    assert context.ring_send_bytes(4, 65536) == 3 * 2 * 16384 * 8 * 128 * 2
+    ring = context.simulate(4, 65536, "ring", "nvlink4")
+    assert context.send_lines(4, 65536, "nvlink4", ("ring",)) == [
+        f"ring     : each GPU sends {ring.link_send_bytes:,} B "
+        f"({ring.link_send_bytes / context.ring_send_bytes(4, 65536):.2f} x the ring's formula)"]

@@ -113,6 +113,34 @@ def test_helps_most_table(data):
     assert all(r["FA benefit, gpusim"] > 1 for r in rows)
 
 
+def test_the_scorecard_prices_decode_as_the_table_does(data):
+    """The verdict row below notebook 8's table divides naive attention by the split-KV kernel, as the table's "FA
+    benefit, gpusim" does (it divided by flash2 at one query row, 0.8x, beside the table's 3.2x)."""
+    from gpusim_course.scorecard import claims
+    table = dm.helps_most(data, read("bench.json"))[2]  # decode, 4K cache, batch 1
+    ours = [claims._over_naive("split_kv", 1, n) for n in (4096, 16384)]
+    assert ours[0] == pytest.approx(table["FA benefit, gpusim"], rel=0.05) and min(ours) > 1
+    predicted = claims.prefill_decode(ROOT / "results" / "h200").predicted
+    assert predicted.endswith(f"decode (split-KV, one query row) {claims.ratio_span(ours)}")
+
+
+def test_split_rule_sentence_says_why_the_slots_and_the_programs_differ():
+    """Notebook 8 printed "the rule places 528" and then "512 programs": 528 is the slot budget (room for 66
+    splits of 8 programs); 66 and 65 splits would leave their last splits empty, so the rule takes 64."""
+    from gpusim import decode
+    launch = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16,
+                             gpu=dm.GPU).config
+    slots, chunks = decode.split_slots(launch), int(launch.chunks.max())
+    top = slots // 8
+    assert top > launch.num_splits and -(-chunks // top) == -(-chunks // launch.num_splits)  # the same chunks each
+    text = dm.split_rule_sentence(launch)
+    assert f"fills up to {slots} slots, room for {top} split(s) of 8 programs; {top} down to " \
+           f"{launch.num_splits + 1} splits would leave empty ones" in text
+    assert text.endswith(f"num_splits = {launch.num_splits}, {8 * launch.num_splits} programs.")
+    wide = gpusim.simulate("split_kv", batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, gpu=dm.GPU).config
+    assert "empty" not in dm.split_rule_sentence(wide) and "num_splits = 1," in dm.split_rule_sentence(wide)
+
+
 def test_serving_splits_sentence_counts_the_points_where_the_rule_ran_fastest():
     """serving_splits.json read as the notebook prints it: per point the rule's count, the fastest and their ratio;
     the sentence's count of points where they agree recomputed from the file's rows."""

@@ -39,6 +39,9 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
 @pytest.mark.parametrize("name, wrong, hint", [
     ("ridge_point", lambda g, d: g.hbm_bytes_per_s / g.matmul_flops_per_s(d), "bytes per FLOP"),
     ("ridge_point", lambda g, d: g.fp32_flops_per_s / g.hbm_bytes_per_s, "tensor-core rate"),
+    # every GPU and every dtype it prices, as notebook 1 says: the check tried fp16 and fp32 only, and passed this
+    ("ridge_point", lambda g, d: g.matmul_flops_per_s("fp16" if d == "bf16" else d) / g.hbm_bytes_per_s,
+     "H200-measured's bf16 is not fp16's"),
     ("naive_sp_bytes", lambda n, e: 2 * n * n * e, "counted each matrix once"),
     ("naive_sp_bytes", lambda n, e: 4 * n * n, "multiply by itemsize"),
     ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),

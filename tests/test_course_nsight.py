@@ -64,6 +64,17 @@ def test_ncu_findings_are_computed_from_the_rows():
                             "more), by up to 75%; within 25% at the longest N for: qk d=64.")
 
 
+def test_ncu_findings_give_flash1s_small_errors_enough_digits():
+    """flash1 read 0.029% and 0.21% off gpusim's count: the sentence said "within 0.0% ... up to 0% more"."""
+    rows = [r for r in ncu_rows() if r["kernel"] != "flash1"]
+    for causal, measured in ((False, 999_710), (True, 997_875)):
+        rows.append({"kernel": "flash1", "seq": 4096, "head_dim": 64, "causal": causal, "dtype": "fp16",
+                     "quantity": "l2_to_sm_bytes", "simulated": 1_000_000, "measured": measured,
+                     "rel_err": 1_000_000 / measured - 1})
+    assert ("flash1: the SMs read within 0.029% of gpusim's count without the mask and within 0.21% with the "
+            "causal mask.") in practice_measured.ncu_findings(rows, TARGETS)
+
+
 def test_ncu_findings_quote_the_targets_of_the_file():
     findings = practice_measured.ncu_findings(ncu_rows(), TARGETS | {"time_s": 0.5, "dram_read_bytes": 0.02})
     assert findings[3] == ("DRAM reads: within 2% in 0 of 4 launches; the others: flash2 N=4,096 d=64 (-4%), flash1 "

@@ -89,6 +89,8 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
                                                 "entirely right of the diagonal"]),
     ("causal_skip", "diagonal blocks unmasked", "if j >= n_whole:", "if j >= n_blocks:",
      "Correctness", ["Q block 0 (rows 0..31) is wrong", "tile (i, j) = (0, 0)", "masked"]),
+    ("causal_skip", "every block masked", "n_whole = tl.minimum(i * Br // Bc, N_KV // Bc)", "n_whole = 0",
+     "Masks", ["Q block 1 (rows 32..63) masks K/V block 0", "4 of its steps", "n_whole = i * Br // Bc"]),
     ("causal_skip", "diagonal blocks not visited", "n_blocks = tl.minimum(last_row // Bc + 1",
      "n_blocks = tl.minimum(i * Br // Bc", "Correctness", ["Q block 0 (rows 0..31) is wrong", "NaN"]),
     ("gqa_decode", "interleaved heads", "heads = kv_head * GROUP + tl.arange(0, BLOCK_R)",

@@ -138,3 +138,21 @@ def test_a_row_shown_anywhere_says_what_was_not_measured():
     measured = verdicts.Row("c", "s", "p", "m", verdicts.Judged("holds", "x."), "r", "n.ipynb", "")
     assert verdicts.rows_table([measured])[0]["reason"].endswith("other GPUs not measured here.")
     assert verdicts.with_evidence(verdicts.with_evidence(measured)) == verdicts.with_evidence(measured)
+
+
+def test_out_of_memory_names_the_mask_and_what_ran():
+    """The 128K row said PyTorch's standard attention ran out of memory at N = 32,768; only its causal launches did
+    (the non-causal ones ran) and SDPA's math backend ran out without a mask."""
+    def row(provider, causal, dtype, peak=None):
+        timed = {"ms": 1.0, "peak_bytes": peak} if peak else {"error": "OOM"}
+        return dict(provider=provider, seq=32768, batch=1, heads=32, head_dim=64, causal=causal, dtype=dtype) | timed
+    rows = [row("torch_naive", False, "fp16", 3 * 2**30), row("torch_naive", False, "bf16", 2**30),
+            row("torch_naive", True, "fp16"), row("sdpa_math", False, "fp16"),
+            {**row("torch_naive", True, "fp16"), "seq": 65536}]
+    assert claims.out_of_memory(rows) == (
+        "on the H200 at N=32,768 (1 x 32 heads, d=64): PyTorch's standard attention ran without a mask (fp16, bf16), "
+        "peaking at 3.0 GiB; PyTorch's standard attention ran out of memory with the causal mask (fp16); SDPA's math "
+        "backend ran out of memory without a mask (fp16)")
+    assert claims.out_of_memory(rows[:2]) == ""
+    assert claims.long_context(RESULTS).measured == claims.out_of_memory(
+        json.loads((RESULTS / "bench.json").read_text())["rows"])

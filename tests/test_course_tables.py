@@ -169,6 +169,25 @@ def test_fa3_rows_are_speedups_over_flash2_fp16():
     assert rows[2]["matmul utilization"].endswith("of 1,979 TFLOP/s")  # the H100's fp8 peak
 
 
+def test_fa3_bytes_are_compared_at_one_tile():
+    """Notebook 7 said FA-3 "moves FlashAttention-2's bytes" beside a table where hopper fp16 requested 8.13 GiB and
+    flash2 4.13 GiB: their tiles differ. The table names them, and the sentence compares the bytes at one tile."""
+    rows = practice_model.fa3_rows("H100-SXM", seq=8192, head_dim=128)
+    batch, heads = gpusim.fa2_shape(8192, 128)
+    shape = dict(seq=8192, head_dim=128, batch=batch, heads=heads, gpu="H100-SXM")
+    h16, h8, own = (gpusim.simulate(a, dtype=d, **shape) for a, d in (("hopper", "fp16"), ("hopper", "fp8"),
+                                                                       ("flash2", "fp16")))
+    tile = (h16.config.block_q, h16.config.block_kv)
+    assert [r["tile"] for r in rows] == [f"{c.block_q} x {c.block_kv}" for c in (own.config, h16.config, h8.config)]
+    same = gpusim.simulate("flash2", **shape, block_q=tile[0], block_kv=tile[1])
+    assert same.hbm_bytes == h16.hbm_bytes and h8.hbm_bytes / h16.hbm_bytes == pytest.approx(0.5, abs=0.02)
+    assert practice_model.fa3_bytes_sentence("H100-SXM", 8192, 128) == (
+        f"At the Hopper kernel's tile, {tile[0]} x {tile[1]}, flash2 requests {fmt_bytes(same.hbm_bytes)} and the "
+        f"Hopper kernel {fmt_bytes(h16.hbm_bytes)} in fp16, {fmt_bytes(h8.hbm_bytes)} in fp8 "
+        f"({h8.hbm_bytes / h16.hbm_bytes:.2f}x); at its own tile, {own.config.block_q} x {own.config.block_kv}, "
+        f"flash2 requests {fmt_bytes(own.hbm_bytes)}.")
+
+
 def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
     shares = tiling_model.nonmatmul_shares("A100-40GB", 4096)
     sentence = tiling_model.nonmatmul_sentence("A100-40GB", 4096)

@@ -123,6 +123,13 @@ def test_the_notebooks_are_the_course_numbered_without_gaps():
     assert [int(name[:2]) for name in present] == list(range(1, len(COURSE) + 1))
 
 
+def test_notebook1s_course_map_names_every_notebook():
+    """Notebook 1's map of the course stopped at 12 when 13 was added."""
+    first = "".join(json.loads(NOTEBOOKS[0].read_text())["cells"][0]["source"])
+    course = next(line for line in first.splitlines() if line.startswith("*The course:*"))
+    assert [int(n) for n in re.findall(r"(?:\*\*|→ )(\d+) ", course)] == list(range(1, len(COURSE) + 1))
+
+
 @functools.lru_cache(maxsize=None)
 def executed(path):
     """execute(path), once per run of the suite: the tests that read a notebook's own run share it."""

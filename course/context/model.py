@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import gpusim
-from gpusim import context_scaling, links
+from gpusim import context_scaling, kvcache, links
 
 from ..measurements import read_optional
 
@@ -20,6 +20,19 @@ GPU_COLORS = [f"C{i}" for i in range(10)]
 def simulate(gpus, seq, strategy, link, causal=True, **shape):
     return gpusim.simulate("flash2", seq=seq, causal=causal, gpus=gpus, strategy=strategy, link=link,
                            **(SHAPE | shape))
+
+
+def ring_send_bytes(gpus, seq, kv_heads=SHAPE["kv_heads"], head_dim=SHAPE["head_dim"], dtype=SHAPE["dtype"]):
+    """The ring's formula: each GPU passes on P - 1 K and V shards of N/P tokens, kv_heads x head_dim each."""
+    return (gpus - 1) * 2 * (seq // gpus) * kv_heads * head_dim * gpusim.DTYPE_BYTES[dtype]
+
+
+def send_lines(gpus, seq, link, strategies=("ring", "zigzag", "ulysses", "allgather")):
+    """Per strategy: the bytes gpusim has each GPU send, against the ring's formula."""
+    ring = ring_send_bytes(gpus, seq)
+    sent = {strategy: simulate(gpus, seq, strategy, link).link_send_bytes for strategy in strategies}
+    return [f"{strategy:9}: each GPU sends {b:,} B ({b / ring:.2f} x the ring's formula)"
+            for strategy, b in sent.items()]
 
 
 def link_rows():
@@ -98,6 +111,41 @@ def zigzag_figure(gpus=4, seq=16384):
 def idle_share(r):
     """The share of the GPUs' time spent waiting: 1 - sum of compute / (P x the pass's time)."""
     return 1 - sum(r.gpu_compute_s) / (r.gpus * r.predicted_time_s)
+
+
+def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
+    """Why split the sequence, per N, on one GPU (SHAPE's): one layer's attention (Q, K, V, O and the LSE, gpusim's
+    peak) against the GPU's HBM and its causal forward's predicted time; then the same for every layer of `model`,
+    as a training step keeps each layer's Q, K, V, O and LSE for its backward (attention's alone: no MLP)."""
+    layers = kvcache.MODELS[model].layers
+    g = gpusim.get_gpu(SHAPE["gpu"])
+
+    def share(nbytes):
+        return f"{nbytes / g.hbm_bytes:.0%} of" if nbytes <= g.hbm_bytes else f"{nbytes / g.hbm_bytes:.1f}x"
+    out = []
+    for n in seqs:
+        r = gpusim.simulate("flash2", seq=n, causal=True, **SHAPE)
+        kept = layers * r.hbm_peak_bytes
+        out.append(f"N = {n:,}: one layer's attention holds {r.hbm_peak_bytes / 2**30:.1f} GiB "
+                   f"({share(r.hbm_peak_bytes)} one {g.name}'s HBM) and its causal forward takes "
+                   f"{r.predicted_time_s:.2f} s; {model}'s {layers} layers keep {kept / 2**30:.0f} GiB for the "
+                   f"backward ({share(kept)} the HBM) and take {layers * r.predicted_time_s:.1f} s forward.")
+    return out
+
+
+def margin_lines(rows):
+    """Per GPU count and strategy of prediction_rows with a ring: the lengths at which its overlap margin is below
+    1 (its steps wait on the link), or that it is 1 or more at every length of the table."""
+    groups = {}
+    for r in rows:
+        if r["overlap margin"] != "-":
+            groups.setdefault((r["GPUs"], r["strategy"]), []).append((r["N"], r["overlap margin"]))
+    out = []
+    for (gpus, strategy), points in groups.items():
+        short = [f"{n:,} ({m:.2f})" for n, m in points if m < 1]
+        out.append(f"{gpus} GPUs, {strategy}: margin below 1 at N = {', '.join(short)}" if short else
+                   f"{gpus} GPUs, {strategy}: margin 1 or more at every N")
+    return out
 
 
 def prediction_rows(**kwargs):

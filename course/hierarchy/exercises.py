@@ -16,15 +16,27 @@ def ridge_point(gpu, dtype):
     return gpu.matmul_flops_per_s(dtype) / gpu.hbm_bytes_per_s
 
 
+def _priced(gpu, dtype):
+    """Whether gpusim prices a matmul of `dtype` on `gpu` (fp32 on the CUDA cores, the rest on its tensor cores)."""
+    try:
+        gpu.matmul_flops_per_s(dtype)
+    except ValueError:  # no tensor cores of that dtype: a T4 has no bf16, an A100 no fp8
+        return False
+    return True
+
+
 def _check_ridge_point(fn):
-    cases = [(gpu, dtype) for gpu in gpusim.PRESETS.values() for dtype in ("fp16", "fp32")]
+    cases = [(gpu, dtype) for gpu in gpusim.PRESETS.values() for dtype in gpusim.DTYPE_BYTES if _priced(gpu, dtype)]
 
     def hint(args, got, want):
         gpu, dtype = args
         if math.isclose(got, 1 / want, rel_tol=1e-6):
             return "That is bytes per FLOP: divide the FLOP rate by the bandwidth."
-        if dtype == "fp16" and math.isclose(got, gpu.fp32_flops_per_s / gpu.hbm_bytes_per_s, rel_tol=1e-6):
+        if dtype != "fp32" and math.isclose(got, gpu.fp32_flops_per_s / gpu.hbm_bytes_per_s, rel_tol=1e-6):
             return "Use the tensor-core rate of the dtype, gpu.matmul_flops_per_s(dtype), not the CUDA cores' fp32."
+        if dtype != "fp16" and math.isclose(got, ridge_point(gpu, "fp16"), rel_tol=1e-6):
+            return (f"Use the rate of the dtype asked for, gpu.matmul_flops_per_s(dtype): {gpu.name}'s {dtype} is not "
+                    f"fp16's.")
         return "The ridge point is the peak FLOP/s of the dtype over the HBM bandwidth in bytes/s."
 
     return numeric(fn, [(args, ridge_point(*args)) for args in cases], hint, rel_tol=1e-9)

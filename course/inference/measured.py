@@ -172,6 +172,22 @@ def agreement(data, within=0.2, min_cache=0):
     return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}
 
 
+def split_rule_sentence(launch):
+    """How gpusim.decode's rule chose a launch's split count: the split programs the GPU keeps resident, the slots
+    the rule fills (split_slots: every SM's but one), the most splits whose programs fit them, the counts it passed
+    over because they leave each split as many chunks as one fewer (their last splits would be empty: num_splits_rule),
+    and the programs it launches."""
+    per_split, chunks = launch.batch * launch.units, int(launch.chunks.max())
+    slots = decode.split_slots(launch)
+    top = max(1, min(decode.MAX_SPLITS, chunks, slots // per_split))
+    passed = f"; {top} down to {launch.num_splits + 1} splits would leave empty ones ({chunks:,} chunks of " \
+             f"{launch.block_kv} keys: {-(-chunks // top)} per split, as at {launch.num_splits})" \
+        if top > launch.num_splits else ""
+    return (f"{decode.resident_programs(launch)} resident split programs on {launch.gpu.name} "
+            f"({launch.gpu.sm_count} SMs); the rule fills up to {slots} slots, room for {top} split(s) of {per_split} "
+            f"programs{passed}: num_splits = {launch.num_splits}, {decode.programs(launch, 'split_kv')} programs.")
+
+
 def split_counts(data, batch=1, sm_count=132, kv_heads=8, slots=5, flash_attn_slots=2):
     """decode_splits.json at one batch (the split kernel with PDL): per cache length, the split count that ran
     fastest; and how much slower than the rule's count (the file's `default` rows) ran the count that fills

@@ -23,40 +23,72 @@ def predictions(rows, gpu="H200", algos=("naive", "flash1", "flash2")):
             for algo in algos}
 
 
-def tile_agreement(rows, gpu="H200-measured"):
-    """One sentence: in how many (d, causal, N) groups of flash2_tiles.json gpusim's fastest tile was the
-    measured fastest, and in how many the fastest requested the most bytes from L2."""
+def tile_launches(rows, gpu="H200-measured"):
+    """tiles.json's timed flash2 launches by (d, causal, N) group: those at the warps and stages flash2's rule gives
+    their tile (the launch gpusim prices; the file's other warp count is left out), each as (row, gpusim's Result,
+    its speed against SDPA's FlashAttention-2 in the same group: SDPA's time over its own)."""
+    timed = [r for r in rows if r.get("ms") is not None]
+    sdpa = {(r["head_dim"], r["causal"], r["seq"]): r["ms"] for r in timed if r["algo"] == "sdpa_flash"}
     groups = {}
-    for r in rows:
-        batch, heads = gpusim.fa2_shape(r["seq"], r["head_dim"])
-        sim = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], batch=batch, heads=heads,
-                              causal=r["causal"], block_q=r["block_q"], block_kv=r["block_kv"], gpu=gpu)
-        groups.setdefault((r["head_dim"], r["causal"], r["seq"]), []).append((r["ms"], sim))
-    fastest = {key: min(range(len(g)), key=lambda i: g[i][0]) for key, g in groups.items()}
-    same = sum(fastest[k] == min(range(len(g)), key=lambda i: g[i][1].predicted_time_s) for k, g in groups.items())
-    most = sum(fastest[k] == max(range(len(g)), key=lambda i: g[i][1].hbm_bytes) for k, g in groups.items())
-    return (f"gpusim's time model picked the measured fastest tile in {same} of {len(groups)} groups; the tile "
-            f"requesting the most bytes from L2 was the fastest in {most} of them.")
+    for r in timed:
+        if r["algo"] != "flash2":
+            continue
+        sim = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], batch=r["batch"], heads=r["heads"],
+                              causal=r["causal"], dtype=r["dtype"], block_q=r["block_q"], block_kv=r["block_kv"],
+                              gpu=gpu)
+        if sim.config.pass_.launch(sim.config, "flash2") == (r["num_warps"], r["num_stages"]):
+            key = (r["head_dim"], r["causal"], r["seq"])
+            groups.setdefault(key, []).append((r, sim, sdpa[key] / r["ms"]))
+    return groups
 
 
-def tile_lesson(rows):
-    """Per head dimension: which tile was fastest most often (flash2_tiles.json), and its speed against
-    SDPA's FlashAttention-2 with and without the mask, as a sentence each."""
+def _tile(row):
+    return (row["block_q"], row["block_kv"])
+
+
+def _fastest(launches):
+    return min(launches, key=lambda launch: launch[0]["ms"])
+
+
+def gpusim_pick(launches, gpu="H200-measured"):
+    """The tile gpusim picks for a group's shape (best_blocks: the tile flash2 launches by default)."""
+    r = launches[0][0]
+    return gpusim.best_blocks("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                              causal=r["causal"], dtype=r["dtype"], gpu=gpu)
+
+
+def tile_agreement(groups, gpu="H200-measured"):
+    """One sentence on tile_launches' groups: in how many the tile gpusim picks was the measured fastest and within
+    5% of it, in how many the tile requesting the fewest bytes from L2 was the fastest, how many times the fewest
+    the fastest tile requested, and how far apart gpusim's L2 model puts the tiles' DRAM reads."""
+    picked = {key: next((row["ms"] for row, _, _ in g if _tile(row) == gpusim_pick(g, gpu)), None)
+              for key, g in groups.items()}
+    best = {key: _fastest(g)[0]["ms"] for key, g in groups.items()}
+    same = sum(picked[k] == best[k] for k in groups)
+    close = sum(picked[k] is not None and picked[k] <= 1.05 * best[k] for k in groups)
+    more = [_fastest(g)[1].hbm_bytes / min(s.hbm_bytes for _, s, _ in g) for g in groups.values()]
+    fewest = sum(m == 1 for m in more)
+    dram = max(max(s.dram_read_bytes for _, s, _ in g) / min(s.dram_read_bytes for _, s, _ in g) - 1
+               for g in groups.values())
+    return (f"The tile gpusim picks (flash2's default) was the measured fastest in {same} of {len(groups)} groups "
+            f"and within 5% of it in {close}. The tile requesting the fewest bytes from L2 was the fastest in "
+            f"{fewest} of them; the fastest requested {span(more, '{:.1f}')}x the fewest bytes of its group, while "
+            f"gpusim's L2 model puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
+
+
+def tile_lesson(groups):
+    """Per head dimension, over every group of tile_launches: which tile was fastest in how many groups, and the
+    fastest launch's speed against SDPA's FlashAttention-2 with and without the mask, as a sentence each."""
     out = []
-    for d in sorted({r["head_dim"] for r in rows}):
-        groups = {}
-        for r in rows:
-            if r["head_dim"] == d:
-                groups.setdefault((r["causal"], r["seq"]), []).append(r)
-        winners = [min(rs, key=lambda r: r["ms"]) for rs in groups.values()]
-        tiles = [(r["block_q"], r["block_kv"]) for r in winners]
-        tile = max(dict.fromkeys(tiles), key=tiles.count)
-        won = [r for r in winners if (r["block_q"], r["block_kv"]) == tile]
-        speeds = "; ".join(f"{span([r['vs_sdpa_flash'] for r in won if r['causal'] == c])}x SDPA flash "
-                           f"{'with' if c else 'without'} the mask" for c in (False, True)
-                           if any(r["causal"] == c for r in won))
-        out.append(f"d = {d}: {tile[0]} x {tile[1]} was the fastest tile in {len(won)} of {len(groups)} "
-                   f"measurements ({speeds}).")
+    for d in sorted({d for d, _, _ in groups}):
+        mine = {key: _fastest(g) for key, g in groups.items() if key[0] == d}
+        tiles = [_tile(row) for row, _, _ in mine.values()]
+        won = ", ".join(f"{t[0]} x {t[1]} in {tiles.count(t)}"
+                        for t in sorted(set(tiles), key=lambda t: (-tiles.count(t), t)))
+        speeds = "; ".join(f"{span([x for (_, c, _), (_, _, x) in mine.items() if c == causal])}x SDPA flash "
+                           f"{'with' if causal else 'without'} the mask" for causal in (False, True)
+                           if any(c == causal for _, c, _ in mine))
+        out.append(f"d = {d}: the fastest tile was {won} of {len(mine)} groups; the fastest launch ran at {speeds}.")
     return out
 
 
@@ -165,9 +197,9 @@ def ncu_findings(rows, targets, min_time_s=MIN_TIME_S):
                    f"{max(abs(r['rel_err']) for r in naive):.0%} of gpusim's count.")
     plain, masked = errs("l2_to_sm_bytes", {"flash1"}, False), errs("l2_to_sm_bytes", {"flash1"}, True)
     if plain and masked:
-        more = [r["measured"] / r["simulated"] - 1 for r in masked]
-        out.append(f"flash1: within {max(abs(r['rel_err']) for r in plain):.1%} without the mask; with the causal "
-                   f"mask the SMs read up to {max(more):.0%} more than gpusim counts.")
+        off = [f"{max(abs(r['measured'] / r['simulated'] - 1) for r in rs) * 100:.2g}%" for rs in (plain, masked)]
+        out.append(f"flash1: the SMs read within {off[0]} of gpusim's count without the mask and within {off[1]} "
+                   f"with the causal mask.")
     writes = errs("dram_write_bytes")
     out.append(f"DRAM writes: within {max(abs(r['rel_err']) for r in writes):.0%} of gpusim's L2 model in all "
                f"{len(writes)} launches.")

@@ -10,6 +10,7 @@ from gpusim.units import fmt_bytes, fmt_time
 from ..formatting import span
 from ..measurements import GiB, _outcome
 from ..nsight import MIN_TIME_S, _ncu_groups
+from ..practice.measured import gpusim_pick, tile_launches
 
 
 def footprint_rows(rows, gpu="H200", head_dims=(64, 128), causal=False, dtype="fp16",
@@ -36,24 +37,19 @@ def footprint_rows(rows, gpu="H200", head_dims=(64, 128), causal=False, dtype="f
 
 
 def tile_rows(rows, gpu="H200-measured"):
-    """flash2 with several tile shapes against SDPA's FlashAttention-2 (rows of flash2_tiles.json), beside
-    gpusim's L2-to-SM bytes and predicted time for each; ticks mark the measured and the predicted fastest."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["head_dim"], r["causal"], r["seq"]), []).append(r)
+    """tiles.json's flash2 launches at their rule's warps (tile_launches), row by row: the measured time and speed
+    against SDPA's FlashAttention-2 beside gpusim's L2-to-SM bytes and predicted time on `gpu`; ticks mark the
+    measured fastest of each group and the tile gpusim picks (best_blocks)."""
     out = []
-    for (d, causal, seq), rs in groups.items():
-        batch, heads = gpusim.fa2_shape(seq, d)
-        sims = [gpusim.simulate("flash2", seq=seq, head_dim=d, batch=batch, heads=heads, causal=causal,
-                                block_q=r["block_q"], block_kv=r["block_kv"], gpu=gpu) for r in rs]
-        fastest = min(range(len(rs)), key=lambda i: rs[i]["ms"])
-        predicted = min(range(len(rs)), key=lambda i: sims[i].predicted_time_s)
-        for i, (r, s) in enumerate(zip(rs, sims)):
+    for (d, causal, seq), launches in tile_launches(rows, gpu).items():
+        fastest = min(r["ms"] for r, _, _ in launches)
+        pick = gpusim_pick(launches, gpu)
+        for r, s, speed in launches:
             out.append({"d": d, "causal": causal, "N": seq, "tile": f"{r['block_q']} x {r['block_kv']}",
-                        "measured": fmt_time(r["ms"] * 1e-3), "vs SDPA flash": f"{r['vs_sdpa_flash']:.2f}x",
-                        "fastest measured": "✓" if i == fastest else "",
+                        "warps": r["num_warps"], "measured": fmt_time(r["ms"] * 1e-3), "vs SDPA flash": f"{speed:.2f}x",
+                        "fastest measured": "✓" if r["ms"] == fastest else "",
                         "gpusim L2→SM": fmt_bytes(s.hbm_read_bytes), "gpusim predicted": fmt_time(s.predicted_time_s),
-                        "gpusim's fastest": "✓" if i == predicted else ""})
+                        "gpusim's pick": "✓" if (r["block_q"], r["block_kv"]) == pick else ""})
     return out
 
 

@@ -61,6 +61,8 @@ PUZZLES = {p.name: p for p in [
                         "every block from n_whole = i * Br // Bc on, and visit blocks up to "
                         "((i + 1) * Br - 1) // Bc."),
         LSE_HINT,
+        ("masks", "A mask costs instructions on every score of the tile: blocks 0 .. n_whole - 1, with n_whole = "
+                  "i * Br // Bc (the block holding the first row's key), need none."),
         ("more_kv", "The extra tiles lie entirely right of the diagonal: the mask hides all of them, so they "
                     "cost bytes and FLOPs for nothing. Stop the loop after the block that holds the last row's "
                     "last key: n_blocks = ((i + 1) * Br - 1) // Bc + 1 (at most cdiv(N_KV, Bc))."),

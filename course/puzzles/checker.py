@@ -10,7 +10,8 @@ that no mistake takes the notebook down, each mistake getting a verdict of one o
 3. correctness: the outputs against a float64 reference, with a tolerance each kind justifies
    (kinds.py); a wrong answer names the first wrong tile or program;
 4. bytes: every tl.load and tl.store, counted by gpusim_kernels.trace_io, equal (==) to gpusim's count for the
-   same schedule (gpusim.simulate, gpusim.decode, gpusim.backward, gpusim.softmax) or to a stated closed form.
+   same schedule (gpusim.simulate, gpusim.decode, gpusim.backward, gpusim.softmax) or to a stated closed form;
+5. masks, under the causal mask: no Q block masks (calls tl.where in) a step whose K/V block all its rows see.
 
     >>> from gpusim_course import puzzles
     >>> puzzles.check("online_softmax", my_kernel)  # a Verdict: right, wrong (and where), or not yet
@@ -31,6 +32,7 @@ from .catalog import PUZZLES
 from .guard import LOAD, STORE, Log, guarded, program_text
 from .kinds import SEE, by_tensor
 from .sandbox import CHILD, TIMEOUT_S, Source, load_sources
+from .tiles import check_masks
 
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
            "under the old, smaller max; exp(m_new - m_i) grows it (and is inf on the first tile, where m_i = -inf).")
@@ -156,8 +158,9 @@ def _verdict(puzzle, kernel, launcher, progress):
     want = puzzle.reference(inputs)
     errors = check_correct(puzzle, kernel, launcher, inputs, got, want, log)
     counted = check_bytes(puzzle, moved, log)
+    masks = f"; it {check_masks(puzzle, log)}" if getattr(puzzle, "causal", False) else ""
     shown = ", ".join(f"{t} {rw['read_bytes'] + rw['write_bytes']:,} B" for t, rw in counted.items())
-    return f"{errors}, and the loads and stores equal {puzzle.counted_by} to the byte: {shown}."
+    return f"{errors}, and the loads and stores equal {puzzle.counted_by} to the byte: {shown}{masks}."
 
 
 def _check_allocated(puzzle, log):

@@ -4,7 +4,8 @@ access outside them becomes a verdict naming the program, the tensor and the ele
 crash of the process ("double free or corruption"). It hooks the interpreter where trace_io does
 (gpusim_kernels/trace.py) and, entered inside trace_io, runs first. It also records which elements each
 program loaded and stored, in order: the checks compare them with the reference solution's (wrong batch
-or head offsets), count each output element's stores, and draw them (picture.py).
+or head offsets), count each output element's stores, and draw them (picture.py); and where each program
+called tl.where (the masks of a causal kernel, counted per K/V step by tiles.check_masks).
 """
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Log:
     `runaway` the program that made more than `limit` accesses (a loop that does not end)."""
     tensors: dict = field(default_factory=dict)  # name -> Tensor
     accesses: list = field(default_factory=list)
+    wheres: list = field(default_factory=list)  # (program, how many accesses it followed) per tl.where call
     error: str | None = None
     limit: int | None = None
     runaway: tuple | None = None
@@ -99,6 +101,7 @@ def guarded(log):
     interpreter wraps it in an InterpreterError) with log.error set before any bad pointer is dereferenced."""
     executor, builder = interpreter.GridExecutor, interpreter.InterpreterBuilder
     init_args, load, store = executor._init_args_hst, builder.create_masked_load, builder.create_masked_store
+    select = builder.create_select
     launch = {}
 
     def init_args_hst(self, args_dev, kwargs):
@@ -137,7 +140,12 @@ def guarded(log):
         check(self, ptrs, mask, STORE)
         return store(self, ptrs, value, mask, *rest)
 
+    def where(self, cond, lhs, rhs):
+        log.wheres.append((_program(self), len(log.accesses)))
+        return select(self, cond, lhs, rhs)
+
     with (patch.object(executor, "_init_args_hst", init_args_hst),
           patch.object(builder, "create_masked_load", masked_load),
-          patch.object(builder, "create_masked_store", masked_store)):
+          patch.object(builder, "create_masked_store", masked_store),
+          patch.object(builder, "create_select", where)):
         yield log

@@ -1,11 +1,15 @@
 """Where an attention kernel goes wrong, tile by tile (Flash2Puzzle, DecodePuzzle): the first Q block (or
 program) whose rows are wrong and the first K/V block after which they go wrong (the kernel is rerun on the
 first 1, 2, ... K/V blocks of keys); the first program whose traffic differs from gpusim's schedule and how
-many K/V tiles it loaded against it (from the guard's log of its accesses)."""
+many K/V tiles it loaded against it (from the guard's log of its accesses); under the causal mask, the first
+Q block that masks a K/V block all of whose keys its rows see (from the steps at which it called tl.where)."""
 import numpy as np
 import torch
 
+import gpusim
+
 from ..checks import Stop
+from .guard import LOAD
 from .kinds import LSE_TOL, O_TOL, SEE
 
 
@@ -91,3 +95,30 @@ def bytes_by_program(puzzle, log, moved, counted):
                         f"moves {want:,} B. The first program that differs is {puzzle.block(p)}: "
                         f"{tiles + (f'; {others}' if others else '')}. "
                         f"{puzzle.hint('more_kv' if more else 'other_bytes')} {SEE.format(puzzle.name)}")
+
+
+def masked_steps(log):
+    """{program: the K/V steps (0, 1, ...: its K loads so far, less one) in which it called tl.where}; a call
+    before its first K load is not a step's."""
+    out = {}
+    for program, seen in log.wheres:
+        step = sum(a.program == program and a.tensor == "K" and a.kind == LOAD for a in log.accesses[:seen]) - 1
+        if step >= 0:
+            out.setdefault(program, set()).add(step)
+    return out
+
+
+def check_masks(puzzle, log):
+    """Under the causal mask: raise Stop naming the first Q block that masks a K/V block left of its first row's
+    diagonal (gpusim's tiling: unmasked_blocks_of), or return how many steps were masked, in words."""
+    tiling = gpusim.simulate("flash2", **puzzle.config()).config.tiling
+    masked = masked_steps(log)
+    for program, steps in sorted(masked.items()):
+        whole = tiling.unmasked_blocks_of(program[0])
+        if min(steps) < whole:
+            raise Stop("wrong", f"Masks: the output and the bytes are right, but {puzzle.block(program[0])} masks "
+                                f"K/V block {min(steps)}, which every row of it sees whole: {len(steps)} of its "
+                                f"steps are masked where only the diagonal's need it. {puzzle.hint('masks')}")
+    steps = sum(map(len, masked.values()))
+    want = puzzle.batch * puzzle.heads * (tiling.tiles - tiling.unmasked_tiles)
+    return f"masks {steps} of the launch's steps (gpusim's schedule: the diagonal's {want})"

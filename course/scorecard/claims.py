@@ -370,6 +370,15 @@ def longer_bigger(results):
                "05_flash1_vs_flash2.ipynb", "Predicted time and speedup against sequence length")
 
 
+def _over_naive(flash, seq, seq_kv):
+    """gpusim's naive attention time over the FlashAttention kernel's (flash2 for prefill, the split-KV kernel for
+    decode, as inference.measured.helps_most), Llama-3-8B's attention at batch 1; causal for prefill."""
+    shape = dict(seq=seq, seq_kv=seq_kv, heads=32, kv_heads=8, head_dim=128, gpu=PREDICT_GPU)
+    causal = {"causal": True} if seq > 1 else {}
+    return (gpusim.simulate("naive", **shape, **causal).predicted_time_s /
+            gpusim.simulate(flash, **shape, **causal).predicted_time_s)
+
+
 def prefill_decode(results):
     bench = _bench(results)
     decode = read_results(Path(results) / "decode.json")["rows"]
@@ -379,29 +388,50 @@ def prefill_decode(results):
             for p in ("torch_naive", "sdpa_flash")}
     obs = [Obs(prefill[n] / (step["torch_naive"][n] / step["sdpa_flash"][n]), f"N={n:,}")
            for n in sorted(prefill.keys() & step["torch_naive"].keys() & step["sdpa_flash"].keys())]
-    shape = dict(heads=32, kv_heads=8, head_dim=128, gpu=PREDICT_GPU)
-    predicted = {phase: [gpusim.simulate("naive", seq=q, seq_kv=n, causal=q > 1, **shape).predicted_time_s /
-                         gpusim.simulate("flash2", seq=q, seq_kv=n, causal=q > 1, **shape).predicted_time_s
-                         for n in (4096, 16384) for q in ([n] if phase == "prefill" else [1])]
-                 for phase in ("prefill", "decode")}
+    predicted = {phase: [_over_naive(flash, q or n, n) for n in (4096, 16384)]
+                 for phase, flash, q in (("prefill", "flash2", None), ("decode", "split_kv", 1))}
     return Row("The prefill phase (processing your entire prompt) is where FlashAttention shines brightest.", BLOG,
-               f"speedup over naive at N = 4K, 16K (32 heads, 8 K/V heads, d=128): prefill "
-               f"{ratio_span(predicted['prefill'])}, decode {ratio_span(predicted['decode'])}",
+               f"naive over FlashAttention at N = 4K, 16K (32 heads, 8 K/V heads, d=128), as notebook 8's table: "
+               f"prefill (flash2) {ratio_span(predicted['prefill'])}, decode (split-KV, one query row) "
+               f"{ratio_span(predicted['decode'])}",
                "SDPA flash over PyTorch's, prefill speedup / decode speedup (batch 1): "
                + ratio_span([o.value for o in obs]), interval(obs, 1.0, float("inf"), "above 1", "{:.2f}"),
                "prefill gains more than decode", "08_inference.ipynb", "When FlashAttention Helps Most")
+
+
+STANDARD = {"torch_naive": "PyTorch's standard attention", "sdpa_math": "SDPA's math backend"}  # they write S, P
+
+
+def out_of_memory(rows):
+    """At the shortest length where one of the attentions that write S and P ran out of memory on the H200
+    (bench.json), at that head size: per attention and mask, the dtypes that ran out and those that ran, with their
+    peak; "" where none ran out."""
+    oom = [x for x in rows if x["provider"] in STANDARD and x.get("error") == "OOM"]
+    if not oom:
+        return ""
+    first = min(oom, key=lambda x: x["seq"])
+    parts = []
+    for provider, name in STANDARD.items():
+        for causal in (False, True):
+            group = [x for x in rows if (x["provider"], x["seq"], x["head_dim"], x["causal"]) ==
+                     (provider, first["seq"], first["head_dim"], causal)]
+            mask = "with the causal mask" if causal else "without a mask"
+            out = [x["dtype"] for x in group if x.get("error") == "OOM"]
+            ran = [x for x in group if x.get("ms") is not None]
+            parts += [f"{name} ran out of memory {mask} ({', '.join(out)})"] if out else []
+            parts += [f"{name} ran {mask} ({', '.join(x['dtype'] for x in ran)}), peaking at "
+                      f"{max(x['peak_bytes'] for x in ran) / 2**30:.1f} GiB"] if ran else []
+    return (f"on the H200 at N={first['seq']:,} ({first['batch']} x {first['heads']} heads, d={first['head_dim']}): "
+            + "; ".join(parts))
 
 
 def long_context(results):
     r = gpusim.simulate("naive", seq=131072, head_dim=128, dtype="fp16")
     checks = [(f"{g.name} ({g.hbm_bytes / 2**30:.0f} GiB): {'more' if r.hbm_peak_bytes > g.hbm_bytes else 'less'}",
                r.hbm_peak_bytes > g.hbm_bytes) for g in gpusim.PRESETS.values()]
-    oom = [x for x in _bench(results) if x["provider"] == "torch_naive" and x.get("error") == "OOM"]
-    first = min(oom, key=lambda x: x["seq"]) if oom else None
-    measured = (f"PyTorch's standard attention ran out of memory at N={first['seq']:,} ({first['batch']} x "
-                f"{first['heads']} heads, d={first['head_dim']}) on the H200" if first else "")
     return Row("128K tokens: S = P = 32 GB, 64 GB for one attention layer: more than the GPU's total HBM.", BLOG,
-               f"one head at N=131,072 needs {r.hbm_peak_bytes / 2**30:.1f} GiB at its peak", measured,
+               f"one head at N=131,072 needs {r.hbm_peak_bytes / 2**30:.1f} GiB at its peak",
+               out_of_memory(_bench(results)),
                each(checks), "more than the GPU's HBM", "02_standard_attention.ipynb",
                "Memory: why 128K tokens cannot work")
 
