@@ -10,7 +10,7 @@ import gpusim
 
 COLORS = {"naive": "tab:red", "flash1": "tab:orange", "flash2": "tab:blue", "hopper": "tab:purple"}
 FONT_PT = 10  # the smallest text in any figure
-TRAFFIC_TITLE = "bytes the SMs request (solid) and that reach DRAM (dashed)"
+TRAFFIC_TITLE = "bytes the SMs request (solid)\nand that reach DRAM (dashed)"
 
 
 def legend_outside(ax, where="right", **kwargs):

@@ -92,6 +92,16 @@ def test_sweep_figure_plots_gpusims_predictions_and_speedups():
     assert fig._suptitle.get_text().endswith("batch = max(1, 16k / N), heads x d = 2048")
 
 
+def test_sweep_figure_keeps_every_title_inside_the_saved_figure(tmp_path):
+    """As provenance.plots saves it (the CLI's sweep.png): no panel's title cut at the figure's edge."""
+    fig = tiling_plots.sweep_figure(gpusim.sweep(("naive", "flash2"), (1024, 4096), head_dim=64, gpu="A100-40GB"))
+    fig.savefig(tmp_path / "sweep.png")  # lays the figure out as the saved file has it
+    edge = fig.bbox
+    for ax in fig.axes:
+        box = ax.title.get_window_extent()
+        assert edge.x0 <= box.x0 and box.x1 <= edge.x1, ax.get_title()
+
+
 def test_time_terms_figure_bars_are_the_terms_in_microseconds():
     r = gpusim.simulate("naive", seq=4096, head_dim=64, gpu="A100-40GB")
     terms = tables.time_terms(r)
