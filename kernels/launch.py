@@ -120,7 +120,12 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
 def forward_only(algo, q, k, v):
     """One line where autograd would record q, k or v but a forward-only entry point's output carries no gradient
     (inside the trainable wrappers' forward autograd records nothing, and this passes)."""
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+    try:
+        recorded = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    except AttributeError:
+        check_tensors(dict(q=q, k=k, v=v))  # one line naming what is not a tensor
+        raise
+    if recorded:
         trainable = f"{algo}_attention_trainable" if algo in ("flash2", "naive") else "flash2_attention_trainable"
         raise ValueError(f"q, k or v requires grad, but {algo}_attention is forward-only (its output would carry no "
                          f"gradient): call {trainable}, or run it under torch.no_grad()")

@@ -8,6 +8,7 @@ suite once more with TRITON_INTERPRET=1 there for the byte counts.
 import dataclasses
 import random
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -210,6 +211,15 @@ def test_bad_input_raises_a_clear_error(shapes, dtypes, kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention(*tensors(shapes, dtypes), **kwargs)
     assert message in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("entry", ["naive", "flash1", "flash2", "hopper"])
+def test_arrays_that_are_not_tensors_are_named_in_one_line(entry):
+    q = np.zeros((1, 1, 32, 64), dtype=np.float16)
+    with pytest.raises(ValueError) as err:
+        getattr(gpusim_kernels, f"{entry}_attention")(q, q, q)
+    assert str(err.value) == "q is ndarray: expected a 4-d tensor (batch, heads, seq, head_dim)"
 
 
 def test_cpu_tensors_without_the_interpreter(monkeypatch):
