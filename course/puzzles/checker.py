@@ -158,7 +158,7 @@ def _verdict(puzzle, kernel, launcher, progress):
     want = puzzle.reference(inputs)
     errors = check_correct(puzzle, kernel, launcher, inputs, got, want, log)
     counted = check_bytes(puzzle, moved, log)
-    masks = f"; it {check_masks(puzzle, log)}" if getattr(puzzle, "causal", False) else ""
+    masks = f"; it {check_masks(puzzle, log)}" if puzzle.causal else ""
     shown = ", ".join(f"{t} {rw['read_bytes'] + rw['write_bytes']:,} B" for t, rw in counted.items())
     return f"{errors}, and the loads and stores equal {puzzle.counted_by} to the byte: {shown}{masks}."
 
@@ -249,7 +249,7 @@ def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
     wrong = _wrong_element(puzzle, got, want, inputs)
     if wrong is not None and flipped_rescale(kernel):
         raise Stop("wrong", f"Correctness: the output is wrong. {RESCALE}")
-    if hasattr(puzzle, "region"):
+    if puzzle.region is not None:
         from .tiles import correct_by_tile
         return correct_by_tile(puzzle, kernel, inputs, got, want, run)
     if wrong is not None:

@@ -56,6 +56,8 @@ class Puzzle:
     advice: tuple = ()  # (symptom, sentence) pairs
     outputs = ("O", "LSE")
     launcher = False  # True: the learner also writes the Python function that allocates and launches
+    causal = False  # True: under the causal mask, whose masked steps the checker counts (checker.py, check 5)
+    region = None  # region(p): the outputs' part program p writes, where correctness is judged tile by tile
     layouts = {}
     counted_by = "gpusim's count"
 
