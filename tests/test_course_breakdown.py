@@ -28,3 +28,13 @@ def test_a_shape_nsight_did_not_profile_has_no_measurement():
     assert all(r["measured_s"] is None for r in rows)
     fig = breakdown.figure1(rows, "N = 2,000")
     assert len(fig.axes[0].get_yticklabels()) == 2  # gpusim's bars only
+
+
+def test_softmax_sentence_gives_the_softmaxs_share_predicted_and_measured():
+    rows = breakdown.operation_times(1024, 64, ncu_rows=NCU)
+    naive = [r for r in rows if r["algo"] == "naive"]
+    softmax = next(r for r in naive if r["kernel"] == "softmax")
+    predicted = softmax["gpusim_s"] / sum(r["gpusim_s"] for r in naive)
+    measured = softmax["measured_s"] / sum(r["measured_s"] for r in naive)
+    line = breakdown.softmax_sentence(rows)
+    assert f"takes {predicted:.0%} of standard attention's time in gpusim and {measured:.0%} on the H200" in line

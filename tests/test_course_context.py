@@ -88,3 +88,46 @@ def test_send_lines_set_each_strategy_beside_the_rings_formula():
     assert context.send_lines(4, 65536, "nvlink4", ("ring",)) == [
         f"ring     : each GPU sends {ring.link_send_bytes:,} B "
         f"({ring.link_send_bytes / context.ring_send_bytes(4, 65536):.2f} x the ring's formula)"]
+
+
+def test_max_context_lines_give_context_scalings_longest_sequence_per_gpu_count():
+    """Notebook 13's motivation printed max_context from a loop in a cell, the layer's shape typed in."""
+    lines = context.max_context_lines((1, 8))
+    for p, line in zip((1, 8), lines):
+        n = gpusim.context_scaling.max_context("zigzag", p, causal=True, heads=32, kv_heads=8, head_dim=128,
+                                               dtype="bf16", gpu="H200")
+        assert line == f"{p:3} x H200: one layer's attention fits up to N = {n:,} tokens"
+
+
+def test_crossover_lines_give_the_closed_forms_shard_for_each_link():
+    line, = context.crossover_lines(("pcie5",))
+    mha, gqa = (context.crossover_tokens("pcie5", heads=32, kv_heads=kv) for kv in (32, 8))
+    assert gqa == mha / 4  # the K/V heads a step receives: a quarter of multi-head attention's
+    assert f"{mha:,.0f} tokens (MHA), {gqa:,.0f} (GQA 32/8)" in line and line.startswith("H200 over pcie5")
+
+
+def test_shard_timeline_title_says_whether_the_transfer_hides():
+    for seq in (16384, 262144):
+        r = context.simulate(8, seq, "zigzag", "pcie5")
+        title = context.shard_timeline_figure(8, seq, "pcie5").axes[0].get_title()
+        assert f"shard {seq // 8:,} tokens" in title and f"(margin {r.overlap_margin:.2f})" in title
+        assert ("transfer-bound" in title) == (r.overlap_margin < 1)
+
+
+def test_idle_lines_give_each_strategys_time_and_idle_share():
+    lines = context.idle_lines(4, 16384, "nvlink4")
+    for strategy, line in zip(("ring", "zigzag"), lines):
+        r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=4, strategy=strategy, link="nvlink4",
+                            **context.SHAPE)
+        assert line == f"{strategy:7}: {r.predicted_time_s * 1e3:7.2f} ms, GPUs idle {context.idle_share(r):.0%} " \
+                       "of the time"
+
+
+def test_strategy_rows_are_gpusims_time_bytes_and_peak_per_strategy():
+    rows = context.strategy_rows(gpus=8, seq=16384, link="node8-nvlink4")
+    assert [r["strategy"] for r in rows] == ["ring", "zigzag", "ulysses", "allgather"]
+    for row in rows:
+        r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=8, strategy=row["strategy"], link="node8-nvlink4",
+                            **context.SHAPE)
+        assert row == {"strategy": row["strategy"], "ms (8 GPUs, N 16K, causal)": r.predicted_time_s * 1e3,
+                       "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GB)": r.hbm_peak_bytes / 1e9}

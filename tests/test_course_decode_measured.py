@@ -153,3 +153,17 @@ def test_serving_splits_sentence_counts_the_points_where_the_rule_ran_fastest():
         assert here[best] == min(here.values()) and ratio == here[rule] / here[best] >= 1
     agree = sum(rule == best for rule, best, _ in points.values())
     assert f"at {agree} of {len(points)} points" in dm.serving_splits_sentence(points)
+
+
+def test_agreement_lines_say_what_agreement_counts(data):
+    lines = dm.agreement_lines(data)
+    for (min_cache, which), line in zip(((0, "all cache lengths"), (32768, "caches of 32K tokens or more")), lines):
+        a = dm.agreement(data, min_cache=min_cache)
+        assert line == f"gpusim within 20% of the measured time: {a['within']} of {a['rows']} split-KV rows, {which}"
+
+
+def test_split_rule_launch_is_gpusims_split_kv_on_the_measured_h200():
+    r = dm.split_rule_launch(seq_kv=4096)
+    want = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, page_size=16,
+                           gpu=dm.GPU)
+    assert (r.config.num_splits, r.predicted_time_s) == (want.config.num_splits, want.predicted_time_s)

@@ -92,3 +92,14 @@ def test_kernel_io_rows_count_bf16_inputs(kernels):
     rows = live.kernel_io_rows(kernels, "flash2", q, k, v, block_q=16, block_kv=16)
     assert all(r["equal"] for r in rows)
     assert {r["tensor"]: r["gpusim read"] for r in rows}["Q"] == 2 * 32 * 16 * 2  # bf16: 2 bytes per element
+
+
+def test_io_rows_count_every_kernel_and_the_summary_counts_the_equal_ones(kernels):
+    if torch.cuda.is_available():
+        pytest.skip("trace_io counts loads and stores in Triton's interpreter (CPU)")
+    q, k, v = inputs("cpu", seq=64, head_dim=16)
+    rows = live.io_rows(kernels, q, k, v, block_q=32, block_kv=32, algos=("naive", "flash2"))
+    assert rows == (live.kernel_io_rows(kernels, "naive", q, k, v, block_q=32, block_kv=32)
+                    + live.kernel_io_rows(kernels, "flash2", q, k, v, block_q=32, block_kv=32))
+    assert live.io_summary(rows) == f"{sum(r['equal'] for r in rows)} of {len(rows)} tensor counts equal gpusim's"
+    assert live.io_rows(None, q, k, v) == [] and "needs the interpreter" in live.io_summary([])

@@ -2,6 +2,7 @@
 gpusim. Rows are made in the format of results/<gpu>/bench.json and tiles.json with times chosen so that
 every ratio the tables print can be worked out by hand."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -177,7 +178,6 @@ def test_hopper_rows_and_summary_are_ratios_of_the_measured_times():
 
 def test_the_shipped_results_name_their_run(tmp_path):
     """The course reads results/h200 as the notebooks do; each file names the GPU and the command."""
-    from pathlib import Path
     results = Path(__file__).resolve().parents[1] / "results" / "h200"
     for name in ("bench.json", "ncu.json", "tiles.json", "ceilings.json"):
         line = measurements.environment_line(measurements.read_results(results / name))
@@ -230,3 +230,23 @@ def test_l2_reuse_rows_set_the_measured_half_miss_point_beside_gpusims_rule():
     rows = hierarchy_measured.l2_reuse_rows(data, gpu="H200")  # 60 MiB, two partitions: 30 and 40 MiB
     assert [(r["half the re-reads miss at"], r["gpusim's L2 for it"], r["gpusim / measured"]) for r in rows] == [
         ("32.0 MiB", "30 MiB of 60", "0.94"), ("40.0 MiB", "40 MiB of 60", "1.00"), ("50.0 MiB", "40 MiB of 60", "0.80")]
+
+
+def test_l2_to_sm_sentence_sets_gpusims_bytes_beside_nsight_computes():
+    ncu = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu.json").read_text())
+    row = practice_measured.ncu_row(ncu["rows"], "flash2", "l2_to_sm_bytes", seq=4096, head_dim=64)
+    batch, heads = gpusim.fa2_shape(4096, 64)
+    r = gpusim.simulate("flash2", seq=4096, head_dim=64, batch=batch, heads=heads, gpu=ncu["preset"])
+    line = practice_measured.l2_to_sm_sentence(ncu["rows"], gpu=ncu["preset"], seq=4096, head_dim=64)
+    assert f"{r.hbm_read_bytes:,} B from L2 into the SMs" in line
+    assert f"Nsight Compute: {row['measured']:,.0f} B" in line
+    assert line.endswith(f"equal: {r.hbm_read_bytes == row['measured']}")
+
+
+def test_hopper_lines_pair_the_summary_and_the_model_sentence_per_mask():
+    rows = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "bench.json").read_text())["rows"]
+    want = []
+    for causal in (False, True):
+        want += [practice_measured.hopper_summary(rows, head_dim=128, causal=causal, min_seq=4096),
+                 practice_measured.hopper_model_sentence(rows, head_dim=128, causal=causal, min_seq=4096), ""]
+    assert practice_measured.hopper_lines(rows, head_dim=128, min_seq=4096) == want

@@ -89,3 +89,23 @@ def test_measured_rows_put_gpusims_dram_bytes_and_time_beside_the_measurement():
     assert got == [{"algo": "flash2", "measured": "a kernel", "measured DRAM traffic": "3.00 GiB",
                     "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                     "measured time": "2.000 ms", "gpusim predicted": fmt_time(r.predicted_time_s)}]
+
+
+def test_measured_rows_take_the_fa2_benchmark_shape_unless_told():
+    """Notebook 2 computed the benchmark's batch and heads in a cell; measured_rows takes them from gpusim.fa2_shape."""
+    measured = {"flash2": (3 * 2**30, 2e-3, "a kernel")}
+    batch, heads = gpusim.fa2_shape(4096, 64)
+    assert standard_measured.measured_rows(measured, "H200-measured", seq=4096, head_dim=64) == \
+        standard_measured.measured_rows(measured, "H200-measured", seq=4096, head_dim=64, batch=batch, heads=heads)
+
+
+def test_copy_time_sentence_divides_the_measured_bytes_by_the_measured_bandwidth():
+    import json
+    from pathlib import Path
+    results = Path(__file__).resolve().parents[1] / "results" / "h200"
+    ncu, ceilings = (json.loads((results / f"{name}.json").read_text()) for name in ("ncu", "ceilings"))
+    measured = standard_measured.ncu_measured(ncu["rows"], seq=4096, head_dim=64)
+    (nbytes, seconds, _), rate = measured["naive"], ceilings["copy_bytes_per_s"]
+    line = standard_measured.copy_time_sentence(measured, ceilings)
+    assert f"({rate / 1e12:.2f} TB/s) takes {nbytes / rate * 1e3:.2f} ms of its measured {seconds * 1e3:.2f} ms" in line
+    assert line.endswith(f"moved {nbytes / measured['flash2'][0]:.0f}x fewer bytes.")

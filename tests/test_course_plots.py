@@ -11,7 +11,7 @@ import pytest
 
 import gpusim
 from gpusim_course import plots, tables
-from gpusim_course.practice import plots as practice_plots
+from gpusim_course.practice import measured as practice_measured, plots as practice_plots
 from gpusim_course.provenance import plots as provenance_plots
 from gpusim_course.softmax import plots as softmax_plots
 from gpusim_course.standard import plots as standard_plots
@@ -240,3 +240,25 @@ def test_the_held_out_figure_holds_every_row_of_every_set_by_kind():
         mine = [x for kind, x in pairs if kind == label]
         assert list(xs) == mine
         assert tick.get_text() == f"{label}: {sum(abs(x - 1) <= 0.2 for x in mine) / len(mine):.0%} of {len(mine)}"
+
+
+def test_bench_figures_draw_one_figure_per_head_dim_of_the_results():
+    """Notebook 6 looped over d in a cell; bench_figures draws the fp16 groups of bench.json, gpusim's dashed."""
+    rows = json.loads((RESULTS / "bench.json").read_text())["rows"]
+    figures = practice_plots.bench_figures(rows, causal=False, head_dims=(64,), gpu="H200-measured")
+    assert [f._suptitle.get_text() for f in figures] == ["d = 64: measured (solid) and gpusim (dashed)"]
+    group = practice_measured.bench_group(rows, dtype="fp16", head_dim=64, causal=False)
+    flash2 = practice_measured.predictions(group, gpu="H200-measured")["flash2"]
+    ax_t = figures[0].axes[0]
+    drawn = next(line for line in ax_t.lines if line.get_label() == "flash2 (gpusim)")
+    assert list(drawn.get_ydata()) == [r.predicted_time_s * 1e3 for r in flash2]
+
+
+def test_causal_grid_figure_sets_gpusims_plain_and_causal_tiles_side_by_side():
+    fig = tiling_plots.causal_grid_figure(seq=256, head_dim=16, block=64)
+    assert [ax.get_xlabel() for ax in fig.axes] == ["not causal", "causal: hatched tiles are skipped"]
+    for ax, causal in zip(fig.axes, (False, True)):
+        want = plt.figure().subplots()
+        tiling_plots.score_grid_axes(want, 256, 256)
+        tiling_plots.draw_score_grid(want, tiling(causal).tiling)
+        assert len(ax.patches) == len(want.patches)

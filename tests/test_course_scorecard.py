@@ -156,3 +156,17 @@ def test_out_of_memory_names_the_mask_and_what_ran():
     assert claims.out_of_memory(rows[:2]) == ""
     assert claims.long_context(RESULTS).measured == claims.out_of_memory(
         json.loads((RESULTS / "bench.json").read_text())["rows"])
+
+
+def test_rows_table_keeps_the_columns_asked_for(rows):
+    """Notebook 11 picked the claim, verdict and rule columns in a cell's dict comprehension."""
+    full = verdicts.rows_table(rows)
+    picked = verdicts.rows_table(rows, columns=("claim", "verdict", "rule"))
+    assert picked == [{"claim": r["claim"], "verdict": r["verdict"], "rule": r["rule"]} for r in full]
+    assert list(picked[0]) == ["claim", "verdict", "rule"]
+
+
+def test_rules_line_states_the_tolerances_the_verdicts_use():
+    lo, hi = verdicts.about(2)
+    assert verdicts.rules_line(2) == (f"~x: within a factor of {verdicts.ABOUT} either way, e.g. ~2x holds from "
+                                      f"{lo:.1f}x to {hi:.1f}x; O(n^k): a fitted exponent within {verdicts.SLOPE} of k")

@@ -41,3 +41,33 @@ def test_the_cpu_table_says_once_that_the_gpu_backends_need_a_gpu():
     table, line = sdpa.cpu_rows_table(rows)
     assert "need a CUDA GPU" in line and len(table) == 2
     assert not any("no:" in str(v) for r in table for v in r.values())  # no repeated refusal text in the cells
+
+
+def test_max_error_is_the_math_backends_distance_from_float64_attention():
+    import numpy as np
+
+    import gpusim
+    (q, k, v), _ = sdpa.inputs("cpu", "fp16", 32, "none", seq=64)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    exact = gpusim.reference_attention(*(x.double().numpy() for x in (q, k, v)), causal=True)
+    assert sdpa.max_error(q, k, v, causal=True) == float(np.abs(out.double().numpy() - exact).max())
+    line = sdpa.math_error_sentence(q, k, v, causal=True)
+    assert line == (f"SDPA, math backend, fp16 on cpu: max |error| {sdpa.max_error(q, k, v, True):.1e}; "
+                    f"in fp32: {sdpa.math_error():.1e}")
+
+
+def test_table_here_is_the_cpu_table_and_its_line_on_a_cpu():
+    table, line = sdpa.table_here("cpu")
+    assert (table, line) == sdpa.cpu_rows_table(sdpa.probe("cpu"))
+
+
+def test_gpu_table_reads_the_probe_or_says_what_to_run(tmp_path):
+    import json
+    from pathlib import Path
+
+    from gpusim_course.measurements import environment_line
+    results = Path(__file__).resolve().parents[1] / "results" / "h200"
+    probed = json.loads((results / "sdpa_backends.json").read_text())
+    assert sdpa.gpu_table(results) == (sdpa.rows_table(probed["rows"]), environment_line(probed))
+    assert sdpa.gpu_table(tmp_path) == ([], "Not measured on the GPU yet: python -m benchmarks.sdpa_backends --out "
+                                            "$OUT/sdpa_backends.json")

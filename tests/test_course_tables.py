@@ -213,3 +213,19 @@ def test_causal_rows_compare_the_mask_on_one_tile():
                                      causal=c, **tile)
                      for c in (False, True))
     assert causal.hbm_bytes < plain.hbm_bytes
+
+
+def test_sp_written_line_is_gpusims_count_of_s_and_p():
+    by_tensor = gpusim.simulate("naive", seq=4096, head_dim=128, dtype="fp16").by_tensor
+    s, p = by_tensor["S"]["write_bytes"], by_tensor["P"]["write_bytes"]
+    assert s == p == 4096 * 4096 * 2  # one head: N x N scores in fp16, each written once
+    assert standard_model.sp_written_line(4096, 128, "fp16") == f"S written: {s:,} B; S and P written: {s + p:,} B"
+
+
+def test_waiting_sentence_divides_naives_predicted_time_by_flash2s():
+    batch, heads = gpusim.fa2_shape(4096, 64)
+    naive, flash = (gpusim.simulate(a, seq=4096, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
+                    for a in ("naive", "flash2"))
+    line = standard_model.waiting_sentence(naive, flash, 0.5, "A100-40GB")
+    assert line.startswith("gpusim on the A100-40GB, N = 4,096, d = 64: moving the bytes takes 50% of")
+    assert f"predicted {naive.predicted_time_s / flash.predicted_time_s:.1f}x faster." in line

@@ -166,3 +166,9 @@ def test_comparison_sentence_with_and_without_measurements():
     assert f"takes {over[0]:.1f}x to {over[1]:.1f}x the time" in sentence and "(2 lengths and shapes)" in sentence
     mine = sorted(g[0]["measured speedup"] / g[0]["predicted speedup"] for g in groups.values())
     assert f"measure {mine[0]:.2f}x to {mine[1]:.2f}x the speedup gpusim predicts" in sentence
+
+
+def test_speedup_groups_are_speedup_rows_per_head_dim_and_mask():
+    groups = tm.speedup_groups(None, seqs=(1024,), gpu="H200-measured", head_dims=(64,))
+    assert groups == {(64, causal): tm.speedup_rows(None, 64, causal, seqs=(1024,), gpu="H200-measured")
+                      for causal in (False, True)}

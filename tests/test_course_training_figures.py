@@ -70,3 +70,16 @@ def test_figure2_legend_names_every_bar_color():
              if hasattr(h, "get_facecolor")}
     assert colors <= shown, (colors, labels)
     assert {"backward, flash1 (SM side)", "backward, flash2 (SM side)"} <= set(labels)
+
+
+def test_memory_sentence_gives_the_slopes_and_how_much_longer_flash_trains():
+    rows = training.model_memory_rows((2048, 4096, 8192), gpu="H200")
+    longest = training.longest_trainable(gpu="H200")
+    assert longest == {algo: backward.max_trainable_seq(algo, layers=24, heads=16, head_dim=64, batch=8,
+                                                        dtype="fp16", gpu="H200") for algo in ("naive", "flash2")}
+    line = training_plots.memory_sentence(rows, longest, "H200")
+    slopes = training_plots.slopes(rows)
+    assert line.startswith(f"log-log slopes: standard attention {slopes['naive']:.2f}, FlashAttention-2 "
+                           f"{slopes['flash2']:.2f};")
+    assert line.endswith(f"{longest['naive']:,} (standard) against {longest['flash2']:,} (FlashAttention-2), "
+                         f"{longest['flash2'] / longest['naive']:.0f}x longer")

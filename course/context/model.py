@@ -133,6 +133,46 @@ def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
     return out
 
 
+def max_context_lines(gpu_counts=(1, 8, 64), strategy="zigzag"):
+    """Per GPU count: the longest causal sequence whose one layer of attention (SHAPE's) fits each GPU's HBM."""
+    return [f"{p:3} x {SHAPE['gpu']}: one layer's attention fits up to N = "
+            f"{context_scaling.max_context(strategy, p, causal=True, **SHAPE):,} tokens" for p in gpu_counts]
+
+
+def crossover_lines(link_names=("nvlink4-h200-measured", "pcie5", "ib-ndr"), gpu=SHAPE["gpu"]):
+    """Per link: the closed form's shortest shard that hides its transfer, multi-head and grouped (32/8)."""
+    heads, kv_heads = SHAPE["heads"], SHAPE["kv_heads"]
+    out = []
+    for link in link_names:
+        mha, gqa = (crossover_tokens(link, gpu=gpu, heads=heads, kv_heads=kv) for kv in (heads, kv_heads))
+        out.append(f"{gpu} over {link:22}: the transfer hides from a shard of {mha:,.0f} tokens (MHA), "
+                   f"{gqa:,.0f} (GQA {heads}/{kv_heads})")
+    return out
+
+
+def shard_timeline_figure(gpus, seq, link, strategy="zigzag"):
+    """timeline_figure of a causal pass, titled with its shard and whether the transfer hides (margin 1 or more)."""
+    r = simulate(gpus, seq, strategy, link)
+    hides = "the transfer hides" if r.overlap_margin >= 1 else "transfer-bound"
+    return timeline_figure(r, title=f"{gpus} GPUs over {link}, shard {seq // gpus:,} tokens: {hides} "
+                                    f"(margin {r.overlap_margin:.2f})")
+
+
+def idle_lines(gpus, seq, link, strategies=("ring", "zigzag")):
+    """Per strategy of a causal pass: its predicted time and the share of the GPUs' time spent idle."""
+    results = {strategy: simulate(gpus, seq, strategy, link, causal=True) for strategy in strategies}
+    return [f"{strategy:7}: {r.predicted_time_s * 1e3:7.2f} ms, GPUs idle {idle_share(r):.0%} of the time"
+            for strategy, r in results.items()]
+
+
+def strategy_rows(gpus=8, seq=1 << 17, link="node8-nvlink4", strategies=("ring", "zigzag", "ulysses", "allgather")):
+    """Per strategy of a causal pass: its predicted time, the bytes each GPU sends and each GPU's peak HBM."""
+    results = {strategy: simulate(gpus, seq, strategy, link) for strategy in strategies}
+    return [{"strategy": strategy, f"ms ({gpus} GPUs, N {seq // 1024}K, causal)": r.predicted_time_s * 1e3,
+             "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GB)": r.hbm_peak_bytes / 1e9}
+            for strategy, r in results.items()]
+
+
 def margin_lines(rows):
     """Per GPU count and strategy of prediction_rows with a ring: the lengths at which its overlap margin is below
     1 (its steps wait on the link), or that it is 1 or more at every length of the table."""

@@ -172,6 +172,23 @@ def agreement(data, within=0.2, min_cache=0):
     return {"rows": len(rows), "within": len(close), "share": len(close) / len(rows)}
 
 
+def agreement_lines(data, within=0.2, min_caches=((0, "all cache lengths"), (32768, "caches of 32K tokens or more"))):
+    """agreement per (min_cache, what it keeps) as sentences."""
+    out = []
+    for min_cache, which in min_caches:
+        a = agreement(data, within=within, min_cache=min_cache)
+        out.append(f"gpusim within {within:.0%} of the measured time: {a['within']} of {a['rows']} split-KV rows, "
+                   f"{which}")
+    return out
+
+
+def split_rule_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16):
+    """gpusim's split-KV decode at one shape (Llama-3-8B's heads, a 128K paged cache) on the measured H200: the
+    split count its rule picks and the predicted time."""
+    return gpusim.simulate("split_kv", batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq_kv=seq_kv,
+                           page_size=page_size, gpu=GPU)
+
+
 def split_rule_sentence(launch):
     """How gpusim.decode's rule chose a launch's split count: the split programs the GPU keeps resident, the slots
     the rule fills (split_slots: every SM's but one), the most splits whose programs fit them, the counts it passed

@@ -85,3 +85,18 @@ def kernel_io_rows(kernels, algo, q, k, v, causal=False, block_q=64, block_kv=64
                      "kernel write": pair[1][0], "gpusim write": pair[1][1],
                      "equal": all(g == w for g, w in pair)})
     return rows
+
+
+def io_rows(kernels, q, k, v, causal=False, block_q=64, block_kv=64, algos=("naive", "flash1", "flash2")):
+    """kernel_io_rows of every kernel in `algos`; none where trace_io cannot count (no kernels, or q on a GPU:
+    it counts under Triton's interpreter)."""
+    if kernels is None or q.device.type != "cpu":
+        return []
+    return [row for algo in algos for row in kernel_io_rows(kernels, algo, q, k, v, causal, block_q, block_kv)]
+
+
+def io_summary(rows):
+    """How many of io_rows' tensor counts equal gpusim's, or why there are none."""
+    if not rows:
+        return "trace_io needs the interpreter (no GPU) and the kernels"
+    return f"{sum(r['equal'] for r in rows)} of {len(rows)} tensor counts equal gpusim's"

@@ -153,6 +153,15 @@ def hopper_model_sentence(rows, head_dim=128, causal=False, min_seq=4096, gpu="H
             f"{_compared(slower, 'slower than', 'faster than').replace('much', 'fast')} the kernel.")
 
 
+def hopper_lines(rows, head_dim=128, min_seq=4096):
+    """hopper_summary and hopper_model_sentence without and with the causal mask, a blank line after each pair."""
+    out = []
+    for causal in (False, True):
+        out += [hopper_summary(rows, head_dim=head_dim, causal=causal, min_seq=min_seq),
+                hopper_model_sentence(rows, head_dim=head_dim, causal=causal, min_seq=min_seq), ""]
+    return out
+
+
 def utilization_sentence(rows, gpu="H100-SXM", seq=8192, head_dim=128, datasheet="H200"):
     """gpusim's hopper fp16 utilization on `gpu` against the best kernel measured on the H200 (bench.json),
     each against its own datasheet's dense fp16 peak, with the word that compares them."""
@@ -174,6 +183,16 @@ def ncu_row(rows, kernel, quantity, seq, head_dim, causal=False):
     """The one ncu.json row of a kernel, quantity and size."""
     return next(r for r in rows if (r["kernel"], r["quantity"], r["seq"], r["head_dim"], r["causal"]) ==
                 (kernel, quantity, seq, head_dim, causal))
+
+
+def l2_to_sm_sentence(rows, gpu, seq=4096, head_dim=64):
+    """flash2's bytes from L2 into the SMs, gpusim's (FlashAttention-2's benchmark shape on `gpu`, its default
+    tile) beside Nsight Compute's row of ncu.json."""
+    row = ncu_row(rows, "flash2", "l2_to_sm_bytes", seq=seq, head_dim=head_dim)
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    r = gpusim.simulate("flash2", seq=seq, head_dim=head_dim, batch=batch, heads=heads, gpu=gpu)
+    return (f"gpusim (blocks {r.config.block_q} x {r.config.block_kv}): {r.hbm_read_bytes:,} B from L2 into the "
+            f"SMs; Nsight Compute: {row['measured']:,.0f} B; equal: {r.hbm_read_bytes == row['measured']}")
 
 
 def ncu_findings(rows, targets, min_time_s=MIN_TIME_S):

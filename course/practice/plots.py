@@ -4,6 +4,7 @@ import matplotlib.pyplot as plt
 import gpusim
 
 from ..plots import COLORS, FONT_PT
+from .measured import bench_group, predictions
 from ..provenance.plots import PROVIDER_STYLE
 
 
@@ -39,3 +40,14 @@ def bench_figure(rows, predicted=None):
     handles, labels = ax_t.get_legend_handles_labels()  # every provider measured, and gpusim's lines: once, under all
     fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels) or 1), fontsize=FONT_PT)
     return fig
+
+
+def bench_figures(rows, causal=False, head_dims=(64, 128), gpu="H200-measured"):
+    """bench_figure of bench.json's fp16 rows, one per head dimension, with gpusim's predictions on `gpu`."""
+    figures = []
+    for head_dim in head_dims:
+        group = bench_group(rows, dtype="fp16", head_dim=head_dim, causal=causal)
+        fig = bench_figure(group, predictions(group, gpu=gpu))
+        fig.suptitle(f"d = {head_dim}{', causal' if causal else ''}: measured (solid) and gpusim (dashed)")
+        figures.append(fig)
+    return figures

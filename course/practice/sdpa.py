@@ -11,6 +11,8 @@ without it.
 """
 import warnings
 
+from ..measurements import environment_line, read_optional
+
 BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
 DTYPES = ("fp32", "fp16", "bf16")
 # The probe's inputs: each varies one thing from (fp16, head_dim 64, no mask) that the source names.
@@ -122,20 +124,48 @@ def source_conditions(row):
             and int(row["sm"] or 0) >= 80 and row["mask"] in ("none", "causal"))
 
 
-def math_error(seq=128, head_dim=64, seed=0):
-    """Max |SDPA(math backend) - float64 attention| on this machine's CPU, in fp32: the backend every device
-    has, which the course's kernels are compared with too."""
-    import torch
+def max_error(q, k, v, causal=False):
+    """Max |SDPA(math backend) - float64 attention| for q, k, v (torch tensors, (B, H, N, d)) on their device:
+    the float64 reference gets the same (rounded) inputs."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import gpusim
 
-    (q, k, v), _ = inputs("cpu", "fp32", head_dim, "none", seq, seed=seed)
     with sdpa_kernel([SDPBackend.MATH]):
-        out = F.scaled_dot_product_attention(q, k, v)
-    exact = gpusim.reference_attention(*(x.double().numpy() for x in (q, k, v)))
-    return float((out.double() - torch.from_numpy(exact)).abs().max())
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    exact = gpusim.reference_attention(*(x.double().cpu().numpy() for x in (q, k, v)), causal=causal)
+    return float(abs(out.double().cpu().numpy() - exact).max())
+
+
+def math_error(seq=128, head_dim=64, seed=0):
+    """max_error on this machine's CPU, in fp32: the backend every device has, which the course's kernels are
+    compared with too."""
+    (q, k, v), _ = inputs("cpu", "fp32", head_dim, "none", seq, seed=seed)
+    return max_error(q, k, v)
+
+
+def math_error_sentence(q, k, v, causal=False):
+    """max_error of q, k, v, in their dtype on their device, beside math_error's fp32 on the CPU."""
+    dtype = next(name for name in DTYPES if _torch_dtype(name) == q.dtype)
+    return (f"SDPA, math backend, {dtype} on {q.device.type}: max |error| {max_error(q, k, v, causal):.1e}; "
+            f"in fp32: {math_error():.1e}")
+
+
+def table_here(device):
+    """probe(device) as a table and a line: on a GPU every backend with its refusals (no line); on the CPU,
+    cpu_rows_table's math backend and its one line on why the GPU backends refuse."""
+    rows = probe(device)
+    return (rows_table(rows), "") if str(device).startswith("cuda") else cpu_rows_table(rows)
+
+
+def gpu_table(results):
+    """results/<gpu>/sdpa_backends.json's probe as a table and where it was measured; ([], what to run) when it
+    was not measured yet."""
+    probed = read_optional(f"{results}/sdpa_backends.json")
+    if probed is None:
+        return [], "Not measured on the GPU yet: python -m benchmarks.sdpa_backends --out $OUT/sdpa_backends.json"
+    return rows_table(probed["rows"]), environment_line(probed)
 
 
 def cpu_rows_table(rows):

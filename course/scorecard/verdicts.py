@@ -153,12 +153,21 @@ def with_evidence(row):
     return replace(row, judged=noting(row.judged, note))
 
 
-def rows_table(rows):
-    """The scorecard as dicts (one per claim) for gpusim_course.formatting.html_table or a DataFrame."""
+def rows_table(rows, columns=None):
+    """The scorecard as dicts (one per claim) for gpusim_course.formatting.html_table or a DataFrame; only the keys
+    in `columns`, in that order, when given."""
     rows = [with_evidence(r) for r in rows]
-    return [{"claim": r.claim, "source": r.source, "gpusim predicts": r.predicted,
-             "H200 measured": r.measured or "not measured", "verdict": r.judged.verdict, "reason": r.judged.reason,
-             "rule": r.rule, "experiment": r.link} for r in rows]
+    table = [{"claim": r.claim, "source": r.source, "gpusim predicts": r.predicted,
+              "H200 measured": r.measured or "not measured", "verdict": r.judged.verdict, "reason": r.judged.reason,
+              "rule": r.rule, "experiment": r.link} for r in rows]
+    return table if columns is None else [{k: row[k] for k in columns} for row in table]
+
+
+def rules_line(x=2):
+    """The rules' tolerances in one line: ABOUT, with the interval it gives "~x", and SLOPE."""
+    lo, hi = about(x)
+    return (f"~x: within a factor of {ABOUT} either way, e.g. ~{x}x holds from {lo:.1f}x to {hi:.1f}x; "
+            f"O(n^k): a fitted exponent within {SLOPE} of k")
 
 
 COLORS = {"holds": "#1a7f37", "holds under conditions": "#8a6d00", "wrong": "#b00",

@@ -24,13 +24,25 @@ def ncu_measured(rows, seq, head_dim, causal=False, algos=("naive", "flash2")):
     return out
 
 
-def measured_rows(measured, gpu, **shape):
+def measured_rows(measured, gpu, seq, head_dim, **shape):
     """Measured DRAM traffic and time ({algo: (bytes, seconds, what was measured)}) beside gpusim's DRAM
-    bytes and predicted time for the same shape."""
+    bytes and predicted time for the same shape: FlashAttention-2's benchmark batch and heads (gpusim.fa2_shape)
+    unless `shape` names them."""
+    shape = dict(zip(("batch", "heads"), gpusim.fa2_shape(seq, head_dim))) | shape
     rows = []
     for algo, (nbytes, seconds, what) in measured.items():
-        r = gpusim.simulate(algo, gpu=gpu, **shape)
+        r = gpusim.simulate(algo, gpu=gpu, seq=seq, head_dim=head_dim, **shape)
         rows.append({"algo": algo, "measured": what, "measured DRAM traffic": fmt_bytes(nbytes),
                      "gpusim DRAM traffic": fmt_bytes(r.dram_read_bytes + r.dram_write_bytes),
                      "measured time": fmt_time(seconds), "gpusim predicted": fmt_time(r.predicted_time_s)})
     return rows
+
+
+def copy_time_sentence(measured, ceilings):
+    """Naive attention's measured DRAM bytes (ncu_measured's) moved at the measured copy bandwidth (ceilings.json)
+    against its measured time, and how many times fewer bytes FlashAttention-2 moved."""
+    nbytes, seconds, _ = measured["naive"]
+    rate = ceilings["copy_bytes_per_s"]
+    return (f"Moving naive attention's measured bytes at the H200's measured copy bandwidth ({rate / 1e12:.2f} TB/s) "
+            f"takes {nbytes / rate * 1e3:.2f} ms of its measured {seconds * 1e3:.2f} ms; FlashAttention-2 moved "
+            f"{nbytes / measured['flash2'][0]:.0f}x fewer bytes.")

@@ -57,3 +57,11 @@ def score_grid_figure(tilings, titles):
         draw_score_grid(ax, tiling)
         ax.set_xlabel(title)
     return fig
+
+
+def causal_grid_figure(seq=512, head_dim=64, block=64):
+    """score_grid_figure of FlashAttention-2's tiles without and with the causal mask, one `block` x `block` tile
+    a cell: the hatched tiles the mask skips."""
+    tilings = [gpusim.simulate("flash2", seq=seq, head_dim=head_dim, block_q=block, block_kv=block,
+                               causal=causal).config.tiling for causal in (False, True)]
+    return score_grid_figure(tilings, ["not causal", "causal: hatched tiles are skipped"])

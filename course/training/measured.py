@@ -96,6 +96,12 @@ def speedup_rows(data, head_dim, causal, seqs=SEQS, gpu=GPU):
     return rows
 
 
+def speedup_groups(data, seqs=SEQS, gpu=GPU, head_dims=(64, 128)):
+    """{(head_dim, causal): speedup_rows} for every head dimension, with and without the causal mask."""
+    return {(d, causal): speedup_rows(data, d, causal, seqs=seqs, gpu=gpu)
+            for d in head_dims for causal in (False, True)}
+
+
 def comparison_sentence(groups):
     """The measured side against the predicted one over all groups of speedup_rows, in words."""
     rows = [r for group in groups.values() for r in group]

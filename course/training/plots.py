@@ -90,6 +90,14 @@ def figure2_figure(rows, published):
     return fig
 
 
+def memory_sentence(rows, longest, gpu):
+    """slopes of model_memory_rows and the longest trainable sequences (model.longest_trainable), in words."""
+    slope = slopes(rows)
+    return (f"log-log slopes: standard attention {slope['naive']:.2f}, FlashAttention-2 {slope['flash2']:.2f}; "
+            f"longest sequence whose attention memory fits in {gpu}'s HBM: {longest['naive']:,} (standard) against "
+            f"{longest['flash2']:,} (FlashAttention-2), {longest['flash2'] / longest['naive']:.0f}x longer")
+
+
 def speedup_figure(groups):
     """fwd + bwd speedup of FlashAttention over standard attention against N, one panel per (head_dim,
     causal): gpusim's prediction (naive over flash2) and, where measured, the project's naive kernels over its
