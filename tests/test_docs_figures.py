@@ -1,0 +1,260 @@
+"""Figures and statements that docs/context.md, docs/hopper.md, docs/backward.md and docs/testing.md quote, each
+recomputed from the code or from the results file it comes from, so that the prose cannot drift from either."""
+import contextlib
+import io
+import json
+import math
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim import cli, context_scaling, hardware, links
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "results" / "h200"
+
+
+def doc(name):
+    """A doc's text with its line breaks and runs of spaces made one space (prose wraps anywhere)."""
+    return " ".join((ROOT / "docs" / name).read_text().split())
+
+
+# docs/context.md
+
+
+def test_context_md_names_each_presets_default_link():
+    """The default link of gpus > 1 is the preset's peer_link; presets without one refuse gpus > 1 without link=."""
+    by_link = {}
+    for name, gpu in hardware.PRESETS.items():
+        by_link.setdefault(gpu.peer_link, []).append(name)
+    text = doc("context.md")
+    assert (f"`nvlink3` ({', '.join(by_link['nvlink3'])}), `nvlink4` ({', '.join(by_link['nvlink4'])}). "
+            f"{' and '.join(by_link[None])} have none") in text
+    assert set(by_link) == {"nvlink3", "nvlink4", None}
+    for name in by_link[None]:
+        with pytest.raises(ValueError, match="has no NVLink preset: give link="):
+            gpusim.simulate("flash2", seq=256, head_dim=64, gpu=name, gpus=2)
+        assert gpusim.simulate("flash2", seq=256, head_dim=64, gpu=name, gpus=2, link="pcie5").link.name == "pcie5"
+    with pytest.raises(ValueError, match="causal=1 must be True or False"):
+        gpusim.simulate("flash2", seq=256, head_dim=64, gpus=2, causal=1)
+
+
+def test_context_md_command_line_comment_is_what_count_prints():
+    argv = ("count --algo flash2 --seq 131072 --head-dim 128 --heads 32 --kv-heads 8 --causal --gpu H200 "
+            "--gpus 8 --strategy zigzag").split()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(argv) == 0
+    first = out.getvalue().split("\n\n")[1]
+    assert first.startswith("zigzag over 8 GPUs on nvlink4: the tables are GPU 7's (the busiest); it sends 448.00 MiB")
+    assert "# GPU 7's tables, 448 MiB sent over nvlink4" in (ROOT / "docs" / "context.md").read_text()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*argv, "--json"]) == 0
+    fields = ("gpus", "strategy", "link", "gpu_rank", "link_send_bytes", "merge_bytes", "overlap_margin")
+    assert set(fields) <= json.loads(out.getvalue()).keys()
+    assert "`--json` adds " + ", ".join(f"`{f}`" for f in fields[:-1]) + f" and `{fields[-1]}`" in doc("context.md")
+
+
+def test_context_md_ring_attention_table_within_five_percent():
+    """The paper's Table 2 reproduced within 5% from the FLOP rates and link rates the doc lists, in its order;
+    its InfiniBand row 24.96K tokens."""
+    rows = context_scaling.ring_paper_table()
+    assert max(abs(ours / paper - 1) for _, ours, paper in rows) < 0.05
+    assert dict((device, ours) for device, ours, _ in rows)["A100 InfiniBand"] == pytest.approx(24960)
+    flops = list(dict.fromkeys(round(r.flops_per_s / 1e12) for r in context_scaling.RING_PAPER_TABLE))
+    rates = [f"{links.get_link(r.link).send_bytes_per_s / 1e9:g}" for r in context_scaling.RING_PAPER_TABLE]
+    assert f"({', '.join(map(str, flops))} TF; {', '.join(rates)} GB/s), within 5%" in doc("context.md")
+    assert "we reproduce 24.96" in doc("context.md")
+
+
+def test_context_md_predictions_and_latency():
+    text = doc("context.md")
+    assert f"a per-step latency ({links.ASSUMED_STEP_LATENCY_S * 1e6:g} µs, an assumption)" in text
+    assert context_scaling.PREDICTED == ((8, "node8-nvlink4", ("ring", "zigzag", "ulysses")),
+                                         (64, "nodes-nvlink4-ib-ndr", ("zigzag", "usp")),
+                                         (512, "nodes-nvlink4-ib-ndr", ("zigzag", "usp")))
+    assert "8 GPUs in one NVLink node (ring, zigzag and Ulysses), 64 and 512 GPUs" in text
+    assert "(one port per GPU; zigzag and USP)" in text
+    sizes = [f"{n >> 20}M" if n >= 1 << 20 else f"{n >> 10}K" for n in context_scaling.CONTEXTS]
+    assert f"contexts of {', '.join(sizes[:-1])} and {sizes[-1]} tokens" in text
+
+
+def test_context_md_run_cp_limit_is_the_scripts_timeouts():
+    script = (ROOT / "benchmarks" / "run_cp.sh").read_text()
+    total = sum(int(s) for s in re.findall(r"^timeout (\d+) ", script, re.M))
+    assert f"at most {total // 60} min {total % 60} s" in doc("context.md")
+
+
+# docs/hopper.md
+
+
+def hopper_check():
+    return json.loads((H200 / "hopper_check.json").read_text())
+
+
+def test_hopper_md_shipped_kernel_table_is_hopper_check_json():
+    data = hopper_check()
+    fp8 = {(r["head_dim"], r["seq"], r["causal"]): r["tflops"] for r in data["rows"]
+           if r["provider"] == "hopper" and r["dtype"] == "fp8"}
+    text = (ROOT / "docs" / "hopper.md").read_text()
+    for r in data["ratios"]:
+        key = (r["head_dim"], r["seq"], r["causal"])
+        cudnn = f"{r['hopper/sdpa_cudnn']:.2f}"
+        cudnn = f"**{cudnn}**" if key == (128, 8192, False) else cudnn
+        line = (f"| {key[0]} | {key[1]} | {'yes' if key[2] else 'no'} | {r['hopper_fp16_tflops']:.0f} | {cudnn} | "
+                f"{r['hopper/sdpa_flash']:.2f} | {fp8[key]:.0f} | {r['fp8/fp16']:.2f} |")
+        assert line in text, line
+
+
+def test_hopper_md_sdpa_rates_and_accuracy_are_hopper_check_json():
+    data = hopper_check()
+    rate = {(r["provider"], r["dtype"], r["head_dim"], r["causal"], r["seq"]): r["tflops"] for r in data["rows"]}
+    text = doc("hopper.md")
+    assert (f"bf16, d = 128, N = 4096, not causal: hopper {rate['hopper', 'bf16', 128, False, 4096]:.0f}, SDPA cuDNN "
+            f"{rate['sdpa_cudnn', 'bf16', 128, False, 4096]:.0f}, SDPA flash "
+            f"{rate['sdpa_flash', 'bf16', 128, False, 4096]:.0f} TFLOP/s") in text
+    d128 = {f"{rate['sdpa_cudnn', 'fp16', 128, False, n]:.0f}" for n in (4096, 8192)}
+    d64 = sorted(rate["sdpa_cudnn", "fp16", 64, False, n] for n in (4096, 8192))
+    assert len(d128) == 1
+    assert (f"SDPA cuDNN in fp16, not causal, ran at {d128.pop()} (d = 128) and {d64[0]:.0f}–{d64[1]:.0f} (d = 64) "
+            "TFLOP/s") in text
+    acc = data["accuracy"]
+    spans = []
+    for dtype, scale in (("fp16", 4), ("bf16", 3), ("fp8", 2)):
+        errs = [a["rel_err"][dtype] * 10**scale for a in acc]
+        spans.append(f"{dtype} {min(errs):.1f}–{max(errs):.1f}e-{scale}")
+    ratio = [a["fp8_over_fp16"] for a in acc]
+    assert f"{', '.join(spans)}, so fp8 {min(ratio):.0f}–{max(ratio):.0f}× the fp16 kernel's error" in text
+    assert len(acc) == 8 and {(a["seq"], a["head_dim"], a["causal"]) for a in acc} == {
+        (n, d, c) for n in (1000, 2048) for d in (64, 128) for c in (False, True)}
+
+
+def test_hopper_md_launch_table_is_hopper_check_jsons_variants():
+    data = hopper_check()
+    chosen = data["chosen"]
+    columns = ("ws-128x128-s2", "ws-128x128-s3", "ws-128x64-s3", "swp-128x128-s3", "swp-128x64-s3")
+    groups = {}
+    for v in data["variants"]:
+        groups.setdefault((v["head_dim"], v["dtype"], v["causal"]), {})[v["variant"]] = v
+    text = (ROOT / "docs" / "hopper.md").read_text()
+    for (d, dtype, causal), variants in groups.items():
+        pick = chosen[f"{d},{dtype},{causal}"]
+        picked = f"{'ws' if pick['warp_specialize'] else 'swp'}-{pick['block_q']}x{pick['block_kv']}-s{pick['num_stages']}"
+        cells = []
+        for name in columns:
+            v = variants[name]
+            if "error" in v:
+                assert "shared memory" in v["error"]
+                cells.append("smem > 227 KiB")
+            elif math.isnan(v["rel_diff"]):
+                cells.append(f"wrong ({v['tflops']:.0f})")
+            else:
+                cells.append(f"**{v['tflops']:.0f}**" if name == picked else f"{v['tflops']:.0f}")
+        line = f"| {d} {dtype} {'yes' if causal else 'no'} | {' | '.join(cells)} |"
+        assert line in text, line
+
+
+def test_hopper_md_variant_ranges_are_its_tables():
+    """The bullets under docs/hopper.md's variants table state each technique's span over that table's rows (the
+    table itself is hopper_variants.json's: tests/test_hopper.py)."""
+    raw = (ROOT / "docs" / "hopper.md").read_text()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in raw.splitlines()
+            if re.match(r"\| (64|128) \| (yes|no) \| [\d,]+ \|", line)]
+    assert len(rows) == 8
+
+    def span(column, keep=lambda r: True):
+        values = sorted(float(r[column]) for r in rows if r[column] != "-" and keep(r))
+        return f"{values[0]:.2f}–{values[-1]:.2f}×"
+
+    causal, plain = (lambda r: r[1] == "yes"), (lambda r: r[1] == "no")
+    lost = [r for r in rows if causal(r) and float(r[9]) < 1]
+    won = [r for r in rows if causal(r) and float(r[9]) >= 1]
+    text = doc("hopper.md")
+    assert f"paid everywhere it applies: {span(7)} on causal launches" in text
+    assert f"warp specialization *lost* ({span(9, lambda r: r in lost)}, it must mask every block)" in text
+    assert [(r[0], r[2]) for r in won] == [("128", "4,096")] and f"N = 4K ({float(won[0][9]):.2f}×)" in text
+    assert f"**Warp specialization** bought {span(9, plain)} on non-causal launches" in text
+    assert f"(`overlap=True`, FlashAttention-3's Algorithm 2 within a warp group) bought {span(6)}" in text
+    assert f"**Longest programs first** bought {span(8)}" in text
+    assert f"**fp8** ran {span(10)} its fp16 at d = 128" in text
+    ratios = sorted(float(re.search(r"\((.*)\)", r[5]).group(1)) for r in rows)
+    assert f"Against cuDNN (the target, FlashAttention-3's own comparison): {ratios[0]:.2f}–{ratios[-1]:.2f}× in this " \
+           "run" in text
+
+def test_hopper_md_host_descriptor_speedups_are_run_17s():
+    """Run 17's file (results/h200/logs/run17_host_descriptors_swp.tar.gz): each case's time with the descriptors made
+    in the kernel over its time with the host's."""
+    with tarfile.open(H200 / "logs" / "run17_host_descriptors_swp.tar.gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("host_descriptors2.json"))
+        rows = json.load(tar.extractfile(member))["rows"]
+    ms = {(r["head_dim"], r["seq"], r["dtype"], r["host"]): r["ms"] for r in rows if r.get("causal")}
+    speedup = {key[:3]: ms[key] / ms[(*key[:3], 3)] for key in ms if key[3] == 0}
+    text = doc("hopper.md")
+    assert (f"d = 64 causal runs {speedup[64, 512, 'fp16']:.2f}× faster at N = 512, {speedup[64, 1024, 'fp16']:.2f}× "
+            f"at 1K and {speedup[64, 4096, 'fp16']:.2f}× at 4K; d = 128 causal {speedup[128, 512, 'fp16']:.2f}× at 512 "
+            f"and {speedup[128, 4096, 'fp16']:.2f}× at 4K; fp8 d = 64 causal {speedup[64, 512, 'fp8']:.2f}× at 512") in text
+
+
+def test_hopper_md_nsight_figures_are_hopper_ncu_txt():
+    report = (H200 / "hopper_ncu.txt").read_text()
+
+    def values(metric):
+        return [float(x) for x in re.findall(rf"^\s+{re.escape(metric)}\s+\S+\s+([\d.]+)$", report, re.M)]
+
+    duration, dram, hit, rate = (values(m) for m in ("Duration", "dram__bytes_read.sum", "L2 Hit Rate",
+                                                     "Memory Throughput"))
+    text = doc("hopper.md")
+    assert f"| duration | {duration[0]:.0f} µs | {duration[1]:.0f} µs |" in text
+    assert f"| DRAM read | {dram[0]:.1f} MB | {dram[1]:.1f} MB |" in text
+    assert f"(L2 hit {min(hit[:2]):.0f}–{max(hit[:2]):.0f}%)" in text
+    gb_per_s = [r for r in rate if r > 100]  # the throughput in GB/s, not the % of peak
+    assert f"{gb_per_s[0]:.0f} GB/s of DRAM traffic" in text
+
+
+def test_hopper_md_lone_setup_span_is_the_models():
+    from gpusim.passes import hopper
+    waits = sorted(hopper.LONE_SETUP_S.values())
+    assert f"(`LONE_SETUP_S`, {waits[0] * 1e6:.1f}–{waits[-1] * 1e6:.1f} µs:" in doc("hopper.md")
+
+# docs/backward.md
+
+
+def test_backward_md_figure2_prose_is_what_gpusim_counts():
+    from gpusim_course.training import model as training
+    rows = {r["algo"]: r for r in training.figure2_left()}
+    shape = training.FIGURE2
+    nn = shape["seq"] ** 2 * 2 * shape["batch"] * shape["heads"] / 1e9  # one N x N fp16 matrix, GB
+    naive = gpusim.simulate("naive", backward=True, **shape)
+    matrices = sum(naive.by_tensor[t]["read_bytes"] + naive.by_tensor[t]["write_bytes"] for t in ("S", "P", "dP", "dS"))
+    assert matrices % (nn * 1e9) == 0
+    count, nn_gb, total = int(matrices / (nn * 1e9)), matrices / 1e9, rows["naive"]["total_GB"]
+    standard, flash = training.FIGURE2_PUBLISHED_GB["standard"], training.FIGURE2_PUBLISHED_GB["flash"]
+    text = doc("backward.md")
+    assert f"({total:.1f} GB, {100 * (1 - total / standard[1]):.0f}% under)" in text
+    assert f"is {nn:.2f} GB, so the published {standard[1]} and {standard[0]} GB are {standard[1] / nn:.1f} and " \
+           f"{standard[0] / nn:.1f} such matrices" in text
+    assert f"naive attention moves {count} (" in text and f"twice: {nn_gb:.1f} GB) and {total - nn_gb:.1f} GB" in text
+    assert f"would add {4 * nn:.1f} GB, {total + 4 * nn:.1f} GB in all" in text
+    flash1 = rows["flash1"]
+    assert round(flash1["total_GB"] / flash) == 2 and abs(flash1["dram_GB"] / flash - 1) < 0.15
+    assert f"SM-side count ({flash1['total_GB']:.1f} GB) is twice {flash} GB; what reaches DRAM " \
+           f"({flash1['dram_GB']:.1f} GB) is within 15%" in text
+    cfg = gpusim.backward.config("flash1", **shape)
+    assert f"(Tc = {-(-shape['seq'] // cfg.block_kv)} here)" in text
+    saved = training.saved_rows((8192,), head_dim=64, heads=16)[0]
+    assert f"P is {saved['naive_P_bytes'] / 1e9:.1f} GB, O and the LSE " \
+           f"{(saved['flash_O_bytes'] + saved['flash_LSE_bytes']) / 1e6:.0f} MB" in text
+
+
+# docs/testing.md
+
+
+def test_testing_md_golden_file_counts():
+    rows = json.loads((ROOT / "tests" / "golden" / "counts.json").read_text())
+    refused = sum("error" in row["result"] for row in rows)
+    assert (f"{len(rows)} configurations of every pass ({len(rows) - refused} simulated, {refused} refused with their "
+            "messages)") in doc("testing.md")
