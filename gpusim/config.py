@@ -8,9 +8,11 @@ from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, flag, given_tiles,
 def pass_of(algo):
     """The forward pass named algo (gpusim/passes/): the one place a forward configuration looks it up."""
     found = passes.get(algo)
-    if found.name not in passes.ALGOS:
+    if found.name in passes.DECODE:
         raise ValueError(f"algo={algo!r} is not a forward pass ({', '.join(passes.ALGOS)}): decoding has no block_q "
                          "to choose; simulate('split_kv', ...) takes its block_kv and num_splits")
+    if found.name not in passes.ALGOS:
+        raise ValueError(f"algo={algo!r} is a backward pass: it runs after its forward's, simulate(..., backward=True)")
     return found
 
 

@@ -14,7 +14,7 @@ from .decode_execute import execute as execute_decode
 from .execute import check_executable, execute, execute_backward, floats
 from .hardware import get_gpu
 from .result import Result, time_kernels
-from .shape import flag, given_tiles, positive_int
+from .shape import flag, given_tiles, pair, positive_int
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
@@ -152,9 +152,9 @@ def _backward_config(cfg, blocks, arrays, do):
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
-    if blocks is not None and not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
-        raise ValueError(f"backward_blocks={blocks!r} must be a pair (block_q, block_kv)")
-    blocks = blocks or ((cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None))
+    if blocks is None:
+        blocks = (cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
+    blocks = pair("backward_blocks", blocks)
     return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                            kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
                            causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
@@ -223,17 +223,27 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     (simulate(..., backward=True, backward_blocks=...)), among the tiles its kernels were compiled for where they
     were (flash2's dkdv)."""
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
-                 causal=flag("causal", causal), dtype=dtype, gpu=gpu, causal_align=causal_align)
-    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **shape)  # the shape's errors, before the cache
-    given = tuple(None if b is None else positive_int(name, b) for name, b in zip(("block_q", "block_kv"),
-                                                                               (block_q, block_kv)))
+                 causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
+    try:
+        return _best_blocks(algo, backward, (block_q, block_kv), **shape)
+    except TypeError:  # an argument the cache cannot hash (a list for seq_kv): the checks name it in one line
+        _check_search(algo, backward, (block_q, block_kv), shape)
+        raise
+
+
+def _check_search(algo, backward, given, shape):
+    """best_blocks' arguments, each error one line: the shape's (make_config's), the given block, backward."""
+    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **shape)
+    for name, block in zip(("block_q", "block_kv"), given):
+        if block is not None:
+            positive_int(name, block)
     if flag("backward", backward):
         _trainable(algo)
-    return _best_blocks(algo, bool(backward), given, **shape)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # an error is not cached: a bad call is checked every time
 def _best_blocks(algo, backward, given, **shape):
+    _check_search(algo, backward, given, shape)
     head_dim, dtype, gpu, causal = (shape[name] for name in ("head_dim", "dtype", "gpu", "causal"))
     kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
     tiles = candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel)

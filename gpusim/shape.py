@@ -37,6 +37,13 @@ def flag(name, value):
     return bool(value)
 
 
+def pair(name, blocks):
+    """blocks as a (block_q, block_kv) tuple, or one line naming it: not a pair."""
+    if not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
+        raise ValueError(f"{name}={blocks!r} must be a pair (block_q, block_kv)")
+    return tuple(blocks)
+
+
 def power_of_two(name, value, least):
     """A positive integer that is a power of two, at least `least`."""
     value = positive_int(name, value)
@@ -68,8 +75,9 @@ class Tiles:
     lpt_heads: int | None = None
 
     def __post_init__(self):
-        positive_int("block_q", self.block_q)  # any tile (the paper's rule gives 85 x 42); the kernels take
-        positive_int("block_kv", self.block_kv)  # powers of two >= MIN_BLOCK (kernels/launch.py check_inputs)
+        # any positive tile, as Python ints (the model runs the paper's algorithm at any; the kernels take powers of two)
+        object.__setattr__(self, "block_q", positive_int("block_q", self.block_q))
+        object.__setattr__(self, "block_kv", positive_int("block_kv", self.block_kv))
         if self.num_warps is not None:
             power_of_two("num_warps", self.num_warps, 1)
         if self.num_stages is not None:

@@ -18,9 +18,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
     algo: "naive" (standard attention, 3 kernels), "flash1", "flash2" or "hopper" (FlashAttention-3 style:
     flash2's tiles, loads overlapped with compute). Shapes are (batch, heads, seq, head_dim) for Q and
-    (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc), any sizes (the kernels
-    take powers of two >= 16); None: the fastest predicted (best_blocks; one given: the fastest beside it), or for
-    "hopper" its launch table's (gpusim/passes/hopper.py LAUNCHES). tiles: a gpusim.Tiles in their place, with the launch knobs it
+    (batch, kv_heads, seq_kv, head_dim) for K and V. block_q, block_kv: the tiles (Br, Bc), any sizes (the kernels take
+    powers of two >= 16); None: the fastest predicted (best_blocks; one given, the fastest other); hopper's: its launch
+    table's (passes/hopper.py LAUNCHES; one given, its other). tiles: a gpusim.Tiles in their place, with the knobs it
     sets (num_warps, num_stages; hopper's warp_specialize, mask, overlap, lpt_heads), priced as launched. dtype:
     the storage dtype whose bytes are counted (fp32, fp16, bf16, fp8); None: the arrays' own (float16 -> fp16,
     float32 -> fp32), fp16 for float64 arrays (exact arithmetic on a model of half-precision storage) and in

@@ -21,7 +21,7 @@ from gpusim.hardware import PRESETS, GiB
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
-from gpusim.shape import Tiles, given_tiles
+from gpusim.shape import Tiles, given_tiles, pair
 
 from .interpreter import INTERPRETED
 
@@ -120,12 +120,9 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
 def forward_only(algo, q, k, v):
     """One line where autograd would record q, k or v but a forward-only entry point's output carries no gradient
     (inside the trainable wrappers' forward autograd records nothing, and this passes)."""
-    try:
-        recorded = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    except AttributeError:
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)):
         check_tensors(dict(q=q, k=k, v=v))  # one line naming what is not a tensor
-        raise
-    if recorded:
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         trainable = f"{algo}_attention_trainable" if algo in ("flash2", "naive") else "flash2_attention_trainable"
         raise ValueError(f"q, k or v requires grad, but {algo}_attention is forward-only (its output would carry no "
                          f"gradient): call {trainable}, or run it under torch.no_grad()")
@@ -243,10 +240,9 @@ def check_blocks(block_q, block_kv):
 
 def check_pair(name, blocks):
     """blocks as a (block_q, block_kv) tuple of tl.dot tiles, or one line naming it."""
-    if not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
-        raise ValueError(f"{name}={blocks!r} must be a pair (block_q, block_kv)")
+    blocks = pair(name, blocks)
     check_blocks(*blocks)
-    return tuple(blocks)
+    return blocks
 
 
 def check_device(device):

@@ -239,8 +239,8 @@ def test_a_training_steps_backward_launches_would_be_called_directly(monkeypatch
                                                                     "(torch.float16) must be the forward's"),
     ("naive", lambda q, k, v, o, lse: (q, k, v, q, q), "p is (1, 1, 32, 16) (torch.float16): expected the forward's P"),
     ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse, "grad"), "do is str: expected the output's gradient"),
-    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse.to("meta"), q), "lse on meta: the backward's tensors must be on "
-                                                                        "one device"),
+    ("flash2", lambda q, k, v, o, lse: (q, k, v, o, lse.to("meta"), q),
+     "lse on meta: the backward's tensors must be on one device"),
 ])
 def test_bad_backward_input_raises_one_line(fn, args, message):
     q, k, v = (torch.randn(1, 1, 32, 16, dtype=torch.float16, device=DEVICE) for _ in range(3))

@@ -112,6 +112,9 @@ def test_shard_timeline_title_says_whether_the_transfer_hides():
         title = context.shard_timeline_figure(8, seq, "pcie5").axes[0].get_title()
         assert f"shard {seq // 8:,} tokens" in title and f"(margin {r.overlap_margin:.2f})" in title
         assert ("transfer-bound" in title) == (r.overlap_margin < 1)
+    assert context.simulate(8, 16384, "ulysses", "pcie5").overlap_margin is None  # all-to-alls overlap nothing
+    assert context.shard_timeline_figure(8, 16384, "pcie5", "ulysses").axes[0].get_title().endswith(
+        "no transfer overlaps compute")
 
 
 def test_idle_lines_give_each_strategys_time_and_idle_share():

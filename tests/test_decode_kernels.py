@@ -385,7 +385,6 @@ def test_decode_attention_with_device_lengths_moves_the_models_bytes():
 
 
 @CPU
-@CPU
 @pytest.mark.parametrize("change, message", [
     (dict(lengths=[200, 20]), "cache_seqlens[0]=200 is more than the plan's max_cache_len=96"),
     (dict(lengths=[40, 0]), "cache_seqlens[1]=0: request 1 needs a positive number of cached tokens"),
@@ -407,7 +406,7 @@ def test_interpreted_run_checks_the_values_a_gpu_run_leaves_to_its_caller(change
 
 @CPU
 def test_a_plan_is_checked_whatever_plans_came_before():
-    """The plan's launch is cached by its arguments' types too: heads=2.0 is refused after a plan with heads=2."""
+    """The plan's launch is cached by its arguments' types too: heads=4.0 is refused after a plan with heads=4."""
     kwargs = dict(kv_heads=2, head_dim=16, dtype=torch.float16, device="cpu", max_cache_len=96)
     gpusim_kernels.DecodePlan([40, 20], heads=4, **kwargs)
     with pytest.raises(ValueError, match="heads=4.0 must be a positive integer"):
@@ -416,6 +415,7 @@ def test_a_plan_is_checked_whatever_plans_came_before():
         gpusim_kernels.DecodePlan([40, 20], heads=4, grouped="no", **kwargs)
 
 
+@CPU
 def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
     """With the lengths a tensor on q's device, decode_attention's Python, plan made or kept, converts no
     tensor to a host value: the kernels are recorders, every such conversion raises."""

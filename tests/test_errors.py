@@ -44,6 +44,7 @@ def test_bad_configuration(kwargs, message):
      "link='nvlink4': context parallelism runs the forward of flash2 or hopper, not algo='naive'"),
     (lambda: gpusim.simulate("split_kv", seq_kv=1024, head_dim=64, grouped="no"), "grouped='no' must be True or False"),
     (lambda: gpusim.best_blocks("split_kv", seq=1024, head_dim=64), "algo='split_kv' is not a forward pass"),
+    (lambda: gpusim.best_blocks("flash2_backward", seq=1024, head_dim=64), "algo='flash2_backward' is a backward pass"),
     (lambda: gpusim.best_blocks("flash2", seq=1024, seq_kv=[1024], head_dim=64), "seq_kv=[1024] must be a positive"),
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=0), "GPU 'H200': sm_count=0 must be positive"),
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s=nan must be"),

@@ -215,9 +215,10 @@ def test_bad_input_raises_a_clear_error(shapes, dtypes, kwargs, message):
 
 @RUNS
 @pytest.mark.parametrize("entry", ["naive", "flash1", "flash2", "hopper"])
-def test_arrays_that_are_not_tensors_are_named_in_one_line(entry):
+@pytest.mark.parametrize("grad", [True, False])
+def test_arrays_that_are_not_tensors_are_named_in_one_line(entry, grad):
     q = np.zeros((1, 1, 32, 64), dtype=np.float16)
-    with pytest.raises(ValueError) as err:
+    with torch.set_grad_enabled(grad), pytest.raises(ValueError) as err:
         getattr(gpusim_kernels, f"{entry}_attention")(q, q, q)
     assert str(err.value) == "q is ndarray: expected a 4-d tensor (batch, heads, seq, head_dim)"
 

@@ -3056,5 +3056,5 @@ def test_results_readme_gives_the_gpus_memory_as_each_source_reports_it():
         smi = logs.extractfile("run153/logs/nvidia-smi.txt").read().decode()
     total = int(re.search(r"/\s*(\d+)MiB", smi).group(1))
     hbm = json.loads((RESULTS / "ceilings.json").read_text())["hbm_bytes"] / 2**20
-    assert (f"{total:,} MiB as `nvidia-smi` reports its memory, e.g. in `logs/run153_ncu_flash1.tar.gz`; {hbm:,.0f} MiB "
-            "as torch's `total_memory`, `ceilings.json`'s `hbm_bytes`") in index
+    assert (f"{total:,} MiB as `nvidia-smi` reports its memory, e.g. in `logs/run153_ncu_flash1.tar.gz`; "
+            f"{hbm:,.0f} MiB as torch's `total_memory`, `ceilings.json`'s `hbm_bytes`") in index

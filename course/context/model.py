@@ -151,11 +151,13 @@ def crossover_lines(link_names=("nvlink4-h200-measured", "pcie5", "ib-ndr"), gpu
 
 
 def shard_timeline_figure(gpus, seq, link, strategy="zigzag"):
-    """timeline_figure of a causal pass, titled with its shard and whether the transfer hides (margin 1 or more)."""
+    """timeline_figure of a causal pass, titled with its shard and whether the transfer hides (margin 1 or more;
+    ulysses and allgather overlap no transfer with compute: they have no margin)."""
     r = simulate(gpus, seq, strategy, link)
-    hides = "the transfer hides" if r.overlap_margin >= 1 else "transfer-bound"
-    return timeline_figure(r, title=f"{gpus} GPUs over {link}, shard {seq // gpus:,} tokens: {hides} "
-                                    f"(margin {r.overlap_margin:.2f})")
+    margin = r.overlap_margin
+    hides = ("no transfer overlaps compute" if margin is None else
+             f"{'the transfer hides' if margin >= 1 else 'transfer-bound'} (margin {margin:.2f})")
+    return timeline_figure(r, title=f"{gpus} GPUs over {link}, shard {seq // gpus:,} tokens: {hides}")
 
 
 def idle_lines(gpus, seq, link, strategies=("ring", "zigzag")):

@@ -271,7 +271,7 @@ def check_bytes(puzzle, moved, log):
     counted = puzzle.counted()
     if moved == counted:
         return counted
-    if hasattr(puzzle, "counted_per_program"):
+    if puzzle.counted_per_program is not None:
         from .tiles import bytes_by_program
         bytes_by_program(puzzle, log, moved, counted)
     differ = "; ".join(f"{t} {rw.get(k, 0):,} B {k.split('_')[0]} (expected {counted.get(t, {}).get(k, 0):,})"
@@ -309,7 +309,7 @@ def accesses_here(name, sent, folder, progress=None):
         mine = loads_by_step(run(puzzle, kernel, launcher[0] if launcher else None, inputs, progress)[1], tensors)
     except Stop as stop:
         return stop.status, stop.message
-    if hasattr(puzzle, "schedule"):
+    if puzzle.schedule is not None:
         return rows, mine, schedule_loads(puzzle, tensors), "gpusim's schedule"
     kernel = getattr(solutions, f"{name}_kernel" if puzzle.launcher else name)
     reference = getattr(solutions, name) if puzzle.launcher else None

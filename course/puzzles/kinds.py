@@ -58,6 +58,8 @@ class Puzzle:
     launcher = False  # True: the learner also writes the Python function that allocates and launches
     causal = False  # True: under the causal mask, whose masked steps the checker counts (checker.py, check 5)
     region = None  # region(p): the outputs' part program p writes, where correctness is judged tile by tile
+    counted_per_program = None  # counted_per_program(): gpusim's bytes per program, where a miss is named by program
+    schedule = None  # schedule(): gpusim's steps, where the kernel's loads are shown beside them step by step
     layouts = {}
     counted_by = "gpusim's count"
 
