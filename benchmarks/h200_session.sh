@@ -97,6 +97,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     bench_flash1) python -m benchmarks.bench --out "$OUT/bench_flash1.json" --max-minutes "${BENCH_MINUTES:-3}" \
                     --without naive,torch_naive,sdpa_math,flash2,hopper,sdpa_flash,sdpa_efficient,sdpa_cudnn
                   python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k flash1 -rfE ;;
+    host) python -m benchmarks.host --out "$OUT" ;;
     tensor_pipe) python -m benchmarks.tensor_pipe --out "$OUT" --logs "$OUT/logs" --max-seconds 85 ;;
     ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
     ncu_edges) ncu_pair ncu_edges --algos flash2,hopper --seqs 24576,65536 ;;

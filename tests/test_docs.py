@@ -2,6 +2,7 @@
 first line is `# needs a GPU` runs only where CUDA is (the GPU suite); every other block runs here."""
 import ast
 import io
+import json
 import os
 import re
 import sys
@@ -109,3 +110,22 @@ def test_every_python_m_the_docs_name_runs_a_module_of_the_project():
             if not script.exists() or (script.name != "__main__.py" and "__main__" not in script.read_text()):
                 missing.append((path.relative_to(ROOT).as_posix(), name))
     assert not missing, missing
+
+
+def test_every_h200_session_job_the_docs_name_is_one_it_runs():
+    """Each job of `h200_session.sh JOB` or `h200_session.sh "JOB JOB ..."` that a doc names is a case of the script."""
+    script = (ROOT / "benchmarks" / "h200_session.sh").read_text()
+    jobs = set(re.findall(r"^    ([a-z0-9_]+)\) ", script, flags=re.M))
+    named = set()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "results" / "h200" / "README.md"]:
+        for quoted, bare in re.findall(r'h200_session\.sh (?:"([a-z0-9_ ,]+)"|([a-z0-9_]+))', path.read_text()):
+            named |= set(re.split(r"[ ,]+", quoted or bare))
+    assert named and named <= jobs, named - jobs
+
+
+def test_perf_md_quotes_host_jsons_span_of_a_calls_time():
+    rows = json.loads((ROOT / "results" / "h200" / "host.json").read_text())["rows"]
+    us = [r["us"] for r in rows if r.get("us")]
+    assert f"against {min(us):.0f}–{max(us):.0f} µs a call in `host.json`" in " ".join(
+        (ROOT / "docs" / "perf.md").read_text().split())
+
