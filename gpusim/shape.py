@@ -12,6 +12,7 @@ from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, check_dtype
 from .tiling import Tiling
 
 MAX_SEQ = 1 << 40  # the longest sequence counted: closed forms are exact integers at any N, but a limit says so
+MAX_WARPS = 32  # a thread block's 1,024 threads at most (CUDA C++ Programming Guide, Technical Specifications)
 MIN_BLOCK = 16  # the smallest tile a tensor-core matmul takes (mma.sync m16n8k16; Triton's tl.dot needs 16)
 MIN_ROWS = MIN_BLOCK  # a decode program's query rows are padded up to tl.dot's smallest tile
 INDEX_BYTES = 4  # int32: block-table entries and cache lengths (kernels/decode.py)
@@ -75,11 +76,12 @@ class Tiles:
     lpt_heads: int | None = None
 
     def __post_init__(self):
-        # any positive tile, as Python ints (the model runs the paper's algorithm at any; the kernels take powers of two)
+        # any positive tile, as a Python int (the model runs the paper's algorithm at any; kernels take powers of 2)
         object.__setattr__(self, "block_q", positive_int("block_q", self.block_q))
         object.__setattr__(self, "block_kv", positive_int("block_kv", self.block_kv))
-        if self.num_warps is not None:
-            power_of_two("num_warps", self.num_warps, 1)
+        if self.num_warps is not None and power_of_two("num_warps", self.num_warps, 1) > MAX_WARPS:
+            raise ValueError(f"num_warps={self.num_warps} is more than the {MAX_WARPS} warps ({MAX_WARPS * 32:,} "
+                             "threads) a thread block may have")
         if self.num_stages is not None:
             positive_int("num_stages", self.num_stages)
         for name, value in self.knobs.items():

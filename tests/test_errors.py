@@ -163,6 +163,8 @@ def test_what_the_kernels_cannot_run_is_refused(algo, kwargs, message):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(block_q=0, block_kv=64), "block_q=0 must be a positive integer"),
     (dict(block_q=64, block_kv=64, num_warps=3), "num_warps=3 must be a power of two >= 1"),
+    (dict(block_q=64, block_kv=64, num_warps=64), "num_warps=64 is more than the 32 warps (1,024 threads) a thread "
+                                                  "block may have"),
     (dict(block_q=64, block_kv=64, mask="diagonal"), "mask='diagonal' is not one of every, branch, split"),
 ])
 def test_tiles_are_checked_when_made(kwargs, message):
