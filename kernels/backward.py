@@ -21,8 +21,8 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_inputs, check_pair, detect_gpu, launch, metas,
-                     op_fields, op_keywords, options, signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, launch,
+                     metas, op_fields, op_keywords, options, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -143,7 +143,8 @@ def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts)
     """The checked Launch of a backward for tensors {q, k, v, do, and what the forward saved}: built once per
     key (as kernels/launch.py's forward_launch), then a look-up. parts(cfg, saved): the grids and constants,
     after checking the saved tensors' Meta against cfg."""
-    given_tiles(tiles, block_q, block_kv)  # one line, before the key is hashed
+    given_tiles(tiles, block_q, block_kv)  # one line each, before the key is hashed
+    check_gpu(gpu)
     return _cached_backward(algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
 
 

@@ -19,7 +19,7 @@ from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache,
 from gpusim.shape import REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_head_dim, detect_gpu, launch
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, launch
 
 
 @triton.jit
@@ -205,6 +205,7 @@ class DecodePlan:
             raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
         check_head_dim(head_dim)
         check_device(device)
+        check_gpu(gpu)
         lengths = host_lengths(cache_seqlens)
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
         self.max_cache_len = _capacity(max_cache_len, lengths)

@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.compiler.compiler import CompiledKernel
 
-from gpusim.hardware import PRESETS, GiB
+from gpusim.hardware import GPU, PRESETS, GiB
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
@@ -112,9 +112,16 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     look-up. tiles: a gpusim.Tiles, or None and block_q, block_kv (not both); parts(cfg): the kernels' grids and
     constants, {kernel: ...} each, their tiles and launch options gpusim's (constants)."""
     forward_only(algo, q, k, v)
+    check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
                          INTERPRETED)
+
+
+def check_gpu(gpu):
+    """One line for a gpu the launch's cache cannot key on: None (detected), a preset's name or a gpusim.GPU."""
+    if gpu is not None and not isinstance(gpu, (str, GPU)):
+        raise ValueError(f"gpu={gpu!r} must be a preset's name (python -m gpusim gpus) or a gpusim.GPU")
 
 
 def forward_only(algo, q, k, v):
