@@ -335,8 +335,10 @@ def to_device(host, device):
 
 
 def host_lengths(cache_seqlens):
-    """The plan's lengths as a tuple of Python ints, from ints or a CPU tensor; a device tensor is refused
-    (reading it would synchronise)."""
+    """The plan's lengths as a tuple of Python ints, from ints, a CPU tensor or a NumPy array; a device tensor is
+    refused (reading it would synchronise)."""
+    if not isinstance(cache_seqlens, (list, tuple, range, torch.Tensor)):  # a NumPy array, or one number
+        cache_seqlens = torch.as_tensor(cache_seqlens)
     if isinstance(cache_seqlens, torch.Tensor):
         if cache_seqlens.device.type != "cpu":
             raise ValueError(f"cache_seqlens is on {cache_seqlens.device}: a plan takes the lengths from the host "
@@ -344,7 +346,9 @@ def host_lengths(cache_seqlens):
         if cache_seqlens.dtype.is_floating_point or cache_seqlens.dtype.is_complex or cache_seqlens.dim() != 1:
             raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected 1-d "
                              "integers")
-        return tuple(cache_seqlens.tolist())
+        cache_seqlens = cache_seqlens.tolist()
+    if not len(cache_seqlens):
+        raise ValueError("cache_seqlens is empty: a plan needs one length per request")
     return tuple(cache_seqlens)
 
 

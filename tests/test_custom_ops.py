@@ -1,7 +1,10 @@
 """The entry points as torch custom ops: torch.compile(fullgraph=True) runs them without a graph break (under
 fullgraph a break raises) and gets what the eager call gives; the trainable one differentiates through
-register_autograd. On CPU in Triton's interpreter with the "eager" and "aot_eager" backends; with a GPU,
-compiled by inductor as well."""
+register_autograd. On CPU in Triton's interpreter with the "eager" and "aot_eager" backends, and inductor where a C++
+compiler is; with a GPU, compiled by inductor as well."""
+import os
+import shutil
+
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -13,6 +16,9 @@ from gpusim_kernels.interpreter import INTERPRETED
 DEVICE = "cpu" if INTERPRETED else "cuda"
 RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
 SM90 = not INTERPRETED and torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+CPU = pytest.mark.skipif(not INTERPRETED, reason="CPU tensors need Triton's interpreter: TRITON_INTERPRET=1")
+# inductor's CPU backend compiles C++ (torch._inductor.cpp_builder: $CXX, else g++), which pip cannot install
+CXX = pytest.mark.skipif(not shutil.which(os.environ.get("CXX", "g++")), reason="inductor on CPU needs a C++ compiler")
 BACKENDS = ["eager", "aot_eager"] + ([] if INTERPRETED else ["inductor"])
 
 
@@ -76,6 +82,30 @@ def test_compiled_training_step_equals_eager(backend):
     # from the same kernels on dO = 2 O (exact either way), bit for bit
     torch.testing.assert_close(compiled_loss, loss, rtol=768 * 2.0**-24, atol=0)
     assert all(torch.equal(a, b) for a, b in zip(grads, compiled_grads))
+
+
+def quick_inductor():
+    """Inductor's CPU backend compiling in this process with plain C++ loops: no pool of compile workers, no probe
+    programs for the CPU's vector instructions (a cold training step compiles in 2.5 s rather than 10 s)."""
+    from torch._inductor import config
+    return config.patch({"compile_threads": 1, "cpp.vec_isa_ok": False})
+
+
+# The inductor rows' CPU twins: inductor's CPU backend (C++ for the ops around ours, which stays an extern call
+# sized by its register_fake) around the kernels in Triton's interpreter; the same checks at the same small shapes.
+@CPU
+@CXX
+@pytest.mark.parametrize("name", FORWARDS)
+def test_inductor_forward_on_cpu_tensors_equals_eager(name):
+    with quick_inductor():
+        test_compiled_forward_equals_eager(name, "inductor")
+
+
+@CPU
+@CXX
+def test_inductor_training_step_on_cpu_tensors_equals_eager():
+    with quick_inductor():
+        test_compiled_training_step_equals_eager("inductor")
 
 
 @RUNS

@@ -282,6 +282,9 @@ def test_plan_run_never_reads_the_device(monkeypatch):
      "block_table[1, 1]=25 is out of range for request 1: the cache has 20 pages (0..19)"),
     (lambda: dict(block_table=[[0, 1, 2], [3, 4, 5]]), "block_table was given without num_pages"),
     (lambda: dict(dtype=torch.float64), "dtype=torch.float64: supported are"),
+    (lambda: dict(cache_seqlens=[]), "cache_seqlens is empty: a plan needs one length per request"),
+    (lambda: dict(cache_seqlens=40), "cache_seqlens is torch.int64 (): expected 1-d integers"),
+    (lambda: dict(gpu={}), "gpu={} must be a preset's name"),
 ])
 def test_bad_plan_gives_one_line(make, message):
     kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
@@ -402,6 +405,12 @@ def test_interpreted_run_checks_the_values_a_gpu_run_leaves_to_its_caller(change
         plan.run(q, k, v, change.get("table", lambda t: t)(plan.block_table.clone()), lengths,
                  **change.get("options", {}))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+def test_a_plan_takes_its_lengths_as_a_numpy_array_too():
+    kwargs = dict(heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE, max_cache_len=96)
+    assert gpusim_kernels.DecodePlan(np.array([40, 20]), **kwargs).lengths == (40, 20)
 
 
 @CPU

@@ -48,6 +48,39 @@ def skip_unless_runnable(code):
         pytest.skip("the example runs the kernels in Triton's interpreter on CPU; the GPU suite runs them compiled")
 
 
+# Each `# needs a GPU` block's CPU twin: the block's text with these (old, new) replaced, so that it runs on CPU tensors
+# at small shapes in Triton's interpreter; every old must be in the block (an example changed, its twin follows).
+CPU_TWINS = {
+    "docs/hopper.md#0": [('device="cuda"', 'device="cpu"'),
+                         ("torch.randn(2, 8, 1024, 128,", "torch.randn(1, 2, 64, 64,")],
+}
+
+
+def gpu_blocks():
+    return [pytest.param(*block.values, CPU_TWINS.get(block.id), id=block.id) for block in blocks()
+            if block.values[0].startswith(GPU_MARK)]
+
+
+def test_every_gpu_example_has_a_cpu_twin():
+    assert sorted(block.id for block in gpu_blocks()) == sorted(CPU_TWINS)
+
+
+@pytest.mark.skipif(not os.environ.get("TRITON_INTERPRET"), reason="the twin runs the kernels in Triton's interpreter")
+@pytest.mark.parametrize("code, swaps", gpu_blocks())
+def test_gpu_example_runs_on_cpu_tensors(code, swaps):
+    """test_example_runs for a block that needs a GPU, rewritten by its CPU_TWINS entry."""
+    assert swaps, "add the block's CPU twin to CPU_TWINS"
+    for module in ("torch", "triton"):
+        pytest.importorskip(module, reason="the example needs the `kernels` extra (Linux)")
+    for old, new in swaps:
+        assert old in code, old
+        code = code.replace(old, new)
+    assert '"cuda"' not in code  # nothing left on the GPU
+    module = types.ModuleType("gpusim_doc_example")
+    sys.modules[module.__name__] = module
+    exec(compile(code, "<doc example, on CPU>", "exec"), module.__dict__)
+
+
 def claims(code):
     """{line of a print call: [(index of the first argument on a line, the value its comment states)]}: each line of a
     print(...) call whose trailing comment begins with a Python literal (before any ':', or its first word) states the

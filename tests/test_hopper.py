@@ -14,6 +14,7 @@ error is recorded against the fp16 kernel's error on the same inputs (fp8_over_f
 log-sum-exp's absolute error is bounded by 8u: the scores carry the rounding of q and k (2u relative to
 |q||k|/sqrt(d)), a few times |s| itself.
 """
+import functools
 import json
 import os
 import re
@@ -241,6 +242,14 @@ print(json.dumps(dict(table=compile("every", False), branch=compile("branch", Tr
 """
 
 
+@functools.cache
+def sm90_compiled_on_cpu():
+    """SM90_COMPILE's kernels, compiled for sm_90 by Triton without a GPU (once for the tests that read them)."""
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True, text=True, timeout=900)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 @CPU
 def test_sm90_compiler_on_cpu():
     """Triton compiles sm_90 code without a GPU (its own ptxas). The warp-specialized launch becomes 12 warps (a
@@ -248,9 +257,7 @@ def test_sm90_compiler_on_cpu():
     branch in its loop leaves it unspecialized (4 warps), a second loop makes the specializer fail: the reasons
     hopper_attention refuses warp_specialize=True with mask='branch' or 'split'. A software-pipelined launch
     takes the host's descriptors and writes none."""
-    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True, text=True, timeout=900)
-    compiled = json.loads(out.stdout.splitlines()[-1])
+    compiled = sm90_compiled_on_cpu()
     assert compiled["table"] == [12, 3 * DESCRIPTOR_BYTES]
     assert compiled["branch"][0] == 4 and compiled["split"] == "failed"
     assert compiled["swp"] == [8, 0]  # descriptors made on the host: no global scratch
@@ -266,6 +273,18 @@ def test_sm90_descriptor_scratch():
     swp = compiled_kernel(q, q, q, block_q=128, warp_specialize=False, num_warps=8, num_stages=3)
     assert swp.metadata.global_scratch_size == descriptor_scratch_bytes(batch=2, heads=3, seq=1000, block_q=128,
                                                                         warp_specialize=False) == 0
+
+
+@CPU
+def test_sm90_descriptor_scratch_on_cpu():
+    """test_sm90_descriptor_scratch's check on the d = 128, 128-row-tile kernels Triton compiles for sm_90 on CPU
+    (compiled_kernel needs the GPU): the warp-specialized kernel's global scratch per program, over a (2, 3, 1000)
+    launch's programs, is descriptor_scratch_bytes; the software-pipelined kernel's is none, as it says."""
+    compiled = sm90_compiled_on_cpu()
+    programs = 2 * 3 * 8  # 1000 rows in Q blocks of 128
+    assert compiled["table"][1] * programs == descriptor_scratch_bytes(batch=2, heads=3, seq=1000, block_q=128)
+    assert compiled["swp"][1] == descriptor_scratch_bytes(batch=2, heads=3, seq=1000, block_q=128,
+                                                          warp_specialize=False) == 0
 
 
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
