@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, check_dtype
+from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, WARP, check_dtype
 from .tiling import Tiling
 
 MAX_SEQ = 1 << 40  # the longest sequence counted: closed forms are exact integers at any N, but a limit says so
@@ -80,7 +80,7 @@ class Tiles:
         object.__setattr__(self, "block_q", positive_int("block_q", self.block_q))
         object.__setattr__(self, "block_kv", positive_int("block_kv", self.block_kv))
         if self.num_warps is not None and power_of_two("num_warps", self.num_warps, 1) > MAX_WARPS:
-            raise ValueError(f"num_warps={self.num_warps} is more than the {MAX_WARPS} warps ({MAX_WARPS * 32:,} "
+            raise ValueError(f"num_warps={self.num_warps} is more than the {MAX_WARPS} warps ({MAX_WARPS * WARP:,} "
                              "threads) a thread block may have")
         if self.num_stages is not None:
             positive_int("num_stages", self.num_stages)

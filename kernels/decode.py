@@ -7,6 +7,7 @@ is read once per group. Ungrouped, one program per (query head, request, split) 
 online softmax runs in fp32 (m_i, l_i, acc); the partial O and LSE are fp32. What moves, and the names,
 are gpusim/decode.py's: trace_io's counts equal its closed form byte for byte.
 """
+import numbers
 from dataclasses import replace
 from functools import lru_cache
 
@@ -174,9 +175,9 @@ class DecodePlan:
                       page_size=16, max_cache_len=131072)
     for layer in layers: o = plan.run(q, k_cache, v_cache, block_table)
 
-    cache_seqlens: the tokens cached per request, Python ints or a CPU tensor (the batch is its length): a
-    plan is made on the host and never reads the device. max_cache_len: the plan's capacity, the most tokens a
-    request may hold while the plan is used; paged, the block table run reads has at least
+    cache_seqlens: the tokens cached per request, Python ints, a CPU tensor or a NumPy array (the batch is its
+    length): a plan is made on the host and never reads the device. max_cache_len: the plan's capacity, the most
+    tokens a request may hold while the plan is used; paged, the block table run reads has at least
     ceil(max_cache_len / page_size) columns (the plan's `pages`); contiguous (page_size None), the cache holds
     at least max_cache_len positions per request. The plan checks everything once (one line naming the value
     and its limit), chooses num_splits (gpusim.decode's rule, for the longest request at plan time, unless
@@ -338,7 +339,11 @@ def host_lengths(cache_seqlens):
     """The plan's lengths as a tuple of Python ints, from ints, a CPU tensor or a NumPy array; a device tensor is
     refused (reading it would synchronise)."""
     if not isinstance(cache_seqlens, (list, tuple, range, torch.Tensor)):  # a NumPy array, or one number
-        cache_seqlens = torch.as_tensor(cache_seqlens)
+        try:
+            cache_seqlens = torch.as_tensor(cache_seqlens)
+        except (TypeError, RuntimeError, ValueError):
+            raise ValueError(f"cache_seqlens is {type(cache_seqlens).__name__}: expected one length per request, "
+                             "as Python ints, a CPU tensor or a NumPy array") from None
     if isinstance(cache_seqlens, torch.Tensor):
         if cache_seqlens.device.type != "cpu":
             raise ValueError(f"cache_seqlens is on {cache_seqlens.device}: a plan takes the lengths from the host "
@@ -349,7 +354,7 @@ def host_lengths(cache_seqlens):
         cache_seqlens = cache_seqlens.tolist()
     if not len(cache_seqlens):
         raise ValueError("cache_seqlens is empty: a plan needs one length per request")
-    return tuple(cache_seqlens)
+    return tuple(int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) else n for n in cache_seqlens)
 
 
 def _capacity(max_cache_len, lengths):

@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.compiler.compiler import CompiledKernel
 
-from gpusim.hardware import GPU, PRESETS, GiB
+from gpusim.hardware import GPU, PRESETS, GiB, get_gpu
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
@@ -119,9 +119,10 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
 
 
 def check_gpu(gpu):
-    """One line for a gpu the launch's cache cannot key on: None (detected), a preset's name or a gpusim.GPU."""
+    """One line for a gpu the launch's cache cannot key on (a dict): the entry points take None (detected), a
+    preset's name or a gpusim.GPU."""
     if gpu is not None and not isinstance(gpu, (str, GPU)):
-        raise ValueError(f"gpu={gpu!r} must be a preset's name (python -m gpusim gpus) or a gpusim.GPU")
+        get_gpu(gpu)  # the one line every entry point gives: the known presets
 
 
 def forward_only(algo, q, k, v):

@@ -284,7 +284,8 @@ def test_plan_run_never_reads_the_device(monkeypatch):
     (lambda: dict(dtype=torch.float64), "dtype=torch.float64: supported are"),
     (lambda: dict(cache_seqlens=[]), "cache_seqlens is empty: a plan needs one length per request"),
     (lambda: dict(cache_seqlens=40), "cache_seqlens is torch.int64 (): expected 1-d integers"),
-    (lambda: dict(gpu={}), "gpu={} must be a preset's name"),
+    (lambda: dict(gpu={}), "unknown gpu={}: known GPUs are"),
+    (lambda: dict(cache_seqlens=(n for n in [40, 20])), "cache_seqlens is generator: expected one length per request"),
 ])
 def test_bad_plan_gives_one_line(make, message):
     kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
@@ -410,7 +411,8 @@ def test_interpreted_run_checks_the_values_a_gpu_run_leaves_to_its_caller(change
 @RUNS
 def test_a_plan_takes_its_lengths_as_a_numpy_array_too():
     kwargs = dict(heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE, max_cache_len=96)
-    assert gpusim_kernels.DecodePlan(np.array([40, 20]), **kwargs).lengths == (40, 20)
+    for lengths in (np.array([40, 20]), [np.int64(40), np.int32(20)]):
+        assert gpusim_kernels.DecodePlan(lengths, **kwargs).lengths == (40, 20)
 
 
 @CPU

@@ -151,7 +151,7 @@ def test_every_h200_session_job_the_docs_name_is_one_it_runs():
     jobs = set(re.findall(r"^    ([a-z0-9_]+)\) ", script, flags=re.M))
     named = set()
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "results" / "h200" / "README.md"]:
-        for quoted, bare in re.findall(r'h200_session\.sh (?:"([a-z0-9_ ,]+)"|([a-z0-9_]+))', path.read_text()):
+        for quoted, bare in re.findall(r'h200_session\.sh\s+(?:"([a-z0-9_ ,]+)"|([a-z0-9_]+))', path.read_text()):
             named |= set(re.split(r"[ ,]+", quoted or bare))
     assert named and named <= jobs, named - jobs
 
@@ -161,4 +161,3 @@ def test_perf_md_quotes_host_jsons_span_of_a_calls_time():
     us = [r["us"] for r in rows if r.get("us")]
     assert f"against {min(us):.0f}–{max(us):.0f} µs a call in `host.json`" in " ".join(
         (ROOT / "docs" / "perf.md").read_text().split())
-

@@ -247,6 +247,7 @@ def sm90_compiled_on_cpu():
     """SM90_COMPILE's kernels, compiled for sm_90 by Triton without a GPU (once for the tests that read them)."""
     env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-c", SM90_COMPILE], env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.splitlines()[-1])
 
 
