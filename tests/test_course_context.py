@@ -4,11 +4,18 @@ the two-GPU file."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import gpusim
+from gpusim_course import prose
 from gpusim_course.context import exercises as context_exercises, model as context, widgets as context_widgets
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cp_fixture.json"
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def _markdown(name):
+    return prose.markdown(NOTEBOOKS / name)
 
 
 def test_merge_exercise_accepts_the_solution_and_explains_the_usual_mistakes():
@@ -93,10 +100,24 @@ def test_send_lines_set_each_strategy_beside_the_rings_formula():
 def test_max_context_lines_give_context_scalings_longest_sequence_per_gpu_count():
     """Notebook 13's motivation printed max_context from a loop in a cell, the layer's shape typed in."""
     lines = context.max_context_lines((1, 8))
-    for p, line in zip((1, 8), lines):
-        n = gpusim.context_scaling.max_context("zigzag", p, causal=True, heads=32, kv_heads=8, head_dim=128,
-                                               dtype="bf16", gpu="H200")
-        assert line == f"{p:3} x H200: one layer's attention fits up to N = {n:,} tokens"
+    n = {p: gpusim.context_scaling.max_context("zigzag", p, causal=True, heads=32, kv_heads=8, head_dim=128,
+                                               dtype="bf16", gpu="H200") for p in (1, 8)}
+    assert lines == [f"  1 x H200: one layer's attention fits up to N = {n[1]:,} tokens",
+                     f"  8 x H200: one layer's attention fits up to N = {n[8]:,} tokens ({n[8] / n[1]:.1f}x one GPU's)"]
+
+
+def test_p_gpus_hold_about_p_over_two_times_one_gpus_context():
+    """Notebook 13 said "P GPUs hold a context about P times longer"; its own lines printed 29M tokens on 8 GPUs
+    against 7.3M on one (4x): each GPU of a ring also keeps a K/V receive buffer and the fp32 partial O and LSE,
+    which for this layer double its bytes per token. The prose now says P/2, as the printed factors do."""
+    shape = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200", link="nvlink4", causal=True)
+    probe = 2 * 64 * 64  # a multiple of every GPU count's unit, 2P
+    per_token = {p: gpusim.context_scaling.peak_bytes("zigzag", p, probe, **shape) * p / probe for p in (1, 8, 64)}
+    assert per_token[8] == pytest.approx(2 * per_token[1]) and per_token[64] == pytest.approx(per_token[8])
+    for line, p in zip(context.max_context_lines((8, 64)), (8, 64)):
+        assert line.endswith(f"({p / 2:.1f}x one GPU's)")
+    text = "".join(_markdown("13_beyond_one_gpu.ipynb"))
+    assert "about P/2 times longer than one, not P times" in text and "about P times longer" not in text
 
 
 def test_crossover_lines_give_the_closed_forms_shard_for_each_link():
@@ -104,6 +125,36 @@ def test_crossover_lines_give_the_closed_forms_shard_for_each_link():
     mha, gqa = (context.crossover_tokens("pcie5", heads=32, kv_heads=kv) for kv in (32, 8))
     assert gqa == mha / 4  # the K/V heads a step receives: a quarter of multi-head attention's
     assert f"{mha:,.0f} tokens (MHA), {gqa:,.0f} (GQA 32/8)" in line and line.startswith("H200 over pcie5")
+
+
+def test_crossover_lines_give_each_links_factor_over_the_first():
+    """Notebook 13's summary said "about six times more over PCIe or one InfiniBand NDR port", a figure no cell
+    printed (5.6x and 7.2x): the lines print the factors, the prose says "several times"."""
+    nv, pcie, ib = context.crossover_lines()
+    first = context.crossover_tokens("nvlink4-h200-measured")
+    assert "x nvlink4" not in nv
+    for line, link in ((pcie, "pcie5"), (ib, "ib-ndr")):
+        factor = context.crossover_tokens(link) / first
+        assert factor > 2 and line.endswith(f"; {factor:.1f}x nvlink4-h200-measured's")
+    assert "about six times" not in "".join(_markdown("13_beyond_one_gpu.ipynb"))
+
+
+def test_step_line_shows_the_mask_halving_the_flops_and_the_rate_under_the_peak():
+    """Notebook 13 explained gpusim's crossover below the closed form's by the rate alone; its zigzag steps under the
+    mask also do half the closed form's FLOPs (which pushes the crossover up). The line prints both; the rate's
+    shortfall must outweigh the halving, or the crossover would not sit below the closed form's."""
+    peak = gpusim.get_gpu("H200").matmul_flops_per_s("bf16")
+    for seq in (16384, 262144):
+        r = context.simulate(8, seq, "zigzag", "pcie5")
+        c, g = seq // 8, r.gpu_rank
+        moving = [s for s, t in enumerate(r.step_transfer_s) if t]
+        tight = min(moving, key=lambda s: r.compute_s[s, g] / r.step_transfer_s[s])
+        flops, compute = r.flops_matmul_by_step[tight, g], r.compute_s[tight, g]
+        share, rate = flops / (4 * c * c * 128 * 32), flops / compute
+        assert share == pytest.approx(0.5, rel=0.05) and rate / peak < share  # compute longer than the closed form's
+        line = context.step_line(8, seq, "pcie5")
+        assert f"({share:.2f} of the closed form's 4c²dH) at {rate / 1e12:.0f} TFLOP/s ({rate / peak:.0%}" in line
+        assert line.endswith(f"compute / transfer = {r.overlap_margin:.2f}")
 
 
 def test_shard_timeline_title_says_whether_the_transfer_hides():
@@ -118,12 +169,18 @@ def test_shard_timeline_title_says_whether_the_transfer_hides():
 
 
 def test_idle_lines_give_each_strategys_time_and_idle_share():
-    lines = context.idle_lines(4, 16384, "nvlink4")
+    """The lines set each causal pass beside the unmasked one: notebook 13 said plain ring "takes about as long as
+    with no mask" and printed no unmasked time to check it against."""
+    lines = context.idle_lines(4, 65536, "nvlink4-h200-measured")
+    share = {}
     for strategy, line in zip(("ring", "zigzag"), lines):
-        r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=4, strategy=strategy, link="nvlink4",
-                            **context.SHAPE)
-        assert line == f"{strategy:7}: {r.predicted_time_s * 1e3:7.2f} ms, GPUs idle {context.idle_share(r):.0%} " \
-                       "of the time"
+        r, full = (gpusim.simulate("flash2", seq=65536, causal=causal, gpus=4, strategy=strategy,
+                                   link="nvlink4-h200-measured", **context.SHAPE) for causal in (True, False))
+        share[strategy] = r.predicted_time_s / full.predicted_time_s
+        assert line == f"{strategy:7}: {r.predicted_time_s * 1e3:7.2f} ms ({share[strategy]:.2f} x its " \
+                       f"{full.predicted_time_s * 1e3:.2f} ms without the mask), GPUs idle " \
+                       f"{context.idle_share(r):.0%} of the time"
+    assert share["zigzag"] < 0.6 < 0.8 < share["ring"]  # ring saves little of the unmasked time, zigzag about half
 
 
 def test_strategy_rows_are_gpusims_time_bytes_and_peak_per_strategy():
@@ -134,3 +191,35 @@ def test_strategy_rows_are_gpusims_time_bytes_and_peak_per_strategy():
                             **context.SHAPE)
         assert row == {"strategy": row["strategy"], "ms (8 GPUs, N 16K, causal)": r.predicted_time_s * 1e3,
                        "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GB)": r.hbm_peak_bytes / 1e9}
+
+
+def test_two_gpu_lines_read_the_model_chart_as_the_prose_does():
+    """Notebook 13's two-GPU chart had no reading after it; the lines print gpusim's curves (the chart's MHA layer)
+    and the prose after the chart says what they show: slower than one GPU at the shortest N, near twice one GPU's
+    speed at the longest without the mask, and under it ring and all-gather well short of that."""
+    speed = {}
+    for causal in (False, True):
+        ms = context.two_gpu_model(causal)
+        for strategy in context.STRATEGIES:
+            speed[causal, strategy] = [one / two for one, two in zip(ms[context.ONE_GPU], ms[strategy])]
+    lines = context.two_gpu_lines()
+    assert len(lines) == 8
+    for line, key in zip(lines, speed):
+        x = speed[key]
+        assert f"{x[0]:.2f}x one GPU's speed at N = 1,024, {x[-1]:.2f}x at N = 262,144" in line
+        faster = next(n for n, v in zip(context.TWO_GPU_SEQS, x) if v > 1)
+        assert line.endswith(f"faster than one GPU from N = {faster:,}") and x[0] < 1
+    assert all(speed[False, s][-1] > 1.9 for s in context.STRATEGIES)
+    assert max(speed[True, "ring"][-1], speed[True, "allgather"][-1]) < 1.5
+    assert min(speed[True, "zigzag"][-1], speed[True, "ulysses"][-1]) > 1.9
+    labels = {line.get_label() for line in context.measured_figure(None).axes[0].get_lines()}
+    assert labels == {f"{s} (model)" for s in context.STRATEGIES} | {"one GPU, flash2 (model)"}
+
+
+def test_notebook13_defines_its_terms_before_the_cells_that_use_them():
+    """"margin" titled notebook 13's timelines and "node8-nvlink4" headed its table before the prose said what they
+    are; the overlap margin is defined with the overlap condition, the topologies with the table."""
+    cells = _markdown("13_beyond_one_gpu.ipynb")
+    at = {term: next(i for i, t in enumerate(cells) if term in t) for term in
+          ("**overlap margin**", "`node8-nvlink4`", "Read the overlap margin column", "## Predictions past")}
+    assert at["**overlap margin**"] < at["`node8-nvlink4`"] < at["## Predictions past"]

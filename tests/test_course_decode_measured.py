@@ -169,3 +169,41 @@ def test_split_rule_launch_is_gpusims_split_kv_on_the_measured_h200():
     want = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, page_size=16,
                            gpu=dm.GPU)
     assert (r.config.num_splits, r.predicted_time_s) == (want.config.num_splits, want.predicted_time_s)
+
+
+def test_decode_benefit_parts_multiply_out_to_the_tables_gpusim_column(data):
+    """Notebook 8's table gives gpusim's decode benefit as 26x at a 128K cache, batch 1, far above prefill's, and the
+    prose explained only torch's measured factor. The parts split gpusim's into the DRAM bytes (naive reads K and V
+    once per query head: the group's factor once the cache outgrows the L2) times the bytes per second (at batch 1
+    the naive softmax and PV kernels launch one program per query row, fewer than the SMs)."""
+    table = [r for r in dm.helps_most(data, read("bench.json")) if r["scenario"].startswith("decode")]
+    parts = dm.decode_benefit_parts(data)
+    g = gpusim.get_gpu(dm.GPU)
+    assert [(p["scenario"], p["batch"]) for p in parts] == [(r["scenario"], r["batch"]) for r in table]
+    for p, row in zip(parts, table):
+        assert p["benefit"] == row["FA benefit, gpusim"]
+        assert p["bytes"] * p["rate"] == pytest.approx(p["benefit"])
+        naive = gpusim.simulate("naive", batch=p["batch"], seq=1, seq_kv=int(p["scenario"].split()[1][:-1]) * 1024,
+                                heads=32, kv_heads=8, head_dim=128, dtype="fp16", gpu=dm.GPU)
+        assert p["fewest programs"] == min(k.programs for k in naive.kernels) and p["SMs"] == g.sm_count
+    short, long = parts[0], parts[1]  # batch 1: a 4K cache (in the L2) and a 128K one
+    kv = {n: 2 * n * 8 * 128 * 2 for n in (4096, 131072)}  # K and V bytes of one request, fp16
+    assert kv[4096] < g.l2_bytes < kv[131072]
+    assert short["bytes"] < 1.1 and long["bytes"] == pytest.approx(32 / 8, rel=0.05)
+    assert long["fewest programs"] == 32 < g.sm_count and long["rate"] > long["bytes"]
+    line = dm.decode_benefit_lines([long])[0]
+    assert line == (f"decode, 128K cache, batch 1: {long['benefit']:.1f}x = {long['bytes']:.2f}x the DRAM bytes × "
+                    f"{long['rate']:.2f}x the bytes per second (naive softmax and pv: {long['fewest programs']} "
+                    f"programs for {g.sm_count} SMs)")
+
+
+def test_notebook8s_prediction_prompt_counts_the_multiply_adds_the_table_prints(data):
+    """Notebook 8 said a decode step "does two multiply-adds with each" cached element, i.e. 2 FLOPs per fp16 byte;
+    its table prints about 4: each element meets one multiply-add per query head of its group (32 / 8 here)."""
+    from gpusim_course import prose
+    decode_rows = [r for r in dm.helps_most(data, read("bench.json")) if r["scenario"].startswith("decode")]
+    group, itemsize = 32 // 8, 2
+    for r in decode_rows:
+        assert r["FLOPs per DRAM byte (gpusim)"] == pytest.approx(2 * group / itemsize, rel=0.1)
+    text = "".join(prose.markdown(ROOT / "notebooks" / "08_inference.ipynb"))
+    assert "two multiply-adds" not in text and "one multiply-add with each element per query head" in text

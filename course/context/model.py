@@ -134,20 +134,47 @@ def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
 
 
 def max_context_lines(gpu_counts=(1, 8, 64), strategy="zigzag"):
-    """Per GPU count: the longest causal sequence whose one layer of attention (SHAPE's) fits each GPU's HBM."""
-    return [f"{p:3} x {SHAPE['gpu']}: one layer's attention fits up to N = "
-            f"{context_scaling.max_context(strategy, p, causal=True, **SHAPE):,} tokens" for p in gpu_counts]
+    """Per GPU count: the longest causal sequence whose one layer of attention (SHAPE's) fits each GPU's HBM, and,
+    past one GPU, how many times one GPU's that is (P/2, not P: each GPU of a ring also keeps a K/V receive buffer
+    and the fp32 partial O and LSE, which double its bytes per token)."""
+    one = context_scaling.max_context(strategy, 1, causal=True, **SHAPE)
+    out = []
+    for p in gpu_counts:
+        n = context_scaling.max_context(strategy, p, causal=True, **SHAPE)
+        out.append(f"{p:3} x {SHAPE['gpu']}: one layer's attention fits up to N = {n:,} tokens"
+                   + (f" ({n / one:.1f}x one GPU's)" if p > 1 else ""))
+    return out
 
 
 def crossover_lines(link_names=("nvlink4-h200-measured", "pcie5", "ib-ndr"), gpu=SHAPE["gpu"]):
-    """Per link: the closed form's shortest shard that hides its transfer, multi-head and grouped (32/8)."""
+    """Per link: the closed form's shortest shard that hides its transfer, multi-head and grouped (32/8); past the
+    first link, how many times the first link's shard that is."""
     heads, kv_heads = SHAPE["heads"], SHAPE["kv_heads"]
+    first = crossover_tokens(link_names[0], gpu=gpu, heads=heads, kv_heads=heads)
     out = []
     for link in link_names:
         mha, gqa = (crossover_tokens(link, gpu=gpu, heads=heads, kv_heads=kv) for kv in (heads, kv_heads))
         out.append(f"{gpu} over {link:22}: the transfer hides from a shard of {mha:,.0f} tokens (MHA), "
-                   f"{gqa:,.0f} (GQA {heads}/{kv_heads})")
+                   f"{gqa:,.0f} (GQA {heads}/{kv_heads})"
+                   + (f"; {mha / first:.1f}x {link_names[0]}'s" if link != link_names[0] else ""))
     return out
+
+
+def step_line(gpus, seq, link, strategy="zigzag", causal=True):
+    """The tightest ring step of a pass (the one its overlap margin is taken from), on its busiest GPU: the matmul
+    FLOPs against the closed form's 4 c^2 d H (a causal mask halves them), the rate gpusim predicts for them
+    (attention and merge) against the GPU's peak, and the step's compute over its transfer."""
+    r = simulate(gpus, seq, strategy, link, causal=causal)
+    c, g = seq // gpus, r.gpu_rank
+    steps = [s for s, t in enumerate(r.step_transfer_s) if t and r.compute_s[s, g]]
+    s = min(steps, key=lambda s: r.compute_s[s, g] / r.step_transfer_s[s])
+    flops, compute = float(r.flops_matmul_by_step[s, g]), float(r.compute_s[s, g])
+    closed = 4 * c * c * SHAPE["head_dim"] * SHAPE["heads"]
+    peak = gpusim.get_gpu(SHAPE["gpu"]).matmul_flops_per_s(SHAPE["dtype"])
+    return (f"{gpus} GPUs over {link}, shard {c:,} tokens ({strategy}, {'causal' if causal else 'no mask'}): a step "
+            f"computes {flops / 1e9:,.1f} GFLOP ({flops / closed:.2f} of the closed form's 4c²dH) at "
+            f"{flops / compute / 1e12:.0f} TFLOP/s ({flops / compute / peak:.0%} of the {SHAPE['gpu']}'s "
+            f"{peak / 1e12:.0f} TFLOP/s peak); compute / transfer = {compute / r.step_transfer_s[s]:.2f}")
 
 
 def shard_timeline_figure(gpus, seq, link, strategy="zigzag"):
@@ -161,10 +188,16 @@ def shard_timeline_figure(gpus, seq, link, strategy="zigzag"):
 
 
 def idle_lines(gpus, seq, link, strategies=("ring", "zigzag")):
-    """Per strategy of a causal pass: its predicted time and the share of the GPUs' time spent idle."""
+    """Per strategy of a causal pass: its predicted time, that time over the same pass without the mask (which
+    does twice the work), and the share of the GPUs' time spent idle."""
     results = {strategy: simulate(gpus, seq, strategy, link, causal=True) for strategy in strategies}
-    return [f"{strategy:7}: {r.predicted_time_s * 1e3:7.2f} ms, GPUs idle {idle_share(r):.0%} of the time"
-            for strategy, r in results.items()]
+    full = {strategy: simulate(gpus, seq, strategy, link, causal=False) for strategy in strategies}
+    out = []
+    for strategy, r in results.items():
+        t, unmasked = r.predicted_time_s, full[strategy].predicted_time_s
+        out.append(f"{strategy:7}: {t * 1e3:7.2f} ms ({t / unmasked:.2f} x its {unmasked * 1e3:.2f} ms without the "
+                   f"mask), GPUs idle {idle_share(r):.0%} of the time")
+    return out
 
 
 def strategy_rows(gpus=8, seq=1 << 17, link="node8-nvlink4", strategies=("ring", "zigzag", "ulysses", "allgather")):
@@ -226,6 +259,37 @@ def measured_status(data, path=CP_JSON):
            f"{env.get('torch', '?')}; the model's link from the same run: {data.get('model_link') or 'none'}"
 
 
+STRATEGIES = ("ring", "zigzag", "ulysses", "allgather")
+TWO_GPU_SEQS = tuple(1024 << i for i in range(9))  # 1K .. 256K, as benchmarks/cp_plan.py's main sweep
+ONE_GPU = "one GPU, flash2"
+
+
+def two_gpu_model(causal, kv_heads=32, seqs=TWO_GPU_SEQS, link="nvlink4-h200-measured"):
+    """gpusim's ms per forward of each strategy on two GPUs of the measured H200 pair (SHAPE's layer with
+    `kv_heads`), and of one GPU's flash2 (key ONE_GPU): {name: [ms per N of seqs]}."""
+    shape = dict(gpu="H200-measured", kv_heads=kv_heads)
+    out = {strategy: [simulate(2, n, strategy, link, causal, **shape).predicted_time_s * 1e3 for n in seqs]
+           for strategy in STRATEGIES}
+    out[ONE_GPU] = [gpusim.simulate("flash2", seq=n, causal=causal, **(SHAPE | shape)).predicted_time_s * 1e3
+                    for n in seqs]
+    return out
+
+
+def two_gpu_lines(kv_heads=32, seqs=TWO_GPU_SEQS):
+    """The model's chart in words, per mask and strategy: two GPUs' speed over one GPU's at the shortest and the
+    longest N, and the shortest N at which two GPUs are faster than one."""
+    out = []
+    for causal in (False, True):
+        ms = two_gpu_model(causal, kv_heads, seqs)
+        for strategy in STRATEGIES:
+            speed = [one / two for one, two in zip(ms[ONE_GPU], ms[strategy])]
+            faster = next((n for n, x in zip(seqs, speed) if x > 1), None)
+            out.append(f"{'causal' if causal else 'no mask':7}, {strategy:9}: {speed[0]:.2f}x one GPU's speed at "
+                       f"N = {seqs[0]:,}, {speed[-1]:.2f}x at N = {seqs[-1]:,}; "
+                       + (f"faster than one GPU from N = {faster:,}" if faster else "never faster than one GPU"))
+    return out
+
+
 def measured_figure(data, heads=32, kv_heads=32, head_dim=128, dtype="bf16"):
     """ms against N for each provider (solid, measured) and gpusim's time (dashed) where it has one; without
     data, the model alone on the measured H200 pair's link preset."""
@@ -233,15 +297,10 @@ def measured_figure(data, heads=32, kv_heads=32, head_dim=128, dtype="bf16"):
     axes = fig.subplots(1, 2, sharey=True)
     for ax, causal in zip(axes, (False, True)):
         if data is None:
-            seqs = [1024 << i for i in range(9)]
-            for i, strategy in enumerate(("ring", "zigzag", "ulysses", "allgather")):
-                ms = [simulate(2, n, strategy, "nvlink4-h200-measured", causal, gpu="H200-measured",
-                               kv_heads=kv_heads).predicted_time_s * 1e3 for n in seqs]
-                ax.plot(seqs, ms, "--", color=f"C{i}", label=f"{strategy} (model)")
-            single = [gpusim.simulate("flash2", seq=n, causal=causal, **(SHAPE | dict(gpu="H200-measured",
-                                                                                   kv_heads=kv_heads))
-                                      ).predicted_time_s * 1e3 for n in seqs]
-            ax.plot(seqs, single, "--", color="k", label="one GPU, flash2 (model)")
+            ms = two_gpu_model(causal, kv_heads)
+            for i, strategy in enumerate(STRATEGIES):
+                ax.plot(TWO_GPU_SEQS, ms[strategy], "--", color=f"C{i}", label=f"{strategy} (model)")
+            ax.plot(TWO_GPU_SEQS, ms[ONE_GPU], "--", color="k", label="one GPU, flash2 (model)")
         else:
             wanted = (heads, kv_heads, head_dim, dtype, causal)
             rows = [r for r in data["rows"]

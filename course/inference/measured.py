@@ -99,8 +99,21 @@ def _prefill_rows(bench, seq):
     return {r["provider"]: r for r in group if r.get("ms")}
 
 
-def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384),
-               decodes=((1, 4096), (1, 131072), (64, 4096), (64, 32768))):
+DECODES = ((1, 4096), (1, 131072), (64, 4096), (64, 32768))  # helps_most's decode rows: (batch, cache tokens)
+
+
+def _decode_pair(decode_data, batch, seq_kv, gpu):
+    """decode.json's timed rows at (batch, seq_kv) by provider, and gpusim's Results of the split-KV row's launch and
+    of its naive kernels (one query row, the same shape)."""
+    cell = {r["provider"]: r for r in decode_data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)
+            and r.get("ms")}
+    split = cell["split_kv"]
+    naive = gpusim.simulate("naive", batch=batch, seq=1, seq_kv=seq_kv, heads=split["heads"],
+                            kv_heads=split["kv_heads"], head_dim=split["head_dim"], dtype=split["dtype"], gpu=gpu)
+    return cell, simulated(split, gpu), naive
+
+
+def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384), decodes=DECODES):
     """The source's table "When FlashAttention Helps Most" (Scenario, Memory-Bound?, FA Benefit) filled in:
     gpusim's FLOPs per DRAM byte against the ridge point, and standard attention's time over FlashAttention's,
     predicted by gpusim and measured on the H200. Prefill: bench.json's fp16, d=128, causal rows (the
@@ -119,16 +132,38 @@ def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384),
                         measured["naive"]["ms"] / measured["flash2"]["ms"],
                         measured["torch_naive"]["ms"] / measured["sdpa_flash"]["ms"]))
     for batch, seq_kv in decodes:
-        cell = {r["provider"]: r for r in decode_data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)
-                and r.get("ms")}
+        cell, flash, naive = _decode_pair(decode_data, batch, seq_kv, g)
         split = cell["split_kv"]
-        flash = simulated(split, g)
-        naive = gpusim.simulate("naive", batch=batch, seq=1, seq_kv=seq_kv, heads=split["heads"],
-                                kv_heads=split["kv_heads"], head_dim=split["head_dim"], dtype=split["dtype"], gpu=g)
         torch_ratio = cell["torch_naive"]["ms"] / split["ms"] if "torch_naive" in cell else None
         out.append(_row(f"decode, {seq_kv // 1024}K cache", batch, _intensity(flash), g, split["dtype"],
                         naive.predicted_time_s / flash.predicted_time_s, None, torch_ratio))
     return out
+
+
+def decode_benefit_parts(decode_data, gpu=GPU, decodes=DECODES):
+    """helps_most's "FA benefit, gpusim" of each decode row (naive over split-KV) as the product of its two causes:
+    the DRAM bytes the naive kernels move over the split kernel's, and the split kernel's DRAM bytes per second
+    over the naive kernels'; with the fewest programs a naive kernel launches (and the kernels that launch that few),
+    and the SMs."""
+    g = gpusim.get_gpu(gpu)
+    out = []
+    for batch, seq_kv in decodes:
+        _, flash, naive = _decode_pair(decode_data, batch, seq_kv, g)
+        moved = [r.dram_read_bytes + r.dram_write_bytes for r in (naive, flash)]
+        fewest = min(k.programs for k in naive.kernels)
+        out.append({"scenario": f"decode, {seq_kv // 1024}K cache", "batch": batch,
+                    "benefit": naive.predicted_time_s / flash.predicted_time_s, "bytes": moved[0] / moved[1],
+                    "rate": (moved[1] / flash.predicted_time_s) / (moved[0] / naive.predicted_time_s),
+                    "fewest programs": fewest, "SMs": g.sm_count,
+                    "kernels": [k.name for k in naive.kernels if k.programs == fewest]})
+    return out
+
+
+def decode_benefit_lines(parts):
+    """decode_benefit_parts in words: benefit = bytes x rate."""
+    return [f"{p['scenario']}, batch {p['batch']}: {p['benefit']:.1f}x = {p['bytes']:.2f}x the DRAM bytes × "
+            f"{p['rate']:.2f}x the bytes per second (naive {' and '.join(p['kernels'])}: {p['fewest programs']:,} "
+            f"programs for {p['SMs']} SMs)" for p in parts]
 
 
 def _intensity(result):
