@@ -391,8 +391,8 @@ def prefill_decode(results):
     predicted = {phase: [_over_naive(flash, q or n, n) for n in (4096, 16384)]
                  for phase, flash, q in (("prefill", "flash2", None), ("decode", "split_kv", 1))}
     return Row("The prefill phase (processing your entire prompt) is where FlashAttention shines brightest.", BLOG,
-               f"naive over FlashAttention at N = 4K, 16K (32 heads, 8 K/V heads, d=128), as notebook 8's table: "
-               f"prefill (flash2) {ratio_span(predicted['prefill'])}, decode (split-KV, one query row) "
+               f"naive over FlashAttention at N = 4K, 16K (32 heads, 8 K/V heads, d=128), defined as notebook 8's "
+               f"table: prefill (flash2) {ratio_span(predicted['prefill'])}, decode (split-KV, one query row) "
                f"{ratio_span(predicted['decode'])}",
                "SDPA flash over PyTorch's, prefill speedup / decode speedup (batch 1): "
                + ratio_span([o.value for o in obs]), interval(obs, 1.0, float("inf"), "above 1", "{:.2f}"),
