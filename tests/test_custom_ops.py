@@ -19,6 +19,8 @@ SM90 = not INTERPRETED and torch.cuda.is_available() and torch.cuda.get_device_c
 CPU = pytest.mark.skipif(not INTERPRETED, reason="CPU tensors need Triton's interpreter: TRITON_INTERPRET=1")
 # inductor's CPU backend compiles C++ (torch._inductor.cpp_builder: $CXX, else g++), which pip cannot install
 CXX = pytest.mark.skipif(not shutil.which(os.environ.get("CXX", "g++")), reason="inductor on CPU needs a C++ compiler")
+# importing inductor imports torch.jit's deprecated script_method (torch's own, not ours): 28 lines of noise a run
+JIT = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 BACKENDS = ["eager", "aot_eager"] + ([] if INTERPRETED else ["inductor"])
 
 
@@ -95,6 +97,7 @@ def quick_inductor():
 # sized by its register_fake) around the kernels in Triton's interpreter; the same checks at the same small shapes.
 @CPU
 @CXX
+@JIT
 @pytest.mark.parametrize("name", FORWARDS)
 def test_inductor_forward_on_cpu_tensors_equals_eager(name):
     with quick_inductor():
@@ -103,6 +106,7 @@ def test_inductor_forward_on_cpu_tensors_equals_eager(name):
 
 @CPU
 @CXX
+@JIT
 def test_inductor_training_step_on_cpu_tensors_equals_eager():
     with quick_inductor():
         test_compiled_training_step_equals_eager("inductor")
