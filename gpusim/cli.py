@@ -1,4 +1,4 @@
-"""python -m gpusim gpus | count | sweep. Errors are one line on stderr, with a hint, and exit code 2."""
+"""python -m gpusim gpus | count | decode | sweep. Errors are one line on stderr, with a hint, and exit code 2."""
 import argparse
 import json
 import os
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import ALGOS, DTYPE_BYTES, PRESETS, simulate, sweep
 from .context import STRATEGIES, ContextResult
+from .shape import DecodeLaunch
 from .sweep import MODEL_DIM, SEQS, TOKENS
 from .units import fmt_bytes, fmt_flops, fmt_time
 
@@ -35,7 +36,7 @@ def main(argv=None):
 
 def _parser():
     p = Parser(prog=PROG, description=__doc__.split(".")[0])
-    sub = p.add_subparsers(required=True, metavar="{gpus,count,sweep}")
+    sub = p.add_subparsers(required=True, metavar="{gpus,count,decode,sweep}")
 
     gpus = sub.add_parser("gpus", help="list the GPU presets")
     gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -56,6 +57,22 @@ def _parser():
     count.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
     count.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
     count.set_defaults(run=_count, command="count")
+
+    dec = sub.add_parser("decode", help="one decoding step from a KV cache (Flash-Decoding: algo='split_kv')")
+    dec.add_argument("--seq-kv", type=_ints, required=True,
+                     help="cached tokens: one length, or one per request, comma-separated (the batch)")
+    dec.add_argument("--head-dim", type=int, required=True, help="d")
+    dec.add_argument("--heads", type=int, default=1)
+    dec.add_argument("--kv-heads", type=int, help="K/V heads (default: --heads)")
+    dec.add_argument("--batch", type=int, help="requests, each --seq-kv long (default: one per length given)")
+    dec.add_argument("--seq", type=int, default=1, help="query rows per request (default: 1)")
+    dec.add_argument("--page-size", type=int, help="a paged cache's tokens per page (default: contiguous)")
+    dec.add_argument("--num-splits", type=int, help="splits of each request's cache (default: gpusim's rule)")
+    dec.add_argument("--block-kv", type=int, help="the chunk a split program steps by (default: 64)")
+    dec.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
+    dec.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")
+    dec.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
+    dec.set_defaults(run=_decode, command="decode")
 
     sw = sub.add_parser("sweep", help="predicted time, speedup, bytes and memory against sequence length")
     sw.add_argument("--algos", type=_algos, default=ALGOS[:3], help=f"comma-separated (default: {','.join(ALGOS[:3])})")
@@ -128,6 +145,16 @@ def _count(args):
     return 0
 
 
+def _decode(args):
+    lengths = args.seq_kv[0] if len(args.seq_kv) == 1 else args.seq_kv
+    r = simulate("split_kv", seq=args.seq, head_dim=args.head_dim, heads=args.heads, kv_heads=args.kv_heads,
+                 batch=args.batch if args.batch or len(args.seq_kv) == 1 else len(args.seq_kv), seq_kv=lengths,
+                 page_size=args.page_size, num_splits=args.num_splits, block_kv=args.block_kv, dtype=args.dtype,
+                 gpu=args.gpu)
+    print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))
+    return 0
+
+
 def _sweep(args):
     results = sweep(args.algos, args.seqs, head_dim=args.head_dim, causal=args.causal, dtype=args.dtype,
                     gpu=args.gpu, block_q=args.block_q, block_kv=args.block_kv,
@@ -162,9 +189,10 @@ def format_gpus():
 
 def format_result(r):
     c = r.config
-    head = (f"{c.algo} on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), seq {c.seq:,} "
-            f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
-            f"{', causal' if c.causal else ''}")
+    head = _decode_head(c) if isinstance(c, DecodeLaunch) else (
+        f"{c.algo} on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), seq {c.seq:,} "
+        f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
+        f"{', causal' if c.causal else ''}")
     dram = r.dram_by_tensor
     tensors = [("tensor", "HBM read", "HBM write", "DRAM read", "DRAM write")] + [
         (name, fmt_bytes(t["read_bytes"]), fmt_bytes(t["write_bytes"]), fmt_bytes(dram[name]["dram_read_bytes"]),
@@ -180,6 +208,14 @@ def format_result(r):
             f"peak footprint {fmt_bytes(r.hbm_peak_bytes)} ({fits} {c.gpu.name}'s {fmt_bytes(c.gpu.hbm_bytes)}); "
             f"predicted time {fmt_time(r.predicted_time_s)}. Exact integers: --json")
     return "\n\n".join([head, *_parallel(r), _table(tensors), _table(kernels), foot])
+
+
+def _decode_head(c):
+    lengths = sorted(set(c.seq_kv))
+    cached = f"{lengths[0]:,}" if len(lengths) == 1 else f"{lengths[0]:,} to {lengths[-1]:,} (ragged)"
+    return (f"split_kv on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), {c.seq} query "
+            f"row(s) a request over {cached} cached tokens, head_dim {c.head_dim}, block_kv {c.block_kv}, "
+            f"{c.num_splits} split(s), {f'pages of {c.page_size}' if c.page_size else 'contiguous'}, {c.dtype}")
 
 
 def _parallel(r):

@@ -47,6 +47,22 @@ def test_count_runs_a_training_step_and_several_gpus_as_simulate_does(flags, kwa
     assert ("dkdv" in text) == ("--backward" in flags)
 
 
+@pytest.mark.parametrize("seq_kv, kwargs", [("131072", dict(seq_kv=131072, batch=None, page_size=16)),
+                                             ("1000,70000,4096", dict(seq_kv=[1000, 70000, 4096], batch=3))])
+def test_decode_runs_split_kv_as_simulate_does(seq_kv, kwargs):
+    """python -m gpusim decode: one length, or one per request (a ragged batch), as simulate("split_kv", ...)."""
+    page = ["--page-size", "16"] if kwargs.get("page_size") else []
+    args = ["decode", "--seq-kv", seq_kv, "--heads", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "H200",
+            *page]
+    p = run(*args, "--json")
+    assert p.returncode == 0, p.stderr
+    r = gpusim.simulate("split_kv", heads=32, kv_heads=8, head_dim=128, gpu="H200", **kwargs)
+    assert json.loads(p.stdout) == json.loads(json.dumps(r.to_dict()))
+    head = run(*args).stdout.splitlines()[0]
+    assert head.startswith(f"split_kv on H200: batch {r.config.batch} x heads 32 (kv heads 8)")
+    assert f"{r.config.num_splits} split(s)" in head and ("(ragged)" in head) == ("," in seq_kv)
+
+
 def _fields(value, path=""):
     """The field paths of count --json, as the README's table writes them."""
     if isinstance(value, dict):

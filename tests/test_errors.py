@@ -115,8 +115,8 @@ COUNT = ["count", "--algo", "flash2", "--seq", "1024", "--head-dim", "64"]
 # Every bad command line, with a part of the one line it must give. The model's refusals reach the command
 # line through `count` too: add them here as they come (N past the limit, ...).
 CLI_BAD_INPUTS = [
-    ([], "the following arguments are required: {gpus,count,sweep}"),
-    (["counts"], "argument {gpus,count,sweep}: invalid choice: 'counts'"),
+    ([], "the following arguments are required: {gpus,count,decode,sweep}"),
+    (["counts"], "argument {gpus,count,decode,sweep}: invalid choice: 'counts'"),
     (["count", "--seq", "1024", "--head-dim", "64"], "the following arguments are required: --algo"),
     (COUNT + ["--bogus"], "unrecognized arguments: --bogus"),
     (["count", "--algo", "flash4", "--seq", "8", "--head-dim", "8"], "argument --algo: invalid choice: 'flash4'"),
@@ -129,6 +129,9 @@ CLI_BAD_INPUTS = [
     (COUNT + ["--heads", "6", "--kv-heads", "4"], "heads=6 is not a multiple of kv_heads=4"),
     (["sweep", "--out", "/missing/dir/x"], "argument --out: /missing/dir/x: folder /missing/dir does not exist"),
     (["sweep", "--seqs", "512,lots"], "argument --seqs: 'lots' is not an integer"),
+    (["decode", "--seq-kv", "4096", "--head-dim", "7"], "head_dim=7 is outside 16..256"),
+    (["decode", "--seq-kv", "4096,0", "--head-dim", "64"], "argument --seq-kv: 0 is not a positive integer"),
+    (["decode", "--seq-kv", "4096", "--head-dim", "64", "--page-size", "12"], "page_size=12"),
     (["sweep", "--algos", "naive,flash4"], "argument --algos: 'flash4' is not one of naive, flash1, flash2, hopper"),
     (["sweep", "--seqs", "512,0"], "argument --seqs: 0 is not a positive integer"),
     (["sweep", "--head-dim", "0"], "argument --head-dim: 0 is not a positive integer"),
