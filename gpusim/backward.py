@@ -15,7 +15,7 @@ read, and its dK, dV are written as zeros.
 """
 from dataclasses import replace
 
-from .hardware import DTYPE_BYTES, get_gpu
+from .hardware import DTYPE_BYTES, dtype_name, get_gpu
 from .passes import BACKWARD
 from .shape import Backward, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
@@ -43,10 +43,9 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
     gpusim.Tiles instead of block_q, block_kv, whose num_warps, num_stages (where set) every kernel takes."""
     pass_ = pass_of(algo)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    dtype = dtype_name(dtype)
     if dtype == "fp8":
         raise ValueError("dtype='fp8': an fp8 forward has no backward here (train in fp16, bf16 or fp32)")
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype={dtype!r} is not supported: choose one of fp16, bf16, fp32")
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     pass_.check(gpu, positive_int("head_dim", head_dim))

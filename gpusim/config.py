@@ -1,7 +1,7 @@
 """Make one forward launch's configuration (gpusim.shape.Config), validated once: every error is one line
 naming the value and the limit. The configuration resolves its pass (gpusim/passes/) here, once."""
 from . import passes
-from .hardware import get_gpu
+from .hardware import dtype_name, get_gpu
 from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401
 
 
@@ -24,7 +24,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     pass_ = pass_of(algo)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     user_tiles = knobs_of(pass_, tiles)
-    gpu = get_gpu(gpu)
+    gpu, dtype = get_gpu(gpu), dtype_name(dtype)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
     seq = positive_int("seq", seq, MAX_SEQ)
     seq_kv = positive_int("seq_kv", seq if seq_kv is None else seq_kv, MAX_SEQ)

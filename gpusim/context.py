@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .config import make_config
-from .hardware import DTYPE_BYTES, STATS_BYTES, get_gpu
+from .hardware import DTYPE_BYTES, STATS_BYTES, dtype_name, get_gpu
 from .links import Topology, get_link
 from .result import KernelResult, Result
 from .run import forward
@@ -186,7 +186,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
         if value is not None and value is not False:
             raise ValueError(f"{name}={value!r} does not apply to gpus={gpus}: context parallelism is the forward only "
                              "(no backward, decoding or arrays), its tiles given as block_q and block_kv")
-    strategy = strategy or "ring"
+    strategy = "ring" if strategy is None else strategy.lower() if isinstance(strategy, str) else strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if link is None and gpu.peer_link is None:
@@ -200,9 +200,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     causal = flag("causal", causal)
-    dtype = dtype or "fp16"
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
+    dtype = dtype_name(dtype or "fp16")
     chunks = {"zigzag": 2 * gpus}.get(strategy, gpus)  # the pieces the sequence is cut into
     if strategy == "usp":
         if not isinstance(link, Topology):

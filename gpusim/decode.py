@@ -28,7 +28,7 @@ decode step. With seq == 1, bottom-right sees the whole cache.
 """
 import numpy as np
 
-from .hardware import DTYPE_BYTES, get_gpu
+from .hardware import dtype_name, get_gpu
 from .occupancy import occupancy, resources
 from .passes.split_kv import SPLIT_KV
 from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
@@ -44,9 +44,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens).
     num_splits None: the most splits whose programs fill this GPU's resident split blocks but one per SM
     (num_splits_rule, split_slots)."""
-    gpu = get_gpu(gpu)
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
+    gpu, dtype = get_gpu(gpu), dtype_name(dtype)
     batch, heads = positive_int("batch", batch), positive_int("heads", heads)
     kv_heads = positive_int("kv_heads", kv_heads)
     head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)

@@ -325,3 +325,10 @@ def check_dtype(dtype):
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
     return DTYPE_BYTES[dtype]
+
+
+def dtype_name(dtype):
+    """A storage dtype's name in any case ("FP16" is fp16, as the command line takes it), or check_dtype's line."""
+    name = dtype.lower() if isinstance(dtype, str) else dtype
+    check_dtype(name)
+    return name

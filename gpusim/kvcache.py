@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import DTYPE_BYTES, get_gpu
+from .hardware import DTYPE_BYTES, by_name, check_dtype, dtype_name, get_gpu
 from .shape import positive_int
 
 # ShareGPT's mean prompt and output lengths, tokens, as the vLLM paper reports them (Kwon et al., "Efficient
@@ -75,19 +75,14 @@ MODELS = {
 
 
 def get_model(model):
-    if isinstance(model, ModelShape):
-        return model
-    if model not in MODELS:
-        raise ValueError(f"unknown model={model!r}: known models are {', '.join(MODELS)}")
-    return MODELS[model]
+    """A ModelShape from its name (case-insensitive, as GPUs and links) or one passed through."""
+    return by_name("model", "models", model, MODELS, ModelShape)
 
 
 def bytes_per_token(model, dtype="fp16"):
     """KV-cache bytes one token costs: K and V, every layer, every K/V head."""
     m = get_model(model)
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
-    return 2 * m.layers * m.kv_heads * m.head_dim * DTYPE_BYTES[dtype]
+    return 2 * m.layers * m.kv_heads * m.head_dim * check_dtype(dtype_name(dtype))
 
 
 def kv_budget_bytes(model, gpu):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gpusim
+from gpusim import kvcache
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -53,6 +54,17 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     with pytest.raises(ValueError) as err:
         call()
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_dtype_and_strategy_take_any_case_as_algo_gpu_and_link_do():
+    """"FP16" is fp16 and "Zigzag" zigzag, as the command line takes them: the same Result."""
+    shape = dict(seq=4096, head_dim=64, heads=4, gpu="H200")
+    for kwargs in (dict(), dict(backward=True), dict(gpus=2, strategy="zigzag", causal=True)):
+        upper = {k: v.title() if k == "strategy" else v for k, v in kwargs.items()}
+        assert gpusim.simulate("flash2", **shape, dtype="FP16", **upper).to_dict() == \
+            gpusim.simulate("flash2", **shape, dtype="fp16", **kwargs).to_dict()
+    assert gpusim.simulate("split_kv", seq_kv=4096, head_dim=64, dtype="BF16").config.dtype == "bf16"
+    assert kvcache.bytes_per_token("llama-3-8b", "FP16") == kvcache.bytes_per_token("llama-3-8b")
 
 
 def test_several_gpus_default_to_the_link_their_preset_names():
