@@ -219,7 +219,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     if isinstance(link, Topology):
         link.link_for(gpus)  # refuses more GPUs than a one-node topology has
     return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
-                batch=1 if batch is None else positive_int("batch", batch), causal=bool(causal), dtype=dtype)
+                batch=1 if batch is None else positive_int("batch", batch), causal=causal, dtype=dtype)
 
 
 def _check_heads(what, degree, heads, kv_heads):

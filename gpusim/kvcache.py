@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import DTYPE_BYTES, by_name, check_dtype, dtype_name, get_gpu
+from .hardware import DTYPE_BYTES, by_name, dtype_name, get_gpu
 from .shape import positive_int
 
 # ShareGPT's mean prompt and output lengths, tokens, as the vLLM paper reports them (Kwon et al., "Efficient
@@ -82,7 +82,7 @@ def get_model(model):
 def bytes_per_token(model, dtype="fp16"):
     """KV-cache bytes one token costs: K and V, every layer, every K/V head."""
     m = get_model(model)
-    return 2 * m.layers * m.kv_heads * m.head_dim * check_dtype(dtype_name(dtype))
+    return 2 * m.layers * m.kv_heads * m.head_dim * DTYPE_BYTES[dtype_name(dtype)]
 
 
 def kv_budget_bytes(model, gpu):
