@@ -136,7 +136,7 @@ class Result:
             "hbm_read_bytes": self.hbm_read_bytes,
             "hbm_write_bytes": self.hbm_write_bytes,
             "by_tensor": self.by_tensor,
-            "by_kernel": [k.to_dict() for k in self.kernels],
+            "kernels": [k.to_dict() for k in self.kernels],
             "dram_read_bytes": self.dram_read_bytes,
             "dram_write_bytes": self.dram_write_bytes,
             "dram_by_tensor": self.dram_by_tensor,

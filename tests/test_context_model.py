@@ -90,7 +90,7 @@ def test_steps_record_the_timeline():
 def test_the_result_keeps_every_single_gpu_field():
     r = run("ring", 4, 8192, causal=True)
     d = r.to_dict()
-    for key in ("hbm_read_bytes", "hbm_write_bytes", "by_tensor", "by_kernel", "dram_read_bytes", "flops_matmul",
+    for key in ("hbm_read_bytes", "hbm_write_bytes", "by_tensor", "kernels", "dram_read_bytes", "flops_matmul",
                 "hbm_peak_bytes", "fits_in_hbm", "predicted_time_s", "link_send_bytes", "gpus", "strategy"):
         assert key in d
     assert r.hbm_read_bytes > 0 and r.fits_in_hbm and r.config.seq == 8192

@@ -99,7 +99,7 @@ def test_backward_adds_exactly_the_backward_kernels(algo, causal):
         (name, "backward") for name in backward.KERNELS[algo]]
     assert r.kernels[:len(forward.kernels)] == forward.kernels
     assert r.hbm_peak_bytes == backward.peak_bytes(bwd)
-    assert [k["pass"] for k in r.to_dict()["by_kernel"]] == [k.pass_ for k in r.kernels]
+    assert [k["pass"] for k in r.to_dict()["kernels"]] == [k.pass_ for k in r.kernels]
     tensors = list(r.by_tensor)
     assert tensors == sorted(tensors, key=TENSOR_ORDER.index)
     assert {"dO", "dQ", "dK", "dV"} <= set(tensors)
