@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from unittest.mock import patch
 
 import numpy as np
+import torch
 from triton.runtime import interpreter
 
 LOAD, STORE = "load", "store"
@@ -95,6 +96,37 @@ def _out_of_bounds(program, kind, tensor, offset):
     return f"program {program_text(program)}: {kind} {target} {tensor.name} at element offset {offset:,}, {where}"
 
 
+def _launch_tensors(named):
+    """A Tensor for each torch tensor among a launch's arguments ({name: value})."""
+    return [Tensor(n, x.data_ptr(), x.element_size(), tuple(x.shape), str(x.dtype).removeprefix("torch."))
+            for n, x in named.items() if isinstance(x, torch.Tensor)]
+
+
+def _note_progress(log, program):
+    """The running program's ids, how many, and the accesses so far, where a watcher reads them (log.progress)."""
+    if log.progress is not None:
+        log.progress[:len(program)], log.progress[3], log.progress[4] = program, len(program), log.progress[4] + 1
+
+
+def _check(log, tensors, program, ptrs, mask, kind):
+    """Record one tl.load or tl.store of `program` in log, or raise OutOfBounds (log.error or log.runaway set)."""
+    addresses = np.asarray(ptrs.data)[np.broadcast_to(np.asarray(mask.data).astype(bool), ptrs.data.shape)]
+    _note_progress(log, program)
+    if log.limit is not None and len(log.accesses) >= log.limit:
+        log.runaway = program
+        raise OutOfBounds(f"more than {log.limit:,} loads and stores")
+    if not addresses.size:
+        return
+    tensor = _owner(addresses, tensors)
+    outside = (addresses < tensor.start) | (addresses >= tensor.end)
+    if outside.any():
+        offset = (int(addresses[outside][0]) - tensor.start) // tensor.itemsize
+        log.error = _out_of_bounds(program, kind, tensor, offset)
+        raise OutOfBounds(log.error)
+    elements = (addresses.astype(np.int64) - tensor.start) // tensor.itemsize
+    log.accesses.append(Access(program, tensor.name, kind, elements))
+
+
 @contextmanager
 def guarded(log):
     """Check and record every tl.load and tl.store of the launches made inside; raises OutOfBounds (the
@@ -106,38 +138,16 @@ def guarded(log):
 
     def init_args_hst(self, args_dev, kwargs):
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
-        named = {**dict(zip(self.arg_names, args_hst)), **kwargs_hst}
-        launch["tensors"] = [Tensor(n, x.data_ptr(), x.element_size(), tuple(x.shape),
-                                    str(x.dtype).removeprefix("torch."))
-                             for n, x in named.items() if hasattr(x, "data_ptr")]
+        launch["tensors"] = _launch_tensors({**dict(zip(self.arg_names, args_hst)), **kwargs_hst})
         log.tensors.update({t.name: t for t in launch["tensors"]})
         return args_hst, kwargs_hst
 
-    def check(builder_self, ptrs, mask, kind):
-        program = _program(builder_self)
-        addresses = np.asarray(ptrs.data)[np.broadcast_to(np.asarray(mask.data).astype(bool), ptrs.data.shape)]
-        if log.progress is not None:  # the program's ids, how many, and the accesses so far
-            log.progress[:len(program)], log.progress[3], log.progress[4] = program, len(program), log.progress[4] + 1
-        if log.limit is not None and len(log.accesses) >= log.limit:
-            log.runaway = program
-            raise OutOfBounds(f"more than {log.limit:,} loads and stores")
-        if not addresses.size:
-            return
-        tensor = _owner(addresses, launch["tensors"])
-        outside = (addresses < tensor.start) | (addresses >= tensor.end)
-        if outside.any():
-            offset = (int(addresses[outside][0]) - tensor.start) // tensor.itemsize
-            log.error = _out_of_bounds(program, kind, tensor, offset)
-            raise OutOfBounds(log.error)
-        log.accesses.append(Access(program, tensor.name, kind,
-                                   (addresses.astype(np.int64) - tensor.start) // tensor.itemsize))
-
     def masked_load(self, ptrs, mask, *rest, **kw):
-        check(self, ptrs, mask, LOAD)
+        _check(log, launch["tensors"], _program(self), ptrs, mask, LOAD)
         return load(self, ptrs, mask, *rest, **kw)
 
     def masked_store(self, ptrs, value, mask, *rest):
-        check(self, ptrs, mask, STORE)
+        _check(log, launch["tensors"], _program(self), ptrs, mask, STORE)
         return store(self, ptrs, value, mask, *rest)
 
     def where(self, cond, lhs, rhs):
