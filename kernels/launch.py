@@ -55,10 +55,26 @@ def launch(kernel, grid, *args, **kwargs):
     else:
         runner(*args, *constexprs)
         return compiled
-    compiled = kernel[grid](*args, **kwargs)
+    try:
+        compiled = kernel[grid](*args, **kwargs)
+    except triton.runtime.OutOfResources as err:
+        raise ValueError(out_of_resources(kernel, kwargs, err)) from None
     if key is not None and isinstance(compiled, CompiledKernel) and not kernel.pre_run_hooks:
         _remember(key, compiled, kernel, grid, len(args), kwargs)
     return compiled
+
+
+USER_NAMES = {"Br": "block_q", "Bc": "block_kv", "D": "head_dim", "STAGES": "num_stages"}  # a kernel's: the user's
+
+
+def out_of_resources(kernel, kwargs, err):
+    """One line for a launch its GPU cannot hold (Triton's OutOfResources, raised when it compiles): the kernel,
+    the tiles and options it was given, what it needs and the device's limit."""
+    given = ", ".join(f"{USER_NAMES.get(name, name)}={kwargs[name]}" for name in
+                      ("Br", "Bc", "D", "num_warps", "num_stages", "STAGES") if name in kwargs)
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "this device"
+    return (f"{kernel.__name__} with {given} needs {err.required:,} B of {err.name} per block; {device} has "
+            f"{err.limit:,} B: give fewer num_stages or smaller tiles (gpusim.best_blocks picks tiles that fit)")
 
 
 def _remember(key, compiled, kernel, grid, n_args, kwargs):

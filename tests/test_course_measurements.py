@@ -2,6 +2,7 @@
 gpusim. Rows are made in the format of results/<gpu>/bench.json and tiles.json with times chosen so that
 every ratio the tables print can be worked out by hand."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -235,20 +236,51 @@ def test_l2_reuse_rows_set_the_measured_half_miss_point_beside_gpusims_rule():
 
 
 def test_l2_to_sm_sentence_sets_gpusims_bytes_beside_nsight_computes():
+    """gpusim's side worked out by hand from FlashAttention-2's loop order, Nsight's read from ncu.json's row."""
     ncu = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "ncu.json").read_text())
-    row = practice_measured.ncu_row(ncu["rows"], "flash2", "l2_to_sm_bytes", seq=4096, head_dim=64)
-    batch, heads = gpusim.fa2_shape(4096, 64)
-    r = gpusim.simulate("flash2", seq=4096, head_dim=64, batch=batch, heads=heads, gpu=ncu["preset"])
+    (row,) = [r for r in ncu["rows"] if (r["kernel"], r["quantity"], r["seq"], r["head_dim"], r["causal"]) ==
+              ("flash2", "l2_to_sm_bytes", 4096, 64, False)]
     line = practice_measured.l2_to_sm_sentence(ncu["rows"], gpu=ncu["preset"], seq=4096, head_dim=64)
-    assert f"{r.hbm_read_bytes:,} B from L2 into the SMs" in line
+    block_q = int(re.match(r"gpusim \(blocks (\d+) x \d+\): ", line).group(1))  # the tile it names
+    # The benchmark shape at N = 4,096, d = 64: 16K tokens / 4,096 = batch 4, 2048 / 64 = 32 heads. Q read once,
+    # K and V once per Q block of block_q rows, fp16: 4 x 32 x 4,096 x 64 x 2 B x (1 + 2 x 4,096 / block_q);
+    # at 128 rows, 8,388,608 B x 65 = 4,362,076,160 B.
+    by_hand = 4 * 32 * 4096 * 64 * 2 * (1 + 2 * (4096 // block_q))
+    assert f"{by_hand:,} B from L2 into the SMs" in line
     assert f"Nsight Compute: {row['measured']:,.0f} B" in line
-    assert line.endswith(f"equal: {r.hbm_read_bytes == row['measured']}")
+    assert line.endswith(f"equal: {by_hand == row['measured']}")
 
 
 def test_hopper_lines_pair_the_summary_and_the_model_sentence_per_mask():
+    """The lines' measured spans worked out from bench.json with plain code, per mask: a line built from the other
+    mask's rows, or a summary and a model sentence swapped, quotes other numbers."""
     rows = json.loads((Path(__file__).resolve().parents[1] / "results" / "h200" / "bench.json").read_text())["rows"]
-    want = []
-    for causal in (False, True):
-        want += [practice_measured.hopper_summary(rows, head_dim=128, causal=causal, min_seq=4096),
-                 practice_measured.hopper_model_sentence(rows, head_dim=128, causal=causal, min_seq=4096), ""]
-    assert practice_measured.hopper_lines(rows, head_dim=128, min_seq=4096) == want
+    lines = practice_measured.hopper_lines(rows, head_dim=128, min_seq=4096)
+    assert len(lines) == 6 and lines[2] == lines[5] == ""  # summary, model sentence, blank; per mask
+    for causal, (summary, model) in ((False, lines[0:2]), (True, lines[3:5])):
+        ms = {}
+        for r in rows:  # the fp16 / fp8 rows of d = 128 from N = 4,096 on, by (provider, dtype, N)
+            if r["head_dim"] == 128 and r["causal"] == causal and r["seq"] >= 4096 and r.get("ms"):
+                ms[r["provider"], r["dtype"], r["seq"]] = r
+        seqs = sorted(n for p, dt, n in ms if (p, dt) == ("hopper", "fp8"))
+        assert seqs == [4096 << i for i in range(6)]  # 4,096 to 131,072, every length also timed in fp16
+
+        def spread(values, fmt="{:.2f}"):
+            return f"{fmt.format(min(values))} to {fmt.format(max(values))}"
+        hop, fp8 = ([ms["hopper", dt, n] for n in seqs] for dt in ("fp16", "fp8"))
+        cudnn, flash = ([ms[p, "fp16", n]["ms"] for n in seqs] for p in ("sdpa_cudnn", "sdpa_flash"))
+        fp8_gain = [a["ms"] / b["ms"] for a, b in zip(hop, fp8)]  # speed ratios are time ratios, other over this
+        mask = ", causal" if causal else ""
+        assert summary.startswith(f"d = 128{mask}, N from 4,096 to 131,072: SDPA's cuDNN kernel ran at "
+                                  f"{spread([ms['sdpa_cudnn', 'fp16', n]['tflops'] for n in seqs], '{:.0f}')} TFLOP/s")
+        assert f"fp16 ran at {spread([c / h['ms'] for c, h in zip(cudnn, hop)])}x cuDNN's speed and " \
+               f"{spread([f / h['ms'] for f, h in zip(flash, hop)])}x SDPA's FlashAttention-2" in summary
+        assert f"in fp8 at {spread(fp8_gain)}x its fp16 speed" in summary
+        assert f"with {spread([b['rel_err'] / a['rel_err'] for a, b in zip(hop, fp8)], '{:.0f}')}x fp16's error" \
+               in summary
+        best = max(h["tflops"] for h in hop)  # against the H200 datasheet's dense fp16 peak, 989.5 TFLOP/s
+        assert f"best fp16 rate, {best:.0f} TFLOP/s, is {best / 989.5:.0%} of the datasheet's" in summary
+        assert model.startswith(f"d = 128{mask}: gpusim predicts fp8 at ")
+        assert f"the H200 measured {spread(fp8_gain)}x" in model
+        predicted = re.search(r"gpusim predicts fp8 at ([\d.]+ to [\d.]+)x fp16", model).group(1)
+        assert f"gpusim predicts fp8 at {predicted}x fp16" in summary  # the pair quotes one model

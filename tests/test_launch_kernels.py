@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
+import triton
 from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import BaseBackend
 
@@ -120,6 +121,43 @@ def test_a_launch_in_doubt_is_never_kept(direct, how):
     for _ in range(2):
         launching.launch(kernel, grid, *args, **kwargs)
     assert [call[0] for call in kernel.calls] == ["ordinary", "ordinary"]
+
+
+class TooBigKernel(StubKernel):
+    """A kernel whose compile finds more shared memory than the device has, as Triton reports it."""
+    __name__ = "flash2_kernel"
+
+    def __getitem__(self, grid):
+        def compile_and_run(*args, **kwargs):
+            raise triton.runtime.OutOfResources(1_245_184, 232_448, "shared memory")
+        return compile_and_run
+
+
+def test_a_launch_the_gpu_cannot_hold_is_one_line_naming_the_tiles_and_the_limit(monkeypatch):
+    """Triton's OutOfResources (raised where a launch compiles; on the GPU only) becomes a ValueError naming the
+    kernel, the tiles and options it had, what it needs and the device's limit, without Triton's traceback."""
+    import gpusim
+    from gpusim_kernels import flash2
+    monkeypatch.setattr(flash2, "flash2_kernel", TooBigKernel())
+    q = torch.zeros(1, 2, 64, 64, dtype=torch.float16)
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.flash2_attention(q, q, q, tiles=gpusim.Tiles(64, 32, num_warps=4, num_stages=3))
+    assert str(err.value).startswith(
+        "flash2_kernel with block_q=64, block_kv=32, head_dim=64, num_warps=4, num_stages=3 needs 1,245,184 B of "
+        "shared memory per block; ") and "has 232,448 B: give fewer num_stages or smaller tiles" in str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+@CUDA
+def test_too_many_stages_are_refused_where_the_kernel_compiles():
+    """The GPU twin of the test above: eight stages of 128 x 128 K and V tiles at d = 128 (over 500 KiB of shared
+    memory) compile past any GPU's limit; the kernels leave that check to the compile (gpusim's estimate could
+    refuse stages that run), whose error comes back as one line."""
+    import gpusim
+    q = torch.zeros(1, 2, 256, 128, dtype=torch.float16, device="cuda")
+    with pytest.raises(ValueError, match=r"^flash2_kernel with block_q=128, block_kv=128, head_dim=128, num_warps=8, "
+                                         r"num_stages=8 needs [\d,]+ B of shared memory per block; .* has [\d,]+ B"):
+        gpusim_kernels.flash2_attention(q, q, q, tiles=gpusim.Tiles(128, 128, num_warps=8, num_stages=8))
 
 
 @pytest.mark.skipif(not INTERPRETED, reason="the interpreter")
