@@ -257,10 +257,23 @@ def _best_blocks(algo, backward, given, **shape):
         except ValueError:  # the tile does not fit: SRAM, registers or no resident block
             continue
     if not times:
-        with_ = "".join(f" with {name}={value}" for name, value in zip(("block_q", "block_kv"), given) if value)
-        raise ValueError(f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows{with_} fits {algo} at head_dim={head_dim} "
-                         f"({dtype}) on {get_gpu(gpu).name}")
+        raise ValueError(_none_fits(algo, given, shape, backward))
     return min(times, key=times.get)
+
+
+def _none_fits(algo, given, shape, backward):
+    """Why best_blocks found no tile: with a block given, the error of its smallest partner (the tile that needs
+    least), which names what the given block alone exceeds."""
+    with_ = "".join(f" with {name}={value}" for name, value in zip(("block_q", "block_kv"), given) if value)
+    line = (f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows{with_} fits {algo} at head_dim={shape['head_dim']} "
+            f"({shape['dtype']}) on {get_gpu(shape['gpu']).name}")
+    if not any(given):
+        return line
+    try:
+        _tile_time(algo, (given[0] or BLOCKS[0], given[1] or BLOCKS[0]), shape, backward)
+    except ValueError as err:
+        return f"{line}: at the smallest partner, {err}"
+    return line
 
 
 best_blocks.cache_clear = _best_blocks.cache_clear  # as an lru_cache's: the picks are priced by the time model

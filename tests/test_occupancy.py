@@ -95,6 +95,22 @@ def test_one_tile_given_is_paired_with_its_fastest_partner_that_fits():
         gpusim.best_blocks("flash2", seq=1024, head_dim=256, block_q=256, gpu="T4")
 
 
+@pytest.mark.parametrize("given, need", [(dict(block_q=512), "need 472 registers per thread"),
+                                         (dict(block_kv=512), "need 266,240 B of SRAM")])
+def test_a_block_no_partner_fits_beside_is_refused_with_what_it_alone_exceeds(given, need):
+    """Past the largest tile (A100, d = 128): the error of the smallest partner, whose needs are the given block's
+    least: 512 query rows' fp32 tiles in registers; 16 + 2 * 512 rows of 128 fp16 elements staged in SRAM."""
+    assert (16 + 2 * 512) * 128 * 2 == 266_240
+    partner = dict(block_q=16, block_kv=16) | given
+    with pytest.raises(ValueError) as err:
+        gpusim.best_blocks("flash2", seq=8192, head_dim=128, **given)
+    with pytest.raises(ValueError) as alone:
+        gpusim.simulate("flash2", seq=8192, head_dim=128, **partner)
+    assert str(err.value) == (f"no tile of 16..256 rows with {', '.join(f'{k}={v}' for k, v in given.items())} fits "
+                              f"flash2 at head_dim=128 (fp16) on A100-40GB: at the smallest partner, {alone.value}")
+    assert need in str(err.value)
+
+
 @pytest.mark.parametrize("algo, gpu, dtype", [("flash2", "H200-measured", "fp16"), ("flash2", "A100-40GB", "bf16"),
                                               ("naive", "H200-measured", "fp16"), ("flash1", "A100-40GB", "fp16")])
 def test_best_blocks_for_the_backward_is_the_fastest_backward(algo, gpu, dtype):
