@@ -89,21 +89,36 @@ def test_one_gpu_lines_set_one_layer_beside_every_layer_a_training_step_keeps():
 
 
 def test_send_lines_set_each_strategy_beside_the_rings_formula():
-    """Notebook 13 wrote the ring's formula in a cell, 8 * 128 * 2 typed in: (P - 1) K and V shards of N / P tokens."""
-    assert context.ring_send_bytes(4, 65536) == 3 * 2 * 16384 * 8 * 128 * 2
-    ring = context.simulate(4, 65536, "ring", "nvlink4")
-    assert context.send_lines(4, 65536, "nvlink4", ("ring",)) == [
-        f"ring     : each GPU sends {ring.link_send_bytes:,} B "
-        f"({ring.link_send_bytes / context.ring_send_bytes(4, 65536):.2f} x the ring's formula)"]
+    """Notebook 13 wrote the ring's formula in a cell, 8 * 128 * 2 typed in: (P - 1) K and V shards of N / P tokens.
+    Each strategy's bytes by hand (4 GPUs, N = 65,536: shards of 16,384 tokens; 8 K/V heads, 32 query heads,
+    d = 128, bf16): the ring, zigzag and all-gather pass on 3 K and V shards; Ulysses' all-to-alls send 3/4 of
+    each GPU's Q, K, V and O (32 + 8 + 8 + 32 heads)."""
+    ring = 3 * 2 * 16384 * 8 * 128 * 2
+    assert context.ring_send_bytes(4, 65536) == ring == 201_326_592
+    ulysses = 3 * (16384 // 4) * (32 + 8 + 8 + 32) * 128 * 2
+    assert ulysses == 251_658_240
+    lines = context.send_lines(4, 65536, "nvlink4")
+    assert lines == [f"ring     : each GPU sends {ring:,} B (1.00 x the ring's formula)",
+                     f"zigzag   : each GPU sends {ring:,} B (1.00 x the ring's formula)",
+                     f"ulysses  : each GPU sends {ulysses:,} B (1.25 x the ring's formula)",  # 80 / 64 heads
+                     f"allgather: each GPU sends {ring:,} B (1.00 x the ring's formula)"]
 
 
 def test_max_context_lines_give_context_scalings_longest_sequence_per_gpu_count():
-    """Notebook 13's motivation printed max_context from a loop in a cell, the layer's shape typed in."""
-    lines = context.max_context_lines((1, 8))
-    n = {p: gpusim.context_scaling.max_context("zigzag", p, causal=True, heads=32, kv_heads=8, head_dim=128,
-                                               dtype="bf16", gpu="H200") for p in (1, 8)}
-    assert lines == [f"  1 x H200: one layer's attention fits up to N = {n[1]:,} tokens",
-                     f"  8 x H200: one layer's attention fits up to N = {n[8]:,} tokens ({n[8] / n[1]:.1f}x one GPU's)"]
+    """Notebook 13's motivation printed max_context from a loop in a cell, the layer's shape typed in. The lengths by
+    hand from the layer's bytes per token (32 query and 8 K/V heads, d = 128, bf16): one GPU keeps Q and O
+    (2 x 32 x 128 x 2 B), K and V (2 x 8 x 128 x 2 B) and the fp32 LSE (32 x 4 B), 20,608 B; a GPU of a ring also
+    a K/V receive buffer (4,096 B) and the fp32 partial O and LSE (16,384 + 128 B), 41,216 B per token of its
+    shard. The H200's HBM over that, down to a multiple of 2P tokens."""
+    hbm = gpusim.get_gpu("H200").hbm_bytes
+    one = 2 * 32 * 128 * 2 + 2 * 8 * 128 * 2 + 32 * 4
+    ring = one + 2 * 8 * 128 * 2 + 32 * 128 * 4 + 32 * 4
+    assert (one, ring) == (20_608, 41_216)
+    n1, n8 = hbm // one // 2 * 2, hbm * 8 // ring // 16 * 16
+    assert context.max_context_lines((1, 8)) == [
+        f"  1 x H200: one layer's attention fits up to N = {n1:,} tokens",
+        f"  8 x H200: one layer's attention fits up to N = {n8:,} tokens ({n8 / n1:.1f}x one GPU's)"]
+    assert f"{n8 / n1:.1f}" == "4.0"  # 8 GPUs over twice the bytes per token: P/2
 
 
 def test_p_gpus_hold_about_p_over_two_times_one_gpus_context():
@@ -184,13 +199,24 @@ def test_idle_lines_give_each_strategys_time_and_idle_share():
 
 
 def test_strategy_rows_are_gpusims_time_bytes_and_peak_per_strategy():
+    """The bytes sent by hand (8 GPUs, N = 16,384: shards of 2,048 tokens, SHAPE's layer in bf16): the ring, zigzag
+    and all-gather pass on 7 K and V shards of 8 heads; Ulysses sends 7/8 of a GPU's Q, K, V and O (80 heads). A
+    ring GPU's peak: Q, O (32 heads), K, V (8) and the LSE, plus a K/V receive buffer and the fp32 partial O and
+    LSE, per token of its shard (41,216 B). The times are gpusim's (zigzag balances the mask: faster than ring)."""
     rows = context.strategy_rows(gpus=8, seq=16384, link="node8-nvlink4")
     assert [r["strategy"] for r in rows] == ["ring", "zigzag", "ulysses", "allgather"]
-    for row in rows:
-        r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=8, strategy=row["strategy"], link="node8-nvlink4",
+    ring_bytes, ulysses_bytes = 7 * 2 * 2048 * 8 * 128 * 2, 7 * (2048 // 8) * 80 * 128 * 2
+    sent = {r["strategy"]: r["MB sent per GPU"] for r in rows}
+    assert sent == {"ring": ring_bytes / 1e6, "zigzag": ring_bytes / 1e6, "ulysses": ulysses_bytes / 1e6,
+                    "allgather": ring_bytes / 1e6}
+    assert (ring_bytes, ulysses_bytes) == (58_720_256, 36_700_160)
+    assert rows[0]["peak HBM per GPU (GB)"] == 2048 * 41_216 / 1e9  # 84,410,368 B
+    ms = {r["strategy"]: r["ms (8 GPUs, N 16K, causal)"] for r in rows}
+    for strategy in ms:
+        r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=8, strategy=strategy, link="node8-nvlink4",
                             **context.SHAPE)
-        assert row == {"strategy": row["strategy"], "ms (8 GPUs, N 16K, causal)": r.predicted_time_s * 1e3,
-                       "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GB)": r.hbm_peak_bytes / 1e9}
+        assert ms[strategy] == r.predicted_time_s * 1e3
+    assert ms["zigzag"] < ms["ring"]
 
 
 def test_two_gpu_lines_read_the_model_chart_as_the_prose_does():

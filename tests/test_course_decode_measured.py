@@ -158,17 +158,31 @@ def test_serving_splits_sentence_counts_the_points_where_the_rule_ran_fastest():
 
 
 def test_agreement_lines_say_what_agreement_counts(data):
-    lines = dm.agreement_lines(data)
-    for (min_cache, which), line in zip(((0, "all cache lengths"), (32768, "caches of 32K tokens or more")), lines):
-        a = dm.agreement(data, min_cache=min_cache)
-        assert line == f"gpusim within 20% of the measured time: {a['within']} of {a['rows']} split-KV rows, {which}"
+    """The counts by plain code: decode.json's split_kv and split_kv_1 rows that ran (3 batches x 8 cache lengths x 2
+    providers = 48; 3 of the lengths are 32K or more: 18), each priced by gpusim.simulate on the launch its fields
+    name, and counted where |predicted / measured - 1| <= 0.2."""
+    fields = ("batch", "heads", "kv_heads", "head_dim", "seq_kv", "dtype", "page_size", "num_splits")
+    timed = [r for r in data["rows"] if r["provider"] in ("split_kv", "split_kv_1") and r.get("ms")]
+    close = [r for r in timed if abs(gpusim.simulate("split_kv", gpu="H200-measured", **{f: r[f] for f in fields})
+                                     .predicted_time_s * 1e3 / r["ms"] - 1) <= 0.2]
+    count = {n: sum(r["seq_kv"] >= n for r in close) for n in (0, 32768)}
+    assert (len(timed), sum(r["seq_kv"] >= 32768 for r in timed)) == (48, 18)
+    assert dm.agreement_lines(data) == [
+        f"gpusim within 20% of the measured time: {count[0]} of 48 split-KV rows, all cache lengths",
+        f"gpusim within 20% of the measured time: {count[32768]} of 18 split-KV rows, caches of 32K tokens or more"]
 
 
-def test_split_rule_launch_is_gpusims_split_kv_on_the_measured_h200():
-    r = dm.split_rule_launch(seq_kv=4096)
-    want = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, page_size=16,
-                           gpu=dm.GPU)
-    assert (r.config.num_splits, r.predicted_time_s) == (want.config.num_splits, want.predicted_time_s)
+def test_split_rule_launch_is_gpusims_split_kv_on_the_measured_h200(data):
+    """The split count gpusim's rule picks is the one the kernel's rule ran on the H200: decode.json's split_kv row
+    of the same launch (batch 1, 32 / 8 heads, d = 128, pages of 16) records it."""
+    for n in (4096, 131072):
+        (row,) = [r for r in data["rows"] if (r["provider"], r["batch"], r["seq_kv"]) == ("split_kv", 1, n)]
+        assert (row["heads"], row["kv_heads"], row["head_dim"], row["page_size"]) == (32, 8, 128, 16)
+        r = dm.split_rule_launch(seq_kv=n)
+        assert r.config.num_splits == row["num_splits"] and r.config.seq_kv == (n,)  # one request
+        want = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=n, page_size=16,
+                               num_splits=row["num_splits"], gpu="H200-measured")
+        assert r.predicted_time_s == want.predicted_time_s
 
 
 def test_decode_benefit_parts_multiply_out_to_the_tables_gpusim_column(data):

@@ -92,20 +92,33 @@ def test_measured_rows_put_gpusims_dram_bytes_and_time_beside_the_measurement():
 
 
 def test_measured_rows_take_the_fa2_benchmark_shape_unless_told():
-    """Notebook 2 computed the benchmark's batch and heads in a cell; measured_rows takes them from gpusim.fa2_shape."""
+    """Notebook 2 computed the benchmark's batch and heads in a cell; measured_rows takes them from gpusim.fa2_shape.
+    By hand: 16K tokens / 4,096 = batch 4, 2048 / 64 = 32 heads; flash2 reads Q, K and V from DRAM once each (the
+    L2 keeps a head's K and V between Q blocks), 3 x 4 x 32 x 4,096 x 64 x 2 B = 192 MiB; one batch would read 48."""
     measured = {"flash2": (3 * 2**30, 2e-3, "a kernel")}
-    batch, heads = gpusim.fa2_shape(4096, 64)
-    assert standard_measured.measured_rows(measured, "H200-measured", seq=4096, head_dim=64) == \
-        standard_measured.measured_rows(measured, "H200-measured", seq=4096, head_dim=64, batch=batch, heads=heads)
+    (row,) = standard_measured.measured_rows(measured, "H200-measured", seq=4096, head_dim=64)
+    r = gpusim.simulate("flash2", gpu="H200-measured", seq=4096, head_dim=64, batch=4, heads=32)
+    assert r.dram_read_bytes == 3 * 4 * 32 * 4096 * 64 * 2 == 192 * 2**20
+    assert row["gpusim DRAM traffic"] == fmt_bytes(r.dram_read_bytes + r.dram_write_bytes)
+    assert row["gpusim predicted"] == fmt_time(r.predicted_time_s)
 
 
 def test_copy_time_sentence_divides_the_measured_bytes_by_the_measured_bandwidth():
+    """The bytes and seconds summed from ncu.json's rows with plain code (naive's three kernels, N = 4,096, d = 64,
+    no mask), divided by ceilings.json's copy bandwidth: time = bytes / bandwidth."""
     import json
     from pathlib import Path
     results = Path(__file__).resolve().parents[1] / "results" / "h200"
     ncu, ceilings = (json.loads((results / f"{name}.json").read_text()) for name in ("ncu", "ceilings"))
-    measured = standard_measured.ncu_measured(ncu["rows"], seq=4096, head_dim=64)
-    (nbytes, seconds, _), rate = measured["naive"], ceilings["copy_bytes_per_s"]
-    line = standard_measured.copy_time_sentence(measured, ceilings)
+
+    def total(kernels, quantities):
+        return sum(r["measured"] for r in ncu["rows"] if r["kernel"] in kernels and r["quantity"] in quantities
+                   and (r["seq"], r["head_dim"], r["causal"]) == (4096, 64, False))
+    dram = ("dram_read_bytes", "dram_write_bytes")
+    nbytes, seconds = total(("qk", "softmax", "pv"), dram), total(("qk", "softmax", "pv"), ("time_s",))
+    rate = ceilings["copy_bytes_per_s"]
+    assert 4e12 < rate < 4.8e12  # a copy's share of the H200's 4.8 TB/s datasheet bandwidth
+    line = standard_measured.copy_time_sentence(standard_measured.ncu_measured(ncu["rows"], seq=4096, head_dim=64),
+                                                ceilings)
     assert f"({rate / 1e12:.2f} TB/s) takes {nbytes / rate * 1e3:.2f} ms of its measured {seconds * 1e3:.2f} ms" in line
-    assert line.endswith(f"moved {nbytes / measured['flash2'][0]:.0f}x fewer bytes.")
+    assert line.endswith(f"moved {nbytes / total(('flash2',), dram):.0f}x fewer bytes.")

@@ -57,17 +57,35 @@ def test_max_error_is_the_math_backends_distance_from_float64_attention():
 
 
 def test_table_here_is_the_cpu_table_and_its_line_on_a_cpu():
+    """On the CPU: one row per case of sdpa.CASES in the CPU table's columns (no device, no GPU backend's refusal),
+    the math backend running every input, and the one line naming cuDNN among the backends that refuse."""
     table, line = sdpa.table_here("cpu")
-    assert (table, line) == sdpa.cpu_rows_table(sdpa.probe("cpu"))
+    assert [list(r) for r in table] == [["dtype", "head_dim", "mask", "PyTorch picks", "flash", "math"]] * 11
+    assert [{k: r[k] for k in ("dtype", "head_dim", "mask")} for r in table] == sdpa.CASES
+    assert all(r["math"] == "runs" and r["flash"] in ("runs", "no") for r in table)
+    assert line.startswith("On the CPU, SDPA's GPU backends (") and "cudnn" in line and "need a CUDA GPU" in line
 
 
 def test_gpu_table_reads_the_probe_or_says_what_to_run(tmp_path):
+    """Each cell read from sdpa_backends.json with plain code: the input, PyTorch's pick, "runs" for a backend that
+    ran when forced and "no: <its first reason or its error>" for one that did not; and the file's environment."""
     import json
     from pathlib import Path
 
-    from gpusim_course.measurements import environment_line
     results = Path(__file__).resolve().parents[1] / "results" / "h200"
     probed = json.loads((results / "sdpa_backends.json").read_text())
-    assert sdpa.gpu_table(results) == (sdpa.rows_table(probed["rows"]), environment_line(probed))
+    table, line = sdpa.gpu_table(results)
+    assert len(table) == len(probed["rows"]) == 11
+    for cells, r in zip(table, probed["rows"]):
+        assert cells["device"] == f"cuda sm_{r['sm']}" == "cuda sm_90"
+        assert (cells["dtype"], cells["head_dim"], cells["mask"], cells["PyTorch picks"]) == (
+            r["dtype"], r["head_dim"], r["mask"], r["picked"])
+        for column, key in (("flash", "FLASH_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION"),
+                            ("cudnn", "CUDNN_ATTENTION"), ("math", "MATH")):
+            b = r[key]
+            assert cells[column] == ("runs" if b["ran"] else f"no: {(b['reasons'] or [b['error']])[0][:90]}")
+    assert sum(c["cudnn"] == "runs" for c in table) < len(table)  # a refusal among them: both kinds checked
+    env = probed["environment"]
+    assert line.startswith(f"Measured on {env['gpu']}: ") and line.endswith(f"command: {env['command']}")
     assert sdpa.gpu_table(tmp_path) == ([], "Not measured on the GPU yet: python -m benchmarks.sdpa_backends --out "
                                             "$OUT/sdpa_backends.json")

@@ -169,6 +169,22 @@ def test_comparison_sentence_with_and_without_measurements():
 
 
 def test_speedup_groups_are_speedup_rows_per_head_dim_and_mask():
-    groups = tm.speedup_groups(None, seqs=(1024,), gpu="H200-measured", head_dims=(64,))
-    assert groups == {(64, causal): tm.speedup_rows(None, 64, causal, seqs=(1024,), gpu="H200-measured")
-                      for causal in (False, True)}
+    """Each group's measured ratios read from bench_bwd.json with plain code at its own head_dim and mask, and
+    its flash2 prediction on the tile the file's tuning chose for that group: a group built for the other mask
+    or head dimension, or on another group's tile, shows other numbers."""
+    path = ROOT / "results" / "h200" / "bench_bwd.json"
+    raw = json.loads(path.read_text())
+    groups = tm.speedup_groups(tm.read_bench_bwd(path), seqs=(1024,), gpu="H200-measured")
+    assert list(groups) == [(64, False), (64, True), (128, False), (128, True)]
+    for (d, causal), (row,) in groups.items():
+        ms = {r["provider"]: r["ms"] for r in raw["rows"] if (r["pass"], r["head_dim"], r["causal"], r["seq"]) ==
+              ("fwd+bwd", d, causal, 1024) and r.get("ms")}
+        assert row["seq"] == 1024 and row["flash2 measured ms"] == ms["flash2"]
+        assert row["measured speedup"] == ms["naive"] / ms["flash2"]
+        assert row["measured speedup, flash2"] == ms["torch_naive"] / ms["flash2"]
+        assert row["measured speedup, sdpa_flash"] == ms["torch_naive"] / ms["sdpa_flash"]
+        (chosen,) = [t["chosen"] for t in raw["tuning"] if (t["head_dim"], t["causal"]) == (d, causal)]
+        # 16K tokens / 1,024 = batch 16; 2048 / d heads
+        flash2 = gpusim.simulate("flash2", seq=1024, head_dim=d, batch=16, heads=2048 // d, causal=causal,
+                                 dtype="fp16", gpu="H200-measured", backward=True, backward_blocks=tuple(chosen))
+        assert row["flash2 predicted ms"] == flash2.predicted_time_s * 1e3 and row["predicted speedup"] > 1

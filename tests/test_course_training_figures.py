@@ -1,6 +1,7 @@
 """The training notebook's widget and figures: the stepper's readout and highlighted recomputation, the guess
 hidden until revealed, and what each figure draws."""
 import io
+import math
 
 import PIL.Image
 import pytest
@@ -73,13 +74,24 @@ def test_figure2_legend_names_every_bar_color():
 
 
 def test_memory_sentence_gives_the_slopes_and_how_much_longer_flash_trains():
+    """The slopes by hand from what each layer saves (24 layers, batch 8 x 16 heads, d = 64, fp16): naive Q, K, V
+    (3 N d x 2 B) and P (N² x 2 B), FlashAttention-2 Q, K, V, O (4 N d x 2 B) and the fp32 LSE (4 N B); over
+    N = 4,096 to 8,192 naive's slope is 1 + log2((3 x 64 + 8,192) / (3 x 64 + 4,096)) = 1.97, flash2's exactly 1.
+    The longest lengths: the last at which gpusim.backward.model_memory says it fits, one token more does not."""
     rows = training.model_memory_rows((2048, 4096, 8192), gpu="H200")
+    per_layer = {"naive": lambda n: 8 * 16 * (3 * n * 64 * 2 + n * n * 2),
+                 "flash2": lambda n: 8 * 16 * (4 * n * 64 * 2 + 4 * n)}
+    assert [(r["naive_saved_bytes"], r["flash2_saved_bytes"]) for r in rows] == [
+        (24 * per_layer["naive"](n), 24 * per_layer["flash2"](n)) for n in (2048, 4096, 8192)]
+    slope = {algo: math.log2(f(8192) / f(4096)) for algo, f in per_layer.items()}
+    assert f"{slope['naive']:.2f}" == "1.97" and slope["flash2"] == 1.0
     longest = training.longest_trainable(gpu="H200")
-    assert longest == {algo: backward.max_trainable_seq(algo, layers=24, heads=16, head_dim=64, batch=8,
-                                                        dtype="fp16", gpu="H200") for algo in ("naive", "flash2")}
+    for algo, n in longest.items():
+        fits = [backward.model_memory(algo, layers=24, heads=16, head_dim=64, batch=8, seq=s, gpu="H200")["fits"]
+                for s in (n, n + 1)]
+        assert fits == [True, False], algo
     line = training_plots.memory_sentence(rows, longest, "H200")
-    slopes = training_plots.slopes(rows)
-    assert line.startswith(f"log-log slopes: standard attention {slopes['naive']:.2f}, FlashAttention-2 "
-                           f"{slopes['flash2']:.2f};")
+    assert line.startswith(f"log-log slopes: standard attention {slope['naive']:.2f}, FlashAttention-2 "
+                           f"{slope['flash2']:.2f};")
     assert line.endswith(f"{longest['naive']:,} (standard) against {longest['flash2']:,} (FlashAttention-2), "
                          f"{longest['flash2'] / longest['naive']:.0f}x longer")
