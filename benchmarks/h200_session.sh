@@ -98,7 +98,9 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                     --without naive,torch_naive,sdpa_math,flash2,hopper,sdpa_flash,sdpa_efficient,sdpa_cudnn
                   python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k flash1 -rfE ;;
     host) python -m benchmarks.host --out "$OUT" ;;
-    tensor_pipe) python -m benchmarks.tensor_pipe --out "$OUT" --logs "$OUT/logs" --max-seconds 85 ;;
+    # tensor_pipe: ncu's CSVs and its own tensor_pipe.log in a folder of their own (in $OUT/logs that log would
+    # overwrite this job's, which the shell holds open)
+    tensor_pipe) python -m benchmarks.tensor_pipe --out "$OUT" --logs "$OUT/logs/tensor_pipe" --max-seconds 85 ;;
     ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
     ncu_edges) ncu_pair ncu_edges --algos flash2,hopper --seqs 24576,65536 ;;
     ncu_edges2) ncu_pair ncu_edges2 --algos flash2,hopper --seqs 40960,98304 ;;
