@@ -21,8 +21,8 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, launch,
-                     metas, op_fields, op_keywords, options, signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, in_batches,
+                     launch, metas, op_fields, op_keywords, options, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -168,6 +168,7 @@ def bwd_constants(cfg, kernel):
                 num_stages=tiles.num_stages)
 
 
+@in_batches
 def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, tiles=None,
                               gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
@@ -220,6 +221,7 @@ class Flash2Attention(torch.autograd.Function):
         return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
 
 
+@in_batches
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,
                                backward_blocks=None, gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, launch, op_fields
+from .launch import constants, forward_launch, in_batches, launch, op_fields
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
 
@@ -63,6 +63,7 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
     tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
 
 
+@in_batches
 def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, return_lse=False, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),

@@ -10,7 +10,7 @@ every check and the model's tile search, once per such key (cached_launch) and r
 launched through launch(), which, compiled, skips Triton's own per-launch binding once a key has compiled.
 """
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import NamedTuple
 
 import torch
@@ -30,6 +30,7 @@ HEAD_DIMS = Pass.HEAD_DIMS  # (least, most): the head dims the kernels run, as g
 CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
 
 
+GRID_YZ_MOST = 65_535  # CUDA's most thread blocks along a grid's y and z axes (x: 2**31 - 1)
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
 # launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
@@ -114,6 +115,31 @@ def arg_class(x):
     if isinstance(x, torch.Tensor):
         return x.dtype, x.data_ptr() % 16 == 0
     raise TypeError(f"{kind.__name__} is not classed")
+
+
+def in_batches(entry):
+    """entry, whose grids hold batch * heads programs along their y axis, on slices of the batch where one launch
+    cannot hold them (more than GRID_YZ_MOST): each slice of at most GRID_YZ_MOST // heads requests is a call of
+    its own, and the outputs are concatenated along the batch (every tensor argument has the batch first). The
+    bytes moved are the same; gpusim prices one launch."""
+    @wraps(entry)
+    def run(*tensors, **options):
+        shape = tensors[0].shape if tensors and isinstance(tensors[0], torch.Tensor) else ()  # q's: (B, H, N, d)
+        if len(shape) != 4 or shape[0] * shape[1] <= GRID_YZ_MOST:
+            return entry(*tensors, **options)
+        step = GRID_YZ_MOST // shape[1]
+        if not step:
+            raise ValueError(f"heads={shape[1]:,}: a launch's grid holds at most {GRID_YZ_MOST:,} (batch x heads) "
+                             f"along its y axis")
+        return _joined([entry(*(x[b:b + step] for x in tensors), **options) for b in range(0, shape[0], step)])
+    return run
+
+
+def _joined(parts):
+    """The slices' outputs (a tensor each, or a tuple of tensors) concatenated along the batch."""
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)
+    return tuple(torch.cat(outputs) for outputs in zip(*parts))
 
 
 class Launch(NamedTuple):

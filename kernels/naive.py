@@ -13,7 +13,7 @@ import triton.language as tl
 
 from gpusim.passes.naive import score_row
 
-from .launch import constants, forward_launch, launch, op_fields
+from .launch import constants, forward_launch, in_batches, launch, op_fields
 from .tiles import kv_blocks_visited, row_offsets
 
 
@@ -118,6 +118,7 @@ def row_block_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.co
     tl.store(C + bh * N * D + c_offs, (acc * scale).to(C.dtype.element_ty), mask=c_mask)  # write Br*d
 
 
+@in_batches
 def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None, return_p=False):
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two

@@ -1,0 +1,114 @@
+"""Batches past a grid's y axis: the forward and backward kernels put batch x heads programs on their grid's y
+axis, where CUDA launches at most 65,535 (kernels/launch.py GRID_YZ_MOST; x takes 2**31 - 1), so a batch of
+2,048 requests of 32 heads would fail to launch ("invalid argument"). The entry points run such a batch in
+slices, a launch each (launch.in_batches). Here the limit is lowered to a few programs, so that the slicing runs
+in Triton's interpreter on CPU tensors (on a GPU, compiled): the slices' outputs and gradients equal one launch's
+bit for bit at the same tiles (every (request, head) is its own programs), their bytes equal gpusim's count of
+the whole batch, and no launch's y axis passes the limit."""
+import pytest
+
+pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+import torch
+
+import gpusim
+import gpusim_kernels
+from gpusim_kernels import backward, flash2, launch as launching, naive, naive_backward
+from gpusim_kernels.interpreter import INTERPRETED
+
+DEVICE = "cpu" if INTERPRETED else "cuda"
+RUNS = pytest.mark.skipif(not (INTERPRETED or torch.cuda.is_available()), reason="neither a GPU nor the interpreter")
+LIMIT = 5  # programs along y: (3 requests x 2 heads) = 6 runs as slices of 2 requests and 1
+TILES = dict(block_q=16, block_kv=16)  # one tile for the whole batch and its slices (the default depends on batch)
+FORWARDS = ["naive_attention", "flash2_attention"]  # flash1's and hopper's grids put batch x heads on x
+
+
+def qkv(seed=0, grad=False):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(3, h, 40, 16, generator=g, dtype=torch.float16).to(DEVICE) for h in (2, 1, 1))
+    return [x.requires_grad_(grad) for x in (q, k, v)]
+
+
+@pytest.fixture
+def grids(monkeypatch):
+    """Every launch's grid, in order, with the y axis limited to LIMIT programs."""
+    seen, launched = [], launching.launch
+
+    def recording(kernel, grid, *args, **kwargs):
+        seen.append(grid)
+        return launched(kernel, grid, *args, **kwargs)
+    for module in (flash2, naive, naive_backward, backward):
+        monkeypatch.setattr(module, "launch", recording)
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", LIMIT)
+    return seen
+
+
+@RUNS
+@pytest.mark.parametrize("entry", FORWARDS)
+def test_a_forward_past_the_grid_runs_in_slices_equal_to_one_launch(entry, grids, monkeypatch):
+    q, k, v = qkv()
+    sliced = getattr(gpusim_kernels, entry)(q, k, v, causal=True, **TILES)
+    assert len(grids) > 1 and max(g[1] for g in grids) <= LIMIT and sum(g[1] for g in grids) % (3 * 2) == 0
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
+    assert torch.equal(sliced, getattr(gpusim_kernels, entry)(q, k, v, causal=True, **TILES))
+
+
+@pytest.mark.skipif(not INTERPRETED, reason="trace_io counts in Triton's interpreter")
+@pytest.mark.parametrize("entry", FORWARDS)
+def test_the_slices_move_the_bytes_gpusim_counts_for_the_whole_batch(entry, grids):
+    q, k, v = qkv()
+    moved = gpusim_kernels.trace_io(getattr(gpusim_kernels, entry), q, k, v, causal=True, **TILES)
+    counted = gpusim.simulate(entry.removesuffix("_attention"), q=q.numpy(), k=k.numpy(), v=v.numpy(), causal=True,
+                              **TILES).by_tensor
+    assert moved == {t: rw for t, rw in counted.items() if t in moved} and max(g[1] for g in grids) <= LIMIT
+
+
+@RUNS
+@pytest.mark.parametrize("entry", ["naive_attention_trainable", "flash2_attention_trainable"])
+def test_a_training_step_past_the_grid_gives_one_launchs_gradients(entry, grids, monkeypatch):
+    """The trainables slice the batch before autograd records: each slice is a node of its own, and torch.cat's
+    backward hands each its rows of dO."""
+    q, k, v = qkv(grad=True)
+    o = getattr(gpusim_kernels, entry)(q, k, v, causal=True, **TILES)
+    o.float().square().sum().backward()
+    assert max(g[1] for g in grids) <= LIMIT
+    sliced = [o.detach(), q.grad, k.grad, v.grad]
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
+    q, k, v = qkv(grad=True)
+    o = getattr(gpusim_kernels, entry)(q, k, v, causal=True, **TILES)
+    o.float().square().sum().backward()
+    assert all(torch.equal(a, b) for a, b in zip(sliced, [o.detach(), q.grad, k.grad, v.grad]))
+
+
+@RUNS
+def test_flash2s_backward_past_the_grid_gives_one_launchs_gradients(grids, monkeypatch):
+    q, k, v = qkv()
+    do = torch.randn_like(q)
+    o, lse = gpusim_kernels.flash2_attention(q, k, v, return_lse=True, **TILES)
+    sliced = gpusim_kernels.flash2_attention_backward(q, k, v, o, lse, do, **TILES)
+    assert max(g[1] for g in grids) <= LIMIT
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
+    whole = gpusim_kernels.flash2_attention_backward(q, k, v, o, lse, do, **TILES)
+    assert all(torch.equal(a, b) for a, b in zip(sliced, whole))
+
+
+def test_more_heads_than_a_grid_holds_is_one_line(monkeypatch):
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 1)
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"^heads=2: a launch's grid holds at most 1 \(batch x heads\) along its y"):
+        gpusim_kernels.flash2_attention(q, k, v)
+
+
+def test_the_limit_is_cudas():
+    """CUDA's maxGridSize is (2**31 - 1, 65,535, 65,535) on every GPU since compute capability 3.0."""
+    assert launching.GRID_YZ_MOST == 2**16 - 1
+
+
+@pytest.mark.parametrize("field, value", [("batch", 65_536), ("num_splits", 70_000)])
+def test_a_decode_plan_past_the_grid_is_one_line(field, value, monkeypatch):
+    """Decoding's grids put the batch on y and the splits on z: a plan past them is refused (a serving batch of
+    65,536 requests in one call is not one a server makes; no slicing)."""
+    lengths = [4096] * value if field == "batch" else [2**21]  # 2M keys: 131,072 chunks of 16 to split
+    splits = dict(num_splits=value, block_kv=16) if field == "num_splits" else {}
+    with pytest.raises(ValueError, match=rf"^{field}={value:,}: the decode kernels' grids hold at most 65,535 along"):
+        gpusim_kernels.DecodePlan(lengths, heads=8, kv_heads=8, head_dim=64, dtype=torch.float16, device="cpu",
+                                  max_cache_len=max(lengths), **splits)
