@@ -112,3 +112,16 @@ def test_a_decode_plan_past_the_grid_is_one_line(field, value, monkeypatch):
     with pytest.raises(ValueError, match=rf"^{field}={value:,}: the decode kernels' grids hold at most 65,535 along"):
         gpusim_kernels.DecodePlan(lengths, heads=8, kv_heads=8, head_dim=64, dtype=torch.float16, device="cpu",
                                   max_cache_len=max(lengths), **splits)
+
+
+@pytest.mark.skipif(INTERPRETED or not torch.cuda.is_available(), reason="needs a GPU, with TRITON_INTERPRET unset")
+@pytest.mark.parametrize("entry", FORWARDS)
+def test_a_batch_of_65536_heads_runs_on_the_gpu(entry):
+    """The GPU twin at CUDA's own limit: 2,048 requests of 32 heads (65,536 programs along y in one launch, which
+    CUDA refuses with "invalid argument"). Against float64, at most twice the error of SDPA in fp16 plus one
+    rounding of O (tests/test_kernels.py's bound)."""
+    q, k, v = (torch.randn(2048, 32, 64, 64, dtype=torch.float16, device="cuda") for _ in range(3))
+    ref = gpusim_kernels.reference_attention(q, k, v)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    error = ((getattr(gpusim_kernels, entry)(q, k, v).double() - ref).norm() / ref.norm()).item()
+    assert error <= 2 * ((sdpa.double() - ref).norm() / ref.norm()).item() + 2**-11
