@@ -24,6 +24,7 @@ import json  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 
 import gpusim  # noqa: E402
+from gpusim.hardware import device_preset  # noqa: E402
 from gpusim.links import Link  # noqa: E402
 
 PROJECT = {"ring": ("ring", "flash2"), "zigzag": ("zigzag", "flash2"), "ulysses": ("ulysses", "flash2"),
@@ -94,19 +95,21 @@ def strategy_runs(strategy, shape, gpus):
 
 def measured_link(link_rows):
     """The model's link from the microbenchmark: NCCL send/recv's and all-to-all's rates at the largest size,
-    the smallest exchange's time as the per-step latency."""
+    the smallest exchange's time as the per-step latency; None where a kind has no row (NCCL failed)."""
     by = {kind: sorted((r for r in link_rows if r["kind"] == kind), key=lambda r: r["bytes"])
           for kind in ("sendrecv", "alltoall")}
+    if not all(by.values()):
+        return None
     return Link("nvlink-measured-this-run", by["sendrecv"][-1]["bytes_per_s"],
                 alltoall_bytes_per_s=by["alltoall"][-1]["bytes_per_s"], step_latency_s=by["sendrecv"][0]["ms"] / 1e3,
                 source="benchmarks/cp.py's link microbenchmark, same run")
 
 
-def model_ms(r, link):
-    """gpusim's time for a row of the project's (or the single GPU's flash2), on the measured link; None for
-    PyTorch's and SDPA's kernels, which the model does not describe."""
+def model_ms(r, link, gpu=MODEL_GPU):
+    """gpusim's time for a row of the project's (or the single GPU's flash2), on the measured link and gpu (a
+    preset); None for PyTorch's and SDPA's kernels, which the model does not describe."""
     shape = dict(seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"], batch=r["batch"],
-                 causal=r["causal"], dtype=r["dtype"], gpu=MODEL_GPU)
+                 causal=r["causal"], dtype=r["dtype"], gpu=gpu)
     if r["provider"] in PROJECT:
         strategy, kernel = PROJECT[r["provider"]]
         return 1e3 * gpusim.simulate(kernel, gpus=r["gpus"], strategy=strategy, link=link, **shape).predicted_time_s
@@ -119,13 +122,23 @@ def merge(out):
     """DIR/cp_<part>.json -> DIR/cp.json, each project row with the model's time on the measured link."""
     parts = {p: json.loads((out / f"cp_{p}.json").read_text()) for p in PARTS if (out / f"cp_{p}.json").exists()}
     link = measured_link(parts["link"]["rows"]) if "link" in parts else None
-    rows = [r | ({"model_ms": model_ms(r, link)} if link and r.get("ms") is not None else {})
+    gpu = model_gpu(parts["link"]["environment"]) if link else None
+    rows = [r | ({"model_ms": model_ms(r, link, gpu)} if gpu and r.get("ms") is not None else {})
             for p in PARTS[1:] if p in parts for r in parts[p]["rows"]]
     env = {p: parts[p]["environment"] for p in parts}
     result = {"environment": env, "link": parts.get("link", {}).get("rows", []),
-              "model_link": asdict(link) if link else None, "targets": targets(rows), "rows": rows}
+              "model_link": asdict(link) if link else None, "model_gpu": gpu, "targets": targets(rows), "rows": rows}
     (out / "cp.json").write_text(json.dumps(result, indent=1))
     return result
+
+
+def model_gpu(environment):
+    """The preset the model prices a run on: its GPU's, by the name the run recorded (an H100 pair is priced as
+    H100s); MODEL_GPU where no name is a CUDA device's (the CPU smoke run); None for a GPU without a preset."""
+    name = environment.get("gpu", "")
+    if not name or name.startswith("cpu"):
+        return MODEL_GPU
+    return device_preset(name)
 
 
 SHAPE_KEYS = ("batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype")

@@ -321,6 +321,17 @@ def get_gpu(gpu):
     return by_name("gpu", "GPUs", gpu, PRESETS, GPU)
 
 
+def device_preset(name, memory_bytes=None):
+    """The preset of a CUDA device by the name CUDA gives it ("NVIDIA H200"), A100s by their memory; None for a
+    device without one (or an A100 whose memory is not given)."""
+    for key, preset in (("H200", "H200-measured"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
+        if key in name:
+            return preset
+    if "A100" in name and memory_bytes:
+        return "A100-80GB" if memory_bytes > 40 * GiB else "A100-40GB"
+    return None
+
+
 def check_dtype(dtype):
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")

@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.compiler.compiler import CompiledKernel
 
-from gpusim.hardware import GPU, PRESETS, GiB, get_gpu
+from gpusim.hardware import GPU, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
@@ -315,12 +315,8 @@ def detect_gpu(device):
     if device.type != "cuda":
         return CPU_GPU
     name, props = torch.cuda.get_device_name(device), torch.cuda.get_device_properties(device)
-    for key, preset in (("H200", "H200-measured"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
-        if key in name:
-            return preset
-    if "A100" in name:
-        return "A100-80GB" if props.total_memory > 40 * GiB else "A100-40GB"
-    return replace(PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
+    return device_preset(name, props.total_memory) or replace(
+        PRESETS[CPU_GPU], name=name, sram_bytes_per_block=props.shared_memory_per_block_optin)
 
 
 def options(cfg, kernel):

@@ -54,6 +54,35 @@ def test_merge_prices_each_row_on_the_measured_link(tmp_path):
     assert single["model_ms"] > zig["model_ms"] and "model_ms" not in sdpa
 
 
+def test_merge_prices_a_pair_of_h100s_as_h100s_and_survives_a_link_part_without_rows(tmp_path):
+    """The model's GPU is the one the run recorded (gpusim.hardware.device_preset); a link part that NCCL left
+    without rows of a kind gives no model link and no model times, but cp.json is written."""
+    link = [{"kind": kind, "bytes": b, "ms": ms, "bytes_per_s": b / ms * 1e3}
+            for kind in ("sendrecv", "alltoall") for b, ms in ((8192, 0.02), (1 << 30, 3.0))]
+    shape = cp_plan.Shape(1, 32, 8, 65536, 128, True, "bf16")
+    row = cp_plan.row("zigzag", shape, 2, ms=10.0, link_send_bytes=1, strategy="zigzag", link="nvlink")
+    for gpu, rows, preset in (("NVIDIA H100 80GB HBM3", link, "H100-SXM"), ("NVIDIA H200", link[:2], None)):
+        (tmp_path / "cp_link.json").write_text(json.dumps({"environment": {"gpu": gpu}, "rows": rows}))
+        (tmp_path / "cp_project.json").write_text(json.dumps({"environment": {"gpu": gpu}, "rows": [row]}))
+        merged = cp.main(["--out", str(tmp_path), "--part", "merge"])
+        assert merged["model_gpu"] == preset and (tmp_path / "cp.json").exists()
+        if preset:
+            expected = gpusim.simulate("flash2", seq=65536, head_dim=128, heads=32, kv_heads=8, causal=True,
+                                       dtype="bf16", gpu=preset, gpus=2, strategy="zigzag",
+                                       link=cp_plan.measured_link(rows))
+            assert merged["rows"][0]["model_ms"] == pytest.approx(expected.predicted_time_s * 1e3)
+        else:
+            assert merged["model_link"] is None and "model_ms" not in merged["rows"][0]
+
+
+def test_device_presets_by_cudas_names():
+    names = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-SXM", "NVIDIA GeForce RTX 4090": "RTX-4090",
+             "Tesla T4": "T4", "NVIDIA L40S": None, "NVIDIA A100-SXM4-80GB": None}
+    assert {name: gpusim.hardware.device_preset(name) for name in names} == names
+    assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-80GB", 80 * 1024**3) == "A100-80GB"
+    assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-40GB", 40 * 1024**3) == "A100-40GB"
+
+
 def test_the_script_keeps_multicast_off():
     assert {k: os.environ[k] for k in cp_plan.MULTICAST_OFF} == {"NCCL_NVLS_ENABLE": "0",
                                                              "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
