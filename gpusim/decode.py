@@ -28,7 +28,7 @@ decode step. With seq == 1, bottom-right sees the whole cache.
 """
 import numpy as np
 
-from .hardware import dtype_name, get_gpu
+from .hardware import GRID_YZ_MOST, dtype_name, get_gpu
 from .occupancy import occupancy, resources
 from .passes.split_kv import SPLIT_KV
 from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
@@ -48,6 +48,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     batch, heads = positive_int("batch", batch), positive_int("heads", heads)
     kv_heads = positive_int("kv_heads", kv_heads)
     head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)
+    check_grid(batch=batch, seq=seq)
     SPLIT_KV.check(gpu, head_dim)
     if heads % kv_heads:
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
@@ -65,6 +66,7 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     elif positive_int("num_splits", num_splits) > most:
         raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={block_kv} in "
                          f"the longest request ({int(probe.keys.max()):,} keys)")
+    check_grid(num_splits=int(num_splits))
     launch = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, int(num_splits), block_kv, page_size,
                           grouped, causal_align, dtype, gpu, SPLIT_KV)
     for kernel in launch.kernels:
@@ -74,6 +76,15 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
                              f"need {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has "
                              f"{gpu.sram_bytes_per_block:,} B per thread block")
     return launch
+
+
+def check_grid(**counts):
+    """One line for a count the decode kernels' grids, (units, batch, num_splits) and (heads, batch, seq), put on
+    their y or z axis past CUDA's GRID_YZ_MOST."""
+    for name, value in counts.items():
+        if value > GRID_YZ_MOST:
+            raise ValueError(f"{name}={value:,}: the decode kernels' grids hold at most {GRID_YZ_MOST:,} along their y "
+                             f"and z axes (batch; num_splits and seq): decode it in parts")
 
 
 ROW_FIELDS = ("batch", "heads", "kv_heads", "head_dim", "seq_kv", "dtype", "page_size", "num_splits")

@@ -8,6 +8,7 @@ import difflib
 from dataclasses import dataclass
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
+GRID_YZ_MOST = 65_535  # CUDA's most thread blocks along a grid's y and z axes (maxGridSize; x: 2**31 - 1)
 
 # Latency and one SM's transfer rate, as measured on the lent H200 (H200-measured, below) and carried to the
 # presets nobody measured here: the L2's in clock cycles and bytes per clock at each GPU's own clock, DRAM's

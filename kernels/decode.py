@@ -20,8 +20,7 @@ from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache,
 from gpusim.shape import REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, GRID_YZ_MOST, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu,
-                     launch)
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, launch
 
 
 @triton.jit
@@ -215,7 +214,6 @@ class DecodePlan:
                                        page_size, grouped, causal_align, DTYPES[dtype],
                                        detect_gpu(device) if gpu is None else gpu, chunks)
         L = self._launch
-        check_grids(L)
         self.lengths, self.dtype, self.device = lengths, dtype, device
         self.pages = -(-self.max_cache_len // page_size) if page_size else 0
         self.q_shape = (L.batch, L.heads, L.seq, L.head_dim)
@@ -392,15 +390,6 @@ def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv,
     return make_launch(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq, seq_kv=seq_kv,
                        num_splits=num_splits, block_kv=block_kv, page_size=page_size, grouped=grouped,
                        causal_align=causal_align, dtype=dtype, gpu=gpu)
-
-
-def check_grids(L):
-    """One line where the split or reduce kernel's grid (units, batch, num_splits), (heads, batch, seq) has more
-    programs along y or z than CUDA launches (GRID_YZ_MOST)."""
-    for name, value in (("batch", L.batch), ("num_splits", L.num_splits), ("seq", L.seq)):
-        if value > GRID_YZ_MOST:
-            raise ValueError(f"{name}={value:,}: the decode kernels' grids hold at most {GRID_YZ_MOST:,} along their "
-                             f"y and z axes (batch; num_splits and seq): plan it in parts")
 
 
 PLAN_CACHE_SIZE = 8  # decode_attention's plans for lengths on the device, kept per key (each holds a workspace)

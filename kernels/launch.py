@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.compiler.compiler import CompiledKernel
 
-from gpusim.hardware import GPU, PRESETS, device_preset, get_gpu
+from gpusim.hardware import GPU, GRID_YZ_MOST, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
@@ -30,7 +30,6 @@ HEAD_DIMS = Pass.HEAD_DIMS  # (least, most): the head dims the kernels run, as g
 CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
 
 
-GRID_YZ_MOST = 65_535  # CUDA's most thread blocks along a grid's y and z axes (x: 2**31 - 1)
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
 # launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"

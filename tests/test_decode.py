@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gpusim
 from gpusim import decode
 from gpusim.passes.split_kv import SPLIT_KV as split_kv_model
 from gpusim.compiled import COMPILED
@@ -265,3 +266,15 @@ def test_bad_block_table_gives_one_line(table, lengths, message):
         decode.check_block_table(table, lengths, num_pages=10, page_size=16)
     assert message in str(err.value) and "\n" not in str(err.value)
     decode.check_block_table(TABLE, (40, 20), num_pages=10, page_size=16)  # the -1 past request 1's pages is unused
+
+
+def test_a_batch_past_the_decode_grids_is_refused_and_any_head_count_is_priced():
+    """The decode kernels put the batch on their grids' y axis and the splits and query rows on z, where CUDA
+    launches at most 65,535 programs; the model refuses past that, as DecodePlan does. Heads lie along x: a
+    count far past any array the model could hold is priced from the first programs of the launch's tail."""
+    with pytest.raises(ValueError, match=r"^batch=65,536: the decode kernels' grids hold at most 65,535 along"):
+        gpusim.simulate("split_kv", seq=1, seq_kv=64, head_dim=64, heads=1, batch=65_536)
+    with pytest.raises(ValueError, match=r"^seq=65,536: the decode kernels' grids hold at most 65,535 along"):
+        gpusim.simulate("split_kv", seq=65_536, seq_kv=2**17, head_dim=64, heads=1)
+    few, many = (gpusim.simulate("split_kv", seq=1, seq_kv=4096, head_dim=64, heads=h, num_splits=2) for h in (8, 10**12))
+    assert many.hbm_read_bytes > few.hbm_read_bytes and many.predicted_time_s > 1e6 * few.predicted_time_s

@@ -160,7 +160,7 @@ def reduce_work(L):
     the grid (heads, batch, seq), heads fastest; the tail is the last programs, the last first."""
     steps = -(-np.asarray(L.active_splits).reshape(-1) // REDUCE_SPLITS)
     values, counts = np.unique(steps, return_counts=True)
-    tail = np.tile(np.repeat(steps[::-1], L.heads), L.seq)[:TAIL]
+    tail = np.tile(np.repeat(steps[::-1], min(L.heads, TAIL)), min(L.seq, TAIL))[:TAIL]  # its first TAIL, whatever H
     return Work(tuple(int(v) for v in values), tuple(int(c) * L.heads * L.seq for c in counts),
                 tuple(int(j) for j in tail))
 
@@ -203,7 +203,7 @@ class SplitKV(Pass):
         steps, units = chunks(launch), launch.units
         values, counts = np.unique(steps, return_counts=True)
         last = steps.T.ravel()[::-1][: -(-TAIL // units)]  # launch order, backwards from its end
-        tail = np.repeat(last, units)[:TAIL]
+        tail = np.repeat(last, min(units, TAIL))[:TAIL]  # its first TAIL, whatever the units
         return Work(tuple(values.tolist()), tuple((counts * units).tolist()), tuple(tail.tolist()))
 
     def launch_s(self, launch, kernel):
