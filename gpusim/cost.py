@@ -442,7 +442,7 @@ def waves(step):
     cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
     total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b, b)))  # every program, as arrays
-    last = grid.programs - (math.ceil(grid.programs / slots) - 1) * slots  # programs in the last wave
+    last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
     tail_steps = np.asarray(work.tail[:last])  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them

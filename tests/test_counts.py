@@ -1,6 +1,7 @@
 """Execute mode (the schedule walked tile by tile on real arrays) against count mode (closed forms) and
 the float64 reference, plus counts worked out by hand."""
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -216,3 +217,16 @@ def test_count_mode_handles_a_million_tokens():
     assert r.by_tensor["Q"]["read_bytes"] == bh * n * d * 2
     assert r.by_tensor["K"]["read_bytes"] == bh * sum(16 * (i + 1) for i in range(n // 16)) * d * 2
     assert algorithm("flash2").count(r.config) == r.counts
+
+
+@pytest.mark.parametrize("algo, backward", [("naive", False), ("naive", True), ("flash1", False), ("flash1", True),
+                                            ("flash2", False), ("flash2", True), ("split_kv", False)])
+def test_every_pass_prices_the_longest_sequence_gpusim_counts_at_the_smallest_tiles(algo, backward):
+    """N = MAX_SEQ (2**40) on 16 x 16 tiles: naive's backward launches (N / 16)**2 = 2**72 programs a head, past
+    int64; the launch's tail and last wave are taken in Python's integers (a fuzz of simulate found both)."""
+    from gpusim.shape import MAX_SEQ
+    shape = dict(seq=1, seq_kv=MAX_SEQ, block_kv=16) if algo == "split_kv" else dict(
+        seq=MAX_SEQ, block_q=16, block_kv=16, causal=True, backward=backward, **({"backward_blocks": (16, 16)}
+                                                                                   if backward else {}))
+    r = gpusim.simulate(algo, head_dim=64, heads=8, gpu="H200", **shape)
+    assert 0 < r.predicted_time_s < math.inf and type(r.hbm_read_bytes) is int and r.hbm_read_bytes > MAX_SEQ

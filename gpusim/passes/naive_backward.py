@@ -30,8 +30,10 @@ def _tile_work(cfg):
     t = cfg.tiling
     grid = t.n_q_blocks * t.n_kv_blocks
     visited = t.tiles
-    last = grid - 1 - np.arange(min(grid, TAIL))  # the launch order, backwards from its end
-    head = (last % t.n_kv_blocks < t.kv_blocks_at(last // t.n_kv_blocks)).astype(int).tolist()
+    first = grid - min(grid, TAIL)  # the tail's first program; Python ints: grid may pass int64 near MAX_SEQ
+    offsets = first % t.n_kv_blocks + np.arange(min(grid, TAIL))[::-1]  # the launch order, backwards from its end
+    rows = first // t.n_kv_blocks + offsets // t.n_kv_blocks  # program p at tile (p // Tc, p % Tc)
+    head = (offsets % t.n_kv_blocks < t.kv_blocks_at(rows)).astype(int).tolist()
     n = min(cfg.bh * grid, TAIL)
     values, counts = zip(*[(v, c) for v, c in ((1, visited), (0, grid - visited)) if c])
     return Work(values, tuple(c * cfg.bh for c in counts), tuple((head * -(-n // len(head)))[:n]))
