@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .context import simulate as context_simulate
 from .hardware import get_gpu
+from .shape import positive_int, positive_number
 from .links import LINKS, TPU_BF16_FLOPS_PER_S, get_link
 
 ASSUMPTIONS = ("Predictions of the model, not measurements: every GPU runs the project's flash2 at the rate "
@@ -26,6 +27,10 @@ ASSUMPTIONS = ("Predictions of the model, not measurements: every GPU runs the p
 
 def minimal_shard_tokens(flops_per_s, link_bytes_per_s, itemsize=2, heads=1, kv_heads=1):
     """The shortest shard c (tokens per GPU) whose ring step hides its K/V transfer: itemsize F H_kv / (2 B H)."""
+    flops_per_s, link_bytes_per_s = positive_number("flops_per_s", flops_per_s), positive_number(
+        "link_bytes_per_s", link_bytes_per_s)
+    itemsize, heads, kv_heads = (positive_int(n, v) for n, v in (("itemsize", itemsize), ("heads", heads),
+                                                                 ("kv_heads", kv_heads)))
     return itemsize * flops_per_s * kv_heads / (2 * link_bytes_per_s * heads)
 
 

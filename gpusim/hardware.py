@@ -334,7 +334,7 @@ def device_preset(name, memory_bytes=None):
 
 
 def check_dtype(dtype):
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ValueError(f"dtype={dtype!r} is not supported: choose one of {', '.join(DTYPE_BYTES)}")
     return DTYPE_BYTES[dtype]
 

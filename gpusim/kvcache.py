@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import DTYPE_BYTES, by_name, dtype_name, get_gpu
-from .shape import positive_int
+from .shape import positive_int, positive_number
 
 # ShareGPT's mean prompt and output lengths, tokens, as the vLLM paper reports them (Kwon et al., "Efficient
 # Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023, Fig. 11): 161.31 and
 # 337.99. The lengths drawn are geometric with these means (the shape is this model's choice).
 SHAREGPT_MEAN_PROMPT_TOKENS = 161.31
 SHAREGPT_MEAN_OUTPUT_TOKENS = 337.99
+MAX_STEPS = 1 << 23  # the most steps, and requests, a simulation of serving draws (an array of each)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def kv_budget_bytes(model, gpu):
 
 def max_batch(model, gpu, context_tokens, dtype="fp16"):
     """Requests of context_tokens tokens each whose caches fit beside the weights."""
+    context_tokens = positive_int("context_tokens", context_tokens)
     return max(0, kv_budget_bytes(model, gpu) // (context_tokens * bytes_per_token(model, dtype)))
 
 
@@ -107,6 +109,16 @@ def arrivals(steps, per_step, max_tokens, seed=0, mean_prompt_tokens=SHAREGPT_ME
              mean_output_tokens=SHAREGPT_MEAN_OUTPUT_TOKENS):
     """A seeded stream of requests: Poisson(per_step) arrivals per step; prompt and output lengths geometric
     with the given means, the prompt clipped to max_tokens - 1 and the output to what is left."""
+    steps, max_tokens = positive_int("steps", steps, MAX_STEPS), positive_int("max_tokens", max_tokens)
+    if max_tokens < 2:
+        raise ValueError(f"max_tokens={max_tokens}: a request needs a prompt token and an output token")
+    per_step = positive_number("per_step", per_step)
+    if steps * per_step > MAX_STEPS:
+        raise ValueError(f"steps={steps:,} of per_step={per_step:g} arrivals: more than the {MAX_STEPS:,} requests "
+                         f"a serving simulation draws")
+    for name, mean in (("mean_prompt_tokens", mean_prompt_tokens), ("mean_output_tokens", mean_output_tokens)):
+        if positive_number(name, mean) < 1:
+            raise ValueError(f"{name}={mean!r}: a geometric length has a mean of at least 1 token")
     rng = np.random.default_rng(seed)
     counts = rng.poisson(per_step, steps)
     n = int(counts.sum())
@@ -166,15 +178,9 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     the server accepts, which the contiguous policy reserves (default: the model's context).
     budget_bytes: the KV-cache memory (default: the GPU's HBM beside the weights)."""
     m = get_model(model)
-    max_tokens = m.max_tokens if max_tokens is None else max_tokens
-    if policy not in ("contiguous", "paged"):
-        raise ValueError(f"policy={policy!r} is not one of contiguous, paged")
-    if policy == "paged":
-        positive_int("page_size", page_size, what="number of tokens per page")
-    for r in requests:
-        if r.prompt_tokens < 1 or r.output_tokens < 1 or r.prompt_tokens + r.output_tokens > max_tokens:
-            raise ValueError(f"request {r.id} has {r.prompt_tokens} + {r.output_tokens} tokens: each part must be "
-                             f">= 1 and the sum <= max_tokens={max_tokens:,}")
+    max_tokens = positive_int("max_tokens", m.max_tokens if max_tokens is None else max_tokens)
+    steps = positive_int("steps", steps, MAX_STEPS)
+    _check_serving(requests, policy, page_size, max_tokens)
     per_token = bytes_per_token(m, dtype)
     budget = kv_budget_bytes(m, gpu) if budget_bytes is None else budget_bytes
     block = max_tokens if policy == "contiguous" else page_size
@@ -192,6 +198,20 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
                                   pool.reserved_blocks() * block * per_token))
     return Serving(policy, page_size if policy == "paged" else None, per_token, budget, tuple(snapshots), finished,
                    pool.preemptions, pool.memory_map())
+
+
+def _check_serving(requests, policy, page_size, max_tokens):
+    """One line for a policy, page size or request serve cannot take."""
+    if policy not in ("contiguous", "paged"):
+        raise ValueError(f"policy={policy!r} is not one of contiguous, paged")
+    if policy == "paged":
+        positive_int("page_size", page_size, what="number of tokens per page")
+    for r in requests:
+        if not isinstance(r, Request):
+            raise ValueError(f"requests holds {r!r}: expected kvcache.Request items (kvcache.arrivals makes them)")
+        if r.prompt_tokens < 1 or r.output_tokens < 1 or r.prompt_tokens + r.output_tokens > max_tokens:
+            raise ValueError(f"request {r.id} has {r.prompt_tokens} + {r.output_tokens} tokens: each part must be "
+                             f">= 1 and the sum <= max_tokens={max_tokens:,}")
 
 
 class _Job:

@@ -31,6 +31,14 @@ def positive_int(name, value, limit=None, what="integer"):
     return int(value)
 
 
+def positive_number(name, value):
+    """value as a float, or one line naming it: not a finite positive number (a rate, a size, a time)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
+            not 0 < value < float("inf"):
+        raise ValueError(f"{name}={value!r} must be a positive number")
+    return float(value)
+
+
 def flag(name, value):
     """value as a bool, or one line naming it: not True or False (a string "no" is not False)."""
     if not isinstance(value, (bool, np.bool_)):

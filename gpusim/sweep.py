@@ -1,5 +1,8 @@
 """Sweeps over sequence length, in the FlashAttention-2 paper's benchmark convention: batch x seq = 16k
 tokens and heads x head_dim = 2048."""
+from collections.abc import Iterable
+
+from .shape import positive_int
 from .simulate import simulate
 
 TOKENS = 16384  # batch x seq: the FlashAttention-2 paper's benchmarks (section 4.1) hold 16k tokens
@@ -9,6 +12,7 @@ SEQS = tuple(2**p for p in range(9, 18))  # 512 .. 131,072
 
 def fa2_shape(seq, head_dim):
     """(batch, heads) of the FlashAttention-2 benchmarks for one sequence length."""
+    seq, head_dim = positive_int("seq", seq), positive_int("head_dim", head_dim)
     return max(1, TOKENS // seq), max(1, MODEL_DIM // head_dim)
 
 
@@ -21,6 +25,7 @@ def nominal_flops(batch, heads, seq, head_dim, causal=False, seq_kv=None):
 def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal=False, dtype="fp16",
           gpu="A100-40GB", block_q=None, block_kv=None, progress=None):
     """simulate() for every algorithm and sequence length; `progress(done, total)` is called as it goes."""
+    algos, seqs = _several("algos", algos, "algorithm names"), _several("seqs", seqs, "sequence lengths")
     results = []
     for n, (algo, seq) in enumerate([(a, s) for s in seqs for a in algos], start=1):
         batch, heads = fa2_shape(seq, head_dim)
@@ -29,6 +34,13 @@ def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal
         if progress:
             progress(n, len(algos) * len(seqs))
     return results
+
+
+def _several(name, values, what):
+    """algos or seqs as a tuple, or one line: a string or number given where several are expected."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise ValueError(f"{name}={values!r} must be a list of {what}, e.g. [{values!r}]")
+    return tuple(values)
 
 
 def speedups(results, baseline="naive"):

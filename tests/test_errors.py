@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim import kvcache
+from gpusim import context_scaling, kvcache, theorems
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -54,6 +54,27 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     with pytest.raises(ValueError) as err:
         call()
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("call, message", [  # found by a fuzz of the model's functions: each crashed deep inside
+    (lambda: theorems.theorem2(4096, 64, 0), "sram_elements=0 must be a positive integer"),  # ZeroDivisionError
+    (lambda: theorems.theorem2("4096", 64, 100), "seq='4096' must be a positive integer"),  # TypeError
+    (lambda: context_scaling.minimal_shard_tokens(1e15, 0), "link_bytes_per_s=0 must be a positive number"),
+    (lambda: context_scaling.minimal_shard_tokens(1e15, 1e11, heads=None), "heads=None must be a positive integer"),
+    (lambda: kvcache.max_batch("llama-3-8b", "H200", 0), "context_tokens=0 must be a positive integer"),
+    (lambda: kvcache.bytes_per_token("llama-3-8b", ["fp16"]), "dtype=['fp16'] is not supported"),  # unhashable
+    (lambda: kvcache.arrivals(2**40, 1, 4096), "steps=1,099,511,627,776 is more than the 8,388,608"),  # MemoryError
+    (lambda: kvcache.arrivals(100, 10**6, 4096), "more than the 8,388,608 requests a serving simulation draws"),
+    (lambda: kvcache.arrivals(100, 1, 1), "max_tokens=1: a request needs a prompt token and an output token"),
+    (lambda: kvcache.arrivals(100, 1, 4096, mean_prompt_tokens=0.5), "mean_prompt_tokens=0.5: a geometric length"),
+    (lambda: kvcache.serve("llama-3-8b", [1, 2], steps=5), "requests holds 1: expected kvcache.Request items"),
+    (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a positive integer"),
+    (lambda: gpusim.sweep("flash2"), "algos='flash2' must be a list of algorithm names, e.g. ['flash2']"),
+    (lambda: gpusim.sweep(["flash2"], seqs=4096), "seqs=4096 must be a list of sequence lengths, e.g. [4096]"),
+    (lambda: gpusim.fa2_shape(0, 64), "seq=0 must be a positive integer"),  # ZeroDivisionError
+])
+def test_the_models_other_functions_refuse_in_one_line(call, message):
+    test_what_no_call_can_mean_is_refused_in_one_line(call, message)
 
 
 def test_dtype_and_strategy_take_any_case_as_algo_gpu_and_link_do():
