@@ -69,7 +69,7 @@ def peak_bytes(strategy, gpus, seq, algo="flash2", **shape):
 def max_context(strategy, gpus, *, gpu="H200", link="nvlink4", causal=True, **shape):
     """The longest sequence whose pass fits each GPU's HBM, to a multiple of 2P tokens: the footprint is linear
     in N (Q, K, V, O, buffers and LSE per token), so one evaluation gives it."""
-    unit = 2 * gpus  # every strategy's pieces divide it
+    unit = 2 * positive_int("gpus", gpus)  # every strategy's pieces divide it
     probe = unit * 64
     per_token = peak_bytes(strategy, gpus, probe, gpu=gpu, link=link, causal=causal, **shape) / probe
     return int(get_gpu(gpu).hbm_bytes / per_token) // unit * unit

@@ -61,6 +61,7 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: theorems.theorem2("4096", 64, 100), "seq='4096' must be a positive integer"),  # TypeError
     (lambda: context_scaling.minimal_shard_tokens(1e15, 0), "link_bytes_per_s=0 must be a positive number"),
     (lambda: context_scaling.minimal_shard_tokens(1e15, 1e11, heads=None), "heads=None must be a positive integer"),
+    (lambda: context_scaling.max_context("ring", None), "gpus=None must be a positive integer"),
     (lambda: kvcache.max_batch("llama-3-8b", "H200", 0), "context_tokens=0 must be a positive integer"),
     (lambda: kvcache.bytes_per_token("llama-3-8b", ["fp16"]), "dtype=['fp16'] is not supported"),  # unhashable
     (lambda: kvcache.arrivals(2**40, 1, 4096), "steps=1,099,511,627,776 is more than the 8,388,608"),  # MemoryError
