@@ -243,6 +243,12 @@ MUTANTS = [
     Mutant("validation", "let the hopper pass run on any GPU", "gpusim/passes/hopper.py",
            'ARCHS = {"sm_90": "Hopper"}', "ARCHS = {}",
            "tests/test_errors.py::test_what_the_kernels_cannot_run_is_refused"),
+    Mutant("validation", "let a decode batch past CUDA's 65,535 programs along y through", "gpusim/decode.py",
+           "check_grid(batch=batch, seq=seq)", "check_grid(seq=seq)",
+           "tests/test_decode.py::test_a_batch_past_the_decode_grids_is_refused_and_any_head_count_is_priced"),
+    Mutant("validation", "divide by an SRAM of no elements in Theorem 2", "gpusim/theorems.py",
+           'sram_elements = positive_int("sram_elements", sram_elements)', "",
+           "tests/test_errors.py::test_the_models_other_functions_refuse_in_one_line"),
 ]
 
 
