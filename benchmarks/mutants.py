@@ -247,7 +247,7 @@ MUTANTS = [
            "check_grid(batch=batch, seq=seq)", "check_grid(seq=seq)",
            "tests/test_decode.py::test_a_batch_past_the_decode_grids_is_refused_and_any_head_count_is_priced"),
     Mutant("validation", "divide by an SRAM of no elements in Theorem 2", "gpusim/theorems.py",
-           'sram_elements = positive_int("sram_elements", sram_elements)', "",
+           'sram_elements = positive_number("sram_elements", sram_elements)', "",
            "tests/test_errors.py::test_the_models_other_functions_refuse_in_one_line"),
 ]
 

@@ -57,7 +57,7 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
 
 
 @pytest.mark.parametrize("call, message", [  # found by a fuzz of the model's functions: each crashed deep inside
-    (lambda: theorems.theorem2(4096, 64, 0), "sram_elements=0 must be a positive integer"),  # ZeroDivisionError
+    (lambda: theorems.theorem2(4096, 64, 0), "sram_elements=0 must be a positive number"),  # ZeroDivisionError
     (lambda: theorems.theorem2("4096", 64, 100), "seq='4096' must be a positive integer"),  # TypeError
     (lambda: context_scaling.minimal_shard_tokens(1e15, 0), "link_bytes_per_s=0 must be a positive number"),
     (lambda: context_scaling.minimal_shard_tokens(1e15, 1e11, heads=None), "heads=None must be a positive integer"),
