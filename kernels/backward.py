@@ -21,8 +21,8 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, in_batches,
-                     launch, metas, op_fields, op_keywords, options, signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu,
+                     in_slices, launch, metas, op_fields, op_keywords, options, past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -168,7 +168,6 @@ def bwd_constants(cfg, kernel):
                 num_stages=tiles.num_stages)
 
 
-@in_batches
 def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, tiles=None,
                               gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
@@ -177,6 +176,9 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
     cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
+    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(flash2_attention_backward, cfg, (q, k, v, o, lse, do),
+                         dict(causal=causal, tiles=tiles, gpu=gpu))
     q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
     d = torch.empty_like(lse)  # D = rowsum(dO ∘ O), (B, H, N) fp32
     launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq, **consts["preprocess"])
@@ -221,7 +223,6 @@ class Flash2Attention(torch.autograd.Function):
         return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
 
 
-@in_batches
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,
                                backward_blocks=None, gpu=None):
     """flash2_attention that autograd differentiates: o = flash2_attention_trainable(q, k, v); o.sum().backward()

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import constants, forward_launch, in_batches, launch, op_fields
+from .launch import constants, forward_launch, in_slices, launch, op_fields, past_grid
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
 
@@ -63,7 +63,6 @@ def flash2_kernel(Q, K, V, O, LSE, N, N_KV, scale, GROUP: tl.constexpr, D: tl.co
     tl.store(LSE + bh * N + rows, m_i + tl.log(l_i), mask=rows < N)  # write Br (fp32)
 
 
-@in_batches
 def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, return_lse=False, gpu=None):
     """softmax(q kᵀ / sqrt(d)) v by FlashAttention-2. q: (B, H, N, d); k, v: (B, H_kv, N_kv, d), H_kv
     dividing H. Returns O in q's dtype, and with return_lse=True also the row log-sum-exp (fp32, (B, H, N)),
@@ -76,6 +75,9 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
                                                    gpu)
         return (o, lse) if return_lse else o
     cfg, grids, consts = forward_launch("flash2", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(flash2_attention, cfg, (q, k, v), dict(causal=causal, tiles=tiles, return_lse=return_lse,
+                                                                 gpu=gpu))
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)

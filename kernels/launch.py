@@ -10,7 +10,7 @@ every check and the model's tile search, once per such key (cached_launch) and r
 launched through launch(), which, compiled, skips Triton's own per-launch binding once a key has compiled.
 """
 from dataclasses import replace
-from functools import lru_cache, wraps
+from functools import lru_cache
 from typing import NamedTuple
 
 import torch
@@ -116,29 +116,41 @@ def arg_class(x):
     raise TypeError(f"{kind.__name__} is not classed")
 
 
-def in_batches(entry):
-    """entry, whose grids hold batch * heads programs along their y axis, on slices of the batch where one launch
-    cannot hold them (more than GRID_YZ_MOST): each slice of at most GRID_YZ_MOST // heads requests is a call of
-    its own, and the outputs are concatenated along the batch (every tensor argument has the batch first). The
-    bytes moved are the same; gpusim prices one launch."""
-    @wraps(entry)
-    def run(*tensors, **options):
-        shape = tensors[0].shape if tensors and isinstance(tensors[0], torch.Tensor) else ()  # q's: (B, H, N, d)
-        if len(shape) != 4 or shape[0] * shape[1] <= GRID_YZ_MOST:
-            return entry(*tensors, **options)
-        step = GRID_YZ_MOST // shape[1]
-        if not step:
-            raise ValueError(f"heads={shape[1]:,}: a launch's grid holds at most {GRID_YZ_MOST:,} (batch x heads) "
-                             f"along its y axis")
-        return _joined([entry(*(x[b:b + step] for x in tensors), **options) for b in range(0, shape[0], step)])
-    return run
+def past_grid(cfg):
+    """Whether cfg's grids would put more than GRID_YZ_MOST (batch x heads) programs along y (in_slices then)."""
+    return cfg.bh > GRID_YZ_MOST
+
+
+def in_slices(entry, cfg, tensors, options):
+    """entry(*tensors, **options) on slices of the batch, for a call whose grids would put more than GRID_YZ_MOST
+    (batch x heads) programs along y, CUDA's limit: each slice of at most GRID_YZ_MOST // heads requests is a call
+    of its own at the whole batch's tiles (cfg's: a default tile depends on the batch), and the outputs are
+    joined along the batch. The bytes moved are the same; gpusim prices one launch."""
+    step = GRID_YZ_MOST // cfg.heads
+    if not step:
+        raise ValueError(f"heads={cfg.heads:,}: a launch's grid holds at most {GRID_YZ_MOST:,} (batch x heads) "
+                         f"along its y axis")
+    given = options.get("tiles")
+    tiles = Tiles(cfg.block_q, cfg.block_kv) if given is None else replace(given, block_q=cfg.block_q,
+                                                                             block_kv=cfg.block_kv)
+    options = options | dict(tiles=tiles)
+    return _joined([entry(*(x[b:b + step] for x in tensors), **options) for b in range(0, cfg.batch, step)])
 
 
 def _joined(parts):
-    """The slices' outputs (a tensor each, or a tuple of tensors) concatenated along the batch."""
+    """The slices' outputs (a tensor each, or a tuple of tensors) joined along the batch."""
     if isinstance(parts[0], torch.Tensor):
-        return torch.cat(parts)
-    return tuple(torch.cat(outputs) for outputs in zip(*parts))
+        return _cat(parts)
+    return tuple(_cat(outputs) for outputs in zip(*parts))
+
+
+def _cat(parts):
+    """torch.cat along the batch; a view of a buffer whose rows are padded (naive's P: rows LD apart) as the same
+    view of the buffers joined, which the backward reads without a copy."""
+    x = parts[0]
+    if x.dim() == 4 and x.stride(3) == 1 and x.stride(2) > x.shape[3]:
+        return torch.cat([p.as_strided((*p.shape[:3], p.stride(2)), p.stride()) for p in parts])[..., :x.shape[3]]
+    return torch.cat(parts)
 
 
 class Launch(NamedTuple):

@@ -13,7 +13,7 @@ import triton.language as tl
 
 from gpusim.passes.naive import score_row
 
-from .launch import constants, forward_launch, in_batches, launch, op_fields
+from .launch import constants, forward_launch, in_slices, launch, op_fields, past_grid
 from .tiles import kv_blocks_visited, row_offsets
 
 
@@ -118,7 +118,6 @@ def row_block_product(A, B, C, N, N_KV, LD, scale, GROUP: tl.constexpr, D: tl.co
     tl.store(C + bh * N * D + c_offs, (acc * scale).to(C.dtype.element_ty), mask=c_mask)  # write Br*d
 
 
-@in_batches
 def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None, return_p=False):
     """softmax(q kᵀ / sqrt(d)) v the standard way, S and P in HBM in q's dtype. q: (B, H, N, d); k, v:
     (B, H_kv, N_kv, d), H_kv dividing H. Returns O in q's dtype. block_q, block_kv: the tiles of the two
@@ -131,6 +130,9 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
         return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
     cfg, grids, consts = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(naive_attention, cfg, (q, k, v), dict(causal=causal, tiles=tiles, gpu=gpu,
+                                                               return_p=return_p))
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     ld = score_row(cfg)
     s = torch.empty((*q.shape[:3], ld), dtype=q.dtype, device=q.device)

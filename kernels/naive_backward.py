@@ -18,7 +18,7 @@ from torch.autograd.function import once_differentiable
 from gpusim.shape import Tiles
 
 from .backward import bwd_constants, prepare_backward
-from .launch import in_batches, launch, options
+from .launch import in_slices, launch, options, past_grid
 from gpusim.passes.naive import score_row
 
 from .naive import naive_attention, row_block_product, tile_product
@@ -109,7 +109,6 @@ def dq_kernel(dS, K, dQ, N, N_KV, LD, scale, GROUP: tl.constexpr, HEAD_DIM: tl.c
     row_block_product(dS, K, dQ, N, N_KV, LD, scale, GROUP, HEAD_DIM, BLOCK_D, Br, Bc, CAUSAL)  # dQ = τ dS K
 
 
-@in_batches
 def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from the P that naive_attention(...,
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
@@ -120,6 +119,9 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
         raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
                          f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
+    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(naive_attention_backward, cfg, (q, k, v, p, do),
+                         dict(causal=causal, tiles=tiles, gpu=gpu))
     ld, t, scale = score_row(cfg), cfg.tiling, cfg.head_dim**-0.5
     p, kv_grid, n, nk = rows_apart(p, ld), (t.n_kv_blocks, cfg.batch * cfg.kv_heads), cfg.seq, cfg.seq_kv
     dv = torch.empty_like(v)
@@ -162,7 +164,6 @@ class NaiveAttention(torch.autograd.Function):
         return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None)
 
 
-@in_batches
 def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None, gpu=None):
     """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
     same tiles: block_q, block_kv or tiles=gpusim.Tiles(...) (its num_warps, num_stages too, where set), or

@@ -1,10 +1,10 @@
 """Batches past a grid's y axis: the forward and backward kernels put batch x heads programs on their grid's y
-axis, where CUDA launches at most 65,535 (kernels/launch.py GRID_YZ_MOST; x takes 2**31 - 1), so a batch of
-2,048 requests of 32 heads would fail to launch ("invalid argument"). The entry points run such a batch in
-slices, a launch each (launch.in_batches). Here the limit is lowered to a few programs, so that the slicing runs
-in Triton's interpreter on CPU tensors (on a GPU, compiled): the slices' outputs and gradients equal one launch's
-bit for bit at the same tiles (every (request, head) is its own programs), their bytes equal gpusim's count of
-the whole batch, and no launch's y axis passes the limit."""
+axis, where CUDA launches at most 65,535 (gpusim.hardware GRID_YZ_MOST; x takes 2**31 - 1), so a batch of 2,048
+requests of 32 heads would fail to launch ("invalid argument"). The entry points run such a batch in slices, a
+call each, after their checks and at the whole batch's tiles (kernels/launch.py in_slices). Here the limit is
+lowered to a few programs, so that the slicing runs in Triton's interpreter on CPU tensors (on a GPU, compiled):
+the slices' outputs and gradients equal one launch's bit for bit at the same tiles (every (request, head) is its
+own programs), their bytes equal gpusim's count of the whole batch, and no launch's y axis passes the limit."""
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -54,12 +54,37 @@ def test_a_forward_past_the_grid_runs_in_slices_equal_to_one_launch(entry, grids
 
 @pytest.mark.skipif(not INTERPRETED, reason="trace_io counts in Triton's interpreter")
 @pytest.mark.parametrize("entry", FORWARDS)
-def test_the_slices_move_the_bytes_gpusim_counts_for_the_whole_batch(entry, grids):
+@pytest.mark.parametrize("tiles", [TILES, {}], ids=["given", "default"])
+def test_the_slices_move_the_bytes_gpusim_counts_for_the_whole_batch(entry, tiles, grids):
+    """At the tiles given or at the default, which is the whole batch's (a slice's own default could differ: the
+    pick depends on the batch)."""
     q, k, v = qkv()
-    moved = gpusim_kernels.trace_io(getattr(gpusim_kernels, entry), q, k, v, causal=True, **TILES)
+    moved = gpusim_kernels.trace_io(getattr(gpusim_kernels, entry), q, k, v, causal=True, **tiles)
     counted = gpusim.simulate(entry.removesuffix("_attention"), q=q.numpy(), k=k.numpy(), v=v.numpy(), causal=True,
-                              **TILES).by_tensor
-    assert moved == {t: rw for t, rw in counted.items() if t in moved} and max(g[1] for g in grids) <= LIMIT
+                              **tiles).by_tensor
+    assert moved == counted and max(g[1] for g in grids) <= LIMIT
+
+
+@RUNS
+def test_a_slice_runs_at_the_whole_batchs_default_tiles(grids, monkeypatch):
+    """Nine requests of 2 heads, N = 128, d = 64: gpusim picks (16, 64) for the batch of 9 and another tile for
+    the last slice's one request alone; every slice runs the batch's."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(9, 2, 128, 64, generator=g, dtype=torch.float16).to(DEVICE) for _ in range(3))
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 4)
+    shape = dict(seq=128, head_dim=64, heads=2, causal=True, gpu=launching.detect_gpu(q.device))
+    whole, alone = (gpusim.best_blocks("flash2", batch=b, **shape) for b in (9, 1))
+    assert whole != alone
+    seen = []
+    def constants(cfg, kernel):
+        seen.append((cfg.block_q, cfg.block_kv))
+        return launching.constants(cfg, kernel)
+    monkeypatch.setattr(flash2, "constants", constants)
+    sliced = gpusim_kernels.flash2_attention(q, k, v, causal=True)
+    assert set(seen) == {whole} and len(grids) == 5
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
+    assert torch.equal(sliced, gpusim_kernels.flash2_attention(q, k, v, causal=True, block_q=whole[0],
+                                                               block_kv=whole[1]))
 
 
 @RUNS
@@ -89,6 +114,29 @@ def test_flash2s_backward_past_the_grid_gives_one_launchs_gradients(grids, monke
     monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
     whole = gpusim_kernels.flash2_attention_backward(q, k, v, o, lse, do, **TILES)
     assert all(torch.equal(a, b) for a, b in zip(sliced, whole))
+
+
+@RUNS
+def test_tensors_given_by_name_are_sliced_and_checked_as_one_launchs(grids):
+    """The slicing comes after the entry's checks, on the tensors however they were passed: by name too, and a
+    k of another batch is refused as one launch refuses it, not sliced to q's."""
+    q, k, v = qkv()
+    gpusim_kernels.flash2_attention(q=q, k=k, v=v, **TILES)
+    assert len(grids) == 2 and max(g[1] for g in grids) <= LIMIT
+    more = torch.cat([k, k])
+    with pytest.raises(ValueError, match=r"^q \(3, 2, 40, 16\) and k \(6, 1, 40, 16\) must agree on batch"):
+        gpusim_kernels.flash2_attention(q, more, more, **TILES)
+
+
+@RUNS
+def test_naives_p_from_slices_is_a_view_of_one_padded_buffer_as_one_launchs(grids, monkeypatch):
+    """return_p's P joined as the slices' padded buffers, rows LD apart, so the backward reads it without a copy."""
+    q, k, v = qkv()
+    o, p = gpusim_kernels.naive_attention(q, k, v, return_p=True, **TILES)
+    monkeypatch.setattr(launching, "GRID_YZ_MOST", 65_535)
+    o1, p1 = gpusim_kernels.naive_attention(q, k, v, return_p=True, **TILES)
+    assert p.stride() == p1.stride() and p.stride(2) > p.shape[3] and torch.equal(p, p1) and torch.equal(o, o1)
+    assert naive_backward.rows_apart(p, p.stride(2)).data_ptr() == p.data_ptr()  # no copy
 
 
 def test_more_heads_than_a_grid_holds_is_one_line(monkeypatch):
