@@ -41,7 +41,7 @@ from gpusim.config import make_config
 from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
-from .launch import LAUNCH_CACHE_SIZE, forward_only, metas, signature
+from .launch import LAUNCH_CACHE_SIZE, forward_only, metas, out_of_resources, signature
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
@@ -298,7 +298,10 @@ def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
         q, k, v = _host_descriptors(q, k, v, cfg)
     args = (q, k, v, o, lse, cfg.seq, cfg.seq_kv, v_stride, qk_scale, o_scale, tiles.lpt_heads)
     if warmup:
-        return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
+        try:
+            return o, lse, hopper_kernel.warmup(*args, grid=grid, **constants)
+        except triton.runtime.OutOfResources as err:
+            raise ValueError(out_of_resources(hopper_kernel, args, constants, err)) from None
     return o, lse, launch_kernel(hopper_kernel, grid, *args, **constants)
 
 

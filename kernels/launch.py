@@ -58,7 +58,7 @@ def launch(kernel, grid, *args, **kwargs):
     try:
         compiled = kernel[grid](*args, **kwargs)
     except triton.runtime.OutOfResources as err:
-        raise ValueError(out_of_resources(kernel, kwargs, err)) from None
+        raise ValueError(out_of_resources(kernel, args, kwargs, err)) from None
     if key is not None and isinstance(compiled, CompiledKernel) and not kernel.pre_run_hooks:
         _remember(key, compiled, kernel, grid, len(args), kwargs)
     return compiled
@@ -67,14 +67,24 @@ def launch(kernel, grid, *args, **kwargs):
 USER_NAMES = {"Br": "block_q", "Bc": "block_kv", "D": "head_dim", "STAGES": "num_stages"}  # a kernel's: the user's
 
 
-def out_of_resources(kernel, kwargs, err):
+RESOURCES = {  # Triton's OutOfResources.name: an amount of it, and what to give less of
+    "shared memory": ("{:,} B of shared memory", "give fewer num_stages or smaller tiles (gpusim.best_blocks picks "
+                                                 "tiles that fit)"),
+    "threads": ("{:,} threads", "give fewer num_warps"),
+    "tensor memory": ("{:,} columns of tensor memory", "give smaller tiles"),
+}
+
+
+def out_of_resources(kernel, args, kwargs, err):
     """One line for a launch its GPU cannot hold (Triton's OutOfResources, raised when it compiles): the kernel,
-    the tiles and options it was given, what it needs and the device's limit."""
+    the tiles and options it was given, what it needs of which resource and the limit of the tensors' device."""
     given = ", ".join(f"{USER_NAMES.get(name, name)}={kwargs[name]}" for name in
                       ("Br", "Bc", "D", "num_warps", "num_stages", "STAGES") if name in kwargs)
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "this device"
-    return (f"{kernel.__name__} with {given} needs {err.required:,} B of {err.name} per block; {device} has "
-            f"{err.limit:,} B: give fewer num_stages or smaller tiles (gpusim.best_blocks picks tiles that fit)")
+    device = next((x.device for x in args if isinstance(x, torch.Tensor)), None)
+    name = torch.cuda.get_device_name(device) if device is not None and device.type == "cuda" else "this device"
+    amount, advice = RESOURCES.get(err.name, ("{:,} of " + str(err.name), "give smaller tiles"))
+    return (f"{kernel.__name__} with {given} needs {amount.format(err.required)} per block; {name} has "
+            f"{amount.format(err.limit)}: {advice}")
 
 
 def _remember(key, compiled, kernel, grid, n_args, kwargs):

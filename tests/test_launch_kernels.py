@@ -124,27 +124,37 @@ def test_a_launch_in_doubt_is_never_kept(direct, how):
 
 
 class TooBigKernel(StubKernel):
-    """A kernel whose compile finds more shared memory than the device has, as Triton reports it."""
+    """A kernel whose compile finds more of a resource than the device has, as Triton reports it."""
     __name__ = "flash2_kernel"
+
+    def __init__(self, *resource):
+        super().__init__()
+        self.resource = resource
 
     def __getitem__(self, grid):
         def compile_and_run(*args, **kwargs):
-            raise triton.runtime.OutOfResources(1_245_184, 232_448, "shared memory")
+            raise triton.runtime.OutOfResources(*self.resource)
         return compile_and_run
 
 
-def test_a_launch_the_gpu_cannot_hold_is_one_line_naming_the_tiles_and_the_limit(monkeypatch):
+@pytest.mark.parametrize("resource, says", [
+    ((1_245_184, 232_448, "shared memory"), "needs 1,245,184 B of shared memory per block; this device has 232,448 B "
+                                            "of shared memory: give fewer num_stages or smaller tiles "
+                                            "(gpusim.best_blocks picks tiles that fit)"),
+    ((1_024, 512, "threads"), "needs 1,024 threads per block; this device has 512 threads: give fewer num_warps"),
+])
+def test_a_launch_the_gpu_cannot_hold_is_one_line_naming_the_tiles_and_the_limit(monkeypatch, resource, says):
     """Triton's OutOfResources (raised where a launch compiles; on the GPU only) becomes a ValueError naming the
-    kernel, the tiles and options it had, what it needs and the device's limit, without Triton's traceback."""
+    kernel, the tiles and options it had, what it needs of which resource and the device's limit, in the
+    resource's unit, without Triton's traceback (on CPU tensors the device is "this device")."""
     import gpusim
     from gpusim_kernels import flash2
-    monkeypatch.setattr(flash2, "flash2_kernel", TooBigKernel())
+    monkeypatch.setattr(flash2, "flash2_kernel", TooBigKernel(*resource))
     q = torch.zeros(1, 2, 64, 64, dtype=torch.float16)
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention(q, q, q, tiles=gpusim.Tiles(64, 32, num_warps=4, num_stages=3))
-    assert str(err.value).startswith(
-        "flash2_kernel with block_q=64, block_kv=32, head_dim=64, num_warps=4, num_stages=3 needs 1,245,184 B of "
-        "shared memory per block; ") and "has 232,448 B: give fewer num_stages or smaller tiles" in str(err.value)
+    assert str(err.value) == ("flash2_kernel with block_q=64, block_kv=32, head_dim=64, num_warps=4, num_stages=3 "
+                              + says)
     assert err.value.__cause__ is None and err.value.__suppress_context__
 
 
