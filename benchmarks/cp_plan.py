@@ -24,7 +24,7 @@ import json  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 
 import gpusim  # noqa: E402
-from gpusim.hardware import device_preset  # noqa: E402
+from gpusim.hardware import GiB, device_preset  # noqa: E402
 from gpusim.links import Link  # noqa: E402
 
 PROJECT = {"ring": ("ring", "flash2"), "zigzag": ("zigzag", "flash2"), "ulysses": ("ulysses", "flash2"),
@@ -138,7 +138,7 @@ def model_gpu(environment):
     name = environment.get("gpu", "")
     if not name or name.startswith("cpu"):
         return MODEL_GPU
-    return device_preset(name)
+    return device_preset(name, 80 * GiB if "80GB" in name else 40 * GiB if "40GB" in name else None)
 
 
 SHAPE_KEYS = ("batch", "heads", "kv_heads", "seq", "head_dim", "causal", "dtype")

@@ -78,13 +78,17 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     return launch
 
 
+GRID_ADVICE = {"batch": "decode the batch in parts", "seq": "decode fewer query rows a request at once",
+               "num_splits": "give fewer splits"}
+
+
 def check_grid(**counts):
     """One line for a count the decode kernels' grids, (units, batch, num_splits) and (heads, batch, seq), put on
     their y or z axis past CUDA's GRID_YZ_MOST."""
     for name, value in counts.items():
         if value > GRID_YZ_MOST:
             raise ValueError(f"{name}={value:,}: the decode kernels' grids hold at most {GRID_YZ_MOST:,} along their y "
-                             f"and z axes (batch; num_splits and seq): decode it in parts")
+                             f"and z axes (batch; num_splits and seq): {GRID_ADVICE[name]}")
 
 
 ROW_FIELDS = ("batch", "heads", "kv_heads", "head_dim", "seq_kv", "dtype", "page_size", "num_splits")

@@ -2,6 +2,8 @@
 tokens and heads x head_dim = 2048."""
 from collections.abc import Iterable
 
+import numpy as np
+
 from .shape import positive_int
 from .simulate import simulate
 
@@ -38,8 +40,10 @@ def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal
 
 def _several(name, values, what):
     """algos or seqs as a tuple, or one line: a string or number given where several are expected."""
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise ValueError(f"{name}={values!r} must be a list of {what}, e.g. [{values!r}]")
+    if isinstance(values, str) or not isinstance(values, Iterable) or np.ndim(values) == 0 and isinstance(
+            values, np.ndarray):
+        one = values.tolist() if isinstance(values, np.ndarray) else values
+        raise ValueError(f"{name}={values!r} must be a list of {what}, e.g. [{one!r}]")
     return tuple(values)
 
 

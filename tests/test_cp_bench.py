@@ -81,6 +81,9 @@ def test_device_presets_by_cudas_names():
     assert {name: gpusim.hardware.device_preset(name) for name in names} == names
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-80GB", 80 * 1024**3) == "A100-80GB"
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-40GB", 40 * 1024**3) == "A100-40GB"
+    assert [cp_plan.model_gpu({"gpu": name}) for name in ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB",
+                                                          "NVIDIA A100", "cpu (gloo)")] == [
+        "A100-80GB", "A100-40GB", None, cp_plan.MODEL_GPU]  # the run's name tells an A100's memory, where it does
 
 
 def test_the_script_keeps_multicast_off():

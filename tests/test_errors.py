@@ -73,9 +73,19 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.sweep("flash2"), "algos='flash2' must be a list of algorithm names, e.g. ['flash2']"),
     (lambda: gpusim.sweep(["flash2"], seqs=4096), "seqs=4096 must be a list of sequence lengths, e.g. [4096]"),
     (lambda: gpusim.fa2_shape(0, 64), "seq=0 must be a positive integer"),  # ZeroDivisionError
+    (lambda: gpusim.sweep(["flash2"], seqs=np.array(1024)), "seqs=array(1024) must be a list of sequence lengths, e.g. "
+                                                            "[1024]"),  # a 0-d array: TypeError
 ])
 def test_the_models_other_functions_refuse_in_one_line(call, message):
     test_what_no_call_can_mean_is_refused_in_one_line(call, message)
+
+
+def test_what_the_checks_must_still_take():
+    """No load (a Poisson rate of 0), no steps, and an array of lengths: valid, and not refused by the checks."""
+    assert kvcache.arrivals(10, 0, 4096) == () and kvcache.serve("llama-3-8b", (), steps=0).snapshots == ()
+    assert len(kvcache.arrivals(10, 0.5, 4096, seed=3)) > 0
+    assert [r.config.seq for r in gpusim.sweep(["flash2"], seqs=np.array([1024, 2048]))] == [1024, 2048]
+    assert theorems.theorem2(4096, 64, 16384.0)["flash"] == 4096**2 * 64**2 / 16384
 
 
 def test_dtype_and_strategy_take_any_case_as_algo_gpu_and_link_do():
