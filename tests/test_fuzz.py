@@ -8,6 +8,7 @@ same cases every run."""
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +118,23 @@ def test_the_models_other_functions_return_or_refuse_in_one_line(name, v):
     if name == "arrivals" and all(isinstance(x, int) and x > 0 for x in v[:2]) and v[0] * v[1] > 10**6:
         return  # valid, and as slow as the draws it asks for
     outcome(calls[name])
+
+
+@pytest.mark.parametrize("algo, shape", [
+    ("flash2", dict(seq=MAX_SEQ, head_dim=256, heads=65536, kv_heads=1, batch=2048, gpu="H200", causal=True)),
+    ("naive", dict(seq=3, seq_kv=MAX_SEQ, head_dim=16, dtype="fp32", gpu="T4", causal_align="bottom_right",
+                   causal=True)),
+    ("hopper", dict(seq=100, head_dim=128, heads=32, kv_heads=8, dtype="fp8", gpu="h100-sxm")),
+    ("flash1", dict(seq=2**20, head_dim=96, batch=3, backward=True, backward_blocks=(16, 16), gpu="a100-80gb")),
+    ("split_kv", dict(seq=1, seq_kv=[1, 200_000, 77], batch=3, head_dim=128, heads=64, kv_heads=8, page_size=1,
+                      num_splits=64, gpu="H200-measured")),
+    ("flash2", dict(seq=65536 * 3, head_dim=64, heads=24, kv_heads=24, gpus=3, strategy="ulysses", gpu="H200")),
+])
+def test_valid_draws_at_the_limits_are_priced_not_refused(algo, shape):
+    """The fuzz above passes a check that refuses too much (a one-line ValueError is an allowed outcome): these
+    valid corners of its draws must be priced."""
+    r = gpusim.simulate(algo, **shape)
+    assert 0 < r.predicted_time_s < math.inf
 
 
 def test_the_fuzz_reaches_the_limits_it_is_for():
