@@ -241,7 +241,9 @@ def test_l2_to_sm_sentence_sets_gpusims_bytes_beside_nsight_computes():
     (row,) = [r for r in ncu["rows"] if (r["kernel"], r["quantity"], r["seq"], r["head_dim"], r["causal"]) ==
               ("flash2", "l2_to_sm_bytes", 4096, 64, False)]
     line = practice_measured.l2_to_sm_sentence(ncu["rows"], gpu=ncu["preset"], seq=4096, head_dim=64)
-    block_q = int(re.match(r"gpusim \(blocks (\d+) x \d+\): ", line).group(1))  # the tile it names
+    blocks = tuple(map(int, re.match(r"gpusim \(blocks (\d+) x (\d+)\): ", line).groups()))  # the tile it names
+    assert blocks == gpusim.best_blocks("flash2", seq=4096, head_dim=64, batch=4, heads=32, gpu=ncu["preset"])
+    block_q = blocks[0]
     # The benchmark shape at N = 4,096, d = 64: 16K tokens / 4,096 = batch 4, 2048 / 64 = 32 heads. Q read once,
     # K and V once per Q block of block_q rows, fp16: 4 x 32 x 4,096 x 64 x 2 B x (1 + 2 x 4,096 / block_q);
     # at 128 rows, 8,388,608 B x 65 = 4,362,076,160 B.
