@@ -158,7 +158,7 @@ def test_a_decode_plan_past_the_grid_is_one_line(field, value, monkeypatch):
     lengths = [4096] * value if field == "batch" else [2**21]  # 2M keys: 131,072 chunks of 16 to split
     splits = dict(num_splits=value, block_kv=16) if field == "num_splits" else {}
     with pytest.raises(ValueError, match=rf"^{field}={value:,}: the decode kernels' grids hold at most 65,535 along"):
-        gpusim_kernels.DecodePlan(lengths, heads=8, kv_heads=8, head_dim=64, dtype=torch.float16, device="cpu",
+        gpusim_kernels.DecodePlan(lengths, heads=8, kv_heads=8, head_dim=64, dtype=torch.float16, device=DEVICE,
                                   max_cache_len=max(lengths), **splits)
 
 

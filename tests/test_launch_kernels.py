@@ -138,19 +138,22 @@ class TooBigKernel(StubKernel):
 
 
 @pytest.mark.parametrize("resource, says", [
-    ((1_245_184, 232_448, "shared memory"), "needs 1,245,184 B of shared memory per block; this device has 232,448 B "
-                                            "of shared memory: give fewer num_stages or smaller tiles "
+    ((1_245_184, 232_448, "shared memory"), "needs 1,245,184 B of shared memory per block; {} has 232,448 B of "
+                                            "shared memory: give fewer num_stages or smaller tiles "
                                             "(gpusim.best_blocks picks tiles that fit)"),
-    ((1_024, 512, "threads"), "needs 1,024 threads per block; this device has 512 threads: give fewer num_warps"),
+    ((1_024, 512, "threads"), "needs 1,024 threads per block; {} has 512 threads: give fewer num_warps"),
 ])
 def test_a_launch_the_gpu_cannot_hold_is_one_line_naming_the_tiles_and_the_limit(monkeypatch, resource, says):
     """Triton's OutOfResources (raised where a launch compiles; on the GPU only) becomes a ValueError naming the
     kernel, the tiles and options it had, what it needs of which resource and the device's limit, in the
-    resource's unit, without Triton's traceback (on CPU tensors the device is "this device")."""
+    resource's unit, without Triton's traceback (on CPU tensors the device is "this device"; run by the GPU suite
+    too, on the GPU's own tensors)."""
     import gpusim
     from gpusim_kernels import flash2
     monkeypatch.setattr(flash2, "flash2_kernel", TooBigKernel(*resource))
-    q = torch.zeros(1, 2, 64, 64, dtype=torch.float16)
+    device = "cpu" if INTERPRETED or not torch.cuda.is_available() else "cuda"
+    q = torch.zeros(1, 2, 64, 64, dtype=torch.float16, device=device)
+    says = says.format(torch.cuda.get_device_name() if device == "cuda" else "this device")
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention(q, q, q, tiles=gpusim.Tiles(64, 32, num_warps=4, num_stages=3))
     assert str(err.value) == ("flash2_kernel with block_q=64, block_kv=32, head_dim=64, num_warps=4, num_stages=3 "
