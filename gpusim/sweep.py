@@ -40,9 +40,9 @@ def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal
 
 def _several(name, values, what):
     """algos or seqs as a tuple, or one line: a string or number given where several are expected."""
-    if isinstance(values, str) or not isinstance(values, Iterable) or np.ndim(values) == 0 and isinstance(
-            values, np.ndarray):
-        one = values.tolist() if isinstance(values, np.ndarray) else values
+    scalar = isinstance(values, np.ndarray) and values.ndim == 0  # iterable to the ABC, not to iter()
+    if isinstance(values, str) or not isinstance(values, Iterable) or scalar:
+        one = values.tolist() if scalar else values
         raise ValueError(f"{name}={values!r} must be a list of {what}, e.g. [{one!r}]")
     return tuple(values)
 
