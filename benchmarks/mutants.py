@@ -224,8 +224,10 @@ MUTANTS = [
            "gpu=args.gpu, kv_heads=args.heads)", "tests/test_cli.py::test_decode_runs_split_kv_as_simulate_does"),
     # validation
     Mutant("validation", "accept True as the integer 1", "gpusim/shape.py",
-           "if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:",
-           "if not isinstance(value, (int, np.integer)) or value <= 0:", PINS + "test_bad_integers_are_refused"),
+           "if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and "
+           "not zero:",
+           "if not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and not zero:",
+           PINS + "test_bad_integers_are_refused"),
     Mutant("validation", "refuse the longest sequence the limit allows", "gpusim/shape.py",
            "if limit is not None and value > limit:", "if limit is not None and value >= limit:",
            PINS + "test_the_longest_sequence_counted_is_counted"),

@@ -109,10 +109,10 @@ def arrivals(steps, per_step, max_tokens, seed=0, mean_prompt_tokens=SHAREGPT_ME
              mean_output_tokens=SHAREGPT_MEAN_OUTPUT_TOKENS):
     """A seeded stream of requests: Poisson(per_step) arrivals per step; prompt and output lengths geometric
     with the given means, the prompt clipped to max_tokens - 1 and the output to what is left."""
-    steps, max_tokens = _steps(steps), positive_int("max_tokens", max_tokens)
+    steps, max_tokens = positive_int("steps", steps, MAX_STEPS, zero=True), positive_int("max_tokens", max_tokens)
     if max_tokens < 2:
         raise ValueError(f"max_tokens={max_tokens}: a request needs a prompt token and an output token")
-    per_step = 0.0 if _is_zero(per_step) else positive_number("per_step", per_step)  # 0: no load
+    per_step = positive_number("per_step", per_step, zero=True)  # 0: no load
     if steps * per_step > MAX_STEPS:
         raise ValueError(f"steps={steps:,} of per_step={per_step:g} arrivals: more than the {MAX_STEPS:,} requests "
                          f"a serving simulation draws")
@@ -179,7 +179,7 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     budget_bytes: the KV-cache memory (default: the GPU's HBM beside the weights)."""
     m = get_model(model)
     max_tokens = positive_int("max_tokens", m.max_tokens if max_tokens is None else max_tokens)
-    steps = _steps(steps)
+    steps = positive_int("steps", steps, MAX_STEPS, zero=True)
     _check_serving(requests, policy, page_size, max_tokens)
     per_token = bytes_per_token(m, dtype)
     budget = kv_budget_bytes(m, gpu) if budget_bytes is None else budget_bytes
@@ -198,16 +198,6 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
                                   pool.reserved_blocks() * block * per_token))
     return Serving(policy, page_size if policy == "paged" else None, per_token, budget, tuple(snapshots), finished,
                    pool.preemptions, pool.memory_map())
-
-
-def _is_zero(value):
-    """A number equal to 0 (not False, which is no number of steps or rate)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and value == 0
-
-
-def _steps(steps):
-    """A number of steps: 0 (nothing happens) or a positive integer up to MAX_STEPS; else one line."""
-    return 0 if _is_zero(steps) else positive_int("steps", steps, MAX_STEPS)
 
 
 def _check_serving(requests, policy, page_size, max_tokens):

@@ -20,22 +20,23 @@ REDUCE_SPLITS = 64  # splits the decode reduce merges per step (kernels/decode.p
 ALIGNS = ("top_left", "bottom_right")
 
 
-def positive_int(name, value, limit=None, what="integer"):
-    """value as an int, or one line naming it: not a positive integer (a positive `what`), or more than
-    `limit`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}={value!r} must be a positive {what}")
+def positive_int(name, value, limit=None, what="integer", zero=False):
+    """value as an int, or one line naming it: not a positive integer (a positive `what`; zero=True: 0 too), or
+    more than `limit`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and not zero:
+        raise ValueError(f"{name}={value!r} must be a {'non-negative' if zero else 'positive'} {what}")
     if limit is not None and value > limit:
         raise ValueError(f"{name}={value:,} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim "
                          f"counts")
     return int(value)
 
 
-def positive_number(name, value):
-    """value as a float, or one line naming it: not a finite positive number (a rate, a size, a time)."""
+def positive_number(name, value, zero=False):
+    """value as a float, or one line naming it: not a finite positive number (a rate, a size, a time; zero=True:
+    0 too)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-            not 0 < value < float("inf"):
-        raise ValueError(f"{name}={value!r} must be a positive number")
+            not 0 <= value < float("inf") or value == 0 and not zero:
+        raise ValueError(f"{name}={value!r} must be a {'non-negative' if zero else 'positive'} number")
     return float(value)
 
 

@@ -69,7 +69,7 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: kvcache.arrivals(100, 1, 1), "max_tokens=1: a request needs a prompt token and an output token"),
     (lambda: kvcache.arrivals(100, 1, 4096, mean_prompt_tokens=0.5), "mean_prompt_tokens=0.5: a geometric length"),
     (lambda: kvcache.serve("llama-3-8b", [1, 2], steps=5), "requests holds 1: expected kvcache.Request items"),
-    (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a positive integer"),
+    (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a non-negative integer"),
     (lambda: gpusim.sweep("flash2"), "algos='flash2' must be a list of algorithm names, e.g. ['flash2']"),
     (lambda: gpusim.sweep(["flash2"], seqs=4096), "seqs=4096 must be a list of sequence lengths, e.g. [4096]"),
     (lambda: gpusim.fa2_shape(0, 64), "seq=0 must be a positive integer"),  # ZeroDivisionError
