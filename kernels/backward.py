@@ -21,7 +21,7 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu,
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, keyed,
                      in_slices, launch, metas, op_fields, op_keywords, options, past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
@@ -145,7 +145,7 @@ def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts)
     after checking the saved tensors' Meta against cfg."""
     given_tiles(tiles, block_q, block_kv)  # one line each, before the key is hashed
     check_gpu(gpu)
-    return _cached_backward(algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
+    return keyed(_cached_backward, algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
 
 
 @lru_cache(maxsize=LAUNCH_CACHE_SIZE, typed=True)

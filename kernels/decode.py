@@ -20,7 +20,7 @@ from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache,
 from gpusim.shape import REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, launch
+from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch
 
 
 @triton.jit
@@ -210,9 +210,9 @@ class DecodePlan:
         lengths = host_lengths(cache_seqlens)
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
         self.max_cache_len = _capacity(max_cache_len, lengths)
-        self._launch = _planned_launch(len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
-                                       page_size, grouped, causal_align, DTYPES[dtype],
-                                       detect_gpu(device) if gpu is None else gpu, chunks)
+        gpu = detect_gpu(device) if gpu is None else gpu
+        self._launch = keyed(_planned_launch, len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
+                             page_size, grouped, causal_align, DTYPES[dtype], gpu, chunks)
         L = self._launch
         self.lengths, self.dtype, self.device = lengths, dtype, device
         self.pages = -(-self.max_cache_len // page_size) if page_size else 0
@@ -244,8 +244,8 @@ class DecodePlan:
             return torch.zeros(1, dtype=torch.int32, device=self.device)
         if block_table is None:
             return torch.zeros((self._launch.batch, self.pages), dtype=torch.int32, device=self.device)
-        host = torch.as_tensor(block_table, device="cpu")
-        if host.dim() != 2 or host.shape[1] > self.pages:
+        host = _indices("block_table", block_table, 2)
+        if host.shape[1] > self.pages:
             raise ValueError(f"block_table is {tuple(host.shape)}: expected (batch, at most {self.pages} pages)")
         if num_pages is None:
             raise ValueError("block_table was given without num_pages: the plan checks its entries against it")
@@ -357,9 +357,16 @@ def host_lengths(cache_seqlens):
     return tuple(int(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) else n for n in cache_seqlens)
 
 
+INT32_MOST = 2**31 - 1  # the plan's lengths and block table are int32 on the device
+
+
 def _capacity(max_cache_len, lengths):
+    """max_cache_len, checked: a positive int that int32 lengths hold, at least the longest request's."""
     if isinstance(max_cache_len, bool) or not isinstance(max_cache_len, int) or max_cache_len <= 0:
         raise ValueError(f"max_cache_len={max_cache_len!r} must be a positive number of tokens")
+    if max_cache_len > INT32_MOST:
+        raise ValueError(f"max_cache_len={max_cache_len:,} is more than the plan's int32 lengths hold "
+                         f"({INT32_MOST:,})")
     longest = max(lengths, default=0)
     if longest > max_cache_len:
         b = lengths.index(longest)
@@ -419,6 +426,8 @@ def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, pa
     options = dict(page_size=page_size, num_splits=num_splits, block_kv=block_kv, causal_align=causal_align,
                    grouped=grouped, gpu=gpu)
     if isinstance(q, torch.Tensor) and isinstance(cache_seqlens, torch.Tensor) and cache_seqlens.device == q.device:
+        if q.dim() != 4:
+            check_tensors(q, k_cache, v_cache)  # one line: q's shape
         table = None if block_table is None else _table_shaped(block_table, q.shape[0])
         plan = _kept_plan(q, k_cache, v_cache, table, options)
         lengths = _device_lengths(plan, cache_seqlens)
@@ -536,7 +545,10 @@ def check_tensors(q, k_cache, v_cache):
 
 def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
-    x = torch.as_tensor(x).cpu()
+    try:
+        x = torch.as_tensor(x).cpu()
+    except (TypeError, RuntimeError, ValueError):  # None, a string, ragged rows
+        raise ValueError(f"{name} is {type(x).__name__}: expected {dims}-d integers") from None
     if x.dim() != dims or not _integers(x):
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x

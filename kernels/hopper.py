@@ -41,7 +41,7 @@ from gpusim.config import make_config
 from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
-from .launch import LAUNCH_CACHE_SIZE, forward_only, metas, out_of_resources, signature
+from .launch import LAUNCH_CACHE_SIZE, forward_only, keyed, metas, out_of_resources, signature
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
@@ -286,8 +286,8 @@ def descriptor_scratch_bytes(*, batch, heads, seq, block_q, warp_specialize=True
 def _launch(q, k, v, causal, fp8_scale, overrides, warmup):
     """Check, allocate O and the LSE, and launch the kernel (warmup: only compile it); returns O, the LSE and
     Triton's compiled kernel. The checks, the launch and its constants are built once per key (_planned)."""
-    cfg, tiles, grid, constants = _planned(signature(dict(q=q, k=k, v=v)), causal, fp8_scale is not None,
-                                           tuple(overrides.items()), INTERPRETED)
+    cfg, tiles, grid, constants = keyed(_planned, signature(dict(q=q, k=k, v=v)), causal, fp8_scale is not None,
+                                        tuple(overrides.items()), INTERPRETED)
     qk_scale, o_scale = _scales(cfg, fp8_scale)
     q, k, v = q.contiguous(), k.contiguous(), _k_major(v) if q.dtype == FP8 else v.contiguous()
     o = torch.empty(q.shape, dtype=OUT_DTYPES[q.dtype], device=q.device)

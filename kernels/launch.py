@@ -177,8 +177,19 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     forward_only(algo, q, k, v)
     check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
-    return cached_launch(algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
-                         INTERPRETED)
+    return keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
+                 INTERPRETED)
+
+
+def keyed(cached, *key):
+    """cached(*key), a functools.lru_cache look-up; for a key that cannot be hashed (an option given as a list),
+    the builder itself, uncached, whose checks name the value in one line."""
+    try:
+        return cached(*key)
+    except TypeError as err:
+        if not str(err).startswith("unhashable type"):
+            raise
+    return cached.__wrapped__(*key)
 
 
 def check_gpu(gpu):
@@ -267,7 +278,8 @@ def checked_config(algo, q, k, v, *, causal, block_q, block_kv, gpu, tiles=None)
     return make_config(algo, block_q=block_q, block_kv=block_kv, **shape)
 
 
-EXPECTED = {"do": "the output's gradient, shaped like q", "lse": "the forward's row log-sum-exp (fp32)"}
+EXPECTED = {"do": "the output's gradient, shaped like q", "lse": "the forward's row log-sum-exp (fp32)",
+            "p": "the forward's P (naive_attention(..., return_p=True))"}
 
 
 def check_tensors(tensors):

@@ -18,7 +18,7 @@ from torch.autograd.function import once_differentiable
 from gpusim.shape import Tiles
 
 from .backward import bwd_constants, prepare_backward
-from .launch import in_slices, launch, options, past_grid
+from .launch import check_tensors, in_slices, launch, options, past_grid
 from gpusim.passes.naive import score_row
 
 from .naive import naive_attention, row_block_product, tile_product
@@ -116,9 +116,10 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     Gradients in q's dtype; dk, dv summed over each K/V head's group."""
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
                                         gpu=gpu, tiles=tiles)
-    if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype:
-        raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}): expected the forward's P, "
-                         f"{(*q.shape[:3], k.shape[2])} ({q.dtype})")
+    check_tensors(dict(p=p))
+    if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype or p.device != q.device:
+        raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}, on {p.device}): expected the forward's P, "
+                         f"{(*q.shape[:3], k.shape[2])} ({q.dtype}, on {q.device})")
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
         return in_slices(naive_attention_backward, cfg, (q, k, v, p, do),
                          dict(causal=causal, tiles=tiles, gpu=gpu))
