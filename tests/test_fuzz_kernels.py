@@ -11,6 +11,7 @@ import re
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("hypothesis", reason="the test extra (a GPU machine may lack it)")
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
