@@ -22,23 +22,27 @@ def with_sram(gpu, sram_bytes):
 
 def theorem2_curve(config, sram_sizes=SRAM_SIZES):
     """The bytes the SMs request against the SRAM size M, each M with the blocks the algorithm's paper rule gives it
-    (gpusim.paper_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention, and
-    Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at the smallest M. Sizes the rule's
-    blocks do not fit in are left out."""
-    sizes, flash, naive = [], [], []
-    for m in sram_sizes:
-        gpu = with_sram(config["gpu"], m)
-        try:
-            f, n = (gpusim.simulate(**(config | dict(algo=algo, gpu=gpu, **paper_blocks(algo, gpu, config))))
-                    for algo in (config["algo"], "naive"))
-        except ValueError:
-            continue
-        sizes.append(m)
-        flash.append(f.hbm_bytes)
-        naive.append(n.hbm_bytes)
+    (gpusim.paper_blocks): the simulated bytes of config's algorithm (`flash`) and of naive attention (NaN at a size
+    whose rule blocks the algorithm cannot run: at d = 256 flash2's and naive's rule blocks never fit at the same
+    size), and Theorem 2's N²d²/M (M in elements) scaled to meet the flash curve at its smallest M (all NaN where
+    it has none). Sizes that neither runs at are left out."""
+    points = {m: [_paper_bytes(config, algo, with_sram(config["gpu"], m)) for algo in (config["algo"], "naive")]
+              for m in sram_sizes}
+    sizes = [m for m, pair in points.items() if not np.isnan(pair).all()]
+    flash, naive = ([points[m][i] for m in sizes] for i in (0, 1))
     e = gpusim.DTYPE_BYTES[config["dtype"]]
     shape = np.array([gpusim.theorem2(config["seq"], config["head_dim"], m / e)["flash"] for m in sizes])
-    return {"sram_bytes": sizes, "flash": flash, "naive": naive, "theorem2": list(shape * flash[0] / shape[0])}
+    first = next((i for i, f in enumerate(flash) if not np.isnan(f)), None)
+    scale = np.nan if first is None else flash[first] / shape[first]
+    return {"sram_bytes": sizes, "flash": flash, "naive": naive, "theorem2": list(shape * scale)}
+
+
+def _paper_bytes(config, algo, gpu):
+    """The bytes the SMs request for algo on gpu with its paper rule's blocks; NaN where gpusim refuses them."""
+    try:
+        return gpusim.simulate(**(config | dict(algo=algo, gpu=gpu, **paper_blocks(algo, gpu, config)))).hbm_bytes
+    except ValueError:
+        return np.nan
 
 
 def paper_blocks(algo, gpu, config):
