@@ -61,8 +61,21 @@ def occupancy(result):
             "waves": math.ceil(k.programs / (g.sm_count * k.blocks_per_sm))}
 
 
+def footprint_blocks(algo, gpu, **shape):
+    """{block_q, block_kv} for footprints at any N: gpusim.best_blocks' tile at N = 4,096 (given blocks kept). A
+    peak footprint does not depend on the tiles (naive's rows of S are N_kv rounded up to 16 with any tile the
+    kernels run), and a tile that fits at one N fits at every N, so one search serves a sweep over N: about
+    20 ms, where a search per length made notebook 3's explorer take a second a slider move."""
+    blocks = {name: shape.pop(name, None) for name in ("block_q", "block_kv")}
+    if None not in blocks.values():
+        return blocks
+    return dict(zip(blocks, gpusim.best_blocks(algo, seq=4096, gpu=gpu, **shape, **blocks)))
+
+
 def largest_fitting_seq(algo, gpu, **shape):
-    """The longest sequence whose peak HBM footprint fits the GPU (bisection over gpusim.simulate)."""
+    """The longest sequence whose peak HBM footprint fits the GPU (bisection over gpusim.simulate, on one tile:
+    footprint_blocks)."""
+    shape |= footprint_blocks(algo, gpu, **shape)
     lo, hi = 1, 1 << 24
     if gpusim.simulate(algo, seq=hi, gpu=gpu, **shape).fits_in_hbm:
         return hi

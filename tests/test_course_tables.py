@@ -146,6 +146,24 @@ def test_largest_fitting_seq_is_the_last_length_that_fits():
     assert 18_000 < n <= 18_317
 
 
+@pytest.mark.parametrize("algo", ["naive", "flash2"])
+@pytest.mark.parametrize("gpu, head_dim, dtype", [("A100-40GB", 128, "fp16"), ("T4", 256, "fp32"),
+                                                  ("H200", 64, "bf16"), ("RTX-4090", 96, "fp16")])
+def test_one_tile_serves_every_lengths_footprint(algo, gpu, head_dim, dtype):
+    """footprint_blocks' claim: the peak footprint (and naive's S written) with its one tile equals the peak with the tile
+    gpusim picks for each N, from N = 3 to 2**20 (lengths no tile divides among them)."""
+    shape = dict(heads=3, batch=2, head_dim=head_dim, dtype=dtype, gpu=gpu)
+    tiles = tables.footprint_blocks(algo, **shape)
+    for seq in (3, 1000, 4096, 65537, 2**20):
+        own, one = (gpusim.simulate(algo, seq=seq, **shape, **blocks) for blocks in ({}, tiles))
+        assert one.hbm_peak_bytes == own.hbm_peak_bytes
+        assert _s_written(one) == _s_written(own)
+
+
+def _s_written(result):
+    return result.by_tensor.get("S", {}).get("write_bytes")
+
+
 def test_nonmatmul_rows_show_flash2_doing_less_non_matmul_work():
     """The FlashAttention-2 paper: fewer non-matmul FLOPs than FlashAttention-1 on the same tiles."""
     rows = tiling_model.nonmatmul_rows("A100-40GB", seq=4096, head_dims=(64, 128), block=64)

@@ -10,7 +10,7 @@ from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import SM_BYTES
 from ..plots import COLORS, FONT_PT, legend_outside
-from ..tables import largest_fitting_seq, supported_dtypes, time_terms
+from ..tables import footprint_blocks, largest_fitting_seq, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 
 
@@ -29,9 +29,11 @@ class FootprintExplorer(Live):
         sync_dtypes(self.gpu, self.dtype)
         shape = dict(heads=self.heads.value, batch=self.batch.value, head_dim=self.head_dim.value,
                      dtype=self.dtype.value, gpu=self.gpu.value)
-        self.curves = {algo: [gpusim.simulate(algo, seq=n, **shape) for n in LONG_SEQS] for algo in ("naive", "flash2")}
-        self.limit = {algo: largest_fitting_seq(algo, **shape) for algo in self.curves}
-        at_128k = gpusim.simulate("naive", seq=131072, **shape)
+        tiles = {algo: footprint_blocks(algo, **shape) for algo in ("naive", "flash2")}  # one search, any N
+        self.curves = {algo: [gpusim.simulate(algo, seq=n, **shape, **tiles[algo]) for n in LONG_SEQS]
+                       for algo in tiles}
+        self.limit = {algo: largest_fitting_seq(algo, **shape, **tiles[algo]) for algo in tiles}
+        at_128k = gpusim.simulate("naive", seq=131072, **shape, **tiles["naive"])
         g = at_128k.config.gpu
         self.readout.value = (
             f"<p>At N = 131,072, naive attention writes S = {fmt_bytes(at_128k.by_tensor['S']['write_bytes'])} (and P "
