@@ -63,6 +63,17 @@ def test_fit_blocks_resets_blocks_that_do_not_fit_to_gpusims_defaults(rows_limit
     assert caps == {"block_q": 128, "block_kv": 64}  # 128 + 32 <= 256; 32 + 128 <= 256
 
 
+def test_fit_blocks_at_d_256_falls_back_to_gpusims_pick_where_the_papers_blocks_need_too_many_registers():
+    """The paper's rule gives d = 256 on the A100 64 x 64, which fits the SRAM but needs 280 registers a thread:
+    the sliders get gpusim.best_blocks' tile instead of an error."""
+    c = config(head_dim=256, block_q=128, block_kv=128)
+    paper = dict(zip(("block_q", "block_kv"), gpusim.paper_blocks("flash2", "A100-40GB", 256, "fp16")))
+    assert block_sliders.config_error(c | paper)
+    fitted, _, _ = block_sliders.fit_blocks(c)
+    shape = {k: v for k, v in c.items() if k not in ("algo", "block_q", "block_kv")}
+    assert (fitted["block_q"], fitted["block_kv"]) == gpusim.best_blocks("flash2", **shape)
+
+
 def test_fit_blocks_on_gpusim_stops_each_slider_where_gpusim_refuses():
     fitted, caps, limits = block_sliders.fit_blocks(config(algo="flash1", gpu="T4", seq=1024, head_dim=256))
     for name, cap in caps.items():
