@@ -32,9 +32,9 @@ def config_error(config):
 def fit_blocks(config):
     """(config, caps, limits) for the sliders. config: the given one, or with the paper's blocks (gpusim.paper_blocks)
     when its blocks do not fit, or gpusim.best_blocks' when those do not either (the paper's rule counts SRAM, not
-    registers: at d = 256 its 64 x 64 needs more registers than a thread has). caps: {name: the largest block in BLOCKS that fits beside the other block}. limits:
-    {name: (cap, gpusim's message for twice the cap)} for the blocks stopped below BLOCKS[-1]. Raises gpusim's
-    ValueError when no block size can fix the configuration."""
+    registers: at d = 256 its 64 x 64 needs more registers than a thread has). caps: {name: the largest block in
+    BLOCKS that fits beside the other block}. limits: {name: (cap, gpusim's message for twice the cap)} for the
+    blocks stopped below BLOCKS[-1]. Raises gpusim's ValueError when no block size can fix the configuration."""
     if config_error(config):
         config = config | dict(zip(BLOCK_NAMES, gpusim.paper_blocks(config["algo"], config["gpu"],
                                                                         config["head_dim"], config["dtype"])))

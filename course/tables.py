@@ -65,7 +65,7 @@ def footprint_blocks(algo, gpu, **shape):
     """{block_q, block_kv} for footprints at any N: gpusim.best_blocks' tile at N = 4,096 (given blocks kept). A
     peak footprint does not depend on the tiles (naive's rows of S are N_kv rounded up to 16 with any tile the
     kernels run), and a tile that fits at one N fits at every N, so one search serves a sweep over N: about
-    20 ms, where a search per length made notebook 3's explorer take a second a slider move."""
+    5-50 ms, where a search per length made notebook 3's explorer take a second a slider move."""
     blocks = {name: shape.pop(name, None) for name in ("block_q", "block_kv")}
     if None not in blocks.values():
         return blocks

@@ -545,10 +545,13 @@ def check_tensors(q, k_cache, v_cache):
 
 def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
-    try:
-        x = torch.as_tensor(x).cpu()
-    except (TypeError, RuntimeError, ValueError):  # None, a string, ragged rows
-        raise ValueError(f"{name} is {type(x).__name__}: expected {dims}-d integers") from None
+    if not isinstance(x, torch.Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, RuntimeError, ValueError, OverflowError) as err:  # None, a string, ragged rows, 2**63
+            raise ValueError(f"{name} is {type(x).__name__}: expected {dims}-d integers "
+                             f"({str(err).splitlines()[0]})") from None
+    x = x.cpu()
     if x.dim() != dims or not _integers(x):
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x

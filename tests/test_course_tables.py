@@ -150,8 +150,8 @@ def test_largest_fitting_seq_is_the_last_length_that_fits():
 @pytest.mark.parametrize("gpu, head_dim, dtype", [("A100-40GB", 128, "fp16"), ("T4", 256, "fp32"),
                                                   ("H200", 64, "bf16"), ("RTX-4090", 96, "fp16")])
 def test_one_tile_serves_every_lengths_footprint(algo, gpu, head_dim, dtype):
-    """footprint_blocks' claim: the peak footprint (and naive's S written) with its one tile equals the peak with the tile
-    gpusim picks for each N, from N = 3 to 2**20 (lengths no tile divides among them)."""
+    """footprint_blocks' claim: the peak footprint (and naive's S written) with its one tile equals the peak with
+    the tile gpusim picks for each N, from N = 3 to 2**20 (lengths no tile divides among them)."""
     shape = dict(heads=3, batch=2, head_dim=head_dim, dtype=dtype, gpu=gpu)
     tiles = tables.footprint_blocks(algo, **shape)
     for seq in (3, 1000, 4096, 65537, 2**20):

@@ -2,6 +2,7 @@
 size (Theorem 2 of the FlashAttention paper) and the predicted time of every block pair. Pure functions of
 a `config`, the keyword arguments of gpusim.simulate.
 """
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -28,13 +29,18 @@ def theorem2_curve(config, sram_sizes=SRAM_SIZES):
     it has none). Sizes that neither runs at are left out."""
     points = {m: [_paper_bytes(config, algo, with_sram(config["gpu"], m)) for algo in (config["algo"], "naive")]
               for m in sram_sizes}
-    sizes = [m for m, pair in points.items() if not np.isnan(pair).all()]
+    sizes = [m for m, pair in points.items() if any(map(_ran, pair))]
     flash, naive = ([points[m][i] for m in sizes] for i in (0, 1))
     e = gpusim.DTYPE_BYTES[config["dtype"]]
     shape = np.array([gpusim.theorem2(config["seq"], config["head_dim"], m / e)["flash"] for m in sizes])
-    first = next((i for i, f in enumerate(flash) if not np.isnan(f)), None)
+    first = next((i for i, f in enumerate(flash) if _ran(f)), None)
     scale = np.nan if first is None else flash[first] / shape[first]
     return {"sram_bytes": sizes, "flash": flash, "naive": naive, "theorem2": list(shape * scale)}
+
+
+def _ran(nbytes):
+    """Whether _paper_bytes counted bytes (an int, which may pass 2**63: no NumPy array of them) or NaN."""
+    return not (isinstance(nbytes, float) and math.isnan(nbytes))
 
 
 def _paper_bytes(config, algo, gpu):

@@ -102,8 +102,9 @@ class TilingExplorer(Live):
                         "bytes", self.hbm_bytes, f"{self.hbm_bytes:,} B ({fmt_bytes(self.hbm_bytes)})")
 
     def _fit_blocks(self):
-        """Set the sliders to block_sliders.fit_blocks: the paper's blocks (gpusim.paper_blocks) for blocks that no
-        longer fit, each capped at the largest power of two that fits beside the other."""
+        """Set the sliders to block_sliders.fit_blocks: the paper's blocks (gpusim.paper_blocks), or gpusim's pick
+        where those do not fit either, for blocks that no longer fit, each capped at the largest power of two that
+        fits beside the other."""
         config, caps, self.limits = block_sliders.fit_blocks(self.config)
         for name in BLOCK_NAMES:
             slider = getattr(self, name)
