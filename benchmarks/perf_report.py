@@ -1503,7 +1503,7 @@ def no_measured_issue():
 @contextmanager
 def preset_host_floor():
     """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
-    preset's (GPU.train_step_host_s, host.json's run), whatever the host's speed measured beside it."""
+    preset's (GPU.train_step_host_s, host_run105.json's run), whatever the host's speed measured beside it."""
     with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor",
                   moves=TRAIN_ROWS):  # the host probe is a training row's
         yield

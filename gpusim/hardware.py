@@ -257,7 +257,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     fp16_matmul_flops_per_s=8.696e+14,  # the fastest tl.dot loop (matmul_tiles.json)
     bf16_matmul_flops_per_s=8.905e+14,  # the fastest bf16 tl.dot loop
     fp8_matmul_flops_per_s=1.398e+15,  # the fastest e4m3 tl.dot loop
-    train_step_host_s=5.928e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json, run 105; run 44's: 711 us, run 37's: 522 us)
+    train_step_host_s=5.928e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host_run105.json, run 105; run 44's: 711 us, run 37's: 522 us)
     # Nsight's tensor-pipe active cycles against gpusim's matmul time at mma_efficiency, the median over runs 128 and
     # 129's 22 flash2 forward, dK/dV and dQ launches of each block_kv (bwd_rates.json, fwd_rates.json;
     # perf_report.pipe_ratios): mma_efficiency is a loop's wall clock, its other instructions in it

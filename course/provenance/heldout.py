@@ -24,8 +24,8 @@ def simulated(row, gpu=PRESET, host_probe=True):
     """gpusim's Result for a held-out row: a forward at the row's tiles (the kernel's own where it ran its default), a
     training step at the tiles the trainable ran, or a decode batch over pages. A training row measured with the host's
     speed beside it (its "host_probe_us", every training row since run 135: benchmarks/heldout.py's host_probe_us) has
-    that for its host floor (GPU.train_step_host_s): the host's speed in its run, at that moment, which the preset's (host.json's
-    run) cannot know (host_probe=False: the preset's floor, as before the probe)."""
+    that for its host floor (GPU.train_step_host_s): the host's speed in its run, at that moment, which the preset's
+    (host_run105.json's run) cannot know (host_probe=False: the preset's floor, as before the probe)."""
     if host_probe and row.get("host_probe_us"):
         gpu = dataclasses.replace(gpusim.get_gpu(gpu), train_step_host_s=row["host_probe_us"] * 1e-6)
     common = dict(dtype=row["dtype"], gpu=gpu)
