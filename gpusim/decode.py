@@ -135,6 +135,7 @@ def launch_for_cache(q_shape, k_shape, v_shape, cache_seqlens, *, paged, page_si
     if tuple(k_shape) != tuple(v_shape):
         raise ValueError(f"k_cache is {tuple(k_shape)} but v_cache is {tuple(v_shape)}: they must match")
     batch, heads, seq, head_dim = q_shape
+    positive_int("batch", batch)  # before the lengths: a batch of none has no longest
     if k_shape[3] != head_dim:
         raise ValueError(f"q {tuple(q_shape)} and k_cache {tuple(k_shape)} must agree on head_dim (last dimension)")
     lengths = np.array(_lengths(cache_seqlens, batch, seq, causal_align, "cache_seqlens"), dtype=np.int64)

@@ -4,7 +4,9 @@ gpusim counts, a float64 reference beside them, and trace_io, which proves the f
 every tl.load and tl.store under Triton's interpreter. The backward passes of naive attention and
 FlashAttention-2 (gpusim.backward counts them) come with autograd wrappers: *_attention_trainable.
 The entry points are torch custom ops (kernels/ops.py) under torch.compile; decoding is planned once and run
-per layer (DecodePlan).
+per layer (DecodePlan). A q with no rows (batch, heads or N 0) gets empty outputs (and a backward dq empty, dk and
+dv zeros) without a launch, as SDPA: naive, flash1, flash2 and their backwards; the Hopper kernel and decoding refuse
+it (one line), as gpusim, which counts launches, does.
 
 Set TRITON_INTERPRET=1 before importing gpusim_kernels to run them on CPU tensors (the interpreter).
 """

@@ -17,12 +17,12 @@ from torch.autograd.function import once_differentiable
 
 from gpusim import backward as model
 from gpusim import best_blocks
-from gpusim.shape import given_tiles
+from gpusim.shape import flag, given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, detect_gpu, keyed,
-                     in_slices, launch, metas, op_fields, op_keywords, options, past_grid, signature)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
+                     detect_gpu, keyed, in_slices, launch, metas, op_fields, op_keywords, options, past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -114,15 +114,31 @@ def prepare_backward(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles
     return cfg, q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous()
 
 
-def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
-    """check_inputs and the gradient's check, then gpusim.backward's configuration (flash2's tiles not given:
-    default_backward_blocks; tiles: a gpusim.Tiles instead of block_q, block_kv). Tensors or their Meta."""
+def check_backward(q, k, v, do, block_q, block_kv, tiles):
+    """check_inputs and the gradient's check; (block_q, block_kv, tiles) as given_tiles returns them."""
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     check_inputs(q, k, v, block_q, block_kv)
     if not hasattr(do, "shape") or do.shape != q.shape or do.dtype != q.dtype or do.device != q.device:
         got = (tuple(do.shape), do.dtype, str(do.device)) if hasattr(do, "shape") else type(do).__name__
         raise ValueError(f"do is {got}: expected the output's gradient, shaped like q {tuple(q.shape)}, {q.dtype}, "
                          f"on {q.device}")
+    return block_q, block_kv, tiles
+
+
+def empty_grads(q, k, v, do, *, causal, block_q, block_kv, tiles):
+    """(dq, dk, dv) where q has no rows (batch, heads or N 0), after the backward's checks: dq empty, dk and dv
+    zeros (no query reads a key), as SDPA's backward returns them, and no launch; None where q has rows."""
+    if not isinstance(q, torch.Tensor) or q.numel():
+        return None
+    flag("causal", causal)
+    check_backward(q, k, v, do, block_q, block_kv, tiles)
+    return torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
+
+
+def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
+    """check_backward, then gpusim.backward's configuration (flash2's tiles not given: default_backward_blocks;
+    tiles: a gpusim.Tiles instead of block_q, block_kv). Tensors or their Meta."""
+    block_q, block_kv, tiles = check_backward(q, k, v, do, block_q, block_kv, tiles)
     shape = dict(batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2], seq_kv=k.shape[2],
                  head_dim=q.shape[3], causal=causal, dtype=DTYPES[q.dtype],
                  gpu=detect_gpu(q.device) if gpu is None else gpu)
@@ -174,6 +190,10 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
     head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
     tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
+    grads = empty_grads(q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, tiles=tiles)
+    if grads:
+        check_tensors(dict(o=o, lse=lse))
+        return grads
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
     cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch

@@ -545,6 +545,8 @@ def check_tensors(q, k_cache, v_cache):
 
 def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
+    if isinstance(x, (list, tuple)) and not x:  # no values: integers of none (torch.as_tensor would make floats)
+        x = torch.zeros((0,) * dims, dtype=torch.int64)
     if not isinstance(x, torch.Tensor):
         try:
             x = torch.as_tensor(x)

@@ -66,11 +66,13 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     tiles must fit (default: detected)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
         return torch.ops.gpusim.flash1_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
-    cfg, grid, consts = forward_launch("flash1", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    launched = forward_launch("flash1", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
-    l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
-    launch(flash1_kernel, grid, q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
+    if launched:  # None: no rows, nothing to launch
+        cfg, grid, consts = launched
+        l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
+        launch(flash1_kernel, grid, q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return o
 
 

@@ -74,14 +74,16 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
         o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), None, None,
                                                    gpu)
         return (o, lse) if return_lse else o
-    cfg, grids, consts = forward_launch("flash2", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
-    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
-        return in_slices(flash2_attention, cfg, (q, k, v), dict(causal=causal, tiles=tiles, return_lse=return_lse,
-                                                                 gpu=gpu))
+    launched = forward_launch("flash2", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    if launched and past_grid(launched.cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(flash2_attention, launched.cfg, (q, k, v), dict(causal=causal, tiles=tiles,
+                                                                          return_lse=return_lse, gpu=gpu))
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    launch(flash2_kernel, grids, q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
+    if launched:  # None: no rows, nothing to launch
+        cfg, grids, consts = launched
+        launch(flash2_kernel, grids, q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return (o, lse) if return_lse else o
 
 

@@ -21,7 +21,7 @@ from gpusim.hardware import GPU, GRID_YZ_MOST, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
-from gpusim.shape import Tiles, given_tiles, pair
+from gpusim.shape import Tiles, flag, given_tiles, pair
 
 from .interpreter import INTERPRETED
 
@@ -172,13 +172,26 @@ class Launch(NamedTuple):
 
 def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
-    look-up. tiles: a gpusim.Tiles, or None and block_q, block_kv (not both); parts(cfg): the kernels' grids and
-    constants, {kernel: ...} each, their tiles and launch options gpusim's (constants)."""
+    look-up; None where q has no rows (no_rows). tiles: a gpusim.Tiles, or None and block_q, block_kv (not both);
+    parts(cfg): the kernels' grids and constants, {kernel: ...} each, their tiles and launch options gpusim's
+    (constants)."""
     forward_only(algo, q, k, v)
     check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    if no_rows(q, k, v, causal, block_q, block_kv):
+        return None
     return keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
                  INTERPRETED)
+
+
+def no_rows(q, k, v, causal, block_q, block_kv):
+    """Whether q (B, H, N, d) has no rows (batch, heads or N 0), after check_inputs: then no kernel is launched and
+    the entry points return empty outputs, as SDPA does (gpusim, which counts launches, refuses such a shape)."""
+    if q.numel():
+        return False
+    flag("causal", causal)
+    check_inputs(q, k, v, block_q, block_kv)
+    return True
 
 
 def keyed(cached, *key):
@@ -305,6 +318,9 @@ def check_inputs(q, k, v, block_q, block_kv):
         raise ValueError(f"k has shape {tuple(k.shape)} but v has shape {tuple(v.shape)}: they must match")
     if q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on batch (dim 0) and head_dim (dim 3)")
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if heads % kv_heads if kv_heads else heads:  # as gpusim says it (an empty q asks gpusim nothing: no_rows)
+        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     check_head_dim(q.shape[3])
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")

@@ -129,7 +129,11 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     write, its rows LD apart."""
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
         return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
-    cfg, grids, consts = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    launched = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
+    if not launched:  # no rows, nothing to launch
+        o, p = torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((*q.shape[:3], k.shape[2]))
+        return (o, p) if return_p else o
+    cfg, grids, consts = launched
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
         return in_slices(naive_attention, cfg, (q, k, v), dict(causal=causal, tiles=tiles, gpu=gpu,
                                                                return_p=return_p))

@@ -17,7 +17,7 @@ from torch.autograd.function import once_differentiable
 
 from gpusim.shape import Tiles
 
-from .backward import bwd_constants, prepare_backward
+from .backward import bwd_constants, check_backward, empty_grads, prepare_backward
 from .launch import check_tensors, in_slices, launch, options, past_grid
 from gpusim.passes.naive import score_row
 
@@ -114,6 +114,10 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
     visited tiles), or tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) its five kernels take.
     Gradients in q's dtype; dk, dv summed over each K/V head's group."""
+    grads = empty_grads(q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, tiles=tiles)
+    if grads:
+        check_tensors(dict(p=p))
+        return grads
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
                                         gpu=gpu, tiles=tiles)
     check_tensors(dict(p=p))
@@ -169,6 +173,9 @@ def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=N
     """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
     same tiles: block_q, block_kv or tiles=gpusim.Tiles(...) (its num_warps, num_stages too, where set), or
     gpusim.backward's defaults for naive attention (which fit the forward)."""
+    if isinstance(q, torch.Tensor) and not q.numel():  # no rows: no tiles to choose (no launch either way)
+        check_backward(q, k, v, q, block_q, block_kv, tiles)
+        return NaiveAttention.apply(q, k, v, causal, tiles, gpu)
     cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu,
                            tiles=tiles)[0]
     return NaiveAttention.apply(q, k, v, causal, tiles or Tiles(cfg.block_q, cfg.block_kv), gpu)

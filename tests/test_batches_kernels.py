@@ -5,6 +5,8 @@ call each, after their checks and at the whole batch's tiles (kernels/launch.py 
 lowered to a few programs, so that the slicing runs in Triton's interpreter on CPU tensors (on a GPU, compiled):
 the slices' outputs and gradients equal one launch's bit for bit at the same tiles (every (request, head) is its
 own programs), their bytes equal gpusim's count of the whole batch, and no launch's y axis passes the limit."""
+import re
+
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -173,3 +175,55 @@ def test_a_batch_of_65536_heads_runs_on_the_gpu(entry):
     sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     error = ((getattr(gpusim_kernels, entry)(q, k, v).double() - ref).norm() / ref.norm()).item()
     assert error <= 2 * ((sdpa.double() - ref).norm() / ref.norm()).item() + 2**-11
+
+
+EMPTY = [((0, 4, 16, 32), (0, 2, 24, 32)), ((2, 0, 16, 32), (2, 0, 24, 32)), ((2, 4, 0, 32), (2, 2, 24, 32))]
+
+
+def sdpa_step(q, k, v):
+    """SDPA's output and gradients (float32 on the CPU) for q, k, v: what an empty batch, head or query gives."""
+    q, k, v = (x.detach().cpu().float().requires_grad_() for x in (q, k, v))
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    o.sum().backward()
+    return o, q.grad, k.grad, v.grad
+
+
+@pytest.mark.parametrize("q_shape, kv_shape", EMPTY)
+@pytest.mark.parametrize("entry", ["naive", "flash2"])
+def test_no_rows_give_sdpas_empty_output_and_gradients_without_a_launch(entry, q_shape, kv_shape, grids):
+    """batch, heads or N = 0: O (and flash2's LSE, naive's P) come back empty in SDPA's shapes, and a training
+    step's gradients are SDPA's: dq empty, dk and dv zeros where keys exist (no query reads them); no launch."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(*s, generator=g, dtype=torch.float16).to(DEVICE) for s in (q_shape, kv_shape, kv_shape))
+    o_ref, *grads_ref = sdpa_step(q, k, v)
+    forward = dict(naive=lambda: naive.naive_attention(q, k, v, causal=True, return_p=True),
+                   flash2=lambda: flash2.flash2_attention(q, k, v, causal=True, return_lse=True))[entry]
+    o, extra = forward()
+    assert o.shape == o_ref.shape and o.dtype == q.dtype and o.device == q.device
+    assert extra.shape == ((*q_shape[:3], kv_shape[2]) if entry == "naive" else q_shape[:3])
+    trainable = getattr(gpusim_kernels, f"{entry}_attention_trainable")
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    trainable(*leaves, causal=True).sum().backward()
+    for x, ref in zip(leaves, grads_ref):
+        assert x.grad.shape == ref.shape and x.grad.dtype == q.dtype and not x.grad.count_nonzero()
+        assert not ref.count_nonzero()
+    assert grids == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(q=torch.zeros(0, 4, 16, 32, dtype=torch.float64)), "q has dtype torch.float64: supported are"),
+    (dict(k=torch.zeros(1, 2, 24, 32, dtype=torch.float16)), "must agree on batch (dim 0) and head_dim (dim 3)"),
+    (dict(k=torch.zeros(0, 3, 24, 32, dtype=torch.float16)), "heads=4 is not a multiple of kv_heads=3"),
+    (dict(causal="yes"), "causal='yes' must be True or False"),
+    (dict(block_q=48), "block_q=48 must be a power of two"),
+])
+@pytest.mark.parametrize("entry", ["naive_attention", "flash1_attention", "flash2_attention",
+                                   "flash2_attention_trainable", "naive_attention_trainable"])
+def test_no_rows_are_still_checked(entry, change, message):
+    """An empty batch skips the launch, not the checks of the tensors and options."""
+    tensors = dict(q=torch.zeros(0, 4, 16, 32, dtype=torch.float16), k=torch.zeros(0, 2, 24, 32, dtype=torch.float16))
+    tensors |= {name: x for name, x in change.items() if name in tensors}
+    options = {name: x for name, x in change.items() if name not in tensors}
+    q, k = (tensors[name].to(DEVICE) for name in ("q", "k"))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        getattr(gpusim_kernels, entry)(q, k, k, **options)
