@@ -36,7 +36,16 @@ def test_timeline_widget_shows_gpusims_time_and_bytes():
     assert "the transfer hides" in w.readout.value
     w.strategy.value = "ulysses"
     assert w.error is None and "no K/V moves under compute" in w.readout.value
-    assert len(w.axes[0].patches) >= 4 * 3  # per GPU and step: the step, its compute, and any transfer
+    r = gpusim.simulate("flash2", seq=1048576, gpus=4, strategy="ulysses", link="pcie5", **context.SHAPE)
+    drawn = {}  # kind: [(GPU lane, start ms, width ms)], one collection a GPU's lane
+    for c in w.axes[0].collections:
+        for path in c.get_paths():
+            x, y = path.vertices[:, 0], path.vertices[:, 1]
+            drawn.setdefault(c.get_label(), []).append((round(y.min() + 0.4), x.min(), x.max() - x.min()))
+    for kind, field in (("_idle", "time_s"), ("_compute", "compute_s"), ("_transfer", "transfer_s")):
+        steps = sorted((s.gpu, s.start_s * 1e3, getattr(s, field) * 1e3) for s in r.steps if getattr(s, field))
+        assert len(drawn.get(kind, [])) == len(steps), kind  # each step's bar where gpusim puts it
+        np.testing.assert_allclose(sorted(drawn.get(kind, [])), steps, rtol=1e-9, atol=1e-12)
 
 
 def test_zigzag_chunks_pair_an_early_with_a_late_one():

@@ -14,6 +14,7 @@ from ..measurements import read_optional
 SHAPE = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200")  # a Llama-3-8B-like layer's attention
 CP_JSON = "../results/h200x2/cp.json"  # benchmarks/run_cp.sh writes it on two GPUs; notebooks run in notebooks/
 COMPUTE, TRANSFER, IDLE = "tab:blue", "tab:orange", "0.85"
+LANE_COLORS = dict(compute=COMPUTE, transfer=TRANSFER, idle=IDLE)
 GPU_COLORS = [f"C{i}" for i in range(10)]
 
 
@@ -48,14 +49,15 @@ def timeline_figure(r, ax=None, title=None):
         fig = Figure(figsize=(10, 0.5 + 0.45 * r.gpus), layout="constrained")
         ax = fig.subplots()
     scale = 1e3  # ms
+    lanes = {}  # (gpu, kind): [(start, width)], ms
     for s in r.steps:
-        y = s.gpu
-        start = s.start_s * scale
-        ax.add_patch(Rectangle((start, y - 0.4), s.time_s * scale, 0.38, color=IDLE, lw=0))
-        ax.add_patch(Rectangle((start, y - 0.4), s.compute_s * scale, 0.38, color=COMPUTE, lw=0))
-        if s.transfer_s:
-            ax.add_patch(Rectangle((start, y + 0.02), s.transfer_s * scale, 0.38, color=TRANSFER, lw=0))
-        ax.axvline(start, color="w", lw=0.6)
+        for kind, seconds in (("idle", s.time_s), ("compute", s.compute_s), ("transfer", s.transfer_s)):
+            if seconds:
+                lanes.setdefault((s.gpu, kind), []).append((s.start_s * scale, seconds * scale))
+    for (gpu, kind), bars in lanes.items():  # a collection a lane (a step's compute over its idle): at P = 16 the
+        y = gpu + 0.02 if kind == "transfer" else gpu - 0.4  # 752 patches one by one took a second a redraw
+        ax.broken_barh(bars, (y, 0.38), color=LANE_COLORS[kind], lw=0, label=f"_{kind}")
+    ax.vlines([s.start_s * scale for s in r.steps], -0.5, r.gpus - 0.5, color="w", lw=0.6)
     ax.set(xlim=(0, r.predicted_time_s * scale), ylim=(r.gpus - 0.5, -0.5), yticks=range(r.gpus),
            yticklabels=[f"GPU {g}" for g in range(r.gpus)], xlabel="time (ms)",
            title=title or f"{r.strategy}, P = {r.gpus}, N = {r.config.seq:,} over {r.link.name}")
