@@ -17,12 +17,13 @@ from torch.autograd.function import once_differentiable
 
 from gpusim import backward as model
 from gpusim import best_blocks
-from gpusim.shape import flag, given_tiles
+from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
 from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
-                     detect_gpu, keyed, in_slices, launch, metas, op_fields, op_keywords, options, past_grid, signature)
+                     detect_gpu, in_slices, keyed, launch, metas, one_row, op_fields, op_keywords, options, past_grid,
+                     signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -125,14 +126,23 @@ def check_backward(q, k, v, do, block_q, block_kv, tiles):
     return block_q, block_kv, tiles
 
 
-def empty_grads(q, k, v, do, *, causal, block_q, block_kv, tiles):
-    """(dq, dk, dv) where q has no rows (batch, heads or N 0), after the backward's checks: dq empty, dk and dv
-    zeros (no query reads a key), as SDPA's backward returns them, and no launch; None where q has rows."""
-    if not isinstance(q, torch.Tensor) or q.numel():
-        return None
-    flag("causal", causal)
-    check_backward(q, k, v, do, block_q, block_kv, tiles)
-    return torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
+def no_rows(q):
+    """Whether q is a tensor with no rows (batch, heads or N 0): a backward then launches nothing (launch.one_row)."""
+    return isinstance(q, torch.Tensor) and not q.numel()
+
+
+def empty_grads(q, k, v):
+    """(dq, dk, dv) of a q with no rows, as SDPA's backward returns them: dq empty, dk and dv zeros (no query reads
+    a key)."""
+    return tuple(make(x, memory_format=torch.contiguous_format)
+                 for make, x in ((torch.empty_like, q), (torch.zeros_like, k), (torch.zeros_like, v)))
+
+
+def check_saved(o, lse, q_shape):
+    """One line unless o and lse are shaped as the forward of a q of q_shape wrote them, lse in fp32."""
+    if tuple(o.shape) != tuple(q_shape) or tuple(lse.shape) != tuple(q_shape[:3]) or lse.dtype != torch.float32:
+        raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
+                         f"{tuple(q_shape)} and {tuple(q_shape[:3])} (torch.float32)")
 
 
 def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
@@ -190,10 +200,12 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
     head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
     tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
-    grads = empty_grads(q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, tiles=tiles)
-    if grads:
+    if no_rows(q):  # every check, o's and lse's on their own shapes and the rest on one_row's; no launch
+        check_backward(q, k, v, do, block_q, block_kv, tiles)
         check_tensors(dict(o=o, lse=lse))
-        return grads
+        check_saved(o, lse, q.shape)
+        backward_launch("flash2", one_row(q, k, v, do=do, o=o, lse=lse), causal, tiles, block_q, block_kv, gpu, _parts)
+        return empty_grads(q, k, v)
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
     cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
@@ -212,10 +224,7 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
 
 def _parts(cfg, saved):
     """The three launches' grids and constants, once o and lse are checked to be the forward's."""
-    o, lse, q_shape = saved["o"], saved["lse"], (cfg.batch, cfg.heads, cfg.seq, cfg.head_dim)
-    if tuple(o.shape) != q_shape or tuple(lse.shape) != q_shape[:3] or lse.dtype != torch.float32:
-        raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
-                         f"{q_shape} and {q_shape[:3]} (torch.float32)")
+    check_saved(saved["o"], saved["lse"], (cfg.batch, cfg.heads, cfg.seq, cfg.head_dim))
     t = cfg.tiling
     grids = {"preprocess": (t.n_q_blocks, cfg.bh), "dkdv": (cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads),
              "dq": (t.n_q_blocks, cfg.bh)}
@@ -251,7 +260,7 @@ def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=
     backward's warps and stages are gpusim's rule, its loops not the forward's); None: gpusim's choice (the
     backward's: default_backward_blocks). Under torch.compile: the custom op gpusim::flash2_attention
     (kernels/ops.py; gpu a preset name)."""
-    fields = op_fields(tiles, block_q, block_kv)
+    fields = op_fields("flash2", tiles, block_q, block_kv)
     backward_blocks = fields[:2] if backward_blocks is None else check_pair("backward_blocks", backward_blocks)
     if torch.compiler.is_compiling():
         return torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, *backward_blocks, gpu)[0]

@@ -65,7 +65,7 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     with num_warps, num_stages if wanted (as flash2_attention); gpu: the gpusim GPU whose shared memory the
     tiles must fit (default: detected)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
-        return torch.ops.gpusim.flash1_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
+        return torch.ops.gpusim.flash1_attention(q, k, v, causal, *op_fields("flash1", tiles, block_q, block_kv), gpu)
     launched = forward_launch("flash1", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)

@@ -71,15 +71,15 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     num_stages=...), whose knobs not None override gpusim's launch rule (and are priced); gpu: the gpusim GPU
     whose shared memory the tiles must fit (default: detected; under torch.compile a preset name)."""
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
-        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), None, None,
-                                                   gpu)
+        fields = op_fields("flash2", tiles, block_q, block_kv)
+        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, None, None, gpu)
         return (o, lse) if return_lse else o
     launched = forward_launch("flash2", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     if launched and past_grid(launched.cfg):  # past CUDA's grid along y: a call per slice of the batch
         return in_slices(flash2_attention, launched.cfg, (q, k, v), dict(causal=causal, tiles=tiles,
                                                                           return_lse=return_lse, gpu=gpu))
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    o = torch.empty_like(q)
+    o = torch.empty_like(q, memory_format=torch.contiguous_format)  # (an empty q's strides may be any)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     if launched:  # None: no rows, nothing to launch
         cfg, grids, consts = launched

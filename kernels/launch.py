@@ -21,7 +21,8 @@ from gpusim.hardware import GPU, GRID_YZ_MOST, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
 from gpusim.passes.base import Pass
 from gpusim.config import MIN_BLOCK, make_config
-from gpusim.shape import Tiles, flag, given_tiles, pair
+from gpusim.passes import FORWARD
+from gpusim.shape import Tiles, given_tiles, knobs_of, pair
 
 from .interpreter import INTERPRETED
 
@@ -178,20 +179,27 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     forward_only(algo, q, k, v)
     check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
-    if no_rows(q, k, v, causal, block_q, block_kv):
+    if not q.numel():  # no rows: every check, on one_row's shape, and no launch
+        keyed(cached_launch, algo, signature(one_row(q, k, v)), causal, tiles, block_q, block_kv, gpu, parts,
+              INTERPRETED)
         return None
     return keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
                  INTERPRETED)
 
 
-def no_rows(q, k, v, causal, block_q, block_kv):
-    """Whether q (B, H, N, d) has no rows (batch, heads or N 0), after check_inputs: then no kernel is launched and
-    the entry points return empty outputs, as SDPA does (gpusim, which counts launches, refuses such a shape)."""
-    if q.numel():
-        return False
-    flag("causal", causal)
-    check_inputs(q, k, v, block_q, block_kv)
-    return True
+def one_row(q, k, v, **like_q):
+    """{q, k, v, and like_q's names}: Metas of the tensors, batch, heads and N at least 1 (q's heads k's where q has
+    none; like_q shaped as q, or as its rows where a name's tensor has three dimensions). A q with no rows (batch,
+    heads or N 0) gets empty outputs without a launch, as SDPA's; gpusim, which counts launches, refuses such a
+    shape, so the call's checks (its tensors, gpu, dtype, tiles and options, none of which depends on B, H or N) run
+    on this one, after check_inputs has checked the tensors as given."""
+    check_inputs(q, k, v, None, None)
+    batch, kv_heads = max(q.shape[0], 1), max(k.shape[1], 1)
+    shape = (batch, q.shape[1] or kv_heads, max(q.shape[2], 1), q.shape[3])
+    metas = dict(q=Meta(shape, q.dtype, q.device))
+    metas |= {name: Meta((batch, kv_heads, max(x.shape[2], 1), x.shape[3]), x.dtype, x.device)
+              for name, x in (("k", k), ("v", v))}
+    return metas | {name: Meta(shape[:len(x.shape)], x.dtype, x.device) for name, x in like_q.items()}
 
 
 def keyed(cached, *key):
@@ -223,10 +231,12 @@ def forward_only(algo, q, k, v):
                          f"gradient): call {trainable}, or run it under torch.no_grad()")
 
 
-def op_fields(tiles, block_q, block_kv):
+def op_fields(algo, tiles, block_q, block_kv):
     """(block_q, block_kv, num_warps, num_stages), ints or None, of tiles or block_q, block_kv: what a torch custom
-    op takes (kernels/ops.py), which no dataclass can be an argument of."""
+    op takes (kernels/ops.py), which no dataclass can be an argument of; one line for a knob of tiles algo's kernel
+    does not take (which these four would drop)."""
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    knobs_of(FORWARD[algo], tiles)
     return block_q, block_kv, *((None, None) if tiles is None else (tiles.num_warps, tiles.num_stages))
 
 

@@ -128,7 +128,7 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     tiles; the tiles a causal mask skips are never written): a view of the (B, H, N, LD) buffer the kernels
     write, its rows LD apart."""
     if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
-        return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields(tiles, block_q, block_kv), gpu)
+        return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields("naive", tiles, block_q, block_kv), gpu)
     launched = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     if not launched:  # no rows, nothing to launch
         o, p = torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((*q.shape[:3], k.shape[2]))

@@ -17,8 +17,9 @@ from torch.autograd.function import once_differentiable
 
 from gpusim.shape import Tiles
 
-from .backward import bwd_constants, check_backward, empty_grads, prepare_backward
-from .launch import check_tensors, in_slices, launch, options, past_grid
+from .backward import (backward_config, bwd_constants, check_backward, empty_grads, no_rows,
+                       prepare_backward)
+from .launch import check_tensors, in_slices, launch, one_row, options, past_grid
 from gpusim.passes.naive import score_row
 
 from .naive import naive_attention, row_block_product, tile_product
@@ -114,16 +115,15 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
     visited tiles), or tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) its five kernels take.
     Gradients in q's dtype; dk, dv summed over each K/V head's group."""
-    grads = empty_grads(q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv, tiles=tiles)
-    if grads:
-        check_tensors(dict(p=p))
-        return grads
+    if no_rows(q):  # every check, P's and do's on their own shapes and the rest on one_row's; no launch
+        check_backward(q, k, v, do, block_q, block_kv, tiles)
+        check_p(p, q, k)
+        backward_config("naive", *one_row(q, k, v, do=do).values(), causal=causal, block_q=block_q,
+                        block_kv=block_kv, gpu=gpu, tiles=tiles)
+        return empty_grads(q, k, v)
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
                                         gpu=gpu, tiles=tiles)
-    check_tensors(dict(p=p))
-    if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype or p.device != q.device:
-        raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}, on {p.device}): expected the forward's P, "
-                         f"{(*q.shape[:3], k.shape[2])} ({q.dtype}, on {q.device})")
+    check_p(p, q, k)
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
         return in_slices(naive_attention_backward, cfg, (q, k, v, p, do),
                          dict(causal=causal, tiles=tiles, gpu=gpu))
@@ -142,6 +142,14 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     dk = torch.empty_like(k)
     launch(dk_kernel, kv_grid, ds, q, dk, n, nk, ld, scale, **bwd_constants(cfg, "dk"))
     return dq, dk, dv
+
+
+def check_p(p, q, k):
+    """One line unless p is the forward's P of q and k: (B, H, N, N_kv) in q's dtype, on q's device."""
+    check_tensors(dict(p=p))
+    if p.shape != (*q.shape[:3], k.shape[2]) or p.dtype != q.dtype or p.device != q.device:
+        raise ValueError(f"p is {tuple(p.shape)} ({p.dtype}, on {p.device}): expected the forward's P, "
+                         f"{(*q.shape[:3], k.shape[2])} ({q.dtype}, on {q.device})")
 
 
 def rows_apart(p, ld):
@@ -173,8 +181,9 @@ def naive_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=N
     """naive_attention that autograd differentiates, with naive_attention_backward. Both passes run on the
     same tiles: block_q, block_kv or tiles=gpusim.Tiles(...) (its num_warps, num_stages too, where set), or
     gpusim.backward's defaults for naive attention (which fit the forward)."""
-    if isinstance(q, torch.Tensor) and not q.numel():  # no rows: no tiles to choose (no launch either way)
-        check_backward(q, k, v, q, block_q, block_kv, tiles)
+    if no_rows(q):  # every check on one_row's shape; no tiles to choose (no launch either way)
+        backward_config("naive", *one_row(q, k, v, do=q).values(), causal=causal, block_q=block_q,
+                        block_kv=block_kv, gpu=gpu, tiles=tiles)
         return NaiveAttention.apply(q, k, v, causal, tiles, gpu)
     cfg = prepare_backward("naive", q, k, v, q, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu,
                            tiles=tiles)[0]

@@ -210,17 +210,36 @@ def test_no_rows_give_sdpas_empty_output_and_gradients_without_a_launch(entry, q
     assert grids == []
 
 
+@pytest.mark.parametrize("entry, args, message", [
+    ("flash2", lambda q, k, o, lse: (q, k, k, o, lse.half(), o), "o (0, 4, 16, 32) and lse (0, 4, 16) (torch.float16)"),
+    ("flash2", lambda q, k, o, lse: (q, k, k, o[:, :, :3], lse, o), "o (0, 4, 3, 32) and lse (0, 4, 16)"),
+    ("flash2", lambda q, k, o, lse: (q, k, k, o, lse, o.float()), "do is ((0, 4, 16, 32), torch.float32"),
+    ("naive", lambda q, k, o, lse: (q, k, k, lse, o), "p is (0, 4, 16) (torch.float32, on "),
+])
+def test_an_empty_backwards_saved_tensors_are_checked(entry, args, message):
+    """o and lse (flash2's), P (naive's) and do are checked on their own shapes where q has no rows."""
+    q, k = torch.zeros(0, 4, 16, 32, dtype=torch.float16), torch.zeros(0, 2, 24, 32, dtype=torch.float16)
+    o, lse = torch.zeros_like(q), torch.zeros(0, 4, 16)
+    backward_entry = dict(flash2=backward.flash2_attention_backward, naive=naive_backward.naive_attention_backward)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        backward_entry[entry](*(x.to(DEVICE) for x in args(q, k, o, lse)))
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(q=torch.zeros(0, 4, 16, 32, dtype=torch.float64)), "q has dtype torch.float64: supported are"),
     (dict(k=torch.zeros(1, 2, 24, 32, dtype=torch.float16)), "must agree on batch (dim 0) and head_dim (dim 3)"),
     (dict(k=torch.zeros(0, 3, 24, 32, dtype=torch.float16)), "heads=4 is not a multiple of kv_heads=3"),
     (dict(causal="yes"), "causal='yes' must be True or False"),
     (dict(block_q=48), "block_q=48 must be a power of two"),
+    (dict(gpu="H999"), "unknown gpu='H999'"),
+    (dict(q=torch.zeros(0, 4, 16, 32, dtype=torch.bfloat16), k=torch.zeros(0, 2, 24, 32, dtype=torch.bfloat16),
+          gpu="T4"), "dtype='bf16': T4 has no bf16 tensor cores"),
+    (dict(tiles=gpusim.Tiles(16, 16, warp_specialize=True)), "warp_specialize=True: the "),
 ])
 @pytest.mark.parametrize("entry", ["naive_attention", "flash1_attention", "flash2_attention",
                                    "flash2_attention_trainable", "naive_attention_trainable"])
 def test_no_rows_are_still_checked(entry, change, message):
-    """An empty batch skips the launch, not the checks of the tensors and options."""
+    """An empty batch skips the launch, not the checks of the tensors and options (gpusim's, made on one row)."""
     tensors = dict(q=torch.zeros(0, 4, 16, 32, dtype=torch.float16), k=torch.zeros(0, 2, 24, 32, dtype=torch.float16))
     tensors |= {name: x for name, x in change.items() if name in tensors}
     options = {name: x for name, x in change.items() if name not in tensors}

@@ -62,7 +62,7 @@ def tensor(shape, dtype, contiguous=True):
     return x if contiguous or len(shape) < 2 else x.transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
-def reaches_launch(call):
+def reaches_launch(call, q):
     """True where call() reached a launch; False where it raised one line of ValueError, or returned without a
     launch, which it may only where q has no rows (batch, heads or N 0): then each output is empty or zeros."""
     try:
@@ -73,6 +73,7 @@ def reaches_launch(call):
         assert str(err) and "\n" not in str(err), repr(str(err))
         assert ours(err), f"raised inside a library, not by a check: {err}"
         return False
+    assert isinstance(q, torch.Tensor) and not q.numel(), "returned without a launch, but q has rows"
     for x in out if isinstance(out, tuple) else (out,):
         assert isinstance(x, torch.Tensor) and not x.count_nonzero(), "returned without a launch: not empty"
     return False
@@ -132,7 +133,7 @@ TRAINABLES = {"flash2": backward.flash2_attention_trainable, "naive": naive_back
 @given(st.sampled_from(sorted(FORWARDS)), qkv())
 def test_a_forward_reaches_its_launch_or_is_refused_in_one_line(algo, call):
     tensors, options = call
-    reaches_launch(lambda: FORWARDS[algo](*tensors, **options))
+    reaches_launch(lambda: FORWARDS[algo](*tensors, **options), tensors[0])
 
 
 @st.composite
@@ -153,14 +154,14 @@ def backward_call(draw, saved):
 @given(backward_call(("o", "lse")))
 def test_a_backward_reaches_its_launch_or_is_refused_in_one_line(call):
     tensors, options = call
-    reaches_launch(lambda: backward.flash2_attention_backward(*tensors.values(), **options))
+    reaches_launch(lambda: backward.flash2_attention_backward(*tensors.values(), **options), tensors["q"])
 
 
 @FUZZ
 @given(backward_call(("p",)))
 def test_naives_backward_reaches_its_launch_or_is_refused_in_one_line(call):
     tensors, options = call
-    reaches_launch(lambda: naive_backward.naive_attention_backward(*tensors.values(), **options))
+    reaches_launch(lambda: naive_backward.naive_attention_backward(*tensors.values(), **options), tensors["q"])
 
 
 @FUZZ
@@ -173,7 +174,7 @@ def test_a_training_step_reaches_its_launch_or_is_refused_in_one_line(algo, call
                    for x in tensors]
     if algo == "flash2" and blocks is not None:
         options = options | dict(backward_blocks=blocks)
-    reaches_launch(lambda: TRAINABLES[algo](*tensors, **options))
+    reaches_launch(lambda: TRAINABLES[algo](*tensors, **options), tensors[0])
 
 
 HOPPER_OPTIONS = st.fixed_dictionaries({}, optional=dict(
@@ -191,7 +192,7 @@ HOPPER_BAD = dict(causal=st.just("x"), block_q=BAD_BLOCKS, num_warps=st.sampled_
            dtypes=st.sampled_from([torch.float16, torch.bfloat16])))
 def test_a_hopper_call_reaches_its_launch_or_is_refused_in_one_line(call):
     tensors, options = call
-    reaches_launch(lambda: hopper.hopper_attention(*tensors, **options))
+    reaches_launch(lambda: hopper.hopper_attention(*tensors, **options), tensors[0])
 
 
 BAD_LENGTHS = st.one_of(st.lists(st.integers(-2, 3000), max_size=4), st.sampled_from([None, 5, "a", [1.5], [[1]]]))
@@ -246,7 +247,8 @@ def test_a_decode_call_reaches_its_launch_or_is_refused_in_one_line(case, on_dev
     tensors, lengths, table, options, _ = case
     if on_device and isinstance(lengths, torch.Tensor):
         lengths = lengths.to(DEVICE)
-    reaches_launch(lambda: decode.decode_attention(*tensors, cache_seqlens=lengths, block_table=table, **options))
+    reaches_launch(lambda: decode.decode_attention(*tensors, cache_seqlens=lengths, block_table=table, **options),
+                   tensors[0])
 
 
 @FUZZ
@@ -266,7 +268,7 @@ def test_a_decode_plan_runs_or_is_refused_in_one_line(case, bad_capacity):
     cache = dict(page_size=PAGE, num_pages=PAGES, block_table=table) if paged else {}
     capacity = capacity if bad_capacity is None else bad_capacity
     reaches_launch(lambda: decode.DecodePlan(lengths, device=DEVICE, max_cache_len=capacity,
-                                             **shape | cache | options).run(*tensors))
+                                             **shape | cache | options).run(*tensors), tensors[0])
 
 
 @pytest.mark.parametrize("algo", ["naive", "flash1", "flash2", "flash2_trainable", "naive_trainable", "hopper"])
@@ -281,7 +283,7 @@ def test_valid_calls_reach_their_launch(algo, heads, seq, seq_kv, head_dim, dtyp
     calls = dict(FORWARDS, hopper=hopper.hopper_attention, flash2_trainable=TRAINABLES["flash2"],
                  naive_trainable=TRAINABLES["naive"])
     hopper_runs = head_dim in (64, 128) and dtype != torch.float32
-    assert reaches_launch(lambda: calls[algo](q, k, k, causal=True)) or (algo == "hopper" and not hopper_runs)
+    assert reaches_launch(lambda: calls[algo](q, k, k, causal=True), q) or (algo == "hopper" and not hopper_runs)
 
 
 def _found():

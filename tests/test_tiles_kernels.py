@@ -131,6 +131,8 @@ def test_tiles_and_keywords_launch_the_same(algo, tiles, keywords):
      "tiles=Tiles(16, 16, ...) and block_q=None, block_kv=32 were both given: give one of them"),
     (lambda: gpusim_kernels.flash1_attention(*qkv(), tiles=Tiles(16, 16, mask="every")),
      "mask='every': the flash1 kernel takes num_warps, num_stages, not mask"),
+    (lambda: gpusim_kernels.flash2_attention_trainable(*qkv(), tiles=Tiles(16, 16, warp_specialize=True)),
+     "warp_specialize=True: the flash2 kernel takes num_warps, num_stages, not warp_specialize"),  # was dropped
     (lambda: gpusim_kernels.flash2_attention(*qkv(), tiles=(16, 16)), "tiles=(16, 16) must be a gpusim.Tiles"),
     (lambda: gpusim_kernels.hopper_attention(*qkv(HOPPER_SHAPE), tiles=Tiles(64, 64), num_warps=8),
      "tiles=Tiles(64, 64, ...) and num_warps=8 were both given: give one of them"),
