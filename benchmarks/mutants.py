@@ -222,6 +222,13 @@ MUTANTS = [
            PINS + "test_count_without_options_is_simulate_with_its_defaults"),
     Mutant("CLI", "decode passes --heads as the K/V heads", "gpusim/cli.py", "gpu=args.gpu, kv_heads=args.kv_heads)",
            "gpu=args.gpu, kv_heads=args.heads)", "tests/test_cli.py::test_decode_runs_split_kv_as_simulate_does"),
+    # course
+    Mutant("course", "keep only the SRAM sizes where both algorithms' rule blocks run (none at d = 256)",
+           "course/tiling/block_sweep.py", "if any(map(_ran, pair))]", "if all(map(_ran, pair))]",
+           "tests/test_course_blocks.py::test_theorem2_curve_at_d_256_has_points_where_only_one_algorithm_runs"),
+    Mutant("course", "draw each step's compute bar as long as the whole step", "course/context/model.py",
+           '("compute", s.compute_s)', '("compute", s.time_s)',
+           "tests/test_course_context.py::test_timeline_widget_shows_gpusims_time_and_bytes"),
     # validation
     Mutant("validation", "accept True as the integer 1", "gpusim/shape.py",
            "if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and "
@@ -257,9 +264,10 @@ MUTANTS = [
 def fails(tests, mutant=None):
     """Whether `tests` fail in a copy of the tree, with the mutant's bug planted (None: as it is)."""
     with tempfile.TemporaryDirectory() as tmp:
-        for part in ("gpusim", "tests", "results", "benchmarks", "pyproject.toml"):
+        for part in ("gpusim", "course", "tests", "results", "benchmarks", "pyproject.toml"):
             source = ROOT / part
             (shutil.copytree if source.is_dir() else shutil.copy)(source, Path(tmp) / part)
+        (Path(tmp) / "gpusim_course").symlink_to("course")  # the copy's, found on PYTHONPATH before the installed one
         if mutant:
             path = Path(tmp) / mutant.file
             original = path.read_text()
