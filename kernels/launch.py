@@ -173,18 +173,16 @@ class Launch(NamedTuple):
 
 def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     """The checked Launch of algo's kernels for q, k, v: built once per key (signature and options), then a
-    look-up; None where q has no rows (no_rows). tiles: a gpusim.Tiles, or None and block_q, block_kv (not both);
+    look-up; None where q has no rows (after every check, on one_row's shape). tiles: a gpusim.Tiles, or None and block_q, block_kv (not both);
     parts(cfg): the kernels' grids and constants, {kernel: ...} each, their tiles and launch options gpusim's
     (constants)."""
     forward_only(algo, q, k, v)
     check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
-    if not q.numel():  # no rows: every check, on one_row's shape, and no launch
-        keyed(cached_launch, algo, signature(one_row(q, k, v)), causal, tiles, block_q, block_kv, gpu, parts,
-              INTERPRETED)
-        return None
-    return keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v)), causal, tiles, block_q, block_kv, gpu, parts,
-                 INTERPRETED)
+    rows = q.numel()
+    launched = keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v) if rows else one_row(q, k, v)), causal,
+                     tiles, block_q, block_kv, gpu, parts, INTERPRETED)
+    return launched if rows else None
 
 
 def one_row(q, k, v, **like_q):
