@@ -72,14 +72,29 @@ def footprint_blocks(algo, gpu, **shape):
     return dict(zip(blocks, gpusim.best_blocks(algo, seq=4096, gpu=gpu, **shape, **blocks)))
 
 
+MAX_SEQ = 1 << 32  # largest_fitting_seq's cap: no preset holds this many tokens (2**30 at most: one fp8 head, d = 32)
+
+
 def largest_fitting_seq(algo, gpu, **shape):
-    """The longest sequence whose peak HBM footprint fits the GPU (bisection over gpusim.simulate, on one tile:
-    footprint_blocks)."""
+    """The longest sequence whose peak HBM footprint fits the GPU, on one tile (footprint_blocks): a bound doubled
+    from 1 until a length does not fit, then bisection below it (over gpusim.simulate). MAX_SEQ where that still
+    fits (seq_limit_text says "at least"); 0 where one token does not."""
     shape |= footprint_blocks(algo, gpu, **shape)
-    lo, hi = 1, 1 << 24
-    if gpusim.simulate(algo, seq=hi, gpu=gpu, **shape).fits_in_hbm:
-        return hi
+
+    def fits(seq):
+        return gpusim.simulate(algo, seq=seq, gpu=gpu, **shape).fits_in_hbm
+
+    lo, hi = 0, 1
+    while fits(hi):
+        if hi >= MAX_SEQ:
+            return MAX_SEQ
+        lo, hi = hi, 2 * hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if gpusim.simulate(algo, seq=mid, gpu=gpu, **shape).fits_in_hbm else (lo, mid)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def seq_limit_text(seq):
+    """largest_fitting_seq's length as a readout writes it: "at least" where the search stopped at its cap."""
+    return f"at least {seq:,}" if seq >= MAX_SEQ else f"{seq:,}"

@@ -160,6 +160,18 @@ def test_footprint_explorer_finds_the_longest_sequence_that_fits():
     assert list(line.get_ydata()) == [p / 2**30 for p in peaks]
 
 
+def test_footprint_explorer_finds_flash2s_limit_on_each_gpu():
+    """FlashAttention-2's longest sequence read 16,777,216 (the old search's bound) on the A100-40GB and on the
+    H200 alike: it is the GPU's own limit, more tokens on the larger HBM, and the readout says so."""
+    ex = standard_widgets.FootprintExplorer(gpu="A100-40GB")
+    a100 = ex.limit["flash2"]
+    assert a100 == tables.largest_fitting_seq("flash2", "A100-40GB", heads=1, batch=1, head_dim=128, dtype="fp16")
+    assert a100 > 1 << 24
+    ex.gpu.value = "H200"
+    assert ex.limit["flash2"] > a100
+    assert f"FlashAttention-2: <b>{ex.limit['flash2']:,}</b>" in ex.readout.value
+
+
 def test_waves_explorer_shows_gpusims_busy_fraction():
     ex = tiling_widgets.WavesExplorer(gpu="A100-40GB", batch=1, heads=8)
     for algo, rs in ex.curves.items():

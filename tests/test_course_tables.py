@@ -146,6 +146,24 @@ def test_largest_fitting_seq_is_the_last_length_that_fits():
     assert 18_000 < n <= 18_317
 
 
+@pytest.mark.parametrize("gpu", ["A100-40GB", "H200", "T4"])
+def test_largest_fitting_seq_finds_flash2s_limit_past_any_fixed_bound(gpu):
+    """The search's bound was 2**24, returned whenever it fit: FlashAttention-2 read 16,777,216 tokens on every GPU
+    that holds 2**24 (one head of d = 128 in fp16 needs about 1 KiB a token: an A100-40GB holds about 2**25)."""
+    shape = dict(head_dim=128, dtype="fp16")
+    n = tables.largest_fitting_seq("flash2", gpu, **shape)
+    assert gpusim.simulate("flash2", seq=n, gpu=gpu, **shape).fits_in_hbm
+    assert not gpusim.simulate("flash2", seq=n + 1, gpu=gpu, **shape).fits_in_hbm
+    assert tables.seq_limit_text(n) == f"{n:,}"
+
+
+def test_largest_fitting_seq_stops_at_its_cap_and_says_at_least(monkeypatch):
+    monkeypatch.setattr(tables, "MAX_SEQ", 1 << 20)
+    assert tables.largest_fitting_seq("flash2", "H200", head_dim=128) == 1 << 20
+    assert tables.seq_limit_text(1 << 20) == "at least 1,048,576"
+    assert tables.largest_fitting_seq("naive", "H200", head_dim=128) < 1 << 20  # under the cap: found, not capped
+
+
 @pytest.mark.parametrize("algo", ["naive", "flash2"])
 @pytest.mark.parametrize("gpu, head_dim, dtype", [("A100-40GB", 128, "fp16"), ("T4", 256, "fp32"),
                                                   ("H200", 64, "bf16"), ("RTX-4090", 96, "fp16")])

@@ -10,7 +10,7 @@ from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import SM_BYTES
 from ..plots import COLORS, FONT_PT, legend_outside
-from ..tables import footprint_blocks, largest_fitting_seq, supported_dtypes, time_terms
+from ..tables import footprint_blocks, largest_fitting_seq, seq_limit_text, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 
 
@@ -39,8 +39,8 @@ class FootprintExplorer(Live):
             f"<p>At N = 131,072, naive attention writes S = {fmt_bytes(at_128k.by_tensor['S']['write_bytes'])} (and P "
             f"as much) and needs <b>{fmt_bytes(at_128k.hbm_peak_bytes)}</b> at its peak: "
             f"{'it fits in' if at_128k.fits_in_hbm else 'more than'} the {g.name}'s {fmt_bytes(g.hbm_bytes)}. "
-            f"The longest sequence naive attention fits: <b>{self.limit['naive']:,}</b> tokens; "
-            f"FlashAttention-2: <b>{self.limit['flash2']:,}</b>.</p>")
+            f"The longest sequence naive attention fits: <b>{seq_limit_text(self.limit['naive'])}</b> tokens; "
+            f"FlashAttention-2: <b>{seq_limit_text(self.limit['flash2'])}</b>.</p>")
         self.at_128k = at_128k
 
     def question(self):
