@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gpusim
+from gpusim.passes.naive import MAX_ROW_ELEMENTS
 
 from . import nsight
 from .provenance import heldout
 from .scorecard import verdicts
+from .standard import model as standard_model
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = (r"(?:%|x\b|×|\s?(?:TB/s|GB/s|TFLOP/s|GiB|MiB|KiB|GB|MB|KB|ms|µs|us|ns|SMs|registers|bytes|B\b|threads|"
@@ -132,6 +134,9 @@ FACTS = [
     Phrase("01", "30 of its 60 MiB", _l2_half),
     Phrase("02", "alone is 32 MiB", _s_mib),
     Phrase("02", "H100-SXM (80 GiB)", lambda: f"H100-SXM ({_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB)"),
+    Phrase("02", "raise `seq` to 65,536, the first stop past rows of 32,768 elements",
+           lambda: f"raise `seq` to {standard_model.first_streamed_seq('A100-40GB', 64):,}, the first stop past rows "
+                   f"of {MAX_ROW_ELEMENTS:,} elements"),
     Phrase("02", "on an 80 GiB GPU", lambda: f"on an {_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB GPU"),
     Phrase("04", "T4 (64 KiB of SRAM)", lambda: f"T4 ({_gpu('T4').sram_bytes_per_block // 1024} KiB of SRAM)"),
     Phrase("05", "on the A100, 312 TFLOP/s of fp16 matmul against 19.5 TFLOP/s of fp32",
@@ -176,7 +181,6 @@ QUOTES = [
     Phrase("10", "Llama 2 70B", why="a model's name"),
     Phrase("13", "Llama-3-8B", why="a model's name"),
     Phrase("08", "notebooks 2 to 5", why="the course's own notebooks"),
-    Phrase("02", "raise `seq` to 131,072", why="a slider value to try"),
 ]
 
 

@@ -5,7 +5,10 @@ import pytest
 
 import gpusim
 from gpusim.memory import Step
+from gpusim.passes.naive import MAX_ROW_ELEMENTS
+from gpusim.units import fmt_bytes
 from gpusim_course.softmax import widgets as softmax_widgets
+from gpusim_course.standard import model as standard_model
 from gpusim_course.standard import widgets as standard_widgets
 from gpusim_course.tiling import widgets as tiling_widgets
 
@@ -109,6 +112,40 @@ def test_naive_stepper_shows_each_kernels_bytes():
     st.step.value = "1: S = QKᵀ·scale"
     assert st.bytes["S"] == (0, 1024 * 1024 * 2)  # S written whole in fp16
     assert "One N × N matrix is 1 × 1,024 × 1,024 × 2 B = <b>2.00 MiB</b>" in st.readout.value
+
+
+def test_naive_stepper_says_which_limit_makes_the_softmax_stream():
+    """At N = 65,536 on the H100 the readout said a row of S "(128.00 KiB) does not fit in 227.00 KiB of SRAM": gpusim
+    streams it because it is more than one thread block holds in fp32 registers (MAX_ROW_ELEMENTS), not for the SRAM.
+    On the T4 (64 KiB of SRAM) the same row exceeds both."""
+    st = standard_widgets.NaiveStepper(gpu="H100-SXM")
+    st.step.value = st.step.options[1]
+    st.seq.value = 65536
+    sram = fmt_bytes(gpusim.get_gpu("H100-SXM").sram_bytes_per_block)
+    registers = f"more than the {MAX_ROW_ELEMENTS:,} a thread block holds in fp32 registers"
+    assert not st.result.config.softmax_fits
+    assert registers in st.readout.value and f"its 128.00 KiB would fit the {sram} of SRAM" in st.readout.value
+    assert st.bytes["S"][0] == 3 * st.bytes["P"][1]  # S read three times, P written once
+    st.gpu.value = "T4"
+    assert registers in st.readout.value and "its 128.00 KiB are more than the 64.00 KiB of SRAM" in st.readout.value
+    st.seq.value = 32768
+    assert st.result.config.softmax_fits and "streams" not in st.readout.value
+
+
+def test_streaming_sentence_names_the_sram_where_only_the_sram_is_short():
+    """fp32 on the T4: a row of 32,768 scores is 128 KiB, twice its SRAM, and within the registers' 32,768."""
+    cfg = gpusim.simulate("naive", seq=32768, head_dim=64, dtype="fp32", gpu="T4").config
+    sentence = standard_model.streaming_sentence(cfg)
+    assert "its 128.00 KiB are more than the 64.00 KiB of SRAM" in sentence and "registers" not in sentence
+    assert standard_model.streaming_sentence(gpusim.simulate("naive", seq=16384, head_dim=64, dtype="fp32",
+                                                             gpu="T4").config) == ""
+
+
+def test_first_streamed_seq_is_the_first_slider_stop_past_the_register_limit():
+    """Notebook 2 told learners to raise N to 131,072 to see the softmax stream; it streams from 65,536 on."""
+    n = standard_model.first_streamed_seq("A100-40GB", 64)
+    assert n == 2 * MAX_ROW_ELEMENTS
+    assert gpusim.simulate("naive", seq=n // 2, head_dim=64, gpu="A100-40GB").config.softmax_fits
 
 
 def test_naive_stepper_says_when_the_sms_are_idle():

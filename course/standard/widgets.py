@@ -12,6 +12,7 @@ from ..formatting import SM_BYTES
 from ..plots import COLORS, FONT_PT, legend_outside
 from ..tables import footprint_blocks, largest_fitting_seq, seq_limit_text, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
+from .model import streaming_sentence
 
 
 class FootprintExplorer(Live):
@@ -188,12 +189,9 @@ class NaiveStepper(Live):
         idle = "" if term["busy"] >= BUSY and not term["latency_bound"] else (
             f" Its predicted time, {fmt_time(term['predicted'])}, is longer than both terms because "
             f"{idle_reason(term)}.")
-        passes = "" if c.softmax_fits else (f" A row of S ({fmt_bytes(c.seq_kv * e)}) does not fit in "
-                                            f"{fmt_bytes(c.gpu.sram_bytes_per_block)} of SRAM, so the softmax "
-                                            f"streams it three times.")
         return (f"<p><b>Kernel {self.step.index + 1} ({self.kernel})</b> reads {moved[0]} and writes {moved[1]}. "
                 f"One N × N matrix is {c.bh} × {c.seq:,} × {c.seq_kv:,} × {e} B = "
-                f"<b>{fmt_bytes(c.bh * c.seq * c.seq_kv * e)}</b>.{passes} Memory time "
+                f"<b>{fmt_bytes(c.bh * c.seq * c.seq_kv * e)}</b>.{streaming_sentence(c)} Memory time "
                 f"{fmt_time(term['t_memory'])} against compute {fmt_time(term['t_compute'])}: "
                 f"<b>{term['bound']}-bound</b>.{idle} All three kernels: {fmt_bytes(r.hbm_bytes)} {SM_BYTES}, "
                 f"predicted {fmt_time(r.predicted_time_s)}.</p>")
