@@ -68,7 +68,8 @@ def _parser():
     dec.add_argument("--seq", type=int, default=1, help="query rows per request (default: 1)")
     dec.add_argument("--page-size", type=int, help="a paged cache's tokens per page (default: contiguous)")
     dec.add_argument("--num-splits", type=int, help="splits of each request's cache (default: gpusim's rule)")
-    dec.add_argument("--block-kv", type=int, help="the chunk a split program steps by (default: 64)")
+    dec.add_argument("--block-kv", type=int,
+                     help="the chunk a split program steps by (default: 64, or the largest halving that fits the GPU)")
     dec.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
     dec.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")
     dec.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")

@@ -67,7 +67,7 @@ from functools import lru_cache
 import numpy as np
 
 from .hardware import WARP
-from .occupancy import occupancy, resources
+from .occupancy import exceeded, occupancy, resources
 
 # ISSUE_HIDING and CONTENTION: fitted on the d = 64 rows of results/h200/bench.json and tiles.json (docs/perf.md:
 # the d = 128 rows, not fitted on, are reported there).
@@ -541,15 +541,6 @@ def _per(nbytes, n):
 
 def infeasible(cfg, kernel, res, occ):
     """One line: what the tile needs and what the GPU allows."""
-    head = (f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) in the "
-            f"{kernel} kernel need")
-    gpu = cfg.gpu
-    if res.registers_per_thread > gpu.max_registers_per_thread:
-        source = "compiled" if res.compiled else "estimated from the fp32 tiles in registers"
-        return (f"{head} {res.registers_per_thread} registers per thread ({source}); {gpu.name} allows "
-                f"{gpu.max_registers_per_thread}")
-    if occ.limits["registers"] == 0:
-        return (f"{head} {res.registers_per_thread * res.threads:,} registers per block ({res.threads} threads x "
-                f"{res.registers_per_thread}); an SM of {gpu.name} has {gpu.registers_per_sm:,}")
-    return (f"{head} {res.shared_bytes:,} B of shared memory per block; {gpu.name} has "
-            f"{gpu.sram_bytes_per_block:,} B per thread block")
+    need, limit = exceeded(cfg.gpu, res, occ)
+    return (f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) in the "
+            f"{kernel} kernel need {need}; {limit}")

@@ -26,16 +26,18 @@ keys 0 .. L_b - seq + i, so K_b = L_b. "top_left" (torch's is_causal): row i see
 K_b = min(L_b, seq) and a single new token sees only key 0: the mistake of passing is_causal=True to a
 decode step. With seq == 1, bottom-right sees the whole cache.
 """
+from dataclasses import replace
+
 import numpy as np
 
 from .hardware import GRID_YZ_MOST, dtype_name, get_gpu
-from .occupancy import occupancy, resources
+from .occupancy import exceeded, occupancy, resources
 from .passes.split_kv import SPLIT_KV
 from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
 
 ALIGNS = ("bottom_right", "top_left")
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
-DEFAULT_BLOCK_KV = 64  # Bc when none is given: the chunk kernels/decode.py launches by default
+DEFAULT_BLOCK_KV = 64  # Bc when none is given (where it fits: make_launch): the chunk kernels/decode.py launches
 
 
 def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=None, block_kv=None,
@@ -43,7 +45,9 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     """Validate one decode launch; every error is one line naming the value and its limit.
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens).
     num_splits None: the most splits whose programs fill this GPU's resident split blocks but one per SM
-    (num_splits_rule, split_slots)."""
+    (num_splits_rule, split_slots).
+    block_kv None: DEFAULT_BLOCK_KV, or where its kernels' blocks do not fit this GPU (overflow) the largest of its
+    halvings down to MIN_ROWS that does."""
     gpu, dtype = get_gpu(gpu), dtype_name(dtype)
     batch, heads = positive_int("batch", batch), positive_int("heads", heads)
     kv_heads = positive_int("kv_heads", kv_heads)
@@ -55,27 +59,72 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     if causal_align not in ALIGNS:
         raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
     lengths = _lengths(seq_kv, batch, seq, causal_align)
-    block_kv = DEFAULT_BLOCK_KV if block_kv is None else power_of_two("block_kv", block_kv, MIN_ROWS)
+    blocks = halvings(DEFAULT_BLOCK_KV) if block_kv is None else (power_of_two("block_kv", block_kv, MIN_ROWS),)
     page_size = None if page_size is None else check_page_size(page_size)
-    grouped = flag("grouped", grouped)
-    probe = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, block_kv, page_size, grouped,
-                         causal_align, dtype, gpu, SPLIT_KV)
+    base = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, blocks[0], page_size,
+                        flag("grouped", grouped), causal_align, dtype, gpu, SPLIT_KV)
+    launch = _first_fit(base, num_splits, blocks)
+    if launch is None:
+        raise ValueError(_refusal(base, num_splits, blocks))
+    return launch
+
+
+def halvings(block_kv):
+    """block_kv, then its halvings down to MIN_ROWS: the chunks tried, in order."""
+    return tuple(block_kv >> i for i in range((block_kv // MIN_ROWS).bit_length()))
+
+
+def _first_fit(base, num_splits, blocks):
+    """The launch at the first chunk of `blocks` whose kernels fit the GPU (overflow), or None."""
+    for block_kv in blocks:
+        launch = _split(replace(base, block_kv=block_kv), num_splits)
+        if overflow(launch) is None:
+            return launch
+    return None
+
+
+def _split(probe, num_splits):
+    """The launch of the probe's chunk (num_splits == 1) with num_splits splits, checked against its chunks, or
+    (None) the rule's."""
     most = int(probe.chunks.max())
     if num_splits is None:
-        num_splits = num_splits_rule(batch * probe.units, split_slots(probe), most, MAX_SPLITS)
+        num_splits = num_splits_rule(probe.batch * probe.units, split_slots(probe), most, MAX_SPLITS)
     elif positive_int("num_splits", num_splits) > most:
-        raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={block_kv} in "
-                         f"the longest request ({int(probe.keys.max()):,} keys)")
+        raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={probe.block_kv} "
+                         f"in the longest request ({int(probe.keys.max()):,} keys)")
     check_grid(num_splits=int(num_splits))
-    launch = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, int(num_splits), block_kv, page_size,
-                          grouped, causal_align, dtype, gpu, SPLIT_KV)
+    return replace(probe, num_splits=int(num_splits))
+
+
+def overflow(launch):
+    """One line for the first kernel of the launch whose thread block no SM holds, None where each fits: its query
+    rows and one K and V chunk past the GPU's SRAM per block, or its blocks per SM 0 (gpusim.occupancy, from the
+    compiled kernel's registers and shared memory, or their estimate: the time model's own test)."""
+    gpu = launch.gpu
+    head = (f"block_kv={launch.block_kv}, {launch.padded_rows} query rows, head_dim={launch.head_dim} "
+            f"({launch.dtype}) need")
     for kernel in launch.kernels:
         need = launch.sram_bytes(kernel)
         if need > gpu.sram_bytes_per_block:
-            raise ValueError(f"block_kv={block_kv}, {launch.padded_rows} query rows, head_dim={head_dim} ({dtype}) "
-                             f"need {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has "
-                             f"{gpu.sram_bytes_per_block:,} B per thread block")
-    return launch
+            return (f"{head} {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has {gpu.sram_bytes_per_block:,} B "
+                    f"per thread block")
+        res = resources(launch, kernel)
+        occ = occupancy(gpu, res)
+        if occ.blocks_per_sm == 0:
+            need, limit = exceeded(gpu, res, occ)
+            return f"{head} {need} in the {kernel} kernel; {limit}"
+    return None
+
+
+def _refusal(base, num_splits, blocks):
+    """The line for a launch that no chunk of `blocks` fits: the last one's overflow, and the smaller block_kv that
+    fits (as the CLI spells it too), or that none does."""
+    problem = overflow(_split(replace(base, block_kv=blocks[-1]), num_splits))
+    smaller = _first_fit(base, num_splits, halvings(blocks[-1])[1:])
+    if smaller is None:
+        return f"{problem}; no block_kv of {MIN_ROWS} or more fits"
+    block_kv = smaller.block_kv
+    return f"{problem}; a smaller block_kv fits: block_kv={block_kv} (--block-kv {block_kv} on the command line)"
 
 
 GRID_ADVICE = {"batch": "decode the batch in parts", "seq": "decode fewer query rows a request at once",

@@ -16,8 +16,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from gpusim.decode import DEFAULT_BLOCK_KV, check_block_table, launch_for_cache, make_launch
-from gpusim.shape import REDUCE_SPLITS
+from gpusim.decode import check_block_table, launch_for_cache, make_launch
+from gpusim.shape import MIN_ROWS, REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
 from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch
@@ -208,7 +208,7 @@ class DecodePlan:
         check_device(device)
         check_gpu(gpu)
         lengths = host_lengths(cache_seqlens)
-        chunks = _longest_chunks(lengths, seq, causal_align, block_kv or DEFAULT_BLOCK_KV)
+        chunks = _longest_chunks(lengths, seq, causal_align, block_kv or MIN_ROWS)
         self.max_cache_len = _capacity(max_cache_len, lengths)
         gpu = detect_gpu(device) if gpu is None else gpu
         self._launch = keyed(_planned_launch, len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
@@ -392,8 +392,10 @@ def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv,
                     dtype, gpu, chunks):
     """gpusim.decode.make_launch for a batch whose longest request has `chunks` K/V chunks: its checks and
     split rule, once per shape and chunk count (the rule reads no other length), at lengths of whole chunks;
-    DecodePlan.launch puts the real lengths in. (A bad block_kv gets 1 chunk here and make_launch's error.)"""
-    seq_kv = max(chunks * (block_kv if isinstance(block_kv, int) else DEFAULT_BLOCK_KV), seq)
+    DecodePlan.launch puts the real lengths in. Without a block_kv the chunks are MIN_ROWS keys: whichever chunk
+    make_launch picks (its default, or a halving of it that fits the GPU) cuts these lengths into as many chunks
+    as the real ones. (A bad block_kv gets 1 chunk here and make_launch's error.)"""
+    seq_kv = max(chunks * (block_kv if isinstance(block_kv, int) else MIN_ROWS), seq)
     return make_launch(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq, seq_kv=seq_kv,
                        num_splits=num_splits, block_kv=block_kv, page_size=page_size, grouped=grouped,
                        causal_align=causal_align, dtype=dtype, gpu=gpu)
@@ -408,7 +410,8 @@ def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, pa
     """Attention of q (B, H, seq, d) over a K/V cache: paged (num_pages, page_size, kv_heads, d) reached
     through block_table (B, max_pages), or contiguous (B, kv_heads, S, d) without one. cache_seqlens: the
     tokens cached per request. Returns O in q's dtype (and with return_lse=True the fp32 log-sum-exp,
-    (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (64).
+    (B, H, seq)). num_splits None: gpusim.decode's rule for this GPU; block_kv: the chunk (gpusim.decode's: 64,
+    or the largest halving that fits the GPU).
 
     cache_seqlens a tensor on q's device (CPU in the interpreter): nothing reads the device. The call runs a
     DecodePlan kept per key (shapes, dtypes, device, stream, page size, the block table's width, options; not

@@ -63,6 +63,19 @@ def test_decode_runs_split_kv_as_simulate_does(seq_kv, kwargs):
     assert f"{r.config.num_splits} split(s)" in head and ("(ragged)" in head) == ("," in seq_kv)
 
 
+def test_decode_picks_a_chunk_that_fits_and_names_the_option_to_change():
+    """On a T4 the default 64-key chunk does not fit the split kernel's shared memory: decode prices 32, the launch
+    --block-kv 32 gives; --block-kv 64 is refused with the option to give."""
+    args = ["decode", "--seq-kv", "4096", "--heads", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "T4"]
+    p = run(*args, "--json")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == run(*args, "--block-kv", "32", "--json").stdout
+    assert "block_kv 32" in run(*args).stdout.splitlines()[0]
+    refused = run(*args, "--block-kv", "64")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "a smaller block_kv fits: block_kv=32 (--block-kv 32 on the command line)" in refused.stderr
+
+
 def _fields(value, path=""):
     """The field paths of count --json, as the README's table writes them."""
     if isinstance(value, dict):

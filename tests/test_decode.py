@@ -278,3 +278,35 @@ def test_a_batch_past_the_decode_grids_is_refused_and_any_head_count_is_priced()
         gpusim.simulate("split_kv", seq=65_536, seq_kv=2**17, head_dim=64, heads=1)
     few, many = (gpusim.simulate("split_kv", seq=1, seq_kv=4096, head_dim=64, heads=h, num_splits=2) for h in (8, 10**12))
     assert many.hbm_read_bytes > few.hbm_read_bytes and many.predicted_time_s > 1e6 * few.predicted_time_s
+
+
+LLAMA = dict(seq_kv=4096, heads=32, kv_heads=8, head_dim=128)  # Llama-3-8B's decode step
+
+
+def test_the_default_chunk_is_the_largest_halving_that_fits_and_64_wherever_64_fits():
+    """On a T4 (64 KiB of shared memory a block) the split kernel's 16 query rows and two stages of 64-key K and V
+    chunks need 69,632 B: the default is 32, the launch block_kv=32 gives. Where 64 fits the default stays 64,
+    priced as that launch."""
+    t4 = gpusim.simulate("split_kv", **LLAMA, gpu="T4")
+    assert t4.config.block_kv == 32 and t4.config == gpusim.simulate("split_kv", **LLAMA, gpu="T4", block_kv=32).config
+    assert t4.predicted_time_s == gpusim.simulate("split_kv", **LLAMA, gpu="T4", block_kv=32).predicted_time_s
+    for gpu in ("A100-40GB", "H100-SXM", "H200-measured", "RTX-4090"):
+        default = gpusim.simulate("split_kv", **LLAMA, gpu=gpu)
+        assert default.config.block_kv == 64
+        assert default.to_dict() == gpusim.simulate("split_kv", **LLAMA, gpu=gpu, block_kv=64).to_dict()
+    assert decode.halvings(64) == (64, 32, 16) and decode.halvings(16) == (16,)
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(block_kv=64), "block_kv=64, 16 query rows, head_dim=128 (fp16) need 69,632 B of shared memory per block in "
+     "the split_kv kernel; T4 has 65,536 B per thread block; a smaller block_kv fits: block_kv=32 (--block-kv 32 on "
+     "the command line)"),
+    (dict(heads=64, seq=16, head_dim=256), "block_kv=16, 128 query rows, head_dim=256 (fp16) need 81,920 B of SRAM in "
+     "the split_kv kernel; T4 has 65,536 B per thread block; no block_kv of 16 or more fits"),
+])
+def test_a_block_no_sm_holds_names_the_block_kv_to_give(given, message):
+    """A given block_kv that overflows names the one that fits, as simulate's keyword and the CLI's option; where
+    none down to 16 fits (here 128 query rows of d = 256), the line says so."""
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate("split_kv", **(LLAMA | given), gpu="T4")
+    assert str(err.value) == message

@@ -416,6 +416,18 @@ def test_a_plan_takes_its_lengths_as_a_numpy_array_too():
 
 
 @CPU
+def test_a_plan_launches_gpusims_default_chunk_where_64_does_not_fit():
+    """On a T4 a 64-key chunk overflows the split kernel's shared memory: the plan launches gpusim's default chunk
+    (32) and the split count gpusim's rule gives for the real length (129 keys: 5 chunks of 32, 5 splits; a length
+    rounded up to whole 64-key chunks, 192, would give 6 chunks and 3 splits)."""
+    plan = gpusim_kernels.DecodePlan([129], heads=32, kv_heads=8, head_dim=128, dtype=torch.float16, device="cpu",
+                                     max_cache_len=4096, gpu="T4")
+    assert plan.launch == decode.make_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=129, gpu="T4")
+    assert (plan.launch.block_kv, plan.num_splits) == (32, 5)
+    assert plan.constants["split_kv"]["Bc"] == 32
+
+
+@CPU
 def test_a_plan_is_checked_whatever_plans_came_before():
     """The plan's launch is cached by its arguments' types too: heads=4.0 is refused after a plan with heads=4."""
     kwargs = dict(kv_heads=2, head_dim=16, dtype=torch.float16, device="cpu", max_cache_len=96)
