@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 import gpusim
+from gpusim_course import widget
 from gpusim_course.practice import widgets as practice_widgets
+from gpusim_course.standard import model as standard_model
 from gpusim_course.standard import widgets as standard_widgets
 from gpusim_course.tiling import widgets as tiling_widgets
 
@@ -17,13 +19,49 @@ def _span(widget, cls):
     return re.search(rf"<span class='{cls}'>([^<]*)</span>", widget.readout.value).group(1)
 
 
+def _naive_bytes(seq, head_dim, gpu="A100-40GB"):
+    block_q, block_kv = standard_model.traffic_tile(gpu, head_dim)
+    return gpusim.simulate("naive", seq=seq, head_dim=head_dim, gpu=gpu, block_q=block_q, block_kv=block_kv).hbm_bytes
+
+
 def test_traffic_follows_n_and_d():
     w = standard_widgets.TrafficExplorer(seq=1024, head_dim=64)
-    assert int(_span(w, "gpusim-traffic").replace(",", "")) == gpusim.simulate("naive", seq=1024, head_dim=64).hbm_bytes
+    assert int(_span(w, "gpusim-traffic").replace(",", "")) == _naive_bytes(1024, 64)
     before = w.image.value
     w.seq.value = 4096
-    assert int(_span(w, "gpusim-traffic").replace(",", "")) == gpusim.simulate("naive", seq=4096, head_dim=64).hbm_bytes
+    assert int(_span(w, "gpusim-traffic").replace(",", "")) == _naive_bytes(4096, 64)
     assert w.image.value != before
+
+
+def test_traffic_compares_at_one_stated_tile_so_the_ratio_grows_with_n():
+    """The explorer priced each algorithm at gpusim.best_blocks' tile for its own N, d and GPU: its "x fewer" went 1.5,
+    4.1, 3.2, 1.6, 1.6, 3.2, 4.1 as N grew, FlashAttention-2 moved more at d = 32 than at d = 64, and standard
+    attention's bytes changed with the GPU at one SRAM rule's tile. At one tile for both, shown in the readout, the
+    ratio never falls as N grows."""
+    w = standard_widgets.TrafficExplorer(gpu="A100-40GB", seq=256, head_dim=64)
+    ratios = []
+    for seq in widget.SEQS:
+        w.seq.value = seq
+        c = w.naive.config
+        assert (c.block_q, c.block_kv) == (w.flash.config.block_q, w.flash.config.block_kv)
+        assert (c.block_q, c.block_kv) == standard_model.traffic_tile("A100-40GB", 64)
+        assert f"<b>{c.block_q} × {c.block_kv}</b>" in w.readout.value
+        ratios.append(w.naive.hbm_bytes / w.flash.hbm_bytes)
+    assert ratios == sorted(ratios)
+
+
+@pytest.mark.parametrize("gpu", list(gpusim.PRESETS))
+def test_traffic_ratio_grows_with_n_and_flash2s_bytes_with_d(gpu):
+    """Every GPU and head size the explorer offers: the ratio is non-decreasing in N; FlashAttention-2's bytes grow with
+    d; and at one tile both algorithms read K and V alike (what FlashAttention-2 saves is S, P and Q's re-reads)."""
+    for head_dim in widget.HEAD_DIMS:
+        runs = [standard_model.traffic(seq, head_dim, gpu) for seq in widget.SEQS]
+        ratios = [r["naive"].hbm_bytes / r["flash2"].hbm_bytes for r in runs]
+        assert ratios == sorted(ratios), (head_dim, ratios)
+        for r in runs:
+            assert all(standard_model.moved(r["naive"], t) == standard_model.moved(r["flash2"], t) for t in "KV")
+    flash = [standard_model.traffic(4096, d, gpu)["flash2"].hbm_bytes for d in widget.HEAD_DIMS]
+    assert flash == sorted(flash)
 
 
 def test_traffic_marks_a_tensor_never_moved_as_zero_not_as_a_byte():

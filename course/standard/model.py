@@ -4,6 +4,7 @@ import gpusim
 from gpusim.passes.naive import MAX_ROW_ELEMENTS, row_elements, score_row
 from gpusim.units import fmt_bytes, fmt_time
 
+from ..block_sliders import BLOCKS, config_error
 from ..tables import time_terms
 from ..widget import SEQS
 
@@ -49,3 +50,46 @@ def streaming_sentence(cfg):
 def first_streamed_seq(gpu, head_dim, seqs=SEQS):
     """The first of `seqs` (the course's sequence slider) at which naive attention's softmax streams its rows."""
     return next(n for n in seqs if not gpusim.simulate("naive", seq=n, head_dim=head_dim, gpu=gpu).config.softmax_fits)
+
+
+TRAFFIC_ALGOS = ("naive", "flash2")
+
+
+def traffic_tile(gpu, head_dim, dtype="fp16"):
+    """(block_q, block_kv): the one tile at which notebook 2 compares standard attention's bytes with
+    FlashAttention-2's, at every N. The paper's rule for FlashAttention-2 on the GPU's SRAM (gpusim.paper_blocks:
+    Br = min(ceil(M / 4d), 128), Bc = min(Br, d)), Br halved until both algorithms' kernels run (FlashAttention-2
+    holds O_i, Br x d in fp32, in registers: at d = 256 its 64 rows need more than a thread has). At one tile both
+    read K and V alike."""
+    block_q, block_kv = gpusim.paper_blocks("flash2", gpu, head_dim, dtype)
+    shape = dict(seq=4096, head_dim=head_dim, dtype=dtype, gpu=gpu, block_kv=block_kv)  # SRAM, registers: any N
+    while block_q > BLOCKS[0] and any(config_error(shape | dict(algo=algo, block_q=block_q)) for algo in TRAFFIC_ALGOS):
+        block_q //= 2
+    return block_q, block_kv
+
+
+def tile_phrase(cfg):
+    """Where traffic_tile's tile comes from, for a configuration at it: the paper's rule, and its Br halved where it
+    was."""
+    paper_q = gpusim.paper_blocks("flash2", cfg.gpu, cfg.head_dim, cfg.dtype)[0]
+    halved = "" if cfg.block_q == paper_q else f", B<sub>r</sub> halved from {paper_q} until both algorithms run"
+    return (f"FlashAttention-2's paper rule for the {cfg.gpu.name}'s {fmt_bytes(cfg.gpu.sram_bytes_per_block)} of "
+            f"SRAM{halved}")
+
+
+def traffic(seq, head_dim, gpu, dtype="fp16"):
+    """{algo: Result} of standard attention and FlashAttention-2 for one head, both at traffic_tile."""
+    block_q, block_kv = traffic_tile(gpu, head_dim, dtype)
+    return {algo: gpusim.simulate(algo, seq=seq, head_dim=head_dim, gpu=gpu, dtype=dtype, block_q=block_q,
+                                  block_kv=block_kv) for algo in TRAFFIC_ALGOS}
+
+
+def moved(result, tensor):
+    """The bytes a Result reads and writes of one tensor (0 for one it never moves)."""
+    t = result.by_tensor.get(tensor, {})
+    return t.get("read_bytes", 0) + t.get("write_bytes", 0)
+
+
+def sp_share(result):
+    """S and P's share of a naive Result's bytes."""
+    return (moved(result, "S") + moved(result, "P")) / result.hbm_bytes

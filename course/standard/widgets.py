@@ -12,7 +12,7 @@ from ..formatting import SM_BYTES
 from ..plots import COLORS, FONT_PT, legend_outside
 from ..tables import footprint_blocks, largest_fitting_seq, seq_limit_text, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, LONG_SEQS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
-from .model import streaming_sentence
+from .model import moved, sp_share, streaming_sentence, tile_phrase, traffic
 
 
 class FootprintExplorer(Live):
@@ -68,14 +68,10 @@ class FootprintExplorer(Live):
 TENSORS = ("Q", "K", "V", "S", "P", "O")
 
 
-def _bytes(result, tensor):
-    t = result.by_tensor.get(tensor, {})
-    return t.get("read_bytes", 0) + t.get("write_bytes", 0)
-
-
 class TrafficExplorer(Live):
     """Notebook 2: the bytes standard attention and FlashAttention-2 move per tensor, for one head of N tokens
-    and head size d; S and P's share of standard attention's traffic in the readout."""
+    and head size d, both at one tile (model.traffic_tile), so that the bytes scale with N and d alone; S and P's
+    share of standard attention's traffic in the readout."""
 
     def __init__(self, gpu="A100-40GB", seq=4096, head_dim=64):
         self.gpu = gpu_dropdown(gpu)
@@ -84,21 +80,23 @@ class TrafficExplorer(Live):
         super().__init__([[self.gpu, self.seq, self.head_dim]], figsize=(9, 3.8))
 
     def update(self):
-        shape = dict(seq=self.seq.value, head_dim=self.head_dim.value, gpu=self.gpu.value, dtype="fp16")
-        self.naive, self.flash = gpusim.simulate("naive", **shape), gpusim.simulate("flash2", **shape)
-        total = self.naive.hbm_bytes
-        sp = _bytes(self.naive, "S") + _bytes(self.naive, "P")
+        results = traffic(self.seq.value, self.head_dim.value, self.gpu.value)
+        self.naive, self.flash = results["naive"], results["flash2"]
+        c, total = self.naive.config, self.naive.hbm_bytes
         self.readout.value = (
-            f"<p>N = {self.seq.value:,}, d = {self.head_dim.value}, fp16, one head: standard attention moves "
-            f"<b><span class='gpusim-traffic'>{total:,}</span> B</b> ({fmt_bytes(total)}), of which S and P are "
-            f"{sp / total:.0%}; FlashAttention-2 moves {fmt_bytes(self.flash.hbm_bytes)} "
-            f"({total / self.flash.hbm_bytes:.1f}x fewer).</p>")
+            f"<p>N = {c.seq:,}, d = {c.head_dim}, fp16, one head, both at one tile, B<sub>r</sub> × B<sub>c</sub> = "
+            f"<b>{c.block_q} × {c.block_kv}</b> ({tile_phrase(c)}): "
+            f"standard attention moves <b><span class='gpusim-traffic'>{total:,}</span> B</b> ({fmt_bytes(total)}), "
+            f"of which S and P are {sp_share(self.naive):.0%}; FlashAttention-2 moves "
+            f"{fmt_bytes(self.flash.hbm_bytes)} ({total / self.flash.hbm_bytes:.1f}x fewer). Both read K and V once "
+            f"per block of {c.block_q} queries; standard attention also reads Q once per block of {c.block_kv} keys, "
+            f"and S and P.</p>")
 
     def draw(self):
         """A bar per tensor and algorithm on a log axis reaching a decade under the least nonzero bar; a tensor an
         algorithm never moves (FlashAttention-2's S and P) is marked 0 at the axis' foot, not drawn as a byte."""
         ax = self.axes[0]
-        mib = {algo: [_bytes(r, t) / 2**20 for t in TENSORS]
+        mib = {algo: [moved(r, t) / 2**20 for t in TENSORS]
                for algo, r in (("naive", self.naive), ("flash2", self.flash))}
         floor = min(v for values in mib.values() for v in values if v) / 10
         for k, (algo, values) in enumerate(mib.items()):
@@ -108,7 +106,8 @@ class TrafficExplorer(Live):
             for x in (x for x, v in zip(xs, values) if not v):
                 ax.text(x, floor, "0", ha="center", va="bottom", color=COLORS[algo], fontsize=FONT_PT)
         ax.set(xticks=range(len(TENSORS)), xticklabels=TENSORS, yscale="log", ylabel="MiB read + written",
-               ylim=(floor, None), title=f"bytes per tensor, N = {self.seq.value:,}, d = {self.head_dim.value}")
+               ylim=(floor, None), title=f"bytes per tensor, N = {self.seq.value:,}, d = {self.head_dim.value}, tile "
+                     f"{self.naive.config.block_q} × {self.naive.config.block_kv}")
         ax.grid(alpha=0.3, axis="y")
         legend_outside(ax)
 

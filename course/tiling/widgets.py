@@ -15,7 +15,7 @@ from .. import block_sliders
 from ..block_sliders import BLOCK_LABELS, BLOCK_NAMES, BLOCKS
 from ..formatting import DRAM_BYTES, SM_BYTES, table_html
 from ..plots import COLORS, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
-from ..standard.widgets import _bytes
+from ..standard.model import moved
 from ..tables import occupancy, supported_dtypes, time_terms
 from ..widget import (HEAD_DIMS, LONG_SEQS, Live, Question, block_dropdown, block_slider, dropdown, gpu_dropdown,
                       seq_slider, set_step_range, step_controls, sync_dtypes)
@@ -379,7 +379,7 @@ class FlashCompare(Live):
         tensors = ("Q", "K", "V", "O")
         xs = range(len(tensors))
         for k, (algo, r) in enumerate(self.results.items()):
-            ax.bar([x + 0.4 * k - 0.2 for x in xs], [_bytes(r, t) / 2**30 for t in tensors], 0.4,
+            ax.bar([x + 0.4 * k - 0.2 for x in xs], [moved(r, t) / 2**30 for t in tensors], 0.4,
                    color=COLORS[algo], label=algo)
         ax.set(xticks=list(xs), xticklabels=tensors, ylabel="GiB read + written",
                title=f"bytes per tensor, {self.block_q.value} x {self.block_kv.value}"
