@@ -148,8 +148,7 @@ def _count(args):
 
 def _decode(args):
     lengths = args.seq_kv[0] if len(args.seq_kv) == 1 else args.seq_kv
-    r = simulate("split_kv", seq=args.seq, head_dim=args.head_dim, heads=args.heads,
-                 batch=args.batch if args.batch or len(args.seq_kv) == 1 else len(args.seq_kv), seq_kv=lengths,
+    r = simulate("split_kv", seq=args.seq, head_dim=args.head_dim, heads=args.heads, batch=args.batch, seq_kv=lengths,
                  page_size=args.page_size, num_splits=args.num_splits, block_kv=args.block_kv, dtype=args.dtype,
                  gpu=args.gpu, kv_heads=args.kv_heads)
     print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))

@@ -40,16 +40,17 @@ MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_a
 DEFAULT_BLOCK_KV = 64  # Bc when none is given (where it fits: make_launch): the chunk kernels/decode.py launches
 
 
-def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=None, block_kv=None,
+def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_splits=None, block_kv=None,
                 page_size=None, grouped=True, causal_align="bottom_right", dtype="fp16", gpu="H200"):
     """Validate one decode launch; every error is one line naming the value and its limit.
-    seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens).
+    seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens); batch None: one
+    request per length given (1 for a single length), as the CLI's --seq-kv 1000,70000,4096 is a batch of 3.
     num_splits None: the most splits whose programs fill this GPU's resident split blocks but one per SM
     (num_splits_rule, split_slots).
     block_kv None: DEFAULT_BLOCK_KV, or where its kernels' blocks do not fit this GPU (overflow) the largest of its
     halvings down to MIN_ROWS that does."""
     gpu, dtype = get_gpu(gpu), dtype_name(dtype)
-    batch, heads = positive_int("batch", batch), positive_int("heads", heads)
+    batch, heads = _batch(batch, seq_kv), positive_int("heads", heads)
     kv_heads = positive_int("kv_heads", kv_heads)
     head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)
     check_grid(batch=batch, seq=seq)
@@ -67,6 +68,17 @@ def make_launch(*, batch, heads, kv_heads, head_dim, seq_kv, seq=1, num_splits=N
     if launch is None:
         raise ValueError(_refusal(base, num_splits, blocks))
     return launch
+
+
+def _batch(batch, seq_kv):
+    """batch, or where it is None the requests seq_kv gives a length for (1 for a single length)."""
+    if batch is not None:
+        return positive_int("batch", batch)
+    if np.ndim(seq_kv) == 0:
+        return 1
+    if not len(seq_kv):
+        raise ValueError("seq_kv is empty: give one cache length per request")
+    return len(seq_kv)
 
 
 def halvings(block_kv):

@@ -66,7 +66,8 @@ def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
                 dtype=None, gpu="A100-40GB", causal_align="bottom_right", q=None, k=None, v=None, trace=False,
                 num_splits=None, page_size=None, grouped=True, block_table=None):
     """One decoding step (Flash-Decoding, gpusim/decode.py): seq query rows per request over a KV cache;
-    count mode from the shape, or execute mode on q and the caches (contiguous or paged by block_table)."""
+    count mode from the shape (seq_kv one length, or one per request: a list sets the batch where batch is not
+    given), or execute mode on q and the caches (contiguous or paged by block_table)."""
     options = dict(num_splits=num_splits, block_kv=block_kv, grouped=grouped, causal_align=causal_align, gpu=gpu)
     arrays = _arrays(q, k, v)
     if not arrays:
@@ -181,7 +182,7 @@ def _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace,
         raise ValueError("algo='split_kv' needs head_dim and seq_kv (one cache length, or one per request) "
                          "unless q and the caches are given")
     heads = 1 if heads is None else heads
-    return decode.make_launch(batch=1 if batch is None else batch, heads=heads, head_dim=head_dim,
+    return decode.make_launch(batch=batch, heads=heads, head_dim=head_dim,
                               kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
                               seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16", **options)
 

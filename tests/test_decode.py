@@ -310,3 +310,18 @@ def test_a_block_no_sm_holds_names_the_block_kv_to_give(given, message):
     with pytest.raises(ValueError) as err:
         gpusim.simulate("split_kv", **(LLAMA | given), gpu="T4")
     assert str(err.value) == message
+
+
+def test_a_list_of_cache_lengths_sets_the_batch_unless_batch_is_given():
+    """seq_kv=[100, 200] is a batch of 2, as the CLI's --seq-kv 100,200 is, through simulate, decode_step and
+    make_launch alike; a batch that agrees prices the same launch, one that does not is refused in one line."""
+    ragged = gpusim.simulate("split_kv", seq_kv=[100, 200], head_dim=64)
+    assert (ragged.config.batch, ragged.config.seq_kv) == (2, (100, 200))
+    assert ragged.to_dict() == gpusim.simulate("split_kv", seq_kv=[100, 200], head_dim=64, batch=2).to_dict()
+    assert gpusim.decode_step(seq_kv=np.array([100, 200, 300]), head_dim=64).config.batch == 3
+    assert decode.make_launch(heads=4, kv_heads=1, head_dim=16, seq_kv=(64,)).batch == 1
+    assert gpusim.simulate("split_kv", seq_kv=100, head_dim=64).config.batch == 1
+    with pytest.raises(ValueError, match=r"^seq_kv has 2 cache lengths but batch=3: give one per request$"):
+        gpusim.simulate("split_kv", seq_kv=[100, 200], head_dim=64, batch=3)
+    with pytest.raises(ValueError, match=r"^seq_kv is empty: give one cache length per request$"):
+        gpusim.simulate("split_kv", seq_kv=[], head_dim=64)
