@@ -115,3 +115,19 @@ def test_notebook5s_split_k_exchange_exceeds_the_requested_bytes():
         "05_flash1_vs_flash2.ipynb")
     assert sum(r.get("timing") == "cuda_graph" for r in BENCH) > 0.95 * len(BENCH)
     assert "replayed from a CUDA graph" in _markdown("06_real_kernels.ipynb")
+
+
+def test_notebook2_says_q_k_and_v_grow_as_n_squared_at_a_fixed_tile():
+    """Notebook 2 said S and P grow as N², "the other tensors as N d", and that at long sequences S and P are "nearly
+    all the traffic". The kernels re-read Q, K and V once per tile of S: at the traffic explorer's one tile, doubling N
+    multiplies Q, K and V's bytes by four like S and P's, O's by two; and S and P's share falls as d grows."""
+    from gpusim_course.standard import model
+    from gpusim_course.widget import HEAD_DIMS
+    for d in HEAD_DIMS:
+        short, long = (model.traffic(n, d, "A100-40GB")["naive"] for n in (4096, 8192))
+        assert [model.moved(long, t) / model.moved(short, t) for t in "QKVSPO"] == [4, 4, 4, 4, 4, 2]
+    shares = [model.sp_share(model.traffic(4096, d, "A100-40GB")["naive"]) for d in HEAD_DIMS]
+    assert shares == sorted(shares, reverse=True) and shares[-1] < 0.5 < shares[0]
+    text = _markdown("02_standard_attention.ipynb")
+    assert "the other tensors as $N d$" not in text and "nearly all the traffic" not in text
+    assert "they grow as $N^2$ too; only O grows as $N d$" in text
