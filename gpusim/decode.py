@@ -226,8 +226,16 @@ def _lengths(seq_kv, batch, seq, causal_align, name="seq_kv"):
     lengths = (np.asarray(seq_kv).item(),) * batch if np.ndim(seq_kv) == 0 else tuple(np.asarray(seq_kv).tolist())
     if len(lengths) != batch:
         raise ValueError(f"{name} has {len(lengths)} cache lengths but batch={batch}: give one per request")
+    return check_lengths(lengths, seq, causal_align, name)
+
+
+def check_lengths(lengths, seq, causal_align, name):
+    """lengths (Python ints), or one line for the first that is not an integer, not positive, or (bottom-right)
+    shorter than seq, so that its query row 0 would see no key. kernels/decode.py's plans check theirs here too."""
     for b, n in enumerate(lengths):
-        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ValueError(f"{name}[{b}]={n!r} must be an integer: request {b}'s number of cached tokens")
+        if n <= 0:
             raise ValueError(f"{name}[{b}]={n!r}: request {b} needs a positive number of cached tokens")
         if causal_align == "bottom_right" and n < seq:
             raise ValueError(f"{name}[{b}]={n} < seq={seq}: aligned bottom-right, request {b}'s query row 0 would "

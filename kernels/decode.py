@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from gpusim.decode import check_block_table, launch_for_cache, make_launch
+from gpusim.decode import check_block_table, check_lengths, launch_for_cache, make_launch
 from gpusim.shape import MIN_ROWS, REDUCE_SPLITS
 
 from .interpreter import INTERPRETED
@@ -377,12 +377,7 @@ def _capacity(max_cache_len, lengths):
 def _longest_chunks(lengths, seq, causal_align, block_kv):
     """The K/V chunks of the longest request, the one input of the split rule that depends on the lengths,
     after checking each length (one line naming it)."""
-    for b, n in enumerate(lengths):
-        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-            raise ValueError(f"cache_seqlens[{b}]={n!r}: request {b} needs a positive number of cached tokens")
-        if causal_align == "bottom_right" and n < seq:
-            raise ValueError(f"cache_seqlens[{b}]={n} < seq={seq}: aligned bottom-right, request {b}'s query row 0 "
-                             "would see no keys")
+    check_lengths(lengths, seq, causal_align, "cache_seqlens")
     keys = max(lengths, default=1) if causal_align == "bottom_right" else min(max(lengths, default=1), seq)
     return -(-keys // block_kv) if isinstance(block_kv, int) and block_kv > 0 else 1
 

@@ -239,6 +239,8 @@ GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)
     (dict(seq_kv=(64, 10)), "seq_kv has 2 cache lengths but batch=1: give one per request"),
     (dict(seq=4, seq_kv=3), "seq_kv[0]=3 < seq=4: aligned bottom-right, request 0's query row 0 would see no keys"),
     (dict(seq_kv=0), "seq_kv[0]=0: request 0 needs a positive number of cached tokens"),
+    (dict(seq_kv=10.5), "seq_kv[0]=10.5 must be an integer: request 0's number of cached tokens"),
+    (dict(seq_kv=True), "seq_kv[0]=True must be an integer: request 0's number of cached tokens"),
     (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
     (dict(heads=3, kv_heads=2), "heads=3 is not a multiple of kv_heads=2"),
     (dict(block_kv=2048, head_dim=256, gpu="A100-40GB"), "block_kv=2048, 16 query rows, head_dim=256 (fp16) need "

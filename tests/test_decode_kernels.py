@@ -276,6 +276,8 @@ def test_plan_run_never_reads_the_device(monkeypatch):
     (lambda: dict(max_cache_len=32), "cache_seqlens[0]=40 is more than the plan's max_cache_len=32"),
     (lambda: dict(max_cache_len=0), "max_cache_len=0 must be a positive number of tokens"),
     (lambda: dict(cache_seqlens=[40, 0]), "cache_seqlens[1]=0: request 1 needs a positive number of cached tokens"),
+    (lambda: dict(cache_seqlens=[40, 10.5]), "cache_seqlens[1]=10.5 must be an integer: request 1's number of cached "
+     "tokens"),
     (lambda: dict(cache_seqlens=torch.tensor([40, 20], device="meta")),
      "cache_seqlens is on meta: a plan takes the lengths from the host"),
     (lambda: dict(block_table=[[0, 1, 2], [3, 25, 4]], num_pages=20),
