@@ -149,7 +149,8 @@ def heldout_rows(name="heldout.json"):
 
 
 def read_heldout(name):
-    """A held-out set's rows as results/h200/ holds them (perf_report.before_retimed swaps in the rows before run 135)."""
+    """A held-out set's rows as results/h200/ holds them (report_heldout.before_retimed swaps in the rows before run
+    135)."""
     return json.loads((RESULTS / name).read_text())["rows"]
 
 
@@ -172,7 +173,7 @@ def predicted(row, model):
     return PREDICTED[key]
 
 
-MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (perf_report's)
+MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (report_*.py's)
 SWAPS = set()  # the trials that swap measured rows, not the model (trial(key, rows=True))
 MOVES = {}  # a trial's name: the held-out rows' (kind, algo) it can move, if not all
 PREDICTED = {}  # predicted()'s times

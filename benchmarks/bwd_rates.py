@@ -1,7 +1,7 @@
 """The issue rate of flash2's backward warps at every tile bwd_sharing.py measures: Nsight Compute's issue, tensor pipe
 and warps per scheduler of one dK/dV and one dQ launch at d = 64 (64 x 32, 64 x 64 on 4 warps; 128 x 32, 128 x 64 on
 8) and d = 128 (64 x 32, 128 x 64), fp16, N = 8,192, batch 2 x 16 heads, non-causal (the tiles_bwd.json groups of
-that shape). bwd_stalls.py has the d = 64 group's 4-warp launches alone, whose dK/dV rate perf_report.dkdv_warp_rate
+that shape). bwd_stalls.py has the d = 64 group's 4-warp launches alone, whose dK/dV rate report_steps.dkdv_warp_rate
 reads; this gives every kernel's, so that a rate can be checked on launches it was not measured on.
 
     ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \\

@@ -1,7 +1,7 @@
 """The forward's issue rate and pipes beside the backward's: Nsight Compute's issue, tensor pipe and warps per
 scheduler of one flash2 forward launch at each tile of TILES, d = 64 and 128, fp16, N = 8,192, batch 2 x 16 heads,
 non-causal (bwd_rates.py's shape). bwd_stalls.py has the forward at d = 64 and three tiles; this adds d = 128 and the
-128-row tiles, so that gpusim's parts (perf_report.nsight_parts) can be set beside Nsight's for the forward as for
+128-row tiles, so that gpusim's parts (report_steps.nsight_parts) can be set beside Nsight's for the forward as for
 the backward.
 
     ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \\

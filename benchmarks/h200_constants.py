@@ -14,7 +14,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
 - Exponentials and fp32 FMAs per second: matmul_tiles.py's exp2_rate and fma_rate rows.
 - The Hopper kernel's warp-specialized step against its software-pipelined one's: program_setup.py (ws_step_ratio).
   Its per-program set-up per launch kind is measured on lone launches of the kernel, less gpusim's chain of them
-  (benchmarks/perf_report.py's lone_latency_s, checked by tests/test_presets.py).
+  (benchmarks/report_launches.py's lone_latency_s, checked by tests/test_presets.py).
 - The L2's dirty lines at a launch's end (gpusim/l2.py's rule 4): l2_dirty.py's rows, a launch streaming R bytes
   once and writing W. Where W <= R / 16 (and R >= 128 MiB, so that the L2 cannot hold all of it), the writes of
   the last l2_recent_fraction of an L2 of traffic are still dirty: the median of still_dirty x (W + DRAM reads) / (W x L2);

@@ -5,7 +5,7 @@ programs first or in order.
     python -m benchmarks.hopper_lone --out $OUT                                  # GPU: $OUT/hopper_lone.json, 1 min
     TRITON_INTERPRET=1 python -m benchmarks.hopper_lone --out /tmp/p --smoke      # CPU: the launches, tiny
 
-The second trial of docs/perf.md (perf_report.lone_latency) measures what a lone program of each launch kind waits
+The second trial of docs/perf.md (report_launches.lone_latency) measures what a lone program of each launch kind waits
 besides gpusim's chain of it: 4.43 us for the causal d = 64 launch (128 x 64, rotated, mask split, longest first),
 1.44 us for the causal d = 128 one (128 x 128, not rotated, mask behind a branch). Here the d = 64 launch at 6 stages
 (one program an SM: runs 141-142) with one knob changed at a time (VARIANTS), N = 1 and 4 Q blocks, 2 and 16 waves of

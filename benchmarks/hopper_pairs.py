@@ -4,8 +4,8 @@ two programs an SM, against the same launch held to one by its stages' shared me
     python -m benchmarks.hopper_pairs --out $OUT                                  # GPU: $OUT/hopper_pairs.json, 1 min
     TRITON_INTERPRET=1 python -m benchmarks.hopper_pairs --out /tmp/p --smoke      # CPU: the launches, tiny
 
-The trial of a short Hopper program's own cost (docs/perf.md, perf_report.program_cost) overpriced the launches of two
-programs an SM when the two take turns at it, and the model underprices them when they overlap it whole. Here the
+The trial of a short Hopper program's own cost (docs/perf.md, report_launches.program_cost) overpriced the launches of
+two programs an SM when the two take turns at it, and the model underprices them when they overlap it whole. Here the
 causal d = 64 launch (128 x 64, software-pipelined, rotated, 8 warps) at its own 3 stages and at 4 and 5 (whose shared
 memory gpusim says holds it to one program an SM; the compiled kernel's registers and shared memory say how many an
 H200 SM really holds: resident), N = 1 or 4 Q blocks, 2 and 16 waves of 132 x b programs, cold, replayed from a CUDA

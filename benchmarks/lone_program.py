@@ -30,7 +30,7 @@ from gpusim import cost
 from benchmarks import probe
 from benchmarks.bench import cycling
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.perf_report import lone_launch
+from benchmarks.report_steps import lone_launch
 from gpusim_kernels import flash2_attention
 
 STEPS = (1, 2, 4, 8, 16)

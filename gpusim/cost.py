@@ -75,7 +75,7 @@ ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; 
 #                      program's one or two warps per scheduler issue at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUED_PER_COUNTED = 1.184  # instructions Nsight counts issued per one of pass_.issue's (the compiled loop's): the
-#                            median of runs 128 and 129's 22 launches, 1.16-1.23 each (perf_report.issued_ratio)
+#                            median of runs 128 and 129's 22 launches, 1.16-1.23 each (report_steps.issued_ratio)
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
 
@@ -263,7 +263,7 @@ def lone_pipeline(grid):
     results/h200/lone_program.json (run 95), the cold lone steps at 3 and 4 stages, which the whole wait prices
     1.39-1.88x, and their loop without loads (run 103, overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp
     programs follow their own measured rate (lone_copy): their loop alone is priced 1.01-1.27x, so Little's law on
-    their priced compute would not hold them. The twentieth session's trial (perf_report.lone_pipelined), adopted in
+    their priced compute would not hold them. The twentieth session's trial (report_steps.lone_pipelined), adopted in
     the twenty-second's."""
     lone = ((full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK)
             or (grid.kernel in grid.cfg.pass_.LONE_PIPELINED and grid.resident == 1))

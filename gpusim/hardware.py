@@ -260,7 +260,7 @@ PRESETS["H200-measured"] = dataclasses.replace(
     train_step_host_s=5.928e-04,  # flash2_train_step's per-call wall time, median of 3 small shapes (host_run105.json, run 105; run 44's: 711 us, run 37's: 522 us)
     # Nsight's tensor-pipe active cycles against gpusim's matmul time at mma_efficiency, the median over runs 128 and
     # 129's 22 flash2 forward, dK/dV and dQ launches of each block_kv (bwd_rates.json, fwd_rates.json;
-    # perf_report.pipe_ratios): mma_efficiency is a loop's wall clock, its other instructions in it
+    # report_steps.pipe_ratios): mma_efficiency is a loop's wall clock, its other instructions in it
     tensor_pipe_ratio=((32, 1.274), (64, 1.113), (128, 1.117)),  # block_kv: Nsight's pipe over gpusim's (runs 128, 129)
     mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json;
         # 32 x 32: matmul_tiles_more.json, against the fastest shape measured again in its run)

@@ -13,13 +13,13 @@ BOUNDS = {"all": (0.9, 1.0), "flash2": (0.95, 1.0), "naive": (0.8, 1.0), "hopper
 
 
 def _agreement():
-    from benchmarks import agreement, perf_report
-    return agreement, perf_report
+    from benchmarks import agreement
+    return agreement
 
 
 @pytest.mark.parametrize("kernel", list(BOUNDS))
 def test_the_time_model_holds_its_stated_agreement_with_the_h200(kernel):
-    agreement, _ = _agreement()
+    agreement = _agreement()
     pairs = [p for p in agreement.rows("bench.json")
              if kernel == "all" or p[0]["provider"] == kernel]
     within20, within40 = BOUNDS[kernel]
@@ -30,7 +30,7 @@ def test_the_time_model_holds_its_stated_agreement_with_the_h200(kernel):
 def test_decoding_and_training_hold_their_stated_agreement_with_the_h200():
     """decode.json and bench_bwd.json re-simulated through simulate("split_kv") and simulate(..., backward=True):
     the bounds docs/perf.md's Decode and Backward sections state (benchmarks/agreement.py BOUNDS)."""
-    agreement, _ = _agreement()
+    agreement = _agreement()
     for (file, group), (within20, within40) in agreement.BOUNDS.items():
         ratios = [r for _, r in agreement.group(file, group)]
         assert ratios, (file, group)
@@ -40,14 +40,14 @@ def test_decoding_and_training_hold_their_stated_agreement_with_the_h200():
 
 def test_decode_rows_model_bytes_are_what_simulate_counts():
     """decode.json's model_bytes for the project's kernel is gpusim's count of the row's launch."""
-    agreement, _ = _agreement()
+    agreement = _agreement()
     for row, _ in agreement.rows("decode.json"):
         assert agreement.simulated(row).hbm_bytes == row["model_bytes"]
 
 
 def test_best_blocks_picks_within_5_percent_of_the_fastest_measured_tile():
     """In every tiles.json group (#9's target)."""
-    agreement, _ = _agreement()
+    agreement = _agreement()
     picks = agreement.tile_choice()
     assert len(picks) >= 20
     missed = {key: ratio for key, (_, ratio) in picks.items() if ratio is None or ratio > 1.05}
@@ -58,12 +58,13 @@ def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model
     """docs/perf.md's figures after the first K/V tile's wait joined a lone program's slot time (cost.first_loads):
     program_setup.json's Hopper rows; and after the rotated loop was priced as one stream, the held-out sets' and
     bench.json's Hopper rows, recomputed."""
-    agreement, perf_report = _agreement()
-    with perf_report.lone_by_port():  # the figures as written, before the thirty-fifth session's lone Hopper set-up
+    agreement = _agreement()
+    from benchmarks import report_history
+    with report_history.lone_by_port():  # the figures as written, before the thirty-fifth session's lone Hopper set-up
         rows = agreement.program_setup_rows()
     many = [x for row, x in rows if row["waves"] > 1]
     one = [x for row, x in rows if row["waves"] == 1]
-    with perf_report.counted_dots():  # the held-out figure as written, before cost.dot_padding moved it (92% -> 94%)
+    with report_history.counted_dots():  # the held-out figure as written, before cost.dot_padding moved it (92% -> 94%)
         held = [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2035))]
                 for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
     within = lambda xs: sum(0.8 <= x <= 1.2 for x in xs)  # noqa: E731
@@ -74,9 +75,9 @@ def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model
     def hopper_rows():
         return [x for name in ["heldout.json", *(f"heldout_{seed}.json" for seed in range(2027, 2035))]
                 for row, x in agreement.heldout_rows(name) if (row["kind"], row["algo"]) == ("forward", "hopper")]
-    with perf_report.lone_by_port():
+    with report_history.lone_by_port():
         listed = hopper_rows()
-    with perf_report.no_list_schedule():  # the figures as written, before the thirty-first session's list schedule
+    with report_history.no_list_schedule():  # the figures as written, before the thirty-first session's list schedule
         now = hopper_rows()
         bench = [x for row, x in agreement.rows("bench.json") if row["provider"] == "hopper"]
     assert (f"the {len(now)} rows are {within(now) / len(now):.0%} within 20% since the twenty-seventh session's "
@@ -91,13 +92,14 @@ def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model
 
 
 def test_a_trial_keeps_what_it_computed_apart_from_the_model():
-    """agreement.rows under a trial (perf_report.pipelined: flash2 launches of 3 or more stages priced faster) is computed
-    once however often the trial runs, and the model's rows after it are the model's."""
-    agreement, perf_report = _agreement()
+    """agreement.rows under a trial (report_steps.pipelined: flash2 launches of 3 or more stages priced faster) is
+    computed once however often the trial runs, and the model's rows after it are the model's."""
+    agreement = _agreement()
+    from benchmarks import report_steps
     now = agreement.rows("tiles.json")
-    with perf_report.pipelined():
+    with report_steps.pipelined():
         trial = agreement.rows("tiles.json")
-    with perf_report.pipelined():
+    with report_steps.pipelined():
         assert agreement.rows("tiles.json") is trial
     assert agreement.rows("tiles.json") is now and agreement.MODEL == []
     assert [row for row, _ in trial] == [row for row, _ in now]
@@ -107,7 +109,7 @@ def test_a_trial_keeps_what_it_computed_apart_from_the_model():
 def test_a_trial_nested_in_itself_is_one_state_of_the_model():
     """agreement.state drops a run of trials entered again right inside itself (the model is as before), and keeps
     a trial entered again after another (its opposite may lie between)."""
-    agreement, _ = _agreement()
+    agreement = _agreement()
     assert agreement._untandem(("r", "d", "d", "l")) == ("r", "d", "l")
     assert agreement._untandem(("r", "d", "l", "n", "d", "l", "n", "c")) == ("r", "d", "l", "n", "c")
     assert agreement._untandem(("no", "yes", "no")) == ("no", "yes", "no")
@@ -116,12 +118,13 @@ def test_a_trial_nested_in_itself_is_one_state_of_the_model():
 
 
 def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
-    """A trial of the rows (perf_report.before_retimed) commutes with the model's trials: entered outside them or inside,
-    once or twice, it is one state, and the rows it scores are kept once (the model's own, before and after)."""
-    agreement, perf_report = _agreement()
-    with perf_report.before_retimed(), perf_report.pipelined():
+    """A trial of the rows (report_heldout.before_retimed) commutes with the model's trials: entered outside them or
+    inside, once or twice, it is one state, and the rows it scores are kept once (the model's own, before and after)."""
+    agreement = _agreement()
+    from benchmarks import report_heldout, report_steps
+    with report_heldout.before_retimed(), report_steps.pipelined():
         outside = agreement.state(), agreement.heldout_rows("heldout_2030.json")
-    with perf_report.pipelined(), perf_report.before_retimed(), agreement.trial("before_retimed", rows=True):
+    with report_steps.pipelined(), report_heldout.before_retimed(), agreement.trial("before_retimed", rows=True):
         assert agreement.state() == outside[0] == ("before_retimed", "pipelined")
         assert agreement.heldout_rows("heldout_2030.json") is outside[1]
     with agreement.trial("pipelined"), agreement.trial("d"):
@@ -131,27 +134,28 @@ def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
 
 
 def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
-    """agreement.predicted keeps a held-out row's time across the trials whose MOVES leave its kind out (perf_report's
-    trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor): under each, every
-    row of two sets (Hopper, training and decode rows among them), kept so, equals the row priced afresh."""
+    """agreement.predicted keeps a held-out row's time across the trials whose MOVES leave its kind out (the report
+    modules' trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor): under
+    each, every row of two sets (Hopper, training and decode rows among them), kept so, equals the row priced afresh."""
     from contextlib import contextmanager
 
     from gpusim.passes.hopper import LONE_SETUP_S
-    agreement, perf_report = _agreement()
+    agreement = _agreement()
+    from benchmarks import report_history, report_launches, report_steps
 
     @contextmanager
     def measured_rate():  # dK/dV's rate as measured moves a row only where MEASURED_ISSUE does not price dK/dV
-        with perf_report.no_measured_issue(), perf_report.dkdv_measured_rate():
+        with report_history.no_measured_issue(), report_steps.dkdv_measured_rate():
             yield
     rows = [r for name in ("heldout_2070.json", "heldout_2079.json") for r in agreement.read_heldout(name)
             if r.get("ms")]
-    assert {(r["kind"], r["algo"]) for r in rows} >= perf_report.HOPPER_ROWS | perf_report.TRAIN_ROWS | {
+    assert {(r["kind"], r["algo"]) for r in rows} >= report_history.HOPPER_ROWS | report_history.TRAIN_ROWS | {
         ("decode", "split_kv"), ("forward", "flash2"), ("forward", "naive")}
     now = [agreement.predicted(r, agreement.state()) for r in rows]  # kept under the model, for the trials to reuse
-    trials = [perf_report.events_launch, perf_report.lone_by_port, lambda: perf_report.program_cost(2e-6),
-              lambda: perf_report.lone_latency({kind: 2 * s for kind, s in LONE_SETUP_S.items()}),
-              perf_report.backward_full_issue, measured_rate, perf_report.no_measured_issue,
-              perf_report.preset_host_floor, perf_report.dkdv_by_waves, perf_report.no_list_schedule]
+    trials = [report_history.events_launch, report_history.lone_by_port, lambda: report_launches.program_cost(2e-6),
+              lambda: report_launches.lone_latency({kind: 2 * s for kind, s in LONE_SETUP_S.items()}),
+              report_steps.backward_full_issue, measured_rate, report_history.no_measured_issue,
+              report_history.preset_host_floor, report_history.dkdv_by_waves, report_history.no_list_schedule]
     for make in trials:
         with make():
             kept = [agreement.predicted(r, agreement.state()) for r in rows]

@@ -717,13 +717,13 @@ def test_hopper_starts_smoke_run_times_a_variant_at_its_knobs(tmp_path, monkeypa
 
 
 def test_hopper_stalls_samples_the_launches_it_names_and_parses_only_its_own():
-    """The --launch-skip indices run 139 sampled are the launches perf_report labels them, and parse refuses Nsight's
-    CSV of other launches."""
-    from benchmarks import hopper_stalls, perf_report
+    """The --launch-skip indices run 139 sampled are the launches report_launches labels them, and parse refuses
+    Nsight's CSV of other launches."""
+    from benchmarks import hopper_stalls, report_launches
     launches = hopper_stalls.launches()
     assert len(launches) == 16 and len(set(launches)) == 16
-    assert {skip: launches[skip][:2] for skip in perf_report.SOURCE_LAUNCHES} == perf_report.SOURCE_LAUNCHES
-    assert all(launches[skip][2:] == (1, 16) for skip in perf_report.SOURCE_LAUNCHES)
+    assert {skip: launches[skip][:2] for skip in report_launches.SOURCE_LAUNCHES} == report_launches.SOURCE_LAUNCHES
+    assert all(launches[skip][2:] == (1, 16) for skip in report_launches.SOURCE_LAUNCHES)
     with pytest.raises(SystemExit, match="expected 16 hopper_kernel launches"):
         hopper_stalls.parse(ROOT / "results" / "h200" / "bwd_stalls_raw.csv")
 

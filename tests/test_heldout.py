@@ -165,9 +165,9 @@ def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypat
 # make test's processes: tests/test_results.py's, so that the tests scoring the held-out sets price them once
 @pytest.mark.xdist_group("perf_report")
 def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
-    """gpusim_course.provenance.heldout (notebook 12) against benchmarks.perf_report's scoring (docs/perf.md): the same
-    sets in seed order, the same shares of all rows and of each kind, the same verdict on issue 24's target."""
-    from benchmarks import agreement, perf_report
+    """gpusim_course.provenance.heldout (notebook 12) against benchmarks.report_heldout's scoring (docs/perf.md): the
+    same sets in seed order, the same shares of all rows and of each kind, the same verdict on issue 24's target."""
+    from benchmarks import agreement, report_heldout
     from gpusim_course.provenance import heldout
     rows = heldout.set_rows(RESULTS)
     assert [r["set"] for r in rows[:-1]] == [name for name, _ in sorted(HELD_OUT, key=lambda item: item[1])]
@@ -176,7 +176,7 @@ def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
     for r in rows:
         pairs = sets[r["set"]]
         assert r["rows"] == len(pairs) and r["within 20%"] == f"{agreement.summary(pairs)['within 20%']:.1%}"
-        assert r["target met"] == ("yes" if perf_report.meets_target(pairs) else "no")
+        assert r["target met"] == ("yes" if report_heldout.meets_target(pairs) else "no")
         for (kind, algo), label in heldout.KINDS.items():
             group = [p for p in pairs if (p[0]["kind"], p[0]["algo"]) == (kind, algo)]
             assert r[label] == f"{agreement.summary(group)['within 20%']:.0%}"

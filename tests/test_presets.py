@@ -33,8 +33,8 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
 def test_the_hopper_kernels_set_up_is_its_lone_launches_wait_besides_gpusims_chain():
     """gpusim/passes/hopper.py's LONE_SETUP_S, each launch kind's, derived again from the lone launches it was measured
     on (results/h200/hopper_waves.json, hopper_starts.json, hopper_pairs.json) and the current chain."""
-    from benchmarks import perf_report
-    assert gpusim.passes.hopper.LONE_SETUP_S == perf_report.lone_latency_s()
+    from benchmarks import report_launches
+    assert gpusim.passes.hopper.LONE_SETUP_S == report_launches.lone_latency_s()
 
 
 def test_docs_testing_lists_every_planted_bug_and_its_score():

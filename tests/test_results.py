@@ -15,15 +15,19 @@ import pytest
 
 import gpusim
 from gpusim import cost
+from gpusim.passes.flash1 import Flash1
 from gpusim.passes.flash2_backward import Flash2Backward
+from gpusim_course.provenance import heldout
 from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
-from benchmarks import agreement, golden, h200_constants, ncu, perf_report  # noqa: E402
+from benchmarks import (  # noqa: E402
+    agreement, golden, h200_constants, ncu, perf_report, report_heldout, report_history, report_kernels,
+    report_launches, report_steps)
 
 # The whole file in one test process (make test's --dist loadgroup, which starts the largest group first): its tests
-# price the same states of the model, which benchmarks/agreement.py and perf_report keep per process (split over two
-# processes, the file took 398 s of CPU where one process took 278 s).
+# price the same states of the model, which benchmarks/agreement.py and the report modules (benchmarks/report_*.py)
+# keep per process (split over two processes, the file took 398 s of CPU where one process took 278 s).
 pytestmark = pytest.mark.xdist_group("perf_report")
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "h200"
@@ -31,19 +35,20 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TIME_NS, QK_READ_BYTES = 513_408, 1_072_855_296  # the first launch of the fixture, as ncu printed it
 # The eleven held-out sets up to heldout_2036.json (runs 102 and 105 measured their rows again), and the ten
 # of them measured before heldout_2036.json (what the sixteenth and seventeenth sessions' trials were scored on).
-ELEVEN = [name for name in perf_report.HELD_OUT if name == "heldout.json" or int(name[8:12]) <= 2036]
+ELEVEN = [name for name in report_heldout.HELD_OUT if name == "heldout.json" or int(name[8:12]) <= 2036]
 # The sixteen sets through run 111, what the twentieth session's prose pooled (run 112's two were scored after it).
-SIXTEEN = [name for name in perf_report.EIGHTEEN if name not in perf_report.BLIND_TWO_WARP]
+SIXTEEN = [name for name in report_heldout.EIGHTEEN if name not in report_heldout.BLIND_TWO_WARP]
 TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 
 def under(model):
-    """A decorator: the test runs under `model` (a perf_report context manager of the model as it was), before the
-    thirty-ninth session's naive launches (perf_report.naive_before) as every such model was."""
+    """A decorator: the test runs under `model` (a context manager of the model as it was: report_history's, or
+    report_heldout.before_retimed), before the thirty-ninth session's naive launches (report_history.naive_before) as
+    every such model was."""
     def decorate(test):
         @functools.wraps(test)
         def run(*args, **kwargs):
-            with perf_report.naive_before(), model():
+            with report_history.naive_before(), model():
                 return test(*args, **kwargs)
         return run
     return decorate
@@ -53,21 +58,21 @@ def under(model):
 # the tables of those sections are (perf_report.BEFORE_FULL_ISSUE); and written between it and the twenty-first
 # session's (two warps per scheduler, 64 rows or more), likewise (perf_report.BEFORE_TWO_WARP_ISSUE), and between that and
 # the twenty-second session's cost.lone_pipeline (perf_report.BEFORE_LONE_PIPELINE).
-before_full_issue = under(perf_report.line_issue)
-before_two_warp_issue = under(perf_report.one_warp_issue)
-before_lone_pipeline = under(perf_report.no_lone_pipeline)
-before_list_schedule = under(perf_report.no_list_schedule)  # the sections written before the 31st session's change
-before_retimed = under(perf_report.before_retimed)  # those written before run 135's training steps
-before_dkdv_list = under(perf_report.dkdv_by_waves)  # those written before the 33rd session's list-scheduled dK/dV
-before_lone_setup = under(perf_report.lone_by_port)  # those written before the 35th session's lone Hopper set-up
-before_graph_launch = under(perf_report.events_launch)  # and before its Hopper launch as a graph replays it
+before_full_issue = under(report_history.line_issue)
+before_two_warp_issue = under(report_history.one_warp_issue)
+before_lone_pipeline = under(report_history.no_lone_pipeline)
+before_list_schedule = under(report_history.no_list_schedule)  # the sections written before the 31st session's change
+before_retimed = under(report_heldout.before_retimed)  # those written before run 135's training steps
+before_dkdv_list = under(report_history.dkdv_by_waves)  # those written before the 33rd session's list-scheduled dK/dV
+before_lone_setup = under(report_history.lone_by_port)  # those written before the 35th session's lone Hopper set-up
+before_graph_launch = under(report_history.events_launch)  # and before its Hopper launch as a graph replays it
 before_naive_launches = under(contextlib.nullcontext)  # and before the 39th session's naive launches
 
 
 def held_out_file(name):
     """A held-out set's file as its run wrote it: before run 135 timed its training steps again (that run's logs hold
     it), or as results/h200/ holds it."""
-    return perf_report.files_before_retimed().get(name) or json.loads((RESULTS / name).read_text())
+    return report_heldout.files_before_retimed().get(name) or json.loads((RESULTS / name).read_text())
 
 
 ROW_FIELDS = {"provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"}
@@ -320,7 +325,7 @@ def test_bwd_kernels_json_has_the_blocks_the_model_prices():
     """docs/perf.md's run 58 paragraph: every compiled backward kernel of bwd_kernels.json holds as many blocks per SM
     as the kernel gpusim prices for that row, the two quoted have the registers and blocks it names, and the model
     has d = 64's dK/dV at 64 x 64 bound by its units, not latency."""
-    rows = perf_report.bwd_kernel_rows()
+    rows = report_kernels.bwd_kernel_rows()
     assert len(rows) == 16 * 4 * 3
     quoted = {}
     for r in rows:
@@ -383,7 +388,7 @@ def test_perf_md_quotes_the_backwards_stalls_as_bwd_stalls_json_has_them():
 
 def before_measured_issue(test):
     """A test of a section written before the twenty-ninth session's cost.measured, run under the model it quotes."""
-    return under(perf_report.no_measured_issue)(test)
+    return under(report_history.no_measured_issue)(test)
 
 
 @before_measured_issue
@@ -392,7 +397,7 @@ def test_perf_md_quotes_where_the_backwards_time_goes_as_bwd_rates_json_has_it()
     figures of it (a warp's rate, the busy shares, gpusim's matmul time and instructions against Nsight's) recomputed."""
     from benchmarks import bwd_rates
     assert json.loads((RESULTS / "bwd_rates.json").read_text())["rows"] == bwd_rates.parse(RESULTS / "bwd_rates_raw.csv")
-    rows = perf_report.bwd_rates_rows()
+    rows = report_steps.bwd_rates_rows()
     assert len(rows) == 12
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
     of = lambda kernel, field, pick=lambda r: True: [r[field] for r in rows if r["kernel"] == kernel and pick(r)]  # noqa: E731
@@ -411,14 +416,14 @@ def test_perf_md_quotes_where_the_backwards_time_goes_as_bwd_rates_json_has_it()
               f"take turns ({span(of('dq', 'ratio'))}×)"]
     assert [q for q in quoted if q not in text] == []
     assert min(of("dkdv", "busy")) < max(of("dkdv", "busy")) < 1 < min(of("dq", "busy", lambda r: r["head_dim"] == 64))
-    forward = perf_report.forward_nsight_rows()
+    forward = report_steps.forward_nsight_rows()
     assert len(forward) == 5 and {r["kernel"] for r in forward} == {"flash2"}
     assert (f"instructions {span([r['issued'] for r in forward])}× those issued, and a warp issuing "
             f"{span([r['idle_rate'] for r in forward])}") in text
     assert f"gpusim's matmul time {span([r['mma'] for r in forward])}× the tensor pipe's active time and its" in text
     from benchmarks import fwd_rates
     assert json.loads((RESULTS / "fwd_rates.json").read_text())["rows"] == fwd_rates.parse(RESULTS / "fwd_rates_raw.csv")
-    fwd = perf_report.forward_nsight_rows("fwd_rates.json")
+    fwd = report_steps.forward_nsight_rows("fwd_rates.json")
     at = lambda field, kv=None: [r[field] for r in fwd if kv in (None, r["block_kv"])]  # noqa: E731
     alone = [r["busy"] for r in fwd if r["head_dim"] == 128 and r["b"] == 1]
     assert len(fwd) == 10 and len(alone) == 2 and max(alone) < min(r["busy"] for r in fwd if r["b"] > 1)
@@ -512,7 +517,7 @@ def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
         decode = agreement.summary([p for p in pairs if p[0]["kind"] == "decode"])["within 20%"]
         assert f"{shares} {decode:.0%}" in text, name
         return pairs
-    met = [name for name in ELEVEN if perf_report.meets_target(agreement.heldout_rows(name))]
+    met = [name for name in ELEVEN if report_heldout.meets_target(agreement.heldout_rows(name))]
     assert sorted(met) == sorted(["heldout_2033.json", "heldout_2031.json", "heldout_2029.json", "heldout.json"])
     assert not [x for r, x in quoted("heldout_2033.json") if r["algo"] == "hopper" and not 0.8 <= x <= 1.2]
     for name in ("heldout_2031.json", "heldout_2029.json", "heldout.json", "heldout_2030.json", "heldout_2032.json"):
@@ -540,7 +545,8 @@ def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
     within = sum(0.8 <= x <= 1.2 for _, x in pairs)
     tiny = [x for r, x in pairs if r["kind"] == "forward" and r["seq"] == 256]
     step = max(x for r, x in pairs if r["kind"] == "train")
-    assert not perf_report.meets_target(pairs) and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) now" in text
+    assert (not report_heldout.meets_target(pairs)
+            and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) now" in text)
     assert f"causal launch priced {max(x for r, x in pairs if r['algo'] == 'hopper'):.2f}× slow" in text
     assert len(tiny) == 3 and f"priced {min(tiny):.2f}–{max(tiny):.2f}× slow" in text and f"priced {step:.2f}× slow" in text
 
@@ -705,7 +711,7 @@ def test_perf_md_quotes_the_backward_on_more_warps_as_bwd_warps_json_has_it():
     def ratio(kv, kernel, variant, base=(4, None), base_kv=None):
         return [rows[g + (kv, kernel, *variant)]["ms"] / rows[g + (base_kv or kv, kernel, *base)]["ms"] for g in groups]
 
-    span = perf_report._span
+    span = report_kernels._span
 
     def spills(kv, regs):
         got = sorted({rows[g + (kv, "dkdv", 4, regs)]["n_spills"] for g in groups})
@@ -773,7 +779,7 @@ def test_notebook12_explains_the_l2_to_sm_bytes_as_ncu_json_has_them():
               if r["kernel"] == "flash1" and r["quantity"] == "spill_l2_to_sm_bytes"]
     assert spills and all(r["simulated"] > 0 for r in spills)
     unhinted = [(r["plain"]["l2_to_sm_bytes"] - r["plain"]["spill_l2_to_sm_bytes"]) / r["tensors"]
-                for r in perf_report.flash1_l1_rows() if r["head_dim"] == 128 and r["causal"]]
+                for r in report_kernels.flash1_l1_rows() if r["head_dim"] == 128 and r["causal"]]
     notebook = json.loads((ROOT / "notebooks" / "12_appendix_provenance.ipynb").read_text())
     text = " ".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
     assert "so flash1 matches within a quarter of a percent" in text
@@ -807,7 +813,7 @@ def test_the_course_calls_the_time_model_what_ncu_json_shows():
 @before_full_issue
 def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_computed():
     """lone_program.json (run 95): the empty kernel's four times; the cold lone step priced right at 2 stages and slow
-    at 3-4; the cold launch's extra first loads; the trial rule (perf_report.pipelined_chain) on the lone steps and on
+    at 3-4; the cold launch's extra first loads; the trial rule (report_steps.pipelined_chain) on the lone steps and on
     the fitted and older held-out sets, as docs/perf.md quotes them, recomputed from the files and the current model;
     heldout_2035.json and heldout_2036.json (each measured after every model change, scored once) miss issue 24's
     target with the shares quoted."""
@@ -817,9 +823,9 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
     assert (f"{empty[1, 'events']:.2f} µs (one program) and {empty[132, 'events']:.2f} µs (132) timed with CUDA events"
             in text and f"but {empty[1, 'cuda_graph']:.2f} µs and {empty[132, 'cuda_graph']:.2f} µs replayed" in text)
     assert empty[132, "cuda_graph"] < gpusim.hardware.GPU.launch_overhead_s * 1e6 / 4 < empty[1, "events"]
-    cold, warm = perf_report.lone_program_rows("cold"), perf_report.lone_program_rows("warm")
-    with perf_report.pipelined():
-        trial = perf_report.lone_program_rows("cold")
+    cold, warm = report_steps.lone_program_rows("cold"), report_steps.lone_program_rows("warm")
+    with report_steps.pipelined():
+        trial = report_steps.lone_program_rows("cold")
 
     def span(values, count):
         assert len(values) == count
@@ -840,7 +846,7 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
         flash2 = [p for p in older if p[0]["kind"] == "forward" and p[0]["algo"] == "flash2"]
         return [f"{agreement.summary(p)['within 20%']:.1%}" for p in (older, flash2, agreement.rows("tiles.json"))]
     before = scores()
-    with perf_report.pipelined():
+    with report_steps.pipelined():
         after = scores()
     assert len(TEN_OLDER) == 10 and (
         f"the held-out sets go from {before[0]} to {after[0]} within 20% (their flash2 forwards {before[1]} → "
@@ -857,7 +863,7 @@ def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
     after over the eleven sets, the sets meeting issue 24's target, and the 64 x 128 tile at d = 128 over the sets and
     on tiles.json's long groups, as docs/perf.md quotes them, recomputed from the run's logs and the files."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    sets = perf_report.remeasured_rows()
+    sets = report_heldout.remeasured_rows()
     moved = {"changed": [], "other": [], "host": [], "gpu": []}
     for a, b in (pair for pairs in sets.values() for pair in pairs if pair[0]["algo"] == "flash2"):
         if a["kind"] == "train":
@@ -867,17 +873,19 @@ def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
         else:
             moved["changed" if a["head_dim"] >= 128 and a["block_q"] == 64 and a["seq"] % 16 else "other"].append(
                 b["ms"] / a["ms"])
-    span = perf_report._span
+    span = report_kernels._span
     gpu = sorted(moved["gpu"])
     assert (f"take {span(moved['changed'])} their earlier time and every other forward {span(moved['other'])}" in text
             and f"took {span(moved['host'])} what they took before, while the GPU-bound ones moved "
                     f"{span(gpu[:-1])} (one {gpu[-1]:.2f}×)" in text and gpu[-2] < 1.1 < gpu[-1])
-    before, after = (sum(perf_report._within([pair[i] for pair in pairs])[0] for pairs in sets.values()) for i in (0, 1))
-    total = sum(perf_report._within([b for _, b in pairs])[1] for pairs in sets.values())
+    before, after = (sum(report_heldout._within([pair[i] for pair in pairs])[0] for pairs in sets.values())
+                     for i in (0, 1))
+    total = sum(report_heldout._within([b for _, b in pairs])[1] for pairs in sets.values())
     assert f"{before} of {total} rows were within 20% before and {after} after" in text
     def met(i):  # the sets meeting issue 24's target with the rows before (0) or after (1) run 102
-        return sorted("2026" if name == "heldout.json" else name[8:12] for name, pairs in sets.items() if perf_report.meets_target(
-            [(p[i], agreement.heldout_simulated(p[i]).predicted_time_s / (p[i]["ms"] * 1e-3)) for p in pairs if p[i].get("ms")]))
+        return sorted("2026" if name == "heldout.json" else name[8:12] for name, pairs in sets.items()
+                      if report_heldout.meets_target([(p[i], agreement.heldout_simulated(p[i]).predicted_time_s
+                                                       / (p[i]["ms"] * 1e-3)) for p in pairs if p[i].get("ms")]))
     assert f"went from two ({', '.join(met(0))}) to three ({', '.join(met(1))})" in text
     assert len(met(0)) == 2 and len(met(1)) == 3
     wide = [x for name in ELEVEN for r, x in agreement.heldout_rows(name)
@@ -896,7 +904,7 @@ def test_perf_md_quotes_run_102s_remeasured_held_out_rows():
     assert (f"gpusim's step is {step.serial_s * 1e6:.2f} µs of compute and {cost.wait(grid.cfg.gpu, step.step_bytes) * 1e6:.2f}"
             f" µs of loads, against {ms * 1e3 / waves / steps:.2f} µs measured ({ms:.1f} ms over {waves:.0f} waves of "
             f"{steps} steps). Run 103 measured that compute alone (section \"A lone program\", below): "
-            f"{perf_report.compute_alone_rows()[64, 128][1]:.2f} µs") in text
+            f"{report_steps.compute_alone_rows()[64, 128][1]:.2f} µs") in text
 
 
 def test_perf_md_quotes_host_json_as_run_105_measured_it():
@@ -904,7 +912,8 @@ def test_perf_md_quotes_host_json_as_run_105_measured_it():
     step's shapes that meet it, and SDPA's own call cost over the shapes, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = [r for r in json.loads((RESULTS / "host_run105.json").read_text())["rows"] if r.get("us") and "seq_kv" not in r]
-    met = lambda entry: [r["us"] / r["sdpa_us"] <= perf_report.HOST_TARGETS[entry] for r in rows if r["entry"] == entry]  # noqa: E731
+    met = lambda entry: [r["us"] / r["sdpa_us"] <= report_kernels.HOST_TARGETS[entry]  # noqa: E731
+                         for r in rows if r["entry"] == entry]
     assert all(all(met(e)) for e in ("flash2_attention", "hopper_attention", "naive_attention"))
     words = {1: "one shape", 2: "two shapes", 3: "three shapes"}
     assert f"and the training step meets it on {words[sum(met('flash2_train_step'))]} of three" in text
@@ -917,10 +926,10 @@ def test_perf_md_quotes_host_json_as_run_156_measured_it():
     and SDPA's own forward call cost, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = [r for r in json.loads((RESULTS / "host.json").read_text())["rows"] if r.get("us") and "seq_kv" not in r]
-    assert all(r["us"] / r["sdpa_us"] <= perf_report.HOST_TARGETS[r["entry"]] for r in rows
+    assert all(r["us"] / r["sdpa_us"] <= report_kernels.HOST_TARGETS[r["entry"]] for r in rows
                if r["entry"] in ("flash2_attention", "hopper_attention", "naive_attention"))
     steps = [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == "flash2_train_step"]
-    assert len(steps) == 3 and min(steps) > perf_report.HOST_TARGETS["flash2_train_step"]
+    assert len(steps) == 3 and min(steps) > report_kernels.HOST_TARGETS["flash2_train_step"]
     assert f"misses it on all three shapes ({min(steps):.2f}–{max(steps):.2f}×)" in text
     sdpa = [r["sdpa_us"] for r in rows if r["entry"] != "flash2_train_step"]
     assert f"and {min(sdpa):.0f}–{max(sdpa):.0f} µs in run 156's" in text
@@ -941,22 +950,23 @@ def test_perf_md_quotes_run_105s_training_steps_timed_per_call():
     20% before and after over the eleven sets, the training steps within 20%, and host.json's per-step cost (the
     floor it derives and its spread), as docs/perf.md quotes them, recomputed from the files and the run's logs."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    sets = perf_report.remeasured_rows(105)
+    sets = report_heldout.remeasured_rows(105)
     moved = {True: [], False: []}
     for a, b in (p for pairs in sets.values() for p in pairs if p[0]["kind"] == "train"):
         assert a["timing"] == "events" and b["timing"] == "wall_per_call"
         sim = agreement.heldout_simulated(a)
         moved[sum(k.predicted_time_s for k in sim.kernels) < sim.config.gpu.train_step_host_s].append(b["ms"] / a["ms"])
-    span = perf_report._span
+    span = report_kernels._span
     assert f"The GPU-bound steps reproduce ({span(moved[False])} the events' time); the host-bound ones took {span(moved[True])}" in text
-    before, after = (sum(perf_report._within([pair[i] for pair in pairs])[0] for pairs in sets.values()) for i in (0, 1))
-    total = sum(perf_report._within([b for _, b in pairs])[1] for pairs in sets.values())
+    before, after = (sum(report_heldout._within([pair[i] for pair in pairs])[0] for pairs in sets.values())
+                     for i in (0, 1))
+    total = sum(report_heldout._within([b for _, b in pairs])[1] for pairs in sets.values())
     train = [x for name in ELEVEN for r, x in agreement.heldout_rows(name) if r["kind"] == "train"]
     assert (f"{before} of {total} rows within 20% before and {after} after, and {sum(0.8 <= x <= 1.2 for x in train)} "
             f"of the {len(train)} training steps") in text
     steps = lambda rows: [r["us"] for r in rows if r["entry"] == "flash2_train_step"]  # noqa: E731
     now = steps(json.loads((RESULTS / "host_run105.json").read_text())["rows"])
-    with tarfile.open(perf_report.TRAIN_TIMED) as tar:
+    with tarfile.open(report_heldout.TRAIN_TIMED) as tar:
         other = steps(json.load(tar.extractfile("run105/host_run105a.json"))["rows"])
     floor = gpusim.get_gpu(agreement.PRESET).train_step_host_s
     assert abs(statistics.median(now) * 1e-6 / floor - 1) < 1e-3
@@ -972,7 +982,7 @@ def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
     (lone_program.json, cold, 2 stages); the 64 x 128 step of tiles.json's longest non-causal group, as docs/perf.md
     quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.compute_alone_rows()
+    rows = report_steps.compute_alone_rows()
     span = lambda values: f"{min(values):.2f}–{max(values):.2f}×"  # noqa: E731
     by_warps = {w: [r for r in rows.values() if r[0] == w] for w in (4, 8)}
     assert len(by_warps[4]) == 3 and len(by_warps[8]) == 2
@@ -981,7 +991,7 @@ def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
     assert f"{serial[4]} slow on the 4-warp tiles and {serial[8]}" in text and min(r[6] / r[1] for r in rows.values()) > 1.2
     assert f"the full rate, one a clock per scheduler ({full[4][:-1]}×)" in text
     assert f"less than even that sum ({full[8][:-1]}×)" in text and all(r[2] + max(r[4], r[5]) > r[1] for r in by_warps[8])
-    lone = perf_report.lone_program_rows("cold")[128, 64, 64, 2][0]
+    lone = report_steps.lone_program_rows("cold")[128, 64, 64, 2][0]
     alone, wait = rows[64, 64][1], rows[64, 64][7]
     assert (f"at 64 × 64, {lone:.2f} µs measured, of which {alone:.2f} µs is compute, leaves {lone - alone:.2f} µs for "
             f"the loads, which gpusim's wait puts at {wait:.2f} µs") in text and lone - alone > wait
@@ -996,10 +1006,10 @@ def test_perf_md_quotes_the_compute_alone_as_run_103_measured_it():
 
 
 def test_perf_md_quotes_what_the_loads_add_to_a_lone_step():
-    """The lone step less its compute alone over gpusim's wait for its loads (perf_report.exposed_loads_table's last
+    """The lone step less its compute alone over gpusim's wait for its loads (report_steps.exposed_loads_table's last
     column), at 2 stages and at 3-4, and the 8-warp tiles hiding the least at each, as docs/perf.md quotes them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = [line.strip("|").split("|") for line in perf_report.exposed_loads_table().splitlines()[2:]]
+    rows = [line.strip("|").split("|") for line in report_steps.exposed_loads_table().splitlines()[2:]]
     ratio = {(int(warps), int(stages)): [] for _, warps, stages, *_ in rows}
     for _, warps, stages, *_, last in rows:
         ratio[int(warps), int(stages)].append(float(last))
@@ -1011,13 +1021,13 @@ def test_perf_md_quotes_what_the_loads_add_to_a_lone_step():
 
 
 def test_perf_md_quotes_the_issue_trial_as_computed():
-    """perf_report.measured_issue (not adopted): the picks it moves past 5% of the fastest tile, and the d = 64 loop of
+    """report_steps.measured_issue (not adopted): the picks it moves past 5% of the fastest tile, and the d = 64 loop of
     overlap.json (run 57) it prices, one program per SM against two or three (those an SM holds at once), as
     docs/perf.md quotes them, recomputed; the model as it was once the block ends."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     before = (cost.ISSUE_HIDING, agreement.tile_choice())
     ratio = {}
-    with perf_report.full_last_wave(), perf_report.measured_issue():  # on the model before cost.last_per_sm
+    with report_history.full_last_wave(), report_steps.measured_issue():  # on the model before cost.last_per_sm
         off = {key: pick for key, pick in agreement.tile_choice().items() if pick[1] is not None and pick[1] > 1.05}
         for r in json.loads((RESULTS / "overlap.json").read_text())["rows"]:
             b = r["programs_per_sm"]
@@ -1028,8 +1038,8 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
                 gpu=agreement.PRESET, tiles=gpusim.Tiles(r["br"], r["bc"], num_warps=r["num_warps"])))
             assert grid.resident == b
             ratio.setdefault(b == 1, []).append(b * step.serial_s * 1e6 / (r["ms"] * 1e3 / r["repeats"]))
-    assert (cost.ISSUE_HIDING, agreement.tile_choice()) == before and "flash1" not in perf_report.Flash1.ISSUE_HIDING
-    span = perf_report._span
+    assert (cost.ISSUE_HIDING, agreement.tile_choice()) == before and "flash1" not in Flash1.ISSUE_HIDING
+    span = report_kernels._span
     assert len(off) == 6 and {key[:2] for key in off} == {("flash2", 64), ("hopper", 64)}
     assert sum(key[2] for key in off) > len(off) / 2 and {pick for pick, _ in off.values()} == {(64, 128), (128, 128)}
     assert (f"in six of the sweep's 24 groups (flash2 and Hopper at d = 64, most of them causal: 64 × 128 or 128 × 128 "
@@ -1040,7 +1050,7 @@ def test_perf_md_quotes_the_issue_trial_as_computed():
 
 @before_full_issue
 def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone():
-    """perf_report.pipelined(): a flash2 launch at 3 stages priced faster, at 2 stages and a split-KV decode (another
+    """report_steps.pipelined(): a flash2 launch at 3 stages priced faster, at 2 stages and a split-KV decode (another
     kernel) unchanged, and the model as it was once the block ends."""
     def times():
         one = dict(batch=1, heads=132, seq=64, seq_kv=1024, head_dim=64, dtype="fp16", gpu="H200-measured")
@@ -1048,7 +1058,7 @@ def test_the_pipelined_trial_changes_only_deeper_flash2_pipelines_and_is_undone(
                 for s in (2, 3)] + [gpusim.simulate("split_kv", batch=4, heads=32, kv_heads=8, head_dim=128,
                                                     seq_kv=8192, gpu="H200-measured").predicted_time_s]
     before = times()
-    with perf_report.pipelined():
+    with report_steps.pipelined():
         during = times()
     assert times() == before and during[0] == before[0] and during[2] == before[2] and during[1] < 0.7 * before[1]
 
@@ -1059,17 +1069,17 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
     tile, Nsight's ratios, and the held-out sets' d = 128 flash2 rows split by N % 16, as docs/perf.md quotes them,
     recomputed from the files and the current model."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.unaligned_rows()
+    rows = report_kernels.unaligned_rows()
     span = lambda xs: f"{min(xs):.2f}–{max(xs):.2f}×"  # noqa: E731
     over = lambda d, tile, lengths: [rows[(d, *tile)][0][n] / rows[(d, *tile)][0][4096, 4096] for n in lengths]  # noqa: E731
     n_off = ((4095, 4095), (4095, 4096))
     assert (f"1.06–1.11× (64 × 32), {span(over(128, (64, 64), n_off))} (64 × 64) and {span(over(128, (64, 128), n_off))}"
             f" (64 × 128) slower; N_kv alone {span([x for t in ((64, 32), (64, 64), (64, 128)) for x in over(128, t, [(4096, 4095)])])}"
             ) in text and span(over(128, (64, 32), n_off)) == "1.06–1.11×"
-    calm = [x for (d, bq, bk) in rows if d == 64 or bq == 128 for x in over(d, (bq, bk), perf_report.UNALIGNED[1:])]
+    calm = [x for (d, bq, bk) in rows if d == 64 or bq == 128 for x in over(d, (bq, bk), report_kernels.UNALIGNED[1:])]
     steady = [x for (d, bq, bk) in rows for x in over(d, (bq, bk), [(4080, 4080)])]
     assert f"on 128-row tiles (8 warps), {span(calm)}" in text and max(steady) < 1.02 and min(steady) > 0.98
-    ncu = perf_report.unaligned_ncu()
+    ncu = report_kernels.unaligned_ncu()
     ratio = lambda key, i: ncu[key][i + 1] / ncu[key][i]  # noqa: E731  (launches: 64x64 aligned, unaligned, 64x128 ...)
     assert (f"the same instructions ({ncu['instructions'][0] / 1e6:.1f} and {ncu['instructions'][1] / 1e6:.1f} million "
             f"at 64 × 64) and the same global-load sectors requested by the SMs, but the L2 serves "
@@ -1080,7 +1090,7 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
         abs(ratio("l1_global_load_sectors", i) - 1) < 1e-5 and abs(ratio("instructions", i) - 1) < 0.01 for i in (0, 2))
     for before in (True, False):  # the sets' flash2 rows as first measured (run 102's logs), then run 102's
         held = {}
-        for r in (pair[not before] for pairs in perf_report.remeasured_rows().values() for pair in pairs):
+        for r in (pair[not before] for pairs in report_heldout.remeasured_rows().values() for pair in pairs):
             if r.get("ms") and r["kind"] == "forward" and r["algo"] == "flash2" and r["head_dim"] == 128:
                 x = agreement.heldout_simulated(r).predicted_time_s / (r["ms"] * 1e-3)
                 held.setdefault((r["block_q"], r["block_kv"], r["seq"] % 16 == 0), []).append(x)
@@ -1095,7 +1105,7 @@ def test_perf_md_quotes_the_unaligned_lengths_as_measured():
     assert (f"padded to 4,096 rows a head in {min(padded):.2f}–{max(padded):.2f} ms at 64 × 64 and "
             f"{layouts[128, 4095, '[]']:.2f} ms at 64 × 128, as contiguous (4,096: {layouts[64, 4096, 'flash2_attention']:.2f}"
             f" and {layouts[128, 4096, 'flash2_attention']:.2f} ms)") in text
-    fixed = perf_report.o_mask_rows()
+    fixed = report_kernels.o_mask_rows()
     after = lambda key, n: fixed[key]["late_o_mask", n, 4096] / fixed[key]["q_mask", n, 4096]  # noqa: E731
     rows64 = [key for key in fixed if key[0] == 128 and key[1] == 64]
     assert len(rows64) == 3 and all(abs(fixed[k]["late_o_mask", 4095, 4096] / fixed[k]["late_o_mask", 4096, 4096] - 1) < 0.01
@@ -1112,14 +1122,14 @@ def test_perf_md_quotes_the_backward_at_unaligned_lengths_as_run_104_measured_it
     not a multiple of 16, of an N_kv alone, and the variant's time over the committed kernel's, as docs/perf.md quotes
     them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = perf_report._span
-    now = perf_report.unaligned_rows(perf_report.backward_rows())
-    late = perf_report.unaligned_rows(perf_report.backward_rows(late_mask=True))
+    span = report_kernels._span
+    now = report_kernels.unaligned_rows(report_kernels.backward_rows())
+    late = report_kernels.unaligned_rows(report_kernels.backward_rows(late_mask=True))
     assert len(now) == len(late) == 8
     both = [t[4095, 4095] / t[4096, 4096] for t, _ in now.values()]
     kv = [t[4096, 4095] / t[4096, 4096] for t, _ in now.values()]
     assert f"costs the backward {span(both)} at N = N_kv = 4,095, and an N_kv alone up to {max(kv):.2f}×" in text
-    ratio = perf_report.late_mask_ratios()
+    ratio = report_kernels.late_mask_ratios()
     at = lambda d, lengths=None: [x for (h, _, _), r in ratio.items() if h == d  # noqa: E731
                                   for n, x in r.items() if lengths in (None, n)]
     assert (f"it took {span(at(128))[:-1]}× at d = 128 ({span(at(128, (4096, 4096)))[:-1]}× at N = 4,096) and "
@@ -1144,30 +1154,30 @@ def _missed_target(name):
     """A held-out set that misses issue 24's target: its share of rows within 20% and its training steps', as
     docs/perf.md words them ("87.5% (77 of 88)", "67% (8 of 12)")."""
     pairs, _ = _quoted_shares(name)
-    assert not perf_report.meets_target(pairs)
+    assert not report_heldout.meets_target(pairs)
     within, train = (sum(0.8 <= x <= 1.2 for r, x in pairs if kind in (None, r["kind"])) for kind in (None, "train"))
     trains = sum(r["kind"] == "train" for r, _ in pairs)
     return f"{within / len(pairs):.1%} ({within} of {len(pairs)})", f"{train / trains:.0%} ({train} of {trains})"
 
 
 def test_mva_is_the_exact_recursion_of_a_closed_network():
-    """perf_report.mva against values worked by hand: one program takes the sum of its demands; two programs of demands
+    """report_steps.mva against values worked by hand: one program takes the sum of its demands; two programs of demands
     (1, 1) take 3 (each station's queue half a program at n = 1, so each residence 1.5), of (1, 2) take 14/3
     (queues 1/3 and 2/3: residences 4/3 and 10/3); many tend to b x the larger demand."""
-    assert perf_report.mva(1, [0.3, 0.5]) == 0.8
-    assert perf_report.mva(2, [1.0, 1.0]) == 3.0
-    assert abs(perf_report.mva(2, [1.0, 2.0]) - 14 / 3) < 1e-12
-    assert perf_report.mva(2, [1.0, 2.0]) > 2 * 2 and abs(perf_report.mva(200, [1.0, 2.0]) / 400 - 1) < 1e-9
+    assert report_steps.mva(1, [0.3, 0.5]) == 0.8
+    assert report_steps.mva(2, [1.0, 1.0]) == 3.0
+    assert abs(report_steps.mva(2, [1.0, 2.0]) - 14 / 3) < 1e-12
+    assert report_steps.mva(2, [1.0, 2.0]) > 2 * 2 and abs(report_steps.mva(200, [1.0, 2.0]) / 400 - 1) < 1e-9
 
 
 @before_full_issue
 def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
-    """perf_report.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
+    """report_steps.sharing_rows (overlap.json, overlap_d128.json): each rule over the measured loop, by tile and warps,
     as docs/perf.md quotes them; the trial (its generated table, which test_agreement checks is current) losing ground
-    on every set but decode.json, the held-out flash2 forwards most; and perf_report.shared_sm undone once the block
+    on every set but decode.json, the held-out flash2 forwards most; and report_steps.shared_sm undone once the block
     ends, while within it a launch of two resident programs is priced faster than their turns."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.sharing_rows()
+    rows = report_steps.sharing_rows()
     span = lambda values: f"{min(values):.2f}–{max(values):.2f}×"  # noqa: E731
     four = [v for (d, bq, bk, warps, b), v in rows.items() if bq == 64 and warps == 4]
     wide = [v for (d, bq, bk, warps, b), v in rows.items() if bq == 128 and warps == 4]
@@ -1179,7 +1189,7 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     assert f"(flash2 gives them 8) come out {span([v[3] / v[0] for v in wide])}" in text
     assert f"the 8-warp ones at one program {span([v[3] / v[0] for v in eight])}" in text
     two = [float(last) for _, _, stages, *_, last in (line.strip("|").split("|") for line in
-                                                      perf_report.exposed_loads_table().splitlines()[2:])
+                                                      report_steps.exposed_loads_table().splitlines()[2:])
            if int(stages) == 2]
     assert f"at one program and 2 stages they add {min(two):.2f}–{max(two):.2f}× gpusim's wait" in text
     table = text.split("<!-- sharing_trial:begin -->")[1].split("<!-- sharing_trial:end -->")[0]
@@ -1193,7 +1203,7 @@ def test_perf_md_quotes_the_shared_sm_rule_and_its_trial_as_computed():
     one = dict(batch=1, heads=264, seq=64, seq_kv=1024, head_dim=64, dtype="fp16", gpu="H200-measured",
                tiles=gpusim.Tiles(64, 64, num_warps=4))
     before = (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s)
-    with perf_report.shared_sm(1.0):
+    with report_steps.shared_sm(1.0):
         grid, step = cost.schedule(gpusim.simulate("flash2", **one))
         assert grid.resident == 2 and cost.sm_compute(step, 16, 2) < 2 * (step.fixed_compute_s + 16 * step.overlapped_s)
     assert (cost.sm_compute, cost.CONTENTION, gpusim.simulate("flash2", **one).predicted_time_s) == before
@@ -1204,7 +1214,7 @@ def test_perf_md_quotes_the_shared_steps_as_computed():
     """shared_steps.json (run 107): what each added program costs an SM's 2-stage step, the lone step, and gpusim's and
     the trial's step over the measured one, lone and shared, at 2 and 3 stages, as docs/perf.md quotes them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.shared_steps_rows()
+    rows = report_steps.shared_steps_rows()
     span = lambda values: f"{min(values):.2f}–{max(values):.2f}"  # noqa: E731
     added = [us - rows[key[:4] + (key[4] - 1,)][0] for key, (us, *_) in rows.items() if key[3] == 2 and key[4] > 1]
     lone = [rows[key][0] for key in rows if key[3] == 2 and key[4] == 1]
@@ -1224,7 +1234,7 @@ def test_perf_md_quotes_the_shared_steps_as_computed():
 @before_retimed
 @before_full_issue
 def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
-    """perf_report.fitted_wait on run 107's shared_steps.json (its generated table, checked current by test_agreement)
+    """report_steps.fitted_wait on run 107's shared_steps.json (its generated table, checked current by test_agreement)
     and on run 106's (in its logs): the constants and the held-out share docs/perf.md quotes for run 106's, and run
     107's gaining nothing on the held-out sets (within half a point) and losing the tile picks; the trial undone once
     the block ends."""
@@ -1232,14 +1242,14 @@ def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     with tarfile.open(RESULTS / "logs" / "run106_shared_steps.tar.gz") as logs:
         logs.extractall(tmp_path, filter="data")
     run106 = str(tmp_path / "shared_steps_run106.json")
-    first = perf_report.fitted_wait(run106)[0]
-    again = perf_report.shared_step_slopes(run106)
-    moved = [abs(perf_report.shared_step_slopes()[key] / us - 1) for key, us in again.items()]
+    first = report_steps.fitted_wait(run106)[0]
+    again = report_steps.shared_step_slopes(run106)
+    moved = [abs(report_steps.shared_step_slopes()[key] / us - 1) for key, us in again.items()]
     assert len(again) == 30
     assert f"run 106 timed three of its tiles, within {100 * min(moved):.1f}–{100 * max(moved):.1f}% of it" in text
     before = gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="H200-measured").predicted_time_s
-    with perf_report.exposed_wait(first):
-        held = perf_report.trial_scores()["held-out, all"]
+    with report_steps.exposed_wait(first):
+        held = report_heldout.trial_scores()["held-out, all"]
     assert gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="H200-measured").predicted_time_s == before
     assert (f"with run 106's three tiles alone the same fit ({', '.join(map(str, first))}) put the held-out sets at "
             f"{held} within 20%") in text
@@ -1249,7 +1259,7 @@ def test_perf_md_quotes_the_exposed_wait_rule_as_fitted_and_scored(tmp_path):
     assert abs(float(trial.strip().rstrip("%")) - float(now.rstrip("%"))) < 0.5 < float(held.rstrip("%")) - float(
         now.rstrip("%"))
     assert int(picks[1].split(" of ")[0]) < int(picks[0].split(" of ")[0])
-    assert f"exposed wait (trial: e2 {perf_report.fitted_wait()[0][0]}," in table
+    assert f"exposed wait (trial: e2 {report_steps.fitted_wait()[0][0]}," in table
 
 
 def test_perf_md_quotes_run_108s_bench_rows_as_they_reproduce():
@@ -1280,13 +1290,13 @@ def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
     docs/perf.md quotes them; the held-out sets pooled at issue 24's 90% after it, the tile picks kept."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     def halves():
-        return [line.split(" | ")[2] for line in perf_report.halves_table().splitlines()[2:]]
-    with perf_report.line_issue():
-        (fitted, held), before = halves(), perf_report.model_scores()
-        alone = perf_report.compute_alone_rows()
+        return [line.split(" | ")[2] for line in report_kernels.halves_table().splitlines()[2:]]
+    with report_history.line_issue():
+        (fitted, held), before = halves(), report_heldout.model_scores()
+        alone = report_steps.compute_alone_rows()
         slow = [x for r, x in agreement.rows("tiles.json") if (r["algo"], r["head_dim"], r["block_q"], r["block_kv"])
                 == ("flash2", 128, 64, 128)]
-    (fitted_now, held_now), now = halves(), perf_report.model_scores()
+    (fitted_now, held_now), now = halves(), report_heldout.model_scores()
     assert fitted_now == fitted and (f"went from {held} to {held_now} within 20% (the fitted d = 64 half stays at "
                                      f"{fitted})") in text
     lone = [serial / us for (bq, bk), (warps, us, *_, serial, _) in alone.items() if warps == 4]
@@ -1313,19 +1323,19 @@ def test_perf_md_quotes_the_blind_sets_of_the_lone_issue_rule():
     20% now and under the model before it, which of them meets issue 24's target, and the fourteen sets pooled, as
     docs/perf.md quotes them, recomputed; the files' rows are the run's, kept in its log."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    blind = perf_report.BLIND
+    blind = report_heldout.BLIND
     with tarfile.open(RESULTS / "logs" / "run110_heldout_2038_2039.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run110/{n}")) == held_out_file(n) for n in blind)
     def pairs(names):
         return [p for n in names for p in agreement.heldout_rows(n)]
-    with perf_report.line_issue():
+    with report_history.line_issue():
         before = within(pairs(blind))
-    now, pooled = pairs(blind), pairs(perf_report.TRIALED)
+    now, pooled = pairs(blind), pairs(report_heldout.TRIALED)
     assert (f"the two sets put {within(now)} of their {len(now)} rows ({within(now) / len(now):.1%}) within 20% under "
             f"the model as it then stood and {before} ({before / len(now):.1%}) under the model before "
             f"`cost.full_issue`: the change lifts them by four rows") in text and within(now) - before == 4
-    assert [perf_report.meets_target(agreement.heldout_rows(n)) for n in blind] == [False, True]
-    assert len(perf_report.TRIALED) == 14 and (f"hold {within(pooled):,} of their {len(pooled):,} rows "
+    assert [report_heldout.meets_target(agreement.heldout_rows(n)) for n in blind] == [False, True]
+    assert len(report_heldout.TRIALED) == 14 and (f"hold {within(pooled):,} of their {len(pooled):,} rows "
                                                 f"({within(pooled) / len(pooled):.1%}) within 20%") in text
 
 
@@ -1338,15 +1348,16 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     with tarfile.open(RESULTS / "logs" / "run111_heldout_2040_2041.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run111/{n}")) == held_out_file(n)
-                   for n in perf_report.NEWEST)
-    pairs = [p for n in perf_report.NEWEST for p in agreement.heldout_rows(n)]
+                   for n in report_heldout.NEWEST)
+    pairs = [p for n in report_heldout.NEWEST for p in agreement.heldout_rows(n)]
     pooled = [p for n in SIXTEEN for p in agreement.heldout_rows(n)]
     misses = [(r, x) for r, x in pairs if not 0.8 <= x <= 1.2]
     slow = [(r, x) for r, x in misses if r["kind"] == "forward" and r["algo"] == "flash2" and x > 1.2]
-    assert not any(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.NEWEST)
+    assert not any(report_heldout.meets_target(agreement.heldout_rows(n)) for n in report_heldout.NEWEST)
     assert (f"puts {within(pairs)} of their {len(pairs)} rows ({within(pairs) / len(pairs):.1%}) within 20%") in text
     assert (f"{len(slow)} of the {len(misses)} misses are flash2 forwards priced "
-            f"{perf_report._span([x for _, x in slow])} slow, {sum(r['head_dim'] == 64 for r, _ in slow)} of them at "
+            f"{report_kernels._span([x for _, x in slow])} slow, "
+            f"{sum(r['head_dim'] == 64 for r, _ in slow)} of them at "
             f"d = 64 and {sum(r['causal'] for r, _ in slow)} causal") in text
     assert len(SIXTEEN) == 16 and (f"the sixteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
@@ -1355,23 +1366,23 @@ def test_perf_md_quotes_the_newest_sets_scored_once():
 @before_retimed
 @before_two_warp_issue
 def test_perf_md_quotes_the_lone_pipeline_trial_as_computed():
-    """perf_report.lone_pipelined (a trial): the cold lone steps it moves before and after, the held-out rows it moves
+    """report_steps.lone_pipelined (a trial): the cold lone steps it moves before and after, the held-out rows it moves
     in and out of 20%, none of the fitted sets' rows, and best_blocks' tile for notebook 5's shape, as docs/perf.md
     quotes them, recomputed. The trial is undone after its block."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     def state():
         b, h = gpusim.fa2_shape(8192, 64)
         tile = gpusim.simulate("flash2", seq=8192, head_dim=64, batch=b, heads=h, gpu="A100-40GB").config.tiles.blocks
-        return (perf_report.lone_program_rows("cold"), {n: agreement.heldout_rows(n) for n in SIXTEEN},
+        return (report_steps.lone_program_rows("cold"), {n: agreement.heldout_rows(n) for n in SIXTEEN},
                 {n: agreement.rows(n) for n in agreement.FILES}, tile)
     before = state()
-    with perf_report.lone_pipelined():
+    with report_steps.lone_pipelined():
         after = state()
     assert state() == before
     moved = [key for key in before[0] if before[0][key][1] != after[0][key][1]]
-    assert {(stages, perf_report.lone_launch(d, gpusim.Tiles(bq, bk, num_stages=stages), 1).config.tiles.num_warps)
+    assert {(stages, report_steps.lone_launch(d, gpusim.Tiles(bq, bk, num_stages=stages), 1).config.tiles.num_warps)
             for d, bq, bk, stages in moved} == {(3, 4), (4, 4)}
-    ratio = lambda rows: perf_report._span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
+    ratio = lambda rows: report_kernels._span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
     assert f"it takes gpusim from {ratio(before[0])} the measured step to {ratio(after[0])};" in text
     pairs = [(x, y) for n in SIXTEEN for (_, x), (_, y) in zip(before[1][n], after[1][n]) if x != y]
     into, out = sum(close(y) and not close(x) for x, y in pairs), sum(close(x) and not close(y) for x, y in pairs)
@@ -1388,9 +1399,9 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
     log) before and after it, as docs/perf.md quotes them, recomputed."""
     from benchmarks import golden
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = perf_report._span
+    span = report_kernels._span
     def lone(names, keep):  # {gpusim's column: ratios} at one program per SM, the tiles keep() takes
-        rows = perf_report.sharing_rows(names)
+        rows = report_steps.sharing_rows(names)
         return [(model / us, turns / us) for (d, bq, bk, warps, b), (us, model, turns, _) in rows.items()
                 if b == 1 and keep(bq, warps)]
     d64, d128 = (lone((name,), lambda bq, warps: warps == 8) for name in ("overlap_d64.json", "overlap_d128.json"))
@@ -1400,14 +1411,14 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
     assert (f"they take {span([1 / t for _, t in rows32])} that sum (the model, which had `cost.full_issue` give them "
             f"the full rate too, priced them {span([t for _, t in rows32])}), and the line prices them "
             f"{span([m for m, _ in rows32])}") in text and [m for m, _ in rows32] != [t for _, t in rows32]
-    with perf_report.two_warp_overlap():
+    with report_steps.two_warp_overlap():
         overlap = lone(("overlap_d64.json", "overlap_d128.json"), lambda bq, warps: warps == 8)
     assert f"The overlap prices the 8-warp loops alone at {span([m for m, _ in overlap])} the measured" in text
     configs = golden.configs()
     now = [golden.record(kw) for kw in configs]
-    with perf_report.one_warp_issue():
+    with report_history.one_warp_issue():
         before = [golden.record(kw) for kw in configs]
-        blind_before = [p for n in perf_report.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
+        blind_before = [p for n in report_heldout.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
     moved = [(a, b) for a, b in zip(now, before) if a != b]
     assert (f"{len(moved)} of the golden file's {sum('error' not in r for r in now)} simulated configurations moved, "
             f"all flash2's: their times, and {sum(a['blocks'] != b['blocks'] for a, b in moved)} tiny ones") in text
@@ -1415,14 +1426,14 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
         configs, now, before) if r != b)
     with tarfile.open(RESULTS / "logs" / "run112_heldout_2042_2043.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run112/{n}")) == held_out_file(n)
-                   for n in perf_report.BLIND_TWO_WARP)
-    pairs = [p for n in perf_report.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
-    eighteen = perf_report.EIGHTEEN
+                   for n in report_heldout.BLIND_TWO_WARP)
+    pairs = [p for n in report_heldout.BLIND_TWO_WARP for p in agreement.heldout_rows(n)]
+    eighteen = report_heldout.EIGHTEEN
     pooled = [p for n in eighteen for p in agreement.heldout_rows(n)]
     assert (f"Blind, the model puts {within(pairs)} of their {len(pairs)} rows ({within(pairs) / len(pairs):.1%}) "
             f"within 20%, one more than the model before the change ({within(blind_before)})") in text
     assert within(pairs) - within(blind_before) == 1
-    assert not any(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.BLIND_TWO_WARP)
+    assert not any(report_heldout.meets_target(agreement.heldout_rows(n)) for n in report_heldout.BLIND_TWO_WARP)
     misses = [(r, x) for r, x in pairs if not close(x)]
     forwards = [x for r, x in misses if (r["kind"], r["algo"]) == ("forward", "flash2")]
     assert (f"Of the {len(misses)} misses, {len(forwards)} are flash2 forwards, {sum(x > 1 for x in forwards)} priced "
@@ -1430,7 +1441,7 @@ def test_perf_md_quotes_two_warps_per_scheduler_as_measured_and_scored():
             f"({span([x for x in forwards if x < 1])})") in text
     assert len(eighteen) == 18 and (f"the eighteen sets hold {within(pooled):,} of their {len(pooled):,} "
                                                 f"rows ({within(pooled) / len(pooled):.1%}) within 20%") in text
-    groups = perf_report.lone_eight_warp_rows()
+    groups = report_steps.lone_eight_warp_rows()
     mended, cost = groups[64, 128, 128], groups[128, 128, 128]
     assert (f"35 → {sum(close(y) for _, y in mended)} of its {len(mended)} rows within 20%), and d = 128's 128 × 128 "
             f"loses {sum(close(x) for x, _ in cost) - sum(close(y) for _, y in cost)} rows, priced fast already") in text
@@ -1449,25 +1460,26 @@ def test_perf_md_quotes_the_adopted_pipeline_as_computed_and_scored():
     from benchmarks import golden
     from gpusim_course.tiling import warps
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = perf_report._span
+    span = report_kernels._span
     configs = golden.configs()
     def state():
         b, h = gpusim.fa2_shape(8192, 64)
         tile = gpusim.simulate("flash2", seq=8192, head_dim=64, batch=b, heads=h, gpu="A100-40GB").config.tiles.blocks
         rows = {r["scheme"].split()[0]: r for r in warps.partition_rows("A100-40GB", 8192, 64)}
         extra = rows["split-K"]["shared memory, whole kernel"] - rows["split-Q"]["shared memory, whole kernel"]
-        return dict(lone=perf_report.lone_program_rows("cold"), held={n: agreement.heldout_rows(n) for n in
-                    perf_report.TWENTY}, fitted={n: agreement.rows(n) for n in agreement.FILES}, tile=tile,
+        return dict(lone=report_steps.lone_program_rows("cold"), held={n: agreement.heldout_rows(n) for n in
+                    report_heldout.TWENTY}, fitted={n: agreement.rows(n) for n in agreement.FILES}, tile=tile,
                     multiple=extra / rows["split-K"]["bytes the SMs request (gpusim)"],
                     golden=[golden.record(kw) for kw in configs])
-    with perf_report.no_lone_copy():  # the model as it then stood, before the twenty-fourth session's change
+    with report_history.no_lone_copy():  # the model as it then stood, before the twenty-fourth session's change
         now = state()
-    with perf_report.no_lone_pipeline():
+    with report_history.no_lone_pipeline():
         before = state()
     moved = [k for k in now["lone"] if now["lone"][k][1] != before["lone"][k][1]]
     ratio = lambda rows: span([rows[k][1] / rows[k][0] for k in moved])  # noqa: E731
     assert f"from {ratio(before['lone'])} the measured step to {ratio(now['lone'])};" in text
-    pairs = [(x, y) for n in perf_report.TWENTY for (_, x), (_, y) in zip(before["held"][n], now["held"][n]) if x != y]
+    pairs = [(x, y) for n in report_heldout.TWENTY for (_, x), (_, y) in zip(before["held"][n], now["held"][n])
+             if x != y]
     into, out = sum(close(y) and not close(x) for x, y in pairs), sum(close(x) and not close(y) for x, y in pairs)
     assert f"it moves {len(pairs)} rows, {into} of them into 20% and none out, and no fitted row" in text and out == 0
     assert before["fitted"] == now["fitted"]
@@ -1485,13 +1497,13 @@ def test_perf_md_quotes_the_adopted_pipeline_as_computed_and_scored():
     assert all(b["blocks"][0] == 16 and a["blocks"][0] == 64 and kw["seq"] <= 100 for kw, a, b in tiles if kw in counted)
     with tarfile.open(RESULTS / "logs" / "run114_heldout_2044_2045.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run114/{n}")) == held_out_file(n)
-                   for n in perf_report.BLIND_LONE_PIPELINE)
-    blind = [p for n in perf_report.BLIND_LONE_PIPELINE for p in now["held"][n]]
-    blind_before = [p for n in perf_report.BLIND_LONE_PIPELINE for p in before["held"][n]]
+                   for n in report_heldout.BLIND_LONE_PIPELINE)
+    blind = [p for n in report_heldout.BLIND_LONE_PIPELINE for p in now["held"][n]]
+    blind_before = [p for n in report_heldout.BLIND_LONE_PIPELINE for p in before["held"][n]]
     assert (f"Blind, the model puts {within(blind)} of their {len(blind)} rows ({within(blind) / len(blind):.1%}) within "
             f"20%, as many as the model before the change: it moves none of their rows") in text
     assert [x for _, x in blind] == [x for _, x in blind_before]
-    met, missed = (perf_report.meets_target(now["held"][n]) for n in ("heldout_2045.json", "heldout_2044.json"))
+    met, missed = (report_heldout.meets_target(now["held"][n]) for n in ("heldout_2045.json", "heldout_2044.json"))
     share = lambda n: f"{within(now['held'][n]) / len(now['held'][n]):.1%}"  # noqa: E731
     assert met and not missed and (f"`heldout_2045.json` meets issue 24's target ({share('heldout_2045.json')}" in text
                                    and f"`heldout_2044.json` does not ({share('heldout_2044.json')})" in text)
@@ -1506,9 +1518,9 @@ def test_perf_md_quotes_the_adopted_pipeline_as_computed_and_scored():
             f"of 32 or 64 rows) and {len(fast)} fast ({span([x for _, x in fast])}, d = 128 over a K/V length of 368); "
             f"{len(naive)} are naive attention's causal forwards at d = 128, N {min(r['seq'] for r, _ in naive)}–"
             f"{max(r['seq'] for r, _ in naive)}, priced {span([x for _, x in naive])} slow") in text
-    pooled = [p for n in perf_report.TWENTY for p in now["held"][n]]
+    pooled = [p for n in report_heldout.TWENTY for p in now["held"][n]]
     assert (f"Pooled, the twenty sets hold {within(pooled):,} of their {len(pooled):,} rows "
-            f"({within(pooled) / len(pooled):.1%}) within 20%") in text and len(perf_report.TWENTY) == 20
+            f"({within(pooled) / len(pooled):.1%}) within 20%") in text and len(report_heldout.TWENTY) == 20
 
 
 @before_retimed
@@ -1517,16 +1529,16 @@ def test_perf_md_quotes_run_115s_sets_as_scored_with_the_model_unchanged():
     unchanged since they were measured, their misses by kind, the lone 8-warp forwards at d = 64 of every set, and the
     twenty-two sets pooled, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = perf_report._span
+    span = report_kernels._span
     with tarfile.open(RESULTS / "logs" / "run115_heldout_2046_2047.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run115/{n}")) == held_out_file(n)
-                   for n in perf_report.UNCHANGED)
-    with perf_report.no_lone_copy():  # as scored then, before the twenty-fourth session's change
-        held = {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_TWO}
-        pairs = [p for n in perf_report.UNCHANGED for p in held[n]]
+                   for n in report_heldout.UNCHANGED)
+    with report_history.no_lone_copy():  # as scored then, before the twenty-fourth session's change
+        held = {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_TWO}
+        pairs = [p for n in report_heldout.UNCHANGED for p in held[n]]
         assert (f"scored once as the model stands, blind: {within(pairs)} of their {len(pairs)} rows "
                 f"({within(pairs) / len(pairs):.1%}) within 20%. Neither meets issue 24's target") in text
-        assert not any(perf_report.meets_target(held[n]) for n in perf_report.UNCHANGED)
+        assert not any(report_heldout.meets_target(held[n]) for n in report_heldout.UNCHANGED)
         share = lambda rows: f"{within(rows) / len(rows):.1%}"  # noqa: E731
         steps = [(r, x) for r, x in held["heldout_2046.json"] if r["kind"] == "train"]
         assert (f"`heldout_2046.json` {share(held['heldout_2046.json'])} (its training steps {within(steps) / len(steps):.0%}), "
@@ -1549,7 +1561,7 @@ def test_perf_md_quotes_run_115s_sets_as_scored_with_the_model_unchanged():
                 f"{len(kind(('forward', 'hopper')))} Hopper forward and {len(kind(('decode', 'split_kv')))} decode batch") in text
         assert len(misses) == len(flash2) + len(steps) + sum(len(kind(k)) for k in (("forward", "naive"), ("forward", "hopper"),
                                                                                      ("decode", "split_kv")))
-        before = [x for n in perf_report.TWENTY for r, x in held[n]
+        before = [x for n in report_heldout.TWENTY for r, x in held[n]
                   if (r["kind"], r["algo"], r["head_dim"]) == ("forward", "flash2", 64) and lone_eight_warps(r)]
         assert (f"The twenty sets before held {len(before)} such lone 8-warp forwards at d = 64, priced {span(before)}, "
                 f"{sum(not close(x) for x in before)} of them outside 20%") in text and min(before) > 1
@@ -1567,16 +1579,17 @@ def test_perf_md_quotes_the_lone_copy_rate_as_measured_and_scored():
     quotes them, recomputed."""
     from benchmarks import golden
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span = perf_report._span
+    span = report_kernels._span
     configs = golden.configs()
 
     def state():
-        return dict(lone=perf_report.lone_program_rows("cold"), scores=perf_report.model_scores(),
-                    held={n: agreement.heldout_rows(n) for n in perf_report.TWENTY_FOUR},
+        return dict(lone=report_steps.lone_program_rows("cold"), scores=report_heldout.model_scores(),
+                    held={n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_FOUR},
                     golden=[golden.record(kw) for kw in configs])
-    with perf_report.no_own_copy():  # the model as this section was written, before the twenty-fifth session's change
+    # the model as this section was written, before the twenty-fifth session's change
+    with report_history.no_own_copy():
         now = state()
-    with perf_report.no_lone_copy():
+    with report_history.no_lone_copy():
         before = state()
     rate = lambda d, bk, slope: 2 * bk * d * 2 / slope / 1e3  # noqa: E731  (GB/s: bytes over µs)
     eight = {k: v for k, v in now["lone"].items() if k[1] == 128 and k[3] > 2}
@@ -1593,15 +1606,15 @@ def test_perf_md_quotes_the_lone_copy_rate_as_measured_and_scored():
     assert all(b[k] == n[k] for k in ("bench.json", "decode.json", "bench_bwd.json", "held-out, training steps"))
     assert (f"(all rows {b['held-out, all']} → {n['held-out, all']}, flash2's forwards "
             f"{b['held-out, flash2 forwards']} → {n['held-out, flash2 forwards']}:") in text
-    old = [p for name in perf_report.TWENTY_TWO for p in before["held"][name]]
-    new = [p for name in perf_report.TWENTY_TWO for p in now["held"][name]]
+    old = [p for name in report_heldout.TWENTY_TWO for p in before["held"][name]]
+    new = [p for name in report_heldout.TWENTY_TWO for p in now["held"][name]]
     assert (f"on all twenty-two sets scored before it gains ({within(old):,} → {within(new):,} of {len(new):,} rows, "
             f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%})") in text
     with tarfile.open(RESULTS / "logs" / "run116_heldout_2048_2049.tar.gz") as logs:
         assert all(json.load(logs.extractfile(f"run116/{name}")) == held_out_file(name)
-                   for name in perf_report.BLIND_LONE_COPY)
-    blind = [p for name in perf_report.BLIND_LONE_COPY for p in now["held"][name]]
-    blind_before = [p for name in perf_report.BLIND_LONE_COPY for p in before["held"][name]]
+                   for name in report_heldout.BLIND_LONE_COPY)
+    blind = [p for name in report_heldout.BLIND_LONE_COPY for p in now["held"][name]]
+    blind_before = [p for name in report_heldout.BLIND_LONE_COPY for p in before["held"][name]]
     moved = [(x, y) for (_, x), (_, y) in zip(blind_before, blind) if x != y]
     assert (f"{within(blind)} of {len(blind)} rows ({within(blind) / len(blind):.1%}) within 20%, the same count as "
             f"without it ({len(moved)} of their rows moved, none across the 20% line)") in text
@@ -1611,7 +1624,8 @@ def test_perf_md_quotes_the_lone_copy_rate_as_measured_and_scored():
     share = lambda name: f"{within(held[name]) / len(held[name]):.1%}"  # noqa: E731
     assert (f"`heldout_2048.json` {share('heldout_2048.json')} (its Hopper forwards {within(hopper)} of {len(hopper)}), "
             f"`heldout_2049.json` {share('heldout_2049.json')}, which meets issue 24's target") in text
-    assert perf_report.meets_target(held["heldout_2049.json"]) and not perf_report.meets_target(held["heldout_2048.json"])
+    assert (report_heldout.meets_target(held["heldout_2049.json"])
+            and not report_heldout.meets_target(held["heldout_2048.json"]))
     pooled = [p for pairs in held.values() for p in pairs]
     assert (f"All twenty-four sets pooled: {within(pooled):,} of {len(pooled):,} rows "
             f"({within(pooled) / len(pooled):.1%})") in text and len(held) == 24
@@ -1629,13 +1643,14 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
     (the files are the runs', kept in their logs) scored once after it, and all the sets pooled, as docs/perf.md quotes
     them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    span, per_wave = perf_report._span, perf_report.per_wave
-    with perf_report.full_last_wave():  # the model as this section was written, before the twenty-sixth session's change
-        now, start_now = perf_report.program_start_rows(), perf_report.program_start_share()
-        scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_FIVE}
-    with perf_report.no_own_copy():
-        before, scores_before = perf_report.program_start_rows(), perf_report.model_scores()
-        held_before = {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_FIVE}
+    span, per_wave = report_kernels._span, report_launches.per_wave
+    # the model as this section was written, before the twenty-sixth session's change
+    with report_history.full_last_wave():
+        now, start_now = report_launches.program_start_rows(), report_launches.program_start_share()
+        scores, held = report_heldout.model_scores(), {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_FIVE}
+    with report_history.no_own_copy():
+        before, scores_before = report_launches.program_start_rows(), report_heldout.model_scores()
+        held_before = {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_FIVE}
     lone = [k for k, waves in now.items() if all(b == 1 for *_, b in waves.values())]
     assert sorted({k[:3] for k in lone}) == [(64, 128, 128), (128, 128, 64), (128, 128, 128)]
     gap = [per_wave(now[k], 0) - per_wave(before[k], 1) for k in lone]
@@ -1652,8 +1667,8 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
     intercepts = [np.polyfit(list(now[k]), [m for m, *_ in now[k].values()], 1)[1] for k in lone]
     assert f"extrapolates to {min(intercepts):.1f}–{max(intercepts):.1f} µs at zero waves" in text
     assert gpusim.get_gpu("H200-measured").launch_overhead_s == 3.2e-6
-    with perf_report.no_own_copy():
-        start_before = perf_report.program_start_share().split(" of")[0]
+    with report_history.no_own_copy():
+        start_before = report_launches.program_start_share().split(" of")[0]
     assert (f"moves the tile sweep (`tiles.json`) from {scores_before['tiles.json']} to 100% within 20% and "
             f"`program_start.json` from {start_before} to {start_now.split(' of')[0]}") in text
     assert scores["tiles.json"] == "100.0%"
@@ -1661,8 +1676,8 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
                                                            "program_setup.json"))
     assert (f"(all rows {scores_before['held-out, all']} → {scores['held-out, all']}, flash2's forwards "
             f"{scores_before['held-out, flash2 forwards']} → {scores['held-out, flash2 forwards']})") in text
-    old = [p for n in perf_report.TWENTY_FOUR for p in held_before[n]]
-    new = [p for n in perf_report.TWENTY_FOUR for p in held[n]]
+    old = [p for n in report_heldout.TWENTY_FOUR for p in held_before[n]]
+    new = [p for n in report_heldout.TWENTY_FOUR for p in held[n]]
     assert (f"on all twenty-four sets scored before it ({within(old):,} → {within(new):,} of {len(new):,} rows, "
             f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%})") in text
     for log, names in (("run117_heldout_2050_2051.tar.gz", ("heldout_2050.json", "heldout_2051.json")),
@@ -1670,8 +1685,8 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
         with tarfile.open(RESULTS / "logs" / log) as logs:
             assert all(json.load(logs.extractfile(f"{log.split('_')[0]}/{name}")) == held_out_file(name)
                        for name in names)
-    blind = [p for n in perf_report.BLIND_OWN_COPY for p in held[n]]
-    blind_before = [p for n in perf_report.BLIND_OWN_COPY for p in held_before[n]]
+    blind = [p for n in report_heldout.BLIND_OWN_COPY for p in held[n]]
+    blind_before = [p for n in report_heldout.BLIND_OWN_COPY for p in held_before[n]]
     moved = [(x, y) for (_, x), (_, y) in zip(blind_before, blind) if x != y]
     crossed = [(x, y) for x, y in moved if close(x) != close(y)]
     assert (f"{within(blind)} of {len(blind)} rows ({within(blind) / len(blind):.1%}) within 20%, {within(blind_before)} "
@@ -1685,9 +1700,9 @@ def test_perf_md_quotes_a_programs_own_tiles_as_measured_and_scored():
             f"(each with {within(train[0])} of {len(train[0])} training steps") in text and within(train[1]) == within(train[0])
     assert (f"`heldout_2052.json` {share('heldout_2052.json')} (Hopper forwards {within(hopper)} of {len(hopper)}: "
             f"misses it), `heldout_2053.json` {share('heldout_2053.json')} (meets it)") in text
-    assert [perf_report.meets_target(held[n]) for n in perf_report.BLIND_OWN_COPY] == [False, False, False, True]
+    assert [report_heldout.meets_target(held[n]) for n in report_heldout.BLIND_OWN_COPY] == [False, False, False, True]
     pooled = [p for pairs in held.values() for p in pairs]
-    met = sum(perf_report.meets_target(pairs) for pairs in held.values())
+    met = sum(report_heldout.meets_target(pairs) for pairs in held.values())
     assert (f"All twenty-eight sets pooled: {within(pooled):,} of {len(pooled):,} rows "
             f"({within(pooled) / len(pooled):.1%}); {met} of the 28 meet the target") in text and len(held) == 28
 
@@ -1700,7 +1715,7 @@ def test_perf_md_quotes_the_backward_with_several_query_heads_per_kv_head_as_mea
     docs/perf.md quotes them, recomputed; the two held-out sets of run 119, kept in its log unscored, are in
     results/h200 as the log has them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.bwd_gqa_rows()
+    rows = report_steps.bwd_gqa_rows()
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
     with tarfile.open(RESULTS / "logs" / "run119_bwd_gqa_warm.tar.gz") as tar:
         warm = json.load(tar.extractfile("run119/bwd_gqa.json"))["rows"]
@@ -1726,7 +1741,7 @@ def test_perf_md_quotes_the_backward_with_several_query_heads_per_kv_head_as_mea
             f"64 × 64), at d = 128 within {ratio('dkdv', 128)}× (dK/dV) and {ratio('dq', 128)}× (dQ)") in text
     with tarfile.open(RESULTS / "logs" / "run119_bwd_gqa_heldout_2054_2055.tar.gz") as logs:  # kept there unscored
         assert all(json.load(logs.extractfile(f"run119/{name}")) == held_out_file(name)
-                   for name in perf_report.BLIND_LAST_WAVE)  # until the next change (the twenty-sixth session's)
+                   for name in report_heldout.BLIND_LAST_WAVE)  # until the next change (the twenty-sixth session's)
 
 
 def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
@@ -1734,7 +1749,8 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
     marginal rates from 16 to 32 KiB, as docs/perf.md quotes them, recomputed; the cold copy at 132 programs is bound
     by the DRAM's copy rate (reads and writes of all SMs at about GPU.hbm_bytes_per_s)."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    us, rates, one = perf_report.launch_parts_ms(), perf_report.launch_parts_rates(), perf_report.launch_parts_rates(1)
+    us, rates = report_launches.launch_parts_ms(), report_launches.launch_parts_rates()
+    one = report_launches.launch_parts_rates(1)
     empty = [v for (kind, *_), v in us.items() if kind == "empty"]
     assert f"an empty kernel takes {min(empty):.1f}–{max(empty):.2f} µs" in text
     assert (f"takes {us['copy', 132, 128, 'cold']:.2f} µs at 128 B, cold, and {us['copy', 132, 32768, 'cold']:.2f} µs at "
@@ -1755,7 +1771,7 @@ def test_perf_md_quotes_naives_launches_as_measured():
     series, the store constant, and what the change moves: the held-out sets' naive rows, bench.json's, Nsight's
     launches and the golden file, as docs/perf.md quotes them, recomputed from the files and the model."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    empty = perf_report.naive_empty_us()
+    empty = report_launches.naive_empty_us()
     assert (f"take {empty[1, 1]:.2f}, {empty[1, 2]:.2f} and {empty[1, 3]:.2f} µs (one program each) and "
             f"{empty[132, 1]:.2f}, {empty[132, 2]:.2f} and {empty[132, 3]:.2f} µs (132 each)") in text
     added = [empty[p, n] - empty[p, n - 1] for p in (1, 132) for n in (2, 3)]
@@ -1768,22 +1784,23 @@ def test_perf_md_quotes_naives_launches_as_measured():
     assert f"The call takes {min(whole):.2f}–{max(whole):.2f}× the sum of its three kernels" in text
     gpu = gpusim.get_gpu(agreement.PRESET)
     assert f"about {3 * (gpu.launch_overhead_s - gpu.graph_launch_s) * 1e6:.1f} µs slow" in text
-    figures = perf_report.naive_launch_figures()
+    figures = report_launches.naive_launch_figures()
     assert f"priced pv's launches up to {figures['pv']['before'][4]:.1f}× slow" in text
-    parts = {k: v for k, v in perf_report.qk_parts_us().items() if k[1] == 2048}
+    parts = {k: v for k, v in report_launches.qk_parts_us().items() if k[1] == 2048}
     rate = [k[0] * k[1] ** 2 * 2 / (v["store_only"] * 1e-6) / 1e12 for k, v in parts.items()]
     series = [v["full"] / (v["no_store"] + v["store_only"] - v["empty"]) for v in parts.values()]
     assert f"store rows ({min(rate):.2f}–{max(rate):.2f} TB/s at N = 2,048)" in text
     assert f"the whole program takes {min(series):.2f}–{max(series):.2f} of its two halves in series" in text
-    with perf_report.naive_before():
-        ratio = [perf_report.qk_us(*key) / v["full"] for key, v in parts.items() if key[3] == 128]
-        naive = [(r["ms"], x) for name in perf_report.THIRTY_EIGHT for r, x in agreement.heldout_rows(name)
+    with report_history.naive_before():
+        ratio = [report_launches.qk_us(*key) / v["full"] for key, v in parts.items() if key[3] == 128]
+        naive = [(r["ms"], x) for name in report_heldout.THIRTY_EIGHT for r, x in agreement.heldout_rows(name)
                  if r["algo"] == "naive"]
     assert f"its qk at 128 × 128 was {min(ratio):.2f}–{max(ratio):.2f}× the measured time" in text
-    wave = [perf_report.qk_us(*key) / v["full"] for key, v in perf_report.qk_parts_us().items() if key[:2] == (64, 256)]
+    wave = [report_launches.qk_us(*key) / v["full"] for key, v in report_launches.qk_parts_us().items()
+            if key[:2] == (64, 256)]
     assert f"qk's one-wave launches (64 × 256 above) are still priced {min(wave):.2f}–{max(wave):.2f}×" in text
-    alone = [(perf_report.qk_us(*key) - key[0] * key[1] ** 2 * 2 / gpu.store_bytes_per_s * 1e6) / v["no_store"]
-             for key, v in perf_report.qk_parts_us().items() if key[:2] == (64, 256)]
+    alone = [(report_launches.qk_us(*key) - key[0] * key[1] ** 2 * 2 / gpu.store_bytes_per_s * 1e6) / v["no_store"]
+             for key, v in report_launches.qk_parts_us().items() if key[:2] == (64, 256)]
     assert max(alone) < 0.8 and "(its loads and dot alone already are)" in text  # priced without the store
     assert gpu.store_bytes_per_s == pytest.approx(h200_constants.store_bytes_per_s(), rel=1e-3)
     assert f"`GPU.store_bytes_per_s`, {gpu.store_bytes_per_s / 1e12:.3f} TB/s" in text
@@ -1796,11 +1813,11 @@ def test_perf_md_quotes_naives_launches_as_measured():
     bands = ((0.15, 0.5), (0.5, 2), (2, math.inf))
     medians = [statistics.median(x for ms, x in naive if lo <= ms < hi) for lo, hi in bands]
     assert f"from 150 µs up the median was {min(medians):.2f}–{max(medians):.2f}×" in text
-    held = perf_report.naive_heldout_figures(perf_report.THIRTY_EIGHT)
+    held = report_launches.naive_heldout_figures(report_heldout.THIRTY_EIGHT)
     before, after = held["before"], held["model"]
     assert f"takes the naive rows from {before[0]} to {after[0]} of {after[1]} within 20%" in text
     bench = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
-    with perf_report.naive_before():
+    with report_history.naive_before():
         bench_before = [x for r, x in agreement.rows("bench.json") if r["provider"] == "naive"]
     both = all(abs(x - 1) <= 0.2 for x in bench + bench_before)
     assert both and (f"the median goes from {statistics.median(bench_before):.2f} to {statistics.median(bench):.2f} "
@@ -1809,14 +1826,14 @@ def test_perf_md_quotes_naives_launches_as_measured():
         rows = ncu.compare_run("ncu", RESULTS)
         return [r["rel_err"] for r in rows if r["kernel"] == "qk" and r["quantity"] == "time_s"]
     now = qk_errors()
-    with perf_report.naive_before():
+    with report_history.naive_before():
         before = qk_errors()
     assert (f"qk from {1 + min(before):.2f}–{1 + max(before):.2f} of the measured time to "
             f"{1 + min(now):.2f}–{1 + max(now):.2f}") in text
     moved, picked = [], 0
     for args in golden.configs():
         record = golden.record(args)
-        with perf_report.naive_before():
+        with report_history.naive_before():
             was = golden.record(args)
         if record != was:
             moved.append(args["algo"])
@@ -1836,7 +1853,7 @@ def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
     def pct(x):
         return f"{abs(x):.0%}"
     now = times()
-    with perf_report.naive_before():
+    with report_history.naive_before():
         before = times()
     (miss,) = [r for rows in now.values() for r in rows if abs(r["rel_err"]) > ncu.TARGETS["time_s"]]
     qk, pv = ([r["rel_err"] for r in now[k]] for k in ("qk", "pv"))
@@ -1862,7 +1879,7 @@ def scored_blind(text, held, held_before, names, run, meets):
     blind, before = ([p for n in names for p in h[n]] for h in (held, held_before))
     assert (f"The two sets of run {run}, scored once after it: {within(blind)} of {len(blind)} rows "
             f"({within(blind) / len(blind):.1%}) within 20%, {within(before)} without it") in text
-    assert [perf_report.meets_target(held[n]) for n in names] == meets
+    assert [report_heldout.meets_target(held[n]) for n in names] == meets
     return lambda n: f"{within(held[n]) / len(held[n]):.1%}"
 
 
@@ -1873,14 +1890,14 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     run's, kept in its log) scored once after it, and all the sets pooled, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
-    with perf_report.counted_dots():  # the model as this section was written, before the twenty-seventh session's
-        now = perf_report.last_wave_rows()
-        scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_SIX}
-    with perf_report.full_last_wave():
-        before, scores_before = perf_report.last_wave_rows(), perf_report.model_scores()
-        held_before = {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_SIX}
+    with report_history.counted_dots():  # the model as this section was written, before the twenty-seventh session's
+        now = report_launches.last_wave_rows()
+        scores, held = report_heldout.model_scores(), {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_SIX}
+    with report_history.full_last_wave():
+        before, scores_before = report_launches.last_wave_rows(), report_heldout.model_scores()
+        held_before = {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_SIX}
     shares = lambda rows, keys, field, ks=None: [x for k in keys for i, x in enumerate(  # noqa: E731
-        perf_report.leftover_shares(rows[k], field)) if ks is None or i + 1 in ks]
+        report_launches.leftover_shares(rows[k], field)) if ks is None or i + 1 in ks]
     b = {k: v[max(v)][2] for k, v in now.items()}
     many, few = [k for k in now if b[k] >= 4], [k for k in now if b[k] < 4]
     assert {b[k] for k in many} == {4, 5} and {b[k] for k in few} == {2, 3}
@@ -1895,10 +1912,10 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     assert (f"(all rows {scores_before['held-out, all']} → {scores['held-out, all']}, flash2's forwards "
             f"{scores_before['held-out, flash2 forwards']} → {scores['held-out, flash2 forwards']}, training steps "
             f"{scores_before['held-out, training steps']} → {scores['held-out, training steps']})") in text
-    with perf_report.full_last_wave():
+    with report_history.full_last_wave():
         step_before = {(r["provider"], r["pass"], r["causal"], r["seq"], r["head_dim"]): x
                        for r, x in agreement.rows("bench_bwd.json")}
-    with perf_report.counted_dots():
+    with report_history.counted_dots():
         step = {(r["provider"], r["pass"], r["causal"], r["seq"], r["head_dim"]): (r, x)
                 for r, x in agreement.rows("bench_bwd.json")}
     key, bwd = ("flash2", "fwd+bwd", True, 512, 64), ("flash2", "bwd", True, 512, 64)
@@ -1909,28 +1926,28 @@ def test_perf_md_quotes_a_launchs_last_wave_as_measured_and_scored():
     wide = sum(abs(x - 1) <= 0.4 for _, x in step.values()) / len(step)
     assert f"so that file's rows within 40% go from 100% to {wide:.0%} (the bound now stated: 98%)" in text
     assert agreement.BOUNDS["bench_bwd.json", "all"] == (0.9, 0.98)
-    old = [p for n in perf_report.TWENTY_FIVE for p in held_before[n]]
-    new = [p for n in perf_report.TWENTY_FIVE for p in held[n]]
-    met = lambda h: sum(perf_report.meets_target(h[n]) for n in perf_report.TWENTY_FIVE)  # noqa: E731
+    old = [p for n in report_heldout.TWENTY_FIVE for p in held_before[n]]
+    new = [p for n in report_heldout.TWENTY_FIVE for p in held[n]]
+    met = lambda h: sum(report_heldout.meets_target(h[n]) for n in report_heldout.TWENTY_FIVE)  # noqa: E731
     assert (f"so do all twenty-eight sets scored before it ({within(old):,} → {within(new):,} of {len(new):,} rows, "
             f"{within(old) / len(old):.1%} → {within(new) / len(new):.1%}; {met(held_before)} → {met(held)} sets meet "
-            f"issue 24's target)") in text and len(perf_report.TWENTY_FIVE) == 28
-    share = scored_blind(text, held, held_before, perf_report.BLIND_LAST_WAVE, 119, [True, False])
+            f"issue 24's target)") in text and len(report_heldout.TWENTY_FIVE) == 28
+    share = scored_blind(text, held, held_before, report_heldout.BLIND_LAST_WAVE, 119, [True, False])
     hopper = [p for p in held["heldout_2055.json"] if (p[0]["kind"], p[0]["algo"]) == ("forward", "hopper")]
     assert (f"`heldout_2054.json` {share('heldout_2054.json')} (meets the target), `heldout_2055.json` "
             f"{share('heldout_2055.json')} (Hopper forwards {within(hopper)} of {len(hopper)}: misses it") in text
     pooled = [p for pairs in held.values() for p in pairs]
     assert (f"All thirty sets pooled: {within(pooled):,} of {len(pooled):,} rows ({within(pooled) / len(pooled):.1%}); "
-            f"{sum(perf_report.meets_target(h) for h in held.values())} of the 30 meet the target") in text
-    with perf_report.counted_dots():
-        gqa = {k: v for k, v in perf_report.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
-    with perf_report.full_last_wave():
-        gqa_before = {k: v for k, v in perf_report.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
+            f"{sum(report_heldout.meets_target(h) for h in held.values())} of the 30 meet the target") in text
+    with report_history.counted_dots():
+        gqa = {k: v for k, v in report_steps.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
+    with report_history.full_last_wave():
+        gqa_before = {k: v for k, v in report_steps.bwd_gqa_rows().items() if k[:2] == ("dq", 64)}
     ratios = lambda rows: [p / m for kv in rows.values() for m, p in kv.values()]  # noqa: E731
     assert (f"dQ alone at d = 64 (`bwd_gqa.json`, as run 127 measured it again, cold) is now priced {span(ratios(gqa))}× "
             f"({span(ratios(gqa_before))}× before: its GQA launches of few programs end in a partial wave)") in text
-    with perf_report.counted_dots(), perf_report.lone_last_wave():
-        trial, picks = perf_report.last_wave_rows(), agreement.tile_choice()
+    with report_history.counted_dots(), report_launches.lone_last_wave():
+        trial, picks = report_launches.last_wave_rows(), agreement.tile_choice()
     assert (f"It prices the leftovers of one program per SM at {span(shares(trial, many, 1, {1}))} of a full wave at "
             f"b = 4 and 5, and those at b = 2 and 3 at {span(shares(trial, few, 1))}") in text
     moved = {k: v for k, v in picks.items() if v[1] is not None and v[1] > 1.05}
@@ -1949,7 +1966,7 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
     before and after, the sets scored before it, run 121's two sets (kept in its log until now) scored once after it,
     and best_blocks' picks in the golden file that move, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.ragged_tiles_rows()
+    rows = report_steps.ragged_tiles_rows()
     level = {k: [v[n][0] for n in v if 384 < n <= (448 if k[0] == "flash2_64x64" else 512)] for k, v in rows.items()}
     spread = {k: max(v) / min(v) - 1 for k, v in level.items()}
     step = [v[513][0] / v[512][0] for k, v in rows.items() if k[0] != "flash2_64x64"]
@@ -1960,38 +1977,38 @@ def test_perf_md_quotes_whole_tiles_in_the_dots_as_measured_and_scored():
     assert f"takes {min(step):.2f}–{max(step):.2f}× as long at 513" in text
     assert all(v[480][0] / v[448][0] > 1.2 and v[513][0] / v[512][0] > 1.2 for k, v in rows.items()
                if k[0] == "flash2_64x64")
-    assert (f"it prices {perf_report.ragged_tiles_share(2).replace(' of ', ' of the ')} launches within 20% "
-            f"({perf_report.ragged_tiles_share(1).split()[0]} before)") in text
+    assert (f"it prices {report_steps.ragged_tiles_share(2).replace(' of ', ' of the ')} launches within 20% "
+            f"({report_steps.ragged_tiles_share(1).split()[0]} before)") in text
     hopper = [t[2] / t[0] for t in rows["hopper", 64].values()]
     assert f"the Hopper kernel at d = 64 is priced {min(hopper):.2f}–{max(hopper):.2f}× at every N" in text
-    with perf_report.counted_dots():
-        scores_before = perf_report.model_scores()
-        held_before = {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_EIGHT}
-    scores, held = perf_report.model_scores(), {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_EIGHT}
+    with report_history.counted_dots():
+        scores_before = report_heldout.model_scores()
+        held_before = {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_EIGHT}
+    scores, held = report_heldout.model_scores(), {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_EIGHT}
     assert all(scores_before[k] == scores[k] for k in ("bench.json", "tiles.json", "decode.json", "bench_bwd.json",
                                                            "program_setup.json", "tile picks within 5%"))
-    old = [p for n in perf_report.TWENTY_SIX for p in held_before[n]]
-    new = [p for n in perf_report.TWENTY_SIX for p in held[n]]
-    met = lambda h: sum(perf_report.meets_target(h[n]) for n in perf_report.TWENTY_SIX)  # noqa: E731
-    assert len(perf_report.TWENTY_SIX) == 30
+    old = [p for n in report_heldout.TWENTY_SIX for p in held_before[n]]
+    new = [p for n in report_heldout.TWENTY_SIX for p in held[n]]
+    met = lambda h: sum(report_heldout.meets_target(h[n]) for n in report_heldout.TWENTY_SIX)  # noqa: E731
+    assert len(report_heldout.TWENTY_SIX) == 30
     assert (f"go from {within(old):,} to {within(new):,} of {len(new):,} rows within 20% "
             f"({within(old) / len(old):.1%} → {within(new) / len(new):.1%})") in text
-    kind = lambda pairs: perf_report.heldout.share(perf_report.labelled(pairs), "Hopper")  # noqa: E731
+    kind = lambda pairs: heldout.share(report_heldout.labelled(pairs), "Hopper")  # noqa: E731
     assert f"the Hopper forwards most ({kind(old)} → {kind(new)}" in text
     assert f"and {met(held_before)} → {met(held)} of the 30 meet issue 24's target" in text
-    share = scored_blind(text, held, held_before, perf_report.BLIND_WHOLE_DOTS, 121, [False, True])
+    share = scored_blind(text, held, held_before, report_heldout.BLIND_WHOLE_DOTS, 121, [False, True])
     train = [p for p in held["heldout_2056.json"] if p[0]["kind"] == "train"]
     assert (f"`heldout_2056.json` {share('heldout_2056.json')} (its training steps {within(train)} of {len(train)}: "
             f"misses the target), `heldout_2057.json` {share('heldout_2057.json')} (meets it)") in text
     pooled = [p for pairs in held.values() for p in pairs]
     assert (f"All thirty-two sets pooled: {within(pooled) / len(pooled):.1%} of {len(pooled):,} rows; "
-            f"{sum(perf_report.meets_target(h) for h in held.values())} of the 32 meet the target") in text
+            f"{sum(report_heldout.meets_target(h) for h in held.values())} of the 32 meet the target") in text
     golden = [r for r in json.loads((ROOT / "tests" / "golden" / "counts.json").read_text())
               if "blocks" in r["result"] and "block_q" not in r["args"]]
     def picks():  # the golden file's configurations' tiles as the model picks them (the section's: naive_before)
         return [((c := gpusim.simulate(**r["args"]).config).block_q, c.block_kv) for r in golden]
     now = picks()
-    with perf_report.counted_dots():
+    with report_history.counted_dots():
         moved = [r["args"] for r, pick, was in zip(golden, now, picks()) if pick != was]
     simulated = sum("error" not in r["result"] for r in json.loads((ROOT / "tests" / "golden" / "counts.json").read_text()))
     assert f"changes its pick for {len(moved)} of the golden file's {simulated} configurations" in text
@@ -2064,25 +2081,26 @@ def test_bwd_sharing_runs_124_to_126_as_docs_perf_md_compares_them():
 @before_retimed
 @before_measured_issue
 def test_perf_md_quotes_the_trial_of_dkdvs_measured_warp_rate():
-    """perf_report.dkdv_measured_rate (not adopted): the rate from bwd_stalls.json, the picks it makes in
+    """report_steps.dkdv_measured_rate (not adopted): the rate from bwd_stalls.json, the picks it makes in
     tiles_bwd.json, dK/dV's prices in bwd_kernels.json and the held-out training steps, now and under it, as
     docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
 
     def state():
-        rows = [r for r in perf_report.bwd_kernel_rows() if r["kernel"] != "preprocess"]
+        rows = [r for r in report_kernels.bwd_kernel_rows() if r["kernel"] != "preprocess"]
         four = [r["ratio"] for r in rows if r["kernel"] == "dkdv" and r["head_dim"] == 64 and r["block_q"] == 64]
         rest = [r["ratio"] for r in rows if r["kernel"] == "dkdv" and (r["head_dim"], r["block_q"]) != (64, 64)]
-        held = [p for n in perf_report.TWENTY_EIGHT for p in agreement.heldout_rows(n)]
+        held = [p for n in report_heldout.TWENTY_EIGHT for p in agreement.heldout_rows(n)]
         train = [p for p in held if p[0]["kind"] == "train"]
-        picks = [line.split(" | ") for line in perf_report.tiles_bwd_table().splitlines()[2:]]
+        picks = [line.split(" | ") for line in report_kernels.tiles_bwd_table().splitlines()[2:]]
         return (four, rest, sum(abs(r["ratio"] - 1) <= 0.2 for r in rows), within(train) / len(train),
                 within(held) / len(held), {(c[1], c[2], c[3], c[0][2:]): c[7] for c in picks})
     now = state()
-    with perf_report.dkdv_measured_rate():
+    with report_steps.dkdv_measured_rate():
         trial = state()
-    assert f"{perf_report.dkdv_warp_rate():.2f}" == "0.27" and "Run 60's rate for a dK/dV warp, 0.27 instructions" in text
+    assert (f"{report_steps.dkdv_warp_rate():.2f}" == "0.27"
+            and "Run 60's rate for a dK/dV warp, 0.27 instructions" in text)
     assert [v for k, v in trial[5].items() if k[0] == "64"] == ["1.00"] * 8
     assert {k: v for k, v in trial[5].items() if k[0] == "128"} == {k: v for k, v in now[5].items() if k[0] == "128"}
     assert f"({span([float(v) for k, v in now[5].items() if k[0] == '64'])} the fastest now)" in text
@@ -2095,27 +2113,27 @@ def test_perf_md_quotes_the_trial_of_dkdvs_measured_warp_rate():
 @before_retimed
 @before_measured_issue
 def test_perf_md_quotes_the_trial_of_the_tensor_pipes_rate():
-    """perf_report.nsight_pipe (not adopted): the pipe's ratios and the instruction offset from runs 128 and 129, the
+    """report_steps.nsight_pipe (not adopted): the pipe's ratios and the instruction offset from runs 128 and 129, the
     refit on the fitted half, the backward's and the forward's picks under it, and the trial with the instructions as
     issued, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    pipe = perf_report.pipe_ratios()
-    assert sorted(pipe) == [32, 64, 128] and f"{perf_report.issued_ratio():.2f}" == "0.84"
+    pipe = report_steps.pipe_ratios()
+    assert sorted(pipe) == [32, 64, 128] and f"{report_steps.issued_ratio():.2f}" == "0.84"
     assert f"1.27 at 32, 1.11 at 64, 1.12 at 128" in text and [f"{pipe[k]:.2f}" for k in pipe] == ["1.27", "1.11", "1.12"]
-    scores, point = perf_report.pipe_fit()
+    scores, point = report_steps.pipe_fit()
     share, error = scores[point]
-    now = perf_report.fitted_half_error()
+    now = report_steps.fitted_half_error()
     alike = sum(f"{s:.1%}" == f"{share:.1%}" for s, _ in scores.values())
     assert point == (0.4, 0.1) and "The fit lands on 0.4 and 0.1" in text
     assert (f"holds {share:.1%} of its rows within 20% there, as at {alike} of the grid's {len(scores)} points "
             f"({now[0]:.1%} now), and its mean error falls to {error:.3f} ({now[1]:.3f} now)") in text
-    before = perf_report.backward_picks()
+    before = report_steps.backward_picks()
     assert f"({min(v for k, v in before.items() if k[1] == 64):.2f}–{max(v for k, v in before.items() if k[1] == 64):.2f}× the fastest now)" in text
-    held = lambda: {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_EIGHT}  # noqa: E731
-    meeting = lambda: sum(perf_report.meets_target(p) for p in held().values())  # noqa: E731
+    held = lambda: {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_EIGHT}  # noqa: E731
+    meeting = lambda: sum(report_heldout.meets_target(p) for p in held().values())  # noqa: E731
     count, picks_now = meeting(), agreement.tile_choice()
-    with perf_report.nsight_pipe(*point):
-        picks, fitted, forward = perf_report.backward_picks(), meeting(), agreement.tile_choice()
+    with report_steps.nsight_pipe(*point):
+        picks, fitted, forward = report_steps.backward_picks(), meeting(), agreement.tile_choice()
     assert [v for k, v in picks.items() if k[1] == 64] == [1.0] * 8 and all(v <= 1.05 for v in picks.values())
     assert {k: v for k, v in picks.items() if k[1] == 128} == {k: v for k, v in before.items() if k[1] == 128}
     assert f"so all 16 groups meet issue 24's 5%; {fitted} of the 32 held-out sets meet issue 24's target ({count} now)" in text
@@ -2124,19 +2142,22 @@ def test_perf_md_quotes_the_trial_of_the_tensor_pipes_rate():
     assert (f"picks 128 × 32 for flash2, {min(v[1] for v in moved.values()):.2f}–{max(v[1] for v in moved.values()):.2f}× "
             "the fastest (64 × 64)") in text and all(picks_now[k] == ((64, 64), 1.0) for k in moved)
     pooled = lambda: [p for pairs in held().values() for p in pairs]  # noqa: E731
-    with perf_report.nsight_pipe(point[0] + 0.05, point[1]):
-        step = (sum(v <= 1.05 for v in perf_report.backward_picks().values()), meeting(), within(pooled()) / len(pooled()))
+    with report_steps.nsight_pipe(point[0] + 0.05, point[1]):
+        step = (sum(v <= 1.05 for v in report_steps.backward_picks().values()), meeting(),
+                within(pooled()) / len(pooled()))
     assert (f"one grid step up `ISSUE_HIDING` (0.45) keeps {step[0]} of the 16 backward picks but not the held-out gains "
             f"({step[1]} sets meet the target, {step[2]:.1%} of all rows pooled within 20%, "
             f"{within(pooled()) / len(pooled()):.1%} now)") in text and step[1] <= count < fitted
-    rates = {(r["head_dim"], r["block_q"], r["block_kv"]): r["idle_rate"] for r in perf_report.forward_nsight_rows("fwd_rates.json")}
+    rates = {(r["head_dim"], r["block_q"], r["block_kv"]): r["idle_rate"]
+             for r in report_steps.forward_nsight_rows("fwd_rates.json")}
     assert f"(0.49 against 0.23 a cycle)" in text and (f"{rates[128, 64, 64]:.2f}", f"{rates[128, 128, 32]:.2f}") == ("0.49", "0.23")
-    flash2 = lambda: [p for n in perf_report.TRIALED for p in agreement.heldout_rows(n) if (p[0]["kind"], p[0]["algo"]) == ("forward", "flash2")]  # noqa: E731
+    flash2 = lambda: [p for n in report_heldout.TRIALED for p in agreement.heldout_rows(n)  # noqa: E731
+                      if (p[0]["kind"], p[0]["algo"]) == ("forward", "flash2")]
     base = within(flash2()) / len(flash2())
-    with perf_report.nsight_pipe(*perf_report.pipe_fit(True)[1], issued=True):
-        issued_picks, issued_flash2 = perf_report.backward_picks(), within(flash2()) / len(flash2())
+    with report_steps.nsight_pipe(*report_steps.pipe_fit(True)[1], issued=True):
+        issued_picks, issued_flash2 = report_steps.backward_picks(), within(flash2()) / len(flash2())
         issued_forward = agreement.tile_choice()
-    assert perf_report.pipe_fit(True)[1] == (0.45, 0.0)
+    assert report_steps.pipe_fit(True)[1] == (0.45, 0.0)
     lost = sum(v[1] > 1.05 for v in issued_forward.values())
     assert (f"loses {lost} of the forward's picks, held-out flash2 forwards ({issued_flash2:.1%} within 20%, {base:.1%} now) and "
             f"{sum(v <= 1.05 for v in picks.values()) - sum(v <= 1.05 for v in issued_picks.values())} of the backward's picks") in text
@@ -2145,9 +2166,9 @@ def test_perf_md_quotes_the_trial_of_the_tensor_pipes_rate():
 @before_measured_issue
 def test_perf_md_compares_the_full_sm_from_l2_and_from_dram():
     """bwd_kernels.json's fp16 d = 64 non-causal 8K launch per step of its b programs against bwd_sharing.json's
-    probe at m = b, and gpusim's over each, as docs/perf.md quotes them, recomputed (perf_report.full_sm_steps)."""
+    probe at m = b, and gpusim's over each, as docs/perf.md quotes them, recomputed (report_steps.full_sm_steps)."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    steps, probe = perf_report.full_sm_steps(), perf_report.bwd_sharing_rows()
+    steps, probe = report_steps.full_sm_steps(), report_steps.bwd_sharing_rows()
     assert len(steps) == 8 and {k[1:] for k in steps} == {(64, 32), (64, 64), (128, 32), (128, 64)}
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
     ratio = lambda kernel: span([t / p for k, (t, p) in steps.items() if k[0] == kernel])  # noqa: E731
@@ -2156,7 +2177,7 @@ def test_perf_md_compares_the_full_sm_from_l2_and_from_dram():
             f"{us('dkdv', (64, 32))}) and {ratio('dq')} for dQ (64 × 32: {us('dq', (64, 32))}; 64 × 64: "
             f"{us('dq', (64, 64))})") in text
     full = lambda kernel: [v[max(v)][1] / v[max(v)][0] for k, v in probe.items() if k[:2] == (kernel, 64)]  # noqa: E731
-    launch = {(r["kernel"], r["block_q"], r["block_kv"]): r["ratio"] for r in perf_report.bwd_kernel_rows()
+    launch = {(r["kernel"], r["block_q"], r["block_kv"]): r["ratio"] for r in report_kernels.bwd_kernel_rows()
               if (r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"]) == ("fp16", 64, False, 8192, 2)}
     kv64 = sorted([probe["dkdv", 64, 64, 64][2][1] / probe["dkdv", 64, 64, 64][2][0], launch["dkdv", 64, 64]])
     assert "0.78–0.81× for dK/dV at 64 × 64" in text and [f"{x:.2f}" for x in kv64] == ["0.78", "0.81"]
@@ -2171,7 +2192,7 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     of the forward's full-issue rule for lone backward programs, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}"  # noqa: E731
-    rows = perf_report.bwd_sharing_rows()
+    rows = report_steps.bwd_sharing_rows()
     lone = {k: v[1][1] / v[1][0] for k, v in rows.items()}
     full = [v[max(v)][1] / v[max(v)][0] for v in rows.values() if max(v) > 1]
     assert all(max(v) == v[max(v)][2] or v[max(v)][2] > 5 for v in rows.values())
@@ -2189,21 +2210,21 @@ def test_perf_md_quotes_the_backwards_programs_sharing_an_sm():
     assert (f"(64 × 32 at d = 64: {us((64, 32), 0)} µs for one, two, three; 64 × 64: {us((64, 64), 0)}), where the "
             f"model's max(chain, m × busy) does not grow until m × busy passes the chain (64 × 32: {us((64, 32), 1)} µs)"
             in text)
-    with perf_report.backward_full_issue():
-        trial = {k: v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items()}
+    with report_steps.backward_full_issue():
+        trial = {k: v[1][1] / v[1][0] for k, v in report_steps.bwd_sharing_rows().items()}
         trial_kv = [x for k, x in trial.items() if k[0] == "dkdv"]
-        train = [p for n in perf_report.TWENTY_EIGHT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
-    now = [p for n in perf_report.TWENTY_EIGHT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
+        train = [p for n in report_heldout.TWENTY_EIGHT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
+    now = [p for n in report_heldout.TWENTY_EIGHT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]
     assert f"it prices the lone steps {span(trial.values())}× (dK/dV {span(trial_kv)}×, too fast" in text
     assert (f"takes the held-out training steps from {within(now) / len(now):.0%} to {within(train) / len(train):.0%} "
             f"within 20%") in text
-    held = lambda: [p for n in perf_report.TWENTY_EIGHT for p in agreement.heldout_rows(n)]  # noqa: E731
-    kernels = lambda: sum(abs(r["ratio"] - 1) <= 0.2 for r in perf_report.bwd_kernel_rows()  # noqa: E731
+    held = lambda: [p for n in report_heldout.TWENTY_EIGHT for p in agreement.heldout_rows(n)]  # noqa: E731
+    kernels = lambda: sum(abs(r["ratio"] - 1) <= 0.2 for r in report_kernels.bwd_kernel_rows()  # noqa: E731
                           if r["kernel"] != "preprocess")
     held_now, kernels_now = held(), kernels()
-    with perf_report.backward_full_issue(("dq",)):
-        dq = [v[1][1] / v[1][0] for k, v in perf_report.bwd_sharing_rows().items() if k[0] == "dq"]
-        held_dq, kernels_dq, picks = held(), kernels(), perf_report.tiles_bwd_table()
+    with report_steps.backward_full_issue(("dq",)):
+        dq = [v[1][1] / v[1][0] for k, v in report_steps.bwd_sharing_rows().items() if k[0] == "dq"]
+        held_dq, kernels_dq, picks = held(), kernels(), report_kernels.tiles_bwd_table()
     assert (f"Given to dQ alone, it prices dQ's lone steps {span(dq)}× (too fast as well, cold: run 124's warm steps had "
             f"suggested the full rate) and `bwd_kernels.json`'s launches {kernels_dq} of 128 within 20% ({kernels_now} "
             "now") in text
@@ -2222,28 +2243,31 @@ def test_perf_md_quotes_dkdv_as_nsight_measures_it():
     what it moves, and run 122's two sets scored once after it, as docs/perf.md quotes them."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     gpu = gpusim.get_gpu("H200-measured")
-    assert gpu.tensor_pipe_ratio == tuple((kv, round(r, 3)) for kv, r in perf_report.pipe_ratios().items())
-    assert cost.ISSUED_PER_COUNTED == round(1 / perf_report.issued_ratio(), 3) and "1.18 per counted one" in text
-    assert Flash2Backward.MEASURED_ISSUE == {"dkdv": round(perf_report.measured_warp_rate(), 3)}
-    rates = [r["idle_rate"] for r in perf_report.bwd_rates_rows() if r["kernel"] == "dkdv"]
-    assert f"0.26 a cycle while the pipe is idle (`perf_report.measured_warp_rate`: the median of its six launches, {min(rates):.2f}–{max(rates):.2f} each)" in text
-    (loads, rest) = perf_report.stall_spans()
+    assert gpu.tensor_pipe_ratio == tuple((kv, round(r, 3)) for kv, r in report_steps.pipe_ratios().items())
+    assert cost.ISSUED_PER_COUNTED == round(1 / report_steps.issued_ratio(), 3) and "1.18 per counted one" in text
+    assert Flash2Backward.MEASURED_ISSUE == {"dkdv": round(report_steps.measured_warp_rate(), 3)}
+    rates = [r["idle_rate"] for r in report_steps.bwd_rates_rows() if r["kernel"] == "dkdv"]
+    assert (f"0.26 a cycle while the pipe is idle (`report_steps.measured_warp_rate`: the median of its six launches, "
+            f"{min(rates):.2f}–{max(rates):.2f} each)") in text
+    (loads, rest) = report_steps.stall_spans()
     assert (f"stalls {loads[0]:.2f}–{loads[1]:.2f} cycles per instruction issued on its loads (long scoreboard) and "
             f"{rest[0]:.2f}–{rest[1]:.2f} on fixed-latency waits") in text
     span = lambda v: f"{min(v):.2f}–{max(v):.2f}×"  # noqa: E731
-    dkdv = lambda: [r["ratio"] for r in perf_report.bwd_rates_rows() if r["kernel"] == "dkdv"]  # noqa: E731
-    dq = lambda: [r["ratio"] for r in perf_report.bwd_rates_rows() if r["kernel"] == "dq"]  # noqa: E731
-    train = lambda: [p for n in perf_report.TWENTY_EIGHT for p in agreement.heldout_rows(n) if p[0]["kind"] == "train"]  # noqa: E731
-    sets = lambda: {n: agreement.heldout_rows(n) for n in perf_report.TWENTY_EIGHT}  # noqa: E731
-    blind = lambda: {n: agreement.heldout_rows(n) for n in perf_report.BLIND_MEASURED_ISSUE}  # noqa: E731
-    with perf_report.no_measured_issue():
-        before = (dkdv(), dq(), train(), sum(perf_report.meets_target(p) for p in sets().values()),
-                  perf_report.backward_picks(), blind())
-    picks = perf_report.backward_picks()
+    dkdv = lambda: [r["ratio"] for r in report_steps.bwd_rates_rows() if r["kernel"] == "dkdv"]  # noqa: E731
+    dq = lambda: [r["ratio"] for r in report_steps.bwd_rates_rows() if r["kernel"] == "dq"]  # noqa: E731
+    train = lambda: [p for n in report_heldout.TWENTY_EIGHT for p in agreement.heldout_rows(n)  # noqa: E731
+                     if p[0]["kind"] == "train"]
+    sets = lambda: {n: agreement.heldout_rows(n) for n in report_heldout.TWENTY_EIGHT}  # noqa: E731
+    blind = lambda: {n: agreement.heldout_rows(n) for n in report_heldout.BLIND_MEASURED_ISSUE}  # noqa: E731
+    with report_history.no_measured_issue():
+        before = (dkdv(), dq(), train(), sum(report_heldout.meets_target(p) for p in sets().values()),
+                  report_steps.backward_picks(), blind())
+    picks = report_steps.backward_picks()
     assert [v for k, v in picks.items() if k[1] == 64] == [1.0] * 8 and all(v <= 1.05 for v in picks.values())
     assert f"({span([v for k, v in before[4].items() if k[1] == 64])[:-1]}× the fastest before)" in text
     assert (f"the held-out training steps gain ({within(train()) / len(train()):.1%} of all sets' within 20%, "
-            f"{within(before[2]) / len(before[2]):.1%} before) and {sum(perf_report.meets_target(p) for p in sets().values())} "
+            f"{within(before[2]) / len(before[2]):.1%} before) and "
+            f"{sum(report_heldout.meets_target(p) for p in sets().values())} "
             f"of the 32 sets scored before meet issue 24's target ({before[3]} before)") in text
     assert f"are priced {span(dkdv())} ({span(before[0])} before)" in text and dq() == before[1]
     assert f"is still {span(dq())} slow" in text
@@ -2254,7 +2278,7 @@ def test_perf_md_quotes_dkdv_as_nsight_measures_it():
     pooled = [p for pairs in now.values() for p in pairs]
     assert (f"`heldout_2058.json` {share('heldout_2058.json')} within 20% and `heldout_2059.json` "
             f"{share('heldout_2059.json')}, {within(pooled) / len(pooled):.1%} of their {len(pooled)} rows pooled") in text
-    assert not any(perf_report.meets_target(p) for p in now.values())
+    assert not any(report_heldout.meets_target(p) for p in now.values())
     misses = [(row, r) for p in now.values() for row, r in p if row["kind"] == "train" and abs(r - 1) > 0.2]
     assert all(sum(row["kind"] == "train" and abs(r - 1) <= 0.2 for row, r in p) == 9 for p in now.values())
     hopper = [sum(abs(r - 1) <= 0.2 for row, r in p if row["algo"] == "hopper") for p in now.values()]
@@ -2269,14 +2293,14 @@ def test_perf_md_says_the_backward_tile_targets_are_met():
     """tiles_bwd.json under cost.measured: issue 24's two targets (the pick within 5% of the fastest tile, the step at
     least 0.9x SDPA's) in every group, and the picks before it, as docs/perf.md states them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    cells = [line.split(" | ") for line in perf_report.tiles_bwd_table().splitlines()[2:]]
+    cells = [line.split(" | ") for line in report_kernels.tiles_bwd_table().splitlines()[2:]]
     picks, sdpa = [float(c[7]) for c in cells], [float(c[8]) for c in cells]
     assert len(cells) == 16 and max(picks) <= 1.05 and min(sdpa) >= 0.9
     assert (f"the pick is the fastest tile measured, or within 0.5% of it, in {picks.count(1.0)} of the 16 groups and at most "
             f"{max(picks):.2f}× the fastest in the rest, and SDPA's flash step takes {min(sdpa):.2f}–{max(sdpa):.2f}× "
             "as long as ours at the pick in every group") in text
-    with perf_report.no_measured_issue():
-        before = perf_report.backward_picks()
+    with report_history.no_measured_issue():
+        before = report_steps.backward_picks()
     d64 = [v for k, v in before.items() if k[1] == 64]
     assert (f"(1.02–1.11× the fastest, past 5% in {sum(v > 1.05 for v in d64)} of the 8 groups)" in text
             and f"{min(d64):.2f}–{max(d64):.2f}" == "1.02–1.11")
@@ -2312,7 +2336,7 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     floor = gpusim.get_gpu("H200-measured").train_step_host_s
-    bound = [row for n in perf_report.TWENTY_NINE for row, _ in agreement.heldout_rows(n) if row["kind"] == "train"
+    bound = [row for n in report_heldout.TWENTY_NINE for row, _ in agreement.heldout_rows(n) if row["kind"] == "train"
              and sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels) < floor]
     measured = [r["ms"] for r in bound]
     assert f"measured them at {min(measured):.2f}–{max(measured):.2f} ms, in no order of shape" in text
@@ -2324,7 +2348,7 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     from benchmarks.heldout import PROBE
     from benchmarks.host import SHAPES
     assert PROBE == SHAPES[0] == (1, 4, 256, 64) and "batch 1, 4 heads, N = 256, d = 64" in text
-    rows = perf_report.probe_rows(perf_report.BLIND_HOST_PROBE)
+    rows = report_heldout.probe_rows(report_heldout.BLIND_HOST_PROBE)
     probes = [p for _, p, _ in rows]
     spans = {seed: [r["host_probe_us"] * 1e-3 for r in json.loads((RESULTS / f"heldout_{seed}.json").read_text())["rows"]
                     if r.get("host_probe_us")] for seed in range(2062, 2066)}
@@ -2335,14 +2359,14 @@ def test_perf_md_quotes_the_host_probe_as_measured_and_scored():
     assert f"of the {len(ratio)} steps whose predicted GPU time is under their probe, the measured step is " \
            f"{min(ratio):.2f}–{max(ratio):.2f}× the probe" in text
     trains = lambda: {n: sum(abs(r - 1) <= 0.2 for row, r in agreement.heldout_rows(n) if row["kind"] == "train")  # noqa: E731
-                      for n in perf_report.BLIND_HOST_PROBE}
-    with perf_report.preset_host_floor():
+                      for n in report_heldout.BLIND_HOST_PROBE}
+    with report_history.preset_host_floor():
         before = trains()
     after = trains()
     assert sorted(set(before.values())) == [8, 10] and set(after.values()) == {11}
     assert "go from 8 or 10 of 12 within 20% to 11 of 12" in text
-    score = {n: perf_report.heldout.score(n, perf_report.labelled(agreement.heldout_rows(n)))
-             for n in perf_report.BLIND_HOST_PROBE + perf_report.UNCHANGED_MEASURED}
+    score = {n: heldout.score(n, report_heldout.labelled(agreement.heldout_rows(n)))
+             for n in report_heldout.BLIND_HOST_PROBE + report_heldout.UNCHANGED_MEASURED}
     missed = lambda n: ", ".join(f"{k} {score[n][k]}" for k in ("naive", "flash2", "Hopper", "training step", "decode")  # noqa: E731
                                  if int(score[n][k][:-1]) < 80)
     assert [n for n in score if score[n]["target met"] == "no"] == ["heldout_2062.json", "heldout_2064.json",
@@ -2364,7 +2388,7 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
     the sets before, which motivated it, and run 151's four sets under both probes, as docs/perf.md quotes them,
     recomputed; the files hold both probes from seed 2092 on, and only there."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    before = perf_report.probe_figures(perf_report.probe_rows(perf_report.THIRTY_NINE))
+    before = report_heldout.probe_figures(report_heldout.probe_rows(report_heldout.THIRTY_NINE))
     host, every = before["host"], before["all"]
     close = lambda ratios: sum(abs(r - 1) <= 0.2 for r in ratios)  # noqa: E731
     gpu_bound = len(every) - len(host), close(every) - close([1 / r for r in host])
@@ -2372,7 +2396,7 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
             f"run 135 timed again) are within 20% ({close([1 / r for r in host]) / len(host):.0%}), against "
             f"{gpu_bound[1] / gpu_bound[0]:.0%} of the {gpu_bound[0]} GPU-bound steps") in text
     assert f"The measured step is {min(host):.2f}–{max(host):.2f}× its probe, in no order of shape" in text
-    steps = [dict(row, set=n) for n in perf_report.THIRTY_NINE for row, _ in agreement.heldout_rows(n)
+    steps = [dict(row, set=n) for n in report_heldout.THIRTY_NINE for row, _ in agreement.heldout_rows(n)
              if row["kind"] == "train" and sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels)
              < row["host_probe_us"] * 1e-6]
     assert len(steps) == len(host)
@@ -2387,11 +2411,11 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
             f"{fast['ms'] * 1e3:.0f} µs a call beside a probe that read {fast['host_probe_us']:.0f} µs") in text
     from benchmarks import heldout as measured
     assert measured.PROBE_ROUNDS == 4 and "times a training row's steps in four chunks" in text
-    for name in perf_report.HELD_OUT:
+    for name in report_heldout.HELD_OUT:
         train = [r for r in json.loads((RESULTS / name).read_text())["rows"] if r["kind"] == "train"]
-        assert all(("host_probe_before_us" in r) == (name in perf_report.INTERLEAVED) for r in train), name
-    now = perf_report.probe_figures(perf_report.probe_rows(perf_report.INTERLEAVED))
-    was = perf_report.probe_figures(perf_report.probe_rows(perf_report.INTERLEAVED, "host_probe_before_us"))
+        assert all(("host_probe_before_us" in r) == (name in report_heldout.INTERLEAVED) for r in train), name
+    now = report_heldout.probe_figures(report_heldout.probe_rows(report_heldout.INTERLEAVED))
+    was = report_heldout.probe_figures(report_heldout.probe_rows(report_heldout.INTERLEAVED, "host_probe_before_us"))
     assert all(close([1 / r for r in f["host"]]) == len(f["host"]) for f in (now, was))
     assert (f"the measured step {min(now['host']):.2f}–{max(now['host']):.2f}× the probe where the sets before ran "
             f"{min(host):.2f}–{max(host):.2f}×, and {close(now['all'])} of the {len(now['all'])} training "
@@ -2400,17 +2424,17 @@ def test_perf_md_quotes_the_interleaved_probe_as_predicted_and_measured():
     assert (f"from {min(was['host']):.2f}–{max(was['host']):.2f} ({len(was['host'])} steps) to {min(now['host']):.2f}–"
             f"{max(now['host']):.2f} ({len(now['host'])})") in text
     assert f"({np.median(now['host']):.2f}× the median; the least, {min(now['host']):.2f}×)" in text
-    rows = [r for n in perf_report.INTERLEAVED for r in json.loads((RESULTS / n).read_text())["rows"]
+    rows = [r for n in report_heldout.INTERLEAVED for r in json.loads((RESULTS / n).read_text())["rows"]
             if r["kind"] == "train"]
     gap = [r["host_probe_us"] / r["host_probe_before_us"] for r in rows]
     assert f"still differed by {min(gap):.2f}–{max(gap):.2f}× (median {np.median(gap):.2f})" in text
-    pairs = [p for n in perf_report.INTERLEAVED for p in agreement.heldout_rows(n)]
+    pairs = [p for n in report_heldout.INTERLEAVED for p in agreement.heldout_rows(n)]
     (miss, ratio), = [p for p in pairs if p[0]["kind"] == "train" and abs(p[1] - 1) > 0.2]
     assert miss["host_probe_us"] * 1e-6 < sum(k.predicted_time_s for k in agreement.heldout_simulated(miss).kernels)
     assert (f"batch {miss['batch']}, {miss['heads']} heads over {miss['kv_heads']}, N = {miss['seq']:,} against N_kv = "
             f"{miss['seq_kv']:,}, d = {miss['head_dim']}, priced {ratio:.2f}× slow") in text
-    assert all(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.INTERLEAVED)
-    share = perf_report.sets_share(perf_report.INTERLEAVED)
+    assert all(report_heldout.meets_target(agreement.heldout_rows(n)) for n in report_heldout.INTERLEAVED)
+    share = report_heldout.sets_share(report_heldout.INTERLEAVED)
     assert f"All four sets meet issue 24's target ({share} rows within 20%)" in text
 
 
@@ -2420,12 +2444,12 @@ def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
     quotes them, recomputed; the two sets of run 134 kept unscored."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     rows = {(r["head_dim"], r["lpt_heads"], r["heads"], r["seq"]): r["ms"]
-            for r, *_ in perf_report.lpt_order_rows()}
+            for r, *_ in report_launches.lpt_order_rows()}
     gain, key = max((rows[k[0], 0, *k[2:]] / v, k) for k, v in rows.items() if k[1])
     assert key[:2] == (128, 4) and (f"up to {gain:.2f}× (d = 128, {key[2]} heads, N = {key[3]:,}: "
                                     f"{rows[128, 0, *key[2:]]:.3f} ms in order, {rows[key]:.3f} ms in groups of four "
                                     "longest first)") in text
-    d64 = [(n / r["ms"], r["heads"], r["seq"]) for r, b, n, _ in perf_report.lpt_order_rows()
+    d64 = [(n / r["ms"], r["heads"], r["seq"]) for r, b, n, _ in report_launches.lpt_order_rows()
            if (r["head_dim"], r["lpt_heads"]) == (64, 1)]
     worst = max(d64)
     assert worst[1:] == (4, 16384) and f"(up to {worst[0]:.2f}× slow at 4 heads, N = 16K)" in text
@@ -2433,13 +2457,13 @@ def test_perf_md_quotes_the_list_schedule_as_measured_and_scored():
     held = [(r, x) for r, x in agreement.heldout_rows("heldout_2041.json")
             if r["algo"] == "hopper" and all(r[k] == v for k, v in row.items())]
     assert len(held) == 1
-    with perf_report.no_list_schedule():
+    with report_history.no_list_schedule():
         before = [x for r, x in agreement.heldout_rows("heldout_2041.json") if r == held[0][0]]
     assert f"N = 3,618 (232 programs on 132 SMs, one each) was priced {before[0]:.2f}× slow" in text
     assert abs(held[0][1] - 1) <= 0.2
-    assert perf_report.THIRTY == tuple(n for n in perf_report.THIRTY_FOUR
-                                       if n not in perf_report.BLIND_LIST_SCHEDULE + perf_report.BLIND_DKDV_LIST)
-    assert len(perf_report.THIRTY) == 40
+    assert report_heldout.THIRTY == tuple(n for n in report_heldout.THIRTY_FOUR
+                                       if n not in report_heldout.BLIND_LIST_SCHEDULE + report_heldout.BLIND_DKDV_LIST)
+    assert len(report_heldout.THIRTY) == 40
     with tarfile.open(RESULTS / "logs" / "run134_lpt_order_heldout_2070_2071.tar.gz") as logs:
         kept = [json.load(logs.extractfile(f"run134/heldout_{seed}.json")) for seed in (2070, 2071)]
     assert all(sum(r.get("ms") is not None for r in k["rows"]) == 88 for k in kept)
@@ -2453,26 +2477,26 @@ def test_perf_md_quotes_run_135s_training_steps_timed_again_with_the_probe():
     """Run 135: the sets before seed 2062 hold their training steps timed again with the host probe beside each and
     every other row as before (its logs hold the rows before), and docs/perf.md's figures of it, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    before = perf_report.rows_before_retimed()
-    assert sorted(before) == sorted(n for n in perf_report.HELD_OUT if n == "heldout.json" or int(n[8:12]) < 2062)
+    before = report_heldout.rows_before_retimed()
+    assert sorted(before) == sorted(n for n in report_heldout.HELD_OUT if n == "heldout.json" or int(n[8:12]) < 2062)
     for name, rows in before.items():
         now = agreement.read_heldout(name)
         assert [r for r in now if r["kind"] != "train"] == [r for r in rows if r["kind"] != "train"]
         assert all(r["host_probe_us"] > 0 and r["timing"] == "wall_per_call" for r in now if r["kind"] == "train")
         assert not any("host_probe_us" in r for r in rows)
-    for figure in perf_report.retimed_summary().values():
+    for figure in report_heldout.retimed_summary().values():
         assert figure in text, figure
 
     def train_share(pairs):
         return agreement.summary([p for p in pairs if p[0]["kind"] == "train"])["within 20%"]
-    with perf_report.before_retimed():
-        was = {n: agreement.heldout_rows(n) for n in perf_report.THIRTY_TWO}
-    missed = [n for n, pairs in was.items() if not perf_report.meets_target(pairs)]
+    with report_heldout.before_retimed():
+        was = {n: agreement.heldout_rows(n) for n in report_heldout.THIRTY_TWO}
+    missed = [n for n, pairs in was.items() if not report_heldout.meets_target(pairs)]
     on_training = [n for n in missed if train_share(was[n]) < 0.8]
     assert (f"{len(on_training)} of the {len(missed)} sets that missed issue 24's target missed it on their "
             "training") in text
-    lost = [n for n in was if perf_report.meets_target(was[n])
-            and not perf_report.meets_target(agreement.heldout_rows(n))]
+    lost = [n for n in was if report_heldout.meets_target(was[n])
+            and not report_heldout.meets_target(agreement.heldout_rows(n))]
     assert [n[8:12] for n in sorted(lost)] == ["2034", "2049", "2060"] and "(seeds 2034, 2049 and 2060)" in text
     assert all(train_share(agreement.heldout_rows(n)) < 0.8 for n in lost)
 
@@ -2482,9 +2506,9 @@ def test_perf_md_quotes_run_136s_dkdv_launches_list_scheduled_and_the_blind_sets
     """Run 136: the causal dK/dV launches by the last-wave rule and list-scheduled, against the prediction committed
     before the run; the blind scoring of seeds 2070 and 2071; the backward's picks unchanged."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    for figure in perf_report.dkdv_ramp_summary().values():
+    for figure in report_launches.dkdv_ramp_summary().values():
         assert figure in text, figure
-    rows = perf_report.dkdv_ramp_rows()
+    rows = report_launches.dkdv_ramp_rows()
     moved = [now / waved for r, _, waved, now in rows if r["causal"] and (r["kv_heads"], r["seq"]) in
              ((2, 12288), (2, 16384), (2, 24576), (4, 12288))]
     assert f"by {min(moved):.3f}–{max(moved):.3f}×" in text
@@ -2493,20 +2517,20 @@ def test_perf_md_quotes_run_136s_dkdv_launches_list_scheduled_and_the_blind_sets
     assert {round(now / waved, 12) for r, _, waved, now in rows if not r["causal"]} == {1.0}
     assert "88e0b5d" in text and (ROOT / "benchmarks" / "dkdv_ramp.py").exists()
 
-    with perf_report.dkdv_by_waves():
-        before = {n: agreement.heldout_rows(n) for n in perf_report.BLIND_DKDV_LIST}
-        picks = perf_report.backward_picks()
-        share = perf_report.sets_share(perf_report.BLIND_DKDV_LIST)
-    now = {n: agreement.heldout_rows(n) for n in perf_report.BLIND_DKDV_LIST}
+    with report_history.dkdv_by_waves():
+        before = {n: agreement.heldout_rows(n) for n in report_heldout.BLIND_DKDV_LIST}
+        picks = report_steps.backward_picks()
+        share = report_heldout.sets_share(report_heldout.BLIND_DKDV_LIST)
+    now = {n: agreement.heldout_rows(n) for n in report_heldout.BLIND_DKDV_LIST}
     steps = [(b, x) for n in now for (r, b), (_, x) in zip(before[n], now[n]) if r["kind"] == "train" and b != x]
     assert all(r["kind"] == "train" for n in now for (r, b), (_, x) in zip(before[n], now[n]) if b != x)
     assert len(steps) == 9 and not any((abs(b - 1) <= 0.2) != (abs(x - 1) <= 0.2) for b, x in steps)
-    assert share == perf_report.sets_share(perf_report.BLIND_DKDV_LIST) == "94.9% of 176"
+    assert share == report_heldout.sets_share(report_heldout.BLIND_DKDV_LIST) == "94.9% of 176"
     assert f"{len(steps)} training steps moved, none across 20%, and the two sets held {share} rows either way" in text
-    assert [perf_report.meets_target(now[n]) for n in perf_report.BLIND_DKDV_LIST] == [False, True]
+    assert [report_heldout.meets_target(now[n]) for n in report_heldout.BLIND_DKDV_LIST] == [False, True]
     naive = [x for r, x in now["heldout_2070.json"] if r["algo"] == "naive"]
     assert f"naive forwards ({sum(abs(x - 1) <= 0.2 for x in naive)} of {len(naive)})" in text
-    assert perf_report.backward_picks() == picks and "no backward pick of `tiles_bwd.json` changed" in text
+    assert report_steps.backward_picks() == picks and "no backward pick of `tiles_bwd.json` changed" in text
 
 
 @before_lone_setup
@@ -2514,10 +2538,10 @@ def test_perf_md_quotes_run_137s_short_hopper_programs_wave_after_wave():
     """Run 137: a wave's steady-state cost of the Hopper kernel's short programs, measured and in gpusim, against the
     prediction committed before the run; the gap at d = 64 per program."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    summary = perf_report.hopper_waves_summary()
+    summary = report_launches.hopper_waves_summary()
     for figure in summary.values():
         assert figure in text, figure
-    slopes = {key: perf_report.wave_slopes(w) for key, w in perf_report.hopper_waves_rows().items()}
+    slopes = {key: report_launches.wave_slopes(w) for key, w in report_launches.hopper_waves_rows().items()}
     above = [m / p - 1 for (d, causal, _), (m, p) in slopes.items() if d == 64 and causal]
     assert max(above) > 0.55 and f"({min(above) * 100:.0f}–{max(above) * 100:.0f}% above the model's, not 25–55%)" in text
     for causal in (False, True):  # the gap shrinks with J at both masks
@@ -2532,15 +2556,15 @@ def test_perf_md_quotes_run_138s_hopper_launches_at_other_knobs():
     """Run 138: a wave's cost at d = 64 and 128 over every launch the kernel ran, run 137's own launches repeated,
     the refused two stages at d = 64, and the gap a program rotated and not."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    summary = perf_report.hopper_starts_summary()
+    summary = report_launches.hopper_starts_summary()
     assert f"priced {summary[64]} over every launch, and {summary[128]}" in text
     assert (f"{summary['causal, not rotated']} µs at J = 1 and 4 against {summary['causal, own launch']} rotated"
             in text)
-    starts, waves = perf_report.hopper_starts_rows(), perf_report.hopper_waves_rows()
+    starts, waves = report_launches.hopper_starts_rows(), report_launches.hopper_waves_rows()
     own = {(64, True): "causal, own launch", (128, True): "causal, own launch", (64, False): "full, own launch",
            (128, False): "full, own launch"}
     repeat = [abs(starts[own[d, c], d, j][1] / starts[own[d, c], d, j][0]
-                  - perf_report.wave_slopes(waves[d, c, j])[1] / perf_report.wave_slopes(waves[d, c, j])[0])
+                  - report_launches.wave_slopes(waves[d, c, j])[1] / report_launches.wave_slopes(waves[d, c, j])[0])
               for (d, c) in own for j in (1, 4)]
     assert max(repeat) < 0.025 and "repeat within 0.02 of their ratios" in text
     refused = [r for r in json.loads((RESULTS / "hopper_starts.json").read_text())["rows"] if "error" in r]
@@ -2557,14 +2581,15 @@ def test_perf_md_quotes_run_139s_short_hopper_programs_under_nsight():
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     assert json.loads((RESULTS / "hopper_stalls.json").read_text())["rows"] == hopper_stalls.parse(
         RESULTS / "hopper_stalls_raw.csv")
-    for figure in perf_report.hopper_stalls_summary().values():
+    for figure in report_launches.hopper_stalls_summary().values():
         assert figure in text, figure
-    rows, shares, unpriced = perf_report.hopper_stalls_rows(), perf_report.hopper_source_shares(), perf_report.hopper_unpriced()
+    rows, shares = report_launches.hopper_stalls_rows(), report_launches.hopper_source_shares()
+    unpriced = report_launches.hopper_unpriced()
     assert all(rows[64, c, 1][16]["tensor_pct"] < 25 for c in (False, True))  # held: the tensor pipe idle
     assert all(s["barrier waits"] > 5 * s["matmul waits"] for (d, _), s in shares.items() if d == 64)  # held
     assert all(s["stores"] < 0.05 for s in shares.values()) and "stores hold under 5% at either" in text
     assert rows[64, False, 1][16]["issue_per_cycle"] < 1 / 3 < rows[64, True, 1][16]["issue_per_cycle"]  # in part
-    cycles = {d: perf_report.program_cycles(rows[d, False, 1][16]) for d in (64, 128)}
+    cycles = {d: report_launches.program_cycles(rows[d, False, 1][16]) for d in (64, 128)}
     assert cycles[64] < cycles[128] and "it takes fewer" in text  # did not hold
     mean = {d: np.mean([v for (dd, _, _), v in unpriced.items() if dd == d]) for d in (64, 128)}
     assert mean[64] - mean[128] > 0.5 and "a cost per program the same at both head dims would not close it" in text
@@ -2576,10 +2601,10 @@ def test_perf_md_quotes_run_140s_short_hopper_programs_with_one_kv_head():
     """Run 140: a wave's cost with a K/V head per query head and one for all, measured and in gpusim, against the
     prediction committed before the run; the line in J with one K/V head; gpusim's fixed part of a lone program."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    for figures in perf_report.hopper_kv_summary().values():
+    for figures in report_launches.hopper_kv_summary().values():
         for figure in figures:
             assert figure in text, figure
-    rows = perf_report.hopper_kv_rows()
+    rows = report_launches.hopper_kv_rows()
     cut = {d: (rows[d, False, 1][None][0] - rows[d, False, 1][1][0], rows[d, False, 1][None][1] - rows[d, False, 1][1][1])
            for d in (64, 128)}
     assert 0.2 <= cut[64][0] <= 0.8 and 0.5 <= cut[128][0] <= 1.5 and all(m < p for m, p in cut.values())  # held
@@ -2601,23 +2626,24 @@ def test_perf_md_quotes_the_trial_of_a_short_hopper_programs_own_cost():
     """The thirty-fourth session's program_cost trial (not adopted): its one number fitted on the named half, its
     misses (launches of two programs an SM), and the held-out sets that meet the target under it."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    program_s = perf_report.program_cost_s()
-    assert 1e-6 < program_s < 4e-6 and f"{program_s * 1e6:.3f} µs (`perf_report.program_cost_s`" in text
-    with perf_report.program_cost(program_s):
-        fitted = [p / m for key, (m, p) in perf_report.hopper_launch_slopes().items() if perf_report.fitted_half(key)]
+    program_s = report_launches.program_cost_s()
+    assert 1e-6 < program_s < 4e-6 and f"{program_s * 1e6:.3f} µs (`report_launches.program_cost_s`" in text
+    with report_launches.program_cost(program_s):
+        fitted = [p / m for key, (m, p) in report_launches.hopper_launch_slopes().items()
+                  if report_launches.fitted_half(key)]
         assert np.mean(fitted) == pytest.approx(1, abs=1e-3)
-        misses = [key for key, (m, p) in perf_report.hopper_launch_slopes().items() if abs(p / m - 1) > 0.2]
+        misses = [key for key, (m, p) in report_launches.hopper_launch_slopes().items() if abs(p / m - 1) > 0.2]
         bench = [r for r, x in agreement.rows("bench.json") if r["provider"] == "hopper" and abs(x - 1) > 0.2]
         two = [cost.schedule(gpusim.simulate("hopper", seq=r["seq"], head_dim=r["head_dim"], causal=r["causal"],
                                              dtype=r["dtype"], heads=r["heads"], batch=r["batch"],
                                              gpu=agreement.PRESET))[0].resident == 2 for r in bench]
-        meeting = {n for n in perf_report.THIRTY_FOUR if perf_report.meets_target(agreement.heldout_rows(n))}
+        meeting = {n for n in report_heldout.THIRTY_FOUR if report_heldout.meets_target(agreement.heldout_rows(n))}
     assert all(two) and len(misses) == 5 and "four of its five on the microbenchmarks" in text
     resident = {key: r["per_sm"] for name in ("hopper_waves", "hopper_starts", "hopper_kv")
                 for r in json.loads((RESULTS / f"{name}.json").read_text())["rows"] if "ms" in r
                 for key in [(name, r.get("variant"), r["head_dim"], r["causal"], r["steps"], r.get("kv_heads"))]}
     assert sum(resident[key] == 2 for key in misses) == 4
-    now = {n for n in perf_report.THIRTY_FOUR if perf_report.meets_target(agreement.heldout_rows(n))}
+    now = {n for n in report_heldout.THIRTY_FOUR if report_heldout.meets_target(agreement.heldout_rows(n))}
     assert sorted(n[8:12] for n in meeting - now) == ["2034", "2038", "2064"] and sorted(
         n[8:12] for n in now - meeting) == ["2046", "2047", "2052"]
     assert "(2034, 2038 and 2064 then meet, 2046, 2047 and 2052 no longer)" in text
@@ -2628,7 +2654,7 @@ def test_perf_md_quotes_runs_141_and_142s_causal_hopper_launch_at_more_stages():
     """Runs 141 and 142: the compiled kernel's residency at 3 to 6 stages against gpusim's, gpusim's estimates beside
     the compiled kernel's, the cost of more stages, run 141 repeated, and a lone program against two on one SM."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.hopper_pairs_rows()
+    rows = report_launches.hopper_pairs_rows()
     assert [r[2] for r in rows.values()] == [2, 2, 2, 1] and [r[3] for r in rows.values()] == [2, 1, 1, 1]
     more = [rows[s][4][j] / rows[3][4][j] - 1 for s in (4, 5) for j in (1, 4)]
     assert f"costs {min(more) * 100:.0f}–{max(more) * 100:.0f}% more than at 3" in text
@@ -2663,9 +2689,9 @@ def test_perf_md_quotes_the_trial_of_a_lone_hopper_programs_latency():
     """The thirty-fourth session's second trial (not adopted): each launch kind's latency from its lone launch (one
     program an SM), the tests it moves, and the ratio of the causal launches' latencies docs/perf.md names."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    latency = perf_report.lone_latency_s()
+    latency = report_launches.lone_latency_s()
     assert len(latency) == 6 and all(0 < v < 6e-6 for v in latency.values())
-    for kind, (result, measured) in perf_report.lone_launches().items():
+    for kind, (result, measured) in report_launches.lone_launches().items():
         grid, step = cost.schedule(result)
         assert grid.resident == 1 and latency[kind] == pytest.approx(measured * 1e-6 - cost.chain(step, 1) + step.setup_s,
                                                                      abs=1e-9)
@@ -2675,7 +2701,7 @@ def test_perf_md_quotes_the_trial_of_a_lone_hopper_programs_latency():
             f"causal {L['software-pipelined, causal', 64]} and {L['software-pipelined, causal', 128]}") in text
     causal = latency["software-pipelined, causal", 64] / latency["software-pipelined, causal", 128]
     assert 2.5 < causal < 3.5 and "waits three times what the causal d = 128 one does" in text
-    now, trial = perf_report.lone_latency_figures()
+    now, trial = report_launches.lone_latency_figures()
     moved = {name: trial[name][0] - now[name][0] for name in now}
     assert [name for name, gain in moved.items() if gain < 0] == ["held-out sets: the Hopper kernel's rows, d 128"]
     assert "Every test moves the right way but one" in text and "run 136's four, kept unscored, are its blind test" in text
@@ -2685,9 +2711,9 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     """Runs 143 and 144: the lone causal d = 64 launch with one knob changed at a time, against run 142's own launch,
     run 143 repeated, and the two predictions committed before the runs; the unrotated launch's residency."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.hopper_lone_rows()
+    rows = report_launches.hopper_lone_rows()
     own = rows["own launch"][4]
-    assert abs(own[1] / (perf_report.hopper_pairs_rows()[6][4][1] / 2) - 1) < 0.01
+    assert abs(own[1] / (report_launches.hopper_pairs_rows()[6][4][1] / 2) - 1) < 0.01
     with tarfile.open(RESULTS / "logs" / "run143_hopper_lone.tar.gz") as tar:
         first = json.load(tar.extractfile("run143/hopper_lone.json"))["rows"]
     again = {(r["variant"], r["steps"], r["waves"]): r["ms"] for r in
@@ -2728,22 +2754,22 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
     Hopper times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run
     136's log as they were, as docs/perf.md quotes it, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    moved = golden_times_moved(perf_report.lone_by_port, golden.configs())
+    moved = golden_times_moved(report_history.lone_by_port, golden.configs())
     assert {args["algo"] for _, args in moved} == {"hopper"}
     assert all(args["seq"] <= 100 for _, args in sorted(moved, key=lambda m: m[0])[-5:])
     assert "only Hopper records' times moved, the most on launches of 1 to 100 rows" in text
-    for figure in perf_report.blind_summary(perf_report.lone_by_port, perf_report.BLIND_LONE_SETUP).values():
+    for figure in report_heldout.blind_summary(report_history.lone_by_port, report_heldout.BLIND_LONE_SETUP).values():
         assert figure in text, figure
     rows = 0
-    for name in perf_report.BLIND_LONE_SETUP:
-        with perf_report.lone_by_port():
+    for name in report_heldout.BLIND_LONE_SETUP:
+        with report_history.lone_by_port():
             was = agreement.heldout_rows(name)
         now = agreement.heldout_rows(name)
         assert all((a != b) == (r["algo"] == "hopper") for (r, a), (_, b) in zip(was, now))
         rows += sum(r["algo"] == "hopper" for r, _ in now)
-        assert perf_report.meets_target(was) == perf_report.meets_target(now) == (name != "heldout_2075.json")
+        assert report_heldout.meets_target(was) == report_heldout.meets_target(now) == (name != "heldout_2075.json")
     assert f"every one of their {rows} Hopper rows moved" in text and "three of the four meeting" in text
-    one_wave = perf_report.setup_rows_figures()[1]["program_setup.json: one wave"]
+    one_wave = report_launches.setup_rows_figures()[1]["program_setup.json: one wave"]
     assert f"one wave's rows run up to {one_wave[3]:.2f}× slow" in text
     with tarfile.open(RESULTS / "logs" / "run136_dkdv_ramp_heldout_2072_2075.tar.gz") as logs:
         for seed in (2072, 2073, 2074, 2075):
@@ -2761,9 +2787,9 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
     r = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200-measured")
     assert r.config.pass_.launch_s(r.config, "hopper") == gpu.graph_launch_s
     assert f"{gpu.graph_launch_s * 1e6:.3f} µs" in text
-    moved = golden_times_moved(perf_report.events_launch, golden.configs())
+    moved = golden_times_moved(report_history.events_launch, golden.configs())
     assert {args["algo"] for _, args in moved} == {"hopper"}
-    before, after = perf_report.graph_launch_figures()
+    before, after = report_launches.graph_launch_figures()
     d64, d128 = (f"held-out sets: the Hopper kernel's rows, d {d}" for d in (64, 128))
     assert after[d128][0] == after[d128][1] > before[d128][0] and after[d64][0] - before[d64][0] == 6
     assert "comes within 20% at d = 128 and six more at d = 64" in text
@@ -2771,22 +2797,24 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
     assert after[met][0] == before[met][0] + 1 and f"({after[met][0]} of {after[met][1]})" in text
     one_wave = "program_setup.json: one wave"
     assert f"one-wave rows {before[one_wave][0]} → {after[one_wave][0]} of {after[one_wave][1]}" in text
-    waves = perf_report.hopper_waves_rows()
+    waves = report_launches.hopper_waves_rows()
     one = {key: w[1][1] / w[1][0] for key, w in waves.items()}
-    with perf_report.events_launch():
-        before = {key: w[1][1] / w[1][0] for key, w in perf_report.hopper_waves_rows().items()}
+    with report_history.events_launch():
+        before = {key: w[1][1] / w[1][0] for key, w in report_launches.hopper_waves_rows().items()}
     within = lambda xs: sum(abs(x - 1) <= 0.2 for x in xs)  # noqa: E731
     assert "11 → 10 of 12" in text and (within(before.values()), within(one.values())) == (11, 10)
     assert f"priced {one[64, True, 2]:.2f} and {one[64, True, 4]:.2f}×" in text
-    first = {key: w[1][0] - perf_report.wave_slopes(w)[0] for key, w in waves.items()}
+    first = {key: w[1][0] - report_launches.wave_slopes(w)[0] for key, w in waves.items()}
     others = [first[d, causal, 1] for d, causal in ((64, True), (128, False), (128, True))]
     assert f"({first[64, False, 1]:.2f} µs) for the warp-specialized d = 64 launch but {min(others):.1f}–" \
            f"{max(others):.1f} µs" in text and f"up to {max(first.values()):.1f} µs" in text
-    for figure in perf_report.blind_summary(perf_report.events_launch, perf_report.BLIND_GRAPH_LAUNCH).values():
+    blind = report_heldout.blind_summary(report_history.events_launch, report_heldout.BLIND_GRAPH_LAUNCH)
+    for figure in blind.values():
         assert figure in text, figure
-    with perf_report.lone_by_port():
-        assert f"({perf_report.sets_share(perf_report.BLIND_GRAPH_LAUNCH)[:5]} under the model before both" in text
-    assert all(perf_report.meets_target(agreement.heldout_rows(n)) for n in perf_report.BLIND_GRAPH_LAUNCH)
+    with report_history.lone_by_port():
+        share = report_heldout.sets_share(report_heldout.BLIND_GRAPH_LAUNCH)
+        assert f"({share[:5]} under the model before both" in text
+    assert all(report_heldout.meets_target(agreement.heldout_rows(n)) for n in report_heldout.BLIND_GRAPH_LAUNCH)
     with tarfile.open(RESULTS / "logs" / "run145_heldout_2076_2079.tar.gz") as logs:
         for seed in (2076, 2077, 2078, 2079):
             kept = json.load(logs.extractfile(f"run145/heldout_{seed}.json"))
@@ -2799,7 +2827,7 @@ def test_perf_md_quotes_flash1s_evict_last_as_predicted_and_measured():
     rows they replaced (kept in its environment) and against the model, as docs/perf.md quotes them, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     span = lambda xs, f: f"{min(xs):{f}}–{max(xs):{f}}"  # noqa: E731
-    rows = perf_report.flash1_l1_rows()
+    rows = report_kernels.flash1_l1_rows()
     tensors = lambda r, count: (r["l2_to_sm_bytes"] - r["spill_l2_to_sm_bytes"]) / count  # noqa: E731
     hits = lambda r: r["l1_hit_bytes"] / r["l1_requested_bytes"]  # noqa: E731
     asked = [v["l1_requested_bytes"] / (v["l2_to_sm_bytes"] - v["spill_l2_to_sm_bytes"])
@@ -2889,14 +2917,14 @@ def test_perf_md_quotes_the_dram_reads_misses_at_the_edges_as_run_153_measured_t
 
 def test_readme_quotes_each_blind_scoring_as_its_perf_md_section_scored_it():
     """The README's held-out headline gives each once-only scoring of held-out sets under the model, and on the rows,
-    its section of docs/perf.md scored it with (perf_report.blind_state: the sections' tests price the same states),
+    its section of docs/perf.md scored it with (report_heldout.blind_state: the sections' tests price the same states),
     and that section quotes the same figure; every set from seed 2038 on is in one scoring."""
     readme = " ".join((ROOT / "README.md").read_text().split())
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    scored = [n for names, _, _ in perf_report.BLIND_SCORINGS for n in names]
-    assert sorted(scored) == sorted(n for n in perf_report.HELD_OUT if n != "heldout.json" and int(n[8:12]) >= 2038)
-    for names, label, _ in perf_report.BLIND_SCORINGS:
-        with perf_report.blind_state(names):
+    scored = [n for names, _, _ in report_heldout.BLIND_SCORINGS for n in names]
+    assert sorted(scored) == sorted(n for n in report_heldout.HELD_OUT if n != "heldout.json" and int(n[8:12]) >= 2038)
+    for names, label, _ in report_heldout.BLIND_SCORINGS:
+        with report_heldout.blind_state(names):
             pairs = [p for n in names for p in agreement.heldout_rows(n)]
         share = f"{within(pairs) / len(pairs):.1%}"
         assert f"{label}, {share} of {len(pairs)}" in readme
@@ -2909,13 +2937,13 @@ def test_perf_md_quotes_the_kernels_against_sdpa_as_bench_json_has_them():
     """The bullets under docs/perf.md's sdpa table: flash2 over SDPA flash (N >= 2K), the Hopper kernel over cuDNN
     (N >= 4K) and its fp8 over its fp16 (N >= 4K, by d and at 4K), recomputed from bench.json."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    rows = perf_report.bench_rows()
+    rows = report_kernels.bench_rows()
     groups = [(dt, d, c) for dt in ("fp16", "bf16") for d in (64, 128) for c in (False, True)]
 
     def ratios(num, den, least, where=groups, num_dtype=None):  # {(dtype, d, causal, N): den's time over num's}
-        return {(dt, d, c, n): b["ms"] / a["ms"] for dt, d, c in where for n in (*perf_report.SEQS, 65536, 131072)
-                if n >= least for a, b in [(perf_report.measured(rows, num, d, c, n, num_dtype or dt),
-                                            perf_report.measured(rows, den, d, c, n, dt))] if a and b}
+        return {(dt, d, c, n): b["ms"] / a["ms"] for dt, d, c in where for n in (*report_kernels.SEQS, 65536, 131072)
+                if n >= least for a, b in [(report_kernels.measured(rows, num, d, c, n, num_dtype or dt),
+                                            report_kernels.measured(rows, den, d, c, n, dt))] if a and b}
     span = lambda xs: f"{min(xs):.2f}–{max(xs):.2f}×"  # noqa: E731
     flash2 = list(ratios("flash2", "sdpa_flash", 2048).values())
     assert min(flash2) > 1 and f"and bf16 ({span(flash2)} over the table's {len(flash2)} points, none below 1)" in text
@@ -2970,9 +2998,9 @@ def test_perf_md_quotes_the_agreement_targets_as_the_model_stands():
 
 def test_perf_md_quotes_the_speedup_charts_worst_point():
     """The target under docs/perf.md's speedup table: the worst predicted / measured ratio of naive's time over
-    flash2's, and where, recomputed (perf_report.speedup_pairs, the table's own figures)."""
+    flash2's, and where, recomputed (report_kernels.speedup_pairs, the table's own figures)."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    pairs = perf_report.speedup_pairs()
+    pairs = report_kernels.speedup_pairs()
     worst = max(pairs, key=lambda k: abs(pairs[k][1] / pairs[k][0] - 1))
     assert worst == (64, True, 8192) and all(abs(p / m - 1) <= 0.15 for m, p in pairs.values())
     assert (f"(worst: d = 64 causal at 8K, predicted {pairs[worst][1] / pairs[worst][0]:.2f}× the measured "
@@ -3049,8 +3077,8 @@ def test_perf_md_says_run_119s_sets_were_scored_after_the_last_wave_rule():
     """Run 119's two held-out sets: docs/perf.md's backward GQA section says they were scored once after
     cost.last_per_sm (BLIND_LAST_WAVE) and are in results/h200/."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    assert perf_report.BLIND_LAST_WAVE == ("heldout_2054.json", "heldout_2055.json")
-    assert all((RESULTS / n).exists() and n in perf_report.HELD_OUT for n in perf_report.BLIND_LAST_WAVE)
+    assert report_heldout.BLIND_LAST_WAVE == ("heldout_2054.json", "heldout_2055.json")
+    assert all((RESULTS / n).exists() and n in report_heldout.HELD_OUT for n in report_heldout.BLIND_LAST_WAVE)
     assert "until the twenty-sixth session's `cost.last_per_sm`, which they were scored once after" in text
     assert "are kept unscored in its log (`results/h200/logs/run119" not in text
 

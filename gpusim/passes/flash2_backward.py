@@ -47,7 +47,7 @@ class Flash2Backward(BackwardPass):
     STEP_TENSORS = {"preprocess": ("O", "dO"), "dkdv": ("Q", "dO", "LSE", "D"), "dq": ("K", "V")}
     SHARED_BY = {"preprocess": "program", "dkdv": "kv_head", "dq": "head"}
     # A dK/dV warp issues 0.261 instructions a cycle while the tensor pipe is idle: the median of run 128's six dK/dV
-    # launches (results/h200/bwd_rates.json: d 64 and 128, 4 and 8 warps, 0.24-0.29 each; perf_report.
+    # launches (results/h200/bwd_rates.json: d 64 and 128, 4 and 8 warps, 0.24-0.29 each; report_steps.
     # measured_warp_rate), its stalls fixed-latency waits, shared-memory reads and barriers, its loads' 0.1-0.2 cycles
     # an instruction (cost.measured). Nothing fitted; dQ's rate varies with its tile (0.29-0.44) and keeps ISSUE_HIDING.
     MEASURED_ISSUE = {"dkdv": 0.261}

@@ -16,9 +16,10 @@ from .flash2 import PER_MASKED_SCORE, Flash2
 
 # Per program of each launch kind (launch_kind), at each head dim: what a lone program (one an SM, one Q block, one K/V
 # block or, causal, one Q block) waits besides gpusim's chain of it without a set-up, its TMA descriptors and barriers
-# among it. Measured on six lone launches (LONE_LAUNCHES of benchmarks/perf_report.py: results/h200/hopper_waves.json,
-# run 137; hopper_starts.json, run 138; hopper_pairs.json, run 142, the causal d = 64 launch held to one program an SM
-# by 6 stages): each one's wave less that chain (perf_report.lone_latency_s derives them; tests/test_presets.py checks).
+# among it. Measured on six lone launches (LONE_LAUNCHES of benchmarks/report_launches.py:
+# results/h200/hopper_waves.json, run 137; hopper_starts.json, run 138; hopper_pairs.json, run 142, the causal d = 64
+# launch held to one program an SM by 6 stages): each one's wave less that chain (report_launches.lone_latency_s derives
+# them; tests/test_presets.py checks).
 # Priced on nothing else: docs/perf.md ("A lone Hopper program's wait, adopted") scores the other launches of runs
 # 137-140.
 LONE_SETUP_S = {("warp-specialized", 64): 4.038e-06, ("warp-specialized", 128): 4.144e-06,

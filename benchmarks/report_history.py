@@ -1,0 +1,204 @@
+"""The model as it was before each of its changes, for docs/perf.md's sections written before them: context managers
+that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive) or the held-out scoring back as it was while a
+block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots,
+no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port, events_launch, naive_before),
+each an agreement.trial (_patched) with the held-out rows it can move (HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS).
+benchmarks/perf_report.py's as_written picks each table's.
+"""
+from contextlib import contextmanager
+from functools import partial
+
+from benchmarks import agreement
+from gpusim import cost, tiling
+from gpusim.passes.flash2 import Flash2
+from gpusim.passes.flash2_backward import Flash2Backward
+from gpusim.passes import hopper as hopper_pass
+from gpusim.passes.hopper import Hopper
+from gpusim.passes.naive import Naive
+from gpusim_course.provenance import heldout
+
+
+@contextmanager
+def no_lone_pipeline():
+    """The model before the twenty-second session's cost.lone_pipeline (and the twenty-fourth's cost.lone_copy), while
+    the block runs: every cp.async step of flash2 waits for its whole load, as every figure docs/perf.md quotes from
+    before it."""
+    with no_lone_copy(), _patched(cost, "lone_pipeline", lambda grid: False, "no_lone_pipeline"):
+        yield
+
+
+@contextmanager
+def no_lone_copy():
+    """The model before the twenty-fourth session's cost.lone_copy, while the block runs: a lone 8-warp flash2 program
+    pipelined 3 or 4 deep waits for its compute and its whole load each step, as every figure docs/perf.md quotes from
+    before it."""
+    with no_own_copy(), _patched(cost, "lone_copy", lambda grid: False, "no_lone_copy"):
+        yield
+
+
+@contextmanager
+def no_own_copy():
+    """The model before the twenty-fifth session's cost.own_copy, while the block runs: a flash2 program's Q tile is
+    waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before it."""
+    with full_last_wave(), _patched(cost, "own_copy", lambda grid: False, "no_own_copy"):
+        yield
+
+
+@contextmanager
+def full_last_wave():
+    """The model before the twenty-sixth session's cost.last_per_sm, while the block runs: a last wave's programs share
+    their SM's units with b - 1 others however few it holds, as every figure docs/perf.md quotes from before it."""
+    with counted_dots(), _patched(cost, "last_per_sm", lambda grid, last: grid.resident, "full_last_wave"):
+        yield
+
+
+@contextmanager
+def counted_dots():
+    """The model before the twenty-seventh session's cost.dot_padding, while the block runs: a step's dots priced on
+    the counted FLOPs (the valid rows times the valid keys), as every figure docs/perf.md quotes from before it."""
+    with no_measured_issue(), _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots"):
+        yield
+
+
+HOPPER_ROWS = frozenset({("forward", "hopper")})  # the held-out rows a trial of the Hopper kernel's pricing alone moves
+TRAIN_ROWS = frozenset({("train", "flash2")})  # and a trial of flash2's backward, or of a training step's host floor
+NAIVE_ROWS = frozenset({("forward", "naive")})  # and a trial of naive's forward kernels
+
+
+@contextmanager
+def _patched(module, name, value, key, rows=False, moves=None):
+    """module.name = value while the block runs, an agreement.trial described by key (what it computed kept apart
+    from the model's; rows=True: a swap of measured rows; moves: the held-out rows it can move, if not all)."""
+    base = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        with agreement.trial(key, rows, moves):
+            yield
+    finally:
+        setattr(module, name, base)
+
+
+@contextmanager
+def line_issue():
+    """The model before the nineteenth session's cost.full_issue, while the block runs: a lone flash2 program of 4
+    warps per SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from
+    before it."""
+    with no_own_copy(), _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue"):
+        yield
+
+
+def one_warp_full_issue(grid):
+    """cost.full_issue as the nineteenth and twentieth sessions had it: a lone program of 4 warps (one per scheduler),
+    of any tile, issues at the full rate; 8 warps issue on ISSUE_HIDING's line."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident == 1
+            and grid.res.num_warps == cost.ISSUE_PER_CLOCK)
+
+
+@contextmanager
+def one_warp_issue():
+    """The model before the twenty-first session's cost.full_issue (two warps per scheduler, 64 rows or more), while
+    the block runs: one_warp_full_issue in its place, and no cost.lone_pipeline (it came after), as every figure
+    docs/perf.md quotes from the sections between."""
+    with no_lone_pipeline(), _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue"):
+        yield
+
+
+@contextmanager
+def events_launch():
+    """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
+    GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
+    replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
+    with _patched(Hopper, "GRAPH_LAUNCH", False, "events_launch", moves=HOPPER_ROWS):  # every pass's launch
+        yield
+
+
+@contextmanager
+def lone_by_port():
+    """The model before the thirty-fifth session's lone Hopper programs, while the block runs: a Hopper program's set-up
+    1.421 µs warp-specialized (then gpusim.passes.hopper.WS_SETUP_S, derived from results/h200/program_setup.json,
+    run 18) and none software-pipelined, and alone on its SM its first loads at the port's rate besides its busy
+    time (cost.first_loads, as every other program's), as every figure docs/perf.md quotes from before it."""
+    def setup_s(self, cfg):
+        return 1.421e-06 if hopper_pass.launch_options(cfg)["warp_specialize"] else 0.0
+    with events_launch(), _patched(Hopper, "setup_s", setup_s, "lone_by_port_setup", moves=HOPPER_ROWS), _patched(
+            cost, "alone_wait", cost.first_loads, "lone_by_port", moves=HOPPER_ROWS):  # first_loads is a non-TMA pass's
+        yield
+
+
+@contextmanager
+def no_measured_issue():
+    """The model before the twenty-ninth session's cost.measured, while the block runs: dK/dV's warps on ISSUE_HIDING's
+    line, its dots at mma_efficiency's rate, its instructions as counted, its loads on its chain."""
+    with no_list_schedule(), _patched(Flash2Backward, "MEASURED_ISSUE", {}, "no_measured_issue", moves=TRAIN_ROWS):
+        yield
+
+
+@contextmanager
+def preset_host_floor():
+    """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
+    preset's (GPU.train_step_host_s, host_run105.json's run), whatever the host's speed measured beside it."""
+    with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor",
+                  moves=TRAIN_ROWS):  # the host probe is a training row's
+        yield
+
+
+COLUMN_KERNELS = ("dkdv", "dk", "dv")  # the backward's K/V-major launches (backward_base.column_work)
+
+
+@contextmanager
+def dkdv_by_waves():
+    """The model before the thirty-third session's list-scheduled dK/dV, while the block runs: the backward's causal
+    K/V-major launches (COLUMN_KERNELS), which run each problem's longest programs first, priced by the last-wave
+    rule, as every figure docs/perf.md quotes from before it."""
+    base = cost.listed
+    with lone_by_port(), _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS,
+                                  "dkdv_by_waves", moves=TRAIN_ROWS):
+        yield
+
+
+@contextmanager
+def no_list_schedule():
+    """The model before the thirty-first session's cost.list_schedule, while the block runs: every launch priced by the
+    last-wave rule, the Hopper kernel's longest-first launches on a tail of each head's Q blocks in turn (its groups of
+    heads not interleaved), as every figure docs/perf.md quotes from before it."""
+    def work(self, cfg, kernel):
+        return tiling.ramp_work(cfg.tiling, cfg.bh, (1, self.launch_order(cfg)[1]))
+    with dkdv_by_waves(), _patched(Hopper, "work", work, "no_list_schedule_work", moves=HOPPER_ROWS), _patched(
+            cost, "listed", lambda grid: False, "no_list_schedule", moves=HOPPER_ROWS | TRAIN_ROWS):  # longest_first
+        yield
+
+
+@contextmanager
+def naive_events_launch():
+    """The model before the thirty-ninth session's change, in part: naive's launches in GPU.launch_overhead_s (3.2 µs,
+    CUDA events around each call), not in the graph's (Naive.GRAPH_LAUNCH)."""
+    with _patched(Naive, "GRAPH_LAUNCH", False, "naive_events_launch", moves=NAIVE_ROWS):
+        yield
+
+
+@contextmanager
+def pv_whole_wait():
+    """The same, in part: pv's lone programs waiting for each step's whole load (Naive.LONE_PIPELINED)."""
+    with _patched(Naive, "LONE_PIPELINED", (), "pv_whole_wait", moves=NAIVE_ROWS):
+        yield
+
+
+@contextmanager
+def qk_overlapped():
+    """The same, in part: qk's store hiding under its programs' loads and dots (Naive.STORED_AFTER,
+    cost.stored_after)."""
+    with _patched(Naive, "STORED_AFTER", {}, "qk_overlapped", moves=NAIVE_ROWS):
+        yield
+
+
+@contextmanager
+def naive_before():
+    """The model before the thirty-ninth session's change: the three above together."""
+    with naive_events_launch(), pv_whole_wait(), qk_overlapped():
+        yield
+
+
+@contextmanager
+def _within_both(outer, inner):
+    with outer, inner:
+        yield
