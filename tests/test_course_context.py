@@ -1,12 +1,14 @@
 """Notebook 13's course code (course/context*.py): the merge exercise's verdicts, the timeline widget's
 numbers against gpusim, the zigzag picture's owners and balance, and the measured chart with and without
 the two-GPU file."""
+import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gpusim
+from gpusim import links
 from gpusim_course import prose
 from gpusim_course.context import exercises as context_exercises, model as context, widgets as context_widgets
 
@@ -27,16 +29,23 @@ def test_merge_exercise_accepts_the_solution_and_explains_the_usual_mistakes():
     assert "only the larger part" in maxed.message
 
 
+def _at_tile(seq, causal=False, **cp):
+    """gpusim's context-parallel pass at one GPU's best tile for all N, as the timeline explorer runs it."""
+    one = gpusim.simulate("flash2", seq=seq, causal=causal, **context.SHAPE)
+    return gpusim.simulate("flash2", seq=seq, causal=causal, block_q=one.config.block_q,
+                           block_kv=one.config.block_kv, **cp, **context.SHAPE)
+
+
 def test_timeline_widget_shows_gpusims_time_and_bytes():
     w = context_widgets.TimelineExplorer(gpus=4, seq=4096, link="pcie5", strategy="ring", causal=False)
-    r = gpusim.simulate("flash2", seq=4096, gpus=4, strategy="ring", link="pcie5", **context.SHAPE)
+    r = _at_tile(4096, gpus=4, strategy="ring", link="pcie5")
     assert f"{r.predicted_time_s * 1e3:,.2f} ms" in w.readout.value
     assert f"{r.link_send_bytes / 1e6:,.1f} MB" in w.readout.value and "does <b>not</b> hide" in w.readout.value
     w.seq.value = 1048576
     assert "the transfer hides" in w.readout.value
     w.strategy.value = "ulysses"
     assert w.error is None and "no K/V moves under compute" in w.readout.value
-    r = gpusim.simulate("flash2", seq=1048576, gpus=4, strategy="ulysses", link="pcie5", **context.SHAPE)
+    r = _at_tile(1048576, gpus=4, strategy="ulysses", link="pcie5")
     drawn = {}  # kind: [(GPU lane, start ms, width ms)], one collection a GPU's lane
     for c in w.axes[0].collections:
         for path in c.get_paths():
@@ -46,6 +55,38 @@ def test_timeline_widget_shows_gpusims_time_and_bytes():
         steps = sorted((s.gpu, s.start_s * 1e3, getattr(s, field) * 1e3) for s in r.steps if getattr(s, field))
         assert len(drawn.get(kind, [])) == len(steps), kind  # each step's bar where gpusim puts it
         np.testing.assert_allclose(sorted(drawn.get(kind, [])), steps, rtol=1e-9, atol=1e-12)
+
+
+def test_timeline_compares_p_gpus_with_one_at_one_tile():
+    """8 GPUs at N = 1,048,576 (zigzag, causal) read 8.01x one GPU's speed: each shard's launches took their own best
+    tile, one GPU another. At one GPU's tile for both the split is under 8x, and the readout names the tile."""
+    w = context_widgets.TimelineExplorer(gpus=8, seq=131072, link="nvlink4", strategy="zigzag", causal=True)
+    w.seq.value = 1048576
+    one = gpusim.simulate("flash2", seq=1048576, causal=True, **context.SHAPE)
+    r = _at_tile(1048576, causal=True, gpus=8, strategy="zigzag", link="nvlink4")
+    assert w.result.predicted_time_s == r.predicted_time_s
+    assert one.predicted_time_s / r.predicted_time_s <= 8
+    assert f"({one.predicted_time_s / r.predicted_time_s:.3f}x), both at one tile, " \
+           f"{one.config.block_q} × {one.config.block_kv}" in w.readout.value
+    assert "More than" not in w.readout.value
+
+
+def test_the_timeline_says_why_wherever_the_split_beats_p_times_one_gpu():
+    """Over every setting of the explorer's controls: the readout explains a speedup above P exactly where there is one,
+    and what it says holds: the GPUs' compute, for the same matmul FLOPs as one GPU's, adds up to less than its time."""
+    for gpus, seq, link, strategy, causal in itertools.product(context_widgets.GPUS, context_widgets.SEQS, links.LINKS,
+                                                               context_widgets.STRATEGIES, (False, True)):
+        try:
+            r, one = context.at_one_tile(gpus, seq, strategy, link, causal)
+        except ValueError:  # ulysses with more GPUs than K/V heads: the explorer says so in its readout
+            continue
+        text = context.speedup_sentence(r, one)
+        above = one.predicted_time_s / r.predicted_time_s > gpus
+        assert ("More than" in text) == above, (gpus, seq, link, strategy, causal)
+        if above:
+            total = sum(r.gpu_compute_s)
+            assert total < one.predicted_time_s and r.flops_matmul_by_step.sum() == one.flops_matmul
+            assert f"compute adds up to {total * 1e3:,.2f} ms" in text
 
 
 def test_zigzag_chunks_pair_an_early_with_a_late_one():

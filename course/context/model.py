@@ -23,6 +23,31 @@ def simulate(gpus, seq, strategy, link, causal=True, **shape):
                            **(SHAPE | shape))
 
 
+def at_one_tile(gpus, seq, strategy, link, causal=True):
+    """(context-parallel Result, one GPU's Result) of SHAPE's layer at one tile: gpusim's best for one GPU over all N
+    (best_blocks), which every local launch of the split takes too. The speedup then compares splitting the work, not
+    two tile choices (each shard's own best tile had 8 GPUs at 8.01x one GPU's speed)."""
+    one = gpusim.simulate("flash2", seq=seq, causal=causal, **SHAPE)
+    tile = dict(block_q=one.config.block_q, block_kv=one.config.block_kv)
+    return simulate(gpus, seq, strategy, link, causal, **tile), one
+
+
+def speedup_sentence(r, one):
+    """The split's time against one GPU's (at_one_tile's pair), and their ratio; where it exceeds P, why: with the
+    pass at least as long as each GPU's compute, P x its time is at least the GPUs' compute added, so that sum is
+    less than one GPU's time for the same work."""
+    speedup, c = one.predicted_time_s / r.predicted_time_s, one.config
+    text = (f"{r.gpus} GPUs: <b>{r.predicted_time_s * 1e3:,.2f} ms</b> against one GPU's "
+            f"{one.predicted_time_s * 1e3:,.2f} ms ({speedup:.3f}x), both at one tile, {c.block_q} × {c.block_kv} "
+            f"(gpusim's best for one GPU)")
+    if speedup <= r.gpus:
+        return text
+    total = sum(r.gpu_compute_s)
+    return (f"{text}. More than {r.gpus}x: the {r.gpus} GPUs' compute adds up to {total * 1e3:,.2f} ms, "
+            f"{1 - total / one.predicted_time_s:.2%} less than one GPU's for the same work: gpusim prices the split's "
+            f"smaller launches below one launch over all N")
+
+
 def ring_send_bytes(gpus, seq, kv_heads=SHAPE["kv_heads"], head_dim=SHAPE["head_dim"], dtype=SHAPE["dtype"]):
     """The ring's formula: each GPU passes on P - 1 K and V shards of N/P tokens, kv_heads x head_dim each."""
     return (gpus - 1) * 2 * (seq // gpus) * kv_heads * head_dim * gpusim.DTYPE_BYTES[dtype]

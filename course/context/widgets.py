@@ -1,10 +1,7 @@
 """Notebook 13's widget: one context-parallel forward as a timeline of its steps, per GPU, with sliders for
 the GPU count, the sequence length, the link and the strategy (gpusim.simulate(..., gpus=P))."""
-from html import escape
-
 import ipywidgets as W
 
-import gpusim
 from gpusim import links
 
 from ..widget import Live, dropdown, seq_slider
@@ -27,9 +24,8 @@ class TimelineExplorer(Live):
         super().__init__([[self.gpus, self.seq], [self.link, self.strategy, self.causal]], figsize=(10, 4.2))
 
     def update(self):
-        self.result = model.simulate(self.gpus.value, self.seq.value, self.strategy.value, self.link.value,
-                                       self.causal.value)
-        one = gpusim.simulate("flash2", seq=self.seq.value, causal=self.causal.value, **model.SHAPE)
+        self.result, one = model.at_one_tile(self.gpus.value, self.seq.value, self.strategy.value, self.link.value,
+                                             self.causal.value)
         r, margin = self.result, self.result.overlap_margin
         shard = self.seq.value // self.gpus.value
         crossover = model.crossover_tokens(self.link.value, heads=model.SHAPE["heads"],
@@ -38,9 +34,7 @@ class TimelineExplorer(Live):
                  f"the transfer hides (compute / transfer ≥ {margin:.2f} in every step)" if margin >= 1 else
                  f"the transfer does <b>not</b> hide: a step's compute is {margin:.2f} of its transfer")
         self.readout.value = (
-            f"<p>{r.gpus} GPUs: <b>{r.predicted_time_s * 1e3:,.2f} ms</b> against one GPU's "
-            f"{one.predicted_time_s * 1e3:,.2f} ms ({one.predicted_time_s / r.predicted_time_s:.2f}x); "
-            f"{escape('each GPU sends')} {r.link_send_bytes / 1e6:,.1f} MB; the GPUs idle "
+            f"<p>{model.speedup_sentence(r, one)}. Each GPU sends {r.link_send_bytes / 1e6:,.1f} MB; the GPUs idle "
             f"{model.idle_share(r):.0%} of the time.<br>Shard {shard:,} tokens; {hides}. Closed form at the "
             f"tensor cores' peak: a shard hides its transfer from about {crossover:,.0f} tokens.</p>")
 
