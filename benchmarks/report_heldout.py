@@ -459,7 +459,7 @@ BLIND_SCORINGS = (
      ("naive", lone_by_port)),
     (BLIND_LONE_SETUP, "seeds 2072 to 2075, scored blind to the thirty-fifth session's set-up of a lone Hopper "
      "program", ("naive", events_launch)),
-    (BLIND_GRAPH_LAUNCH, "seeds 2076 to 2079, scored blind to its launch as a CUDA graph replays it", ("naive",)),
+    (BLIND_GRAPH_LAUNCH, "seeds 2076 to 2079, scored blind to the Hopper kernel's launch as a CUDA graph replays it", ("naive",)),
     (BLIND_NAIVE, "seeds 2080 to 2087, scored blind to the thirty-ninth session's naive launches", ()),
     (INTERLEAVED, "seeds 2092 to 2095, the host's speed taken over each training step's own time, scored with the "
      "model unchanged", ()),
@@ -484,6 +484,24 @@ def blind_share(names):
     """sets_share of the held-out sets `names` as their section of docs/perf.md scored them once (blind_state)."""
     with blind_state(names):
         return sets_share(names)
+
+
+def blind_scorings():
+    """(seeds, how they were scored, rows, rows within 20%) of each once-only scoring in BLIND_SCORINGS, under the
+    model and on the rows it was scored with (blind_state)."""
+    out = []
+    for names, label, _ in BLIND_SCORINGS:
+        with blind_state(names):
+            pairs = [p for n in names for p in agreement.heldout_rows(n)]
+        seeds, how = label.split(", ", 1)
+        out.append((seeds, how, len(pairs), agreement.summary(pairs)["within 20%"]))
+    return out
+
+
+def blind_scorings_table():
+    """docs/perf.md's table of the blind scorings, the README's range of them."""
+    rows = [f"| {seeds[6:]} | {how} | {n} | {share:.1%} |" for seeds, how, n, share in blind_scorings()]
+    return "\n".join(["| seeds | scored | rows | within 20% then |", "|---|---|---|---|", *rows])
 
 
 def meets_target(pairs):
