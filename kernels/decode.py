@@ -183,7 +183,8 @@ class DecodePlan:
     and its limit), chooses num_splits (gpusim.decode's rule, for the longest request at plan time, unless
     given) and allocates the split kernel's workspace and a device copy of the lengths (`cache_seqlens`,
     int32) and, paged, of the block table (`block_table`, int32, (batch, pages), zeros unless block_table is
-    given: then checked against num_pages and copied in).
+    given: then checked against num_pages and copied in). A paged plan made without a block table has none to
+    read: each run is given one (the plan's own buffer, filled in place, serves a CUDA graph).
 
     run(...) checks only shapes, dtypes and devices (tuple comparisons; in Triton's interpreter, whose kernels
     run on the host, the lengths and block table's values too), launches the kernels, and never
@@ -219,6 +220,7 @@ class DecodePlan:
         self.q_shape = (L.batch, L.heads, L.seq, L.head_dim)
         self.cache_seqlens = to_device(torch.tensor(lengths, dtype=torch.int32), device)
         self.block_table = self._table(block_table, num_pages)
+        self._table_given = block_table is not None or not page_size
         self.pdl = dependent_launch(device) if pdl is None else pdl
         split = L.num_splits > 1
         self.o_partial = torch.empty((L.num_splits, *self.q_shape), dtype=torch.float32, device=device) if split else None
@@ -259,8 +261,11 @@ class DecodePlan:
         """O (and with return_lse=True the fp32 LSE, (B, H, seq)) of q (B, H, seq, d) over the cache: paged
         (num_pages, page_size, kv_heads, d) through block_table (int32 (B, >= pages)), or contiguous
         (B, kv_heads, >= max_cache_len, d). block_table, cache_seqlens (int32 (B,)) None: the plan's device
-        copies. pdl, launch_options (num_warps, num_stages of the split kernel): overrides for a sweep."""
+        copies (a paged plan's table only where the plan was given one). pdl, launch_options (num_warps, num_stages of the split kernel): overrides for a sweep."""
         L = self._launch
+        if block_table is None and not self._table_given:
+            raise ValueError("block_table is None, and this paged plan was made without one: give run the table "
+                             "(plan.block_table, filled in place, serves a CUDA graph)")
         table = self.block_table if block_table is None else block_table
         lengths = self.cache_seqlens if cache_seqlens is None else cache_seqlens
         self._check(q, k_cache, v_cache, table, lengths)

@@ -317,6 +317,23 @@ def test_bad_run_gives_one_line(change, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+@RUNS
+def test_a_paged_plan_made_without_a_table_is_refused_a_run_without_one():
+    """A paged plan made without a block table holds zeros, which would send every request to page 0: a run
+    without a table says so in one line; with the plan's own buffer filled in place, the output is the
+    reference's (the bound of test_plan_runs_at_grown_lengths_within_its_capacity)."""
+    q, k, v, table, _ = growing_cache(DEVICE)
+    plan = gpusim_kernels.DecodePlan([40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16,
+                                     device=DEVICE, page_size=16, max_cache_len=96, block_kv=16)
+    with pytest.raises(ValueError, match="block_table is None, and this paged plan was made without one") as err:
+        plan.run(q, k, v)
+    assert "\n" not in str(err.value)
+    plan.block_table.copy_(table)
+    ref = reference_at(q, k, v, table, (40, 20))
+    err = np.linalg.norm(plan.run(q, k, v, plan.block_table).cpu().double().numpy() - ref) / np.linalg.norm(ref)
+    assert err <= 2 * UNIT_ROUNDOFF["fp16"] + (16 + 40) * 2.0**-24
+
+
 @CUDA
 def test_plan_and_run_do_not_synchronise():
     """Neither a plan made from host lengths (copied without waiting) nor its run waits for the GPU."""
