@@ -94,7 +94,8 @@ def _reads(cfg, kernel, sm_reads, flight):
 def _writes(cfg, kernel, sm_writes, dram_reads, flight):
     unique = dict(sm_writes)
     if cfg.pass_.L2_REUSE[kernel][0] == "rmw_per_head" and _rmw_fits(cfg, flight):  # absorbed
-        unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) for x in sm_writes}
+        unique = {x: cfg.bh * cfg.seq * cfg.tensor_bytes(x) * (cfg.head_dim if x == "O" else 1) if w else 0
+                  for x, w in sm_writes.items()}  # O, l, m once per query head; a tensor it never writes, none
     total = sum(unique.values())
     if not total:
         return unique
