@@ -1,5 +1,6 @@
-"""Figures and statements that docs/context.md, docs/hopper.md, docs/backward.md and docs/testing.md quote, each
-recomputed from the code or from the results file it comes from, so that the prose cannot drift from either."""
+"""Figures and statements that docs/context.md, docs/hopper.md, docs/backward.md and docs/testing.md (and one of
+docs/perf.md's) quote, each recomputed from the code or from the results file it comes from, so that the prose cannot
+drift from either."""
 import contextlib
 import io
 import json
@@ -258,3 +259,23 @@ def test_testing_md_golden_file_counts():
     refused = sum("error" in row["result"] for row in rows)
     assert (f"{len(rows)} configurations of every pass ({len(rows) - refused} simulated, {refused} refused with their "
             "messages)") in doc("testing.md")
+
+
+# docs/perf.md
+
+
+def test_perf_md_quotes_the_decode_reduces_artefact_as_the_model_prices_it():
+    """docs/perf.md's decode artefact: the step's predicted time falls as query rows are added, all of it the
+    reduce's (its split kernel's within 0.1%), at the figures quoted; a fix of the artefact fails this test and
+    must rewrite the paragraph."""
+    text = doc("perf.md")
+    shape = dict(seq_kv=4096, head_dim=128, heads=32, kv_heads=8)
+    us = lambda r: f"{r.predicted_time_s * 1e6:.2f}"  # noqa: E731
+    for gpu, rows in (("H100-SXM", (4, 5)), ("H200-measured", (4, 8))):
+        few, more = (gpusim.simulate("split_kv", seq=s, gpu=gpu, **shape) for s in rows)
+        assert more.predicted_time_s < few.predicted_time_s
+        split, reduce = ([a.predicted_time_s - b.predicted_time_s for a, b in zip(few.kernels, more.kernels)])
+        assert reduce > few.predicted_time_s - more.predicted_time_s and abs(split) < 1e-3 * few.predicted_time_s
+        assert more.kernels[1].programs > few.kernels[1].programs
+        assert (f"{us(few)} µs at 4 query rows and {us(more)} µs at 5" if gpu == "H100-SXM"
+                else f"4 to 8 rows on H200-measured: {us(few)} to {us(more)} µs") in text
