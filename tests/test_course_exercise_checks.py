@@ -23,6 +23,7 @@ WRONG = {
         (lambda batch, heads, kv_heads, sms: math.ceil(sms / (batch * heads)), "not batch x heads"),
         (lambda batch, heads, kv_heads, sms: sms // (batch * kv_heads), "Round up"),
         (lambda batch, heads, kv_heads, sms: math.ceil(sms / kv_heads), "divide by batch x kv_heads"),
+        (lambda batch, heads, kv_heads, sms: sms // (batch * kv_heads) + 1, "divides sm_count evenly"),
     ],
     "kv_read_bytes": [
         (lambda b, h, kv, n, d, e, grouped: b * (kv if grouped else h) * n * d * e, "Count both tensors"),

@@ -83,7 +83,8 @@ def _gpusim_splits(batch, heads, kv_heads, sm_count):
 
 
 def _check_splits_to_fill(fn):
-    shapes = [(1, 32, 8, 132), (2, 32, 8, 132), (3, 32, 8, 132), (1, 64, 8, 108), (1, 32, 32, 132), (64, 32, 8, 132)]
+    shapes = [(1, 32, 8, 132), (2, 32, 8, 132), (3, 32, 8, 132), (1, 64, 8, 108), (1, 32, 32, 132), (64, 32, 8, 132),
+              (1, 32, 4, 132), (2, 12, 6, 132)]  # the last two divide sm_count evenly
     cases = [(args, _gpusim_splits(*args)) for args in shapes]
 
     def hint(args, got, want):
@@ -93,6 +94,9 @@ def _check_splits_to_fill(fn):
                     "programs per split, not batch x heads.")
         if got == sms // (batch * kv_heads):
             return "Round up: with one split fewer, some SMs get no program."
+        if got == sms // (batch * kv_heads) + 1 and sms % (batch * kv_heads) == 0:
+            return ("Here batch x kv_heads divides sm_count evenly, and rounding down then adding 1 gives one split "
+                    "too many: round up (ceiling division) instead.")
         if got == math.ceil(sms / kv_heads):
             return "Every request brings its own kv_heads programs per split: divide by batch x kv_heads."
         return "The grid has batch x kv_heads x num_splits programs: the fewest splits with at least sm_count."
