@@ -71,6 +71,17 @@ MODELS = {
         # max_position_embeddings 8192, torch_dtype bfloat16. 70,553,706,496 parameters: the model card's "70B".
         ModelShape("Llama-3-70B", layers=80, heads=64, kv_heads=8, head_dim=128, hidden=8192, intermediate=28672,
                    vocab=128256, max_tokens=8192),
+        # meta-llama/Llama-3.1-8B, config.json on Hugging Face (Meta's Llama 3.1 release): Llama-3-8B's shape
+        # (num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, hidden_size 4096, intermediate_size
+        # 14336, vocab_size 128256, torch_dtype bfloat16) trained to a longer context: max_position_embeddings
+        # 131072 (rope_scaling "llama3", factor 8 over original_max_position_embeddings 8192).
+        ModelShape("Llama-3.1-8B", layers=32, heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336,
+                   vocab=128256, max_tokens=131072),
+        # meta-llama/Llama-3.1-70B, config.json: Llama-3-70B's shape (num_hidden_layers 80, num_attention_heads 64,
+        # num_key_value_heads 8, hidden_size 8192, intermediate_size 28672, vocab_size 128256, torch_dtype
+        # bfloat16), max_position_embeddings 131072 (rope_scaling as the 8B's).
+        ModelShape("Llama-3.1-70B", layers=80, heads=64, kv_heads=8, head_dim=128, hidden=8192, intermediate=28672,
+                   vocab=128256, max_tokens=131072),
     ]
 }
 

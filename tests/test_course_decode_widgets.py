@@ -38,6 +38,27 @@ def test_calculator_follows_model_and_dtype(calculator):
     assert f"{per_token:,} B per token" in calculator.readout.value
 
 
+def test_calculator_says_when_the_context_passes_the_models_longest():
+    """Notebook 8 sends the calculator to 128K: Llama-3-8B (max_position_embeddings 8192) showed 7 requests of
+    128K fitting on the H200 without a word; the readout names the presets that take that context."""
+    w = dw.KVCalculator(model="Llama-3-8B", context=8192)
+    assert "longest context" not in w.readout.value
+    w.context.value = 131072
+    assert "131,072 tokens pass Llama-3-8B's longest context, 8,192 tokens" in w.readout.value
+    assert "Presets that do: Llama-3.1-8B, Llama-3.1-70B." in w.readout.value
+    w.model.value = "Llama-3.1-8B"
+    assert "longest context" not in w.readout.value
+
+
+def test_notebook8_sends_the_context_to_128k_on_a_model_that_takes_it():
+    import json
+    from pathlib import Path
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "08_inference.ipynb").read_text())["cells"]
+    text = next("".join(c["source"]) for c in cells if "move the context to 128K" in "".join(c["source"]))
+    model = text.split("Switch to ", 1)[1].split(" ", 1)[0]
+    assert kvcache.get_model(model).max_tokens >= max(dw.CONTEXTS) == 131072
+
+
 def test_image_is_rendered_at_twice_its_displayed_size(calculator):
     shown = int(calculator.image.layout.width.removesuffix("px"))
     assert shown == round(9 * CSS_PX_PER_INCH)

@@ -22,6 +22,19 @@ def test_parameters_by_hand():
     assert kv.MODELS["Llama-3-70B"].params == 70_553_706_496
 
 
+def test_llama_31_presets_are_llama_3s_shapes_with_a_128k_context():
+    """Notebook 8 moves the context to 128K: Llama-3's configs stop at 8,192 tokens, Llama-3.1's (the same layers
+    and heads, config.json's max_position_embeddings 131072) take it; Llama-3's numbers stay as they were."""
+    for size in ("8B", "70B"):
+        old, new = kv.MODELS[f"Llama-3-{size}"], kv.MODELS[f"Llama-3.1-{size}"]
+        assert (old.max_tokens, new.max_tokens) == (8192, 131072)
+        shape = ("layers", "heads", "kv_heads", "head_dim", "hidden", "intermediate", "vocab", "weight_dtype")
+        assert [getattr(new, k) for k in shape] == [getattr(old, k) for k in shape]
+    assert [(m.layers, m.heads, m.kv_heads, m.head_dim) for m in map(kv.get_model, ("Llama-3.1-8B", "Llama-3.1-70B"))] \
+        == [(32, 32, 8, 128), (80, 64, 8, 128)]
+    assert kv.MODELS["Llama-3.1-70B"].params == kv.MODELS["Llama-3-70B"].params == 70_553_706_496
+
+
 def test_how_many_requests_fit_by_hand():
     budget = H200_HBM - 16_060_522_496
     assert kv.kv_budget_bytes("Llama-3-8B", "H200") == budget == 134_049_357_824

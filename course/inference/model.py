@@ -13,14 +13,15 @@ STEP_SEED = 0  # the arrays split_kv_steps runs on
 
 
 def kv_calculator(model="Llama-3-8B", context_tokens=8192, batch=1, dtype="fp16", gpu="H200"):
-    """The KV cache of `batch` requests of `context_tokens` tokens beside the model's weights on one GPU."""
+    """The KV cache of `batch` requests of `context_tokens` tokens beside the model's weights on one GPU, and the
+    model's longest context (its max_position_embeddings), which `context_tokens` may pass."""
     m, g = kvcache.get_model(model), gpusim.get_gpu(gpu)
     per_token = kvcache.bytes_per_token(m, dtype)
     total = batch * context_tokens * per_token
     return {"model": m.name, "bytes per token": per_token, "bytes per request": context_tokens * per_token,
             "KV cache bytes": total, "weight bytes": m.weight_bytes, "HBM bytes": g.hbm_bytes,
             "fits": m.weight_bytes + total <= g.hbm_bytes,
-            "largest batch": kvcache.max_batch(m, g, context_tokens, dtype)}
+            "largest batch": kvcache.max_batch(m, g, context_tokens, dtype), "longest context": m.max_tokens}
 
 
 def split_kv_steps(seq_kv=300, num_splits=3, block_kv=64, page_size=16, heads=4, kv_heads=1, head_dim=16):

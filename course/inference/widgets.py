@@ -44,7 +44,7 @@ class KVCalculator(Live):
             f"<p>{escape(c['model'])}: <b>{c['bytes per token']:,} B per token</b> of KV cache; a request of "
             f"{self.context.value:,} tokens holds {fmt_bytes(c['bytes per request'])}; {self.batch.value} of them "
             f"{fmt_bytes(c['KV cache bytes'])} beside {fmt_bytes(c['weight bytes'])} of weights in "
-            f"{fmt_bytes(c['HBM bytes'])} of HBM: {fits}.</p>"
+            f"{fmt_bytes(c['HBM bytes'])} of HBM: {fits}.</p>" + _past_longest(c, self.context.value)
             + self.guess.html(c["largest batch"], f"{c['largest batch']:,} requests"))
 
     def draw(self):
@@ -59,6 +59,17 @@ class KVCalculator(Live):
             ax.axvline(most, color="tab:green", ls="--", lw=2, label=f"largest batch: {c['largest batch']:,}")
         ax.set(yticks=[], xlabel="GiB", xlim=(0, max(hbm, weights + cache) * 1.05))
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4, frameon=False)
+
+
+def _past_longest(calc, context):
+    """A warning where the context passes the model's longest (its config's max_position_embeddings), naming the
+    presets that take it; "" where it does not."""
+    if context <= calc["longest context"]:
+        return ""
+    take = [m.name for m in kvcache.MODELS.values() if m.max_tokens >= context]
+    return (f"<p><b style='color:#b00'>{context:,} tokens pass {escape(calc['model'])}'s longest context, "
+            f"{calc['longest context']:,} tokens</b> (its config's max_position_embeddings): it serves no request "
+            f"that long. Presets that do: {escape(', '.join(take) or 'none')}.</p>")
 
 
 class SplitKVStepper(Live):
