@@ -21,6 +21,7 @@ from . import nsight
 from .provenance import heldout
 from .scorecard import verdicts
 from .standard import model as standard_model
+from .tiling import model as tiling_model
 from .widget import HEAD_DIMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,6 +155,8 @@ FACTS = [
     Phrase("05", "on the A100, 312 TFLOP/s of fp16 matmul against 19.5 TFLOP/s of fp32",
            lambda: f"on the A100, {_gpu('A100-40GB').fp16_matmul_flops_per_s / 1e12:.0f} TFLOP/s of fp16 matmul "
                    f"against {_gpu('A100-40GB').fp32_flops_per_s / 1e12:.1f} TFLOP/s of fp32"),
+    Phrase("05", "49 GB/s from DRAM on the A100-40GB, 3.4x an SM's even share (1/108 of 1,555 GB/s): 32 SMs, 30% of "
+                 "them, keep DRAM busy", tiling_model.sm_bandwidth_phrase),
     Phrase("05", "within 1.25x of 2", lambda: f"within {verdicts.ABOUT}x of 2"),
     Phrase("08", "132 on an H200", lambda: f"{_gpu('H200').sm_count} on an H200"),
     Phrase("08", "ran up to 2% faster", _cudnn_ahead),
@@ -180,7 +183,7 @@ QUOTES = [
     Phrase("02", "the 90% holds", why="the blog post's 90%"),
     Phrase("05", "is it 2x?", why="the source documents' ~2x"),
     Phrase("05", "far past 2x", why="the source documents' ~2x"),
-    Phrase("05", "occupies 15% of the SMs cannot reach more than 15%", why="an illustration, no measurement"),
+    Phrase("05", "occupies 15% of the SMs uses at most 15%", why="an illustration, no measurement"),
     Phrase("07", "~1.5x and ~2x", why="the blog post's FA-3 claims"),
     Phrase("07", "gains 2x from fp8", why="the blog post's fp8 rate claim"),
     Phrase("08", "70%", why="the blog post's 70%"),

@@ -131,3 +131,13 @@ def test_notebook2_says_q_k_and_v_grow_as_n_squared_at_a_fixed_tile():
     text = _markdown("02_standard_attention.ipynb")
     assert "the other tensors as $N d$" not in text and "nearly all the traffic" not in text
     assert "they grow as $N^2$ too; only O grows as $N d$" in text
+
+
+def test_notebook5_divides_flops_per_sm_but_not_bandwidth():
+    """Notebook 5 said a kernel on 15% of the SMs "cannot reach more than 15% of the GPU's bandwidth or FLOPs": gpusim's
+    own per-SM rate from DRAM is several times an SM's even share, so fewer than all the SMs keep DRAM busy."""
+    from gpusim_course.tiling import model
+    g = gpusim.get_gpu("A100-40GB")
+    assert g.port_bytes_per_s("hbm") > 2 * g.hbm_bytes_per_s / g.sm_count
+    text = _markdown("05_flash1_vs_flash2.ipynb")
+    assert "15% of the GPU's bandwidth" not in text and model.sm_bandwidth_phrase("A100-40GB") in text

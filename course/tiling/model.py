@@ -1,6 +1,8 @@
 """What notebooks 4 and 5 show from gpusim alone, as data: HBM traffic per tensor, the causal mask's tiles
 and the non-matmul share of compute time. No widgets, no plotting.
 """
+import math
+
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
@@ -76,3 +78,14 @@ def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64)
         parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
     return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}: " + "; ".join(parts) +
             " (the source: ~50% for FlashAttention-1, ~30% for -2).")
+
+
+def sm_bandwidth_phrase(gpu="A100-40GB"):
+    """What one SM can move from DRAM in gpusim (GPU.port_bytes_per_s) against its even share of the GPU's
+    bandwidth, and how few SMs that rate keeps DRAM busy with: bandwidth, unlike FLOPs, is not split per SM."""
+    g = gpusim.get_gpu(gpu)
+    port, share = g.port_bytes_per_s("hbm"), g.hbm_bytes_per_s / g.sm_count
+    enough = math.ceil(g.hbm_bytes_per_s / port)
+    return (f"{port / 1e9:.0f} GB/s from DRAM on the {g.name}, {port / share:.1f}x an SM's even share "
+            f"(1/{g.sm_count} of {g.hbm_bytes_per_s / 1e9:,.0f} GB/s): {enough} SMs, {enough / g.sm_count:.0%} of "
+            f"them, keep DRAM busy")
