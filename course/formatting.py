@@ -53,6 +53,12 @@ def share_words(fraction):
     return "about half" if fraction <= 0.6 else "most"
 
 
+def faster_or_slower(before_s, after_s):
+    """(factor, word): how many times faster or slower after_s is than before_s, the factor at least 1 ("0.52x faster"
+    is 1.92x slower)."""
+    return (before_s / after_s, "faster") if after_s <= before_s else (after_s / before_s, "slower")
+
+
 def span(values, fmt="{:.2f}"):
     """'lo to hi' of the values, or one value when both ends print the same."""
     lo, hi = fmt.format(min(values)), fmt.format(max(values))

@@ -141,3 +141,18 @@ def test_notebook5_divides_flops_per_sm_but_not_bandwidth():
     assert g.port_bytes_per_s("hbm") > 2 * g.hbm_bytes_per_s / g.sm_count
     text = _markdown("05_flash1_vs_flash2.ipynb")
     assert "15% of the GPU's bandwidth" not in text and model.sm_bandwidth_phrase("A100-40GB") in text
+
+
+def test_notebook5_says_which_tensors_each_loop_order_re_reads():
+    """Notebook 5 said both "read the same K, V and Q tiles" beside a table where flash1 reads Q 32 times over and
+    flash2 K and V: flash2 requests more bytes than flash1, and its K/V re-reads hit in L2, so fewer reach DRAM."""
+    from gpusim_course.tiling import model
+    batch, heads = gpusim.fa2_shape(8192, 64)
+    r1, r2 = (gpusim.simulate(a, seq=8192, head_dim=64, batch=batch, heads=heads, gpu="A100-40GB")
+              for a in ("flash1", "flash2"))
+    assert r2.hbm_bytes > r1.hbm_bytes and r2.dram_read_bytes + r2.dram_write_bytes < (
+        r1.dram_read_bytes + r1.dram_write_bytes) / 10
+    assert r1.by_tensor["Q"]["read_bytes"] > r2.by_tensor["Q"]["read_bytes"]
+    assert r2.by_tensor["K"]["read_bytes"] > r1.by_tensor["K"]["read_bytes"]
+    text = _markdown("05_flash1_vs_flash2.ipynb")
+    assert "read the same K, V and Q tiles" not in text and model.loop_order_phrase() in text

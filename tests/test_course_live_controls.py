@@ -114,3 +114,13 @@ def test_notebook8_labels_whole_and_charts_within_the_page():
     fig.canvas.draw()
     legend = fig.legends[0].get_window_extent()
     assert 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # the legend within the figure: no wider chart
+
+
+def test_flash_compare_says_slower_where_flash2_is_predicted_slower():
+    """On the T4 at 16 x 128 tiles flash2 is predicted slower than flash1: the readout said "0.52x faster"."""
+    w = tiling_widgets.FlashCompare(gpu="T4", block_q=16, block_kv=128)
+    f1, f2 = (w.results[a].predicted_time_s for a in ("flash1", "flash2"))
+    assert f2 > f1 and "slower" in w.readout.value and "faster" not in w.readout.value
+    assert float(_span(w, "gpusim-ratio")) == pytest.approx(f2 / f1, abs=0.005)
+    w.gpu.value, w.block_q.value, w.block_kv.value = "A100-40GB", 64, 64
+    assert "faster" in w.readout.value and float(_span(w, "gpusim-ratio")) > 1

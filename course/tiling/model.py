@@ -7,6 +7,7 @@ import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import DRAM_BYTES, SM_BYTES, share_words, span
+from ..standard.model import moved
 from ..tables import time_terms
 
 
@@ -89,3 +90,16 @@ def sm_bandwidth_phrase(gpu="A100-40GB"):
     return (f"{port / 1e9:.0f} GB/s from DRAM on the {g.name}, {port / share:.1f}x an SM's even share "
             f"(1/{g.sm_count} of {g.hbm_bytes_per_s / 1e9:,.0f} GB/s): {enough} SMs, {enough / g.sm_count:.0%} of "
             f"them, keep DRAM busy")
+
+
+def loop_order_phrase(gpu="A100-40GB", seq=8192, head_dim=64):
+    """flash1 against flash2 at gpusim's default blocks, FA2 benchmark shape (notebook 5's per-tensor table): flash1's
+    O, l, m round trips, flash2's K and V reads, the bytes the SMs request and those reaching DRAM."""
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    r1, r2 = (gpusim.simulate(a, seq=seq, head_dim=head_dim, batch=batch, heads=heads, gpu=gpu)
+              for a in ("flash1", "flash2"))
+    round_trips, kv = (fmt_bytes(sum(moved(r, t) for t in tensors)) for r, tensors in ((r1, "Olm"), (r2, "KV")))
+    dram = [fmt_bytes(r.dram_read_bytes + r.dram_write_bytes) for r in (r1, r2)]
+    return (f"on the {r1.config.gpu.name} at N = {seq:,}, flash1's O, ℓ and m round trips come to {round_trips} and "
+            f"flash2's K and V reads to {kv}; the SMs request {fmt_bytes(r1.hbm_bytes)} for flash1 and "
+            f"{fmt_bytes(r2.hbm_bytes)} for flash2, of which {dram[0]} and {dram[1]} reach DRAM")

@@ -13,7 +13,7 @@ from gpusim.units import fmt_bytes, fmt_time
 
 from .. import block_sliders
 from ..block_sliders import BLOCK_LABELS, BLOCK_NAMES, BLOCKS
-from ..formatting import DRAM_BYTES, SM_BYTES, table_html
+from ..formatting import DRAM_BYTES, SM_BYTES, faster_or_slower, table_html
 from ..plots import COLORS, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
 from ..standard.model import moved
 from ..tables import occupancy, supported_dtypes, time_terms
@@ -367,12 +367,12 @@ class FlashCompare(Live):
                      block_q=self.block_q.value, block_kv=self.block_kv.value, causal=self.causal.value)
         self.results = {algo: gpusim.simulate(algo, **shape) for algo in ("flash1", "flash2")}
         f1, f2 = self.results["flash1"], self.results["flash2"]
+        factor, word = faster_or_slower(f1.predicted_time_s, f2.predicted_time_s)
         self.readout.value = (
             f"<p>{self.block_q.value} x {self.block_kv.value} tiles{', causal' if self.causal.value else ''}, "
             f"N = {self.seq:,}, batch {batch} x {heads} heads: flash1 moves {fmt_bytes(f1.hbm_bytes)} in "
             f"{fmt_time(f1.predicted_time_s)}, flash2 {fmt_bytes(f2.hbm_bytes)} in {fmt_time(f2.predicted_time_s)}: "
-            f"flash2 predicted <b><span class='gpusim-ratio'>{f1.predicted_time_s / f2.predicted_time_s:.2f}</span>x"
-            f"</b> faster.</p>")
+            f"flash2 predicted <b><span class='gpusim-ratio'>{factor:.2f}</span>x</b> {word}.</p>")
 
     def draw(self):
         ax = self.axes[0]
