@@ -113,17 +113,62 @@ def test_helps_most_table(data):
     assert all(r["FA benefit, gpusim"] > 1 for r in rows)
 
 
-def test_the_scorecard_prices_decode_as_the_table_does(data):
-    """The verdict row below notebook 8's table divides naive attention by the split-KV kernel, as the table's "FA
-    benefit, gpusim" does (it divided by flash2 at one query row, 0.8x, beside the table's 3.2x). The table prices
-    decode.json's paged cache (pages of 16 tokens), the verdict a contiguous one: within 5% of each other (3.16x and
-    3.22x at 4K), where flash2's 0.8x was a quarter of it."""
+STANDARD = ("naive", "torch_naive", "sdpa_math")  # the attentions that write S and P
+
+
+def _over_fastest(rows):
+    """torch_naive's time over the fastest kernel that does not write S and P, among rows of one shape."""
+    timed = [r for r in rows if r.get("ms")]
+    return next(r["ms"] for r in timed if r["provider"] == "torch_naive") / min(
+        r["ms"] for r in timed if r["provider"] not in STANDARD)
+
+
+def _prefill_over_decode(data):
+    """{N: torch_naive over the fastest kernel in prefill (bench.json's fp16, d=128, causal rows) over the same in
+    decode (decode.json, batch 1)}, and bench.json's torch_naive rows by N."""
+    prefill = {n: [r for r in read("bench.json")["rows"] if (r["seq"], r["dtype"], r["head_dim"], r["causal"]) ==
+                   (n, "fp16", 128, True)] for n in dm.timed(data["rows"], "torch_naive", 1)}
+    prefill = {n: rows for n, rows in prefill.items() if any(r["provider"] == "torch_naive" for r in rows)}
+    ratios = {n: _over_fastest(rows) / _over_fastest([r for r in data["rows"] if (r["seq_kv"], r["batch"]) == (n, 1)])
+              for n, rows in sorted(prefill.items())}
+    return ratios, {n: next(r for r in rows if r["provider"] == "torch_naive") for n, rows in prefill.items()}
+
+
+def test_the_scorecard_judges_prefill_against_decode_on_the_fastest_kernels(data):
+    """The verdict row below notebook 8's table divided decode's torch_naive by sdpa_flash, 1.2-1.7x slower at batch
+    1 than the split-KV kernels and cuDNN, though notebook 11 judges on the best kernel measured; and its predicted
+    column priced a shape (32/8 heads, a 16K decode) the table it claimed to follow does not have. Recomputed here: at
+    each N, torch_naive over the fastest kernel that does not write S and P, prefill over decode; gpusim's decode side
+    is the table's own number."""
     from gpusim_course.scorecard import claims
-    table = dm.helps_most(data, read("bench.json"))[2]  # decode, 4K cache, batch 1
-    ours = [claims._over_naive("split_kv", 1, n) for n in (4096, 16384)]
-    assert ours[0] == pytest.approx(table["FA benefit, gpusim"], rel=0.05) and min(ours) > 1
-    predicted = claims.prefill_decode(ROOT / "results" / "h200").predicted
-    assert predicted.endswith(f"decode (split-KV, one query row) {claims.ratio_span(ours)}")
+    from gpusim_course.scorecard.claims_model import ratio_span
+    ratios, _ = _prefill_over_decode(data)
+    row = claims.prefill_decode(ROOT / "results" / "h200")
+    assert row.measured.endswith(f"prefill / decode {ratio_span(list(ratios.values()), '{:.2f}')}")
+    assert "sdpa_flash" not in row.measured  # the fastest nowhere, in either phase
+    held = [n for n, x in ratios.items() if x > 1]
+    assert row.judged.verdict == "holds under conditions" and row.judged.reason.startswith(
+        f"measured {min(ratios.values()):.2f} to {max(ratios.values()):.2f} over {len(ratios)} cases")
+    assert f"({len(held)} of {len(ratios)} cases)" in row.judged.reason
+    table = dm.helps_most(data, read("bench.json"))[2]
+    assert table["scenario"] == "decode, 4K cache" and table["batch"] == 1
+    assert claims._decode_predicted(data, 4096, 1) == table["FA benefit, gpusim"]
+    assert "notebook 8's table:" not in row.predicted and f"N = {min(ratios):,} to {max(ratios):,}" in row.predicted
+
+
+def test_notebook8_reads_the_prefill_decode_verdict_as_it_is(data):
+    """Notebook 8 reads the verdict: prefill gains more at the shorter lengths, decode at the longest, and gpusim
+    draws that line elsewhere (its reason says where)."""
+    from gpusim_course.scorecard import claims
+    ratios, prefill = _prefill_over_decode(data)
+    held = [x > 1 for x in ratios.values()]
+    assert held == sorted(held, reverse=True) and held[0] and not held[-1]  # the shorter lengths hold, the longest not
+    predicted = [claims._prefill_predicted(prefill[n]) / claims._decode_predicted(data, n, 1) > 1 for n in ratios]
+    assert predicted != held and "disagrees" in claims.prefill_decode(ROOT / "results" / "h200").judged.reason
+    text = " ".join("".join(c["source"]) for c in json.loads((ROOT / "notebooks" / "08_inference.ipynb").read_text())[
+        "cells"])
+    assert "prefill gains more than decode at the shorter lengths and decode at the longest" in text
+    assert "gpusim, which prices the project's kernels, draws that line elsewhere" in text
 
 
 def test_split_rule_sentence_says_why_the_slots_and_the_programs_differ():

@@ -128,7 +128,8 @@ def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
     rows.append(row("fp16", 128, "none", True, "CUDNN_ATTENTION"))  # flash runs, but PyTorch picks cuDNN
     (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
     judged = claims.sdpa_conditions(copy).judged
-    assert judged.verdict == "holds under conditions" and "cudnn picked for 1 of 2 inputs" in judged.reason
+    assert judged.verdict == "wrong" and "cudnn picked for 1 of 2 inputs" in judged.reason  # the rule: every input
+    assert "On Hopper SDPA picks cuDNN's kernel where it can" in judged.reason
 
 
 def test_a_row_shown_anywhere_says_what_was_not_measured():
@@ -170,3 +171,29 @@ def test_rules_line_states_the_tolerances_the_verdicts_use():
     lo, hi = verdicts.about(2)
     assert verdicts.rules_line(2) == (f"~x: within a factor of {verdicts.ABOUT} either way, e.g. ~2x holds from "
                                       f"{lo:.1f}x to {hi:.1f}x; O(n^k): a fitted exponent within {verdicts.SLOPE} of k")
+
+
+def _notebook_text(name):
+    return " ".join("".join(c["source"]) for c in json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+                    if c["cell_type"] == "markdown")
+
+
+def test_notebook11s_reading_of_the_directions_is_what_the_rows_compute(rows):
+    """Notebook 11 said the direction is right "almost everywhere", FlashAttention "helps prefill more than decode"
+    among it, on a prefill/decode row judged against sdpa_flash rather than the fastest decode kernel. What it says
+    now: faster, less memory and FlashAttention-2 over -1 at every length measured, memory linear; prefill against
+    decode only up to some length, with gpusim on the other side of the line somewhere."""
+    for measured, modelled, field in ((("torch_naive", "sdpa_flash"), ("naive", "flash2"), "ms"),
+                                      (("torch_naive", "sdpa_flash"), ("naive", "flash2"), "peak_bytes"),
+                                      (("flash1", "flash2"), ("flash1", "flash2"), "ms")):
+        obs, _ = claims._ratios(RESULTS, measured, modelled, field)
+        assert obs and min(o.value for o in obs) > 1, (measured, field)
+    by_claim = {r.claim: r for r in rows}
+    assert by_claim["Reduces memory complexity from O(n^2) to O(n)."].judged.verdict == "holds"
+    prefill = next(r for r in rows if r.claim.startswith("The prefill phase"))
+    assert prefill.judged.verdict == "holds under conditions" and "disagrees" in prefill.judged.reason
+    text = _notebook_text("11_claims_scorecard.ipynb")
+    assert "almost everywhere" not in text and "helps prefill more than decode" not in text
+    assert ("FlashAttention is faster and needs less memory at every length measured here, and its memory grows "
+            "linearly; FlashAttention-2 is faster than FlashAttention-1 at every length measured") in text
+    assert "prefill gains more than decode only up to some length" in text

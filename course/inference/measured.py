@@ -102,7 +102,7 @@ def _prefill_rows(bench, seq):
 DECODES = ((1, 4096), (1, 131072), (64, 4096), (64, 32768))  # helps_most's decode rows: (batch, cache tokens)
 
 
-def _decode_pair(decode_data, batch, seq_kv, gpu):
+def decode_pair(decode_data, batch, seq_kv, gpu):
     """decode.json's timed rows at (batch, seq_kv) by provider, and gpusim's Results of the split-KV row's launch and
     of its naive kernels (one query row, the same shape)."""
     cell = {r["provider"]: r for r in decode_data["rows"] if (r["batch"], r["seq_kv"]) == (batch, seq_kv)
@@ -132,7 +132,7 @@ def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384), decodes=
                         measured["naive"]["ms"] / measured["flash2"]["ms"],
                         measured["torch_naive"]["ms"] / measured["sdpa_flash"]["ms"]))
     for batch, seq_kv in decodes:
-        cell, flash, naive = _decode_pair(decode_data, batch, seq_kv, g)
+        cell, flash, naive = decode_pair(decode_data, batch, seq_kv, g)
         split = cell["split_kv"]
         torch_ratio = cell["torch_naive"]["ms"] / split["ms"] if "torch_naive" in cell else None
         out.append(_row(f"decode, {seq_kv // 1024}K cache", batch, _intensity(flash), g, split["dtype"],
@@ -148,7 +148,7 @@ def decode_benefit_parts(decode_data, gpu=GPU, decodes=DECODES):
     g = gpusim.get_gpu(gpu)
     out = []
     for batch, seq_kv in decodes:
-        _, flash, naive = _decode_pair(decode_data, batch, seq_kv, g)
+        _, flash, naive = decode_pair(decode_data, batch, seq_kv, g)
         moved = [r.dram_read_bytes + r.dram_write_bytes for r in (naive, flash)]
         fewest = min(k.programs for k in naive.kernels)
         out.append({"scenario": f"decode, {seq_kv // 1024}K cache", "batch": batch,
