@@ -197,3 +197,20 @@ def test_notebook11s_reading_of_the_directions_is_what_the_rows_compute(rows):
     assert ("FlashAttention is faster and needs less memory at every length measured here, and its memory grows "
             "linearly; FlashAttention-2 is faster than FlashAttention-1 at every length measured") in text
     assert "prefill gains more than decode only up to some length" in text
+
+
+def test_the_128k_claim_is_judged_for_the_layer_it_names():
+    """"64 GB for one attention layer: more than the GPU's total HBM" was judged on one head (64.1 GiB: "less" than
+    an A100-80GB, H100 or H200), while its own measured column showed a 32-head layer out of memory on the H200 at
+    N = 32,768. A layer's heads (the FlashAttention-2 benchmark's) outgrow every preset; the one-head condition is
+    stated in the reason."""
+    import gpusim
+    row = claims.long_context(RESULTS)
+    batch, heads = gpusim.fa2_shape(131072, 128)
+    layer = gpusim.simulate("naive", seq=131072, head_dim=128, batch=batch, heads=heads, dtype="fp16").hbm_peak_bytes
+    head = gpusim.simulate("naive", seq=131072, head_dim=128, dtype="fp16").hbm_peak_bytes
+    assert heads > 1 and layer > max(g.hbm_bytes for g in gpusim.PRESETS.values())
+    assert row.judged.verdict == "holds" and f"{layer / 2**30:,.1f} GiB" in row.predicted
+    smaller = ", ".join(g.name for g in gpusim.PRESETS.values() if head > g.hbm_bytes)
+    assert f"one head alone ({head / 2**30:.1f} GiB) would be more than the HBM of {smaller} only" in row.judged.reason
+    assert "ran out of memory" in row.measured

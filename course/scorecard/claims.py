@@ -486,15 +486,26 @@ def out_of_memory(rows):
             + "; ".join(parts))
 
 
-def long_context(results):
-    r = gpusim.simulate("naive", seq=131072, head_dim=128, dtype="fp16")
-    checks = [(f"{g.name} ({g.hbm_bytes / 2**30:.0f} GiB): {'more' if r.hbm_peak_bytes > g.hbm_bytes else 'less'}",
-               r.hbm_peak_bytes > g.hbm_bytes) for g in gpusim.PRESETS.values()]
+def long_context(results, seq=131072, head_dim=128):
+    """The claim is about one attention layer, so it is judged on a layer's heads: the FlashAttention-2 benchmark's
+    (gpusim.fa2_shape, a model width of 2,048) against every preset's HBM. The source's 32 GB is one head's S
+    (N^2 x 2 bytes); the reason says on which GPUs one head alone would be more."""
+    batch, heads = gpusim.fa2_shape(seq, head_dim)
+    layer, head = (gpusim.simulate("naive", seq=seq, head_dim=head_dim, batch=batch, heads=h, dtype="fp16")
+                   for h in (heads, 1))
+    gib = {"layer": layer.hbm_peak_bytes / 2**30, "head": head.hbm_peak_bytes / 2**30}
+    checks = [(f"{g.name} ({g.hbm_bytes / 2**30:.0f} GiB): {'more' if layer.hbm_peak_bytes > g.hbm_bytes else 'less'}",
+               layer.hbm_peak_bytes > g.hbm_bytes) for g in gpusim.PRESETS.values()]
+    smaller = [g.name for g in gpusim.PRESETS.values() if head.hbm_peak_bytes > g.hbm_bytes]
+    judged = noting(each(checks), f"judged for the layer the claim names ({batch} x {heads} heads of d={head_dim}, "
+                                  f"{gib['layer']:,.1f} GiB); the source's 32 GB is one head's S, and one head alone "
+                                  f"({gib['head']:.1f} GiB) would be more than the HBM of {', '.join(smaller) or 'no preset'} "
+                                  f"only")
     return Row("128K tokens: S = P = 32 GB, 64 GB for one attention layer: more than the GPU's total HBM.", BLOG,
-               f"one head at N=131,072 needs {r.hbm_peak_bytes / 2**30:.1f} GiB at its peak",
-               out_of_memory(_bench(results)),
-               each(checks), "more than the GPU's HBM", "02_standard_attention.ipynb",
-               "Memory: why 128K tokens cannot work")
+               f"one attention layer ({batch} x {heads} heads, d={head_dim}, the FlashAttention-2 benchmark's width) "
+               f"at N={seq:,} needs {gib['layer']:,.1f} GiB at its peak; one head {gib['head']:.1f} GiB",
+               out_of_memory(_bench(results)), judged, "more than the GPU's HBM, for one layer's heads",
+               "02_standard_attention.ipynb", "Memory: why 128K tokens cannot work")
 
 
 def fp8_rate(results):
