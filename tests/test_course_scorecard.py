@@ -214,3 +214,21 @@ def test_the_128k_claim_is_judged_for_the_layer_it_names():
     smaller = ", ".join(g.name for g in gpusim.PRESETS.values() if head > g.hbm_bytes)
     assert f"one head alone ({head / 2**30:.1f} GiB) would be more than the HBM of {smaller} only" in row.judged.reason
     assert "ran out of memory" in row.measured
+
+
+def test_notebook11_promises_untested_claims_only_where_there_are_some(rows):
+    """Notebook 11 headed a section "Wrong as written, and not testable here" and said some claims "cannot be
+    tested", over a summary counting none (the whole-model claim is tested from end_to_end.json). Its prose names
+    a verdict outside the rules only where some claim has it, and an empty list says none."""
+    count = verdicts.counts(rows)
+    cells = [c for c in json.loads((ROOT / "notebooks" / "11_claims_scorecard.ipynb").read_text())["cells"]
+             if c["cell_type"] == "markdown" and not "".join(c["source"]).startswith("## The rules")]
+    text = " ".join("".join(c["source"]) for c in cells)
+    for verdict, n in count.items():
+        assert n or verdict not in text, verdict
+    assert ("cannot be tested" in text) == (count["not testable here"] > 0)
+    assert count["wrong"] and "**Some statements are wrong as written**" in text
+    empty = verdicts.verdict_list([r for r in rows if r.judged.verdict == "holds"], "wrong")._repr_html_()
+    assert empty == "<p><b>wrong</b> (0): none.</p>"
+    listed = verdicts.verdict_list(rows, "wrong")._repr_html_()
+    assert listed.count("<li>") == count["wrong"] and "none" not in listed.split("<ul>")[0]

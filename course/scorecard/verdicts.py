@@ -9,8 +9,8 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 - a comparison ("bigger", "more than", "fits") holds where it is true;
 - the verdict is "holds" when every observation satisfies the claim, "holds under conditions" when some do
   (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise,
-  where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time,
-  for instance). Each reason says what was measured and what was not.
+  where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time
+  would be, without results/h200/end_to_end.json). Each reason says what was measured and what was not.
 
 The claims themselves, each a function of the results folder, are in gpusim_course.scorecard.claims.
 """
@@ -206,7 +206,9 @@ def summary_html(rows):
 
 
 def verdict_list(rows, verdict):
-    """The claims with one verdict, each with its reason, as an HTML list (notebook 11's summary of them)."""
+    """The claims with one verdict, each with its reason, as an HTML list (notebook 11's summary of them); "none"
+    where no claim has it."""
     items = "".join(f"<li><i>{escape(r.claim)}</i>: {escape(r.judged.reason)}</li>" for r in rows
                     if r.judged.verdict == verdict)
-    return Html(f"<p><b>{escape(verdict)}</b> ({counts(rows)[verdict]})</p><ul>{items}</ul>")
+    return Html(f"<p><b>{escape(verdict)}</b> ({counts(rows)[verdict]}){'' if items else ': none.'}</p>"
+                + (f"<ul>{items}</ul>" if items else ""))
