@@ -55,7 +55,9 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
 
 
 def paper_blocks(algo, gpu, head_dim, dtype="fp16"):
-    """(block_q, block_kv): the paper's rule for the GPU's shared memory (FlashAttention's Bc = ceil(M / 4d),
-    halved until the tiles fit). Not what simulate() runs when given no tiles: that is best_blocks (the
-    fastest predicted) or, for hopper, its launch table's."""
+    """(block_q, block_kv): a rule for the GPU's shared memory, halved until the tiles fit: flash1's is the
+    FlashAttention paper's Algorithm 1 (Bc = ceil(M / 4d), Br = min(Bc, d)); flash2's (and hopper's) is gpusim's
+    adaptation of it with the Q blocks outer (Br = ceil(M / 4d), at most 128, Bc = min(Br, d)), which no paper
+    gives. Not what simulate() runs when given no tiles: that is best_blocks (the fastest predicted) or, for hopper,
+    its launch table's."""
     return pass_of(algo).paper_blocks(get_gpu(gpu), head_dim, dtype)

@@ -156,3 +156,20 @@ def test_notebook5_says_which_tensors_each_loop_order_re_reads():
     assert r2.by_tensor["K"]["read_bytes"] > r1.by_tensor["K"]["read_bytes"]
     text = _markdown("05_flash1_vs_flash2.ipynb")
     assert "read the same K, V and Q tiles" not in text and model.loop_order_phrase() in text
+
+
+def test_notebook4_names_each_tile_rule_for_what_it_is():
+    """Notebook 4 printed "the paper's rule" for flash1's tile (Algorithm 1: B_c = ⌈M/4d⌉, B_r = min(B_c, d)) and for
+    flash2's (gpusim's swap of it, B_r = ⌈M/4d⌉ at most 128, which no paper gives), and said SRAM allows B_r ≈ M/4d."""
+    config = dict(algo="flash2", seq=4096, head_dim=64, heads=16, batch=1, causal=False, dtype="fp16",
+                  gpu="A100-40GB", block_q=64, block_kv=64)
+    br, bc = gpusim.paper_blocks("flash2", "A100-40GB", 64)
+    flash2 = block_sweep.tile_choice((br, bc, 1e-3), config)[1]
+    assert f"B_r x B_c = {br} x {bc}" in flash2 and "gpusim's adaptation" in flash2 and "no paper" in flash2
+    br, bc = gpusim.paper_blocks("flash1", "A100-40GB", 64)
+    assert br <= 64 < bc  # Algorithm 1: B_r at most d, B_c grows with M
+    flash1 = block_sweep.tile_choice((br, bc, 1e-3), config | {"algo": "flash1"})[1]
+    assert f"B_r x B_c = {br} x {bc}" in flash1 and "Algorithm 1's rule" in flash1
+    assert "Algorithm 1's rule gives" in claims.block_rule().predicted
+    text = _markdown("04_tiling.ipynb")
+    assert "allows $B_r \\approx M / 4d$" not in text and "gpusim's adaptation of Algorithm 1's rule" in text

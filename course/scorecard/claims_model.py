@@ -105,7 +105,7 @@ def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128))
         except ValueError as err:
             why = "needs " + str(err).split(" need ", 1)[-1]
         paper = gpusim.paper_blocks("flash1", g, d, dtype)
-        shown.append(f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; the paper's rule gives "
+        shown.append(f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; Algorithm 1's rule gives "
                      f"{paper[0]} x {paper[1]}")
     return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
                f"{g.name}, {dtype}, S_ij and O_i in registers: " + "; ".join(shown), "", judged,

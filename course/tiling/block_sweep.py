@@ -77,9 +77,17 @@ def best_blocks(grid, blocks=BLOCKS):
     return blocks[a], blocks[b], float(grid["time"][a, b])
 
 
+RULES = {  # what gpusim.paper_blocks computes, per algorithm
+    "naive": "its matmuls' 128 x 128 tiles, halved until they fit",
+    "flash1": "Algorithm 1's rule: B_c = ⌈M/4d⌉, B_r = min(B_c, d)",
+    "flash2": "gpusim's adaptation of Algorithm 1's rule to FlashAttention-2's loop order, Q blocks outer: "
+              "B_r = ⌈M/4d⌉ at most 128, B_c = min(B_r, d) (no paper gives this one)"}
+RULES["hopper"] = RULES["flash2"]  # the Hopper pass inherits flash2's
+
+
 def tile_choice(best, config, kernel_gpu="H200-measured"):
-    """The explorer's fastest pair (`best`, for `config`: gpusim.simulate's keyword arguments) beside the paper's
-    rule (gpusim.paper_blocks) and the tile the project's kernels launch on the H200 (gpusim.best_blocks on
+    """The explorer's fastest pair (`best`, for `config`: gpusim.simulate's keyword arguments) beside the algorithm's
+    rule (gpusim.paper_blocks, named by RULES) and the tile the project's kernels launch on the H200 (gpusim.best_blocks on
     the measured preset: flash1 and flash2 launch the tile gpusim predicts fastest on the GPU they run on), in
     three lines with the comparison computed."""
     block_q, block_kv, seconds = best
@@ -90,6 +98,6 @@ def tile_choice(best, config, kernel_gpu="H200-measured"):
     same = "the same tile as" if (block_q, block_kv) == tuple(kernel) else "not the fastest tile"
     return [f"Fastest pair for {algo} on {gpu} (N = {config['seq']:,}): {block_q} x {block_kv}, predicted "
             f"{seconds * 1e3:.3f} ms.",
-            f"The paper's rule (gpusim.paper_blocks) gives {paper[0]} x {paper[1]} on {gpu}.",
+            f"gpusim.paper_blocks gives B_r x B_c = {paper[0]} x {paper[1]} on {gpu}, by {RULES[algo]}.",
             f"The project's kernels launch gpusim's fastest tile for the GPU they run on: on the H200 ({kernel_gpu}) "
             f"that is {kernel[0]} x {kernel[1]}, {same} on {gpu}."]

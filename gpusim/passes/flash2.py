@@ -51,8 +51,10 @@ class Flash2(Pass):
     KV_BUFFERS = 1  # K_j, V_j buffers the SRAM model counts (software pipelining adds its own: stage_bytes)
 
     def paper_blocks(self, gpu, head_dim, dtype):
-        """The paper's budget with the loops swapped: Br = ceil(M / 4d) for an SRAM of M elements, Bc =
-        min(Br, d), Br at most 128 (its fp32 S_ij and O_i live in registers); powers of two, halved until they fit."""
+        """gpusim's adaptation of the FlashAttention paper's rule (Algorithm 1: Bc = ceil(M / 4d), Br = min(Bc, d)) to
+        FlashAttention-2's loop order, Q blocks outer, which no paper gives: Br = ceil(M / 4d) for an SRAM of M
+        elements, Bc = min(Br, d), Br at most 128 (its fp32 S_ij and O_i live in registers); powers of two, halved
+        until they fit."""
         e = check_dtype(dtype)
         big = pow2_floor(math.ceil(gpu.sram_bytes_per_block // e / (4 * head_dim)))
         small = pow2_floor(min(big, head_dim))
