@@ -266,3 +266,26 @@ def test_notebook8s_prediction_prompt_counts_the_multiply_adds_the_table_prints(
         assert r["FLOPs per DRAM byte (gpusim)"] == pytest.approx(2 * group / itemsize, rel=0.1)
     text = "".join(prose.markdown(ROOT / "notebooks" / "08_inference.ipynb"))
     assert "two multiply-adds" not in text and "one multiply-add with each element per query head" in text
+
+
+def test_batch_64s_evidence_is_the_serving_loops_forced_splits(data):
+    """Notebook 8 said "at batch 64 splitting does not pay" over a panel where the rule gives num_splits = 1 at every
+    length (comparison_rows compared a launch with itself: slowdown 1.000). The evidence is serving_splits.json's
+    forced split counts at batch 64, each slower than one split, recomputed here; the text says so."""
+    assert dm.rule_splits(data, 64) == [1]
+    assert all(abs(r["slowdown measured"] - 1) < 0.01 for r in dm.comparison_rows(data, batch=64))
+    serving = read("serving_splits.json")
+    plan = [r for r in serving["rows"] if r["provider"] == "plan_graph" and r["batch"] == 64]
+    one = {r["seq_kv"]: r["ms_per_token"] for r in plan if r["num_splits"] == 1}
+    over = [r["ms_per_token"] / one[r["seq_kv"]] for r in plan if r["num_splits"] > 1]
+    assert len(over) >= 2 * len(one) and min(over) > 1
+    text = dm.forced_splits_sentence(dm.rule_splits(data, 64), dm.forced_splits(serving, 64))
+    counts = ", ".join(map(str, sorted({r["num_splits"] for r in plan if r["num_splits"] > 1})))
+    assert (f"every count tried ({counts}) ran slower than one split (+{100 * (min(over) - 1):.0f} to "
+            f"+{100 * (max(over) - 1):.0f}% per token)") in text
+    assert "the panel's split and num_splits=1 curves are one launch" in text
+    cells = json.loads((ROOT / "notebooks" / "08_inference.ipynb").read_text())["cells"]
+    notebook = " ".join("".join(c["source"]) for c in cells)
+    assert "At batch 64 splitting does not pay" not in notebook
+    assert "the serving loop's forced split counts can (the last line under the table): each ran slower" in notebook
+    assert "measured.forced_splits_sentence(measured.rule_splits(decode_data, 64), measured.forced_splits(" in notebook

@@ -286,6 +286,36 @@ def serving_splits(data):
     return out
 
 
+def rule_splits(data, batch):
+    """The split counts gpusim's rule gave the split kernel's decode.json rows at one batch (one count, 1: the
+    split kernel and num_splits=1 are one launch there)."""
+    return sorted({r["num_splits"] for r in data["rows"] if r["provider"] == "split_kv" and r["batch"] == batch})
+
+
+def forced_splits(serving, batch):
+    """serving_splits.json at one batch: the cache lengths, the split counts above 1 tried, and each one's time per
+    token over num_splits=1's, at every length."""
+    rows = [r for r in serving["rows"]
+            if r["provider"] == "plan_graph" and r["batch"] == batch and r.get("ms_per_token")]
+    one = {r["seq_kv"]: r["ms_per_token"] for r in rows if r["num_splits"] == 1}
+    more = [r for r in rows if r["num_splits"] > 1 and r["seq_kv"] in one]
+    return {"batch": batch, "seqs": sorted(one), "counts": sorted({r["num_splits"] for r in more}),
+            "over one": [r["ms_per_token"] / one[r["seq_kv"]] for r in more]}
+
+
+def forced_splits_sentence(rule, forced):
+    """Why a batch's panel cannot show whether splitting pays (the rule's counts, rule_splits), and what the serving
+    loop's forced counts (forced_splits) measured."""
+    over = forced["over one"]
+    kernels = "the panel's split and num_splits=1 curves are one launch" if rule == [1] else "the rule splits"
+    verdict = "slower" if min(over) > 1 else "faster" if max(over) < 1 else "slower or faster"
+    return (f"At batch {forced['batch']} the rule's split counts in decode.json are {', '.join(map(str, rule))}: "
+            f"{kernels}. Forced to split in the graphed serving loop (serving_splits.json, "
+            f"{', '.join(f'{n // 1024}K' for n in forced['seqs'])} tokens), every count tried "
+            f"({', '.join(map(str, forced['counts']))}) ran {verdict} than one split "
+            f"({span([100 * (x - 1) for x in over], '{:+.0f}')}% per token).")
+
+
 def serving_splits_sentence(points):
     """serving_splits in words, every number computed from the file."""
     fastest = sum(1 for rule, best, _ in points.values() if rule == best)
