@@ -84,6 +84,25 @@ def unsplit_lesson(data, batch=1):
             "slowdown measured": row["slowdown measured"], "slowdown predicted": row["slowdown predicted"]}
 
 
+def copy_shares(data, min_cache=32768, gpu=GPU):
+    """The split kernel's share of the measured copy bandwidth at caches of `min_cache` tokens or more, every batch
+    (least, most), and the DRAM read rate gpusim's preset takes (bandwidth.json's loads) over the copy's: a copy
+    reads and writes each byte, the decode kernel only reads, so its share can pass 1."""
+    rows = [r for r in data["rows"] if r["provider"] == "split_kv" and r.get("ms") and r["seq_kv"] >= min_cache]
+    shares = [r["copy_fraction"] for r in rows]
+    return {"min cache": min_cache, "batches": sorted({r["batch"] for r in rows}), "least": min(shares),
+            "most": max(shares), "read over copy": gpusim.get_gpu(gpu).hbm_read_bytes_per_s / data["copy_bytes_per_s"]}
+
+
+def copy_share_sentence(shares):
+    """copy_shares in words."""
+    return (f"At caches of {shares['min cache']:,} tokens or more (batch {', '.join(map(str, shares['batches']))}) the "
+            f"split kernel reaches {shares['least']:.0%} to {shares['most']:.0%} of the measured copy bandwidth. Above "
+            f"100% is not a bug: a copy reads and writes every byte, the decode kernel only reads, and DRAM loads "
+            f"alone ran at {shares['read over copy']:.2f}x the copy's rate (bandwidth.json's median with 64 KiB or "
+            f"more in flight per SM, the rate gpusim's {GPU} preset reads at).")
+
+
 def fixed_cost(data, batch=1, upto=4096):
     """At small caches the measured time stops following the bytes: {bytes growth, time growth, fastest ms,
     slowest ms} of the split kernel from the smallest cache to `upto` (a fixed per-call cost dominates)."""
