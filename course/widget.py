@@ -248,9 +248,10 @@ def set_step_range(step, play, count):
     step.value = min(step.value, count)
 
 
-def sync_dtypes(gpu_control, dtype_control):
-    """Offer only the dtypes the chosen GPU supports; keep the choice when it still exists."""
-    options = supported_dtypes(gpu_control.value)
+def sync_dtypes(gpu_control, dtype_control, dtypes=supported_dtypes):
+    """Offer only the dtypes the chosen GPU supports (dtypes(gpu): tables.supported_dtypes, or a kernel's own); keep
+    the choice when it still exists."""
+    options = dtypes(gpu_control.value)
     if list(dtype_control.options) != options:
         keep = dtype_control.value if dtype_control.value in options else "fp16"
         dtype_control.options = options

@@ -222,3 +222,17 @@ def test_the_waves_explorer_starts_at_the_benchmark_shape_and_says_it():
     ex = tiling_widgets.WavesExplorer(gpu="A100-40GB", seq=8192, head_dim=64)
     assert (ex.batch.value, ex.heads.value) == gpusim.fa2_shape(8192, 64)
     assert "batch 2 x 32 heads, N = 8,192, d = 64" in ex.readout.value
+
+
+def test_the_overlap_explorer_offers_only_what_the_hopper_kernel_runs():
+    """It offered fp32 (the kernel has none: kernels/hopper.py OUT_DTYPES) and d = 32 and 256 (refused, the previous
+    figure left up); at fp8, d = 64 the launch table has no warp specialization, and the readout now says why the
+    timeline is serial."""
+    from gpusim.passes import hopper
+    ex = practice_widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
+    assert list(ex.dtype.options) == ["fp16", "bf16", "fp8"] and tuple(ex.head_dim.options) == hopper.HEAD_DIMS
+    assert "without warp specialization" not in ex.readout.value and ex.per_tile["hopper"]["overlapped"]
+    ex.dtype.value, ex.head_dim.value = "fp8", 64
+    assert not hopper.launch_options(ex.results["hopper"].config)["warp_specialize"]
+    assert "fp8, d = 64 software-pipelined, without warp specialization" in ex.readout.value
+    assert not ex.per_tile["hopper"]["overlapped"]

@@ -4,12 +4,13 @@ the Hopper kernel's overlap.
 from html import escape
 
 import gpusim
+from gpusim.passes import hopper
 from gpusim.units import fmt_time
 
 from .. import evidence
 from ..formatting import table_html
 from ..tables import hopper_gpus, supported_dtypes, tile_terms, time_terms
-from ..widget import HEAD_DIMS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
+from ..widget import Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 from . import sdpa
 
 
@@ -50,6 +51,22 @@ class SdpaPickExplorer(Live):
         ax.set(yticks=[], title="forced: green ran, red refused; outlined: PyTorch's pick", ylim=(0, 1.2))
 
 
+def hopper_dtypes(gpu):
+    """The dtypes the Hopper kernel runs (kernels/hopper.py OUT_DTYPES: no fp32) that the GPU has tensor cores for."""
+    return [d for d in supported_dtypes(gpu) if any(d == dtype for _, dtype, _ in hopper.LAUNCHES)]
+
+
+def serial_note(cfg):
+    """Where the launch table runs the Hopper kernel without warp specialization, a sentence saying its timeline is
+    therefore drawn serially; else ""."""
+    if hopper.launch_options(cfg)["warp_specialize"]:
+        return ""
+    return (f" The launch table runs the Hopper kernel at {cfg.dtype}, d = {cfg.head_dim}"
+            f"{', causal' if cfg.causal else ''} software-pipelined, without warp specialization "
+            f"(gpusim/passes/hopper.py LAUNCHES), so its timeline is drawn serially: whatever it gains over flash2 "
+            f"here is not from overlap.")
+
+
 class OverlapExplorer(Live):
     """One SM's inner loop, drawn from gpusim's per-tile averages of its roofline terms: FlashAttention-2 runs the
     softmax between its two matmuls; FlashAttention-3's design (`hopper`, warp-specialized) overlaps them by
@@ -63,12 +80,12 @@ class OverlapExplorer(Live):
         """gpu: a Hopper GPU (tables.hopper_gpus): FlashAttention-3's TMA and warpgroup matmuls exist on no other."""
         self.gpu = gpu_dropdown(gpu, hopper_gpus())
         self.seq = seq_slider(seq)
-        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
-        self.dtype = dropdown("dtype", supported_dtypes(gpu), dtype)
+        self.head_dim = dropdown("head_dim", hopper.HEAD_DIMS, head_dim)  # the head dims the Hopper kernel runs
+        self.dtype = dropdown("dtype", hopper_dtypes(gpu), dtype)
         super().__init__([[self.gpu, self.dtype, self.head_dim], [self.seq]], figsize=(11, 4), nrows=2)
 
     def update(self):
-        sync_dtypes(self.gpu, self.dtype)
+        sync_dtypes(self.gpu, self.dtype, hopper_dtypes)
         batch, heads = gpusim.fa2_shape(self.seq.value, self.head_dim.value)
         shape = dict(seq=self.seq.value, head_dim=self.head_dim.value, batch=batch, heads=heads, gpu=self.gpu.value)
         baseline = "fp16" if self.dtype.value == "fp8" else self.dtype.value  # FlashAttention-2 has no fp8 kernel
@@ -79,8 +96,8 @@ class OverlapExplorer(Live):
         rows = [{"algo": f"{a} ({r.config.dtype})"} | {k: fmt_time(v) for k, v in time_terms(r)[0].items()
                                                         if k.startswith("t_") or k == "predicted"}
                 for a, r in self.results.items()]
-        self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: <b>{f2 / h:.2f}x</b>.</p>"
-                              + table_html(rows))
+        self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: <b>{f2 / h:.2f}x</b>."
+                              f"{serial_note(self.results['hopper'].config)}</p>" + table_html(rows))
 
     def question(self):
         r = self.results["hopper"]
