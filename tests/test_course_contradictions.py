@@ -205,3 +205,13 @@ def test_notebook5_says_where_flash2_over_flash1_is_about_2x_from_the_data():
     nb = _markdown("05_flash1_vs_flash2.ipynb")
     assert "most SMs sit idle" not in nb and "leave most SMs idle" not in nb and "Where it holds, both" not in nb
     assert "measured.fill_sentence(" in (ROOT / "notebooks" / "05_flash1_vs_flash2.ipynb").read_text()
+
+
+def test_notebook4_says_how_often_the_fewest_bytes_tile_was_fastest_as_notebook6_computes_it():
+    """Notebook 4 said the fewest-bytes tile "was not always the fastest" where notebook 6 computes 0 of 12 groups."""
+    tiles = measurements.read_results(ROOT / "results" / "h200" / "tiles.json")["rows"]
+    groups = practice_measured.tile_launches(tiles, gpu="H200-measured")
+    phrase = practice_measured.fewest_phrase(groups)
+    assert phrase in practice_measured.tile_agreement(groups, gpu="H200-measured")
+    text = _markdown("04_tiling.ipynb")
+    assert f"was {phrase}" in text and "not always the fastest" not in text

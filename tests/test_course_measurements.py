@@ -203,7 +203,7 @@ def test_tile_agreement_counts_gpusims_picks_and_the_fewest_bytes():
                for a, b in ((picks[c], other[c]), (other[c], picks[c])))
     assert practice_measured.tile_agreement(practice_measured.tile_launches(rows)) == (
         f"The tile gpusim picks (flash2's default) was the measured fastest in 1 of 2 groups and within 5% of it in "
-        f"2. The tile requesting the fewest bytes from L2 was the fastest in {sum(m == 1 for m in more)} of them; "
+        f"2. The tile requesting the fewest bytes from L2 was the fastest in {sum(m == 1 for m in more)} of 2 groups; "
         f"the fastest requested {span(more, '{:.1f}')}x the fewest bytes of its group, while gpusim's L2 model "
         f"puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
 

@@ -57,6 +57,14 @@ def gpusim_pick(launches, gpu="H200-measured"):
                               causal=r["causal"], dtype=r["dtype"], gpu=gpu)
 
 
+def fewest_phrase(groups):
+    """In how many of tile_launches' groups the tile requesting the fewest bytes was the measured fastest, and how many
+    times the fewest the fastest tile requested."""
+    more = [_fastest(g)[1].hbm_bytes / min(s.hbm_bytes for _, s, _ in g) for g in groups.values()]
+    return (f"the fastest in {sum(m == 1 for m in more)} of {len(groups)} groups; the fastest requested "
+            f"{span(more, '{:.1f}')}x the fewest bytes")
+
+
 def tile_agreement(groups, gpu="H200-measured"):
     """One sentence on tile_launches' groups: in how many the tile gpusim picks was the measured fastest and within
     5% of it, in how many the tile requesting the fewest bytes from L2 was the fastest, how many times the fewest
@@ -66,14 +74,11 @@ def tile_agreement(groups, gpu="H200-measured"):
     best = {key: _fastest(g)[0]["ms"] for key, g in groups.items()}
     same = sum(picked[k] == best[k] for k in groups)
     close = sum(picked[k] is not None and picked[k] <= 1.05 * best[k] for k in groups)
-    more = [_fastest(g)[1].hbm_bytes / min(s.hbm_bytes for _, s, _ in g) for g in groups.values()]
-    fewest = sum(m == 1 for m in more)
     dram = max(max(s.dram_read_bytes for _, s, _ in g) / min(s.dram_read_bytes for _, s, _ in g) - 1
                for g in groups.values())
     return (f"The tile gpusim picks (flash2's default) was the measured fastest in {same} of {len(groups)} groups "
-            f"and within 5% of it in {close}. The tile requesting the fewest bytes from L2 was the fastest in "
-            f"{fewest} of them; the fastest requested {span(more, '{:.1f}')}x the fewest bytes of its group, while "
-            f"gpusim's L2 model puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
+            f"and within 5% of it in {close}. The tile requesting the fewest bytes from L2 was {fewest_phrase(groups)} "
+            f"of its group, while gpusim's L2 model puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
 
 
 def tile_lesson(groups):
