@@ -1,6 +1,7 @@
 """The policy of the block-size sliders (notebook 4's TilingExplorer), as pure functions of a `config`: the
 keyword arguments of gpusim.simulate. block_q (Br) and block_kv (Bc) move between powers of two and only as
-far as the GPU's SRAM allows; where a slider stops, gpusim's own message says why.
+far as gpusim accepts the tile (its SRAM, the pipeline's stages included, and its registers); where a slider stops,
+gpusim's own message says why.
 """
 import gpusim
 

@@ -215,3 +215,26 @@ def test_notebook4_says_how_often_the_fewest_bytes_tile_was_fastest_as_notebook6
     assert phrase in practice_measured.tile_agreement(groups, gpu="H200-measured")
     text = _markdown("04_tiling.ipynb")
     assert f"was {phrase}" in text and "not always the fastest" not in text
+
+
+def test_the_matmul_share_row_and_notebook5s_sentence_name_their_gpu_and_length():
+    """Notebook 5 printed the A100's shares at N = 8,192 beside the scorecard's row of the H200-measured preset at
+    N = 4,096, neither naming its conditions."""
+    from gpusim_course.tiling import model
+    row = claims.matmul_share(ROOT / "results" / "h200")
+    assert "gpusim on H200-measured, N = 4,096" in row.predicted
+    assert "on A100-40GB, N = 8,192:" in model.nonmatmul_sentence("A100-40GB", 8192)
+
+
+def test_notebooks_4_and_5_say_registers_and_stages_decide_what_fits_too():
+    """Notebook 5 said an SM runs as many thread blocks "as its shared memory holds" and notebook 4 that the sliders
+    stop where SRAM runs out, while gpusim refuses tiles for their registers too and counts the stages' buffers."""
+    from gpusim_course import block_sliders
+    config = dict(algo="flash2", seq=4096, head_dim=256, heads=16, batch=1, causal=False, dtype="fp16",
+                  gpu="A100-40GB", block_q=64, block_kv=64)
+    assert "registers per thread" in block_sliders.fit_blocks(config)[2]["block_q"][1]
+    cfg = gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="A100-40GB").config
+    from gpusim.occupancy import resources
+    assert resources(cfg, "flash2").shared_bytes > cfg.sram_bytes("flash2")  # the stages' buffers
+    assert "as many at once as its shared memory holds" not in _markdown("05_flash1_vs_flash2.ipynb")
+    assert "as far as the GPU's SRAM per thread block allows" not in _markdown("04_tiling.ipynb")

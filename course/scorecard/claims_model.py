@@ -40,7 +40,8 @@ def _share_pairs(rows):
 def matmul_share(results):
     """Judged on Nsight's tensor-pipe share of each kernel's cycles (tensor_pipe.json) where it was measured;
     gpusim's share of compute time beside it (and deciding, saying so, where nothing was measured)."""
-    shares = nonmatmul_shares(PREDICT_GPU, seq=4096)
+    seq = 4096
+    shares = nonmatmul_shares(PREDICT_GPU, seq=seq)
     claims = {"flash1": 0.5, "flash2": 0.7}
     modelled = []
     for x in shares:
@@ -67,7 +68,8 @@ def matmul_share(results):
         judged = noting(each(modelled), "gpusim's model decides: the tensor pipe's share of the kernels' cycles "
                         "was not measured here (tensor_pipe.json)")
     return Row("FlashAttention-1: ~50% matmul, ~50% other; FlashAttention-2: ~70% matmul, ~30% other.", BLOG,
-               "matmul share of compute time, 64 x 64 tiles: " + "; ".join(c[0] for c in modelled),
+               f"matmul share of compute time, gpusim on {PREDICT_GPU}, N = {seq:,} (the FlashAttention-2 benchmark "
+               f"shape), 64 x 64 tiles: " + "; ".join(c[0] for c in modelled),
                "tensor-pipe share of cycles: " + "; ".join(c[0] for c in measured) if measured else "",
                judged, "~x: within 1.25x", "05_flash1_vs_flash2.ipynb", "Non-matmul work")
 
