@@ -167,9 +167,9 @@ FACTS = [
                    f"against {_gpu('A100-40GB').fp32_flops_per_s / 1e12:.1f} TFLOP/s of fp32"),
     Phrase("05", "49 GB/s from DRAM on the A100-40GB, 3.4x an SM's even share (1/108 of 1,555 GB/s): 32 SMs, 30% of "
                  "them, keep DRAM busy", tiling_model.sm_bandwidth_phrase),
-    Phrase("05", "on the A100-40GB at N = 8,192, flash1's O, ℓ and m round trips come to 8.38 GiB and flash2's K and V "
-                 "reads to 16.00 GiB; the SMs request 10.50 GiB for flash1 and 16.13 GiB for flash2, of which 10.49 GiB "
-                 "and 248.12 MiB reach DRAM", tiling_model.loop_order_phrase),
+    Phrase("05", "on the A100-40GB at N = 8,192, flash1's O, ℓ and m round trips come to 8.38 GiB and flash2's K and "
+                 "V reads to 16.00 GiB; the SMs request 10.50 GiB for flash1 and 16.13 GiB for flash2, of which "
+                 "10.49 GiB and 248.12 MiB reach DRAM", tiling_model.loop_order_phrase),
     Phrase("04", "was the fastest in 0 of 12 groups; the fastest requested 1.7 to 4.0x the fewest bytes",
            _fewest_bytes_fastest),
     Phrase("05", "within 1.25x of 2", lambda: f"within {verdicts.ABOUT}x of 2"),

@@ -78,7 +78,8 @@ def tile_agreement(groups, gpu="H200-measured"):
                for g in groups.values())
     return (f"The tile gpusim picks (flash2's default) was the measured fastest in {same} of {len(groups)} groups "
             f"and within 5% of it in {close}. The tile requesting the fewest bytes from L2 was {fewest_phrase(groups)} "
-            f"of its group, while gpusim's L2 model puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
+            f"of its group, while gpusim's L2 model puts every tile's DRAM reads within {dram:.1%} of each other in "
+            f"each group.")
 
 
 def tile_lesson(groups):

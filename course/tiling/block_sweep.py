@@ -87,7 +87,7 @@ RULES["hopper"] = RULES["flash2"]  # the Hopper pass inherits flash2's
 
 def tile_choice(best, config, kernel_gpu="H200-measured"):
     """The explorer's fastest pair (`best`, for `config`: gpusim.simulate's keyword arguments) beside the algorithm's
-    rule (gpusim.paper_blocks, named by RULES) and the tile the project's kernels launch on the H200 (gpusim.best_blocks on
+    rule (gpusim.paper_blocks, named by RULES) and the tile the project's kernels launch on the H200 (best_blocks on
     the measured preset: flash1 and flash2 launch the tile gpusim predicts fastest on the GPU they run on), in
     three lines with the comparison computed."""
     block_q, block_kv, seconds = best

@@ -77,7 +77,8 @@ def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64)
     for algo in ("flash1", "flash2"):
         mine = [s["time_share"] for s in shares if s["algo"] == algo]
         parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
-    return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}, N = {seq:,}: " + "; ".join(parts) +
+    return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}, N = {seq:,}: "
+            + "; ".join(parts) +
             " (the source: ~50% for FlashAttention-1, ~30% for -2).")
 
 
