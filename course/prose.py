@@ -211,8 +211,8 @@ QUOTES = [
     Phrase("09", "4.4 GB", why="the FlashAttention paper's Figure 2"),
     Phrase("10", "Llama 2 70B", why="a model's name"),
     Phrase("13", "Llama-3-8B", why="a model's name"),
-    Phrase("12", BLIND_SCORINGS, why="docs/perf.md's blind_scorings: benchmarks/report_heldout.blind_scorings, which the "
-           "course may not import; tests/test_course_prose.py recomputes it"),
+    Phrase("12", BLIND_SCORINGS, why="docs/perf.md's blind_scorings: benchmarks/report_heldout.blind_scorings, which "
+           "the course may not import; tests/test_course_prose.py recomputes it"),
     Phrase("08", "notebooks 2 to 5", why="the course's own notebooks"),
 ]
 

@@ -499,8 +499,8 @@ def long_context(results, seq=131072, head_dim=128):
     smaller = [g.name for g in gpusim.PRESETS.values() if head.hbm_peak_bytes > g.hbm_bytes]
     judged = noting(each(checks), f"judged for the layer the claim names ({batch} x {heads} heads of d={head_dim}, "
                                   f"{gib['layer']:,.1f} GiB); the source's 32 GB is one head's S, and one head alone "
-                                  f"({gib['head']:.1f} GiB) would be more than the HBM of {', '.join(smaller) or 'no preset'} "
-                                  f"only")
+                                  f"({gib['head']:.1f} GiB) would be more than the HBM of "
+                                  f"{', '.join(smaller) or 'no preset'} only")
     return Row("128K tokens: S = P = 32 GB, 64 GB for one attention layer: more than the GPU's total HBM.", BLOG,
                f"one attention layer ({batch} x {heads} heads, d={head_dim}, the FlashAttention-2 benchmark's width) "
                f"at N={seq:,} needs {gib['layer']:,.1f} GiB at its peak; one head {gib['head']:.1f} GiB",
