@@ -261,7 +261,8 @@ class DecodePlan:
         """O (and with return_lse=True the fp32 LSE, (B, H, seq)) of q (B, H, seq, d) over the cache: paged
         (num_pages, page_size, kv_heads, d) through block_table (int32 (B, >= pages)), or contiguous
         (B, kv_heads, >= max_cache_len, d). block_table, cache_seqlens (int32 (B,)) None: the plan's device
-        copies (a paged plan's table only where the plan was given one). pdl, launch_options (num_warps, num_stages of the split kernel): overrides for a sweep."""
+        copies (a paged plan's table only where the plan was given one). pdl, launch_options (num_warps,
+        num_stages of the split kernel): overrides for a sweep."""
         L = self._launch
         if block_table is None and not self._table_given:
             raise ValueError("block_table is None, and this paged plan was made without one: give run the table "
