@@ -62,11 +62,16 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     lengths = _lengths(seq_kv, batch, seq, causal_align)
     blocks = halvings(DEFAULT_BLOCK_KV) if block_kv is None else (power_of_two("block_kv", block_kv, MIN_ROWS),)
     page_size = None if page_size is None else check_page_size(page_size)
+    num_splits = None if num_splits is None else positive_int("num_splits", num_splits)
     base = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, blocks[0], page_size,
                         flag("grouped", grouped), causal_align, dtype, gpu, SPLIT_KV)
-    launch = _first_fit(base, num_splits, blocks)
+    launch, problem = _first_fit(base, num_splits, blocks)
     if launch is None:
-        raise ValueError(_refusal(base, num_splits, blocks))
+        raise ValueError(_refusal(base, num_splits, blocks[-1], problem))
+    most = int(launch.chunks.max())
+    if launch.num_splits > most:  # against the chunk that fits, which may be a halving of the default
+        raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={launch.block_kv} "
+                         f"in the longest request ({int(launch.keys.max()):,} keys)")
     return launch
 
 
@@ -87,56 +92,58 @@ def halvings(block_kv):
 
 
 def _first_fit(base, num_splits, blocks):
-    """The launch at the first chunk of `blocks` whose kernels fit the GPU (overflow), or None."""
+    """(The launch at the first chunk of `blocks` whose kernels fit the GPU, None), or (None, the last chunk's
+    overflow: its kernel and its line; None where there is no chunk)."""
+    problem = None
     for block_kv in blocks:
         launch = _split(replace(base, block_kv=block_kv), num_splits)
-        if overflow(launch) is None:
-            return launch
-    return None
+        problem = overflow(launch)
+        if problem is None:
+            return launch, None
+    return None, problem
 
 
 def _split(probe, num_splits):
-    """The launch of the probe's chunk (num_splits == 1) with num_splits splits, checked against its chunks, or
-    (None) the rule's."""
-    most = int(probe.chunks.max())
+    """The launch of the probe's chunk (num_splits == 1) with num_splits splits, or (None) the rule's."""
     if num_splits is None:
-        num_splits = num_splits_rule(probe.batch * probe.units, split_slots(probe), most, MAX_SPLITS)
-    elif positive_int("num_splits", num_splits) > most:
-        raise ValueError(f"num_splits={num_splits} is more than the {most:,} K/V chunks of block_kv={probe.block_kv} "
-                         f"in the longest request ({int(probe.keys.max()):,} keys)")
+        num_splits = num_splits_rule(probe.batch * probe.units, split_slots(probe), int(probe.chunks.max()),
+                                     MAX_SPLITS)
     check_grid(num_splits=int(num_splits))
     return replace(probe, num_splits=int(num_splits))
 
 
 def overflow(launch):
-    """One line for the first kernel of the launch whose thread block no SM holds, None where each fits: its query
-    rows and one K and V chunk past the GPU's SRAM per block, or its blocks per SM 0 (gpusim.occupancy, from the
-    compiled kernel's registers and shared memory, or their estimate: the time model's own test)."""
+    """(kernel, one line) for the first kernel of the launch whose thread block no SM holds, None where each fits:
+    its query rows and one K and V chunk past the GPU's SRAM per block, or its blocks per SM 0 (gpusim.occupancy,
+    from the compiled kernel's registers and shared memory, or their estimate: the time model's own test)."""
     gpu = launch.gpu
     head = (f"block_kv={launch.block_kv}, {launch.padded_rows} query rows, head_dim={launch.head_dim} "
             f"({launch.dtype}) need")
     for kernel in launch.kernels:
         need = launch.sram_bytes(kernel)
         if need > gpu.sram_bytes_per_block:
-            return (f"{head} {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has {gpu.sram_bytes_per_block:,} B "
-                    f"per thread block")
+            return kernel, (f"{head} {need:,} B of SRAM in the {kernel} kernel; {gpu.name} has "
+                            f"{gpu.sram_bytes_per_block:,} B per thread block")
         res = resources(launch, kernel)
         occ = occupancy(gpu, res)
         if occ.blocks_per_sm == 0:
             need, limit = exceeded(gpu, res, occ)
-            return f"{head} {need} in the {kernel} kernel; {limit}"
+            return kernel, f"{head} {need} in the {kernel} kernel; {limit}"
     return None
 
 
-def _refusal(base, num_splits, blocks):
-    """The line for a launch that no chunk of `blocks` fits: the last one's overflow, and the smaller block_kv that
-    fits (as the CLI spells it too), or that none does."""
-    problem = overflow(_split(replace(base, block_kv=blocks[-1]), num_splits))
-    smaller = _first_fit(base, num_splits, halvings(blocks[-1])[1:])
-    if smaller is None:
-        return f"{problem}; no block_kv of {MIN_ROWS} or more fits"
-    block_kv = smaller.block_kv
-    return f"{problem}; a smaller block_kv fits: block_kv={block_kv} (--block-kv {block_kv} on the command line)"
+def _refusal(base, num_splits, block_kv, problem):
+    """The line for a launch that no chunk down to block_kv fits: block_kv's overflow (problem: its kernel and line),
+    and what fits (as the CLI spells it too): a smaller block_kv, or where the reduce is what overflows, one split
+    (which needs none); or that nothing does."""
+    kernel, line = problem
+    smaller = _first_fit(base, num_splits, halvings(block_kv)[1:])[0]
+    if smaller is not None:
+        return (f"{line}; a smaller block_kv fits: block_kv={smaller.block_kv} (--block-kv {smaller.block_kv} on the "
+                f"command line)")
+    if kernel == "reduce" and _first_fit(base, 1, halvings(block_kv))[0] is not None:
+        return f"{line}; one split needs no reduce: num_splits=1 (--num-splits 1 on the command line) fits"
+    return f"{line}; no block_kv of {MIN_ROWS} or more fits"
 
 
 GRID_ADVICE = {"batch": "decode the batch in parts", "seq": "decode fewer query rows a request at once",

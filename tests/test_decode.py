@@ -327,3 +327,24 @@ def test_a_list_of_cache_lengths_sets_the_batch_unless_batch_is_given():
         gpusim.simulate("split_kv", seq_kv=[100, 200], head_dim=64, batch=3)
     with pytest.raises(ValueError, match=r"^seq_kv is empty: give one cache length per request$"):
         gpusim.simulate("split_kv", seq_kv=[], head_dim=64)
+
+
+def test_the_split_count_a_default_chunk_chose_is_checked_against_that_chunk():
+    """On a T4 at d = 128 the default chunk is 32 keys (64 overflows): the split count gpusim chose there is accepted
+    when given back, and one past that chunk's count is refused against it (it was refused against 64's)."""
+    shape = dict(heads=32, kv_heads=8, head_dim=128, seq_kv=129, gpu="T4")
+    chosen = decode.make_launch(**shape)
+    assert (chosen.block_kv, chosen.num_splits) == (32, 5)
+    assert decode.make_launch(num_splits=5, **shape) == chosen
+    with pytest.raises(ValueError, match=r"^num_splits=6 is more than the 5 K/V chunks of block_kv=32 in the longest"):
+        decode.make_launch(num_splits=6, **shape)
+
+
+def test_a_reduce_that_overflows_is_refused_with_one_split_as_what_fits():
+    """The reduce's block (64 splits' partial rows of d + 1 fp32 values) does not depend on block_kv: where it
+    overflows (a T4 at d = 256), the line offers one split, which needs no reduce and runs."""
+    shape = dict(heads=32, kv_heads=8, head_dim=256, seq_kv=4096, gpu="T4")
+    with pytest.raises(ValueError, match=r"in the reduce kernel; T4 has 65,536 B per thread block; one split needs no "
+                                         r"reduce: num_splits=1 \(--num-splits 1 on the command line\) fits$"):
+        decode.make_launch(**shape)
+    assert decode.make_launch(num_splits=1, **shape).num_splits == 1
