@@ -329,7 +329,7 @@ class DecodePlan:
                              f"plan expects int32 ({L.batch},) on {self.device}")
         if INTERPRETED:  # the kernels run on the host: reading the values waits for nothing; check them
             host = tuple(lengths.tolist())
-            _longest_chunks(host, L.seq, L.causal_align, L.block_kv)  # each at least seq
+            check_lengths(host, L.seq, L.causal_align, "cache_seqlens")  # each an integer, at least seq
             _capacity(self.max_cache_len, host)
             if L.page_size:
                 check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)
