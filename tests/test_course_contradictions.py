@@ -188,6 +188,17 @@ def test_notebook4_names_each_tile_rule_for_what_it_is():
     assert "allows $B_r \\approx M / 4d$" not in text and "gpusim's adaptation of Algorithm 1's rule" in text
 
 
+def test_notebook2_names_flash2s_tile_rule_as_gpusims_too():
+    """Notebook 2's traffic explorer called flash2's rule "FlashAttention-2's paper rule", which notebook 4 says no
+    paper gives: its readout and text name it as gpusim's adaptation of Algorithm 1's."""
+    from gpusim_course.standard import model as standard_model
+    block_q, block_kv = standard_model.traffic_tile("A100-40GB", 64)
+    cfg = gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="A100-40GB", block_q=block_q, block_kv=block_kv).config
+    phrase = standard_model.tile_phrase(cfg)
+    assert phrase.startswith("gpusim's FlashAttention-2 rule (Algorithm 1's, adapted") and "paper" not in phrase
+    assert "paper rule" not in _markdown("02_standard_attention.ipynb")
+
+
 def test_notebook5_says_where_flash2_over_flash1_is_about_2x_from_the_data():
     """Notebook 5 said "where it holds, both kernels fill the GPU", yet where both fill it the ratio is mostly not
     ~2x (d = 128: near 3x), and "most SMs sit idle" where flash1 keeps 59% of the A100's busy at N = 8,192."""

@@ -57,10 +57,10 @@ TRAFFIC_ALGOS = ("naive", "flash2")
 
 def traffic_tile(gpu, head_dim, dtype="fp16"):
     """(block_q, block_kv): the one tile at which notebook 2 compares standard attention's bytes with
-    FlashAttention-2's, at every N. The paper's rule for FlashAttention-2 on the GPU's SRAM (gpusim.paper_blocks:
-    Br = min(ceil(M / 4d), 128), Bc = min(Br, d)), Br halved until both algorithms' kernels run (FlashAttention-2
-    holds O_i, Br x d in fp32, in registers: at d = 256 its 64 rows need more than a thread has). At one tile both
-    read K and V alike."""
+    FlashAttention-2's, at every N. gpusim's tile rule for FlashAttention-2 on the GPU's SRAM (gpusim.paper_blocks:
+    Algorithm 1's, adapted to the Q blocks outer, Br = min(ceil(M / 4d), 128), Bc = min(Br, d); no paper gives it),
+    Br halved until both algorithms' kernels run (FlashAttention-2 holds O_i, Br x d in fp32, in registers: at d =
+    256 its 64 rows need more than a thread has). At one tile both read K and V alike."""
     block_q, block_kv = gpusim.paper_blocks("flash2", gpu, head_dim, dtype)
     shape = dict(seq=4096, head_dim=head_dim, dtype=dtype, gpu=gpu, block_kv=block_kv)  # SRAM, registers: any N
     while block_q > BLOCKS[0] and any(config_error(shape | dict(algo=algo, block_q=block_q)) for algo in TRAFFIC_ALGOS):
@@ -69,12 +69,12 @@ def traffic_tile(gpu, head_dim, dtype="fp16"):
 
 
 def tile_phrase(cfg):
-    """Where traffic_tile's tile comes from, for a configuration at it: the paper's rule, and its Br halved where it
-    was."""
+    """Where traffic_tile's tile comes from, for a configuration at it: gpusim's rule for FlashAttention-2 (Algorithm
+    1's, adapted), and its Br halved where it was."""
     paper_q = gpusim.paper_blocks("flash2", cfg.gpu, cfg.head_dim, cfg.dtype)[0]
     halved = "" if cfg.block_q == paper_q else f", B<sub>r</sub> halved from {paper_q} until both algorithms run"
-    return (f"FlashAttention-2's paper rule for the {cfg.gpu.name}'s {fmt_bytes(cfg.gpu.sram_bytes_per_block)} of "
-            f"SRAM{halved}")
+    return (f"gpusim's FlashAttention-2 rule (Algorithm 1's, adapted to the Q blocks outer) for the {cfg.gpu.name}'s "
+            f"{fmt_bytes(cfg.gpu.sram_bytes_per_block)} of SRAM{halved}")
 
 
 def traffic(seq, head_dim, gpu, dtype="fp16"):
