@@ -209,3 +209,13 @@ def test_a_configuration_is_counted_once_and_each_result_has_its_own_counts(kw, 
     again = gpusim.simulate(**kw)
     assert calls == [] and again.counts and again.dram and again.predicted_time_s == first.predicted_time_s
     assert again.counts == gpusim.simulate(**kw).counts
+
+
+def test_the_naive_softmax_streams_a_row_for_the_limits_it_exceeds():
+    """softmax_limits names what a row of S exceeds (softmax_fits is its absence): the registers from 32,768 elements
+    on every preset, the SRAM where a row is past it too (a T4's 64 KiB at 65,536 fp16 elements)."""
+    from gpusim.passes.naive import softmax_limits
+    fits, h100, t4 = (gpusim.simulate("naive", seq=n, head_dim=64, gpu=g).config
+                      for n, g in ((32768, "H100-SXM"), (65536, "H100-SXM"), (65536, "T4")))
+    assert (softmax_limits(fits), softmax_limits(h100), softmax_limits(t4)) == ((), ("registers",), ("registers", "sram"))
+    assert fits.softmax_fits and not h100.softmax_fits and not t4.softmax_fits

@@ -1,7 +1,7 @@
 """What notebook 2 shows from gpusim alone, as data: the bytes of S and P, standard attention's time terms as a
 table, and how much of its time is moving bytes."""
 import gpusim
-from gpusim.passes.naive import MAX_ROW_ELEMENTS, row_elements, score_row
+from gpusim.passes.naive import MAX_ROW_ELEMENTS, row_elements, score_row, softmax_limits
 from gpusim.units import fmt_bytes, fmt_time
 
 from ..block_sliders import BLOCKS, config_error
@@ -33,15 +33,16 @@ def waiting_sentence(naive, flash, waiting_share, gpu):
 
 
 def streaming_sentence(cfg):
-    """Why the softmax kernel of a naive configuration streams each row of S three times, from the two limits
-    gpusim's softmax_fits checks: the row as the kernel loads it (N_kv rounded up to a power of two) in one thread
+    """Why the softmax kernel of a naive configuration streams each row of S three times, from the limits gpusim's
+    softmax_limits finds exceeded: the row as the kernel loads it (N_kv rounded up to a power of two) in one thread
     block's fp32 registers, at most MAX_ROW_ELEMENTS, and the row in its SRAM. "" where a row is read once."""
-    if cfg.softmax_fits:
+    over = softmax_limits(cfg)
+    if not over:
         return ""
     row, sram, elements = score_row(cfg) * cfg.itemsize, cfg.gpu.sram_bytes_per_block, row_elements(cfg)
     limits = [f"its {elements:,} elements (N_kv rounded up to a power of two, as the kernel loads it) are more than "
-              f"the {MAX_ROW_ELEMENTS:,} a thread block holds in fp32 registers"] if elements > MAX_ROW_ELEMENTS else []
-    limits += [f"its {fmt_bytes(row)} are more than the {fmt_bytes(sram)} of SRAM"] if row > sram else [
+              f"the {MAX_ROW_ELEMENTS:,} a thread block holds in fp32 registers"] if "registers" in over else []
+    limits += [f"its {fmt_bytes(row)} are more than the {fmt_bytes(sram)} of SRAM"] if "sram" in over else [
         f"its {fmt_bytes(row)} would fit the {fmt_bytes(sram)} of SRAM"]
     return (f" A row of S does not fit one thread block of the softmax: {'; '.join(limits)}. So the softmax streams "
             f"each row in chunks of {cfg.block_kv:,}, three times (max, sum, normalize): it reads S three times.")

@@ -65,6 +65,14 @@ def row_elements(cfg):
     return padded(score_row(cfg))
 
 
+def softmax_limits(cfg):
+    """What one row of S exceeds where the softmax streams it: "registers" (its row_elements, in fp32 in one block,
+    past MAX_ROW_ELEMENTS), "sram" (its bytes past the GPU's SRAM per block); () where it reads each row once."""
+    return tuple(limit for limit, over in (("registers", row_elements(cfg) > MAX_ROW_ELEMENTS),
+                                           ("sram", score_row(cfg) * cfg.itemsize > cfg.gpu.sram_bytes_per_block))
+                 if over)
+
+
 def row_warps(cfg):
     """Warps of a softmax program: enough that a one-pass row is at most ROW_ELEMENTS_PER_THREAD per thread."""
     if not cfg.softmax_fits:
@@ -143,8 +151,7 @@ class Naive(Pass):
         """The softmax reads a row once when it fits both the SRAM (the model's staging) and, in fp32, the
         registers of one block (at most MAX_ROW_ELEMENTS); otherwise it streams the row in block_kv chunks,
         three passes."""
-        return (score_row(cfg) * cfg.itemsize <= cfg.gpu.sram_bytes_per_block
-                and row_elements(cfg) <= MAX_ROW_ELEMENTS)
+        return not softmax_limits(cfg)
 
     def sram_bytes(self, cfg, kernel, rows, keys):
         d, e = cfg.head_dim, cfg.itemsize
