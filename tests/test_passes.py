@@ -217,5 +217,6 @@ def test_the_naive_softmax_streams_a_row_for_the_limits_it_exceeds():
     from gpusim.passes.naive import softmax_limits
     fits, h100, t4 = (gpusim.simulate("naive", seq=n, head_dim=64, gpu=g).config
                       for n, g in ((32768, "H100-SXM"), (65536, "H100-SXM"), (65536, "T4")))
-    assert (softmax_limits(fits), softmax_limits(h100), softmax_limits(t4)) == ((), ("registers",), ("registers", "sram"))
+    limits = [softmax_limits(cfg) for cfg in (fits, h100, t4)]
+    assert limits == [(), ("registers",), ("registers", "sram")]
     assert fits.softmax_fits and not h100.softmax_fits and not t4.softmax_fits
