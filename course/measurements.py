@@ -9,6 +9,19 @@ from pathlib import Path
 GiB = 2**30
 
 
+WRITE_S_P = ("naive", "torch_naive", "sdpa_math")  # standard attention: the providers whose kernels write S and P
+
+
+def fastest(by_provider):
+    """{length: the fastest row} over {provider: {length: row}}."""
+    best = {}
+    for timed in by_provider.values():
+        for n, row in timed.items():
+            if n not in best or row["ms"] < best[n]["ms"]:
+                best[n] = row
+    return best
+
+
 def read_results(path):
     """A results JSON file the course needs; says where it should be when it is missing."""
     path = Path(path)

@@ -18,6 +18,7 @@ import gpusim
 from gpusim.passes.naive import MAX_ROW_ELEMENTS
 
 from . import nsight
+from .measurements import WRITE_S_P
 from .practice import measured as practice_measured
 from .provenance import heldout
 from .scorecard import verdicts
@@ -77,7 +78,7 @@ def _ncu_range_naive():
 
 
 def _longest_naive_run():
-    rows = [r for r in _results("bench.json") if r["provider"] in ("naive", "torch_naive", "sdpa_math") and r.get("ms")]
+    rows = [r for r in _results("bench.json") if r["provider"] in WRITE_S_P and r.get("ms")]
     return f"were run up to N = {max(r['seq'] for r in rows):,}"
 
 

@@ -7,6 +7,7 @@ import gpusim
 from gpusim import decode
 
 from ..formatting import span
+from ..measurements import fastest
 
 GPU = "H200-measured"  # the lent H200's measured rates (gpusim/hardware.py)
 SDPA = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
@@ -20,12 +21,7 @@ def timed(rows, provider, batch):
 
 def fastest_sdpa(rows, batch):
     """{seq_kv: row} of the fastest SDPA backend at each cache length."""
-    best = {}
-    for name in SDPA:
-        for n, row in timed(rows, name, batch).items():
-            if n not in best or row["ms"] < best[n]["ms"]:
-                best[n] = row
-    return best
+    return fastest({name: timed(rows, name, batch) for name in SDPA})
 
 
 def simulated(row, gpu=GPU):

@@ -8,13 +8,13 @@ import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import span
-from ..measurements import GiB, _outcome
+from ..measurements import WRITE_S_P, GiB, _outcome
 from ..nsight import MIN_TIME_S, _ncu_groups
 from ..practice.measured import gpusim_pick, tile_launches
 
 
 def footprint_rows(rows, gpu="H200", head_dims=(64, 128), causal=False, dtype="fp16",
-                   providers=("naive", "torch_naive", "sdpa_math"), last=2):
+                   providers=WRITE_S_P, last=2):
     """Measured peak memory (bench.json) of the attentions that write S and P, at the `last` longest lengths
     they were run at, beside gpusim's peak footprint for naive attention and the GPU's capacity."""
     g = gpusim.get_gpu(gpu)

@@ -12,7 +12,7 @@ import gpusim
 
 from .. import evidence
 from ..inference import measured as inference
-from ..measurements import read_results, timed_by_seq
+from ..measurements import WRITE_S_P, fastest, read_results, timed_by_seq
 from ..practice import sdpa
 from ..practice.measured import hopper_rows
 from ..softmax import bits
@@ -380,20 +380,10 @@ def longer_bigger(results):
                "05_flash1_vs_flash2.ipynb", "Predicted time and speedup against sequence length")
 
 
-WRITE_S_P = ("naive", "torch_naive", "sdpa_math")  # standard attention: the kernels that write S and P
-
-
 def _fastest_tiled(by_provider):
     """{length: the fastest row} over the providers of {provider: {length: row}} that do not write S and P (the
     FlashAttention kind: the project's kernels, SDPA's flash, efficient and cuDNN backends)."""
-    best = {}
-    for provider, timed in by_provider.items():
-        if provider in WRITE_S_P:
-            continue
-        for n, row in timed.items():
-            if n not in best or row["ms"] < best[n]["ms"]:
-                best[n] = row
-    return best
+    return fastest({p: timed for p, timed in by_provider.items() if p not in WRITE_S_P})
 
 
 def _benefits(by_provider):
