@@ -213,6 +213,19 @@ def test_roofline_draws_each_kernel_at_its_requested_and_its_dram_intensity():
     assert "(fp32 on the CUDA cores)" in ex.readout.value and "fp32 tensor cores" not in ex.readout.value
 
 
+def test_the_overlap_explorer_says_whether_hopper_is_faster_or_slower():
+    """Its readout said "flash2 …, hopper …: 0.67x", a ratio without a direction (flash2's time over hopper's, so
+    below 1 meant hopper was slower, as at N = 512, d = 64). It now says how many times faster or slower hopper is."""
+    ex = practice_widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=128)
+    for seq, head_dim in ((4096, 128), (512, 64)):
+        ex.seq.value, ex.head_dim.value = seq, head_dim
+        f2, h = (ex.results[a].predicted_time_s for a in ("flash2", "hopper"))
+        words = f"hopper is <b>{f2 / h:.2f}x faster</b>" if h < f2 else f"hopper is <b>{h / f2:.2f}x slower</b>"
+        assert f"{words} than flash2." in ex.readout.value
+        assert f"<b>{f2 / h:.2f}x</b>" not in ex.readout.value
+    assert h > f2  # the last shape: the slower case was shown
+
+
 def test_the_overlap_explorer_offers_hopper_gpus_only():
     ex = practice_widgets.OverlapExplorer(gpu="H100-SXM")
     assert list(ex.gpu.options) == tables.hopper_gpus() and "A100-40GB" not in ex.gpu.options

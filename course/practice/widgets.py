@@ -8,7 +8,7 @@ from gpusim.passes import hopper
 from gpusim.units import fmt_time
 
 from .. import evidence
-from ..formatting import table_html
+from ..formatting import faster_or_slower, table_html
 from ..tables import hopper_gpus, supported_dtypes, tile_terms, time_terms
 from ..widget import Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 from . import sdpa
@@ -96,8 +96,10 @@ class OverlapExplorer(Live):
         rows = [{"algo": f"{a} ({r.config.dtype})"} | {k: fmt_time(v) for k, v in time_terms(r)[0].items()
                                                         if k.startswith("t_") or k == "predicted"}
                 for a, r in self.results.items()]
-        self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: <b>{f2 / h:.2f}x</b>."
-                              f"{serial_note(self.results['hopper'].config)}</p>" + table_html(rows))
+        factor, word = faster_or_slower(f2, h)
+        self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: hopper is <b>{factor:.2f}x "
+                              f"{word}</b> than flash2.{serial_note(self.results['hopper'].config)}</p>"
+                              + table_html(rows))
 
     def question(self):
         r = self.results["hopper"]
