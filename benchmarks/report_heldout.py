@@ -498,6 +498,13 @@ def blind_scorings():
     return out
 
 
+def blind_range():
+    """The least and the most of blind_scorings' shares, as the README and notebook 12 give them."""
+    shares = [share for *_, share in blind_scorings()]
+    return (f"the {len(shares)} groups of sets from seed 2038 on had {min(shares):.1%} to {max(shares):.1%} of their "
+            "rows within 20%")
+
+
 def blind_scorings_table():
     """docs/perf.md's table of the blind scorings, the README's range of them."""
     rows = [f"| {seeds[6:]} | {how} | {n} | {share:.1%} |" for seeds, how, n, share in blind_scorings()]
