@@ -154,6 +154,7 @@ BLIND_SCORINGS = "the 18 groups of sets from seed 2038 on had 83.5% to 97.7% of 
 FACTS = [
     Phrase("01", "60 MiB on the H200", lambda: f"{_gpu('H200').l2_bytes / 2**20:.0f} MiB on the H200"),
     Phrase("01", "30 of its 60 MiB", _l2_half),
+    Phrase("01", "at most 164 KiB", lambda: f"at most {_gpu('A100-40GB').sram_bytes_per_sm // 1024} KiB"),
     Phrase("02", "alone is 32 MiB", _s_mib),
     Phrase("02", "H100-SXM (80 GiB)", lambda: f"H100-SXM ({_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB)"),
     Phrase("02", "raise `seq` to 65,536, the first stop past rows of 32,768 elements",
@@ -193,6 +194,9 @@ FACTS = [
 ]
 QUOTES = [
     Phrase("01", "A100-40GB", why="a preset's name"),
+    Phrase("01", "A100-80GB", why="a preset's name"),
+    Phrase("01", "192 KB per A100 SM", why="the FlashAttention paper's (Sec. 2.1: 192KB of on-chip SRAM per each of "
+           "108 SMs), L1 and shared memory together"),
     Phrase("02", "A100-40GB", why="a preset's name"),
     Phrase("02", "its 64 MB is S and P", why="the blog post's 64 MB"),
     Phrase("02", "7B model", why="a model's name"),

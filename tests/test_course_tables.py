@@ -37,6 +37,27 @@ def test_kitchen_numbers_of_the_a100_40gb():
                            "together 17.30 MiB; the fridge (HBM) 40.00 GiB, 257,319 times one counter")
 
 
+def test_notebook1_judges_each_kitchen_number_and_says_they_are_not_one_gpus():
+    """Notebook 1 checked the quote's ~20 MB and ~19 TB/s only: its ~80 GB and ~3 TB/s, which are not the A100's
+    (the default A100-40GB has 40 GiB at 1.555 TB/s), went unjudged, and the mix (19 / 3 = 6.3x) reads as a
+    narrower gap than the A100's own 12x and 9x. It also called one counter "about a hundred times smaller" than
+    all of them, which is the SM count (40 on the T4)."""
+    import json
+    from pathlib import Path
+    near = {name: {g.name for g in gpusim.PRESETS.values() if get(g) and x / 1.25 <= get(g) <= x * 1.25}
+            for name, (x, get) in hierarchy_model.KITCHEN.items()}
+    assert near["~19 TB/s"] == {"A100-40GB", "A100-80GB"} and near["~3 TB/s"] == {"H100-SXM"}
+    assert not set.intersection(*near.values())  # no one GPU has all four
+    assert hierarchy_model.kitchen_ratio_sentence() == (
+        "The quote's counter is 6.3x as fast as its fridge (~19 TB/s over ~3 TB/s); on one GPU, the presets with a "
+        "published SRAM bandwidth: A100-40GB 12x, A100-80GB 9x.")  # 19 / 1.555 = 12.2; 19 / 2.039 = 9.3
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "01_memory_hierarchy.ipynb").read_text())
+    code = " ".join("".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "code")
+    text = " ".join("".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "markdown")
+    assert "model.kitchen_ratio_sentence()" in code and "claims.kitchen(RESULTS)" in code
+    assert "The four numbers are not one GPU's" in text and "about a hundred times smaller" not in text
+
+
 def test_ridge_points_divide_the_tensor_core_rate_by_the_bandwidth():
     a100 = hierarchy_model.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
     assert a100["ridge point fp16 (FLOP/B)"] == 201  # 312 TFLOP/s / 1.555 TB/s = 200.6

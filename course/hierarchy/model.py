@@ -32,6 +32,22 @@ def kitchen_numbers(gpu):
             f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s shared by all SMs.")
 
 
+# The source's kitchen (the blog post): each number as it quotes it, and how a preset gives the same quantity.
+KITCHEN = {"SRAM ~20 MB": (20e6, lambda g: g.sm_count * g.sram_bytes_per_sm),
+           "~19 TB/s": (19e12, lambda g: g.sram_bytes_per_s), "HBM ~80 GB": (80e9, lambda g: g.hbm_bytes),
+           "~3 TB/s": (3e12, lambda g: g.hbm_bytes_per_s)}
+
+
+def kitchen_ratio_sentence():
+    """How many times the fridge's bandwidth the quote makes the counter's (its ~19 TB/s over its ~3 TB/s, the
+    numbers of two GPUs) against the same ratio on one GPU: the presets that have a published SRAM bandwidth."""
+    sram, hbm = KITCHEN["~19 TB/s"][0], KITCHEN["~3 TB/s"][0]
+    own = [f"{g.name} {g.sram_bytes_per_s / g.hbm_bytes_per_s:.0f}x" for g in gpusim.PRESETS.values()
+           if g.sram_bytes_per_s]
+    return (f"The quote's counter is {sram / hbm:.1f}x as fast as its fridge (~{sram / 1e12:.0f} TB/s over "
+            f"~{hbm / 1e12:.0f} TB/s); on one GPU, the presets with a published SRAM bandwidth: {', '.join(own)}.")
+
+
 def ridge_rows(dtypes=("fp16", "fp8", "fp32")):
     """The ridge point (FLOPs per byte of HBM traffic) of every preset and dtype it supports; a GPU without
     tensor cores for a dtype says so ("no fp8 tensor cores")."""

@@ -11,6 +11,7 @@ import numpy as np
 import gpusim
 
 from .. import evidence
+from ..hierarchy import model as hierarchy_model
 from ..inference import measured as inference
 from ..measurements import WRITE_S_P, fastest, read_results, timed_by_seq
 from ..practice import sdpa
@@ -172,9 +173,7 @@ def model_table(results):
 
 def kitchen(results):
     ceilings = read_results(Path(results) / "ceilings.json")
-    numbers = {"SRAM ~20 MB": (20e6, lambda g: g.sm_count * g.sram_bytes_per_sm),
-               "~19 TB/s": (19e12, lambda g: g.sram_bytes_per_s), "HBM ~80 GB": (80e9, lambda g: g.hbm_bytes),
-               "~3 TB/s": (3e12, lambda g: g.hbm_bytes_per_s)}
+    numbers = hierarchy_model.KITCHEN
     matches = {name: [g.name for g in gpusim.PRESETS.values() if get(g) and about(x)[0] <= get(g) <= about(x)[1]]
                for name, (x, get) in numbers.items()}
     one = [g for g in gpusim.PRESETS if all(g in m for m in matches.values())]
