@@ -245,6 +245,38 @@ def test_notebook6s_tile_heading_and_goal_say_what_its_groups_show_and_under_whi
     assert "where the L2 absorbs K and V's re-reads (as gpusim's L2 model finds in every tile group" in text
 
 
+def test_notebook9_says_its_tables_add_up_every_head():
+    """Notebook 9 introduced its dQ table as "for one head of a causal problem" and its saved-bytes table as "what
+    the forward keeps per head", where both are called with heads=HEADS (16): sixteen times one head's bytes."""
+    from gpusim_course.training import model as training
+    nb = json.loads((ROOT / "notebooks" / "09_training.ipynb").read_text())["cells"]
+    code = " ".join("".join(c["source"]) for c in nb if c["cell_type"] == "code")
+    assert "model.dq_choice_rows(4096, HEAD_DIM, heads=HEADS," in code and "head_dim=HEAD_DIM, heads=HEADS)" in code
+    heads = int(re.search(r"LAYERS, HEADS, HEAD_DIM, BATCH = \d+, (\d+),", code).group(1))
+    one, all_ = (training.dq_choice_rows(4096, 64, heads=h, causal=True, gpu="H200") for h in (1, heads))
+    assert [r["bytes for dQ"] for r in all_] == [heads * r["bytes for dQ"] for r in one]
+    (row,) = training.saved_rows((8192,), head_dim=64, heads=heads)
+    assert row["naive_P_bytes"] == heads * 8192 ** 2 * 2  # fp16 P of every head, not one
+    text = _markdown("09_training.ipynb")
+    assert "Both, for one head of a causal problem:" not in text and "What the forward keeps per head:" not in text
+    assert "added up over the notebook's `HEADS` heads at N = 4,096 (the table, batch 1)" in text
+    assert "The table adds up one layer's `HEADS` heads at batch 1" in text
+
+
+def test_notebook9_names_the_kernel_whose_figure2_bytes_match_the_paper():
+    """Notebook 9 said "FlashAttention's count" is about twice the paper's 4.4 GB and its DRAM bytes close to it
+    beside a table whose flash2 row reaches DRAM with about half of 4.4 GB: that holds for flash1 (the paper's
+    algorithm) alone, as docs/backward.md says."""
+    from gpusim_course.training import model as training
+    rows = {r["algo"]: r for r in training.figure2_left()}
+    paper = training.FIGURE2_PUBLISHED_GB["flash"]
+    assert round(rows["flash1"]["total_GB"] / paper) == 2 and abs(rows["flash1"]["dram_GB"] / paper - 1) < 0.15
+    assert 0.4 < rows["flash2"]["dram_GB"] / paper < 0.6  # "about half of it"
+    text = _markdown("09_training.ipynb")
+    assert "FlashAttention-1's count (the paper's algorithm) as the SMs request it" in text
+    assert "flash2's DRAM bytes, about half of it" in text and "FlashAttention's count as the SMs" not in text
+
+
 def test_the_matmul_share_row_and_notebook5s_sentence_name_their_gpu_and_length():
     """Notebook 5 printed the A100's shares at N = 8,192 beside the scorecard's row of the H200-measured preset at
     N = 4,096, neither naming its conditions."""
