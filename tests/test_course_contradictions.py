@@ -277,6 +277,21 @@ def test_notebook9_names_the_kernel_whose_figure2_bytes_match_the_paper():
     assert "flash2's DRAM bytes, about half of it" in text and "FlashAttention's count as the SMs" not in text
 
 
+def test_notebook10s_causal_prompt_asks_what_its_question_answers():
+    """Notebook 10's prompt asked how much of the K/V traffic skipping the masked tiles *saves*, above a question
+    whose answer ("about two thirds") is the share the causal kernel still *reads*: the saving is a third, which
+    no option offers, so a learner who answered the prompt was marked wrong."""
+    from gpusim_course import choice
+    question = choice.causal_share_question()
+    shape = dict(seq=96, head_dim=16, block_q=32, block_kv=16)
+    causal, full = (gpusim.simulate("flash2", causal=c, **shape).by_tensor["K"]["read_bytes"] for c in (True, False))
+    assert causal / full == pytest.approx(2 / 3) and question.answer == "about two thirds"
+    assert "does the causal kernel read" in question.prompt.value
+    text = _markdown("10_write_the_kernels.ipynb")
+    assert "does skipping the masked tiles save" not in text
+    assert "what share of a non-causal launch's K/V bytes does the causal kernel still read" in text
+
+
 def test_the_matmul_share_row_and_notebook5s_sentence_name_their_gpu_and_length():
     """Notebook 5 printed the A100's shares at N = 8,192 beside the scorecard's row of the H200-measured preset at
     N = 4,096, neither naming its conditions."""
