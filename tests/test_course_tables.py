@@ -58,6 +58,26 @@ def test_notebook1_judges_each_kitchen_number_and_says_they_are_not_one_gpus():
     assert "The four numbers are not one GPU's" in text and "about a hundred times smaller" not in text
 
 
+def test_notebook1_says_which_matmul_rate_the_measured_h200s_ridge_point_divides():
+    """Notebook 1 printed the H200's measured 8192³ matmul (ceilings.json) and, below it, the H200-measured preset's
+    ridge points without saying they divide another measurement, the fastest tl.dot loop: the table's fp16 rate over
+    the copy bandwidth gives a ridge point about a quarter lower than the row shows."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    ceilings = json.loads((root / "results" / "h200" / "ceilings.json").read_text())
+    g = gpusim.get_gpu("H200-measured")
+    assert g.hbm_bytes_per_s == pytest.approx(ceilings["copy_bytes_per_s"], rel=1e-3)  # the same copy bandwidth
+    for dtype, key in (("fp16", "matmul_float16_flops_per_s"), ("fp8", "matmul_fp8_e4m3_flops_per_s")):
+        assert g.matmul_flops_per_s(dtype) > 1.1 * ceilings[key]  # another, faster measurement
+    row = hierarchy_model.ridge_rows()[list(gpusim.PRESETS).index("H200-measured")]
+    assert row["ridge point fp16 (FLOP/B)"] == round(g.fp16_matmul_flops_per_s / g.hbm_bytes_per_s)
+    cells = json.loads((root / "notebooks" / "01_memory_hierarchy.ipynb").read_text())["cells"]
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert ("The `H200-measured` row is the H200's fastest measured `tl.dot` loop over its measured copy bandwidth "
+            "(the table above), not the 8192³ matmul above, which ran slower") in text
+
+
 def test_ridge_points_divide_the_tensor_core_rate_by_the_bandwidth():
     a100 = hierarchy_model.ridge_rows()[list(gpusim.PRESETS).index("A100-40GB")]
     assert a100["ridge point fp16 (FLOP/B)"] == 201  # 312 TFLOP/s / 1.555 TB/s = 200.6
