@@ -176,6 +176,39 @@ def test_decode_splits_smoke_run_times_each_split_count(tmp_path):
 
 
 @CPU
+def test_decode_rows_smoke_run_times_and_prices_each_row_count(tmp_path):
+    """benchmarks/decode_rows.py in the interpreter: one, then three query rows a request, bottom-right aligned, each
+    against float64 (fp16 inputs, fp32 softmax: 1e-3; a mask one key off moves three rows over 200 keys by about
+    1e-2), each priced by gpusim at the plan's own launch."""
+    import json
+
+    from benchmarks import decode_rows
+    assert decode_rows.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "decode_rows.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.decode_rows --out {tmp_path} --smoke"
+    rows = data["rows"]
+    assert [(r["batch"], r["seq"], r["seq_kv"]) for r in rows] == [(1, 1, 200), (1, 3, 200)]
+    assert all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
+    for r in rows:
+        launch = decode.make_launch(**decode.launch_options(r), seq=r["seq"], block_kv=r["block_kv"],
+                                    gpu=decode_rows.PRESET)
+        assert r["predicted_ms"] == decode_rows.predicted_ms(launch, r["seq"])
+
+
+def test_decode_rows_reference_masks_each_row_bottom_right():
+    """decode_rows.reference: row r of R sees the first L - R + r + 1 keys; against softmax over each row's keys."""
+    from benchmarks import decode_rows
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, heads, n, 8, generator=gen) for heads, n in ((4, 3), (2, 10), (2, 10)))
+    got = decode_rows.reference(q, {"contiguous": (q, k, v)})
+    for h in range(4):
+        for r in range(3):
+            keys = 10 - 3 + r + 1
+            p = torch.softmax(q[0, h, r].double() @ k[0, h // 2, :keys].double().T * 8**-0.5, dim=-1)
+            assert torch.allclose(got[h, r], p @ v[0, h // 2, :keys].double(), rtol=1e-12, atol=1e-12)
+
+
+@CPU
 def test_decode_layout_smoke_run_reads_one_cache_every_way(tmp_path):
     """benchmarks/decode_layout.py in the interpreter: one cache paged at 16, 64 and 256 tokens (at random and
     in order) and contiguous, each launch at its own split count, each checked against float64 (fp16 inputs,

@@ -1,0 +1,99 @@
+"""Decoding several query rows a request (a speculative draft checked at once, a prompt's last chunk): the split-KV
+kernel over a paged cache at 1 to 16 query rows, each beside gpusim's prediction, in one run.
+
+    python -m benchmarks.decode_rows --out $OUT --max-minutes 3
+    TRITON_INTERPRET=1 python -m benchmarks.decode_rows --out /tmp --smoke      # CPU: the code paths
+
+Every decode row measured before had one query row, so gpusim's price for more (the split kernel's padded tile of
+query rows, the split rule's count, the reduce's rows) had never been checked. Llama-3-8B's attention (32 query
+heads over 8 K/V heads, d = 128, fp16, pages of 16: benchmarks/bench_decode.py's inputs and timing, a CUDA graph
+replayed over input copies rotated past the L2), batch 1 and 8, caches of 4K and 32K tokens; the rows bottom-right
+aligned (row r of R sees the cache's first L - R + r + 1 tokens); the plan's own split count (gpusim.decode's rule).
+
+Writes decode_rows.json: {environment, rows: [{batch, seq, seq_kv, num_splits, block_kv, ms, timing, rel_err,
+predicted_ms}]}; predicted_ms is gpusim's on H200-measured as the model stood at the run (tests price it again).
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import gpusim
+from benchmarks import bench_decode as bd  # inputs, timing, environment
+from benchmarks.bench import cycling
+from gpusim_kernels.decode import plan_for_cache
+
+CASES = ((1, 4096), (1, 32768), (8, 4096), (8, 32768))
+ROWS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
+PRESET = "H200-measured"
+SMOKE = dict(cases=((1, 200),), rows=(1, 3))
+
+
+def queries(sets, rows, shape, seed):
+    """Each input set's q with `rows` query rows: (B, H, rows, d) fp16."""
+    gen = torch.Generator(device=bd.DEVICE).manual_seed(seed)
+    return [torch.randn(s["q"].shape[0], shape["heads"], rows, shape["head_dim"], generator=gen,
+                        device=bd.DEVICE).half() for s in sets]
+
+
+def reference(q, inputs):
+    """float64 attention of request 0's rows, every head, from the contiguous cache, bottom-right aligned: (H, R, d)."""
+    k, v = (x[0].double() for x in inputs["contiguous"][1:])  # (kv_heads, L, d)
+    q = q[0].double()  # (H, R, d)
+    (heads, rows, d), (kv_heads, length) = q.shape, k.shape[:2]
+    s = q.view(kv_heads, heads // kv_heads * rows, d) @ k.transpose(-1, -2) * d**-0.5  # (kv_heads, group R, L)
+    seen = length - rows + torch.arange(rows, device=q.device)  # row r's last key
+    masked = torch.arange(length, device=q.device) > seen[:, None]  # (R, L)
+    s = s.view(kv_heads, -1, rows, length).masked_fill(masked, float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v[:, None]).view(heads, rows, d)
+
+
+def predicted_ms(launch, rows):
+    """gpusim's time for the plan's launch on the H200-measured preset."""
+    result = gpusim.simulate("split_kv", batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads,
+                             head_dim=launch.head_dim, seq=rows, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
+                             page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
+                             gpu=PRESET)
+    return result.predicted_time_s * 1e3
+
+
+def case_rows(batch, seq_kv, sets, row_counts, shape):
+    """The rows of one (batch, cache length): each query-row count timed, checked and priced."""
+    out = []
+    for rows in row_counts:
+        qs = queries(sets, rows, shape, seed=rows)
+        plans = [plan_for_cache(q, *s["paged"][1:], cache_seqlens=s["lengths"], block_table=s["table"],
+                                page_size=bd.PAGE_SIZE) for q, s in zip(qs, sets)]
+        fn = cycling([lambda p=p, q=q, s=s: p.run(q, *s["paged"][1:], s["table"]) for p, q, s in zip(plans, qs, sets)])
+        launch = plans[0].launch
+        got = bd.measure(fn, reference(qs[0], sets[0]))
+        out.append({"batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16", "page_size": bd.PAGE_SIZE,
+                    "num_splits": launch.num_splits, "block_kv": launch.block_kv, **got,
+                    "predicted_ms": predicted_ms(launch, rows)})
+        print(out[-1], flush=True)
+    return out
+
+
+def main(argv=None):
+    args = bd.sweep_args(__doc__, argv)
+    grid = SMOKE if args.smoke else dict(cases=CASES, rows=ROWS)
+    shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
+    deadline = time.monotonic() + args.max_minutes * 60
+    env = bd.environment() | {"command": "python -m benchmarks.decode_rows " + " ".join(argv or sys.argv[1:])}
+    result, out = {"environment": env, "rows": []}, Path(args.out) / "decode_rows.json"
+    for batch, seq_kv in grid["cases"]:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
+            break
+        sets = bd.rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
+        result["rows"] += case_rows(batch, seq_kv, sets, grid["rows"], shape)
+        out.write_text(json.dumps(result, indent=1))
+        del sets
+    out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
