@@ -172,7 +172,7 @@ MUTANTS = [
            PINS + "test_the_waves_add_up_program_by_program"),
     Mutant("time", "a lone program issues on the fitted line, not at the full rate it was measured at",
            "gpusim/cost.py",
-           "hiding = 1.0 if full_issue(grid) else", "hiding = 0.45 if full_issue(grid) else",
+           "return 1.0 if full_issue(grid) else", "return 0.45 if full_issue(grid) else",
            "tests/test_cost.py::test_a_lone_program_with_one_warp_per_scheduler_issues_at_the_full_rate"),
     Mutant("time", "a lone program of 8 warps issues on the fitted line, not at the full rate it was measured at",
            "gpusim/cost.py", "num_warps in (ISSUE_PER_CLOCK, 2 * ISSUE_PER_CLOCK)", "num_warps in (ISSUE_PER_CLOCK,)",

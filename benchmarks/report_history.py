@@ -1,8 +1,9 @@
 """The model as it was before each of its changes, for docs/perf.md's sections written before them: context managers
 that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive) or the held-out scoring back as it was while a
 block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots,
-no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port, events_launch, naive_before),
-each an agreement.trial (_patched) with the held-out rows it can move (HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS).
+no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port, events_launch, naive_before,
+shared_chain, reduce_at_split_tiles, reduce_before), each an agreement.trial (_patched) with the held-out rows it can
+move (HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS, DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
 """
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from gpusim.passes.flash2_backward import Flash2Backward
 from gpusim.passes import hopper as hopper_pass
 from gpusim.passes.hopper import Hopper
 from gpusim.passes.naive import Naive
+from gpusim.passes.split_kv import REDUCE_ROWS, SplitKV
 from gpusim_course.provenance import heldout
 
 
@@ -63,6 +65,7 @@ def counted_dots():
 HOPPER_ROWS = frozenset({("forward", "hopper")})  # the held-out rows a trial of the Hopper kernel's pricing alone moves
 TRAIN_ROWS = frozenset({("train", "flash2")})  # and a trial of flash2's backward, or of a training step's host floor
 NAIVE_ROWS = frozenset({("forward", "naive")})  # and a trial of naive's forward kernels
+DECODE_ROWS = frozenset({("decode", "split_kv")})  # and a trial of the decode kernels' pricing
 
 
 @contextmanager
@@ -195,6 +198,38 @@ def qk_overlapped():
 def naive_before():
     """The model before the thirty-ninth session's change: the three above together."""
     with naive_events_launch(), pv_whole_wait(), qk_overlapped():
+        yield
+
+
+def split_tiles(self, launch, kernel):
+    """SplitKV.compiled_tiles before the reduce's fix: every kernel under the split kernel's tiles (its padded query
+    rows, the chunk). Of the reduce, only the entry at 16 rows and chunks of 64 was compiled: the same compiled kernel
+    as its own entry at (REDUCE_ROWS, 64) now; at any other tiles, the estimate."""
+    tiles = (launch.block_q, launch.block_kv)
+    return (REDUCE_ROWS, 64) if kernel == "reduce" and tiles == (16, 64) else tiles
+
+
+@contextmanager
+def shared_chain():
+    """The model before the decode reduce's fix, in part: a program's chain at its SM's issue rate whatever its warps
+    (cost.own_hiding as cost.sm_hiding), so that two 2-warp reduce programs on an SM halved each other's chain. Only a
+    block of fewer warps than the SM's schedulers is priced otherwise now: the decode reduce's."""
+    with _patched(cost, "own_hiding", cost.sm_hiding, "shared_chain", moves=DECODE_ROWS):
+        yield
+
+
+@contextmanager
+def reduce_at_split_tiles():
+    """The same, in part: the reduce's compiled resources looked up under the split kernel's tiles (split_tiles)."""
+    with _patched(SplitKV, "compiled_tiles", split_tiles, "reduce_at_split_tiles", moves=DECODE_ROWS):
+        yield
+
+
+@contextmanager
+def reduce_before():
+    """The model before the decode reduce's fix (docs/perf.md, "A model artefact, fixed"), while the block runs: the two
+    above together, as every figure docs/perf.md quotes from before it."""
+    with shared_chain(), reduce_at_split_tiles():
         yield
 
 

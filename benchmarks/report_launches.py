@@ -424,8 +424,8 @@ def program_cost(program_s):
     it), and alone on its SM it waits its set-up and its copies' latencies (TMA_ALONE_WAIT)."""
     unit_times = cost.unit_times
 
-    def trial_unit_times(grid, rate):
-        unit, reloads, fixed = unit_times(grid, rate)
+    def trial_unit_times(grid, rate, hiding=None):
+        unit, reloads, fixed = unit_times(grid, rate, hiding)
         return unit, reloads, fixed + (program_s if grid.cfg.pass_.TMA else 0.0)
     with _patched(cost, "unit_times", trial_unit_times, ("program_cost_fixed", program_s), moves=HOPPER_ROWS), _patched(
             cost, "alone_wait", TMA_ALONE_WAIT, ("program_cost", program_s), moves=HOPPER_ROWS):

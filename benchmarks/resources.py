@@ -24,14 +24,16 @@ gpusim's backward modules look them up), fp16 as measured: flash2's (fp16 and bf
 tiles benchmarks.bench_bwd weighs, naive's at 128 x 128 and 64 x 64, its ds at every N of bench_bwd.
 Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures: decode and split_kv
 over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, and the reduce (one
-kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step). Naive's kernels take the row
+kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step) at every chunk a launch takes
+(split_kv.REDUCE_CHUNKS: Bc is one of its constants), keyed by its own tile (one query row a program), not the
+split kernel's query rows, which it is not compiled with. Naive's kernels take the row
 stride of S and P (LD, a multiple of 16) as an argument, marked divisible by 16 as at every launch: a sequence
 length not a multiple of 16 compiles to the same code. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
-(ptxas once per configuration, 50 CPU seconds). 478 configurations now (results/sm90_resources.json,
-2026-12-05: 2 minutes on 2 cores with the cache warm but for the Hopper launches compiled anew).
+(ptxas once per configuration, 50 CPU seconds). 486 configurations now (results/sm90_resources.json,
+2026-12-05: 5 minutes on 2 shared cores with Triton's cache empty).
 """
 import argparse
 import datetime
@@ -53,6 +55,7 @@ from triton.compiler import ASTSource
 
 from gpusim import backward as training, decode
 from gpusim.config import make_config, paper_blocks
+from gpusim.passes.split_kv import REDUCE_CHUNKS
 from gpusim.shape import REDUCE_SPLITS
 from gpusim_kernels import backward, flash1, flash2, hopper, naive, naive_backward
 from gpusim_kernels import decode as decode_kernels
@@ -176,17 +179,18 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
                 seq=seq if kernel == "ds" else None, shape=shape), consts, launch)
 
 
-def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE):
+def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE, block_kv=decode.DEFAULT_BLOCK_KV):
     """A decoding kernel's row and compile arguments at bench_decode's shape, or at d = 64 the shape of
-    DECODE_D64 (constants as DecodePlan passes them); keyed by (head_dim, page size or 0) or, for the reduce,
-    (head_dim, the splits it merges per step)."""
-    launch_ = decode.make_launch(batch=1, seq_kv=decode.DEFAULT_BLOCK_KV * splits, num_splits=splits,
+    DECODE_D64 (constants as DecodePlan passes them), with chunks of block_kv; keyed by (head_dim, page size or 0)
+    or, for the reduce, (head_dim, the splits it merges per step), and by the tiles gpusim looks it up at
+    (compiled_tiles: the reduce's own, one query row and the chunk)."""
+    launch_ = decode.make_launch(batch=1, seq_kv=block_kv * splits, num_splits=splits, block_kv=block_kv,
                                  page_size=page_size, dtype=dtype, gpu=GPU, **shape)
     consts = decode_kernels.constants(launch_, kernel)
     launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
     shape = [launch_.head_dim, REDUCE_SPLITS if kernel == "reduce" else page_size or 0]
-    return (row(kernel, launch_.head_dim, dtype, True, launch_.block_q, launch_.block_kv, **launch, shape=shape),
-            consts, launch)
+    return (row(kernel, launch_.head_dim, dtype, True, *launch_.pass_.compiled_tiles(launch_, kernel), **launch,
+                shape=shape), consts, launch)
 
 
 def training_and_decoding():
@@ -203,7 +207,8 @@ def training_and_decoding():
     for shape in (DECODE_SHAPE, DECODE_D64):
         out += [decode_kernel(k, "fp16", page_size, shape=shape) for k in ("decode", "split_kv")
                 for page_size in PAGE_SIZES]
-        out.append(decode_kernel("reduce", "fp16", PAGE_SIZE, 2 * REDUCE_SPLITS, shape))  # one kernel, any count
+        out += [decode_kernel("reduce", "fp16", PAGE_SIZE, 2 * REDUCE_SPLITS, shape, block_kv)  # one kernel, any count
+                for block_kv in REDUCE_CHUNKS]
     return out
 
 

@@ -24,7 +24,9 @@ The model, in five steps, each a choice written down here:
    reload in the compiled step waits
    an L2 hit. A kernel whose warps' issue rate Nsight measured (measured(): flash2's dK/dV) is timed as Nsight sees it:
    its dots at the tensor pipe's rate, its instructions as issued, at that rate, its loads off the chain. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
-   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only.
+   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only. A block of
+   fewer warps than an SM has schedulers (the decode reduce's 2) issues its chain at its own warps' rate, however
+   many programs are resident (own_hiding): their warps raise the SM's rate, not its own.
 4. One SM. The b resident programs share the units, so a program occupies its slot for
    tau(J) = max(chain(J), b * busiest(J)), busiest(J) being the time of the busiest unit for one program.
    With one resident program (b = 1) nothing runs on the units while it waits for its first loads (a
@@ -55,9 +57,9 @@ The model, in five steps, each a choice written down here:
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
-(step 2); unit_times(), one_step() and step_chain() (step 3) make the Schedule; busy() (with sm_compute()),
-chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes the Timing;
-launch_time() runs the five, and kernel_time() adds stored_after().
+(step 2); unit_times() (with sm_hiding() and own_hiding()), one_step() and step_chain() (step 3) make the Schedule;
+busy() (with sm_compute()), chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes
+the Timing; launch_time() runs the five, and kernel_time() adds stored_after().
 """
 import heapq
 import math
@@ -118,8 +120,8 @@ class Schedule:
     """Step 3: one program's step and its fixed part, as one SM sees them."""
     grid: Grid
     rate: dict  # step 2: {unit: per-SM rate}
-    serial_s: float  # a warp group's matmuls, then the rest
-    overlapped_s: float  # the same with its streams overlapped
+    serial_s: float  # a warp group's matmuls, then the rest, on the program's own chain (own_hiding)
+    overlapped_s: float  # the same as the SM's units share it (sm_hiding), its streams overlapped
     fixed_compute_s: float  # instructions per program besides the steps
     step_bytes: tuple  # (SM bytes, DRAM bytes, SM bytes read, DRAM bytes read) per step
     fixed_bytes: tuple  # the same per program, outside the steps
@@ -193,22 +195,49 @@ def rates(grid):
                 dram=gpu.dram_bytes_per_s(_write_share(grid.dram)) / sms)
 
 
-def unit_times(grid, rate):
-    """One program's step on each unit alone, and the instructions it issues per program besides."""
+def unit_times(grid, rate, hiding=None):
+    """One program's step on each unit alone, its instructions issued at `hiding` of the SM's peak rate (None: the SM's,
+    sm_hiding; own_hiding on its own chain), and the instructions it issues per program besides."""
     cfg, kernel, res, pass_ = grid.cfg, grid.kernel, grid.res, grid.cfg.pass_
+    hiding = sm_hiding(grid) if hiding is None else hiding
     matmul_flops, other_flops, exps = grid.flops
     step_instructions, step_mufu, step_reloads, fixed_instructions = pass_.issue(
         cfg, kernel, res, other_flops, exps, grid.steps, grid.programs)
-    # A scheduler issues one instruction a clock only while it has a warp ready: with few warps resident per
-    # scheduler, the latency of dependent instructions shows (Little's law again, for instructions).
-    per_warp = pass_.MEASURED_ISSUE.get(kernel) or pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own
-    warps = 1 if kernel in pass_.FLAT_ISSUE else grid.resident * res.num_warps / ISSUE_PER_CLOCK  # per scheduler
-    hiding = 1.0 if full_issue(grid) else min(1.0, warps * per_warp)
     issued = ISSUED_PER_COUNTED if measured(grid) else 1.0
     unit = dict(mma=matmul_flops * dot_padding(grid) / max(grid.steps, 1) / rate["tensor"] / pipe(grid),
                 issue=step_instructions * issued * res.num_warps / rate["issue"] / hiding,
                 sfu=step_mufu * res.num_warps * WARP / rate["sfu"])
     return unit, step_reloads, fixed_instructions * issued * res.num_warps / rate["issue"]
+
+
+def issue_rate(grid, warps):
+    """The share of its peak (one instruction a clock) a scheduler holding `warps` resident warps issues at. It issues
+    only while it has a warp ready: with few warps, the latency of dependent instructions shows (Little's law again,
+    for instructions); each warp adds the rate one sustains (ISSUE_HIDING, or the kernel's own)."""
+    pass_, kernel = grid.cfg.pass_, grid.kernel
+    per_warp = pass_.MEASURED_ISSUE.get(kernel) or pass_.ISSUE_HIDING.get(kernel, ISSUE_HIDING)  # a kernel's own
+    return 1.0 if full_issue(grid) else min(1.0, warps * per_warp)
+
+
+def sm_hiding(grid):
+    """The SM's issue rate, a share of its peak, with its resident programs' warps dealt over its schedulers (one warp
+    per scheduler for a FLAT_ISSUE kernel): what its programs' steps share (busy)."""
+    warps = 1 if grid.kernel in grid.cfg.pass_.FLAT_ISSUE else grid.resident * grid.res.num_warps / ISSUE_PER_CLOCK
+    return issue_rate(grid, warps)
+
+
+def own_hiding(grid):
+    """The issue rate, a share of the SM's peak, of one program's own step (its chain). Other warps on a scheduler
+    fill the cycles a warp waits on its dependent instructions: they raise the SM's rate (sm_hiding, what busy()
+    shares), not that warp's own. A block of fewer warps than the SM has schedulers (the decode reduce's 2) therefore
+    issues its chain at its own warps' rate, one program alone, however many are resident: two reduce programs on an
+    SM (one wave of 160 over 132 SMs) do not halve each other's chain, as the SM's rate would. A block of
+    ISSUE_PER_CLOCK warps or more keeps the SM's rate on its chain too: ISSUE_HIDING was fitted so, at full occupancy
+    on the 4- and 8-warp forward kernels (their chains and busy times together), and stands in for how their
+    neighbours overlap."""
+    if grid.kernel in grid.cfg.pass_.FLAT_ISSUE or grid.res.num_warps >= ISSUE_PER_CLOCK:
+        return sm_hiding(grid)
+    return issue_rate(grid, grid.res.num_warps / ISSUE_PER_CLOCK)  # its own warps, no other program's
 
 
 def measured(grid):
@@ -287,8 +316,10 @@ def one_step(grid, rate):
     time on one program's critical path (the loads it waits for, fences, spill reloads, addresses)."""
     cfg, kernel, pass_ = grid.cfg, grid.kernel, grid.cfg.pass_
     unit, step_reloads, fixed_compute = unit_times(grid, rate)
+    own = unit_times(grid, rate, own_hiding(grid))[0]  # on its own chain: its own schedulers' issue rate
     streams = pass_.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
     serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
+    chained = (own["mma"] + max(own["issue"], own["sfu"])) / streams  # the same on the program's own chain
     # Two streams that overlap perfectly hide the lesser unit's time; where a kernel states how much its streams
     # really hide, measured (the warp-specialized Hopper launch's step over its software-pipelined twin's,
     # results/h200/program_setup.json), that ratio of the serial step replaces the ideal.
@@ -305,7 +336,7 @@ def one_step(grid, rate):
     # copies (num_stages deep) and a warp-specialized producer keep them off the consumers' path.
     # a producer warp group, or TMA copies on barriers, load ahead; a measured() kernel's rate holds its loads' stalls
     prefetched = streams > 1 or pass_.TMA or measured(grid)
-    draft = Schedule(grid, rate, serial, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
+    draft = Schedule(grid, rate, chained, overlapped if streams > 1 else serial, fixed_compute, step_bytes,
                  fixed_bytes, 0.0, pass_.setup_s(cfg), prefetched)
     own_s, first_s = program_loads(draft)
     return Schedule(**{**draft.__dict__, "chain_s": step_chain(draft, step_reloads), "own_s": own_s,

@@ -53,7 +53,7 @@ def resources(cfg, kernel):
     pass_ = cfg.pass_
     num_warps, num_stages = pass_.options(cfg, kernel)
     key = (cfg.gpu.arch, pass_.compiled_name(cfg, kernel), pass_.compiled_shape(cfg, kernel), cfg.dtype, cfg.causal,
-           cfg.block_q, cfg.block_kv, num_warps, num_stages)
+           *pass_.compiled_tiles(cfg, kernel), num_warps, num_stages)
     block_warps = pass_.block_warps(cfg, kernel)
     if key in COMPILED:
         registers, spill, shared, loops, issued = COMPILED[key]

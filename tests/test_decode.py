@@ -4,6 +4,7 @@
 Without a GPU the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1). With a
 GPU the accuracy tests run compiled, on larger shapes too.
 """
+import itertools
 import math
 import random
 from collections import Counter
@@ -14,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpusim
-from gpusim import decode
-from gpusim.passes.split_kv import SPLIT_KV as split_kv_model
+from gpusim import cost, decode
+from gpusim.passes.split_kv import REDUCE_CHUNKS, REDUCE_ROWS, SPLIT_KV as split_kv_model
 from gpusim.compiled import COMPILED
 from gpusim.occupancy import resources
 from gpusim.decode_execute import decode_attention as execute_decode
@@ -193,6 +194,86 @@ def test_every_page_size_keeps_the_same_resident_blocks(page_size):
     launch = decode.make_launch(batch=1, seq_kv=131072, heads=32, kv_heads=8, head_dim=128, page_size=page_size)
     assert resources(launch, "split_kv").compiled
     assert decode.resident_programs(launch) == 132 * 5 and launch.num_splits == 64
+
+
+# Shapes whose predicted decode step must not get faster as query rows or cached tokens are added: Llama-3-8B's GQA (32
+# query heads over 8, d = 128) at two cache lengths, paged and at batch 8, a group of 4 over 4 K/V heads, and MHA. Not
+# every shape qualifies yet, for causes other than the reduce's (docs/perf.md, "A model artefact, fixed"): the split
+# kernel priced from its estimate past its compiled 16 padded rows (at 1,024 tokens), its programs going from one a SM
+# to two a SM on most (1,024 to 2,048 tokens), the split rule halving the splits (64 query heads over 8 at d = 64).
+MONOTONE_STEPS = (dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096),
+                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=32768),
+                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=16384, page_size=16),
+                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096, batch=8),
+                  dict(heads=16, kv_heads=4, head_dim=128, seq_kv=8192),
+                  dict(heads=32, kv_heads=32, head_dim=128, seq_kv=4096))
+MONOTONE_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+# A reduce program waits for its request's cache length, read from DRAM once and hit after (split_kv.dram_reads): the
+# more programs a request has, the less of that miss each waits, a few ns (0.06% of the step at most here)
+MONOTONE_SLACK = 1e-3
+
+
+def _not_faster(times):
+    """The steps (label, seconds) in which the time falls by more than MONOTONE_SLACK from the one before."""
+    return [(a, b) for a, b in zip(times, times[1:]) if b[1] < a[1] * (1 - MONOTONE_SLACK)]
+
+
+@pytest.mark.parametrize("gpu", ["H100-SXM", "H200-measured", "A100-80GB"])
+def test_a_decode_step_takes_no_less_time_for_more_query_rows_or_a_longer_cache(gpu):
+    """More work, no less time: 1 to 16 query rows at each MONOTONE_STEPS shape, and 2K to 128K cached tokens at 1, 4, 5
+    and 8 rows, batch 1 and 8. Before the reduce's fix (docs/perf.md, "A model artefact, fixed") Llama-3-8B's step took
+    12.57 µs at 4 rows and 12.07 at 5 on H100-SXM: the reduce's 160 programs, two on some SMs, halved each other's chain
+    at the SM's issue rate, and past 4 rows its resources were looked up under the split kernel's 32 padded rows and
+    estimated."""
+    for shape in MONOTONE_STEPS:
+        rows = [(seq, gpusim.simulate("split_kv", seq=seq, gpu=gpu, **shape).predicted_time_s) for seq in range(1, 17)]
+        assert not _not_faster(rows), (shape, _not_faster(rows))
+    for (heads, kv_heads), seq, batch in itertools.product(((32, 8), (32, 32)), (1, 4, 5, 8), (1, 8)):
+        shape = dict(heads=heads, kv_heads=kv_heads, head_dim=128, seq=seq, batch=batch, gpu=gpu)
+        lengths = [(n, gpusim.simulate("split_kv", seq_kv=n, **shape).predicted_time_s) for n in MONOTONE_LENGTHS]
+        assert not _not_faster(lengths), (shape, _not_faster(lengths))
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_the_reduce_is_priced_with_its_own_compiled_kernel_at_any_query_rows_and_chunk(head_dim):
+    """The reduce takes none of the split kernel's query rows (kernels/decode.py reduce_kernel: one query row a program;
+    of the split kernel's constants only Bc, the chunk): its compiled entry is keyed by its own tile, (REDUCE_ROWS,
+    block_kv), compiled at every chunk a launch takes (REDUCE_CHUNKS), so one compiled kernel prices it at 1 to 16 query
+    rows and every chunk. It was looked up under the split kernel's tile (16 padded rows and chunks of 64 compiled
+    only): past 4 rows of Llama-3-8B's group, and at any other chunk, the estimate."""
+    assert set(decode.halvings(decode.DEFAULT_BLOCK_KV)) <= set(REDUCE_CHUNKS)
+    heads, found, chunks = {64: 64, 128: 32}[head_dim], set(), set()
+    for seq, block_kv in itertools.product(range(1, 17), REDUCE_CHUNKS):
+        try:  # pages of 16, as decode_tiles.json ran the larger chunks
+            launch = decode.make_launch(heads=heads, kv_heads=8, head_dim=head_dim, seq=seq, seq_kv=4096, num_splits=2,
+                                        block_kv=block_kv, page_size=16, gpu="H200-measured")
+        except ValueError:  # the split kernel's block of many rows and a large chunk: no SM holds it
+            continue
+        assert split_kv_model.compiled_tiles(launch, "reduce") == (REDUCE_ROWS, block_kv)
+        res = resources(launch, "reduce")
+        assert res.compiled
+        found.add((res.registers_per_thread, res.shared_bytes, res.loops, res.issued))
+        chunks.add(block_kv)
+    assert len(found) == 1 and chunks == set(REDUCE_CHUNKS)
+
+
+def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
+    """At 5 query rows Llama-3-8B's reduce has 160 programs for 132 SMs: the model holds two on an SM. Each is a 2-warp
+    block on 2 of the SM's 4 schedulers, so its chain issues at its own warps' rate, a lone program's (cost.own_hiding);
+    the SM's rate (cost.sm_hiding, doubled) is what the two share (busy). The split kernel's 4-warp blocks keep the SM's
+    rate on their chains, as ISSUE_HIDING was fitted."""
+    steps = []
+    for seq in (4, 5):
+        r = gpusim.simulate("split_kv", seq=seq, seq_kv=4096, heads=32, kv_heads=8, head_dim=128, gpu="H100-SXM")
+        k = r.kernels[1]
+        counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "reduce"}
+                        for table in (r.counts, r.dram))
+        grid = cost.occupied(r.config, "reduce", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+        steps.append((grid, cost.one_step(grid, cost.rates(grid))))
+    (lone, one), (paired, two) = steps
+    assert (lone.resident, paired.resident, paired.res.num_warps) == (1, 2, 2)
+    assert cost.own_hiding(paired) == cost.own_hiding(lone) == cost.sm_hiding(lone) == cost.sm_hiding(paired) / 2
+    assert two.chain_s == one.chain_s and two.overlapped_s == one.overlapped_s / 2
 
 
 @pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)

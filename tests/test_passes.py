@@ -145,9 +145,12 @@ def test_backward_kernels_are_timed_with_their_compiled_resources(algo, blocks):
 
 
 def test_decode_kernels_are_timed_with_their_compiled_resources():
+    """Each kernel under its own tiles: the split kernel's 16 padded query rows and chunk of 64, the reduce's one query
+    row a program and the chunk (the one constant of the split kernel's it is compiled with)."""
     r = gpusim.simulate("split_kv", **DECODE_CASES[0], gpu="H200-measured")
+    tiles = {"split_kv": (16, 64), "reduce": (1, 64)}
     for k in r.kernels:
-        key = ("sm_90", k.name, split_kv.compiled_shape(r.config, k.name), "fp16", True, 16, 64,
+        key = ("sm_90", k.name, split_kv.compiled_shape(r.config, k.name), "fp16", True, *tiles[k.name],
                *split_kv.launch(r.config, k.name))
         assert k.registers_per_thread == compiled.COMPILED[key][0]
 

@@ -160,6 +160,10 @@ class Pass:
         """What a compiled kernel is specialised on beyond its tiles: head_dim."""
         return cfg.head_dim
 
+    def compiled_tiles(self, cfg, kernel):
+        """(block_q, block_kv) of `kernel`'s entry in gpusim/compiled.py: the tiles it was compiled at, cfg's."""
+        return cfg.block_q, cfg.block_kv
+
     def issue(self, cfg, kernel, res, other_flops, exps, steps, programs):
         """(instructions a warp issues per step, of them MUFU, of them spill reloads, per program besides):
         from the compiled kernel's loops, one step each in turn, or estimated from the operations."""

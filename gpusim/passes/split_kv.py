@@ -39,6 +39,10 @@ REDUCE_WARPS = 2
 # pairs in that file (batch 8 too, where it saves 0.0 and loses 0.8 us) the median is 0.76 us, which the reduce's
 # launch does not pay on a GPU that has PDL (sm_90 and later; kernels/decode.py dependent_launch).
 PDL_HIDDEN_S = 0.76e-6
+REDUCE_ROWS = 1  # query rows a reduce program merges (its grid: one program per (head, request, row))
+# The chunks (block_kv) benchmarks/resources.py compiles the reduce at: decode.halvings of the default chunk (64, 32,
+# 16) and the larger ones benchmarks/decode_tiles.py times (128, 256)
+REDUCE_CHUNKS = (16, 32, 64, 128, 256)
 
 
 def reduce_warps(head_dim):
@@ -242,6 +246,14 @@ class SplitKV(Pass):
         contiguous cache) or, for the reduce, the splits it merges per step (REDUCE_SPLITS). Compiled at
         benchmarks.bench_decode's heads; other head counts take the same entry."""
         return launch.head_dim, REDUCE_SPLITS if kernel == "reduce" else launch.page_size or 0
+
+    def compiled_tiles(self, launch, kernel):
+        """(block_q, block_kv) of a kernel's compiled entry. decode / split_kv: the padded query rows of their tl.dot
+        tile and the chunk. The reduce: its own, one query row a program (REDUCE_ROWS) and the chunk Bc, the one
+        constant of the split kernel's it is compiled with (kernels/decode.py reduce_kernel: Bc counts the splits a
+        request filled); the split kernel's padded rows are not compiled into it, so a launch of more query rows
+        takes the same compiled reduce (benchmarks/resources.py compiles it at every chunk, REDUCE_CHUNKS)."""
+        return (REDUCE_ROWS, launch.block_kv) if kernel == "reduce" else (launch.block_q, launch.block_kv)
 
     def dram_reads(self, launch, kernel, sm_reads, flight):
         """Which reads reach DRAM. Each cached K and V element is read once per group (once per query head
