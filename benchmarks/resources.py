@@ -26,14 +26,20 @@ Decoding (kernels/decode.py), fp16 at the shape benchmarks.bench_decode measures
 over a paged cache (every page size the kernel takes, 16 to 256) and a contiguous one, and the reduce (one
 kernel for every split count: it merges gpusim.shape.REDUCE_SPLITS per step) at every chunk a launch takes
 (split_kv.REDUCE_CHUNKS: Bc is one of its constants), keyed by its own tile (one query row a program), not the
-split kernel's query rows, which it is not compiled with. Naive's kernels take the row
+split kernel's query rows, which it is not compiled with. decode and split_kv also at every tile (padded query rows,
+chunk) a launch of 1 to QUERY_ROWS query rows takes (tile_rows: 32 and 64 rows at d = 128; at d = 64 32, 64, and 128
+over chunks of 32), each at the fewest query rows that take it and keyed by the tile gpusim looks it up at
+(compiled_tiles); the query rows are constants too (SEQ, ROWS), so other row counts of a tile compile a little
+differently (over pages of 16 at d = 128 the 32-row split kernel holds 153 registers compiled at 5 rows,
+113 at 8). Naive's kernels take the row
 stride of S and P (LD, a multiple of 16) as an argument, marked divisible by 16 as at every launch: a sequence
 length not a multiple of 16 compiles to the same code. Rows with a "shape" are keyed by it (model_key). One that fails to compile is an error row.
 
 Expected wall time on 2 idle cores: about 2 minutes with Triton's cache empty (415 configurations, 220 CPU
 seconds: 0.3 s for a naive kernel to 3 s for a warp-specialized one, ptxas run twice), 30 s with it warm
-(ptxas once per configuration, 50 CPU seconds). 486 configurations now (results/sm90_resources.json,
-2026-12-05: 5 minutes on 2 shared cores with Triton's cache empty).
+(ptxas once per configuration, 50 CPU seconds). 546 configurations now (results/sm90_resources.json,
+2026-12-05: 144 s on 2 shared cores, Triton's cache warm but for the 60 decode configurations of more query
+rows; the earlier 486 rows byte-identical).
 """
 import argparse
 import datetime
@@ -88,6 +94,9 @@ PAGE_SIZES = (16, 32, 64, 128, 256, None)  # kernels/decode.py's page sizes (16 
 # Decoding at d = 64 (64 query heads, 8 K/V heads: the group fills the same 16-row tile as Llama-3-8B's 4): the
 # model priced it from the estimate, which knows nothing of the paged gather's address arithmetic (issue 24)
 DECODE_D64 = dict(heads=64, kv_heads=8, head_dim=64)
+# The most query rows a request the decode kernels are compiled for (speculative decoding's drafts, a prompt's last
+# chunk: benchmarks/decode_rows.py times 1 to 16): past it a launch's tile is priced from the estimate
+QUERY_ROWS = 16
 # flash2's tiles the held-out sets run beyond the sweep's (32 x 32): compiled, or the model would price them from
 # estimated registers and issue
 MORE_TILES = [tile for tile in HELDOUT_TILES if tile not in TILES]
@@ -179,13 +188,15 @@ def backward_kernel(algo, kernel, d, dtype, causal, block_q, block_kv, seq=SPEC_
                 seq=seq if kernel == "ds" else None, shape=shape), consts, launch)
 
 
-def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE, block_kv=decode.DEFAULT_BLOCK_KV):
+def decode_kernel(kernel, dtype, page_size, splits=2, shape=DECODE_SHAPE, block_kv=decode.DEFAULT_BLOCK_KV, seq=1):
     """A decoding kernel's row and compile arguments at bench_decode's shape, or at d = 64 the shape of
-    DECODE_D64 (constants as DecodePlan passes them), with chunks of block_kv; keyed by (head_dim, page size or 0)
-    or, for the reduce, (head_dim, the splits it merges per step), and by the tiles gpusim looks it up at
-    (compiled_tiles: the reduce's own, one query row and the chunk)."""
-    launch_ = decode.make_launch(batch=1, seq_kv=block_kv * splits, num_splits=splits, block_kv=block_kv,
-                                 page_size=page_size, dtype=dtype, gpu=GPU, **shape)
+    DECODE_D64 (constants as DecodePlan passes them), at seq query rows a request, with chunks of block_kv (None:
+    the chunk make_launch picks, the largest that fits the rows' tile); keyed by (head_dim, page size or 0) or, for
+    the reduce, (head_dim, the splits it merges per step), and by the tiles gpusim looks it up at (compiled_tiles: the
+    split kernel's padded query rows and the chunk; the reduce's own, one query row and the chunk)."""
+    launch_ = decode.make_launch(batch=1, seq_kv=(block_kv or decode.DEFAULT_BLOCK_KV) * splits, seq=seq,
+                                 num_splits=splits, block_kv=block_kv, page_size=page_size, dtype=dtype, gpu=GPU,
+                                 **shape)
     consts = decode_kernels.constants(launch_, kernel)
     launch = {"num_warps": consts.pop("num_warps"), "num_stages": consts.pop("num_stages")}
     shape = [launch_.head_dim, REDUCE_SPLITS if kernel == "reduce" else page_size or 0]
@@ -209,7 +220,22 @@ def training_and_decoding():
                 for page_size in PAGE_SIZES]
         out += [decode_kernel("reduce", "fp16", PAGE_SIZE, 2 * REDUCE_SPLITS, shape, block_kv)  # one kernel, any count
                 for block_kv in REDUCE_CHUNKS]
+    out += [decode_kernel(k, "fp16", page_size, shape=shape, block_kv=None, seq=seq)
+            for shape in (DECODE_SHAPE, DECODE_D64) for seq in tile_rows(shape)[1:] for k in ("decode", "split_kv")
+            for page_size in PAGE_SIZES]
     return out
+
+
+def tile_rows(shape):
+    """The fewest query rows a request, of 1 to QUERY_ROWS, at which a decode launch of `shape` takes each of its
+    tiles (padded query rows, chunk), in order: the rows each tile is compiled at (one compile prices every row count
+    that pads to the same tile, as one query row's prices 1 to 4 of Llama-3-8B's)."""
+    first = {}
+    for seq in range(1, QUERY_ROWS + 1):
+        launch = decode.make_launch(batch=1, seq=seq, seq_kv=decode.DEFAULT_BLOCK_KV, page_size=PAGE_SIZE, gpu=GPU,
+                                    **shape)
+        first.setdefault((launch.padded_rows, launch.block_kv), seq)
+    return list(first.values())
 
 
 def flash2_backward_bf16():

@@ -197,16 +197,31 @@ def test_every_page_size_keeps_the_same_resident_blocks(page_size):
 
 
 # Shapes whose predicted decode step must not get faster as query rows or cached tokens are added: Llama-3-8B's GQA (32
-# query heads over 8, d = 128) at two cache lengths, paged and at batch 8, a group of 4 over 4 K/V heads, and MHA. Not
-# every shape qualifies yet, for causes other than the reduce's (docs/perf.md, "A model artefact, fixed"): the split
-# kernel priced from its estimate past its compiled 16 padded rows (at 1,024 tokens), its programs going from one a SM
-# to two a SM on most (1,024 to 2,048 tokens), the split rule halving the splits (64 query heads over 8 at d = 64).
-MONOTONE_STEPS = (dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096),
-                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=32768),
-                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=16384, page_size=16),
-                  dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096, batch=8),
-                  dict(heads=16, kv_heads=4, head_dim=128, seq_kv=8192),
-                  dict(heads=32, kv_heads=32, head_dim=128, seq_kv=4096))
+# query heads over 8, d = 128) at three cache lengths, paged and at batch 8, a group of 4 over 4 K/V heads, MHA, and 64
+# query heads over 8 at d = 64 (benchmarks/resources.py's DECODE_D64). Llama-3-8B at 1,024 tokens and the d = 64 shape
+# fell past 4 and 2 rows while the split kernel was priced from its estimate past its compiled 16 padded rows; compiled
+# at every tile of 1 to 16 rows (docs/perf.md, "A model artefact, fixed"), they rise on H100-SXM.
+MONOTONE_STEPS = {"Llama-3-8B 4K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096),
+                  "Llama-3-8B 32K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=32768),
+                  "Llama-3-8B 16K paged": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=16384, page_size=16),
+                  "Llama-3-8B 4K batch 8": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096, batch=8),
+                  "16 over 4 8K": dict(heads=16, kv_heads=4, head_dim=128, seq_kv=8192),
+                  "MHA 4K": dict(heads=32, kv_heads=32, head_dim=128, seq_kv=4096),
+                  "Llama-3-8B 1K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=1024),
+                  "d64 4K": dict(heads=64, kv_heads=8, head_dim=64, seq_kv=4096)}
+# The steps (query rows, one more) where the predicted time still falls, each for a cause other than compiled
+# resources, named so that a fix, or a new fall, fails the test. The split rule halving the splits as a larger tile
+# holds fewer blocks an SM (the reduce then merges half the partials: 64 to 32 splits at 5 rows of the paged 16K, the
+# compiled 32-row kernel's 153 registers holding 3 blocks an SM against 5; the A100's estimate at d = 64). And on
+# H200-measured, whose tensor rate was measured per tile, a decode step's dots are priced on their counted rows
+# (split_kv.dot_tiling: no padding) at the 64-row tile's rate, 2.5x the 32-row tile's: 8 to 9 rows pads 32 rows to 64.
+STILL_FALLING = {("H100-SXM", "Llama-3-8B 16K paged"): [(4, 5)],
+                 ("H200-measured", "Llama-3-8B 4K"): [(8, 9)],
+                 ("H200-measured", "Llama-3-8B 32K"): [(8, 9)],
+                 ("H200-measured", "Llama-3-8B 4K batch 8"): [(8, 9)],
+                 ("H200-measured", "16 over 4 8K"): [(8, 9)],
+                 ("H200-measured", "d64 4K"): [(4, 5)],
+                 ("A100-80GB", "d64 4K"): [(4, 5)]}
 MONOTONE_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 # A reduce program waits for its request's cache length, read from DRAM once and hit after (split_kv.dram_reads): the
 # more programs a request has, the less of that miss each waits, a few ns (0.06% of the step at most here)
@@ -220,15 +235,16 @@ def _not_faster(times):
 
 @pytest.mark.parametrize("gpu", ["H100-SXM", "H200-measured", "A100-80GB"])
 def test_a_decode_step_takes_no_less_time_for_more_query_rows_or_a_longer_cache(gpu):
-    """More work, no less time: 1 to 16 query rows at each MONOTONE_STEPS shape, and 2K to 128K cached tokens at 1, 4, 5
-    and 8 rows, batch 1 and 8. Before the reduce's fix (docs/perf.md, "A model artefact, fixed") Llama-3-8B's step took
-    12.57 µs at 4 rows and 12.07 at 5 on H100-SXM: the reduce's 160 programs, two on some SMs, halved each other's chain
-    at the SM's issue rate, and past 4 rows its resources were looked up under the split kernel's 32 padded rows and
-    estimated."""
-    for shape in MONOTONE_STEPS:
+    """More work, no less time: 1 to 16 query rows at each MONOTONE_STEPS shape (but the steps STILL_FALLING names,
+    exactly those), and 2K to 128K cached tokens at 1, 4, 5, 8, 9 and 16 rows, batch 1 and 8. Before the reduce's fix
+    (docs/perf.md, "A model artefact, fixed") Llama-3-8B's step took 12.57 µs at 4 rows and 12.07 at 5 on H100-SXM: the
+    reduce's 160 programs, two on some SMs, halved each other's chain at the SM's issue rate, and past 4 rows its
+    resources were looked up under the split kernel's 32 padded rows and estimated."""
+    for label, shape in MONOTONE_STEPS.items():
         rows = [(seq, gpusim.simulate("split_kv", seq=seq, gpu=gpu, **shape).predicted_time_s) for seq in range(1, 17)]
-        assert not _not_faster(rows), (shape, _not_faster(rows))
-    for (heads, kv_heads), seq, batch in itertools.product(((32, 8), (32, 32)), (1, 4, 5, 8), (1, 8)):
+        falls = [(a[0], b[0]) for a, b in _not_faster(rows)]
+        assert falls == STILL_FALLING.get((gpu, label), []), (label, _not_faster(rows))
+    for (heads, kv_heads), seq, batch in itertools.product(((32, 8), (32, 32)), (1, 4, 5, 8, 9, 16), (1, 8)):
         shape = dict(heads=heads, kv_heads=kv_heads, head_dim=128, seq=seq, batch=batch, gpu=gpu)
         lengths = [(n, gpusim.simulate("split_kv", seq_kv=n, **shape).predicted_time_s) for n in MONOTONE_LENGTHS]
         assert not _not_faster(lengths), (shape, _not_faster(lengths))
@@ -261,10 +277,12 @@ def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
     """At 5 query rows Llama-3-8B's reduce has 160 programs for 132 SMs: the model holds two on an SM. Each is a 2-warp
     block on 2 of the SM's 4 schedulers, so its chain issues at its own warps' rate, a lone program's (cost.own_hiding);
     the SM's rate (cost.sm_hiding, doubled) is what the two share (busy). The split kernel's 4-warp blocks keep the SM's
-    rate on their chains, as ISSUE_HIDING was fitted."""
+    rate on their chains, as ISSUE_HIDING was fitted. At the 32 splits the rule takes at 4 rows, so that each program
+    merges as many partials (at 5 rows it takes 16: the compiled 32-row split kernel holds 2 blocks an SM, not 3)."""
     steps = []
     for seq in (4, 5):
-        r = gpusim.simulate("split_kv", seq=seq, seq_kv=4096, heads=32, kv_heads=8, head_dim=128, gpu="H100-SXM")
+        r = gpusim.simulate("split_kv", seq=seq, seq_kv=4096, heads=32, kv_heads=8, head_dim=128, num_splits=32,
+                            gpu="H100-SXM")
         k = r.kernels[1]
         counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "reduce"}
                         for table in (r.counts, r.dram))
@@ -278,14 +296,43 @@ def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
 
 @pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)
 def test_shared_estimate_is_near_the_compiled_kernel(key):
-    """split_kv.shared_bytes (one K/V chunk per buffer, kv_buffers of them) against the compiled kernel, which
-    adds 2 KiB of scratch for its layout conversions (and up to 16 B of barriers): within 6% at d = 128, 10% at
-    d = 64, the same 2 KiB."""
-    _, kernel, (head_dim, page_size), *_ = key
-    launch = decode.make_launch(batch=1, seq_kv=4096, heads=32, kv_heads=8, head_dim=head_dim,
-                                page_size=page_size or None)
-    estimate = split_kv_model.shared_bytes(launch, kernel, key[-1])
-    assert 2048 <= COMPILED[key][2] - estimate <= 2048 + 16
+    """split_kv.shared_bytes (the padded query rows, one K/V chunk per buffer, kv_buffers of them) against the compiled
+    kernel at its tile, which adds scratch for its layout conversions (and up to 16 B of barriers): P's tile in fp16
+    (padded rows x Bc x 2 B: 2 KiB at 16 rows over chunks of 64, within 6% at d = 128, 10% at d = 64; 4 KiB at 32 rows;
+    8 KiB at 128 rows over chunks of 32), but at 64 rows over chunks of 64 the fp32 accumulator's (64 x d x 4 B: 16 KiB
+    at d = 64, 32 KiB at d = 128, 40% of the kernel's 80 KiB at d = 128), which the estimate leaves out."""
+    _, kernel, (head_dim, page_size), _, _, rows, block_kv, _, num_stages = key
+    group = {64: 8, 128: 4}[head_dim]  # benchmarks/resources.py's shapes: DECODE_D64's group, bench_decode's
+    launch = decode.make_launch(batch=1, seq=rows // (2 * group) + 1, seq_kv=4096, heads=8 * group, kv_heads=8,
+                                head_dim=head_dim, block_kv=block_kv, page_size=page_size or None)
+    assert (launch.padded_rows, launch.block_kv) == (rows, block_kv)
+    scratch = rows * head_dim * 4 if (rows, block_kv) == (64, 64) else rows * block_kv * 2
+    estimate = split_kv_model.shared_bytes(launch, kernel, num_stages)
+    assert scratch <= COMPILED[key][2] - estimate <= scratch + 16
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_a_decode_launch_of_up_to_16_query_rows_is_priced_with_its_compiled_kernels(head_dim):
+    """benchmarks/resources.py compiles decode and split_kv at every tile (padded query rows, chunk) a launch of 1 to 16
+    query rows takes at its shapes, at every page size and a contiguous cache: Llama-3-8B's group of 4 pads to 16, 32
+    and 64 rows; DECODE_D64's 8 to 16, 32, 64 and 128 (over chunks of 32, the largest that fits). Each kernel of such a
+    launch, split or not, and its step's time, is priced with its compiled resources, looked up under its own tiles
+    (compiled_tiles). They were compiled at 16 padded rows only: past 4 rows (d = 128) or 2 (d = 64), the estimate."""
+    heads = {64: 64, 128: 32}[head_dim]
+    tiles = set()
+    for seq, page_size, num_splits in itertools.product(range(1, 17), (16, 32, 64, 128, 256, None), (None, 1)):
+        shape = dict(heads=heads, kv_heads=8, head_dim=head_dim, seq=seq, seq_kv=4096, page_size=page_size,
+                     num_splits=num_splits, gpu="H100-SXM")
+        launch, result = decode.make_launch(**shape), gpusim.simulate("split_kv", **shape)
+        for kernel, priced in zip(launch.kernels, result.kernels):
+            res = resources(launch, kernel)
+            assert res.compiled, (seq, page_size, kernel)
+            assert priced.registers_per_thread == res.registers_per_thread
+            tiles.add((kernel, *split_kv_model.compiled_tiles(launch, kernel)))
+    rows = (16, 32, 64, 128) if head_dim == 64 else (16, 32, 64)
+    assert {(kernel, r) for kernel, r, _ in tiles} == {(k, r) for k in ("decode", "split_kv") for r in rows} | {
+        ("reduce", REDUCE_ROWS)}
+    assert {(r, c) for k, r, c in tiles if k != "reduce"} == {(r, 32 if r == 128 else 64) for r in rows}
 
 
 @pytest.mark.parametrize("blocks_per_sm, slots_per_sm", [(1, 1), (2, 1), (3, 2), (5, 4)])

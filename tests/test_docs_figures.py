@@ -3,6 +3,7 @@ docs/perf.md's) quote, each recomputed from the code or from the results file it
 drift from either."""
 import contextlib
 import io
+import itertools
 import json
 import math
 import re
@@ -281,11 +282,14 @@ def _reduce_step(seq, gpu="H100-SXM"):
     return grid, cost.one_step(grid, cost.rates(grid))
 
 
-def _moved(compute):
-    """(before, now): compute() under report_history.reduce_before, then as the model stands."""
-    with report_history.reduce_before():
+def _moved(compute, before=report_history.reduce_before, after=report_history.split_rows_before):
+    """(before, after): compute() under report_history.reduce_before, then as the reduce's fix left the model (before
+    the split kernel was compiled past 16 padded rows: split_rows_before); after=contextlib.nullcontext: as the model
+    stands."""
+    with before():
         was = compute()
-    return was, compute()
+    with after():
+        return was, compute()
 
 
 def _tiles_rows():
@@ -302,8 +306,9 @@ def _within(ratios):
 
 
 def test_perf_md_quotes_the_decode_reduces_artefact_fixed_and_what_it_moved():
-    """docs/perf.md's decode artefact, fixed: the step's time before the fix (report_history.reduce_before) and now, the
-    reduce's chain under each cause, its registers estimated and compiled, and what the fix moved (decode.json's and
+    """docs/perf.md's decode artefact, fixed: the step's time before the fix (report_history.reduce_before) and after
+    it (split_rows_before: the split kernel's later compile past 16 padded rows moves the 5-row step), the reduce's
+    chain under each cause, its registers estimated and compiled, and what the fix moved (decode.json's and
     decode_tiles.json's rows, the golden file's records, the held-out decode rows), each as the paragraph quotes it."""
     text = doc("perf.md")
     us = lambda t: f"{t * 1e6:.2f}"  # noqa: E731
@@ -315,14 +320,15 @@ def test_perf_md_quotes_the_decode_reduces_artefact_fixed_and_what_it_moved():
         before, after = ([us(r.predicted_time_s) for r in pair] for pair in (was, now))
         assert (f"{before[0]} µs at 4 query rows and {before[1]} µs at 5 on the H100-SXM preset" if gpu == "H100-SXM"
                 else f"4 to 8 rows on H200-measured: {before[0]} to {before[1]} µs") in text
-        assert (f"The step takes {after[0]} µs at 4 rows and {after[1]} µs at 5 on H100-SXM" if gpu == "H100-SXM"
+        assert (f"The step then took {after[0]} µs at 4 rows and {after[1]} µs at 5 on H100-SXM" if gpu == "H100-SXM"
                 else f"from 4 to 8 rows on H200-measured {after[0]} to {after[1]} µs") in text
-    (lone, step4), (two, step5) = _reduce_step(4), _reduce_step(5)
+    with report_history.split_rows_before():
+        (lone, step4), (two, step5) = _reduce_step(4), _reduce_step(5)
     sms = lone.cfg.gpu.sm_count
     assert (lone.resident, two.resident, lone.programs, two.programs) == (1, 2, 128, 160)
     assert f"(28 of the 132 SMs do; 104 still hold one)" == f"({two.programs - sms} of the {sms} SMs do; " \
         f"{2 * sms - two.programs} still hold one)"
-    with report_history.shared_chain():
+    with report_history.split_rows_before(), report_history.shared_chain():
         shared = _reduce_step(5)[1]
     with report_history.reduce_before():
         estimated, both = _reduce_step(5)
@@ -392,18 +398,104 @@ def _heldout_moved(text):
             f"after), no set's score") in text
 
 
-def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
-    """The paragraph's three steps where the predicted decode time still falls as the work grows, for causes other
-    than the reduce's: the split kernel's estimate past its compiled 16 padded rows, its programs going from one a SM to
-    two a SM on most, and the split rule halving the splits."""
+D64_SHAPE = dict(heads=64, kv_heads=8, head_dim=64)  # benchmarks/resources.py's DECODE_D64
+
+
+def _first_rows(shape):
+    """{(padded rows, chunk): the fewest query rows, of 1 to 16, whose launch of `shape` takes that tile} (what
+    benchmarks/resources.py's tile_rows compiles each tile at)."""
+    first = {}
+    for seq in range(1, 17):
+        launch = decode.make_launch(batch=1, seq=seq, page_size=16, gpu="H200", **dict(shape, seq_kv=4096))
+        first.setdefault((launch.padded_rows, launch.block_kv), seq)
+    return first
+
+
+def _split_entry(rows, page_size=16):
+    """The split kernel's compiled entry at d = 128 over pages of page_size, at `rows` padded rows and chunks of 64."""
+    return COMPILED[("sm_90", "split_kv", (128, page_size), "fp16", True, rows, 64, 4, 3)]
+
+
+def test_perf_md_quotes_the_split_kernel_compiled_at_its_tiles_and_what_it_moved():
+    """docs/perf.md's second change: the split kernel (and decode) compiled at every tile of 1 to 16 query rows, the
+    tiles and the rows that take them, the compiled entries, the steps before (report_history.split_rows_before) and
+    now, and what moved: no measured row, no golden record; the price of several rows on H200-measured."""
     text = doc("perf.md")
     us = lambda r: f"{r.predicted_time_s * 1e6:.2f}"  # noqa: E731
-    shape = dict(DECODE_SHAPE, seq_kv=1024)
-    four, five = (gpusim.simulate("split_kv", seq=s, gpu="H100-SXM", **shape) for s in (4, 5))
-    assert five.predicted_time_s < four.predicted_time_s
-    assert (four.config.padded_rows, five.config.padded_rows) == (16, 32)
-    assert resources(four.config, "split_kv").compiled and not resources(five.config, "split_kv").compiled
-    assert f"(this shape at 1,024 tokens: {us(four)} µs at 4 rows, {us(five)} µs at 5 on H100-SXM)" in text
+    assert _first_rows(DECODE_SHAPE) == {(16, 64): 1, (32, 64): 5, (64, 64): 9}
+    assert _first_rows(D64_SHAPE) == {(16, 64): 1, (32, 64): 3, (64, 64): 5, (128, 32): 9}
+    steps = lambda shape, gpu="H100-SXM": [gpusim.simulate("split_kv", seq=s, gpu=gpu, **shape)  # noqa: E731
+                                           for s in (4, 5)]
+    (was_4, was_5), (four, five) = _moved(lambda: steps(dict(DECODE_SHAPE, seq_kv=1024)), *SPLIT_ROWS)
+    assert was_5.predicted_time_s < was_4.predicted_time_s and five.predicted_time_s > four.predicted_time_s
+    assert (was_4.config.padded_rows, was_5.config.padded_rows) == (16, 32)
+    with report_history.split_rows_before():
+        assert resources(was_4.config, "split_kv").compiled and not resources(was_5.config, "split_kv").compiled
+    assert resources(five.config, "split_kv").compiled
+    assert f"(this shape at 1,024 tokens: {us(was_4)} µs at 4 rows, {us(was_5)} µs at 5 on H100-SXM)" in text
+    assert f"This shape at 1,024 tokens now takes {us(four)} µs at 4 rows and {us(five)} µs at 5 on H100-SXM" in text
+    (_, was_5), (four, five) = _moved(lambda: steps(DECODE_SHAPE), *SPLIT_ROWS)
+    assert (was_5.config.num_splits, five.config.num_splits) == (32, 16)
+    assert (was_5.kernels[0].blocks_per_sm, five.kernels[0].blocks_per_sm) == (3, 2)
+    assert (f"at 4,096 tokens {us(four)} and {us(five)} µs (at 5 rows 16 splits, not 32: the compiled kernel holds 2 "
+            "blocks an SM where the estimate held 3)") in text
+    (was_4, was_5), (four, five) = _moved(lambda: steps(dict(D64_SHAPE, seq_kv=4096)), *SPLIT_ROWS)
+    assert (f"4,096 tokens, {us(was_4)} and {us(was_5)} µs at 4 and 5 rows before, {us(four)} and {us(five)} µs "
+            "now") in text
+    rows = json.loads((ROOT / "results" / "sm90_resources.json").read_text())["rows"]
+    added = [r for r in rows if r["kernel"] in ("decode", "split_kv") and r["block_q"] > 16]
+    assert rows[-len(added):] == added and all("error" not in r for r in added)
+    assert (f"{len(added)} configurations, {len(rows)} in `results/sm90_resources.json`, the earlier "
+            f"{len(rows) - len(added)} byte-identical") in text
+    (r16, _, _, l16, _), (r32, _, _, l32, _), (r64, _, s64, l64, _) = (_split_entry(r) for r in (16, 32, 64))
+    launch = decode.make_launch(batch=1, seq=9, page_size=16, gpu="H200", **DECODE_SHAPE)
+    scratch = s64 - launch.pass_.shared_bytes(launch, "split_kv", 3)
+    assert (f"holds {r16} registers and issues {l16[0][0]} instructions a step at 16 rows, {r32} and {l32[0][0]} at "
+            f"32, {r64} and {l64[0][0]} at 64, where its {s64:,} B of shared memory hold {scratch // 1024} KiB "
+            "(64 rows × d in fp32) more than the estimate counts") in text
+    _split_rows_moved(text)
+
+
+SPLIT_ROWS = (report_history.split_rows_before, contextlib.nullcontext)  # _moved's states for the split kernel's tiles
+
+
+def _split_rows_moved(text):
+    """No measured row and no golden record moved (each measured row of one query row and a 16-row tile); the price of
+    1 to 16 rows on H200-measured (benchmarks/decode_rows.py's launches), each range as docs/perf.md quotes it."""
+    for name in ("decode.json",):
+        was, now = _moved(lambda: agreement.rows(name), *SPLIT_ROWS)
+        assert was == now and len(now) == 72
+    was, now = _moved(_tiles_rows, *SPLIT_ROWS)
+    assert was == now and len(now) == 61
+    decode_rows = 0
+    for path in heldout.files(H200):
+        was, now = _moved(lambda: agreement.heldout_rows(path.name), *SPLIT_ROWS)
+        assert was == now
+        decode_rows += sum(r["kind"] == "decode" for r, _ in now)
+    configs = golden.configs()
+    assert all(a == b for a, b in (_moved(lambda: golden.record(args), *SPLIT_ROWS) for args in configs))
+    assert (f"no measured row, for each has one query row and a 16-row tile (`decode.json`'s 72, `decode_tiles.json`'s "
+            f"61, the held-out sets' {decode_rows} decode rows), no golden record") in text
+    ratios, splits = {}, {}
+    for batch, seq_kv, seq in itertools.product((1, 8), (4096, 32768), range(1, 17)):
+        was, now = _moved(lambda: gpusim.simulate("split_kv", batch=batch, seq=seq, page_size=16, gpu="H200-measured",
+                                                  **dict(DECODE_SHAPE, seq_kv=seq_kv)), *SPLIT_ROWS)
+        tile = 1 if seq <= 4 else 5 if seq <= 8 else 9  # the fewest rows of the tile
+        ratios.setdefault(tile, []).append(now.predicted_time_s / was.predicted_time_s)
+        splits[batch, seq_kv, seq] = (was.config.num_splits, now.config.num_splits)
+    assert set(ratios[1]) == {1.0}
+    span = lambda r: f"{min(r):.2f}–{max(r):.2f}×"  # noqa: E731
+    was_splits, now_splits = splits[1, 32768, 5]
+    assert (f"1 to 4 rows unmoved, 5 to 8 rows {span(ratios[5])} and 9 to 16 rows {span(ratios[9])} the estimate's "
+            f"price (batch 1, 32,768 tokens, 5 rows: {now_splits} splits, not {was_splits})") in text
+
+
+def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
+    """The paragraph's three steps where the predicted decode time still falls as the work grows, for causes other than
+    compiled resources: programs going from one a SM to two a SM on most, the split rule halving the splits, and on
+    H200-measured the dots' counted rows priced at the 64-row tile's measured tensor rate."""
+    text = doc("perf.md")
+    us = lambda r: f"{r.predicted_time_s * 1e6:.2f}"  # noqa: E731
     short, long = (gpusim.simulate("split_kv", **dict(DECODE_SHAPE, seq_kv=n), gpu="H200-measured")
                    for n in (1024, 2048))
     assert long.predicted_time_s < short.predicted_time_s
@@ -411,9 +503,16 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
     assert (short.kernels[0].programs, long.kernels[0].programs, 2 * sms - long.kernels[0].programs) == (128, 256, 8)
     assert (f"on H200-measured ({us(short)} to {us(long)} µs) its 128 programs, one a SM, become 256, priced at two a "
             f"SM on the SM's shared rate though 8 SMs still hold one") in text
-    shape = dict(heads=64, kv_heads=8, head_dim=64, seq_kv=4096)
-    four, five = (gpusim.simulate("split_kv", seq=s, gpu="H100-SXM", **shape) for s in (4, 5))
+    four, five = (gpusim.simulate("split_kv", seq=s, gpu="H100-SXM", page_size=16, **dict(DECODE_SHAPE, seq_kv=16384))
+                  for s in (4, 5))
     assert five.predicted_time_s < four.predicted_time_s
-    assert (four.config.num_splits, five.config.num_splits) == (64, 32)
-    assert (f"(64 query heads over 8, d = 64, 4,096 tokens: {us(four)} µs at 4 rows, {us(five)} µs at 5 on "
-            f"H100-SXM)") in text
+    assert five.kernels[0].blocks_per_sm < four.kernels[0].blocks_per_sm
+    assert (f"(this shape over pages of 16 at 16,384 tokens: {us(four)} µs at 4 rows, {us(five)} µs at 5 on "
+            f"H100-SXM, {four.config.num_splits} splits then {five.config.num_splits})") in text
+    eight, nine = (gpusim.simulate("split_kv", seq=s, gpu="H200-measured", **DECODE_SHAPE) for s in (8, 9))
+    assert nine.predicted_time_s < eight.predicted_time_s
+    assert (eight.config.padded_rows, nine.config.padded_rows) == (32, 64)
+    gpu = gpusim.get_gpu("H200-measured")
+    rate = [cost.mma_efficiency(gpu, r.config, 4) for r in (eight, nine)]
+    assert f"the tile's rate, {rate[1] / rate[0]:.1f} times as high at 64 rows as at 32" in text
+    assert f"(this shape at 4,096 tokens: {us(eight)} µs at 8 rows, {us(nine)} µs at 9)" in text
