@@ -8,10 +8,13 @@ Every decode row measured before had one query row, so gpusim's price for more (
 query rows, the split rule's count, the reduce's rows) had never been checked. Llama-3-8B's attention (32 query
 heads over 8 K/V heads, d = 128, fp16, pages of 16: benchmarks/bench_decode.py's inputs and timing, a CUDA graph
 replayed over input copies rotated past the L2), batch 1 and 8, caches of 4K and 32K tokens; the rows bottom-right
-aligned (row r of R sees the cache's first L - R + r + 1 tokens); the plan's own split count (gpusim.decode's rule).
+aligned (row r of R sees the cache's first L - R + r + 1 tokens). Provider "rule": the plan's own split count
+(gpusim.decode's rule, which counts the blocks an SM keeps resident of the kernel compiled for these rows); where
+it differs, "one_row_splits": the count the rule picks for one query row, so that the rule's choice is checked too.
 
-Writes decode_rows.json: {environment, rows: [{batch, seq, seq_kv, num_splits, block_kv, ms, timing, rel_err,
-predicted_ms}]}; predicted_ms is gpusim's on H200-measured as the model stood at the run (tests price it again).
+Writes decode_rows.json: {environment, rows: [{provider, batch, seq, seq_kv, num_splits, block_kv, ms, timing,
+rel_err, predicted_ms}]}; predicted_ms is gpusim's on H200-measured as the model stood at the run (tests price it
+again).
 """
 import json
 import sys
@@ -59,20 +62,30 @@ def predicted_ms(launch, rows):
     return result.predicted_time_s * 1e3
 
 
+def timed_row(sets, qs, num_splits):
+    """(the launch, measure's timing and error) of the split kernel over the paged cache at num_splits (None: the
+    rule's), cycling through the input sets."""
+    plans = [plan_for_cache(q, *s["paged"][1:], cache_seqlens=s["lengths"], block_table=s["table"],
+                            page_size=bd.PAGE_SIZE, num_splits=num_splits) for q, s in zip(qs, sets)]
+    fn = cycling([lambda p=p, q=q, s=s: p.run(q, *s["paged"][1:], s["table"]) for p, q, s in zip(plans, qs, sets)])
+    return plans[0].launch, bd.measure(fn, reference(qs[0], sets[0]))
+
+
 def case_rows(batch, seq_kv, sets, row_counts, shape):
-    """The rows of one (batch, cache length): each query-row count timed, checked and priced."""
-    out = []
+    """The rows of one (batch, cache length): each query-row count timed, checked and priced at the rule's split
+    count, and at one query row's where that differs."""
+    out, one_row = [], None
     for rows in row_counts:
         qs = queries(sets, rows, shape, seed=rows)
-        plans = [plan_for_cache(q, *s["paged"][1:], cache_seqlens=s["lengths"], block_table=s["table"],
-                                page_size=bd.PAGE_SIZE) for q, s in zip(qs, sets)]
-        fn = cycling([lambda p=p, q=q, s=s: p.run(q, *s["paged"][1:], s["table"]) for p, q, s in zip(plans, qs, sets)])
-        launch = plans[0].launch
-        got = bd.measure(fn, reference(qs[0], sets[0]))
-        out.append({"batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16", "page_size": bd.PAGE_SIZE,
-                    "num_splits": launch.num_splits, "block_kv": launch.block_kv, **got,
-                    "predicted_ms": predicted_ms(launch, rows)})
-        print(out[-1], flush=True)
+        for provider, splits in (("rule", None), ("one_row_splits", one_row)):
+            if provider == "one_row_splits" and splits in (None, out[-1]["num_splits"]):
+                continue
+            launch, got = timed_row(sets, qs, splits)
+            one_row = one_row or launch.num_splits
+            out.append({"provider": provider, "batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16",
+                        "page_size": bd.PAGE_SIZE, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
+                        **got, "predicted_ms": predicted_ms(launch, rows)})
+            print(out[-1], flush=True)
     return out
 
 

@@ -187,12 +187,38 @@ def test_decode_rows_smoke_run_times_and_prices_each_row_count(tmp_path):
     data = json.loads((tmp_path / "decode_rows.json").read_text())
     assert data["environment"]["command"] == f"python -m benchmarks.decode_rows --out {tmp_path} --smoke"
     rows = data["rows"]
-    assert [(r["batch"], r["seq"], r["seq_kv"]) for r in rows] == [(1, 1, 200), (1, 3, 200)]
+    assert [(r["provider"], r["batch"], r["seq"], r["seq_kv"]) for r in rows] == [("rule", 1, 1, 200),
+                                                                                  ("rule", 1, 3, 200)]
     assert all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
     for r in rows:
         launch = decode.make_launch(**decode.launch_options(r), seq=r["seq"], block_kv=r["block_kv"],
                                     gpu=decode_rows.PRESET)
         assert r["predicted_ms"] == decode_rows.predicted_ms(launch, r["seq"])
+
+
+def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_differ(monkeypatch):
+    """decode_rows.case_rows at Llama-3-8B's shape over 32,768 tokens on the H200-measured preset (the GPU's timing
+    replaced): each row count at the rule's split count, and at one query row's count only where the rule's differs
+    (the rule counts the resident blocks of the kernel compiled for those rows)."""
+    from benchmarks import decode_rows
+    shape = dict(heads=32, kv_heads=8, head_dim=128)
+
+    def timed_row(sets, qs, num_splits):
+        launch = decode.make_launch(batch=1, seq=qs[0].shape[2], seq_kv=32768, page_size=16, num_splits=num_splits,
+                                    gpu=decode_rows.PRESET, **shape)
+        return launch, {"ms": 1.0, "timing": "test", "rel_err": 0.0}
+    monkeypatch.setattr(decode_rows, "timed_row", timed_row)
+    monkeypatch.setattr(decode_rows.bd, "DEVICE", "cpu")
+    rows = decode_rows.case_rows(1, 32768, [{"q": torch.empty(1, 32, 1, 128)}], (1, 4, 9), shape)
+    rule = {n: decode.make_launch(batch=1, seq=n, seq_kv=32768, page_size=16, gpu=decode_rows.PRESET, **shape)
+            for n in (1, 4, 9)}
+    assert rule[9].num_splits != rule[1].num_splits  # else the case checks nothing
+    expected = [("rule", n, rule[n].num_splits) for n in (1, 4, 9)]
+    expected += [("one_row_splits", n, rule[1].num_splits) for n in (4, 9) if rule[n].num_splits != rule[1].num_splits]
+    assert sorted((r["provider"], r["seq"], r["num_splits"]) for r in rows) == sorted(expected)
+    assert all(r["predicted_ms"] == decode_rows.predicted_ms(decode.make_launch(
+        batch=1, seq=r["seq"], seq_kv=32768, page_size=16, num_splits=r["num_splits"], gpu=decode_rows.PRESET,
+        **shape), r["seq"]) for r in rows)
 
 
 def test_decode_rows_reference_masks_each_row_bottom_right():
