@@ -13,8 +13,8 @@ aligned (row r of R sees the cache's first L - R + r + 1 tokens). Provider "rule
 it differs, "one_row_splits": the count the rule picks for one query row, so that the rule's choice is checked too.
 
 Writes decode_rows.json: {environment, rows: [{provider, batch, seq, seq_kv, num_splits, block_kv, ms, timing,
-rel_err, predicted_ms}]}; predicted_ms is gpusim's on H200-measured as the model stood at the run (tests price it
-again).
+rel_err, preset, predicted_ms}]}; predicted_ms is gpusim's on the preset (H200-measured on an H200) as the model
+stood at the run (tests price it again).
 """
 import json
 import sys
@@ -53,12 +53,18 @@ def reference(q, inputs):
     return (torch.softmax(s, dim=-1) @ v[:, None]).view(heads, rows, d)
 
 
+def preset(launch):
+    """The preset a row is priced on: H200-measured on an H200 (the plan's own launch is the datasheet H200's),
+    else the plan's GPU (H100-SXM on an H100)."""
+    return PRESET if launch.gpu.name.startswith("H200") else launch.gpu.name
+
+
 def predicted_ms(launch, rows):
-    """gpusim's time for the plan's launch on the H200-measured preset."""
+    """gpusim's time for the plan's launch on its preset."""
     result = gpusim.simulate("split_kv", batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads,
                              head_dim=launch.head_dim, seq=rows, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
                              page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
-                             gpu=PRESET)
+                             gpu=preset(launch))
     return result.predicted_time_s * 1e3
 
 
@@ -84,7 +90,7 @@ def case_rows(batch, seq_kv, sets, row_counts, shape):
             one_row = one_row or launch.num_splits
             out.append({"provider": provider, "batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16",
                         "page_size": bd.PAGE_SIZE, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
-                        **got, "predicted_ms": predicted_ms(launch, rows)})
+                        **got, "preset": preset(launch), "predicted_ms": predicted_ms(launch, rows)})
             print(out[-1], flush=True)
     return out
 

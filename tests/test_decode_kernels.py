@@ -191,8 +191,7 @@ def test_decode_rows_smoke_run_times_and_prices_each_row_count(tmp_path):
                                                                                   ("rule", 1, 3, 200)]
     assert all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
     for r in rows:
-        launch = decode.make_launch(**decode.launch_options(r), seq=r["seq"], block_kv=r["block_kv"],
-                                    gpu=decode_rows.PRESET)
+        launch = decode.make_launch(**decode.launch_options(r), seq=r["seq"], block_kv=r["block_kv"], gpu=r["preset"])
         assert r["predicted_ms"] == decode_rows.predicted_ms(launch, r["seq"])
 
 
