@@ -545,3 +545,44 @@ def bwd_kernels_table():
 
 def _span(ratios, unit="×"):
     return f"{min(ratios):.2f}–{max(ratios):.2f}{unit}"
+
+
+def decode_rows_priced(name):
+    """results/h200/NAME (benchmarks/decode_rows.py): each timed row with gpusim's time for its launch now, on the
+    row's preset, over the measured."""
+    from benchmarks import decode_rows
+    from gpusim import decode
+    out = []
+    for row in json.loads((agreement.RESULTS / name).read_text())["rows"]:
+        launch = decode.make_launch(**decode.launch_options(row), seq=row["seq"], block_kv=row["block_kv"],
+                                    gpu=row["preset"])
+        out.append((row, decode_rows.predicted_ms(launch, row["seq"]) / row["ms"]))
+    return out
+
+
+def decode_rows_table(name="decode_rows_h100.json"):
+    """The split kernel at 1-16 query rows: µs and gpusim's ratio at the rule's split count and at one row's, the
+    rule's time over one row's count's; then the model's share within 20% by rows."""
+    priced = decode_rows_priced(name)
+    cell = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): (r, x) for r, x in priced}
+    lines = ["| batch | cached tokens | query rows | rule: splits, µs [model ÷ measured] | one row's splits: splits, "
+             "µs [model ÷ measured] | rule's time ÷ one row's count's |", "|---|---|---|---|---|---|"]
+    for (batch, seq_kv, rows, provider), (r, x) in cell.items():
+        if provider != "rule":
+            continue
+        other = cell.get((batch, seq_kv, rows, "one_row_splits"))
+        alt = f"{other[0]['num_splits']}, {other[0]['ms'] * 1e3:.1f} [{other[1]:.2f}]" if other else "same"
+        ratio = f"{r['ms'] / other[0]['ms']:.2f}" if other else "-"
+        lines.append(f"| {batch} | {seq_kv:,} | {rows} | {r['num_splits']}, {r['ms'] * 1e3:.1f} [{x:.2f}] | {alt} | "
+                     f"{ratio} |")
+    def share(pairs):
+        return f"{sum(abs(x - 1) <= 0.2 for _, x in pairs)} of {len(pairs)}"
+    few = [(r, x) for r, x in priced if r["seq"] <= 8]
+    many = [(r, x) for r, x in priced if r["seq"] > 8]
+    lines += ["", f"The model within 20%: {share(priced)} rows; at 1 to 8 query rows {share(few)} "
+              f"({_ratio_span(few)}), at 12 and 16 {share(many)} ({_ratio_span(many)})."]
+    return "\n".join(lines)
+
+
+def _ratio_span(pairs):
+    return f"{min(x for _, x in pairs):.2f}–{max(x for _, x in pairs):.2f}×"

@@ -516,3 +516,38 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
     rate = [cost.mma_efficiency(gpu, r.config, 4) for r in (eight, nine)]
     assert f"the tile's rate, {rate[1] / rate[0]:.1f} times as high at 64 rows as at 32" in text
     assert f"(this shape at 4,096 tokens: {us(eight)} µs at 8 rows, {us(nine)} µs at 9)" in text
+
+
+def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
+    """docs/perf.md's "Several query rows, measured": the prediction (the rule's count over one row's at 12 and 16
+    rows, on H200-measured, the model unchanged since) and what decode_rows_h100.json measured, recomputed."""
+    from benchmarks import decode_rows, report_kernels
+    text = doc("perf.md")
+    priced = report_kernels.decode_rows_priced("decode_rows_h100.json")
+    cell = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): (r, x) for r, x in priced}
+    cases = sorted({(r["batch"], r["seq_kv"]) for r, _ in priced})
+
+    def span(xs, fmt="{:.2f}"):
+        return f"{fmt.format(min(xs))}–{fmt.format(max(xs))}"
+
+    def h200(batch, seq_kv, rows, one):
+        launch = decode.make_launch(batch=batch, seq=rows, seq_kv=seq_kv, page_size=16, num_splits=one,
+                                    gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE)
+        return decode_rows.predicted_ms(launch, rows)
+    one_row = {case: cell[(*case, 1, "rule")][0]["num_splits"] for case in cases}
+    predicted = [h200(*case, rows, None) / h200(*case, rows, decode.make_launch(
+        batch=case[0], seq=1, seq_kv=case[1], page_size=16, gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE).num_splits)
+        for case in cases for rows in (12, 16)]
+    assert f"{span(predicted)}× slower than one row's on H200-measured" in text
+    rise = [cell[(*case, 4, "rule")][0]["ms"] / cell[(*case, 1, "rule")][0]["ms"] for case in cases]
+    assert f"From 1 to 4 rows the kernel's time rose {span(rise)}×" in text
+    many = [(cell[(*case, rows, "rule")], cell[(*case, rows, "one_row_splits")]) for case in cases for rows in (12, 16)]
+    assert f"the rule's count ran {span([a[0]['ms'] / b[0]['ms'] for a, b in many])}× one row's count's time" in text
+    assert (f"priced the rule's launches {span([a[1] for a, _ in many])}× slow and one row's "
+            f"{span([b[1] for _, b in many])}×") in text
+    assert all(cell[(*case, rows, "one_row_splits")][0]["num_splits"] == one_row[case] for case in cases
+               for rows in (12, 16))
+    for batch, label in ((1, "batch 1, 32,768 tokens"), (8, "batch 8")):
+        us = [cell[(batch, 32768, rows, "one_row_splits")][0]["ms"] * 1e3 for rows in (5, 6, 8)]
+        assert us[2] < min(us[:2])
+        assert f"{label}: {us[0]:.1f} and {us[1]:.1f}" in text and f"against {us[2]:.1f}" in text

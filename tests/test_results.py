@@ -110,7 +110,8 @@ def test_bench_json_names_its_run_and_has_every_field():
 def test_every_results_file_names_its_gpu_date_and_command_and_the_readme_lists_it(path):
     data = json.loads(path.read_text())
     environment = data.get("environment", data)  # ceilings.json (run 1) keeps them at the top level
-    assert environment.get("gpu") == "NVIDIA H200" and environment.get("date", "").startswith("2026-")
+    gpu = "NVIDIA H100 80GB HBM3" if path.stem.endswith("_h100") else "NVIDIA H200"  # an H100's run says so by name
+    assert environment.get("gpu") == gpu and environment.get("date", "").startswith("2026-")
     assert environment.get("command") and environment.get("torch", "").startswith("2.11")
     assert f"`{path.name}`" in (RESULTS / "README.md").read_text()
 
