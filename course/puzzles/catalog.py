@@ -69,7 +69,8 @@ PUZZLES = {p.name: p for p in [
         ("other_bytes", "Q_i is loaded once, O_i and the LSE are stored once."))),
     DecodePuzzle("gqa_decode", advice=(
         ("nan", "Rows past the group are padding: load their q with a mask and store only the group's rows."),
-        ("padding", "the tile's rows past GROUP are padding: load and store them with mask=in_group."),
+        ("padding", "the tile's rows past GROUP are padding: the group is rows 0 .. GROUP - 1, in_group = "
+                    "tl.arange(0, BLOCK_R) < GROUP; load and store with mask=in_group."),
         ("first_block", "The group's rows are not the query heads of this K/V head: query head h reads K/V head "
                         "h // GROUP, so K/V head g serves heads g * GROUP .. g * GROUP + GROUP - 1."),
         ("later_block", "The first chunk is right and a later one is wrong: rescale l_i and acc by "
@@ -101,7 +102,8 @@ PUZZLES = {p.name: p for p in [
         ("more_bytes", "Read only the splits that hold keys: a request's splits past its last chunk are empty "
                        "(active = s < cdiv(n_chunks, cdiv(n_chunks, SPLITS)))."))),
     DecodePuzzle("paged_decode", page_size=16, advice=(
-        ("padding", "the tile's rows past GROUP are padding (mask=in_group), and keys past n_keys too."),
+        ("padding", "the tile's rows past GROUP are padding (in_group = tl.arange(0, BLOCK_R) < GROUP, rows 0 .. "
+                    "GROUP - 1), and keys past n_keys too."),
         ("nan", "The keys of chunk j are on page block_table[b, j]: a wrong page gives a wrong row, not a NaN; "
                 "a NaN comes from the padding rows (mask them) or from l_i = 0."),
         ("later_block", "The pages are in the block table's order, not the cache's: chunk j is on page "
