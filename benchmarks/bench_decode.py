@@ -40,6 +40,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -115,6 +116,31 @@ def sweep_args(doc, argv):
     ap.add_argument("--max-minutes", type=float, default=math.inf)
     ap.add_argument("--smoke", action="store_true")
     return ap.parse_args(argv)
+
+
+def sweep_setup(doc, argv, smoke, full):
+    """A launch sweep's (args, grid, shape): sweep_args's arguments, its grid (`smoke` with --smoke, else `full`) and
+    the attention shape (SMOKE's with --smoke, else SHAPE)."""
+    args = sweep_args(doc, argv)
+    return args, smoke if args.smoke else full, SMOKE["shape"] if args.smoke else SHAPE
+
+
+def sweep_cases(args, name, argv, cases, shape, rows_of, **extra):
+    """The launch sweeps' loop (benchmarks/decode_splits.py, decode_rows.py): for each (batch, cache length) of cases,
+    rotated inputs and rows_of(batch, seq_kv, sets)'s rows, NAME.json in --out rewritten after each, until
+    --max-minutes; extra: more top-level fields."""
+    deadline = time.monotonic() + args.max_minutes * 60
+    env = environment() | {"command": f"python -m benchmarks.{name} " + " ".join(argv or sys.argv[1:])}
+    result, out = {"environment": env, **extra, "rows": []}, Path(args.out) / f"{name}.json"
+    for batch, seq_kv in cases:
+        if time.monotonic() > deadline:
+            result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
+            break
+        sets = rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
+        result["rows"] += rows_of(batch, seq_kv, sets)
+        out.write_text(json.dumps(result, indent=1))
+        del sets
+    out.write_text(json.dumps(result, indent=1))
 
 
 def cache_inputs(batch, seq_kv, shape, copies, seed):

@@ -16,10 +16,7 @@ Writes decode_rows.json: {environment, rows: [{provider, batch, seq, seq_kv, num
 rel_err, preset, predicted_ms}]}; predicted_ms is gpusim's on the preset (H200-measured on an H200) as the model
 stood at the run (tests price it again).
 """
-import json
 import sys
-import time
-from pathlib import Path
 
 import torch
 
@@ -96,21 +93,9 @@ def case_rows(batch, seq_kv, sets, row_counts, shape):
 
 
 def main(argv=None):
-    args = bd.sweep_args(__doc__, argv)
-    grid = SMOKE if args.smoke else dict(cases=CASES, rows=ROWS)
-    shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
-    deadline = time.monotonic() + args.max_minutes * 60
-    env = bd.environment() | {"command": "python -m benchmarks.decode_rows " + " ".join(argv or sys.argv[1:])}
-    result, out = {"environment": env, "rows": []}, Path(args.out) / "decode_rows.json"
-    for batch, seq_kv in grid["cases"]:
-        if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
-            break
-        sets = bd.rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
-        result["rows"] += case_rows(batch, seq_kv, sets, grid["rows"], shape)
-        out.write_text(json.dumps(result, indent=1))
-        del sets
-    out.write_text(json.dumps(result, indent=1))
+    args, grid, shape = bd.sweep_setup(__doc__, argv, SMOKE, dict(cases=CASES, rows=ROWS))
+    bd.sweep_cases(args, "decode_rows", argv, grid["cases"], shape,
+                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], shape))
     return 0
 
 

@@ -12,10 +12,6 @@ Writes decode_splits.json: {environment, copy_bytes_per_s, rows: [{batch, seq_kv
 pdl, default, ms, rel_err, copy_fraction}]}; provider split_kv (default: the kernel's own split count) or an
 SDPA backend.
 """
-import json
-import sys
-import time
-from pathlib import Path
 
 from benchmarks import bench_decode as bd  # inputs, timing, environment
 from benchmarks.bench import cycling, error_line
@@ -67,24 +63,12 @@ def case_rows(batch, seq_kv, sets, splits, copy_bps, cuda):
 
 
 def main(argv=None):
-    args = bd.sweep_args(__doc__, argv)
-    grid = SMOKE if args.smoke else dict(cases=CASES, splits=SPLITS)
-    shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
+    args, grid, shape = bd.sweep_setup(__doc__, argv, SMOKE, dict(cases=CASES, splits=SPLITS))
     cuda = bd.DEVICE == "cuda"
-    deadline = time.monotonic() + args.max_minutes * 60
     copy_bps = bd.copy_bytes_per_s(bd.COPY_BYTES if cuda else 1 << 20)
-    env = bd.environment() | {"command": "python -m benchmarks.decode_splits " + " ".join(argv or sys.argv[1:])}
-    result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}
-    out = Path(args.out) / "decode_splits.json"
-    for batch, seq_kv in grid["cases"]:
-        if time.monotonic() > deadline:
-            result["environment"]["truncated"] = f"stopped by --max-minutes at batch {batch}, {seq_kv} tokens"
-            break
-        sets = bd.rotated_inputs(batch, seq_kv, shape, seed=seq_kv)
-        result["rows"] += case_rows(batch, seq_kv, sets, grid["splits"], copy_bps, cuda)
-        out.write_text(json.dumps(result, indent=1))
-        del sets
-    out.write_text(json.dumps(result, indent=1))
+    bd.sweep_cases(args, "decode_splits", argv, grid["cases"], shape,
+                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["splits"], copy_bps, cuda),
+                   copy_bytes_per_s=copy_bps)
     return 0
 
 

@@ -47,10 +47,9 @@ def row(sets, batch, seq_kv, block_kv, splits, warps, stages, copy_bps):
 
 
 def main(argv=None):
-    args = bd.sweep_args(__doc__, argv)
-    grid = SMOKE if args.smoke else dict(cases=CASES, block_kv=BLOCK_KV, splits=SPLITS, launches=LAUNCHES)
+    args, grid, shape = bd.sweep_setup(__doc__, argv, SMOKE, dict(cases=CASES, block_kv=BLOCK_KV, splits=SPLITS,
+                                                                   launches=LAUNCHES))
     deadline = time.monotonic() + args.max_minutes * 60
-    shape = bd.SMOKE["shape"] if args.smoke else bd.SHAPE
     copy_bps = bd.copy_bytes_per_s(bd.COPY_BYTES if bd.DEVICE == "cuda" else 1 << 20)
     env = bd.environment() | {"command": "python -m benchmarks.decode_tiles " + " ".join(argv or sys.argv[1:])}
     result = {"environment": env, "copy_bytes_per_s": copy_bps, "rows": []}

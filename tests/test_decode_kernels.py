@@ -234,6 +234,22 @@ def test_decode_rows_reference_masks_each_row_bottom_right():
 
 
 @CPU
+def test_decode_tiles_smoke_run_times_each_chunk_and_launch(tmp_path):
+    """benchmarks/decode_tiles.py in the interpreter: every chunk and split count of its smoke grid at the kernel's own
+    launch, then each launch at the default chunk, each a timed row or one line of why not."""
+    import json
+
+    from benchmarks import decode_tiles
+    assert decode_tiles.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "decode_tiles.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.decode_tiles --out {tmp_path} --smoke"
+    grid = decode_tiles.SMOKE
+    per_case = len(grid["block_kv"]) * len(grid["splits"]) + len(grid["launches"])
+    assert len(data["rows"]) == len(grid["cases"]) * per_case
+    assert all(r["ms"] > 0 if "error" not in r else "\n" not in r["error"] for r in data["rows"])
+
+
+@CPU
 def test_decode_layout_smoke_run_reads_one_cache_every_way(tmp_path):
     """benchmarks/decode_layout.py in the interpreter: one cache paged at 16, 64 and 256 tokens (at random and
     in order) and contiguous, each launch at its own split count, each checked against float64 (fp16 inputs,
