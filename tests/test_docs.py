@@ -161,3 +161,49 @@ def test_perf_md_quotes_host_jsons_span_of_a_calls_time():
     us = [r["us"] for r in rows if r.get("us")]
     assert f"against {min(us):.0f}–{max(us):.0f} µs a call in `host.json`" in " ".join(
         (ROOT / "docs" / "perf.md").read_text().split())
+
+
+README = ROOT / "README.md"
+
+
+def test_readme_says_which_notebook_to_open_first():
+    """`make course` opens JupyterLab on notebooks/; the README names the notebook to start with, the first one."""
+    first = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))[0]
+    assert f"start with\n`{first}`" in README.read_text()
+
+
+def test_readme_counts_the_browser_tests_as_they_are():
+    """The README said "The one real-browser test" long after tests/test_browser.py had several."""
+    tests = re.findall(r"^def test_", (ROOT / "tests" / "test_browser.py").read_text(), flags=re.M)
+    noun = "tests" if len(tests) > 1 else "test"
+    assert f"real-browser {noun} (`tests/test_browser.py`)" in README.read_text()
+
+
+def test_readme_says_what_sdpa_is_before_using_the_name():
+    text = README.read_text()
+    assert text.index("SDPA") == text.index("SDPA is PyTorch's `torch.nn.functional.scaled_dot_product_attention`")
+
+
+def test_readme_layout_names_every_module_of_gpusim_and_every_one_call_gpu_run():
+    layout = README.read_text().split("## Layout", 1)[1]
+    words = set(re.findall(r"[\w.]+", layout))
+    modules = {p.stem for p in (ROOT / "gpusim").glob("*.py") if not p.stem.startswith("__")}
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("run_*.sh")} | {"h200_session.sh"}
+    assert modules | scripts <= words, (modules | scripts) - words
+
+
+@pytest.mark.parametrize("algo", ["naive", "flash1", "flash2", "hopper"])
+def test_every_forward_algorithm_takes_what_the_readme_says(algo):
+    """"All take batch, heads, grouped-query attention, causal masking, any length, seq_kv != seq and four dtypes":
+    one length per call (N not a multiple of the tile), not a ragged batch of lengths, which only split_kv takes."""
+    import gpusim
+    text = " ".join(README.read_text().split())
+    assert ("All take batch, heads, grouped-query attention (`kv_heads`), causal masking (torch's `is_causal`, "
+            "top-left aligned; fully masked tiles are skipped), any length (N need not be a multiple of the tile: "
+            "the last tile is masked), `seq_kv != seq`, and dtypes `fp32`, `fp16`, `bf16`, `fp8`.") in text
+    for dtype in ("fp32", "fp16", "bf16", "fp8"):
+        r = gpusim.simulate(algo, batch=2, heads=4, kv_heads=2, seq=1000, seq_kv=777, head_dim=64, causal=True,
+                            dtype=dtype, gpu="H100-SXM")
+        assert r.config.seq % r.config.block_q and r.hbm_read_bytes > 0
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        gpusim.simulate(algo, seq=[100, 300], head_dim=64, gpu="H100-SXM")
