@@ -315,8 +315,9 @@ def one_step(grid, rate):
     """Step 3: a step's compute (serial within a warp group, overlapped across streams), its bytes, and its
     time on one program's critical path (the loads it waits for, fences, spill reloads, addresses)."""
     cfg, kernel, pass_ = grid.cfg, grid.kernel, grid.cfg.pass_
-    unit, step_reloads, fixed_compute = unit_times(grid, rate)
-    own = unit_times(grid, rate, own_hiding(grid))[0]  # on its own chain: its own schedulers' issue rate
+    shared, alone = sm_hiding(grid), own_hiding(grid)
+    unit, step_reloads, fixed_compute = unit_times(grid, rate, shared)
+    own = unit if alone == shared else unit_times(grid, rate, alone)[0]  # on its own chain: its own warps' rate
     streams = pass_.streams(cfg, kernel)  # independent consumer warp groups in a block (warp specialization)
     serial = (unit["mma"] + max(unit["issue"], unit["sfu"])) / streams  # a warp group's matmuls, then the rest
     chained = (own["mma"] + max(own["issue"], own["sfu"])) / streams  # the same on the program's own chain
