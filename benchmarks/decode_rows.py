@@ -56,10 +56,10 @@ def preset(launch):
     return PRESET if launch.gpu.name.startswith("H200") else launch.gpu.name
 
 
-def predicted_ms(launch, rows):
-    """gpusim's time for the plan's launch on its preset."""
+def predicted_ms(launch):
+    """gpusim's time for the plan's launch (its query rows launch.seq) on its preset."""
     result = gpusim.simulate("split_kv", batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads,
-                             head_dim=launch.head_dim, seq=rows, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
+                             head_dim=launch.head_dim, seq=launch.seq, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
                              page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
                              gpu=preset(launch))
     return result.predicted_time_s * 1e3
@@ -87,7 +87,7 @@ def case_rows(batch, seq_kv, sets, row_counts, shape):
             one_row = one_row or launch.num_splits
             out.append({"provider": provider, "batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16",
                         "page_size": bd.PAGE_SIZE, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
-                        **got, "preset": preset(launch), "predicted_ms": predicted_ms(launch, rows)})
+                        **got, "preset": preset(launch), "predicted_ms": predicted_ms(launch)})
             print(out[-1], flush=True)
     return out
 

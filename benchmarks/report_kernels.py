@@ -556,7 +556,7 @@ def decode_rows_priced(name):
     for row in json.loads((agreement.RESULTS / name).read_text())["rows"]:
         launch = decode.make_launch(**decode.launch_options(row), seq=row["seq"], block_kv=row["block_kv"],
                                     gpu=row["preset"])
-        out.append((row, decode_rows.predicted_ms(launch, row["seq"]) / row["ms"]))
+        out.append((row, decode_rows.predicted_ms(launch) / row["ms"]))
     return out
 
 

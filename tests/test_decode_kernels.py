@@ -192,7 +192,7 @@ def test_decode_rows_smoke_run_times_and_prices_each_row_count(tmp_path):
     assert all(r["ms"] > 0 and r["rel_err"] < 1e-3 for r in rows)
     for r in rows:
         launch = decode.make_launch(**decode.launch_options(r), seq=r["seq"], block_kv=r["block_kv"], gpu=r["preset"])
-        assert r["predicted_ms"] == decode_rows.predicted_ms(launch, r["seq"])
+        assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
 
 
 def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_differ(monkeypatch):
@@ -217,7 +217,7 @@ def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_diff
     assert sorted((r["provider"], r["seq"], r["num_splits"]) for r in rows) == sorted(expected)
     assert all(r["predicted_ms"] == decode_rows.predicted_ms(decode.make_launch(
         batch=1, seq=r["seq"], seq_kv=32768, page_size=16, num_splits=r["num_splits"], gpu=decode_rows.PRESET,
-        **shape), r["seq"]) for r in rows)
+        **shape)) for r in rows)
 
 
 def test_decode_rows_reference_masks_each_row_bottom_right():

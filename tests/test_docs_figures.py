@@ -533,7 +533,7 @@ def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
     def h200(batch, seq_kv, rows, one):
         launch = decode.make_launch(batch=batch, seq=rows, seq_kv=seq_kv, page_size=16, num_splits=one,
                                     gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE)
-        return decode_rows.predicted_ms(launch, rows)
+        return decode_rows.predicted_ms(launch)
     one_row = {case: cell[(*case, 1, "rule")][0]["num_splits"] for case in cases}
     predicted = [h200(*case, rows, None) / h200(*case, rows, decode.make_launch(
         batch=case[0], seq=1, seq_kv=case[1], page_size=16, gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE).num_splits)
