@@ -207,3 +207,76 @@ def test_every_forward_algorithm_takes_what_the_readme_says(algo):
         assert r.config.seq % r.config.block_q and r.hbm_read_bytes > 0
     with pytest.raises(ValueError, match="must be a positive integer"):
         gpusim.simulate(algo, seq=[100, 300], head_dim=64, gpu="H100-SXM")
+
+
+def test_readme_speaks_of_dates_and_targets_not_of_sessions_or_bare_issue_numbers():
+    """The README's hand-written text said "the forty-sixth session's last fresh clone" and "issue 23's 4 minutes",
+    which a new user cannot place: it gives dates and says what each target is. The generated headline (perf_report)
+    may name "issue N's target"; the hand-written text then says what that target is."""
+    text = README.read_text()
+    generated = "".join(m.group(0) for m in re.finditer(r"<!-- (\w+):begin -->.*?<!-- \1:end -->", text, re.S))
+    hand = " ".join(re.sub(r"<!-- (\w+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S).split())
+    ordinal = r"\b(?:[a-z]+-)?(?:first|second|third|[a-z]+th)\b"
+    assert not re.findall(rf"{ordinal}(?:'s)? sessions?\b|\bsessions\b|{ordinal} to {ordinal}|\b[a-z]+-[a-z]+th's",
+                          hand, flags=re.I)
+    named = set(re.findall(r"\bissue (\d+)", generated, flags=re.I))
+    assert set(re.findall(r"\bissue (\d+)", hand, flags=re.I)) <= named
+    for n in named:
+        assert f"\"issue {n}'s target\" is the project's" in hand
+    assert "The project's target for it is 4 minutes of pytest" in hand
+
+
+def test_readme_says_exactly_how_split_kv_takes_ragged_lengths_and_a_batch():
+    """The README said a ragged `seq_kv`'s count "is the batch unless `batch` is given", as if the two could differ:
+    the batch is the number of lengths, and a `batch` given beside them must equal it (one length: every request)."""
+    import gpusim
+    text = " ".join(README.read_text().split())
+    assert ("`seq_kv` is one cache length for every request, or a ragged batch of one length per request: their count "
+            "is the batch, and a `batch` given beside them must equal it") in text
+    shape = dict(heads=32, kv_heads=8, head_dim=128, gpu="H200")
+    assert gpusim.simulate("split_kv", seq_kv=[1000, 7000, 4096], **shape).config.batch == 3
+    assert gpusim.simulate("split_kv", seq_kv=[1000, 7000, 4096], batch=3, **shape).config.batch == 3
+    assert gpusim.simulate("split_kv", seq_kv=4096, batch=3, **shape).config.seq_kv == (4096,) * 3
+    for batch in (2, 4):
+        with pytest.raises(ValueError, match=f"seq_kv has 3 cache lengths but batch={batch}"):
+            gpusim.simulate("split_kv", seq_kv=[1000, 7000, 4096], batch=batch, **shape)
+
+
+NUMBER_WORDS = dict(enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                              "fifteen sixteen".split()))
+
+
+def test_readme_layout_lists_the_course_subpackages_with_their_notebooks():
+    """The Layout said course/ has "one subpackage per chapter": it has fewer subpackages than notebooks (tiling
+    serves notebooks 4 and 5, practice 6 and 7). Each subpackage is named with the notebooks its docstring opens with."""
+    layout = " ".join(README.read_text().split("## Layout", 1)[1].split())
+    packages = sorted(p.parent for p in (ROOT / "course").glob("*/__init__.py"))
+    notebooks = list((ROOT / "notebooks").glob("*.ipynb"))
+    assert (f"in {NUMBER_WORDS[len(packages)]} subpackages for the {NUMBER_WORDS[len(notebooks)]} notebooks:"
+            in layout), layout
+    assert "one subpackage per chapter" not in layout
+    served = set()
+    for package in packages:
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+        first = re.match(r"Notebooks? (\d+)(?: \([^)]*\))?(?: and (\d+))?", doc)
+        assert first, (package.name, doc[:60])
+        numbers = [n for n in first.groups() if n]
+        served |= {int(n) for n in numbers}
+        assert re.search(rf"\b{package.name} \({', '.join(numbers)}[,)]", layout), package.name
+    assert served == set(range(1, len(notebooks) + 1))
+
+
+def test_readme_says_the_bench_plot_command_regenerates_the_committed_charts(tmp_path):
+    """`python -m gpusim_course.provenance.plots bench results/h200/bench.json` writes its charts beside the JSON,
+    over the committed results/h200/bench_*.png: the README says so where it gives the command."""
+    import shutil
+    from gpusim_course.provenance import plots
+    text = README.read_text()
+    command = "python -m gpusim_course.provenance.plots bench results/h200/bench.json"
+    after = " ".join(text[text.index(command):].split("```", 2)[1].split())
+    assert after.startswith("The last command writes its charts beside the JSON: given `results/h200/bench.json`, "
+                            "it regenerates the committed figures `results/h200/bench_*.png` in place")
+    shutil.copy(ROOT / "results" / "h200" / "bench.json", tmp_path / "bench.json")
+    written = {p.name for p in plots.save_bench_figures(tmp_path / "bench.json")}  # a copy elsewhere: drawn there
+    assert written == {p.name for p in (tmp_path).glob("*.png")}
+    assert written == {p.name for p in (ROOT / "results" / "h200").glob("bench_*.png")}
