@@ -21,7 +21,7 @@ def hierarchy_rows(gpu="A100-40GB"):
     g = gpusim.get_gpu(gpu)
     sram = "not published" if not g.sram_bytes_per_s else f"{g.sram_bytes_per_s / 1e12:.0f} TB/s"
     return [("GPU SRAM (all SMs)", sram, fmt_bytes(g.sm_count * g.sram_bytes_per_sm)),
-            ("GPU HBM", f"{g.hbm_bytes_per_s / 1e12:.1f} TB/s", fmt_bytes(g.hbm_bytes)), PAPER_CPU]
+            ("GPU HBM", f"{g.hbm_bytes_per_s / 1e12:.2f} TB/s", fmt_bytes(g.hbm_bytes)), PAPER_CPU]  # as the table
 
 
 def hierarchy_figure(gpu="A100-40GB"):
