@@ -132,6 +132,25 @@ def test_a_gpusim_error_is_a_line_in_the_readout_not_a_traceback():
 # The explorers of notebooks 1, 2, 5 and 7
 
 
+def test_notebook1_gives_the_softmaxs_intensity_as_the_roofline_widget_computes_and_shows_it():
+    """Notebook 1 called the softmax's intensity "a few FLOPs per byte" where the widget computes 1.25 at fp16 (and
+    showed it rounded to 1.2): the text quotes the widget's value per dtype, and the widget's table shows it."""
+    from pathlib import Path
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "01_memory_hierarchy.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "markdown")
+    ex = hierarchy_widgets.RooflineExplorer(gpu="H100-SXM", seq=4096)
+    shown = {}
+    for dtype in ("fp16", "bf16", "fp32", "fp8"):
+        ex.dtype.value = dtype
+        (intensity,) = [i for name, i, _ in ex.points if name == "naive: softmax"]
+        assert f">{intensity:g}<" in ex.readout.value  # the table shows 1.25, not 1.2
+        shown[dtype] = f"{intensity:g}"
+    assert shown["fp16"] == shown["bf16"] == "1.25"
+    assert (f"at fp16 or bf16 that is {shown['fp16']} FLOPs per byte, the roofline widget's *FLOPs per byte "
+            f"requested* for `naive: softmax` ({shown['fp32']} at fp32, {shown['fp8']} at fp8;") in text
+    assert "a few FLOPs per byte" not in text
+
+
 def test_roofline_ridge_point_follows_the_gpu_and_dtype():
     ex = hierarchy_widgets.RooflineExplorer(gpu="A100-40GB")
     assert ex.ridge == pytest.approx(312e12 / 1.555e12)  # the A100's fp16 tensor cores over its HBM

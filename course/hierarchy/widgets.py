@@ -10,6 +10,11 @@ from ..tables import matmul_units, supported_dtypes, time_terms
 from ..widget import HEAD_DIMS, Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 
 
+def intensity(flops_per_byte):
+    """FLOPs per byte to three significant figures (the softmax's 1.25 at fp16, not 1.2), whole from 100 on."""
+    return f"{flops_per_byte:.3g}" if flops_per_byte < 100 else f"{flops_per_byte:,.0f}"
+
+
 class RooflineExplorer(Live):
     """The roofline of a GPU (attainable FLOP/s against arithmetic intensity) with its ridge point, and
     where gpusim's time model puts the kernels of naive attention and FlashAttention-2. Each kernel is drawn
@@ -39,7 +44,7 @@ class RooflineExplorer(Live):
         self.points = [(t["label"], f / (k.read_bytes + k.write_bytes), f / k.predicted_time_s)
                        for t, k, f in zip(terms, kernels, flops)]
         self.dram_intensity = [f / max(1, k.dram_read_bytes + k.dram_write_bytes) for k, f in zip(kernels, flops)]
-        rows = [{"kernel": name, "FLOPs per byte requested": f"{i:,.1f}", "FLOPs per DRAM byte": f"{di:,.1f}",
+        rows = [{"kernel": name, "FLOPs per byte requested": intensity(i), "FLOPs per DRAM byte": intensity(di),
                  "achieved (model)": f"{p / 1e12:,.1f} TFLOP/s", "bound by": t["bound"]}
                 for (name, i, p), di, t in zip(self.points, self.dram_intensity, terms)]
         above = [name for name, i, p in self.points if p > i * g.hbm_bytes_per_s * 1.001]
