@@ -410,7 +410,10 @@ BLIND_NAIVE = tuple(f"heldout_{seed}.json" for seed in range(2087, 2079, -1))
 # Run 151's four, the host probe's steps interleaved with each training row's (benchmarks/heldout.py's _interleaved),
 # measured and scored once in the fortieth session, the model unchanged since the thirty-ninth.
 INTERLEAVED = tuple(f"heldout_{seed}.json" for seed in range(2095, 2091, -1))
-THIRTY_NINE = tuple(name for name in HELD_OUT if name not in INTERLEAVED)  # the 62 scored through the 39th session
+# Run 150's four, measured after the thirty-ninth session's naive launches and kept unscored in their log until the
+# forty-sixth session's decode fix (reduce_before, the model before it), scored once in the forty-seventh.
+BLIND_DECODE_REDUCE = tuple(f"heldout_{seed}.json" for seed in range(2091, 2087, -1))
+THIRTY_NINE = tuple(name for name in HELD_OUT if name not in INTERLEAVED + BLIND_DECODE_REDUCE)  # the 62 through the 39th
 THIRTY_EIGHT = tuple(name for name in THIRTY_NINE if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
 # the 50 scored after the thirty-fifth session's first change
 FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)
@@ -463,6 +466,8 @@ BLIND_SCORINGS = (
     (BLIND_NAIVE, "seeds 2080 to 2087, scored blind to the thirty-ninth session's naive launches", ()),
     (INTERLEAVED, "seeds 2092 to 2095, the host's speed taken over each training step's own time, scored with the "
      "model unchanged", ()),
+    (BLIND_DECODE_REDUCE, "seeds 2088 to 2091, scored blind to the forty-sixth session's decode reduce and its "
+     "compiles of several query rows", ()),
 )
 
 
