@@ -550,6 +550,38 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
     assert f"(this shape at 4,096 tokens: {us(eight)} µs at 8 rows, {us(nine)} µs at 9)" in text
 
 
+def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
+    """docs/perf.md's "On an H200" (run 167): decode_rows.json against the prediction made before run 165, each range
+    as the paragraph quotes it, recomputed from the file and the model as it stands."""
+    from benchmarks import report_kernels
+    text = doc("perf.md").split("**On an H200** (run 167")[1].split("## The kernels as a user calls them")[0]
+    priced = report_kernels.decode_rows_priced("decode_rows.json")
+    assert {r["preset"] for r, _ in priced} == {"H200-measured"}
+    cell = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): (r, x) for r, x in priced}
+    cases = sorted({(r["batch"], r["seq_kv"]) for r, _ in priced})
+
+    def span(xs):
+        return f"{min(xs):.2f}–{max(xs):.2f}"
+
+    def pairs(rows):
+        return [(cell[(*case, n, "rule")], cell[(*case, n, "one_row_splits")]) for case in cases for n in rows]
+    many, mid = pairs((12, 16)), pairs((5, 6, 8))
+    ran = [a[0]["ms"] / b[0]["ms"] for a, b in many]
+    predicted = [a[1] * a[0]["ms"] / (b[1] * b[0]["ms"]) for a, b in many]  # the model's rule ÷ one row's, as predicted
+    assert f"the rule's count ran {span(ran)}× one row's count's time, not {span(predicted)}×" in text
+    assert all(r < p for r, p in zip(ran, predicted))
+    assert (f"The model priced the rule's launches there {span([a[1] for a, _ in many])}× slow and one row's "
+            f"{span([b[1] for _, b in many])}×; at 5 to 8 rows the rule's {span([a[1] for a, _ in mid])}× and one "
+            f"row's {span([b[1] for _, b in mid])}×") in text
+    rise = [cell[(*case, 4, "rule")][0]["ms"] / cell[(*case, 1, "rule")][0]["ms"] for case in cases]
+    assert f"From 1 to 4 rows the time rose {span(rise)}×" in text
+    slower = {case: [cell[(*case, n, "one_row_splits")][0]["ms"] / cell[(*case, 8, "one_row_splits")][0]["ms"]
+                     for n in (5, 6)] for case in cases}
+    short = slower.pop((1, 4096))
+    assert (f"5 and 6 rows ran {span(sum(slower.values(), []))}× as long as 8 except at batch 1 with 4,096 tokens "
+            f"({span(short)}×)") in text
+
+
 def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
     """docs/perf.md's "Several query rows, measured": the prediction (the rule's count over one row's at 12 and 16
     rows, on H200-measured, the model unchanged since) and what decode_rows_h100.json measured, recomputed."""

@@ -89,7 +89,8 @@ HELD_OUT = [("heldout.json", 2026)] + [(p.name, int(p.stem.removeprefix("heldout
 
 # Sets measured and kept unscored in a run's log until a model change is scored on them: {log: seeds}.
 UNSCORED = {"run146_heldout_2080_2083.tar.gz": (2080, 2081, 2082, 2083),
-            "run147_heldout_2084_2087.tar.gz": (2084, 2085, 2086, 2087)}
+            "run147_heldout_2084_2087.tar.gz": (2084, 2085, 2086, 2087),
+            "run168_heldout_2096_2097.tar.gz": (2096, 2097), "run169_heldout_2098_2099.tar.gz": (2098, 2099)}
 
 
 def unscored(log, seed):
