@@ -195,6 +195,28 @@ def test_decode_rows_smoke_run_times_and_prices_each_row_count(tmp_path):
         assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
 
 
+@CPU
+def test_split_lone_smoke_run_times_each_length_and_prices_each_step(tmp_path):
+    """benchmarks/split_lone.py in the interpreter: two lengths, one and three query rows, each row's steps the
+    length over splits and chunk, its price and gpusim's step for the launch as the model gives them now."""
+    import json
+
+    from benchmarks import decode_rows, split_lone
+    assert split_lone.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "split_lone.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.split_lone --out {tmp_path} --smoke"
+    rows = data["rows"]
+    assert [(r["seq_kv"], r["seq"]) for r in rows] == [(256, 1), (256, 3), (512, 1), (512, 3)]
+    for r in rows:
+        assert r["rel_err"] < 2e-3 and r["num_splits"] == 2 and r["steps"] == -(-r["seq_kv"] // (2 * r["block_kv"]))
+        launch = decode.make_launch(batch=1, seq=r["seq"], seq_kv=r["seq_kv"], page_size=16, num_splits=2,
+                                    block_kv=r["block_kv"], heads=r["heads"], kv_heads=r["kv_heads"],
+                                    head_dim=r["head_dim"], gpu=r["preset"])
+        resident, chain_s = split_lone.model_step(launch)
+        assert (r["resident"], r["chain_us"]) == (resident, chain_s * 1e6) and chain_s > 0
+        assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
+
+
 def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_differ(monkeypatch):
     """decode_rows.case_rows at Llama-3-8B's shape over 32,768 tokens on the H200-measured preset (the GPU's timing
     replaced): each row count at the rule's split count, and at one query row's count only where the rule's differs
