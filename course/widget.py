@@ -20,12 +20,13 @@ types a guess (bytes or time) and reveals gpusim's answer beside it.
 Display a widget by ending a cell with it. Errors from gpusim (a block that overflows SRAM, a dtype the
 GPU lacks) are shown in the readout in one line, never as a traceback.
 """
-import io
+import struct
+import zlib
 from dataclasses import dataclass
 from html import escape
 
 import ipywidgets as W
-import PIL.Image
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -171,11 +172,7 @@ class Live:
         for artist in self._dynamic:
             artist.set_animated(True)
             self.figure.draw_artist(artist)
-        width, height = canvas.get_width_height(physical=True)
-        buf = io.BytesIO()
-        PIL.Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-            buf, format="png", compress_level=1)
-        self.image.value = buf.getvalue()
+        self.image.value = png(np.asarray(canvas.buffer_rgba()))
 
     def update(self):
         raise NotImplementedError
@@ -197,6 +194,24 @@ class Live:
 
     def _repr_mimebundle_(self, **kwargs):
         return self.ui._repr_mimebundle_(**kwargs)
+
+
+def png(rgba):
+    """An (height, width, 4) uint8 RGBA image as PNG bytes: each row stored as its difference from the row above (PNG's
+    "Up" filter), deflated at level 1. The same pixels as PIL's PNG at compress_level=1, about a third of its time
+    (PIL tries every filter on every row) and no larger: figures are mostly rows that repeat the one above."""
+    height, width, _ = rgba.shape
+    rows = rgba.reshape(height, width * 4)
+    data = np.empty((height, width * 4 + 1), np.uint8)
+    data[:, 0] = 2  # the Up filter; the first row's "above" is zeros
+    data[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=data[1:, 1:])  # modulo 256, as PNG's filters are
+
+    def chunk(tag, body):
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body))
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits a channel, RGBA, not interlaced
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(data.tobytes(), 1))
+            + chunk(b"IEND", b""))
 
 
 def gpu_dropdown(value, options=None):

@@ -3,6 +3,7 @@ line, redraw only the moving artists while the rest stays) and the shared contro
 import io
 
 import ipywidgets as W
+import numpy as np
 import PIL.Image
 import gpusim
 from gpusim_course import widget
@@ -45,6 +46,17 @@ def test_live_recomputes_on_every_change_and_redraws_the_rest_only_when_its_key_
     live.mode.value = "b"
     assert live.calls == {"update": 4, "draw": 2, "draw_dynamic": 4}
     assert PIL.Image.open(io.BytesIO(live.image.value)).size == (2 * widget.DPI, 1 * widget.DPI)
+
+
+def test_the_image_holds_the_canvas_pixels_as_pil_reads_them():
+    """widget.png, the Up-filtered PNG the image shows: PIL (and so a browser) decodes it to the canvas's own RGBA
+    pixels, every byte, also where a row differs from the one above by a wrap past 255."""
+    live = Counter()
+    canvas = np.asarray(live.figure.canvas.buffer_rgba())
+    assert np.array_equal(np.asarray(PIL.Image.open(io.BytesIO(live.image.value))), canvas)
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 256, (7, 5, 4), dtype=np.uint8)
+    assert np.array_equal(np.asarray(PIL.Image.open(io.BytesIO(widget.png(noise)))), noise)
 
 
 def test_live_shows_a_valueerror_in_one_line_and_keeps_the_last_figure():
