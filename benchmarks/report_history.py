@@ -112,8 +112,9 @@ def one_warp_issue():
 def events_launch():
     """The model before the thirty-fifth session's second change, while the block runs: the Hopper kernel launched in
     GPU.launch_overhead_s (3.2 µs, CUDA events around each call) like every kernel, not in the empty kernel's launch
-    replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it."""
-    with _patched(Hopper, "GRAPH_LAUNCH", False, "events_launch", moves=HOPPER_ROWS):  # every pass's launch
+    replayed from a CUDA graph (GPU.graph_launch_s), as every figure docs/perf.md quotes from before it (and so no
+    lone split program at one program's copy rate: lone_split_before)."""
+    with lone_split_before(), _patched(Hopper, "GRAPH_LAUNCH", False, "events_launch", moves=HOPPER_ROWS):
         yield
 
 
@@ -239,7 +240,17 @@ def split_rows_before():
     fixed"), while the block runs: a decode or split_kv launch whose query rows pad past MIN_ROWS is priced from the
     estimate (gpusim.occupancy.resources without its compiled entry, ONE_ROW_TILE), as every figure docs/perf.md
     quotes from before it."""
-    with _patched(occupancy, "COMPILED", ONE_ROW_TILE, "split_rows_before", moves=DECODE_ROWS):
+    with lone_split_before(), _patched(occupancy, "COMPILED", ONE_ROW_TILE, "split_rows_before", moves=DECODE_ROWS):
+        yield
+
+
+@contextmanager
+def lone_split_before():
+    """The model before the forty-seventh session's lone split program (docs/perf.md, "A split program alone on its
+    SM"), while the block runs: a split_kv program alone on its SM issues its compute on ISSUE_HIDING's line, then waits
+    for its block table's and its tiles' whole loads each step (SplitKV.LONE_COPY empty), as every figure docs/perf.md
+    quotes from before it."""
+    with _patched(SplitKV, "LONE_COPY", (), "lone_split_before", moves=DECODE_ROWS):
         yield
 
 

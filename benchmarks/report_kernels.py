@@ -9,6 +9,8 @@ import json
 import tarfile
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks import agreement, ncu
 import gpusim
 from gpusim_course import nsight
@@ -581,6 +583,49 @@ def decode_rows_table(name="decode_rows_h100.json"):
     many = [(r, x) for r, x in priced if r["seq"] > 8]
     lines += ["", f"The model within 20%: {share(priced)} rows; at 1 to 8 query rows {share(few)} "
               f"({_ratio_span(few)}), at 12 and 16 {share(many)} ({_ratio_span(many)})."]
+    return "\n".join(lines)
+
+
+def split_lone_steps():
+    """results/h200/split_lone.json by launch: {(query rows, splits): (block_q, programs an SM in gpusim, the measured
+    step in µs, gpusim's in µs)}, each step the slope of the time over a program's steps (a least-squares line through
+    the lengths), gpusim's from its price of the same launches as the model stands (report_history.lone_split_before
+    for the model before the lone copy rule)."""
+    from benchmarks import decode_rows
+    from gpusim import decode
+    groups = {}
+    for row in json.loads((agreement.RESULTS / "split_lone.json").read_text())["rows"]:
+        launch = decode.make_launch(batch=row["batch"], seq=row["seq"], seq_kv=row["seq_kv"], page_size=row["page_size"],
+                                    num_splits=row["num_splits"], block_kv=row["block_kv"], heads=row["heads"],
+                                    kv_heads=row["kv_heads"], head_dim=row["head_dim"], gpu=row["preset"])
+        groups.setdefault((row["seq"], row["num_splits"]), []).append(
+            (launch, row["steps"], row["ms"], decode_rows.predicted_ms(launch)))
+    out = {}
+    for key, rows in groups.items():
+        steps = [s for _, s, _, _ in rows]
+        slope = [np.polyfit(steps, [r[i] * 1e3 for r in rows], 1)[0] for i in (2, 3)]
+        out[key] = (rows[0][0].block_q, split_lone_resident(rows[0][0]), *slope)
+    return out
+
+
+def split_lone_resident(launch):
+    """The programs an SM holds of the launch's split kernel, in gpusim."""
+    from benchmarks import split_lone
+    return split_lone.model_step(launch)[0]
+
+
+def split_lone_table():
+    """The split kernel alone on its SM and two an SM: its step measured and gpusim's, before the lone copy rule and
+    now."""
+    from benchmarks import report_history
+    with report_history.lone_split_before():
+        before = split_lone_steps()
+    lines = ["| query rows | padded rows | splits | programs an SM | measured, µs a step | gpusim before, µs "
+             "[÷ measured] | gpusim now, µs [÷ measured] |", "|---|---|---|---|---|---|---|"]
+    for (rows, splits), (block_q, resident, measured, now) in sorted(split_lone_steps().items()):
+        was = before[(rows, splits)][3]
+        lines.append(f"| {rows} | {block_q} | {splits} | {resident} | {measured:.2f} | {was:.2f} [{was / measured:.2f}] | "
+                     f"{now:.2f} [{now / measured:.2f}] |")
     return "\n".join(lines)
 
 

@@ -306,9 +306,17 @@ def lone_copy(grid):
     steps of 128 rows at 3 and 4 stages and both head dims, 16-64 KiB a step, each moving its bytes at 17.4-19.7 GB/s
     (the rate: their median), where the whole wait prices them 1.10-1.63x; the rate is what they show, not explained
     (4-warp programs move 32 KiB steps faster: lone_pipeline). Tiles of 32 rows per warp were not measured so and keep
-    the whole wait (docs/perf.md, "A lone 8-warp program's copy rate")."""
+    the whole wait (docs/perf.md, "A lone 8-warp program's copy rate"). A program of a kernel measured alone at the same
+    rate (pass_.LONE_COPY: the split kernel's 4 warps at tiles of 16-64 rows over a paged cache, results/h200/
+    split_lone.json, run 170) moves its step's bytes so too, its block table's with its tiles, where it gathers them
+    through one (pass_.ADDRESS_TENSORS; docs/perf.md, "A split program alone on its SM")."""
+    if grid.cfg.gpu.lone_copy_bytes_per_s is None:
+        return False
+    pass_ = grid.cfg.pass_
+    if grid.kernel in pass_.LONE_COPY:  # measured so alone on its SM, gathering its tiles (split_kv: split_lone.json)
+        return grid.resident == 1 and any(t in grid.counts for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()))
     return (full_issue(grid) and grid.res.num_warps == 2 * ISSUE_PER_CLOCK and grid.res.num_stages >= 3
-            and grid.cfg.block_q == 16 * grid.res.num_warps and grid.cfg.gpu.lone_copy_bytes_per_s is not None)
+            and grid.cfg.block_q == 16 * grid.res.num_warps)
 
 
 def one_step(grid, rate):
@@ -365,7 +373,8 @@ def step_chain(step, step_reloads):
     # (Nsight: flash1's extra L2->SM bytes are its reloads' 4 B per thread, every step), so each is an L2 hit
     # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
     chain += step_reloads * gpu.l2_idle_latency_s
-    for tensor in pass_.ADDRESS_TENSORS.get(kernel, ()):  # loads that give the step's addresses
+    copied = kernel in pass_.LONE_COPY and lone_copy(grid)  # its address loads arrive with its tiles, at that rate
+    for tensor in () if copied else pass_.ADDRESS_TENSORS.get(kernel, ()):  # loads that give the step's addresses
         if tensor in grid.counts:  # (a paged gather's block table) are waited for before the step's other loads
             chain += wait(gpu, _per((0, 0, grid.counts[tensor][0], grid.dram[tensor][0]), grid.steps))
     return chain

@@ -294,6 +294,31 @@ def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
     assert two.chain_s == one.chain_s and two.overlapped_s == one.overlapped_s / 2
 
 
+def _split_step(page_size, seq, num_splits, gpu="H200-measured"):
+    """(Grid, Schedule) of Llama-3-8B's split kernel at batch 1 over 32,768 tokens."""
+    r = gpusim.simulate("split_kv", seq=seq, seq_kv=32768, heads=32, kv_heads=8, head_dim=128, num_splits=num_splits,
+                        page_size=page_size, gpu=gpu)
+    k = r.kernels[0]
+    counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "split_kv"} for table in (r.counts, r.dram))
+    grid = cost.occupied(r.config, "split_kv", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+    return grid, cost.one_step(grid, cost.rates(grid))
+
+
+@pytest.mark.parametrize("seq", [1, 8, 16])
+def test_a_lone_paged_split_program_steps_at_one_programs_copy_rate_whatever_its_tile(seq):
+    """A split program alone on its SM over pages of 16 (16 splits: 128 programs) takes a step of its bytes at the lone
+    copy rate, its block table's loads with its tiles (SplitKV.LONE_COPY, run 170's split_lone.json): by hand, 64 keys
+    of K and V at d = 128 in fp16 and 4 block-table entries of 4 B, 2 * 64 * 128 * 2 + 4 * 4 = 32,784 B, over
+    H200-measured's 18.83 GB/s, at 16, 32 and 64 padded rows alike. Two an SM (32 splits), a contiguous cache, and a
+    preset without the rate (H100-SXM) keep the whole wait, which is longer."""
+    grid, step = _split_step(16, seq, 16)
+    assert grid.resident == 1 and cost.lone_copy(grid)
+    assert step.chain_s == pytest.approx(32784 / 18.83e9, rel=1e-12)
+    for page_size, splits, gpu in ((16, 32, "H200-measured"), (None, 16, "H200-measured"), (16, 16, "H100-SXM")):
+        other, other_step = _split_step(page_size, seq, splits, gpu)
+        assert not cost.lone_copy(other) and other_step.chain_s > cost.wait(other.cfg.gpu, other_step.step_bytes)
+
+
 @pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)
 def test_shared_estimate_is_near_the_compiled_kernel(key):
     """split_kv.shared_bytes (the padded query rows, one K/V chunk per buffer, kv_buffers of them) against the compiled

@@ -488,7 +488,8 @@ def test_perf_md_quotes_the_split_kernel_compiled_at_its_tiles_and_what_it_moved
     _split_rows_moved(text)
 
 
-SPLIT_ROWS = (report_history.split_rows_before, contextlib.nullcontext)  # _moved's states for the split kernel's tiles
+# _moved's states for the split kernel's tiles: before it, and as that change left the model (before the next one)
+SPLIT_ROWS = (report_history.split_rows_before, report_history.lone_split_before)
 
 
 def _split_rows_moved(text):
@@ -554,8 +555,9 @@ def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
     """docs/perf.md's "On an H200" (run 167): decode_rows.json against the prediction made before run 165, each range
     as the paragraph quotes it, recomputed from the file and the model as it stands."""
     from benchmarks import report_kernels
-    text = doc("perf.md").split("**On an H200** (run 167")[1].split("## The kernels as a user calls them")[0]
-    priced = report_kernels.decode_rows_priced("decode_rows.json")
+    text = doc("perf.md").split("**On an H200** (run 167")[1].split("**A split program alone on its SM**")[0]
+    with report_history.lone_split_before():  # the model the prediction was made with, and the paragraph quotes
+        priced = report_kernels.decode_rows_priced("decode_rows.json")
     assert {r["preset"] for r, _ in priced} == {"H200-measured"}
     cell = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): (r, x) for r, x in priced}
     cases = sorted({(r["batch"], r["seq_kv"]) for r, _ in priced})
@@ -582,6 +584,81 @@ def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
             f"({span(short)}×)") in text
 
 
+def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted():
+    """docs/perf.md's "A split program alone on its SM" (run 170): gpusim's steps before the run, the prediction
+    against split_lone.json's slopes, the rate they move a step at against run 95's, and what the rule moved
+    (decode_rows.json, decode.json, decode_splits.json, the held-out sets, the golden file), recomputed."""
+    from benchmarks import bench_decode, report_kernels, split_lone
+    text = doc("perf.md").split("**A split program alone on its SM**")[1].split("## The kernels as a user calls")[0]
+    with report_history.lone_split_before():
+        before = report_kernels.split_lone_steps()
+        steps = {(rows, splits): split_lone.model_step(decode.make_launch(
+            batch=1, seq=rows, seq_kv=32768, page_size=16, num_splits=splits, gpu="H200", **bench_decode.SHAPE))[1]
+            for rows in split_lone.ROWS for splits in split_lone.SPLITS}
+    now = report_kernels.split_lone_steps()
+    lone = [steps[(rows, 16)] * 1e6 for rows in split_lone.ROWS]
+    two = [steps[(rows, 32)] * 1e6 for rows in split_lone.ROWS]
+    assert f"{lone[0]:.2f}, {lone[1]:.2f} and {lone[2]:.2f} µs alone at the three tiles" in text
+    assert f"{two[0]:.2f}, {two[1]:.2f} and {two[2]:.2f} µs on a program's chain at two an SM" in text
+    measured = [now[(rows, 16)][2] for rows in split_lone.ROWS]
+    below = [1 - m / before[(rows, 16)][3] for m, rows in zip(measured, split_lone.ROWS)]
+    assert all(before[key][1] == 1 for key in before if key[1] == 16) and measured[2] < measured[0]
+    assert (f"Alone, the measured step is {min(measured):.2f}–{max(measured):.2f} µs at every tile, flat in the tile "
+            f"where gpusim's grew {lone[2] / lone[0] - 1:.0%}: below gpusim's by {below[0]:.0%} at 16 rows, "
+            f"{below[1]:.0%} at 32 and {below[2]:.0%} at 64") in text
+    assert 0.05 <= below[0] <= 0.2 and 0.2 <= below[2] <= 0.35  # the prediction
+    step_bytes = 2 * 64 * 128 * 2 + 16
+    rate = gpusim.get_gpu("H200-measured").lone_copy_bytes_per_s
+    assert (f"at {min(measured):.2f}–{max(measured):.2f} µs moves {step_bytes / max(measured) / 1e3:.1f}–"
+            f"{step_bytes / min(measured) / 1e3:.1f} GB/s") in text
+    assert f"their median, {rate / 1e9:.2f} GB/s: {step_bytes / rate * 1e6:.2f} µs for this step" in text
+    fast = [1 - now[key][3] / now[key][2] for key in now if key[1] == 32]
+    assert f"Two an SM, the model's step is {100 * min(fast):.0f}–{100 * max(fast):.0f}% fast at every tile" in text
+    assert all(now[key][3] == before[key][3] for key in now if key[1] == 32)
+    _lone_split_moved(text)
+
+
+def _lone_split_moved(text):
+    from benchmarks import report_kernels
+    was, now = _moved(lambda: report_kernels.decode_rows_priced("decode_rows.json"),
+                      report_history.lone_split_before, contextlib.nullcontext)
+    moved = [(r, a, b) for (r, a), (_, b) in zip(was, now) if a != b]
+    assert {(r["provider"], r["seq"]) for r, _, _ in moved} == {("rule", 12), ("rule", 16)}
+    assert (f"{_within(a for _, a in was)} → {_within(b for _, b in now)} of its {len(now)} rows within 20%; its "
+            f"{len(moved)} launches of the rule's few splits at 12 and 16 rows, lone programs of the 64-row tile, from "
+            f"{min(a for _, a, _ in moved):.2f}–{max(a for _, a, _ in moved):.2f}× to "
+            f"{min(b for *_, b in moved):.2f}–{max(b for *_, b in moved):.2f}×") in text
+    was, now = _moved(lambda: agreement.rows("decode.json"), report_history.lone_split_before, contextlib.nullcontext)
+    (row, a, b), = [(r, a, b) for (r, a), (_, b) in zip(was, now) if a != b]
+    assert (row["batch"], row["seq_kv"], row["page_size"]) == (1, 1024, 16)
+    assert f"{a:.2f}× → {b:.2f}×; {_within(x for _, x in now)} of {len(now)} within 20%" in text
+    assert _within(x for _, x in was) == _within(x for _, x in now)
+    splits = [r for r in json.loads((H200 / "decode_splits.json").read_text())["rows"]
+              if r["provider"] == "split_kv" and r.get("pdl", True) is not False]
+
+    def priced():
+        return [gpusim.simulate("split_kv", batch=r["batch"], page_size=16, num_splits=r["num_splits"],
+                                gpu="H200-measured", **dict(DECODE_SHAPE, seq_kv=r["seq_kv"]))
+                .predicted_time_s / (r["ms"] * 1e-3) for r in splits]
+    was, now = _moved(priced, report_history.lone_split_before, contextlib.nullcontext)
+    pairs = [(a, b) for a, b in zip(was, now) if a != b]
+    assert (f"`decode_splits.json`'s {len(pairs)} lone launches at batch 1 (8 and 16 splits): "
+            f"{min(a for a, _ in pairs):.2f}–{max(a for a, _ in pairs):.2f}× → "
+            f"{min(b for _, b in pairs):.2f}–{max(b for _, b in pairs):.2f}×") in text
+    for path in heldout.files(H200):
+        was, now = _moved(lambda: agreement.heldout_rows(path.name), report_history.lone_split_before,
+                          contextlib.nullcontext)
+        assert was == now, path.name
+    configs = golden.configs()
+    records = [_moved(lambda: golden.record(args), report_history.lone_split_before, contextlib.nullcontext)
+               for args in configs]
+    moved = [(args, b["predicted_time_s"] / a["predicted_time_s"]) for args, (a, b) in zip(configs, records) if a != b]
+    assert all(args["algo"] == "split_kv" and args["gpu"] == "H200-measured" for args, _ in moved)
+    assert (f"two of the golden file's {len(configs)} records (lone paged split programs on H200-measured, "
+            f"{min(x for _, x in moved):.2f}× and {max(x for _, x in moved):.2f}× in time, no byte)") in text
+    assert len(moved) == 2 and all(a.get("counts") == b.get("counts") for a, b in records)
+
+
 def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
     """docs/perf.md's "Several query rows, measured": the prediction (the rule's count over one row's at 12 and 16
     rows, on H200-measured, the model unchanged since) and what decode_rows_h100.json measured, recomputed."""
@@ -599,9 +676,10 @@ def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
                                     gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE)
         return decode_rows.predicted_ms(launch)
     one_row = {case: cell[(*case, 1, "rule")][0]["num_splits"] for case in cases}
-    predicted = [h200(*case, rows, None) / h200(*case, rows, decode.make_launch(
-        batch=case[0], seq=1, seq_kv=case[1], page_size=16, gpu=decode_rows.PRESET, **decode_rows.bd.SHAPE).num_splits)
-        for case in cases for rows in (12, 16)]
+    with report_history.lone_split_before():  # the model the prediction was made with
+        predicted = [h200(*case, rows, None) / h200(*case, rows, decode.make_launch(
+            batch=case[0], seq=1, seq_kv=case[1], page_size=16, gpu=decode_rows.PRESET,
+            **decode_rows.bd.SHAPE).num_splits) for case in cases for rows in (12, 16)]
     assert f"{span(predicted)}× slower than one row's on H200-measured" in text
     rise = [cell[(*case, 4, "rule")][0]["ms"] / cell[(*case, 1, "rule")][0]["ms"] for case in cases]
     assert f"From 1 to 4 rows the kernel's time rose {span(rise)}×" in text

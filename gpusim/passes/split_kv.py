@@ -184,6 +184,12 @@ class SplitKV(Pass):
     # paged kernel moves the bytes gpusim counts at 4.55-4.57 TB/s (results/h200/decode.json), 99% of the DRAM read
     # plateau of bandwidth.json (4.60 TB/s), where cost.py's 0.15 (fitted on the forward's d = 64 rows) made it 7% slow.
     CONTENTION = {"decode": 0.0, "split_kv": 0.0}  # the same loop; the reduce is its own
+    # A split program alone on its SM takes a step of its K/V tiles' and block table's bytes at the rate a lone program
+    # copies (GPU.lone_copy_bytes_per_s), whatever its tile: results/h200/split_lone.json (run 170), 1.71-1.99 us a step
+    # at 16, 32 and 64 padded rows on the H200 against 1.74 at that rate, where its compute at ISSUE_HIDING's rate then
+    # the whole wait for its loads priced it 1.85-2.48 us. Measured for split_kv over a paged cache (pages of 16), not
+    # for the unsplit decode kernel nor a contiguous cache.
+    LONE_COPY = ("split_kv",)
 
     def execute(self, mem, launch):
         """Every program of the launch's kernels on the arrays in mem (gpusim/decode_execute.py sets it up):
