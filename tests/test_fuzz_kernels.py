@@ -55,11 +55,14 @@ def no_kernels(monkeypatch):
 
 def tensor(shape, dtype, contiguous=True):
     """Zeros of shape and dtype on DEVICE; past 4M elements one element expanded (the checks read shapes only);
-    not contiguous: the last two dims' strides swapped."""
+    not contiguous: the last two dims' strides swapped, as x.transpose(-1, -2).contiguous().transpose(-1, -2) swaps
+    them (x itself where the transposed view is contiguous already), made as zeros in that order: no copy."""
     if math.prod(max(d, 1) for d in shape) > 1 << 22:
-        return torch.zeros((1,) * len(shape), device=DEVICE).to(dtype).expand(*shape)
-    x = torch.zeros(shape, device=DEVICE).to(dtype)
-    return x if contiguous or len(shape) < 2 else x.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return torch.zeros((1,) * len(shape), dtype=dtype, device=DEVICE).expand(*shape)
+    x = torch.zeros(shape, dtype=dtype, device=DEVICE)
+    if contiguous or len(shape) < 2 or x.transpose(-1, -2).is_contiguous():
+        return x
+    return torch.zeros(x.transpose(-1, -2).shape, dtype=dtype, device=DEVICE).transpose(-1, -2)
 
 
 def reaches_launch(call, q):
