@@ -65,12 +65,15 @@ def predicted_ms(launch):
     return result.predicted_time_s * 1e3
 
 
-def timed_row(sets, qs, num_splits):
-    """(the launch, measure's timing and error) of the split kernel over the paged cache at num_splits (None: the
-    rule's), cycling through the input sets."""
-    plans = [plan_for_cache(q, *s["paged"][1:], cache_seqlens=s["lengths"], block_table=s["table"],
-                            page_size=bd.PAGE_SIZE, num_splits=num_splits) for q, s in zip(qs, sets)]
-    fn = cycling([lambda p=p, q=q, s=s: p.run(q, *s["paged"][1:], s["table"]) for p, q, s in zip(plans, qs, sets)])
+def timed_row(sets, qs, num_splits, paged=True):
+    """(the launch, measure's timing and error) of the split kernel over the paged cache (paged=False: the contiguous
+    one) at num_splits (None: the rule's), cycling through the input sets."""
+    layout = "paged" if paged else "contiguous"
+    pages = [dict(block_table=s["table"], page_size=bd.PAGE_SIZE) if paged else {} for s in sets]
+    plans = [plan_for_cache(q, *s[layout][1:], cache_seqlens=s["lengths"], num_splits=num_splits, **table)
+             for q, s, table in zip(qs, sets, pages)]
+    fn = cycling([lambda p=p, q=q, s=s: p.run(q, *s[layout][1:], *([s["table"]] if paged else []))
+                  for p, q, s in zip(plans, qs, sets)])
     return plans[0].launch, bd.measure(fn, reference(qs[0], sets[0]))
 
 

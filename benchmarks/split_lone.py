@@ -3,6 +3,8 @@ several cache lengths, so that the slope of its time over the steps a program ta
 8 and 16 query rows, each beside gpusim's step for the same launch.
 
     python -m benchmarks.split_lone --out $OUT --max-minutes 3
+    python -m benchmarks.split_lone --out $OUT --others         # split_lone_others.json: a contiguous cache too,
+                                                                  # and the unsplit decode kernel (one split)
     TRITON_INTERPRET=1 python -m benchmarks.split_lone --out /tmp --smoke      # CPU: the code paths
 
 Why: decode_rows.json (runs 165 and 167) priced the split kernel's few splits of a 64-row tile 1.12-1.44x slow on
@@ -17,6 +19,8 @@ Writes split_lone.json: {environment, rows: [{batch, seq, seq_kv, num_splits, bl
 preset, predicted_ms, resident, chain_us}]}: resident, the programs an SM holds in gpusim, and chain_us, its step on
 one program's critical path, as the model stood at the run (tests price them again).
 """
+import argparse
+import itertools
 import math
 import sys
 
@@ -29,11 +33,13 @@ LENGTHS = (4096, 8192, 16384, 32768, 65536)
 ROWS = (1, 8, 16)  # Llama-3-8B's group of 4: tiles of 16, 32 and 64 padded rows
 SPLITS = (16, 32)  # 128 and 256 programs at batch 1: one and two an SM
 SMOKE = dict(cases=((1, 256), (1, 512)), rows=(1, 3), splits=(2,))
+OTHERS = argparse.ArgumentParser(add_help=False)  # --others: split_lone_others.json, what run 170 did not measure
+OTHERS.add_argument("--others", action="store_true")
 
 
 def model_step(launch):
-    """(programs an SM holds, a step on one program's critical path in s): gpusim's split kernel for the launch, on
-    the preset decode_rows prices it on."""
+    """(programs an SM holds, a step on one program's critical path in s): gpusim's split kernel (the unsplit decode
+    kernel at one split) for the launch, on the preset decode_rows prices it on."""
     result = gpusim.simulate("split_kv", batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads,
                              head_dim=launch.head_dim, seq=launch.seq, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
                              page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
@@ -45,16 +51,17 @@ def model_step(launch):
     return grid.resident, cost.one_step(grid, cost.rates(grid)).chain_s
 
 
-def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape):
-    """One cache length's rows: each query-row count timed, checked and priced at each split count."""
+def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape, layouts=(True,)):
+    """One cache length's rows: each query-row count timed, checked and priced at each split count, over each layout
+    (True: paged, False: contiguous)."""
     out = []
-    for rows in row_counts:
+    for rows, paged in itertools.product(row_counts, layouts):
         qs = decode_rows.queries(sets, rows, shape, seed=rows)
         for splits in split_counts:
-            launch, got = decode_rows.timed_row(sets, qs, splits)
+            launch, got = decode_rows.timed_row(sets, qs, splits, paged)
             resident, chain_s = model_step(launch)
             out.append({"batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16",
-                        "page_size": bd.PAGE_SIZE, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
+                        "page_size": launch.page_size, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
                         "steps": math.ceil(seq_kv / launch.num_splits / launch.block_kv), **got,
                         "preset": decode_rows.preset(launch), "predicted_ms": decode_rows.predicted_ms(launch),
                         "resident": resident, "chain_us": chain_s * 1e6})
@@ -63,10 +70,12 @@ def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape):
 
 
 def main(argv=None):
+    others, rest = OTHERS.parse_known_args(argv)
     full = dict(cases=tuple((1, length) for length in LENGTHS), rows=ROWS, splits=SPLITS)
-    args, grid, shape = bd.sweep_setup(__doc__, argv, SMOKE, full)
-    bd.sweep_cases(args, "split_lone", argv, grid["cases"], shape,
-                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], grid["splits"], shape))
+    args, grid, shape = bd.sweep_setup(__doc__, rest, SMOKE, full)
+    splits, layouts = ((1, *grid["splits"]), (True, False)) if others.others else (grid["splits"], (True,))
+    bd.sweep_cases(args, "split_lone_others" if others.others else "split_lone", argv, grid["cases"], shape,
+                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], splits, shape, layouts))
     return 0
 
 

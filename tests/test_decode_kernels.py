@@ -217,6 +217,24 @@ def test_split_lone_smoke_run_times_each_length_and_prices_each_step(tmp_path):
         assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
 
 
+@CPU
+def test_split_lone_others_times_a_contiguous_cache_and_the_unsplit_kernel_too(tmp_path):
+    """benchmarks/split_lone.py --others in the interpreter: every row of the paged run's grid over both layouts, and
+    at one split (the unsplit decode kernel) besides, each priced with its own kernel's step."""
+    import json
+
+    from benchmarks import split_lone
+    assert split_lone.main(["--out", str(tmp_path), "--smoke", "--others"]) == 0
+    rows = json.loads((tmp_path / "split_lone_others.json").read_text())["rows"]
+    assert {(r["page_size"], r["num_splits"]) for r in rows} == {(16, 1), (16, 2), (None, 1), (None, 2)}
+    assert len(rows) == 2 * 2 * 2 * 2 and all(r["rel_err"] < 2e-3 for r in rows)
+    for r in rows:
+        launch = decode.make_launch(batch=1, seq=r["seq"], seq_kv=r["seq_kv"], page_size=r["page_size"],
+                                    num_splits=r["num_splits"], block_kv=r["block_kv"], heads=r["heads"],
+                                    kv_heads=r["kv_heads"], head_dim=r["head_dim"], gpu=r["preset"])
+        assert (r["resident"], r["chain_us"]) == tuple(x * f for x, f in zip(split_lone.model_step(launch), (1, 1e6)))
+
+
 def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_differ(monkeypatch):
     """decode_rows.case_rows at Llama-3-8B's shape over 32,768 tokens on the H200-measured preset (the GPU's timing
     replaced): each row count at the rule's split count, and at one query row's count only where the rule's differs
