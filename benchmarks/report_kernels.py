@@ -595,9 +595,10 @@ def split_lone_steps():
     from gpusim import decode
     groups = {}
     for row in json.loads((agreement.RESULTS / "split_lone.json").read_text())["rows"]:
-        launch = decode.make_launch(batch=row["batch"], seq=row["seq"], seq_kv=row["seq_kv"], page_size=row["page_size"],
-                                    num_splits=row["num_splits"], block_kv=row["block_kv"], heads=row["heads"],
-                                    kv_heads=row["kv_heads"], head_dim=row["head_dim"], gpu=row["preset"])
+        launch = decode.make_launch(batch=row["batch"], seq=row["seq"], seq_kv=row["seq_kv"],
+                                    page_size=row["page_size"], num_splits=row["num_splits"], block_kv=row["block_kv"],
+                                    heads=row["heads"], kv_heads=row["kv_heads"], head_dim=row["head_dim"],
+                                    gpu=row["preset"])
         groups.setdefault((row["seq"], row["num_splits"]), []).append(
             (launch, row["steps"], row["ms"], decode_rows.predicted_ms(launch)))
     out = {}
@@ -620,12 +621,12 @@ def split_lone_table():
     from benchmarks import report_history
     with report_history.lone_split_before():
         before = split_lone_steps()
-    lines = ["| query rows | padded rows | splits | programs an SM | measured, µs a step | gpusim before, µs "
-             "[÷ measured] | gpusim now, µs [÷ measured] |", "|---|---|---|---|---|---|---|"]
+    lines = ["| query rows | padded rows | splits | programs an SM | measured, µs a step | gpusim before, µs a step of "
+             "its price [÷ measured] | gpusim now [÷ measured] |", "|---|---|---|---|---|---|---|"]
     for (rows, splits), (block_q, resident, measured, now) in sorted(split_lone_steps().items()):
         was = before[(rows, splits)][3]
-        lines.append(f"| {rows} | {block_q} | {splits} | {resident} | {measured:.2f} | {was:.2f} [{was / measured:.2f}] | "
-                     f"{now:.2f} [{now / measured:.2f}] |")
+        lines.append(f"| {rows} | {block_q} | {splits} | {resident} | {measured:.2f} | {was:.2f} "
+                     f"[{was / measured:.2f}] | {now:.2f} [{now / measured:.2f}] |")
     return "\n".join(lines)
 
 

@@ -15,9 +15,10 @@ d = 128, fp16, pages of 16; benchmarks/decode_rows.py's inputs, rows and timing)
 programs (one an SM of the H200's 132), 32 make 256 (two). A split of L / splits keys takes L / splits / block_kv
 steps; the lengths give each count 2 to 64 of them.
 
-Writes split_lone.json: {environment, rows: [{batch, seq, seq_kv, num_splits, block_kv, steps, ms, timing, rel_err,
-preset, predicted_ms, resident, chain_us}]}: resident, the programs an SM holds in gpusim, and chain_us, its step on
-one program's critical path, as the model stood at the run (tests price them again).
+Writes split_lone.json: {environment, rows: [{batch, seq, seq_kv, heads, kv_heads, head_dim, dtype, page_size (None:
+contiguous), num_splits, block_kv, steps, ms, timing, rel_err, preset, predicted_ms, resident, chain_us}]}: resident,
+the programs an SM holds in gpusim, and chain_us, its step on one program's critical path, as the model stood at the
+run (tests price them again).
 """
 import argparse
 import itertools

@@ -78,6 +78,8 @@ ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; 
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
 ISSUED_PER_COUNTED = 1.184  # instructions Nsight counts issued per one of pass_.issue's (the compiled loop's): the
 #                            median of runs 128 and 129's 22 launches, 1.16-1.23 each (report_steps.issued_ratio)
+# The K/V bytes a step of run 95's lone programs moved at GPU.lone_copy_bytes_per_s (results/h200/lone_program.json)
+LONE_COPY_STEP_BYTES = (16 * 2**10, 64 * 2**10)
 ISSUE_PER_CLOCK = 4  # warp instructions an SM issues per clock: one per warp scheduler, four per SM (Hopper,
 #                      Ampere and Ada whitepapers: an SM is four processing blocks, each with its own scheduler)
 
@@ -306,17 +308,29 @@ def lone_copy(grid):
     steps of 128 rows at 3 and 4 stages and both head dims, 16-64 KiB a step, each moving its bytes at 17.4-19.7 GB/s
     (the rate: their median), where the whole wait prices them 1.10-1.63x; the rate is what they show, not explained
     (4-warp programs move 32 KiB steps faster: lone_pipeline). Tiles of 32 rows per warp were not measured so and keep
-    the whole wait (docs/perf.md, "A lone 8-warp program's copy rate"). A program of a kernel measured alone at the same
-    rate (pass_.LONE_COPY: the split kernel's 4 warps at tiles of 16-64 rows over a paged cache, results/h200/
-    split_lone.json, run 170) moves its step's bytes so too, its block table's with its tiles, where it gathers them
-    through one (pass_.ADDRESS_TENSORS; docs/perf.md, "A split program alone on its SM")."""
+    the whole wait (docs/perf.md, "A lone 8-warp program's copy rate"). A pass_.LONE_COPY kernel's program moves its
+    step at that rate where lone_gather says."""
     if grid.cfg.gpu.lone_copy_bytes_per_s is None:
         return False
-    pass_ = grid.cfg.pass_
-    if grid.kernel in pass_.LONE_COPY:  # measured so alone on its SM, gathering its tiles (split_kv: split_lone.json)
-        return grid.resident == 1 and any(t in grid.counts for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()))
+    if grid.kernel in grid.cfg.pass_.LONE_COPY:
+        return lone_gather(grid)
     return (full_issue(grid) and grid.res.num_warps == 2 * ISSUE_PER_CLOCK and grid.res.num_stages >= 3
             and grid.cfg.block_q == 16 * grid.res.num_warps)
+
+
+def lone_gather(grid):
+    """A program of a pass_.LONE_COPY kernel that gathers its tiles through address loads (pass_.ADDRESS_TENSORS: a
+    paged cache's block table), in a launch of no more programs than SMs (one an SM, a single partial wave), whose
+    step's tiles are LONE_COPY_STEP_BYTES: it moves them, and its addresses with them, at GPU.lone_copy_bytes_per_s.
+    Measured: results/h200/split_lone.json (run 170), the split kernel's 4 warps at 16, 32 and 64 padded rows, 128
+    programs over pages of 16, 32 KiB steps, 1.71-1.99 us each against 1.74 at that rate (docs/perf.md, "A split
+    program alone on its SM"); other step sizes take run 95's range of them."""
+    pass_ = grid.cfg.pass_
+    addresses = [t for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()) if t in grid.counts]
+    if not addresses or grid.programs > grid.cfg.gpu.sm_count:
+        return False
+    tiles = sum(grid.counts[t][0] for t in pass_.STEP_TENSORS[grid.kernel] if t not in addresses) / max(grid.steps, 1)
+    return LONE_COPY_STEP_BYTES[0] <= tiles <= LONE_COPY_STEP_BYTES[1]
 
 
 def one_step(grid, rate):
@@ -358,6 +372,7 @@ def step_chain(step, step_reloads):
     give the step's addresses."""
     grid, gpu = step.grid, step.grid.cfg.gpu
     pass_, kernel, stages = grid.cfg.pass_, grid.kernel, grid.res.num_stages
+    addresses = pass_.ADDRESS_TENSORS.get(kernel, ())
     loads = wait(gpu, step.step_bytes)
     if step.prefetched:
         chain = max(step.serial_s, loads / max(1, stages - 1))
@@ -365,6 +380,7 @@ def step_chain(step, step_reloads):
         chain = max(step.serial_s, (step.serial_s + loads) / (stages - 1))
     elif lone_copy(grid):  # its tiles arrive at the rate measured for it, under its compute
         chain = max(step.serial_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
+        addresses = () if kernel in pass_.LONE_COPY else addresses  # a lone gather's arrive with its tiles
     else:
         chain = step.serial_s + loads
     if kernel in pass_.FENCED:  # the step's stores must land (at their port rate, an L2 round trip) first
@@ -373,8 +389,7 @@ def step_chain(step, step_reloads):
     # (Nsight: flash1's extra L2->SM bytes are its reloads' 4 B per thread, every step), so each is an L2 hit
     # waited for alone (the idle pointer chase's latency, results/h200/latency.json), one after another.
     chain += step_reloads * gpu.l2_idle_latency_s
-    copied = kernel in pass_.LONE_COPY and lone_copy(grid)  # its address loads arrive with its tiles, at that rate
-    for tensor in () if copied else pass_.ADDRESS_TENSORS.get(kernel, ()):  # loads that give the step's addresses
+    for tensor in addresses:  # loads that give the step's addresses
         if tensor in grid.counts:  # (a paged gather's block table) are waited for before the step's other loads
             chain += wait(gpu, _per((0, 0, grid.counts[tensor][0], grid.dram[tensor][0]), grid.steps))
     return chain

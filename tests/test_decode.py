@@ -4,6 +4,7 @@
 Without a GPU the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1). With a
 GPU the accuracy tests run compiled, on larger shapes too.
 """
+import dataclasses
 import itertools
 import math
 import random
@@ -299,7 +300,8 @@ def _split_step(page_size, seq, num_splits, gpu="H200-measured"):
     r = gpusim.simulate("split_kv", seq=seq, seq_kv=32768, heads=32, kv_heads=8, head_dim=128, num_splits=num_splits,
                         page_size=page_size, gpu=gpu)
     k = r.kernels[0]
-    counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "split_kv"} for table in (r.counts, r.dram))
+    counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "split_kv"}
+                    for table in (r.counts, r.dram))
     grid = cost.occupied(r.config, "split_kv", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
     return grid, cost.one_step(grid, cost.rates(grid))
 
@@ -309,14 +311,33 @@ def test_a_lone_paged_split_program_steps_at_one_programs_copy_rate_whatever_its
     """A split program alone on its SM over pages of 16 (16 splits: 128 programs) takes a step of its bytes at the lone
     copy rate, its block table's loads with its tiles (SplitKV.LONE_COPY, run 170's split_lone.json): by hand, 64 keys
     of K and V at d = 128 in fp16 and 4 block-table entries of 4 B, 2 * 64 * 128 * 2 + 4 * 4 = 32,784 B, over
-    H200-measured's 18.83 GB/s, at 16, 32 and 64 padded rows alike. Two an SM (32 splits), a contiguous cache, and a
-    preset without the rate (H100-SXM) keep the whole wait, which is longer."""
+    H200-measured's 18.83 GB/s, at 16, 32 and 64 padded rows alike. Two an SM (32 splits), a contiguous cache and a
+    preset without the rate (H100-SXM) keep their compute and whole wait: no step at the rate."""
     grid, step = _split_step(16, seq, 16)
     assert grid.resident == 1 and cost.lone_copy(grid)
     assert step.chain_s == pytest.approx(32784 / 18.83e9, rel=1e-12)
     for page_size, splits, gpu in ((16, 32, "H200-measured"), (None, 16, "H200-measured"), (16, 16, "H100-SXM")):
         other, other_step = _split_step(page_size, seq, splits, gpu)
-        assert not cost.lone_copy(other) and other_step.chain_s > cost.wait(other.cfg.gpu, other_step.step_bytes)
+        assert not cost.lone_copy(other) and abs(other_step.chain_s - 32784 / 18.83e9) > 1e-8
+
+
+def test_a_lone_gather_holds_within_run_95s_step_sizes_and_one_wave():
+    """cost.lone_gather: d = 64 moves 16 KiB of K/V a step (64 keys x 64 x 2 B x 2), the least of run 95's steps: at the
+    rate, 16,400 B with the block table's 16; d = 256 in fp32 moves 128 KiB, past them: the whole wait. A launch of
+    more programs than SMs is no lone program, even at one an SM."""
+    shape = dict(seq=1, heads=32, kv_heads=8, batch=1, seq_kv=32768, num_splits=16, page_size=16, gpu="H200-measured")
+    for head_dim, dtype, lone in ((64, "fp16", True), (256, "fp32", False)):
+        r = gpusim.simulate("split_kv", head_dim=head_dim, dtype=dtype, **shape)
+        k = r.kernels[0]
+        counts, dram = ({t: rw for (n, t), rw in table.items() if n == "split_kv"} for table in (r.counts, r.dram))
+        grid = cost.occupied(r.config, "split_kv", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
+        assert (grid.programs, grid.resident, cost.lone_gather(grid)) == (128, 1, lone)
+        if lone:
+            assert cost.one_step(grid, cost.rates(grid)).chain_s == pytest.approx(16400 / 18.83e9, rel=1e-12)
+        else:
+            assert not cost.lone_gather(dataclasses.replace(grid, programs=132))  # its step, not its programs
+    grid, _ = _split_step(16, 1, 16)
+    assert cost.lone_gather(grid) and not cost.lone_gather(dataclasses.replace(grid, programs=133))
 
 
 @pytest.mark.parametrize("key", [k for k in COMPILED if k[1] in ("decode", "split_kv")], ids=str)

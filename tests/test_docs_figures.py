@@ -397,8 +397,8 @@ def _heldout_moved(text):
                 rows, moved = rows + 1, moved + (a != b)
                 assert (abs(a - 1) <= 0.2) == (abs(b - 1) <= 0.2)
                 within += abs(b - 1) <= 0.2
-    assert (f"{moved} of the {rows} decode rows of the {sets} held-out sets scored then, none across the band ({within} "
-            f"within, before and after), no set's score") in text
+    assert (f"{moved} of the {rows} decode rows of the {sets} held-out sets scored then, none across the band "
+            f"({within} within, before and after), no set's score") in text
 
 
 def test_perf_md_scores_run_150s_sets_once_blind_to_the_decode_fix():
@@ -421,8 +421,8 @@ def test_perf_md_scores_run_150s_sets_once_blind_to_the_decode_fix():
             "within, before and after)") in text
     assert _within(a for _, a, _ in decode) == _within(b for *_, b in decode) and min(moved) > 0
     (out, _, ratio), = [(r, a, b) for r, a, b in decode if abs(b - 1) > 0.2]
-    assert (f"the one outside is a batch of {out['batch']} request over {out['seq_kv']:,} cached tokens, {out['heads']} "
-            f"query heads over {out['kv_heads']}, d = {out['head_dim']}, priced {ratio:.2f}× slow") in text
+    assert (f"the one outside is a batch of {out['batch']} request over {out['seq_kv']:,} cached tokens, "
+            f"{out['heads']} query heads over {out['kv_heads']}, d = {out['head_dim']}, priced {ratio:.2f}× slow") in text
     meets = {n: report_heldout.meets_target(agreement.heldout_rows(n)) for n in names}
     assert sum(meets.values()) == 3 and not meets["heldout_2090.json"]
     steps = [x for r, x, n in now if n == "heldout_2090.json" and r["kind"] == "train"]
@@ -616,6 +616,38 @@ def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted()
     assert f"Two an SM, the model's step is {100 * min(fast):.0f}–{100 * max(fast):.0f}% fast at every tile" in text
     assert all(now[key][3] == before[key][3] for key in now if key[1] == 32)
     _lone_split_moved(text)
+    _lone_split_unmeasured(text)
+
+
+def _lone_split_unmeasured(text):
+    """The section's other figures: the prediction's grounds, gpusim's steps where run 170 did not measure, the rows
+    a contiguous cache and two programs an SM leave as they were."""
+    from benchmarks import bench_decode, report_kernels, split_lone
+    with report_history.lone_split_before():
+        rows = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): (r, x)
+                for r, x in report_kernels.decode_rows_priced("decode_rows.json")}
+        row, x = rows[(1, 32768, 12, "rule")]
+        assert (f"splits at 12 rows, 32,768 tokens: {row['ms'] * 1e3:.1f} µs measured against "
+                f"{x * row['ms'] * 1e3:.1f} priced)") in text
+
+        def step(page_size, splits):
+            return [split_lone.model_step(decode.make_launch(
+                batch=1, seq=rows, seq_kv=32768, page_size=page_size, num_splits=splits, gpu="H200",
+                **bench_decode.SHAPE))[1] * 1e6 for rows in split_lone.ROWS]
+        unsplit, contiguous = step(16, 1), step(None, 16)
+        assert [f"{a:.2f}" for a in step(None, 1)] == [f"{a:.2f}" for a in contiguous]  # split or not
+    assert (step(16, 1), step(None, 16)) == (unsplit, contiguous)  # the same now: no lone gather
+    assert (f"the unsplit kernel over pages {unsplit[0]:.2f}, {unsplit[1]:.2f} and {unsplit[2]:.2f} µs at 16, 32 and "
+            f"64 rows (the rule is the split kernel's only); over a contiguous cache {contiguous[0]:.2f}, "
+            f"{contiguous[1]:.2f} and {contiguous[2]:.2f} µs, split or not") in text
+    one_row = [x for (batch, seq_kv, n, provider), (_, x) in rows.items() if provider == "one_row_splits" and n >= 12]
+    now = {(r["batch"], r["seq_kv"], r["seq"], r["provider"]): x
+           for r, x in report_kernels.decode_rows_priced("decode_rows.json")}
+    assert [now[k] for k in rows if k[3] == "one_row_splits" and k[2] >= 12] == one_row
+    assert f"One row's count there (two programs an SM) stays {min(one_row):.2f}–{max(one_row):.2f}×" in text
+    (_, contiguous_lone), = [(r, x) for r, x in agreement.rows("decode.json")
+                             if r["provider"] == "split_kv_contiguous" and r["batch"] == 1 and r["seq_kv"] == 1024]
+    assert f"one lone contiguous row of `decode.json` is priced {contiguous_lone:.2f}× slow" in text
 
 
 def _lone_split_moved(text):
@@ -642,6 +674,8 @@ def _lone_split_moved(text):
                 .predicted_time_s / (r["ms"] * 1e-3) for r in splits]
     was, now = _moved(priced, report_history.lone_split_before, contextlib.nullcontext)
     pairs = [(a, b) for a, b in zip(was, now) if a != b]
+    assert (f"lone 16-row launches of `decode_splits.json` are priced {min(a for a, _ in pairs):.2f}–"
+            f"{max(a for a, _ in pairs):.2f}× slow") in " ".join(doc("perf.md").split())
     assert (f"`decode_splits.json`'s {len(pairs)} lone launches at batch 1 (8 and 16 splits): "
             f"{min(a for a, _ in pairs):.2f}–{max(a for a, _ in pairs):.2f}× → "
             f"{min(b for _, b in pairs):.2f}–{max(b for _, b in pairs):.2f}×") in text

@@ -2735,11 +2735,11 @@ def test_perf_md_quotes_runs_143_and_144s_lone_causal_hopper_launch_knob_by_knob
     assert "9dd8f6d" in text and "f04015c" in text
 
 
-def golden_times_moved(before, configs, after=report_history.lone_split_before):
+def golden_times_moved(before, configs, after):
     """[(time after ÷ time under the model `before` a change, configuration)] of the golden file's configurations whose
     records the change moves; asserting that it moves none of their counts (a time model's change moves no byte).
-    after: the model after it (before the forty-seventh session's lone split programs, which events_launch and the
-    states older than it revert too)."""
+    after: the model after it (for the thirty-fifth session's changes, report_history.lone_split_before: events_launch
+    and the states older than it revert the forty-seventh session's lone split programs too)."""
     moved = []
     for args in configs:
         with after():
@@ -2759,7 +2759,7 @@ def test_perf_md_quotes_the_lone_hopper_set_up_adopted_and_scored_blind():
     Hopper times moved, the most on the shortest launches; the blind scoring of seeds 2072 to 2075, copied from run
     136's log as they were, as docs/perf.md quotes it, recomputed."""
     text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
-    moved = golden_times_moved(report_history.lone_by_port, golden.configs())
+    moved = golden_times_moved(report_history.lone_by_port, golden.configs(), report_history.lone_split_before)
     assert {args["algo"] for _, args in moved} == {"hopper"}
     assert all(args["seq"] <= 100 for _, args in sorted(moved, key=lambda m: m[0])[-5:])
     assert "only Hopper records' times moved, the most on launches of 1 to 100 rows" in text
@@ -2792,7 +2792,8 @@ def test_perf_md_quotes_the_hopper_launch_as_a_graph_replays_it_and_its_blind_se
     r = gpusim.simulate("hopper", seq=4096, head_dim=128, gpu="H200-measured")
     assert r.config.pass_.launch_s(r.config, "hopper") == gpu.graph_launch_s
     assert f"{gpu.graph_launch_s * 1e6:.3f} µs" in text
-    moved = golden_times_moved(report_history.events_launch, golden.configs())
+    moved = golden_times_moved(report_history.events_launch, golden.configs(),
+                               report_history.lone_split_before)
     assert {args["algo"] for _, args in moved} == {"hopper"}
     before, after = report_launches.graph_launch_figures()
     d64, d128 = (f"held-out sets: the Hopper kernel's rows, d {d}" for d in (64, 128))

@@ -33,8 +33,8 @@ class Pass:
     OWN_COPY = ()  # kernels whose programs copy their own tiles outside the loop at one program's rate: cost.own_copy
     LONE_PIPELINED = ()  # kernels whose lone program, pipelined S > 2 stages, keeps S - 1 tiles in flight at any warp
     #                      count: cost.lone_pipeline
-    LONE_COPY = ()  # kernels whose lone program moves a step's bytes, address loads too, at one program's copy rate:
-    #                 cost.lone_copy
+    LONE_COPY = ()  # kernels whose lone program, gathering its tiles through address loads, moves a step's bytes,
+    #                 addresses too, at one program's copy rate: cost.lone_gather
     STORED_AFTER = {}  # {kernel: the tensor its one-step programs store after their loads and dot}: cost.stored_after
     GRAPH_LAUNCH = False  # True: its launch is priced as a CUDA graph replays an empty kernel (GPU.graph_launch_s)
     CONTENTION = {}  # {kernel: the share of the lesser of its memory and compute time in series}, where not cost.py's
