@@ -4,6 +4,7 @@ several cache lengths, so that the slope of its time over the steps a program ta
 
     python -m benchmarks.split_lone --out $OUT --max-minutes 3
     python -m benchmarks.split_lone --out $OUT --others         # split_lone_others.json: a contiguous cache too,
+                                                                  # 4 splits (32 programs, all alone) besides,
                                                                   # and the unsplit decode kernel (one split)
     TRITON_INTERPRET=1 python -m benchmarks.split_lone --out /tmp --smoke      # CPU: the code paths
 
@@ -74,7 +75,7 @@ def main(argv=None):
     others, rest = OTHERS.parse_known_args(argv)
     full = dict(cases=tuple((1, length) for length in LENGTHS), rows=ROWS, splits=SPLITS)
     args, grid, shape = bd.sweep_setup(__doc__, rest, SMOKE, full)
-    splits, layouts = ((1, *grid["splits"]), (True, False)) if others.others else (grid["splits"], (True,))
+    splits, layouts = ((1, 4, *grid["splits"]), (True, False)) if others.others else (grid["splits"], (True,))
     bd.sweep_cases(args, "split_lone_others" if others.others else "split_lone", argv, grid["cases"], shape,
                    lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], splits, shape, layouts))
     return 0
