@@ -591,7 +591,7 @@ def split_lone_steps():
     step in µs, gpusim's in µs)}, each step the slope of the time over a program's steps (a least-squares line through
     the lengths), gpusim's from its price of the same launches as the model stands (report_history.lone_split_before
     for the model before the lone copy rule)."""
-    from benchmarks import decode_rows
+    from benchmarks import decode_rows, split_lone
     from gpusim import decode
     groups = {}
     for row in json.loads((agreement.RESULTS / "split_lone.json").read_text())["rows"]:
@@ -605,14 +605,8 @@ def split_lone_steps():
     for key, rows in groups.items():
         steps = [s for _, s, _, _ in rows]
         slope = [np.polyfit(steps, [r[i] * 1e3 for r in rows], 1)[0] for i in (2, 3)]
-        out[key] = (rows[0][0].block_q, split_lone_resident(rows[0][0]), *slope)
+        out[key] = (rows[0][0].block_q, split_lone.model_step(rows[0][0])[0], *slope)
     return out
-
-
-def split_lone_resident(launch):
-    """The programs an SM holds of the launch's split kernel, in gpusim."""
-    from benchmarks import split_lone
-    return split_lone.model_step(launch)[0]
 
 
 def split_lone_table():
