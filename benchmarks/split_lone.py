@@ -46,11 +46,8 @@ def model_step(launch):
                              head_dim=launch.head_dim, seq=launch.seq, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
                              page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
                              gpu=decode_rows.preset(launch))
-    k = result.kernels[0]
-    counts, dram = ({t: rw for (name, t), rw in table.items() if name == k.name} for table in (result.counts,
-                                                                                              result.dram))
-    grid = cost.occupied(result.config, k.name, counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    return grid.resident, cost.one_step(grid, cost.rates(grid)).chain_s
+    grid, step = cost.schedule(result)  # the split (or decode) kernel, the launch's first
+    return grid.resident, step.chain_s
 
 
 def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape, layouts=(True,)):

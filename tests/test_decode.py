@@ -297,13 +297,8 @@ def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
 
 def _split_step(page_size, seq, num_splits, gpu="H200-measured"):
     """(Grid, Schedule) of Llama-3-8B's split kernel at batch 1 over 32,768 tokens."""
-    r = gpusim.simulate("split_kv", seq=seq, seq_kv=32768, heads=32, kv_heads=8, head_dim=128, num_splits=num_splits,
-                        page_size=page_size, gpu=gpu)
-    k = r.kernels[0]
-    counts, dram = ({t: rw for (kernel, t), rw in table.items() if kernel == "split_kv"}
-                    for table in (r.counts, r.dram))
-    grid = cost.occupied(r.config, "split_kv", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-    return grid, cost.one_step(grid, cost.rates(grid))
+    return cost.schedule(gpusim.simulate("split_kv", seq=seq, seq_kv=32768, heads=32, kv_heads=8, head_dim=128,
+                                         num_splits=num_splits, page_size=page_size, gpu=gpu))
 
 
 @pytest.mark.parametrize("seq", [1, 8, 16])
@@ -327,13 +322,10 @@ def test_a_lone_gather_holds_within_run_95s_step_sizes_and_one_wave():
     more programs than SMs is no lone program, even at one an SM."""
     shape = dict(seq=1, heads=32, kv_heads=8, batch=1, seq_kv=32768, num_splits=16, page_size=16, gpu="H200-measured")
     for head_dim, dtype, lone in ((64, "fp16", True), (256, "fp32", False)):
-        r = gpusim.simulate("split_kv", head_dim=head_dim, dtype=dtype, **shape)
-        k = r.kernels[0]
-        counts, dram = ({t: rw for (n, t), rw in table.items() if n == "split_kv"} for table in (r.counts, r.dram))
-        grid = cost.occupied(r.config, "split_kv", counts, dram, (k.flops_matmul, k.flops_other, k.exps))
-        assert (grid.programs, grid.resident, cost.lone_gather(grid)) == (128, 1, lone)
+        grid, step = cost.schedule(gpusim.simulate("split_kv", head_dim=head_dim, dtype=dtype, **shape))
+        assert (grid.kernel, grid.programs, grid.resident, cost.lone_gather(grid)) == ("split_kv", 128, 1, lone)
         if lone:
-            assert cost.one_step(grid, cost.rates(grid)).chain_s == pytest.approx(16400 / 18.83e9, rel=1e-12)
+            assert step.chain_s == pytest.approx(16400 / 18.83e9, rel=1e-12)
         else:
             assert not cost.lone_gather(dataclasses.replace(grid, programs=132))  # its step, not its programs
     grid, _ = _split_step(16, 1, 16)
