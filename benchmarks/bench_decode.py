@@ -125,12 +125,12 @@ def sweep_setup(doc, argv, smoke, full):
     return args, smoke if args.smoke else full, SMOKE["shape"] if args.smoke else SHAPE
 
 
-def sweep_cases(args, name, argv, cases, shape, rows_of, **extra):
+def sweep_cases(args, name, argv, cases, shape, rows_of, module=None, **extra):
     """The launch sweeps' loop (benchmarks/decode_splits.py, decode_rows.py): for each (batch, cache length) of cases,
     rotated inputs and rows_of(batch, seq_kv, sets)'s rows, NAME.json in --out rewritten after each, until
-    --max-minutes; extra: more top-level fields."""
+    --max-minutes; module: the benchmark's module where it is not NAME; extra: more top-level fields."""
     deadline = time.monotonic() + args.max_minutes * 60
-    env = environment() | {"command": f"python -m benchmarks.{name} " + " ".join(argv or sys.argv[1:])}
+    env = environment() | {"command": f"python -m benchmarks.{module or name} " + " ".join(argv or sys.argv[1:])}
     result, out = {"environment": env, **extra, "rows": []}, Path(args.out) / f"{name}.json"
     for batch, seq_kv in cases:
         if time.monotonic() > deadline:

@@ -586,26 +586,29 @@ def decode_rows_table(name="decode_rows_h100.json"):
     return "\n".join(lines)
 
 
-def split_lone_steps():
-    """results/h200/split_lone.json by launch: {(query rows, splits): (block_q, programs an SM in gpusim, the measured
-    step in µs, gpusim's in µs)}, each step the slope of the time over a program's steps (a least-squares line through
-    the lengths), gpusim's from its price of the same launches as the model stands (report_history.lone_split_before
-    for the model before the lone copy rule)."""
+def split_lone_steps(name="split_lone.json"):
+    """A split_lone results file by launch: {(query rows, cache ("paged" or "contiguous"), splits): (block_q, programs
+    an SM in gpusim, the measured step in µs, gpusim's in µs, programs)}, each step the slope of the time over a program's steps
+    (a least-squares line through the lengths), gpusim's from its price of the same launches on the row's preset as
+    the model stands (report_history.lone_split_before for the model before the lone copy rule)."""
     from benchmarks import decode_rows, split_lone
     from gpusim import decode
     groups = {}
-    for row in json.loads((agreement.RESULTS / "split_lone.json").read_text())["rows"]:
+    for row in json.loads((agreement.RESULTS / name).read_text())["rows"]:
         launch = decode.make_launch(batch=row["batch"], seq=row["seq"], seq_kv=row["seq_kv"],
                                     page_size=row["page_size"], num_splits=row["num_splits"], block_kv=row["block_kv"],
                                     heads=row["heads"], kv_heads=row["kv_heads"], head_dim=row["head_dim"],
                                     gpu=row["preset"])
-        groups.setdefault((row["seq"], row["num_splits"]), []).append(
+        cache = "contiguous" if row["page_size"] is None else "paged"
+        groups.setdefault((row["seq"], cache, row["num_splits"]), []).append(
             (launch, row["steps"], row["ms"], decode_rows.predicted_ms(launch)))
     out = {}
     for key, rows in groups.items():
         steps = [s for _, s, _, _ in rows]
         slope = [np.polyfit(steps, [r[i] * 1e3 for r in rows], 1)[0] for i in (2, 3)]
-        out[key] = (rows[0][0].block_q, split_lone.model_step(rows[0][0])[0], *slope)
+        launch = rows[0][0]
+        out[key] = (launch.block_q, split_lone.model_step(launch)[0], *slope,
+                    launch.batch * launch.kv_heads * launch.num_splits)
     return out
 
 
@@ -617,10 +620,25 @@ def split_lone_table():
         before = split_lone_steps()
     lines = ["| query rows | padded rows | splits | programs an SM | measured, µs a step | gpusim before, µs a step of "
              "its price [÷ measured] | gpusim now [÷ measured] |", "|---|---|---|---|---|---|---|"]
-    for (rows, splits), (block_q, resident, measured, now) in sorted(split_lone_steps().items()):
-        was = before[(rows, splits)][3]
+    for (rows, cache, splits), (block_q, resident, measured, now, _) in sorted(split_lone_steps().items()):
+        was = before[(rows, cache, splits)][3]
         lines.append(f"| {rows} | {block_q} | {splits} | {resident} | {measured:.2f} | {was:.2f} "
                      f"[{was / measured:.2f}] | {now:.2f} [{now / measured:.2f}] |")
+    return "\n".join(lines)
+
+
+def split_lone_others_table():
+    """The H100's split_lone_others_h100.json (run 171): the split kernel at 4, 16 and 32 splits and the unsplit
+    decode kernel (1), over pages and a contiguous cache, each step beside gpusim's on H100-SXM (no lone copy rate:
+    the whole wait) and, at 16 and 32 splits over pages, the H200's (split_lone.json, run 170)."""
+    h200 = split_lone_steps()
+    lines = ["| query rows | padded rows | cache | splits | programs | programs an SM | H100, µs a step | gpusim on "
+             "H100-SXM, µs [÷ measured] | H200 (run 170), µs |", "|---|---|---|---|---|---|---|---|---|"]
+    steps = split_lone_steps("split_lone_others_h100.json")
+    for (rows, cache, splits), (block_q, resident, measured, model, programs) in sorted(steps.items()):
+        there = f"{h200[(rows, cache, splits)][2]:.2f}" if (rows, cache, splits) in h200 else "–"
+        lines.append(f"| {rows} | {block_q} | {cache} | {splits} | {programs} | {resident} | {measured:.2f} | "
+                     f"{model:.2f} [{model / measured:.2f}] | {there} |")
     return "\n".join(lines)
 
 

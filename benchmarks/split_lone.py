@@ -74,7 +74,8 @@ def main(argv=None):
     args, grid, shape = bd.sweep_setup(__doc__, rest, SMOKE, full)
     splits, layouts = ((1, 4, *grid["splits"]), (True, False)) if others.others else (grid["splits"], (True,))
     bd.sweep_cases(args, "split_lone_others" if others.others else "split_lone", argv, grid["cases"], shape,
-                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], splits, shape, layouts))
+                   lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], splits, shape, layouts),
+                   module="split_lone")
     return 0
 
 

@@ -225,7 +225,9 @@ def test_split_lone_others_times_a_contiguous_cache_and_the_unsplit_kernel_too(t
 
     from benchmarks import split_lone
     assert split_lone.main(["--out", str(tmp_path), "--smoke", "--others"]) == 0
-    rows = json.loads((tmp_path / "split_lone_others.json").read_text())["rows"]
+    data = json.loads((tmp_path / "split_lone_others.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.split_lone --out {tmp_path} --smoke --others"
+    rows = data["rows"]
     assert {(r["page_size"], r["num_splits"]) for r in rows} == {(p, s) for p in (16, None) for s in (1, 2, 4)}
     assert len(rows) == 2 * 2 * 2 * 3 and all(r["rel_err"] < 2e-3 for r in rows)
     for r in rows:

@@ -598,6 +598,7 @@ def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted()
     now = report_kernels.split_lone_steps()
     lone = [steps[(rows, 16)] * 1e6 for rows in split_lone.ROWS]
     two = [steps[(rows, 32)] * 1e6 for rows in split_lone.ROWS]
+    before, now = ({(rows, splits): v for (rows, _, splits), v in steps_of.items()} for steps_of in (before, now))
     assert f"{lone[0]:.2f}, {lone[1]:.2f} and {lone[2]:.2f} µs alone at the three tiles" in text
     assert f"{two[0]:.2f}, {two[1]:.2f} and {two[2]:.2f} µs on a program's chain at two an SM" in text
     measured = [now[(rows, 16)][2] for rows in split_lone.ROWS]
@@ -617,6 +618,53 @@ def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted()
     assert all(now[key][3] == before[key][3] for key in now if key[1] == 32)
     _lone_split_moved(text)
     _lone_split_unmeasured(text)
+
+
+def test_perf_md_quotes_the_h100s_lone_split_programs_against_the_prediction():
+    """docs/perf.md's run 171 (an H100): split_lone_h100.json against split_lone_others_h100.json and the H200's
+    split_lone.json, and each part of the written prediction it answers, recomputed from the three files."""
+    from benchmarks import report_kernels
+    text = doc("perf.md").split("What happened, on an H100 (run 171")[1].split("## The kernels as a user calls")[0]
+    others = report_kernels.split_lone_steps("split_lone_others_h100.json")
+    again, h200 = report_kernels.split_lone_steps("split_lone_h100.json"), report_kernels.split_lone_steps()
+    rows = (1, 8, 16)
+
+    def step(n, cache, splits):
+        return others[(n, cache, splits)][2]
+
+    def pct(values):
+        return f"{100 * min(values):.0f}–{100 * max(values):.0f}%"
+    repeat = max(abs(again[key][2] / others[key][2] - 1) for key in again)
+    assert set(again) == set(h200) and f"16 and 32 splits agree within {100 * repeat + 0.05:.1f}%" in text
+    lone = [step(n, "paged", 16) for n in rows]
+    assert (f"Alone at 16 splits the H100's step is {min(lone):.2f}–{max(lone):.2f} µs, "
+            f"{pct([a / h200[(n, 'paged', 16)][2] - 1 for a, n in zip(lone, rows)])} longer than the H200's; two an SM "
+            f"it is {pct([step(n, 'paged', 32) / h200[(n, 'paged', 32)][2] - 1 for n in rows])} longer") in text
+    below = [1 - step(n, "paged", 4) / step(n, "paged", 16) for n in rows]
+    assert f"the paged step is {pct(below)} below its step at 16 (128 programs): the prediction" in text
+    assert max(below) > 0.1  # the prediction: within 10%
+    unsplit = [step(n, "paged", 1) for n in rows]
+    assert max(abs(a / step(n, "paged", 4) - 1) for a, n in zip(unsplit, rows)) < 0.05
+    assert f"within 5% of the split kernel at 4 splits: {min(unsplit):.2f}–{max(unsplit):.2f} µs" in text
+    light = [step(n, "contiguous", s) for n in rows for s in (1, 4)]
+    full = [step(n, "contiguous", 16) for n in rows]
+    assert max(light + full) < 1.74 and others[(16, "contiguous", 16)][0] == 64
+    assert (f"{min(light):.2f}–{max(light):.2f} µs a step at 8 and 32 programs, {min(full):.2f}–{max(full):.2f} µs "
+            f"at 128") in text
+    assert (f"{pct([1 - a / step(n, 'paged', 16) for a, n in zip(full, rows)])} below the paged step at 128 "
+            f"programs, {pct([1 - step(n, 'contiguous', s) / step(n, 'paged', s) for n in rows for s in (1, 4)])} "
+            f"below at 8 and 32") in text
+    two = [step(n, "contiguous", 32) for n in rows]
+    assert f"it steps as the paged cache does ({min(two):.2f}–{max(two):.2f} µs)" in text
+
+    def priced(keys):
+        ratios = [others[key][3] / others[key][2] for key in keys]
+        return f"{min(ratios):.2f}–{max(ratios):.2f}×"
+    alone = [key for key in others if others[key][1] == 1]
+    assert (f"prices the lone paged steps {priced(k for k in alone if k[1] == 'paged')} slow, the lone contiguous "
+            f"ones {priced(k for k in alone if k[1] == 'contiguous')}, two an SM "
+            f"{priced(k for k in others if others[k][1] == 2)}") in text
+    assert f"steps {pct(below)} faster than the rule prices it" in text
 
 
 def _lone_split_unmeasured(text):
