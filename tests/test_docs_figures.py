@@ -666,6 +666,20 @@ def test_perf_md_quotes_the_h100s_lone_split_programs_against_the_prediction():
             f"{priced(k for k in others if others[k][1] == 2)}") in text
     assert f"steps {pct(below)} faster than the rule prices it" in text
 
+    def rates(steps, cache):  # TB/s: every program's 32 KiB step (and 16 B of block table) a step
+        return [steps[(n, cache, 16)][4] * (2 * 64 * 128 * 2 + 16) / steps[(n, cache, 16)][2] / 1e6 for n in rows]
+
+    def drawn(steps, cache):
+        return f"{min(rates(steps, cache)):.2f}–{max(rates(steps, cache)):.2f} TB/s"
+    hbm = {name: gpusim.get_gpu(name).hbm_bytes_per_s / 1e12 for name in ("H100-SXM", "H200-measured")}
+    peak = [rate / hbm["H100-SXM"] for rate in rates(others, "contiguous")]
+    assert (f"drew {drawn(others, 'contiguous')} from a contiguous cache ({pct(peak)} of its {hbm['H100-SXM']:.2f} "
+            f"TB/s) and {drawn(others, 'paged')} over pages") in text
+    assert (f"the H200's 128 drew {drawn(h200, 'paged')} over pages in run 170, about half of the "
+            f"{hbm['H200-measured']:.3f} TB/s it copies at") in text
+    ratio = [step(n, "contiguous", 16) / step(n, "contiguous", 4) for n in rows]
+    assert f"(on the H100 {min(ratio):.2f}–{max(ratio):.2f}× it)" in text
+
 
 def _lone_split_unmeasured(text):
     """The section's other figures: the prediction's grounds, gpusim's steps where run 170 did not measure, the rows
