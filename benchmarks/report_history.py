@@ -28,7 +28,8 @@ def no_lone_pipeline():
     """The model before the twenty-second session's cost.lone_pipeline (and the twenty-fourth's cost.lone_copy), while
     the block runs: every cp.async step of flash2 waits for its whole load, as every figure docs/perf.md quotes from
     before it."""
-    with no_lone_copy(), _patched(cost, "lone_pipeline", lambda grid: False, "no_lone_pipeline"):
+    with no_lone_copy(), _patched(cost, "lone_pipeline", lambda grid: False, "no_lone_pipeline",
+                                   moves=FLASH2_ROWS | NAIVE_ROWS):  # flash2's full_issue, naive's LONE_PIPELINED pv
         yield
 
 
@@ -37,7 +38,8 @@ def no_lone_copy():
     """The model before the twenty-fourth session's cost.lone_copy, while the block runs: a lone 8-warp flash2 program
     pipelined 3 or 4 deep waits for its compute and its whole load each step, as every figure docs/perf.md quotes from
     before it."""
-    with no_own_copy(), _patched(cost, "lone_copy", lambda grid: False, "no_lone_copy"):
+    with no_own_copy(), _patched(cost, "lone_copy", lambda grid: False, "no_lone_copy",
+                                moves=FLASH2_ROWS | DECODE_ROWS):  # flash2's full_issue, SplitKV's LONE_COPY
         yield
 
 
@@ -45,7 +47,7 @@ def no_lone_copy():
 def no_own_copy():
     """The model before the twenty-fifth session's cost.own_copy, while the block runs: a flash2 program's Q tile is
     waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before it."""
-    with full_last_wave(), _patched(cost, "own_copy", lambda grid: False, "no_own_copy"):
+    with full_last_wave(), _patched(cost, "own_copy", lambda grid: False, "no_own_copy", moves=FLASH2_ROWS):
         yield
 
 
@@ -61,10 +63,14 @@ def full_last_wave():
 def counted_dots():
     """The model before the twenty-seventh session's cost.dot_padding, while the block runs: a step's dots priced on
     the counted FLOPs (the valid rows times the valid keys), as every figure docs/perf.md quotes from before it."""
-    with no_measured_issue(), _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots"):
+    with no_measured_issue(), _patched(cost, "dot_padding", lambda grid: 1.0, "counted_dots",
+                                      moves=FLASH2_ROWS | HOPPER_ROWS | NAIVE_ROWS):  # SplitKV's dot_tiling: None
         yield
 
 
+# The held-out rows a trial of flash2's kernel alone moves (Flash2's LONE_FULL_ISSUE and OWN_COPY, cost.full_issue's
+# and cost.own_copy's: no other pass's kernel is named flash2; a training step runs it for its forward).
+FLASH2_ROWS = frozenset({("forward", "flash2"), ("train", "flash2")})
 HOPPER_ROWS = frozenset({("forward", "hopper")})  # the held-out rows a trial of the Hopper kernel's pricing alone moves
 TRAIN_ROWS = frozenset({("train", "flash2")})  # and a trial of flash2's backward, or of a training step's host floor
 NAIVE_ROWS = frozenset({("forward", "naive")})  # and a trial of naive's forward kernels
@@ -89,7 +95,7 @@ def line_issue():
     """The model before the nineteenth session's cost.full_issue, while the block runs: a lone flash2 program of 4
     warps per SM issues on ISSUE_HIDING's line (0.45 of the full rate), as every figure docs/perf.md quotes from
     before it."""
-    with no_own_copy(), _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue"):
+    with no_own_copy(), _patched(Flash2, "LONE_FULL_ISSUE", (), "line_issue", moves=FLASH2_ROWS):
         yield
 
 
@@ -105,7 +111,8 @@ def one_warp_issue():
     """The model before the twenty-first session's cost.full_issue (two warps per scheduler, 64 rows or more), while
     the block runs: one_warp_full_issue in its place, and no cost.lone_pipeline (it came after), as every figure
     docs/perf.md quotes from the sections between."""
-    with no_lone_pipeline(), _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue"):
+    with no_lone_pipeline(), _patched(cost, "full_issue", one_warp_full_issue, "one_warp_issue",
+                                   moves=FLASH2_ROWS):  # its rule, as cost.full_issue's, holds LONE_FULL_ISSUE's alone
         yield
 
 

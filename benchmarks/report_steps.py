@@ -20,7 +20,8 @@ from benchmarks.report_heldout import (
     BLIND_LONE_COPY, BLIND_LONE_PIPELINE, BLIND_MEASURED_ISSUE, BLIND_TWO_WARP, BLIND_WHOLE_DOTS, EIGHTEEN, NEWEST,
     TWENTY_EIGHT, TWENTY_SIX, TWENTY_TWO, change_scores, labelled, meets_target, model_scores, sets_share, trial_scores)
 from benchmarks.report_history import (
-    TRAIN_ROWS, _patched, counted_dots, line_issue, no_lone_copy, no_lone_pipeline, no_measured_issue, one_warp_issue)
+    FLASH2_ROWS, NAIVE_ROWS, TRAIN_ROWS, _patched, counted_dots, line_issue, no_lone_copy, no_lone_pipeline,
+    no_measured_issue, one_warp_issue)
 from benchmarks.report_kernels import backward_kernel, bwd_kernel_rows, tiles_bwd_table
 import gpusim
 from gpusim import cost
@@ -80,7 +81,7 @@ def lone_pipelined():
     """The twentieth session's trial (docs/perf.md, "A lone program's pipeline"), adopted since: cost.lone_pipeline
     back in force inside a context that turned it off. Inside one_warp_issue() it is the trial as tried: Little's law
     for the pipeline (pipelined_chain) where a lone 4-warp flash2 program issues at the full rate."""
-    with _patched(cost, "lone_pipeline", LONE_PIPELINE, "lone_pipelined"):
+    with _patched(cost, "lone_pipeline", LONE_PIPELINE, "lone_pipelined", moves=FLASH2_ROWS | NAIVE_ROWS):
         yield
 
 
@@ -200,7 +201,8 @@ def two_warp_overlap_step(base, grid, rate):
 @contextmanager
 def two_warp_overlap():
     """The model with two_warp_overlap_step in cost.schedule's place of cost.one_step, while the block runs."""
-    with _patched(cost, "one_step", partial(two_warp_overlap_step, cost.one_step), "two_warp_overlap"):
+    with _patched(cost, "one_step", partial(two_warp_overlap_step, cost.one_step), "two_warp_overlap",
+                  moves=FLASH2_ROWS):  # a step where cost.full_issue holds: flash2's alone
         yield
 
 
@@ -513,7 +515,7 @@ def nsight_pipe(hiding, contention, issued=False):
         cls.ISSUE_HIDING = {**cls.ISSUE_HIDING, **dict.fromkeys(kernels, hiding)}
         cls.CONTENTION = {**cls.CONTENTION, **dict.fromkeys(kernels, contention)}
     try:
-        with _patched(cost, "rates", rates, ("nsight_pipe", hiding, contention, issued)):
+        with _patched(cost, "rates", rates, ("nsight_pipe", hiding, contention, issued), moves=FLASH2_ROWS):
             yield
     finally:
         for cls, (hiding_table, contention_table) in saved.items():
@@ -840,7 +842,7 @@ def exposed_wait(constants=None):
         memory = sharing * np.maximum(moved[0] / step.rate["l2"], moved[1] / step.rate["dram"])
         steps = j * exposed_step(compute, wait, 0.0, grid.res.num_stages, resident, constants)
         return np.maximum(cost.first_loads(step, j) + resident * step.fixed_compute_s + steps, memory)
-    with _patched(cost, "tau", exposed, ("exposed_wait", constants)):
+    with _patched(cost, "tau", exposed, ("exposed_wait", constants), moves=FLASH2_ROWS):  # flash2's steps alone
         yield
 
 
