@@ -115,8 +115,27 @@ def _rows(name_, default_only, head_dim, model):
             continue
         if name_ == "tiles.json" and not rule_launch(row):
             continue  # launches overridden away from the kernel's rule: the model prices the rule's launch
-        out.append((row, predicted_s(row) / (row["ms"] * 1e-3)))
+        out.append((row, row_predicted_s(row, model) / (row["ms"] * 1e-3)))
     return tuple(out)
+
+
+def results_kind(row):
+    """The held-out kind (MOVES') whose trials can move a results row: its kernel's forward, flash2's training step (its
+    "bwd" pass too: the same passes), the decode kernels; None for a row of a kind no held-out set holds (flash1,
+    naive's training step): every trial can move it."""
+    algo = row.get("algo", row.get("provider"))
+    kind = ("decode", "split_kv") if algo in DECODE else ("train" if "pass" in row else "forward", algo)
+    return kind if kind in HELD_OUT_KINDS else None
+
+
+def row_predicted_s(row, model):
+    """predicted_s(row) under the state `model`, kept as predicted() keeps a held-out row's time: per row and per the
+    trials in it that can move it (results_kind), so that a trial of one kernel's pricing prices that kernel's rows anew
+    and the others' once."""
+    key = (json.dumps(row, sort_keys=True), moving(model, results_kind(row)))
+    if key not in PREDICTED_S:
+        PREDICTED_S[key] = predicted_s(row)
+    return PREDICTED_S[key]
 
 
 def program_setup_rows():
@@ -165,18 +184,24 @@ def predicted(row, model):
     that can move it: those whose MOVES hold the row's kind (every trial not in MOVES), not the swaps of measured rows
     (the row is its own key). The render prices the sets under many states of the model; a trial of one kernel's
     pricing prices that kernel's rows anew, the others' once for every such trial."""
-    kind = (row["kind"], row["algo"])
-    moving = tuple(k for k in model if k not in SWAPS and kind in MOVES.get(trial_name(k), {kind}))
-    key = (json.dumps(row, sort_keys=True), moving)
+    key = (json.dumps(row, sort_keys=True), moving(model, (row["kind"], row["algo"])))
     if key not in PREDICTED:
         PREDICTED[key] = heldout_simulated(row).predicted_time_s
     return PREDICTED[key]
+
+
+def moving(model, kind):
+    """The trials of the state `model` that can move a row of `kind` (None: of any kind): those whose MOVES hold it
+    (every trial not in MOVES), not the swaps of measured rows (a row is its own key)."""
+    return tuple(k for k in model if k not in SWAPS and (kind is None or kind in MOVES.get(trial_name(k), {kind})))
 
 
 MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (report_*.py's)
 SWAPS = set()  # the trials that swap measured rows, not the model (trial(key, rows=True))
 MOVES = {}  # a trial's name: the held-out rows' (kind, algo) it can move, if not all
 PREDICTED = {}  # predicted()'s times
+PREDICTED_S = {}  # row_predicted_s()'s
+HELD_OUT_KINDS = frozenset(heldout.KINDS)  # the held-out rows' (kind, algo)
 
 
 def trial_name(key):

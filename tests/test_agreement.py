@@ -135,8 +135,9 @@ def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
 
 def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
     """agreement.predicted keeps a held-out row's time across the trials whose MOVES leave its kind out (the report
-    modules' trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor): under
-    each, every row of two sets (Hopper, training and decode rows among them), kept so, equals the row priced afresh."""
+    modules' trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor, of
+    flash2's kernel alone): under each, every row of two sets (Hopper, training and decode rows among them), kept so,
+    equals the row priced afresh."""
     from contextlib import contextmanager
 
     from gpusim.passes.hopper import LONE_SETUP_S
@@ -155,9 +156,33 @@ def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
     trials = [report_history.events_launch, report_history.lone_by_port, lambda: report_launches.program_cost(2e-6),
               lambda: report_launches.lone_latency({kind: 2 * s for kind, s in LONE_SETUP_S.items()}),
               report_steps.backward_full_issue, measured_rate, report_history.no_measured_issue,
-              report_history.preset_host_floor, report_history.dkdv_by_waves, report_history.no_list_schedule]
+              report_history.preset_host_floor, report_history.dkdv_by_waves, report_history.no_list_schedule,
+              lambda: report_steps.nsight_pipe(0.4, 0.1), report_steps.two_warp_overlap]
     for make in trials:
         with make():
             kept = [agreement.predicted(r, agreement.state()) for r in rows]
             assert kept == [agreement.heldout_simulated(r).predicted_time_s for r in rows]
             assert kept != now  # the trial moves some row
+
+
+def test_each_model_before_a_change_prices_anew_only_the_rows_its_trials_can_move():
+    """report_history's models as they were before each change, each inside the one before it as docs/perf.md's
+    sections nest them, walked from the innermost out (as the render prices them): under each, the rows of a held-out
+    set and a sample of every results file, kept per the trials that can move their kind (agreement.predicted,
+    agreement.row_predicted_s), equal the rows priced afresh: no trial's MOVES leaves out a kind it moves."""
+    agreement = _agreement()
+    from benchmarks import report_history as h
+    held = [r for r in agreement.read_heldout("heldout_2079.json") if r.get("ms")][::2]
+    results = [r for name in agreement.FILES for r, _ in agreement.rows(name)[::32]]
+    assert {agreement.results_kind(r) for r in results} >= set(h.FLASH2_ROWS | h.HOPPER_ROWS | h.NAIVE_ROWS
+                                                               | h.DECODE_ROWS) | {None}
+    walk = (h.lone_split_before, h.events_launch, h.lone_by_port, h.dkdv_by_waves, h.no_list_schedule,
+            h.no_measured_issue, h.counted_dots, h.full_last_wave, h.no_own_copy, h.line_issue, h.no_lone_copy,
+            h.no_lone_pipeline, h.one_warp_issue)
+    for model in walk:
+        with model():
+            state = agreement.state()
+            assert [agreement.predicted(r, state) for r in held] == [
+                agreement.heldout_simulated(r).predicted_time_s for r in held], model.__name__
+            assert [agreement.row_predicted_s(r, state) for r in results] == [
+                agreement.predicted_s(r) for r in results], model.__name__
