@@ -184,9 +184,20 @@ def predicted(row, model):
     that can move it: those whose MOVES hold the row's kind (every trial not in MOVES), not the swaps of measured rows
     (the row is its own key). The render prices the sets under many states of the model; a trial of one kernel's
     pricing prices that kernel's rows anew, the others' once for every such trial."""
+    return _priced(row, model)[0]
+
+
+def heldout_gpu_s(row):
+    """heldout_simulated(row)'s kernels' times summed (a training step's GPU time, before its host floor) under the
+    model in force, kept as predicted() keeps the row's time."""
+    return _priced(row, state())[1]
+
+
+def _priced(row, model):
     key = (json.dumps(row, sort_keys=True), moving(model, (row["kind"], row["algo"])))
     if key not in PREDICTED:
-        PREDICTED[key] = heldout_simulated(row).predicted_time_s
+        result = heldout_simulated(row)
+        PREDICTED[key] = result.predicted_time_s, sum(k.predicted_time_s for k in result.kernels)
     return PREDICTED[key]
 
 
@@ -199,7 +210,7 @@ def moving(model, kind):
 MODEL = []  # the trials in force, outermost first, each a hashable description of the part it swaps (report_*.py's)
 SWAPS = set()  # the trials that swap measured rows, not the model (trial(key, rows=True))
 MOVES = {}  # a trial's name: the held-out rows' (kind, algo) it can move, if not all
-PREDICTED = {}  # predicted()'s times
+PREDICTED = {}  # _priced()'s: predicted()'s times and heldout_gpu_s()'s
 PREDICTED_S = {}  # row_predicted_s()'s
 HELD_OUT_KINDS = frozenset(heldout.KINDS)  # the held-out rows' (kind, algo)
 

@@ -91,8 +91,7 @@ def probe_rows(names, probe="host_probe_us"):
     for name in names:
         for row, _ in agreement.heldout_rows(name):
             if row["kind"] == "train" and row.get(probe):
-                gpu_s = sum(k.predicted_time_s for k in agreement.heldout_simulated(row).kernels)
-                out.append((row["ms"], row[probe] * 1e-3, gpu_s * 1e3))
+                out.append((row["ms"], row[probe] * 1e-3, agreement.heldout_gpu_s(row) * 1e3))
     return out
 
 

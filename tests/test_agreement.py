@@ -168,8 +168,9 @@ def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
 def test_each_model_before_a_change_prices_anew_only_the_rows_its_trials_can_move():
     """report_history's models as they were before each change, each inside the one before it as docs/perf.md's
     sections nest them, walked from the innermost out (as the render prices them): under each, the rows of a held-out
-    set and a sample of every results file, kept per the trials that can move their kind (agreement.predicted,
-    agreement.row_predicted_s), equal the rows priced afresh: no trial's MOVES leaves out a kind it moves."""
+    set and a sample of every results file, kept per the trials that can move their kind (agreement.predicted and
+    heldout_gpu_s, agreement.row_predicted_s), equal the rows priced afresh: no trial's MOVES leaves out a kind it
+    moves."""
     agreement = _agreement()
     from benchmarks import report_history as h
     held = [r for r in agreement.read_heldout("heldout_2079.json") if r.get("ms")][::2]
@@ -181,8 +182,9 @@ def test_each_model_before_a_change_prices_anew_only_the_rows_its_trials_can_mov
             h.no_lone_pipeline, h.one_warp_issue)
     for model in walk:
         with model():
-            state = agreement.state()
-            assert [agreement.predicted(r, state) for r in held] == [
-                agreement.heldout_simulated(r).predicted_time_s for r in held], model.__name__
+            state, fresh = agreement.state(), [agreement.heldout_simulated(r) for r in held]
+            assert [agreement.predicted(r, state) for r in held] == [f.predicted_time_s for f in fresh], model.__name__
+            assert [agreement.heldout_gpu_s(r) for r in held] == [sum(k.predicted_time_s for k in f.kernels)
+                                                                  for f in fresh], model.__name__
             assert [agreement.row_predicted_s(r, state) for r in results] == [
                 agreement.predicted_s(r) for r in results], model.__name__
