@@ -22,6 +22,7 @@ from gpusim_course.provenance import heldout
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "results" / "h200"
+pytestmark = pytest.mark.xdist_group("perf_report")  # the report's caches (agreement, report_kernels), priced once
 
 
 def doc(name):
