@@ -652,11 +652,16 @@ def test_perf_md_quotes_the_h100s_lone_split_programs_against_the_prediction():
     assert max(light + full) < 1.74 and others[(16, "contiguous", 16)][0] == 64
     assert (f"{min(light):.2f}–{max(light):.2f} µs a step at 8 and 32 programs, {min(full):.2f}–{max(full):.2f} µs "
             f"at 128") in text
+    tile = [step(16, "contiguous", s) / step(1, "contiguous", s) for s in (1, 4, 16)]
+    grows = {f"{others[(16, 'contiguous', s)][3] / others[(1, 'contiguous', s)][3]:.2f}" for s in (1, 4, 16)}
+    assert len(grows) == 1 and (f"at 64 padded rows {min(tile):.2f}–{max(tile):.2f}× its step at 16, where gpusim's "
+                                f"grows {grows.pop()}×") in text
     assert (f"{pct([1 - a / step(n, 'paged', 16) for a, n in zip(full, rows)])} below the paged step at 128 "
             f"programs, {pct([1 - step(n, 'contiguous', s) / step(n, 'paged', s) for n in rows for s in (1, 4)])} "
             f"below at 8 and 32") in text
-    two = [step(n, "contiguous", 32) for n in rows]
-    assert f"it steps as the paged cache does ({min(two):.2f}–{max(two):.2f} µs)" in text
+    two, paged_two = [step(n, "contiguous", 32) for n in rows], [step(n, "paged", 32) for n in rows]
+    assert (f"it steps {pct([1 - c / p for c, p in zip(two, paged_two)])} below the paged cache ({min(two):.2f}–"
+            f"{max(two):.2f} µs against {min(paged_two):.2f}–{max(paged_two):.2f})") in text
 
     def priced(keys):
         ratios = [others[key][3] / others[key][2] for key in keys]
@@ -665,10 +670,15 @@ def test_perf_md_quotes_the_h100s_lone_split_programs_against_the_prediction():
     assert (f"prices the lone paged steps {priced(k for k in alone if k[1] == 'paged')} slow, the lone contiguous "
             f"ones {priced(k for k in alone if k[1] == 'contiguous')}, two an SM "
             f"{priced(k for k in others if others[k][1] == 2)}") in text
-    assert f"steps {pct(below)} faster than the rule prices it" in text
+    assert gpusim.get_gpu("H100-SXM").sm_count == gpusim.get_gpu("H200-measured").sm_count == 132
+    assert "the H100 has as many SMs (132)" in text
+    priced_h200 = [h200[(n, "paged", 16)][3] / h200[(n, "paged", 16)][2] for n in rows]
+    assert (f"takes a step {pct(below)} shorter than 128 lone programs do, whose step the rule prices "
+            f"{min(priced_h200):.2f}–{max(priced_h200):.2f}× (run 170)") in text
 
-    def rates(steps, cache):  # TB/s: every program's 32 KiB step (and 16 B of block table) a step
-        return [steps[(n, cache, 16)][4] * (2 * 64 * 128 * 2 + 16) / steps[(n, cache, 16)][2] / 1e6 for n in rows]
+    def rates(steps, cache):  # TB/s: every program's 32 KiB step (and over pages 16 B of block table) a step
+        table = 16 if cache == "paged" else 0
+        return [steps[(n, cache, 16)][4] * (2 * 64 * 128 * 2 + table) / steps[(n, cache, 16)][2] / 1e6 for n in rows]
 
     def drawn(steps, cache):
         return f"{min(rates(steps, cache)):.2f}–{max(rates(steps, cache)):.2f} TB/s"
