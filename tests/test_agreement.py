@@ -136,9 +136,10 @@ def test_a_swap_of_measured_rows_is_one_state_wherever_it_is_nested():
 def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
     """agreement.predicted keeps a held-out row's time across the trials whose MOVES leave its kind out (the report
     modules' trials of the Hopper kernel's pricing, of flash2's backward, of the training step's host floor, of
-    flash2's kernel alone): under each, every row of two sets (Hopper, training and decode rows among them), kept so,
-    equals the row priced afresh."""
-    from contextlib import contextmanager
+    flash2's kernel alone, of naive's, of the decode kernels'): under each, every row of two sets (Hopper, training and
+    decode rows among them) and a quarter of every results file's, kept so (agreement.row_predicted_s), equals the row
+    priced afresh."""
+    from contextlib import contextmanager, nullcontext
 
     from gpusim.passes.hopper import LONE_SETUP_S
     agreement = _agreement()
@@ -148,21 +149,38 @@ def test_a_trial_of_one_kernels_pricing_moves_no_other_rows():
     def measured_rate():  # dK/dV's rate as measured moves a row only where MEASURED_ISSUE does not price dK/dV
         with report_history.no_measured_issue(), report_steps.dkdv_measured_rate():
             yield
+
+    @contextmanager
+    def lone_pipelined():  # the rule back in force inside the model before it
+        with report_history.no_lone_pipeline(), report_steps.lone_pipelined():
+            yield
     rows = [r for name in ("heldout_2070.json", "heldout_2079.json") for r in agreement.read_heldout(name)
             if r.get("ms")]
     assert {(r["kind"], r["algo"]) for r in rows} >= report_history.HOPPER_ROWS | report_history.TRAIN_ROWS | {
         ("decode", "split_kv"), ("forward", "flash2"), ("forward", "naive")}
     now = [agreement.predicted(r, agreement.state()) for r in rows]  # kept under the model, for the trials to reuse
+    results = [r for name in agreement.FILES for r, _ in agreement.rows(name)[::4]]  # and these
     trials = [report_history.events_launch, report_history.lone_by_port, lambda: report_launches.program_cost(2e-6),
               lambda: report_launches.lone_latency({kind: 2 * s for kind, s in LONE_SETUP_S.items()}),
               report_steps.backward_full_issue, measured_rate, report_history.no_measured_issue,
               report_history.preset_host_floor, report_history.dkdv_by_waves, report_history.no_list_schedule,
-              lambda: report_steps.nsight_pipe(0.4, 0.1), report_steps.two_warp_overlap]
+              lambda: report_steps.nsight_pipe(0.4, 0.1), report_steps.two_warp_overlap,
+              lambda: report_steps.exposed_wait((1.0, 0.5, 0.6)), report_history.naive_before,
+              report_history.shared_chain, lone_pipelined]
     for make in trials:
+        with {measured_rate: report_history.no_measured_issue, lone_pipelined: report_history.no_lone_pipeline}.get(
+                make, nullcontext)():  # a nested trial's rows kept under the model it is nested in, for it to reuse
+            state = agreement.state()
+            for r in rows:
+                agreement.predicted(r, state)
+            for r in results:
+                agreement.row_predicted_s(r, state)
         with make():
             kept = [agreement.predicted(r, agreement.state()) for r in rows]
             assert kept == [agreement.heldout_simulated(r).predicted_time_s for r in rows]
             assert kept != now  # the trial moves some row
+            state = agreement.state()
+            assert [agreement.row_predicted_s(r, state) for r in results] == [agreement.predicted_s(r) for r in results]
 
 
 def test_each_model_before_a_change_prices_anew_only_the_rows_its_trials_can_move():
@@ -171,13 +189,14 @@ def test_each_model_before_a_change_prices_anew_only_the_rows_its_trials_can_mov
     set and a sample of every results file, kept per the trials that can move their kind (agreement.predicted and
     heldout_gpu_s, agreement.row_predicted_s), equal the rows priced afresh: no trial's MOVES leaves out a kind it
     moves."""
+    from contextlib import nullcontext
     agreement = _agreement()
     from benchmarks import report_history as h
     held = [r for r in agreement.read_heldout("heldout_2079.json") if r.get("ms")][::2]
-    results = [r for name in agreement.FILES for r, _ in agreement.rows(name)[::32]]
+    results = [r for name in agreement.FILES for r, _ in agreement.rows(name)[::4]]
     assert {agreement.results_kind(r) for r in results} >= set(h.FLASH2_ROWS | h.HOPPER_ROWS | h.NAIVE_ROWS
                                                                | h.DECODE_ROWS) | {None}
-    walk = (h.lone_split_before, h.events_launch, h.lone_by_port, h.dkdv_by_waves, h.no_list_schedule,
+    walk = (nullcontext, h.lone_split_before, h.events_launch, h.lone_by_port, h.dkdv_by_waves, h.no_list_schedule,
             h.no_measured_issue, h.counted_dots, h.full_last_wave, h.no_own_copy, h.line_issue, h.no_lone_copy,
             h.no_lone_pipeline, h.one_warp_issue)
     for model in walk:
