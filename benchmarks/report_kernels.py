@@ -588,9 +588,9 @@ def decode_rows_table(name="decode_rows_h100.json"):
 
 def split_lone_steps(name="split_lone.json"):
     """A split_lone results file by launch: {(query rows, cache ("paged" or "contiguous"), splits): (block_q, programs
-    an SM in gpusim, the measured step in µs, gpusim's in µs, programs)}, each step the slope of the time over a program's steps
-    (a least-squares line through the lengths), gpusim's from its price of the same launches on the row's preset as
-    the model stands (report_history.lone_split_before for the model before the lone copy rule)."""
+    an SM in gpusim, the measured step in µs, gpusim's in µs, programs)}, each step the slope of the time over a
+    program's steps (a least-squares line through the lengths), gpusim's from its price of the same launches on the
+    row's preset as the model stands (report_history.lone_split_before for the model before the lone copy rule)."""
     from benchmarks import decode_rows, split_lone
     from gpusim import decode
     groups = {}
