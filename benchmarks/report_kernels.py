@@ -606,9 +606,8 @@ def split_lone_steps(name="split_lone.json"):
     for key, rows in groups.items():
         steps = [s for _, s, _, _ in rows]
         slope = [np.polyfit(steps, [r[i] * 1e3 for r in rows], 1)[0] for i in (2, 3)]
-        launch = rows[0][0]
-        out[key] = (launch.block_q, split_lone.model_step(launch)[0], *slope,
-                    launch.batch * launch.kv_heads * launch.num_splits)
+        resident, _, programs = split_lone.model_step(rows[0][0])
+        out[key] = (rows[0][0].block_q, resident, *slope, programs)
     return out
 
 

@@ -40,14 +40,14 @@ OTHERS.add_argument("--others", action="store_true")
 
 
 def model_step(launch):
-    """(programs an SM holds, a step on one program's critical path in s): gpusim's split kernel (the unsplit decode
-    kernel at one split) for the launch, on the preset decode_rows prices it on."""
+    """(programs an SM holds, a step on one program's critical path in s, the launch's programs): gpusim's split kernel
+    (the unsplit decode kernel at one split) for the launch, on the preset decode_rows prices it on."""
     result = gpusim.simulate("split_kv", batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads,
                              head_dim=launch.head_dim, seq=launch.seq, seq_kv=list(launch.seq_kv), dtype=launch.dtype,
                              page_size=launch.page_size, num_splits=launch.num_splits, block_kv=launch.block_kv,
                              gpu=decode_rows.preset(launch))
     grid, step = cost.schedule(result)  # the split (or decode) kernel, the launch's first
-    return grid.resident, step.chain_s
+    return grid.resident, step.chain_s, grid.programs
 
 
 def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape, layouts=(True,)):
@@ -58,7 +58,7 @@ def case_rows(batch, seq_kv, sets, row_counts, split_counts, shape, layouts=(Tru
         qs = decode_rows.queries(sets, rows, shape, seed=rows)
         for splits in split_counts:
             launch, got = decode_rows.timed_row(sets, qs, splits, paged)
-            resident, chain_s = model_step(launch)
+            resident, chain_s, _ = model_step(launch)
             out.append({"batch": batch, "seq": rows, "seq_kv": seq_kv, **shape, "dtype": "fp16",
                         "page_size": launch.page_size, "num_splits": launch.num_splits, "block_kv": launch.block_kv,
                         "steps": math.ceil(seq_kv / launch.num_splits / launch.block_kv), **got,
