@@ -213,7 +213,8 @@ def test_split_lone_smoke_run_times_each_length_and_prices_each_step(tmp_path):
                                     block_kv=r["block_kv"], heads=r["heads"], kv_heads=r["kv_heads"],
                                     head_dim=r["head_dim"], gpu=r["preset"])
         resident, chain_s, programs = split_lone.model_step(launch)
-        assert (r["resident"], r["chain_us"]) == (resident, chain_s * 1e6) and chain_s > 0 and programs == r["kv_heads"] * 2
+        assert (r["resident"], r["chain_us"]) == (resident, chain_s * 1e6) and chain_s > 0
+        assert programs == r["kv_heads"] * 2  # batch 1, 2 splits
         assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
 
 
@@ -234,7 +235,8 @@ def test_split_lone_others_times_a_contiguous_cache_and_the_unsplit_kernel_too(t
         launch = decode.make_launch(batch=1, seq=r["seq"], seq_kv=r["seq_kv"], page_size=r["page_size"],
                                     num_splits=r["num_splits"], block_kv=r["block_kv"], heads=r["heads"],
                                     kv_heads=r["kv_heads"], head_dim=r["head_dim"], gpu=r["preset"])
-        assert (r["resident"], r["chain_us"]) == tuple(x * f for x, f in zip(split_lone.model_step(launch)[:2], (1, 1e6)))
+        resident, chain_s, _ = split_lone.model_step(launch)
+        assert (r["resident"], r["chain_us"]) == (resident, chain_s * 1e6)
 
 
 def test_decode_rows_times_one_rows_split_count_beside_the_rules_where_they_differ(monkeypatch):
