@@ -191,13 +191,19 @@ class WavesExplorer(Live):
             ax_b.plot(self.seqs, self.busy[algo], "o-", color=COLORS[algo], label=algo)
             ax_t.plot(self.seqs, [r.predicted_time_s * 1e3 for r in rs], "o-", color=COLORS[algo], label=algo)
         for ax in (ax_b, ax_t):
-            ax.axvline(self.seq.value, color="0.5", ls=":")
             ax.set(xscale="log", xlabel="sequence length N")
             ax.grid(alpha=0.3)
         legend_outside(ax_t)
         g = gpusim.get_gpu(self.gpu.value)
         ax_b.set(ylabel="share of the GPU busy", ylim=(0, 1.05), title=f"{g.name}: {g.sm_count} SMs, how many work")
         ax_t.set(yscale="log", ylabel="ms", title="predicted time")
+
+    def static_key(self):
+        """The curves stay while N moves: only its line does."""
+        return self.gpu.value, self.head_dim.value, self.batch.value, self.heads.value
+
+    def draw_dynamic(self):
+        return [ax.axvline(self.seq.value, color="0.5", ls=":") for ax in self.axes]
 
 
 STAGED = {  # what each kernel stages in SRAM, as gpusim counts it (the trace's sram_bytes)
