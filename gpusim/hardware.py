@@ -83,7 +83,7 @@ class GPU:
     def __post_init__(self):
         """One line naming a number no GPU can have: a count, size, rate or time that is not positive (the fields
         whose 0 means "none" or "not measured" aside)."""
-        for name, value in ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)):
+        for name, value in self.__dict__.items():  # the fields, not copied (dataclasses.asdict deep-copies tables)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not value > 0 and \
                     name not in ("sram_reserved_bytes_per_block", "train_step_host_s"):
                 raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be positive")
