@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip i
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
 from benchmarks import (bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, lone_program, matmul_tiles, overlap,  # noqa: E402
-                        probe, resources, tiles)
+                        paged_read, probe, resources, tiles)
 import gpusim  # noqa: E402
 from gpusim import compiled  # noqa: E402
 from gpusim.config import make_config  # noqa: E402
@@ -137,6 +137,25 @@ def test_overlap_forward_run_times_the_softmax_loop_at_its_d_into_its_own_file(t
     assert [(r["variant"], r["d"], r["br"], r["programs_per_sm"]) for r in rows] == [
         ("softmax", head_dim, 32, b) for b in (1, 2)]
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".json"] == [f"overlap_d{head_dim}.json"]
+
+
+def test_paged_read_smoke_run_reads_every_key_once_in_each_layout(tmp_path, monkeypatch):
+    """Each (layout, splits, steps) row measured, its sums checked against torch's (no error row), its bytes K and V's
+    whole cache; and the check fails a kernel reading through a block table that is not the cache's."""
+    for name in paged_read.SMOKE:
+        monkeypatch.setattr(paged_read, name, getattr(paged_read, name))  # restored after main() sets the smoke values
+    paged_read.main(["--out", str(tmp_path), "--smoke"])
+    rows = json.loads((tmp_path / "paged_read.json").read_text())["rows"]
+    assert [(r["layout"], r["page_size"], r["splits"], r["steps"]) for r in rows] == [
+        ("paged", 16, 2, 1), ("paged", 16, 2, 3), ("contiguous", None, 2, 1), ("contiguous", None, 2, 3)]
+    for r in rows:
+        assert "error" not in r and r["programs"] == 2 * 2 and r["bytes_per_s"] > 0, r
+        assert r["bytes"] == 2 * (r["splits"] * r["steps"] * 16) * 2 * 16 * 2  # K and V: N keys x 2 heads x d x 2 B
+    cache, expected = paged_read.cache, paged_read.expected  # the kernel given a table one page off the cache's:
+    monkeypatch.setattr(paged_read, "cache", lambda *a: (*cache(*a)[:2], cache(*a)[2].roll(1, dims=1)))
+    monkeypatch.setattr(paged_read, "expected", lambda k, v, table, *a: expected(k, v, table.roll(-1, dims=1), *a))
+    with pytest.raises(AssertionError, match="differ from torch's at page_size=16"):
+        paged_read.measure_one(16, 2, 3, seed=6)
 
 
 def test_lone_program_smoke_run_times_every_depth_warm_and_cold_and_both_launch_timings(tmp_path, monkeypatch):
