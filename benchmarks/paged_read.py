@@ -82,10 +82,10 @@ def cache(page_size, seq_kv, seed):
 
 def expected(k, v, table, page_size, splits):
     """What read_kernel must write: (1, kv_heads, splits, block_kv) sums in float64 of the keys each program reads."""
-    if table is not None:  # back to (1, kv_heads, N, d)
-        k, v = (x[table[0].long()].flatten(0, 1).transpose(0, 1)[None] for x in (k, v))
-    both = (k.double() + v.double()).sum(-1)  # (1, kv_heads, N)
-    return both.view(1, KV_HEADS, splits, -1, BLOCK_KV).sum(3)
+    both = k.sum(-1, dtype=torch.float64) + v.sum(-1, dtype=torch.float64)  # one sum a key and head
+    if table is not None:  # (pages, P, kv_heads) back to (1, kv_heads, N)
+        both = both[table[0].long()].flatten(0, 1).transpose(0, 1)[None]
+    return both.reshape(1, KV_HEADS, splits, -1, BLOCK_KV).sum(3)
 
 
 def measure_one(page_size, splits, steps, seed):
