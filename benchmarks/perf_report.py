@@ -31,8 +31,8 @@ from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
     bwd_kernels_table, decode_rates, decode_rows_table, decode_table, fastest_sdpa, flash1_l1_table, halves_table,
     host_table, layout_table, measured, naive_rows_table, ncu_table, o_mask_table, reduce_warps_table,
-    serving_splits_table, serving_table, speedup_table, split_lone_others_table, split_lone_table, tile_table,
-    tiles_bwd_table, unaligned_table)
+    serving_splits_table, serving_table, speedup_table, split_lone_others_h200_table, split_lone_others_table,
+    split_lone_table, tile_table, tiles_bwd_table, unaligned_table)
 from benchmarks.report_launches import (
     dkdv_list_table, dkdv_ramp_table, graph_launch_figures, hopper_kv_table, hopper_lone_rows, hopper_pairs_rows,
     hopper_stalls_table, hopper_starts_table, hopper_waves_table, last_wave_table, last_wave_trial_table,
@@ -186,6 +186,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "serving_splits": serving_splits_table, "decode_rows": decode_rows_table,
           "decode_rows_h200": partial(decode_rows_table, "decode_rows.json"),
           "split_lone": split_lone_table, "split_lone_others": split_lone_others_table,
+          "split_lone_others_h200": split_lone_others_h200_table,
           "reduce_warps": reduce_warps_table,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,

@@ -630,12 +630,21 @@ def split_lone_others_table():
     """The H100's split_lone_others_h100.json (run 171): the split kernel at 4, 16 and 32 splits and the unsplit
     decode kernel (1), over pages and a contiguous cache, each step beside gpusim's on H100-SXM (no lone copy rate:
     the whole wait) and, at 16 and 32 splits over pages, the H200's (split_lone.json, run 170)."""
-    h200 = split_lone_steps()
-    lines = ["| query rows | padded rows | cache | splits | programs | programs an SM | H100, µs a step | gpusim on "
-             "H100-SXM, µs [÷ measured] | H200 (run 170), µs |", "|---|---|---|---|---|---|---|---|---|"]
-    steps = split_lone_steps("split_lone_others_h100.json")
-    for (rows, cache, splits), (block_q, resident, measured, model, programs) in sorted(steps.items()):
-        there = f"{h200[(rows, cache, splits)][2]:.2f}" if (rows, cache, splits) in h200 else "–"
+    return _others_table("split_lone_others_h100.json", "H100", "H100-SXM", split_lone_steps(), "H200 (run 170)")
+
+
+def split_lone_others_h200_table():
+    """The H200's split_lone_others.json (run 172): the same grid, each step beside gpusim's on H200-measured and the
+    H100's (run 171)."""
+    return _others_table("split_lone_others.json", "H200", "H200-measured",
+                         split_lone_steps("split_lone_others_h100.json"), "H100 (run 171)")
+
+
+def _others_table(name, gpu, preset, beside, beside_label):
+    lines = [f"| query rows | padded rows | cache | splits | programs | programs an SM | {gpu}, µs a step | gpusim on "
+             f"{preset}, µs [÷ measured] | {beside_label}, µs |", "|---|---|---|---|---|---|---|---|---|"]
+    for (rows, cache, splits), (block_q, resident, measured, model, programs) in sorted(split_lone_steps(name).items()):
+        there = f"{beside[(rows, cache, splits)][2]:.2f}" if (rows, cache, splits) in beside else "–"
         lines.append(f"| {rows} | {block_q} | {cache} | {splits} | {programs} | {resident} | {measured:.2f} | "
                      f"{model:.2f} [{model / measured:.2f}] | {there} |")
     return "\n".join(lines)

@@ -692,6 +692,87 @@ def test_perf_md_quotes_the_h100s_lone_split_programs_against_the_prediction():
     assert f"(on the H100 {min(ratio):.2f}–{max(ratio):.2f}× it)" in text
 
 
+def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions():
+    """docs/perf.md's run 172 (the H200): split_lone_others.json against run 170's split_lone.json, the H100's
+    split_lone_others_h100.json and both written predictions, and paged_read.json's loads alone against the split
+    kernel's steps, recomputed from the files."""
+    from benchmarks import report_kernels
+    text = " ".join(doc("perf.md").split("What happened on the H200 (run 172")[1].split("## The kernels as a user")[0]
+                    .split())  # one space for each run of spaces and line breaks
+    h200, h100 = (report_kernels.split_lone_steps(name) for name in ("split_lone_others.json",
+                                                                      "split_lone_others_h100.json"))
+    run170, rows = report_kernels.split_lone_steps(), (1, 8, 16)
+
+    def step(n, cache, splits, steps=h200):
+        return steps[(n, cache, splits)][2]
+
+    def pct(values):
+        return f"{100 * min(values):+.1f}% to {100 * max(values):+.1f}%".replace("-", "−")
+
+    def span(values, fmt=".2f", unit=""):
+        return f"{min(values):{fmt}}–{max(values):{fmt}}{unit}"
+    repeat = [h200[key][2] / run170[key][2] - 1 for key in run170]
+    assert f"within {pct(repeat)}" in text
+    below = [1 - step(n, "paged", 4) / step(n, "paged", 16) for n in rows]
+    assert 0.05 <= min(below) and max(below) <= 0.15 and max(below) < 0.10  # both predictions met
+    assert f"the paged step is {span([100 * b for b in below], '.1f', '%')} below its step at 16" in text
+    contiguous = [step(n, "contiguous", 16) / step(n, "contiguous", 4) for n in rows]
+    assert sum(c <= 1.2 for c in contiguous) == 2 and h200[(16, "contiguous", 16)][0] == 64
+    assert (f"{contiguous[0]:.2f}× its step at 32 at 16 and 32 padded rows and {contiguous[2]:.2f}× at 64"
+            in text and f"{contiguous[1]:.2f}" == f"{contiguous[0]:.2f}")
+    one = {cache: [step(n, cache, 1) / step(n, cache, 4) - 1 for n in rows] for cache in ("paged", "contiguous")}
+    assert max(abs(x) for xs in one.values() for x in xs) < 0.05
+    assert (f"within {pct(one['paged'])} of 4 splits over pages and "
+            f"{pct(one['contiguous'])} contiguous") in text
+    unsplit = [step(n, "paged", 1) for n in rows]
+    assert sum(not 1.7 <= u <= 2.0 for u in unsplit) == 2 and f"1.7–2.0 µs: {span(unsplit)}, missed" in text
+    light = [step(n, c, s) / step(n, c, s, h100) - 1 for n in rows for c in ("paged", "contiguous") for s in (1, 4)]
+    assert min(light) > 0 and f"the H200's {span([100 * x for x in light], '.1f', '%')} longer" in text
+
+    def shorter(cache, splits):
+        return span([100 * (1 - step(n, cache, splits) / step(n, cache, splits, h100)) for n in rows], ".0f", "%")
+    assert f"contiguous step is {shorter('contiguous', 16)} shorter and its paged one {shorter('paged', 16)}" in text
+    assert f"two an SM {shorter('paged', 32)} shorter over pages and {shorter('contiguous', 32)} contiguous" in text
+
+    def drawn(cache, splits):  # TB/s: each program's 32 KiB a step, and over pages 16 B of block table
+        table = 16 if cache == "paged" else 0
+        return [h200[(n, cache, splits)][4] * (2 * 64 * 128 * 2 + table) / step(n, cache, splits) / 1e6 for n in rows]
+    read = gpusim.get_gpu("H200-measured").hbm_read_bytes_per_s / 1e12
+    assert f"`hbm_read_bytes_per_s` ({read:.3f} TB/s)" in text
+    assert (f"128 lone programs {span(drawn('contiguous', 16))} TB/s from a contiguous cache, "
+            f"{span(drawn('paged', 16))} over pages; two an SM {span(drawn('contiguous', 32))} contiguous and "
+            f"{span(drawn('paged', 32))} over pages") in text
+    priced = {key: h200[key][3] / h200[key][2] for key in h200}
+    assert (f"gpusim prices it {span([priced[(n, 'contiguous', 32)] for n in rows])}×; over pages the same bytes take "
+            f"{span([100 * (step(n, 'paged', 32) / step(n, 'contiguous', 32) - 1) for n in rows], '.0f', '%')} longer"
+            ) in text
+    assert f"pricing both at the one read rate, does not see: {span([priced[(n, 'paged', 32)] for n in rows])}×" in text
+    assert (f"the lone paged split kernel {span([priced[(n, 'paged', s)] for n in rows for s in (4, 16)])}× (the "
+            f"rule's); the unsplit paged kernel alone {span([priced[(n, 'paged', 1)] for n in rows])}× slow") in text
+    lone_contiguous = [(n, "contiguous", s) for n in rows for s in (1, 4, 16)]
+    assert (f"a lone contiguous program {span([priced[k] for k in lone_contiguous])}× slow (the whole wait, where "
+            f"it keeps two K/V buffers and steps in {span([h200[k][2] for k in lone_contiguous])} µs)") in text
+    assert f"{span([100 * b for b in below], '.1f', '%')} over a lone program's at 32 of them" in text
+    loads = _paged_read_steps()
+    assert loads["n_regs"] == {40, 43, 44} and loads["shared_bytes"] == {256}
+    assert "compiled to 40–44 registers and 256 B of shared memory" in text
+    for layout, words in ((("paged", 16), "Over pages of 16 a step took"), (("paged", 64), "over pages of 64,"),
+                          (("contiguous", None), "contiguous,")):
+        few = [loads[layout + (splits,)] for splits in (4, 16, 32)]
+        assert f"{words} {span(few)}" in text and f"{loads[layout + (64,)]:.2f}" in text.split(words)[1][:60]
+    kernel = {cache: [step(n, cache, s) for n in rows for s in (4, 16, 32)] for cache in ("paged", "contiguous")}
+    assert (f"(over pages of 16, {span(kernel['paged'])} µs; contiguous, {span(kernel['contiguous'])})") in text
+    assert min(v for k, v in loads.items() if k[0] == "paged" and k[2] <= 32) > max(kernel["paged"])
+
+
+def _paged_read_steps():
+    """paged_read.json: {(layout, page_size, splits): µs a step, the slope from 16 to 64 steps} and the compiled
+    kernels' registers and shared bytes (the rows that read them back)."""
+    rows = json.loads((agreement.RESULTS / "paged_read.json").read_text())["rows"]
+    by = {(r["layout"], r["page_size"], r["splits"], r["steps"]): r["ms"] for r in rows}
+    out = {key[:3]: (by[key[:3] + (64,)] - ms) / 48 * 1e3 for key, ms in by.items() if key[3] == 16}
+    return out | {field: {r[field] for r in rows if r[field] is not None} for field in ("n_regs", "shared_bytes")}
+
 def _lone_split_unmeasured(text):
     """The section's other figures: the prediction's grounds, gpusim's steps where run 170 did not measure, the rows
     a contiguous cache and two programs an SM leave as they were."""

@@ -3065,7 +3065,8 @@ def test_the_stated_date_spans_are_the_results_files():
     assert f"{first} to {last[5:]})" in readme
     index = (RESULTS / "README.md").read_text()
     header = " ".join(index.split("\n\n")[1].split())
-    days = {d: (int(a), int(b)) for a, b, d in re.findall(r"[Rr]uns (\d+)–(\d+) on (\d{4}-\d\d-\d\d)", header)}
+    days = {d: (int(a), int(b or a)) for a, b, d in re.findall(r"[Rr]uns? (\d+)(?:–(\d+))? on (\d{4}-\d\d-\d\d)",
+                                                             header)}  # "runs 3–20 on ...", "run 172 on ..."
     assert min(days) == first and max(days) == last
     table = {int(m.group(1)): set(re.findall(r"2026-\d\d-\d\d", m.group(0)))
              for m in re.finditer(r"^\| (\d+) \|.*$", index, re.M)}
