@@ -3,7 +3,7 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before), each an
+lone_split_before, unsplit_lone_before), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
@@ -260,6 +260,15 @@ def lone_split_before():
     for its block table's and its tiles' whole loads each step (SplitKV.LONE_COPY empty), as every figure docs/perf.md
     quotes from before it."""
     with _patched(SplitKV, "LONE_COPY", (), "lone_split_before", moves=DECODE_ROWS):
+        yield
+
+
+@contextmanager
+def unsplit_lone_before():
+    """The model before the forty-ninth session's lone unsplit program (docs/perf.md, "What happened on the H200"),
+    while the block runs: the lone copy rule the split kernel's only (SplitKV.LONE_COPY), the unsplit decode kernel's
+    lone program waiting for its block table's and its tiles' whole loads each step."""
+    with _patched(SplitKV, "LONE_COPY", ("split_kv",), "unsplit_lone_before", moves=DECODE_ROWS):
         yield
 
 

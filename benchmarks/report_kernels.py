@@ -634,19 +634,27 @@ def split_lone_others_table():
 
 
 def split_lone_others_h200_table():
-    """The H200's split_lone_others.json (run 172): the same grid, each step beside gpusim's on H200-measured and the
-    H100's (run 171)."""
+    """The H200's split_lone_others.json (run 172): the same grid, each step beside gpusim's on H200-measured as it
+    priced them at the run (report_history.unsplit_lone_before) and now, and the H100's (run 171)."""
+    from benchmarks import report_history
+    with report_history.unsplit_lone_before():
+        before = split_lone_steps("split_lone_others.json")
     return _others_table("split_lone_others.json", "H200", "H200-measured",
-                         split_lone_steps("split_lone_others_h100.json"), "H100 (run 171)")
+                         split_lone_steps("split_lone_others_h100.json"), "H100 (run 171)", before)
 
 
-def _others_table(name, gpu, preset, beside, beside_label):
-    lines = [f"| query rows | padded rows | cache | splits | programs | programs an SM | {gpu}, µs a step | gpusim on "
-             f"{preset}, µs [÷ measured] | {beside_label}, µs |", "|---|---|---|---|---|---|---|---|---|"]
-    for (rows, cache, splits), (block_q, resident, measured, model, programs) in sorted(split_lone_steps(name).items()):
-        there = f"{beside[(rows, cache, splits)][2]:.2f}" if (rows, cache, splits) in beside else "–"
-        lines.append(f"| {rows} | {block_q} | {cache} | {splits} | {programs} | {resident} | {measured:.2f} | "
-                     f"{model:.2f} [{model / measured:.2f}] | {there} |")
+def _others_table(name, gpu, preset, beside, beside_label, before=None):
+    """A split_lone_others file's steps, gpusim's on `preset` [÷ measured] (with `before`: at the run, then now) and
+    the same launch's step in `beside`."""
+    model = (f"gpusim on {preset} at the run, µs [÷ measured] | now" if before else f"gpusim on {preset}, µs "
+             "[÷ measured]")
+    lines = [f"| query rows | padded rows | cache | splits | programs | programs an SM | {gpu}, µs a step | {model} | "
+             f"{beside_label}, µs |", "|---|---|---|---|---|---|---|---|---|" + ("---|" if before else "")]
+    for key, (block_q, resident, measured, now, programs) in sorted(split_lone_steps(name).items()):
+        there = f"{beside[key][2]:.2f}" if key in beside else "–"
+        was = f"{before[key][3]:.2f} [{before[key][3] / measured:.2f}] | " if before else ""
+        lines.append(f"| {key[0]} | {block_q} | {key[1]} | {key[2]} | {programs} | {resident} | {measured:.2f} | {was}"
+                     f"{now:.2f} [{now / measured:.2f}] | {there} |")
     return "\n".join(lines)
 
 

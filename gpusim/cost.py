@@ -324,7 +324,8 @@ def lone_gather(grid):
     step's tiles are LONE_COPY_STEP_BYTES: it moves them, and its addresses with them, at GPU.lone_copy_bytes_per_s.
     Measured: results/h200/split_lone.json (run 170), the split kernel's 4 warps at 16, 32 and 64 padded rows, 128
     programs over pages of 16, 32 KiB steps, 1.71-1.99 us each against 1.74 at that rate (docs/perf.md, "A split
-    program alone on its SM"); other step sizes take run 95's range of them."""
+    program alone on its SM"), and the unsplit decode kernel's 8 programs at 1.48-1.92 us (split_lone_others.json, run
+    172); other step sizes take run 95's range of them."""
     pass_ = grid.cfg.pass_
     addresses = [t for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()) if t in grid.counts]
     if not addresses or grid.programs > grid.cfg.gpu.sm_count:

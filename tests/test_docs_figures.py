@@ -588,7 +588,13 @@ def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
 def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted():
     """docs/perf.md's "A split program alone on its SM" (run 170): gpusim's steps before the run, the prediction
     against split_lone.json's slopes, the rate they move a step at against run 95's, and what the rule moved
-    (decode_rows.json, decode.json, decode_splits.json, the held-out sets, the golden file), recomputed."""
+    (decode_rows.json, decode.json, decode_splits.json, the held-out sets, the golden file), recomputed with the model
+    as the section was written (the rule the split kernel's only: report_history.unsplit_lone_before)."""
+    with report_history.unsplit_lone_before():
+        _lone_split_section()
+
+
+def _lone_split_section():
     from benchmarks import bench_decode, report_kernels, split_lone
     text = doc("perf.md").split("**A split program alone on its SM**")[1].split("## The kernels as a user calls")[0]
     with report_history.lone_split_before():
@@ -699,8 +705,10 @@ def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions()
     from benchmarks import report_kernels
     text = " ".join(doc("perf.md").split("What happened on the H200 (run 172")[1].split("## The kernels as a user")[0]
                     .split())  # one space for each run of spaces and line breaks
-    h200, h100 = (report_kernels.split_lone_steps(name) for name in ("split_lone_others.json",
-                                                                      "split_lone_others_h100.json"))
+    with report_history.unsplit_lone_before():  # the model at the run
+        h200 = report_kernels.split_lone_steps("split_lone_others.json")
+    h100, now = (report_kernels.split_lone_steps(name) for name in ("split_lone_others_h100.json",
+                                                                     "split_lone_others.json"))
     run170, rows = report_kernels.split_lone_steps(), (1, 8, 16)
 
     def step(n, cache, splits, steps=h200):
@@ -746,13 +754,19 @@ def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions()
     assert (f"gpusim prices it {span([priced[(n, 'contiguous', 32)] for n in rows])}×; over pages the same bytes take "
             f"{span([100 * (step(n, 'paged', 32) / step(n, 'contiguous', 32) - 1) for n in rows], '.0f', '%')} longer"
             ) in text
-    assert f"pricing both at the one read rate, does not see: {span([priced[(n, 'paged', 32)] for n in rows])}×" in text
+    two_paged = span([priced[(n, "paged", 32)] for n in rows])
+    assert f"pricing both at the one read rate, does not see: {two_paged}×" in text
     assert (f"the lone paged split kernel {span([priced[(n, 'paged', s)] for n in rows for s in (4, 16)])}× (the "
             f"rule's); the unsplit paged kernel alone {span([priced[(n, 'paged', 1)] for n in rows])}× slow") in text
     lone_contiguous = [(n, "contiguous", s) for n in rows for s in (1, 4, 16)]
     assert (f"a lone contiguous program {span([priced[k] for k in lone_contiguous])}× slow (the whole wait, where "
             f"it keeps two K/V buffers and steps in {span([h200[k][2] for k in lone_contiguous])} µs)") in text
     assert f"{span([100 * b for b in below], '.1f', '%')} over a lone program's at 32 of them" in text
+    unsplit_keys = [(n, "paged", 1) for n in rows]
+    assert {key for key in now if now[key][3] != h200[key][3]} == set(unsplit_keys)  # the rule's move: these alone
+    assert (f"Run 172's unsplit paged rows move from {span([priced[k] for k in unsplit_keys])}× to "
+            f"{span([now[k][3] / now[k][2] for k in unsplit_keys])}×") in text
+    _unsplit_rule_elsewhere(text)
     loads = _paged_read_steps()
     assert loads["n_regs"] == {40, 43, 44} and loads["shared_bytes"] == {256}
     assert "compiled to 40–44 registers and 256 B of shared memory" in text
@@ -763,6 +777,43 @@ def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions()
     kernel = {cache: [step(n, cache, s) for n in rows for s in (4, 16, 32)] for cache in ("paged", "contiguous")}
     assert (f"(over pages of 16, {span(kernel['paged'])} µs; contiguous, {span(kernel['contiguous'])})") in text
     assert min(v for k, v in loads.items() if k[0] == "paged" and k[2] <= 32) > max(kernel["paged"])
+
+
+def _unsplit_rule_elsewhere(text):
+    """What the lone copy rule for the unsplit kernel moved beyond run 172: decode.json's lone unsplit launches, no row
+    of a scored held-out set, none of run 168-169's unscored sets (their predictions only: no measured time read)."""
+    with report_history.unsplit_lone_before():
+        before = dict(enumerate(agreement.rows("decode.json")))
+        sets = {name: [agreement.predicted(r, agreement.state()) for r in agreement.read_heldout(name)
+                       if r["kind"] == "decode"] for name in report_heldout.HELD_OUT}
+    after = dict(enumerate(agreement.rows("decode.json")))
+    moved = [i for i in before if before[i][1] != after[i][1]]
+    launches = {(before[i][0]["provider"], before[i][0]["page_size"], before[i][0]["batch"]) for i in moved}
+    assert launches == {("split_kv_1", 16, 1), ("split_kv_1", 16, 8)}
+    assert f"`decode.json`'s {len(moved)} lone unsplit launches" in text
+
+    def ratios(rows):
+        return f"{min(rows[i][1] for i in moved):.2f}–{max(rows[i][1] for i in moved):.2f}×"
+
+    def within(rows):
+        return sum(abs(x - 1) <= 0.2 for _, x in rows.values())
+    assert f"from {ratios(before)} to {ratios(after)}, {within(after)} of its {len(after)} rows within 20%" in text
+    assert within(before) == within(after) and "within 20% before and after" in text
+    for name, was in sets.items():
+        assert [agreement.predicted(r, agreement.state()) for r in agreement.read_heldout(name)
+                if r["kind"] == "decode"] == was, name
+    from gpusim.passes.split_kv import SplitKV
+    unscored = []
+    for run in ("run168_heldout_2096_2097", "run169_heldout_2098_2099"):
+        with tarfile.open(agreement.RESULTS / "logs" / f"{run}.tar.gz") as tar:
+            for member in (m for m in tar.getmembers() if m.name.endswith(".json") and "heldout_" in m.name):
+                rows = [r for r in json.load(tar.extractfile(member))["rows"] if r["kind"] == "decode"]
+                assert rows and SplitKV.LONE_COPY == ("decode", "split_kv")
+                unscored.append(member.name)
+                now = [agreement.heldout_simulated(r).predicted_time_s for r in rows]
+                with report_history.unsplit_lone_before():
+                    assert [agreement.heldout_simulated(r).predicted_time_s for r in rows] == now, member.name
+    assert len(unscored) == 4 and "none of run 168–169's four unscored sets, which still wait" in text
 
 
 def _paged_read_steps():

@@ -187,9 +187,11 @@ class SplitKV(Pass):
     # A split program alone on its SM takes a step of its K/V tiles' and block table's bytes at the rate a lone program
     # copies (GPU.lone_copy_bytes_per_s), whatever its tile: results/h200/split_lone.json (run 170), 1.71-1.99 us a step
     # at 16, 32 and 64 padded rows on the H200 against 1.74 at that rate, where its compute at ISSUE_HIDING's rate then
-    # the whole wait for its loads priced it 1.85-2.48 us. Measured for split_kv over a paged cache (pages of 16), not
-    # for the unsplit decode kernel nor a contiguous cache.
-    LONE_COPY = ("split_kv",)
+    # the whole wait for its loads priced it 1.85-2.48 us. The unsplit decode kernel runs the same loop (_attend):
+    # alone over pages it stepped within 4.2% of the split kernel at the same light load, 1.48-1.92 us at 8 programs
+    # against 1.54-1.85 at 32 (split_lone_others.json, run 172). Measured over a paged cache (pages of 16), not a
+    # contiguous one, which keeps the whole wait.
+    LONE_COPY = ("decode", "split_kv")
 
     def execute(self, mem, launch):
         """Every program of the launch's kernels on the arrays in mem (gpusim/decode_execute.py sets it up):
