@@ -316,6 +316,20 @@ def test_a_lone_paged_split_program_steps_at_one_programs_copy_rate_whatever_its
         assert not cost.lone_copy(other) and abs(other_step.chain_s - 32784 / 18.83e9) > 1e-8
 
 
+@pytest.mark.parametrize("seq", [1, 8, 16])
+def test_a_lone_unsplit_program_over_pages_steps_as_a_lone_split_one(seq):
+    """The unsplit decode kernel (one split: 8 programs, each alone on its SM) runs the split kernel's loop, and run 172
+    (split_lone_others.json) measured its lone step over pages within 4.2% of the split kernel's at 4 splits: by hand,
+    the same 32,784 B a step at H200-measured's 18.83 GB/s. Over a contiguous cache it keeps its compute and whole
+    wait."""
+    grid, step = _split_step(16, seq, 1)
+    assert (grid.kernel, grid.programs, grid.resident) == ("decode", 8, 1) and cost.lone_copy(grid)
+    assert step.chain_s == pytest.approx(32784 / 18.83e9, rel=1e-12)
+    contiguous, contiguous_step = _split_step(None, seq, 1)
+    assert contiguous.kernel == "decode" and not cost.lone_copy(contiguous)
+    assert abs(contiguous_step.chain_s - 32784 / 18.83e9) > 1e-8
+
+
 def test_a_lone_gather_holds_within_run_95s_step_sizes_and_one_wave():
     """cost.lone_gather: d = 64 moves 16 KiB of K/V a step (64 keys x 64 x 2 B x 2), the least of run 95's steps: at the
     rate, 16,400 B with the block table's 16; d = 256 in fp32 moves 128 KiB, past them: the whole wait. A launch of
