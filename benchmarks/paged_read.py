@@ -16,8 +16,10 @@ fitted to split_lone) can price it.
 
 The kernel is _attend's loop (kernels/decode.py) without its arithmetic: the grid (kv_heads, batch, splits), each
 program `steps` chunks of block_kv keys, the block table's entries loaded in the loop as the split kernel loads them,
-4 warps and 3 stages as it launches (triton 3.6 then keeps one K/V buffer for a paged loop, two for a contiguous one:
-gpusim.passes.split_kv.kv_buffers). Every program's sums are checked against torch's sums of the same keys (each
+4 warps and 3 stages as it launches. It does not load as the split kernel does: triton 3.6 stages in shared memory
+(gpusim.passes.split_kv.kv_buffers) the loads a dot consumes, and these feed a sum, so on the H200 (run 172) it
+compiled to 256 B of shared memory, no K/V buffer, and stepped slower than the split kernel (docs/perf.md, "The loads
+alone"). Every program's sums are checked against torch's sums of the same keys (each
 key read once: nothing skipped, nothing read twice). Timing: do_bench's median (L2 flushed between calls: the cache
 is read from DRAM), at two step counts, so that the slope over steps is one step and the launch and a program's
 start drop out. Rows: {layout, page_size, kv_heads, head_dim, block_kv, batch, splits, programs, programs_per_sm,
