@@ -76,7 +76,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     unaligned) python -m benchmarks.unaligned --out "$OUT" ;;
     heldout) for seed in ${HELDOUT_SEEDS:?}; do  # new sets, one file each in $OUT (their logs in logs.tar.gz: the device
                (( SECONDS < ${HELDOUT_SECONDS:-300} )) || break  # tool brings back at most eight files)
-               python -m benchmarks.heldout --seed "$seed" --out "$OUT" --max-minutes 2
+               python -m benchmarks.heldout --seed "$seed" --out "$OUT" --max-minutes 2 ${HELDOUT_GPU:+--gpu "$HELDOUT_GPU"}
              done ;;
     heldout_flash2) for seed in ${HELDOUT_SEEDS:?}; do  # the sets' flash2 rows again, after a change to its kernel
                       kept=results/h200/heldout_$seed.json; [ "$seed" = 2026 ] && kept=results/h200/heldout.json
@@ -105,6 +105,13 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
                     --without naive,torch_naive,sdpa_math,flash2,hopper,sdpa_flash,sdpa_efficient,sdpa_cudnn
                   python -m pytest -q -p no:cacheprovider tests/test_kernels.py -k flash1 -rfE ;;
     host) python -m benchmarks.host --out "$OUT" ;;
+    preset) python -m benchmarks.ceilings --out "$OUT/ceilings.json"  # what a measured preset's constants come from
+            for name in latency bandwidth matmul_tiles; do  # (benchmarks/h200_constants.py --results DIR)
+              timeout -k 10 150 python -m "benchmarks.$name" --out "$OUT"
+            done
+            python -m benchmarks.matmul_tiles --more --out "$OUT"
+            python -m benchmarks.lone_program --out "$OUT"
+            python -m benchmarks.host --out "$OUT" ;;
     # tensor_pipe: ncu's CSVs and its own tensor_pipe.log in a folder of their own (in $OUT/logs that log would
     # overwrite this job's, which the shell holds open)
     tensor_pipe) python -m benchmarks.tensor_pipe --out "$OUT" --logs "$OUT/logs/tensor_pipe" --max-seconds 85 ;;

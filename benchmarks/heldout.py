@@ -82,15 +82,15 @@ def _heads(rng, bh_max, group):
     return batch, heads, kv_heads
 
 
-def _simulate(kind, algo, r):
-    """gpusim.simulate in count mode for a row (raises where gpusim refuses it)."""
+def _simulate(kind, algo, r, gpu=GPU):
+    """gpusim.simulate in count mode for a row on the preset `gpu` (raises where gpusim refuses it)."""
     if kind == "decode":
         return gpusim.simulate("split_kv", batch=r["batch"], heads=r["heads"], kv_heads=r["kv_heads"],
                                head_dim=r["head_dim"], seq_kv=r["seq_kv"], page_size=r["page_size"],
-                               dtype=r["dtype"], gpu=GPU)
+                               dtype=r["dtype"], gpu=gpu)
     return gpusim.simulate(algo, batch=r["batch"], heads=r["heads"], kv_heads=r["kv_heads"], seq=r["seq"],
                            seq_kv=r["seq_kv"], head_dim=r["head_dim"], causal=r["causal"], dtype=r["dtype"],
-                           block_q=r["block_q"], block_kv=r["block_kv"], gpu=GPU, backward=kind == "train",
+                           block_q=r["block_q"], block_kv=r["block_kv"], gpu=gpu, backward=kind == "train",
                            backward_blocks=(r["block_q"], r["block_kv"]) if kind == "train" and r["block_q"] else None)
 
 
@@ -127,21 +127,24 @@ def _decode(rng):
                 block_q=None, block_kv=None, page_size=16)
 
 
-def _default_tiles(row):
-    """The tiles the kernel runs when given none: gpusim's (best_blocks, or the Hopper launch table's)."""
+def _default_tiles(row, gpu):
+    """The tiles the kernel runs when given none: gpusim's on the preset `gpu` (best_blocks, or the Hopper launch
+    table's)."""
     try:
-        cfg = _simulate(row["kind"], row["algo"], row).config
+        cfg = _simulate(row["kind"], row["algo"], row, gpu).config
         return dict(row, block_q=cfg.block_q, block_kv=cfg.block_kv)
     except Exception:  # noqa: BLE001
         return row
 
 
-def shapes(seed=2026):
-    """The held-out rows, in the order they are measured (kinds interleaved, so a deadline cuts all alike)."""
+def shapes(seed=2026, gpu=GPU):
+    """The held-out rows, in the order they are measured (kinds interleaved, so a deadline cuts all alike), their tiles
+    and fits gpusim's on the preset `gpu`: the one the kernels take on the GPU that times them (gpusim.hardware.device_preset),
+    so that a row's tiles are the ones its kernel runs."""
     rng = np.random.default_rng(seed)
     groups = {"naive": [], "flash2": [], "hopper": [], "train": [], "decode": []}
     while len(groups["naive"]) < 10:
-        groups["naive"].append(_default_tiles(_prefill(rng, "naive", "forward")))
+        groups["naive"].append(_default_tiles(_prefill(rng, "naive", "forward"), gpu))
     while len(groups["flash2"]) < 14 * 3:
         base = _prefill(rng, "flash2", "forward")
         order = list(TILES)
@@ -150,7 +153,7 @@ def shapes(seed=2026):
         for bq, bk in order:
             r = dict(base, block_q=bq, block_kv=bk)
             try:
-                _simulate("forward", "flash2", r)
+                _simulate("forward", "flash2", r, gpu)
             except Exception:  # noqa: BLE001
                 continue
             tiled.append(r)
@@ -159,14 +162,14 @@ def shapes(seed=2026):
         if len(tiled) == 3:
             groups["flash2"] += tiled
     while len(groups["hopper"]) < 12:
-        groups["hopper"].append(_default_tiles(_prefill(rng, "hopper", "forward")))
+        groups["hopper"].append(_default_tiles(_prefill(rng, "hopper", "forward"), gpu))
     while len(groups["train"]) < 12:
         r = _prefill(rng, "flash2", "train")
         if rng.random() < 0.5:  # half at explicit tiles (forward and backward alike), half at the defaults
-            tiles = [t for t in ((128, 64), (64, 64), (128, 32)) if _fits(dict(r, block_q=t[0], block_kv=t[1]))]
+            tiles = [t for t in ((128, 64), (64, 64), (128, 32)) if _fits(dict(r, block_q=t[0], block_kv=t[1]), gpu)]
             if tiles:
                 r = dict(r, block_q=tiles[0][0], block_kv=tiles[0][1])
-        res = _simulate("train", "flash2", r)  # the tiles the kernels run: forward and backward
+        res = _simulate("train", "flash2", r, gpu)  # the tiles the kernels run: forward and backward
         r["tiles_used"] = {"forward": [res.config.block_q, res.config.block_kv],
                            "backward": [res.backward_config.block_q, res.backward_config.block_kv]}
         groups["train"].append(r)
@@ -180,9 +183,9 @@ def shapes(seed=2026):
     return rows
 
 
-def _fits(r):
+def _fits(r, gpu):
     try:
-        _simulate(r["kind"], r["algo"], r)
+        _simulate(r["kind"], r["algo"], r, gpu)
         return True
     except Exception:  # noqa: BLE001
         return False
@@ -459,14 +462,24 @@ def warm(rows, limit_s, workers, dev="cuda"):
     return {"rows": len(rows), "done": len(done), "failed": failed[:20], "s": round(time.monotonic() - t0, 1)}
 
 
+def _check_preset(gpu):
+    """One line unless `gpu` is the preset this device's kernels take their tiles from (the rows must be theirs)."""
+    import torch
+    from gpusim.hardware import device_preset
+    props = torch.cuda.get_device_properties(0)
+    own = device_preset(props.name, props.total_memory)
+    if own != gpu:
+        raise SystemExit(f"--gpu {gpu}: this {props.name}'s kernels take their tiles from {own}; pass --gpu {own}")
+
+
 def _chosen(row, only, kind):
     """A row --only and --kind measure (each None: any)."""
     return only in (None, row["algo"]) and kind in (None, row["kind"])
 
 
-def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=None, keep=None, kind=None):
+def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=None, keep=None, kind=None, gpu=GPU):
     import os
-    rows = SMOKE if smoke else shapes(seed)
+    rows = SMOKE if smoke else shapes(seed, gpu)
     kept = json.loads(open(keep).read()) if keep else None
     if kept is not None and (kept["seed"] != seed or len(kept["rows"]) != len(rows)):
         raise SystemExit(f"--keep {keep} holds seed {kept['seed']}'s {len(kept['rows'])} rows, not seed {seed}'s")
@@ -478,6 +491,8 @@ def run(out_dir, max_minutes, dry_run, seed=2026, smoke=False, warm_s=0.0, only=
     else:
         from benchmarks.run_env import environment
         env = environment(command)
+        _check_preset(gpu)
+    env["preset"] = gpu  # the rows' tiles are gpusim's on it
     if kept is not None:
         env |= {"only": only, "kind": kind, "kept": kept["environment"]}
     result = {"environment": env, "seed": seed, "rows": []}
@@ -534,11 +549,17 @@ def main(argv=None):
     ap.add_argument("--only", help="measure only this algorithm's rows (with --keep)")
     ap.add_argument("--kind", choices=("forward", "train", "decode"), help="measure only rows of this kind (with --keep)")
     ap.add_argument("--keep", help="the set's results file: its other rows are kept as they are")
+    ap.add_argument("--gpu", default=GPU, help="the preset the rows' tiles are drawn on: the one the kernels take on the "
+                    f"GPU that times them (gpusim.hardware.device_preset; default {GPU})")
     args = ap.parse_args(argv)
     if (args.only is None and args.kind is None) != (args.keep is None):
         ap.error("--keep goes with --only or --kind, and they with it")
+    try:
+        preset = gpusim.get_gpu(args.gpu).name
+    except ValueError as err:
+        ap.error(str(err))
     run(args.out, args.max_minutes, args.dry_run, args.seed, args.smoke, args.warm_seconds, args.only, args.keep,
-        args.kind)
+        args.kind, preset)
 
 
 if __name__ == "__main__":

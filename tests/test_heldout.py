@@ -99,15 +99,22 @@ def unscored(log, seed):
         return json.load(tar.extractfile(f"{log.split('_')[0]}/heldout_{seed}.json"))
 
 
-@pytest.mark.parametrize("name, seed", HELD_OUT + [(log, seed) for log, seeds in UNSCORED.items() for seed in seeds])
+# Sets measured on another GPU (results/h100/), each drawn on the preset its kernels took their tiles from.
+OTHER_GPUS = [(str(p.relative_to(RESULTS.parent)), int(p.stem.removeprefix("heldout_")))
+              for p in sorted((RESULTS.parent / "h100").glob("heldout_*.json"))]
+
+
+@pytest.mark.parametrize("name, seed", HELD_OUT + OTHER_GPUS +
+                         [(log, seed) for log, seeds in UNSCORED.items() for seed in seeds])
 def test_the_measured_set_is_the_drawn_set(name, seed):
-    """results/h200's held-out files, and those kept unscored in a run's log, measured exactly what the generator
-    draws for their seed: nothing chosen after the fact."""
-    measured = unscored(name, seed) if name in UNSCORED else json.loads((RESULTS / name).read_text())
+    """results/h200's held-out files, those kept unscored in a run's log and those of another GPU, measured exactly
+    what the generator draws for their seed (on the preset the file names): nothing chosen after the fact."""
+    measured = unscored(name, seed) if name in UNSCORED else json.loads(
+        (RESULTS.parent / name if "/" in name else RESULTS / name).read_text())
     assert measured["seed"] == seed
     keys = ("kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
             "block_kv", "page_size")
-    drawn = shapes(measured["seed"])
+    drawn = shapes(measured["seed"], measured["environment"].get("preset", "H200-measured"))
     assert len(measured["rows"]) == len(drawn)
     for got, wanted in zip(measured["rows"], drawn):
         # naive and Hopper forwards leave their tiles to the kernel: the row says which ran (gpusim's pick when it
@@ -116,6 +123,26 @@ def test_the_measured_set_is_the_drawn_set(name, seed):
         same = [k for k in keys if wanted[k] is not None and k not in left]
         assert {k: got[k] for k in same} == {k: wanted[k] for k in same}
     assert all(r.get("ms") or r.get("error") for r in measured["rows"])
+
+
+def test_a_set_for_another_gpu_takes_the_tiles_of_its_preset(tmp_path, capsys):
+    """--gpu H100-SXM: the rows an H100's kernels run, their tiles gpusim's on that preset (seed 3001: a naive forward
+    and a training step whose tiles differ from the H200-measured draw's), the preset written beside them; an
+    unknown preset is one line."""
+    from benchmarks import heldout
+    result = heldout.run(str(tmp_path), 1, True, seed=3001, gpu="H100-SXM")
+    h200 = shapes(3001)
+    assert result["environment"]["preset"] == "H100-SXM" and len(result["rows"]) == len(h200) == 88
+    drawn = [{k: v for k, v in row.items() if k not in ("ms", "wall_s")} for row in result["rows"]]
+    moved = [row for row, other in zip(drawn, h200) if row != other]
+    assert [(r["kind"], r["algo"]) for r in moved] == [("forward", "naive"), ("train", "flash2")]
+    naive = heldout._simulate("forward", "naive", {**moved[0], "block_q": None, "block_kv": None}, "H100-SXM")
+    assert (moved[0]["block_q"], moved[0]["block_kv"]) == (naive.config.block_q, naive.config.block_kv)
+    step = heldout._simulate("train", "flash2", moved[1], "H100-SXM")
+    assert moved[1]["tiles_used"]["forward"] == [step.config.block_q, step.config.block_kv]
+    with pytest.raises(SystemExit):
+        heldout.main(["--out", str(tmp_path), "--dry-run", "--gpu", "H300"])
+    assert "unknown gpu='H300'" in capsys.readouterr().err
 
 
 def test_only_one_algo_is_measured_again_the_rest_kept(tmp_path):
