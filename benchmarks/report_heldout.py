@@ -485,12 +485,6 @@ def blind_state(names):
         yield
 
 
-def blind_share(names):
-    """sets_share of the held-out sets `names` as their section of docs/perf.md scored them once (blind_state)."""
-    with blind_state(names):
-        return sets_share(names)
-
-
 def blind_scorings():
     """(seeds, how they were scored, rows, rows within 20%) of each once-only scoring in BLIND_SCORINGS, under the
     model and on the rows it was scored with (blind_state)."""
