@@ -83,13 +83,13 @@ def matmul_peaks(results=RESULTS):
 
 def mma_efficiency(results=RESULTS):
     """((block_q, block_kv, head_dim, num_warps), fraction of the fp16 peak), fp16 rows, sorted: matmul_tiles.json's
-    against its fastest; matmul_tiles_more.json's (tiles the first run left out) against its own row at the fastest's
-    shape, measured again in the same run."""
+    against its fastest; matmul_tiles_more.json's (tiles the first run left out) against its own row at the shape both
+    runs measured (matmul_tiles.PEAK, the H200's fastest), scaled by that shape's fraction in the first run."""
     peak = matmul_peaks(results)["fp16"]
     first = {_key(r): r["tflops"] * 1e12 / peak for r in _fp16_mma("matmul_tiles", results)}
     more = {_key(r): r["tflops"] for r in _fp16_mma("matmul_tiles_more", results)}
-    fastest = max(first, key=first.get)
-    first |= {key: tflops / more[fastest] * first[fastest] for key, tflops in more.items() if key != fastest}
+    (both,) = set(first) & set(more)
+    first |= {key: tflops / more[both] * first[both] for key, tflops in more.items() if key != both}
     return tuple(sorted((key, round(fraction, 3)) for key, fraction in first.items()))
 
 

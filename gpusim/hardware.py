@@ -303,6 +303,73 @@ PRESETS["H200-measured"] = dataclasses.replace(
     ),
 )
 
+# An H100 (NVIDIA H100 80GB HBM3, the lent kind) measured the same way, on 2026-12-06 (run 173, results/h100/): its
+# capacity, L2 and launch overhead as ceilings.json reads them, every other field the H200's rule applied to its own
+# microbenchmarks (benchmarks/h200_constants.py --results results/h100, which tests/test_presets.py re-runs); what
+# no microbenchmark of that run sets (the tensor pipe's ratio from Nsight, the Hopper SM's limits) is H200-measured's.
+PRESETS["H100-measured"] = dataclasses.replace(
+    PRESETS["H200-measured"], name="H100-measured",
+    hbm_bytes=85_017_493_504,  # what torch can allocate (ceilings.json)
+    l2_bytes=50 * MiB,  # ceilings.json: 52,428,800 B
+    launch_overhead_s=3.968e-06,  # an empty kernel, median, CUDA events around each call (ceilings.json)
+    hbm_bytes_per_s=3.018e+12,  # device-to-device copy, bytes read + written (ceilings.json)
+    hbm_latency_s=4.552e-07,  # a block's DRAM load latency while every SM loads (bandwidth.json)
+    hbm_port_bytes_per_s=4.189e+10,  # one SM's transfer rate from DRAM, alone in its wait
+    l2_latency_s=2.753e-07,  # the same for an L2 hit
+    l2_idle_latency_s=1.436e-07,  # an L2 hit, idle: the pointer chase (latency.json)
+    l2_port_bytes_per_s=1.474e+11,  # and from L2
+    l2_bytes_per_s=7.272e+12,  # L2 loads with >= 64 KiB in flight per SM, median (bandwidth.json)
+    hbm_read_bytes_per_s=3.101e+12,  # DRAM loads with >= 64 KiB in flight per SM, median (bandwidth.json)
+    sfu_ops_per_s=4.169e+12,  # exp2 results per second (matmul_tiles.json, exp2_rate)
+    fp32_flops_per_s=6.204e+13,  # fp32 FMAs per second x 2 (matmul_tiles.json, fma_rate)
+    fp16_matmul_flops_per_s=8.559e+14,  # the fastest tl.dot loop (matmul_tiles.json)
+    bf16_matmul_flops_per_s=8.737e+14,  # the fastest bf16 tl.dot loop
+    fp8_matmul_flops_per_s=1.379e+15,  # the fastest e4m3 tl.dot loop
+    train_step_host_s=0.0003416,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json)
+    lone_copy_bytes_per_s=1.803e+10,  # a lone 8-warp flash2 program's K/V bytes a step, 3-4 stages (lone_program.json)
+    graph_launch_s=1.06e-06,  # an empty kernel of 132 programs replayed from a CUDA graph (lone_program.json)
+    store_bytes_per_s=3.277e+12,  # stores of 4-64 KiB tiles, a program each, 2 GiB in all, median (bandwidth.json)
+    mma_efficiency=(  # (block_q, block_kv, head_dim, num_warps): fraction of the fp16 peak (matmul_tiles.json;
+        # 32 x 32: matmul_tiles_more.json, against matmul_tiles.PEAK measured again in its run)
+        ((32, 32, 64, 4), 0.253),
+        ((32, 32, 64, 8), 0.14),
+        ((32, 32, 128, 4), 0.306),
+        ((32, 32, 128, 8), 0.168),
+        ((32, 64, 64, 4), 0.338),
+        ((32, 64, 64, 8), 0.214),
+        ((32, 64, 128, 4), 0.415),
+        ((32, 64, 128, 8), 0.275),
+        ((64, 32, 64, 4), 0.848),
+        ((64, 32, 64, 8), 0.374),
+        ((64, 32, 128, 4), 0.872),
+        ((64, 32, 128, 8), 0.384),
+        ((64, 64, 64, 4), 0.993),
+        ((64, 64, 64, 8), 0.536),
+        ((64, 64, 128, 4), 1.0),
+        ((64, 64, 128, 8), 0.519),
+        ((64, 128, 64, 4), 0.997),
+        ((64, 128, 64, 8), 0.599),
+        ((64, 128, 128, 4), 0.997),
+        ((64, 128, 128, 8), 0.637),
+        ((128, 32, 64, 4), 0.895),
+        ((128, 32, 64, 8), 0.877),
+        ((128, 32, 128, 4), 0.85),
+        ((128, 32, 128, 8), 0.85),
+        ((128, 64, 64, 4), 0.971),
+        ((128, 64, 64, 8), 0.963),
+        ((128, 64, 128, 4), 0.99),
+        ((128, 64, 128, 8), 0.956),
+        ((128, 128, 64, 4), 0.852),
+        ((128, 128, 64, 8), 0.957),
+        ((128, 128, 128, 4), 0.483),
+        ((128, 128, 128, 8), 0.976),
+        ((256, 64, 64, 4), 0.549),
+        ((256, 64, 64, 8), 0.936),
+        ((256, 64, 128, 4), 0.154),
+        ((256, 64, 128, 8), 0.953),
+    ),
+)
+
 
 def by_name(kind, plural, value, known, types):
     """`value` itself if it is one of `types`, else the entry of `known` of that name (case-insensitive); an

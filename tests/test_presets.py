@@ -30,6 +30,21 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
             assert getattr(gpu, name) == pytest.approx(value, rel=1e-3), name
 
 
+def test_h100_measured_holds_its_own_microbenchmarks_constants():
+    """H100-measured: every GPU field the H200's rules derive, derived again from results/h100/ (run 173), its capacity,
+    L2 and launch overhead ceilings.json's; the fields no microbenchmark of that run sets are H200-measured's."""
+    gpu, h200 = gpusim.get_gpu("H100-measured"), gpusim.get_gpu("H200-measured")
+    derived = h200_constants.gpu_constants(ROOT / "results" / "h100", "host")
+    for name, value in derived.items():
+        assert getattr(gpu, name) == (value if name == "mma_efficiency" else pytest.approx(value, rel=1e-3)), name
+    ceilings = json.loads((ROOT / "results" / "h100" / "ceilings.json").read_text())
+    assert (gpu.hbm_bytes, gpu.l2_bytes) == (ceilings["hbm_bytes"], ceilings["l2_bytes"])
+    assert gpu.launch_overhead_s == pytest.approx(ceilings["launch_overhead_s"], rel=1e-3)
+    assert "H100" in ceilings["gpu"] and gpu.arch == "sm_90"
+    kept = set(gpusim.GPU.__dataclass_fields__) - set(derived) - {"name", "hbm_bytes", "l2_bytes", "launch_overhead_s"}
+    assert {f: getattr(gpu, f) for f in kept} == {f: getattr(h200, f) for f in kept}
+
+
 def test_the_hopper_kernels_set_up_is_its_lone_launches_wait_besides_gpusims_chain():
     """gpusim/passes/hopper.py's LONE_SETUP_S, each launch kind's, derived again from the lone launches it was measured
     on (results/h200/hopper_waves.json, hopper_starts.json, hopper_pairs.json) and the current chain."""

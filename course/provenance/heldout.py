@@ -51,14 +51,15 @@ def kind(row):
     return KINDS[row["kind"], row["algo"]]
 
 
-def ratios(path):
-    """[(kind label, predicted / measured)] for every timed row of one held-out file (computed once a process)."""
-    return _ratios(str(Path(path).resolve()))
+def ratios(path, gpu=PRESET):
+    """[(kind label, predicted / measured)] for every timed row of one held-out file, priced on the preset `gpu`
+    (computed once a process)."""
+    return _ratios(str(Path(path).resolve()), gpu)
 
 
 @lru_cache(maxsize=None)
-def _ratios(path):
-    return [(kind(r), simulated(r).predicted_time_s / (r["ms"] * 1e-3)) for r in timed(path)]
+def _ratios(path, gpu):
+    return [(kind(r), simulated(r, gpu).predicted_time_s / (r["ms"] * 1e-3)) for r in timed(path)]
 
 
 def files(results):
