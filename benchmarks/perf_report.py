@@ -20,7 +20,7 @@ import sys
 from contextlib import nullcontext
 from functools import partial
 
-from benchmarks import agreement, ncu
+from benchmarks import agreement, ncu, report_gpus
 from benchmarks.report_heldout import (
     HELD_OUT, before_retimed, blind_range, blind_scorings_table, heldout_sets_table, heldout_table,
     host_probe_table, interleaved_table, labelled, meets_target, remeasured_table, retimed_table)
@@ -169,7 +169,7 @@ def headline():
         f"contiguous cache {against_sdpa('split_kv_contiguous')}.",
         f"- **Training**: the time model against every backward and fwd+bwd row of the project's flash2 and naive "
         f"kernels in `bench_bwd.json`: {training['within 20%']:.0%} of {training['rows']} within 20%.",
-        held_out_line(), per_call_line(),
+        held_out_line(), report_gpus.headline_line(), per_call_line(),
     ])
 
 
@@ -187,7 +187,9 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "decode_rows_h200": partial(decode_rows_table, "decode_rows.json"),
           "split_lone": split_lone_table, "split_lone_others": split_lone_others_table,
           "split_lone_others_h200": split_lone_others_h200_table,
-          "reduce_warps": reduce_warps_table,
+          "reduce_warps": reduce_warps_table, "h100_constants": report_gpus.constants_table,
+          "h100_sets": report_gpus.sets_table, "h100_same_rows": report_gpus.same_rows_table,
+          "h100_outcomes": report_gpus.outcomes, "h100_decode": report_gpus.decode_line,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,

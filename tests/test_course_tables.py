@@ -46,7 +46,7 @@ def test_notebook1_judges_each_kitchen_number_and_says_they_are_not_one_gpus():
     from pathlib import Path
     near = {name: {g.name for g in gpusim.PRESETS.values() if get(g) and x / 1.25 <= get(g) <= x * 1.25}
             for name, (x, get) in hierarchy_model.KITCHEN.items()}
-    assert near["~19 TB/s"] == {"A100-40GB", "A100-80GB"} and near["~3 TB/s"] == {"H100-SXM"}
+    assert near["~19 TB/s"] == {"A100-40GB", "A100-80GB"} and near["~3 TB/s"] == {"H100-SXM", "H100-measured"}
     assert not set.intersection(*near.values())  # no one GPU has all four
     assert hierarchy_model.kitchen_ratio_sentence() == (
         "The quote's counter is 6.3x as fast as its fridge (~19 TB/s over ~3 TB/s); on one GPU, the presets with a "
@@ -276,7 +276,7 @@ def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
 
 
 def test_hopper_gpus_and_matmul_units():
-    assert tables.hopper_gpus() == ["H100-SXM", "H200", "H200-measured"]
+    assert tables.hopper_gpus() == ["H100-SXM", "H200", "H200-measured", "H100-measured"]
     assert tables.matmul_units("fp32") == "fp32 on the CUDA cores" and tables.matmul_units("fp8") == "fp8 tensor cores"
 
 

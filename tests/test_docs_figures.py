@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import re
+import statistics
 import tarfile
 from pathlib import Path
 
@@ -932,3 +933,24 @@ def test_perf_md_quotes_several_query_rows_as_predicted_and_measured():
         us = [cell[(batch, 32768, rows, "one_row_splits")][0]["ms"] * 1e3 for rows in (5, 6, 8)]
         assert us[2] < min(us[:2])
         assert f"{label}: {us[0]:.1f} and {us[1]:.1f}" in text and f"against {us[2]:.1f}" in text
+
+
+def test_perf_md_quotes_the_h100_as_its_files_and_the_current_model_give():
+    """docs/perf.md's "Another GPU": the figures its prose states beside the generated tables, recomputed from
+    results/h100/ and results/h200/ (the render test checks the tables and the outcomes themselves)."""
+    from benchmarks import report_gpus
+    text = " ".join(doc("perf.md").split("## Another GPU, measured the same way")[1].split("## Count mode")[0].split())
+    h100, h200 = gpusim.get_gpu("H100-measured"), gpusim.get_gpu("H200-measured")
+    same = report_gpus.same_rows()
+    decode = [pair for pair in same["decode"]]
+    steps = [m for m, _ in same["training step"]]
+    assert f"The H100's DRAM reads at {h100.hbm_read_bytes_per_s / h200.hbm_read_bytes_per_s:.2f}× the H200's rate" in text
+    assert (f"prices its batches {statistics.median([p for _, p in decode]):.2f}× the H200's; they took "
+            f"{statistics.median([m for m, _ in decode]):.2f}×") in text
+    assert f"(the training step's {min(steps):.2f}× is a row bound by the host" in text
+    flash2 = [heldout.within([p for p in heldout.ratios(path, "H100-SXM") if p[0] == "flash2"])
+              for path in heldout.files(report_gpus.H100)]
+    assert f"its flash2 forwards worse ({100 * min(flash2):.0f}–{100 * max(flash2):.0f}% within 20%" in text
+    ours = [heldout.within([p for p in heldout.ratios(path, "H100-measured") if p[0] == "flash2"])
+            for path in heldout.files(report_gpus.H100)]
+    assert min(ours) > max(flash2)  # worse on the datasheet's preset than on the H100's own, in every set

@@ -191,8 +191,8 @@ def test_command_line_refuses_in_one_line(argv, message):
 
 
 @pytest.mark.parametrize("algo, kwargs, message", [
-    ("hopper", dict(head_dim=64), "algo='hopper' needs a Hopper (sm_90) GPU preset: H100-SXM, H200, H200-measured; "
-                                  "A100-40GB is sm_80"),
+    ("hopper", dict(head_dim=64), "algo='hopper' needs a Hopper (sm_90) GPU preset: H100-SXM, H200, H200-measured, "
+                                  "H100-measured; A100-40GB is sm_80"),
     ("hopper", dict(head_dim=96, gpu="H200"), "head_dim=96: the hopper kernel runs head_dim 64 and 128"),
     ("flash2", dict(head_dim=7), "head_dim=7 is outside 16..256, the head dims the flash2 kernel runs"),
     ("naive", dict(head_dim=512), "head_dim=512 is outside 16..256, the head dims the naive kernel runs"),
