@@ -30,7 +30,7 @@ attention timings): run it to print them, tests/test_presets.py checks gpusim/ha
   flash2_train_step rows (median).
 - Tensor cores: matmul_tiles.py's mma rows (no memory traffic, loop-carried accumulators): the peak is the
   fastest shape per dtype, and each (block_q, block_kv, head_dim, num_warps) its fraction of the fp16 peak;
-  matmul_tiles_more.json's (the held-out sets' 32 x 32) against the fastest shape measured again in its run.
+  matmul_tiles_more.json's (the held-out sets' 32 x 32) against matmul_tiles.PEAK, which both runs measure.
 """
 import argparse
 import json
@@ -47,10 +47,12 @@ def rows(name, results=RESULTS):
     return json.loads((Path(results) / f"{name}.json").read_text())["rows"]
 
 
-def latency_and_port(level, sms=132, results=RESULTS):
-    """(latency_s, port_bytes_per_s) of one level, from the no-prefetch, one-program-per-SM load rows."""
-    fit = [r for r in rows("bandwidth", results) if r["kind"] == "load" and r["level"] == level and r["programs_per_sm"] == 1
-           and r["num_stages"] == 1 and 2048 <= r["tile_bytes"] <= 16384]
+def latency_and_port(level, results=RESULTS):
+    """(latency_s, port_bytes_per_s) of one level, from the no-prefetch, one-program-per-SM load rows (as many programs
+    as the GPU has SMs: ceilings.json's sm_count)."""
+    sms = json.loads((Path(results) / "ceilings.json").read_text())["sm_count"]
+    fit = [r for r in rows("bandwidth", results) if r["kind"] == "load" and r["level"] == level
+           and r["programs_per_sm"] == 1 and r["num_stages"] == 1 and 2048 <= r["tile_bytes"] <= 16384]
     size = np.array([r["tile_bytes"] for r in fit], float)
     per_tile = size * sms / np.array([r["bytes_per_s"] for r in fit])
     slope, intercept = np.polyfit(size, per_tile, 1)
@@ -156,7 +158,8 @@ def copy_bound(key):
 
 def lone_copy_bytes_per_s(results=RESULTS):
     return float(np.median([2 * bk * d * 2 / (slope(us) * 1e-6)  # K and V tiles, fp16, over the step
-                            for (d, bq, bk, stages), us in lone_steps(results=results).items() if copy_bound((d, bq, bk, stages))]))
+                            for (d, bq, bk, stages), us in lone_steps(results=results).items()
+                            if copy_bound((d, bq, bk, stages))]))
 
 
 def l2_recent_fraction():

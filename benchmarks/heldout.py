@@ -139,8 +139,8 @@ def _default_tiles(row, gpu):
 
 def shapes(seed=2026, gpu=GPU):
     """The held-out rows, in the order they are measured (kinds interleaved, so a deadline cuts all alike), their tiles
-    and fits gpusim's on the preset `gpu`: the one the kernels take on the GPU that times them (gpusim.hardware.device_preset),
-    so that a row's tiles are the ones its kernel runs."""
+    and fits gpusim's on the preset `gpu`: the one the kernels take on the GPU that times them
+    (gpusim.hardware.device_preset), so that a row's tiles are the ones its kernel runs."""
     rng = np.random.default_rng(seed)
     groups = {"naive": [], "flash2": [], "hopper": [], "train": [], "decode": []}
     while len(groups["naive"]) < 10:
@@ -549,8 +549,8 @@ def main(argv=None):
     ap.add_argument("--only", help="measure only this algorithm's rows (with --keep)")
     ap.add_argument("--kind", choices=("forward", "train", "decode"), help="measure only rows of this kind (with --keep)")
     ap.add_argument("--keep", help="the set's results file: its other rows are kept as they are")
-    ap.add_argument("--gpu", default=GPU, help="the preset the rows' tiles are drawn on: the one the kernels take on the "
-                    f"GPU that times them (gpusim.hardware.device_preset; default {GPU})")
+    ap.add_argument("--gpu", default=GPU, help="the preset the rows' tiles are drawn on: the one the kernels take "
+                    f"on the GPU that times them (gpusim.hardware.device_preset; default {GPU})")
     args = ap.parse_args(argv)
     if (args.only is None and args.kind is None) != (args.keep is None):
         ap.error("--keep goes with --only or --kind, and they with it")

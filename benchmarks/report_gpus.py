@@ -2,7 +2,7 @@
 (benchmarks/h200_constants.gpu_constants) beside H200-measured and the datasheet preset H100-SXM, the H100's held-out
 sets scored on both presets, and seed 2095's rows as the two GPUs timed them.
 
-    python -m benchmarks.report_gpus        # the three tables
+    python -m benchmarks.report_gpus        # the tables and lines docs/perf.md and README print
 """
 import dataclasses
 import json
@@ -30,8 +30,8 @@ def _value(value):
 def constants_table():
     """Each GPU field the microbenchmarks set: H200-measured's, the H100's by the same rules, H100-SXM's (its
     datasheet's, the rest the H200's), and the H100's over the H200's."""
-    h200, h100, sxm = gpusim.get_gpu("H200-measured"), h200_constants.gpu_constants(H100, "host"), \
-        gpusim.get_gpu("H100-SXM")
+    h200, sxm = gpusim.get_gpu("H200-measured"), gpusim.get_gpu("H100-SXM")
+    h100 = h200_constants.gpu_constants(H100, "host")
     lines = ["| field | H200-measured | the H100's, measured | H100-SXM | H100 ÷ H200 |", "|---|---|---|---|---|"]
     for name, value in h100.items():
         ours = getattr(h200, name)
@@ -40,8 +40,8 @@ def constants_table():
             lines.append(f"| {name} (each tile's share of the fp16 peak) | {len(ours)} tiles | {len(value)} tiles, "
                          f"within {shift:.2f} of the H200's | none | - |")
             continue
-        lines.append(f"| {name} | {_value(ours)} | {_value(value)} | {_value(getattr(sxm, name)) if getattr(sxm, name) else '-'}"
-                     f" | {value / ours:.2f} |")
+        datasheet = _value(getattr(sxm, name)) if getattr(sxm, name) else "-"
+        lines.append(f"| {name} | {_value(ours)} | {_value(value)} | {datasheet} | {value / ours:.2f} |")
     return "\n".join(lines)
 
 
@@ -49,8 +49,9 @@ def sets_table():
     """The H100's held-out sets, each scored on both presets (heldout.score)."""
     rows = [heldout.score(f"{path.name} on {preset}", heldout.ratios(path, preset))
             for path in heldout.files(H100) for preset in PRESETS]
+    cells = [[f"{v:,}" if isinstance(v, int) else v for v in r.values()] for r in rows]
     return "\n".join(["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
-                     + ["| " + " | ".join(f"{v:,}" if isinstance(v, int) else v for v in r.values()) + " |" for r in rows])
+                     + ["| " + " | ".join(c) + " |" for c in cells])
 
 
 def same_rows():
@@ -114,34 +115,43 @@ def with_h200_reads():
             for path in heldout.files(H100) for r in heldout.timed(path) if r["kind"] == "decode"]
 
 
-def outcomes():
-    """What happened to each prediction written before the run, as docs/perf.md lists it."""
+def _microbenchmarks_outcome():
     h200, h100 = gpusim.get_gpu("H200-measured"), gpusim.get_gpu(PRESETS[0])
+    copy, reads, peak = h100.hbm_bytes_per_s, h100.hbm_read_bytes_per_s, \
+        h100.fp16_matmul_flops_per_s / h200.fp16_matmul_flops_per_s
     shift = max(abs(a - b) for (_, a), (_, b) in zip(h100.mma_efficiency, h200.mma_efficiency))
     latencies = [getattr(h100, f) / getattr(h200, f) for f in ("hbm_latency_s", "l2_latency_s", "l2_idle_latency_s")]
+    l2 = h100.l2_bytes_per_s / h200.l2_bytes_per_s
+    return (f"- A copy at {copy / 1e12:.2f} TB/s and reads alone at {reads / 1e12:.2f}: "
+            f"{_met(2.8e12 <= copy <= 3.1e12 and 3.0e12 <= reads <= 3.3e12)}. The fp16 peak {peak:.3f}× the "
+            f"H200's, each tile's share within {shift:.2f} of the H200's: "
+            f"{_met(abs(peak - 1) <= 0.05 and shift <= 0.1)}. The latencies {_range(latencies)}× the H200's: {_met(all(abs(x - 1) <= 0.1 for x in latencies))}; the "
+            f"L2's rate {l2:.2f}×: {_met(abs(l2 - 1) <= 0.1)}.")
+
+
+def _same_seed_outcome():
     same = same_rows()
     decode = [m for m, _ in same["decode"]]
     forwards = [m for k in ("flash2", "Hopper") for m, _ in same[k]]
+    return (f"- Seed {SAME_SEED}'s decode batches took {_range(decode)}× (median {statistics.median(decode):.2f}) the "
+            f"H200's time on the H100: {_met(all(1.3 <= m <= 1.5 for m in decode))}; flash2's and the Hopper kernel's "
+            f"forwards {_range(forwards)}×, at every N: {_met(all(0.95 <= m <= 1.10 for m in forwards))}.")
+
+
+def _scores_outcome():
     ours, sxm = set_shares(PRESETS[0]), set_shares(PRESETS[1])
-    decode_ours = [kinds["decode"] for _, kinds in ours.values()]
+    decode = [100 * kinds["decode"] for _, kinds in ours.values()]
     fewer = sum(sxm[name][0] < share for name, (share, _) in ours.items())
-    return "\n".join([
-        f"- A copy at {h100.hbm_bytes_per_s / 1e12:.2f} TB/s and reads alone at {h100.hbm_read_bytes_per_s / 1e12:.2f}: "
-        f"{_met(2.8e12 <= h100.hbm_bytes_per_s <= 3.1e12 and 3.0e12 <= h100.hbm_read_bytes_per_s <= 3.3e12)}. The "
-        f"fp16 peak {h100.fp16_matmul_flops_per_s / h200.fp16_matmul_flops_per_s:.3f}× the H200's, each tile's share "
-        f"within {shift:.2f} of the H200's: "
-        f"{_met(abs(h100.fp16_matmul_flops_per_s / h200.fp16_matmul_flops_per_s - 1) <= 0.05 and shift <= 0.1)}. The "
-        f"latencies {_range(latencies)}× the H200's: {_met(all(abs(x - 1) <= 0.1 for x in latencies))}; the L2's rate "
-        f"{h100.l2_bytes_per_s / h200.l2_bytes_per_s:.2f}×: {_met(abs(h100.l2_bytes_per_s / h200.l2_bytes_per_s - 1) <= 0.1)}.",
-        f"- Seed {SAME_SEED}'s decode batches took {_range(decode)}× (median {statistics.median(decode):.2f}) the H200's "
-        f"time on the H100: {_met(all(1.3 <= m <= 1.5 for m in decode))}; flash2's and the Hopper kernel's forwards "
-        f"{_range(forwards)}×, at every N: {_met(all(0.95 <= m <= 1.10 for m in forwards))}.",
-        f"- On H100-measured, {_range([100 * s for s, _ in ours.values()], 1)}% of each set's rows within 20%: at least "
-        f"85% in {sum(s >= 0.85 for s, _ in ours.values())} sets of {len(ours)}; every kind at 75% or more in "
-        f"{sum(min(k.values()) >= 0.75 for _, k in ours.values())} (decode {_range([100 * d for d in decode_ours], 0)}%). "
-        f"On H100-SXM {_range([100 * s for s, _ in sxm.values()], 1)}%, fewer than on H100-measured in {fewer} sets of "
-        f"{len(ours)}.",
-    ])
+    return (f"- On H100-measured, {_range([100 * s for s, _ in ours.values()], 1)}% of each set's rows within 20%: "
+            f"at least 85% in {sum(s >= 0.85 for s, _ in ours.values())} sets of {len(ours)}; every kind at 75% or "
+            f"more in {sum(min(k.values()) >= 0.75 for _, k in ours.values())} (decode {_range(decode, 0)}%). On "
+            f"H100-SXM {_range([100 * s for s, _ in sxm.values()], 1)}%, fewer than on H100-measured in {fewer} sets "
+            f"of {len(ours)}.")
+
+
+def outcomes():
+    """What happened to each prediction written before the run, as docs/perf.md lists it."""
+    return "\n".join([_microbenchmarks_outcome(), _same_seed_outcome(), _scores_outcome()])
 
 
 def decode_line():
@@ -157,13 +167,13 @@ def decode_line():
 def headline_line():
     """README's line: the H100's held-out sets on the preset of its own microbenchmarks, by kind."""
     shares = set_shares(PRESETS[0])
-    kinds = {k: [kinds[k] for _, kinds in shares.values()] for k in heldout.KINDS.values()}
+    kinds = {k: [100 * kinds[k] for _, kinds in shares.values()] for k in heldout.KINDS.values()}
+    per_kind = ", ".join(f"{k} {_range(vs, 0)}%" for k, vs in kinds.items())
     return (f"- **Another GPU** (an H100, its preset `H100-measured` from the same microbenchmarks, run 173; "
-            f"`results/h100/`): {len(shares)} held-out sets measured on it, {_range([100 * s for s, _ in shares.values()], 1)}% "
-            f"of each set's rows within 20%; per kind " + ", ".join(f"{k} {_range([100 * v for v in vs], 0)}%"
-                                                                     for k, vs in kinds.items())
-            + " (decode's price follows the DRAM rate, which these batches do not reach: `docs/perf.md`, \"Another "
-              "GPU\").")
+            f"`results/h100/`): {len(shares)} held-out sets measured on it, "
+            f"{_range([100 * s for s, _ in shares.values()], 1)}% of each set's rows within 20%; per kind {per_kind} "
+            f"(decode's price follows the DRAM rate, which these batches do not reach: `docs/perf.md`, \"Another "
+            f"GPU\").")
 
 
 if __name__ == "__main__":

@@ -942,9 +942,9 @@ def test_perf_md_quotes_the_h100_as_its_files_and_the_current_model_give():
     text = " ".join(doc("perf.md").split("## Another GPU, measured the same way")[1].split("## Count mode")[0].split())
     h100, h200 = gpusim.get_gpu("H100-measured"), gpusim.get_gpu("H200-measured")
     same = report_gpus.same_rows()
-    decode = [pair for pair in same["decode"]]
-    steps = [m for m, _ in same["training step"]]
-    assert f"The H100's DRAM reads at {h100.hbm_read_bytes_per_s / h200.hbm_read_bytes_per_s:.2f}× the H200's rate" in text
+    decode, steps = same["decode"], [m for m, _ in same["training step"]]
+    reads = h100.hbm_read_bytes_per_s / h200.hbm_read_bytes_per_s
+    assert f"The H100's DRAM reads at {reads:.2f}× the H200's rate" in text
     assert (f"prices its batches {statistics.median([p for _, p in decode]):.2f}× the H200's; they took "
             f"{statistics.median([m for m, _ in decode]):.2f}×") in text
     assert f"(the training step's {min(steps):.2f}× is a row bound by the host" in text
