@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 import gpusim
-from benchmarks import h200_constants
+from benchmarks import h200_constants, report_heldout
 from gpusim_course.provenance import heldout
 
 H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
@@ -49,9 +49,7 @@ def sets_table():
     """The H100's held-out sets, each scored on both presets (heldout.score)."""
     rows = [heldout.score(f"{path.name} on {preset}", heldout.ratios(path, preset))
             for path in heldout.files(H100) for preset in PRESETS]
-    cells = [[f"{v:,}" if isinstance(v, int) else v for v in r.values()] for r in rows]
-    return "\n".join(["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
-                     + ["| " + " | ".join(c) + " |" for c in cells])
+    return report_heldout.scores_table(rows)
 
 
 def same_rows():

@@ -45,6 +45,11 @@ def heldout_sets_table():
     sets = {name: labelled(agreement.heldout_rows(name)) for name in reversed(HELD_OUT)}
     rows = [heldout.score(name, pairs) for name, pairs in sets.items()]
     rows.append(heldout.score("all, pooled", [p for pairs in sets.values() for p in pairs]))
+    return scores_table(rows)
+
+
+def scores_table(rows):
+    """heldout.score's rows as a markdown table."""
     return "\n".join(["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
                      + ["| " + " | ".join(f"{v:,}" if isinstance(v, int) else v for v in r.values()) + " |" for r in rows])
 
