@@ -285,10 +285,11 @@ def describe(row):
             f"{row.get('block_q')}x{row.get('block_kv')} w{row.get('num_warps')}")
 
 
-def tile_choice(name="tiles.json"):
-    """Per tile-sweep group and kernel: the tile best_blocks picks, its measured time over the fastest
-    measured rule launch in the group (1.0: it picked the fastest), or None where its pick was not measured."""
-    data = json.loads((RESULTS / name).read_text())["rows"]
+def tile_choice(name="tiles.json", results=RESULTS, gpu=PRESET):
+    """Per tile-sweep group and kernel: the tile best_blocks picks on the preset `gpu`, its measured time over the
+    fastest measured rule launch in the group (1.0: it picked the fastest), or None where its pick was not measured.
+    results: the folder of the sweep (another GPU's: results/h100)."""
+    data = json.loads((Path(results) / name).read_text())["rows"]
     out = {}
     for row in data:
         if row.get("algo") not in ("flash2", "hopper") or "ms" not in row or not rule_launch(row):
@@ -299,7 +300,7 @@ def tile_choice(name="tiles.json"):
     for (algo, d, causal, seq), times in out.items():
         batch, heads = gpusim.fa2_shape(seq, d)
         pick = gpusim.best_blocks(algo, seq=seq, head_dim=d, heads=heads, batch=batch, causal=causal,
-                                  dtype="fp16", gpu=PRESET)
+                                  dtype="fp16", gpu=gpu)
         picks[(algo, d, causal, seq)] = (pick, times[pick] / min(times.values()) if pick in times else None)
     return picks
 

@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 import gpusim
-from benchmarks import h200_constants, report_heldout
+from benchmarks import agreement, h200_constants, report_heldout
 from gpusim_course.provenance import heldout
 
 H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
@@ -160,6 +160,29 @@ def decode_line():
             f"{_range([r / 1e12 for r in rates['H100']], 1)} TB/s on the H100; priced on H100-measured with the H200's "
             f"DRAM rates instead of its own (a diagnostic, not adopted), {sum(abs(r - 1) <= 0.2 for r in priced)} of "
             f"the four sets' {len(priced)} decode rows are within 20% (median {statistics.median(priced):.2f}).")
+
+
+def tile_picks(preset):
+    """(groups, picks the fastest measured, picks within 5% of it, the picks off by more, as measured / fastest) of
+    best_blocks on `preset` over the H100's tile sweep (a pick the sweep did not time as its rule launches it: None)."""
+    picks = [ratio for _, ratio in agreement.tile_choice(results=H100, gpu=preset).values()]
+    off = [r for r in picks if r is None or r > 1.05]
+    return len(picks), sum(r == 1.0 for r in picks), len(picks) - len(off), off
+
+
+def tiles_line():
+    """The tile sweep's outcome on the H100, per preset, as docs/perf.md states it."""
+    parts = []
+    for preset in PRESETS:
+        groups, fastest, near, off = tile_picks(preset)
+        timed = sorted(r for r in off if r is not None)
+        parts.append(f"`best_blocks` on {preset} picks the fastest tile measured in {fastest} of the {groups} groups "
+                     f"and one within 5% of it in {near}" + (f" (the rest: {', '.join(f'{r:.2f}×' for r in timed)}"
+                                                             f"{', and' if timed else ''} {len(off) - len(timed)} "
+                                                             f"pick{'s' * (len(off) - len(timed) != 1)} the sweep "
+                                                             "did not time as its kernel launches it)"
+                                                             if off else ""))
+    return "; ".join(parts) + "."
 
 
 def headline_line():

@@ -391,8 +391,12 @@ def get_gpu(gpu):
 
 def device_preset(name, memory_bytes=None):
     """The preset of a CUDA device by the name CUDA gives it ("NVIDIA H200"), A100s by their memory; None for a
-    device without one (or an A100 whose memory is not given)."""
-    for key, preset in (("H200", "H200-measured"), ("H100", "H100-SXM"), ("4090", "RTX-4090"), ("T4", "T4")):
+    device without one (or an A100 whose memory is not given). The SXM H100 ("NVIDIA H100 80GB HBM3") takes its
+    measured preset: its tile sweep (results/h100/tiles.json, run 176) has H100-measured's pick the fastest tile
+    measured in 24 of 24 groups, H100-SXM's within 5% in 20 (docs/perf.md, "The tile each preset picks, on the
+    H100"); other H100s (PCIe, NVL: fewer SMs, other memory) keep the datasheet's."""
+    for key, preset in (("H200", "H200-measured"), ("H100 80GB HBM3", "H100-measured"), ("H100", "H100-SXM"),
+                        ("4090", "RTX-4090"), ("T4", "T4")):
         if key in name:
             return preset
     if "A100" in name and memory_bytes:

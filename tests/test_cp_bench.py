@@ -61,7 +61,7 @@ def test_merge_prices_a_pair_of_h100s_as_h100s_and_survives_a_link_part_without_
             for kind in ("sendrecv", "alltoall") for b, ms in ((8192, 0.02), (1 << 30, 3.0))]
     shape = cp_plan.Shape(1, 32, 8, 65536, 128, True, "bf16")
     row = cp_plan.row("zigzag", shape, 2, ms=10.0, link_send_bytes=1, strategy="zigzag", link="nvlink")
-    for gpu, rows, preset in (("NVIDIA H100 80GB HBM3", link, "H100-SXM"), ("NVIDIA H200", link[:2], None)):
+    for gpu, rows, preset in (("NVIDIA H100 80GB HBM3", link, "H100-measured"), ("NVIDIA H200", link[:2], None)):
         (tmp_path / "cp_link.json").write_text(json.dumps({"environment": {"gpu": gpu}, "rows": rows}))
         (tmp_path / "cp_project.json").write_text(json.dumps({"environment": {"gpu": gpu}, "rows": [row]}))
         merged = cp.main(["--out", str(tmp_path), "--part", "merge"])
@@ -76,8 +76,8 @@ def test_merge_prices_a_pair_of_h100s_as_h100s_and_survives_a_link_part_without_
 
 
 def test_device_presets_by_cudas_names():
-    names = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-SXM", "NVIDIA GeForce RTX 4090": "RTX-4090",
-             "Tesla T4": "T4", "NVIDIA L40S": None, "NVIDIA A100-SXM4-80GB": None}
+    names = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-measured", "NVIDIA H100 PCIe": "H100-SXM",
+             "NVIDIA GeForce RTX 4090": "RTX-4090", "Tesla T4": "T4", "NVIDIA L40S": None, "NVIDIA A100-SXM4-80GB": None}
     assert {name: gpusim.hardware.device_preset(name) for name in names} == names
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-80GB", 80 * 1024**3) == "A100-80GB"
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-40GB", 40 * 1024**3) == "A100-40GB"
