@@ -88,11 +88,18 @@ def _range(values, digits=2):
     return low if low == high else f"{low}–{high}"
 
 
-def set_shares(preset):
-    """{set: (share within 20%, {kind label: share})} of the H100's held-out sets on `preset`."""
+def drawn_on(path):
+    """The preset a held-out set was drawn on (the one its GPU's kernels took their tiles from when it ran)."""
+    return json.loads(path.read_text())["environment"]["preset"]
+
+
+def set_shares(preset, drawn=None):
+    """{set: (share within 20%, {kind label: share})} of the H100's held-out sets on `preset` (those drawn on the
+    preset `drawn`, where given)."""
     return {path.name: (heldout.within(pairs), {k: heldout.within([p for p in pairs if p[0] == k])
                                                 for k in heldout.KINDS.values()})
-            for path in heldout.files(H100) for pairs in [heldout.ratios(path, preset)]}
+            for path in heldout.files(H100) if drawn in (None, drawn_on(path))
+            for pairs in [heldout.ratios(path, preset)]}
 
 
 def decode_rates():
@@ -102,6 +109,26 @@ def decode_rates():
         rows = [r for r in heldout.timed(results / f"heldout_{SAME_SEED}.json") if r["kind"] == "decode"]
         out[name] = [heldout.simulated(r, preset).dram_read_bytes / (r["ms"] * 1e-3) for r in rows]
     return out
+
+
+def paged_rates():
+    """{programs an SM: (the H100's rate over the H200's, the H200's rate)} of the split kernel's loads alone
+    (paged_read.json, pages of 16, the longest runs)."""
+    def rates(results):
+        rows = json.loads((results / "paged_read.json").read_text())["rows"]
+        longest = max(r["steps"] for r in rows)
+        return {r["programs_per_sm"]: r["bytes_per_s"] for r in rows
+                if r["layout"] == "paged" and r["page_size"] == 16 and r["steps"] == longest}
+    h100, h200 = rates(H100), rates(H200)
+    return {n: (h100[n] / h200[n], h200[n]) for n in sorted(h200)}
+
+
+def paged_line():
+    """paged_rates, as docs/perf.md states them."""
+    rates = paged_rates()
+    return (f"At {', '.join(f'{n:.2f}' for n in rates)} programs an SM, the H100 drew "
+            f"{', '.join(f'{r:.2f}×' for r, _ in rates.values())} the H200's rate "
+            f"({', '.join(f'{h200 / 1e12:.2f}' for _, h200 in rates.values())} TB/s on the H200).")
 
 
 def with_h200_reads():
@@ -137,7 +164,7 @@ def _same_seed_outcome():
 
 
 def _scores_outcome():
-    ours, sxm = set_shares(PRESETS[0]), set_shares(PRESETS[1])
+    ours, sxm = set_shares(PRESETS[0], drawn=PRESETS[1]), set_shares(PRESETS[1], drawn=PRESETS[1])
     decode = [100 * kinds["decode"] for _, kinds in ours.values()]
     fewer = sum(sxm[name][0] < share for name, (share, _) in ours.items())
     return (f"- On H100-measured, {_range([100 * s for s, _ in ours.values()], 1)}% of each set's rows within 20%: "
@@ -145,6 +172,19 @@ def _scores_outcome():
             f"more in {sum(min(k.values()) >= 0.75 for _, k in ours.values())} (decode {_range(decode, 0)}%). On "
             f"H100-SXM {_range([100 * s for s, _ in sxm.values()], 1)}%, fewer than on H100-measured in {fewer} sets "
             f"of {len(ours)}.")
+
+
+def new_sets_outcome():
+    """The sets drawn on H100-measured after the tile sweep moved the H100's tiles to it, against their prediction."""
+    shares = set_shares(PRESETS[0], drawn=PRESETS[0])
+    others = [100 * kinds[k] for _, kinds in shares.values() for k in heldout.KINDS.values() if k != "decode"]
+    decode = [100 * kinds["decode"] for _, kinds in shares.values()]
+    met = sum(heldout.meets_target(heldout.ratios(H100 / name, PRESETS[0])) for name in shares)
+    overall = _range([100 * s for s, _ in shares.values()], 1)
+    return (f"- {' and '.join(shares)}, drawn on H100-measured, scored on it: {overall}% of each set's rows within "
+            f"20%; naive, flash2, Hopper and the training steps {_range(others, 0)}% "
+            f"(at least 80% in each set: {_met(min(others) >= 80)}); decode {_range(decode, 0)}% (at most 40%: "
+            f"{_met(max(decode) <= 40)}); issue 24's target met in {met} of {len(shares)} sets.")
 
 
 def outcomes():
@@ -159,7 +199,8 @@ def decode_line():
             f"{_range([r / 1e12 for r in rates['H200']], 1)} TB/s on the H200 and "
             f"{_range([r / 1e12 for r in rates['H100']], 1)} TB/s on the H100; priced on H100-measured with the H200's "
             f"DRAM rates instead of its own (a diagnostic, not adopted), {sum(abs(r - 1) <= 0.2 for r in priced)} of "
-            f"the four sets' {len(priced)} decode rows are within 20% (median {statistics.median(priced):.2f}).")
+            f"the {len(heldout.files(H100))} sets' {len(priced)} decode rows are within 20% (median "
+            f"{statistics.median(priced):.2f}).")
 
 
 def tile_picks(preset):
@@ -190,8 +231,9 @@ def headline_line():
     shares = set_shares(PRESETS[0])
     kinds = {k: [100 * kinds[k] for _, kinds in shares.values()] for k in heldout.KINDS.values()}
     per_kind = ", ".join(f"{k} {_range(vs, 0)}%" for k, vs in kinds.items())
-    return (f"- **Another GPU** (an H100, its preset `H100-measured` from the same microbenchmarks, run 173; "
-            f"`results/h100/`): {len(shares)} held-out sets measured on it, "
+    return (f"- **Another GPU** (an H100, its preset `H100-measured` from the same microbenchmarks, run 173, its "
+            f"kernels' tiles too since its tile sweep, run 176; `results/h100/`): {len(shares)} held-out sets measured "
+            f"on it, "
             f"{_range([100 * s for s, _ in shares.values()], 1)}% of each set's rows within 20%; per kind {per_kind} "
             f"(decode's price follows the DRAM rate, which these batches do not reach: `docs/perf.md`, \"Another "
             f"GPU\").")

@@ -957,3 +957,6 @@ def test_perf_md_quotes_the_h100_as_its_files_and_the_current_model_give():
     measured, sxm = report_gpus.tile_picks("H100-measured"), report_gpus.tile_picks("H100-SXM")
     assert measured[2] >= 20 and sxm[2] < measured[2] and "MET, both halves" in text  # the sweep's prediction
     assert gpusim.hardware.device_preset("NVIDIA H100 80GB HBM3") == "H100-measured"
+    paged = report_gpus.paged_rates()  # the split kernel's loads alone: alike at one program an SM, not at four
+    assert all(abs(r - 1) <= 0.04 for n, (r, _) in paged.items() if n <= 1) and "within 4% of each other" in text
+    assert f"near the ratio of the two DRAMs' read rates ({reads:.2f})" in text and paged[max(paged)][0] < 0.8
