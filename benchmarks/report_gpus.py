@@ -9,13 +9,17 @@ import json
 import statistics
 from pathlib import Path
 
+import numpy as np
+
 import gpusim
+from gpusim import cost
 from benchmarks import agreement, h200_constants, report_heldout
 from gpusim_course.provenance import heldout
 
 H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
 H200 = h200_constants.RESULTS
 PRESETS = ("H100-measured", "H100-SXM")  # the H100's own constants, and its datasheet's
+H200_PRESET = heldout.PRESET
 SAME_SEED = 2095  # a set both GPUs timed
 KEYS = ("kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
         "block_kv", "page_size", "tiles_used")
@@ -64,6 +68,47 @@ def same_rows():
         model = (heldout.simulated(a, PRESETS[0]).predicted_time_s / heldout.simulated(b).predicted_time_s)
         out.setdefault(heldout.kind(a), []).append((a["ms"] / b["ms"], model))
     return out
+
+
+def wave_term(result):
+    """The share of a decode batch's price (one wave: no more split programs than slots) that is not its longest
+    program's time nor the launch: cost.waves' (sum of tau at b programs an SM - the wave's at its share) / slots,
+    which a ragged wave's share below b leaves above zero."""
+    grid, step = cost.schedule(result)
+    last = (grid.programs - 1) % grid.slots + 1
+    tail = np.asarray(grid.work.tail[:last])
+    longest = max(cost.tau(step, tail, cost.wave_sharing(step, tail, last), cost.last_per_sm(grid, last)).tolist())
+    launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
+    return (result.kernels[0].predicted_time_s - longest - launch) / result.predicted_time_s
+
+
+def decode_steps():
+    """Seed 2095's decode batches on both GPUs, longest first: (head_dim, the longest program's steps J, the H100's
+    time over the H200's, each GPU's time over J in us, each preset's chain step in us: cost.one_step's chain_s, a
+    split program's step on its own critical path; each preset's wave_term)."""
+    def timed(results):
+        return json.loads((results / f"heldout_{SAME_SEED}.json").read_text())["rows"]
+    out = []
+    for a, b in zip(timed(H100), timed(H200)):
+        if a["kind"] != "decode" or any(a.get(k) != b.get(k) for k in KEYS):
+            continue
+        ours, theirs = heldout.simulated(a, PRESETS[0]), heldout.simulated(b, H200_PRESET)
+        (grid, h100), (_, h200) = cost.schedule(ours), cost.schedule(theirs)
+        j = max(grid.work.values)
+        out.append((a["head_dim"], j, a["ms"] / b["ms"], b["ms"] * 1e3 / j, a["ms"] * 1e3 / j, h200.chain_s * 1e6,
+                    h100.chain_s * 1e6, wave_term(theirs), wave_term(ours)))
+    return sorted(out, key=lambda row: -row[1])
+
+
+def decode_steps_table():
+    """decode_steps, as docs/perf.md prints them."""
+    lines = ["| d | the longest program's steps J | H100 ÷ H200 | time ÷ J, µs: H200 | H100 | gpusim's chain step, µs: "
+             "H200-measured | H100-measured | the wave term's share of the price: H200-measured | H100-measured |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for d, j, ratio, h200, h100, chain200, chain100, term200, term100 in decode_steps():
+        lines.append(f"| {d} | {j} | {ratio:.2f} | {h200:.2f} | {h100:.2f} | {chain200:.2f} | {chain100:.2f} | "
+                     f"{100 * term200:.0f}% | {100 * term100:.0f}% |")
+    return "\n".join(lines)
 
 
 def _span(values):

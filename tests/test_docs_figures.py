@@ -960,3 +960,14 @@ def test_perf_md_quotes_the_h100_as_its_files_and_the_current_model_give():
     paged = report_gpus.paged_rates()  # the split kernel's loads alone: alike at one program an SM, not at four
     assert all(abs(r - 1) <= 0.04 for n, (r, _) in paged.items() if n <= 1) and "within 4% of each other" in text
     assert f"near the ratio of the two DRAMs' read rates ({reads:.2f})" in text and paged[max(paged)][0] < 0.8
+    steps = report_gpus.decode_steps()  # (d, J, H100 / H200, time / J on the H200, on the H100, chain steps, terms)
+    long = [row for row in steps if row[1] >= 140]
+    assert max(abs(h100 / h200 - 1) for _, _, _, h200, h100, *_ in long) <= 0.1 and "within 10%" in text
+    best = min(long, key=lambda row: row[3])
+    assert f"({best[3]:.2f} and {best[4]:.2f} µs at best" in text
+    assert all(row[3] > row[5] for row in long)  # above H200-measured's chain step, and H100-measured's at d = 64
+    assert all(row[4] > row[6] for row in long if row[0] == 64)
+    d64 = {row[5] for row in steps if row[0] == 64}
+    assert f"where the chain step is {max(d64):.2f} µs on H200-measured" in text
+    terms = [100 * row[7] for row in steps]
+    assert f"{min(terms):.0f}–{max(terms):.0f}% of these batches' prices on the H200 (the table's second last" in text
