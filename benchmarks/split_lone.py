@@ -6,6 +6,8 @@ several cache lengths, so that the slope of its time over the steps a program ta
     python -m benchmarks.split_lone --out $OUT --others         # split_lone_others.json: a contiguous cache too,
                                                                   # 4 splits (32 programs, all alone) besides,
                                                                   # and the unsplit decode kernel (one split)
+    python -m benchmarks.split_lone --out $OUT --d64            # split_lone_d64.json: the held-out sets' d = 64
+                                                                  # decode shape, 64 query heads over 8 K/V heads
     TRITON_INTERPRET=1 python -m benchmarks.split_lone --out /tmp --smoke      # CPU: the code paths
 
 Why: decode_rows.json (runs 165 and 167) priced the split kernel's few splits of a 64-row tile 1.12-1.44x slow on
@@ -37,6 +39,8 @@ SPLITS = (16, 32)  # 128 and 256 programs at batch 1: one and two an SM
 SMOKE = dict(cases=((1, 256), (1, 512)), rows=(1, 3), splits=(2,))
 OTHERS = argparse.ArgumentParser(add_help=False)  # --others: split_lone_others.json, what run 170 did not measure
 OTHERS.add_argument("--others", action="store_true")
+OTHERS.add_argument("--d64", action="store_true")
+D64 = dict(heads=64, kv_heads=8, head_dim=64)  # 16 KiB of K/V a step (64 keys), where run 170 measured 32 KiB (d = 128)
 
 
 def model_step(launch):
@@ -72,8 +76,10 @@ def main(argv=None):
     others, rest = OTHERS.parse_known_args(argv)
     full = dict(cases=tuple((1, length) for length in LENGTHS), rows=ROWS, splits=SPLITS)
     args, grid, shape = bd.sweep_setup(__doc__, rest, SMOKE, full)
+    shape = {**shape, **(dict(head_dim=64) if args.smoke else D64)} if others.d64 else shape
     splits, layouts = ((1, 4, *grid["splits"]), (True, False)) if others.others else (grid["splits"], (True,))
-    bd.sweep_cases(args, "split_lone_others" if others.others else "split_lone", argv, grid["cases"], shape,
+    name = "split_lone_others" if others.others else "split_lone_d64" if others.d64 else "split_lone"
+    bd.sweep_cases(args, name, argv, grid["cases"], shape,
                    lambda batch, seq_kv, sets: case_rows(batch, seq_kv, sets, grid["rows"], splits, shape, layouts),
                    module="split_lone")
     return 0

@@ -219,6 +219,23 @@ def test_split_lone_smoke_run_times_each_length_and_prices_each_step(tmp_path):
 
 
 @CPU
+def test_split_lone_d64_times_the_same_grid_at_head_dim_64(tmp_path):
+    """benchmarks/split_lone.py --d64 in the interpreter: the same lengths and rows at d = 64, into
+    split_lone_d64.json, each row priced with gpusim's step for its launch."""
+    import json
+
+    from benchmarks import split_lone
+    assert split_lone.main(["--out", str(tmp_path), "--smoke", "--d64"]) == 0
+    rows = json.loads((tmp_path / "split_lone_d64.json").read_text())["rows"]
+    assert [(r["seq_kv"], r["seq"], r["head_dim"]) for r in rows] == [(n, q, 64) for n in (256, 512) for q in (1, 3)]
+    for r in rows:
+        launch = decode.make_launch(batch=1, seq=r["seq"], seq_kv=r["seq_kv"], page_size=16, num_splits=2,
+                                    block_kv=r["block_kv"], heads=r["heads"], kv_heads=r["kv_heads"], head_dim=64,
+                                    gpu=r["preset"])
+        assert r["rel_err"] < 2e-3 and r["chain_us"] == split_lone.model_step(launch)[1] * 1e6
+
+
+@CPU
 def test_split_lone_others_times_a_contiguous_cache_and_the_unsplit_kernel_too(tmp_path):
     """benchmarks/split_lone.py --others in the interpreter: every row of the paged run's grid over both layouts, and
     at one split (the unsplit decode kernel) besides, each priced with its own kernel's step."""
