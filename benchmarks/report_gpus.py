@@ -102,8 +102,9 @@ def decode_steps():
 
 def decode_steps_table():
     """decode_steps, as docs/perf.md prints them."""
-    lines = ["| d | the longest program's steps J | H100 ÷ H200 | time ÷ J, µs: H200 | H100 | gpusim's chain step, µs: "
-             "H200-measured | H100-measured | the wave term's share of the price: H200-measured | H100-measured |",
+    lines = ["| d | the longest program's steps J | H100 ÷ H200 | time ÷ J, µs: H200 | H100 | "
+             "gpusim's chain step, µs: H200-measured | H100-measured | "
+             "the wave term's share of the price: H200-measured | H100-measured |",
              "|---|---|---|---|---|---|---|---|---|"]
     for d, j, ratio, h200, h100, chain200, chain100, term200, term100 in decode_steps():
         lines.append(f"| {d} | {j} | {ratio:.2f} | {h200:.2f} | {h100:.2f} | {chain200:.2f} | {chain100:.2f} | "
@@ -256,19 +257,19 @@ def tile_picks(preset):
     return len(picks), sum(r == 1.0 for r in picks), len(picks) - len(off), off
 
 
+def _tiles_part(preset):
+    groups, fastest, near, off = tile_picks(preset)
+    timed = [f"{r:.2f}×" for r in sorted(r for r in off if r is not None)]
+    untimed = len(off) - len(timed)
+    rest = timed + ([f"{untimed} pick{'s' * (untimed != 1)} the sweep did not time as its kernel launches it"]
+                    if untimed else [])
+    return (f"`best_blocks` on {preset} picks the fastest tile measured in {fastest} of the {groups} groups and one "
+            f"within 5% of it in {near}" + (f" (the rest: {', '.join(rest)})" if rest else ""))
+
+
 def tiles_line():
     """The tile sweep's outcome on the H100, per preset, as docs/perf.md states it."""
-    parts = []
-    for preset in PRESETS:
-        groups, fastest, near, off = tile_picks(preset)
-        timed = sorted(r for r in off if r is not None)
-        parts.append(f"`best_blocks` on {preset} picks the fastest tile measured in {fastest} of the {groups} groups "
-                     f"and one within 5% of it in {near}" + (f" (the rest: {', '.join(f'{r:.2f}×' for r in timed)}"
-                                                             f"{', and' if timed else ''} {len(off) - len(timed)} "
-                                                             f"pick{'s' * (len(off) - len(timed) != 1)} the sweep "
-                                                             "did not time as its kernel launches it)"
-                                                             if off else ""))
-    return "; ".join(parts) + "."
+    return "; ".join(_tiles_part(preset) for preset in PRESETS) + "."
 
 
 def headline_line():
@@ -276,10 +277,10 @@ def headline_line():
     shares = set_shares(PRESETS[0])
     kinds = {k: [100 * kinds[k] for _, kinds in shares.values()] for k in heldout.KINDS.values()}
     per_kind = ", ".join(f"{k} {_range(vs, 0)}%" for k, vs in kinds.items())
+    overall = _range([100 * s for s, _ in shares.values()], 1)
     return (f"- **Another GPU** (an H100, its preset `H100-measured` from the same microbenchmarks, run 173, its "
             f"kernels' tiles too since its tile sweep, run 176; `results/h100/`): {len(shares)} held-out sets measured "
-            f"on it, "
-            f"{_range([100 * s for s, _ in shares.values()], 1)}% of each set's rows within 20%; per kind {per_kind} "
+            f"on it, {overall}% of each set's rows within 20%; per kind {per_kind} "
             f"(decode's price follows the DRAM rate, which these batches do not reach: `docs/perf.md`, \"Another "
             f"GPU\").")
 
