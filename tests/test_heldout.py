@@ -210,6 +210,25 @@ def test_notebook_12s_table_scores_every_set_as_docs_perf_md_does():
             assert r[label] == f"{agreement.summary(group)['within 20%']:.0%}"
 
 
+@pytest.mark.xdist_group("perf_report")
+def test_notebook_12_scores_the_h100s_sets_on_its_preset_as_docs_perf_md_does():
+    """Notebook 12's table of another GPU's sets: results/h100 on H100-measured, the shares docs/perf.md's table of
+    them gives (benchmarks.report_gpus.set_shares), set by set."""
+    import json
+
+    from benchmarks import report_gpus
+    from gpusim_course.provenance import heldout
+    cells = json.loads((RESULTS.parents[1] / "notebooks" / "12_appendix_provenance.ipynb").read_text())["cells"]
+    assert any("".join(c["source"]) == 'html_table(heldout.set_rows("../results/h100", gpu="H100-measured"))'
+               for c in cells)
+    rows = heldout.set_rows(RESULTS.parent / "h100", gpu="H100-measured")
+    shares = report_gpus.set_shares("H100-measured")
+    assert [r["set"] for r in rows[:-1]] == list(shares) and len(shares) >= 6
+    for r in rows[:-1]:
+        share, kinds = shares[r["set"]]
+        assert r["within 20%"] == f"{share:.1%}" and all(r[k] == f"{v:.0%}" for k, v in kinds.items())
+
+
 def test_a_training_step_under_its_host_probe_is_priced_at_the_probe():
     """A held-out training row whose GPU work is far shorter than the host's: priced at the host probe measured beside
     it (host_probe_us, in µs), or without one at the preset's floor (GPU.train_step_host_s); a step whose GPU work is

@@ -90,8 +90,9 @@ def score(name, pairs):
             "target met": "yes" if meets_target(pairs) else "no"}
 
 
-def set_rows(results):
-    """One row per held-out set (score()), then all the sets pooled."""
-    sets = {p.name: ratios(p) for p in files(results)}
+def set_rows(results, gpu=PRESET):
+    """One row per held-out set (score()), then all the sets pooled, priced on the preset `gpu` (another GPU's sets:
+    results/h100 on H100-measured)."""
+    sets = {p.name: ratios(p, gpu) for p in files(results)}
     return [score(name, pairs) for name, pairs in sets.items()] + [
         score("all, pooled", [p for pairs in sets.values() for p in pairs])]
