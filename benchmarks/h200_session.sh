@@ -63,6 +63,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     split_lone) python -m benchmarks.split_lone --out "$OUT" --max-minutes "${DECODE_MINUTES:-3}" ;;
     split_lone_others) python -m benchmarks.split_lone --out "$OUT" --others --max-minutes "${DECODE_MINUTES:-5}" ;;
     split_lone_d64) python -m benchmarks.split_lone --out "$OUT" --d64 --max-minutes "${DECODE_MINUTES:-3}" ;;
+    ragged_wave) python -m benchmarks.ragged_wave --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
     paged_read) python -m benchmarks.paged_read --out "$OUT" ;;
     decode_tiles) python -m benchmarks.decode_tiles --out "$OUT" --max-minutes "${DECODE_MINUTES:-4}" ;;
     softmax_issue) /usr/local/cuda/bin/ncu --clock-control none --cache-control all --print-units base -k regex:softmax \

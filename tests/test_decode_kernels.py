@@ -236,6 +236,23 @@ def test_split_lone_d64_times_the_same_grid_at_head_dim_64(tmp_path):
 
 
 @CPU
+def test_ragged_wave_smoke_run_times_a_ragged_batch_as_the_held_out_sets_do(tmp_path):
+    """benchmarks/ragged_wave.py in the interpreter: its one tiny row timed and checked as a held-out decode row, and
+    priced by the held-out sets' pricing; the full grid is 48 ragged batches of the held-out sets' two decode shapes."""
+    import json
+
+    from benchmarks import ragged_wave
+    from gpusim_course.provenance import heldout
+    assert ragged_wave.main(["--out", str(tmp_path), "--smoke"]) == 0
+    [row] = json.loads((tmp_path / "ragged_wave.json").read_text())["rows"]
+    assert row["seq_kv"] == [70, 35] and row["rel_err"] < 2e-3 and row["ms"] > 0 and row["num_splits"] >= 1
+    assert heldout.simulated(row, "H200-measured").predicted_time_s > 0
+    grid = ragged_wave.rows()
+    assert len(grid) == 48 and all(len(r["seq_kv"]) == r["batch"] and max(r["seq_kv"]) == r["seq_kv"][0]
+                                   for r in grid)
+
+
+@CPU
 def test_split_lone_others_times_a_contiguous_cache_and_the_unsplit_kernel_too(tmp_path):
     """benchmarks/split_lone.py --others in the interpreter: every row of the paged run's grid over both layouts, and
     at one split (the unsplit decode kernel) besides, each priced with its own kernel's step."""
