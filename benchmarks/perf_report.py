@@ -25,7 +25,8 @@ from benchmarks.report_heldout import (
     HELD_OUT, before_retimed, blind_range, blind_scorings_table, heldout_sets_table, heldout_table,
     host_probe_table, interleaved_table, labelled, meets_target, remeasured_table, retimed_table)
 from benchmarks.report_history import (
-    _within_both, counted_dots, dkdv_by_waves, events_launch, full_last_wave, line_issue, lone_by_port, naive_before,
+    _within_both, before_ragged, counted_dots, dkdv_by_waves, events_launch, full_last_wave, line_issue, lone_by_port,
+    naive_before,
     no_list_schedule, no_lone_copy, no_lone_pipeline, no_measured_issue, no_own_copy, one_warp_issue, reduce_before)
 from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
@@ -192,6 +193,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_outcomes": report_gpus.outcomes, "h100_decode": report_gpus.decode_line,
           "h100_tiles": report_gpus.tiles_line, "h100_new_sets": report_gpus.new_sets_outcome,
           "h100_paged": report_gpus.paged_line, "h100_decode_steps": report_gpus.decode_steps_table,
+          "ragged_wave": report_gpus.ragged_lines,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
@@ -290,6 +292,9 @@ BEFORE_GRAPH_LAUNCH = ("lone_setup", "setup_rows", *(f"heldout_{seed}" for seed 
 # thirty-ninth session's naive launches (naive_before), as every table of the lists above is, and before the decode
 # reduce's fix (reduce_before: docs/perf.md, "A model artefact, fixed").
 BEFORE_NAIVE_LAUNCHES = ("graph_launch", *(f"heldout_{seed}" for seed in range(2076, 2080)))
+# The tables written after the thirty-ninth session and before the fifty-first session's ragged decode wave whose
+# held-out rows it moves: under the model before it (before_ragged), as every table of the lists above is too.
+BEFORE_RAGGED = ("naive_heldout",)
 HISTORICAL = frozenset(BEFORE_FULL_ISSUE + BEFORE_TWO_WARP_ISSUE + BEFORE_LONE_PIPELINE + BEFORE_LONE_COPY
                        + BEFORE_OWN_COPY + BEFORE_WHOLE_DOTS + BEFORE_LAST_WAVE + BEFORE_MEASURED_ISSUE
                        + BEFORE_LIST_SCHEDULE + BEFORE_RETIMED + BEFORE_DKDV_LIST + BEFORE_LONE_SETUP
@@ -299,8 +304,9 @@ HISTORICAL = frozenset(BEFORE_FULL_ISSUE + BEFORE_TWO_WARP_ISSUE + BEFORE_LONE_P
 def as_written(name):
     """The model a generated table of docs/perf.md is computed under: its section's (line_issue, one_warp_issue,
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
-    dkdv_by_waves, lone_by_port, events_launch, each with naive_before and reduce_before: written before both), or the
-    model as it stands; on the held-out rows as they were then (before_retimed) where it was written before run 135."""
+    dkdv_by_waves, lone_by_port, events_launch, each with naive_before, reduce_before and before_ragged: written before
+    all three; BEFORE_RAGGED's with before_ragged), or the model as it stands; on the held-out rows as they were then
+    (before_retimed) where it was written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
              else no_own_copy() if name in BEFORE_OWN_COPY else full_last_wave() if name in BEFORE_LAST_WAVE
@@ -309,6 +315,7 @@ def as_written(name):
              else lone_by_port() if name in BEFORE_LONE_SETUP else events_launch() if name in BEFORE_GRAPH_LAUNCH
              else nullcontext())
     model = _within_both(reduce_before(), _within_both(naive_before(), model)) if name in HISTORICAL else model
+    model = _within_both(before_ragged(), model) if name in HISTORICAL or name in BEFORE_RAGGED else model
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

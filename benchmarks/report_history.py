@@ -273,6 +273,15 @@ def unsplit_lone_before():
 
 
 @contextmanager
+def before_ragged():
+    """The model before the fifty-first session's ragged decode wave (cost.ragged_wave; docs/perf.md, "A ragged decode
+    wave, adopted"), while the block runs: every decode batch priced by the waves' rule, as every figure docs/perf.md
+    quotes from before it."""
+    with _patched(cost, "ragged_wave", lambda grid: False, "before_ragged", moves=DECODE_ROWS):
+        yield
+
+
+@contextmanager
 def reduce_before():
     """The model before the decode reduce's fix (docs/perf.md, "A model artefact, fixed"), while the block runs: the two
     above together, and the split kernel's entries at one tile of query rows only (split_rows_before), as every figure

@@ -52,7 +52,9 @@ The model, in five steps, each a choice written down here:
    The launch adds its cost once
    (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides). A kernel of one step whose
    programs store their tile after their loads and dot (naive's qk), all in the same phase, adds that store after the
-   rest, at the rate a stream of stores reaches (stored_after).
+   rest, at the rate a stream of stores reaches (stored_after). A ragged decode batch of one wave over a paged cache is
+   priced apart (ragged_wave, ragged_time): the greater of its longest program's steps and its bytes at the DRAM's rate,
+   and RAGGED_OVERLAP of the lesser.
 
 Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
 
@@ -76,6 +78,11 @@ from .occupancy import exceeded, occupancy, resources
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more (a lone
 #                      program's one or two warps per scheduler issue at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap
+# RAGGED_OVERLAP: fitted on results/h100/ragged_wave.json (run 178, 48 ragged decode batches on an H100, none a held-out
+# row): the share of the lesser of a ragged wave's longest steps and its bytes' time that does not overlap the greater,
+# such that the file's median predicted / measured is 1 (benchmarks/report_gpus.ragged_overlap_fit); the held-out sets
+# of both GPUs, not fitted on, are reported in docs/perf.md ("A ragged decode wave").
+RAGGED_OVERLAP = 0.38
 ISSUED_PER_COUNTED = 1.184  # instructions Nsight counts issued per one of pass_.issue's (the compiled loop's): the
 #                            median of runs 128 and 129's 22 launches, 1.16-1.23 each (report_steps.issued_ratio)
 # The K/V bytes a step of run 95's lone programs moved at GPU.lone_copy_bytes_per_s (results/h200/lone_program.json)
@@ -506,7 +513,8 @@ def waves(step):
     per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
     longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
     launch, longest_j = cfg.pass_.launch_s(cfg, grid.kernel), int(tail_steps.max())
-    time = (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch
+    time = (ragged_time(step) if ragged_wave(grid) else
+            (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch)
     return Timing(
         predicted_time_s=time,
         memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
@@ -520,6 +528,32 @@ def waves(step):
         latency_bound=bool(chain(step, longest_j) > busy(step, longest_j, sharing, b)),
         spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
+
+
+def ragged_wave(grid):
+    """A launch of no more programs than slots (one wave) of a pass_.LONE_COPY kernel gathering over a paged cache,
+    whose programs take different numbers of steps because its requests differ in length (pass_.ragged): a ragged
+    decode batch, priced by ragged_time."""
+    pass_, gpu = grid.cfg.pass_, grid.cfg.gpu
+    return (grid.kernel in pass_.LONE_COPY and gpu.lone_copy_bytes_per_s is not None and grid.programs <= grid.slots
+            and any(t in grid.counts for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()))
+            and pass_.ragged(grid.cfg, grid.kernel))
+
+
+def ragged_time(step):
+    """A ragged wave's time: its longest program's steps, each the longer of its chain and its tiles at the rate a
+    lone program copies (a long request's programs run their last steps alone on their SMs: lone_gather's rate, and
+    its chain where that is longer, as split_lone_d64.json measured at d = 64), against all its bytes at the GPU's
+    DRAM rate; the greater, and RAGGED_OVERLAP of the lesser (the long programs share the DRAM with the short ones
+    while those run), then its first loads and the launch. The waves' rule (a wave's time its longest program's, at the
+    wave's share of the bandwidth, plus (the wave's time at b programs an SM less that) / slots) held the H200's ragged
+    held-out batches with a term that grows with a slower DRAM, which the H100's batches do not (docs/perf.md)."""
+    grid, gpu = step.grid, step.grid.cfg.gpu
+    j = max(grid.work.values)
+    steps = j * max(step.chain_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
+    memory = sum(map(sum, grid.dram.values())) / (step.rate["dram"] * gpu.sm_count)
+    return (max(steps, memory) + RAGGED_OVERLAP * min(steps, memory) + first_loads(step, j) + step.fixed_compute_s
+            + grid.cfg.pass_.launch_s(grid.cfg, grid.kernel))
 
 
 def listed(grid):

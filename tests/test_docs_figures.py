@@ -2,6 +2,7 @@
 docs/perf.md's) quote, each recomputed from the code or from the results file it comes from, so that the prose cannot
 drift from either."""
 import contextlib
+import functools
 import io
 import itertools
 import json
@@ -284,6 +285,16 @@ def _reduce_step(seq, gpu="H100-SXM"):
     return grid, cost.one_step(grid, cost.rates(grid))
 
 
+def before_ragged(test):
+    """A decorator: the test runs under the model before the fifty-first session's ragged decode wave, as its section
+    of docs/perf.md, written before it, quotes the model."""
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        with report_history.before_ragged():
+            return test(*args, **kwargs)
+    return run
+
+
 def _moved(compute, before=report_history.reduce_before, after=report_history.split_rows_before):
     """(before, after): compute() under report_history.reduce_before, then as the reduce's fix left the model (before
     the split kernel was compiled past 16 padded rows: split_rows_before); after=contextlib.nullcontext: as the model
@@ -403,6 +414,7 @@ def _heldout_moved(text):
             f"({within} within, before and after), no set's score") in text
 
 
+@before_ragged
 def test_perf_md_scores_run_150s_sets_once_blind_to_the_decode_fix():
     """Run 150's four held-out sets, kept unscored until the decode fix and scored once after it: their rows within
     20% under the model before and after, the decode rows the fix moved and by how much, the one decode row outside,
@@ -586,6 +598,7 @@ def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
             f"({span(short)}×)") in text
 
 
+@before_ragged
 def test_perf_md_quotes_a_lone_split_program_as_predicted_measured_and_adopted():
     """docs/perf.md's "A split program alone on its SM" (run 170): gpusim's steps before the run, the prediction
     against split_lone.json's slopes, the rate they move a step at against run 95's, and what the rule moved
@@ -971,3 +984,27 @@ def test_perf_md_quotes_the_h100_as_its_files_and_the_current_model_give():
     assert f"where the chain step is {max(d64):.2f} µs on H200-measured" in text
     terms = [100 * row[7] for row in steps]
     assert f"{min(terms):.0f}–{max(terms):.0f}% of these batches' prices on the H200 (the table's second last" in text
+
+
+def test_perf_md_quotes_the_ragged_decode_wave_as_fitted_and_moved():
+    """docs/perf.md's "A ragged decode wave, adopted": RAGGED_OVERLAP is what ragged_wave.json's fit gives, the lone
+    d = 64 step's ratio to its tiles at the lone copy rate, and the uniform benches the rule leaves as they were."""
+    from benchmarks import report_gpus
+    text = " ".join(doc("perf.md").split("**A ragged decode wave, adopted**")[1].split("## Count mode")[0].split())
+    assert cost.RAGGED_OVERLAP == report_gpus.ragged_overlap_fit()
+    assert f"why the overlap is {cost.RAGGED_OVERLAP} of the lesser part" in text
+    slope, lone, _ = report_gpus.lone_d64_step()
+    assert f"the lone split step at d = 64, {slope / lone:.1f}× its tiles at the lone copy rate" in text
+    assert "`decode.json`, `decode_rows.json`, and `decode_rows_h100.json` move by nothing" in text
+    for file, gpu in (("decode.json", "H200-measured"), ("decode_rows.json", "H200-measured"),
+                      ("decode_rows_h100.json", "H100-measured")):
+        rows = [r for r in json.loads((report_gpus.H200 / file).read_text())["rows"] if r.get("ms")]
+
+        def priced():
+            return [gpusim.simulate("split_kv", batch=r["batch"], heads=r["heads"], kv_heads=r["kv_heads"],
+                                    head_dim=r["head_dim"], seq=r.get("seq", 1), seq_kv=r["seq_kv"], dtype=r["dtype"],
+                                    page_size=r["page_size"], num_splits=r["num_splits"], block_kv=r.get("block_kv"),
+                                    gpu=gpu).predicted_time_s for r in rows]
+        with report_history.before_ragged():
+            before = priced()
+        assert rows and priced() == before, file

@@ -43,12 +43,12 @@ TEN_OLDER = [name for name in ELEVEN if name != "heldout_2036.json"]
 
 def under(model):
     """A decorator: the test runs under `model` (a context manager of the model as it was: report_history's, or
-    report_heldout.before_retimed), before the thirty-ninth session's naive launches (report_history.naive_before) as
-    every such model was."""
+    report_heldout.before_retimed), before the thirty-ninth session's naive launches (report_history.naive_before) and
+    the fifty-first session's ragged decode wave (report_history.before_ragged) as every such model was."""
     def decorate(test):
         @functools.wraps(test)
         def run(*args, **kwargs):
-            with report_history.naive_before(), model():
+            with report_history.naive_before(), report_history.before_ragged(), model():
                 return test(*args, **kwargs)
         return run
     return decorate

@@ -203,6 +203,11 @@ class Pass:
         gpu = cfg.gpu
         return gpu.graph_launch_s if self.GRAPH_LAUNCH and gpu.graph_launch_s is not None else gpu.launch_overhead_s
 
+    def ragged(self, cfg, kernel):
+        """Whether the launch's programs take different numbers of steps because its requests differ in length (a
+        ragged decode batch: cost.ragged_wave); no pass but split-KV's launches requests."""
+        return False
+
     def dram_reads(self, cfg, kernel, sm_reads, flight):
         """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"; flight: its thread blocks
         running at once."""

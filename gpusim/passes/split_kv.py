@@ -218,6 +218,11 @@ class SplitKV(Pass):
         tail = np.repeat(last, min(units, TAIL))[:TAIL]  # its first TAIL, whatever the units
         return Work(tuple(values.tolist()), tuple((counts * units).tolist()), tuple(tail.tolist()))
 
+    def ragged(self, launch, kernel):
+        """A split (or decode) kernel over requests whose splits hold different numbers of chunks: a batch of requests
+        of different lengths, whose long requests' programs run on after the short ones end."""
+        return kernel != "reduce" and len(set(launch.chunks_per_split.tolist())) > 1
+
     def launch_s(self, launch, kernel):
         """An empty kernel's launch; the reduce, a programmatic dependent launch where the GPU has PDL, less what
         that hides (PDL_HIDDEN_S)."""
