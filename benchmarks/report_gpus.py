@@ -131,7 +131,7 @@ def ragged_scores():
     """{"H100": (decode rows within 20% before the rule, with it, in %), "H200": the same over results/h200's scored
     sets, "H200 sets": (sets meeting issue 24's target before, with it, of all)}."""
     def h200():
-        pairs = {n: [(heldout.kind(r), x) for r, x in agreement.heldout_rows(n)] for n in report_heldout.HELD_OUT}
+        pairs = {n: [(heldout.kind(r), x) for r, x in agreement.heldout_rows(n)] for n in report_heldout.FIFTY}
         return _decode_share([p for v in pairs.values() for p in v]), sum(map(heldout.meets_target, pairs.values()))
     def h100():
         return _decode_share([p for path in heldout.files(H100) for p in ratios(path, PRESETS[0])])
@@ -139,11 +139,23 @@ def ragged_scores():
         (old200, old_met), old100 = h200(), h100()
     (new200, new_met), new100 = h200(), h100()
     return {"H100": (old100, new100), "H200": (old200, new200),
-            "H200 sets": (old_met, new_met, len(report_heldout.HELD_OUT))}
+            "H200 sets": (old_met, new_met, len(report_heldout.FIFTY))}
 
 
 def _within(ratios):
     return sum(abs(r - 1) <= 0.2 for r in ratios)
+
+
+def blind_ragged_line():
+    """Runs 168 and 169's four H200 sets, kept unscored until the ragged decode wave, scored once with it."""
+    pairs = [(heldout.kind(r), x) for n in report_heldout.BLIND_RAGGED for r, x in agreement.heldout_rows(n)]
+    met = sum(heldout.meets_target([(heldout.kind(r), x) for r, x in agreement.heldout_rows(n)])
+              for n in report_heldout.BLIND_RAGGED)
+    decode = [x for k, x in pairs if k == "decode"]
+    return (f"Seeds 2096 to 2099 (runs 168 and 169 on the H200, kept unscored in their logs since the forty-seventh "
+            f"session), scored once with the rule: {_within(x for _, x in pairs)} of their {len(pairs)} rows "
+            f"({heldout.within(pairs):.1%}) within 20%; their decode rows {_within(decode)} of {len(decode)} "
+            f"({_range(decode)}); {met} of the 4 sets meet issue 24's target.")
 
 
 def ragged_lines():

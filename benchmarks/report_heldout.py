@@ -419,7 +419,11 @@ INTERLEAVED = tuple(f"heldout_{seed}.json" for seed in range(2095, 2091, -1))
 # Run 150's four, measured after the thirty-ninth session's naive launches and kept unscored in their log until the
 # forty-sixth session's decode fix (reduce_before, the model before it), scored once in the forty-seventh.
 BLIND_DECODE_REDUCE = tuple(f"heldout_{seed}.json" for seed in range(2091, 2087, -1))
-THIRTY_NINE = tuple(name for name in HELD_OUT if name not in INTERLEAVED + BLIND_DECODE_REDUCE)  # the 62 through the 39th
+# Runs 168 and 169's four, measured after the forty-sixth session's decode fix and kept unscored in their logs until the
+# fifty-first session's ragged decode wave (before_ragged, the model before it), scored once after it.
+BLIND_RAGGED = tuple(f"heldout_{seed}.json" for seed in range(2099, 2095, -1))
+FIFTY = tuple(name for name in HELD_OUT if name not in BLIND_RAGGED)  # the 70 scored through the fiftieth session
+THIRTY_NINE = tuple(name for name in FIFTY if name not in INTERLEAVED + BLIND_DECODE_REDUCE)  # the 62 through the 39th
 THIRTY_EIGHT = tuple(name for name in THIRTY_NINE if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
 # the 50 scored after the thirty-fifth session's first change
 FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)
@@ -476,7 +480,9 @@ BEFORE_RAGGED = (
     (BLIND_DECODE_REDUCE, "seeds 2088 to 2091, scored blind to the forty-sixth session's decode reduce and its "
      "compiles of several query rows", (lone_split_before,)),
 )
-BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in BEFORE_RAGGED)
+BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in BEFORE_RAGGED) + (
+    (BLIND_RAGGED, "seeds 2096 to 2099, scored blind to the forty-seventh to fifty-first sessions' changes, the "
+     "ragged decode wave's among them", ()),)
 
 
 @contextmanager
