@@ -194,6 +194,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_tiles": report_gpus.tiles_line, "h100_new_sets": report_gpus.new_sets_outcome,
           "h100_paged": report_gpus.paged_line, "h100_decode_steps": report_gpus.decode_steps_table,
           "ragged_wave": report_gpus.ragged_lines, "blind_ragged": report_gpus.blind_ragged_line,
+          "after_ragged": report_gpus.after_ragged_outcome,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
