@@ -16,14 +16,13 @@ Writes ragged_wave.json: {environment, rows: [{kind, algo, batch, heads, kv_head
 causal, dtype, block_q, block_kv, page_size, ms, timing, rel_err, num_splits}]}, rows as the held-out files hold them
 (gpusim_course.provenance.heldout.simulated prices one).
 """
-import argparse
 import itertools
 import json
 import sys
 import time
 from pathlib import Path
 
-from benchmarks import heldout
+from benchmarks import bench_decode, heldout
 
 SHAPES = ((32, 8, 128), (64, 8, 64))  # (heads, kv_heads, head_dim): the held-out sets' decode shapes
 BATCHES = (2, 4, 8, 16)
@@ -67,11 +66,7 @@ def run(out_dir, max_minutes, smoke=False):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="folder; writes ragged_wave.json")
-    ap.add_argument("--max-minutes", type=float, default=4.0)
-    ap.add_argument("--smoke", action="store_true", help="CPU, TRITON_INTERPRET=1: one tiny row")
-    args = ap.parse_args(argv)
+    args = bench_decode.sweep_args(__doc__, argv)  # --out (a folder), --max-minutes, --smoke (one tiny row, on CPU)
     run(args.out, args.max_minutes, args.smoke)
     return 0
 

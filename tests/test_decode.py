@@ -528,3 +528,26 @@ def test_a_reduce_that_overflows_is_refused_with_one_split_as_what_fits():
                                          r"reduce: num_splits=1 \(--num-splits 1 on the command line\) fits$"):
         decode.make_launch(**shape)
     assert decode.make_launch(num_splits=1, **shape).num_splits == 1
+
+
+def test_a_ragged_wave_costs_its_greater_part_and_038_of_its_lesser():
+    """cost.ragged_time by hand: a batch of one 64K request beside a 4K one over pages, on H100-measured, takes the
+    greater of its longest program's steps (each the longer of its chain and its tiles at the lone copy rate) and its
+    bytes at the DRAM's rate, 0.38 of the lesser, its first loads and the launch; RAGGED_OVERLAP is what
+    results/h100/ragged_wave.json's fit gives; a uniform batch is not ragged."""
+    from benchmarks import report_gpus
+    r = gpusim.simulate("split_kv", batch=2, heads=32, kv_heads=8, head_dim=128, seq_kv=[65536, 4096], page_size=16,
+                        gpu="H100-measured")
+    grid, step = cost.schedule(r)
+    gpu = grid.cfg.gpu
+    assert cost.ragged_wave(grid) and grid.programs <= grid.slots
+    j = max(grid.work.values)
+    steps = j * max(step.chain_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
+    memory = sum(map(sum, grid.dram.values())) / (step.rate["dram"] * gpu.sm_count)  # the SMs' shares, the GPU's rate
+    expected = (max(steps, memory) + 0.38 * min(steps, memory) + cost.first_loads(step, j) + step.fixed_compute_s
+                + gpu.launch_overhead_s)
+    assert r.kernels[0].predicted_time_s == pytest.approx(expected, rel=1e-9)
+    assert cost.RAGGED_OVERLAP == report_gpus.ragged_overlap_fit() == 0.38
+    uniform = gpusim.simulate("split_kv", batch=2, heads=32, kv_heads=8, head_dim=128, seq_kv=[65536, 65536],
+                              page_size=16, gpu="H100-measured")
+    assert not cost.ragged_wave(cost.schedule(uniform)[0])
