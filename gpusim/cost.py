@@ -56,7 +56,7 @@ The model, in five steps, each a choice written down here:
    priced apart (ragged_wave, ragged_time): the greater of its longest program's steps and its bytes at the DRAM's rate,
    and RAGGED_OVERLAP of the lesser.
 
-Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured).
+Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured and H100-measured).
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
 (step 2); unit_times() (with sm_hiding() and own_hiding()), one_step() and step_chain() (step 3) make the Schedule;
