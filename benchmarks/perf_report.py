@@ -26,8 +26,8 @@ from benchmarks.report_heldout import (
     host_probe_table, interleaved_table, labelled, meets_target, remeasured_table, retimed_table)
 from benchmarks.report_history import (
     _within_both, before_ragged, counted_dots, dkdv_by_waves, events_launch, full_last_wave, line_issue, lone_by_port,
-    naive_before,
-    no_list_schedule, no_lone_copy, no_lone_pipeline, no_measured_issue, no_own_copy, one_warp_issue, reduce_before)
+    naive_before, no_list_schedule, no_lone_copy, no_lone_pipeline, no_measured_issue, no_own_copy, one_warp_issue,
+    reduce_before)
 from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
     bwd_kernels_table, decode_rates, decode_rows_table, decode_table, fastest_sdpa, flash1_l1_table, halves_table,

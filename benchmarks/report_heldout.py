@@ -445,7 +445,7 @@ TRIALED = tuple(name for name in EIGHTEEN if name not in NEWEST + BLIND_TWO_WARP
 # scored blind to or with, the model states docs/perf.md's section of them scores them under, outermost first). The
 # headline and the sections' tests score them through blind_state, so that the two cannot quote different figures.
 # Every one before the fifty-first session's ragged decode wave is scored without it (before_ragged, innermost).
-BEFORE_RAGGED = (
+SCORED_BEFORE_RAGGED = (
     (BLIND, "seeds 2038 and 2039, scored blind to `cost.full_issue`", ("retimed", "naive", one_warp_issue)),
     (NEWEST, "seeds 2040 and 2041, measured after every change then", ("retimed", "naive", one_warp_issue)),
     (BLIND_TWO_WARP, "seeds 2042 and 2043, scored blind to the twenty-first session's change to it",
@@ -480,7 +480,7 @@ BEFORE_RAGGED = (
     (BLIND_DECODE_REDUCE, "seeds 2088 to 2091, scored blind to the forty-sixth session's decode reduce and its "
      "compiles of several query rows", (lone_split_before,)),
 )
-BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in BEFORE_RAGGED) + (
+BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in SCORED_BEFORE_RAGGED) + (
     (BLIND_RAGGED, "seeds 2096 to 2099, scored blind to the forty-seventh to fifty-first sessions' changes, the "
      "ragged decode wave's among them", ()),)
 
