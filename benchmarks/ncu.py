@@ -66,7 +66,8 @@ UNITS = {"sector": 32, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "ns"
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1}
 KERNELS = ("qk", "softmax", "pv", "flash1", "flash2", "hopper", "preprocess", "dkdv", "dv", "dp", "ds", "dq", "dk")
 SEQS = (1024, 2048, 4096, 8192, 16384, 32768)
-PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates
+PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and matmul rates; a run on another GPU
+# prices its launches on that GPU's preset (gpusim.hardware.device_preset), named in its manifest
 
 
 def workload_configs(seqs=SEQS):
@@ -77,14 +78,14 @@ def workload_configs(seqs=SEQS):
                            heads=2048 // head_dim)
 
 
-def launch_blocks(algo, cfg):
-    """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults for the others."""
+def launch_blocks(algo, cfg, preset=PRESET):
+    """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults on preset for the others."""
     import gpusim
     if algo == "hopper":
         from gpusim_kernels.hopper import LAUNCHES
         table = LAUNCHES[(cfg["head_dim"], cfg["dtype"], cfg["causal"])]
         return table["block_q"], table["block_kv"]
-    return gpusim.paper_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
+    return gpusim.paper_blocks(algo, preset, cfg["head_dim"], cfg["dtype"])
 
 
 LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or seconds per launch (flash1)
@@ -104,14 +105,18 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
     import gpusim_kernels
     from benchmarks import probe
     from gpusim import backward
+    from gpusim.hardware import device_preset
 
+    preset = device_preset(torch.cuda.get_device_name())
+    if preset is None:
+        raise SystemExit(f"workload: {torch.cuda.get_device_name()} has no gpusim preset to compare with")
     fns = {"naive": gpusim_kernels.naive_attention, "flash1": gpusim_kernels.flash1_attention, "flash2": gpusim_kernels.flash2_attention}
     if torch.cuda.get_device_capability()[0] == 9:
         fns["hopper"] = gpusim_kernels.hopper_attention
     start = time.monotonic()
     runs = [(algo, "forward") for algo in fns if "forward" in passes and (algos is None or algo in algos)]
     runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
-    manifest = {"environment": environment(command),
+    manifest = {"environment": environment(command), "preset": preset,
                 "launches": [profiled_setup()]}
     for cfg in workload_configs(seqs):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
@@ -123,12 +128,12 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
                 print(f"workload: stopped after {max_seconds} s", file=sys.stderr)
                 return
             if pass_ == "forward":
-                block_q, block_kv = launch_blocks(algo, cfg)
+                block_q, block_kv = launch_blocks(algo, cfg, preset)
                 kernels = [k.name for k in gpusim.simulate(algo, **cfg, block_q=block_q, block_kv=block_kv,
-                                                           gpu=PRESET).kernels]
+                                                           gpu=preset).kernels]
                 fn = partial(fns[algo], q, k, v, causal=cfg["causal"], block_q=block_q, block_kv=block_kv)
             else:
-                block_q, block_kv = backward.default_blocks(algo, PRESET, cfg["head_dim"], cfg["dtype"])
+                block_q, block_kv = backward.default_blocks(algo, preset, cfg["head_dim"], cfg["dtype"])
                 kernels = list(backward.KERNELS[algo])
                 fn = backward_call(algo, q, k, v, do, cfg["causal"], block_q, block_kv)
             fn()  # compile, warm up
@@ -199,10 +204,10 @@ def kernel_of(name):
     return max((k for k in KERNELS if name.startswith(k) or name.startswith("_" + k)), key=len)
 
 
-def compare(launches, manifest, dram_launches=None):
-    """Rows of simulated against measured, one per (launch, quantity). gpu__time_duration excludes the
-    gap between launches, so the launch overhead is taken off the prediction. dram_launches: the same workload
-    profiled with the DRAM counters alone (one pass), whose DRAM bytes replace those of `launches`."""
+def compare(launches, manifest, dram_launches=None, preset=PRESET):
+    """Rows of simulated against measured, one per (launch, quantity), priced on preset. gpu__time_duration
+    excludes the gap between launches, so the launch overhead is taken off the prediction. dram_launches: the same
+    workload profiled with the DRAM counters alone (one pass), whose DRAM bytes replace those of `launches`."""
     expected = [(entry, kernel) for entry in manifest for kernel in entry["kernels"]]
     dram_launches = launches if dram_launches is None else dram_launches
     if not len(expected) == len(launches) == len(dram_launches):
@@ -217,7 +222,7 @@ def compare(launches, manifest, dram_launches=None):
         config = {k: entry[k] for k in ("seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}
         backward = entry.get("pass") == "backward"
         if id(entry) not in simulated:  # one simulation per configuration, however many kernels it launches
-            simulated[id(entry)] = simulated_launches(entry["algo"], config, backward)
+            simulated[id(entry)] = simulated_launches(entry["algo"], config, backward, preset)
         tma = kernel == "hopper"
         measured = {
             "l2_to_sm_bytes": launch["l2_to_sm_tma_bytes" if tma else "l2_to_sm_bytes"],
@@ -239,17 +244,17 @@ def compare(launches, manifest, dram_launches=None):
     return rows
 
 
-def simulated_launches(algo, config, backward=False):
-    """gpusim's figures for each kernel of one launch configuration, as the model prices it, by kernel name: the
-    kernel's totals (its tensors' and its spills'), its spills (local memory) alone, DRAM bytes and time; a
+def simulated_launches(algo, config, backward=False, preset=PRESET):
+    """gpusim's figures on preset for each kernel of one launch configuration, by kernel name: the kernel's totals
+    (its tensors' and its spills'), its spills (local memory) alone, DRAM bytes and time; a
     backward's kernels from a training step at the backward's tiles (its forward at the default tile)."""
     import gpusim
     if backward:
         shape = {k: v for k, v in config.items() if k not in ("block_q", "block_kv")}
         r = gpusim.simulate(algo, **shape, backward=True, backward_blocks=(config["block_q"], config["block_kv"]),
-                            gpu=PRESET)
+                            gpu=preset)
     else:
-        r = gpusim.simulate(algo, **config, gpu=PRESET)
+        r = gpusim.simulate(algo, **config, gpu=preset)
     return {k.name: {"l2_to_sm_bytes": k.read_bytes, "sm_to_l2_bytes": k.write_bytes,
                      "dram_read_bytes": k.dram_read_bytes, "dram_write_bytes": k.dram_write_bytes,
                      "time_s": k.predicted_time_s - r.config.gpu.launch_overhead_s,
@@ -259,10 +264,10 @@ def simulated_launches(algo, config, backward=False):
 
 def compare_files(csv_path, manifest_path, dram_csv_path=None):
     """compare() on an Nsight Compute run's files: its raw CSV, its manifest and (where DRAM was profiled alone)
-    the DRAM run's raw CSV."""
-    launches = json.loads(Path(manifest_path).read_text())["launches"]
+    the DRAM run's raw CSV; priced on the manifest's preset (the H200's runs before it named one: PRESET)."""
+    manifest = json.loads(Path(manifest_path).read_text())
     dram = parse_csv(Path(dram_csv_path).read_text()) if dram_csv_path else None
-    return compare(parse_csv(Path(csv_path).read_text()), launches, dram)
+    return compare(parse_csv(Path(csv_path).read_text()), manifest["launches"], dram, manifest.get("preset", PRESET))
 
 
 def compare_run(name, results):
@@ -325,7 +330,7 @@ def main(argv=None):
         workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")),
                  tuple(args.algos.split(",")) if args.algos else None, args.max_seconds, args.command)
     else:
-        rows, environments = [], []
+        rows, manifests = [], []
         for csv_path, manifest_path, dram_path in zip(args.csv, args.manifest, args.dram_csv or [None] * len(args.csv),
                                                       strict=True):
             if not all(Path(p).exists() for p in (csv_path, manifest_path, dram_path or csv_path)):
@@ -336,22 +341,22 @@ def main(argv=None):
             except ValueError as err:
                 print(f"compare: {csv_path} left out: {err}", file=sys.stderr)
                 continue
-            environments.append(json.loads(Path(manifest_path).read_text())["environment"])
-        if not environments:
+            manifests.append(json.loads(Path(manifest_path).read_text()))
+        if not manifests:
             print("compare: nothing profiled to compare", file=sys.stderr)
             return 1
-        write(rows, environments[0], args.out)
+        write(rows, manifests[0]["environment"], args.out, manifests[0].get("preset", PRESET))
         print(format_summary(rows))
     return 0
 
 
-def write(rows, environment, out):
+def write(rows, environment, out, preset=PRESET):
     """The comparison as JSON and its summary table beside it (.md). The chart is the course's:
     python -m gpusim_course.provenance.plots ncu OUT."""
     out = Path(out)
-    out.write_text(json.dumps({"environment": environment, "preset": PRESET, "targets": TARGETS, "rows": rows},
+    out.write_text(json.dumps({"environment": environment, "preset": preset, "targets": TARGETS, "rows": rows},
                               indent=1))
-    out.with_suffix(".md").write_text(f"Nsight Compute against gpusim ({PRESET} preset): {environment['gpu']}, "
+    out.with_suffix(".md").write_text(f"Nsight Compute against gpusim ({preset} preset): {environment['gpu']}, "
                                       f"torch {environment['torch']}, triton {environment['triton']}, "
                                       f"{environment['date']}\n\n{format_summary(rows)}\n")
 
