@@ -27,7 +27,8 @@ ncu_pair() {  # ncu_pair JOB WORKLOAD_ARGS...: benchmarks.ncu's workload under N
       --command "NCU_S=${NCU_S:-240} OUT=\$OUT bash benchmarks/h200_session.sh $name"
   done
   python -m benchmarks.ncu compare --csv "$OUT/logs/raw_$name.csv" --dram-csv "$OUT/logs/dram_$name.csv" \
-    --manifest "$OUT/logs/manifest_raw_$name.json" --out "$OUT/$name.json"
+    --manifest "$OUT/logs/manifest_raw_$name.json" --dram-manifest "$OUT/logs/manifest_dram_$name.json" \
+    --out "$OUT/$name.json"
 }
 
 job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAME.log

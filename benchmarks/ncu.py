@@ -236,7 +236,7 @@ def compare(launches, manifest, dram_launches=None, preset=PRESET):
         label = f"{entry['algo']} bwd {kernel}" if backward else kernel
         for quantity, sim in simulated[id(entry)][kernel].items():
             meas = measured[quantity]
-            if quantity in OPTIONAL and (meas is None or not (meas or sim)):  # a counter not profiled, or no spills
+            if meas is None or (quantity in OPTIONAL and not (meas or sim)):  # a counter not profiled, or no spills
                 continue
             rows.append({"kernel": label, **{c: entry[c] for c in ("seq", "head_dim", "causal", "dtype")},
                          "quantity": quantity, "simulated": sim, "measured": meas,
@@ -262,20 +262,37 @@ def simulated_launches(algo, config, backward=False, preset=PRESET):
             for k in r.kernels if k.pass_ == ("backward" if backward else "forward")}
 
 
-def compare_files(csv_path, manifest_path, dram_csv_path=None):
+def compare_files(csv_path, manifest_path, dram_csv_path=None, dram_manifest_path=None):
     """compare() on an Nsight Compute run's files: its raw CSV, its manifest and (where DRAM was profiled alone)
-    the DRAM run's raw CSV; priced on the manifest's preset (the H200's runs before it named one: PRESET)."""
+    the DRAM run's raw CSV, and that run's manifest where it was kept; priced on the manifest's preset (the H200's
+    runs before it named one: PRESET)."""
     manifest = json.loads(Path(manifest_path).read_text())
+    launches, preset = parse_csv(Path(csv_path).read_text()), manifest.get("preset", PRESET)
     dram = parse_csv(Path(dram_csv_path).read_text()) if dram_csv_path else None
-    return compare(parse_csv(Path(csv_path).read_text()), manifest["launches"], dram, manifest.get("preset", PRESET))
+    if dram_manifest_path is None:
+        return compare(launches, manifest["launches"], dram, preset)
+    return cut_short(launches, manifest["launches"], dram, json.loads(Path(dram_manifest_path).read_text())["launches"],
+                     preset)
+
+
+def cut_short(launches, entries, dram, dram_entries, preset):
+    """compare() where the profile with every metric stopped at its time limit before the DRAM run did (the
+    workload is the same, in the same order): the launches both profiled, every quantity; the rest, DRAM alone."""
+    if dram_entries[:len(entries)] != entries:
+        raise ValueError(f"the DRAM run's {len(dram_entries)} configurations do not begin with the other run's "
+                         f"{len(entries)}: not the same workload")
+    n = len(launches)
+    return compare(launches, entries, dram[:n], preset) + compare(dram[n:], dram_entries[len(entries):], None, preset)
 
 
 def compare_run(name, results):
     """compare_files on an Nsight Compute run kept in the folder results, by its name (ncu, ncu_edges, ncu_edges2,
-    ncu_bwd): NAME_raw.csv, its DRAM run NAME_dram_raw.csv, and manifest.json (ncu) or manifest_SUFFIX.json."""
+    ncu_bwd): NAME_raw.csv, its DRAM run NAME_dram_raw.csv, and manifest.json (ncu) or manifest_SUFFIX.json, with
+    the DRAM run's manifest_dram.json or manifest_SUFFIX_dram.json where it was kept."""
     results = Path(results)
+    dram_manifest = results / f"manifest{name[3:]}_dram.json"
     return compare_files(results / f"{name}_raw.csv", results / f"manifest{name[3:]}.json",
-                         results / f"{name}_dram_raw.csv")
+                         results / f"{name}_dram_raw.csv", dram_manifest if dram_manifest.exists() else None)
 
 
 TARGETS = {"l2_to_sm_bytes": 0.02, "sm_to_l2_bytes": 0.02, "dram_read_bytes": 0.10, "dram_write_bytes": 0.20,
@@ -321,6 +338,7 @@ def main(argv=None):
     c.add_argument("--csv", required=True, nargs="+", help="ncu's CSVs, one per manifest")
     c.add_argument("--manifest", required=True, nargs="+")
     c.add_argument("--dram-csv", nargs="+", help="the same workloads profiled with the DRAM counters alone")
+    c.add_argument("--dram-manifest", nargs="+", help="their manifests (a profile cut short is compared on its part)")
     c.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "metrics":
@@ -331,13 +349,14 @@ def main(argv=None):
                  tuple(args.algos.split(",")) if args.algos else None, args.max_seconds, args.command)
     else:
         rows, manifests = [], []
-        for csv_path, manifest_path, dram_path in zip(args.csv, args.manifest, args.dram_csv or [None] * len(args.csv),
-                                                      strict=True):
+        nones = [None] * len(args.csv)
+        for csv_path, manifest_path, dram_path, dram_manifest in zip(args.csv, args.manifest, args.dram_csv or nones,
+                                                                     args.dram_manifest or nones, strict=True):
             if not all(Path(p).exists() for p in (csv_path, manifest_path, dram_path or csv_path)):
                 print(f"compare: {csv_path}, {manifest_path} or {dram_path} missing: left out", file=sys.stderr)
                 continue
             try:  # a run cut short (a CSV without a table, or fewer launches than its manifest) is left out
-                rows += compare_files(csv_path, manifest_path, dram_path)
+                rows += compare_files(csv_path, manifest_path, dram_path, dram_manifest)
             except ValueError as err:
                 print(f"compare: {csv_path} left out: {err}", file=sys.stderr)
                 continue

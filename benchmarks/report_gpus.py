@@ -14,7 +14,7 @@ import numpy as np
 
 import gpusim
 from gpusim import cost
-from benchmarks import agreement, h200_constants, report_heldout
+from benchmarks import agreement, h200_constants, ncu, report_heldout
 from benchmarks.report_history import before_ragged
 from gpusim_course.provenance import heldout
 
@@ -361,6 +361,42 @@ def after_ragged_outcome():
     return (f"- {' and '.join(shares)}, scored once on H100-measured: {_range(overall, 1)}% of each set's rows within "
             f"20% (at least 85%: {_met(min(overall) >= 85)}); decode {_range(decode, 0)}% (at least 75%: "
             f"{_met(min(decode) >= 75)}); issue 24's target met in {met} of {len(shares)} sets.")
+
+
+def _launches(manifest):
+    return sum(len(entry["kernels"]) for entry in json.loads((H100 / manifest).read_text())["launches"]
+               if not entry.get("setup"))
+
+
+def _short(summary, quantity, least):
+    """The kernels of an ncu.summary whose share of launches within quantity's target is below least: "kernel
+    (share)"."""
+    return [f"{kernel} ({share:.0%})" for (kernel, q), (_, _, share) in summary.items()
+            if q == quantity and share < least]
+
+
+def _outcome(missed):
+    return "MET" if not missed else "MISSED: " + ", ".join(missed)
+
+
+def ncu_outcome():
+    """Run 180's two Nsight jobs on the H100, priced on H100-measured, against the prediction written before them."""
+    fwd, bwd = (ncu.summary(ncu.compare_run(name, H100)) for name in ("ncu", "ncu_bwd"))
+    both = {**fwd, **bwd}
+    sm_to_l2 = [k for k in _short(both, "sm_to_l2_bytes", 1) if not k.startswith("hopper ")]
+    return "\n".join([
+        f"- Launches profiled: the backward's {_launches('manifest_bwd.json')} with every metric; the forward's "
+        f"{_launches('manifest.json')} of {_launches('manifest_dram.json')} (the rest: DRAM bytes and time alone).",
+        f"- L2→SM within 2% on every launch: {_outcome(_short(both, 'l2_to_sm_bytes', 1))}. SM→L2 within 2% on "
+        f"every launch but the Hopper kernel's: {_outcome(sm_to_l2)} (the Hopper kernel's worst "
+        f"{fwd['hopper', 'sm_to_l2_bytes'][1]:.1%}).",
+        f"- DRAM reads within 10% on at least 80% of each forward kernel's launches: "
+        f"{_outcome(_short(fwd, 'dram_read_bytes', 0.8))}; "
+        f"on every backward launch: {_outcome(_short(bwd, 'dram_read_bytes', 1))}.",
+        f"- DRAM writes within 20% on at least 90% of each kernel's launches: "
+        f"{_outcome(_short(both, 'dram_write_bytes', 0.9))}.",
+        f"- Time within 25% on at least 80% of each kernel's launches of 100 µs or more: "
+        f"{_outcome(_short(both, 'time_s', 0.8))}."])
 
 
 def outcomes():

@@ -22,7 +22,7 @@ from gpusim_course.provenance.plots import _series, save_bench_figures
 
 pytest.importorskip("triton", reason="the kernels package needs Triton, which publishes Linux wheels only")
 from benchmarks import (  # noqa: E402
-    agreement, golden, h200_constants, ncu, perf_report, report_heldout, report_history, report_kernels,
+    agreement, golden, h200_constants, ncu, perf_report, report_gpus, report_heldout, report_history, report_kernels,
     report_launches, report_steps)
 
 # The whole file in one test process (make test's --dist loadgroup, which starts the largest group first): its tests
@@ -174,14 +174,16 @@ def test_ncu_compares_the_spill_entry_with_local_memorys_sectors():
     assert rows["l2_to_sm_bytes"]["rel_err"] == 0  # the kernel's total: tensors and spills
 
 
-@pytest.mark.parametrize("name", ["ncu", "ncu_edges", "ncu_edges2"])
-def test_the_hopper_kernels_extra_sm_to_l2_bytes_are_its_tma_descriptors(name):
+@pytest.mark.parametrize("name, results", [("ncu", RESULTS), ("ncu_edges", RESULTS), ("ncu_edges2", RESULTS),
+                                           ("ncu", report_gpus.H100)])
+def test_the_hopper_kernels_extra_sm_to_l2_bytes_are_its_tma_descriptors(name, results):
     """docs/perf.md: each Hopper launch writes what gpusim counts plus, warp-specialized, its programs' TMA
-    descriptors (descriptor_scratch_bytes, from the compiled kernel's scratch), to the byte, in runs 52, 66, 68."""
+    descriptors (descriptor_scratch_bytes, from the compiled kernel's scratch), to the byte, in runs 52, 66, 68 on
+    the H200 and run 180 on the H100."""
     from gpusim.passes.hopper import LAUNCHES
     from gpusim_kernels.hopper import descriptor_scratch_bytes
-    entries = json.loads((RESULTS / f"manifest{name[3:]}.json").read_text())["launches"]
-    rows = [r for r in ncu.compare_run(name, RESULTS) if r["kernel"] == "hopper" and r["quantity"] == "sm_to_l2_bytes"]
+    entries = json.loads((results / f"manifest{name[3:]}.json").read_text())["launches"]
+    rows = [r for r in ncu.compare_run(name, results) if r["kernel"] == "hopper" and r["quantity"] == "sm_to_l2_bytes"]
     hopper = [e for e in entries if e.get("algo") == "hopper"]
     assert len(rows) == len(hopper) >= 8
     for row, e in zip(rows, hopper):
@@ -193,6 +195,31 @@ def test_the_hopper_kernels_extra_sm_to_l2_bytes_are_its_tma_descriptors(name):
         assert row["measured"] - row["simulated"] == scratch and (scratch > 0) == ws
     assert f"{max(-r['rel_err'] for r in rows):.1%} more than counted at d = 64" in " ".join(
         (ROOT / "docs" / "perf.md").read_text().split())
+
+
+def test_an_ncu_profile_cut_short_is_compared_on_its_part_and_the_rest_on_dram():
+    """Run 180's forward on the H100: the profile with every metric stopped at its time limit; its launches are
+    compared on every quantity, the DRAM profile's others on DRAM bytes and time, all priced on the manifest's
+    preset; a DRAM profile of another workload is refused."""
+    h100 = report_gpus.H100
+    raw = json.loads((h100 / "manifest.json").read_text())
+    dram = json.loads((h100 / "manifest_dram.json").read_text())
+    assert raw["preset"] == dram["preset"] == "H100-measured" and len(raw["launches"]) < len(dram["launches"])
+    rows = ncu.compare_run("ncu", h100)
+    kernels = [(e, k) for e in dram["launches"] if not e.get("setup") for k in e["kernels"]]
+    profiled = sum(len(e["kernels"]) for e in raw["launches"] if not e.get("setup"))
+    by_quantity = {q: [r for r in rows if r["quantity"] == q] for q in ("l2_to_sm_bytes", "dram_read_bytes", "time_s")}
+    assert len(by_quantity["l2_to_sm_bytes"]) == profiled < len(by_quantity["dram_read_bytes"]) == len(kernels)
+    assert len(by_quantity["time_s"]) == len(kernels)
+    last_entry, last_kernel = kernels[-1]
+    sim = ncu.simulated_launches(last_entry["algo"], {k: last_entry[k] for k in (
+        "seq", "head_dim", "causal", "dtype", "batch", "heads", "block_q", "block_kv")}, preset="H100-measured")
+    assert by_quantity["dram_read_bytes"][-1]["simulated"] == sim[last_kernel]["dram_read_bytes"]
+    launches = ncu.parse_csv((h100 / "ncu_raw.csv").read_text())
+    dram_launches = ncu.parse_csv((h100 / "ncu_dram_raw.csv").read_text())
+    with pytest.raises(ValueError, match="do not begin with the other run's"):
+        ncu.cut_short(launches, raw["launches"], dram_launches, dram["launches"][:1] + dram["launches"][2:],
+                      "H100-measured")
 
 
 def test_ncu_asks_only_for_the_optional_counters_it_lists():
