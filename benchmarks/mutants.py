@@ -265,7 +265,7 @@ MUTANTS = [
     Mutant("validation", "take any value for a flag (causal='yes' as True)", "gpusim/shape.py",
            "if not isinstance(value, (bool, np.bool_)):", "if value is None:",
            "tests/test_errors.py::test_bad_configuration"),
-    Mutant("validation", "accept a GPU of no SMs", "gpusim/hardware.py", "not value > 0 and", "value < 0 and",
+    Mutant("validation", "accept a GPU of no SMs", "gpusim/hardware.py", "not 0 < value < math.inf and", "value < 0 and",
            "tests/test_errors.py::test_what_no_call_can_mean_is_refused_in_one_line"),
     Mutant("validation", "let the hopper pass run on any GPU", "gpusim/passes/hopper.py",
            'ARCHS = {"sm_90": "Hopper"}', "ARCHS = {}",

@@ -4,6 +4,7 @@ sequence length. Each chapter's measured.py sets them beside gpusim; every measu
 is computed from a results file that names the GPU, the versions, the date and the command of its run.
 """
 import json
+import re
 from pathlib import Path
 
 GiB = 2**30
@@ -41,9 +42,17 @@ def environment_line(data):
     """Where a results file's numbers come from (GPU, versions, date, command), in one line."""
     env = data.get("environment", data)
     keys = ("driver", "cuda", "torch", "triton", "ncu", "date")
-    line = f"Measured on {env.get('gpu', '?')}: " + ", ".join(f"{k} {env[k]}" for k in keys if env.get(k))
-    line += f"; command: {env.get('command', '?')}"
+    line = f"Measured on {env.get('gpu', env.get('device', '?'))}: " + ", ".join(
+        f"{k} {env[k]}" for k in keys if env.get(k))
+    line += f"; command: {command_now(env.get('command', '?'))}"
     return line + (f"; note: {env['truncated']}" if env.get("truncated") else "")
+
+
+def command_now(command):
+    """A results file's command as it runs today: the benchmark scripts ran as gpusim_kernels.bench (bench_bwd, ...)
+    until they moved to benchmarks/ (the redesign, issue 23), which runs them now."""
+    now = re.sub(r"\bgpusim_kernels\.(bench\w*|ncu)\b", r"benchmarks.\1", command)
+    return now if now == command else f"{now} (run then as gpusim_kernels' modules, before they moved to benchmarks/)"
 
 
 def timed_by_seq(rows, provider, dtype="fp16", head_dim=64, causal=False):

@@ -155,6 +155,7 @@ FACTS = [
     Phrase("01", "60 MiB on the H200", lambda: f"{_gpu('H200').l2_bytes / 2**20:.0f} MiB on the H200"),
     Phrase("01", "30 of its 60 MiB", _l2_half),
     Phrase("01", "at most 164 KiB", lambda: f"at most {_gpu('A100-40GB').sram_bytes_per_sm // 1024} KiB"),
+    Phrase("01", "163 KiB to any one", lambda: f"{_gpu('A100-40GB').sram_bytes_per_block // 1024} KiB to any one"),
     Phrase("02", "alone is 32 MiB", _s_mib),
     Phrase("02", "H100-SXM (80 GiB)", lambda: f"H100-SXM ({_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB)"),
     Phrase("02", "raise `seq` to 65,536, the first stop past rows of 32,768 elements",

@@ -51,10 +51,9 @@ def _parser():
     count.add_argument("--heads", type=int, default=1)
     count.add_argument("--batch", type=int, default=1)
     _common(count)
+    count.add_argument("--causal-align", choices=("top_left", "bottom_right"), help="the causal mask's corner")
     count.add_argument("--backward", action="store_true", help="a training step: the forward, then the backward")
-    count.add_argument("--gpus", type=int, default=1, help="context parallelism over this many GPUs (flash2, hopper)")
-    count.add_argument("--strategy", choices=STRATEGIES, help="with --gpus (default: ring)")
-    count.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
+    _over_gpus(count)
     count.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
     count.set_defaults(run=_count, command="count")
 
@@ -92,6 +91,13 @@ def _common(p):
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
     p.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")
+
+
+def _over_gpus(p):
+    """count's options of context parallelism."""
+    p.add_argument("--gpus", type=int, help="context parallelism over this many GPUs (flash2, hopper)")
+    p.add_argument("--strategy", choices=STRATEGIES, help="with --gpus (default: ring)")
+    p.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
 
 
 def _algos(text):
@@ -138,10 +144,13 @@ def _gpus(args):
 
 
 def _count(args):
+    if args.gpus is None and (args.strategy or args.link):
+        given = " ".join(f"--{n} {v}" for n, v in (("strategy", args.strategy), ("link", args.link)) if v)
+        raise ValueError(f"{given} without --gpus: give the GPUs the sequence is split over (--gpus 1 for one)")
     r = simulate(args.algo, seq=args.seq, head_dim=args.head_dim, heads=args.heads, batch=args.batch,
                  kv_heads=args.kv_heads, seq_kv=args.seq_kv, block_q=args.block_q, block_kv=args.block_kv,
-                 causal=args.causal, dtype=args.dtype, gpu=args.gpu, backward=args.backward, gpus=args.gpus,
-                 strategy=args.strategy, link=args.link)
+                 causal=args.causal, causal_align=args.causal_align, dtype=args.dtype, gpu=args.gpu,
+                 backward=args.backward, gpus=args.gpus, strategy=args.strategy, link=args.link)
     print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))
     return 0
 

@@ -5,6 +5,7 @@ in bytes are exact integers; rates are per second.
 """
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -23,6 +24,11 @@ HOPPER_HBM_PORT_BYTES_PER_CLOCK = 35  # 69 GB/s at 1.98 GHz (H200-measured)
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 STATS_BYTES = 4
 WARP = 32  # threads per warp (CUDA C++ Programming Guide, SIMT architecture)
+
+
+INTEGER_FIELDS = ("sm_count", "sram_bytes_per_sm", "sram_bytes_per_block", "l2_bytes", "hbm_bytes", "registers_per_sm",
+                  "max_registers_per_thread", "max_warps_per_sm", "max_blocks_per_sm", "sram_reserved_bytes_per_block",
+                  "l2_partitions")
 
 
 @dataclass(frozen=True)
@@ -81,12 +87,18 @@ class GPU:
     peer_link: str | None = None  # gpusim/links.py's link between two of these in one node; None: no NVLink
 
     def __post_init__(self):
-        """One line naming a number no GPU can have: a count, size, rate or time that is not positive (the fields
-        whose 0 means "none" or "not measured" aside)."""
+        """One line naming a number no GPU can have: a count, size, rate or time that is not positive and finite
+        (the fields whose 0 means "none" or "not measured" aside), a count or size in bytes that is not a whole
+        number, or a thread block allowed more shared memory than its SM has."""
         for name, value in self.__dict__.items():  # the fields, not copied (dataclasses.asdict deep-copies tables)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and not value > 0 and \
-                    name not in ("sram_reserved_bytes_per_block", "train_step_host_s"):
-                raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be positive")
+            if name in INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be a whole number (an int)")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 < value < math.inf and \
+                    not (value == 0 and name in ("sram_reserved_bytes_per_block", "train_step_host_s")):
+                raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be positive and finite")
+        if self.sram_bytes_per_block > self.sram_bytes_per_sm:
+            raise ValueError(f"GPU {self.name!r}: sram_bytes_per_block={self.sram_bytes_per_block:,} is more than "
+                             f"sram_bytes_per_sm={self.sram_bytes_per_sm:,}: a block's shared memory is its SM's")
 
     def dram_bytes_per_s(self, write_share):
         """DRAM bandwidth for traffic of which write_share is writes: a stream of reads alone at

@@ -193,7 +193,7 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     steps = positive_int("steps", steps, MAX_STEPS, zero=True)
     _check_serving(requests, policy, page_size, max_tokens)
     per_token = bytes_per_token(m, dtype)
-    budget = kv_budget_bytes(m, gpu) if budget_bytes is None else budget_bytes
+    budget = _budget(m, gpu, budget_bytes)
     block = max_tokens if policy == "contiguous" else page_size
     pool = _Pool(max(0, budget // (block * per_token)), block, policy)
     pending = deque(sorted(requests, key=lambda r: (r.arrival_step, r.id)))
@@ -209,6 +209,17 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
                                   pool.reserved_blocks() * block * per_token))
     return Serving(policy, page_size if policy == "paged" else None, per_token, budget, tuple(snapshots), finished,
                    pool.preemptions, pool.memory_map())
+
+
+def _budget(model, gpu, budget_bytes):
+    """The KV cache's bytes: budget_bytes, or the HBM beside the weights; one line where the weights alone do not fit."""
+    if budget_bytes is not None:
+        return positive_int("budget_bytes", budget_bytes, zero=True)
+    g = get_gpu(gpu)
+    if model.weight_bytes > g.hbm_bytes:
+        raise ValueError(f"{model.name}'s weights ({model.weight_bytes:,} B) do not fit in {g.name}'s HBM "
+                         f"({g.hbm_bytes:,} B): no memory is left for a KV cache (budget_bytes= serves as if it were)")
+    return g.hbm_bytes - model.weight_bytes
 
 
 def _check_serving(requests, policy, page_size, max_tokens):

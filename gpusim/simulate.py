@@ -9,10 +9,18 @@ from .run import BLOCKS, best_blocks, candidates, decode_step, forward, train  #
 from .shape import flag
 
 
+def over_gpus(gpus, strategy, link):
+    """Whether a call asks for context parallelism; one line where it gives a strategy or link without gpus."""
+    if gpus is None and (strategy is not None or link is not None):
+        given = ", ".join(f"{n}={v!r}" for n, v in (("strategy", strategy), ("link", link)) if v is not None)
+        raise ValueError(f"{given} without gpus=: give the GPUs the sequence is split over (gpus=1 for one)")
+    return gpus not in (None, 1) or strategy is not None or link is not None
+
+
 def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=None, seq_kv=None, block_q=None,
              block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None,
              v=None, trace=False, backward=False, do=None, backward_blocks=None, num_splits=None,
-             page_size=None, grouped=None, block_table=None, gpus=1, strategy=None, link=None, tiles=None):
+             page_size=None, grouped=None, block_table=None, gpus=None, strategy=None, link=None, tiles=None):
     """Count the HBM traffic, FLOPs, footprint and predicted time of one attention forward pass, one
     training step (backward=True) or one decoding step (algo="split_kv").
 
@@ -39,9 +47,9 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     (None: contiguous), grouped (default True: a program serves a K/V head's group), block_kv (the chunk: 64, or
     its largest halving that fits the GPU), causal_align ("bottom_right"). Execute mode: q and the caches k, v,
     contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table.
-    Context parallelism (gpus > 1, strategy, link): flash2's or hopper's forward over GPUs, gpusim/context.py.
+    Context parallelism (gpus > 1, strategy, link; a split over one GPU gives gpus=1): gpusim/context.py.
     """
-    if gpus != 1 or strategy is not None or link is not None:  # first: locals() are just the arguments
+    if over_gpus(gpus, strategy, link):  # first: locals() are just the arguments
         return context.simulate(**locals())
     if str(algo).lower() not in ALGOS + DECODE:  # a backward pass is not an algorithm to ask for
         raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")

@@ -38,6 +38,10 @@ def softmax(x, variant="online", chunk=1):
         raise ValueError(f"variant={variant!r} is not one of {', '.join(VARIANTS)}")
     if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.floating):
         raise ValueError(f"x must be a non-empty 1-D floating-point array, got shape {x.shape} and dtype {x.dtype}")
+    bad = np.flatnonzero(np.isnan(x) | (x == np.inf))
+    if bad.size or np.all(x == -np.inf):
+        at = f"x[{bad[0]}]={x[bad[0]]}" if bad.size else "every element of x is -inf"
+        raise ValueError(f"{at}: a softmax takes finite scores (-inf, a masked one, aside) and at least one above -inf")
     positive_int("chunk", chunk)
     mem = Memory({"x": x, "y": np.empty_like(x)}, {"x": 1, "y": 1})  # 1 "byte" per element: counts elements
     chunks = [slice(c, min(c + chunk, x.size)) for c in range(0, x.size, chunk)]
@@ -52,8 +56,9 @@ def softmax(x, variant="online", chunk=1):
         for i, c in enumerate(chunks):  # pass 1: read N, max and normaliser together
             xc = mem.load("", "x", c)
             m_new = np.maximum(m, xc.max())
-            rescale = np.exp(m - m_new)
-            d = d * rescale + np.exp(xc - m_new).sum(dtype=x.dtype)
+            ref = m_new if m_new > -np.inf else zero  # masked scores alone so far: exp(-inf - 0) = 0, not NaN
+            rescale = np.exp(m - ref)
+            d = d * rescale + np.exp(xc - ref).sum(dtype=x.dtype)
             m = m_new
             steps.append((i, m, d, rescale))
     else:

@@ -344,6 +344,7 @@ def to_device(host, device):
 def host_lengths(cache_seqlens):
     """The plan's lengths as a tuple of Python ints, from ints, a CPU tensor or a NumPy array; a device tensor is
     refused (reading it would synchronise)."""
+    given = cache_seqlens
     if not isinstance(cache_seqlens, (list, tuple, range, torch.Tensor)):  # a NumPy array, or one number
         try:
             cache_seqlens = torch.as_tensor(cache_seqlens)
@@ -355,8 +356,9 @@ def host_lengths(cache_seqlens):
             raise ValueError(f"cache_seqlens is on {cache_seqlens.device}: a plan takes the lengths from the host "
                              "(Python ints or a CPU tensor)")
         if cache_seqlens.dtype.is_floating_point or cache_seqlens.dtype.is_complex or cache_seqlens.dim() != 1:
-            raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected 1-d "
-                             "integers")
+            what = (f"is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}" if given is cache_seqlens else
+                    f"={_short(given)}")
+            raise ValueError(f"cache_seqlens{what}: expected 1-d integers")
         cache_seqlens = cache_seqlens.tolist()
     if not len(cache_seqlens):
         raise ValueError("cache_seqlens is empty: a plan needs one length per request")
@@ -494,8 +496,8 @@ def _device_lengths(plan, cache_seqlens):
     other integers copied into the plan's buffer on the device."""
     batch = plan.q_shape[0]
     if not _integers(cache_seqlens) or tuple(cache_seqlens.shape) != (batch,):
-        raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected {batch} "
-                         "integers, one per request")
+        raise ValueError(f"cache_seqlens is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}: expected an "
+                         f"integer per request ({batch})")
     return cache_seqlens if _as_is(cache_seqlens, plan.device) else plan.cache_seqlens.copy_(cache_seqlens)
 
 
@@ -551,16 +553,25 @@ def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
     if isinstance(x, (list, tuple)) and not x:  # no values: integers of none (torch.as_tensor would make floats)
         x = torch.zeros((0,) * dims, dtype=torch.int64)
-    if not isinstance(x, torch.Tensor):
+    given = x if isinstance(x, torch.Tensor) else None
+    if given is None:
         try:
             x = torch.as_tensor(x)
         except (TypeError, RuntimeError, ValueError, OverflowError) as err:  # None, a string, ragged rows, 2**63
             raise ValueError(f"{name} is {type(x).__name__}: expected {dims}-d integers "
                              f"({str(err).splitlines()[0]})") from None
+        if x.dim() != dims or not _integers(x):  # named as given: a list of floats is not "torch.float32"
+            raise ValueError(f"{name}={_short(x.tolist())}: expected {dims}-d integers")
     x = x.cpu()
     if x.dim() != dims or not _integers(x):
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x
+
+
+def _short(values, limit=60):
+    """values' repr, cut to about limit characters: an argument named as the caller gave it."""
+    text = repr(values)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def dependent_launch(device):

@@ -34,6 +34,8 @@ def test_count_json_equals_simulate():
 @pytest.mark.parametrize("flags, kwargs", [
     (["--backward"], dict(backward=True)),
     (["--gpus", "4", "--strategy", "zigzag", "--causal"], dict(gpus=4, strategy="zigzag", causal=True)),
+    (["--seq-kv", "12288", "--causal", "--causal-align", "bottom_right"],
+     dict(seq_kv=12288, causal=True, causal_align="bottom_right")),
 ])
 def test_count_runs_a_training_step_and_several_gpus_as_simulate_does(flags, kwargs):
     p = run("count", "--algo", "flash2", "--seq", "8192", "--head-dim", "64", "--gpu", "H200", *flags, "--json")

@@ -43,6 +43,15 @@ def test_environment_line_names_gpu_versions_date_command_and_truncation():
         "Measured on H: ; command: python -m benchmarks.ceilings")  # ceilings.json: the fields at the top level
 
 
+def test_a_command_run_before_the_benchmarks_moved_reads_as_it_runs_now():
+    assert measurements.command_now("python -m gpusim_kernels.bench --out x ; python -m gpusim_kernels.bench_bwd") == (
+        "python -m benchmarks.bench --out x ; python -m benchmarks.bench_bwd (run then as gpusim_kernels' modules, "
+        "before they moved to benchmarks/)")
+    assert measurements.command_now("python -m benchmarks.ncu compare") == "python -m benchmarks.ncu compare"
+    assert measurements.command_now("python -c 'import gpusim_kernels.decode'") == (
+        "python -c 'import gpusim_kernels.decode'")  # a kernel module, not a moved benchmark
+
+
 def test_ceilings_rows_divide_measured_by_datasheet():
     data = {"gpu": "NVIDIA H200", "date": "2026-11-29", "copy_bytes_per_s": 4.32e12,
             "matmul_float16_flops_per_s": 494.75e12, "matmul_fp8_e4m3_flops_per_s": 1979e12}
@@ -183,6 +192,7 @@ def test_the_shipped_results_name_their_run(tmp_path):
     for name in ("bench.json", "ncu.json", "tiles.json", "ceilings.json"):
         line = measurements.environment_line(measurements.read_results(results / name))
         assert line.startswith("Measured on NVIDIA H200: ") and "command: " in line and "?" not in line
+        assert "gpusim_kernels.bench" not in line  # the modules moved: a student copies what runs today
     assert json.loads((results / "ncu.json").read_text())["targets"]["time_s"] > 0
 
 

@@ -116,8 +116,8 @@ def paged_inputs():
     (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
     (dict(page_size=32), "page_size=32 but k_cache (10, 16, 1, 16) has pages of 16 tokens"),
     (dict(cache_seqlens=[40]), "cache_seqlens has 1 cache lengths but batch=2: give one per request"),
-    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected 1-d integers"),
-    (dict(block_table=[0, 1, 2]), "block_table is torch.int64 (3,): expected 2-d integers"),
+    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens=[40.0, 20.0]: expected 1-d integers"),
+    (dict(block_table=[0, 1, 2]), "block_table=[0, 1, 2]: expected 2-d integers"),
     (dict(cache_seqlens=[40, 33], block_table=[[0, 1, 2], [3, 4, 2**32 + 5]]),
      "block_table[1, 2]=4294967301 is out of range"),  # checked before the int32 copy could wrap it to 5
     (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
@@ -437,7 +437,7 @@ def test_plan_run_never_reads_the_device(monkeypatch):
     (lambda: dict(block_table=[[0, 1, 2], [3, 4, 5]]), "block_table was given without num_pages"),
     (lambda: dict(dtype=torch.float64), "dtype=torch.float64: supported are"),
     (lambda: dict(cache_seqlens=[]), "cache_seqlens is empty: a plan needs one length per request"),
-    (lambda: dict(cache_seqlens=40), "cache_seqlens is torch.int64 (): expected 1-d integers"),
+    (lambda: dict(cache_seqlens=40), "cache_seqlens=40: expected 1-d integers"),
     (lambda: dict(gpu={}), "unknown gpu={}: known GPUs are"),
     (lambda: dict(cache_seqlens=(n for n in [40, 20])), "cache_seqlens is generator: expected one length per request"),
 ])
@@ -638,8 +638,8 @@ def test_decode_attention_with_device_lengths_never_reads_them(monkeypatch):
 
 @RUNS
 @pytest.mark.parametrize("change, message", [
-    (dict(cache_seqlens=[40]), "cache_seqlens is torch.int64 (1,): expected 2 integers, one per request"),
-    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected 2 integers"),
+    (dict(cache_seqlens=[40]), "cache_seqlens is torch.int64 (1,): expected an integer per request (2)"),
+    (dict(cache_seqlens=[40.0, 20.0]), "cache_seqlens is torch.float32 (2,): expected an integer per request (2)"),
     (dict(block_table=lambda t: t[:1]), "block_table is torch.int32 (1, 3): expected 2-d integers, 2 rows"),
     (dict(block_table=lambda t: t.float()), "block_table is torch.float32 (2, 3): expected 2-d integers"),
     (dict(num_splits=0), "num_splits=0 must be a positive integer"),

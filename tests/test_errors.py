@@ -41,14 +41,22 @@ def test_bad_configuration(kwargs, message):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: gpusim.simulate("naive", seq=1024, head_dim=64, link="nvlink4"),
-     "link='nvlink4': context parallelism runs the forward of flash2 or hopper, not algo='naive'"),
+    (lambda: gpusim.simulate("naive", seq=1024, head_dim=64, gpus=2, link="nvlink4"),
+     "gpus=2, link='nvlink4': context parallelism runs the forward of flash2 or hopper, not algo='naive'"),
     (lambda: gpusim.simulate("split_kv", seq_kv=1024, head_dim=64, grouped="no"), "grouped='no' must be True or False"),
     (lambda: gpusim.best_blocks("split_kv", seq=1024, head_dim=64), "algo='split_kv' is not a forward pass"),
     (lambda: gpusim.best_blocks("flash2_backward", seq=1024, head_dim=64), "algo='flash2_backward' is a backward pass"),
     (lambda: gpusim.best_blocks("flash2", seq=1024, seq_kv=[1024], head_dim=64), "seq_kv=[1024] must be a positive"),
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=0), "GPU 'H200': sm_count=0 must be positive"),
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], hbm_bytes_per_s=float("nan")), "hbm_bytes_per_s=nan must be"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], hbm_bytes_per_s=float("inf")),
+     "GPU 'H200': hbm_bytes_per_s=inf must be positive and finite"),  # was a silent NaN time
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=2.5), "sm_count=2.5 must be a whole number"),
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, strategy="zigzag"),
+     "strategy='zigzag' without gpus=: give the GPUs the sequence is split over (gpus=1 for one)"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=True), "sm_count=True must be a whole number"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sram_bytes_per_block=10**9),
+     "sram_bytes_per_block=1,000,000,000 is more than sram_bytes_per_sm=233,472"),
 ])
 def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     with pytest.raises(ValueError) as err:
@@ -171,6 +179,8 @@ CLI_BAD_INPUTS = [
     (["count", "--algo", "flash2", "--seq", "64", "--head-dim", "128", "--block-q", "512", "--block-kv", "64", "--gpu",
       "T4"], "need 163,840 B of SRAM in the flash2 kernel; T4 has 65,536 B per thread block"),
     (COUNT + ["--heads", "6", "--kv-heads", "4"], "heads=6 is not a multiple of kv_heads=4"),
+    (COUNT + ["--strategy", "zigzag"], "--strategy zigzag without --gpus: give the GPUs the sequence is split over"),
+    (COUNT + ["--link", "pcie5"], "--link pcie5 without --gpus"),
     (["sweep", "--out", "/missing/dir/x"], "argument --out: /missing/dir/x: folder /missing/dir does not exist"),
     (["sweep", "--seqs", "512,lots"], "argument --seqs: 'lots' is not an integer"),
     (["decode", "--seq-kv", "4096", "--head-dim", "7"], "head_dim=7 is outside 16..256"),

@@ -104,10 +104,14 @@ def test_paging_wastes_less_and_fits_more_than_contiguous():
     (dict(page_size=0), "page_size=0 must be a positive number of tokens per page"),
     (dict(max_tokens=6), "request 0 has 5 + 3 tokens: each part must be >= 1 and the sum <= max_tokens=6"),
     (dict(dtype="int4"), "dtype='int4' is not supported"),
+    (dict(gpu="T4", model="Llama-3-70B"), "Llama-3-70B's weights (141,107,412,992 B) do not fit in T4's HBM "
+                                          "(17,179,869,184 B)"),  # was a negative budget and nothing served
+    (dict(budget_bytes=-1), "budget_bytes=-1 must be a non-negative integer"),
 ])
 def test_bad_serving_input_gives_one_line(kwargs, message):
     with pytest.raises(ValueError) as err:
-        kv.serve("Llama-3-8B", requests((5, 3)), steps=1, **{"max_tokens": 16, **kwargs})
+        kv.serve(kwargs.get("model", "Llama-3-8B"), requests((5, 3)), steps=1,
+                 **{"max_tokens": 16, **{k: v for k, v in kwargs.items() if k != "model"}})
     assert message in str(err.value) and "\n" not in str(err.value)
 
 

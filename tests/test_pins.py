@@ -328,7 +328,8 @@ REQUIRED = dict(algo="flash2", seq=1000, head_dim=80)
 OPTIONS = [("--seq-kv", "1500", dict(seq_kv=1500)), ("--kv-heads", "2", dict(heads=8, kv_heads=2)),
            ("--heads", "8", dict(heads=8)), ("--batch", "3", dict(batch=3)), ("--block-q", "32", dict(block_q=32)),
            ("--block-kv", "64", dict(block_kv=64)), ("--causal", None, dict(causal=True)),
-           ("--dtype", "bf16", dict(dtype="bf16")), ("--gpu", "h100-sxm", dict(gpu="H100-SXM"))]
+           ("--dtype", "bf16", dict(dtype="bf16")), ("--gpu", "h100-sxm", dict(gpu="H100-SXM")),
+           ("--causal-align", "bottom_right", dict(causal_align="bottom_right"))]
 
 
 def argv_of(kw):

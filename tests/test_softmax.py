@@ -41,8 +41,22 @@ def test_runs_in_the_precision_given():
     (np.arange(4), {}, "x must be a non-empty 1-D floating-point array"),
     (np.zeros(4), {"variant": "fast"}, "variant='fast' is not one of naive, safe, online"),
     (np.zeros(4), {"chunk": 0}, "chunk=0 must be a positive integer"),
+    (np.array([np.nan, 1.0]), {}, "x[0]=nan: a softmax takes finite scores"),  # was [nan, nan] and a warning
+    (np.array([1.0, np.inf]), {"variant": "safe"}, "x[1]=inf: a softmax takes finite scores"),
+    (np.full(3, -np.inf), {}, "every element of x is -inf"),
 ])
 def test_bad_input(x, kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim.softmax(x, **kwargs)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("variant", ["naive", "safe", "online"])
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_masked_scores_weigh_nothing(variant, chunk):
+    """-inf is a masked score (a causal mask's): weight 0, in every variant, even in a chunk of masked scores alone,
+    whose online rescale exp(-inf - (-inf)) was NaN."""
+    x = np.array([-np.inf, -np.inf, 2.0, 1.0])
+    with np.errstate(all="raise"):
+        y = gpusim.softmax(x, variant, chunk=chunk).y
+    np.testing.assert_allclose(y, [0, 0, np.e / (np.e + 1), 1 / (np.e + 1)], rtol=1e-15)

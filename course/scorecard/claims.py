@@ -184,7 +184,7 @@ def kitchen(results):
                                                   f"GPU has all four.")
     return Row("SRAM (on-chip) ~20 MB, ~19 TB/s; HBM (off-chip) ~80 GB, ~3 TB/s.", BLOG,
                "presets within 1.25x: " + "; ".join(c[0] for c in checks),
-               f"H200: {ceilings['hbm_bytes'] / 1e9:.0f} GB of HBM at {ceilings['copy_bytes_per_s'] / 1e12:.2f} TB/s "
+               f"H200: {ceilings['hbm_bytes'] / 1e9:.0f} GB ({ceilings['hbm_bytes'] / 2**30:.1f} GiB) of HBM at {ceilings['copy_bytes_per_s'] / 1e12:.2f} TB/s "
                f"(copy)", judged, "~x: within 1.25x, one GPU", "01_memory_hierarchy.ipynb", "Motivation: the kitchen")
 
 

@@ -8,7 +8,7 @@ import gpusim
 from gpusim import backward
 
 from ..formatting import span
-from ..measurements import read_optional
+from ..measurements import environment_line, read_optional
 
 TOKENS, MODEL_DIM = gpusim.fa2_shape(1, 1)  # batch x seq and heads x head_dim of the FlashAttention-2 sweep
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)  # the sweep's lengths (benchmarks/bench_bwd.py)
@@ -30,10 +30,7 @@ def status_line(data, path):
         return (f"{path} is not there yet: the charts below show gpusim's predictions only. Run "
                 f"`python -m benchmarks.bench_bwd --out results/h200/bench_bwd.json` on the GPU to add the "
                 f"measured side.")
-    env = data["environment"]
-    return (f"Measured on {env.get('gpu', env.get('device', '?'))}: torch {env.get('torch')}, triton "
-            f"{env.get('triton')}, {env.get('date')}; command: {env.get('command')}"
-            + (f"; note: {env['truncated']}" if env.get("truncated") else ""))
+    return environment_line(data)
 
 
 def shape(seq, head_dim):
