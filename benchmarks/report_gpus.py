@@ -379,6 +379,24 @@ def _outcome(missed):
     return "MET" if not missed else "MISSED: " + ", ".join(missed)
 
 
+def hopper_beside_h200():
+    """The Hopper kernel's launches of 100 µs or more in both GPUs' forward Nsight runs: the H100's time over the H200's,
+    measured and priced, and how long the model prices them on each GPU."""
+    def times(results):
+        return {(r["seq"], r["head_dim"], r["causal"]): r for r in ncu.compare_run("ncu", results)
+                if r["kernel"] == "hopper" and r["quantity"] == "time_s" and r["measured"] >= ncu.MIN_TIME_S}
+    h100, h200 = times(H100), times(H200)
+    both = [k for k in h100 if k in h200]
+    measured = [h100[k]["measured"] / h200[k]["measured"] for k in both]
+    priced = [h100[k]["simulated"] / h200[k]["simulated"] for k in both]
+    def priced_off(rows):
+        low, high = (round(100 * f(rows[k]["rel_err"] for k in both)) for f in (min, max))
+        return f"from {-low}% short to {high}% long" if low < 0 else f"{low}–{high}% long"
+    return (f"- The Hopper kernel's {len(both)} launches of 100 µs or more, on both GPUs: the H100's time "
+            f"{_range(measured)}× the H200's, priced {_range(priced)}×; on the H200 (`results/h200/ncu.json`) "
+            f"priced {priced_off(h200)}, on the H100 {priced_off(h100)}.")
+
+
 def ncu_outcome():
     """Run 180's two Nsight jobs on the H100, priced on H100-measured, against the prediction written before them."""
     fwd, bwd = (ncu.summary(ncu.compare_run(name, H100)) for name in ("ncu", "ncu_bwd"))
@@ -396,7 +414,7 @@ def ncu_outcome():
         f"- DRAM writes within 20% on at least 90% of each kernel's launches: "
         f"{_outcome(_short(both, 'dram_write_bytes', 0.9))}.",
         f"- Time within 25% on at least 80% of each kernel's launches of 100 µs or more: "
-        f"{_outcome(_short(both, 'time_s', 0.8))}."])
+        f"{_outcome(_short(both, 'time_s', 0.8))}.", hopper_beside_h200()])
 
 
 def outcomes():
