@@ -397,6 +397,18 @@ def hopper_beside_h200():
             f"priced {priced_off(h200)}, on the H100 {priced_off(h100)}.")
 
 
+def nsight_sentence():
+    """README's words on run 180: the share of the H100's profiled launches whose L2->SM bytes and DRAM reads meet
+    their targets, forward and backward together."""
+    rows = [r for name in ("ncu", "ncu_bwd") for r in ncu.compare_run(name, H100) if r["rel_err"] is not None]
+    def share(quantity):
+        errs = [abs(r["rel_err"]) for r in rows if r["quantity"] == quantity]
+        return sum(e <= ncu.TARGETS[quantity] for e in errs), len(errs), max(errs)
+    l2, dram = share("l2_to_sm_bytes"), share("dram_read_bytes")
+    return (f"Nsight Compute on it (run 180): the bytes the SMs read from L2 within 2% of gpusim's count on {l2[0]} of "
+            f"{l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of {dram[1]}.")
+
+
 def ncu_outcome():
     """Run 180's two Nsight jobs on the H100, priced on H100-measured, against the prediction written before them."""
     fwd, bwd = (ncu.summary(ncu.compare_run(name, H100)) for name in ("ncu", "ncu_bwd"))
@@ -466,7 +478,7 @@ def headline_line():
             f"kernels' tiles too since its tile sweep, run 176; `results/h100/`): {len(shares)} held-out sets measured "
             f"on it, {overall}% of each set's rows within 20%; per kind {per_kind} "
             f"(decode priced by the fifty-first session's ragged-wave rule: `docs/perf.md`, \"A ragged decode wave, "
-            f"adopted\").")
+            f"adopted\"). {nsight_sentence()}")
 
 
 if __name__ == "__main__":
