@@ -477,12 +477,14 @@ def reduce_warps_table():
     return "\n".join(lines)
 
 
-def tiles_bwd_table():
-    """results/h200/tiles_bwd.json: the training step (flash2 forward + backward) at four backward tiles, the tile
-    best_blocks(..., backward=True) picks, and SDPA flash's step over ours, per group (issue 24's targets: the
-    pick within 5% of the fastest, the step at least 0.9× SDPA's)."""
-    groups = {}
-    for r in json.loads((agreement.RESULTS / "tiles_bwd.json").read_text())["rows"]:
+def tiles_bwd_table(results=agreement.RESULTS):
+    """results/h200/tiles_bwd.json (or another folder's, picked on its environment's preset): the training step
+    (flash2 forward + backward) at four backward tiles, the tile best_blocks(..., backward=True) picks, and SDPA
+    flash's step over ours, per group (issue 24's targets: the pick within 5% of the fastest, the step at least 0.9×
+    SDPA's)."""
+    groups, data = {}, json.loads((results / "tiles_bwd.json").read_text())
+    gpu = data["environment"].get("preset", agreement.PRESET)
+    for r in data["rows"]:
         key = (r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"], r["heads"])
         groups.setdefault(key, {})[(r["block_q"], r["block_kv"]) if r["provider"] == "flash2" else "sdpa"] = r["ms"]
     lines = ["| dtype | d | causal | N | batch × heads | fastest tile, ms | pick | pick ÷ fastest | SDPA ÷ pick "
@@ -491,7 +493,7 @@ def tiles_bwd_table():
         sdpa = ms.pop("sdpa")
         fastest = min(ms, key=ms.get)
         pick = gpusim.best_blocks("flash2", seq=n, head_dim=d, heads=heads, batch=batch, causal=causal, dtype=dtype,
-                                  gpu=agreement.PRESET, backward=True)
+                                  gpu=gpu, backward=True)
         mine = ms.get(tuple(pick))
         cells = (f"{mine / ms[fastest]:.2f} | {sdpa / mine:.2f}" if mine else "not measured | -")
         lines.append(f"| {dtype} | {d} | {'yes' if causal else 'no'} | {n:,} | {batch} × {heads} | {fastest[0]} × "

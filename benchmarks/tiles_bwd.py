@@ -42,6 +42,17 @@ def groups():
     return out
 
 
+def preset(device):
+    """The preset whose best_blocks the trainable kernels take on this device (its own where gpusim has one; the
+    H200's runs before this named none and took H200-measured); A100-40GB on CPU, as the kernels do."""
+    if device != "cuda":
+        return "A100-40GB"
+    import torch
+
+    from gpusim.hardware import device_preset
+    return device_preset(torch.cuda.get_device_name()) or "H200-measured"
+
+
 def picked(g, gpu):
     """gpusim.best_blocks(..., backward=True) for group g: the backward tiles the trainable kernels run."""
     import gpusim
@@ -87,8 +98,8 @@ def warm(task):
     return task
 
 
-def warm_cache(todo, limit_s):
-    tasks = sorted({(g["dtype"], g["head_dim"], g["causal"], t) for g in todo for t in tiles_of(g, "H200-measured")})
+def warm_cache(todo, limit_s, gpu):
+    tasks = sorted({(g["dtype"], g["head_dim"], g["causal"], t) for g in todo for t in tiles_of(g, gpu)})
     pool = ProcessPoolExecutor(min(len(tasks), os.cpu_count() or 1), mp_context=get_context("spawn"))
     futures = [pool.submit(warm, t) for t in tasks]
     done, _ = wait(futures, timeout=limit_s)
@@ -119,16 +130,18 @@ def main(argv=None):
     path = os.path.join(args.out, "tiles_bwd.json")
     result = {"environment": environment("python -m benchmarks.tiles_bwd " + " ".join(sys.argv[1:]), device),
               "tiles": [list(t) for t in TILES], "rows": []}
+    result["environment"]["preset"] = preset(device)  # the picks' preset: the one the device's kernels take
     if device == "cuda":
         t0 = time.monotonic()
-        result["environment"]["warm"] = warm_cache(todo, limit_s=max(10.0, args.max_minutes * 60 * 0.35))
+        result["environment"]["warm"] = warm_cache(todo, max(10.0, args.max_minutes * 60 * 0.35),
+                                                   result["environment"]["preset"])
         result["environment"]["warm"]["s"] = round(time.monotonic() - t0, 1)
         print("warm:", result["environment"]["warm"], flush=True)
     for gi, g in enumerate(todo):
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes after {gi} of {len(todo)} groups"
             break
-        gpu = "H200-measured" if device == "cuda" else "A100-40GB"
+        gpu = result["environment"]["preset"]
         try:
             q, k, v, do = _tensors(g, device)
         except Exception as err:  # noqa: BLE001
