@@ -45,6 +45,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     entry_tests) timeout -k 5 "${ENTRY_S:-180}" python -m pytest -q -p no:cacheprovider tests/test_batches_kernels.py \
                    tests/test_launch_kernels.py tests/test_custom_ops.py tests/test_decode_kernels.py \
                    tests/test_fuzz_kernels.py -rfE ;;
+    tiles_bwd) python -m benchmarks.tiles_bwd --out "$OUT" --max-minutes "${BWD_MINUTES:-4}" ;;
     tiles) python -m benchmarks.tiles --out "$OUT" --max-minutes "${TILES_MINUTES:-2.2}" ${TILES_SKIP:+--skip "$TILES_SKIP"} ;;
     bench_fp16_d128) python -m benchmarks.bench --out "$OUT/bench_fp16_d128.json" --dtypes fp16 --head-dims 128 \
                        --without sdpa_math --max-minutes "${BENCH_MINUTES:-4}" ;;
