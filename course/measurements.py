@@ -49,10 +49,14 @@ def environment_line(data):
 
 
 def command_now(command):
-    """A results file's command as it runs today: the benchmark scripts ran as gpusim_kernels.bench (bench_bwd, ...)
-    until they moved to benchmarks/ (the redesign, issue 23), which runs them now."""
-    now = re.sub(r"\bgpusim_kernels\.(bench\w*|ncu)\b", r"benchmarks.\1", command)
-    return now if now == command else f"{now} (run then as gpusim_kernels' modules, before they moved to benchmarks/)"
+    """A results file's command as it runs today. The benchmark scripts ran as gpusim_kernels.bench (bench_bwd, ncu),
+    kernels.bench or `python benchmarks/X.py` until they became the package benchmarks/ (the redesign, issue 23),
+    run as `python -m benchmarks.X`; flash2_tiles.py was replaced by benchmarks/tiles.py (tiles.json)."""
+    now = re.sub(r"\bpython -m (?:gpusim_kernels|kernels)\.(bench\w*|ncu)\b", r"python -m benchmarks.\1", command)
+    now = re.sub(r"\bpython benchmarks/(?!flash2_tiles\.py)(\w+)\.py\b", r"python -m benchmarks.\1", now)
+    if "benchmarks/flash2_tiles.py" in now:
+        return f"{now} (a script since replaced by python -m benchmarks.tiles, which writes tiles.json)"
+    return now if now == command else f"{now} (as it runs today; the run named the scripts where they were then)"
 
 
 def timed_by_seq(rows, provider, dtype="fp16", head_dim=64, causal=False):

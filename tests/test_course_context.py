@@ -260,7 +260,7 @@ def test_strategy_rows_are_gpusims_time_bytes_and_peak_per_strategy():
     assert sent == {"ring": ring_bytes / 1e6, "zigzag": ring_bytes / 1e6, "ulysses": ulysses_bytes / 1e6,
                     "allgather": ring_bytes / 1e6}
     assert (ring_bytes, ulysses_bytes) == (58_720_256, 36_700_160)
-    assert rows[0]["peak HBM per GPU (GB)"] == 2048 * 41_216 / 1e9  # 84,410,368 B
+    assert rows[0]["peak HBM per GPU (GiB)"] == 2048 * 41_216 / 2**30  # 84,410,368 B
     ms = {r["strategy"]: r["ms (8 GPUs, N 16K, causal)"] for r in rows}
     for strategy in ms:
         r = gpusim.simulate("flash2", seq=16384, causal=True, gpus=8, strategy=strategy, link="node8-nvlink4",

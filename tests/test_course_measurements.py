@@ -44,9 +44,14 @@ def test_environment_line_names_gpu_versions_date_command_and_truncation():
 
 
 def test_a_command_run_before_the_benchmarks_moved_reads_as_it_runs_now():
+    note = " (as it runs today; the run named the scripts where they were then)"
     assert measurements.command_now("python -m gpusim_kernels.bench --out x ; python -m gpusim_kernels.bench_bwd") == (
-        "python -m benchmarks.bench --out x ; python -m benchmarks.bench_bwd (run then as gpusim_kernels' modules, "
-        "before they moved to benchmarks/)")
+        "python -m benchmarks.bench --out x ; python -m benchmarks.bench_bwd" + note)
+    assert measurements.command_now("python -m kernels.ncu metrics") == "python -m benchmarks.ncu metrics" + note
+    assert measurements.command_now("python benchmarks/latency.py --out o") == "python -m benchmarks.latency --out o" + note
+    assert measurements.command_now("python benchmarks/flash2_tiles.py --out o") == (
+        "python benchmarks/flash2_tiles.py --out o (a script since replaced by python -m benchmarks.tiles, which writes "
+        "tiles.json)")
     assert measurements.command_now("python -m benchmarks.ncu compare") == "python -m benchmarks.ncu compare"
     assert measurements.command_now("python -c 'import gpusim_kernels.decode'") == (
         "python -c 'import gpusim_kernels.decode'")  # a kernel module, not a moved benchmark
@@ -309,3 +314,13 @@ def test_hopper_lines_pair_the_summary_and_the_model_sentence_per_mask():
         assert f"the kernel gains {gain_word} the model says" in model
         assert f"gpusim's fp16 times are {spread([t * 1e3 / h['ms'] for t, h in zip(times['fp16'], hop)])}x the " \
                f"measured: {time_word} the kernel" in model
+
+
+def test_the_provenance_table_prints_each_command_as_it_runs_today():
+    """Notebook 12's table of results/h200: no command names a module that moved (gpusim_kernels.bench, kernels.ncu)
+    or runs a benchmark as a file path, which the package benchmarks/ no longer supports."""
+    from gpusim_course.provenance import measured
+    rows = measured.provenance_rows(Path(__file__).resolve().parents[1] / "results" / "h200")
+    commands = [r["command"] for r in rows]
+    assert any("as it runs today" in c for c in commands)
+    assert not [c for c in commands if re.search(r"(gpusim_kernels|kernels)\.(bench|ncu)|python benchmarks/(?!flash2_)", c)]

@@ -231,7 +231,7 @@ def strategy_rows(gpus=8, seq=1 << 17, link="node8-nvlink4", strategies=("ring",
     """Per strategy of a causal pass: its predicted time, the bytes each GPU sends and each GPU's peak HBM."""
     results = {strategy: simulate(gpus, seq, strategy, link) for strategy in strategies}
     return [{"strategy": strategy, f"ms ({gpus} GPUs, N {seq // 1024}K, causal)": r.predicted_time_s * 1e3,
-             "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GB)": r.hbm_peak_bytes / 1e9}
+             "MB sent per GPU": r.link_send_bytes / 1e6, "peak HBM per GPU (GiB)": r.hbm_peak_bytes / 2**30}
             for strategy, r in results.items()]
 
 

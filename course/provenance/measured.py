@@ -8,7 +8,7 @@ import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
 from ..formatting import span
-from ..measurements import WRITE_S_P, GiB, _outcome
+from ..measurements import WRITE_S_P, GiB, _outcome, command_now
 from ..nsight import MIN_TIME_S, _ncu_groups
 from ..practice.measured import gpusim_pick, tile_launches
 
@@ -66,7 +66,8 @@ def provenance_rows(folder):
             env = data.get("environment", data) if isinstance(data, dict) else {}
             rows = data.get("rows") if isinstance(data, dict) else data
             out.append({"file": name, "GPU": env.get("gpu", ""), "date": env.get("date", ""),
-                        "command": env.get("command", ""), "rows": len(rows) if isinstance(rows, list) else ""})
+                        "command": command_now(env.get("command", "")),
+                        "rows": len(rows) if isinstance(rows, list) else ""})
         else:
             sibling = next((j for j in sorted(path.parent.glob("*.json")) if path.stem.startswith(j.stem)), None)
             where = (f"from the run of {sibling.relative_to(folder)}" if sibling else "the folder's index"

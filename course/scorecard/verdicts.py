@@ -71,9 +71,15 @@ def _where(observations, inside):
     whole = [g for g, os in groups.items() if g and all(o in inside for o in os)]
     if whole:
         return "for " + "; ".join(whole) + f" ({len(inside)} of {len(observations)} cases)"
-    cases = [f"{o.group + ' ' if o.group else ''}{o.at}".strip() for o in inside]
-    shown = ", ".join(cases[:4]) + (f" and {len(cases) - 4} more" if len(cases) > 4 else "")
-    return f"at {shown} ({len(inside)} of {len(observations)} cases)"
+    outside = [o for o in observations if o not in inside]
+    if len(outside) < len(inside):  # name the exceptions, the fewer
+        return f"at every case but {_cases(outside)} ({len(inside)} of {len(observations)} cases)"
+    return f"at {_cases(inside)} ({len(inside)} of {len(observations)} cases)"
+
+
+def _cases(observations):
+    cases = [f"{o.group + ' ' if o.group else ''}{o.at}".strip() for o in observations]
+    return ", ".join(cases[:4]) + (f" and {len(cases) - 4} more" if len(cases) > 4 else "")
 
 
 def noting(judged, sentence):
