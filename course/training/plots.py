@@ -108,9 +108,9 @@ def speedup_figure(groups):
     fig = Figure(figsize=(9, 3.2 * nrows + 0.8), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
     styles = {"predicted speedup": ("k", "--", None, "gpusim: naive over flash2"),
-              "measured speedup": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
-              "measured speedup, flash2": ("tab:blue", "-", "o", "measured: torch naive over the project's flash2"),
-              "measured speedup, sdpa_flash": ("0.45", ":", "^", "measured: torch naive over SDPA flash")}
+              "measured, naive / flash2": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
+              "measured, torch naive / flash2": ("tab:blue", "-", "o", "measured: torch naive over the project's flash2"),
+              "measured, torch naive / sdpa_flash": ("0.45", ":", "^", "measured: torch naive over SDPA flash")}
     for ax, ((head_dim, causal), rows) in zip(axes, groups.items()):
         for key, (color, style, marker, label) in styles.items():
             points = [(r["seq"], r[key]) for r in rows if r[key] is not None]
