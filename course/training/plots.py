@@ -109,7 +109,8 @@ def speedup_figure(groups):
     axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
     styles = {"predicted speedup": ("k", "--", None, "gpusim: naive over flash2"),
               "measured, naive / flash2": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
-              "measured, torch naive / flash2": ("tab:blue", "-", "o", "measured: torch naive over the project's flash2"),
+              "measured, torch naive / flash2": ("tab:blue", "-", "o",
+                                                 "measured: torch naive over the project's flash2"),
               "measured, torch naive / sdpa_flash": ("0.45", ":", "^", "measured: torch naive over SDPA flash")}
     for ax, ((head_dim, causal), rows) in zip(axes, groups.items()):
         for key, (color, style, marker, label) in styles.items():
