@@ -477,27 +477,38 @@ def reduce_warps_table():
     return "\n".join(lines)
 
 
-def tiles_bwd_table(results=agreement.RESULTS):
-    """results/h200/tiles_bwd.json (or another folder's, picked on its environment's preset): the training step
-    (flash2 forward + backward) at four backward tiles, the tile best_blocks(..., backward=True) picks, and SDPA
-    flash's step over ours, per group (issue 24's targets: the pick within 5% of the fastest, the step at least 0.9×
-    SDPA's)."""
-    groups, data = {}, json.loads((results / "tiles_bwd.json").read_text())
+def tiles_bwd_groups(path):
+    """A tiles_bwd.json's groups (results/h200's, or another GPU's, picked on its environment's preset): per group its
+    key (dtype, d, causal, N, batch, heads), each backward tile's step in ms, SDPA flash's, the fastest tile and
+    best_blocks(..., backward=True)'s pick."""
+    groups, data = {}, json.loads(Path(path).read_text())
     gpu = data["environment"].get("preset", agreement.PRESET)
     for r in data["rows"]:
         key = (r["dtype"], r["head_dim"], r["causal"], r["seq"], r["batch"], r["heads"])
         groups.setdefault(key, {})[(r["block_q"], r["block_kv"]) if r["provider"] == "flash2" else "sdpa"] = r["ms"]
-    lines = ["| dtype | d | causal | N | batch × heads | fastest tile, ms | pick | pick ÷ fastest | SDPA ÷ pick "
-             "| SDPA ÷ fastest |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out = []
     for (dtype, d, causal, n, batch, heads), ms in groups.items():
         sdpa = ms.pop("sdpa")
-        fastest = min(ms, key=ms.get)
-        pick = gpusim.best_blocks("flash2", seq=n, head_dim=d, heads=heads, batch=batch, causal=causal, dtype=dtype,
-                                  gpu=gpu, backward=True)
-        mine = ms.get(tuple(pick))
-        cells = (f"{mine / ms[fastest]:.2f} | {sdpa / mine:.2f}" if mine else "not measured | -")
+        pick = tuple(gpusim.best_blocks("flash2", seq=n, head_dim=d, heads=heads, batch=batch, causal=causal,
+                                        dtype=dtype, gpu=gpu, backward=True))
+        out.append(dict(key=(dtype, d, causal, n, batch, heads), ms=ms, sdpa=sdpa, fastest=min(ms, key=ms.get),
+                        pick=pick))
+    return out
+
+
+def tiles_bwd_table(results=agreement.RESULTS, name="tiles_bwd.json"):
+    """results/h200/tiles_bwd.json (or another folder's): the training step (flash2 forward + backward) at four
+    backward tiles, the tile best_blocks(..., backward=True) picks, and SDPA flash's step over ours, per group (issue
+    24's targets: the pick within 5% of the fastest, the step at least 0.9× SDPA's)."""
+    lines = ["| dtype | d | causal | N | batch × heads | fastest tile, ms | pick | pick ÷ fastest | SDPA ÷ pick "
+             "| SDPA ÷ fastest |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for g in tiles_bwd_groups(Path(results) / name):
+        (dtype, d, causal, n, batch, heads), ms, fastest, pick = g["key"], g["ms"], g["fastest"], g["pick"]
+        mine = ms.get(pick)
+        cells = (f"{mine / ms[fastest]:.2f} | {g['sdpa'] / mine:.2f}" if mine else "not measured | -")
         lines.append(f"| {dtype} | {d} | {'yes' if causal else 'no'} | {n:,} | {batch} × {heads} | {fastest[0]} × "
-                     f"{fastest[1]}, {ms[fastest]:.3f} | {pick[0]} × {pick[1]} | {cells} | {sdpa / ms[fastest]:.2f} |")
+                     f"{fastest[1]}, {ms[fastest]:.3f} | {pick[0]} × {pick[1]} | {cells} | "
+                     f"{g['sdpa'] / ms[fastest]:.2f} |")
     return "\n".join(lines)
 
 
