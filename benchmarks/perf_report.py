@@ -196,7 +196,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_paged": report_gpus.paged_line, "h100_decode_steps": report_gpus.decode_steps_table,
           "ragged_wave": report_gpus.ragged_lines, "blind_ragged": report_gpus.blind_ragged_line,
           "after_ragged": report_gpus.after_ragged_outcome, "h100_ncu_outcome": report_gpus.ncu_outcome,
-          "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome,
+          "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome, "h100_host": report_gpus.host_line,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,

@@ -409,6 +409,21 @@ def nsight_sentence():
             f"{l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of {dram[1]}.")
 
 
+def host_line():
+    """results/h100/host.json (run 173, the H100's per-call cost on host.json's shapes, SDPA's in the same run) against
+    issue 24's per-call targets, as the H200's table beside it states them."""
+    rows = [r for r in json.loads((H100 / "host.json").read_text())["rows"] if r.get("us")]
+    parts = []
+    for entry, target in report_kernels.HOST_TARGETS.items():
+        ratios = [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == entry]
+        met = sum(x <= target for x in ratios)
+        parts.append(f"`{entry}` {_range(ratios)}× (≤ {target}: met on {met} of {len(ratios)})")
+    step = [r["us"] for r in rows if r["entry"] == "flash2_train_step"]
+    sdpa = [r["sdpa_us"] for r in rows if r["entry"] == "flash2_train_step"]
+    return (f"On the H100's host (run 173, `results/h100/host.json`, the same shapes, SDPA's in the same run): "
+            f"{', '.join(parts)}; the training step {_range(step, 0)} µs a call against SDPA's {_range(sdpa, 0)}.")
+
+
 TILES_BWD = ("tiles_bwd.json", "tiles_bwd_repeat_a.json", "tiles_bwd_repeat_b.json")  # run 181; run 182, twice
 
 
