@@ -260,3 +260,17 @@ def test_every_load_and_store_of_the_solutions_states_its_traffic():
     silent = [lines[s.end_lineno - 1] for s in statements
               if not any(w in lines[s.end_lineno - 1] for w in ("# read", "# write"))]
     assert len(statements) > 40 and not silent, silent
+
+
+def test_a_checker_process_that_cannot_start_says_why_in_one_line(tmp_path, monkeypatch):
+    """A learner's file named like a module the child imports (here enum.py, ahead of the standard library on the
+    path the child inherits) kills the child before it is ready: one line naming its exit, not a bare EOFError."""
+    import sys
+
+    from gpusim_course.puzzles.sandbox import Child
+    (tmp_path / "enum.py").write_text("raise ImportError('a learner file named enum.py')\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    child = Child()
+    with pytest.raises(RuntimeError, match=r"exited with code \d+ before it started .* such as enum.py"):
+        child._start()
+    assert child.process is None

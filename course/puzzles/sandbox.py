@@ -101,9 +101,16 @@ class Child:
                                         pass_fds=[theirs.fileno()], env=env)
         theirs.close()
         self.conn = Connection(ours.detach())
-        if not self.conn.poll(START_S) or self.conn.recv() != "ready":
+        try:
+            ready = self.conn.poll(START_S) and self.conn.recv() == "ready"
+        except (EOFError, ConnectionResetError):  # it exited first: an import failed (its traceback is on stderr)
+            ready = False
+        if not ready:
+            code = self.process.poll()
             self.stop()
-            raise RuntimeError(f"the checker's process did not start within {START_S} s")
+            raise RuntimeError(f"the checker's process did not start within {START_S} s" if code is None else
+                               f"the checker's process exited with code {code} before it started (its error is above; "
+                               "a file of yours named like a Python module, such as enum.py, hides that module)")
 
     @property
     def progress(self):
