@@ -3,6 +3,7 @@ the math backend against the float64 reference. On a CPU the CUDA backends refus
 import pytest
 
 torch = pytest.importorskip("torch")
+from gpusim_course.measurements import command_now  # noqa: E402
 from gpusim_course.practice import sdpa  # noqa: E402
 
 
@@ -86,6 +87,6 @@ def test_gpu_table_reads_the_probe_or_says_what_to_run(tmp_path):
             assert cells[column] == ("runs" if b["ran"] else f"no: {(b['reasons'] or [b['error']])[0][:90]}")
     assert sum(c["cudnn"] == "runs" for c in table) < len(table)  # a refusal among them: both kinds checked
     env = probed["environment"]
-    assert line.startswith(f"Measured on {env['gpu']}: ") and line.endswith(f"command: {env['command']}")
+    assert line.startswith(f"Measured on {env['gpu']}: ") and line.endswith(f"command: {command_now(env['command'])}")
     assert sdpa.gpu_table(tmp_path) == ([], "Not measured on the GPU yet: python -m benchmarks.sdpa_backends --out "
                                             "$OUT/sdpa_backends.json")

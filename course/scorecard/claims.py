@@ -242,7 +242,8 @@ def sdpa_conditions(results):
     """What PyTorch picks unforced (sdpa_pick.json's kernel names, else the dispatcher's choice recorded in
     sdpa_backends.json) for the inputs that meet the stated conditions: does it select flash?"""
     picks, runs = evidence.sdpa_picks(results), evidence.flash_runs(results)
-    cpu = "this machine: " + ", ".join(sorted({r["picked"] for r in sdpa.probe("cpu", sdpa.CASES[:3])})) + " on the CPU"
+    cpu = ("no gpusim prediction (PyTorch's dispatcher is not modelled); on this machine's CPU PyTorch picks "
+           + ", ".join(sorted({r["picked"] for r in sdpa.probe("cpu", sdpa.CASES[:3])})))
     claim = ("PyTorch selects FlashAttention when conditions permit (CUDA, fp16/bf16, supported head dimensions; "
              "Ampere or newer).")
     rule, where = "flash picked for every input meeting the conditions", ("06_real_kernels.ipynb",
@@ -276,7 +277,8 @@ def _every_input(checks, by_pick):
     would say "holds under conditions" wherever flash was picked once)."""
     if all(good for _, good in checks):
         return each(checks)
-    hopper = " On Hopper SDPA picks cuDNN's kernel where it can." if "cudnn" in by_pick else ""
+    hopper = (" On Hopper SDPA picks cuDNN's kernel where it can: a fused, FlashAttention-style kernel of its own, not "
+              "PyTorch's FLASH_ATTENTION backend, which the claim names." if "cudnn" in by_pick else "")
     return Judged("wrong", f"wrong as written: {'; '.join(part for part, _ in checks)}.{hopper}")
 
 
