@@ -120,6 +120,7 @@ job() {  # job NAME: the commands of one job; their output goes to $OUT/logs/NAM
     # overwrite this job's, which the shell holds open)
     tensor_pipe) python -m benchmarks.tensor_pipe --out "$OUT" --logs "$OUT/logs/tensor_pipe" --max-seconds 85 ;;
     ncu_bwd) ncu_pair ncu_bwd --passes backward --seqs 1024,4096 ;;
+    ncu_d128) ncu_pair ncu_d128 --seqs 1024,4096,16384,32768 --head-dims 128 ;;  # the forward's d = 128 alone
     ncu_edges) ncu_pair ncu_edges --algos flash2,hopper --seqs 24576,65536 ;;
     ncu_edges2) ncu_pair ncu_edges2 --algos flash2,hopper --seqs 40960,98304 ;;
     l2_dirty) timeout "${NCU_S:-200}" /usr/local/cuda/bin/ncu --clock-control none --profile-from-start off \

@@ -70,8 +70,8 @@ PRESET = "H200-measured"  # the calibrated preset: measured copy bandwidth and m
 # prices its launches on that GPU's preset (gpusim.hardware.device_preset), named in its manifest
 
 
-def workload_configs(seqs=SEQS):
-    for head_dim in (64, 128):
+def workload_configs(seqs=SEQS, head_dims=(64, 128)):
+    for head_dim in head_dims:
         for causal in (False, True):
             for seq in seqs:
                 yield dict(seq=seq, head_dim=head_dim, causal=causal, dtype="fp16", batch=max(1, 16384 // seq),
@@ -92,7 +92,7 @@ LONGEST = {"naive": 16384, "flash1": 16384}  # their N x N buffers (naive) or se
 
 
 def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seconds=None,
-             command="python -m benchmarks.ncu workload under ncu"):
+             command="python -m benchmarks.ncu workload under ncu", head_dims=(64, 128)):
     """Run every kernel once per configuration inside the profiler range; write what ran, in order. algos:
     the forward's algorithms to run (None: all); max_seconds: launch nothing more once this long has passed
     (ncu then ends as usual, its report holding every launch the manifest lists); command: what made the run,
@@ -118,7 +118,7 @@ def workload(manifest_path, seqs=SEQS, passes=("forward",), algos=None, max_seco
     runs += [(algo, "backward") for algo in ("naive", "flash2") if "backward" in passes]
     manifest = {"environment": environment(command), "preset": preset,
                 "launches": [profiled_setup()]}
-    for cfg in workload_configs(seqs):
+    for cfg in workload_configs(seqs, head_dims):
         shape = (cfg["batch"], cfg["heads"], cfg["seq"], cfg["head_dim"])
         q, k, v, do = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(4))
         for algo, pass_ in runs:
@@ -331,6 +331,7 @@ def main(argv=None):
     w.add_argument("--seqs", default=",".join(map(str, SEQS)))
     w.add_argument("--passes", default="forward", help="forward, backward, or forward,backward")
     w.add_argument("--algos", help="the forward's algorithms, comma-separated (default: all)")
+    w.add_argument("--head-dims", default="64,128", help="d of the configurations, comma-separated")
     w.add_argument("--max-seconds", type=float, help="launch nothing more after this long")
     w.add_argument("--command", default="python -m benchmarks.ncu workload under ncu",
                    help="the command that made the run, for its manifest")
@@ -346,7 +347,8 @@ def main(argv=None):
         print(",".join(METRICS[q] for q in DRAM) if args.dram else ",".join(available_metrics(query)))
     elif args.cmd == "workload":
         workload(args.manifest, tuple(int(s) for s in args.seqs.split(",")), tuple(args.passes.split(",")),
-                 tuple(args.algos.split(",")) if args.algos else None, args.max_seconds, args.command)
+                 tuple(args.algos.split(",")) if args.algos else None, args.max_seconds, args.command,
+                 tuple(int(d) for d in args.head_dims.split(",")))
     else:
         rows, manifests = [], []
         nones = [None] * len(args.csv)

@@ -222,6 +222,13 @@ def test_an_ncu_profile_cut_short_is_compared_on_its_part_and_the_rest_on_dram()
                       "H100-measured")
 
 
+def test_ncu_workload_takes_the_head_dims_asked_for():
+    """h200_session.sh's ncu_d128 job profiles the forward's d = 128 configurations alone (a profile of every metric
+    that stopped at its time limit before them, run 180, can be finished so)."""
+    assert {c["head_dim"] for c in ncu.workload_configs((1024, 4096), (128,))} == {128}
+    assert len(list(ncu.workload_configs((1024,), (64, 128)))) == 2 * len(list(ncu.workload_configs((1024,), (128,))))
+
+
 def test_ncu_asks_only_for_the_optional_counters_it_lists():
     listed = "\n".join(m.split(".")[0] + "   some description" for q, m in ncu.METRICS.items()
                        if q not in ncu.OPTIONAL)
