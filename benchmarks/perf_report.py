@@ -177,7 +177,7 @@ def headline():
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table,
           **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
-          **{f"h100_{name}": partial(ncu_table, name, report_gpus.H100) for name in ("ncu", "ncu_bwd")},
+          "h100_ncu": report_gpus.forward_table, "h100_ncu_bwd": partial(ncu_table, "ncu_bwd", report_gpus.H100),
           "decode": decode_table, "decode_layout": layout_table,
           "decode_rates": decode_rates,
           "backward": backward_table, "heldout": heldout_table, "heldout_sets": heldout_sets_table,

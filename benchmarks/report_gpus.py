@@ -382,10 +382,10 @@ def _outcome(missed):
 def hopper_beside_h200():
     """The Hopper kernel's launches of 100 µs or more in both GPUs' forward Nsight runs: the H100's time over the H200's,
     measured and priced, and how long the model prices them on each GPU."""
-    def times(results):
-        return {(r["seq"], r["head_dim"], r["causal"]): r for r in ncu.compare_run("ncu", results)
+    def times(rows):
+        return {(r["seq"], r["head_dim"], r["causal"]): r for r in rows
                 if r["kernel"] == "hopper" and r["quantity"] == "time_s" and r["measured"] >= ncu.MIN_TIME_S}
-    h100, h200 = times(H100), times(H200)
+    h100, h200 = times(forward_rows()), times(ncu.compare_run("ncu", H200))
     both = [k for k in h100 if k in h200]
     measured = [h100[k]["measured"] / h200[k]["measured"] for k in both]
     priced = [h100[k]["simulated"] / h200[k]["simulated"] for k in both]
@@ -400,12 +400,12 @@ def hopper_beside_h200():
 def nsight_sentence():
     """README's words on run 180: the share of the H100's profiled launches whose L2->SM bytes and DRAM reads meet
     their targets, forward and backward together."""
-    rows = [r for name in ("ncu", "ncu_bwd") for r in ncu.compare_run(name, H100) if r["rel_err"] is not None]
+    rows = [r for r in forward_rows() + ncu.compare_run("ncu_bwd", H100) if r["rel_err"] is not None]
     def share(quantity):
         errs = [abs(r["rel_err"]) for r in rows if r["quantity"] == quantity]
         return sum(e <= ncu.TARGETS[quantity] for e in errs), len(errs), max(errs)
     l2, dram = share("l2_to_sm_bytes"), share("dram_read_bytes")
-    return (f"Nsight Compute on it (run 180): the bytes the SMs read from L2 within 2% of gpusim's count on {l2[0]} of "
+    return (f"Nsight Compute on it (runs 180 and 183): the bytes the SMs read from L2 within 2% of gpusim's count on {l2[0]} of "
             f"{l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of {dram[1]}.")
 
 
@@ -459,14 +459,28 @@ def tiles_bwd_outcome():
     return "\n".join(lines)
 
 
+def forward_rows():
+    """The H100's forward launches under Nsight, each once with every quantity: run 180's at d = 64 (its profile of
+    every metric stopped before most of d = 128) and run 183's at d = 128 (that half alone, whole)."""
+    return ([r for r in ncu.compare_run("ncu", H100) if r["head_dim"] == 64]
+            + ncu.compare_run("ncu_d128", H100))
+
+
+def forward_table():
+    """docs/perf.md's table of the H100's forward launches (forward_rows)."""
+    return report_kernels.ncu_summary_table(ncu.summary(forward_rows()))
+
+
 def ncu_outcome():
-    """Run 180's two Nsight jobs on the H100, priced on H100-measured, against the prediction written before them."""
-    fwd, bwd = (ncu.summary(ncu.compare_run(name, H100)) for name in ("ncu", "ncu_bwd"))
+    """Runs 180 and 183's Nsight jobs on the H100, priced on H100-measured, against the prediction written before
+    them."""
+    fwd, bwd = ncu.summary(forward_rows()), ncu.summary(ncu.compare_run("ncu_bwd", H100))
     both = {**fwd, **bwd}
     sm_to_l2 = [k for k in _short(both, "sm_to_l2_bytes", 1) if not k.startswith("hopper ")]
     return "\n".join([
-        f"- Launches profiled: the backward's {_launches('manifest_bwd.json')} with every metric; the forward's "
-        f"{_launches('manifest.json')} of {_launches('manifest_dram.json')} (the rest: DRAM bytes and time alone).",
+        f"- Launches profiled with every metric: the backward's {_launches('manifest_bwd.json')}; the forward's "
+        f"{_launches('manifest_dram.json')}, those at d = 64 in run 180 (whose profile of every metric reached "
+        f"{_launches('manifest.json')} launches), the {_launches('manifest_d128.json')} at d = 128 in run 183.",
         f"- L2→SM within 2% on every launch: {_outcome(_short(both, 'l2_to_sm_bytes', 1))}. SM→L2 within 2% on "
         f"every launch but the Hopper kernel's: {_outcome(sm_to_l2)} (the Hopper kernel's worst "
         f"{fwd['hopper', 'sm_to_l2_bytes'][1]:.1%}).",

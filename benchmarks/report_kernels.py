@@ -254,7 +254,11 @@ def ncu_table(name="ncu", results=agreement.RESULTS):
     """An Nsight Compute run in results (results/h200; results/h100 for the H100's) by name (`ncu.compare_run`: the
     forward's ncu, the long sequences' ncu_edges and ncu_edges2, the backward's ncu_bwd) against the current model:
     per kernel and quantity, the share of launches within the target and the worst error."""
-    summary = ncu.summary(ncu.compare_run(name, results))
+    return ncu_summary_table(ncu.summary(ncu.compare_run(name, results)))
+
+
+def ncu_summary_table(summary):
+    """An ncu.summary as docs/perf.md's table: per kernel, each quantity's share within its target and worst error."""
     names = {"l2_to_sm_bytes": "L2→SM", "sm_to_l2_bytes": "SM→L2", "dram_read_bytes": "DRAM read",
              "dram_write_bytes": "DRAM write", "time_s": "time ≥ 100 µs"}
     lines = ["| kernel | " + " | ".join(f"{name} ({ncu.TARGETS[q]:.0%})" for q, name in names.items()) + " |",

@@ -323,4 +323,18 @@ def test_the_provenance_table_prints_each_command_as_it_runs_today():
     rows = measured.provenance_rows(Path(__file__).resolve().parents[1] / "results" / "h200")
     commands = [r["command"] for r in rows]
     assert any("as it runs today" in c for c in commands)
-    assert not [c for c in commands if re.search(r"(gpusim_kernels|kernels)\.(bench|ncu)|python benchmarks/(?!flash2_)", c)]
+    moved = r"(gpusim_kernels|kernels)\.(bench|ncu)|python benchmarks/(?!flash2_)"
+    assert not [c for c in commands if re.search(moved, c)]
+
+
+def test_an_nsight_folders_rows_hold_each_launch_once():
+    """Notebook 12's H100 table: ncu.json's d = 64 rows and ncu_d128.json's d = 128 rows, every launch with its L2->SM
+    bytes; the H200's folder, without an ncu_d128.json, as its ncu.json."""
+    from gpusim_course.provenance import measured
+    results = Path(__file__).resolve().parents[1] / "results"
+    rows = measured.ncu_rows(results / "h100")
+    l2 = [r for r in rows if r["quantity"] == "l2_to_sm_bytes"]
+    launches = {(r["kernel"], r["seq"], r["head_dim"], r["causal"]) for r in rows if r["quantity"] == "dram_read_bytes"}
+    assert len(l2) == len(launches) == len({(r["kernel"], r["seq"], r["head_dim"], r["causal"]) for r in l2})
+    assert {r["head_dim"] for r in l2} == {64, 128}
+    assert measured.ncu_rows(results / "h200") == json.loads((results / "h200" / "ncu.json").read_text())["rows"]

@@ -76,6 +76,17 @@ def provenance_rows(folder):
     return out
 
 
+def ncu_rows(folder):
+    """A results folder's forward rows under Nsight Compute, each launch once: ncu.json's, with those at d = 128
+    taken from ncu_d128.json where that run exists (the H100's, whose first profile of every counter stopped at its
+    time limit soon after d = 64)."""
+    folder = Path(folder)
+    rows = json.loads((folder / "ncu.json").read_text())["rows"]
+    if not (folder / "ncu_d128.json").exists():
+        return rows
+    return [r for r in rows if r["head_dim"] != 128] + json.loads((folder / "ncu_d128.json").read_text())["rows"]
+
+
 def ncu_error_rows(rows, quantity, min_time_s=MIN_TIME_S):
     """Per kernel, head dimension and mask: how far gpusim is from Nsight Compute for one quantity of
     ncu.json, (gpusim - measured) / measured, over all lengths and at the longest; byte counts also say in
