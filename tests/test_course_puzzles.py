@@ -271,6 +271,6 @@ def test_a_checker_process_that_cannot_start_says_why_in_one_line(tmp_path, monk
     (tmp_path / "enum.py").write_text("raise ImportError('a learner file named enum.py')\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
     child = Child()
-    with pytest.raises(RuntimeError, match=r"exited with code \d+ before it started .* such as enum.py"):
+    with pytest.raises(RuntimeError, match=r"exited with code -?\d+ before it started .* such as enum.py"):
         child._start()
     assert child.process is None

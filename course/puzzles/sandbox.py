@@ -102,15 +102,21 @@ class Child:
         theirs.close()
         self.conn = Connection(ours.detach())
         try:
-            ready = self.conn.poll(START_S) and self.conn.recv() == "ready"
+            if self.conn.poll(START_S) and self.conn.recv() == "ready":
+                return
+            died = False
         except (EOFError, ConnectionResetError):  # it exited first: an import failed (its traceback is on stderr)
-            ready = False
-        if not ready:
-            code = self.process.poll()
-            self.stop()
-            raise RuntimeError(f"the checker's process did not start within {START_S} s" if code is None else
-                               f"the checker's process exited with code {code} before it started (its error is above; "
-                               "a file of yours named like a Python module, such as enum.py, hides that module)")
+            died = True
+        code = None
+        if died:
+            try:
+                code = self.process.wait(timeout=60)  # a fatal error (its core dumped) may take a while to end it
+            except subprocess.TimeoutExpired:
+                pass
+        self.stop()
+        raise RuntimeError(f"the checker's process exited with code {code} before it started (its error is above; a "
+                           "file of yours named like a Python module, such as enum.py, hides that module)" if died else
+                           f"the checker's process did not start within {START_S} s")
 
     @property
     def progress(self):
