@@ -553,8 +553,7 @@ def _indices(name, x, dims):
     """x as an integer CPU tensor, its values as given (checked before any narrowing)."""
     if isinstance(x, (list, tuple)) and not x:  # no values: integers of none (torch.as_tensor would make floats)
         x = torch.zeros((0,) * dims, dtype=torch.int64)
-    given = x if isinstance(x, torch.Tensor) else None
-    if given is None:
+    if not isinstance(x, torch.Tensor):
         try:
             x = torch.as_tensor(x)
         except (TypeError, RuntimeError, ValueError, OverflowError) as err:  # None, a string, ragged rows, 2**63
