@@ -405,8 +405,9 @@ def nsight_sentence():
         errs = [abs(r["rel_err"]) for r in rows if r["quantity"] == quantity]
         return sum(e <= ncu.TARGETS[quantity] for e in errs), len(errs), max(errs)
     l2, dram = share("l2_to_sm_bytes"), share("dram_read_bytes")
-    return (f"Nsight Compute on it (runs 180 and 183): the bytes the SMs read from L2 within 2% of gpusim's count on {l2[0]} of "
-            f"{l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of {dram[1]}.")
+    return (f"Nsight Compute on it (runs 180 and 183): the bytes the SMs read from L2 within 2% of gpusim's count on "
+            f"{l2[0]} of {l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of "
+            f"{dram[1]}.")
 
 
 def host_line():
@@ -429,10 +430,11 @@ TILES_BWD = ("tiles_bwd.json", "tiles_bwd_repeat_a.json", "tiles_bwd_repeat_b.js
 
 def _tiles_bwd_scores(name):
     """(groups whose pick runs within 5% of the fastest tile, SDPA flash's step over the pick's in each group, and the
-    pick's own ms in each group by key) of one of the H100's tiles_bwd files."""
+    pick in each group by key: its tile and its ms) of one of the H100's tiles_bwd files."""
     groups = report_kernels.tiles_bwd_groups(H100 / name)
     within = sum(g["ms"][g["pick"]] <= 1.05 * g["ms"][g["fastest"]] for g in groups)
-    return within, [g["sdpa"] / g["ms"][g["pick"]] for g in groups], {g["key"]: g["ms"][g["pick"]] for g in groups}
+    return (within, [g["sdpa"] / g["ms"][g["pick"]] for g in groups],
+            {g["key"]: (g["pick"], g["ms"][g["pick"]]) for g in groups})
 
 
 def tiles_bwd_outcome():
@@ -443,15 +445,15 @@ def tiles_bwd_outcome():
              f"{len(sdpa)} groups (at least 14: {_met(within >= 14)}); the step at the pick {_range(sdpa)}× SDPA "
              f"flash's speed (at least 0.9× in every group: {_met(not slow)})."]
     h200 = {g["key"]: g["pick"] for g in report_kernels.tiles_bwd_groups(H200 / "tiles_bwd.json")}
-    same = sum(g["pick"] == h200.get(g["key"]) for g in report_kernels.tiles_bwd_groups(H100 / TILES_BWD[0]))
+    same = sum(pick == h200.get(key) for key, (pick, _) in picks.items())
     rest = [ratio for ratio in sdpa if ratio >= 0.9]
     lines.append(f"- The picks are H200-measured's in {same} of {len(sdpa)} groups; in the {len(rest)} groups at 0.9× "
                  f"or more the step runs {_range(rest)}× SDPA flash's speed.")
     for key in slow:
         dtype, d, causal, n, batch, heads = key
-        again = [picked[key] for _, _, picked in repeats]
+        again = [picked[key][1] for _, _, picked in repeats]
         lines.append(f"- The group below 0.9×, {dtype}, d = {d}, {'causal' if causal else 'not causal'}, N = {n:,}, "
-                     f"{batch} × {heads}: the pick's step took {picks[key]:.3f} ms in run 181 and "
+                     f"{batch} × {heads}: the pick's step took {picks[key][1]:.3f} ms in run 181 and "
                      f"{' and '.join(f'{ms:.3f}' for ms in again)} ms in run 182's two repeats.")
     shares = " and ".join(f"{w} of {len(r)}" for w, r, _ in repeats)
     lines.append(f"- Run 182's two repeats: the pick within 5% in {shares} groups, the step "
