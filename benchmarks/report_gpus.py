@@ -23,7 +23,9 @@ H200 = h200_constants.RESULTS
 PRESETS = ("H100-measured", "H100-SXM")  # the H100's own constants, and its datasheet's
 H200_PRESET = heldout.PRESET
 SAME_SEED = 2095  # a set both GPUs timed
-AFTER_RAGGED = ("heldout_3006.json", "heldout_3007.json")  # run 179: measured after the ragged decode wave, scored once
+RUN_179 = ("heldout_3006.json", "heldout_3007.json")  # measured after the ragged decode wave, scored once
+RUN_184 = ("heldout_3008.json", "heldout_3009.json")  # the same, in the fifty-second session
+AFTER_RAGGED = RUN_179 + RUN_184
 KEYS = ("kind", "algo", "batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim", "causal", "dtype", "block_q",
         "block_kv", "page_size", "tiles_used")
 
@@ -352,9 +354,10 @@ def new_sets_outcome():
             f"{_met(max(decode) <= 40)}); issue 24's target met in {met} of {len(shares)} sets.")
 
 
-def after_ragged_outcome():
-    """Run 179's two sets, measured after the ragged decode wave, scored once with it, against their prediction."""
-    shares = {name: share for name, share in set_shares(PRESETS[0]).items() if name in AFTER_RAGGED}
+def after_ragged_outcome(names=RUN_179):
+    """Two sets measured after the ragged decode wave (run 179's; run 184's), scored once with it, against their
+    prediction."""
+    shares = {name: share for name, share in set_shares(PRESETS[0]).items() if name in names}
     overall = [100 * s for s, _ in shares.values()]
     decode = [100 * kinds["decode"] for _, kinds in shares.values()]
     met = sum(heldout.meets_target(ratios(H100 / name, PRESETS[0])) for name in shares)
