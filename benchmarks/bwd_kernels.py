@@ -38,7 +38,7 @@ def launches(q, k, v, do, causal, tiles, num_warps=None, maxnreg=None):
     num_warps, maxnreg: dK/dV and dQ on that many warps instead of gpusim's rule, with at most maxnreg registers a
     thread (benchmarks.bwd_warps)."""
     o, lse = flash2_attention(q, k, v, causal=causal, return_lse=True)
-    cfg, grids, consts = backward_launch("flash2", dict(q=q, k=k, v=v, do=do, o=o, lse=lse), causal, None, *tiles,
+    cfg, grids, consts, _ = backward_launch("flash2", dict(q=q, k=k, v=v, do=do, o=o, lse=lse), causal, None, *tiles,
                                          None, _parts)
     given = {name: value for name, value in (("num_warps", num_warps), ("maxnreg", maxnreg)) if value is not None}
     consts = {**consts, **{kernel: {**consts[kernel], **given} for kernel in ("dkdv", "dq")}}

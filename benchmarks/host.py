@@ -5,7 +5,10 @@ SDPA's (results/h200/host.json; issue 24's targets).
     TRITON_INTERPRET=1 python -m benchmarks.host --out DIR --smoke    # CPU: the code paths, few calls
 
 us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cuda.synchronize at the end
-(and one before the clock starts), as a Python loop calls them. Entries, fp16, each shape: flash2_attention
+(and one before the clock starts), as a Python loop calls them; the median of ROUNDS such rounds, each entry's
+taken in turn with SDPA's, and ratio the median of the rounds' ratios (paired; the files before run 189 have one
+round each, SDPA's after the entry's, and ratio us / sdpa_us).
+Entries, fp16, each shape: flash2_attention
 (default tiles, and at explicit 64 x 64: "flash2_attention[64x64]"), hopper_attention, naive_attention
 (three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
 before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward
@@ -16,6 +19,7 @@ a contiguous (1, 8, L, 128) cache with enable_gqa=True.
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -24,6 +28,7 @@ from benchmarks.bench import error_line
 SHAPES = ((1, 4, 256, 64), (1, 8, 128, 64), (2, 4, 512, 128))
 DECODE = dict(heads=64, kv_heads=8, head_dim=128, page_size=16, seq_kvs=(4096, 65536))
 CALLS, WARMUP = 200, 20
+ROUNDS = 5  # an entry and SDPA's in turn, each a round of CALLS calls (the decode rows: one round each)
 
 
 def per_call_us(fn, calls, warmup, sync):
@@ -75,6 +80,23 @@ def measure(fn, calls, warmup, sync):
         return None, error_line(err)
 
 
+def paired(fn, sdpa, calls, warmup, sync, rounds):
+    """{us, sdpa_us, ratio, us_rounds, sdpa_us_rounds}, or {error}: fn and SDPA's fn timed in turn, ROUNDS times
+    (each a per_call_us of CALLS calls, warmed up before the first); us and sdpa_us the medians of their rounds,
+    ratio the median of the rounds' ratios (each round's fn over the SDPA round right after it): a shared host
+    that changes speed between rounds (SDPA's step took 206-434 µs a round in one run, docs/perf.md) then
+    changes both sides of a ratio."""
+    times = {"us_rounds": [], "sdpa_us_rounds": []}
+    for r in range(rounds):
+        for name, f in (("us_rounds", fn), ("sdpa_us_rounds", sdpa)):
+            us, err = measure(f, calls, warmup if r == 0 else 0, sync)
+            if err:
+                return {"error": err if name == "us_rounds" else f"sdpa: {err}"}
+            times[name].append(round(us, 2))
+    return {"us": statistics.median(times["us_rounds"]), "sdpa_us": statistics.median(times["sdpa_us_rounds"]),
+            "ratio": statistics.median(a / b for a, b in zip(*times.values())), **times}
+
+
 def decode_rows(device, calls, warmup, sync, seq_kvs):
     import torch
     import torch.nn.functional as F
@@ -121,7 +143,7 @@ def main(argv=None):
     import torch
     device = "cpu" if args.smoke else "cuda"
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    calls, warmup = (2, 1) if args.smoke else (CALLS, WARMUP)
+    calls, warmup, rounds = (2, 1, 2) if args.smoke else (CALLS, WARMUP, ROUNDS)
     shapes = ((1, 2, 32, 64),) if args.smoke else SHAPES
     command = "python -m benchmarks.host " + " ".join(sys.argv[1:])
     if device == "cuda":
@@ -129,7 +151,7 @@ def main(argv=None):
         env = environment(command)
     else:
         env = {"gpu": None, "command": command, "smoke": True}
-    env |= {"calls": calls, "warmup": warmup, "dtype": "fp16"}
+    env |= {"calls": calls, "warmup": warmup, "rounds": rounds, "dtype": "fp16"}
     result = {"environment": env, "rows": []}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "host.json")
@@ -143,14 +165,11 @@ def main(argv=None):
                                        error=f"{type(err).__name__}: {err}"[:300]))
             continue
         for entry, (fn, sdpa) in todo.items():
-            us, err = measure(fn, calls, warmup, sync)
-            sdpa_us, sdpa_err = measure(sdpa, calls, warmup, sync)
-            row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=us, sdpa_us=sdpa_us,
-                       ratio=us / sdpa_us if us and sdpa_us else None)
-            if err or sdpa_err:
-                row["error"] = err or f"sdpa: {sdpa_err}"
+            timed = paired(fn, sdpa, calls, warmup, sync, rounds)
+            row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=None, sdpa_us=None, ratio=None) | timed
             result["rows"].append(row)
-            print(f"{entry:24s} {b}x{h}x{n}x{d}: {us} us, SDPA {sdpa_us} us {err or ''}", flush=True)
+            print(f"{entry:24s} {b}x{h}x{n}x{d}: {row['us']} us, SDPA {row['sdpa_us']} us {row.get('error', '')}",
+                  flush=True)
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
     try:

@@ -7,10 +7,10 @@ beside a backward of pure Python (a fixed loop, no torch call) and one of four t
     TRITON_INTERPRET=1 python -m benchmarks.host_thread --out DIR --smoke    # CPU: the code paths
 
 Rows {shape, thread ("engine" or "caller"), part, us}: the median over CALLS steps (after CALLS // 10 + 1) of
-each part's host µs: for flash2 "lookup" (backward_launch: the cached launch), "prepare" (the inputs made
-contiguous and the first allocation), each launch ("preprocess", "dkdv", "dq"), "between" (the allocations
-between launches), "total" (the backward's body); for the pure-Python backward "python"; for the allocating one
-"empties".
+each part's host µs: for flash2 "prepare" (the saved tensors unpacked, the inputs made contiguous, the
+allocations), "launches" (the three, launch_kept), "after", "total" (the backward's body); for the pure-Python
+backward "python"; for the allocating one "empties". (Run 71's file timed the backward before the fifty-third
+session: a look-up, then each launch apart, "preprocess", "dkdv", "dq", and the allocations "between" them.)
 """
 import argparse
 import json
@@ -57,7 +57,7 @@ def four_empties():
 
 
 class Stamps:
-    """perf_counter stamps around flash2_attention_backward's look-up and each launch, per step."""
+    """perf_counter stamps around the backward's launches (launch_kept: the three together), per step."""
 
     def __init__(self):
         self.steps, self.now = [], None
@@ -66,50 +66,30 @@ class Stamps:
         self.now.append((name, time.perf_counter()))
 
     def install(self):
-        launch, lookup, body = backward.launch, backward.backward_launch, backward.Flash2Attention.backward
+        launches, body = backward.launch_kept, backward.Flash2Attention.backward
 
-        def stamped_launch(kernel, grid, *args, **kwargs):
-            self.mark("launch")
-            out = launch(kernel, grid, *args, **kwargs)
-            self.mark(kernel.fn.__name__.removesuffix("_kernel"))
-            return out
-
-        def stamped_lookup(*args):
-            out = lookup(*args)
-            self.mark("lookup")
-            return out
+        def stamped_launches(*args):
+            self.mark("prepare")
+            launches(*args)
+            self.mark("launches")
 
         def stamped_body(ctx, do):
             self.now = [("start", time.perf_counter())]
             out = body(ctx, do)
-            self.mark("end")
+            self.mark("after")
             self.steps.append(self.now)
             return out
-        backward.launch, backward.backward_launch = stamped_launch, stamped_lookup
-        backward.Flash2Attention.backward = staticmethod(stamped_body)
-        return launch, lookup, body
+        backward.launch_kept, backward.Flash2Attention.backward = stamped_launches, staticmethod(stamped_body)
+        return launches, body
 
     @staticmethod
     def uninstall(saved):
-        backward.launch, backward.backward_launch = saved[:2]
-        backward.Flash2Attention.backward = staticmethod(saved[2])
+        backward.launch_kept, backward.Flash2Attention.backward = saved[0], staticmethod(saved[1])
 
 
 def parts(stamps):
-    """One step's stamps as {part: µs}."""
-    out, launches, previous = {}, [], stamps[0][1]
-    for name, at in stamps[1:]:
-        if name == "lookup":
-            out["lookup"] = at - previous
-        elif name == "launch":
-            key = "prepare" if not launches else "between"
-            out[key] = out.get(key, 0.0) + at - previous
-            launches.append(at)
-        elif name == "end":
-            out["after"] = at - previous
-        else:
-            out[name] = at - launches[-1]
-        previous = at
+    """One step's stamps as {part: µs}: each stamp's time since the one before, and the total."""
+    out = {name: at - before for (_, before), (name, at) in zip(stamps, stamps[1:])}
     out["total"] = stamps[-1][1] - stamps[0][1]
     return {k: v * 1e6 for k, v in out.items()}
 

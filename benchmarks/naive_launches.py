@@ -91,7 +91,7 @@ def measure_parts(results):
         buffers = [(q, k, torch.empty((1, heads, seq, seq), dtype=q.dtype, device=q.device)) for q, k, _ in sets]
         launches = {}  # {qk's tile: (grids, qk's constants)}, the default's and 64 x 64
         for block_q, block_kv in TILES:
-            _, grids, consts = forward_launch("naive", *sets[0], False, None, block_q, block_kv, None, _parts)
+            _, grids, consts, _ = forward_launch("naive", *sets[0], False, None, block_q, block_kv, None, _parts)
             launches.setdefault((consts["qk"]["Br"], consts["qk"]["Bc"]), (grids, consts["qk"]))
         for (grids, qk), part in product(launches.values(), PARTS):
             call = cycling([part_call(part, *buf, qk) for buf in buffers])
@@ -105,7 +105,7 @@ def measure_parts(results):
 
 def kernel_calls(q, k, v, causal):
     """{kernel: fn()} launching each of naive_attention's kernels alone, as the call launches it, and the call."""
-    cfg, grids, consts = forward_launch("naive", q, k, v, causal, None, None, None, None, _parts)
+    cfg, grids, consts, _ = forward_launch("naive", q, k, v, causal, None, None, None, None, _parts)
     ld = score_row(cfg)
     s = torch.randn((*q.shape[:3], ld), dtype=q.dtype, device=q.device)
     p, o = torch.rand_like(s), torch.empty_like(q)

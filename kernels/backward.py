@@ -22,8 +22,8 @@ from gpusim.shape import given_tiles
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
 from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
-                     detect_gpu, in_slices, keyed, launch, metas, one_row, op_fields, op_keywords, options, past_grid,
-                     signature)
+                     detect_gpu, in_slices, keyed, launch, launch_kept, metas, one_row, op_fields, op_keywords, options,
+                     past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 
@@ -182,7 +182,7 @@ def _cached_backward(algo, sig, causal, tiles, block_q, block_kv, gpu, parts, in
                          "must be on one device")
     cfg = backward_config(algo, meta.pop("q"), meta.pop("k"), meta.pop("v"), meta.pop("do"), causal=causal,
                           block_q=block_q, block_kv=block_kv, gpu=gpu, tiles=tiles)
-    return Launch(cfg, *parts(cfg, meta))
+    return Launch(cfg, *parts(cfg, meta), {})
 
 
 def bwd_constants(cfg, kernel):
@@ -207,18 +207,22 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
         backward_launch("flash2", one_row(q, k, v, do=do, o=o, lse=lse), causal, tiles, block_q, block_kv, gpu, _parts)
         return empty_grads(q, k, v)
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
-    cfg, grids, consts = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
-    if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
-        return in_slices(flash2_attention_backward, cfg, (q, k, v, o, lse, do),
+    launched = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
+    if past_grid(launched.cfg):  # past CUDA's grid along y: a call per slice of the batch
+        return in_slices(flash2_attention_backward, launched.cfg, (q, k, v, o, lse, do),
                          dict(causal=causal, tiles=tiles, gpu=gpu))
-    q, k, v, do, o, lse = (x.contiguous() for x in tensors.values())
+    return launched_backward(launched, *(x.contiguous() for x in tensors.values()))
+
+
+def launched_backward(launched, q, k, v, do, o, lse):
+    """The three launches of a checked backward Launch on contiguous tensors: (dq, dk, dv)."""
+    cfg = launched.cfg
     d = torch.empty_like(lse)  # D = rowsum(dO ∘ O), (B, H, N) fp32
-    launch(preprocess_kernel, grids["preprocess"], o, do, d, cfg.seq, **consts["preprocess"])
-    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = cfg.head_dim**-0.5
-    launch(dkdv_kernel, grids["dkdv"], q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale, **consts["dkdv"])
-    dq = torch.empty_like(q)
-    launch(dq_kernel, grids["dq"], q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale, **consts["dq"])
+    launch_kept(launched, ((preprocess_kernel, "preprocess", (o, do, d, cfg.seq)),
+                           (dkdv_kernel, "dkdv", (q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale)),
+                           (dq_kernel, "dq", (q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale))), launch)
     return dq, dk, dv
 
 
@@ -237,19 +241,31 @@ def _parts(cfg, saved):
 class Flash2Attention(torch.autograd.Function):
     """flash2_attention forward (O and the LSE saved), flash2_attention_backward backward: the eager path.
     (torch.compile gets the custom op gpusim::flash2_attention instead, kernels/ops.py, whose eager dispatch
-    costs tens of microseconds more per call.)"""
+    costs tens of microseconds more per call.) autograd runs the backward on its own thread for the device,
+    where each torch call costs more (docs/perf.md): so the forward looks up the backward's launch (do shaped,
+    typed and placed as O: autograd gives the gradient O's metadata), and the backward only allocates and
+    launches."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal, fields, backward_blocks, gpu):
         o, lse = flash2_attention(q, k, v, causal=causal, **op_keywords(*fields), return_lse=True, gpu=gpu)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
+        ctx.launched = None  # no gradient asked for, no rows, or in slices: flash2_attention_backward's path
+        if any(ctx.needs_input_grad[:3]) and not no_rows(q):
+            tensors = dict(q=q, k=k, v=v, do=o, o=o, lse=lse)
+            launched = backward_launch("flash2", tensors, causal, None, *backward_blocks, gpu, _parts)
+            ctx.launched = None if past_grid(launched.cfg) else launched
         return o
 
     @staticmethod
     @once_differentiable  # its backward is kernels, not torch ops: a second derivative raises, never comes back 0
     def backward(ctx, do):
-        return (*flash2_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None, None)
+        q, k, v, o, lse = ctx.saved_tensors
+        if ctx.launched is None:
+            return (*flash2_attention_backward(q, k, v, o, lse, do, **ctx.options), None, None, None, None)
+        tensors = (x.contiguous() for x in (q, k, v, do))  # o and lse are the forward's own: contiguous
+        return (*launched_backward(ctx.launched, *tensors, o, lse), None, None, None, None)
 
 
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,

@@ -70,7 +70,7 @@ def flash1_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     if launched:  # None: no rows, nothing to launch
-        cfg, grid, consts = launched
+        cfg, grid, consts, _ = launched
         l, m = (torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) for _ in range(2))
         launch(flash1_kernel, grid, q, k, v, o, l, m, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return o

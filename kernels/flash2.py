@@ -82,7 +82,7 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     o = torch.empty_like(q, memory_format=torch.contiguous_format)  # (an empty q's strides may be any)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     if launched:  # None: no rows, nothing to launch
-        cfg, grids, consts = launched
+        cfg, grids, consts, _ = launched
         launch(flash2_kernel, grids, q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return (o, lse) if return_lse else o
 

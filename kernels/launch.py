@@ -15,7 +15,10 @@ from typing import NamedTuple
 
 import torch
 import triton
+from triton.backends.nvidia.driver import CudaLauncher
 from triton.compiler.compiler import CompiledKernel
+from triton.knobs import HookChain
+from triton.runtime import driver
 
 from gpusim.hardware import GPU, GRID_YZ_MOST, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
@@ -34,18 +37,18 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
 # launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
-_DIRECT = {}  # launch_key -> (the CompiledKernel's runner for the grid, the constexprs in parameter order, it)
+_DIRECT = {}  # launch_key -> (bound(compiled, grid, device): its launch, the constexprs in parameter order, compiled)
 
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), returning what that returns (compiled: Triton's CompiledKernel).
 
     Compiled with triton 3.6.0 (DIRECT), a launch whose launch_key an earlier one had calls the CompiledKernel
-    that one returned, through its runner (CompiledKernel[grid], which takes every parameter in order,
-    constexprs included and ignored), skipping JITFunction.run's binding, specialisation and cache look-up:
-    the same binary, grid and arguments. The key holds all the compiled specialisation depends on. In any
-    doubt (the interpreter, another triton, an argument launch_key cannot class, a grid that is not a tuple, a
-    kernel with pre-run hooks, a parameter not given) the launch is kernel[grid](...)."""
+    that one returned (bound: every parameter in order, constexprs included and ignored), skipping
+    JITFunction.run's binding, specialisation and cache look-up: the same binary, grid and arguments. The key
+    holds all the compiled specialisation depends on. In any doubt (the interpreter, another triton, an
+    argument launch_key cannot class, a grid that is not a tuple, a kernel with pre-run hooks, a parameter not
+    given) the launch is kernel[grid](...)."""
     key = launch_key(kernel, grid, args, kwargs) if DIRECT else None
     try:
         runner, constexprs, compiled = _DIRECT[key]
@@ -89,20 +92,70 @@ def out_of_resources(kernel, args, kwargs, err):
 
 
 def _remember(key, compiled, kernel, grid, n_args, kwargs):
-    """Keep compiled's runner for key, with the constexprs it takes after the n_args arguments; a parameter
-    that kwargs does not name (a default) keeps nothing."""
+    """Keep compiled's launch on grid (bound) for key, with the constexprs it takes after the n_args arguments; a
+    parameter that kwargs does not name (a default) keeps nothing."""
     names = kernel.arg_names[n_args:]
     if not all(name in kwargs for name in names):
         return
     if len(_DIRECT) >= 8 * LAUNCH_CACHE_SIZE:
         _DIRECT.clear()
-    _DIRECT[key] = compiled[grid + (1,) * (3 - len(grid))], tuple(kwargs[name] for name in names), compiled
+    device = key[-2]
+    _DIRECT[key] = bound(compiled, grid + (1,) * (3 - len(grid)), device), tuple(kwargs[n] for n in names), compiled
+
+
+def bound(compiled, grid, device):
+    """compiled's launch on grid (x, y, z) from device's current stream, taking every parameter in order: its
+    launcher's C function with all but the stream and the arguments bound, the call Triton's runner
+    (CompiledKernel[grid]) makes after looking up the device and stream through Triton's driver each time
+    (docs/perf.md, "Launches kept"). The runner itself where that call would differ: a launcher other than
+    CUDA's, scratch memory to allocate, a launch hook to call."""
+    launcher = compiled.run if isinstance(compiled, CompiledKernel) else None
+    if (not isinstance(launcher, CudaLauncher) or launcher.global_scratch_size or launcher.profile_scratch_size
+            or any(hooks())):
+        return compiled[grid]
+    c_launch, stream_of, function, metadata = (launcher.launch, driver.active.get_current_stream, compiled.function,
+                                               compiled.packed_metadata)
+    options = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None, metadata, None, None, None)
+
+    def run(*args):
+        c_launch(*grid, stream_of(device), function, *options, *args)
+    return run
+
+
+def launch_kept(launched, calls, launch_each):
+    """launch() of each (kernel, name, args) of calls in turn, on launched's grid and constants for that name, for
+    calls whose arguments other than tensors are launched's own (its shapes' lengths, its scale): what their
+    compiled kernels depend on is then the tensors' classes (arg_class), the device and Triton's settings, one key
+    for all the launches (where launch() makes a key a launch). Once every launch of a key is kept (launch()'s
+    direct path), the key's next calls go straight to them. launch_each: the caller's launch(), which a key's
+    first call goes through."""
+    tensors = {id(x): x for _, _, args in calls for x in args if isinstance(x, torch.Tensor)}
+    key = (*(arg_class(x) for x in tensors.values()), triton.knobs.runtime.debug,
+           triton.knobs.compilation.instrumentation_mode, hooks(), torch.cuda.current_device()) if DIRECT else None
+    runs = launched.kept.get(key)
+    if runs is not None:
+        for run, (_, _, args) in zip(runs, calls):
+            run(*args)
+        return
+    for kernel, name, args in calls:
+        launch_each(kernel, launched.grids[name], *args, **launched.constants[name])
+    if not DIRECT:
+        return
+    kept = [_DIRECT.get(launch_key(kernel, launched.grids[name], args, launched.constants[name]))
+            for kernel, name, args in calls]
+    if None not in kept:
+        launched.kept[key] = [with_constexprs(run, constexprs) for run, constexprs, _ in kept]
+
+
+def with_constexprs(run, constexprs):
+    """run(*args, *constexprs) as a function of args."""
+    return lambda *args: run(*args, *constexprs)
 
 
 def launch_key(kernel, grid, args, kwargs):
     """What a compiled launch depends on: the kernel, the grid, the keyword arguments (constexprs and launch
-    options), Triton's debug and instrumentation settings, the current CUDA device and each argument's class
-    (arg_class); None when the grid is not a tuple or an argument cannot be classed."""
+    options), Triton's debug and instrumentation settings and launch hooks, the current CUDA device and each
+    argument's class (arg_class); None when the grid is not a tuple or an argument cannot be classed."""
     if type(grid) is not tuple:
         return None
     try:
@@ -110,7 +163,15 @@ def launch_key(kernel, grid, args, kwargs):
     except TypeError:
         return None
     return (kernel, grid, tuple(kwargs.items()), triton.knobs.runtime.debug,
-            triton.knobs.compilation.instrumentation_mode, torch.cuda.current_device(), classes)
+            triton.knobs.compilation.instrumentation_mode, hooks(), torch.cuda.current_device(), classes)
+
+
+def hooks():
+    """Triton's launch hooks (enter, exit), each None where no hook would run (an empty HookChain, triton 3.6.0's
+    default, whose runner still calls it: two Python calls a launch)."""
+    runtime = triton.knobs.runtime
+    return tuple(None if isinstance(hook, HookChain) and not hook.calls else hook
+                 for hook in (runtime.launch_enter_hook, runtime.launch_exit_hook))
 
 
 def arg_class(x):
@@ -165,10 +226,12 @@ def _cat(parts):
 
 
 class Launch(NamedTuple):
-    """What a forward call launches, checked: gpusim's Config, each kernel's grid and its constants."""
+    """What a call launches, checked: gpusim's Config, each kernel's grid and its constants; kept: launch_kept's
+    launches, by the classes of their tensors."""
     cfg: object
     grids: dict
     constants: dict
+    kept: dict
 
 
 def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
@@ -267,7 +330,7 @@ def cached_launch(algo, sig, causal, tiles, block_q, block_kv, gpu, parts, inter
     the mode the CPU check was made in)."""
     cfg = checked_config(algo, *metas(sig).values(), causal=causal, block_q=block_q, block_kv=block_kv,
                          gpu=gpu, tiles=tiles)
-    return Launch(cfg, *parts(cfg))
+    return Launch(cfg, *parts(cfg), {})
 
 
 class Meta(NamedTuple):

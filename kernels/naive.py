@@ -133,7 +133,7 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     if not launched:  # no rows, nothing to launch
         o, p = torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((*q.shape[:3], k.shape[2]))
         return (o, p) if return_p else o
-    cfg, grids, consts = launched
+    cfg, grids, consts, _ = launched
     if past_grid(cfg):  # past CUDA's grid along y: a call per slice of the batch
         return in_slices(naive_attention, cfg, (q, k, v), dict(causal=causal, tiles=tiles, gpu=gpu,
                                                                return_p=return_p))

@@ -781,3 +781,21 @@ def test_flash1_l1_compiles_the_kernel_as_it_is_without_its_hint_and_with_it_on_
     only_o = variants["evict_last_o"]
     assert only_o.count(flash1_l1.HINT) == 1 and flash1_l1.O_LOAD + flash1_l1.HINT in only_o
     assert {text.replace(flash1_l1.HINT, "") for text in variants.values()} == {variants["plain"]}
+
+
+def test_host_times_an_entry_and_sdpa_in_turn_and_takes_each_ones_median(monkeypatch):
+    """benchmarks/host.py's paired rounds: entry, SDPA, entry, SDPA, ... (the warm-up in the first round only); us
+    and sdpa_us the medians of their own rounds, ratio the median of the rounds' ratios (6/3, 1/2, 9/1: 2, where
+    the medians' ratio is 6/2); an error in either is the row's error."""
+    from benchmarks import host
+    clock, order = iter([6.0, 3.0, 1.0, 2.0, 9.0, 1.0]), []
+    monkeypatch.setattr(host, "per_call_us", lambda fn, calls, warmup, sync: order.append((fn(), warmup))
+                        or next(clock))  # reads `clock` when called
+    timed = host.paired(lambda: "entry", lambda: "sdpa", 200, 20, None, 3)
+    assert order == [("entry", 20), ("sdpa", 20), ("entry", 0), ("sdpa", 0), ("entry", 0), ("sdpa", 0)]
+    assert timed == dict(us=6.0, sdpa_us=2.0, ratio=2.0, us_rounds=[6.0, 1.0, 9.0], sdpa_us_rounds=[3.0, 2.0, 1.0])
+
+    def fails():
+        raise RuntimeError("no flash backend")
+    clock = iter([5.0])
+    assert host.paired(lambda: "entry", fails, 200, 20, None, 3) == {"error": "sdpa: RuntimeError: no flash backend"}

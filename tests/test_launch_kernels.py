@@ -2,12 +2,16 @@
 directly. On CPU: the key's classes refine Triton's own specialisation, and the keep/hit/fallback logic on a
 stub kernel; the interpreter always takes kernel[grid](...). On a GPU (compiled): the direct path's outputs
 equal the ordinary launch's bit for bit, misaligned pointers and integers either side of 16 included."""
+from types import SimpleNamespace
+
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
 import torch
 import triton
 from triton._C.libtriton import native_specialize_impl
+from triton.backends.nvidia.driver import CudaLauncher
+from triton.knobs import HookChain
 from triton.backends.compiler import BaseBackend
 
 import gpusim_kernels
@@ -61,6 +65,8 @@ class StubKernel:
 
 
 class StubCompiled:
+    run = None  # its launcher: not CUDA's, so launch() keeps the runner below
+
     def __init__(self, calls):
         self.calls = calls
 
@@ -83,6 +89,82 @@ def test_a_repeated_launch_calls_the_compiled_kernel_with_every_parameter(direct
         launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
     assert kernel.calls == [("ordinary", (4, 2), (x, 64, 0.5), dict(A=8, B=True, num_warps=4)),
                             ("direct", (4, 2, 1), (x, 64, 0.5, 8, True))]  # constexprs in parameter order
+
+
+def stub_cuda_launcher(calls, scratch=0):
+    """A CompiledKernel as Triton 3.6.0's CUDA launcher leaves it, its C launch recording its arguments."""
+    launcher = object.__new__(CudaLauncher)
+    launcher.launch = lambda *args: calls.append(("c", args))
+    launcher.global_scratch_size, launcher.profile_scratch_size = scratch, 0
+    launcher.launch_cooperative_grid, launcher.launch_pdl = False, True
+    compiled = StubCompiled(calls)
+    compiled.run, compiled.function, compiled.packed_metadata = launcher, 1234, (4, 1, 0)
+    return compiled
+
+
+def chain(*calls):
+    hooks = HookChain()
+    for call in calls:
+        hooks.add(call)
+    return hooks
+
+
+@pytest.mark.parametrize("scratch, hook", [(0, chain()), (0, None), (64, chain()), (0, print), (0, chain(print))])
+def test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would(direct, monkeypatch, scratch, hook):
+    """Kept, a launch calls the launcher's C function with the grid, the stream of the launch's device, the
+    function, its options, the metadata and every parameter in order (hooks None: none set, or an empty chain,
+    Triton's default); where the launcher has scratch memory to allocate or a hook to call, Triton's runner (which
+    handles them) instead."""
+    calls, streams = [], []
+    compiled = stub_cuda_launcher(calls, scratch)
+    monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(
+        get_current_stream=lambda device: streams.append(device) or 77)))
+    monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
+    kernel, x = StubKernel(), torch.zeros(64)
+    ordinary = []
+    monkeypatch.setattr(StubKernel, "__getitem__", lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
+    for _ in range(2):
+        launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
+    assert ordinary == [(4, 2)]
+    if scratch or launching.hooks()[0]:
+        assert calls == [("direct", (4, 2, 1), (x, 64, 0.5, 8, True))]
+    else:
+        assert calls == [("c", (4, 2, 1, 77, 1234, False, True, None, None, (4, 1, 0), None, None, None,
+                                x, 64, 0.5, 8, True))] and streams == [0]
+
+
+def test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary(direct, monkeypatch):
+    """A profiler adding a hook to Triton's chain (the same chain object) changes the key: the launch kept without
+    hooks is not called again."""
+    calls, hooks = [], chain()
+    compiled = stub_cuda_launcher(calls)
+    monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(get_current_stream=lambda d: 77)))
+    monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hooks)
+    ordinary = []
+    monkeypatch.setattr(StubKernel, "__getitem__", lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
+    kernel, x = StubKernel(), torch.zeros(64)
+    for hook in (None, None, print, print):
+        if hook:
+            hooks.add(hook)
+        launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
+    assert ordinary == [(4, 2), (4, 2)] and [c[0] for c in calls] == ["c", "direct"]
+
+
+def test_launches_kept_together_run_without_a_key_each_until_a_tensors_class_changes(direct):
+    """launch_kept: the first call of a key launches each kernel through the given launch(); once all are kept,
+    the next call with tensors of the same classes calls the kept launches (constexprs in parameter order) and
+    nothing else; a misaligned tensor is a new key, launched through launch() again (ordinarily where the kernel
+    takes it)."""
+    first, second, x, y = StubKernel(), StubKernel(), torch.zeros(64), torch.zeros(64)
+    calls = first.calls = second.calls = []
+    launched = launching.Launch(None, {"a": (4, 2), "b": (8,)}, {"a": dict(A=8, B=True), "b": dict(A=1, B=False)}, {})
+    for x_now in (x, x, x[1:]):
+        launching.launch_kept(launched, ((first, "a", (x_now, 64, 0.5)), (second, "b", (y, 64, 0.5))),
+                              launching.launch)
+    assert [c[:2] for c in calls] == [("ordinary", (4, 2)), ("ordinary", (8,)), ("direct", (4, 2, 1)),
+                                      ("direct", (8, 1, 1)), ("ordinary", (4, 2)), ("direct", (8, 1, 1))]
+    assert calls[2][2] == (x, 64, 0.5, 8, True) and calls[3][2] == (y, 64, 0.5, 1, False)
+    assert len(launched.kept) == 2
 
 
 @pytest.mark.parametrize("change", [
