@@ -56,7 +56,7 @@ def constants_table():
     """Each GPU field the microbenchmarks set: H200-measured's, the H100's by the same rules, H100-SXM's (its
     datasheet's, the rest the H200's), and the H100's over the H200's."""
     h200, sxm = gpusim.get_gpu("H200-measured"), gpusim.get_gpu("H100-SXM")
-    h100 = h200_constants.gpu_constants(H100, "host")
+    h100 = h200_constants.gpu_constants(H100, "host_run173")
     lines = ["| field | H200-measured | the H100's, measured | H100-SXM | H100 ÷ H200 |", "|---|---|---|---|---|"]
     for name, value in h100.items():
         ours = getattr(h200, name)
@@ -413,19 +413,62 @@ def nsight_sentence():
             f"{dram[1]}.")
 
 
-def host_line():
-    """results/h100/host.json (run 173, the H100's per-call cost on host.json's shapes, SDPA's in the same run) against
-    issue 24's per-call targets, as the H200's table beside it states them."""
-    rows = [r for r in json.loads((H100 / "host.json").read_text())["rows"] if r.get("us")]
+HOST_AFTER = ("host.json", "host_repeat.json")  # run 189: this tree, each entry and SDPA's in turn, five rounds
+HOST_BEFORE = ("host_before.json", "host_before_repeat.json")  # the same call: the tree before kept launches (3758296)
+
+
+def host_rows(name):
+    """{(entry, seq): row} of one of the H100's host files (the forward and training rows, not decode's)."""
+    return {(r["entry"], r["seq"]): r for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio")}
+
+
+def _host_parts(names):
+    """(per target entry "`entry` a–b× (≤ t: met on m of n)", the training step's µs, SDPA's step µs) over files."""
+    rows = [r for name in names for r in host_rows(name).values()]
     parts = []
     for entry, target in report_kernels.HOST_TARGETS.items():
-        ratios = [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == entry]
-        met = sum(x <= target for x in ratios)
-        parts.append(f"`{entry}` {_range(ratios)}× (≤ {target}: met on {met} of {len(ratios)})")
-    step = [r["us"] for r in rows if r["entry"] == "flash2_train_step"]
-    sdpa = [r["sdpa_us"] for r in rows if r["entry"] == "flash2_train_step"]
-    return (f"On the H100's host (run 173, `results/h100/host.json`, the same shapes, SDPA's in the same run): "
-            f"{', '.join(parts)}; the training step {_range(step, 0)} µs a call against SDPA's {_range(sdpa, 0)}.")
+        ratios = [r["ratio"] for r in rows if r["entry"] == entry]
+        parts.append(f"`{entry}` {_range(ratios)}× (≤ {target}: met on {sum(x <= target for x in ratios)} of "
+                     f"{len(ratios)})")
+    steps = [r for r in rows if r["entry"] == "flash2_train_step"]
+    return parts, [r["us"] for r in steps], [r["sdpa_us"] for r in steps]
+
+
+def host_line():
+    """The H100's per-call cost against issue 24's targets, as the H200's table beside it states them: run 189 (this
+    tree, twice; the tree before, twice, alternately in the same call) and run 173 (one round each)."""
+    after, before = _host_parts(HOST_AFTER), _host_parts(HOST_BEFORE)
+    old = json.loads((H100 / "host_run173.json").read_text())["rows"]
+    old_steps = [r["us"] / r["sdpa_us"] for r in old if r["entry"] == "flash2_train_step"]
+    return (f"On the H100's host (run 189, `results/h100/host.json` and `host_repeat.json`, the same shapes; each "
+            f"entry and SDPA's timed in turn, five rounds, the median of the rounds' ratios): {', '.join(after[0])}; "
+            f"the training step {_range(after[1], 0)} µs a call against SDPA's {_range(after[2], 0)}. The tree before "
+            f"the launches were kept, alternately in the same call (`host_before.json`, `host_before_repeat.json`): "
+            f"{', '.join(before[0])}; its training step {_range(before[1], 0)} µs. Run 173 (`host_run173.json`, one "
+            f"round each, SDPA's after ours, another host): the training step {_range(old_steps)}×.")
+
+
+def kept_outcome():
+    """Run 189 against the fifty-third session's prediction (docs/perf.md, "Launches kept"), pair by pair: each
+    shape's row of this tree's file against the tree before's of the same turn."""
+    pairs = [(after, host_rows(b)[key], key) for a, b in zip(HOST_AFTER, HOST_BEFORE)
+             for key, after in host_rows(a).items()]
+    step = [(a, b) for a, b, (entry, _) in pairs if entry == "flash2_train_step"]
+    less = [1 - a["us"] / b["us"] for a, b in step]
+    lower = [a["ratio"] < b["ratio"] for a, b, (entry, _) in pairs if entry in ("flash2_attention", "naive_attention")]
+    hopper = [a["ratio"] / b["ratio"] for a, b, (entry, _) in pairs if entry == "hopper_attention"]
+    return "\n".join([
+        f"- The training step within 1.5× SDPA's in {sum(a['ratio'] <= 1.5 for a, _ in step)} of {len(step)} of this "
+        f"tree's rows ({_range([a['ratio'] for a, _ in step])}×; all: {_met(all(a['ratio'] <= 1.5 for a, _ in step))})"
+        f"; the tree before's over 1.5× in {sum(b['ratio'] > 1.5 for _, b in step)} of {len(step)} "
+        f"({_range([b['ratio'] for _, b in step])}×; at least four: {_met(sum(b['ratio'] > 1.5 for _, b in step) >= 4)})"
+        f".",
+        f"- The step's host time {_range([100 * x for x in less], 1)}% less than the tree before's in the same turn "
+        f"(at least 15% at each shape: {_met(min(less) >= 0.15)}).",
+        f"- `flash2_attention` and `naive_attention` a lower ratio than the tree before's in {sum(lower)} of "
+        f"{len(lower)} pairs ({_met(all(lower))}); `hopper_attention`'s ratio {_range(hopper)}× the tree before's "
+        f"(within 10%: {_met(all(abs(x - 1) <= 0.1 for x in hopper))}).",
+    ])
 
 
 TILES_BWD = ("tiles_bwd.json", "tiles_bwd_repeat_a.json", "tiles_bwd_repeat_b.json")  # run 181; run 182, twice

@@ -337,7 +337,8 @@ PRESETS["H100-measured"] = dataclasses.replace(
     fp16_matmul_flops_per_s=8.559e+14,  # the fastest tl.dot loop (matmul_tiles.json)
     bf16_matmul_flops_per_s=8.737e+14,  # the fastest bf16 tl.dot loop
     fp8_matmul_flops_per_s=1.379e+15,  # the fastest e4m3 tl.dot loop
-    train_step_host_s=0.0003416,  # flash2_train_step's per-call wall time, median of 3 small shapes (host.json)
+    train_step_host_s=0.0003416,  # flash2_train_step's per-call wall time, median of 3 small shapes (host_run173.json;
+    # the code the H100's held-out sets ran; with kept launches run 189's host.json has 255 us, docs/perf.md)
     lone_copy_bytes_per_s=1.803e+10,  # a lone 8-warp flash2 program's K/V bytes a step, 3-4 stages (lone_program.json)
     graph_launch_s=1.06e-06,  # an empty kernel of 132 programs replayed from a CUDA graph (lone_program.json)
     store_bytes_per_s=3.277e+12,  # stores of 4-64 KiB tiles, a program each, 2 GiB in all, median (bandwidth.json)

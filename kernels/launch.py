@@ -170,8 +170,9 @@ def hooks():
     """Triton's launch hooks (enter, exit), each None where no hook would run (an empty HookChain, triton 3.6.0's
     default, whose runner still calls it: two Python calls a launch)."""
     runtime = triton.knobs.runtime
-    return tuple(None if isinstance(hook, HookChain) and not hook.calls else hook
-                 for hook in (runtime.launch_enter_hook, runtime.launch_exit_hook))
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook  # every launch's key: no generator
+    return (None if type(enter) is HookChain and not enter.calls else enter,
+            None if type(leave) is HookChain and not leave.calls else leave)
 
 
 def arg_class(x):

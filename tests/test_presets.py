@@ -31,10 +31,11 @@ def test_h200_measured_holds_the_microbenchmarks_constants():
 
 
 def test_h100_measured_holds_its_own_microbenchmarks_constants():
-    """H100-measured: every GPU field the H200's rules derive, derived again from results/h100/ (run 173), its capacity,
-    L2 and launch overhead ceilings.json's; the fields no microbenchmark of that run sets are H200-measured's."""
+    """H100-measured: every GPU field the H200's rules derive, derived again from results/h100/ (run 173; the training
+    step's host floor from host_run173.json, the code its held-out sets ran), its capacity, L2 and launch overhead
+    ceilings.json's; the fields no microbenchmark of that run sets are H200-measured's."""
     gpu, h200 = gpusim.get_gpu("H100-measured"), gpusim.get_gpu("H200-measured")
-    derived = h200_constants.gpu_constants(ROOT / "results" / "h100", "host")
+    derived = h200_constants.gpu_constants(ROOT / "results" / "h100", "host_run173")
     for name, value in derived.items():
         assert getattr(gpu, name) == (value if name == "mma_efficiency" else pytest.approx(value, rel=1e-3)), name
     ceilings = json.loads((ROOT / "results" / "h100" / "ceilings.json").read_text())
