@@ -7,7 +7,7 @@
 #     OUT=$OUT bash benchmarks/host_ab.sh before/kernels     # on the GPU
 set -u
 OUT=${OUT:?set OUT}
-BEFORE=$(realpath "${1:?the earlier tree's kernels folder}")
+BEFORE=$(realpath "${1:?give the earlier kernels folder}")
 mkdir -p "$OUT"
 for side in before after; do
   mkdir -p "/tmp/host_ab/$side"

@@ -415,6 +415,8 @@ def nsight_sentence():
 
 HOST_AFTER = ("host.json", "host_repeat.json")  # run 189: this tree, each entry and SDPA's in turn, five rounds
 HOST_BEFORE = ("host_before.json", "host_before_repeat.json")  # the same call: the tree before kept launches (3758296)
+RUN_191 = {"after": ("host_run191_after1.json", "host_run191_after2.json"),  # host_ab.sh on another H100, 54ac6c4
+           "before": ("host_run191_before1.json", "host_run191_before2.json")}
 
 
 def host_rows(name):
@@ -445,7 +447,13 @@ def host_line():
             f"the training step {_range(after[1], 0)} µs a call against SDPA's {_range(after[2], 0)}. The tree before "
             f"the launches were kept, alternately in the same call (`host_before.json`, `host_before_repeat.json`): "
             f"{', '.join(before[0])}; its training step {_range(before[1], 0)} µs. Run 173 (`host_run173.json`, one "
-            f"round each, SDPA's after ours, another host): the training step {_range(old_steps)}×.")
+            f"round each, SDPA's after ours, another host): the training step {_range(old_steps)}×. Run 191 "
+            f"(`benchmarks/host_ab.sh` on another H100, the same two trees, `host_run191_*.json`): the training step "
+            f"{_range(_step_ratios(RUN_191['after']))}× SDPA's, the tree before's {_range(_step_ratios(RUN_191['before']))}×.")
+
+
+def _step_ratios(names):
+    return [r["ratio"] for name in names for r in host_rows(name).values() if r["entry"] == "flash2_train_step"]
 
 
 def kept_outcome():
@@ -457,6 +465,7 @@ def kept_outcome():
     less = [1 - a["us"] / b["us"] for a, b in step]
     lower = [a["ratio"] < b["ratio"] for a, b, (entry, _) in pairs if entry in ("flash2_attention", "naive_attention")]
     hopper = [a["ratio"] / b["ratio"] for a, b, (entry, _) in pairs if entry == "hopper_attention"]
+    hopper_us = [a["us"] - b["us"] for a, b, (entry, _) in pairs if entry == "hopper_attention"]
     return "\n".join([
         f"- The training step within 1.5× SDPA's in {sum(a['ratio'] <= 1.5 for a, _ in step)} of {len(step)} of this "
         f"tree's rows ({_range([a['ratio'] for a, _ in step])}×; all: {_met(all(a['ratio'] <= 1.5 for a, _ in step))})"
@@ -467,7 +476,8 @@ def kept_outcome():
         f"(at least 15% at each shape: {_met(min(less) >= 0.15)}).",
         f"- `flash2_attention` and `naive_attention` a lower ratio than the tree before's in {sum(lower)} of "
         f"{len(lower)} pairs ({_met(all(lower))}); `hopper_attention`'s ratio {_range(hopper)}× the tree before's "
-        f"(within 10%: {_met(all(abs(x - 1) <= 0.1 for x in hopper))}).",
+        f"(within 10%: {_met(all(abs(x - 1) <= 0.1 for x in hopper))}); its time a call {_range(hopper_us, 1)} µs "
+        f"more than the tree before's.",
     ])
 
 
