@@ -276,16 +276,27 @@ MUTANTS = [
     Mutant("validation", "divide by an SRAM of no elements in Theorem 2", "gpusim/theorems.py",
            'sram_elements = positive_number("sram_elements", sram_elements)', "",
            "tests/test_errors.py::test_the_models_other_functions_refuse_in_one_line"),
+    # the kernels' launches (kernels/launch.py)
+    Mutant("launches", "key the training step's kept launches on their tensors' dtypes, not their alignment",
+           "kernels/launch.py", "key = (*(arg_class(x) for x in tensors.values()),",
+           "key = (*(x.dtype for x in tensors.values()),",
+           "tests/test_launch_kernels.py::test_launches_kept_together_run_without_a_key_each_until_a_tensors_class_"
+           "changes"),
+    Mutant("launches", "leave Triton's launch hooks out of a launch's key", "kernels/launch.py",
+           "instrumentation_mode, hooks(), torch.cuda.current_device(), classes)",
+           "instrumentation_mode, torch.cuda.current_device(), classes)",
+           "tests/test_launch_kernels.py::test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary"),
 ]
 
 
 def fails(tests, mutant=None):
     """Whether `tests` fail in a copy of the tree, with the mutant's bug planted (None: as it is)."""
     with tempfile.TemporaryDirectory() as tmp:
-        for part in ("gpusim", "course", "tests", "results", "benchmarks", "pyproject.toml"):
+        for part in ("gpusim", "kernels", "course", "tests", "results", "benchmarks", "pyproject.toml"):
             source = ROOT / part
             (shutil.copytree if source.is_dir() else shutil.copy)(source, Path(tmp) / part)
-        (Path(tmp) / "gpusim_course").symlink_to("course")  # the copy's, found on PYTHONPATH before the installed one
+        for name, part in (("gpusim_course", "course"), ("gpusim_kernels", "kernels")):
+            (Path(tmp) / name).symlink_to(part)  # the copy's, found on PYTHONPATH before the installed one
         if mutant:
             path = Path(tmp) / mutant.file
             original = path.read_text()
