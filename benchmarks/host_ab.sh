@@ -5,7 +5,7 @@
 #
 #     git archive 3758296 kernels | tar -x -C before/        # here, before the call (before/ untracked, not ignored)
 #     OUT=$OUT bash benchmarks/host_ab.sh before/kernels     # on the GPU
-set -u
+set -eu  # a host.py that fails or runs past its limit stops the script: no partial file is copied
 OUT=${OUT:?set OUT}
 BEFORE=$(realpath "${1:?give the earlier kernels folder}")
 mkdir -p "$OUT"

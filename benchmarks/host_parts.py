@@ -105,18 +105,20 @@ class Nothing(torch.autograd.Function):
 
 
 def recorded_launches(q, k, v, o, lse, do):
-    """{kernel name: (kernel, grid, args, kwargs)} of one flash2_attention_backward's three launches."""
+    """{kernel name: (kernel, grid, args, kwargs)} of one flash2_attention_backward's three launches (as
+    launch_kept is given them: kept launches no longer pass through backward.launch)."""
     calls = {}
-    original = backward.launch
+    original = backward.launch_kept
 
-    def record(kernel, grid, *args, **kwargs):
-        calls[kernel.fn.__name__.removesuffix("_kernel")] = (kernel, grid, args, kwargs)
-        return original(kernel, grid, *args, **kwargs)
-    backward.launch = record
+    def record(launched, group, launch_each):
+        for kernel, name, args in group:
+            calls[name] = (kernel, launched.grids[name], args, launched.constants[name])
+        return original(launched, group, launch_each)
+    backward.launch_kept = record
     try:
         backward.flash2_attention_backward(q, k, v, o, lse, do)
     finally:
-        backward.launch = original
+        backward.launch_kept = original
     return calls
 
 

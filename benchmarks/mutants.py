@@ -278,8 +278,8 @@ MUTANTS = [
            "tests/test_errors.py::test_the_models_other_functions_refuse_in_one_line"),
     # the kernels' launches (kernels/launch.py)
     Mutant("launches", "key the training step's kept launches on their tensors' dtypes, not their alignment",
-           "kernels/launch.py", "key = (*(arg_class(x) for x in tensors.values()),",
-           "key = (*(x.dtype for x in tensors.values()),",
+           "kernels/launch.py", "key = (*(arg_class(x) for _, _, args in calls",
+           "key = (*(x.dtype for _, _, args in calls",
            "tests/test_launch_kernels.py::test_launches_kept_together_run_without_a_key_each_until_a_tensors_class_"
            "changes"),
     Mutant("launches", "leave Triton's launch hooks out of a launch's key", "kernels/launch.py",

@@ -421,7 +421,8 @@ RUN_191 = {"after": ("host_run191_after1.json", "host_run191_after2.json"),  # h
 
 def host_rows(name):
     """{(entry, seq): row} of one of the H100's host files (the forward and training rows, not decode's)."""
-    return {(r["entry"], r["seq"]): r for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio")}
+    return {(r["entry"], r["batch"], r["heads"], r["seq"], r["head_dim"]): r
+            for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio") and r.get("us")}
 
 
 def _host_parts(names):
@@ -459,13 +460,14 @@ def _step_ratios(names):
 def kept_outcome():
     """Run 189 against the fifty-third session's prediction (docs/perf.md, "Launches kept"), pair by pair: each
     shape's row of this tree's file against the tree before's of the same turn."""
-    pairs = [(after, host_rows(b)[key], key) for a, b in zip(HOST_AFTER, HOST_BEFORE)
-             for key, after in host_rows(a).items()]
-    step = [(a, b) for a, b, (entry, _) in pairs if entry == "flash2_train_step"]
+    pairs = [(after, before[key], key) for a, before in zip(HOST_AFTER, map(host_rows, HOST_BEFORE))
+             for key, after in host_rows(a).items() if key in before]
+    step = [(a, b) for a, b, (entry, *_) in pairs if entry == "flash2_train_step"]
     less = [1 - a["us"] / b["us"] for a, b in step]
-    lower = [a["ratio"] < b["ratio"] for a, b, (entry, _) in pairs if entry in ("flash2_attention", "naive_attention")]
-    hopper = [a["ratio"] / b["ratio"] for a, b, (entry, _) in pairs if entry == "hopper_attention"]
-    hopper_us = [a["us"] - b["us"] for a, b, (entry, _) in pairs if entry == "hopper_attention"]
+    lower = [a["ratio"] < b["ratio"] for a, b, (entry, *_) in pairs
+             if entry in ("flash2_attention", "naive_attention")]
+    hopper = [a["ratio"] / b["ratio"] for a, b, (entry, *_) in pairs if entry == "hopper_attention"]
+    hopper_us = [a["us"] - b["us"] for a, b, (entry, *_) in pairs if entry == "hopper_attention"]
     return "\n".join([
         f"- The training step within 1.5× SDPA's in {sum(a['ratio'] <= 1.5 for a, _ in step)} of {len(step)} of this "
         f"tree's rows ({_range([a['ratio'] for a, _ in step])}×; all: {_met(all(a['ratio'] <= 1.5 for a, _ in step))})"

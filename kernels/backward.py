@@ -243,16 +243,16 @@ class Flash2Attention(torch.autograd.Function):
     (torch.compile gets the custom op gpusim::flash2_attention instead, kernels/ops.py, whose eager dispatch
     costs tens of microseconds more per call.) autograd runs the backward on its own thread for the device,
     where each torch call costs more (docs/perf.md): so the forward looks up the backward's launch (do shaped,
-    typed and placed as O: autograd gives the gradient O's metadata), and the backward only allocates and
-    launches."""
+    typed and placed as O: autograd gives the gradient O's metadata) where a gradient is wanted (grad_enabled: the
+    caller's grad mode, which needs_input_grad does not see), and the backward only allocates and launches."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal, fields, backward_blocks, gpu):
+    def forward(ctx, q, k, v, causal, fields, backward_blocks, gpu, grad_enabled):
         o, lse = flash2_attention(q, k, v, causal=causal, **op_keywords(*fields), return_lse=True, gpu=gpu)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.options = dict(causal=causal, block_q=backward_blocks[0], block_kv=backward_blocks[1], gpu=gpu)
         ctx.launched = None  # no gradient asked for, no rows, or in slices: flash2_attention_backward's path
-        if any(ctx.needs_input_grad[:3]) and not no_rows(q):
+        if grad_enabled and any(ctx.needs_input_grad[:3]) and not no_rows(q):
             tensors = dict(q=q, k=k, v=v, do=o, o=o, lse=lse)
             launched = backward_launch("flash2", tensors, causal, None, *backward_blocks, gpu, _parts)
             ctx.launched = None if past_grid(launched.cfg) else launched
@@ -263,9 +263,9 @@ class Flash2Attention(torch.autograd.Function):
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         if ctx.launched is None:
-            return (*flash2_attention_backward(q, k, v, o, lse, do, **ctx.options), None, None, None, None)
+            return (*flash2_attention_backward(q, k, v, o, lse, do, **ctx.options), None, None, None, None, None)
         tensors = (x.contiguous() for x in (q, k, v, do))  # o and lse are the forward's own: contiguous
-        return (*launched_backward(ctx.launched, *tensors, o, lse), None, None, None, None)
+        return (*launched_backward(ctx.launched, *tensors, o, lse), None, None, None, None, None)
 
 
 def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles=None,
@@ -280,4 +280,4 @@ def flash2_attention_trainable(q, k, v, *, causal=False, block_q=None, block_kv=
     backward_blocks = fields[:2] if backward_blocks is None else check_pair("backward_blocks", backward_blocks)
     if torch.compiler.is_compiling():
         return torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, *backward_blocks, gpu)[0]
-    return Flash2Attention.apply(q, k, v, causal, fields, backward_blocks, gpu)
+    return Flash2Attention.apply(q, k, v, causal, fields, backward_blocks, gpu, torch.is_grad_enabled())

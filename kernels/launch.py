@@ -111,7 +111,7 @@ def bound(compiled, grid, device):
     CUDA's, scratch memory to allocate, a launch hook to call."""
     launcher = compiled.run if isinstance(compiled, CompiledKernel) else None
     if (not isinstance(launcher, CudaLauncher) or launcher.global_scratch_size or launcher.profile_scratch_size
-            or any(hooks())):
+            or hooks() != (None, None)):
         return compiled[grid]
     c_launch, stream_of, function, metadata = (launcher.launch, driver.active.get_current_stream, compiled.function,
                                                compiled.packed_metadata)
@@ -123,28 +123,28 @@ def bound(compiled, grid, device):
 
 
 def launch_kept(launched, calls, launch_each):
-    """launch() of each (kernel, name, args) of calls in turn, on launched's grid and constants for that name, for
-    calls whose arguments other than tensors are launched's own (its shapes' lengths, its scale): what their
-    compiled kernels depend on is then the tensors' classes (arg_class), the device and Triton's settings, one key
-    for all the launches (where launch() makes a key a launch). Once every launch of a key is kept (launch()'s
-    direct path), the key's next calls go straight to them. launch_each: the caller's launch(), which a key's
-    first call goes through."""
-    tensors = {id(x): x for _, _, args in calls for x in args if isinstance(x, torch.Tensor)}
-    key = (*(arg_class(x) for x in tensors.values()), triton.knobs.runtime.debug,
-           triton.knobs.compilation.instrumentation_mode, hooks(), torch.cuda.current_device()) if DIRECT else None
-    runs = launched.kept.get(key)
+    """launch_each (the caller's launch()) of each (kernel, name, args) of calls in turn, on launched's grid and
+    constants for that name, for calls whose arguments other than tensors are launched's own (its shapes' lengths,
+    its scale): what their compiled kernels depend on is then each tensor argument's class (arg_class, by position:
+    one tensor may be two arguments), the device and Triton's settings, one key for all the launches (where
+    launch() makes a key a launch). Once every launch of a key is kept (launch()'s direct path), the key's next
+    calls go straight to them; with a launch hook set, each call goes through launch_each (which a key holds too:
+    a test's recording launch is not skipped)."""
+    keep = DIRECT and hooks() == (None, None)
+    key = (*(arg_class(x) for _, _, args in calls for x in args if isinstance(x, torch.Tensor)), launch_each,
+           triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
+           torch.cuda.current_device()) if keep else None
+    runs = launched.kept.get(key) if keep else None
     if runs is not None:
         for run, (_, _, args) in zip(runs, calls):
             run(*args)
         return
     for kernel, name, args in calls:
         launch_each(kernel, launched.grids[name], *args, **launched.constants[name])
-    if not DIRECT:
-        return
-    kept = [_DIRECT.get(launch_key(kernel, launched.grids[name], args, launched.constants[name]))
-            for kernel, name, args in calls]
-    if None not in kept:
-        launched.kept[key] = [with_constexprs(run, constexprs) for run, constexprs, _ in kept]
+    entries = [_DIRECT.get(launch_key(kernel, launched.grids[name], args, launched.constants[name]))
+               for kernel, name, args in calls] if keep else [None]
+    if None not in entries:
+        launched.kept[key] = [with_constexprs(run, constexprs) for run, constexprs, _ in entries]
 
 
 def with_constexprs(run, constexprs):

@@ -211,6 +211,21 @@ def test_a_training_step_builds_its_backward_launch_once_per_shape():
 
 
 @CPU
+def test_the_forward_looks_up_the_backward_only_where_a_gradient_is_wanted():
+    """flash2_attention_trainable's forward builds the backward's launch (its checks included) where autograd will
+    call the backward: backward tiles no GPU of the preset holds (256 x 256 at d = 128 on the A100-40GB, 264,192 B)
+    are refused at the call with grad enabled, in one line, and never looked at under torch.no_grad(), as before
+    the forward looked the backward up (inference through a trainable entry point)."""
+    q = torch.randn(1, 1, 256, 128, dtype=torch.float16, requires_grad=True)
+    options = dict(block_q=64, block_kv=64, backward_blocks=(256, 256), gpu="A100-40GB")
+    with torch.no_grad():
+        assert gpusim_kernels.flash2_attention_trainable(q, q, q, **options).shape == q.shape
+    with pytest.raises(ValueError, match=r"^block_q=256, block_kv=256, head_dim=128 \(fp16\) need 264,192 B of SRAM "
+                                         r"in the backward's dkdv kernel; A100-40GB has 166,912 B per thread block"):
+        gpusim_kernels.flash2_attention_trainable(q, q, q, **options)
+
+
+@CPU
 def test_a_training_steps_backward_launches_would_be_called_directly(monkeypatch):
     """Each of a .sum().backward() step's three backward launches is one launch() keeps when compiled (launch_key
     classes every argument; every constexpr given; no pre-run hook) under the same key on every step: from the

@@ -150,21 +150,56 @@ def test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary(dir
     assert ordinary == [(4, 2), (4, 2)] and [c[0] for c in calls] == ["c", "direct"]
 
 
+def recording_launch(through):
+    """launching.launch, the kernels of each call it makes recorded in `through`."""
+    def launch(kernel, grid, *args, **kwargs):
+        through.append(grid)
+        return launching.launch(kernel, grid, *args, **kwargs)
+    return launch
+
+
 def test_launches_kept_together_run_without_a_key_each_until_a_tensors_class_changes(direct):
     """launch_kept: the first call of a key launches each kernel through the given launch(); once all are kept,
     the next call with tensors of the same classes calls the kept launches (constexprs in parameter order) and
-    nothing else; a misaligned tensor is a new key, launched through launch() again (ordinarily where the kernel
-    takes it)."""
+    nothing else, not the given launch(); a misaligned tensor is a new key, launched through the given launch()
+    again (ordinarily where the kernel takes it)."""
     first, second, x, y = StubKernel(), StubKernel(), torch.zeros(64), torch.zeros(64)
-    calls = first.calls = second.calls = []
+    calls, through = [], []
+    first.calls = second.calls = calls
     launched = launching.Launch(None, {"a": (4, 2), "b": (8,)}, {"a": dict(A=8, B=True), "b": dict(A=1, B=False)}, {})
+    each = recording_launch(through)
     for x_now in (x, x, x[1:]):
-        launching.launch_kept(launched, ((first, "a", (x_now, 64, 0.5)), (second, "b", (y, 64, 0.5))),
-                              launching.launch)
+        launching.launch_kept(launched, ((first, "a", (x_now, 64, 0.5)), (second, "b", (y, 64, 0.5))), each)
+    assert through == [(4, 2), (8,), (4, 2), (8,)]  # the first and the third call's, not the second's
     assert [c[:2] for c in calls] == [("ordinary", (4, 2)), ("ordinary", (8,)), ("direct", (4, 2, 1)),
                                       ("direct", (8, 1, 1)), ("ordinary", (4, 2)), ("direct", (8, 1, 1))]
     assert calls[2][2] == (x, 64, 0.5, 8, True) and calls[3][2] == (y, 64, 0.5, 1, False)
     assert len(launched.kept) == 2
+
+
+def test_one_tensor_given_as_two_arguments_is_keyed_by_position(direct):
+    """A tensor passed twice (q is k) and two tensors of different alignment in the same places: the arguments'
+    classes differ by position (the second argument aligned, then not), so the second call is not the first's
+    kept launch, though the set of distinct tensors' classes is the same."""
+    kernel, through = StubKernel(), []
+    aligned, misaligned = torch.zeros(64), torch.zeros(64)[1:]
+    launched = launching.Launch(None, {"a": (4,)}, {"a": dict(A=8, B=True)}, {})
+    each = recording_launch(through)
+    for args in ((aligned, aligned, misaligned), (aligned, aligned, misaligned), (aligned, misaligned, misaligned)):
+        launching.launch_kept(launched, ((kernel, "a", args),), each)
+    assert through == [(4,), (4,)] and [c[0] for c in kernel.calls] == ["ordinary", "direct", "ordinary"]
+
+
+@pytest.mark.parametrize("hook", [print, chain(print)])
+def test_with_a_launch_hook_set_every_call_goes_through_the_given_launch(direct, monkeypatch, hook):
+    """A hook set (a function, or a chain holding one): nothing is kept, each call takes the given launch()."""
+    monkeypatch.setattr(triton.knobs.runtime, "launch_exit_hook", hook)
+    kernel, through = StubKernel(), []
+    launched = launching.Launch(None, {"a": (4,)}, {"a": dict(A=8, B=True)}, {})
+    each = recording_launch(through)
+    for _ in range(3):
+        launching.launch_kept(launched, ((kernel, "a", (torch.zeros(64), 64, 0.5)),), each)
+    assert through == [(4,)] * 3 and not launched.kept
 
 
 @pytest.mark.parametrize("change", [
