@@ -35,7 +35,7 @@ CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) 
 
 
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
-# launch() calls Triton's CompiledKernel directly: its runner's calling convention is triton 3.6.0's
+# launch() calls Triton's CompiledKernel directly: its runner's and CUDA launcher's calling conventions are 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
 _DIRECT = {}  # launch_key -> (bound(compiled, grid, device): its launch, the constexprs in parameter order, compiled)
 
@@ -228,7 +228,7 @@ def _cat(parts):
 
 class Launch(NamedTuple):
     """What a call launches, checked: gpusim's Config, each kernel's grid and its constants; kept: launch_kept's
-    launches, by the classes of their tensors."""
+    launches, by their key."""
     cfg: object
     grids: dict
     constants: dict
