@@ -7,8 +7,7 @@ SDPA's (results/h200/host.json; issue 24's targets).
 us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cuda.synchronize at the end
 (and one before the clock starts), as a Python loop calls them; the median of ROUNDS such rounds, each entry's
 taken in turn with SDPA's, and ratio the median of the rounds' ratios (paired; the files before run 189 have one
-round each, SDPA's after the entry's, and ratio us / sdpa_us).
-Entries, fp16, each shape: flash2_attention
+round each, SDPA's after the entry's, and ratio us / sdpa_us). Entries, fp16, each shape: flash2_attention
 (default tiles, and at explicit 64 x 64: "flash2_attention[64x64]"), hopper_attention, naive_attention
 (three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
 before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward

@@ -17,7 +17,8 @@ ln -sfn "$BEFORE" /tmp/host_ab/before/gpusim_kernels
 ln -sfn "$PWD/kernels" /tmp/host_ab/after/gpusim_kernels
 for i in 1 2; do
   for side in before after; do
-    PYTHONPATH=/tmp/host_ab/$side:$PWD PYTHONUNBUFFERED=1 timeout 100 python -m benchmarks.host --out "/tmp/host_ab/$side$i"
+    PYTHONPATH=/tmp/host_ab/$side:$PWD PYTHONUNBUFFERED=1 timeout 100 \
+      python -m benchmarks.host --out "/tmp/host_ab/$side$i"
     cp "/tmp/host_ab/$side$i/host.json" "$OUT/host_$side$i.json"
   done
 done

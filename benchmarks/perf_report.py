@@ -76,7 +76,8 @@ def per_call_line():
     h100 = [r for name in report_gpus.HOST_AFTER for r in report_gpus.host_rows(name).values()]
     kept = {e: [r["ratio"] for r in h100 if r["entry"] == e] for e in HOST_TARGETS}
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
-            "the lent H200's host, run 156, before launches were kept): " + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
+            "the lent H200's host, run 156, before launches were kept): "
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
             "H100 with launches kept (run 189, `results/h100/host.json` and `host_repeat.json`, each entry timed in "
             "turn with SDPA's): " + ", ".join(f"`{e}` {_span(v)}" for e, v in kept.items() if v) + ".")
 

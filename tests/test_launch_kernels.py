@@ -122,7 +122,8 @@ def test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would(direct,
     monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
     kernel, x = StubKernel(), torch.zeros(64)
     ordinary = []
-    monkeypatch.setattr(StubKernel, "__getitem__", lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
+    monkeypatch.setattr(StubKernel, "__getitem__",
+                        lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
     for _ in range(2):
         launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
     assert ordinary == [(4, 2)]
@@ -141,7 +142,8 @@ def test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary(dir
     monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(get_current_stream=lambda d: 77)))
     monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hooks)
     ordinary = []
-    monkeypatch.setattr(StubKernel, "__getitem__", lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
+    monkeypatch.setattr(StubKernel, "__getitem__",
+                        lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
     kernel, x = StubKernel(), torch.zeros(64)
     for hook in (None, None, print, print):
         if hook:
