@@ -73,8 +73,7 @@ def per_call_line():
     H100's run 189 (launches kept) beside it."""
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
-    h100 = [r for name in report_gpus.HOST_AFTER for r in report_gpus.host_rows(name).values()]
-    kept = {e: [r["ratio"] for r in h100 if r["entry"] == e] for e in HOST_TARGETS}
+    kept = report_gpus.entry_ratios(report_gpus.HOST_AFTER)
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
             "the lent H200's host, run 156, before launches were kept): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
@@ -202,7 +201,8 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_paged": report_gpus.paged_line, "h100_decode_steps": report_gpus.decode_steps_table,
           "ragged_wave": report_gpus.ragged_lines, "blind_ragged": report_gpus.blind_ragged_line,
           "after_ragged": report_gpus.after_ragged_outcome,
-          "after_ragged_184": partial(report_gpus.after_ragged_outcome, report_gpus.RUN_184), "h100_ncu_outcome": report_gpus.ncu_outcome,
+          "after_ragged_184": partial(report_gpus.after_ragged_outcome, report_gpus.RUN_184),
+          "h100_ncu_outcome": report_gpus.ncu_outcome,
           "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome, "h100_host": report_gpus.host_line,
           "h100_kept_outcome": report_gpus.kept_outcome,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),

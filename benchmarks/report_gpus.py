@@ -383,8 +383,8 @@ def _outcome(missed):
 
 
 def hopper_beside_h200():
-    """The Hopper kernel's launches of 100 µs or more in both GPUs' forward Nsight runs: the H100's time over the H200's,
-    measured and priced, and how long the model prices them on each GPU."""
+    """The Hopper kernel's launches of 100 µs or more in both GPUs' forward Nsight runs: the H100's time over the
+    H200's, measured and priced, and how long the model prices them on each GPU."""
     def times(rows):
         return {(r["seq"], r["head_dim"], r["causal"]): r for r in rows
                 if r["kernel"] == "hopper" and r["quantity"] == "time_s" and r["measured"] >= ncu.MIN_TIME_S}
@@ -426,16 +426,19 @@ def host_rows(name):
             for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio") and r.get("us")}
 
 
+def entry_ratios(names):
+    """{entry: its rows' ratios over SDPA's} of the H100's host files `names`, for issue 24's target entries."""
+    rows = [r for name in names for r in host_rows(name).values()]
+    return {entry: [r["ratio"] for r in rows if r["entry"] == entry] for entry in report_kernels.HOST_TARGETS}
+
+
 def _host_parts(names):
     """(for each target entry "`entry` a–b× (≤ t: met on m of n)", the step's µs, SDPA's step's µs) over
     files."""
-    rows = [r for name in names for r in host_rows(name).values()]
-    parts = []
-    for entry, target in report_kernels.HOST_TARGETS.items():
-        ratios = [r["ratio"] for r in rows if r["entry"] == entry]
-        parts.append(f"`{entry}` {_range(ratios)}× (≤ {target}: met on {sum(x <= target for x in ratios)} of "
-                     f"{len(ratios)})")
-    steps = [r for r in rows if r["entry"] == "flash2_train_step"]
+    parts = [f"`{entry}` {_range(ratios)}× (≤ {report_kernels.HOST_TARGETS[entry]}: met on "
+             f"{sum(x <= report_kernels.HOST_TARGETS[entry] for x in ratios)} of {len(ratios)})"
+             for entry, ratios in entry_ratios(names).items()]
+    steps = [r for name in names for r in host_rows(name).values() if r["entry"] == "flash2_train_step"]
     return parts, [r["us"] for r in steps], [r["sdpa_us"] for r in steps]
 
 
@@ -443,21 +446,17 @@ def host_line():
     """The H100's per-call cost against issue 24's targets, as the H200's table beside it states them: run 189 (this
     tree, twice; the tree before, twice, alternately in the same call) and run 173 (one round each)."""
     after, before = _host_parts(HOST_AFTER), _host_parts(HOST_BEFORE)
-    old = json.loads((H100 / "host_run173.json").read_text())["rows"]
-    old_steps = [r["us"] / r["sdpa_us"] for r in old if r["entry"] == "flash2_train_step"]
+    step = "flash2_train_step"
     return (f"On the H100's host (run 189, `results/h100/host.json` and `host_repeat.json`, the same shapes; each "
             f"entry and SDPA's timed in turn, five rounds, the median of the rounds' ratios): {', '.join(after[0])}; "
             f"the training step {_range(after[1], 0)} µs a call against SDPA's {_range(after[2], 0)}. The tree before "
             f"the launches were kept, alternately in the same call (`host_before.json`, `host_before_repeat.json`): "
             f"{', '.join(before[0])}; its training step {_range(before[1], 0)} µs. Run 173 (`host_run173.json`, one "
-            f"round each, SDPA's after ours, another host): the training step {_range(old_steps)}×. Run 191 "
-            f"(`benchmarks/host_ab.sh` on another H100, the same two trees, `host_run191_*.json`): the training step "
-            f"{_range(_step_ratios(RUN_191['after']))}× SDPA's, the tree before's "
-            f"{_range(_step_ratios(RUN_191['before']))}×.")
-
-
-def _step_ratios(names):
-    return [r["ratio"] for name in names for r in host_rows(name).values() if r["entry"] == "flash2_train_step"]
+            f"round each, SDPA's after ours, another host): the training step "
+            f"{_range(entry_ratios(('host_run173.json',))[step])}×. Run 191 (`benchmarks/host_ab.sh` on another H100, "
+            f"the same two trees, `host_run191_*.json`): the training step "
+            f"{_range(entry_ratios(RUN_191['after'])[step])}× SDPA's, the tree before's "
+            f"{_range(entry_ratios(RUN_191['before'])[step])}×.")
 
 
 def kept_outcome():
