@@ -6,8 +6,9 @@ SDPA's (results/h200/host.json; issue 24's targets).
 
 us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cuda.synchronize at the end
 (and one before the clock starts), as a Python loop calls them; the median of ROUNDS such rounds, each entry's
-taken in turn with SDPA's, and ratio the median of the rounds' ratios (paired; the files before run 189 have one
-round each, SDPA's after the entry's, and ratio us / sdpa_us). Entries, fp16, each shape: flash2_attention
+taken in turn with SDPA's, the entry first in every other round, and ratio the median of the rounds' ratios
+(paired; runs 189-191 had five rounds, the entry's always first; the files before run 189 one round each, SDPA's
+after the entry's, and ratio us / sdpa_us). Entries, fp16, each shape: flash2_attention
 (default tiles, and at explicit 64 x 64: "flash2_attention[64x64]"), hopper_attention, naive_attention
 (three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
 before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward
@@ -27,7 +28,7 @@ from benchmarks.bench import error_line
 SHAPES = ((1, 4, 256, 64), (1, 8, 128, 64), (2, 4, 512, 128))
 DECODE = dict(heads=64, kv_heads=8, head_dim=128, page_size=16, seq_kvs=(4096, 65536))
 CALLS, WARMUP = 200, 20
-ROUNDS = 5  # an entry and SDPA's in turn, each a round of CALLS calls (the decode rows: one round each)
+ROUNDS = 6  # an entry and SDPA's in turn, ABBA, each a round of CALLS calls (the decode rows: one round each)
 
 
 def per_call_us(fn, calls, warmup, sync):
@@ -81,13 +82,15 @@ def measure(fn, calls, warmup, sync):
 
 def paired(fn, sdpa, calls, warmup, sync, rounds):
     """{us, sdpa_us, ratio, us_rounds, sdpa_us_rounds}, or {error}: fn and SDPA's fn timed in turn, ROUNDS times
-    (each a per_call_us of CALLS calls, warmed up before the first); us and sdpa_us the medians of their rounds,
-    ratio the median of the rounds' ratios (each round's fn over the SDPA round right after it): a shared host
-    that changes speed between rounds (SDPA's step took 206-434 µs a round in one run, docs/perf.md) then
-    changes both sides of a ratio."""
+    (each a per_call_us of CALLS calls, warmed up before the first), fn first in even rounds and SDPA's first in
+    odd ones (ABBA: a host speeding up or slowing down through a pair favours each side in as many rounds); us and
+    sdpa_us the medians of their rounds, ratio the median of the rounds' ratios (each round's fn over that round's
+    SDPA): a shared host that changes speed between rounds (SDPA's step took 206-434 µs a round in one run,
+    docs/perf.md) then changes both sides of a ratio."""
     times = {"us_rounds": [], "sdpa_us_rounds": []}
     for r in range(rounds):
-        for name, f in (("us_rounds", fn), ("sdpa_us_rounds", sdpa)):
+        pair = (("us_rounds", fn), ("sdpa_us_rounds", sdpa))
+        for name, f in pair[::-1] if r % 2 else pair:
             us, err = measure(f, calls, warmup if r == 0 else 0, sync)
             if err:
                 return {"error": err if name == "us_rounds" else f"sdpa: {err}"}

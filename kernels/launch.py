@@ -18,7 +18,7 @@ import triton
 from triton.backends.nvidia.driver import CudaLauncher
 from triton.compiler.compiler import CompiledKernel
 from triton.knobs import HookChain
-from triton.runtime import driver
+from triton.runtime import _allocation, driver
 
 from gpusim.hardware import GPU, GRID_YZ_MOST, PRESETS, device_preset, get_gpu
 from gpusim import best_blocks
@@ -105,21 +105,31 @@ def _remember(key, compiled, kernel, grid, n_args, kwargs):
 
 def bound(compiled, grid, device):
     """compiled's launch on grid (x, y, z) from device's current stream, taking every parameter in order: its
-    launcher's C function with all but the stream and the arguments bound, the call Triton's runner
-    (CompiledKernel[grid]) makes after looking up the device and stream through Triton's driver each time
-    (docs/perf.md, "Launches kept"). The runner itself where that call would differ: a launcher other than
-    CUDA's, scratch memory to allocate, a launch hook to call."""
+    launcher's C function with all but the stream, the global scratch and the arguments bound, the call Triton's
+    runner (CompiledKernel[grid]) makes after looking up the device and stream through Triton's driver each time
+    (docs/perf.md, "Launches kept"). Global scratch (the Hopper kernel's device-side descriptors) is allocated per
+    launch from Triton's allocator, as the launcher does. The runner itself where that call would differ: a
+    launcher other than CUDA's, profile scratch to allocate, a launch hook to call."""
     launcher = compiled.run if isinstance(compiled, CompiledKernel) else None
-    if (not isinstance(launcher, CudaLauncher) or launcher.global_scratch_size or launcher.profile_scratch_size
-            or hooks() != (None, None)):
+    if not isinstance(launcher, CudaLauncher) or launcher.profile_scratch_size or hooks() != (None, None):
         return compiled[grid]
-    c_launch, stream_of, function, metadata = (launcher.launch, driver.active.get_current_stream, compiled.function,
-                                               compiled.packed_metadata)
-    options = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None, metadata, None, None, None)
+    c_launch, stream_of, function = launcher.launch, driver.active.get_current_stream, compiled.function
+    flags = (launcher.launch_cooperative_grid, launcher.launch_pdl)
+    rest = (None, compiled.packed_metadata, None, None, None)  # profile scratch, metadata, launch metadata, hooks
+    scratch_bytes = launcher.global_scratch_size * grid[0] * grid[1] * grid[2] * launcher.num_ctas
+    if not scratch_bytes:
+        options = (*flags, None, *rest)
 
-    def run(*args):
-        c_launch(*grid, stream_of(device), function, *options, *args)
-    return run
+        def run(*args):
+            c_launch(*grid, stream_of(device), function, *options, *args)
+        return run
+    align = launcher.global_scratch_align
+
+    def run_with_scratch(*args):
+        stream = stream_of(device)
+        scratch = _allocation._allocator.get()(scratch_bytes, align, stream)
+        c_launch(*grid, stream, function, *flags, scratch, *rest, *args)
+    return run_with_scratch
 
 
 def launch_kept(launched, calls, launch_each):

@@ -95,7 +95,8 @@ def stub_cuda_launcher(calls, scratch=0):
     """A CompiledKernel as Triton 3.6.0's CUDA launcher leaves it, its C launch recording its arguments."""
     launcher = object.__new__(CudaLauncher)
     launcher.launch = lambda *args: calls.append(("c", args))
-    launcher.global_scratch_size, launcher.profile_scratch_size = scratch, 0
+    launcher.global_scratch_size, launcher.global_scratch_align, launcher.profile_scratch_size = scratch, 128, 0
+    launcher.num_ctas = 1
     launcher.launch_cooperative_grid, launcher.launch_pdl = False, True
     compiled = StubCompiled(calls)
     compiled.run, compiled.function, compiled.packed_metadata = launcher, 1234, (4, 1, 0)
@@ -112,26 +113,30 @@ def chain(*calls):
 @pytest.mark.parametrize("scratch, hook", [(0, chain()), (0, None), (64, chain()), (0, print), (0, chain(print))])
 def test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would(direct, monkeypatch, scratch, hook):
     """Kept, a launch calls the launcher's C function with the grid, the stream of the launch's device, the
-    function, its options, the metadata and every parameter in order (hooks None: none set, or an empty chain,
-    Triton's default); where the launcher has scratch memory to allocate or a hook to call, Triton's runner (which
-    handles them) instead."""
-    calls, streams = [], []
+    function, its options, the global scratch (None, or grid size x the launcher's bytes a program from Triton's
+    allocator, on that stream, each launch), the metadata and every parameter in order (hooks None: none set, or
+    an empty chain, Triton's default); where the launcher has a hook to call, Triton's runner instead."""
+    calls, streams, buffers = [], [], []
     compiled = stub_cuda_launcher(calls, scratch)
     monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(
         get_current_stream=lambda device: streams.append(device) or 77)))
+    monkeypatch.setattr(launching._allocation, "_allocator", SimpleNamespace(
+        get=lambda: lambda size, align, stream: buffers.append((size, align, stream)) or f"buffer{len(buffers)}"))
     monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
     kernel, x = StubKernel(), torch.zeros(64)
     ordinary = []
     monkeypatch.setattr(StubKernel, "__getitem__",
                         lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
-    for _ in range(2):
+    for _ in range(3):
         launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
     assert ordinary == [(4, 2)]
-    if scratch or launching.hooks()[0]:
-        assert calls == [("direct", (4, 2, 1), (x, 64, 0.5, 8, True))]
-    else:
-        assert calls == [("c", (4, 2, 1, 77, 1234, False, True, None, None, (4, 1, 0), None, None, None,
-                                x, 64, 0.5, 8, True))] and streams == [0]
+    if launching.hooks()[0]:
+        assert calls == [("direct", (4, 2, 1), (x, 64, 0.5, 8, True))] * 2
+        return
+    scratches = ["buffer1", "buffer2"] if scratch else [None, None]
+    assert calls == [("c", (4, 2, 1, 77, 1234, False, True, buffer, None, (4, 1, 0), None, None, None,
+                            x, 64, 0.5, 8, True)) for buffer in scratches] and streams == [0, 0]
+    assert buffers == ([(8 * 64, 128, 77)] * 2 if scratch else [])
 
 
 def test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary(direct, monkeypatch):
