@@ -6,9 +6,11 @@ SDPA's (results/h200/host.json; issue 24's targets).
 
 us: wall time per call over CALLS calls after WARMUP warm-up calls, one torch.cuda.synchronize at the end
 (and one before the clock starts), as a Python loop calls them; the median of ROUNDS such rounds, each entry's
-taken in turn with SDPA's, the entry first in every other round, and ratio the median of the rounds' ratios
-(paired; runs 189-191 had five rounds, the entry's always first; the files before run 189 one round each, SDPA's
-after the entry's, and ratio us / sdpa_us). Entries, fp16, each shape: flash2_attention
+taken in turn with SDPA's, the entry first in every other round (ABBA; runs 189-191 had five rounds, the entry's
+always first), and ratio the median of the rounds' ratios (the files before run 189: one round each, SDPA's after
+the entry's, ratio us / sdpa_us). From run 195 also us_call, sdpa_us_call and ratio_call (interleaved): CALL_PAIRS
+calls of each, interleaved call by call, each call's host time, their medians and the medians' ratio.
+Entries, fp16, each shape: flash2_attention
 (default tiles, and at explicit 64 x 64: "flash2_attention[64x64]"), hopper_attention, naive_attention
 (three launches), flash2_train_step (flash2_attention_trainable forward, .sum().backward(), grads set to None
 before each call); sdpa_us: SDPA forced to its flash backend, the forward (or for the train step its forward
@@ -28,6 +30,7 @@ from benchmarks.bench import error_line
 SHAPES = ((1, 4, 256, 64), (1, 8, 128, 64), (2, 4, 512, 128))
 DECODE = dict(heads=64, kv_heads=8, head_dim=128, page_size=16, seq_kvs=(4096, 65536))
 CALLS, WARMUP = 200, 20
+CALL_PAIRS = 1000  # call by call: an entry's call and SDPA's, each timed alone (interleaved)
 ROUNDS = 6  # an entry and SDPA's in turn, ABBA, each a round of CALLS calls (the decode rows: one round each)
 
 
@@ -99,6 +102,27 @@ def paired(fn, sdpa, calls, warmup, sync, rounds):
             "ratio": statistics.median(a / b for a, b in zip(*times.values())), **times}
 
 
+def interleaved(fn, sdpa, pairs, sync):
+    """{us_call, sdpa_us_call, ratio_call}: `pairs` times one call of fn and one of SDPA's, fn first in even pairs
+    and SDPA's first in odd ones, each call's host time (perf_counter either side, no synchronisation between:
+    the GPU waits for the host on these shapes) kept; us_call and sdpa_us_call their medians, ratio_call the
+    median's ratio. Paired call by call, a host whose speed changes over tens of milliseconds (run 193's rounds of
+    200 steps ran 0.67-2.23x SDPA's) moves both sides alike, and the median leaves out the calls a stall
+    lengthened, which the rounds' wall times keep."""
+    times = ([], [])
+    clock = time.perf_counter
+    sync()
+    for i in range(pairs):
+        for side in ((0, 1), (1, 0))[i % 2]:
+            f = (fn, sdpa)[side]
+            t0 = clock()
+            f()
+            times[side].append(clock() - t0)
+    sync()
+    us, sdpa_us = (statistics.median(t) * 1e6 for t in times)
+    return {"us_call": round(us, 2), "sdpa_us_call": round(sdpa_us, 2), "ratio_call": us / sdpa_us}
+
+
 def decode_rows(device, calls, warmup, sync, seq_kvs):
     import torch
     import torch.nn.functional as F
@@ -145,7 +169,7 @@ def main(argv=None):
     import torch
     device = "cpu" if args.smoke else "cuda"
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    calls, warmup, rounds = (2, 1, 2) if args.smoke else (CALLS, WARMUP, ROUNDS)
+    calls, warmup, rounds, pairs = (2, 1, 2, 2) if args.smoke else (CALLS, WARMUP, ROUNDS, CALL_PAIRS)
     shapes = ((1, 2, 32, 64),) if args.smoke else SHAPES
     command = "python -m benchmarks.host " + " ".join(sys.argv[1:])
     if device == "cuda":
@@ -153,7 +177,7 @@ def main(argv=None):
         env = environment(command)
     else:
         env = {"gpu": None, "command": command, "smoke": True}
-    env |= {"calls": calls, "warmup": warmup, "rounds": rounds, "dtype": "fp16"}
+    env |= {"calls": calls, "warmup": warmup, "rounds": rounds, "call_pairs": pairs, "dtype": "fp16"}
     result = {"environment": env, "rows": []}
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "host.json")
@@ -168,6 +192,8 @@ def main(argv=None):
             continue
         for entry, (fn, sdpa) in todo.items():
             timed = paired(fn, sdpa, calls, warmup, sync, rounds)
+            if "error" not in timed:
+                timed |= interleaved(fn, sdpa, pairs, sync)
             row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=None, sdpa_us=None, ratio=None) | timed
             result["rows"].append(row)
             print(f"{entry:24s} {b}x{h}x{n}x{d}: {row['us']} us, SDPA {row['sdpa_us']} us {row.get('error', '')}",

@@ -783,6 +783,20 @@ def test_flash1_l1_compiles_the_kernel_as_it_is_without_its_hint_and_with_it_on_
     assert {text.replace(flash1_l1.HINT, "") for text in variants.values()} == {variants["plain"]}
 
 
+def test_host_interleaves_calls_one_by_one_and_takes_each_sides_median(monkeypatch):
+    """benchmarks/host.py's interleaved pairs: entry, SDPA, SDPA, entry, entry, SDPA, each call timed alone by the
+    clock either side of it (synchronised before and after, not between); medians (entry: 2, 5, 9 -> 5; SDPA:
+    1, 4, 20 -> 4, a stall left out), ratio_call their ratio."""
+    from benchmarks import host
+    ticks = iter([0, 2, 2, 3, 3, 7, 7, 12, 12, 21, 21, 41])  # call ends minus starts: 2, 1, 4, 5, 9, 20
+    monkeypatch.setattr(host.time, "perf_counter", lambda: next(ticks) / 1e6)
+    order, syncs = [], []
+    timed = host.interleaved(lambda: order.append("entry"), lambda: order.append("sdpa"), 3,
+                             lambda: syncs.append(len(order)))
+    assert order == ["entry", "sdpa", "sdpa", "entry", "entry", "sdpa"] and syncs == [0, 6]
+    assert timed == dict(us_call=5.0, sdpa_us_call=4.0, ratio_call=1.25)
+
+
 def test_host_times_an_entry_and_sdpa_in_turn_and_takes_each_ones_median(monkeypatch):
     """benchmarks/host.py's paired rounds, ABBA: entry, SDPA, SDPA, entry, entry, SDPA, ... (the warm-up in the
     first round only); us and sdpa_us the medians of their own rounds, ratio the median of the rounds' ratios (6/3,
