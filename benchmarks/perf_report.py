@@ -74,11 +74,17 @@ def per_call_line():
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
     kept = report_gpus.entry_ratios(report_gpus.HOST_AFTER)
+    run195 = [f"host_run{report_gpus.CALL_RUN}_after{turn}.json" for turn in (1, 2)]
+    rounds, calls = (report_gpus.entry_ratios(run195, ratio) for ratio in ("ratio", "ratio_call"))
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
             "the lent H200's host, run 156, before launches were kept): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
             "H100 with launches kept (run 189, `results/h100/host.json` and `host_repeat.json`, each entry timed in "
-            "turn with SDPA's): " + ", ".join(f"`{e}` {_span(v)}" for e, v in kept.items() if v) + ".")
+            "turn with SDPA's): " + ", ".join(f"`{e}` {_span(v)}" for e, v in kept.items() if v) + ". On another "
+            "H100 whose host changed speed within the call, the Hopper kernel's launch kept too (run 195, "
+            "`results/h100/host_run195_after{1,2}.json`): in rounds of 200 calls "
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + "; call by call, interleaved with "
+            "SDPA's (medians): " + ", ".join(f"`{e}` {_span(v)}" for e, v in calls.items() if v) + ".")
 
 
 BENCH_BWD_RUN = 6  # the run of bench_bwd.json's flash2 and SDPA rows (results/h200/README.md's row of the file)
@@ -204,7 +210,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "after_ragged_184": partial(report_gpus.after_ragged_outcome, report_gpus.RUN_184),
           "h100_ncu_outcome": report_gpus.ncu_outcome,
           "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome, "h100_host": report_gpus.host_line,
-          "h100_kept_outcome": report_gpus.kept_outcome,
+          "h100_kept_outcome": report_gpus.kept_outcome, "h100_scratch_outcome": report_gpus.scratch_outcome,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,

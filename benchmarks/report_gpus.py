@@ -426,10 +426,11 @@ def host_rows(name):
             for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio") and r.get("us")}
 
 
-def entry_ratios(names):
-    """{entry: its rows' ratios over SDPA's} of the H100's host files `names`, for issue 24's target entries."""
+def entry_ratios(names, ratio="ratio"):
+    """{entry: its rows' ratios over SDPA's} of the H100's host files `names`, for issue 24's target entries (ratio:
+    the rounds', or "ratio_call", the interleaved calls')."""
     rows = [r for name in names for r in host_rows(name).values()]
-    return {entry: [r["ratio"] for r in rows if r["entry"] == entry] for entry in report_kernels.HOST_TARGETS}
+    return {entry: [r[ratio] for r in rows if r["entry"] == entry] for entry in report_kernels.HOST_TARGETS}
 
 
 def _host_parts(names):
@@ -482,6 +483,67 @@ def kept_outcome():
         f"{len(lower)} pairs ({_met(all(lower))}); `hopper_attention`'s ratio {_range(hopper)}× the tree before's "
         f"(within 10%: {_met(all(abs(x - 1) <= 0.1 for x in hopper))}); its time a call {_range(hopper_us, 1)} µs "
         f"more than the tree before's.",
+    ])
+
+
+SCRATCH_RUNS = (193, 194)  # host_ab.sh, e7a15bf's kernels against fcbd64f's (the Hopper kernel's launch kept)
+CALL_RUN = 195  # the same at cd9ad87, host.py's interleaved calls added
+STEP, HOPPER = "flash2_train_step", "hopper_attention"
+
+
+def ab_pairs(run):
+    """(this tree's row, the tree before's, key) of `benchmarks/host_ab.sh`'s files of run `run` (results/h100/
+    host_run{run}_{after,before}{1,2}.json), each turn's rows against the same turn's."""
+    pairs = []
+    for turn in (1, 2):
+        before = host_rows(f"host_run{run}_before{turn}.json")
+        pairs += [(a, before[key], key) for key, a in host_rows(f"host_run{run}_after{turn}.json").items()]
+    return pairs
+
+
+def _steadier(run):
+    """(pairs of one tree's two runs whose ratio_call differ less than their ratio, pairs): the training step's
+    and the Hopper kernel's rows, each tree, each shape."""
+    diffs = []
+    for tree in ("after", "before"):
+        one, two = (host_rows(f"host_run{run}_{tree}{turn}.json") for turn in (1, 2))
+        diffs += [(abs(one[key]["ratio_call"] - two[key]["ratio_call"]), abs(one[key]["ratio"] - two[key]["ratio"]))
+                  for key in one if key[0] in (STEP, HOPPER)]
+    return sum(call < rounds for call, rounds in diffs), len(diffs)
+
+
+def scratch_outcome():
+    """Runs 193-195 against the fifty-fourth session's predictions (docs/perf.md, "The Hopper kernel's launch kept
+    too"): the Hopper kernel's time and ratio against e7a15bf's, the other entries', the interleaved calls."""
+    pairs = [p for run in SCRATCH_RUNS for p in ab_pairs(run)]
+    hopper = [(a, b) for a, b, key in pairs if key[0] == HOPPER]
+    more = [a["us"] - b["us"] for a, b in hopper]
+    ratio = [a["ratio"] / b["ratio"] for a, b in hopper]
+    others = [a["ratio"] / b["ratio"] for a, b, key in pairs if key[0] != HOPPER]
+    calls = ab_pairs(CALL_RUN)
+    hopper_call = [a["ratio_call"] / b["ratio_call"] for a, b, key in calls if key[0] == HOPPER]
+    steadier, n = _steadier(CALL_RUN)
+    steps = [r for a, b, key in calls if key[0] == STEP for r in (a, b)]
+    every = [a["ratio"] / b["ratio"] for run in (*SCRATCH_RUNS, CALL_RUN) for a, b, key in ab_pairs(run)
+             if key[0] == HOPPER]
+    drift = [max(one[key]["us"], two[key]["us"]) / min(one[key]["us"], two[key]["us"])
+             for run in (*SCRATCH_RUNS, CALL_RUN) for tree in ("after", "before")
+             for one, two in [[host_rows(f"host_run{run}_{tree}{turn}.json") for turn in (1, 2)]] for key in one]
+    return "\n".join([
+        f"- Runs 193-194: `hopper_attention`'s time a call minus e7a15bf's in the same turn from {min(more):.1f} to "
+        f"{max(more):.1f} µs (-4 to -2 at every shape: {_met(all(-4 <= x <= -2 for x in more))}); its ratio {_range(ratio)}× e7a15bf's (0.85–0.95: "
+        f"{_met(all(0.85 <= x <= 0.95 for x in ratio))}); the other entries' ratios {_range(others)}× e7a15bf's "
+        f"(within 5%: {sum(abs(x - 1) <= 0.05 for x in others)} of {len(others)}, "
+        f"{_met(all(abs(x - 1) <= 0.05 for x in others))}).",
+        f"- Run 195: the two runs of one tree differ less in `ratio_call` than in `ratio` in {steadier} of {n} pairs "
+        f"(at least 8: {_met(steadier >= 8)}); `hopper_attention`'s `ratio_call` {_range(hopper_call)}× e7a15bf's "
+        f"(0.80–0.95: {_met(all(0.80 <= x <= 0.95 for x in hopper_call))}).",
+        f"- Run 195's training steps, both trees: `ratio` {_range([r['ratio'] for r in steps])}× (over 1.5 in "
+        f"{sum(r['ratio'] > 1.5 for r in steps)} of {len(steps)}), `ratio_call` "
+        f"{_range([r['ratio_call'] for r in steps])}× (over 1.5 in {sum(r['ratio_call'] > 1.5 for r in steps)}).",
+        f"- Runs 193-195: `hopper_attention`'s ratio {_range(every)}× e7a15bf's in the same turn, in all "
+        f"{len(every)} pairs; one tree's two runs in one call differed in an entry's time a call by up to "
+        f"{max(drift):.2f}× (the median row {statistics.median(drift):.2f}×), the code unchanged.",
     ])
 
 
