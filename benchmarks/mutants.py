@@ -286,6 +286,10 @@ MUTANTS = [
            "instrumentation_mode, hooks(), torch.cuda.current_device(), classes)",
            "instrumentation_mode, torch.cuda.current_device(), classes)",
            "tests/test_launch_kernels.py::test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary"),
+    Mutant("launches", "allocate a kept launch's global scratch for one program, not the grid's", "kernels/launch.py",
+           "scratch_bytes = launcher.global_scratch_size * grid[0] * grid[1] * grid[2] * launcher.num_ctas",
+           "scratch_bytes = launcher.global_scratch_size * launcher.num_ctas",
+           "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"),
 ]
 
 
