@@ -262,15 +262,31 @@ def test_every_load_and_store_of_the_solutions_states_its_traffic():
     assert len(statements) > 40 and not silent, silent
 
 
-def test_a_checker_process_that_cannot_start_says_why_in_one_line(tmp_path, monkeypatch):
-    """A learner's file named like a module the child imports (here enum.py, ahead of the standard library on the
-    path the child inherits) kills the child before it is ready: one line naming its exit, not a bare EOFError."""
-    import sys
-
-    from gpusim_course.puzzles.sandbox import Child
-    (tmp_path / "enum.py").write_text("raise ImportError('a learner file named enum.py')\n")
-    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    child = Child()
-    with pytest.raises(RuntimeError, match=r"exited with code -?\d+ before it started .* such as enum.py"):
+def test_a_checker_process_that_cannot_start_says_why_in_one_line(monkeypatch):
+    """A child that exits before it is ready (here its first line exits with code 3): one line naming its exit, not
+    a bare EOFError."""
+    from gpusim_course.puzzles import sandbox
+    monkeypatch.setattr(sandbox, "BOOT", "import sys; sys.exit(3)")
+    child = sandbox.Child()
+    with pytest.raises(RuntimeError, match=r"exited with code 3 before it started \(its error is above\)"):
         child._start()
     assert child.process is None
+
+
+def test_a_learner_file_named_like_a_module_does_not_hide_it_from_the_checker(tmp_path, monkeypatch):
+    """enum.py and numpy.py beside the notebook, first on the notebook's path: the child still starts (the standard
+    library's enum and the installed numpy come first on its path) and answers a check."""
+    import sys
+
+    from gpusim_course.puzzles import sandbox
+    for name in ("enum", "numpy"):
+        (tmp_path / f"{name}.py").write_text(f"raise ImportError('a learner file named {name}.py')\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    from gpusim_course.puzzles import checker
+    name = "masked_tile"
+    child = sandbox.Child()
+    try:
+        status, message = child.ask("checker.check_here", name, checker.sources(name, *learner(name)))
+    finally:
+        child.stop()
+    assert status == "right", message

@@ -23,6 +23,10 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+PATH_VARIABLE = "GPUSIM_SANDBOX_PATH"  # the parent's sys.path, which the child appends to its own
+BOOT = ("import os, runpy, sys; "
+        f"sys.path += [p for p in os.environ['{PATH_VARIABLE}'].split(os.pathsep) if p and p not in sys.path]; "
+        f"runpy.run_module('{__name__}', run_name='__main__')")  # the child's first lines (python -I -c BOOT)
 TIMEOUT_S = 20  # a check of the small puzzle shapes takes well under 5 s; a verdict comes within 30 s
 START_S = 120  # importing torch and triton in the child, on a busy machine
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
@@ -85,9 +89,11 @@ def _serve(fd, progress_path):
 
 
 class Child:
-    """The parent's handle on the child (`python -m gpusim_course.puzzles.sandbox`, a fresh interpreter that
-    imports nothing of the notebook's): ask("module.function", *args) -> the answer of that function of this
-    package, run in the child, or ("timeout", progress) or ("died", exit code)."""
+    """The parent's handle on the child (this module run as __main__ by a fresh interpreter that imports nothing of
+    the notebook's): ask("module.function", *args) -> the answer of that function of this package, run in the
+    child, or ("timeout", progress) or ("died", exit code). The child runs isolated (python -I: no current folder,
+    no PYTHON* variables) with the parent's sys.path after its own, so that a learner's file named like a module
+    (enum.py, torch.py) beside the notebook cannot hide the standard library's or an installed one from it."""
 
     def __init__(self):
         self.process = self.conn = None
@@ -96,8 +102,8 @@ class Child:
     def _start(self):
         np.zeros(5, np.int64).tofile(self.progress_path)
         ours, theirs = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno()), self.progress_path],
+        env = {**os.environ, PATH_VARIABLE: os.pathsep.join(sys.path)}
+        self.process = subprocess.Popen([sys.executable, "-I", "-c", BOOT, str(theirs.fileno()), self.progress_path],
                                         pass_fds=[theirs.fileno()], env=env)
         theirs.close()
         self.conn = Connection(ours.detach())
@@ -114,9 +120,8 @@ class Child:
             except subprocess.TimeoutExpired:
                 pass
         self.stop()
-        raise RuntimeError(f"the checker's process exited with code {code} before it started (its error is above; a "
-                           "file of yours named like a Python module, such as enum.py, hides that module)" if died else
-                           f"the checker's process did not start within {START_S} s")
+        raise RuntimeError(f"the checker's process exited with code {code} before it started (its error is above)"
+                           if died else f"the checker's process did not start within {START_S} s")
 
     @property
     def progress(self):
