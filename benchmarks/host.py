@@ -106,9 +106,11 @@ def interleaved(fn, sdpa, pairs, sync):
     """{us_call, sdpa_us_call, ratio_call}: `pairs` times one call of fn and one of SDPA's, fn first in even pairs
     and SDPA's first in odd ones, each call's host time (perf_counter either side, no synchronisation between:
     the GPU waits for the host on these shapes) kept; us_call and sdpa_us_call their medians, ratio_call the
-    median's ratio. Paired call by call, a host whose speed changes over tens of milliseconds (run 193's rounds of
+    medians' ratio. Paired call by call, a host whose speed changes over tens of milliseconds (run 193's rounds of
     200 steps ran 0.67-2.23x SDPA's) moves both sides alike, and the median leaves out the calls a stall
-    lengthened, which the rounds' wall times keep."""
+    lengthened. Not the rounds' measure: each call runs after the other side's, and costs more so, by an amount
+    of its own (run 195, docs/perf.md: the forwards' ratio_call drawn toward 1, SDPA's step lengthened more than
+    ours), so ratio_call is steadier than the rounds' ratio but not the same figure."""
     times = ([], [])
     clock = time.perf_counter
     sync()
@@ -193,7 +195,10 @@ def main(argv=None):
         for entry, (fn, sdpa) in todo.items():
             timed = paired(fn, sdpa, calls, warmup, sync, rounds)
             if "error" not in timed:
-                timed |= interleaved(fn, sdpa, pairs, sync)
+                try:
+                    timed |= interleaved(fn, sdpa, pairs, sync)
+                except Exception as err:  # noqa: BLE001 - record it, go on
+                    timed["error"] = f"interleaved: {error_line(err)}"
             row = dict(entry=entry, batch=b, heads=h, seq=n, head_dim=d, us=None, sdpa_us=None, ratio=None) | timed
             result["rows"].append(row)
             print(f"{entry:24s} {b}x{h}x{n}x{d}: {row['us']} us, SDPA {row['sdpa_us']} us {row.get('error', '')}",

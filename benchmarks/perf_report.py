@@ -74,17 +74,15 @@ def per_call_line():
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
     kept = report_gpus.entry_ratios(report_gpus.HOST_AFTER)
-    run195 = [f"host_run{report_gpus.CALL_RUN}_after{turn}.json" for turn in (1, 2)]
-    rounds, calls = (report_gpus.entry_ratios(run195, ratio) for ratio in ("ratio", "ratio_call"))
+    rounds = report_gpus.entry_ratios([f"host_run{report_gpus.CALL_RUN}_after{turn}.json" for turn in (1, 2)])
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
             "the lent H200's host, run 156, before launches were kept): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
             "H100 with launches kept (run 189, `results/h100/host.json` and `host_repeat.json`, each entry timed in "
             "turn with SDPA's): " + ", ".join(f"`{e}` {_span(v)}" for e, v in kept.items() if v) + ". On another "
             "H100 whose host changed speed within the call, the Hopper kernel's launch kept too (run 195, "
-            "`results/h100/host_run195_after{1,2}.json`): in rounds of 200 calls "
-            + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + "; call by call, interleaved with "
-            "SDPA's (medians): " + ", ".join(f"`{e}` {_span(v)}" for e, v in calls.items() if v) + ".")
+            "`results/h100/host_run195_after{1,2}.json`, as above): "
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + ".")
 
 
 BENCH_BWD_RUN = 6  # the run of bench_bwd.json's flash2 and SDPA rows (results/h200/README.md's row of the file)

@@ -501,15 +501,34 @@ def ab_pairs(run):
     return pairs
 
 
-def _steadier(run):
-    """(pairs of one tree's two runs whose ratio_call differ less than their ratio, pairs): the training step's
-    and the Hopper kernel's rows, each tree, each shape."""
+def _steadier(run, *entries):
+    """(pairs of one tree's two runs whose ratio_call differ less than their ratio, pairs): the rows of `entries`
+    (the training step's and the Hopper kernel's if none), each tree, each shape."""
     diffs = []
     for tree in ("after", "before"):
         one, two = (host_rows(f"host_run{run}_{tree}{turn}.json") for turn in (1, 2))
         diffs += [(abs(one[key]["ratio_call"] - two[key]["ratio_call"]), abs(one[key]["ratio"] - two[key]["ratio"]))
-                  for key in one if key[0] in (STEP, HOPPER)]
+                  for key in one if key[0] in (entries or (STEP, HOPPER))]
     return sum(call < rounds for call, rounds in diffs), len(diffs)
+
+
+def _interleaving_line():
+    """What interleaving did to run 195's rows: each side's median call against its rounds' time a call, and
+    ratio_call against ratio, the forwards' and the training step's."""
+    rows = [r for tree in ("after", "before") for turn in (1, 2)
+            for r in host_rows(f"host_run{CALL_RUN}_{tree}{turn}.json").values()]
+    forwards, steps = [r for r in rows if r["entry"] != STEP], [r for r in rows if r["entry"] == STEP]
+    longer = [r[f"{side}_call"] - r[side] for r in forwards for side in ("us", "sdpa_us")]
+    drawn = [r["ratio_call"] / r["ratio"] for r in forwards if r["ratio"] < 1]
+    ours = [r["us_call"] - r["us"] for r in steps]
+    return (f"- Interleaved, run 195's forwards' median calls were longer than their rounds' time a call in "
+            f"{sum(x > 0 for x in longer)} of {len(longer)} cases ({len(forwards)} rows, SDPA's and ours; by {statistics.median(longer):.1f} "
+            f"µs in the median row), and their `ratio_call` {_range(drawn)}× `ratio` where that was under 1; the "
+            f"training step's {_range([r['sdpa_us_call'] - r['sdpa_us'] for r in steps], 0)} µs longer for SDPA's, "
+            f"from {min(ours):.0f} to {max(ours):.0f} for ours, its `ratio_call` "
+            f"{_range([r['ratio_call'] / r['ratio'] for r in steps])}× `ratio`; by entry, the two runs of a tree "
+            f"differ less in `ratio_call` than in `ratio` in {_steadier(CALL_RUN, STEP)[0]} of 6 of the step's "
+            f"pairs and {_steadier(CALL_RUN, HOPPER)[0]} of 6 of the Hopper kernel's.")
 
 
 def scratch_outcome():
@@ -541,8 +560,10 @@ def scratch_outcome():
         f"- Run 195's training steps, both trees: `ratio` {_range([r['ratio'] for r in steps])}× (over 1.5 in "
         f"{sum(r['ratio'] > 1.5 for r in steps)} of {len(steps)}), `ratio_call` "
         f"{_range([r['ratio_call'] for r in steps])}× (over 1.5 in {sum(r['ratio_call'] > 1.5 for r in steps)}).",
-        f"- Runs 193-195: `hopper_attention`'s ratio {_range(every)}× e7a15bf's in the same turn, in all "
-        f"{len(every)} pairs; one tree's two runs in one call differed in an entry's time a call by up to "
+        _interleaving_line(),
+        f"- Runs 193-195: `hopper_attention`'s ratio {_range(every)}× e7a15bf's in the same turn, under 1 in all "
+        f"{len(every)} pairs ({sum(0.85 <= x <= 0.95 for x in every)} within 0.85–0.95, "
+        f"{sum(x < 0.85 for x in every)} below); one tree's two runs in one call differed in an entry's time a call by up to "
         f"{max(drift):.2f}× (the median row {statistics.median(drift):.2f}×), the code unchanged.",
     ])
 

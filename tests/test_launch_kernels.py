@@ -91,12 +91,13 @@ def test_a_repeated_launch_calls_the_compiled_kernel_with_every_parameter(direct
                             ("direct", (4, 2, 1), (x, 64, 0.5, 8, True))]  # constexprs in parameter order
 
 
-def stub_cuda_launcher(calls, scratch=0):
-    """A CompiledKernel as Triton 3.6.0's CUDA launcher leaves it, its C launch recording its arguments."""
+def stub_cuda_launcher(calls, scratch=0, profile=0):
+    """A CompiledKernel as Triton 3.6.0's CUDA launcher leaves it, its C launch recording its arguments: two CTAs a
+    program, `scratch` and `profile` bytes of global and profile scratch a CTA, scratch aligned to 256 B."""
     launcher = object.__new__(CudaLauncher)
     launcher.launch = lambda *args: calls.append(("c", args))
-    launcher.global_scratch_size, launcher.global_scratch_align, launcher.profile_scratch_size = scratch, 128, 0
-    launcher.num_ctas = 1
+    launcher.global_scratch_size, launcher.global_scratch_align, launcher.profile_scratch_size = scratch, 256, profile
+    launcher.num_ctas = 2
     launcher.launch_cooperative_grid, launcher.launch_pdl = False, True
     compiled = StubCompiled(calls)
     compiled.run, compiled.function, compiled.packed_metadata = launcher, 1234, (4, 1, 0)
@@ -110,33 +111,39 @@ def chain(*calls):
     return hooks
 
 
-@pytest.mark.parametrize("scratch, hook", [(0, chain()), (0, None), (64, chain()), (0, print), (0, chain(print))])
-def test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would(direct, monkeypatch, scratch, hook):
+@pytest.mark.parametrize("scratch, profile, hook", [(0, 0, chain()), (0, 0, None), (64, 0, chain()), (0, 32, chain()),
+                                                    (0, 0, print), (0, 0, chain(print))])
+def test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would(direct, monkeypatch, scratch, profile, hook):
     """Kept, a launch calls the launcher's C function with the grid, the stream of the launch's device, the
-    function, its options, the global scratch (None, or grid size x the launcher's bytes a program from Triton's
-    allocator, on that stream, each launch), the metadata and every parameter in order (hooks None: none set, or
-    an empty chain, Triton's default); where the launcher has a hook to call, Triton's runner instead."""
+    function, its options, the global scratch (None, or the grid's programs x CTAs x the launcher's bytes a CTA, at
+    its alignment, from the allocator Triton holds at that launch, on that stream), the metadata and every
+    parameter in order (hooks None: none set, or an empty chain, Triton's default); where the launcher has profile
+    scratch or a hook to call, Triton's runner instead."""
     calls, streams, buffers = [], [], []
-    compiled = stub_cuda_launcher(calls, scratch)
+    compiled = stub_cuda_launcher(calls, scratch, profile)
     monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(
         get_current_stream=lambda device: streams.append(device) or 77)))
-    monkeypatch.setattr(launching._allocation, "_allocator", SimpleNamespace(
-        get=lambda: lambda size, align, stream: buffers.append((size, align, stream)) or f"buffer{len(buffers)}"))
+
+    def allocator(name):
+        return lambda size, align, stream: buffers.append((name, size, align, stream)) or name
+    held = SimpleNamespace()
+    monkeypatch.setattr(launching._allocation, "_allocator", held)
     monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
     kernel, x = StubKernel(), torch.zeros(64)
     ordinary = []
     monkeypatch.setattr(StubKernel, "__getitem__",
                         lambda self, grid: lambda *a, **kw: ordinary.append(grid) or compiled)
-    for _ in range(3):
-        launching.launch(kernel, (4, 2), x, 64, 0.5, A=8, B=True, num_warps=4)
-    assert ordinary == [(4, 2)]
-    if launching.hooks()[0]:
-        assert calls == [("direct", (4, 2, 1), (x, 64, 0.5, 8, True))] * 2
+    for turn in range(3):
+        held.get = lambda name=f"set before launch {turn}": allocator(name)  # a set_allocator before each launch
+        launching.launch(kernel, (4, 2, 3), x, 64, 0.5, A=8, B=True, num_warps=4)
+    assert ordinary == [(4, 2, 3)]
+    if profile or launching.hooks()[0]:
+        assert calls == [("direct", (4, 2, 3), (x, 64, 0.5, 8, True))] * 2
         return
-    scratches = ["buffer1", "buffer2"] if scratch else [None, None]
-    assert calls == [("c", (4, 2, 1, 77, 1234, False, True, buffer, None, (4, 1, 0), None, None, None,
+    scratches = ["set before launch 1", "set before launch 2"] if scratch else [None, None]
+    assert calls == [("c", (4, 2, 3, 77, 1234, False, True, buffer, None, (4, 1, 0), None, None, None,
                             x, 64, 0.5, 8, True)) for buffer in scratches] and streams == [0, 0]
-    assert buffers == ([(8 * 64, 128, 77)] * 2 if scratch else [])
+    assert buffers == ([(name, 64 * 4 * 2 * 3 * 2, 256, 77) for name in scratches] if scratch else [])
 
 
 def test_a_hook_added_after_a_launch_was_kept_makes_the_next_launch_ordinary(direct, monkeypatch):
