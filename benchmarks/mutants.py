@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 Mutant = namedtuple("Mutant", "area bug file text replacement test")
 PINS = "tests/test_pins.py::"
+KEPT_C_LAUNCH = "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"
 MUTANTS = [
     # counts
     Mutant("counts", "drop the LSE writes", "gpusim/passes/flash2.py",
@@ -289,23 +290,24 @@ MUTANTS = [
     Mutant("launches", "allocate a kept launch's global scratch for one program, not the grid's", "kernels/launch.py",
            "scratch_bytes = launcher.global_scratch_size * grid[0] * grid[1] * grid[2] * launcher.num_ctas",
            "scratch_bytes = launcher.global_scratch_size * launcher.num_ctas",
-           "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"),
+           KEPT_C_LAUNCH),
     Mutant("launches", "allocate a kept launch's global scratch for one CTA a program", "kernels/launch.py",
            "scratch_bytes = launcher.global_scratch_size * grid[0] * grid[1] * grid[2] * launcher.num_ctas",
            "scratch_bytes = launcher.global_scratch_size * grid[0] * grid[1] * grid[2]",
-           "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"),
+           KEPT_C_LAUNCH),
     Mutant("launches", "take the allocator Triton held when the launch was kept, not the one it holds at each launch",
            "kernels/launch.py",
-           "align = launcher.global_scratch_align\n\n    def run_with_scratch(*args):\n        stream = stream_of(device)\n"
+           "align = launcher.global_scratch_align\n\n    def run_with_scratch(*args):\n"
+           "        stream = stream_of(device)\n"
            "        scratch = _allocation._allocator.get()(scratch_bytes, align, stream)",
            "align, allocate = launcher.global_scratch_align, _allocation._allocator.get()\n\n"
            "    def run_with_scratch(*args):\n        stream = stream_of(device)\n"
            "        scratch = allocate(scratch_bytes, align, stream)",
-           "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"),
+           KEPT_C_LAUNCH),
     Mutant("launches", "keep a launch whose launcher allocates profile scratch", "kernels/launch.py",
            "if not isinstance(launcher, CudaLauncher) or launcher.profile_scratch_size or hooks() != (None, None):",
            "if not isinstance(launcher, CudaLauncher) or hooks() != (None, None):",
-           "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"),
+           KEPT_C_LAUNCH),
 ]
 
 

@@ -7,7 +7,7 @@ sets scored on both presets, and seed 2095's rows as the two GPUs timed them.
 import dataclasses
 import json
 import statistics
-from functools import wraps
+from functools import lru_cache, wraps
 from pathlib import Path
 
 import numpy as np
@@ -419,6 +419,7 @@ RUN_191 = {"after": ("host_run191_after1.json", "host_run191_after2.json"),  # h
            "before": ("host_run191_before1.json", "host_run191_before2.json")}
 
 
+@lru_cache(maxsize=None)  # each file read once a process: the reports only read the rows
 def host_rows(name):
     """{(entry, batch, heads, seq, head_dim): row} of one of the H100's host files (the forward and training rows
     that have a ratio, not decode's)."""
@@ -501,20 +502,23 @@ def ab_pairs(run):
     return pairs
 
 
-def _steadier(run, *entries):
-    """(pairs of one tree's two runs whose ratio_call differ less than their ratio, pairs): the rows of `entries`
-    (the training step's and the Hopper kernel's if none), each tree, each shape."""
-    diffs = []
+def _steadier(run):
+    """{entry: (pairs of one tree's two runs whose ratio_call differ less than their ratio, pairs)} of the training
+    step's and the Hopper kernel's rows, each tree, each shape."""
+    counts = {STEP: [0, 0], HOPPER: [0, 0]}
     for tree in ("after", "before"):
         one, two = (host_rows(f"host_run{run}_{tree}{turn}.json") for turn in (1, 2))
-        diffs += [(abs(one[key]["ratio_call"] - two[key]["ratio_call"]), abs(one[key]["ratio"] - two[key]["ratio"]))
-                  for key in one if key[0] in (entries or (STEP, HOPPER))]
-    return sum(call < rounds for call, rounds in diffs), len(diffs)
+        for key in one:
+            if key[0] in counts:
+                counts[key[0]][0] += (abs(one[key]["ratio_call"] - two[key]["ratio_call"])
+                                      < abs(one[key]["ratio"] - two[key]["ratio"]))
+                counts[key[0]][1] += 1
+    return {entry: tuple(c) for entry, c in counts.items()}
 
 
-def _interleaving_line():
+def _interleaving_line(steadier):
     """What interleaving did to run 195's rows: each side's median call against its rounds' time a call, and
-    ratio_call against ratio, the forwards' and the training step's."""
+    ratio_call against ratio, the forwards' and the training step's; steadier: _steadier's counts."""
     rows = [r for tree in ("after", "before") for turn in (1, 2)
             for r in host_rows(f"host_run{CALL_RUN}_{tree}{turn}.json").values()]
     forwards, steps = [r for r in rows if r["entry"] != STEP], [r for r in rows if r["entry"] == STEP]
@@ -523,29 +527,30 @@ def _interleaving_line():
     ours = [r["us_call"] - r["us"] for r in steps]
     return (f"- Interleaved, run 195's forwards' median calls were longer than their rounds' time a call in "
             f"{sum(x > 0 for x in longer)} of {len(longer)} cases ({len(forwards)} rows, SDPA's and ours; by "
-            f"{statistics.median(longer):.1f} "
-            f"µs in the median row), and their `ratio_call` {_range(drawn)}× `ratio` where that was under 1; the "
-            f"training step's {_range([r['sdpa_us_call'] - r['sdpa_us'] for r in steps], 0)} µs longer for SDPA's, "
+            f"{statistics.median(longer):.1f} µs in the median row), and their `ratio_call` {_range(drawn)}× `ratio` "
+            f"where that was under 1; the training step's "
+            f"{_range([r['sdpa_us_call'] - r['sdpa_us'] for r in steps], 0)} µs longer for SDPA's, "
             f"from {min(ours):.0f} to {max(ours):.0f} for ours, its `ratio_call` "
             f"{_range([r['ratio_call'] / r['ratio'] for r in steps])}× `ratio`; by entry, the two runs of a tree "
-            f"differ less in `ratio_call` than in `ratio` in {_steadier(CALL_RUN, STEP)[0]} of 6 of the step's "
-            f"pairs and {_steadier(CALL_RUN, HOPPER)[0]} of 6 of the Hopper kernel's.")
+            f"differ less in `ratio_call` than in `ratio` in {steadier[STEP][0]} of {steadier[STEP][1]} of the step's "
+            f"pairs and {steadier[HOPPER][0]} of {steadier[HOPPER][1]} of the Hopper kernel's.")
 
 
 def scratch_outcome():
     """Runs 193-195 against the fifty-fourth session's predictions (docs/perf.md, "The Hopper kernel's launch kept
     too"): the Hopper kernel's time and ratio against e7a15bf's, the other entries', the interleaved calls."""
-    pairs = [p for run in SCRATCH_RUNS for p in ab_pairs(run)]
+    by_run = {run: ab_pairs(run) for run in (*SCRATCH_RUNS, CALL_RUN)}
+    pairs = [p for run in SCRATCH_RUNS for p in by_run[run]]
     hopper = [(a, b) for a, b, key in pairs if key[0] == HOPPER]
     more = [a["us"] - b["us"] for a, b in hopper]
     ratio = [a["ratio"] / b["ratio"] for a, b in hopper]
     others = [a["ratio"] / b["ratio"] for a, b, key in pairs if key[0] != HOPPER]
-    calls = ab_pairs(CALL_RUN)
+    calls = by_run[CALL_RUN]
     hopper_call = [a["ratio_call"] / b["ratio_call"] for a, b, key in calls if key[0] == HOPPER]
-    steadier, n = _steadier(CALL_RUN)
+    by_entry = _steadier(CALL_RUN)
+    steadier, n = (sum(c[i] for c in by_entry.values()) for i in (0, 1))
     steps = [r for a, b, key in calls if key[0] == STEP for r in (a, b)]
-    every = [a["ratio"] / b["ratio"] for run in (*SCRATCH_RUNS, CALL_RUN) for a, b, key in ab_pairs(run)
-             if key[0] == HOPPER]
+    every = [a["ratio"] / b["ratio"] for run_pairs in by_run.values() for a, b, key in run_pairs if key[0] == HOPPER]
     drift = [max(one[key]["us"], two[key]["us"]) / min(one[key]["us"], two[key]["us"])
              for run in (*SCRATCH_RUNS, CALL_RUN) for tree in ("after", "before")
              for one, two in [[host_rows(f"host_run{run}_{tree}{turn}.json") for turn in (1, 2)]] for key in one]
@@ -562,11 +567,12 @@ def scratch_outcome():
         f"- Run 195's training steps, both trees: `ratio` {_range([r['ratio'] for r in steps])}× (over 1.5 in "
         f"{sum(r['ratio'] > 1.5 for r in steps)} of {len(steps)}), `ratio_call` "
         f"{_range([r['ratio_call'] for r in steps])}× (over 1.5 in {sum(r['ratio_call'] > 1.5 for r in steps)}).",
-        _interleaving_line(),
+        _interleaving_line(by_entry),
         f"- Runs 193-195: `hopper_attention`'s ratio {_range(every)}× e7a15bf's in the same turn, under 1 in "
         f"{sum(x < 1 for x in every)} of {len(every)} pairs ({sum(0.85 <= x <= 0.95 for x in every)} within "
         f"0.85–0.95, {sum(x < 0.85 for x in every)} below); one tree's two runs in one call differed in an entry's "
-        f"time a call by up to {max(drift):.2f}× (the median row {statistics.median(drift):.2f}×), the code unchanged.",
+        f"time a call by up to {max(drift):.2f}× (the median row {statistics.median(drift):.2f}×), the code "
+        f"unchanged.",
     ])
 
 
