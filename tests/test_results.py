@@ -244,16 +244,20 @@ def test_ncu_parses_a_csv_without_the_local_counters():
     assert launch["spill_l2_to_sm_bytes"] is None and launch["l2_to_sm_bytes"] == 1000
 
 
-def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_them():
-    """docs/perf.md's paragraph on the training step's parts, recomputed from results/h200/host_parts_train.json:
-    each range (min–max over the three shapes, µs or a ratio) as the text prints it."""
-    rows = json.loads((RESULTS / "host_parts_train.json").read_text())["rows"]
+def parts_rows(path):
+    """host_parts_train.json's rows at path and (span, each): a quantity's min–max over them as perf.md prints it
+    (µs to the unit, or a ratio to digits), and a key's values."""
+    rows = json.loads(path.read_text())["rows"]
 
     def span(values, digits=0):
         return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
+    return rows, span, lambda key: [r[key] for r in rows]
 
-    def each(key):
-        return [r[key] for r in rows]
+
+def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_them():
+    """docs/perf.md's paragraph on the training step's parts, recomputed from results/h200/host_parts_train.json:
+    each range (min–max over the three shapes, µs or a ratio) as the text prints it."""
+    rows, span, each = parts_rows(RESULTS / "host_parts_train.json")
     launches = [r["launch_preprocess"] + r["launch_dkdv"] + r["launch_dq"] for r in rows]
     parts = [r["nothing_step"] + r["forward"] + r["backward"] for r in rows]
     text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "perf.md").read_text().split())
@@ -274,6 +278,28 @@ def test_perf_md_quotes_the_training_steps_parts_as_host_parts_train_json_has_th
               f"The rest of the step ({span([r['step'] - p for r, p in zip(rows, parts)])} µs)"]
     assert [q for q in quoted if q not in text] == []
 
+
+
+def test_perf_md_quotes_the_h100_hosts_training_step_parts_as_its_file_has_them():
+    """docs/perf.md's paragraph on run 198's parts (results/h100/host_parts_train.json), recomputed, with the H200's
+    hand-off beside it; and the file is an H100's."""
+    rows, span, each = parts_rows(RESULTS.parent / "h100" / "host_parts_train.json")
+    h200, _, _ = parts_rows(RESULTS / "host_parts_train.json")
+    assert json.loads((RESULTS.parent / "h100" / "host_parts_train.json").read_text())["environment"]["gpu"] == \
+        "NVIDIA H100 80GB HBM3"
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "perf.md").read_text().split())
+    sdpa = each("sdpa_step")
+    quoted = [f"our step costs {span(each('step'))} µs against SDPA flash's {span(sdpa)} "
+              f"({span([r['step'] / r['sdpa_step'] for r in rows], 2)}×)",
+              f"launches nothing {span(each('nothing_step'))} µs, and {span(each('nothing_step_one_thread'))} µs with",
+              f"our step costs {span(each('step_one_thread'))} µs against SDPA's {span(each('sdpa_step_one_thread'))} "
+              f"({span([r['step_one_thread'] / r['sdpa_step_one_thread'] for r in rows], 2)}×)",
+              f"Our forward is {span(each('forward'))} µs and our backward alone {span(each('backward'))} µs",
+              f"three launches {span([r['launch_preprocess'] + r['launch_dkdv'] + r['launch_dq'] for r in rows])} µs",
+              f"{span([r['nothing_step'] - r['nothing_step_one_thread'] for r in rows])} µs a step for the Function",
+              f"(the H200's host: {span([r['nothing_step'] - r['nothing_step_one_thread'] for r in h200])} µs)",
+              f"SDPA's step ran {max(sdpa) / min(sdpa):.2f}× longer"]
+    assert [q for q in quoted if q not in text] == []
 
 def test_the_backwards_launches_read_and_write_what_gpusim_counts():
     """docs/perf.md's claims on results/h200/ncu_bwd.json (run 87), recomputed from its raw CSVs and manifest with
