@@ -2,6 +2,7 @@
 attention, PyTorch's context_parallel and one GPU's attention, into one JSON with the model beside it.
 
     torchrun --nproc-per-node 2 -m benchmarks.cp --out results/h200x2            # link, project, torch_cp
+    torchrun --nproc-per-node 2 -m benchmarks.cp --part check --out results/h200x2   # outputs and bytes checked
     python -m benchmarks.cp --part single --out results/h200x2                    # one GPU: flash2 and SDPA
     python -m benchmarks.cp --part merge --out results/h200x2                     # -> cp.json, with the model
     bash benchmarks/run_cp.sh                                                      # all of it, <= 9 minutes

@@ -2,13 +2,16 @@
 its rows, and the merge that puts the model (on the link measured in the same run) beside them.
 
     torchrun --nproc-per-node 2 -m benchmarks.cp --out results/h200x2            # link, project, torch_cp
+    torchrun --nproc-per-node 2 -m benchmarks.cp --part check --out results/h200x2   # outputs and bytes checked
     python -m benchmarks.cp --part single --out results/h200x2                    # one GPU: flash2 and SDPA
     python -m benchmarks.cp --part merge --out results/h200x2                     # -> cp.json, with the model
     bash benchmarks/run_cp.sh                                                      # all of it, <= 9 minutes
 
 Each part writes DIR/cp_<part>.json after every row; merge joins them into DIR/cp.json: {"environment",
 "link" (the microbenchmark), "rows": [{provider, strategy, gpus, link, batch, heads, kv_heads, seq, head_dim,
-causal, dtype, ms, link_send_bytes, model_ms}]}. The model's link is the one measured in the same run
+causal, dtype, ms, link_send_bytes, model_ms}], "checks": the check part's rows (each project provider's
+output over the whole sequence against the float64 reference, relative_error and bound, and the bytes every
+rank sent beside gpusim's link_send_bytes)}. The model's link is the one measured in the same run
 (NCCL send/recv and all-to-all rates, the small-message time as its per-step latency), nothing fitted.
 --dry-run writes the planned rows without torch.distributed or a GPU (tests/test_cp_bench.py).
 """
@@ -33,7 +36,8 @@ PROJECT = {"ring": ("ring", "flash2"), "zigzag": ("zigzag", "flash2"), "ulysses"
 TORCH_CP = {f"torch_cp_{rotate}_{backend}": (rotate, backend) for rotate in ("allgather", "alltoall")
             for backend in ("flash", "cudnn")}  # context_parallel's rotate methods x SDPA's backends
 SINGLE = ("single_flash2", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient")
-PARTS = ("link", "project", "torch_cp", "single")
+PARTS = ("link", "project", "torch_cp", "single", "check")
+TIMED = PARTS[1:4]  # the parts whose rows are timed providers: cp.json's rows
 SEQS = tuple(1024 << i for i in range(9))  # 1K .. 256K
 MODEL_GPU = "H200-measured"
 
@@ -62,6 +66,15 @@ def shapes(smoke=False):
     return main + d64 + gqa + fp16
 
 
+def check_shapes(smoke=False):
+    """The shapes each project provider's whole output is checked on (the check part): without and with the
+    causal mask, GQA, d 64 in fp16; short enough for a float64 reference over the whole sequence on one GPU."""
+    if smoke:
+        return shapes(smoke)
+    return [Shape(1, 8, 8, 4096, 128, c, "bf16") for c in (False, True)] + [Shape(1, 8, 2, 4096, 128, True, "bf16"),
+                                                                            Shape(1, 8, 8, 4096, 64, True, "fp16")]
+
+
 def _priority(n):
     """64K, 128K, 256K (the targets), then the short shards up from 1K (the crossover), then the rest."""
     return (0, n) if n >= 65536 else (1, n) if n <= 8192 else (2, n)
@@ -73,7 +86,7 @@ def row(provider, shape, gpus, ms=None, link_send_bytes=None, strategy=None, lin
 
 
 def planned(parts, smoke=False):
-    """Every row the parts would measure, ms None: what --dry-run writes."""
+    """Every row the parts would measure (or check), ms None: what --dry-run writes."""
     out = []
     for shape in shapes(smoke):
         if "project" in parts:
@@ -83,6 +96,9 @@ def planned(parts, smoke=False):
             out += [row(p, shape, 2, strategy=rotate, link="nvlink") for p, (rotate, _) in TORCH_CP.items()]
         if "single" in parts:
             out += [row(p, shape, 1) for p in SINGLE]
+    if "check" in parts:
+        out += [row(p, shape, 2, strategy=s, link="nvlink") for shape in check_shapes(smoke)
+                for p, (s, _) in PROJECT.items() if strategy_runs(s, shape, 2)]
     return out
 
 
@@ -124,10 +140,12 @@ def merge(out):
     link = measured_link(parts["link"]["rows"]) if "link" in parts else None
     gpu = model_gpu(parts["link"]["environment"]) if link else None
     rows = [r | ({"model_ms": model_ms(r, link, gpu)} if gpu and r.get("ms") is not None else {})
-            for p in PARTS[1:] if p in parts for r in parts[p]["rows"]]
+            for p in TIMED if p in parts for r in parts[p]["rows"]]
     env = {p: parts[p]["environment"] for p in parts}
+    checks = parts.get("check", {}).get("rows", [])
     result = {"environment": env, "link": parts.get("link", {}).get("rows", []),
-              "model_link": asdict(link) if link else None, "model_gpu": gpu, "targets": targets(rows), "rows": rows}
+              "model_link": asdict(link) if link else None, "model_gpu": gpu,
+              "targets": targets(rows) | checked(checks), "checks": checks, "rows": rows}
     (out / "cp.json").write_text(json.dumps(result, indent=1))
     return result
 
@@ -170,6 +188,16 @@ def targets(rows):
     modelled = [r for r in rows if r.get("ms") and r.get("model_ms") and r["provider"] in PROJECT]
     within = sum(abs(r["model_ms"] / r["ms"] - 1) <= 0.2 for r in modelled)
     return {"by_shape": out, "model_within_20_percent": f"{within} of {len(modelled)} project rows"}
+
+
+def checked(checks):
+    """The check part's verdicts: outputs within their bound, and the bytes every rank sent equal to gpusim's
+    count (a check that raised counts as failed)."""
+    ran = [r for r in checks if "error" not in r]
+    within = sum(r["relative_error"] <= r["bound"] for r in ran)
+    exact = sum(set(r["every_rank_sent"]) == {r["gpusim_link_send_bytes"]} for r in ran)
+    return {"outputs_within_bound": f"{within} of {len(checks)} checked",
+            "bytes_equal_gpusim": f"{exact} of {len(checks)} checked"}
 
 
 class Part:

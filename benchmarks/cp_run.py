@@ -13,12 +13,16 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from benchmarks.bench import error_line
-from benchmarks.cp_plan import PROJECT, SINGLE, TORCH_CP, Part, environment, row, shapes, strategy_runs
-from gpusim_kernels import context, flash2_attention
+import gpusim
+from benchmarks.cp_plan import (MODEL_GPU, PROJECT, SINGLE, TORCH_CP, Part, check_shapes, environment, row, shapes,
+                                strategy_runs)
+from gpusim_kernels import context, flash2_attention, reference_attention
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}
+DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
 LINK_BYTES = (8 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)  # per exchange: 8 KiB (latency) .. 1 GiB
 SMOKE_LINK_BYTES = (8 << 10, 1 << 20)
 WINDOW_S = 0.3  # each timing calls the function for about this long (at least 2, at most 20 calls)
@@ -198,4 +202,66 @@ def single_part(results, deadline, smoke=False):
         del q, k, v
 
 
-RUNNERS = {"link": link_part, "project": project_part, "torch_cp": torch_cp_part, "single": single_part}
+def _whole(shape):
+    """q, k, v over the whole sequence, the same on every rank (one seed, drawn on the CPU)."""
+    gen = torch.Generator().manual_seed(shape.seq + shape.heads + shape.kv_heads + shape.head_dim)
+    return [torch.randn(shape.batch, h, shape.seq, shape.head_dim, generator=gen).to(DEVICE, DTYPES[shape.dtype])
+            for h in (shape.heads, shape.kv_heads, shape.kv_heads)]
+
+
+def _relative_error(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+def _bound(q, k, v, causal, ref):
+    """The CPU twin's bound (tests/test_context_kernels.py): the flash2 tests' (twice the error of torch's
+    attention in fp32 rounded to the dtype, plus a rounding of O), plus one rounding more for the merge."""
+    group = q.shape[1] // k.shape[1]
+    same = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(group, 1),
+                                          v.float().repeat_interleave(group, 1), is_causal=causal).to(q.dtype)
+    return 2 * _relative_error(same, ref) + 2 * UNIT_ROUNDOFF[DTYPE_NAMES[q.dtype]]
+
+
+def check_part(results, deadline, smoke=False):
+    """Each project provider on whole sequences: every rank's output gathered and, on rank 0, set against the
+    float64 reference within _bound; the bytes each rank sent beside gpusim's count (the CPU twin's two checks,
+    on the GPUs and NCCL)."""
+    world, me = dist.get_world_size(), rank()
+    for shape in check_shapes(smoke):
+        if _over(deadline):
+            results.data["environment"]["truncated"] = f"time budget spent before {shape}"
+            break
+        full = _whole(shape)
+        ref = reference_attention(*full, causal=shape.causal) if me == 0 else None
+        bound = _bound(*full, shape.causal, ref) if me == 0 else None
+        for provider, (strategy, kernel) in PROJECT.items():
+            if not strategy_runs(strategy, shape, world) or (kernel == "hopper" and not CUDA):
+                continue
+            _attempt(results, lambda **m: row(provider, shape, world, strategy=strategy, link="nvlink", **m),
+                     lambda: _checked(full, shape, strategy, kernel, ref, bound))
+        del full, ref
+
+
+def _checked(full, shape, strategy, kernel, ref, bound):
+    """One provider's check: its relative error and bound (rank 0's), and the bytes every rank sent."""
+    world, me = dist.get_world_size(), rank()
+    cut = context.zigzag_shard if strategy == "zigzag" else context.shard
+    link = context.LinkCounter()
+    o = context.context_attention(*(cut(x, me, world) for x in full), strategy=strategy, causal=shape.causal,
+                                  kernel=kernel, link=link)
+    parts = [torch.empty_like(o) for _ in range(world)]
+    dist.all_gather(parts, o)
+    sent = torch.tensor([link.sent_bytes], dtype=torch.int64, device=DEVICE)
+    every = [torch.empty_like(sent) for _ in range(world)]
+    dist.all_gather(every, sent)
+    whole = context.zigzag_unshard(parts) if strategy == "zigzag" else torch.cat(parts, dim=2)
+    counted = gpusim.simulate(kernel, seq=shape.seq, head_dim=shape.head_dim, heads=shape.heads,
+                              kv_heads=shape.kv_heads, causal=shape.causal, dtype=shape.dtype, gpus=world,
+                              strategy=strategy, gpu=MODEL_GPU)  # bytes sent: the same on any preset
+    error = _relative_error(whole, ref) if me == 0 else None
+    return {"relative_error": error, "bound": bound, "link_send_bytes": link.sent_bytes,
+            "every_rank_sent": [int(s.item()) for s in every], "gpusim_link_send_bytes": counted.link_send_bytes}
+
+
+RUNNERS = {"link": link_part, "project": project_part, "torch_cp": torch_cp_part, "single": single_part,
+           "check": check_part}

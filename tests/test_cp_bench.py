@@ -102,10 +102,14 @@ def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path)
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = ["--out", str(tmp_path), "--smoke"]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    subprocess.run(torchrun + ["-m", "benchmarks.cp", "--part", "link,project"] + out, check=True, cwd=ROOT, env=env,
-                   capture_output=True, timeout=240)
+    subprocess.run(torchrun + ["-m", "benchmarks.cp", "--part", "link,check,project"] + out, check=True, cwd=ROOT,
+                   env=env, capture_output=True, timeout=240)
     cp.main(["--part", "single"] + out)
     data = json.loads((tmp_path / "cp.json").read_text())
+    flash2 = [r for r in cp_plan.planned(["check"], smoke=True) if not r["provider"].endswith("_hopper")]
+    assert [(r["provider"], r["causal"]) for r in data["checks"]] == [(r["provider"], r["causal"]) for r in flash2]
+    assert data["targets"]["outputs_within_bound"] == data["targets"]["bytes_equal_gpusim"] == "8 of 8 checked"
+    assert all(0 < r["relative_error"] <= r["bound"] < 0.01 for r in data["checks"])
     assert {r["kind"] for r in data["link"]} == {"sendrecv", "alltoall"}
     rows = data["rows"]
     assert {r["provider"] for r in rows} == {"ring", "zigzag", "ulysses", "allgather", "single_flash2"}
@@ -116,6 +120,23 @@ def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path)
                                       kv_heads=r["kv_heads"], causal=r["causal"], dtype=r["dtype"], gpus=2,
                                       strategy=r["strategy"]).link_send_bytes
             assert r["link_send_bytes"] == counted
+
+
+def test_checked_counts_an_output_past_its_bound_a_rank_off_gpusims_bytes_and_a_check_that_raised_as_failed():
+    shape = cp_plan.Shape(1, 8, 8, 4096, 128, True, "bf16")
+    good = cp_plan.row("ring", shape, 2, relative_error=0.002, bound=0.004, link_send_bytes=8, every_rank_sent=[8, 8],
+                       gpusim_link_send_bytes=8)
+    checks = [good, good | {"relative_error": 0.005}, good | {"every_rank_sent": [8, 16]},
+              cp_plan.row("zigzag", shape, 2, error="RuntimeError: NCCL")]
+    assert cp_plan.checked(checks) == {"outputs_within_bound": "2 of 4 checked", "bytes_equal_gpusim": "2 of 4 checked"}
+    assert cp_plan.checked(checks[:1]) == {"outputs_within_bound": "1 of 1 checked", "bytes_equal_gpusim": "1 of 1 checked"}
+
+
+def test_the_check_shapes_fit_a_float64_reference_and_cover_the_mask_gqa_and_d64():
+    shapes = cp_plan.check_shapes()
+    assert {s.causal for s in shapes} == {False, True} and {s.head_dim for s in shapes} == {64, 128}
+    assert any(s.kv_heads < s.heads for s in shapes) and {s.dtype for s in shapes} == {"bf16", "fp16"}
+    assert all(s.batch * s.heads * s.seq**2 * 8 <= 1 << 30 for s in shapes)  # the scores in float64: at most 1 GiB
 
 
 def test_targets_read_the_speedups_and_the_models_share_off_the_rows():
