@@ -162,7 +162,8 @@ def headline():
         f"{agreement.summary(pairs)['within 20%']:.0%} of {len(pairs)} within 20% (flash2: "
         f"{agreement.summary(flash2_pairs)['within 20%']:.0%} of {len(flash2_pairs)}); its default tile "
         f"(`best_blocks`) within 5% of the fastest measured in "
-        f"{sum(r is not None and r <= 1.05 for _, r in picks.values())} of {len(picks)} groups of `tiles.json`.",
+        f"{sum(r is not None and r <= 1.05 for _, r in picks.values())} of {len(picks)} groups of `tiles.json` "
+        f"(flash2's and the Hopper kernel's).",
         f"- **Nsight Compute**: the bytes the SMs read from L2 equal gpusim's count to the byte on "
         f"{sum(r['simulated'] == r['measured'] for r in l2_rows)} of {len(l2_rows)} launches of flash2 and the Hopper "
         f"kernel (N = 1K–32K, d = 64 and 128, causal or not).",
@@ -171,8 +172,8 @@ def headline():
         f"- **Hopper kernel** against SDPA's cuDNN backend, N ≥ 4K: {_span(ratios('hopper', 'sdpa_cudnn', 4096))} "
         f"(target ≥ 1.0×: missed, `docs/hopper.md`); its fp8 against its fp16 at d = 128: {_span(fp8)}.",
         backward_line(backward),
-        f"- **Decoding** one token at batch 1 (Llama-3-8B's attention, paged cache): one program per head "
-        f"(`num_splits=1`) takes {_span(slowdown)} split KV's time from 1K to 128K cached tokens; the model is "
+        f"- **Decoding** one token at batch 1 (Llama-3-8B's attention, paged cache): one program per request and "
+        f"K/V head (`num_splits=1`) takes {_span(slowdown)} split KV's time from 1K to 128K cached tokens; the model is "
         f"within 20% on {decode['within 20%']:.0%} of {decode['rows']} rows (batch 1, 8 and 64), its split launch "
         f"reaches {_span(copy, '')} of the copy bandwidth at 64K–128K. Against the fastest SDPA backend (on a "
         f"contiguous cache), 4K–128K: paged {against_sdpa('split_kv')}; over the same "

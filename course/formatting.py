@@ -53,6 +53,13 @@ def share_words(fraction):
     return "about half" if fraction <= 0.6 else "most"
 
 
+def range_words(fractions):
+    """A range of shares in words, share_words at both ends: "about half", or "a minority to about half" where the
+    ends differ (a range is never named by its largest end alone)."""
+    low, high = share_words(min(fractions)), share_words(max(fractions))
+    return low if low == high else f"{low} to {high}"
+
+
 def faster_or_slower(before_s, after_s):
     """(factor, word): how many times faster or slower after_s is than before_s, the factor at least 1 ("0.52x faster"
     is 1.92x slower)."""

@@ -88,3 +88,13 @@ def test_each_heading_opens_a_cell_and_every_link_to_a_cell_finds_its_heading():
     links = {(m[0], m[1]) for notebook in NOTEBOOKS
              for m in re.findall(r"(\d\d_\w+\.ipynb)#cell-id=([0-9a-f-]+)", notebook.read_text())}
     assert links and all(link in opening for link in links), links - set(opening)
+
+
+@pytest.mark.parametrize("package", ["puzzles", "scorecard"])
+def test_course_md_names_the_notebooks_that_borrow_the_puzzles_and_the_verdicts(package):
+    """docs/course.md's package table: the other notebooks that import the puzzles or the scorecard, as they do."""
+    borrowers = [n.name[:2].lstrip("0") for n in NOTEBOOKS
+                 if package in course_imports(n) and CHAPTERS[n.name[:2]] != package]
+    row = next(line for line in (ROOT / "docs" / "course.md").read_text().splitlines()
+               if line.startswith(f"| `{package}/` |"))
+    assert row.split(" | ")[1].endswith(" " + ", ".join(borrowers)), (row, borrowers)

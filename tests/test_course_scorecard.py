@@ -6,9 +6,11 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpusim_course.scorecard import claims, verdicts
+from gpusim_course.softmax import bits
 from gpusim_course.scorecard.verdicts import Obs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,3 +234,15 @@ def test_notebook11_promises_untested_claims_only_where_there_are_some(rows):
     assert empty == "<p><b>wrong</b> (0): none.</p>"
     listed = verdicts.verdict_list(rows, "wrong")._repr_html_()
     assert listed.count("<li>") == count["wrong"] and "none" not in listed.split("<ul>")[0]
+
+
+def test_the_bit_for_bit_rows_quote_notebook_3s_own_measurement(rows):
+    """The scorecard's two rows on notebook 3's bit-for-bit section show the share that section measures (one
+    sample, bits.ROWS x bits.ROW_LEN, which notebook 3 takes), not a smaller sample's."""
+    fp32 = bits.bit_comparison(np.float32, bits.ROWS, bits.ROW_LEN)
+    shown = {r.claim: r.predicted for r in rows}
+    identical = shown["The final result is bit-for-bit identical to standard attention."]
+    assert f"softmax, float32: {fp32['equal_fraction']:.1%} of elements bit-identical" in identical
+    notebook = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "03_online_softmax.ipynb").read_text())
+    setup = "".join(next(c["source"] for c in notebook["cells"] if "ROW_LEN" in "".join(c["source"])))
+    assert "ROWS, ROW_LEN = bits.ROWS, bits.ROW_LEN" in setup

@@ -269,9 +269,11 @@ def test_nonmatmul_sentence_gives_numbers_and_the_right_word():
     shares = tiling_model.nonmatmul_shares("A100-40GB", 4096)
     sentence = tiling_model.nonmatmul_sentence("A100-40GB", 4096)
     for algo in ("flash1", "flash2"):
-        worst = max(s["time_share"] for s in shares if s["algo"] == algo)
-        assert f"({formatting.share_words(worst)})" in sentence
+        mine = [s["time_share"] for s in shares if s["algo"] == algo]
+        assert f"({formatting.range_words(mine)})" in sentence
     assert formatting.share_words(0.45) == formatting.share_words(0.49) == "about half"  # not "a minority"
+    assert formatting.range_words([0.34, 0.49]) == "a minority to about half"  # not its largest end's word
+    assert formatting.range_words([0.42, 0.56]) == "about half"
     assert formatting.share_words(0.2) == "a minority" and formatting.share_words(0.7) == "most"
 
 

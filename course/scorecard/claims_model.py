@@ -74,10 +74,24 @@ def matmul_share(results):
                judged, "~x: within 1.25x", "05_flash1_vs_flash2.ipynb", "Non-matmul work")
 
 
+def _rule_tile(g, d, dtype):
+    """(text, runs): the power-of-two tile SRAM_SIZE // (3 d) rows give on GPU g, whether gpusim's register limit
+    lets it run, and Algorithm 1's own blocks beside it."""
+    rows = g.sram_bytes_per_block // gpusim.DTYPE_BYTES[dtype] // (3 * d)
+    tile = 1 << (rows.bit_length() - 1)  # a power of two, as tl.dot takes
+    try:
+        gpusim.simulate("flash1", seq=4096, head_dim=d, block_q=tile, block_kv=tile, gpu=g, dtype=dtype)
+        why, runs = "fits the registers too", True
+    except ValueError as err:
+        why, runs = "needs " + str(err).split(" need ", 1)[-1], False
+    paper = gpusim.paper_blocks("flash1", g, d, dtype)
+    return f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; Algorithm 1's rule gives {paper[0]} x {paper[1]}", runs
+
+
 def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128)):
     """Judged on what the line claims: three blocks (Q, K, V) of SRAM_SIZE // (3 d) rows fit in a thread block's
-    SRAM, on every preset. Beside it, what it leaves out: the scores S_ij and the output O_i a thread block also
-    holds, in fp32 registers, which gpusim's register limit checks (on `gpu`)."""
+    SRAM, on every preset; and, since the line sets a block size, on whether such a tile also runs: the scores S_ij
+    and the output O_i a thread block holds in fp32 registers, which gpusim's register limit checks (on `gpu`)."""
     item = gpusim.DTYPE_BYTES[dtype]
     checks, fills = [], []
     for g in gpusim.PRESETS.values():
@@ -89,29 +103,20 @@ def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128))
             fills.append(qkv / g.sram_bytes_per_block)
             checks.append((f"{g.name} d={d}: {rows} rows, Q, K, V blocks {qkv:,} B of {g.sram_bytes_per_block:,} B",
                            qkv <= g.sram_bytes_per_block))
+    g = gpusim.get_gpu(gpu)
+    shown, runs = zip(*(_rule_tile(g, d, dtype) for d in head_dims))
     judged = each(checks)
     if judged.verdict == "holds":
-        judged = Judged("holds", f"on all {len(checks)} presets and head sizes, three blocks of that many rows fill "
-                                 f"{span(fills, '{:.1%}')} of a thread block's SRAM: they fit, as the line says.")
-    judged = noting(judged, "SRAM_SIZE must be one thread block's SRAM, not the ~20 MB of all SMs; and the thread "
-                    "block also holds S_ij and O_i in fp32 registers, which the line leaves out (the predicted "
-                    "column: gpusim's register limit)")
-    g = gpusim.get_gpu(gpu)
-    shown = []
-    for d in head_dims:
-        rows = g.sram_bytes_per_block // item // (3 * d)
-        tile = 1 << (rows.bit_length() - 1)  # a power of two, as tl.dot takes
-        try:
-            gpusim.simulate("flash1", seq=4096, head_dim=d, block_q=tile, block_kv=tile, gpu=g, dtype=dtype)
-            why = "fits the registers too"
-        except ValueError as err:
-            why = "needs " + str(err).split(" need ", 1)[-1]
-        paper = gpusim.paper_blocks("flash1", g, d, dtype)
-        shown.append(f"d={d}: {rows} rows -> a {tile} x {tile} tile {why}; Algorithm 1's rule gives "
-                     f"{paper[0]} x {paper[1]}")
+        fit = (f"on all {len(checks)} presets and head sizes, three blocks of that many rows fill "
+               f"{span(fills, '{:.1%}')} of a thread block's SRAM: they fit, as the line says")
+        judged = Judged("holds", fit + ".") if all(runs) else Judged(
+            "holds under conditions", f"{fit}; but as a block size the tile must also hold S_ij and O_i in fp32 "
+                                      f"registers, and on the {g.name} it does not run at every head size (the "
+                                      f"predicted column).")
+    judged = noting(judged, "SRAM_SIZE must be one thread block's SRAM, not the ~20 MB of all SMs")
     return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
                f"{g.name}, {dtype}, S_ij and O_i in registers: " + "; ".join(shown), "", judged,
-               "three blocks of that many rows fit a thread block's SRAM", "04_tiling.ipynb",
+               "three blocks of that many rows fit a thread block's SRAM, and such a tile runs", "04_tiling.ipynb",
                "The source's block size: SRAM over 3d")
 
 

@@ -6,7 +6,7 @@ import math
 import gpusim
 from gpusim.units import fmt_bytes, fmt_time
 
-from ..formatting import DRAM_BYTES, SM_BYTES, share_words, span
+from ..formatting import DRAM_BYTES, SM_BYTES, range_words, span
 from ..standard.model import moved
 from ..tables import time_terms
 
@@ -71,12 +71,12 @@ def nonmatmul_rows(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
 
 
 def nonmatmul_sentence(gpu="A100-40GB", seq=4096, head_dims=(64, 128), block=64):
-    """The non-matmul share of compute time per algorithm, in numbers and in words (formatting.share_words)."""
+    """The non-matmul share of compute time per algorithm, in numbers and in words (formatting.range_words)."""
     shares = nonmatmul_shares(gpu, seq, head_dims, block)
     parts = []
     for algo in ("flash1", "flash2"):
         mine = [s["time_share"] for s in shares if s["algo"] == algo]
-        parts.append(f"{algo} {span(mine, '{:.0%}')} ({share_words(max(mine))})")
+        parts.append(f"{algo} {span(mine, '{:.0%}')} ({range_words(mine)})")
     return (f"gpusim's non-matmul share of compute time on {gpusim.get_gpu(gpu).name}, N = {seq:,}: "
             + "; ".join(parts) +
             " (the source: ~50% for FlashAttention-1, ~30% for -2).")

@@ -71,7 +71,7 @@ def split_q(q_i, k_j, v_j, m_i, l_i, acc, warps, itemsize):
     return tuple(out), smem
 
 
-SCHEMES = {"split-K (FlashAttention-1)": split_k, "split-Q (FlashAttention-2)": split_q}
+SCHEMES = {"split-K (FlashAttention-1's warp split)": split_k, "split-Q (FlashAttention-2's warp split)": split_q}
 
 
 def one_tile(block_q, block_kv, head_dim, itemsize, warps, seed=0):
