@@ -16,7 +16,7 @@ read, and its dK, dV are written as zeros.
 from dataclasses import replace
 
 from .hardware import DTYPE_BYTES, dtype_name, get_gpu
-from .passes import BACKWARD
+from .passes import BACKWARD, algo_name
 from .shape import Backward, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
@@ -26,7 +26,8 @@ TENSORS = ("Q", "K", "V", "O", "dO", "P", "dP", "dS", "LSE", "l", "m", "D", "dQ"
 
 
 def pass_of(algo):
-    """The backward pass of the forward named algo: the one place a backward configuration looks it up."""
+    """The backward pass of the forward named algo (any case): the one place a backward configuration looks it up."""
+    algo = algo_name(algo)
     if algo not in ALGOS:
         raise ValueError(f"algo={algo!r} has no backward model: choose one of {', '.join(ALGOS)}")
     return BACKWARD[algo]
@@ -57,8 +58,8 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
     br, bc = pass_.default_blocks(gpu, head_dim, dtype)
     block_q, block_kv = Tiles(br if block_q is None else block_q, bc if block_kv is None else block_kv).blocks
     causal = flag("causal", causal)
-    cfg = Backward(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
-                   pass_, knobs_of(pass_, tiles))
+    cfg = Backward(pass_.algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype,
+                   gpu, pass_, knobs_of(pass_, tiles))
     for kernel in cfg.kernels:
         if cfg.sram_bytes(kernel) > gpu.sram_bytes_per_block:
             raise ValueError(f"block_q={block_q}, block_kv={block_kv}, head_dim={head_dim} ({dtype}) need "

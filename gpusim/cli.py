@@ -13,6 +13,7 @@ from .sweep import MODEL_DIM, SEQS, TOKENS
 from .units import fmt_bytes, fmt_flops, fmt_time
 
 PROG = "python -m gpusim"
+SWEEP_NAME = "gpusim-sweep"  # the sweep's JSON without --out (in the temporary folder), or in the folder --out names
 
 
 class Parser(argparse.ArgumentParser):
@@ -79,8 +80,9 @@ def _parser():
     sw.add_argument("--seqs", type=_ints, default=SEQS, help="comma-separated (default: 512..131072)")
     sw.add_argument("--head-dim", type=_positive, default=64)
     _common(sw)
-    sw.add_argument("--out", type=_out_prefix, default=os.path.join(tempfile.gettempdir(), "gpusim-sweep"),
-                    help="writes OUT.json; its folder must exist (default: %(default)s)")
+    sw.add_argument("--out", type=_out_prefix, default=os.path.join(tempfile.gettempdir(), SWEEP_NAME),
+                    help=f"writes OUT.json (OUT ending .json: OUT; OUT an existing folder: OUT/{SWEEP_NAME}.json); "
+                         "its folder must exist and take a new file, checked before the sweep (default: %(default)s)")
     sw.set_defaults(run=_sweep, command="sweep")
     return p
 
@@ -96,7 +98,7 @@ def _common(p):
 def _over_gpus(p):
     """count's options of context parallelism."""
     p.add_argument("--gpus", type=int, help="context parallelism over this many GPUs (flash2, hopper)")
-    p.add_argument("--strategy", choices=STRATEGIES, help="with --gpus (default: ring)")
+    p.add_argument("--strategy", type=str.lower, choices=STRATEGIES, help="with --gpus (default: ring; any case)")
     p.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
 
 
@@ -124,15 +126,28 @@ def _positive(text):
 
 
 def _out_prefix(text):
-    """--out is checked before any work: its folder must exist and be writable."""
-    folder = Path(text).expanduser().resolve().parent
+    """--out as the prefix of the file the sweep writes (OUT.json), checked before any work: an existing folder
+    takes SWEEP_NAME.json inside it, a name ending .json is the file itself; the file must be one that can be
+    written (its folder exists and takes a new file: tried, and removed again)."""
+    prefix = Path(text).expanduser()
+    if prefix.is_dir():
+        prefix = prefix / SWEEP_NAME
+    elif prefix.suffix == ".json":
+        prefix = prefix.with_suffix("")
+    path, folder = Path(f"{prefix}.json"), prefix.resolve().parent
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{text}: folder {folder} is not writable")
-    if Path(f"{text}.json").expanduser().is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: {text}.json is a folder")
-    return str(Path(text).expanduser())
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {path} is a folder")
+    try:
+        if path.exists():
+            open(path, "a").close()  # writable, left as it is until the sweep replaces it
+        else:
+            open(path, "x").close()
+            path.unlink()
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"{text}: cannot write {path} ({err.strerror})") from None
+    return str(prefix)
 
 
 def _gpus(args):

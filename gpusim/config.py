@@ -43,7 +43,7 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         br, bc = pass_.paper_blocks(gpu, head_dim, dtype)
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
     block_q, block_kv = Tiles(block_q, block_kv).blocks
-    cfg = Config(algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
+    cfg = Config(pass_.name, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
                  causal_align, pass_, user_tiles)
     for kernel in cfg.kernels:
         need = cfg.sram_bytes(kernel)
@@ -60,4 +60,6 @@ def paper_blocks(algo, gpu, head_dim, dtype="fp16"):
     adaptation of it with the Q blocks outer (Br = ceil(M / 4d), at most 128, Bc = min(Br, d)), which no paper
     gives. Not what simulate() runs when given no tiles: that is best_blocks (the fastest predicted) or, for hopper,
     its launch table's."""
-    return pass_of(algo).paper_blocks(get_gpu(gpu), head_dim, dtype)
+    pass_, gpu = pass_of(algo), get_gpu(gpu)
+    pass_.check(gpu, positive_int("head_dim", head_dim))  # as make_config: the head dims its kernel runs
+    return pass_.paper_blocks(gpu, head_dim, dtype_name(dtype))

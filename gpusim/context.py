@@ -38,8 +38,9 @@ from .config import make_config
 from .hardware import DTYPE_BYTES, STATS_BYTES, dtype_name, get_gpu
 from .links import Topology, get_link
 from .result import KernelResult, Result
+from .passes import algo_name
 from .run import forward
-from .shape import flag, positive_int
+from .shape import flag, positive_int, shown
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather", "usp")
 ALGOS = ("flash2", "hopper")  # the local kernels
@@ -165,7 +166,7 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
              kv_heads=None, causal=False, dtype=None, gpu="A100-40GB", block_q=None, block_kv=None, **rest):
     """gpusim.simulate(algo, ..., gpus=P, strategy=..., link=...): see this module's docstring. Checks every
     argument before anything is counted; each refusal is one line."""
-    gpu = get_gpu(gpu)
+    algo, gpu = algo_name(algo), get_gpu(gpu)
     shape = _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest)
     strategy, link = shape.pop("strategy"), shape.pop("link")
     local = functools.partial(_local, algo, head_dim=head_dim, batch=shape["batch"], dtype=shape["dtype"], gpu=gpu,
@@ -178,14 +179,14 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
 def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest):
     """The arguments as numbers, or one line saying what is wrong, before anything is counted."""
     gpus = positive_int("gpus", gpus)
-    if str(algo).lower() not in ALGOS:
+    if algo_name(algo) not in ALGOS:
         asked = ", ".join(f"{name}={value!r}" for name, value in (("gpus", gpus), ("strategy", strategy),
                                                                     ("link", link)) if value not in (1, None))
         raise ValueError(f"{asked}: context parallelism runs the forward of flash2 or hopper, not algo={algo!r}")
     for name, value in rest.items():
         if value is not None and value is not False:
-            raise ValueError(f"{name}={value!r} does not apply to gpus={gpus}: context parallelism is the forward only "
-                             "(no backward, decoding or arrays), its tiles given as block_q and block_kv")
+            raise ValueError(f"{shown(name, value)} does not apply to gpus={gpus}: context parallelism is the forward "
+                             "only (no backward, decoding or arrays), its tiles given as block_q and block_kv")
     strategy = "ring" if strategy is None else strategy.lower() if isinstance(strategy, str) else strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")

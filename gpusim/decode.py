@@ -33,7 +33,7 @@ import numpy as np
 from .hardware import GRID_YZ_MOST, dtype_name, get_gpu
 from .occupancy import exceeded, occupancy, resources
 from .passes.split_kv import SPLIT_KV
-from .shape import INDEX_BYTES, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401 (gpusim.decode's)
+from .shape import INDEX_BYTES, MAX_SEQ, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401
 
 ALIGNS = ("bottom_right", "top_left")
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
@@ -213,8 +213,10 @@ def launch_for_cache(q_shape, k_shape, v_shape, cache_seqlens, *, paged, page_si
             raise ValueError(f"page_size={page_size} but k_cache {tuple(k_shape)} has pages of {k_shape[1]} tokens")
     elif page_size is not None:
         raise ValueError(f"page_size={page_size!r} was given without a block_table: a paged cache needs both")
-    elif k_shape[0] != batch:
-        raise ValueError(f"q has batch {batch} but k_cache {tuple(k_shape)} holds {k_shape[0]} requests (dim 0)")
+    elif k_shape[0] != batch:  # a paged cache given without its block table reads as a contiguous one
+        raise ValueError(f"q has batch {batch} but k_cache {tuple(k_shape)} holds {k_shape[0]} requests (dim 0), read "
+                         f"as a contiguous cache {layout}; a paged cache (num_pages, page_size, kv_heads, head_dim) "
+                         "needs its block_table=")
     elif lengths.max() > k_shape[2]:
         b = int(np.argmax(lengths))
         raise ValueError(f"cache_seqlens[{b}]={lengths[b]:,} is longer than the cache's {k_shape[2]:,} positions "
@@ -230,20 +232,31 @@ def check_page_size(page_size):
 
 
 def _lengths(seq_kv, batch, seq, causal_align, name="seq_kv"):
-    lengths = (np.asarray(seq_kv).item(),) * batch if np.ndim(seq_kv) == 0 else tuple(np.asarray(seq_kv).tolist())
+    """seq_kv as one Python int per request, checked (check_lengths); each value as given, so that one float in a
+    list does not make its neighbours floats, nor a length past int64 a NumPy error."""
+    if np.ndim(seq_kv) == 0:
+        lengths = (np.asarray(seq_kv).item(),) * batch
+    elif isinstance(seq_kv, (list, tuple, range)):
+        lengths = tuple(n.item() if isinstance(n, np.generic) else n for n in seq_kv)
+    else:
+        lengths = tuple(np.asarray(seq_kv).tolist())
     if len(lengths) != batch:
         raise ValueError(f"{name} has {len(lengths)} cache lengths but batch={batch}: give one per request")
     return check_lengths(lengths, seq, causal_align, name)
 
 
 def check_lengths(lengths, seq, causal_align, name):
-    """lengths (Python ints), or one line for the first that is not an integer, not positive, or (bottom-right)
-    shorter than seq, so that its query row 0 would see no key. kernels/decode.py's plans check theirs here too."""
+    """lengths (Python ints), or one line for the first that is not an integer, not positive, more than MAX_SEQ (the
+    longest sequence gpusim counts, as for seq), or (bottom-right) shorter than seq, so that its query row 0 would see
+    no key. kernels/decode.py's plans check theirs here too."""
     for b, n in enumerate(lengths):
         if isinstance(n, bool) or not isinstance(n, int):
             raise ValueError(f"{name}[{b}]={n!r} must be an integer: request {b}'s number of cached tokens")
         if n <= 0:
             raise ValueError(f"{name}[{b}]={n!r}: request {b} needs a positive number of cached tokens")
+        if n > MAX_SEQ:
+            raise ValueError(f"{name}[{b}]={n:,} is more than the {MAX_SEQ:,} ({MAX_SEQ.bit_length() - 1} bits) "
+                             f"cached tokens gpusim counts")
         if causal_align == "bottom_right" and n < seq:
             raise ValueError(f"{name}[{b}]={n} < seq={seq}: aligned bottom-right, request {b}'s query row 0 would "
                              f"see no keys")

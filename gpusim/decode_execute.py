@@ -18,13 +18,14 @@ from .memory import Memory
 def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, causal_align="bottom_right",
                      num_splits=None, block_kv=None, grouped=True, dtype="fp16", gpu="H200", trace=False):
     """Run Flash-Decoding on NumPy arrays. Returns (output (B, H, seq, d), DecodeLaunch, counted Memory)."""
-    q, k_cache, v_cache = (floats(name, x) for name, x in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)))
+    q, k_cache, v_cache = (floats(name, x, finite=name == "q") for name, x in (("q", q), ("k_cache", k_cache),
+                                                                               ("v_cache", v_cache)))
     launch = launch_for_cache(q.shape, k_cache.shape, v_cache.shape, cache_seqlens, paged=block_table is not None,
                               causal_align=causal_align, num_splits=num_splits, block_kv=block_kv, grouped=grouped,
                               dtype=dtype, gpu=gpu)
     if block_table is not None:
         check_block_table(block_table, launch.seq_kv, k_cache.shape[0], launch.page_size)
-    out, mem = execute(launch, q, k_cache, v_cache, block_table, trace)
+    out, mem = execute(launch, q, k_cache, v_cache, block_table, trace, ("k_cache", "v_cache"))
     return out, launch, mem
 
 
@@ -53,8 +54,21 @@ def _request_cache(cache, b, n, block_table):
     return np.swapaxes(cache[pages].reshape(-1, *cache.shape[2:])[:n], 0, 1)
 
 
-def execute(launch, q, k_cache, v_cache, block_table=None, trace=False):
-    """Walk every program of the launch's kernels; return (output, counted Memory)."""
+def check_read(launch, caches, block_table, names=("k", "v")):
+    """One line where a request's cached positions 0 .. L_b - 1 hold a NaN or infinity. Past L_b a real cache holds
+    whatever was there (a reused page, a longer request's tokens): no program reads it, so it is not checked."""
+    for b, n in enumerate(launch.seq_kv):
+        for name, cache in zip(names, caches):
+            bad = np.argwhere(~np.isfinite(_request_cache(cache, b, n, block_table)))  # (kv_head, position, i)
+            if bad.size:
+                raise ValueError(f"{name} holds NaN or infinity at position {bad[0][1]:,} of request {b}, within its "
+                                 f"cache_seqlens[{b}]={n:,} tokens")
+
+
+def execute(launch, q, k_cache, v_cache, block_table=None, trace=False, names=("k", "v")):
+    """Walk every program of the launch's kernels; return (output, counted Memory). The caches are checked finite
+    where the requests read them (check_read; names: theirs in its line); q is the caller's to check."""
+    check_read(launch, (k_cache, v_cache), block_table, names)
     L = launch
     work = np.result_type(q.dtype, k_cache.dtype, np.float32)
     b, h, n, d, S = L.batch, L.heads, L.seq, L.head_dim, L.num_splits

@@ -13,6 +13,7 @@ from .config import make_config, pass_of
 from .decode_execute import execute as execute_decode
 from .execute import check_executable, execute, execute_backward, floats
 from .hardware import get_gpu
+from .passes import algo_name
 from .result import Result, time_kernels
 from .shape import flag, given_tiles, pair, positive_int
 
@@ -26,6 +27,7 @@ def forward(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=N
             block_kv=None, causal=False, dtype=None, gpu="A100-40GB", causal_align=None, q=None, k=None, v=None,
             trace=False, tiles=None):
     """One forward pass of `algo` (naive, flash1, flash2, hopper): simulate()'s Result, its keywords."""
+    algo, trace = algo_name(algo), flag("trace", trace)
     cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
                                              seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
                                              dtype=dtype, gpu=gpu, causal_align=causal_align, tiles=tiles), (q, k, v))
@@ -40,6 +42,7 @@ def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
           trace=False, backward_blocks=None, do=None, tiles=None):
     """One training step of `algo` (naive, flash1, flash2): the forward's kernels, then the backward's.
     With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
+    algo, trace = algo_name(algo), flag("trace", trace)
     _trainable(algo)
     cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
                                              seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
@@ -69,7 +72,7 @@ def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
     count mode from the shape (seq_kv one length, or one per request: a list sets the batch where batch is not
     given), or execute mode on q and the caches (contiguous or paged by block_table)."""
     options = dict(num_splits=num_splits, block_kv=block_kv, grouped=grouped, causal_align=causal_align, gpu=gpu)
-    arrays = _arrays(q, k, v)
+    trace, arrays = flag("trace", trace), _arrays(q, k, v, cache=True)
     if not arrays:
         launch = _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size,
                                  block_table, options)
@@ -111,7 +114,7 @@ def _forward_config(algo, given, qkv):
     dtype = given["dtype"]
     if arrays:
         shape = _shape_from(arrays, **shape)
-        dtype = dtype or ARRAY_DTYPES.get(np.result_type(*arrays).name, "fp16")
+        dtype = _dtype_of(arrays, dtype)
     if shape["seq"] is None or shape["head_dim"] is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
     shape |= dict(heads=1 if shape["heads"] is None else shape["heads"], batch=1 if shape["batch"] is None else
@@ -194,8 +197,7 @@ def _launch_for_arrays(arrays, given, seq_kv, dtype, page_size, block_table, opt
     if lengths is None:
         raise ValueError("a paged cache (block_table given) needs seq_kv, the cache length of each request")
     launch = decode.launch_for_cache(q.shape, k.shape, v.shape, lengths, paged=block_table is not None,
-                                     page_size=page_size, dtype=dtype or ARRAY_DTYPES.get(
-                                         np.result_type(*arrays).name, "fp16"), **options)
+                                     page_size=page_size, dtype=_dtype_of(arrays, dtype), **options)
     found = dict(batch=launch.batch, heads=launch.heads, kv_heads=launch.kv_heads, head_dim=launch.head_dim,
                  seq=launch.seq)
     for name, value in given.items():
@@ -225,8 +227,11 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     were (flash2's dkdv)."""
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
                  causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align)
+    # before the cache, whose keys take True for 1: backward=1 and block_q=True are refused as simulate refuses them
+    given = tuple(None if b is None else positive_int(n, b) for n, b in (("block_q", block_q), ("block_kv", block_kv)))
+    algo, backward = algo_name(algo), flag("backward", backward)
     try:
-        return _best_blocks(algo, backward, (block_q, block_kv), **shape)
+        return _best_blocks(algo, backward, given, **shape)
     except TypeError:  # an argument the cache cannot hash (a list for seq_kv): the checks name it in one line
         _check_search(algo, backward, (block_q, block_kv), shape)
         raise
@@ -242,11 +247,11 @@ def _check_search(algo, backward, given, shape):
         _trainable(algo)
 
 
-@functools.lru_cache(maxsize=4096)  # an error is not cached: a bad call is checked every time
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: causal=1 is not causal=True; an error is not cached
 def _best_blocks(algo, backward, given, **shape):
     _check_search(algo, backward, given, shape)
     head_dim, dtype, gpu, causal = (shape[name] for name in ("head_dim", "dtype", "gpu", "causal"))
-    kernel = "flash2_bwd_dkdv" if backward and str(algo).lower() == "flash2" else None
+    kernel = "flash2_bwd_dkdv" if backward and algo == "flash2" else None
     tiles = candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel)
     if any(given):
         tiles = [t for t in tiles if given in ((t[0], None), (None, t[1]))] or [
@@ -281,7 +286,7 @@ best_blocks.cache_clear = _best_blocks.cache_clear  # as an lru_cache's: the pic
 
 
 def _trainable(algo):
-    if str(algo).lower() not in TRAINABLE:
+    if algo_name(algo) not in TRAINABLE:
         raise ValueError(f"backward=True: algo={algo!r} has no backward here; naive, flash1 and flash2 do")
 
 
@@ -293,7 +298,9 @@ def _tile_time(algo, blocks, shape, backward):
     return sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
 
 
-def _arrays(q, k, v):
+def _arrays(q, k, v, cache=False):
+    """q, k, v as floating-point arrays of 4 dimensions, each finite (cache=True: k and v, a decode step's caches,
+    are checked where a request reads them: gpusim/decode_execute.py), or None where none is given."""
     given = [x is not None for x in (q, k, v)]
     if not any(given):
         return None
@@ -303,7 +310,18 @@ def _arrays(q, k, v):
     for name, x in zip("qkv", arrays):
         if x.ndim != 4:
             raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
-    return [floats(name, x) for name, x in zip("qkv", arrays)]
+    return [floats(name, x, finite=name == "q" or not cache) for name, x in zip("qkv", arrays)]
+
+
+def _dtype_of(arrays, dtype):
+    """The dtype counted: dtype, or where it is None the arrays' own (ARRAY_DTYPES, fp16 for float64); one line for
+    arrays of different dtypes, which have no one dtype to count (the kernels take one too)."""
+    if dtype is not None:
+        return dtype
+    kinds = [x.dtype.name for x in arrays]
+    if len(set(kinds)) > 1:
+        raise ValueError(f"q, k, v are {', '.join(kinds)}: give them one dtype, or dtype= for the bytes counted")
+    return ARRAY_DTYPES.get(kinds[0], "fp16")
 
 
 def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):

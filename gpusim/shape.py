@@ -47,6 +47,11 @@ def flag(name, value):
     return bool(value)
 
 
+def shown(name, value):
+    """How a line names a value: name=value, or an array as `name (an array)` rather than its many lines."""
+    return f"{name} (an array)" if isinstance(value, np.ndarray) else f"{name}={value!r}"
+
+
 def pair(name, blocks):
     """blocks as a (block_q, block_kv) tuple, or one line naming it: not a pair."""
     if not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):

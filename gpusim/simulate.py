@@ -1,12 +1,10 @@
 """The door: simulate(algo, ...), the one documented entry point. It checks which options apply and hands
 the call to forward(), train() or decode_step() (gpusim/run.py)."""
-import numpy as np
-
 from . import context
-from .passes import ALGOS, DECODE
+from .passes import ALGOS, DECODE, algo_name
 from .result import TENSOR_ORDER, KernelResult, Result, by_tensor  # noqa: F401 (gpusim.simulate's names)
 from .run import BLOCKS, best_blocks, candidates, decode_step, forward, train  # noqa: F401 (gpusim.simulate's names)
-from .shape import flag
+from .shape import flag, positive_int, shown
 
 
 def over_gpus(gpus, strategy, link):
@@ -14,6 +12,7 @@ def over_gpus(gpus, strategy, link):
     if gpus is None and (strategy is not None or link is not None):
         given = ", ".join(f"{n}={v!r}" for n, v in (("strategy", strategy), ("link", link)) if v is not None)
         raise ValueError(f"{given} without gpus=: give the GPUs the sequence is split over (gpus=1 for one)")
+    gpus = None if gpus is None else positive_int("gpus", gpus)  # before comparing: True is not one GPU
     return gpus not in (None, 1) or strategy is not None or link is not None
 
 
@@ -51,12 +50,12 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     """
     if over_gpus(gpus, strategy, link):  # first: locals() are just the arguments
         return context.simulate(**locals())
-    if str(algo).lower() not in ALGOS + DECODE:  # a backward pass is not an algorithm to ask for
+    if (algo := algo_name(algo)) not in ALGOS + DECODE:  # any case ("FLASH2": flash2); a backward pass is not one
         raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
     decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv, dtype=dtype,
                  gpu=gpu, q=q, k=k, v=v, trace=trace)
-    if str(algo).lower() in DECODE:
+    if algo in DECODE:
         _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
                    backward=backward or None, do=do, backward_blocks=backward_blocks, tiles=tiles)
         return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
@@ -73,5 +72,4 @@ def _only_with(what, where, **given):
     """One line for the first option given that `what` does not take."""
     for name, value in given.items():
         if value is not None:
-            shown = f"{name} (an array)" if isinstance(value, np.ndarray) else f"{name}={value!r}"
-            raise ValueError(f"{shown} does not apply to {what}: it is for {where}")
+            raise ValueError(f"{shown(name, value)} does not apply to {what}: it is for {where}")

@@ -4,6 +4,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .passes import algo_name
 from .shape import positive_int
 from .simulate import simulate
 
@@ -50,6 +51,7 @@ def _several(name, values, what):
 def speedups(results, baseline="naive"):
     """{algo: {seq: baseline time / algo time}} for every algorithm but the baseline. A baseline that
     does not fit in HBM has no speedup at that length."""
+    baseline = algo_name(baseline)  # any case, as the results' configs name their algorithms in lower case
     base = {r.config.seq: r for r in results if r.config.algo == baseline}
     out = {}
     for r in results:

@@ -34,6 +34,7 @@ def test_count_json_equals_simulate():
 @pytest.mark.parametrize("flags, kwargs", [
     (["--backward"], dict(backward=True)),
     (["--gpus", "4", "--strategy", "zigzag", "--causal"], dict(gpus=4, strategy="zigzag", causal=True)),
+    (["--gpus", "4", "--strategy", "ZIGZAG", "--causal"], dict(gpus=4, strategy="Zigzag", causal=True)),  # any case
     (["--seq-kv", "12288", "--causal", "--causal-align", "bottom_right"],
      dict(seq_kv=12288, causal=True, causal_align="bottom_right")),
 ])
@@ -176,6 +177,27 @@ def test_sweep_leaves_no_files_where_it_runs(tmp_path):
     assert list(here.iterdir()) == [] and (tmp / "gpusim-sweep.json").exists()
     readme_out = re.search(r"python -m gpusim sweep .*--out (\S+)", (ROOT / "README.md").read_text()).group(1)
     assert Path(readme_out).is_absolute() and ROOT not in Path(readme_out).parents
+
+
+def test_sweep_out_names_a_file_a_folder_or_one_ending_json(tmp_path):
+    """--out OUT writes OUT.json; an existing folder takes gpusim-sweep.json inside it (not the folder's name plus
+    .json beside it), and a name ending .json is the file itself."""
+    for out, written in ((tmp_path, tmp_path / "gpusim-sweep.json"), (tmp_path / "a.json", tmp_path / "a.json"),
+                         (tmp_path / "b", tmp_path / "b.json")):
+        assert cli.main(["sweep", "--seqs", "512", "--algos", "flash2", "--out", str(out)]) == 0
+        assert json.loads(written.read_text())[0]["config"]["seq"] == 512
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "gpusim-sweep.json"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be made")
+def test_sweep_out_that_cannot_be_written_is_refused_before_the_sweep(monkeypatch, capsys):
+    """/proc exists and a root user may write there, but no file can be made in it: the sweep refuses at once,
+    not after its work (it was "[Errno 2] No such file or directory: '/proc/x.json'" once the sweep had run)."""
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["sweep", "--seqs", "512", "--out", "/proc/x"])
+    assert exit_.value.code == 2
+    assert "argument --out: /proc/x: cannot write /proc/x.json (" in capsys.readouterr().err
 
 
 class Terminal(io.StringIO):

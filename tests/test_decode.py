@@ -421,6 +421,12 @@ GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)
     (dict(seq_kv=0), "seq_kv[0]=0: request 0 needs a positive number of cached tokens"),
     (dict(seq_kv=10.5), "seq_kv[0]=10.5 must be an integer: request 0's number of cached tokens"),
     (dict(seq_kv=True), "seq_kv[0]=True must be an integer: request 0's number of cached tokens"),
+    (dict(seq_kv=[100, 1.5], batch=2), "seq_kv[1]=1.5 must be an integer: request 1's"),  # was seq_kv[0]=100.0
+    (dict(seq_kv=[2**63, 5], batch=2), "seq_kv[0]=9,223,372,036,854,775,808 is more than the 1,099,511,627,776 "
+                                       "(40 bits) cached tokens gpusim counts"),  # was seq_kv[0]=9.2e+18, no integer
+    (dict(seq_kv=2**41), "seq_kv[0]=2,199,023,255,552 is more than the 1,099,511,627,776 (40 bits)"),  # was counted
+    (dict(seq_kv=2**64), "seq_kv[0]=18,446,744,073,709,551,616 is more than"),  # was an OverflowError
+    (dict(seq_kv=np.array([2**64 - 1], np.uint64)), "seq_kv[0]=18,446,744,073,709,551,615 is more than"),
     (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
     (dict(heads=3, kv_heads=2), "heads=3 is not a multiple of kv_heads=2"),
     (dict(block_kv=2048, head_dim=256, gpu="A100-40GB"), "block_kv=2048, 16 query rows, head_dim=256 (fp16) need "
@@ -507,6 +513,47 @@ def test_a_list_of_cache_lengths_sets_the_batch_unless_batch_is_given():
         gpusim.simulate("split_kv", seq_kv=[100, 200], head_dim=64, batch=3)
     with pytest.raises(ValueError, match=r"^seq_kv is empty: give one cache length per request$"):
         gpusim.simulate("split_kv", seq_kv=[], head_dim=64)
+
+
+def test_the_longest_cache_counted_is_the_longest_sequence():
+    """Cache lengths stop at 2**40, as seq does (gpusim.shape.MAX_SEQ), and the longest is counted exactly."""
+    r = gpusim.simulate("split_kv", seq_kv=[2**40, 5], head_dim=64)
+    assert r.config.seq_kv == (2**40, 5) and r.by_tensor["K"]["read_bytes"] == (2**40 + 5) * 64 * 2
+
+
+def test_execute_mode_reads_no_cache_position_past_a_requests_length():
+    """A real cache holds garbage past each request's length (a reused page, a longer request's tokens): no program
+    reads it, so a NaN there changes nothing and is not refused; within a length it is, naming where."""
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 2, 1, 16)), rng.standard_normal((2, 1, 64, 16))
+    v = k.copy()
+    clean = gpusim.simulate("split_kv", q=q, k=k, v=v, seq_kv=[40, 64])
+    k[0, 0, 50] = v[0, 0, 63] = np.nan  # past request 0's 40 tokens
+    r = gpusim.simulate("split_kv", q=q, k=k, v=v, seq_kv=[40, 64])
+    assert np.array_equal(r.output, clean.output) and r.counts == clean.counts
+    v[1, 0, 39] = np.inf
+    with pytest.raises(ValueError, match=r"^v holds NaN or infinity at position 39 of request 1, within its "
+                                         r"cache_seqlens\[1\]=64 tokens$"):
+        gpusim.simulate("split_kv", q=q, k=k, v=v, seq_kv=[40, 64])
+    pages = rng.standard_normal((8, 16, 1, 16))
+    table, lengths = np.array([[0, 1, 2], [3, 4, 5]]), [40, 20]  # request 1 uses pages 3 and 4; page 2 to row 7
+    clean, _, _ = execute_decode(q, pages, pages, cache_seqlens=lengths, block_table=table)
+    pages[2, 8:] = pages[4, 4:] = pages[5] = pages[7] = np.nan
+    out, _, _ = execute_decode(q, pages, pages, cache_seqlens=lengths, block_table=table)
+    assert np.array_equal(out, clean)
+    pages[4, 3, 0, 5] = np.nan
+    with pytest.raises(ValueError, match=r"^k_cache holds NaN or infinity at position 19 of request 1"):
+        execute_decode(q, pages, pages, cache_seqlens=lengths, block_table=table)
+
+
+def test_a_paged_cache_without_its_block_table_is_named():
+    """Without block_table= a cache is read as contiguous (batch, kv_heads, seq_kv, head_dim): where that makes its
+    batch differ from q's, the line says so and asks for the block table."""
+    q, pages = np.zeros((2, 2, 1, 16)), np.zeros((8, 16, 2, 16))
+    with pytest.raises(ValueError, match=r"^q has batch 2 but k_cache \(8, 16, 2, 16\) holds 8 requests \(dim 0\), "
+                                         r"read as a contiguous cache \(batch, kv_heads, seq_kv, head_dim\); a paged "
+                                         r"cache \(num_pages, page_size, kv_heads, head_dim\) needs its block_table=$"):
+        execute_decode(q, pages, pages, cache_seqlens=[40, 20])
 
 
 def test_the_split_count_a_default_chunk_chose_is_checked_against_that_chunk():

@@ -33,6 +33,8 @@ from gpusim import context_scaling, kvcache, theorems
     (dict(gpus=2, seq=-4), "seq=-4 must be a positive integer"),
     (dict(gpus="H100-SXM"), "gpus='H100-SXM' must be a positive integer"),
     (dict(gpus=2, gpu="RTX-4090"), "gpu='RTX-4090' has no NVLink preset: give link="),
+    (dict(gpus=True), "gpus=True must be a positive integer"),  # was one GPU: True == 1
+    (dict(trace=1), "trace=1 must be True or False"),
 ])
 def test_bad_configuration(kwargs, message):
     with pytest.raises(ValueError) as err:
@@ -83,6 +85,15 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.fa2_shape(0, 64), "seq=0 must be a positive integer"),  # ZeroDivisionError
     (lambda: gpusim.sweep(["flash2"], seqs=np.array(1024)), "seqs=array(1024) must be a list of sequence lengths, e.g. "
                                                             "[1024]"),  # a 0-d array: TypeError
+    (lambda: gpusim.paper_blocks("flash2", "A100-40GB", 0), "head_dim=0 must be a positive integer"),  # ZeroDivision
+    (lambda: gpusim.paper_blocks("flash2", "A100-40GB", 1000), "head_dim=1000 is outside 16..256"),  # was (16, 16)
+    (lambda: gpusim.simulate("flash2", seq=8192, head_dim=128, gpus=8, gpu="H200", q=np.zeros((1, 1, 8, 16))),
+     "q (an array) does not apply to gpus=8: context parallelism"),  # was the array printed over 16 lines
+    (lambda: gpusim.simulate("flash2", q=np.zeros((1, 1, 16, 16), np.float32), k=np.zeros((1, 1, 16, 16)),
+                             v=np.zeros((1, 1, 16, 16))),
+     "q, k, v are float32, float64, float64: give them one dtype, or dtype= for the bytes counted"),  # counted fp16
+    (lambda: gpusim.simulate("split_kv", q=np.zeros((1, 1, 1, 16)), k=np.zeros((1, 1, 16, 16), np.float16),
+                             v=np.zeros((1, 1, 16, 16), np.float16)), "q, k, v are float64, float16, float16"),
 ])
 def test_the_models_other_functions_refuse_in_one_line(call, message):
     test_what_no_call_can_mean_is_refused_in_one_line(call, message)
@@ -94,6 +105,41 @@ def test_what_the_checks_must_still_take():
     assert len(kvcache.arrivals(10, 0.5, 4096, seed=3)) > 0
     assert [r.config.seq for r in gpusim.sweep(["flash2"], seqs=np.array([1024, 2048]))] == [1024, 2048]
     assert theorems.theorem2(4096, 64, 16384.0)["flash"] == 4096**2 * 64**2 / 16384
+    q = np.zeros((1, 1, 16, 16), np.float32)  # arrays of two dtypes with dtype= given: it says the bytes counted
+    assert gpusim.simulate("flash2", q=q, k=q.astype(np.float64), v=q, dtype="fp32").config.dtype == "fp32"
+
+
+def test_algo_names_take_any_case_at_every_entry_point():
+    """"FLASH2" is flash2 wherever a name is taken (README: names take any case): the training step, best_blocks,
+    train, execute mode with do, several GPUs, and the Result's config, whose to_dict is then the command line's."""
+    shape = dict(seq=64, head_dim=64)
+    for upper, lower in (("FLASH2", "flash2"), ("Naive", "naive"), ("Flash1", "flash1")):
+        assert gpusim.simulate(upper, **shape, backward=True).to_dict() == \
+            gpusim.simulate(lower, **shape, backward=True).to_dict()
+        assert gpusim.best_blocks(upper, **shape, backward=True) == gpusim.best_blocks(lower, **shape, backward=True)
+        assert gpusim.train(upper, **shape).config.algo == lower
+        assert gpusim.simulate(upper, **shape).to_dict() == gpusim.simulate(lower, **shape).to_dict()
+    assert gpusim.simulate("Hopper", seq=4096, head_dim=64, gpu="H200", gpus=2).config.algo == "hopper"
+    q, k, v = _qkv()
+    upper, lower = (gpusim.simulate(a, q=q, k=k, v=v, do=q, backward=True, block_q=16, block_kv=16)
+                    for a in ("FLASH2", "flash2"))
+    assert upper.config.algo == "flash2" and all(np.array_equal(a, b) for a, b in zip(upper.grads, lower.grads))
+    results = gpusim.sweep(["NAIVE", "Flash2"], seqs=[512])
+    assert [r.config.algo for r in results] == ["naive", "flash2"] and gpusim.speedups(results, "Naive")["flash2"]
+    with pytest.raises(ValueError, match="^algo='FLASH4' is not one of"):  # an unknown name is named as given
+        gpusim.simulate("FLASH4", **shape)
+
+
+def test_best_blocks_refuses_what_simulate_refuses_when_its_cache_holds_the_like():
+    """best_blocks keeps its picks in a cache whose keys take True for 1: backward=1 was accepted (and answered
+    backward=True's tiles) once backward=True had been asked, causal=1 and block_q=True likewise."""
+    shape = dict(seq=64, head_dim=64)
+    for good, bad, message in ((dict(backward=True), dict(backward=1), "backward=1 must be True or False"),
+                               (dict(causal=True), dict(causal=1), "causal=1 must be True or False"),
+                               (dict(block_q=1), dict(block_q=True), "block_q=True must be a positive integer")):
+        gpusim.best_blocks("flash2", **shape, **good)
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            gpusim.best_blocks("flash2", **shape, **bad)
 
 
 def test_dtype_and_strategy_take_any_case_as_algo_gpu_and_link_do():
@@ -189,6 +235,8 @@ CLI_BAD_INPUTS = [
     (["sweep", "--algos", "naive,flash4"], "argument --algos: 'flash4' is not one of naive, flash1, flash2, hopper"),
     (["sweep", "--seqs", "512,0"], "argument --seqs: 0 is not a positive integer"),
     (["sweep", "--head-dim", "0"], "argument --head-dim: 0 is not a positive integer"),
+    (["decode", "--seq-kv", "9223372036854775808", "--head-dim", "64"],  # was a 37-line OverflowError
+     "seq_kv[0]=9,223,372,036,854,775,808 is more than the 1,099,511,627,776 (40 bits) cached tokens gpusim counts"),
 ]
 
 

@@ -32,3 +32,10 @@ def get(algo):
     if found is None:
         raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
     return found
+
+
+def algo_name(algo):
+    """algo as its pass's name where it names one in any case ("FLASH2": "flash2"), else as given (for the line
+    that refuses it to name): the one normaliser of the entry points, so that a name in any case is the same call."""
+    lower = algo.lower() if isinstance(algo, str) else None
+    return lower if lower in PASSES else algo
