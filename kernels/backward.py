@@ -21,10 +21,12 @@ from gpusim.shape import given_tiles
 
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
-                     detect_gpu, in_slices, keyed, launch, launch_kept, metas, one_row, op_fields, op_keywords, options,
-                     past_grid, signature)
+from .launch import (DTYPES, KEY_BLOCKS, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
+                     detect_gpu, in_slices, int_blocks, keyed, launch, launch_kept, metas, one_row, op_fields,
+                     op_keywords, options, past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
+
+TORCH_DTYPES = {name: dtype for dtype, name in DTYPES.items()}  # gpusim's dtype name: the torch dtype
 
 
 @triton.jit
@@ -138,11 +140,14 @@ def empty_grads(q, k, v):
                  for make, x in ((torch.empty_like, q), (torch.zeros_like, k), (torch.zeros_like, v)))
 
 
-def check_saved(o, lse, q_shape):
-    """One line unless o and lse are shaped as the forward of a q of q_shape wrote them, lse in fp32."""
+def check_saved(o, lse, q_shape, q_dtype):
+    """One line unless o and lse are shaped as the forward of a q of q_shape wrote them, o in q_dtype (q's) and
+    lse in fp32. Tensors or their Meta: the cached launch build checks them once per key."""
     if tuple(o.shape) != tuple(q_shape) or tuple(lse.shape) != tuple(q_shape[:3]) or lse.dtype != torch.float32:
         raise ValueError(f"o {tuple(o.shape)} and lse {tuple(lse.shape)} ({lse.dtype}) must be the forward's: "
                          f"{tuple(q_shape)} and {tuple(q_shape[:3])} (torch.float32)")
+    if o.dtype != q_dtype:
+        raise ValueError(f"o has dtype {o.dtype} but q has {q_dtype}: o must be the forward's output, in q's dtype")
 
 
 def backward_config(algo, q, k, v, do, *, causal, block_q, block_kv, gpu, tiles=None):
@@ -171,6 +176,8 @@ def backward_launch(algo, tensors, causal, tiles, block_q, block_kv, gpu, parts)
     after checking the saved tensors' Meta against cfg."""
     given_tiles(tiles, block_q, block_kv)  # one line each, before the key is hashed
     check_gpu(gpu)
+    if type(block_q) not in KEY_BLOCKS or type(block_kv) not in KEY_BLOCKS:  # a NumPy integer: the int's key
+        block_q, block_kv = int_blocks(block_q, block_kv)
     return keyed(_cached_backward, algo, signature(tensors), causal, tiles, block_q, block_kv, gpu, parts, INTERPRETED)
 
 
@@ -197,13 +204,17 @@ def bwd_constants(cfg, kernel):
 def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, tiles=None,
                               gpu=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
-    returned: o (B, H, N, d) and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over each K/V
-    head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
-    tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take."""
+    returned: o (B, H, N, d) in q's dtype and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over
+    each K/V head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
+    tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take.
+
+    causal must be the forward's: P is recomputed from lse with this call's mask, and nothing in o or lse says
+    which mask made them, so a mismatch (causal=False on a causal forward's o and lse) is not detected and
+    gives wrong gradients."""
     if no_rows(q):  # every check, o's and lse's on their own shapes and the rest on one_row's; no launch
         check_backward(q, k, v, do, block_q, block_kv, tiles)
         check_tensors(dict(o=o, lse=lse))
-        check_saved(o, lse, q.shape)
+        check_saved(o, lse, q.shape, q.dtype)
         backward_launch("flash2", one_row(q, k, v, do=do, o=o, lse=lse), causal, tiles, block_q, block_kv, gpu, _parts)
         return empty_grads(q, k, v)
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
@@ -228,7 +239,7 @@ def launched_backward(launched, q, k, v, do, o, lse):
 
 def _parts(cfg, saved):
     """The three launches' grids and constants, once o and lse are checked to be the forward's."""
-    check_saved(saved["o"], saved["lse"], (cfg.batch, cfg.heads, cfg.seq, cfg.head_dim))
+    check_saved(saved["o"], saved["lse"], (cfg.batch, cfg.heads, cfg.seq, cfg.head_dim), TORCH_DTYPES[cfg.dtype])
     t = cfg.tiling
     grids = {"preprocess": (t.n_q_blocks, cfg.bh), "dkdv": (cfg.kv_tiling.n_kv_blocks, cfg.batch * cfg.kv_heads),
              "dq": (t.n_q_blocks, cfg.bh)}

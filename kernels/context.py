@@ -11,6 +11,8 @@ chunks r and 2P-1-r for zigzag (zigzag_shard()). Forward only.
     >>> o = context_attention(q, k, v, strategy="zigzag", causal=True, link=link)  # (B, H, N/P, d)
     >>> link.sent_bytes  # == gpusim.simulate(..., gpus=P, strategy="zigzag").link_send_bytes
 """
+import numbers
+
 import torch
 import torch.distributed as dist
 
@@ -57,19 +59,45 @@ def merge(o1, lse1, o2, lse2):
     """Two partial softmaxes over disjoint keys, for the same query rows, into one (Ring Attention; Milakov
     and Gimelshein's online softmax): lse = logaddexp(lse1, lse2), O = exp(lse1 - lse) O1 + exp(lse2 - lse) O2.
     o: (B, H, n, d), lse: (B, H, n), fp32."""
+    if not (o1.shape == o2.shape and lse1.shape == lse2.shape == o1.shape[:-1]):
+        raise ValueError(f"merge: o1 {tuple(o1.shape)}, lse1 {tuple(lse1.shape)}, o2 {tuple(o2.shape)}, lse2 "
+                         f"{tuple(lse2.shape)}: the o's must match, and each lse be its o's (B, H, n)")
     lse = torch.logaddexp(lse1, lse2)
     return torch.exp(lse1 - lse)[..., None] * o1 + torch.exp(lse2 - lse)[..., None] * o2, lse
 
 
 def shard(x, rank, world):
     """Rank `rank`'s contiguous N/P tokens of x (B, H, N, d)."""
+    rank, world = _check_shard(x, rank, world, 1)
     return x.chunk(world, dim=2)[rank]
 
 
 def zigzag_shard(x, rank, world):
     """Rank r's chunks r and 2P-1-r of 2P, concatenated: (B, H, N/P, d)."""
+    rank, world = _check_shard(x, rank, world, 2)
     chunks = x.chunk(2 * world, dim=2)
     return torch.cat([chunks[rank], chunks[2 * world - 1 - rank]], dim=2)
+
+
+def _check_shard(x, rank, world, per_rank):
+    """(rank, world) as ints, or one line: world not a positive integer, rank not one of its ranks, x not
+    (B, H, N, d) with N divisible into world * per_rank equal chunks (torch.chunk would make the last ones
+    shorter, or fewer of them)."""
+    if isinstance(world, bool) or not isinstance(world, numbers.Integral) or world < 1:
+        raise ValueError(f"world={world!r} must be a positive number of ranks")
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or not 0 <= rank < world:
+        raise ValueError(f"rank={rank!r} is not a rank of world={world}: it must be 0 .. {world - 1}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"x is {_described(x)}: expected a 4-d tensor (B, H, N, d)")
+    if x.shape[2] % (world * per_rank):
+        raise ValueError(f"x has N={x.shape[2]} tokens: not divisible into {world * per_rank} equal chunks "
+                         f"({per_rank} per rank, world={world})")
+    return int(rank), int(world)
+
+
+def _described(x):
+    """x's shape where it is a tensor, else its type's name."""
+    return f"shaped {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def zigzag_unshard(parts):

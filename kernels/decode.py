@@ -17,7 +17,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from gpusim.decode import check_block_table, check_lengths, launch_for_cache, make_launch
-from gpusim.shape import MIN_ROWS, REDUCE_SPLITS
+from gpusim.shape import MIN_ROWS, REDUCE_SPLITS, Tiles
 
 from .interpreter import INTERPRETED
 from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch
@@ -157,6 +157,21 @@ def reduce_kernel(O_partial, LSE_partial, O, LSE, cache_seqlens, num_splits, H: 
     tl.store(LSE + row, m_i + tl.log(l_i))  # write 1 (fp32)
 
 
+DEVICES = ("cuda", "cpu")  # where the kernels run: compiled on a CUDA GPU, in Triton's interpreter on the CPU
+
+
+def _device(device):
+    """device as a torch.device, or one line naming it: not a device the kernels run on."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type not in DEVICES:
+        raise ValueError(f"device={device!r}: the kernels run on 'cuda', or on 'cpu' in Triton's interpreter "
+                         "(TRITON_INTERPRET=1)")
+    return parsed
+
+
 def _indexed(device):
     """"cuda" names the current GPU, and tensors made there say "cuda:0": the plan keeps the index, so that
     run's device check compares like with like."""
@@ -202,7 +217,7 @@ class DecodePlan:
     def __init__(self, cache_seqlens, *, heads, kv_heads, head_dim, dtype, device, max_cache_len, page_size=None,
                  block_table=None, num_pages=None, seq=1, num_splits=None, block_kv=None,
                  causal_align="bottom_right", grouped=True, gpu=None, pdl=None):
-        device = _indexed(torch.device(device))
+        device = _indexed(_device(device))
         if dtype not in DTYPES:
             raise ValueError(f"dtype={dtype}: supported are {', '.join(map(str, DTYPES))}")
         check_head_dim(head_dim)
@@ -270,9 +285,8 @@ class DecodePlan:
         table = self.block_table if block_table is None else block_table
         lengths = self.cache_seqlens if cache_seqlens is None else cache_seqlens
         self._check(q, k_cache, v_cache, table, lengths)
-        if launch_options and not launch_options.keys() <= {"num_warps", "num_stages"}:
-            raise ValueError(f"run takes num_warps and num_stages as launch options, not "
-                             f"{', '.join(sorted(launch_options.keys() - {'num_warps', 'num_stages'}))}")
+        if launch_options:  # checked once per distinct set (types too: True == 1 and 2.0 == 2 are refused)
+            launch_options = keyed(_run_options, tuple((n, x, type(x)) for n, x in sorted(launch_options.items())))
         o = torch.empty_like(q)
         lse = torch.empty(self.q_shape[:3], dtype=torch.float32, device=self.device)
         args = (table, lengths, L.head_dim**-0.5, table.shape[-1], 0 if L.page_size else k_cache.shape[2],
@@ -335,6 +349,22 @@ class DecodePlan:
                 check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)
 
 
+RUN_OPTIONS = ("num_warps", "num_stages")  # the launch options DecodePlan.run takes
+
+
+@lru_cache(maxsize=64, typed=True)
+def _run_options(items):
+    """DecodePlan.run's launch options ((name, value, type) by name) as {name: int}, checked once per distinct set
+    with gpusim's Tiles' rules: one line for an unknown name, num_warps not a power of two (at most 32 warps),
+    num_stages not a positive integer."""
+    unknown = [name for name, *_ in items if name not in RUN_OPTIONS]
+    if unknown:
+        raise ValueError(f"run takes num_warps and num_stages as launch options, not {', '.join(unknown)}")
+    options = {name: value for name, value, _ in items}
+    Tiles(MIN_ROWS, MIN_ROWS, **options)  # its checks, one line each: "num_warps=3 must be a power of two >= 1"
+    return {name: int(value) for name, value in options.items() if value is not None}  # None: the plan's
+
+
 def to_device(host, device):
     """A CPU tensor's copy on the device, made without waiting for the device: CUDA stages pageable memory
     before cudaMemcpyAsync returns, so `host` may go at once."""
@@ -356,7 +386,7 @@ def host_lengths(cache_seqlens):
             raise ValueError(f"cache_seqlens is on {cache_seqlens.device}: a plan takes the lengths from the host "
                              "(Python ints or a CPU tensor)")
         if cache_seqlens.dtype.is_floating_point or cache_seqlens.dtype.is_complex or cache_seqlens.dim() != 1:
-            what = (f"is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}" if given is cache_seqlens else
+            what = (f" is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}" if given is cache_seqlens else
                     f"={_short(given)}")
             raise ValueError(f"cache_seqlens{what}: expected 1-d integers")
         cache_seqlens = cache_seqlens.tolist()

@@ -240,8 +240,8 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     launch = _options(tiles, dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
                                   warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads))
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
-        o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, None if fp8_scale is None else list(fp8_scale),
-                                                   *launch.values())
+        scales = None if fp8_scale is None else list(_descales(fp8_scale))
+        o, lse = torch.ops.gpusim.hopper_attention(q, k, v, causal, scales, *launch.values())
         return (o, lse) if return_lse else o
     forward_only("hopper", q, k, v)
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
@@ -321,9 +321,29 @@ def _planned(sig, causal, fp8, overrides, interpreted):
 
 def _scales(cfg, fp8_scale):
     """(qk_scale, o_scale): the scores' factor (1/sqrt(d), log2(e) and fp8's descales) and the output's."""
-    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else map(float, fp8_scale)
+    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else _descales(fp8_scale)
     qk_scale = cfg.head_dim**-0.5 * LOG2E * q_descale * k_descale
     return qk_scale, (v_descale / P_SCALE.value if cfg.dtype == "fp8" else 1.0)
+
+
+def _descales(fp8_scale):
+    """fp8_scale as 3 floats, or one line naming it: not 3 positive finite numbers (a NaN or 0 would give NaN or
+    uniform rows, a negative descale a wrong O)."""
+    try:
+        given = () if isinstance(fp8_scale, (str, bytes)) else tuple(fp8_scale)
+        scales = tuple(math.nan if isinstance(x, (str, bytes, bool)) else float(x) for x in given)  # nan: refused
+    except (TypeError, ValueError, RuntimeError):  # not iterable, not numbers (a tensor of more than one element)
+        scales = ()
+    if len(scales) != 3 or not all(0 < x < math.inf for x in scales):
+        raise ValueError(f"fp8_scale={_short(fp8_scale)} must be 3 positive finite numbers (q_descale, k_descale, "
+                         "v_descale), as to_fp8 returns them")
+    return scales
+
+
+def _short(value):
+    """value's repr, cut to a line's part."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _host_descriptors(q, k, v, cfg):
@@ -366,9 +386,11 @@ def _prepare(q, k, v, causal, fp8, overrides):
     for name, x in zip("qkv", (q, k, v)):
         if len(x.shape) != 4:
             raise ValueError(f"{name} must be a 4-d tensor (batch, heads, seq, head_dim)")
-    if not q.dtype == k.dtype == v.dtype or q.dtype not in OUT_DTYPES:
+    if not {q.dtype, k.dtype, v.dtype} <= OUT_DTYPES.keys():
         raise ValueError(f"q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}: they must all be one of "
                          f"{', '.join(map(str, OUT_DTYPES))}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}: they must match")
     if k.shape != v.shape or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3]:
         raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: k and v must match, "
                          "and agree with q on batch (dim 0) and head_dim (dim 3)")
@@ -376,13 +398,21 @@ def _prepare(q, k, v, causal, fp8, overrides):
         raise ValueError(f"head_dim={q.shape[3]}: the Hopper kernel supports {' and '.join(map(str, HEAD_DIMS))}")
     _check_device(q, k, v)
     dtype = DTYPE_NAMES[q.dtype]
-    if (dtype == "fp8") != fp8:
-        raise ValueError("fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn inputs, and only "
-                         "with them")
+    _check_fp8(dtype, fp8)
     launch = resolved_launch(q.shape[3], dtype, causal, k.shape[2], overrides, on_h200=q.device.type == "cuda")
     return make_config("hopper", batch=q.shape[0], heads=q.shape[1], kv_heads=k.shape[1], seq=q.shape[2],
                        seq_kv=k.shape[2], head_dim=q.shape[3], tiles=Tiles(**launch), causal=causal, dtype=dtype,
                        gpu="H200")
+
+
+def _check_fp8(dtype, fp8):
+    """One line unless an fp8 scale was given exactly where the inputs are e4m3."""
+    if dtype == "fp8" and not fp8:
+        raise ValueError("q, k, v are float8_e4m3fn but fp8_scale is missing: give fp8_scale=(q_descale, "
+                         "k_descale, v_descale), as to_fp8 returns them")
+    if fp8 and dtype != "fp8":
+        raise ValueError(f"fp8_scale=(q_descale, k_descale, v_descale) was given with {dtype} inputs: it goes with "
+                         "float8_e4m3fn inputs, and only with them")
 
 
 def resolved_launch(head_dim, dtype, causal, seq_kv, overrides, on_h200=False):

@@ -9,6 +9,7 @@ constants) depends only on the tensors' shapes, dtypes and devices and on the op
 every check and the model's tile search, once per such key (cached_launch) and reused. Every kernel is then
 launched through launch(), which, compiled, skips Triton's own per-launch binding once a key has compiled.
 """
+import operator
 from dataclasses import replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -34,6 +35,7 @@ HEAD_DIMS = Pass.HEAD_DIMS  # (least, most): the head dims the kernels run, as g
 CPU_GPU = "A100-40GB"  # the GPU whose shared memory CPU runs (the interpreter) are checked against
 
 
+KEY_BLOCKS = (int, type(None))  # the types of block_q, block_kv a launch's key takes as given (int_blocks)
 LAUNCH_CACHE_SIZE = 512  # distinct (shapes, dtypes, devices, options) launches kept
 # launch() calls Triton's CompiledKernel directly: its runner's and CUDA launcher's calling conventions are 3.6.0's
 DIRECT = not INTERPRETED and triton.__version__ == "3.6.0"
@@ -253,6 +255,8 @@ def forward_launch(algo, q, k, v, causal, tiles, block_q, block_kv, gpu, parts):
     forward_only(algo, q, k, v)
     check_gpu(gpu)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
+    if type(block_q) not in KEY_BLOCKS or type(block_kv) not in KEY_BLOCKS:  # a NumPy integer: the int's key
+        block_q, block_kv = int_blocks(block_q, block_kv)
     rows = q.numel()
     launched = keyed(cached_launch, algo, signature(dict(q=q, k=k, v=v) if rows else one_row(q, k, v)), causal,
                      tiles, block_q, block_kv, gpu, parts, INTERPRETED)
@@ -309,6 +313,8 @@ def op_fields(algo, tiles, block_q, block_kv):
     does not take (which these four would drop)."""
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     knobs_of(FORWARD[algo], tiles)
+    if type(block_q) not in KEY_BLOCKS or type(block_kv) not in KEY_BLOCKS:  # a NumPy integer: a custom op's int
+        block_q, block_kv = int_blocks(block_q, block_kv)
     return block_q, block_kv, *((None, None) if tiles is None else (tiles.num_warps, tiles.num_stages))
 
 
@@ -413,15 +419,38 @@ def check_inputs(q, k, v, block_q, block_kv):
 
 
 def check_blocks(block_q, block_kv):
-    """Each given block a tl.dot tile (None: gpusim's choice)."""
+    """Each given block a tl.dot tile (None: gpusim's choice): an integer (a NumPy one too, not a bool or a
+    float), a power of two."""
     for name, block in (("block_q", block_q), ("block_kv", block_kv)):
-        if block is not None and (type(block) is not int or block < MIN_BLOCK or block & (block - 1)):
+        if block is None:
+            continue
+        value = as_int(block)
+        if type(value) is not int:
+            raise ValueError(f"{name}={block!r} must be an integer, a power of two >= {MIN_BLOCK} (a tl.dot tile)")
+        if value < MIN_BLOCK or value & (value - 1):
             raise ValueError(f"{name}={block!r} must be a power of two >= {MIN_BLOCK} (a tl.dot tile)")
 
 
+def as_int(value):
+    """An integer-like value (a NumPy integer) as the equal Python int (operator.index, as gpusim's positive_int
+    takes it); a bool, a float, None or anything else as it is."""
+    if value is None or type(value) is int or isinstance(value, bool):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
+
+
+def int_blocks(block_q, block_kv):
+    """(block_q, block_kv) with integer-likes as Python ints, before a launch's key is made of them: a NumPy
+    integer gets the equal int's launch, not a second (the caches are typed)."""
+    return as_int(block_q), as_int(block_kv)
+
+
 def check_pair(name, blocks):
-    """blocks as a (block_q, block_kv) tuple of tl.dot tiles, or one line naming it."""
-    blocks = pair(name, blocks)
+    """blocks as a (block_q, block_kv) tuple of tl.dot tiles (Python ints), or one line naming it."""
+    blocks = int_blocks(*pair(name, blocks))
     check_blocks(*blocks)
     return blocks
 

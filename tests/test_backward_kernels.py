@@ -9,6 +9,7 @@ import json
 import math
 import random
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -277,6 +278,39 @@ def test_backward_blocks_are_checked_when_the_step_is_called(blocks, message):
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=blocks)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("saved_o", [lambda o: o.int(), lambda o: o > 0, lambda o: o.float()], ids=["int", "bool",
+                                                                                                     "fp32"])
+@pytest.mark.parametrize("rows", [32, 0])
+def test_an_o_not_in_qs_dtype_is_refused_in_one_line(saved_o, rows):
+    """o in another dtype than q's (an int or bool o ran, and gave dq off by about 1): refused, as a q with no rows
+    refuses it, in one line naming both dtypes."""
+    q, k, v, do = (torch.randn(1, 1, rows, 16, dtype=torch.float16, device=DEVICE) for _ in range(4))
+    o, lse = torch.zeros_like(q), torch.zeros(q.shape[:3], device=DEVICE)
+    o = saved_o(o)
+    with pytest.raises(ValueError) as err:
+        gpusim_kernels.flash2_attention_backward(q, k, v, o, lse, do)
+    assert str(err.value).startswith(f"o has dtype {o.dtype} but q has torch.float16") and "\n" not in str(err.value)
+
+
+@RUNS
+def test_numpy_integer_tiles_get_the_equal_ints_backward_launch():
+    """backward_blocks and block_q, block_kv as NumPy integers: the launch (one cache entry) of the equal ints;
+    bools and floats are still refused."""
+    q, k, v = (torch.randn(1, 1, 32, 16, device=DEVICE, requires_grad=True) for _ in range(3))
+    gpusim_kernels.backward._cached_backward.cache_clear()
+    for blocks in [(np.int64(16), np.int32(32)), (16, 32)]:
+        gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=blocks).sum().backward()
+    o, lse = gpusim_kernels.flash2_attention(*(x.detach() for x in (q, k, v)), return_lse=True)
+    grads = [gpusim_kernels.flash2_attention_backward(q.detach(), k.detach(), v.detach(), o, lse, torch.ones_like(o),
+                                                      block_q=block_q, block_kv=16) for block_q in (np.int64(16), 16)]
+    assert gpusim_kernels.backward._cached_backward.cache_info()[:2] == (2, 2)  # hits, misses
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
+    for blocks in [(True, 16), (16.0, 16)]:
+        with pytest.raises(ValueError, match=f"^block_q={blocks[0]} must be an integer, a power of two >= 16"):
+            gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=blocks)
 
 
 @RUNS

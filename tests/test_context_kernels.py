@@ -110,3 +110,35 @@ def test_merge_is_attention_over_the_union_of_the_keys():
     o, lse = context.merge(*parts[0], *parts[1])
     torch.testing.assert_close(o, torch.softmax(s, -1) @ v)
     torch.testing.assert_close(lse, torch.logsumexp(s, -1))
+
+
+@pytest.mark.parametrize("cut, args, message", [
+    ("shard", (1, 3), "x has N=128 tokens: not divisible into 3 equal chunks (1 per rank, world=3)"),
+    ("zigzag_shard", (0, 3), "x has N=128 tokens: not divisible into 6 equal chunks (2 per rank, world=3)"),
+    ("shard", (2, 2), "rank=2 is not a rank of world=2: it must be 0 .. 1"),
+    ("zigzag_shard", (-1, 2), "rank=-1 is not a rank of world=2: it must be 0 .. 1"),
+    ("shard", (0, 0), "world=0 must be a positive number of ranks"),
+])
+def test_shards_that_would_be_unequal_or_of_no_rank_are_refused_in_one_line(cut, args, message):
+    """N not divisible into the world's equal shards (torch.chunk made 43, 43 and 42 tokens), a rank outside the
+    world (an IndexError inside torch): one line naming the value and the limit."""
+    x = inputs("fp32", 2, 2)[0]
+    with pytest.raises(ValueError) as err:
+        getattr(context, cut)(x, *args)
+    assert str(err.value) == message
+
+
+def test_shards_are_equal_and_zigzag_unshard_undoes_zigzag_shard():
+    x = inputs("fp32", 2, 2)[0]
+    assert torch.equal(torch.cat([context.shard(x, r, 4) for r in range(4)], dim=2), x)
+    assert torch.equal(context.zigzag_unshard([context.zigzag_shard(x, r, 4) for r in range(4)]), x)
+
+
+@pytest.mark.parametrize("rows", [(40, 88), (40, 1)])
+def test_merge_refuses_partials_of_other_shapes_in_one_line(rows):
+    """Partials of different rows: torch's RuntimeError, or (one row) a silent broadcast; one line instead."""
+    (o1, lse1), (o2, lse2) = ((torch.zeros(1, 2, n, D), torch.zeros(1, 2, n)) for n in rows)
+    with pytest.raises(ValueError) as err:
+        context.merge(o1, lse1, o2, lse2)
+    assert str(err.value) == (f"merge: o1 (1, 2, 40, 16), lse1 (1, 2, 40), o2 (1, 2, {rows[1]}, 16), lse2 "
+                              f"(1, 2, {rows[1]}): the o's must match, and each lse be its o's (B, H, n)")

@@ -440,6 +440,10 @@ def test_plan_run_never_reads_the_device(monkeypatch):
     (lambda: dict(cache_seqlens=40), "cache_seqlens=40: expected 1-d integers"),
     (lambda: dict(gpu={}), "unknown gpu={}: known GPUs are"),
     (lambda: dict(cache_seqlens=(n for n in [40, 20])), "cache_seqlens is generator: expected one length per request"),
+    (lambda: dict(cache_seqlens=torch.tensor([40.0, 20.0])), "cache_seqlens is torch.float32 (2,): expected 1-d "
+     "integers"),
+    (lambda: dict(device="tpu"), "device='tpu': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
+    (lambda: dict(device="meta"), "device='meta': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
 ])
 def test_bad_plan_gives_one_line(make, message):
     kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
@@ -467,6 +471,35 @@ def test_bad_run_gives_one_line(change, message):
     with pytest.raises(ValueError) as err:
         plan.run(*args)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("options, message", [
+    (dict(num_warps=3), "num_warps=3 must be a power of two >= 1"),
+    (dict(num_warps=64), "num_warps=64 is more than the 32 warps"),
+    (dict(num_warps="4"), "num_warps='4' must be a positive integer"),
+    (dict(num_warps=True), "num_warps=True must be a positive integer"),
+    (dict(num_stages=0), "num_stages=0 must be a positive integer"),
+    (dict(num_stages=2.0), "num_stages=2.0 must be a positive integer"),
+    (dict(num_stages=[2]), "num_stages=[2] must be a positive integer"),
+])
+def test_bad_run_launch_options_give_one_line(options, message):
+    """run's launch options by gpusim's Tiles' rules (the interpreter ran num_warps=3 or num_stages=0, which a GPU
+    refuses inside Triton), checked once per distinct set: a bool or float equal to an int set before is not it."""
+    q, k, v, table, plan = growing_cache(DEVICE)
+    plan.run(q, k, v, **{name: 1 if name == "num_warps" else 2 for name in options})  # the equal int's set first
+    with pytest.raises(ValueError) as err:
+        plan.run(q, k, v, **options)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@RUNS
+def test_run_launch_options_are_checked_once_per_set_and_take_numpy_integers():
+    q, k, v, table, plan = growing_cache(DEVICE)
+    gpusim_kernels.decode._run_options.cache_clear()
+    outs = [plan.run(q, k, v, num_warps=warps, num_stages=2) for warps in (np.int64(4), 4, 4)]
+    assert gpusim_kernels.decode._run_options.cache_info()[:2] == (1, 2)  # hits, misses: a NumPy int's set, an int's
+    assert all(torch.equal(out, outs[0]) for out in outs)
 
 
 @RUNS

@@ -296,7 +296,7 @@ def _found():
     plan = dict(heads=4, kv_heads=2, head_dim=64, dtype=torch.float16, device=DEVICE, page_size=16, num_pages=8)
     lengths = torch.tensor([16], device=DEVICE)
     return [
-        (lambda: flash2.flash2_attention(q, k, k, block_q=[64]), "block_q=[64] must be a power of two"),
+        (lambda: flash2.flash2_attention(q, k, k, block_q=[64]), "block_q=[64] must be an integer, a power of two"),
         (lambda: backward.flash2_attention_backward(q, k, k, q, lse, q, block_kv=[64]), "block_kv=[64] must be"),
         (lambda: hopper.hopper_attention(q, k, k, num_warps=[8]), "num_warps=[8]"),
         (lambda: naive_backward.naive_attention_backward(q, k, k, None, q), "p is NoneType: expected the forward's P"),

@@ -16,12 +16,14 @@ log-sum-exp's absolute error is bounded by 8u: the scores carry the rounding of 
 """
 import functools
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -309,7 +311,9 @@ def test_needs_sm90(monkeypatch):
 @pytest.mark.parametrize("change, message", [
     (dict(head_dim=96), "head_dim=96: the Hopper kernel supports 64 and 128"),
     (dict(dtype=torch.float32), "they must all be one of torch.float16, torch.bfloat16, torch.float8_e4m3fn"),
-    (dict(fp8_scale=(1.0, 1.0, 1.0)), "fp8_scale=(q_descale, k_descale, v_descale) goes with float8_e4m3fn"),
+    (dict(fp8_scale=(1.0, 1.0, 1.0)), "fp8_scale=(q_descale, k_descale, v_descale) was given with fp16 inputs: "
+                                      "it goes with float8_e4m3fn inputs"),
+    (dict(dtype=FP8), "q, k, v are float8_e4m3fn but fp8_scale is missing: give fp8_scale=(q_descale, "),
     (dict(block_kv=48), "block_kv=48 must be a power of two from 16 to 256"),
     (dict(num_stages=3, warp_specialize=True), "warp_specialize=True needs num_stages=2, not 3"),
     (dict(num_warps=8, warp_specialize=True), "warp_specialize=True needs num_warps=4, not 8"),
@@ -326,6 +330,36 @@ def test_bad_input(change, message):
     with pytest.raises(ValueError) as err:
         hopper_attention(q, q, q, **change)
     assert message in str(err.value)
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+@pytest.mark.parametrize("fp8_scale", [(math.nan, 1.0, 1.0), (0.0, 1.0, 1.0), (1.0, 1.0, -1.0), (1.0, math.inf, 1.0),
+                                       (1.0, 1.0), (1.0, 1.0, 1.0, 1.0), "abc", 2.0, (True, 1.0, 1.0),
+                                       ("1", "1", "1"), (1.0, "a", 1.0)], ids=repr)
+def test_fp8_scales_that_are_not_three_positive_finite_numbers_are_refused(fp8_scale):
+    """A NaN descale gave an all-NaN O, 0 identical rows, a negative one a wrong O, 2 or a string a deep error:
+    one line naming fp8_scale instead."""
+    q = torch.zeros(1, 1, 32, 64, dtype=FP8, device=DEVICE)
+    with pytest.raises(ValueError) as err:
+        hopper_attention(q, q, q, fp8_scale=fp8_scale)
+    assert str(err.value).startswith(f"fp8_scale={fp8_scale!r} must be 3 positive finite numbers (q_descale, ")
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+def test_fp8_scales_may_be_any_three_numbers():
+    """Python or NumPy floats, ints, an array or a tensor of three: the same O."""
+    q = to_fp8(inputs(CPU_SHAPES[0])[0][:, :1, :32])[0]
+    outs = [hopper_attention(q, q, q, fp8_scale=scale) for scale in
+            [(0.5, 0.25, 2.0), (np.float32(0.5), 0.25, 2), np.array([0.5, 0.25, 2.0]), torch.tensor([0.5, 0.25, 2.0])]]
+    assert all(torch.equal(out, outs[0]) for out in outs)
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+def test_inputs_of_two_supported_dtypes_are_told_to_match():
+    q = torch.zeros(1, 1, 32, 64, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match=r"^q, k, v have dtypes torch.float16, torch.float8_e4m3fn, "
+                                         r"torch.float8_e4m3fn: they must match$"):
+        hopper_attention(q, q.to(FP8), q.to(FP8))
 
 
 def test_docs_variant_table_is_what_the_results_file_gives():

@@ -202,6 +202,9 @@ def tensors(shapes, dtypes=F16):
     ([(1, 3, 32, 16), (1, 2, 32, 16), (1, 2, 32, 16)], F16, {}, "heads=3 is not a multiple of kv_heads=2"),
     (QKV, F16, {"block_q": 24}, "block_q=24 must be a power of two >= 16"),
     (QKV, F16, {"block_kv": 8}, "block_kv=8 must be a power of two >= 16"),
+    (QKV, F16, {"block_q": True}, "block_q=True must be an integer, a power of two >= 16"),
+    (QKV, F16, {"block_kv": 16.0}, "block_kv=16.0 must be an integer, a power of two >= 16"),
+    (QKV, F16, {"block_q": np.int64(24)}, "block_q=24 must be a power of two >= 16"),
     (D128, F16, {"block_q": 256, "block_kv": 256, "gpu": "A100-40GB"},
      "block_q=256, block_kv=256, head_dim=128 (fp16) need 196,608 B of SRAM in the flash2 kernel; "
      "A100-40GB has 166,912 B per thread block"),
@@ -212,6 +215,19 @@ def test_bad_input_raises_a_clear_error(shapes, dtypes, kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention(*tensors(shapes, dtypes), **kwargs)
     assert message in str(err.value)
+
+
+@RUNS
+@pytest.mark.parametrize("entry", ["naive", "flash1", "flash2"])
+def test_numpy_integer_tiles_run_the_equal_ints_launch(entry):
+    """block_q, block_kv as NumPy integers (as gpusim takes them): the launch of the equal Python ints, one entry
+    of the launch cache, not a second."""
+    q, k, v = tensors(QKV)
+    gpusim_kernels.launch.cached_launch.cache_clear()
+    outs = [getattr(gpusim_kernels, f"{entry}_attention")(q, k, v, block_q=block_q, block_kv=block_kv)
+            for block_q, block_kv in [(np.int64(16), 32), (16, np.int32(32)), (16, 32)]]
+    assert gpusim_kernels.launch.cached_launch.cache_info()[:2] == (2, 1)  # hits, misses
+    assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[2])
 
 
 @RUNS
