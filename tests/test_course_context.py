@@ -299,3 +299,35 @@ def test_notebook13_defines_its_terms_before_the_cells_that_use_them():
     at = {term: next(i for i, t in enumerate(cells) if term in t) for term in
           ("**overlap margin**", "`node8-nvlink4`", "Read the overlap margin column", "## Predictions past")}
     assert at["**overlap margin**"] < at["`node8-nvlink4`"] < at["## Predictions past"]
+
+
+def float32_merge(o1, lse1, o2, lse2):
+    """The reference formula in float32: the lse is a few 1e-7 off float64's."""
+    return context_exercises.merge_partials(*(np.asarray(x, dtype=np.float32) for x in (o1, lse1, o2, lse2)))
+
+
+def test_merge_exercise_accepts_float32_and_keeps_the_overflow_hint_for_overflow():
+    """A 1e-9 tolerance refused float32's rounding of the exact formula, saying "np.logaddexp does it without
+    overflow"; that hint is now for an lse that overflowed or is far off."""
+    assert context_exercises.check("merge_partials", float32_merge).status == "right"
+
+    def direct(o1, lse1, o2, lse2):  # log(exp + exp) in float32: no overflow at these lse's
+        lse1, lse2 = np.float32(lse1), np.float32(lse2)
+        lse = np.log(np.exp(lse1) + np.exp(lse2))
+        return context_exercises.merge_partials(o1, lse1, o2, lse2)[0], lse
+
+    assert context_exercises.check("merge_partials", direct).status == "right"
+    with np.errstate(over="ignore"):
+        overflowed = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: (
+            o1, np.log(np.exp(np.float32(l1 * 100)) + np.exp(np.float32(l2 * 100))) / 100))
+    assert overflowed.status == "wrong" and "not finite" in overflowed.message and "logaddexp" in overflowed.message
+    far = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: (o1, np.logaddexp(l1, l2) + 0.1))
+    assert far.status == "wrong" and "np.logaddexp does it without overflow" in far.message
+    # float16 is too coarse: close, and told so, without the overflow hint
+    near = context_exercises.check("merge_partials", lambda *a: context_exercises.merge_partials(
+        *(np.asarray(x, dtype=np.float16) for x in a)))
+    assert near.status == "wrong" and "more than float32 rounding" in near.message and "overflow" not in near.message
+    o_near = context_exercises.check("merge_partials", lambda *a: (
+        context_exercises.merge_partials(*a)[0].astype(np.float16), context_exercises.merge_partials(*a)[1]))
+    assert o_near.status == "wrong" and "the lse is right, O is off" in o_near.message
+    assert "more than float32 rounding" in o_near.message

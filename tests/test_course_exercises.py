@@ -133,3 +133,55 @@ def test_a_correct_answer_in_either_alignment_is_right():
 def test_solution_prints_the_reference(capsys):
     tiling_exercises.solution("causal_kept")
     assert "def causal_kept" in capsys.readouterr().out
+
+
+def float32_tile_update(m_i, l_i, acc, s_ij, v_j):
+    """The reference update computed in float32, as a GPU accumulates it: acc is a few 1e-7 relative off float64."""
+    return softmax_exercises.tile_update(*(np.asarray(x, dtype=np.float32) for x in (m_i, l_i, acc, s_ij, v_j)))
+
+
+def test_a_tile_update_computed_in_float32_is_right():
+    """The acc check used np.allclose's atol=1e-8 and said "the old acc needs the same rescale" to this."""
+    verdict = softmax_exercises.check("tile_update", float32_tile_update)
+    assert verdict.status == "right", verdict.message
+    nudged = softmax_exercises.check("tile_update", lambda *a: (*softmax_exercises.tile_update(*a)[:2],
+                                                                softmax_exercises.tile_update(*a)[2] * (1 + 2.3e-7)))
+    assert nudged.status == "right", nudged.message
+
+
+def no_acc_rescale(m_i, l_i, acc, s_ij, v_j):
+    m_new, l_new, _ = softmax_exercises.tile_update(m_i, l_i, acc, s_ij, v_j)
+    return m_new, l_new, acc + np.exp(s_ij - m_new[:, None]) @ v_j
+
+
+def tile_max_only(m_i, l_i, acc, s_ij, v_j):
+    """m_new from the tile alone: the old max forgotten."""
+    m_new = s_ij.max(axis=1)
+    alpha, p = np.exp(m_i - m_new), np.exp(s_ij - m_new[:, None])
+    return m_new, alpha * l_i + p.sum(axis=1), alpha[:, None] * acc + p @ v_j
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (no_acc_rescale, "acc_new is off: the old acc needs the same rescale"),
+    (lambda *a: (*softmax_exercises.tile_update(*a)[:2], softmax_exercises.tile_update(*a)[2] * (1 + 1e-3)),
+     "acc_new is off"),
+    (tile_max_only, "m_new differs from gpusim's m_i"),
+    # a shape, not a value: the check said "m_new differs from gpusim's m_i" to m_new of shape (Br, 1)
+    (lambda *a: (softmax_exercises.tile_update(*a)[0][:, None], *softmax_exercises.tile_update(*a)[1:]),
+     "At K/V block j = 0, m_new has shape (16, 1): it should be (16,), like m_i (one value per query row)."),
+    (lambda *a: (softmax_exercises.tile_update(*a)[0], softmax_exercises.tile_update(*a)[1][:, None],
+                 softmax_exercises.tile_update(*a)[2]), "l_new has shape (16, 1): it should be (16,), like l_i"),
+], ids=["acc not rescaled", "acc 1e-3 off", "tile max only", "m_new of shape (Br, 1)", "l_new of shape (Br, 1)"])
+def test_a_wrong_tile_update_is_still_refused_with_its_hint(wrong, hint):
+    verdict = softmax_exercises.check("tile_update", wrong)
+    assert verdict.status == "wrong" and hint in verdict.message, verdict.message
+
+
+def test_a_ridge_point_computed_in_float32_is_right():
+    """rel_tol=1e-9 marked np.float32's 6e-8 rounding wrong, with the generic hint."""
+    def float32(gpu, dtype):
+        return np.float32(gpu.matmul_flops_per_s(dtype)) / np.float32(gpu.hbm_bytes_per_s)
+
+    assert hierarchy_exercises.check("ridge_point", float32).status == "right"
+    off = hierarchy_exercises.check("ridge_point", lambda g, d: hierarchy_exercises.ridge_point(g, d) * (1 + 1e-5))
+    assert off.status == "wrong" and "peak FLOP/s of the dtype over the HBM bandwidth" in off.message

@@ -83,3 +83,22 @@ def test_the_sizes_a_section_states_are_the_checks(stem):
     text = "\n".join(c.source for c in section(stem).cells if c.cell_type == "markdown")
     for name in (n for n, s in NOTEBOOKS.items() if s == stem):
         assert stated(name) in text, stated(name)
+
+
+def test_the_split_kv_merge_section_says_how_a_requests_chunks_are_dealt_to_the_splits():
+    """The template asked for cdiv(n_chunks, chunks per split), a name neither the kernel nor the text defined;
+    `active = s < n_chunks`, the natural reading, then failed the byte check, whose hint gave the whole line. The
+    text states the rule (and its example, as gpusim.decode splits), the hint says it without the line."""
+    nb = section("08_inference")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "`cdiv(n_chunks, SPLITS)` to a split" in text
+    p = puzzles.PUZZLES["split_kv_merge"]
+    launch = p.launch()
+    dealt = [[end - first for first, end in (launch.split_chunks(b, s) for s in range(p.splits))] for b in range(2)]
+    assert dealt == [[2, 2, 1, 0], [1, 1, 1, 0]]
+    assert (f"The {p.lengths[0]} keys' 5 chunks go 2, 2 and 1 to the first three splits, the {p.lengths[1]} keys' 3 "
+            f"chunks one to each of them") in text
+    cell = template(nb, "split_kv_merge")
+    assert "chunks per split" not in cell.source and "cdiv(n_chunks, SPLITS)" in cell.source
+    hint = p.hint("more_bytes")
+    assert "takes cdiv(n_chunks, SPLITS) chunks" in hint and "cdiv(n_chunks, cdiv(" not in hint

@@ -152,6 +152,10 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      "Bytes", ["Q 24,576 B read (expected 6,144)", "loaded once, before the loop"]),
     ("split_kv_merge", "empty splits read", ", mask=active[:, None], other=0.0)", ")",
      "Bytes", ["O_partial 1,024 B read (expected 768)", "splits past its last chunk"]),
+    # one chunk a split: the right output, the 80 keys' empty fourth split read; the hint says how chunks are dealt
+    ("split_kv_merge", "a split taken for one chunk", "active = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, SPLITS))",
+     "active = s < n_chunks", "Bytes", ["the output is right", "O_partial 896 B read (expected 768)",
+                                         "takes cdiv(n_chunks, SPLITS) chunks"]),
     ("paged_decode", "cache order instead of the block table", "page = tl.load(block_table + b * max_pages + j)",
      "page = b * max_pages + j + 0 * tl.load(block_table + b * max_pages + j)", "Correctness",
      ["program 0 (request 0", "block table's order"]),

@@ -99,8 +99,9 @@ PUZZLES = {p.name: p for p in [
         ("LSE", "LSE = m + log Σ_s exp(LSE_s - m), m the largest LSE_s (exp of a raw LSE overflows)."),
         ("nan", "An empty split has LSE_s = -inf: subtract the largest LSE_s, which is finite (split 0 holds "
                 "key 0), and load the empty ones as -inf, not as garbage."),
-        ("more_bytes", "Read only the splits that hold keys: a request's splits past its last chunk are empty "
-                       "(active = s < cdiv(n_chunks, cdiv(n_chunks, SPLITS)))."))),
+        ("more_bytes", "Read only the splits that hold keys: a split takes cdiv(n_chunks, SPLITS) chunks, not one, "
+                       "so split s starts at chunk s x cdiv(n_chunks, SPLITS), and a request's splits past its last "
+                       "chunk are empty."))),
     DecodePuzzle("paged_decode", page_size=16, advice=(
         ("padding", "the tile's rows past GROUP are padding (in_group = tl.arange(0, BLOCK_R) < GROUP, rows 0 .. "
                     "GROUP - 1), and keys past n_keys too."),

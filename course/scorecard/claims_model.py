@@ -110,9 +110,9 @@ def block_rule(results=None, gpu="A100-40GB", dtype="fp16", head_dims=(64, 128))
         fit = (f"on all {len(checks)} presets and head sizes, three blocks of that many rows fill "
                f"{span(fills, '{:.1%}')} of a thread block's SRAM: they fit, as the line says")
         judged = Judged("holds", fit + ".") if all(runs) else Judged(
-            "holds under conditions", f"{fit}; but as a block size the tile must also hold S_ij and O_i in fp32 "
-                                      f"registers, and on the {g.name} it does not run at every head size (the "
-                                      f"predicted column).")
+            "holds under conditions", f"{fit}; but as a block size the tile must also hold S_ij and O_i, which the "
+                                      f"line leaves out, and on the {g.name} such a tile runs at {sum(runs)} of "
+                                      f"{len(runs)} head sizes (the predicted column).")
     judged = noting(judged, "SRAM_SIZE must be one thread block's SRAM, not the ~20 MB of all SMs")
     return Row("block_size = SRAM_SIZE // (3 * d)  # How many rows fit in fast memory", BLOG,
                f"{g.name}, {dtype}, S_ij and O_i in registers: " + "; ".join(shown), "", judged,
