@@ -171,6 +171,16 @@ def test_a_wrong_kernel_gets_the_verdict_that_names_its_mistake(tmp_path, name, 
     assert verdict.message.count("\n") <= 1 and "Traceback" not in verdict.message
 
 
+def test_a_merge_in_base_2_is_right(tmp_path):
+    """Fast kernels merge LSEs with exp2 and log2 (scaled by log2(e) and back): fp32 rounds that near 130, a few
+    ulps of an LSE near 90 off, and the check takes it (it once held the LSE to 1e-5, about one ulp there)."""
+    base2 = ("lse = (m * 1.4426950408889634 + tl.log2(tl.exp2((lse1 - m) * 1.4426950408889634) + "
+             "tl.exp2((lse2 - m) * 1.4426950408889634))) * 0.6931471805599453")
+    kernel, launcher = mutant(tmp_path, "gpu_merge", "lse = m + tl.log(tl.exp(lse1 - m) + tl.exp(lse2 - m))", base2)
+    verdict = timed_check("gpu_merge", kernel, launcher)
+    assert verdict.status == "right", verdict.message
+
+
 def test_a_missing_batch_offset_does_not_blame_the_head_mapping(tmp_path):
     verdict = timed_check("gqa_decode", *mutant(tmp_path, "gqa_decode", "q_rows = (b * H + heads)[:, None]",
                                                  "q_rows = heads[:, None]"))
