@@ -17,8 +17,8 @@ RUN="python -m torch.distributed.run --standalone --nproc-per-node 2 -m benchmar
 nvidia-smi topo -m > "$OUT/topology.txt" 2>&1
 # the timeouts add up to 8 min 50 s; each part starts no new shape after its --max-seconds
 timeout 50 $RUN --part link --max-seconds 40
-timeout 60 $RUN --part check --max-seconds 40    # outputs against float64, bytes against gpusim's count
-timeout 200 $RUN --part project --max-seconds 160
+timeout 100 $RUN --part check --max-seconds 80   # outputs against float64, bytes against gpusim's count (compiles)
+timeout 160 $RUN --part project --max-seconds 130
 timeout 110 $RUN --part torch_cp --max-seconds 80
 timeout 110 python -m benchmarks.cp --out "$OUT" --part single --max-seconds 80
 python -m benchmarks.cp --out "$OUT" --part merge             # the model on the measured link

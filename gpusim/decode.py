@@ -26,6 +26,7 @@ keys 0 .. L_b - seq + i, so K_b = L_b. "top_left" (torch's is_causal): row i see
 K_b = min(L_b, seq) and a single new token sees only key 0: the mistake of passing is_causal=True to a
 decode step. With seq == 1, bottom-right sees the whole cache.
 """
+import operator
 from dataclasses import replace
 
 import numpy as np
@@ -237,12 +238,23 @@ def _lengths(seq_kv, batch, seq, causal_align, name="seq_kv"):
     if np.ndim(seq_kv) == 0:
         lengths = (np.asarray(seq_kv).item(),) * batch
     elif isinstance(seq_kv, (list, tuple, range)):
-        lengths = tuple(n.item() if isinstance(n, np.generic) else n for n in seq_kv)
+        lengths = tuple(_as_given(n) for n in seq_kv)
     else:
         lengths = tuple(np.asarray(seq_kv).tolist())
     if len(lengths) != batch:
         raise ValueError(f"{name} has {len(lengths)} cache lengths but batch={batch}: give one per request")
     return check_lengths(lengths, seq, causal_align, name)
+
+
+def _as_given(n):
+    """One length of a list as a Python int where it is an integer of any kind (a NumPy or a 0-d torch integer:
+    operator.index), else as given, for check_lengths to name (a bool, a float, a string)."""
+    if isinstance(n, (bool, float, np.bool_, np.floating)):
+        return n.item() if isinstance(n, np.generic) else n
+    try:
+        return operator.index(n)
+    except TypeError:
+        return n
 
 
 def check_lengths(lengths, seq, causal_align, name):

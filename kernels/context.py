@@ -11,7 +11,7 @@ chunks r and 2P-1-r for zigzag (zigzag_shard()). Forward only.
     >>> o = context_attention(q, k, v, strategy="zigzag", causal=True, link=link)  # (B, H, N/P, d)
     >>> link.sent_bytes  # == gpusim.simulate(..., gpus=P, strategy="zigzag").link_send_bytes
 """
-import numbers
+import operator
 
 import torch
 import torch.distributed as dist
@@ -83,16 +83,29 @@ def _check_shard(x, rank, world, per_rank):
     """(rank, world) as ints, or one line: world not a positive integer, rank not one of its ranks, x not
     (B, H, N, d) with N divisible into world * per_rank equal chunks (torch.chunk would make the last ones
     shorter, or fewer of them)."""
-    if isinstance(world, bool) or not isinstance(world, numbers.Integral) or world < 1:
-        raise ValueError(f"world={world!r} must be a positive number of ranks")
-    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or not 0 <= rank < world:
-        raise ValueError(f"rank={rank!r} is not a rank of world={world}: it must be 0 .. {world - 1}")
+    given_rank, given_world = rank, world
+    rank, world = _index(rank), _index(world)
+    if world is None or world < 1:
+        raise ValueError(f"world={given_world!r} must be a positive integer, the number of ranks")
+    if rank is None or not 0 <= rank < world:
+        raise ValueError(f"rank={given_rank!r} is not a rank of world={world}: it must be an integer 0 .. {world - 1}")
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
         raise ValueError(f"x is {_described(x)}: expected a 4-d tensor (B, H, N, d)")
     if x.shape[2] % (world * per_rank):
         raise ValueError(f"x has N={x.shape[2]} tokens: not divisible into {world * per_rank} equal chunks "
                          f"({per_rank} per rank, world={world})")
-    return int(rank), int(world)
+    return rank, world
+
+
+def _index(n):
+    """n as a Python int where it is an integer of any kind (a NumPy or a 0-d torch integer), else None (a bool, a
+    float, anything else)."""
+    if isinstance(n, bool):
+        return None
+    try:
+        return operator.index(n)
+    except TypeError:
+        return None
 
 
 def _described(x):

@@ -41,7 +41,7 @@ from gpusim.config import make_config
 from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
-from .launch import LAUNCH_CACHE_SIZE, forward_only, keyed, metas, out_of_resources, signature
+from .launch import LAUNCH_CACHE_SIZE, as_int, forward_only, keyed, metas, out_of_resources, signature
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
@@ -321,9 +321,19 @@ def _planned(sig, causal, fp8, overrides, interpreted):
 
 def _scales(cfg, fp8_scale):
     """(qk_scale, o_scale): the scores' factor (1/sqrt(d), log2(e) and fp8's descales) and the output's."""
-    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else _descales(fp8_scale)
+    q_descale, k_descale, v_descale = (1.0, 1.0, 1.0) if fp8_scale is None else _fast_descales(fp8_scale)
     qk_scale = cfg.head_dim**-0.5 * LOG2E * q_descale * k_descale
     return qk_scale, (v_descale / P_SCALE.value if cfg.dtype == "fp8" else 1.0)
+
+
+def _fast_descales(fp8_scale):
+    """_descales on a call's path: three Python floats (as to_fp8 returns them) checked in a few comparisons; any
+    other form through _descales, which also names what is wrong."""
+    if type(fp8_scale) in (tuple, list) and len(fp8_scale) == 3 and all(type(x) is float for x in fp8_scale):
+        q_descale, k_descale, v_descale = fp8_scale
+        if 0 < q_descale < math.inf and 0 < k_descale < math.inf and 0 < v_descale < math.inf:
+            return fp8_scale
+    return _descales(fp8_scale)
 
 
 def _descales(fp8_scale):
@@ -421,7 +431,7 @@ def resolved_launch(head_dim, dtype, causal, seq_kv, overrides, on_h200=False):
     warp specializer cannot take a table launch overridden so. on_h200: refused where triton 3.6 compiles it to wrong
     output there (wrong_on_h200). benchmarks/resources.py compiles the launches so resolved."""
     base = WS if overrides.get("warp_specialize") else LAUNCHES[head_dim, dtype, bool(causal)]
-    launch = {**base, **{key: x for key, x in overrides.items() if x is not None}}
+    launch = {**base, **{key: as_int(x) for key, x in overrides.items() if x is not None}}  # a NumPy int: the int's
     _check_launch(launch)
     wrong = on_h200 and wrong_on_h200(launch, causal, seq_kv % launch["block_kv"], head_dim)
     if wrong:

@@ -4,6 +4,7 @@ within the flash2 tests' bound, and the bytes each rank sends (counted around it
 all-gather calls) equal gpusim's link_send_bytes with ==."""
 import os
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
@@ -115,9 +116,10 @@ def test_merge_is_attention_over_the_union_of_the_keys():
 @pytest.mark.parametrize("cut, args, message", [
     ("shard", (1, 3), "x has N=128 tokens: not divisible into 3 equal chunks (1 per rank, world=3)"),
     ("zigzag_shard", (0, 3), "x has N=128 tokens: not divisible into 6 equal chunks (2 per rank, world=3)"),
-    ("shard", (2, 2), "rank=2 is not a rank of world=2: it must be 0 .. 1"),
-    ("zigzag_shard", (-1, 2), "rank=-1 is not a rank of world=2: it must be 0 .. 1"),
-    ("shard", (0, 0), "world=0 must be a positive number of ranks"),
+    ("shard", (2, 2), "rank=2 is not a rank of world=2: it must be an integer 0 .. 1"),
+    ("zigzag_shard", (-1, 2), "rank=-1 is not a rank of world=2: it must be an integer 0 .. 1"),
+    ("shard", (1.0, 2), "rank=1.0 is not a rank of world=2: it must be an integer 0 .. 1"),
+    ("shard", (0, 0), "world=0 must be a positive integer, the number of ranks"),
 ])
 def test_shards_that_would_be_unequal_or_of_no_rank_are_refused_in_one_line(cut, args, message):
     """N not divisible into the world's equal shards (torch.chunk made 43, 43 and 42 tokens), a rank outside the
@@ -131,6 +133,8 @@ def test_shards_that_would_be_unequal_or_of_no_rank_are_refused_in_one_line(cut,
 def test_shards_are_equal_and_zigzag_unshard_undoes_zigzag_shard():
     x = inputs("fp32", 2, 2)[0]
     assert torch.equal(torch.cat([context.shard(x, r, 4) for r in range(4)], dim=2), x)
+    for rank in (torch.tensor(1), np.int64(1)):  # an integer of any kind is a rank, as list indexing takes it
+        assert torch.equal(context.shard(x, rank, torch.tensor(4)), context.shard(x, 1, 4))
     assert torch.equal(context.zigzag_unshard([context.zigzag_shard(x, r, 4) for r in range(4)]), x)
 
 

@@ -128,8 +128,11 @@ def test_checked_counts_an_output_past_its_bound_a_rank_off_gpusims_bytes_and_a_
                        gpusim_link_send_bytes=8)
     checks = [good, good | {"relative_error": 0.005}, good | {"every_rank_sent": [8, 16]},
               cp_plan.row("zigzag", shape, 2, error="RuntimeError: NCCL")]
-    assert cp_plan.checked(checks) == {"outputs_within_bound": "2 of 4 checked", "bytes_equal_gpusim": "2 of 4 checked"}
-    assert cp_plan.checked(checks[:1]) == {"outputs_within_bound": "1 of 1 checked", "bytes_equal_gpusim": "1 of 1 checked"}
+    assert cp_plan.checked(checks, 4) == {"outputs_within_bound": "2 of 4 checked",
+                                          "bytes_equal_gpusim": "2 of 4 checked"}
+    # a time budget that stopped the part after its first check: the rest count as failed
+    assert cp_plan.checked(checks[:1], 12) == {"outputs_within_bound": "1 of 12 checked",
+                                               "bytes_equal_gpusim": "1 of 12 checked"}
 
 
 def test_the_check_shapes_fit_a_float64_reference_and_cover_the_mask_gqa_and_d64():

@@ -521,6 +521,16 @@ def test_the_longest_cache_counted_is_the_longest_sequence():
     assert r.config.seq_kv == (2**40, 5) and r.by_tensor["K"]["read_bytes"] == (2**40 + 5) * 64 * 2
 
 
+def test_a_list_of_lengths_takes_an_integer_of_any_kind():
+    """Each length of a list is an int where it is an integer of any kind (NumPy's, or anything with __index__, as a
+    0-d torch integer), as it was before one float in a list stopped making its neighbours floats."""
+    class Index:  # a 0-d torch integer's protocol
+        def __index__(self):
+            return 100
+    r = gpusim.simulate("split_kv", seq_kv=[Index(), np.int32(200), np.uint64(300)], head_dim=64)
+    assert r.config.seq_kv == (100, 200, 300) and all(type(n) is int for n in r.config.seq_kv)
+
+
 def test_execute_mode_reads_no_cache_position_past_a_requests_length():
     """A real cache holds garbage past each request's length (a reused page, a longer request's tokens): no program
     reads it, so a NaN there changes nothing and is not refused; within a length it is, naming where."""

@@ -355,6 +355,18 @@ def test_fp8_scales_may_be_any_three_numbers():
 
 
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+def test_numpy_integer_knobs_run_the_equal_ints_launch():
+    """block_q=np.int64(64) and lpt_heads=np.int64(1) are the launch of 64 and 1 (they were refused as not powers of
+    two, not integers)."""
+    q = inputs(CPU_SHAPES[0])[0][:, :1, :64].half()
+    given = dict(block_q=np.int64(64), block_kv=np.int32(64), lpt_heads=np.int64(1), num_stages=np.int64(2))
+    ints = {name: int(x) for name, x in given.items()}
+    assert torch.equal(hopper_attention(q, q, q, **given), hopper_attention(q, q, q, **ints))
+    resolved = gpusim_kernels.hopper.resolved_launch
+    assert resolved(64, "fp16", False, 64, given) == resolved(64, "fp16", False, 64, ints)
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
 def test_inputs_of_two_supported_dtypes_are_told_to_match():
     q = torch.zeros(1, 1, 32, 64, dtype=torch.float16, device=DEVICE)
     with pytest.raises(ValueError, match=r"^q, k, v have dtypes torch.float16, torch.float8_e4m3fn, "
