@@ -70,11 +70,12 @@ def held_out_line():
 
 def per_call_line():
     """host.json: the cached launches' per-call cost over SDPA's, on shapes where the GPU waits for the host; the
-    H100's run 189 (launches kept) beside it."""
+    H100's runs 189 and 195 (launches kept) and the H200's run 199 (every launch kept) beside it."""
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
     kept = report_gpus.entry_ratios(report_gpus.HOST_AFTER)
     rounds = report_gpus.entry_ratios([f"host_run{report_gpus.CALL_RUN}_after{turn}.json" for turn in (1, 2)])
+    h200 = report_gpus.entry_ratios(report_gpus.RUN_199["after"], folder=report_gpus.H200)
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
             "the lent H200's host, run 156, before launches were kept): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
@@ -82,7 +83,9 @@ def per_call_line():
             "turn with SDPA's): " + ", ".join(f"`{e}` {_span(v)}" for e, v in kept.items() if v) + ". On another "
             "H100 whose host changed speed within the call, the Hopper kernel's launch kept too (run 195, "
             "`results/h100/host_run195_after{1,2}.json`, as above): "
-            + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + ".")
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + ". On the lent H200's host again, "
+            "every launch kept (run 199, `results/h200/host_run199_after{1,2}.json`, six rounds in ABBA order): "
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in h200.items() if v) + ".")
 
 
 BENCH_BWD_RUN = 6  # the run of bench_bwd.json's flash2 and SDPA rows (results/h200/README.md's row of the file)
@@ -210,6 +213,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_ncu_outcome": report_gpus.ncu_outcome,
           "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome, "h100_host": report_gpus.host_line,
           "h100_kept_outcome": report_gpus.kept_outcome, "h100_scratch_outcome": report_gpus.scratch_outcome,
+          "h200_host": report_gpus.h200_host_line, "h200_after_ragged": report_gpus.h200_after_ragged_outcome,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,

@@ -93,14 +93,14 @@ def same_rows():
     return out
 
 
-def ragged_wave_ratios(overlap=None):
-    """Predicted / measured of results/h100/ragged_wave.json's rows (run 178) on the preset they ran on, with
-    cost.RAGGED_OVERLAP at `overlap` (None: as it stands)."""
-    rows = json.loads((H100 / "ragged_wave.json").read_text())["rows"]
+def ragged_wave_ratios(overlap=None, folder=H100, preset=PRESETS[0]):
+    """Predicted / measured of folder's ragged_wave.json's rows (the H100's run 178; the H200's run 201) on the preset
+    they ran on, with cost.RAGGED_OVERLAP at `overlap` (None: as it stands)."""
+    rows = json.loads((folder / "ragged_wave.json").read_text())["rows"]
     kept = cost.RAGGED_OVERLAP
     cost.RAGGED_OVERLAP = kept if overlap is None else overlap
     try:
-        return [heldout.simulated(r, PRESETS[0]).predicted_time_s / (r["ms"] * 1e-3) for r in rows]
+        return [heldout.simulated(r, preset).predicted_time_s / (r["ms"] * 1e-3) for r in rows]
     finally:
         cost.RAGGED_OVERLAP = kept
 
@@ -114,16 +114,16 @@ def ragged_overlap_fit(low=0.0, high=1.0):
     return round((low + high) / 2, 2)
 
 
-def lone_d64_step():
-    """(the lone split step's slope in us, its tiles at the lone copy rate in us, H100-measured's chain step in us at
-    two programs an SM, where the lone rule does not apply) of split_lone_d64.json (run 178): one query row, 16 splits
-    (one program an SM) over the two longest caches, and 32 (two)."""
-    rows = [r for r in json.loads((H100 / "split_lone_d64.json").read_text())["rows"] if r["seq"] == 1]
+def lone_d64_step(folder=H100, preset=PRESETS[0]):
+    """(the lone split step's slope in us, its tiles at the lone copy rate in us, the preset's chain step in us at
+    two programs an SM, where the lone rule does not apply) of folder's split_lone_d64.json (the H100's run 178, the
+    H200's run 201): one query row, 16 splits (one program an SM) over the two longest caches, and 32 (two)."""
+    rows = [r for r in json.loads((folder / "split_lone_d64.json").read_text())["rows"] if r["seq"] == 1]
     lone = sorted((r for r in rows if r["num_splits"] == 16), key=lambda r: r["steps"])[-2:]
     slope = (lone[1]["ms"] - lone[0]["ms"]) * 1e3 / (lone[1]["steps"] - lone[0]["steps"])
     tile = lone[1]["block_kv"] * lone[1]["head_dim"] * 2 * 2  # K and V, fp16
     two = max((r for r in rows if r["num_splits"] == 32), key=lambda r: r["steps"])
-    return slope, tile / gpusim.get_gpu(PRESETS[0]).lone_copy_bytes_per_s * 1e6, two["chain_us"]
+    return slope, tile / gpusim.get_gpu(preset).lone_copy_bytes_per_s * 1e6, two["chain_us"]
 
 
 def _decode_share(pairs):
@@ -366,6 +366,37 @@ def after_ragged_outcome(names=RUN_179):
             f"{_met(min(decode) >= 75)}); issue 24's target met in {met} of {len(shares)} sets.")
 
 
+H200_AFTER_RAGGED = ("heldout_2100.json", "heldout_2101.json")  # run 199, drawn on H200-measured
+
+
+def h200_after_ragged_outcome():
+    """Runs 199 and 201 on the H200 against the predictions written before them (docs/perf.md, "A ragged decode
+    wave, adopted"): the ragged wave and the lone d = 64 step on H200-measured, and seeds 2100 and 2101 scored once."""
+    wave = ragged_wave_ratios(folder=H200, preset=H200_PRESET)
+    median, within = statistics.median(wave), sum(abs(x - 1) <= 0.2 for x in wave)
+    slope, tiles, chain = lone_d64_step(H200, H200_PRESET)
+    pairs = {name: ratios(H200 / name, H200_PRESET) for name in H200_AFTER_RAGGED}
+    overall = [100 * heldout.within(p) for p in pairs.values()]
+    kinds = [100 * heldout.within([q for q in p if q[0] == k]) for p in pairs.values() for k in {q[0] for q in p}]
+    decode = [100 * heldout.within([q for q in p if q[0] == "decode"]) for p in pairs.values()]
+    met = sum(heldout.meets_target(p) for p in pairs.values())
+    pooled = [q for p in pairs.values() for q in p]
+    share = heldout.within(pooled)
+    return "\n".join([
+        f"- `ragged_wave.json` (run 201) on H200-measured at RAGGED_OVERLAP = {cost.RAGGED_OVERLAP}: median predicted "
+        f"/ measured {median:.2f} (0.9–1.1: {_met(0.9 <= median <= 1.1)}); {within} of {len(wave)} rows within 20% "
+        f"(at least 44: {_met(within >= 44)}); all {_range(wave)}.",
+        f"- `split_lone_d64.json` (run 201): the H200's lone d = 64 split step takes {slope:.2f} µs, against its "
+        f"chain on H200-measured, {chain:.2f} µs, and its tiles at the lone copy rate, {tiles:.2f} µs (at least its "
+        f"chain: {_met(slope >= chain)}).",
+        f"- {' and '.join(pairs)} (run 199), scored once on H200-measured: {_range(overall, 1)}% of each set's rows "
+        f"within 20% (at least 90%: {_met(min(overall) >= 90)}), together {round(share * len(pooled))} of their "
+        f"{len(pooled)} rows ({share:.1%}); every kind {_range(kinds, 0)}% (at least 80%: "
+        f"{_met(min(kinds) >= 80)}); decode {_range(decode, 0)}% (at least 80%: {_met(min(decode) >= 80)}); issue "
+        f"24's target met in {met} of {len(pairs)} sets.",
+    ])
+
+
 def _launches(manifest):
     return sum(len(entry["kernels"]) for entry in json.loads((H100 / manifest).read_text())["launches"]
                if not entry.get("setup"))
@@ -420,28 +451,44 @@ RUN_191 = {"after": ("host_run191_after1.json", "host_run191_after2.json"),  # h
 
 
 @lru_cache(maxsize=None)  # each file read once a process: the reports only read the rows
-def host_rows(name):
-    """{(entry, batch, heads, seq, head_dim): row} of one of the H100's host files (the forward and training rows
-    that have a ratio, not decode's)."""
+def host_rows(name, folder=H100):
+    """{(entry, batch, heads, seq, head_dim): row} of one of the H100's host files (or the H200's, folder=H200): the
+    forward and training rows that have a ratio, not decode's."""
     return {(r["entry"], r["batch"], r["heads"], r["seq"], r["head_dim"]): r
-            for r in json.loads((H100 / name).read_text())["rows"] if r.get("ratio") and r.get("us")}
+            for r in json.loads((folder / name).read_text())["rows"] if r.get("ratio") and r.get("us")}
 
 
-def entry_ratios(names, ratio="ratio"):
-    """{entry: its rows' ratios over SDPA's} of the H100's host files `names`, for issue 24's target entries (ratio:
-    the rounds', or "ratio_call", the interleaved calls')."""
-    rows = [r for name in names for r in host_rows(name).values()]
+def entry_ratios(names, ratio="ratio", folder=H100):
+    """{entry: its rows' ratios over SDPA's} of the host files `names` in folder, for issue 24's target entries
+    (ratio: the rounds', or "ratio_call", the interleaved calls')."""
+    rows = [r for name in names for r in host_rows(name, folder).values()]
     return {entry: [r[ratio] for r in rows if r["entry"] == entry] for entry in report_kernels.HOST_TARGETS}
 
 
-def _host_parts(names):
+def _host_parts(names, folder=H100):
     """(for each target entry "`entry` a–b× (≤ t: met on m of n)", the step's µs, SDPA's step's µs) over
     files."""
     parts = [f"`{entry}` {_range(ratios)}× (≤ {report_kernels.HOST_TARGETS[entry]}: met on "
              f"{sum(x <= report_kernels.HOST_TARGETS[entry] for x in ratios)} of {len(ratios)})"
-             for entry, ratios in entry_ratios(names).items()]
-    steps = [r for name in names for r in host_rows(name).values() if r["entry"] == "flash2_train_step"]
+             for entry, ratios in entry_ratios(names, folder=folder).items()]
+    steps = [r for name in names for r in host_rows(name, folder).values() if r["entry"] == "flash2_train_step"]
     return parts, [r["us"] for r in steps], [r["sdpa_us"] for r in steps]
+
+
+RUN_199 = {tree: tuple(f"host_run199_{tree}{turn}.json" for turn in (1, 2)) for tree in ("after", "before")}
+
+
+def h200_host_line():
+    """The lent H200's host again (run 199: host_ab.sh, 3758296's kernels and 6d96a18's, alternately, twice each),
+    against issue 24's targets, as host_line states the H100's."""
+    after, before = _host_parts(RUN_199["after"], H200), _host_parts(RUN_199["before"], H200)
+    calls = entry_ratios(RUN_199["after"], "ratio_call", H200)["flash2_train_step"]
+    return (f"On the lent H200's host again (run 199, fifty-fifth session, `benchmarks/host_ab.sh`: this tree's "
+            f"kernels at 6d96a18, every launch kept, and 3758296's, before any was, alternately, twice each; six ABBA "
+            f"rounds, the median of the rounds' ratios; `results/h200/host_run199_{{after,before}}{{1,2}}.json`): "
+            f"{', '.join(after[0])}; the training step {_range(after[1], 0)} µs a call against SDPA's "
+            f"{_range(after[2], 0)}, its interleaved `ratio_call` {_range(calls)}×. The tree before, in the same "
+            f"call: {', '.join(before[0])}; its training step {_range(before[1], 0)} µs.")
 
 
 def host_line():

@@ -422,7 +422,11 @@ BLIND_DECODE_REDUCE = tuple(f"heldout_{seed}.json" for seed in range(2091, 2087,
 # Runs 168 and 169's four, measured after the forty-sixth session's decode fix and kept unscored in their logs until the
 # fifty-first session's ragged decode wave (before_ragged, the model before it), scored once after it.
 BLIND_RAGGED = tuple(f"heldout_{seed}.json" for seed in range(2099, 2095, -1))
-FIFTY = tuple(name for name in HELD_OUT if name not in BLIND_RAGGED)  # the 70 scored through the fiftieth session
+# Run 199's two (the fifty-fifth session, the H200's first call in eight sessions), drawn on H200-measured and
+# predicted before the call, measured and scored once with the model as the fifty-first session's ragged decode wave
+# left it.
+AFTER_RAGGED_H200 = ("heldout_2101.json", "heldout_2100.json")
+FIFTY = tuple(name for name in HELD_OUT if name not in BLIND_RAGGED + AFTER_RAGGED_H200)  # the 70 through the 50th
 THIRTY_NINE = tuple(name for name in FIFTY if name not in INTERLEAVED + BLIND_DECODE_REDUCE)  # the 62 through the 39th
 THIRTY_EIGHT = tuple(name for name in THIRTY_NINE if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
 # the 50 scored after the thirty-fifth session's first change
@@ -482,7 +486,8 @@ SCORED_BEFORE_RAGGED = (
 )
 BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in SCORED_BEFORE_RAGGED) + (
     (BLIND_RAGGED, "seeds 2096 to 2099, scored blind to the forty-seventh to fifty-first sessions' changes, the "
-     "ragged decode wave's among them", ()),)
+     "ragged decode wave's among them", ()),
+    (AFTER_RAGGED_H200, "seeds 2100 and 2101, measured and scored once after the ragged decode wave, on the H200", ()),)
 
 
 @contextmanager
