@@ -11,13 +11,12 @@ chunks r and 2P-1-r for zigzag (zigzag_shard()). Forward only.
     >>> o = context_attention(q, k, v, strategy="zigzag", causal=True, link=link)  # (B, H, N/P, d)
     >>> link.sent_bytes  # == gpusim.simulate(..., gpus=P, strategy="zigzag").link_send_bytes
 """
-import operator
-
 import torch
 import torch.distributed as dist
 
 from .flash2 import flash2_attention
 from .hopper import hopper_attention
+from .launch import as_int
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather")
 LOCAL = {"flash2": flash2_attention, "hopper": hopper_attention}
@@ -84,10 +83,10 @@ def _check_shard(x, rank, world, per_rank):
     (B, H, N, d) with N divisible into world * per_rank equal chunks (torch.chunk would make the last ones
     shorter, or fewer of them)."""
     given_rank, given_world = rank, world
-    rank, world = _index(rank), _index(world)
-    if world is None or world < 1:
+    rank, world = as_int(rank), as_int(world)  # an integer of any kind (a NumPy or a 0-d torch one) as an int
+    if type(world) is not int or world < 1:
         raise ValueError(f"world={given_world!r} must be a positive integer, the number of ranks")
-    if rank is None or not 0 <= rank < world:
+    if type(rank) is not int or not 0 <= rank < world:
         raise ValueError(f"rank={given_rank!r} is not a rank of world={world}: it must be an integer 0 .. {world - 1}")
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
         raise ValueError(f"x is {_described(x)}: expected a 4-d tensor (B, H, N, d)")
@@ -95,17 +94,6 @@ def _check_shard(x, rank, world, per_rank):
         raise ValueError(f"x has N={x.shape[2]} tokens: not divisible into {world * per_rank} equal chunks "
                          f"({per_rank} per rank, world={world})")
     return rank, world
-
-
-def _index(n):
-    """n as a Python int where it is an integer of any kind (a NumPy or a 0-d torch integer), else None (a bool, a
-    float, anything else)."""
-    if isinstance(n, bool):
-        return None
-    try:
-        return operator.index(n)
-    except TypeError:
-        return None
 
 
 def _described(x):

@@ -20,7 +20,8 @@ from gpusim.decode import check_block_table, check_lengths, launch_for_cache, ma
 from gpusim.shape import MIN_ROWS, REDUCE_SPLITS, Tiles
 
 from .interpreter import INTERPRETED
-from .launch import DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch,
+                     short_repr)
 
 
 @triton.jit
@@ -387,7 +388,7 @@ def host_lengths(cache_seqlens):
                              "(Python ints or a CPU tensor)")
         if cache_seqlens.dtype.is_floating_point or cache_seqlens.dtype.is_complex or cache_seqlens.dim() != 1:
             what = (f" is {cache_seqlens.dtype} {tuple(cache_seqlens.shape)}" if given is cache_seqlens else
-                    f"={_short(given)}")
+                    f"={short_repr(given)}")
             raise ValueError(f"cache_seqlens{what}: expected 1-d integers")
         cache_seqlens = cache_seqlens.tolist()
     if not len(cache_seqlens):
@@ -590,17 +591,11 @@ def _indices(name, x, dims):
             raise ValueError(f"{name} is {type(x).__name__}: expected {dims}-d integers "
                              f"({str(err).splitlines()[0]})") from None
         if x.dim() != dims or not _integers(x):  # named as given: a list of floats is not "torch.float32"
-            raise ValueError(f"{name}={_short(x.tolist())}: expected {dims}-d integers")
+            raise ValueError(f"{name}={short_repr(x.tolist())}: expected {dims}-d integers")
     x = x.cpu()
     if x.dim() != dims or not _integers(x):
         raise ValueError(f"{name} is {x.dtype} {tuple(x.shape)}: expected {dims}-d integers")
     return x
-
-
-def _short(values, limit=60):
-    """values' repr, cut to about limit characters: an argument named as the caller gave it."""
-    text = repr(values)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def dependent_launch(device):

@@ -41,7 +41,8 @@ from gpusim.config import make_config
 from gpusim.shape import Tiles
 
 from .interpreter import INTERPRETED
-from .launch import LAUNCH_CACHE_SIZE, as_int, forward_only, keyed, metas, out_of_resources, signature
+from .launch import (LAUNCH_CACHE_SIZE, as_int, forward_only, keyed, metas, out_of_resources, short_repr,
+                     signature)
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
 
@@ -345,15 +346,9 @@ def _descales(fp8_scale):
     except (TypeError, ValueError, RuntimeError):  # not iterable, not numbers (a tensor of more than one element)
         scales = ()
     if len(scales) != 3 or not all(0 < x < math.inf for x in scales):
-        raise ValueError(f"fp8_scale={_short(fp8_scale)} must be 3 positive finite numbers (q_descale, k_descale, "
+        raise ValueError(f"fp8_scale={short_repr(fp8_scale)} must be 3 positive finite numbers (q_descale, k_descale, "
                          "v_descale), as to_fp8 returns them")
     return scales
-
-
-def _short(value):
-    """value's repr, cut to a line's part."""
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _host_descriptors(q, k, v, cfg):

@@ -442,6 +442,12 @@ def as_int(value):
         return value
 
 
+def short_repr(value, limit=60):
+    """value's repr on one line, cut to about limit characters: an argument named as the caller gave it."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def int_blocks(block_q, block_kv):
     """(block_q, block_kv) with integer-likes as Python ints, before a launch's key is made of them: a NumPy
     integer gets the equal int's launch, not a second (the caches are typed)."""
