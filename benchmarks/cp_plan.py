@@ -97,9 +97,17 @@ def planned(parts, smoke=False):
         if "single" in parts:
             out += [row(p, shape, 1) for p in SINGLE]
     if "check" in parts:
-        out += [row(p, shape, 2, strategy=s, link="nvlink") for shape in check_shapes(smoke)
-                for p, (s, _) in PROJECT.items() if strategy_runs(s, shape, 2)]
+        out += [row(p, shape, 2, strategy=s, link="nvlink") for shape, providers in checks_planned(2, smoke).items()
+                for p, s, _ in providers]
     return out
+
+
+def checks_planned(gpus, smoke=False, hopper=True):
+    """{check shape: [(provider, strategy, local kernel)]}: the check part's work over `gpus` ranks (hopper=False:
+    without the Hopper kernel's providers, which need an sm_90 GPU)."""
+    return {shape: [(p, s, kernel) for p, (s, kernel) in PROJECT.items()
+                    if strategy_runs(s, shape, gpus) and (hopper or kernel != "hopper")]
+            for shape in check_shapes(smoke)}
 
 
 def strategy_runs(strategy, shape, gpus):

@@ -14,7 +14,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from benchmarks.bench import error_line
 import gpusim
-from benchmarks.cp_plan import (MODEL_GPU, PROJECT, SINGLE, TORCH_CP, Part, check_shapes, environment, row, shapes,
+from benchmarks.cp_plan import (MODEL_GPU, PROJECT, SINGLE, TORCH_CP, Part, checks_planned, environment, row, shapes,
                                 strategy_runs)
 from gpusim_kernels import context, flash2_attention, reference_attention
 
@@ -227,9 +227,7 @@ def check_part(results, deadline, smoke=False):
     float64 reference within _bound; the bytes each rank sent beside gpusim's count (the CPU twin's two checks,
     on the GPUs and NCCL)."""
     world, me = dist.get_world_size(), rank()
-    planned = {shape: [(p, s, kernel) for p, (s, kernel) in PROJECT.items()
-                       if strategy_runs(s, shape, world) and (kernel != "hopper" or CUDA)]
-               for shape in check_shapes(smoke)}
+    planned = checks_planned(world, smoke, hopper=CUDA)
     results.data["environment"]["planned_checks"] = sum(map(len, planned.values()))  # a cut run checks fewer
     for shape, providers in planned.items():
         if _over(deadline):
