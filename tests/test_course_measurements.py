@@ -338,3 +338,36 @@ def test_an_nsight_folders_rows_hold_each_launch_once():
     assert len(l2) == len(launches) == len({(r["kernel"], r["seq"], r["head_dim"], r["causal"]) for r in l2})
     assert {r["head_dim"] for r in l2} == {64, 128}
     assert measured.ncu_rows(results / "h200") == json.loads((results / "h200" / "ncu.json").read_text())["rows"]
+
+
+def test_notebook4s_nsight_table_counts_flash2s_bytes_by_hand_and_its_sentence_can_fail():
+    """Notebook 4's check: per flash2 launch of ncu.json, the bytes requested worked out by hand from the loop order
+    (Q read once, K and V once per Q block, O written, the LSE's fp32 row), Nsight's read from the file; a launch whose
+    measured bytes are one sector off is no longer "equal", and the sentence's counts move with it."""
+    results = Path(__file__).resolve().parents[1] / "results" / "h200"
+    ncu = json.loads((results / "ncu.json").read_text())
+    launches = tiling_measured.nsight_launches(ncu, json.loads((results / "manifest.json").read_text()))
+    assert len(launches) == 16  # d 64 and 128, causal or not, N 1,024 to 32,768
+    rows = tiling_measured.nsight_rows(launches)
+    for x, row in zip(launches, rows):
+        b, h, n, d, br = x["batch"], x["heads"], x["seq"], x["head_dim"], x["block_q"]
+        assert b * n == max(n, 16384) and h * d == 2048  # the FlashAttention-2 benchmark's shape
+        tr = -(-n // br)
+        if not x["causal"]:  # causal: the skipped tiles, counted by gpusim (notebook 5's exercise)
+            by_hand = b * h * (n * d * 2 * (1 + 2 * tr) + n * d * 2 + n * 4)
+            assert by_hand == x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0]
+        assert row["K, V read (times)"] == tr
+        measured = {q: [r["measured"] for r in ncu["rows"] if (r["kernel"], r["quantity"], r["seq"], r["head_dim"],
+                                                               r["causal"]) == ("flash2", q, n, d, x["causal"])]
+                    for q in ("l2_to_sm_bytes", "sm_to_l2_bytes")}
+        assert row["equal to the byte"] == ("yes" if sum(sum(v) for v in measured.values()) ==
+                                            x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0] else "no")
+    sentence = tiling_measured.nsight_sentence(launches)
+    equal = sum(r["equal to the byte"] == "yes" for r in rows)
+    far = [x for x in launches if abs(x["dram_read_bytes"][1] / x["dram_read_bytes"][0] - 1) > 0.1]
+    assert sentence.startswith(f"Nsight counted gpusim's requested bytes to the byte on {equal} of 16 launches.")
+    assert f"on {16 - len(far)} of 16" in sentence
+    counted, nsight = launches[0]["l2_to_sm_bytes"]
+    launches[0]["l2_to_sm_bytes"] = (counted, nsight + 32)
+    assert tiling_measured.nsight_rows(launches)[0]["equal to the byte"] == "no"
+    assert f"on {equal - 1} of 16 launches" in tiling_measured.nsight_sentence(launches)

@@ -1,7 +1,11 @@
-"""Notebook 5's measurements beside gpusim: the measured speedups of results/<gpu>/bench.json against
-gpusim's prediction for each shape.
+"""Notebooks 4's and 5's measurements beside gpusim: Nsight Compute's bytes of the project's FlashAttention-2 kernel
+(results/<gpu>/ncu.json, its tiles from the run's manifest.json) against gpusim's count for each launch (notebook 4),
+and the measured speedups of results/<gpu>/bench.json against gpusim's prediction for each shape (notebook 5).
 """
+from math import ceil
+
 import gpusim
+from gpusim.units import fmt_bytes
 
 from ..formatting import span
 from ..measurements import _outcome, timed_by_seq
@@ -59,3 +63,59 @@ def fill_sentence(rows, gpu="H200-measured", full=0.9):
             f"{len(cases)} measured shapes), flash1 over flash2 is {per_group}: within ~2x ({lo:.1f}-{hi:.1f}x) in "
             f"{inside} of {len(filled)}. Where they keep {span([c[3] for c in idle], '{:.0%}')} busy "
             f"({len(idle)} shapes), it is {span([c[2] for c in idle], '{:.1f}x')}.")
+
+
+def nsight_launches(ncu, manifest, algo="flash2"):
+    """Per launch of algo that Nsight Compute profiled (ncu.json's rows, each quantity's `simulated` gpusim's count
+    under the current model, `measured` Nsight's): {seq, head_dim, causal, batch, heads, block_q, block_kv, and
+    each quantity: (simulated, measured)}, ordered as profiled; the tile and shape from the run's manifest."""
+    out = {}
+    for r in ncu["rows"]:
+        if r["kernel"] == algo:
+            key = (r["seq"], r["head_dim"], r["causal"])
+            out.setdefault(key, dict(seq=key[0], head_dim=key[1], causal=key[2]))[r["quantity"]] = (
+                r["simulated"], r["measured"])
+    for entry in manifest["launches"]:  # (the run's set-up launch has no shape)
+        key = (entry.get("seq"), entry.get("head_dim"), entry.get("causal"))
+        if entry.get("algo") == algo and entry["pass"] == "forward" and key in out:
+            out[key] |= {k: entry[k] for k in ("batch", "heads", "block_q", "block_kv")}
+    return list(out.values())
+
+
+def inputs_bytes(launch, itemsize=2):
+    """Q, K and V's bytes at a launch's shape (fp16: 2 bytes an element; K and V with Q's heads)."""
+    return 3 * launch["batch"] * launch["heads"] * launch["seq"] * launch["head_dim"] * itemsize
+
+
+def nsight_rows(launches):
+    """nsight_launches' launches as notebook 4's table: the tile, how often K and V are read (once per Q block),
+    the bytes the SMs requested (read and written) as Nsight counted them and as gpusim does, and the DRAM reads."""
+    rows = []
+    for x in launches:
+        asked = [x["l2_to_sm_bytes"][i] + x["sm_to_l2_bytes"][i] for i in (0, 1)]
+        rows.append({"N": x["seq"], "d": x["head_dim"], "causal": "yes" if x["causal"] else "no",
+                     "tile (Br x Bc)": f"{x['block_q']} x {x['block_kv']}",
+                     "K, V read (times)": ceil(x["seq"] / x["block_q"]),
+                     "requested, Nsight": fmt_bytes(asked[1]), "requested, gpusim": fmt_bytes(asked[0]),
+                     "equal to the byte": "yes" if asked[1] == asked[0] else "no",
+                     "requested / Q, K, V": f"{asked[1] / inputs_bytes(x):.1f}x",
+                     "DRAM read, Nsight": fmt_bytes(x["dram_read_bytes"][1]),
+                     "DRAM read, gpusim": fmt_bytes(x["dram_read_bytes"][0]),
+                     "Nsight / gpusim": f"{x['dram_read_bytes'][1] / x['dram_read_bytes'][0]:.2f}"})
+    return rows
+
+
+def nsight_sentence(launches, within=0.1):
+    """What notebook 4's table shows, computed from it: on how many launches Nsight counted gpusim's requested bytes
+    exactly, how many times the inputs' bytes the SMs requested, and where DRAM reads left gpusim's by more than
+    `within` (the L2's capacity edge, notebook 12)."""
+    asked = [(x["l2_to_sm_bytes"][1] + x["sm_to_l2_bytes"][1], x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0])
+             for x in launches]
+    equal = sum(measured == counted for measured, counted in asked)
+    dram = [(x, x["dram_read_bytes"][1] / x["dram_read_bytes"][0]) for x in launches]
+    off = [f"N = {x['seq']:,}, d = {x['head_dim']}{', causal' if x['causal'] else ''}: {ratio:.2f}x"
+           for x, ratio in dram if abs(ratio - 1) > within]
+    reuse = span([m / inputs_bytes(x) for (m, _), x in zip(asked, launches)], "{:.1f}x")
+    return (f"Nsight counted gpusim's requested bytes to the byte on {equal} of {len(launches)} launches. The SMs "
+            f"requested {reuse} the bytes of Q, K and V; DRAM read within {within:.0%} of gpusim's L2 model on "
+            f"{len(launches) - len(off)} of {len(launches)}" + (f" (not at {'; '.join(off)})." if off else "."))
