@@ -426,23 +426,32 @@ BLIND_RAGGED = tuple(f"heldout_{seed}.json" for seed in range(2099, 2095, -1))
 # predicted before the call, measured and scored once with the model as the fifty-first session's ragged decode wave
 # left it.
 AFTER_RAGGED_H200 = ("heldout_2101.json", "heldout_2100.json")
-FIFTY = tuple(name for name in HELD_OUT if name not in BLIND_RAGGED + AFTER_RAGGED_H200)  # the 70 through the 50th
-THIRTY_NINE = tuple(name for name in FIFTY if name not in INTERLEAVED + BLIND_DECODE_REDUCE)  # the 62 through the 39th
-THIRTY_EIGHT = tuple(name for name in THIRTY_NINE if name not in BLIND_NAIVE)  # the 54 scored through the 38th session
-# the 50 scored after the thirty-fifth session's first change
-FIRST_OF_35 = tuple(name for name in THIRTY_EIGHT if name not in BLIND_GRAPH_LAUNCH)
-THIRTY_FOUR = tuple(name for name in FIRST_OF_35 if name not in BLIND_LONE_SETUP)  # the 46 scored through the 34th
-THIRTY_TWO = tuple(name for name in THIRTY_FOUR if name not in BLIND_DKDV_LIST)  # the 44 scored through the 32nd
-THIRTY = tuple(name for name in THIRTY_TWO if name not in BLIND_LIST_SCHEDULE)  # the 40 scored through the thirtieth
-TWENTY_NINE = tuple(name for name in THIRTY if name not in UNCHANGED_MEASURED + BLIND_HOST_PROBE)  # the 34 through the 29th
-TWENTY_EIGHT = tuple(name for name in TWENTY_NINE if name not in BLIND_MEASURED_ISSUE)  # the 32 scored through the 28th
-TWENTY_SIX = tuple(name for name in TWENTY_EIGHT if name not in BLIND_WHOLE_DOTS)  # those scored through the twenty-sixth
-TWENTY_FIVE = tuple(name for name in TWENTY_SIX if name not in BLIND_LAST_WAVE)  # those scored through the twenty-fifth
-TWENTY_FOUR = tuple(name for name in TWENTY_FIVE if name not in BLIND_OWN_COPY)  # those scored through the twenty-fourth
-TWENTY_TWO = tuple(name for name in TWENTY_FOUR if name not in BLIND_LONE_COPY)  # those scored through the twenty-third
-TWENTY = tuple(name for name in TWENTY_TWO if name not in UNCHANGED)  # those scored through the twenty-second session
-EIGHTEEN = tuple(name for name in TWENTY if name not in BLIND_LONE_PIPELINE)  # through the twenty-first session
-TRIALED = tuple(name for name in EIGHTEEN if name not in NEWEST + BLIND_TWO_WARP)
+
+
+def through(last_seed):
+    """The held-out sets measured up to seed last_seed (heldout.json, the first, with them), the newest first as
+    HELD_OUT: a section's sets as they stood when it was written. Seeds are drawn in order, so sets measured later
+    (a higher seed) leave every such group as it was, without being named here."""
+    return tuple(name for name in HELD_OUT if name == "heldout.json" or int(name[len("heldout_"):-len(".json")])
+                 <= last_seed)
+
+
+FIFTY = through(2095)  # the 70 scored through the fiftieth session
+THIRTY_NINE = through(2087)  # the 62 through the thirty-ninth
+THIRTY_EIGHT = through(2079)  # the 54 through the thirty-eighth
+FIRST_OF_35 = through(2075)  # the 50 scored after the thirty-fifth session's first change
+THIRTY_FOUR = through(2071)  # the 46 through the thirty-fourth
+THIRTY_TWO = through(2069)  # the 44 through the thirty-second
+THIRTY = through(2065)  # the 40 through the thirtieth
+TWENTY_NINE = through(2059)  # the 34 through the twenty-ninth
+TWENTY_EIGHT = through(2057)  # the 32 through the twenty-eighth
+TWENTY_SIX = through(2055)  # those scored through the twenty-sixth
+TWENTY_FIVE = through(2053)  # through the twenty-fifth
+TWENTY_FOUR = through(2049)  # through the twenty-fourth
+TWENTY_TWO = through(2047)  # through the twenty-third
+TWENTY = through(2045)  # through the twenty-second
+EIGHTEEN = through(2043)  # through the twenty-first
+TRIALED = through(2039)  # the 14 the trials of the twentieth session scored
 
 
 # Each once-only scoring of held-out sets the README's headline quotes, the oldest first: (the sets, what they were

@@ -399,8 +399,7 @@ def _heldout_moved(text):
     """The held-out sets scored when the fix was made (run 150's four, scored blind to it after, are apart)."""
     rows = moved = within = 0
     paths = [p for p in heldout.files(H200)
-             if p.name not in report_heldout.BLIND_DECODE_REDUCE + report_heldout.BLIND_RAGGED
-             + report_heldout.AFTER_RAGGED_H200]
+             if p.name in report_heldout.FIFTY and p.name not in report_heldout.BLIND_DECODE_REDUCE]
     sets = len(paths)
     for path in paths:
         was, now = _moved(lambda: agreement.heldout_rows(path.name))
