@@ -79,7 +79,8 @@ def workload_configs(seqs=SEQS, head_dims=(64, 128)):
 
 
 def launch_blocks(algo, cfg, preset=PRESET):
-    """The tiles a kernel runs with: the Hopper kernel's own table, gpusim's defaults on preset for the others."""
+    """The tiles a kernel runs with here: the Hopper kernel's own table; for the others gpusim.paper_blocks' tile on
+    preset (the papers' SRAM rule), not best_blocks' (the time model's pick, which the kernels take by default)."""
     import gpusim
     if algo == "hopper":
         from gpusim_kernels.hopper import LAUNCHES

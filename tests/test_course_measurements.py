@@ -352,11 +352,13 @@ def test_notebook4s_nsight_table_counts_flash2s_bytes_by_hand_and_its_sentence_c
     for x, row in zip(launches, rows):
         b, h, n, d, br = x["batch"], x["heads"], x["seq"], x["head_dim"], x["block_q"]
         assert b * n == max(n, 16384) and h * d == 2048  # the FlashAttention-2 benchmark's shape
-        tr = -(-n // br)
-        if not x["causal"]:  # causal: the skipped tiles, counted by gpusim (notebook 5's exercise)
-            by_hand = b * h * (n * d * 2 * (1 + 2 * tr) + n * d * 2 + n * 4)
-            assert by_hand == x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0]
-        assert row["K, V read (times)"] == tr
+        bc, tr, tc = x["block_kv"], -(-n // br), -(-n // x["block_kv"])
+        # The (Q block, K/V block) tiles visited: all of them, or with the causal mask those whose first key is at
+        # or before the Q block's last row; each reads a K and a V tile of bc x d, fp16.
+        visits = sum(j * bc <= (i + 1) * br - 1 or not x["causal"] for i in range(tr) for j in range(tc))
+        by_hand = b * h * (n * d * 2 + visits * bc * d * 2 * 2 + n * d * 2 + n * 4)  # Q; K and V; O; the LSE (fp32)
+        assert by_hand == x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0]
+        assert row["K, V read (times)"] == visits / tc
         measured = {q: [r["measured"] for r in ncu["rows"] if (r["kernel"], r["quantity"], r["seq"], r["head_dim"],
                                                                r["causal"]) == ("flash2", q, n, d, x["causal"])]
                     for q in ("l2_to_sm_bytes", "sm_to_l2_bytes")}

@@ -66,9 +66,11 @@ def fill_sentence(rows, gpu="H200-measured", full=0.9):
 
 
 def nsight_launches(ncu, manifest, algo="flash2"):
-    """Per launch of algo that Nsight Compute profiled (ncu.json's rows, each quantity's `simulated` gpusim's count
-    under the current model, `measured` Nsight's): {seq, head_dim, causal, batch, heads, block_q, block_kv, and
-    each quantity: (simulated, measured)}, ordered as profiled; the tile and shape from the run's manifest."""
+    """Per launch of algo that Nsight Compute profiled (ncu.json's rows, each quantity's `simulated` gpusim's count,
+    `measured` Nsight's): {seq, head_dim, causal, batch, heads, block_q, block_kv, and each quantity: (simulated,
+    measured)}, ordered as profiled; the tile and shape from the run's manifest (the tiles gpusim.paper_blocks gives,
+    benchmarks/ncu.py). ncu.json's counts are the current model's: tests/test_results.py compares the run's raw
+    profile with gpusim again and fails where the stored file differs."""
     out = {}
     for r in ncu["rows"]:
         if r["kernel"] == algo:
@@ -87,15 +89,25 @@ def inputs_bytes(launch, itemsize=2):
     return 3 * launch["batch"] * launch["heads"] * launch["seq"] * launch["head_dim"] * itemsize
 
 
+def kv_reads(seq, block_q, block_kv, causal):
+    """How many times FlashAttention-2 reads K and V, on average over their blocks: once per Q block (T_r times);
+    with the causal mask (N == N_kv), Q block i reads only the K/V blocks at or left of its last row's diagonal."""
+    n_kv_blocks = ceil(seq / block_kv)
+    if not causal:
+        return ceil(seq / block_q)
+    visits = sum(ceil(min(seq, (i + 1) * block_q) / block_kv) for i in range(ceil(seq / block_q)))
+    return visits / n_kv_blocks
+
+
 def nsight_rows(launches):
-    """nsight_launches' launches as notebook 4's table: the tile, how often K and V are read (once per Q block),
-    the bytes the SMs requested (read and written) as Nsight counted them and as gpusim does, and the DRAM reads."""
+    """nsight_launches' launches as notebook 4's table: the tile, how often K and V are read (kv_reads), the bytes
+    the SMs requested (read and written) as Nsight counted them and as gpusim does, and the DRAM reads."""
     rows = []
     for x in launches:
         asked = [x["l2_to_sm_bytes"][i] + x["sm_to_l2_bytes"][i] for i in (0, 1)]
         rows.append({"N": x["seq"], "d": x["head_dim"], "causal": "yes" if x["causal"] else "no",
                      "tile (Br x Bc)": f"{x['block_q']} x {x['block_kv']}",
-                     "K, V read (times)": ceil(x["seq"] / x["block_q"]),
+                     "K, V read (times)": kv_reads(x["seq"], x["block_q"], x["block_kv"], x["causal"]),
                      "requested, Nsight": fmt_bytes(asked[1]), "requested, gpusim": fmt_bytes(asked[0]),
                      "equal to the byte": "yes" if asked[1] == asked[0] else "no",
                      "requested / Q, K, V": f"{asked[1] / inputs_bytes(x):.1f}x",
