@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import tokenize
 import types
@@ -44,7 +45,7 @@ def skip_unless_runnable(code):
     if "gpusim_kernels" in code:
         for module in ("torch", "triton"):
             pytest.importorskip(module, reason="the example needs the `kernels` extra (Linux)")
-    if "TRITON_INTERPRET" in code and not os.environ.get("TRITON_INTERPRET"):
+    if 'os.environ["TRITON_INTERPRET"] = "1"' in code and not os.environ.get("TRITON_INTERPRET"):
         pytest.skip("the example runs the kernels in Triton's interpreter on CPU; the GPU suite runs them compiled")
 
 
@@ -79,6 +80,25 @@ def test_gpu_example_runs_on_cpu_tensors(code, swaps):
     module = types.ModuleType("gpusim_doc_example")
     sys.modules[module.__name__] = module
     exec(compile(code, "<doc example, on CPU>", "exec"), module.__dict__)
+
+
+def either_device_blocks():
+    """The blocks written to run as they are on a GPU or a CPU: the kernels' examples that neither need a GPU nor set
+    TRITON_INTERPRET whatever the machine."""
+    return [block for block in blocks() if "gpusim_kernels" in block.values[0] and not block.values[0].startswith(
+        GPU_MARK) and 'os.environ["TRITON_INTERPRET"] = "1"' not in block.values[0]]
+
+
+@pytest.mark.parametrize("code", either_device_blocks())
+def test_an_example_for_either_device_runs_as_copied_on_a_cpu(code):
+    """Copied into a file and run by a user with no TRITON_INTERPRET set (conftest sets it for the tests): on a machine
+    without CUDA the block must choose Triton's interpreter itself, or its first kernel call refuses the CPU tensors."""
+    torch = pytest.importorskip("torch", reason="the example needs the `kernels` extra (Linux)")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU: test_example_runs runs the block compiled")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 def claims(code):
