@@ -54,11 +54,14 @@ def _s_mib():
 
 def _sp_shares(seq=4096, gpu="A100-40GB"):
     """S and P's share of standard attention's bytes per head size, as notebook 2's traffic explorer shows them (one
-    head, fp16, its one tile: standard.model.traffic)."""
+    head, fp16, its tile for that head size: standard.model.traffic), each with its tile: the tile changes with d."""
     share = {d: f"{standard_model.sp_share(standard_model.traffic(seq, d, gpu)['naive']):.0%}" for d in HEAD_DIMS}
+
+    def at(d):
+        return f"at d = {d} ({' × '.join(map(str, standard_model.traffic_tile(gpu, d)))})"
     first, *middle, last = HEAD_DIMS
-    return (f"{share[first]} of standard attention's bytes at d = {first}, "
-            + ", ".join(f"{share[d]} at d = {d}" for d in middle) + f" and {share[last]} at d = {last}")
+    return (f"{share[first]} of standard attention's bytes {at(first)}, "
+            + ", ".join(f"{share[d]} {at(d)}" for d in middle) + f" and {share[last]} {at(last)}")
 
 
 def _results(name):
@@ -161,8 +164,8 @@ FACTS = [
     Phrase("02", "raise `seq` to 65,536, the first stop past rows of 32,768 elements",
            lambda: f"raise `seq` to {standard_model.first_streamed_seq('A100-40GB', 64):,}, the first stop past rows "
                    f"of {MAX_ROW_ELEMENTS:,} elements"),
-    Phrase("02", "73% of standard attention's bytes at d = 32, 66% at d = 64, 57% at d = 128 and 17% at d = 256",
-           _sp_shares),
+    Phrase("02", "73% of standard attention's bytes at d = 32 (128 × 32), 66% at d = 64 (128 × 64), 57% at d = 128 "
+                 "(128 × 128) and 17% at d = 256 (32 × 64)", _sp_shares),
     Phrase("02", "on an 80 GiB GPU", lambda: f"on an {_gpu('H100-SXM').hbm_bytes / 2**30:.0f} GiB GPU"),
     Phrase("04", "T4 (64 KiB of SRAM)", lambda: f"T4 ({_gpu('T4').sram_bytes_per_block // 1024} KiB of SRAM)"),
     Phrase("05", "on the A100, 312 TFLOP/s of fp16 matmul against 19.5 TFLOP/s of fp32",

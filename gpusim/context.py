@@ -9,9 +9,10 @@ Strategies (each GPU starts with its N/P tokens of Q, K and V and ends with its 
   K/V shard of GPU (r - s) mod P while it passes that shard on to GPU r + 1 (P - 1 transfers, each one K and
   one V shard: 2 (N/P) kv_heads d itemsize batch bytes), and merges the partial result with the LSE. Causal:
   the step on its own shard is causal, earlier shards are seen whole, later ones skipped (the GPU idles).
-- "zigzag" (Striped/zigzag ring, as ring-flash-attention's zigzag): 2P chunks of N/2P; GPU r holds chunks r
-  and 2P-1-r, so every GPU does the same causal work in every step: earlier shards are attended by both
-  chunks of Q against chunk j, later shards by the late chunk of Q against both chunks of K/V.
+- "zigzag" (ring-flash-attention's zigzag ring; Striped Attention balances the mask another way, round-robin by
+  token): 2P chunks of N/2P; GPU r holds chunks r and 2P-1-r, so every GPU does the same causal work in every
+  step: earlier shards are attended by both chunks of Q against chunk j, later shards by the late chunk of Q
+  against both chunks of K/V.
 - "ulysses" (DeepSpeed-Ulysses, Jacobs et al. 2023): all-to-all from sequence-split to head-split (Q, K, V;
   K and V in kv_heads), attention over the whole sequence on H/P heads, all-to-all of O back. Each GPU
   sends (P-1)/P of each shard. P must divide heads and kv_heads.

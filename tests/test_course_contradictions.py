@@ -313,3 +313,99 @@ def test_notebooks_4_and_5_say_registers_and_stages_decide_what_fits_too():
     assert resources(cfg, "flash2").shared_bytes > cfg.sram_bytes("flash2")  # the stages' buffers
     assert "as many at once as its shared memory holds" not in _markdown("05_flash1_vs_flash2.ipynb")
     assert "as far as the GPU's SRAM per thread block allows" not in _markdown("04_tiling.ipynb")
+
+
+def test_notebook7_names_the_ceiling_its_hopper_utilization_divides_by():
+    """Notebook 7 printed "62% of the measured matmul ceiling", dividing by H200-measured's tl.dot loop (870 TFLOP/s),
+    while the notebook 1 it points to shows torch's 8192³ matmul (664 TFLOP/s, 81%) in its ceilings table."""
+    text = practice_measured.hopper_summary(BENCH, head_dim=128, min_seq=4096)
+    peak = gpusim.get_gpu("H200-measured").fp16_matmul_flops_per_s
+    best = max(r["hopper fp16 TFLOP/s"] for r in practice_measured.hopper_rows(BENCH) if r["N"] >= 4096) * 1e12
+    assert (f"{best / peak:.0%} of the fastest tl.dot loop measured ({peak / 1e12:.0f} TFLOP/s: the H200-measured "
+            f"preset's matmul rate") in text and "not the slower 8192³ matmul of notebook 1's ceilings table" in text
+    ceilings = measurements.read_results(ROOT / "results" / "h200" / "ceilings.json")
+    assert ceilings["matmul_float16_flops_per_s"] < peak  # "slower", as the sentence says
+    assert "measured matmul ceiling" not in text
+
+
+RATIO = re.compile(r"\b(?:flash[12]|naive|hopper|SDPA flash|Hopper kernel|standard attention)(?: fp\d+)? over ")
+
+
+def test_ratios_say_whose_time_is_divided_by_whose():
+    """Notebook 5 and the scorecard printed "flash1 over flash2" for flash1's time / flash2's (flash2's speedup)
+    beside "flash2 over naive" for naive's time / flash2's: each ratio now names its numerator's time first."""
+    from gpusim_course.tiling import measured
+    rows = claims.rows(ROOT / "results" / "h200")
+    printed = [measured.fill_sentence(BENCH), *measured.speedup_rows(BENCH)[0]]
+    printed += [text for r in rows for text in (r.predicted, r.measured)]
+    assert not [t for t in printed if RATIO.search(t)]
+    assert "flash2's speedup over flash1 (flash1's time / flash2's) is" in printed[0]
+    fa2 = next(r for r in rows if r.claim.startswith("FlashAttention-2 is ~2x"))
+    assert fa2.measured.startswith("the project's flash1 kernel's time / its flash2's: ")
+
+
+def test_notebook7_says_what_the_decode_kernel_launches_as_notebook8_does():
+    """Notebook 7 said FlashAttention-2 gives each (batch, head) a thread block in decode, notebook 8 that the
+    project's decode kernel launches one program per (request, K/V head), serving the group's query heads."""
+    from gpusim_course.inference import measured as inference
+    text = _markdown("07_hopper_and_beyond.ipynb")
+    assert "FlashAttention-2 gives each (batch, head) a single thread block there" not in text
+    assert "launches one program per (request, K/V head), serving the query heads of its group" in text
+    decode = measurements.read_results(ROOT / "results" / "h200" / "decode.json")
+    lesson = inference.unsplit_lesson(decode, batch=1)
+    assert "(one per request and K/V head)" in inference.unsplit_sentence(lesson)
+    assert lesson["num_splits=1 programs"] == 8  # batch 1 x Llama-3-8B's 8 K/V heads, not its 32 query heads
+
+
+def test_notebook13_keeps_striped_attention_apart_from_zigzag():
+    """Striped Attention deals tokens round-robin (token t to device t mod P); zigzag's 2P chunks, GPU r holding r and
+    2P - 1 - r, are ring-flash-attention's layout: notebook 13 called zigzag "as in Striped Attention"."""
+    from gpusim.context import STRATEGIES
+    text = _markdown("13_beyond_one_gpu.ipynb")
+    assert "as in Striped Attention" not in text
+    assert "Zigzag (ring-flash-attention's layout" in text and "token $t$ to GPU $t \\bmod P$" in text
+    assert "zigzag" in STRATEGIES and not any("strip" in s for s in STRATEGIES)  # "gpusim models zigzag, not striping"
+
+
+def test_notebook7_names_the_tile_of_its_flash2_baseline_and_what_the_h200_measured_there():
+    """Notebook 7's flash2 baseline runs gpusim's pick on the H100-SXM datasheet preset, 256 x 64 at 255 registers
+    per thread, which tiles.json measured slower on the H200 (3.16 ms) than 64 x 64 (2.78 ms)."""
+    tiles = measurements.read_results(ROOT / "results" / "h200" / "tiles.json")["rows"]
+    text = practice_measured.baseline_tile_sentence(tiles, "H100-SXM", 8192, 128)
+    ms = {(r["block_q"], r["block_kv"], r["num_warps"]): r["ms"] for r in tiles if r["algo"] == "flash2"
+          and (r["seq"], r["head_dim"], r["causal"]) == (8192, 128, False)}
+    assert text.startswith("The flash2 row runs 256 x 64: the tile gpusim's time model picks on the H100-SXM preset "
+                           "(datasheet rates; 255 registers per thread)")
+    assert f"flash2 ran 256 x 64 in {ms[256, 64, 8]:.2f} ms and its fastest tile, 64 x 64, in {ms[64, 64, 4]:.2f} ms" \
+        in text and min(ms.values()) == ms[64, 64, 4] < ms[256, 64, 8]  # "a tile the measurements do not confirm"
+    assert gpusim.best_blocks("flash2", seq=8192, head_dim=128, batch=2, heads=16, gpu="H200-measured") == (64, 64)
+    nb = (ROOT / "notebooks" / "07_hopper_and_beyond.ipynb").read_text()
+    assert "measured.baseline_tile_sentence(" in nb and "a tile the H200's measurements do not confirm" in nb
+
+
+def test_notebook2_names_the_tile_beside_each_share_of_s_and_p():
+    """Notebook 2 credited S and P's falling share (73/66/57/17%) to d alone, where each share is at its own tile:
+    B_c = d up to d = 128 with B_r at 128, and a smaller B_r (and B_c < d) at d = 256, as its prose now says."""
+    from gpusim_course import prose
+    from gpusim_course.standard import model as standard_model
+    tiles = {d: standard_model.traffic_tile("A100-40GB", d) for d in (32, 64, 128, 256)}
+    assert all(tiles[d] == (128, d) for d in (32, 64, 128))
+    assert tiles[256][0] < 128 and tiles[256][1] < 256
+    phrase = prose._sp_shares()
+    assert all(f"at d = {d} ({q} × {kv})" in phrase for d, (q, kv) in tiles.items())
+    text = _markdown("02_standard_attention.ipynb")
+    assert phrase in text and "so the fall is not $d$'s alone" in text
+
+
+def test_notebook9_says_the_tutorial_computes_dq_in_a_second_loop_of_one_kernel():
+    """Triton's fused-attention tutorial (triton 3.x) computes dK, dV and then dQ in the same program of one backward
+    kernel, _attn_bwd, after a preprocess kernel; the project's backward launches three kernels."""
+    from gpusim_course.training import model as training
+    text = _markdown("09_training.ipynb")
+    assert "as Triton's fused-attention tutorial does) instead computes $dQ$ in a separate kernel" not in text
+    assert "Triton's tutorial the second kernel" not in text
+    assert "in a second loop, a Q block's $dQ_i$" in text and "launches three: `preprocess`, `dkdv`, `dq`" in text
+    source = (ROOT / "kernels" / "backward.py").read_text()
+    assert all(f'"{name}", (' in source for name in ("preprocess", "dkdv", "dq"))  # launched_backward's three
+    label = training.dq_choice_rows(512, 64)[0]["dQ produced by"]
+    assert "Triton's tutorial: a second loop of its one backward kernel" in label

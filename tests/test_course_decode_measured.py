@@ -107,7 +107,7 @@ def test_helps_most_table(data):
     assert rows[0]["ridge point"] == ridge.matmul_flops_per_s("fp16") / ridge.hbm_bytes_per_s
     prefill = {r["provider"]: r for r in bench["rows"] if (r["seq"], r["dtype"], r["head_dim"], r["causal"]) ==
                (4096, "fp16", 128, True)}
-    assert rows[0]["FA benefit, H200: torch over the fastest kernel"] == prefill["torch_naive"]["ms"] / min(
+    assert rows[0]["FA benefit, H200: torch's time / the fastest kernel's"] == prefill["torch_naive"]["ms"] / min(
         r["ms"] for p, r in prefill.items() if p not in STANDARD and r.get("ms"))
     assert all(r["FA benefit, H200: project's kernels"] is None for r in rows[2:])
     assert all(r["FA benefit, gpusim"] > 1 for r in rows)
@@ -131,7 +131,7 @@ def test_helps_most_divides_torch_by_one_basis_in_both_phases(data):
         timed = [r for r in cell if r.get("ms")]
         best = min((r for r in timed if r["provider"] not in STANDARD), key=lambda r: r["ms"])
         torch = next(r["ms"] for r in timed if r["provider"] == "torch_naive")
-        assert row["FA benefit, H200: torch over the fastest kernel"] == torch / best["ms"], row["scenario"]
+        assert row["FA benefit, H200: torch's time / the fastest kernel's"] == torch / best["ms"], row["scenario"]
         assert row["fastest kernel, H200"] == best["provider"]
     text = " ".join(prose.markdown(ROOT / "notebooks" / "08_inference.ipynb"))
     assert "The torch column has one basis in both phases" in text
@@ -197,17 +197,27 @@ def test_notebook8_reads_the_prefill_decode_verdict_as_it_is(data):
 
 def test_split_rule_sentence_says_why_the_slots_and_the_programs_differ():
     """Notebook 8 printed "the rule places 528" and then "512 programs": 528 is the slot budget (room for 66
-    splits of 8 programs); 66 and 65 splits would leave their last splits empty, so the rule takes 64."""
+    splits of 8 programs); 66 and 65 splits would leave their last splits empty, so the rule takes 64. The slots
+    are one fewer per SM than it keeps resident: notebook 8 said "every SM's resident split blocks but one"."""
     from gpusim import decode
+    from gpusim_course import prose
     launch = gpusim.simulate("split_kv", batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16,
                              gpu=dm.GPU).config
     slots, chunks = decode.split_slots(launch), int(launch.chunks.max())
     top = slots // 8
     assert top > launch.num_splits and -(-chunks // top) == -(-chunks // launch.num_splits)  # the same chunks each
     text = dm.split_rule_sentence(launch)
-    assert f"fills up to {slots} slots, room for {top} split(s) of 8 programs; {top} down to " \
+    assert f"fills up to {slots} slots (4 of each SM's 5), room for {top} split(s) of 8 programs; {top} down to " \
            f"{launch.num_splits + 1} splits would leave empty ones" in text
     assert text.endswith(f"num_splits = {launch.num_splits}, {8 * launch.num_splits} programs.")
+    per_sm = decode.resident_programs(launch) // launch.gpu.sm_count
+    assert slots == (per_sm - 1) * launch.gpu.sm_count  # one fewer per SM, not "every SM's blocks but one"
+    assert f"({per_sm} per SM, {launch.gpu.sm_count} SMs); the rule fills up to {slots} slots ({per_sm - 1} of each " \
+           f"SM's {per_sm})" in text
+    notebook = " ".join(prose.markdown(ROOT / "notebooks" / "08_inference.ipynb"))
+    assert not any(old in notebook for old in ("resident split blocks but one", "resident split blocks, the split"))
+    assert "per SM one fewer than the split programs an SM keeps in flight" in notebook
+    assert "`gpusim.decode.split_slots`: per SM, one fewer than the split programs an SM keeps resident" in notebook
     wide = gpusim.simulate("split_kv", batch=64, heads=32, kv_heads=8, head_dim=128, seq_kv=4096, gpu=dm.GPU).config
     assert "empty" not in dm.split_rule_sentence(wide) and "num_splits = 1," in dm.split_rule_sentence(wide)
 

@@ -92,12 +92,12 @@ def test_speedup_rows_divide_naive_by_flash2_and_say_when_pytorch_ran_out():
             (("naive", 3.0), ("flash2", 1.0), ("torch_naive", 4.0), ("sdpa_flash", 0.5))]
     rows[-2] = {k: v for k, v in rows[-2].items() if k != "ms"} | {"error": "OOM"}  # torch_naive at 2,048
     got = tiling_measured.speedup_rows(rows, head_dim=64)
-    assert [r["measured: flash2 over naive"] for r in got] == ["3.0x", "3.0x"]
-    last = got[-1]["measured: SDPA flash over PyTorch's standard attention"]
-    assert got[0]["measured: SDPA flash over PyTorch's standard attention"] == "8.0x" and "out of memory" in last
+    assert [r["measured: naive's time / flash2's"] for r in got] == ["3.0x", "3.0x"]
+    last = got[-1]["measured: PyTorch's standard attention's time / SDPA flash's"]
+    assert got[0]["measured: PyTorch's standard attention's time / SDPA flash's"] == "8.0x" and "out of memory" in last
     shape = dict(seq=1024, batch=16, heads=32, head_dim=64, gpu="H200-measured")
     predicted = gpusim.simulate("naive", **shape).predicted_time_s / gpusim.simulate("flash2", **shape).predicted_time_s
-    assert got[0]["gpusim: flash2 over naive"] == f"{predicted:.1f}x"
+    assert got[0]["gpusim: naive's time / flash2's"] == f"{predicted:.1f}x"
 
 
 def test_footprint_rows_set_measured_peaks_beside_gpusims_naive_footprint():

@@ -56,7 +56,7 @@ def test_figure2_and_speedup_figures():
     assert [line.get_ydata()[0] for line in fig.axes[0].lines] == [40.3, 35.3, 4.4]
     groups = {(64, False): training_measured.speedup_rows(None, 64, False, seqs=(1024, 2048))}
     fig = training_plots.speedup_figure(groups)
-    assert fig.axes[0].lines[0].get_label() == "gpusim: naive over flash2"
+    assert fig.axes[0].lines[0].get_label() == "gpusim: naive's time / flash2's"
     assert len(fig.axes[0].lines) == 2  # the prediction and the line at 1x: nothing measured without the file
 
 

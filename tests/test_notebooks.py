@@ -198,12 +198,6 @@ def test_training_notebook_with_and_without_the_backward_benchmark(bench_bwd, sa
     assert says in printed
 
 
-def test_notebook4_code_does_not_read_the_results_folder():
-    """The browser test serves a copy of notebooks/ alone, without ../results."""
-    nb = read(ROOT / "notebooks" / "04_tiling.ipynb")
-    assert not any("results" in c.source for c in nb.cells if c.cell_type == "code")
-
-
 def widget_states(nb):
     return [m["state"] for m in nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()]
 

@@ -161,8 +161,8 @@ def _torch_over_fastest(cell):
 
 
 def decode_benefit_parts(decode_data, gpu=GPU, decodes=DECODES):
-    """helps_most's "FA benefit, gpusim" of each decode row (naive over split-KV) as the product of its two causes:
-    the DRAM bytes the naive kernels move over the split kernel's, and the split kernel's DRAM bytes per second
+    """helps_most's "FA benefit, gpusim" of each decode row (naive's time / split-KV's) as the product of its two
+    causes: the DRAM bytes the naive kernels move over the split kernel's, and the split kernel's DRAM bytes per second
     over the naive kernels'; with the fewest programs a naive kernel launches (and the kernels that launch that few),
     and the SMs."""
     g = gpusim.get_gpu(gpu)
@@ -196,7 +196,8 @@ def _row(scenario, batch, intensity, gpu, dtype, predicted, measured_project, me
     return {"scenario": scenario, "batch": batch, "FLOPs per DRAM byte (gpusim)": intensity, "ridge point": ridge,
             "memory-bound?": "yes" if intensity < ridge else "no",
             "FA benefit, gpusim": predicted, "FA benefit, H200: project's kernels": measured_project,
-            "FA benefit, H200: torch over the fastest kernel": measured_torch, "fastest kernel, H200": fastest_kernel}
+            "FA benefit, H200: torch's time / the fastest kernel's": measured_torch,
+            "fastest kernel, H200": fastest_kernel}
 
 
 def unsplit_sentence(lesson):
@@ -246,18 +247,19 @@ def split_rule_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072
 
 def split_rule_sentence(launch):
     """How gpusim.decode's rule chose a launch's split count: the split programs the GPU keeps resident, the slots
-    the rule fills (split_slots: every SM's but one), the most splits whose programs fit them, the counts it passed
-    over because they leave each split as many chunks as one fewer (their last splits would be empty: num_splits_rule),
-    and the programs it launches."""
+    the rule fills (split_slots: one program fewer per SM than it keeps resident, at least one per SM), the most
+    splits whose programs fit them, the counts it passed over because they leave each split as many chunks as one
+    fewer (their last splits would be empty: num_splits_rule), and the programs it launches."""
     per_split, chunks = launch.batch * launch.units, int(launch.chunks.max())
-    slots = decode.split_slots(launch)
+    sms, resident, slots = launch.gpu.sm_count, decode.resident_programs(launch), decode.split_slots(launch)
     top = max(1, min(decode.MAX_SPLITS, chunks, slots // per_split))
     passed = f"; {top} down to {launch.num_splits + 1} splits would leave empty ones ({chunks:,} chunks of " \
              f"{launch.block_kv} keys: {-(-chunks // top)} per split, as at {launch.num_splits})" \
         if top > launch.num_splits else ""
-    return (f"{decode.resident_programs(launch)} resident split programs on {launch.gpu.name} "
-            f"({launch.gpu.sm_count} SMs); the rule fills up to {slots} slots, room for {top} split(s) of {per_split} "
-            f"programs{passed}: num_splits = {launch.num_splits}, {decode.programs(launch, 'split_kv')} programs.")
+    return (f"{resident} resident split programs on {launch.gpu.name} ({resident // sms} per SM, {sms} SMs); the "
+            f"rule fills up to {slots} slots ({slots // sms} of each SM's {resident // sms}), room for {top} split(s) "
+            f"of {per_split} programs{passed}: num_splits = {launch.num_splits}, "
+            f"{decode.programs(launch, 'split_kv')} programs.")
 
 
 def split_counts(data, batch=1, sm_count=132, kv_heads=8, slots=5, flash_attn_slots=2):

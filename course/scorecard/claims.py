@@ -63,8 +63,8 @@ def _ratios(results, measured, modelled, field="ms", key="predicted_time_s"):
 
 def speedup(results):
     obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"))
-    return Row("FlashAttention: 2-4x faster.", BLOG, f"flash2 over naive: {ratio_span(predicted)}",
-               f"SDPA flash over PyTorch's standard attention: {ratio_span([o.value for o in obs])}",
+    return Row("FlashAttention: 2-4x faster.", BLOG, f"naive's time / flash2's: {ratio_span(predicted)}",
+               f"PyTorch's standard attention's time / SDPA flash's: {ratio_span([o.value for o in obs])}",
                interval(obs, 2, 4, "2-4x"), "range", "05_flash1_vs_flash2.ipynb",
                "Predicted time and speedup against sequence length")
 
@@ -72,8 +72,8 @@ def speedup(results):
 def memory(results):
     obs, predicted = _ratios(results, ("torch_naive", "sdpa_flash"), ("naive", "flash2"), "peak_bytes",
                              "hbm_peak_bytes")
-    return Row("5-20x less memory.", BLOG, f"peak footprint, naive over flash2: {ratio_span(predicted)}",
-               f"peak memory, PyTorch's standard attention over SDPA flash: {ratio_span([o.value for o in obs])}",
+    return Row("5-20x less memory.", BLOG, f"peak footprint, naive's / flash2's: {ratio_span(predicted)}",
+               f"peak memory, PyTorch's standard attention's / SDPA flash's: {ratio_span([o.value for o in obs])}",
                interval(obs, 5, 20, "5-20x"), "range", "02_standard_attention.ipynb",
                "Memory: when 128K tokens cannot work")
 
@@ -81,8 +81,8 @@ def memory(results):
 def fa2_over_fa1(results):
     obs, predicted = _ratios(results, ("flash1", "flash2"), ("flash1", "flash2"))
     return Row("FlashAttention-2 is ~2x faster than FlashAttention-1.", f"{BLOG}, {SUMMARY}",
-               f"flash1 over flash2: {ratio_span(predicted)}",
-               f"the project's flash1 kernel over its flash2: {ratio_span([o.value for o in obs])}",
+               f"flash1's time / flash2's: {ratio_span(predicted)}",
+               f"the project's flash1 kernel's time / its flash2's: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "05_flash1_vs_flash2.ipynb",
                "FlashAttention-2 against FlashAttention-1: is it 2x?")
 
@@ -133,14 +133,15 @@ MODELS = {"bert": ("BERT", 512, False, 2.2, (100, 45)), "gpt2": ("GPT-2", 1024, 
 
 
 def _attention_alone(rows):
-    """gpusim's flash2 over naive at the claim's two shapes (the attention layers alone), as text."""
+    """gpusim's naive time / flash2's at the claim's two shapes (the attention layers alone), as text."""
     shown = []
     for name, seq, causal, _, _ in MODELS.values():
         slow = timed_by_seq(rows, "torch_naive", "fp16", 64, causal)[seq]
         shape = dict(seq=seq, head_dim=64, batch=slow["batch"], heads=slow["heads"], causal=causal, gpu=PREDICT_GPU)
         naive, flash = (gpusim.simulate(algo, **shape).predicted_time_s for algo in ("naive", "flash2"))
         shown.append(f"{name} {naive / flash:.1f}x")
-    return "attention alone, flash2 over naive: " + ", ".join(shown) + " (gpusim models attention, not whole models)"
+    return ("attention alone, naive's time / flash2's: " + ", ".join(shown)
+            + " (gpusim models attention, not whole models)")
 
 
 def model_table(results):
@@ -306,8 +307,9 @@ def fa3_fp16(results):
     rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
     obs = [Obs(r["speed vs SDPA flash"], f"N={r['N']:,}", "d=128") for r in rows]
     predicted = _fa3_predicted(rows, "fp16")
-    return Row("FA-3 on H100, FP16: ~1.5x faster than FA-2.", BLOG, f"hopper over flash2: {ratio_span(predicted)}",
-               f"the project's Hopper kernel over SDPA flash: {ratio_span([o.value for o in obs])}",
+    return Row("FA-3 on H100, FP16: ~1.5x faster than FA-2.", BLOG,
+               f"flash2's time / hopper's: {ratio_span(predicted)}",
+               f"SDPA flash's time / the project's Hopper kernel's: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(1.5), "~1.5x (1.2-1.9x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
                "Measured: the project's Hopper kernel on the H200")
 
@@ -316,8 +318,9 @@ def fa3_fp8(results):
     rows = hopper_rows(_bench(results), head_dim=128, causal=False, gpu=PREDICT_GPU)
     obs = [Obs(r["speed vs SDPA flash"] * r["fp8 speed vs fp16"], f"N={r['N']:,}", "d=128") for r in rows]
     predicted = _fa3_predicted(rows, "fp8")
-    return Row("FA-3 on H100, FP8: ~2x faster than FA-2.", BLOG, f"hopper fp8 over flash2 fp16: {ratio_span(predicted)}",
-               f"the Hopper kernel in fp8 over SDPA flash: {ratio_span([o.value for o in obs])}",
+    return Row("FA-3 on H100, FP8: ~2x faster than FA-2.", BLOG,
+               f"flash2 fp16's time / hopper fp8's: {ratio_span(predicted)}",
+               f"SDPA flash's time / the Hopper kernel's in fp8: {ratio_span([o.value for o in obs])}",
                interval(obs, *about(2), "~2x (1.6-2.5x)"), "~x: within 1.25x", "07_hopper_and_beyond.ipynb",
                "Measured: the project's Hopper kernel on the H200")
 
@@ -401,13 +404,13 @@ def _benefits(by_provider):
 
 
 def _prefill_predicted(row):
-    """gpusim's naive over flash2 at a prefill row's shape (bench.json)."""
+    """gpusim's naive time / flash2's at a prefill row's shape (bench.json)."""
     shape = dict(seq=row["seq"], batch=row["batch"], heads=row["heads"], gpu=PREDICT_GPU, **inference.PREFILL)
     return gpusim.simulate("naive", **shape).predicted_time_s / gpusim.simulate("flash2", **shape).predicted_time_s
 
 
 def _decode_predicted(decode, seq_kv, batch):
-    """gpusim's naive over the split-KV kernel at decode.json's launch, as notebook 8's table prices it."""
+    """gpusim's naive time / the split-KV kernel's at decode.json's launch, as notebook 8's table prices it."""
     _, flash, naive = inference.decode_pair(decode, batch, seq_kv, gpusim.get_gpu(PREDICT_GPU))
     return naive.predicted_time_s / flash.predicted_time_s
 
@@ -441,7 +444,7 @@ def prefill_decode(results, batch=1):
     pre, dec = [_prefill_predicted(prefill[n][1]) for n in seqs], [_decode_predicted(decode, n, batch) for n in seqs]
     predicted = [p / d for p, d in zip(pre, dec)]
     first, one = prefill[seqs[0]][1], step[seqs[0]][1]
-    measured = (f"PyTorch's standard attention over the fastest FlashAttention-style kernel measured at each N "
+    measured = (f"PyTorch's standard attention's time / the fastest FlashAttention-style kernel's, at each N "
                 f"(prefill: bench.json, fp16, d=128, causal, {first['heads']} heads, fastest "
                 f"{_kernels(prefill[n][2] for n in seqs)}; decode: decode.json, batch {batch}, {one['heads']} query "
                 f"heads on {one['kv_heads']} K/V heads, d={one['head_dim']}, fastest "
@@ -449,8 +452,8 @@ def prefill_decode(results, batch=1):
                 f"decode {ratio_span([step[n][0] for n in seqs])}; prefill / decode "
                 f"{ratio_span([o.value for o in obs], '{:.2f}')}")
     return Row("The prefill phase (processing your entire prompt) is where FlashAttention shines brightest.", BLOG,
-               f"naive over FlashAttention at the measured shapes, N = {seqs[0]:,} to {seqs[-1]:,}: prefill (flash2) "
-               f"{ratio_span(pre)}, decode (the split-KV kernel, priced as notebook 8's table prices it) "
+               f"naive's time / FlashAttention's at the measured shapes, N = {seqs[0]:,} to {seqs[-1]:,}: prefill "
+               f"(flash2) {ratio_span(pre)}, decode (the split-KV kernel, priced as notebook 8's table prices it) "
                f"{ratio_span(dec)}; prefill / decode {ratio_span(predicted, '{:.2f}')}", measured,
                noting(interval(obs, 1.0, float("inf"), "the claim's range, above 1,", "{:.2f}"),
                       _where_gpusim_disagrees(obs, predicted)),

@@ -14,7 +14,8 @@ from ..scorecard.verdicts import about
 
 def speedup_rows(rows, gpu="H200-measured", head_dim=64, causal=False, dtype="fp16"):
     """Per length (bench.json): the measured speedup of the project's flash2 kernel over its naive kernels
-    beside gpusim's predicted one, and of SDPA's FlashAttention-2 over PyTorch's standard attention."""
+    beside gpusim's predicted one, and of SDPA's FlashAttention-2 over PyTorch's standard attention; each column
+    names its ratio (the slower one's time / the faster one's)."""
     naive, flash2 = (timed_by_seq(rows, p, dtype, head_dim, causal) for p in ("naive", "flash2"))
     group = dict(dtype=dtype, head_dim=head_dim, causal=causal)
     out = []
@@ -26,17 +27,17 @@ def speedup_rows(rows, gpu="H200-measured", head_dim=64, causal=False, dtype="fp
         predicted = t_naive / t_flash2
         torch_naive, sdpa = (_outcome(rows, p, seq, **group) for p in ("torch_naive", "sdpa_flash"))
         out.append({"N": seq, "batch x heads": f"{r['batch']} x {r['heads']}",
-                    "measured: flash2 over naive": f"{naive[seq]['ms'] / r['ms']:.1f}x",
-                    "gpusim: flash2 over naive": f"{predicted:.1f}x",
-                    "measured: SDPA flash over PyTorch's standard attention":
+                    "measured: naive's time / flash2's": f"{naive[seq]['ms'] / r['ms']:.1f}x",
+                    "gpusim: naive's time / flash2's": f"{predicted:.1f}x",
+                    "measured: PyTorch's standard attention's time / SDPA flash's":
                         f"{torch_naive['ms'] / sdpa['ms']:.1f}x" if isinstance(torch_naive, dict) and isinstance(
                             sdpa, dict) else f"PyTorch's: {torch_naive or 'not run'}"})
     return out
 
 
 def flash1_fill(rows, gpu="H200-measured", dtype="fp16"):
-    """Per measured shape of bench.json where both the project's flash1 and flash2 ran: (group, N, flash1 over flash2
-    measured, the share of SM time flash1's thread blocks keep busy at that shape in gpusim)."""
+    """Per measured shape of bench.json where both the project's flash1 and flash2 ran: (group, N, flash1's time /
+    flash2's measured, the share of SM time flash1's thread blocks keep busy at that shape in gpusim)."""
     out = []
     for head_dim in (64, 128):
         for causal in (False, True):
@@ -60,9 +61,10 @@ def fill_sentence(rows, gpu="H200-measured", full=0.9):
     groups = dict.fromkeys(c[0] for c in filled)
     per_group = "; ".join(f"{g} {span([c[2] for c in filled if c[0] == g], '{:.2f}x')}" for g in groups)
     return (f"Where flash1's thread blocks keep at least {full:.0%} of the SMs busy (gpusim, {len(filled)} of "
-            f"{len(cases)} measured shapes), flash1 over flash2 is {per_group}: within ~2x ({lo:.1f}-{hi:.1f}x) in "
-            f"{inside} of {len(filled)}. Where they keep {span([c[3] for c in idle], '{:.0%}')} busy "
-            f"({len(idle)} shapes), it is {span([c[2] for c in idle], '{:.1f}x')}.")
+            f"{len(cases)} measured shapes), flash2's speedup over flash1 (flash1's time / flash2's) is {per_group}: "
+            f"within ~2x ({lo:.1f}-{hi:.1f}x) in {inside} of {len(filled)}. Where they keep "
+            f"{span([c[3] for c in idle], '{:.0%}')} busy ({len(idle)} shapes), it is "
+            f"{span([c[2] for c in idle], '{:.1f}x')}.")
 
 
 def nsight_launches(ncu, manifest, algo="flash2"):

@@ -32,7 +32,7 @@ def sweep_figure(results):
         ax_m.plot([r.config.seq for r in rs if not r.fits_in_hbm],
                   [r.hbm_peak_bytes / 2**30 for r in rs if not r.fits_in_hbm], "o", mfc="none", color=color)
     for algo, curve in gpusim.speedups(results).items():
-        ax_s.plot(list(curve), list(curve.values()), "o-", color=COLORS.get(algo), label=f"{algo} over naive")
+        ax_s.plot(list(curve), list(curve.values()), "o-", color=COLORS.get(algo), label=f"naive's time / {algo}'s")
     gpu = results[0].config.gpu
     ax_m.axhline(gpu.hbm_bytes / 2**30, color="k", ls="--", lw=1, label=f"{gpu.name} HBM")
     c = results[0].config

@@ -97,7 +97,8 @@ def dq_choice_rows(seq, head_dim, heads=1, batch=1, block_q=128, block_kv=32, ca
     adds = sum(r["atomic_bytes"] for r in dq_updates(seq, head_dim, block_q, block_kv, causal, dtype))
     buffer = seq * head_dim * STATS_BYTES  # the fp32 accumulator, per (batch, head)
     convert = buffer + seq * head_dim * cfg.itemsize  # read fp32, write the dtype
-    return [{"dQ produced by": "a separate dQ kernel (gpusim, Triton's tutorial)",
+    return [{"dQ produced by": "a separate dQ pass (gpusim's and the project's dq kernel; Triton's tutorial: a second "
+                               "loop of its one backward kernel)",
              "bytes for dQ": kernel_bytes, "extra matmul FLOPs": 4 * head_dim * cfg.tiling.tile_elements * cfg.bh,
              "same result every run": True},
             {"dQ produced by": "fp32 atomic adds in the dK/dV kernel (FlashAttention-2)",

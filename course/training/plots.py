@@ -100,18 +100,19 @@ def memory_sentence(rows, longest, gpu):
 
 def speedup_figure(groups):
     """fwd + bwd speedup of FlashAttention over standard attention against N, one panel per (head_dim,
-    causal): gpusim's prediction (naive over flash2) and, where measured, the project's naive kernels over its
-    flash2 (the same pair), and torch naive over the project's flash2 and over SDPA's FlashAttention-2.
+    causal), each line a ratio of times that its label names (the slower one's / the faster one's): gpusim's
+    prediction (naive's / flash2's) and, where measured, the project's naive kernels' / its flash2's (the same pair),
+    and torch naive's / the project's flash2's and / SDPA's FlashAttention-2's.
     groups: {(head_dim, causal): measured.speedup_rows}."""
     ncols = min(2, len(groups))  # an SVG shows at its own size: two panels a row keep 9 inches readable
     nrows = -(-len(groups) // ncols)
     fig = Figure(figsize=(9, 3.2 * nrows + 0.8), layout="constrained")
     axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
-    styles = {"predicted speedup": ("k", "--", None, "gpusim: naive over flash2"),
-              "measured, naive / flash2": ("tab:red", "-", "s", "measured: the project's naive over its flash2"),
+    styles = {"predicted speedup": ("k", "--", None, "gpusim: naive's time / flash2's"),
+              "measured, naive / flash2": ("tab:red", "-", "s", "measured: the project's naive's time / its flash2's"),
               "measured, torch naive / flash2": ("tab:blue", "-", "o",
-                                                 "measured: torch naive over the project's flash2"),
-              "measured, torch naive / sdpa_flash": ("0.45", ":", "^", "measured: torch naive over SDPA flash")}
+                                                 "measured: torch naive's time / the project's flash2's"),
+              "measured, torch naive / sdpa_flash": ("0.45", ":", "^", "measured: torch naive's time / SDPA flash's")}
     for ax, ((head_dim, causal), rows) in zip(axes, groups.items()):
         for key, (color, style, marker, label) in styles.items():
             points = [(r["seq"], r[key]) for r in rows if r[key] is not None]
