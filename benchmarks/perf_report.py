@@ -342,12 +342,35 @@ def as_written(name):
 
 def render(text):
     """docs/perf.md's (or the README's) text with every generated table replaced by what the current code
-    computes, each under its section's model (as_written)."""
+    computes, each under its section's model (as_written), and its contents (where it has them) by its headings."""
     for name, table in TABLES.items():
         with as_written(name):
             text = re.sub(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + table() + "\n" +
                           m.group(2), text, flags=re.S)
-    return text
+    return re.sub(r"(<!-- contents:begin -->\n).*?(<!-- contents:end -->)",
+                  lambda m: m.group(1) + contents(text) + "\n" + m.group(2), text, flags=re.S)
+
+
+def contents(text):
+    """The text's sections (## headings) and their subsections (###) as a nested list of links, by GitHub's anchors
+    (anchor); headings inside code fences are not headings."""
+    lines, seen, fenced = [], {}, False
+    for line in text.splitlines():
+        fenced ^= line.startswith("```")
+        level = len(line) - len(line.lstrip("#"))
+        if not fenced and level in (2, 3) and line[level:level + 1] == " ":
+            title = line[level + 1:].strip()
+            lines.append(f"{'  ' * (level - 2)}- [{title}](#{anchor(title, seen)})")
+    return "\n".join(lines)
+
+
+def anchor(title, seen):
+    """GitHub's anchor of a heading: lower case, what is neither a letter, a digit, '-', '_' nor a space dropped, spaces
+    as '-'; a title seen before (in `seen`, which this updates) gets -1, -2, ... after it."""
+    slug = re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+    count = seen.get(slug, 0)
+    seen[slug] = count + 1
+    return f"{slug}-{count}" if count else slug
 
 
 def main(argv=None):
