@@ -6,7 +6,7 @@
 Llama-3-8B's attention (32 query heads, 8 K/V heads, d = 128, fp16; gpusim/kvcache.py), one new token per
 request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
 - split_kv: the project's split-KV kernel over a paged cache (gpusim_kernels.decode), num_splits chosen by
-  gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks but one,
+  gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks less one,
   split_slots), the reduce a programmatic dependent launch on Hopper;
   split_kv_1: the same with num_splits = 1 (FlashAttention-2's decode path);
   split_kv_contiguous: the same kernel over the contiguous cache the SDPA backends read (no block table,

@@ -353,14 +353,16 @@ def render(text):
 
 def contents(text):
     """The text's sections (## headings) and their subsections (###) as a nested list of links, by GitHub's anchors
-    (anchor); headings inside code fences are not headings."""
+    (anchor, which numbers a repeated title over headings of every level); headings inside code fences are not."""
     lines, seen, fenced = [], {}, False
     for line in text.splitlines():
         fenced ^= line.startswith("```")
         level = len(line) - len(line.lstrip("#"))
-        if not fenced and level in (2, 3) and line[level:level + 1] == " ":
+        if not fenced and 1 <= level <= 6 and line[level:level + 1] == " ":
             title = line[level + 1:].strip()
-            lines.append(f"{'  ' * (level - 2)}- [{title}](#{anchor(title, seen)})")
+            link = anchor(title, seen)
+            if level in (2, 3):
+                lines.append(f"{'  ' * (level - 2)}- [{title}](#{link})")
     return "\n".join(lines)
 
 

@@ -46,7 +46,7 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     """Validate one decode launch; every error is one line naming the value and its limit.
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens); batch None: one
     request per length given (1 for a single length), as the CLI's --seq-kv 1000,70000,4096 is a batch of 3.
-    num_splits None: the most splits whose programs fill this GPU's resident split blocks but one per SM
+    num_splits None: the most splits whose programs fill this GPU's resident split blocks, one fewer per SM
     (num_splits_rule, split_slots).
     block_kv None: DEFAULT_BLOCK_KV, or where its kernels' blocks do not fit this GPU (overflow) the largest of its
     halvings down to MIN_ROWS that does."""
@@ -176,7 +176,7 @@ def resident_programs(launch):
 
 
 def split_slots(launch):
-    """The programs the split rule places: every SM's resident split blocks but one (4 of 5 on an H200).
+    """The programs the split rule places: per SM one fewer than its resident split blocks (4 of 5 on an H200).
     Measured on the H200 (results/h200/decode_splits.json, Llama-3-8B, pages of 16): 512 programs (64 splits
     at batch 1, 8 at batch 8) ran fastest, or within 1% of it, from 4K to 128K tokens; filling all 5 slots
     (82 splits at batch 1) ran 1.3-6.3% slower (run 76; runs 12 and 14 had 0.5-5.5%, and 9 splits at batch 8),

@@ -42,7 +42,7 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
     Decoding (algo="split_kv"; decode_step(), gpusim/decode.py): seq query rows (default 1) per request attend to
     its cache of seq_kv tokens (one length, or one per request: a list sets the batch where batch is not given).
-    num_splits (None: the most that fill every SM's resident split blocks but one, decode.split_slots), page_size
+    num_splits (None: the most that fill every SM's resident split blocks less one, decode.split_slots), page_size
     (None: contiguous), grouped (default True: a program serves a K/V head's group), block_kv (the chunk: 64, or
     its largest halving that fits the GPU), causal_align ("bottom_right"). Execute mode: q and the caches k, v,
     contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table.

@@ -3200,11 +3200,13 @@ def test_perf_md_reads_run_199s_host_rows_and_the_h200_predictions_as_the_files_
 def test_perf_md_contents_link_every_section_by_githubs_anchor():
     """docs/perf.md's contents (perf_report.contents): one entry per ## and ### heading outside code fences, in order,
     each link GitHub's anchor (a repeated title numbered -1, -2, ...); worked out by hand on a small text."""
-    text = "# T\n\n## One `a.json`, run 7\n```\n## not a heading\n```\n### Two: x / y (fp16)\n## One `a.json`, run 7\n"
+    text = ("# T\n\n## One `a.json`, run 7\n```\n## not a heading\n```\n### Two: x / y (fp16)\n#### One `a.json`, run 7\n"
+            "## One `a.json`, run 7\n")
     assert perf_report.contents(text) == ("- [One `a.json`, run 7](#one-ajson-run-7)\n"
                                           "  - [Two: x / y (fp16)](#two-x--y-fp16)\n"
-                                          "- [One `a.json`, run 7](#one-ajson-run-7-1)")
+                                          "- [One `a.json`, run 7](#one-ajson-run-7-2)")  # the #### one is -1
     perf = (ROOT / "docs" / "perf.md").read_text()
-    headings = [line for line in perf.split("<!-- contents:end -->")[1].splitlines() if line.startswith(("## ", "### "))]
+    headings = [line for line in perf.split("<!-- contents:end -->")[1].splitlines()
+                if line.startswith(("## ", "### "))]
     listed = perf.split("<!-- contents:begin -->")[1].split("<!-- contents:end -->")[0].strip().splitlines()
     assert len(listed) == len(headings) > 40

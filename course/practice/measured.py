@@ -159,7 +159,7 @@ def hopper_summary(rows, head_dim=128, causal=False, min_seq=4096, gpu="H200-mea
             f"(the blog post: ~2x), with {span(col('fp8 error / fp16 error'), '{:.0f}')}x fp16's error. Its best "
             f"fp16 rate, {best / 1e12:.0f} TFLOP/s, is {best / sheet_peak:.0%} of the datasheet's fp16 matmul peak "
             f"and {best / measured_peak:.0%} of the fastest tl.dot loop measured ({measured_peak / 1e12:.0f} TFLOP/s: "
-            f"the {gpu} preset's matmul rate, behind its ridge point in notebook 1, not the slower 8192³ matmul of "
+            f"the {gpu} preset's matmul rate, used for its ridge points in notebook 1, not the slower 8192³ matmul of "
             f"notebook 1's ceilings table); the blog post: up to 75% utilization. "
             f"gpusim predicts fp8 at {span(col('gpusim fp8 vs fp16'))}x fp16, and fp16 times at "
             f"{span([p / m for p, m in zip(col('gpusim fp16 ms'), col('hopper fp16 ms'))])}x the measured.")

@@ -2,8 +2,6 @@
 (results/<gpu>/ncu.json, its tiles from the run's manifest.json) against gpusim's count for each launch (notebook 4),
 and the measured speedups of results/<gpu>/bench.json against gpusim's prediction for each shape (notebook 5).
 """
-from math import ceil
-
 import gpusim
 from gpusim.units import fmt_bytes
 
@@ -91,14 +89,17 @@ def inputs_bytes(launch, itemsize=2):
     return 3 * launch["batch"] * launch["heads"] * launch["seq"] * launch["head_dim"] * itemsize
 
 
-def kv_reads(seq, block_q, block_kv, causal):
-    """How many times FlashAttention-2 reads K and V, on average over their blocks: once per Q block (T_r times);
-    with the causal mask (N == N_kv), Q block i reads only the K/V blocks at or left of its last row's diagonal."""
-    n_kv_blocks = ceil(seq / block_kv)
-    if not causal:
-        return ceil(seq / block_q)
-    visits = sum(ceil(min(seq, (i + 1) * block_q) / block_kv) for i in range(ceil(seq / block_q)))
-    return visits / n_kv_blocks
+def kv_reads(launch, gpu="H200-measured"):
+    """How many times FlashAttention-2 reads K and V at a launch, on average over their blocks: gpusim's tiles visited
+    over the K/V blocks, once per Q block (T_r times), or with the causal mask only by the Q blocks that reach them."""
+    tiling = gpusim.simulate("flash2", gpu=gpu, **{k: launch[k] for k in (
+        "seq", "head_dim", "causal", "batch", "heads", "block_q", "block_kv")}).config.tiling
+    return tiling.tiles / tiling.n_kv_blocks
+
+
+def requested(launch):
+    """(gpusim's, Nsight's) bytes the SMs requested at a launch: read from L2 and written to it."""
+    return tuple(launch["l2_to_sm_bytes"][i] + launch["sm_to_l2_bytes"][i] for i in (0, 1))
 
 
 def nsight_rows(launches):
@@ -106,10 +107,10 @@ def nsight_rows(launches):
     the SMs requested (read and written) as Nsight counted them and as gpusim does, and the DRAM reads."""
     rows = []
     for x in launches:
-        asked = [x["l2_to_sm_bytes"][i] + x["sm_to_l2_bytes"][i] for i in (0, 1)]
+        asked = requested(x)
         rows.append({"N": x["seq"], "d": x["head_dim"], "causal": "yes" if x["causal"] else "no",
                      "tile (Br x Bc)": f"{x['block_q']} x {x['block_kv']}",
-                     "K, V read (times)": kv_reads(x["seq"], x["block_q"], x["block_kv"], x["causal"]),
+                     "K, V read (times)": kv_reads(x),
                      "requested, Nsight": fmt_bytes(asked[1]), "requested, gpusim": fmt_bytes(asked[0]),
                      "equal to the byte": "yes" if asked[1] == asked[0] else "no",
                      "requested / Q, K, V": f"{asked[1] / inputs_bytes(x):.1f}x",
@@ -123,13 +124,12 @@ def nsight_sentence(launches, within=0.1):
     """What notebook 4's table shows, computed from it: on how many launches Nsight counted gpusim's requested bytes
     exactly, how many times the inputs' bytes the SMs requested, and where DRAM reads left gpusim's by more than
     `within` (the L2's capacity edge, notebook 12)."""
-    asked = [(x["l2_to_sm_bytes"][1] + x["sm_to_l2_bytes"][1], x["l2_to_sm_bytes"][0] + x["sm_to_l2_bytes"][0])
-             for x in launches]
-    equal = sum(measured == counted for measured, counted in asked)
+    asked = [requested(x) for x in launches]
+    equal = sum(counted == measured for counted, measured in asked)
     dram = [(x, x["dram_read_bytes"][1] / x["dram_read_bytes"][0]) for x in launches]
     off = [f"N = {x['seq']:,}, d = {x['head_dim']}{', causal' if x['causal'] else ''}: {ratio:.2f}x"
            for x, ratio in dram if abs(ratio - 1) > within]
-    reuse = span([m / inputs_bytes(x) for (m, _), x in zip(asked, launches)], "{:.1f}x")
+    reuse = span([measured / inputs_bytes(x) for (_, measured), x in zip(asked, launches)], "{:.1f}x")
     return (f"Nsight counted gpusim's requested bytes to the byte on {equal} of {len(launches)} launches. The SMs "
             f"requested {reuse} the bytes of Q, K and V; DRAM read within {within:.0%} of gpusim's L2 model on "
             f"{len(launches) - len(off)} of {len(launches)}" + (f" (not at {'; '.join(off)})." if off else "."))
