@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 GPU_MARK = "# needs a GPU"
+INTERPRETER_ONLY = 'os.environ["TRITON_INTERPRET"] = "1"'  # a block that runs the kernels interpreted on any machine
 
 
 def blocks():
@@ -45,7 +46,7 @@ def skip_unless_runnable(code):
     if "gpusim_kernels" in code:
         for module in ("torch", "triton"):
             pytest.importorskip(module, reason="the example needs the `kernels` extra (Linux)")
-    if 'os.environ["TRITON_INTERPRET"] = "1"' in code and not os.environ.get("TRITON_INTERPRET"):
+    if INTERPRETER_ONLY in code and not os.environ.get("TRITON_INTERPRET"):
         pytest.skip("the example runs the kernels in Triton's interpreter on CPU; the GPU suite runs them compiled")
 
 
@@ -86,7 +87,7 @@ def either_device_blocks():
     """The blocks written to run as they are on a GPU or a CPU: the kernels' examples that neither need a GPU nor set
     TRITON_INTERPRET whatever the machine."""
     return [block for block in blocks() if "gpusim_kernels" in block.values[0] and not block.values[0].startswith(
-        GPU_MARK) and 'os.environ["TRITON_INTERPRET"] = "1"' not in block.values[0]]
+        GPU_MARK) and INTERPRETER_ONLY not in block.values[0]]
 
 
 @pytest.mark.parametrize("code", either_device_blocks())
