@@ -493,7 +493,8 @@ def h200_host_line():
 
 def host_line():
     """The H100's per-call cost against issue 24's targets, as the H200's table beside it states them: run 189 (this
-    tree, twice; the tree before, twice, alternately in the same call) and run 173 (one round each)."""
+    tree, twice; the tree before, twice, alternately in the same call), run 173 (one round each), run 191
+    (host_ab.sh) and run 205 (this tree on another host)."""
     after, before = _host_parts(HOST_AFTER), _host_parts(HOST_BEFORE)
     step = "flash2_train_step"
     return (f"On the H100's host (run 189, `results/h100/host.json` and `host_repeat.json`, the same shapes; each "
@@ -505,7 +506,11 @@ def host_line():
             f"{_range(entry_ratios(('host_run173.json',))[step])}×. Run 191 (`benchmarks/host_ab.sh` on another H100, "
             f"the same two trees, `host_run191_*.json`): the training step "
             f"{_range(entry_ratios(RUN_191['after'])[step])}× SDPA's, the tree before's "
-            f"{_range(entry_ratios(RUN_191['before'])[step])}×.")
+            f"{_range(entry_ratios(RUN_191['before'])[step])}×. Run 205 (`host_run205.json`, fifty-seventh session, "
+            f"another H100, this tree again; six ABBA rounds): the training step "
+            f"{_range(entry_ratios(('host_run205.json',))[step])}× SDPA's (its interleaved `ratio_call` "
+            f"{_range(entry_ratios(('host_run205.json',), 'ratio_call')[step])}×), `flash2_attention` "
+            f"{_range(entry_ratios(('host_run205.json',))['flash2_attention'])}×.")
 
 
 def kept_outcome():
