@@ -257,7 +257,7 @@ MUTANTS = [
     Mutant("validation", "refuse the longest sequence the limit allows", "gpusim/shape.py",
            "if limit is not None and value > limit:", "if limit is not None and value >= limit:",
            PINS + "test_the_longest_sequence_counted_is_counted"),
-    Mutant("validation", "refuse bottom-right alignment with as many queries as keys", "gpusim/config.py",
+    Mutant("validation", "refuse bottom-right alignment with as many queries as keys", "gpusim/shape.py",
            'causal_align == "bottom_right" and seq > seq_kv:', 'causal_align == "bottom_right" and seq >= seq_kv:',
            PINS + "test_bottom_right_alignment_with_as_many_queries_as_keys_is_top_left"),
     Mutant("validation", "accept negative block-table entries", "gpusim/decode.py",

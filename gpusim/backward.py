@@ -13,11 +13,13 @@ flash2_backward.py: its kernels, counts, FLOPs, tiles and schedule); this module
 (top-left); fully masked tiles are skipped, as in the forward. A K/V block no query sees (N_kv > N) is not
 read, and its dK, dV are written as zeros.
 """
+import math
 from dataclasses import replace
 
 from .hardware import DTYPE_BYTES, dtype_name, get_gpu
 from .passes import BACKWARD, algo_name
-from .shape import Backward, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401 (gpusim.backward.Backward)
+from .shape import (Backward, Tiles, check_groups, counts, flag, given_tiles, knobs_of,  # noqa: F401 (Backward)
+                    positive_int)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
 ALGOS = tuple(BACKWARD)
@@ -49,12 +51,11 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
         raise ValueError("dtype='fp8': an fp8 forward has no backward here (train in fp16, bf16 or fp32)")
     gpu = get_gpu(gpu)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
-    pass_.check(gpu, positive_int("head_dim", head_dim))
+    pass_.check(gpu, positive_int("head_dim", head_dim), dtype)
     kv_heads, seq_kv = heads if kv_heads is None else kv_heads, seq if seq_kv is None else seq_kv
-    seq, head_dim, heads, batch, kv_heads, seq_kv = (positive_int(name, value) for name, value in dict(
-        seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv).items())
-    if heads % kv_heads:
-        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+    seq, head_dim, heads, batch, kv_heads, seq_kv = counts(seq=seq, head_dim=head_dim, heads=heads, batch=batch,
+                                                           kv_heads=kv_heads, seq_kv=seq_kv).values()
+    check_groups(heads, kv_heads)
     br, bc = pass_.default_blocks(gpu, head_dim, dtype)
     block_q, block_kv = Tiles(br if block_q is None else block_q, bc if block_kv is None else block_kv).blocks
     causal = flag("causal", causal)
@@ -95,7 +96,8 @@ def peak_bytes(cfg):
 def nominal_flops(batch, heads, seq, head_dim, causal, seq_kv=None):
     """The FlashAttention-2 paper's convention for TFLOP/s: the backward is 2.5 times the forward's
     4 B H N N_kv d (its two matmuls), halved when causal: five matmuls, S recomputed and dV, dP, dQ, dK."""
-    return 2.5 * 4 * batch * heads * seq * (seq if seq_kv is None else seq_kv) * head_dim / (2 if causal else 1)
+    shape = counts(batch=batch, heads=heads, seq=seq, seq_kv=seq if seq_kv is None else seq_kv, head_dim=head_dim)
+    return 2.5 * 4 * math.prod(shape.values()) / (2 if flag("causal", causal) else 1)
 
 
 def model_memory(algo, *, layers, heads, head_dim, batch, seq, dtype="fp16", kv_heads=None, causal=False,

@@ -2,7 +2,8 @@
 naming the value and the limit. The configuration resolves its pass (gpusim/passes/) here, once."""
 from . import passes
 from .hardware import dtype_name, get_gpu
-from .shape import ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, flag, given_tiles, knobs_of, positive_int  # noqa: F401
+from .shape import (ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, check_causal, check_groups, counts, flag,  # noqa: F401
+                    given_tiles, knobs_of, positive_int)
 
 
 def pass_of(algo):
@@ -26,19 +27,12 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     user_tiles = knobs_of(pass_, tiles)
     gpu, dtype = get_gpu(gpu), dtype_name(dtype)
     gpu.matmul_flops_per_s(dtype)  # raises for a dtype the GPU's tensor cores lack
-    seq = positive_int("seq", seq, MAX_SEQ)
-    seq_kv = positive_int("seq_kv", seq if seq_kv is None else seq_kv, MAX_SEQ)
-    head_dim, heads, batch = positive_int("head_dim", head_dim), positive_int("heads", heads), positive_int("batch", batch)
-    kv_heads = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
-    pass_.check(gpu, head_dim)
-    if heads % kv_heads:
-        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
-    causal = flag("causal", causal)
-    if causal_align not in ALIGNS:
-        raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
-    if causal and causal_align == "bottom_right" and seq > seq_kv:
-        raise ValueError(f"causal_align='bottom_right' with seq={seq} > seq_kv={seq_kv} leaves the first "
-                         f"{seq - seq_kv} query rows without keys")
+    seq, seq_kv, head_dim, heads, batch, kv_heads = counts(
+        seq=seq, seq_kv=seq if seq_kv is None else seq_kv, head_dim=head_dim, heads=heads, batch=batch,
+        kv_heads=heads if kv_heads is None else kv_heads).values()
+    pass_.check(gpu, head_dim, dtype)
+    check_groups(heads, kv_heads)
+    causal = check_causal(causal, causal_align, seq, seq_kv)
     if block_q is None or block_kv is None:
         br, bc = pass_.paper_blocks(gpu, head_dim, dtype)
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
@@ -61,5 +55,6 @@ def paper_blocks(algo, gpu, head_dim, dtype="fp16"):
     gives. Not what simulate() runs when given no tiles: that is best_blocks (the fastest predicted) or, for hopper,
     its launch table's."""
     pass_, gpu = pass_of(algo), get_gpu(gpu)
-    pass_.check(gpu, positive_int("head_dim", head_dim))  # as make_config: the head dims its kernel runs
-    return pass_.paper_blocks(gpu, head_dim, dtype_name(dtype))
+    dtype = dtype_name(dtype)
+    pass_.check(gpu, positive_int("head_dim", head_dim), dtype)  # as make_config: what its kernel runs
+    return pass_.paper_blocks(gpu, head_dim, dtype)

@@ -39,12 +39,13 @@ from .config import make_config
 from .hardware import DTYPE_BYTES, STATS_BYTES, dtype_name, get_gpu
 from .links import Topology, get_link
 from .result import KernelResult, Result
-from .passes import algo_name
+from .passes import algo_name, named
 from .run import forward
-from .shape import flag, positive_int, shown
+from .shape import check_groups, counts, flag, positive_int, shown
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather", "usp")
 ALGOS = ("flash2", "hopper")  # the local kernels
+MAX_GPUS = 1024  # past any context-parallel group in use (Llama 3's long-context training: 16); ring's tables are P x P
 MERGE_OTHER_PER_ELEMENT = 3  # O = exp(lse1 - lse) O1 + exp(lse2 - lse) O2: 2 multiplies, 1 add
 MERGE_EXPS_PER_ROW = 3  # lse = logaddexp(lse1, lse2): one exp and one log; and the second weight's exp
 
@@ -180,7 +181,10 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
 def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest):
     """The arguments as numbers, or one line saying what is wrong, before anything is counted."""
     gpus = positive_int("gpus", gpus)
-    if algo_name(algo) not in ALGOS:
+    if gpus > MAX_GPUS:
+        raise ValueError(f"gpus={gpus:,} is more than the {MAX_GPUS:,} GPUs gpusim splits a sequence over (ring and "
+                         f"zigzag keep every GPU's work at every step: gpus x gpus entries)")
+    if named(algo) not in ALGOS:
         asked = ", ".join(f"{name}={value!r}" for name, value in (("gpus", gpus), ("strategy", strategy),
                                                                     ("link", link)) if value not in (1, None))
         raise ValueError(f"{asked}: context parallelism runs the forward of flash2 or hopper, not algo={algo!r}")
@@ -196,11 +200,10 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     link = get_link(gpu.peer_link if link is None else link)
     if seq is None or head_dim is None:
         raise ValueError("seq and head_dim are required")
-    seq, head_dim = positive_int("seq", seq), positive_int("head_dim", head_dim)
-    heads = 1 if heads is None else positive_int("heads", heads)
-    kv_heads = heads if kv_heads is None else positive_int("kv_heads", kv_heads)
-    if heads % kv_heads:
-        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+    heads = 1 if heads is None else heads
+    seq, head_dim, heads, kv_heads = counts(seq=seq, head_dim=head_dim, heads=heads,
+                                            kv_heads=heads if kv_heads is None else kv_heads).values()
+    check_groups(heads, kv_heads)
     causal = flag("causal", causal)
     dtype = dtype_name(dtype or "fp16")
     chunks = {"zigzag": 2 * gpus}.get(strategy, gpus)  # the pieces the sequence is cut into
@@ -221,7 +224,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     if isinstance(link, Topology):
         link.link_for(gpus)  # refuses more GPUs than a one-node topology has
     return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
-                batch=1 if batch is None else positive_int("batch", batch), causal=causal, dtype=dtype)
+                batch=counts(batch=1 if batch is None else batch)["batch"], causal=causal, dtype=dtype)
 
 
 def _check_heads(what, degree, heads, kv_heads):

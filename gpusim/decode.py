@@ -34,7 +34,8 @@ import numpy as np
 from .hardware import GRID_YZ_MOST, dtype_name, get_gpu
 from .occupancy import exceeded, occupancy, resources
 from .passes.split_kv import SPLIT_KV
-from .shape import INDEX_BYTES, MAX_SEQ, MIN_ROWS, DecodeLaunch, flag, positive_int, power_of_two  # noqa: F401
+from .shape import (INDEX_BYTES, MAX_SEQ, MIN_ROWS, DecodeLaunch, check_groups, counts, flag,  # noqa: F401
+                    positive_int, power_of_two)
 
 ALIGNS = ("bottom_right", "top_left")
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
@@ -51,13 +52,11 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     block_kv None: DEFAULT_BLOCK_KV, or where its kernels' blocks do not fit this GPU (overflow) the largest of its
     halvings down to MIN_ROWS that does."""
     gpu, dtype = get_gpu(gpu), dtype_name(dtype)
-    batch, heads = _batch(batch, seq_kv), positive_int("heads", heads)
-    kv_heads = positive_int("kv_heads", kv_heads)
-    head_dim, seq = positive_int("head_dim", head_dim), positive_int("seq", seq)
+    batch = _batch(batch, seq_kv)
+    heads, kv_heads, head_dim, seq = counts(heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq).values()
     check_grid(batch=batch, seq=seq)
     SPLIT_KV.check(gpu, head_dim)
-    if heads % kv_heads:
-        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+    check_groups(heads, kv_heads)
     if causal_align not in ALIGNS:
         raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
     lengths = _lengths(seq_kv, batch, seq, causal_align)
@@ -79,7 +78,7 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
 def _batch(batch, seq_kv):
     """batch, or where it is None the requests seq_kv gives a length for (1 for a single length)."""
     if batch is not None:
-        return positive_int("batch", batch)
+        return positive_int("batch", batch, MAX_SEQ)
     if np.ndim(seq_kv) == 0:
         return 1
     if not len(seq_kv):

@@ -11,7 +11,7 @@ import numpy as np
 from .decode import check_block_table, launch_for_cache
 from .shape import INDEX_BYTES
 from .hardware import STATS_BYTES
-from .execute import floats
+from .execute import check_overflow, floats
 from .memory import Memory
 
 
@@ -71,6 +71,7 @@ def execute(launch, q, k_cache, v_cache, block_table=None, trace=False, names=("
     check_read(launch, (k_cache, v_cache), block_table, names)
     L = launch
     work = np.result_type(q.dtype, k_cache.dtype, np.float32)
+    check_overflow(work, dict(zip(("q", *names), (q, k_cache, v_cache))))
     b, h, n, d, S = L.batch, L.heads, L.seq, L.head_dim, L.num_splits
     tensors = {"Q": q.astype(work), "K": k_cache.astype(work), "V": v_cache.astype(work),
                "cache_seqlens": np.array(L.seq_kv, dtype=np.int32),
@@ -82,5 +83,7 @@ def execute(launch, q, k_cache, v_cache, block_table=None, trace=False, names=("
     sizes = {"Q": L.itemsize, "K": L.itemsize, "V": L.itemsize, "O": L.out_itemsize, "cache_seqlens": INDEX_BYTES,
              "block_table": INDEX_BYTES}
     mem = Memory(tensors, {name: sizes.get(name, STATS_BYTES) for name in tensors}, trace)
-    L.pass_.execute(mem, L)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is check_overflow's one line
+        L.pass_.execute(mem, L)
+    check_overflow(work, dict(zip(("q", *names), (q, k_cache, v_cache))), [tensors["O"]])
     return tensors["O"], mem

@@ -10,6 +10,7 @@ Arrays are shaped (B, H, N, d) as in torch's scaled_dot_product_attention; K and
 import numpy as np
 
 from .memory import Memory
+from .shape import check_causal, check_groups
 
 EXECUTE_STEP_LIMIT = 2_000_000  # tiles (and rows) execute mode walks in Python
 EXECUTE_ELEMENT_LIMIT = 1 << 27  # elements of each N x N_kv matrix naive attention holds whole in NumPy (1 GiB)
@@ -26,7 +27,7 @@ PROGRESS_AFTER_S = 10
 def reference_attention(q, k, v, *, causal=False, causal_align="top_left"):
     """softmax(q kᵀ / sqrt(d)) v in float64, the whole N x N_kv matrix at once. causal: row r sees keys
     0..r (top_left, torch's is_causal) or 0..r + N_kv - N (bottom_right)."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    q, k, v, causal = _reference_args(q, k, v, causal, causal_align)
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (B, H, N, N_kv)
@@ -35,6 +36,15 @@ def reference_attention(q, k, v, *, causal=False, causal_align="top_left"):
         s = np.where(np.tri(n, n_kv, n_kv - n if causal_align == "bottom_right" else 0, dtype=bool), s, -np.inf)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def _reference_args(q, k, v, causal, causal_align="top_left"):
+    """q, k, v in float64 and causal as a bool, checked as simulate checks its arrays: one line for each fault."""
+    arrays = arrays_of(q, k, v)
+    shape = shape_of(arrays)
+    check_groups(shape["heads"], shape["kv_heads"])
+    causal = check_causal(causal, causal_align, shape["seq"], shape["seq_kv"])
+    return (*(x.astype(np.float64) for x in arrays), causal)
 
 
 def _scores(q, k, causal):
@@ -50,7 +60,10 @@ def attention_grad_reference(q, k, v, do, *, causal=False):
     """(dq, dk, dv) of softmax(q kᵀ / sqrt(d)) v for the output gradient do, in float64, whole matrices at
     once: dV = Pᵀ dO, dS = P ∘ (dO Vᵀ - rowsum(dO ∘ O)), dQ = τ dS K, dK = τ dSᵀ Q; dK and dV summed over
     the query heads that share a K/V head."""
-    q, k, v, do = (np.asarray(x, dtype=np.float64) for x in (q, k, v, do))
+    q, k, v, causal = _reference_args(q, k, v, causal)
+    do = floats("do", do).astype(np.float64)
+    if do.shape != q.shape:
+        raise ValueError(f"do has shape {do.shape}: expected q's, {q.shape}")
     b, h_kv, n_kv, d = k.shape
     s, k_rep = _scores(q, k, causal)
     v_rep = np.repeat(v, q.shape[1] // h_kv, axis=1)
@@ -84,6 +97,58 @@ def floats(name, x, finite=True):
     if finite and not np.isfinite(x).all():
         raise ValueError(f"{name} contains NaN or infinity")
     return x
+
+
+def _largest_norm(x):
+    """The largest row norm of x's last axis, in float64, over its finite entries (a cache past its lengths may
+    hold anything)."""
+    x = np.asarray(x, np.float64)
+    return float(np.sqrt(np.square(np.where(np.isfinite(x), x, 0)).sum(axis=-1)).max(initial=0))
+
+
+def check_overflow(work, arrays, outputs=()):
+    """One line where finite arrays ({name: array}, q and k first) could overflow the working precision in the
+    scores (|q_i kᵀ_j| / sqrt(d) <= |q_i| |k_j| / sqrt(d), Cauchy-Schwarz: up to half its largest, as the online
+    softmax subtracts two of them), or did on the way to outputs: never a silent NaN, infinity or zero."""
+    norms = {name: _largest_norm(x) for name, x in arrays.items()}
+    (q, nq), (k, nk) = list(norms.items())[:2]
+    bound, most = nq * nk / np.sqrt(np.shape(arrays[q])[-1]), float(np.finfo(work).max)
+    if bound <= most / 2 and all(np.isfinite(x).all() for x in outputs):
+        return
+    largest = ", ".join(f"|{name}| {norm:.2g}" for name, norm in norms.items())
+    raise ValueError(f"execute mode overflows {np.dtype(work).name} (it holds {most:.2g}) with these arrays: the "
+                     f"largest row norms {largest}, scores up to {bound:.2g}: scale them down, or pass float64 arrays")
+
+
+def arrays_of(q, k, v, cache=False):
+    """q, k, v as floating-point arrays of 4 dimensions, each finite (cache=True: k and v, a decode step's caches,
+    are checked where a request reads them: gpusim/decode_execute.py), or None where none is given."""
+    given = [x is not None for x in (q, k, v)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise ValueError("execute mode needs all of q, k and v")
+    arrays = [np.asarray(x) for x in (q, k, v)]
+    for name, x in zip("qkv", arrays):
+        if x.ndim != 4:
+            raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
+    return [floats(name, x, finite=name == "q" or not cache) for name, x in zip("qkv", arrays)]
+
+
+def shape_of(arrays, batch=None, heads=None, seq=None, head_dim=None, kv_heads=None, seq_kv=None):
+    """{batch, heads, seq, head_dim, kv_heads, seq_kv} of the arrays; each one given must agree."""
+    q, k, v = arrays
+    if k.shape != v.shape:
+        raise ValueError(f"k has shape {k.shape} but v has shape {v.shape}: they must match")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"q {q.shape} and k {k.shape} must agree on batch (dim 0) and head_dim (dim 3)")
+    inferred = dict(zip(("batch", "heads", "seq", "head_dim"), q.shape)) | dict(kv_heads=k.shape[1],
+                                                                                seq_kv=k.shape[2])
+    given = dict(batch=batch, heads=heads, seq=seq, head_dim=head_dim, kv_heads=kv_heads, seq_kv=seq_kv)
+    for name, value in given.items():
+        if value is not None and value != inferred[name]:
+            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={inferred[name]}")
+    return inferred
 
 
 def execute_seconds(cfg):
@@ -135,8 +200,11 @@ def _stored(cfg, name, x):
 def execute(cfg, q, k, v, trace=False):
     """Run cfg's forward on q, k, v; return (output, counted Memory)."""
     work = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
+    check_overflow(work, dict(q=q, k=k, v=v))
     tensors, mem = _memory(cfg, {"Q": q, "K": k, "V": v}, work, trace)
-    cfg.pass_.execute(mem, cfg)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is check_overflow's one line
+        cfg.pass_.execute(mem, cfg)
+    check_overflow(work, dict(q=q, k=k, v=v), [tensors["O"]])
     return tensors["O"], mem
 
 
@@ -144,7 +212,10 @@ def execute_backward(cfg, q, k, v, do, saved=None, trace=False):
     """Run the backward cfg (gpusim.shape.Backward) on q, k, v, do and what the forward saved (None: the
     float64 forward_saved); return (dq, dk, dv, counted Memory)."""
     work = np.result_type(q.dtype, k.dtype, v.dtype, do.dtype, np.float32)
+    check_overflow(work, dict(q=q, k=k, v=v, do=do))
     saved = forward_saved(cfg.pass_.SAVED, q, k, v, cfg.causal) if saved is None else saved
     tensors, mem = _memory(cfg, {"Q": q, "K": k, "V": v, "dO": do} | saved, work, trace)
-    cfg.pass_.execute(mem, cfg)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cfg.pass_.execute(mem, cfg)
+    check_overflow(work, dict(q=q, k=k, v=v, do=do), [tensors[name] for name in ("dQ", "dK", "dV")])
     return tensors["dQ"], tensors["dK"], tensors["dV"], mem

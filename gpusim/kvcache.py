@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hardware import DTYPE_BYTES, by_name, dtype_name, get_gpu
-from .shape import positive_int, positive_number
+from .shape import MAX_SEQ, positive_int, positive_number
 
 # ShareGPT's mean prompt and output lengths, tokens, as the vLLM paper reports them (Kwon et al., "Efficient
 # Memory Management for Large Language Model Serving with PagedAttention", SOSP 2023, Fig. 11): 161.31 and
@@ -120,7 +120,8 @@ def arrivals(steps, per_step, max_tokens, seed=0, mean_prompt_tokens=SHAREGPT_ME
              mean_output_tokens=SHAREGPT_MEAN_OUTPUT_TOKENS):
     """A seeded stream of requests: Poisson(per_step) arrivals per step; prompt and output lengths geometric
     with the given means, the prompt clipped to max_tokens - 1 and the output to what is left."""
-    steps, max_tokens = positive_int("steps", steps, MAX_STEPS, zero=True), positive_int("max_tokens", max_tokens)
+    steps = positive_int("steps", steps, MAX_STEPS, zero=True)
+    max_tokens = positive_int("max_tokens", max_tokens, MAX_SEQ)
     if max_tokens < 2:
         raise ValueError(f"max_tokens={max_tokens}: a request needs a prompt token and an output token")
     per_step = positive_number("per_step", per_step, zero=True)  # 0: no load
@@ -130,7 +131,7 @@ def arrivals(steps, per_step, max_tokens, seed=0, mean_prompt_tokens=SHAREGPT_ME
     for name, mean in (("mean_prompt_tokens", mean_prompt_tokens), ("mean_output_tokens", mean_output_tokens)):
         if positive_number(name, mean) < 1:
             raise ValueError(f"{name}={mean!r}: a geometric length has a mean of at least 1 token")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(positive_int("seed", seed, zero=True))
     counts = rng.poisson(per_step, steps)
     n = int(counts.sum())
     prompt = np.minimum(rng.geometric(1 / mean_prompt_tokens, n), max_tokens - 1)

@@ -92,7 +92,7 @@ def occupancy(gpu, res):
 
 def exceeded(gpu, res, occ):
     """(what a block of `res` needs, what `gpu` allows) for a block no SM can hold (occ.blocks_per_sm == 0): its
-    registers per thread, its registers per block, or its shared memory."""
+    registers per thread, its registers per block, its warps, or its shared memory."""
     if res.registers_per_thread > gpu.max_registers_per_thread:
         source = "compiled" if res.compiled else "estimated from the fp32 tiles in registers"
         return (f"{res.registers_per_thread} registers per thread ({source})",
@@ -100,5 +100,7 @@ def exceeded(gpu, res, occ):
     if occ.limits["registers"] == 0:
         return (f"{res.registers_per_thread * res.threads:,} registers per block ({res.threads} threads x "
                 f"{res.registers_per_thread})", f"an SM of {gpu.name} has {gpu.registers_per_sm:,}")
+    if occ.limits["warps"] == 0:
+        return f"{res.num_warps} warps per block", f"an SM of {gpu.name} holds {gpu.max_warps_per_sm}"
     shared = f"{res.shared_bytes:,} B of shared memory per block"
     return shared, f"{gpu.name} has {gpu.sram_bytes_per_block:,} B per thread block"

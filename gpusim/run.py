@@ -11,9 +11,9 @@ from . import backward, decode, l2
 from .compiled import COMPILED
 from .config import make_config, pass_of
 from .decode_execute import execute as execute_decode
-from .execute import check_executable, execute, execute_backward, floats
+from .execute import arrays_of, check_executable, execute, execute_backward, shape_of
 from .hardware import get_gpu
-from .passes import algo_name
+from .passes import algo_name, named
 from .result import Result, time_kernels
 from .shape import flag, given_tiles, pair, positive_int
 
@@ -72,7 +72,7 @@ def decode_step(*, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
     count mode from the shape (seq_kv one length, or one per request: a list sets the batch where batch is not
     given), or execute mode on q and the caches (contiguous or paged by block_table)."""
     options = dict(num_splits=num_splits, block_kv=block_kv, grouped=grouped, causal_align=causal_align, gpu=gpu)
-    trace, arrays = flag("trace", trace), _arrays(q, k, v, cache=True)
+    trace, arrays = flag("trace", trace), arrays_of(q, k, v, cache=True)
     if not arrays:
         launch = _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace, page_size,
                                  block_table, options)
@@ -109,11 +109,11 @@ def _counts(mem):
 def _forward_config(algo, given, qkv):
     """The forward's configuration from forward()'s or train()'s keywords and arrays, and the arrays checked
     (None: count mode)."""
-    arrays = _arrays(*qkv)
+    arrays = arrays_of(*qkv)
     shape = {name: given[name] for name in ("batch", "heads", "seq", "head_dim", "kv_heads", "seq_kv")}
     dtype = given["dtype"]
     if arrays:
-        shape = _shape_from(arrays, **shape)
+        shape = shape_of(arrays, **shape)
         dtype = _dtype_of(arrays, dtype)
     if shape["seq"] is None or shape["head_dim"] is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
@@ -268,17 +268,15 @@ def _best_blocks(algo, backward, given, **shape):
 
 
 def _none_fits(algo, given, shape, backward):
-    """Why best_blocks found no tile: with a block given, the error of its smallest partner (the tile that needs
-    least), which names what the given block alone exceeds."""
+    """Why best_blocks found no tile: the error of the tile that needs least (with a block given, its smallest
+    partner), which names what even that exceeds."""
     with_ = "".join(f" with {name}={value}" for name, value in zip(("block_q", "block_kv"), given) if value)
     line = (f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows{with_} fits {algo} at head_dim={shape['head_dim']} "
             f"({shape['dtype']}) on {get_gpu(shape['gpu']).name}")
-    if not any(given):
-        return line
     try:
         _tile_time(algo, (given[0] or BLOCKS[0], given[1] or BLOCKS[0]), shape, backward)
     except ValueError as err:
-        return f"{line}: at the smallest partner, {err}"
+        return f"{line}: at the smallest {'partner' if any(given) else 'tile'}, {err}"
     return line
 
 
@@ -286,7 +284,7 @@ best_blocks.cache_clear = _best_blocks.cache_clear  # as an lru_cache's: the pic
 
 
 def _trainable(algo):
-    if algo_name(algo) not in TRAINABLE:
+    if named(algo) not in TRAINABLE:
         raise ValueError(f"backward=True: algo={algo!r} has no backward here; naive, flash1 and flash2 do")
 
 
@@ -298,21 +296,6 @@ def _tile_time(algo, blocks, shape, backward):
     return sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
 
 
-def _arrays(q, k, v, cache=False):
-    """q, k, v as floating-point arrays of 4 dimensions, each finite (cache=True: k and v, a decode step's caches,
-    are checked where a request reads them: gpusim/decode_execute.py), or None where none is given."""
-    given = [x is not None for x in (q, k, v)]
-    if not any(given):
-        return None
-    if not all(given):
-        raise ValueError("execute mode needs all of q, k and v")
-    arrays = [np.asarray(x) for x in (q, k, v)]
-    for name, x in zip("qkv", arrays):
-        if x.ndim != 4:
-            raise ValueError(f"{name} has shape {x.shape}: expected 4 dimensions (batch, heads, seq, head_dim)")
-    return [floats(name, x, finite=name == "q" or not cache) for name, x in zip("qkv", arrays)]
-
-
 def _dtype_of(arrays, dtype):
     """The dtype counted: dtype, or where it is None the arrays' own (ARRAY_DTYPES, fp16 for float64); one line for
     arrays of different dtypes, which have no one dtype to count (the kernels take one too)."""
@@ -322,19 +305,3 @@ def _dtype_of(arrays, dtype):
     if len(set(kinds)) > 1:
         raise ValueError(f"q, k, v are {', '.join(kinds)}: give them one dtype, or dtype= for the bytes counted")
     return ARRAY_DTYPES.get(kinds[0], "fp16")
-
-
-def _shape_from(arrays, batch, heads, seq, head_dim, kv_heads, seq_kv):
-    """{batch, heads, seq, head_dim, kv_heads, seq_kv} of the arrays; each one given must agree."""
-    q, k, v = arrays
-    if k.shape != v.shape:
-        raise ValueError(f"k has shape {k.shape} but v has shape {v.shape}: they must match")
-    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
-        raise ValueError(f"q {q.shape} and k {k.shape} must agree on batch (dim 0) and head_dim (dim 3)")
-    inferred = dict(zip(("batch", "heads", "seq", "head_dim"), q.shape)) | dict(kv_heads=k.shape[1],
-                                                                                seq_kv=k.shape[2])
-    given = dict(batch=batch, heads=heads, seq=seq, head_dim=head_dim, kv_heads=kv_heads, seq_kv=seq_kv)
-    for name, value in given.items():
-        if value is not None and value != inferred[name]:
-            raise ValueError(f"{name}={value} does not match the arrays, which have {name}={inferred[name]}")
-    return inferred

@@ -11,7 +11,8 @@ import numpy as np
 from .hardware import DTYPE_BYTES, GPU, STATS_BYTES, WARP, check_dtype
 from .tiling import Tiling
 
-MAX_SEQ = 1 << 40  # the longest sequence counted: closed forms are exact integers at any N, but a limit says so
+MAX_SEQ = 1 << 40  # the longest sequence (and the most of any count: batch, heads) counted: closed forms are exact
+#                     integers at any size, but a limit says so
 MAX_WARPS = 32  # a thread block's 1,024 threads at most (CUDA C++ Programming Guide, Technical Specifications)
 MIN_BLOCK = 16  # the smallest tile a tensor-core matmul takes (mma.sync m16n8k16; Triton's tl.dot needs 16)
 MIN_ROWS = MIN_BLOCK  # a decode program's query rows are padded up to tl.dot's smallest tile
@@ -26,9 +27,33 @@ def positive_int(name, value, limit=None, what="integer", zero=False):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and not zero:
         raise ValueError(f"{name}={value!r} must be a {'non-negative' if zero else 'positive'} {what}")
     if limit is not None and value > limit:
-        raise ValueError(f"{name}={value:,} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim "
-                         f"counts")
+        given = f"{value:,}" if value < limit << 40 else f"an integer of {len(str(value))} digits"
+        raise ValueError(f"{name}={given} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim counts")
     return int(value)
+
+
+def counts(**given):
+    """{name: value as an int} for sizes that count something (batch, heads, seq, head_dim, ...), or one line for
+    the first that is not a positive integer or is more than MAX_SEQ."""
+    return {name: positive_int(name, value, MAX_SEQ) for name, value in given.items()}
+
+
+def check_groups(heads, kv_heads):
+    """One line where the query heads do not split into whole groups over the K/V heads."""
+    if heads % kv_heads:
+        raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
+
+
+def check_causal(causal, causal_align, seq, seq_kv):
+    """causal as a bool, or one line: not a bool, an unknown causal_align, or bottom_right with rows that see
+    no key."""
+    causal = flag("causal", causal)
+    if causal_align not in ALIGNS:
+        raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
+    if causal and causal_align == "bottom_right" and seq > seq_kv:
+        raise ValueError(f"causal_align='bottom_right' with seq={seq} > seq_kv={seq_kv} leaves the first "
+                         f"{seq - seq_kv} query rows without keys")
+    return bool(causal)
 
 
 def positive_number(name, value, zero=False):

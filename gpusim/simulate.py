@@ -1,7 +1,7 @@
 """The door: simulate(algo, ...), the one documented entry point. It checks which options apply and hands
 the call to forward(), train() or decode_step() (gpusim/run.py)."""
 from . import context
-from .passes import ALGOS, DECODE, algo_name
+from .passes import DECODE, named
 from .result import TENSOR_ORDER, KernelResult, Result, by_tensor  # noqa: F401 (gpusim.simulate's names)
 from .run import BLOCKS, best_blocks, candidates, decode_step, forward, train  # noqa: F401 (gpusim.simulate's names)
 from .shape import flag, positive_int, shown
@@ -50,8 +50,7 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     """
     if over_gpus(gpus, strategy, link):  # first: locals() are just the arguments
         return context.simulate(**locals())
-    if (algo := algo_name(algo)) not in ALGOS + DECODE:  # any case ("FLASH2": flash2); a backward pass is not one
-        raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
+    algo = named(algo)  # any case ("FLASH2": flash2); a backward pass is not one
     decoding = dict(num_splits=num_splits, page_size=page_size, grouped=grouped, block_table=block_table)
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv, dtype=dtype,
                  gpu=gpu, q=q, k=k, v=v, trace=trace)

@@ -1,11 +1,13 @@
 """Sweeps over sequence length, in the FlashAttention-2 paper's benchmark convention: batch x seq = 16k
 tokens and heads x head_dim = 2048."""
+import math
 from collections.abc import Iterable
 
 import numpy as np
 
-from .passes import algo_name
-from .shape import positive_int
+from .passes import named
+from .result import Result
+from .shape import counts, flag, positive_int
 from .simulate import simulate
 
 TOKENS = 16384  # batch x seq: the FlashAttention-2 paper's benchmarks (section 4.1) hold 16k tokens
@@ -22,7 +24,8 @@ def fa2_shape(seq, head_dim):
 def nominal_flops(batch, heads, seq, head_dim, causal=False, seq_kv=None):
     """The benchmark convention for attention's forward FLOPs: 4·B·H·N·N_kv·d (two matmuls of 2·N·N_kv·d),
     halved when causal, whatever an algorithm really computes. TFLOP/s = nominal_flops / time / 1e12."""
-    return 4 * batch * heads * seq * (seq if seq_kv is None else seq_kv) * head_dim // (2 if causal else 1)
+    shape = counts(batch=batch, heads=heads, seq=seq, seq_kv=seq if seq_kv is None else seq_kv, head_dim=head_dim)
+    return 4 * math.prod(shape.values()) // (2 if flag("causal", causal) else 1)
 
 
 def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal=False, dtype="fp16",
@@ -48,10 +51,19 @@ def _several(name, values, what):
     return tuple(values)
 
 
+def _results(results):
+    """results as a list of forward Results (simulate's), or one line naming the first that is not one."""
+    results = list(results)
+    for r in results:
+        if not isinstance(r, Result):
+            raise ValueError(f"results holds {str(r)[:40]!r} ({type(r).__name__}): expected gpusim.simulate's Results")
+    return results
+
+
 def speedups(results, baseline="naive"):
     """{algo: {seq: baseline time / algo time}} for every algorithm but the baseline. A baseline that
     does not fit in HBM has no speedup at that length."""
-    baseline = algo_name(baseline)  # any case, as the results' configs name their algorithms in lower case
+    results, baseline = _results(results), named(baseline)  # any case: the configs name algorithms in lower case
     base = {r.config.seq: r for r in results if r.config.algo == baseline}
     out = {}
     for r in results:

@@ -262,3 +262,20 @@ def test_causal_grid_figure_sets_gpusims_plain_and_causal_tiles_side_by_side():
         tiling_plots.score_grid_axes(want, 256, 256)
         tiling_plots.draw_score_grid(want, tiling(causal).tiling)
         assert len(ax.patches) == len(want.patches)
+
+
+@pytest.mark.parametrize("kind, text, message", [
+    ("sweep", None, "missing.json: No such file or directory"),  # was FileNotFoundError's traceback
+    ("sweep", "nope", "x.json is not JSON (Expecting value, line 1)"),
+    ("sweep", "{}", "x.json holds no sweep: expected a list of results, as `python -m gpusim sweep --out` writes"),
+    ("bench", '[{"config": {}}]', 'x.json holds no bench rows: expected an object with "rows"'),  # was a TypeError
+    ("ncu", '{"rows": []}', "x.json holds no ncu rows"),
+])
+def test_the_plots_command_refuses_a_file_it_cannot_draw_in_one_line(tmp_path, capsys, kind, text, message):
+    path = tmp_path / ("missing.json" if text is None else "x.json")
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(SystemExit) as exit_:
+        provenance_plots.main([kind, str(path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and "Traceback" not in err

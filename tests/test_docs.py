@@ -215,19 +215,24 @@ def test_readme_layout_names_every_module_of_gpusim_and_every_one_call_gpu_run()
 
 @pytest.mark.parametrize("algo", ["naive", "flash1", "flash2", "hopper"])
 def test_every_forward_algorithm_takes_what_the_readme_says(algo):
-    """"All take batch, heads, grouped-query attention, causal masking, any length, seq_kv != seq and four dtypes":
-    one length per call (N not a multiple of the tile), not a ragged batch of lengths, which only split_kv takes."""
+    """"All take batch, heads, grouped-query attention, causal masking, any length, seq_kv != seq and four dtypes"
+    (hopper three, its kernel's): one length per call (N not a multiple of the tile), not a ragged batch of lengths,
+    which only split_kv takes."""
     import gpusim
     text = " ".join(README.read_text().split())
     assert ("All take batch, heads, grouped-query attention (`kv_heads`), causal masking (torch's `is_causal`, "
             "top-left aligned; fully masked tiles are skipped), any length (N need not be a multiple of the tile: "
-            "the last tile is masked), `seq_kv != seq`, and dtypes `fp32`, `fp16`, `bf16`, `fp8`.") in text
-    for dtype in ("fp32", "fp16", "bf16", "fp8"):
+            "the last tile is masked), `seq_kv != seq`, and dtypes `fp32`, `fp16`, `bf16`, `fp8` (`hopper` all but "
+            "`fp32`, as its kernel: wgmma takes 16- and 8-bit inputs).") in text
+    for dtype in ("fp32", "fp16", "bf16", "fp8")[algo == "hopper":]:
         r = gpusim.simulate(algo, batch=2, heads=4, kv_heads=2, seq=1000, seq_kv=777, head_dim=64, causal=True,
                             dtype=dtype, gpu="H100-SXM")
         assert r.config.seq % r.config.block_q and r.hbm_read_bytes > 0
     with pytest.raises(ValueError, match="must be a positive integer"):
         gpusim.simulate(algo, seq=[100, 300], head_dim=64, gpu="H100-SXM")
+    if algo == "hopper":
+        with pytest.raises(ValueError, match="dtype='fp32': the hopper kernel runs fp16, bf16, fp8"):
+            gpusim.simulate(algo, seq=1000, head_dim=64, dtype="fp32", gpu="H100-SXM")
 
 
 def test_readme_speaks_of_dates_and_targets_not_of_sessions_or_bare_issue_numbers():

@@ -77,6 +77,9 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: kvcache.arrivals(2**40, 1, 4096), "steps=1,099,511,627,776 is more than the 8,388,608"),  # MemoryError
     (lambda: kvcache.arrivals(100, 10**6, 4096), "more than the 8,388,608 requests a serving simulation draws"),
     (lambda: kvcache.arrivals(100, 1, 1), "max_tokens=1: a request needs a prompt token and an output token"),
+    (lambda: kvcache.arrivals(10, 1.0, 2**70), "max_tokens=1,180,591,620,717,411,303,424 is more than the"),  # Overflow
+    (lambda: kvcache.arrivals(10, 1.0, 1024, seed="a"), "seed='a' must be a non-negative integer"),  # NumPy's line
+    (lambda: kvcache.arrivals(10, 1.0, 1024, seed=-1), "seed=-1 must be a non-negative integer"),
     (lambda: kvcache.arrivals(100, 1, 4096, mean_prompt_tokens=0.5), "mean_prompt_tokens=0.5: a geometric length"),
     (lambda: kvcache.serve("llama-3-8b", [1, 2], steps=5), "requests holds 1: expected kvcache.Request items"),
     (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a non-negative integer"),
@@ -94,6 +97,42 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
      "q, k, v are float32, float64, float64: give them one dtype, or dtype= for the bytes counted"),  # counted fp16
     (lambda: gpusim.simulate("split_kv", q=np.zeros((1, 1, 1, 16)), k=np.zeros((1, 1, 16, 16), np.float16),
                              v=np.zeros((1, 1, 16, 16), np.float16)), "q, k, v are float64, float16, float16"),
+    # found by a review's 535 bad inputs: each ran out of memory, overflowed deep inside, or answered silently
+    (lambda: gpusim.simulate("flash2", seq=2**20, head_dim=64, gpu="H200", gpus=2**20),  # killed, out of memory
+     "gpus=1,048,576 is more than the 1,024 GPUs gpusim splits a sequence over"),
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, batch=10**400),  # OverflowError in l2.py
+     "batch=an integer of 401 digits is more than the 1,099,511,627,776 (40 bits) gpusim counts"),
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, heads=2**70, kv_heads=1),  # a time of 5e11 hours
+     "heads=1,180,591,620,717,411,303,424 is more than the 1,099,511,627,776 (40 bits)"),
+    (lambda: gpusim.simulate("split_kv", seq_kv=1024, head_dim=128, heads=2**41, kv_heads=8, gpu="H200"),
+     "heads=2,199,023,255,552 is more than the 1,099,511,627,776"),
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, backward=True, batch=2**41), "batch=2,199,023,255,552"),
+    (lambda: gpusim.simulate("hopper", seq=4096, head_dim=128, dtype="fp32", gpu="H200"),  # priced a kernel it has not
+     "dtype='fp32': the hopper kernel runs fp16, bf16, fp8"),
+    (lambda: gpusim.best_blocks("hopper", seq=4096, head_dim=128, dtype="fp32", gpu="H200"), "dtype='fp32': the hopper"),
+    (lambda: gpusim.nominal_flops(1, 1, -5, 64), "seq=-5 must be a positive integer"),  # was 6,400: -5 squared
+    (lambda: gpusim.nominal_flops(1, 1, 1024, 64, causal="no"), "causal='no' must be True or False"),  # was halved
+    (lambda: gpusim.backward.nominal_flops(1, 1, -1, 64, False), "seq=-1 must be a positive integer"),
+    (lambda: gpusim.reference_attention(*_qkv(), causal=True, causal_align="bottom-right"),  # was top-left, silently
+     "causal_align='bottom-right' is not one of top_left, bottom_right"),
+    (lambda: gpusim.reference_attention(*_qkv(), causal="yes"), "causal='yes' must be True or False"),
+    (lambda: gpusim.reference_attention(*_qkv(q_shape=(1, 3, 8, 16))), "heads=3 is not a multiple of kv_heads=2"),
+    (lambda: gpusim.reference_attention(*_qkv(kv_shape=(1, 2, 4, 16)), causal=True, causal_align="bottom_right"),
+     "causal_align='bottom_right' with seq=8 > seq_kv=4 leaves the first 4 query rows without keys"),  # NaN rows
+    (lambda: gpusim.reference_attention(*_qkv(q_shape=(2, 8, 16))), "q has shape (2, 8, 16): expected 4 dimensions"),
+    (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64), "algo='flsh2' is not one of naive, flash1, flash2, hopper, "
+                                                              "split_kv; did you mean flash2 or flash1?"),
+    (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64, backward=True), "did you mean flash2"),  # "no backward"
+    (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64, gpus=8, gpu="H200"), "did you mean flash2"),
+    (lambda: gpusim.speedups(gpusim.sweep(["flash2"], [1024]), baseline="flsh2"), "did you mean flash2"),  # was {}
+    (lambda: gpusim.speedups([1, 2]), "results holds '1' (int): expected gpusim.simulate's Results"),  # AttributeError
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, block_q=64, block_kv=64,
+                             gpu=dataclasses.replace(gpusim.PRESETS["H200"], name="t", max_warps_per_sm=1)),
+     "need 4 warps per block; an SM of t holds 1"),  # was "need 57,344 B of shared memory; t has 232,448 B"
+    (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64,
+                             gpu=dataclasses.replace(gpusim.PRESETS["H200"], name="t", max_warps_per_sm=1)),
+     "no tile of 16..256 rows fits flash2 at head_dim=64 (fp16) on t: at the smallest tile, block_q=16, block_kv=16, "
+     "head_dim=64 (fp16) in the flash2 kernel need 4 warps per block"),  # was the first clause alone: no reason
 ])
 def test_the_models_other_functions_refuse_in_one_line(call, message):
     test_what_no_call_can_mean_is_refused_in_one_line(call, message)
@@ -189,6 +228,32 @@ def test_inconsistent_arrays(arrays, extra, message):
     with pytest.raises(ValueError) as err:
         gpusim.simulate("flash2", q=q, k=k, v=v, block_q=16, block_kv=16, **extra)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("algo, backward", [("naive", False), ("flash1", False), ("flash2", False), ("flash2", True)])
+def test_finite_arrays_that_overflow_float32_are_refused_not_answered_nan(algo, backward):
+    """q and k of 1e19 (finite float32): their scores, about 1e40, overflow float32, and every row came back NaN
+    with NumPy's warnings only. float64 arrays of the same values run, and agree with the reference."""
+    q, k, v = (x.astype(np.float32) for x in _qkv())
+    big = dict(q=q * 1e19, k=k * 1e19, v=v, block_q=16, block_kv=16, backward=backward, do=v if backward else None)
+    with pytest.raises(ValueError) as err:
+        gpusim.simulate(algo, **big)
+    assert "execute mode overflows float32 (it holds 3.4e+38)" in str(err.value) and "pass float64" in str(err.value)
+    wide = gpusim.simulate(algo, **{**big, **{name: big[name].astype(np.float64) for name in "qkv"}},
+                           dtype="fp32")
+    np.testing.assert_allclose(wide.output, gpusim.reference_attention(q * 1e19, k * 1e19, v), rtol=1e-9, atol=1e-12)
+
+
+def test_a_decode_cache_that_overflows_float32_is_refused_not_answered_zero():
+    """The split-KV walk returned zeros (finite, wrong) for scores past float32's largest."""
+    from gpusim import decode_execute
+    rng = np.random.default_rng(0)
+    q, cache = rng.standard_normal((1, 8, 1, 32), np.float32), rng.standard_normal((1, 2, 64, 32), np.float32)
+    with pytest.raises(ValueError, match="execute mode overflows float32"):
+        decode_execute.decode_attention(q * 1e20, cache * 1e20, cache, cache_seqlens=[64], gpu="H200")
+    out = decode_execute.decode_attention(q * 1e17, cache * 1e17, cache, cache_seqlens=[64], gpu="H200")[0]
+    np.testing.assert_allclose(out, decode_execute.decode_reference(q * 1e17, cache * 1e17, cache, cache_seqlens=[64]),
+                               rtol=0, atol=1e-5)
 
 
 def test_nan_input_is_refused_not_propagated():

@@ -124,6 +124,22 @@ def save_bench_figures(path):
     return out
 
 
+def _results(ap, kind, path):
+    """The JSON at path, or argparse's one line (exit 2): no such file, not JSON, or not a file of `kind`."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        ap.error(f"{path}: {err.strerror}")
+    except json.JSONDecodeError as err:
+        ap.error(f"{path} is not JSON ({err.msg}, line {err.lineno})")
+    if kind == "sweep":
+        if not (isinstance(data, list) and data and all(isinstance(r, dict) and "config" in r for r in data)):
+            ap.error(f"{path} holds no sweep: expected a list of results, as `python -m gpusim sweep --out` writes")
+    elif not (isinstance(data, dict) and isinstance(data.get("rows"), list) and data["rows"]):
+        ap.error(f"{path} holds no {kind} rows: expected an object with \"rows\", as results/h200/{kind}.json")
+    return data
+
+
 def main(argv=None):
     """python -m gpusim_course.provenance.plots {sweep,bench,ncu} FILE.json: the figure(s) beside the JSON."""
     import argparse
@@ -132,7 +148,7 @@ def main(argv=None):
     ap.add_argument("kind", choices=("sweep", "bench", "ncu"))
     ap.add_argument("path", type=Path)
     args = ap.parse_args(argv)
-    data = json.loads(args.path.read_text())
+    data = _results(ap, args.kind, args.path)
     if args.kind == "bench":
         pngs = save_bench_figures(args.path)
     else:

@@ -9,6 +9,8 @@ Each module holds one instance of its Pass subclass; PASSES finds it by name. gp
 backward.py and decode.py look a pass up once, when they make a configuration, and the configuration
 carries it from then on.
 """
+import difflib
+
 from .flash1 import FLASH1
 from .flash1_backward import FLASH1_BACKWARD
 from .flash2 import FLASH2
@@ -29,9 +31,17 @@ def get(algo):
     """The pass of an algorithm (or of a backward pass: "<algo>_backward"), by name (case-insensitive);
     an unknown name raises. The one lookup by name."""
     found = PASSES.get(str(algo).lower())
-    if found is None:
-        raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}")
-    return found
+    return named(algo) if found is None else found  # named raises: no pass has the name
+
+
+def named(algo):
+    """algo's name (algo_name) where it is a forward or decoding pass's, else one line listing those and the
+    closest."""
+    if (name := algo_name(algo)) not in ALGOS + DECODE:
+        close = difflib.get_close_matches(str(algo).lower(), ALGOS + DECODE, n=2, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise ValueError(f"algo={algo!r} is not one of {', '.join(ALGOS + DECODE)}{hint}")
+    return name
 
 
 def algo_name(algo):

@@ -41,6 +41,7 @@ class Pass:
     SETUP_S = 0.0  # seconds per program before its first load
     MATRICES = ""  # the N x N_kv matrices execute mode holds whole in NumPy (naive's), if any
     HEAD_DIMS = (16, 256)  # the head dims its kernel runs, least and most (kernels/launch.py checks these)
+    DTYPES = ()  # the dtypes its kernel runs, where not every one gpusim counts
     ARCHS = {}  # {architecture: its name} of the GPUs its kernel runs on; {}: any
     BACKWARD_AT_FORWARD_TILES = False  # a training step's backward takes the forward's tiles when given none
     KNOBS = ("num_warps", "num_stages")  # the Tiles knobs a caller may set for its kernel (Config.user_tiles)
@@ -94,13 +95,15 @@ class Pass:
         raise NotImplementedError
 
     # What a pass may define; the defaults are the common case.
-    def check(self, gpu, head_dim):
-        """One line if the pass's kernel cannot run this head_dim, or on this GPU (ARCHS)."""
+    def check(self, gpu, head_dim, dtype=None):
+        """One line if the pass's kernel cannot run this head_dim, this dtype (DTYPES), or on this GPU (ARCHS)."""
         if self.ARCHS and gpu.arch not in self.ARCHS:
             names = [name for name, preset in PRESETS.items() if preset.arch in self.ARCHS]
             kinds = " or ".join(f"{kind} ({arch})" for arch, kind in self.ARCHS.items())
             raise ValueError(f"algo={self.name!r} needs a {kinds} GPU preset: {', '.join(names)}; {gpu.name} is "
                              f"{gpu.arch}")
+        if self.DTYPES and dtype is not None and dtype not in self.DTYPES:
+            raise ValueError(f"dtype={dtype!r}: the {self.name} kernel runs {', '.join(self.DTYPES)}")
         least, most = self.HEAD_DIMS
         if not least <= head_dim <= most:
             raise ValueError(f"head_dim={head_dim} is outside {least}..{most}, the head dims the {self.name} "

@@ -89,11 +89,12 @@ class Hopper(Flash2):
     GRAPH_LAUNCH = True
     KV_BUFFERS = 2  # K/V buffers the SRAM model counts (TMA loads ahead of use)
     ARCHS = {"sm_90": "Hopper"}  # TMA and warpgroup matmuls (wgmma): Hopper only
+    DTYPES = ("fp16", "bf16", "fp8")  # wgmma's 16- and 8-bit inputs (kernels/hopper.py OUT_DTYPES)
     KNOBS = ("num_warps", "num_stages", "warp_specialize", "mask", "overlap", "lpt_heads")
 
-    def check(self, gpu, head_dim):
-        """A Hopper GPU, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
-        super().check(gpu, min(HEAD_DIMS))
+    def check(self, gpu, head_dim, dtype=None):
+        """A Hopper GPU, one of DTYPES, and head_dim one of HEAD_DIMS (kernels/hopper.py runs those only)."""
+        super().check(gpu, min(HEAD_DIMS), dtype)
         if head_dim not in HEAD_DIMS:
             runs = " and ".join(map(str, HEAD_DIMS))
             raise ValueError(f"head_dim={head_dim}: the hopper kernel runs head_dim {runs}")
