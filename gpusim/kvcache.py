@@ -229,9 +229,13 @@ def _check_serving(requests, policy, page_size, max_tokens):
         raise ValueError(f"policy={policy!r} is not one of contiguous, paged")
     if policy == "paged":
         positive_int("page_size", page_size, what="number of tokens per page")
+    seen = set()
     for r in requests:
         if not isinstance(r, Request):
             raise ValueError(f"requests holds {r!r}: expected kvcache.Request items (kvcache.arrivals makes them)")
+        if r.id in seen:  # the memory map names each block's owner by id: two requests would share their blocks
+            raise ValueError(f"requests holds two of id {r.id}: each request's id must be its own")
+        seen.add(r.id)
         if r.prompt_tokens < 1 or r.output_tokens < 1 or r.prompt_tokens + r.output_tokens > max_tokens:
             raise ValueError(f"request {r.id} has {r.prompt_tokens} + {r.output_tokens} tokens: each part must be "
                              f">= 1 and the sum <= max_tokens={max_tokens:,}")

@@ -13,7 +13,6 @@ from functools import lru_cache
 import torch
 import triton
 import triton.language as tl
-from torch.autograd.function import once_differentiable
 
 from gpusim import backward as model
 from gpusim import best_blocks
@@ -22,8 +21,8 @@ from gpusim.shape import given_tiles
 from .flash2 import flash2_attention
 from .interpreter import INTERPRETED
 from .launch import (DTYPES, KEY_BLOCKS, LAUNCH_CACHE_SIZE, Launch, check_gpu, check_inputs, check_pair, check_tensors,
-                     detect_gpu, in_slices, int_blocks, keyed, launch, launch_kept, metas, one_row, op_fields,
-                     op_keywords, options, past_grid, signature)
+                     detect_gpu, first_derivative_only, in_slices, int_blocks, keyed, launch, launch_kept, metas,
+                     one_row, op_fields, op_keywords, options, past_grid, signature)
 from .tiles import first_q_block, keep, kv_blocks_visited, row_offsets
 
 TORCH_DTYPES = {name: dtype for dtype, name in DTYPES.items()}  # gpusim's dtype name: the torch dtype
@@ -270,7 +269,7 @@ class Flash2Attention(torch.autograd.Function):
         return o
 
     @staticmethod
-    @once_differentiable  # its backward is kernels, not torch ops: a second derivative raises, never comes back 0
+    @first_derivative_only("flash2_attention_trainable")  # its backward is kernels: no second derivative
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         if ctx.launched is None:

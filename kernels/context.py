@@ -14,12 +14,12 @@ chunks r and 2P-1-r for zigzag (zigzag_shard()). Forward only.
 import torch
 import torch.distributed as dist
 
-from .flash2 import flash2_attention
-from .hopper import hopper_attention
+from .flash2 import check_flash2, flash2_attention
+from .hopper import check_hopper, hopper_attention
 from .launch import as_int
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather")
-LOCAL = {"flash2": flash2_attention, "hopper": hopper_attention}
+LOCAL = {"flash2": (flash2_attention, check_flash2), "hopper": (hopper_attention, check_hopper)}  # (kernel, checks)
 
 
 class LinkCounter:
@@ -102,7 +102,14 @@ def _described(x):
 
 
 def zigzag_unshard(parts):
-    """The whole (B, H, N, d) from every rank's zigzag_shard, in rank order."""
+    """The whole (B, H, N, d) from every rank's zigzag_shard, in rank order; one line where parts is not a list of
+    equal 4-d shards of an even length (a tensor would be taken apart along its batch)."""
+    if not isinstance(parts, (list, tuple)) or not parts or not all(isinstance(p, torch.Tensor) for p in parts):
+        raise ValueError(f"parts is {_described(parts)}: expected every rank's zigzag_shard, a list of tensors")
+    shapes = {tuple(p.shape) for p in parts}
+    if len(shapes) > 1 or len(parts[0].shape) != 4 or parts[0].shape[2] % 2:
+        raise ValueError(f"parts are shaped {sorted(shapes)}: every rank's zigzag_shard is one (B, H, N/P, d), "
+                         f"N/P even (two chunks)")
     halves = [p.chunk(2, dim=2) for p in parts]
     return torch.cat([h[0] for h in halves] + [h[1] for h in reversed(halves)], dim=2)
 
@@ -123,8 +130,12 @@ def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2"
         raise ValueError(f"kernel={kernel!r}: the local kernel is one of {', '.join(LOCAL)}")
     link = link or LinkCounter(group)
     world, rank = dist.get_world_size(group), dist.get_rank(group)
+    kernel_fn, check = LOCAL[kernel]
+    refused = _refusal(check, q, k, v, causal)  # the local kernel's checks, before anything is sent
     if check_shapes:
-        _check_shapes(q, k, v, group, world)
+        _check_shapes(q, k, v, group, world, refused)
+    if refused:
+        raise ValueError(refused)
     if strategy == "zigzag" and q.shape[2] % 2:
         raise ValueError(f"strategy='zigzag': the sequence ({world} x {q.shape[2]} tokens) is not divisible by 2P "
                          f"= {2 * world}")
@@ -134,7 +145,7 @@ def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2"
     if strategy == "ulysses" and (q.shape[1] % world or k.shape[1] % world):
         raise ValueError(f"strategy='ulysses': heads={q.shape[1]} and kv_heads={k.shape[1]} must both be divisible "
                          f"by {world}")
-    attend = _local(LOCAL[kernel])
+    attend = _local(kernel_fn)
     q, k, v = (x.contiguous() for x in (q, k, v))  # sent as they are
     if strategy == "ulysses":
         return _ulysses(q, k, v, causal, attend, link, world)
@@ -150,13 +161,32 @@ def _local(fn):
     return attend
 
 
-def _check_shapes(q, k, v, group, world):
-    """Every rank's (q, k, v) shapes, gathered before anything else is sent: they must all be equal."""
-    mine = torch.tensor([*q.shape, *k.shape, *v.shape], dtype=torch.int64,
-                        device=q.device if dist.get_backend(group) == "nccl" else "cpu")
+def _refusal(check, q, k, v, causal):
+    """The local kernel's one line for this rank's shards, or "" where its checks pass."""
+    try:
+        check(q, k, v, causal)
+    except ValueError as err:
+        return str(err)
+    return ""
+
+
+def _check_shapes(q, k, v, group, world, refused):
+    """Every rank's (q, k, v) shapes and whether its kernel refused its shards, gathered before anything else is
+    sent: one line on every rank where a rank refused (so that none waits on a send that never comes) or the shapes
+    differ. A refused rank's shapes are not read (its q may not be a tensor)."""
+    shapes = [0] * 12 if refused else [*q.shape, *k.shape, *v.shape]
+    nccl = dist.get_backend(group) == "nccl"
+    mine = torch.tensor([bool(refused), *shapes], dtype=torch.int64,
+                        device=(q.device if isinstance(q, torch.Tensor) else "cuda") if nccl else "cpu")
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=group)
-    shapes = {tuple(s.tolist()) for s in every}
+    others = [r for r, s in enumerate(every) if s[0] and r != dist.get_rank(group)]
+    if others and not refused:
+        raise ValueError(f"rank {', '.join(map(str, others))} of the group refused its shards (its own line says "
+                         f"why): nothing was sent")
+    if refused:
+        return
+    shapes = {tuple(s[1:].tolist()) for s in every}
     if len(shapes) > 1:
         raise ValueError(f"the ranks' shards differ in shape (q, k, v each 4-d): {sorted(shapes)}; every rank "
                          "must hold N/P tokens of the same batch, heads and head_dim")

@@ -17,7 +17,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from gpusim.decode import check_block_table, check_lengths, launch_for_cache, make_launch
-from gpusim.shape import MIN_ROWS, REDUCE_SPLITS, Tiles
+from gpusim.shape import MIN_ROWS, REDUCE_SPLITS, Tiles, flag
 
 from .interpreter import INTERPRETED
 from .launch import (DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch,
@@ -237,7 +237,7 @@ class DecodePlan:
         self.cache_seqlens = to_device(torch.tensor(lengths, dtype=torch.int32), device)
         self.block_table = self._table(block_table, num_pages)
         self._table_given = block_table is not None or not page_size
-        self.pdl = dependent_launch(device) if pdl is None else pdl
+        self.pdl = dependent_launch(device) if pdl is None else flag("pdl", pdl)
         split = L.num_splits > 1
         self.o_partial = torch.empty((L.num_splits, *self.q_shape), dtype=torch.float32, device=device) if split else None
         self.lse_partial = torch.empty((L.num_splits, *self.q_shape[:3]), dtype=torch.float32,
@@ -280,6 +280,9 @@ class DecodePlan:
         copies (a paged plan's table only where the plan was given one). pdl, launch_options (num_warps,
         num_stages of the split kernel): overrides for a sweep."""
         L = self._launch
+        flag("return_lse", return_lse)
+        if pdl is not None:
+            flag("pdl", pdl)
         if block_table is None and not self._table_given:
             raise ValueError("block_table is None, and this paged plan was made without one: give run the table "
                              "(plan.block_table, filled in place, serves a CUDA graph)")
@@ -322,6 +325,9 @@ class DecodePlan:
         if q.shape != self.q_shape or q.dtype != self.dtype or q.device != self.device or not q.is_contiguous():
             raise ValueError(f"q is {tuple(q.shape)} {q.dtype} on {q.device}: the plan expects a contiguous "
                              f"{self.q_shape} {self.dtype} on {self.device}")
+        if q.requires_grad and torch.is_grad_enabled():
+            raise ValueError("q requires grad, but decoding is forward-only (its output would carry no gradient): "
+                             "run it under torch.no_grad()")
         if L.page_size:
             fits = k_cache.dim() == 4 and k_cache.shape[1:] == (L.page_size, L.kv_heads, L.head_dim)
             cache = f"(num_pages, {L.page_size}, {L.kv_heads}, {L.head_dim})"

@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+from gpusim.shape import flag
+
 from .launch import constants, forward_launch, in_slices, launch, op_fields, past_grid
 from .tiles import keep, kv_blocks_visited, row_offsets, unmasked_blocks
 
@@ -70,6 +72,7 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
     tile gpusim predicts fastest, gpusim.best_blocks), or tiles=gpusim.Tiles(block_q, block_kv, num_warps=...,
     num_stages=...), whose knobs not None override gpusim's launch rule (and are priced); gpu: the gpusim GPU
     whose shared memory the tiles must fit (default: detected; under torch.compile a preset name)."""
+    flag("return_lse", return_lse)
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
         fields = op_fields("flash2", tiles, block_q, block_kv)
         o, lse = torch.ops.gpusim.flash2_attention(q, k, v, causal, *fields, None, None, gpu)
@@ -85,6 +88,11 @@ def flash2_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tile
         cfg, grids, consts, _ = launched
         launch(flash2_kernel, grids, q, k, v, o, lse, cfg.seq, cfg.seq_kv, cfg.head_dim**-0.5, **consts)
     return (o, lse) if return_lse else o
+
+
+def check_flash2(q, k, v, causal=False):
+    """Every check flash2_attention makes on q, k, v at its own tiles, without a launch: one line for each fault."""
+    forward_launch("flash2", q, k, v, causal, None, None, None, None, _parts)
 
 
 def _parts(cfg):

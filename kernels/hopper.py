@@ -38,10 +38,10 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from gpusim.passes.hopper import HEAD_DIMS, LAUNCHES, SWP, WS
 from gpusim.config import make_config
-from gpusim.shape import Tiles
+from gpusim.shape import Tiles, flag
 
 from .interpreter import INTERPRETED
-from .launch import (LAUNCH_CACHE_SIZE, as_int, forward_only, keyed, metas, out_of_resources, short_repr,
+from .launch import (LAUNCH_CACHE_SIZE, as_int, check_tensors, forward_only, keyed, metas, out_of_resources, short_repr,
                      signature)
 from .launch import launch as launch_kernel  # _launch names its options `launch`
 from .tiles import keep, kv_blocks_visited
@@ -238,6 +238,7 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     them all in one, instead of the keywords (its None fields: the table's); gpusim prices the launch that
     runs (gpusim.passes.hopper launch_options, given the whole of it as Config.user_tiles).
     Needs an sm_90 GPU, or Triton's interpreter on CPU tensors (TRITON_INTERPRET=1)."""
+    flag("return_lse", return_lse)
     launch = _options(tiles, dict(block_q=block_q, block_kv=block_kv, num_warps=num_warps, num_stages=num_stages,
                                   warp_specialize=warp_specialize, mask=mask, overlap=overlap, lpt_heads=lpt_heads))
     if torch.compiler.is_compiling():  # one node of torch.compile's graph: the custom op (kernels/ops.py)
@@ -247,6 +248,13 @@ def hopper_attention(q, k, v, *, causal=False, return_lse=False, fp8_scale=None,
     forward_only("hopper", q, k, v)
     o, lse, _ = _launch(q, k, v, causal, fp8_scale, launch, warmup=False)
     return (o, lse) if return_lse else o
+
+
+def check_hopper(q, k, v, causal=False):
+    """Every check hopper_attention makes on q, k, v without an fp8 scale, at its table's launch, without a launch:
+    one line for each fault."""
+    forward_only("hopper", q, k, v)
+    keyed(_planned, signature(dict(q=q, k=k, v=v)), causal, False, (), INTERPRETED)
 
 
 def _options(tiles, launch):
@@ -341,7 +349,8 @@ def _descales(fp8_scale):
     """fp8_scale as 3 floats, or one line naming it: not 3 positive finite numbers (a NaN or 0 would give NaN or
     uniform rows, a negative descale a wrong O)."""
     try:
-        given = () if isinstance(fp8_scale, (str, bytes)) else tuple(fp8_scale)
+        sequence = isinstance(fp8_scale, (tuple, list, torch.Tensor, np.ndarray))  # not a dict: its keys
+        given = tuple(fp8_scale) if sequence else ()
         scales = tuple(math.nan if isinstance(x, (str, bytes, bool)) else float(x) for x in given)  # nan: refused
     except (TypeError, ValueError, RuntimeError):  # not iterable, not numbers (a tensor of more than one element)
         scales = ()
@@ -368,7 +377,13 @@ def to_fp8(x, *, k_major=False):
     """x (B, H, N, d) as e4m3 with one per-tensor scale: returns (x_e4m3, descale), x ≈ x_e4m3.float() *
     descale, the largest |x| mapped to e4m3's largest value, 448. k_major=True (for v): stored transposed,
     as hopper_attention reads V in fp8."""
-    descale = max(x.abs().max().item(), torch.finfo(torch.float32).tiny) / E4M3_MAX
+    check_tensors(dict(x=x))
+    if x.dim() != 4 or not x.numel() or not x.is_floating_point():
+        raise ValueError(f"x is {tuple(x.shape)} {x.dtype}: to_fp8 takes a non-empty floating-point (B, H, N, d)")
+    largest = x.abs().max().item()
+    if not math.isfinite(largest):
+        raise ValueError(f"x holds NaN or infinity (its largest |value| is {largest}): no scale maps it to e4m3")
+    descale = max(largest, torch.finfo(torch.float32).tiny) / E4M3_MAX
     x8 = (x.float() / descale).to(FP8)
     return (_k_major(x8).transpose(2, 3)[:, :, :x.shape[2]] if k_major else x8), descale
 

@@ -307,6 +307,22 @@ def forward_only(algo, q, k, v):
                          f"gradient): call {trainable}, or run it under torch.no_grad()")
 
 
+def first_derivative_only(name):
+    """A decorator for the backward of an autograd.Function (or a custom op) whose gradients come from kernels, not
+    torch ops: one line where a derivative of those gradients is asked for (create_graph=True turns grad mode on
+    inside backward). once_differentiable refused that only where the output's gradient itself required grad: a
+    penalty on dL/dv with o.sum() as L passed, and its term was silently taken as a constant."""
+    def decorate(backward):
+        def checked(ctx, *grads):
+            if torch.is_grad_enabled():
+                raise RuntimeError(f"create_graph=True asks for the derivative of {name}'s gradients, which its "
+                                   f"backward kernels compute outside autograd: differentiate twice through torch's "
+                                   f"scaled_dot_product_attention instead")
+            return backward(ctx, *grads)
+        return checked
+    return decorate
+
+
 def op_fields(algo, tiles, block_q, block_kv):
     """(block_q, block_kv, num_warps, num_stages), ints or None, of tiles or block_q, block_kv: what a torch custom
     op takes (kernels/ops.py), which no dataclass can be an argument of; one line for a knob of tiles algo's kernel

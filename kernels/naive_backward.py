@@ -13,13 +13,12 @@ gpusim.backward counts the bytes they move.
 import torch
 import triton
 import triton.language as tl
-from torch.autograd.function import once_differentiable
 
 from gpusim.shape import Tiles
 
 from .backward import (backward_config, bwd_constants, check_backward, empty_grads, no_rows,
                        prepare_backward)
-from .launch import check_tensors, in_slices, launch, one_row, options, past_grid
+from .launch import check_tensors, first_derivative_only, in_slices, launch, one_row, options, past_grid
 from gpusim.passes.naive import score_row
 
 from .naive import naive_attention, row_block_product, tile_product
@@ -172,7 +171,7 @@ class NaiveAttention(torch.autograd.Function):
         return o
 
     @staticmethod
-    @once_differentiable  # its backward is kernels, not torch ops: a second derivative raises, never comes back 0
+    @first_derivative_only("naive_attention_trainable")  # its backward is kernels: no second derivative
     def backward(ctx, do):
         return (*naive_attention_backward(*ctx.saved_tensors, do, **ctx.options), None, None, None)
 

@@ -20,7 +20,7 @@ from .backward import flash2_attention_backward
 from .flash1 import flash1_attention
 from .flash2 import flash2_attention
 from .hopper import OUT_DTYPES, hopper_attention
-from .launch import op_keywords
+from .launch import first_derivative_only, op_keywords
 from .naive import naive_attention
 
 
@@ -46,10 +46,16 @@ def _flash2_setup(ctx, inputs, output):
     q, k, v, causal, _, _, _, _, block_q, block_kv, gpu = inputs
     ctx.save_for_backward(q, k, v, *output)
     ctx.options = (causal, block_q, block_kv, gpu)
+    ctx.set_materialize_grads(False)  # an output no loss used has no gradient (None), not zeros
 
 
-def _flash2_backward(ctx, do, _dlse):
-    """The LSE is not differentiated (its gradient is taken as 0): flash2_attention_trainable returns O only."""
+@first_derivative_only("gpusim::flash2_attention")
+def _flash2_backward(ctx, do, dlse):
+    """O's gradient through the backward kernels; one line where the LSE's reaches it (the kernels take none: its
+    term, dS += P dLSE, was dropped silently). flash2_attention_trainable returns O only."""
+    if dlse is not None:
+        raise RuntimeError("gpusim::flash2_attention's LSE output (its second) has no gradient: a loss may use O "
+                           "(the first), or the LSE under torch.no_grad() or detached")
     return (*torch.ops.gpusim.flash2_attention_backward(*ctx.saved_tensors, do, *ctx.options),
             None, None, None, None, None, None, None, None)
 

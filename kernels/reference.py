@@ -5,6 +5,9 @@ import torch
 def reference_attention(q, k, v, *, causal=False):
     """softmax(q kᵀ / sqrt(d)) v in float64, on q's device. Shapes as the kernels take them: q (B, H, N, d),
     k and v (B, H_kv, N_kv, d); causal as torch's is_causal=True (row r sees keys 0..r, top-left aligned)."""
+    if q.shape[1] % k.shape[1] or k.shape != v.shape:
+        raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: k and v must match, and "
+                         f"their heads divide q's")
     q, k, v = (x.double() for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)

@@ -49,12 +49,18 @@ def twin(rank, folder):
     refusals = []
     for args, strategy in [((q[:, :, : 64 - 16 * rank], k[:, :, :64], v[:, :, :64]), "zigzag"),  # rank 1: fewer
                            ((q[:, :, :33], k[:, :, :33], v[:, :, :33]), "zigzag"),  # 66 tokens are not 4 chunks
-                           ((q[:, :, :32], k[:, :, :64], v[:, :, :64]), "ring")]:  # causal shards of two lengths
+                           ((q[:, :, :32], k[:, :, :64], v[:, :, :64]), "ring"),  # causal shards of two lengths
+                           ((q[:, :, :64].double(), k[:, :, :64].double(), v[:, :, :64].double()), "ring"),  # both
+                           ((q[:, :, :64].to(torch.float64 if rank else torch.float16), k[:, :, :64],
+                             v[:, :, :64]), "zigzag")]:  # rank 1's q alone: the kernel refuses it, on rank 1 only
         try:
             context.context_attention(*args, strategy=strategy, causal=True)
         except ValueError as err:
             refusals.append(str(err))
     out["refusals"] = refusals
+    # the group still works: ring's sends had been posted before the kernel refused, and the next call waited forever
+    out["after"] = context.context_attention(*(context.shard(x, rank, WORLD) for x in (q, k, v)), strategy="ring",
+                                             causal=True)
     torch.save(out, f"{folder}/rank{rank}.pt")
     dist.destroy_process_group()
 
@@ -90,11 +96,22 @@ def test_twin_output_and_bytes(ranks, strategy, causal, dtype, heads, kv_heads):
 
 
 def test_twin_refuses_unequal_shards_odd_zigzag_chunks_and_a_causal_mask_over_unequal_q_and_k(ranks):
-    for r in ranks:
-        unequal, odd, causal = r["refusals"]
+    for rank, r in enumerate(ranks):
+        unequal, odd, causal, dtype, one_rank = r["refusals"]
         assert "shards differ in shape" in unequal and "\n" not in unequal
         assert "not divisible by 2P = 4" in odd
         assert causal.startswith("causal=True, strategy='ring': q's shard has 32 tokens and k's 64")
+        assert dtype.startswith("q has dtype torch.float64") and "\n" not in dtype
+        assert one_rank.startswith("q has dtype torch.float64" if rank else
+                                   "rank 1 of the group refused its shards (its own line says why): nothing was sent")
+
+
+def test_twin_runs_on_after_its_kernel_refused_shards(ranks):
+    """A refusal by the local kernel (float64 shards) came after ring had posted its sends: the next call on the
+    group waited forever. The kernel's checks now run before anything is sent, and every rank refuses together."""
+    q, k, v = inputs("fp16", 2, 2)
+    o = torch.cat([r["after"] for r in ranks], dim=2)
+    assert relative_error(o, reference_attention(q, k, v, causal=True)) < 1e-2
 
 
 def test_without_a_process_group_it_names_torchrun():
@@ -136,6 +153,18 @@ def test_shards_are_equal_and_zigzag_unshard_undoes_zigzag_shard():
     for rank in (torch.tensor(1), np.int64(1)):  # an integer of any kind is a rank, as list indexing takes it
         assert torch.equal(context.shard(x, rank, torch.tensor(4)), context.shard(x, 1, 4))
     assert torch.equal(context.zigzag_unshard([context.zigzag_shard(x, r, 4) for r in range(4)]), x)
+
+
+@pytest.mark.parametrize("parts, message", [
+    (lambda x: [x[:, :, :4], x[:, :, :6]], "parts are shaped [(1, 2, 4, 16), (1, 2, 6, 16)]"),  # was N = 10, silently
+    (lambda x: x, "parts is shaped (1, 2, 128, 16): expected every rank's zigzag_shard, a list"),  # split along batch
+    (lambda x: [], "parts is list: expected every rank's zigzag_shard"),  # torch.cat's error
+    (lambda x: [x[:, :, :3]] * 2, "N/P even (two chunks)"),
+])
+def test_zigzag_unshard_refuses_what_no_zigzag_shard_gives_in_one_line(parts, message):
+    with pytest.raises(ValueError) as err:
+        context.zigzag_unshard(parts(inputs("fp32", 2, 2)[0]))
+    assert message in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("rows", [(40, 88), (40, 1)])

@@ -118,3 +118,16 @@ def test_ops_fake_shapes_are_the_real_ones():
     q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
     torch.library.opcheck(torch.ops.gpusim.flash2_attention.default, (q, k, v, False, 16, 16, None, None, 16, 16, None),
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+
+
+@RUNS
+def test_the_ops_lse_output_refuses_a_gradient_rather_than_drops_it():
+    """gpusim::flash2_attention returns (O, LSE); a loss of both took the LSE's gradient as 0 (q.grad off by up to
+    0.57, a review found): its backward kernels take none. It now says so; a detached LSE, or O alone, trains."""
+    q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
+    o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
+    with pytest.raises(RuntimeError, match=r"^gpusim::flash2_attention's LSE output \(its second\) has no gradient"):
+        (o.sum() + lse.sum()).backward()
+    o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
+    (o.sum() + lse.detach().sum()).backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()

@@ -444,6 +444,7 @@ def test_plan_run_never_reads_the_device(monkeypatch):
      "integers"),
     (lambda: dict(device="tpu"), "device='tpu': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
     (lambda: dict(device="meta"), "device='meta': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
+    (lambda: dict(pdl="x"), "pdl='x' must be True or False"),
 ])
 def test_bad_plan_gives_one_line(make, message):
     kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
@@ -462,6 +463,10 @@ def test_bad_plan_gives_one_line(make, message):
     (dict(table=lambda t: t[:, :5]), "block_table is torch.int32 (2, 5): the plan expects int32 (2, >= 6)"),
     (dict(table=lambda t: t.long()), "block_table is torch.int64 (2, 6)"),
     (dict(lengths=lambda n: n.long()), "cache_seqlens is torch.int64 (2,)"),
+    (dict(q=lambda q: q.requires_grad_()), "q requires grad, but decoding is forward-only (its output would carry no "
+                                           "gradient): run it under torch.no_grad()"),  # was a gradient-less output
+    (dict(run=dict(return_lse="no")), "return_lse='no' must be True or False"),  # was truthy: a tuple came back
+    (dict(run=dict(pdl="x")), "pdl='x' must be True or False"),
 ])
 def test_bad_run_gives_one_line(change, message):
     q, k, v, table, plan = growing_cache(DEVICE)
@@ -469,7 +474,7 @@ def test_bad_run_gives_one_line(change, message):
     args = (change.get("q", same)(q), change.get("k", same)(k), change.get("v", same)(v),
             change.get("table", same)(plan.block_table), change.get("lengths", same)(plan.cache_seqlens))
     with pytest.raises(ValueError) as err:
-        plan.run(*args)
+        plan.run(*args, **change.get("run", {}))
     assert message in str(err.value) and "\n" not in str(err.value)
 
 

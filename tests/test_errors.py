@@ -80,6 +80,8 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: kvcache.arrivals(10, 1.0, 2**70), "max_tokens=1,180,591,620,717,411,303,424 is more than the"),  # Overflow
     (lambda: kvcache.arrivals(10, 1.0, 1024, seed="a"), "seed='a' must be a non-negative integer"),  # NumPy's line
     (lambda: kvcache.arrivals(10, 1.0, 1024, seed=-1), "seed=-1 must be a non-negative integer"),
+    (lambda: kvcache.serve("llama-3-8b", [kvcache.Request(1, 0, 4, 4)] * 2, steps=3),
+     "requests holds two of id 1: each request's id must be its own"),
     (lambda: kvcache.arrivals(100, 1, 4096, mean_prompt_tokens=0.5), "mean_prompt_tokens=0.5: a geometric length"),
     (lambda: kvcache.serve("llama-3-8b", [1, 2], steps=5), "requests holds 1: expected kvcache.Request items"),
     (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a non-negative integer"),

@@ -323,6 +323,7 @@ def test_needs_sm90(monkeypatch):
     (dict(mask="diagonal"), "mask='diagonal' must be one of 'every', 'branch', 'split'"),
     (dict(lpt_heads=-1), "lpt_heads=-1 must be an integer >= 0"),
     (dict(num_warps=6), "num_warps=6 must be 4, 8 or 16"),
+    (dict(return_lse="no"), "return_lse='no' must be True or False"),
 ])
 def test_bad_input(change, message):
     d, dtype = change.pop("head_dim", 64), change.pop("dtype", torch.float16)
@@ -332,13 +333,27 @@ def test_bad_input(change, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("x, message", [
+    (lambda x: x.fill_(float("nan")), "x holds NaN or infinity (its largest |value| is nan): no scale maps it"),
+    (lambda x: x.fill_(float("inf")), "x holds NaN or infinity (its largest |value| is inf)"),  # was descale=inf
+    (lambda x: x[0], "x is (1, 32, 64) torch.float32: to_fp8 takes a non-empty floating-point (B, H, N, d)"),
+    (lambda x: x[:, :, :0], "x is (1, 1, 0, 64) torch.float32"),  # torch's max() of nothing
+    (lambda x: x.tolist(), "x is list: expected a 4-d tensor"),
+])
+def test_to_fp8_refuses_what_it_cannot_scale_in_one_line(x, message):
+    """A NaN or infinity gave a NaN or infinite descale, which hopper_attention then refused naming fp8_scale."""
+    with pytest.raises(ValueError) as err:
+        to_fp8(x(torch.randn(1, 1, 32, 64)))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
 @pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
 @pytest.mark.parametrize("fp8_scale", [(math.nan, 1.0, 1.0), (0.0, 1.0, 1.0), (1.0, 1.0, -1.0), (1.0, math.inf, 1.0),
                                        (1.0, 1.0), (1.0, 1.0, 1.0, 1.0), "abc", 2.0, (True, 1.0, 1.0),
-                                       ("1", "1", "1"), (1.0, "a", 1.0)], ids=repr)
+                                       ("1", "1", "1"), (1.0, "a", 1.0), {1: 2, 3: 4, 5: 6}], ids=repr)
 def test_fp8_scales_that_are_not_three_positive_finite_numbers_are_refused(fp8_scale):
-    """A NaN descale gave an all-NaN O, 0 identical rows, a negative one a wrong O, 2 or a string a deep error:
-    one line naming fp8_scale instead."""
+    """A NaN descale gave an all-NaN O, 0 identical rows, a negative one a wrong O, 2 or a string a deep error, a
+    dict its keys as the descales: one line naming fp8_scale instead."""
     q = torch.zeros(1, 1, 32, 64, dtype=FP8, device=DEVICE)
     with pytest.raises(ValueError) as err:
         hopper_attention(q, q, q, fp8_scale=fp8_scale)

@@ -210,11 +210,19 @@ def tensors(shapes, dtypes=F16):
      "A100-40GB has 166,912 B per thread block"),
     (QKV, F16, {"gpu": "H100"}, "unknown gpu='H100'"),
     (QKV, F16, {"gpu": {}}, "unknown gpu={}: known GPUs are"),
+    (QKV, F16, {"return_lse": "no"}, "return_lse='no' must be True or False"),  # was truthy: a tuple came back
 ])
 def test_bad_input_raises_a_clear_error(shapes, dtypes, kwargs, message):
     with pytest.raises(ValueError) as err:
         gpusim_kernels.flash2_attention(*tensors(shapes, dtypes), **kwargs)
     assert message in str(err.value)
+
+
+def test_the_reference_refuses_heads_that_do_not_group_in_one_line():
+    q, k = torch.zeros(1, 3, 8, 16), torch.zeros(1, 2, 8, 16)
+    with pytest.raises(ValueError, match=r"^q \(1, 3, 8, 16\), k \(1, 2, 8, 16\), v \(1, 2, 8, 16\): k and v must "
+                                         "match, and their heads divide q's$"):  # was torch's broadcasting error
+        gpusim_kernels.reference_attention(q, k, k)
 
 
 @RUNS
