@@ -105,6 +105,7 @@ def model_memory(algo, *, layers, heads, head_dim, batch, seq, dtype="fp16", kv_
     """Attention's share of a model's training memory (no weights, optimizer state or MLP activations):
     every layer keeps what its forward saved until its backward; one layer's backward is running at a
     time, on top of that. {saved_per_layer, saved_per_model, peak_bytes, fits}."""
+    layers = counts(layers=layers)["layers"]
     cfg = config(algo, seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, causal=causal,
                  dtype=dtype, gpu=gpu)
     saved = sum(cfg.pass_.saved_bytes(cfg).values())
@@ -131,8 +132,10 @@ def theorem5_counts(seq, head_dim, sram_bytes, gpu="H100-SXM", dtype="fp16"):
     """Theorem 5 shown by the counts: for each SRAM size (bytes per thread block), flash1's backward bytes
     with the paper's blocks for that SRAM, times M / (N² d²) (flat if the theorem holds), and the bytes
     naive attention's backward moves through its N x N matrices (P, dP, dS), which no SRAM changes."""
+    if not isinstance(sram_bytes, (list, tuple, range)):
+        raise ValueError(f"sram_bytes={sram_bytes!r} must be a list of SRAM sizes in bytes, e.g. [{sram_bytes!r}]")
     rows = []
-    for size in sram_bytes:
+    for size in (positive_int("sram_bytes", size) for size in sram_bytes):
         g = replace(get_gpu(gpu), name=f"{size // 1024} KiB", sram_bytes_per_block=size, sram_bytes_per_sm=size)
         m = size // DTYPE_BYTES[dtype]
         flash = sum(r + w for r, w in count(config("flash1", seq=seq, head_dim=head_dim, dtype=dtype, gpu=g)).values())

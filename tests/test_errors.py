@@ -115,6 +115,10 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.nominal_flops(1, 1, -5, 64), "seq=-5 must be a positive integer"),  # was 6,400: -5 squared
     (lambda: gpusim.nominal_flops(1, 1, 1024, 64, causal="no"), "causal='no' must be True or False"),  # was halved
     (lambda: gpusim.backward.nominal_flops(1, 1, -1, 64, False), "seq=-1 must be a positive integer"),
+    (lambda: gpusim.backward.max_trainable_seq("flash2", layers=0, heads=16, head_dim=64, batch=8),  # was 5,202,237
+     "layers=0 must be a positive integer"),
+    (lambda: gpusim.backward.theorem5_counts(1024, 64, 0), "sram_bytes=0 must be a list of SRAM sizes in bytes"),
+    (lambda: gpusim.backward.theorem5_counts(1024, 64, [0]), "sram_bytes=0 must be a positive integer"),
     (lambda: gpusim.reference_attention(*_qkv(), causal=True, causal_align="bottom-right"),  # was top-left, silently
      "causal_align='bottom-right' is not one of top_left, bottom_right"),
     (lambda: gpusim.reference_attention(*_qkv(), causal="yes"), "causal='yes' must be True or False"),
