@@ -78,10 +78,11 @@ def shown(name, value):
 
 
 def pair(name, blocks):
-    """blocks as a (block_q, block_kv) tuple, or one line naming it: not a pair."""
+    """blocks as a (block_q, block_kv) tuple, or one line naming it: not a pair, or an element (None: the rule's)
+    not a positive integer."""
     if not (isinstance(blocks, (tuple, list)) and len(blocks) == 2):
         raise ValueError(f"{name}={blocks!r} must be a pair (block_q, block_kv)")
-    return tuple(blocks)
+    return tuple(None if b is None else positive_int(f"{name}[{i}]", b) for i, b in enumerate(blocks))
 
 
 def power_of_two(name, value, least):

@@ -27,7 +27,7 @@ from gpusim import context_scaling, kvcache, theorems
     (dict(causal="yes"), "causal='yes' must be True or False"),
     (dict(backward="yes"), "backward='yes' must be True or False"),
     (dict(backward=True, backward_blocks=(64,)), "backward_blocks=(64,) must be a pair (block_q, block_kv)"),
-    (dict(backward=True, backward_blocks=(0, 64)), "block_q=0 must be a positive integer"),
+    (dict(backward=True, backward_blocks=(0, 64)), "backward_blocks[0]=0 must be a positive integer"),  # not block_q
     (dict(gpus=2, heads=0), "heads=0 must be a positive integer"),
     (dict(gpus=2, causal="yes"), "causal='yes' must be True or False"),
     (dict(gpus=2, seq=-4), "seq=-4 must be a positive integer"),
