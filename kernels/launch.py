@@ -434,10 +434,10 @@ def check_inputs(q, k, v, block_q, block_kv):
     check_blocks(block_q, block_kv)
 
 
-def check_blocks(block_q, block_kv):
+def check_blocks(block_q, block_kv, names=("block_q", "block_kv")):
     """Each given block a tl.dot tile (None: gpusim's choice): an integer (a NumPy one too, not a bool or a
-    float), a power of two."""
-    for name, block in (("block_q", block_q), ("block_kv", block_kv)):
+    float), a power of two; names: how the lines name them."""
+    for name, block in zip(names, (block_q, block_kv)):
         if block is None:
             continue
         value = as_int(block)
@@ -473,7 +473,7 @@ def int_blocks(block_q, block_kv):
 def check_pair(name, blocks):
     """blocks as a (block_q, block_kv) tuple of tl.dot tiles (Python ints), or one line naming it."""
     blocks = int_blocks(*pair(name, blocks))
-    check_blocks(*blocks)
+    check_blocks(*blocks, names=(f"{name}[0]", f"{name}[1]"))
     return blocks
 
 

@@ -269,7 +269,7 @@ def test_bad_backward_input_raises_one_line(fn, args, message):
 
 
 @RUNS
-@pytest.mark.parametrize("blocks, message", [((24, 16), "block_q=24 must be a power of two >= 16"),
+@pytest.mark.parametrize("blocks, message", [((24, 16), "backward_blocks[0]=24 must be a power of two >= 16"),
                                              (16, "backward_blocks=16 must be a pair (block_q, block_kv)"),
                                              ((16,), "backward_blocks=(16,) must be a pair"),
                                              ((16, 16, 16), "backward_blocks=(16, 16, 16) must be a pair")])
@@ -309,8 +309,10 @@ def test_numpy_integer_tiles_get_the_equal_ints_backward_launch():
     assert gpusim_kernels.backward._cached_backward.cache_info()[:2] == (2, 2)  # hits, misses
     assert all(torch.equal(a, b) for a, b in zip(*grads))
     for blocks in [(True, 16), (16.0, 16)]:
-        with pytest.raises(ValueError, match=f"^block_q={blocks[0]} must be an integer, a power of two >= 16"):
+        with pytest.raises(ValueError, match=rf"^backward_blocks\[0\]={blocks[0]} must be a positive integer"):
             gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=blocks)
+    with pytest.raises(ValueError, match=r"^backward_blocks\[1\]=24 must be a power of two >= 16 \(a tl.dot tile\)"):
+        gpusim_kernels.flash2_attention_trainable(q, k, v, backward_blocks=(16, 24))
 
 
 @RUNS
