@@ -339,6 +339,9 @@ def op_keywords(block_q, block_kv, num_warps, num_stages):
     block_q, block_kv as given."""
     if num_warps is None and num_stages is None:
         return dict(block_q=block_q, block_kv=block_kv)
+    if block_q is None or block_kv is None:  # a Tiles is a whole launch: its knobs come with its blocks
+        raise ValueError(f"num_warps={num_warps}, num_stages={num_stages} need block_q and block_kv too (given "
+                         f"{block_q}, {block_kv}): a launch's knobs are set with its tiles")
     return dict(tiles=Tiles(block_q, block_kv, num_warps, num_stages))
 
 

@@ -131,3 +131,12 @@ def test_the_ops_lse_output_refuses_a_gradient_rather_than_drops_it():
     o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
     (o.sum() + lse.detach().sum()).backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+@RUNS
+def test_the_ops_knobs_without_tiles_are_refused_naming_them():
+    """num_warps given to the op with block_q, block_kv None said "block_q=None must be a positive integer"."""
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"^num_warps=4, num_stages=None need block_q and block_kv too \(given None, "
+                                         r"None\): a launch's knobs are set with its tiles$"):
+        torch.ops.gpusim.flash2_attention(q, k, v, False, None, None, 4, None, None, None, None)
