@@ -510,8 +510,8 @@ def host_line():
             f"another H100, this tree again; six ABBA rounds): the training step "
             f"{_range(entry_ratios(('host_run205.json',))[step])}× SDPA's (its interleaved `ratio_call` "
             f"{_range(entry_ratios(('host_run205.json',), 'ratio_call')[step])}×), `flash2_attention` "
-            f"{_range(entry_ratios(('host_run205.json',))['flash2_attention'])}×. Run 206 (`host_run206.json`, the same "
-            f"session, another H100, after the trainable backward's `once_differentiable` gave way to a check of its "
+            f"{_range(entry_ratios(('host_run205.json',))['flash2_attention'])}×. Run 206 (`host_run206.json`, the "
+            f"same session, another H100, after the trainable backward's `once_differentiable` gave way to a check of its "
             f"own): the training step {_range(entry_ratios(('host_run206.json',))[step])}× SDPA's (`ratio_call` "
             f"{_range(entry_ratios(('host_run206.json',), 'ratio_call')[step])}×).")
 

@@ -16,6 +16,8 @@ read, and its dK, dV are written as zeros.
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from .hardware import DTYPE_BYTES, dtype_name, get_gpu
 from .passes import BACKWARD, algo_name
 from .shape import (Backward, Tiles, check_groups, counts, flag, given_tiles, knobs_of,  # noqa: F401 (Backward)
@@ -132,7 +134,7 @@ def theorem5_counts(seq, head_dim, sram_bytes, gpu="H100-SXM", dtype="fp16"):
     """Theorem 5 shown by the counts: for each SRAM size (bytes per thread block), flash1's backward bytes
     with the paper's blocks for that SRAM, times M / (N² d²) (flat if the theorem holds), and the bytes
     naive attention's backward moves through its N x N matrices (P, dP, dS), which no SRAM changes."""
-    if not isinstance(sram_bytes, (list, tuple, range)):
+    if not isinstance(sram_bytes, (list, tuple, range, np.ndarray)) or np.ndim(sram_bytes) != 1:
         raise ValueError(f"sram_bytes={sram_bytes!r} must be a list of SRAM sizes in bytes, e.g. [{sram_bytes!r}]")
     rows = []
     for size in (positive_int("sram_bytes", size) for size in sram_bytes):

@@ -55,23 +55,28 @@ def _request_cache(cache, b, n, block_table):
 
 
 def check_read(launch, caches, block_table, names=("k", "v")):
-    """One line where a request's cached positions 0 .. L_b - 1 hold a NaN or infinity. Past L_b a real cache holds
-    whatever was there (a reused page, a longer request's tokens): no program reads it, so it is not checked."""
-    for b, n in enumerate(launch.seq_kv):
-        for name, cache in zip(names, caches):
-            bad = np.argwhere(~np.isfinite(_request_cache(cache, b, n, block_table)))  # (kv_head, position, i)
+    """{name: the rows the requests read, (rows, d)}, or one line where a request's cached positions 0 .. L_b - 1
+    hold a NaN or infinity. Past L_b a real cache holds whatever was there (a reused page, a longer request's
+    tokens): no program reads it, so it is neither checked nor returned."""
+    read = {}
+    for name, cache in zip(names, caches):
+        parts = [_request_cache(cache, b, n, block_table) for b, n in enumerate(launch.seq_kv)]
+        for b, part in enumerate(parts):
+            bad = np.argwhere(~np.isfinite(part))  # (kv_head, position, i)
             if bad.size:
                 raise ValueError(f"{name} holds NaN or infinity at position {bad[0][1]:,} of request {b}, within its "
-                                 f"cache_seqlens[{b}]={n:,} tokens")
+                                 f"cache_seqlens[{b}]={launch.seq_kv[b]:,} tokens")
+        read[name] = np.concatenate([part.reshape(-1, cache.shape[-1]) for part in parts])
+    return read
 
 
 def execute(launch, q, k_cache, v_cache, block_table=None, trace=False, names=("k", "v")):
     """Walk every program of the launch's kernels; return (output, counted Memory). The caches are checked finite
     where the requests read them (check_read; names: theirs in its line); q is the caller's to check."""
-    check_read(launch, (k_cache, v_cache), block_table, names)
+    arrays = {"q": q} | check_read(launch, (k_cache, v_cache), block_table, names)  # as the programs read them
     L = launch
     work = np.result_type(q.dtype, k_cache.dtype, np.float32)
-    check_overflow(work, dict(zip(("q", *names), (q, k_cache, v_cache))))
+    check_overflow(work, arrays)
     b, h, n, d, S = L.batch, L.heads, L.seq, L.head_dim, L.num_splits
     tensors = {"Q": q.astype(work), "K": k_cache.astype(work), "V": v_cache.astype(work),
                "cache_seqlens": np.array(L.seq_kv, dtype=np.int32),
@@ -85,5 +90,5 @@ def execute(launch, q, k_cache, v_cache, block_table=None, trace=False, names=("
     mem = Memory(tensors, {name: sizes.get(name, STATS_BYTES) for name in tensors}, trace)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is check_overflow's one line
         L.pass_.execute(mem, L)
-    check_overflow(work, dict(zip(("q", *names), (q, k_cache, v_cache))), [tensors["O"]])
+    check_overflow(work, arrays, [tensors["O"]])
     return tensors["O"], mem

@@ -100,24 +100,29 @@ def floats(name, x, finite=True):
 
 
 def _largest_norm(x):
-    """The largest row norm of x's last axis, in float64, over its finite entries (a cache past its lengths may
-    hold anything)."""
+    """The largest row norm of x's last axis (the arrays as execute mode reads them: finite), in float64, scaled by
+    the largest |x| first so that no square overflows."""
     x = np.asarray(x, np.float64)
-    return float(np.sqrt(np.square(np.where(np.isfinite(x), x, 0)).sum(axis=-1)).max(initial=0))
+    top = float(np.abs(x).max(initial=0))
+    return top * float(np.sqrt(np.square(x / top).sum(axis=-1)).max(initial=0)) if top else 0.0
 
 
-def check_overflow(work, arrays, outputs=()):
-    """One line where finite arrays ({name: array}, q and k first) could overflow the working precision in the
-    scores (|q_i kᵀ_j| / sqrt(d) <= |q_i| |k_j| / sqrt(d), Cauchy-Schwarz: up to half its largest, as the online
-    softmax subtracts two of them), or did on the way to outputs: never a silent NaN, infinity or zero."""
+def check_overflow(work, arrays, outputs=None):
+    """One line where the arrays ({name: array}, q and k first, each as the walk reads it) could overflow the
+    working precision in the scores (|q_i kᵀ_j| / sqrt(d) <= |q_i| |k_j| / sqrt(d), Cauchy-Schwarz: up to half
+    its largest, as the online softmax subtracts two of them), or (outputs given) did on the way to them: never a
+    silent NaN, infinity or zero."""
+    if outputs is not None and all(np.isfinite(x).all() for x in outputs):
+        return
     norms = {name: _largest_norm(x) for name, x in arrays.items()}
     (q, nq), (k, nk) = list(norms.items())[:2]
     bound, most = nq * nk / np.sqrt(np.shape(arrays[q])[-1]), float(np.finfo(work).max)
-    if bound <= most / 2 and all(np.isfinite(x).all() for x in outputs):
+    if outputs is None and bound <= most / 2:
         return
     largest = ", ".join(f"|{name}| {norm:.2g}" for name, norm in norms.items())
+    wider = ", or pass float64 arrays" if np.dtype(work) != np.float64 else ""
     raise ValueError(f"execute mode overflows {np.dtype(work).name} (it holds {most:.2g}) with these arrays: the "
-                     f"largest row norms {largest}, scores up to {bound:.2g}: scale them down, or pass float64 arrays")
+                     f"largest row norms {largest}, scores up to {bound:.2g}: scale them down{wider}")
 
 
 def arrays_of(q, k, v, cache=False):

@@ -27,7 +27,7 @@ def positive_int(name, value, limit=None, what="integer", zero=False):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0 or value == 0 and not zero:
         raise ValueError(f"{name}={value!r} must be a {'non-negative' if zero else 'positive'} {what}")
     if limit is not None and value > limit:
-        given = f"{value:,}" if value < limit << 40 else f"an integer of {len(str(value))} digits"
+        given = f"{value:,}" if value < limit << 40 else f"an integer of {int(value).bit_length():,} bits"
         raise ValueError(f"{name}={given} is more than the {limit:,} ({limit.bit_length() - 1} bits) gpusim counts")
     return int(value)
 

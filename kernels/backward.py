@@ -201,15 +201,22 @@ def bwd_constants(cfg, kernel):
 
 
 def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None, block_kv=None, tiles=None,
-                              gpu=None):
+                              gpu=None, dlse=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
     returned: o (B, H, N, d) in q's dtype and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over
     each K/V head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
-    tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take.
+    tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take. dlse: a loss's
+    gradient through lse too (lse's shape, fp32), whose term P ∘ dLSE joins dS: D - dLSE in place of D, one
+    elementwise op between the preprocess and the other two kernels.
 
     causal must be the forward's: P is recomputed from lse with this call's mask, and nothing in o or lse says
     which mask made them, so a mismatch (causal=False on a causal forward's o and lse) is not detected and
     gives wrong gradients."""
+    if dlse is not None:
+        check_tensors(dict(lse=lse, dlse=dlse))
+        if dlse.shape != lse.shape or dlse.dtype != torch.float32 or dlse.device != lse.device:
+            raise ValueError(f"dlse is {tuple(dlse.shape)} {dlse.dtype} on {dlse.device}: expected lse's gradient, "
+                             f"{tuple(lse.shape)} torch.float32 on {lse.device}")
     if no_rows(q):  # every check, o's and lse's on their own shapes and the rest on one_row's; no launch
         check_backward(q, k, v, do, block_q, block_kv, tiles)
         check_tensors(dict(o=o, lse=lse))
@@ -219,20 +226,33 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
     tensors = dict(q=q, k=k, v=v, do=do, o=o, lse=lse)
     launched = backward_launch("flash2", tensors, causal, tiles, block_q, block_kv, gpu, _parts)
     if past_grid(launched.cfg):  # past CUDA's grid along y: a call per slice of the batch
-        return in_slices(flash2_attention_backward, launched.cfg, (q, k, v, o, lse, do),
+        return in_slices(_sliced_backward, launched.cfg, (q, k, v, o, lse, do, *(() if dlse is None else (dlse,))),
                          dict(causal=causal, tiles=tiles, gpu=gpu))
-    return launched_backward(launched, *(x.contiguous() for x in tensors.values()))
+    return launched_backward(launched, *(x.contiguous() for x in tensors.values()),
+                             None if dlse is None else dlse.contiguous())
 
 
-def launched_backward(launched, q, k, v, do, o, lse):
-    """The three launches of a checked backward Launch on contiguous tensors: (dq, dk, dv)."""
+def _sliced_backward(q, k, v, o, lse, do, dlse=None, **options):
+    """flash2_attention_backward of one slice of the batch (in_slices slices dlse with the others)."""
+    return flash2_attention_backward(q, k, v, o, lse, do, dlse=dlse, **options)
+
+
+def launched_backward(launched, q, k, v, do, o, lse, dlse=None):
+    """The three launches of a checked backward Launch on contiguous tensors: (dq, dk, dv); with dlse, D - dLSE
+    between the preprocess and the other two (dS = P ∘ (dP - D + dLSE))."""
     cfg = launched.cfg
     d = torch.empty_like(lse)  # D = rowsum(dO ∘ O), (B, H, N) fp32
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     scale = cfg.head_dim**-0.5
-    launch_kept(launched, ((preprocess_kernel, "preprocess", (o, do, d, cfg.seq)),
-                           (dkdv_kernel, "dkdv", (q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale)),
-                           (dq_kernel, "dq", (q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale))), launch)
+    preprocess = (preprocess_kernel, "preprocess", (o, do, d, cfg.seq))
+    rest = ((dkdv_kernel, "dkdv", (q, k, v, do, lse, d, dk, dv, cfg.seq, cfg.seq_kv, scale)),
+            (dq_kernel, "dq", (q, k, v, do, lse, d, dq, cfg.seq, cfg.seq_kv, scale)))
+    if dlse is None:
+        launch_kept(launched, (preprocess, *rest), launch)
+    else:
+        launch_kept(launched, (preprocess,), launch)
+        d.sub_(dlse)
+        launch_kept(launched, rest, launch)
     return dq, dk, dv
 
 

@@ -118,9 +118,11 @@ def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2"
                       check_shapes=True):
     """This rank's rows of softmax(q kᵀ / sqrt(d)) v over the whole sequence, split over the group's ranks.
     Returns O (B, H, N/P, d) in q's dtype. Checks before anything is sent: a process group (torchrun), the
-    strategy and kernel, equal shard shapes on every rank (one all_gather of the shapes, and a host sync;
-    check_shapes=False skips it where a first call with the same shapes has checked them), and the
-    divisibility each strategy needs."""
+    strategy and kernel, the local kernel's own checks of this rank's shards (dtype, head_dim, device, ...),
+    equal shard shapes on every rank and no rank refused (one all_gather of the shapes and a refusal flag, and a
+    host sync), and the divisibility each strategy needs. check_shapes=False skips the all_gather where a first
+    call with the same shards has checked them: a rank whose kernel then refuses its shards raises alone, and the
+    others wait on its sends (torch.distributed's timeout)."""
     if not dist.is_available() or not dist.is_initialized():
         raise ValueError("context_attention needs an initialised process group: launch with torchrun "
                          "--nproc-per-node P and call torch.distributed.init_process_group first")
@@ -165,7 +167,7 @@ def _refusal(check, q, k, v, causal):
     """The local kernel's one line for this rank's shards, or "" where its checks pass."""
     try:
         check(q, k, v, causal)
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:  # RuntimeError: the Hopper kernel on another GPU
         return str(err)
     return ""
 
@@ -175,18 +177,19 @@ def _check_shapes(q, k, v, group, world, refused):
     sent: one line on every rank where a rank refused (so that none waits on a send that never comes) or the shapes
     differ. A refused rank's shapes are not read (its q may not be a tensor)."""
     shapes = [0] * 12 if refused else [*q.shape, *k.shape, *v.shape]
-    nccl = dist.get_backend(group) == "nccl"
-    mine = torch.tensor([bool(refused), *shapes], dtype=torch.int64,
-                        device=(q.device if isinstance(q, torch.Tensor) else "cuda") if nccl else "cpu")
+    on_gpu = isinstance(q, torch.Tensor) and q.is_cuda
+    device = "cpu" if dist.get_backend(group) != "nccl" else q.device if on_gpu else torch.cuda.current_device()
+    mine = torch.tensor([bool(refused), *shapes], dtype=torch.int64, device=device)
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=group)
+    every = torch.stack(every).tolist()  # one host sync
     others = [r for r, s in enumerate(every) if s[0] and r != dist.get_rank(group)]
     if others and not refused:
         raise ValueError(f"rank {', '.join(map(str, others))} of the group refused its shards (its own line says "
                          f"why): nothing was sent")
     if refused:
         return
-    shapes = {tuple(s[1:].tolist()) for s in every}
+    shapes = {tuple(s[1:]) for s in every}
     if len(shapes) > 1:
         raise ValueError(f"the ranks' shards differ in shape (q, k, v each 4-d): {sorted(shapes)}; every rank "
                          "must hold N/P tokens of the same batch, heads and head_dim")

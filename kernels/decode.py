@@ -281,8 +281,7 @@ class DecodePlan:
         num_stages of the split kernel): overrides for a sweep."""
         L = self._launch
         flag("return_lse", return_lse)
-        if pdl is not None:
-            flag("pdl", pdl)
+        pdl = None if pdl is None else flag("pdl", pdl)
         if block_table is None and not self._table_given:
             raise ValueError("block_table is None, and this paged plan was made without one: give run the table "
                              "(plan.block_table, filled in place, serves a CUDA graph)")
@@ -325,9 +324,9 @@ class DecodePlan:
         if q.shape != self.q_shape or q.dtype != self.dtype or q.device != self.device or not q.is_contiguous():
             raise ValueError(f"q is {tuple(q.shape)} {q.dtype} on {q.device}: the plan expects a contiguous "
                              f"{self.q_shape} {self.dtype} on {self.device}")
-        if q.requires_grad and torch.is_grad_enabled():
-            raise ValueError("q requires grad, but decoding is forward-only (its output would carry no gradient): "
-                             "run it under torch.no_grad()")
+        if (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad) and torch.is_grad_enabled():
+            raise ValueError("q, k_cache or v_cache requires grad, but decoding is forward-only (its output would "
+                             "carry no gradient): run it under torch.no_grad()")
         if L.page_size:
             fits = k_cache.dim() == 4 and k_cache.shape[1:] == (L.page_size, L.kv_heads, L.head_dim)
             cache = f"(num_pages, {L.page_size}, {L.kv_heads}, {L.head_dim})"

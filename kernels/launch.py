@@ -11,7 +11,7 @@ launched through launch(), which, compiled, skips Triton's own per-launch bindin
 """
 import operator
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import NamedTuple
 
 import torch
@@ -313,11 +313,13 @@ def first_derivative_only(name):
     inside backward). once_differentiable refused that only where the output's gradient itself required grad: a
     penalty on dL/dv with o.sum() as L passed, and its term was silently taken as a constant."""
     def decorate(backward):
+        @wraps(backward)
         def checked(ctx, *grads):
             if torch.is_grad_enabled():
                 raise RuntimeError(f"create_graph=True asks for the derivative of {name}'s gradients, which its "
-                                   f"backward kernels compute outside autograd: differentiate twice through torch's "
-                                   f"scaled_dot_product_attention instead")
+                                   f"backward kernels compute outside autograd: differentiate twice through "
+                                   f"softmax(q kᵀ / sqrt(d)) v written in torch ops (SDPA's math backend; its "
+                                   f"flash and efficient backends have no double backward either)")
             return backward(ctx, *grads)
         return checked
     return decorate

@@ -128,9 +128,9 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written): a view of the (B, H, N, LD) buffer the kernels
     write, its rows LD apart."""
-    if torch.compiler.is_compiling() and not flag("return_p", return_p):  # one node of torch.compile's graph (ops.py)
+    return_p = flag("return_p", return_p)
+    if torch.compiler.is_compiling() and not return_p:  # one node of torch.compile's graph (kernels/ops.py)
         return torch.ops.gpusim.naive_attention(q, k, v, causal, *op_fields("naive", tiles, block_q, block_kv), gpu)
-    flag("return_p", return_p)
     launched = forward_launch("naive", q, k, v, causal, tiles, block_q, block_kv, gpu, _parts)
     if not launched:  # no rows, nothing to launch
         o, p = torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((*q.shape[:3], k.shape[2]))

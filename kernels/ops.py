@@ -51,12 +51,11 @@ def _flash2_setup(ctx, inputs, output):
 
 @first_derivative_only("gpusim::flash2_attention")
 def _flash2_backward(ctx, do, dlse):
-    """O's gradient through the backward kernels; one line where the LSE's reaches it (the kernels take none: its
-    term, dS += P dLSE, was dropped silently). flash2_attention_trainable returns O only."""
-    if dlse is not None:
-        raise RuntimeError("gpusim::flash2_attention's LSE output (its second) has no gradient: a loss may use O "
-                           "(the first), or the LSE under torch.no_grad() or detached")
-    return (*torch.ops.gpusim.flash2_attention_backward(*ctx.saved_tensors, do, *ctx.options),
+    """The gradients of O and of the LSE (dS = P ∘ (dP - D + dLSE)); either None where no loss used it (under
+    torch.compile the LSE's is a tensor, zeros where unused)."""
+    q, k, v, o, lse = ctx.saved_tensors
+    do = torch.zeros_like(o) if do is None else do
+    return (*torch.ops.gpusim.flash2_attention_backward(q, k, v, o, lse, do, dlse, *ctx.options),
             None, None, None, None, None, None, None, None)
 
 
@@ -64,15 +63,15 @@ flash2_op.register_autograd(_flash2_backward, setup_context=_flash2_setup)
 
 
 @torch.library.custom_op("gpusim::flash2_attention_backward", mutates_args=())
-def flash2_backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor, causal: bool,
-                       block_q: Optional[int], block_kv: Optional[int],
+def flash2_backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, do: Tensor, dlse: Optional[Tensor],
+                       causal: bool, block_q: Optional[int], block_kv: Optional[int],
                        gpu: Optional[str]) -> tuple[Tensor, Tensor, Tensor]:
     return flash2_attention_backward(q, k, v, o, lse, do, causal=causal, block_q=block_q, block_kv=block_kv,
-                                     gpu=gpu)
+                                     gpu=gpu, dlse=dlse)
 
 
 @flash2_backward_op.register_fake
-def _(q, k, v, o, lse, do, causal, block_q, block_kv, gpu):
+def _(q, k, v, o, lse, do, dlse, causal, block_q, block_kv, gpu):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 

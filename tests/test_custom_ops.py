@@ -121,16 +121,28 @@ def test_ops_fake_shapes_are_the_real_ones():
 
 
 @RUNS
-def test_the_ops_lse_output_refuses_a_gradient_rather_than_drops_it():
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_a_loss_of_the_ops_lse_gets_its_gradient(backend):
     """gpusim::flash2_attention returns (O, LSE); a loss of both took the LSE's gradient as 0 (q.grad off by up to
-    0.57, a review found): its backward kernels take none. It now says so; a detached LSE, or O alone, trains."""
+    0.57, a review found). Its term, P ∘ dLSE in dS, now joins the backward (D - dLSE): the gradients equal
+    float64's, eager and compiled (where the LSE's gradient is a tensor even when no loss used it)."""
     q, k, v = qkv(kv_heads=2, dtype=torch.float32, grad=True)
-    o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
-    with pytest.raises(RuntimeError, match=r"^gpusim::flash2_attention's LSE output \(its second\) has no gradient"):
-        (o.sum() + lse.sum()).backward()
-    o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
-    (o.sum() + lse.detach().sum()).backward()
-    assert q.grad is not None and torch.isfinite(q.grad).all()
+    w = torch.linspace(-1, 1, q.shape[2], device=DEVICE)
+
+    def loss(q, k, v):
+        o, lse = torch.ops.gpusim.flash2_attention(q, k, v, True, 16, 16, None, None, 16, 16, None)
+        return (o * o).sum() + (lse * w).sum()
+
+    fn = loss if backend is None else compiled(loss, backend)
+    grads = torch.autograd.grad(fn(q, k, v), (q, k, v))
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    s = (q64 @ k64.repeat_interleave(group, 1).transpose(-1, -2)) * q.shape[-1] ** -0.5
+    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=DEVICE).triu(1), float("-inf"))
+    o64, lse64 = s.softmax(-1) @ v64.repeat_interleave(group, 1), s.logsumexp(-1)
+    want = torch.autograd.grad((o64 * o64).sum() + (lse64 * w.double()).sum(), (q64, k64, v64))
+    for got, ref in zip(grads, want):  # fp32 kernels against float64: sums of 24 terms, 1e-4 is generous
+        torch.testing.assert_close(got.double(), ref, rtol=1e-4, atol=1e-4)
 
 
 @RUNS

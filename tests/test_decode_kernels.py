@@ -463,8 +463,9 @@ def test_bad_plan_gives_one_line(make, message):
     (dict(table=lambda t: t[:, :5]), "block_table is torch.int32 (2, 5): the plan expects int32 (2, >= 6)"),
     (dict(table=lambda t: t.long()), "block_table is torch.int64 (2, 6)"),
     (dict(lengths=lambda n: n.long()), "cache_seqlens is torch.int64 (2,)"),
-    (dict(q=lambda q: q.requires_grad_()), "q requires grad, but decoding is forward-only (its output would carry no "
-                                           "gradient): run it under torch.no_grad()"),  # was a gradient-less output
+    (dict(q=lambda q: q.requires_grad_()), "q, k_cache or v_cache requires grad, but decoding is forward-only (its "
+                                           "output would carry no gradient): run it under torch.no_grad()"),
+    (dict(v=lambda v: v.requires_grad_()), "q, k_cache or v_cache requires grad"),  # was an output without gradient
     (dict(run=dict(return_lse="no")), "return_lse='no' must be True or False"),  # was truthy: a tuple came back
     (dict(run=dict(pdl="x")), "pdl='x' must be True or False"),
 ])

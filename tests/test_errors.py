@@ -103,7 +103,7 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.simulate("flash2", seq=2**20, head_dim=64, gpu="H200", gpus=2**20),  # killed, out of memory
      "gpus=1,048,576 is more than the 1,024 GPUs gpusim splits a sequence over"),
     (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, batch=10**400),  # OverflowError in l2.py
-     "batch=an integer of 401 digits is more than the 1,099,511,627,776 (40 bits) gpusim counts"),
+     "batch=an integer of 1,329 bits is more than the 1,099,511,627,776 (40 bits) gpusim counts"),
     (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, heads=2**70, kv_heads=1),  # a time of 5e11 hours
      "heads=1,180,591,620,717,411,303,424 is more than the 1,099,511,627,776 (40 bits)"),
     (lambda: gpusim.simulate("split_kv", seq_kv=1024, head_dim=128, heads=2**41, kv_heads=8, gpu="H200"),
@@ -111,7 +111,8 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.simulate("flash2", seq=1024, head_dim=64, backward=True, batch=2**41), "batch=2,199,023,255,552"),
     (lambda: gpusim.simulate("hopper", seq=4096, head_dim=128, dtype="fp32", gpu="H200"),  # priced a kernel it has not
      "dtype='fp32': the hopper kernel runs fp16, bf16, fp8"),
-    (lambda: gpusim.best_blocks("hopper", seq=4096, head_dim=128, dtype="fp32", gpu="H200"), "dtype='fp32': the hopper"),
+    (lambda: gpusim.best_blocks("hopper", seq=4096, head_dim=128, dtype="fp32", gpu="H200"),
+     "dtype='fp32': the hopper"),
     (lambda: gpusim.nominal_flops(1, 1, -5, 64), "seq=-5 must be a positive integer"),  # was 6,400: -5 squared
     (lambda: gpusim.nominal_flops(1, 1, 1024, 64, causal="no"), "causal='no' must be True or False"),  # was halved
     (lambda: gpusim.backward.nominal_flops(1, 1, -1, 64, False), "seq=-1 must be a positive integer"),
@@ -126,8 +127,8 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: gpusim.reference_attention(*_qkv(kv_shape=(1, 2, 4, 16)), causal=True, causal_align="bottom_right"),
      "causal_align='bottom_right' with seq=8 > seq_kv=4 leaves the first 4 query rows without keys"),  # NaN rows
     (lambda: gpusim.reference_attention(*_qkv(q_shape=(2, 8, 16))), "q has shape (2, 8, 16): expected 4 dimensions"),
-    (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64), "algo='flsh2' is not one of naive, flash1, flash2, hopper, "
-                                                              "split_kv; did you mean flash2 or flash1?"),
+    (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64),
+     "algo='flsh2' is not one of naive, flash1, flash2, hopper, split_kv; did you mean flash2 or flash1?"),
     (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64, backward=True), "did you mean flash2"),  # "no backward"
     (lambda: gpusim.simulate("flsh2", seq=1024, head_dim=64, gpus=8, gpu="H200"), "did you mean flash2"),
     (lambda: gpusim.speedups(gpusim.sweep(["flash2"], [1024]), baseline="flsh2"), "did you mean flash2"),  # was {}
@@ -393,3 +394,17 @@ def test_simulate_takes_a_tiles_and_refuses_it_where_it_does_not_apply():
                      (dict(algo="flash2", gpus=2), "its tiles given as block_q and block_kv")):
         with pytest.raises(ValueError, match=says):
             gpusim.simulate(**{"seq": 1024, "head_dim": 64, "tiles": tiles, **kw})
+
+
+def test_the_overflow_check_reads_what_the_walk_reads():
+    """A cache past its requests' lengths may hold anything: large finite values there were refused (the norms took
+    the whole cache), NaN there was not. float64 arrays past 1e154 squared to infinity in the norms: scaled first."""
+    from gpusim import decode_execute
+    rng = np.random.default_rng(0)
+    q, cache = rng.standard_normal((1, 8, 1, 32), np.float32), rng.standard_normal((1, 2, 64, 32), np.float32)
+    cache[:, :, 40:] = 3e38  # past cache_seqlens=[40]
+    out = decode_execute.decode_attention(q, cache, cache, cache_seqlens=[40], gpu="H200")[0]
+    np.testing.assert_allclose(out, decode_execute.decode_reference(q, cache, cache, cache_seqlens=[40]), atol=1e-5)
+    q, k, v = _qkv()
+    r = gpusim.simulate("flash2", q=q * 1e160, k=k * 1e-160, v=v, block_q=16, block_kv=16)
+    np.testing.assert_allclose(r.output, gpusim.reference_attention(q * 1e160, k * 1e-160, v), rtol=1e-9, atol=1e-12)
