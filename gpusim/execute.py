@@ -114,12 +114,11 @@ def check_overflow(work, arrays, outputs=None):
     silent NaN, infinity or zero."""
     if outputs is not None and all(np.isfinite(x).all() for x in outputs):
         return
-    norms = {name: _largest_norm(x) for name, x in arrays.items()}
-    (q, nq), (k, nk) = list(norms.items())[:2]
-    bound, most = nq * nk / np.sqrt(np.shape(arrays[q])[-1]), float(np.finfo(work).max)
+    q, k = list(arrays.values())[:2]
+    bound, most = _largest_norm(q) * _largest_norm(k) / np.sqrt(np.shape(q)[-1]), float(np.finfo(work).max)
     if outputs is None and bound <= most / 2:
         return
-    largest = ", ".join(f"|{name}| {norm:.2g}" for name, norm in norms.items())
+    largest = ", ".join(f"|{name}| {_largest_norm(x):.2g}" for name, x in arrays.items())  # the line's, once
     wider = ", or pass float64 arrays" if np.dtype(work) != np.float64 else ""
     raise ValueError(f"execute mode overflows {np.dtype(work).name} (it holds {most:.2g}) with these arrays: the "
                      f"largest row norms {largest}, scores up to {bound:.2g}: scale them down{wider}")
