@@ -2,8 +2,8 @@
 naming the value and the limit. The configuration resolves its pass (gpusim/passes/) here, once."""
 from . import passes
 from .hardware import dtype_name, get_gpu
-from .shape import (ALIGNS, MAX_SEQ, MIN_BLOCK, Config, Tiles, check_causal, check_groups, counts, flag,  # noqa: F401
-                    given_tiles, knobs_of, positive_int)
+from .shape import (MIN_BLOCK, Config, Tiles, check_causal, check_groups, counts, given_tiles,  # noqa: F401
+                    knobs_of, positive_int)
 
 
 def pass_of(algo):
