@@ -494,7 +494,7 @@ def h200_host_line():
 def host_line():
     """The H100's per-call cost against issue 24's targets, as the H200's table beside it states them: run 189 (this
     tree, twice; the tree before, twice, alternately in the same call), run 173 (one round each), run 191
-    (host_ab.sh), runs 205 and 206 (this tree on other hosts)."""
+    (host_ab.sh), runs 205 to 207 (this tree on other hosts)."""
     after, before = _host_parts(HOST_AFTER), _host_parts(HOST_BEFORE)
     step = "flash2_train_step"
     return (f"On the H100's host (run 189, `results/h100/host.json` and `host_repeat.json`, the same shapes; each "
@@ -513,7 +513,11 @@ def host_line():
             f"{_range(entry_ratios(('host_run205.json',))['flash2_attention'])}×. Run 206 (`host_run206.json`, the "
             f"same session, another H100, after the trainable backward's `once_differentiable` gave way to a check of its "
             f"own): the training step {_range(entry_ratios(('host_run206.json',))[step])}× SDPA's (`ratio_call` "
-            f"{_range(entry_ratios(('host_run206.json',), 'ratio_call')[step])}×).")
+            f"{_range(entry_ratios(('host_run206.json',), 'ratio_call')[step])}×). Run 207 (`host_run207.json`, "
+            f"fifty-eighth session, another H100, after the op's LSE took its gradient): the training step "
+            f"{_range(entry_ratios(('host_run207.json',))[step])}× SDPA's (`ratio_call` "
+            f"{_range(entry_ratios(('host_run207.json',), 'ratio_call')[step])}×), `flash2_attention` "
+            f"{_range(entry_ratios(('host_run207.json',))['flash2_attention'])}×.")
 
 
 def kept_outcome():
