@@ -228,8 +228,13 @@ class DecodePlan:
         chunks = _longest_chunks(lengths, seq, causal_align, block_kv or MIN_ROWS)
         self.max_cache_len = _capacity(max_cache_len, lengths)
         gpu = detect_gpu(device) if gpu is None else gpu
-        self._launch = keyed(_planned_launch, len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv,
-                             page_size, grouped, causal_align, DTYPES[dtype], gpu, chunks)
+        shape = (len(lengths), heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align,
+                 DTYPES[dtype], gpu)
+        try:
+            self._launch = keyed(_planned_launch, *shape, chunks)
+        except ValueError:  # refused at whole chunks' lengths: again at those given, whose keys its line names
+            _make_launch(*shape, tuple(lengths))
+            raise
         L = self._launch
         self.lengths, self.dtype, self.device = lengths, dtype, device
         self.pages = -(-self.max_cache_len // page_size) if page_size else 0
@@ -435,6 +440,13 @@ def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv,
     make_launch picks (its default, or a halving of it that fits the GPU) cuts these lengths into as many chunks
     as the real ones. (A bad block_kv gets 1 chunk here and make_launch's error.)"""
     seq_kv = max(chunks * (block_kv if isinstance(block_kv, int) else MIN_ROWS), seq)
+    return _make_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align,
+                        dtype, gpu, seq_kv)
+
+
+def _make_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align, dtype,
+                 gpu, seq_kv):
+    """gpusim.decode.make_launch, its arguments in _planned_launch's order."""
     return make_launch(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq=seq, seq_kv=seq_kv,
                        num_splits=num_splits, block_kv=block_kv, page_size=page_size, grouped=grouped,
                        causal_align=causal_align, dtype=dtype, gpu=gpu)

@@ -445,6 +445,10 @@ def test_plan_run_never_reads_the_device(monkeypatch):
     (lambda: dict(device="tpu"), "device='tpu': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
     (lambda: dict(device="meta"), "device='meta': the kernels run on 'cuda', or on 'cpu' in Triton's interpreter"),
     (lambda: dict(pdl="x"), "pdl='x' must be True or False"),
+    (lambda: dict(cache_seqlens=[17, 5], num_splits=3),  # the plan's launch is made at whole chunks (32 keys)
+     "num_splits=3 is more than the 2 K/V chunks of block_kv=16 in the longest request (17 keys)"),
+    (lambda: dict(cache_seqlens=[17, 5], num_splits=3, block_kv=None),
+     "num_splits=3 is more than the 1 K/V chunks of block_kv=64 in the longest request (17 keys)"),
 ])
 def test_bad_plan_gives_one_line(make, message):
     kwargs = dict(cache_seqlens=[40, 20], heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE,
