@@ -196,7 +196,7 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     per_token = bytes_per_token(m, dtype)
     budget = _budget(m, gpu, budget_bytes)
     block = max_tokens if policy == "contiguous" else page_size
-    pool = _Pool(max(0, budget // (block * per_token)), block, policy)
+    pool = _Pool(_blocks(budget, block, per_token, max_tokens, policy), block, policy)
     pending = deque(sorted(requests, key=lambda r: (r.arrival_step, r.id)))
     waiting, snapshots, finished = deque(), [], 0
     for step in range(steps):
@@ -221,6 +221,20 @@ def _budget(model, gpu, budget_bytes):
         raise ValueError(f"{model.name}'s weights ({model.weight_bytes:,} B) do not fit in {g.name}'s HBM "
                          f"({g.hbm_bytes:,} B): no memory is left for a KV cache (budget_bytes= serves as if it were)")
     return g.hbm_bytes - model.weight_bytes
+
+
+def _blocks(budget, block, per_token, max_tokens, policy):
+    """The blocks of `block` tokens the budget holds; one line where a request of max_tokens could not fit alone
+    (it would wait, or be preempted, for ever: vLLM refuses to start so)."""
+    blocks, need = budget // (block * per_token), -(-max_tokens // block)
+    if blocks < need:
+        unit = "slot" if policy == "contiguous" else "page"
+        most = budget // per_token if policy == "contiguous" else blocks * block
+        raise ValueError(f"a KV cache of {budget:,} B holds {blocks:,} {unit}s of {block:,} tokens at {per_token:,} "
+                         f"B a token; a request of max_tokens={max_tokens:,} needs {need:,} {unit}{'s' * (need > 1)} "
+                         f"({need * block * per_token:,} B) and would never run: give max_tokens at most {most:,}, "
+                         f"or a larger budget")
+    return blocks
 
 
 def _check_serving(requests, policy, page_size, max_tokens):

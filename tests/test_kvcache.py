@@ -107,6 +107,12 @@ def test_paging_wastes_less_and_fits_more_than_contiguous():
     (dict(gpu="T4", model="Llama-3-70B"), "Llama-3-70B's weights (141,107,412,992 B) do not fit in T4's HBM "
                                           "(17,179,869,184 B)"),  # was a negative budget and nothing served
     (dict(budget_bytes=-1), "budget_bytes=-1 must be a non-negative integer"),
+    (dict(budget_bytes=3 * 4 * 131_072, page_size=4), "a KV cache of 1,572,864 B holds 3 pages of 4 tokens at 131,072 "
+     "B a token; a request of max_tokens=16 needs 4 pages (2,097,152 B) and would never run: give max_tokens at most "
+     "12, or a larger budget"),  # served nothing, silently: every snapshot's request waiting
+    (dict(budget_bytes=16 * 131_072 - 1, policy="contiguous"), "holds 0 slots of 16 tokens at 131,072 B a token; a "
+     "request of max_tokens=16 needs 1 slot (2,097,152 B) and would never run: give max_tokens at most 15"),
+    (dict(budget_bytes=0), "a KV cache of 0 B holds 0 pages of 16 tokens"),
 ])
 def test_bad_serving_input_gives_one_line(kwargs, message):
     with pytest.raises(ValueError) as err:
