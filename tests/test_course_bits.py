@@ -54,10 +54,22 @@ def test_bits_rows_and_verdict_say_what_was_measured():
     same = bits.compare("same", np.ones(4, np.float32), np.ones(4, np.float32))
     off = bits.compare("off", np.ones(4, np.float32), np.float32([1, 1, 1, np.nextafter(np.float32(1), 2)]))
     assert bits.bits_rows([off]) == [{"comparison": "off", "elements": 4, "bit-identical": "75.00%",
-                                      "max ULP distance": 1, "max |difference| / max |value|": "1.2e-07"}]
+                                      "max ULP distance": 1, "max |difference| / max |value|": "1.2e-07",
+                                      "in u": "2.0"}]  # one float32 ULP at 1 is 2^-23, 2 u
     assert bits.bits_verdict([same]) == "Measured: bit-for-bit identical in every comparison (same)."
     assert bits.bits_verdict([same, off]).startswith(
-        "Measured: not bit-for-bit identical. off: 25.0% of elements differ, by at most 1 ULP.")
+        "Measured: not bit-for-bit identical. off: 25.0% of elements differ, by at most 1 ULP, 2.0 u of the largest "
+        "value (u = 2^-24).")
+
+
+def test_a_ulp_count_and_u_differ_near_zero():
+    """Notebook 3 printed "at most 148,076 ULP" where the scorecard said "at most 12 u" of the same outputs: near
+    zero a ULP is tiny. An element of 2^-20 off by 2^-40 against a largest value of 1 is 2^-40 / 2^-43 = 8 ULP
+    (float32's gap at 2^-20 is 2^-43) but 2^-40 / 2^-24 = 2^-16 u."""
+    a = np.float32([1, 2.0**-20])
+    c = bits.compare("near zero", a, np.float32([1, 2.0**-20 + 2.0**-40]))
+    assert (c["max_ulp"], c["u"], c["max_u"]) == (8, 2.0**-24, 2.0**-16)
+    assert bits.compare("half", np.float16([1, 1]), np.float16([1, 1 + 2.0**-10]))["max_u"] == 2.0
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])

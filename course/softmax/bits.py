@@ -39,29 +39,35 @@ def attention_bits(seq=256, head_dim=64, seed=0):
 
 def compare(label, a, b):
     """The ULP distances between a and b (same dtype and shape) and their summary: the share of elements
-    with the same bits, the largest distance, and the largest difference relative to max |a|."""
+    with the same bits, the largest distance, and the largest difference relative to max |a|, also in units
+    of the dtype's unit roundoff u (2^-24 for float32, 2^-11 for float16)."""
     ulps = ulp_distance(a, b)
+    difference = float(np.abs(a.astype(np.float64) - b).max() / np.abs(a).max())
+    u = float(np.finfo(a.dtype).eps) / 2
     return {"label": label, "elements": ulps.size, "equal_fraction": float((ulps == 0).mean()),
-            "max_ulp": int(ulps.max()), "ulps": ulps,
-            "max_difference": float(np.abs(a.astype(np.float64) - b).max() / np.abs(a).max())}
+            "max_ulp": int(ulps.max()), "ulps": ulps, "max_difference": difference, "u": u,
+            "max_u": difference / u}
 
 
 def bits_rows(comparisons):
     """A table row per comparison (compare's dicts)."""
     return [{"comparison": c["label"], "elements": c["elements"], "bit-identical": f"{c['equal_fraction']:.2%}",
-             "max ULP distance": c["max_ulp"], "max |difference| / max |value|": f"{c['max_difference']:.1e}"}
-            for c in comparisons]
+             "max ULP distance": c["max_ulp"], "max |difference| / max |value|": f"{c['max_difference']:.1e}",
+             "in u": f"{c['max_u']:.1f}"} for c in comparisons]
 
 
 def bits_verdict(comparisons):
     """One sentence on whether the comparisons were bit-for-bit identical, from the measurement."""
     identical = [c["label"] for c in comparisons if c["equal_fraction"] == 1]
-    differ = [f"{c['label']}: {1 - c['equal_fraction']:.1%} of elements differ, by at most {c['max_ulp']} ULP"
+    differ = [f"{c['label']}: {1 - c['equal_fraction']:.1%} of elements differ, by at most {c['max_ulp']:,} ULP, "
+              f"{c['max_u']:.1f} u of the largest value (u = 2^{np.log2(c['u']):.0f})"
               for c in comparisons if c["equal_fraction"] < 1]
     if not differ:
         return "Measured: bit-for-bit identical in every comparison (" + ", ".join(identical) + ")."
     return ("Measured: not bit-for-bit identical. " + "; ".join(differ) + ". The algebra is exact; floating-point "
-            "addition is not associative, and the two orders of operations round differently.")
+            "addition is not associative, and the two orders of operations round differently. A ULP is the gap "
+            "to the next float at the element's own size, tiny near zero, so a small element off by little can be "
+            "many ULPs off; u, the dtype's unit roundoff, measures the difference against the largest value.")
 
 
 def exp_overflow(dtype):
