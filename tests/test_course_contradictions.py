@@ -409,3 +409,14 @@ def test_notebook9_says_the_tutorial_computes_dq_in_a_second_loop_of_one_kernel(
     assert all(f'"{name}", (' in source for name in ("preprocess", "dkdv", "dq"))  # launched_backward's three
     label = training.dq_choice_rows(512, 64)[0]["dQ produced by"]
     assert "Triton's tutorial: a second loop of its one backward kernel" in label
+
+
+def test_notebook8_answers_why_a_slot_is_left_free_from_the_measurement():
+    """Notebook 8 asked "Why leave each SM a slot free?" and never answered: its answer is the measured line (every
+    slot filled ran slower at each length it was timed at), and that why was not measured, as docs/perf.md says."""
+    from gpusim_course.inference import measured
+    counts = measured.split_counts(measurements.read_results(ROOT / "results" / "h200" / "decode_splits.json"))
+    assert counts["full_slower"] and min(counts["full_slower"]) > 1
+    text = _markdown("08_inference.ipynb")
+    assert "filling every slot ran slower at each cache length it was timed at" in text
+    assert "Why 4 beats 5 was not measured." in (ROOT / "docs" / "perf.md").read_text()
