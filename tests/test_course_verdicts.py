@@ -163,3 +163,15 @@ def test_the_whole_scorecard_with_the_new_files_present(with_fixtures):
     assert "sdpa_pick.json" in rows["PyTorch selects Flas"].measured
     assert "eager" in rows["BERT (seq 512): 100 "].measured
     assert "tensor-pipe" in rows["FlashAttention-1: ~5"].measured
+
+
+def test_every_fa3_row_says_what_stands_in_for_fa3():
+    """The speed-up rows were judged on the project's Hopper kernel, the utilization row on cuDNN's, and only the
+    last said FlashAttention-3 did not run: each now names its stand-in, and the utilization row says why its own."""
+    for claim in (claims.fa3_fp16, claims.fa3_fp8):
+        reason = claim(RESULTS).judged.reason
+        assert "FlashAttention-3 itself did not run here: the project's Hopper kernel" in reason
+        assert "SDPA's FlashAttention-2 for FA-2" in reason
+    row = claims.fa3_utilization(RESULTS)
+    assert "as the most a Hopper attention kernel reached here (the speed-up rows' stand-in" in row.judged.reason
+    assert "the project's Hopper kernel at best" in row.measured
