@@ -33,6 +33,18 @@ def speedup_rows(rows, gpu="H200-measured", head_dim=64, causal=False, dtype="fp
     return out
 
 
+def speedup_trend(table):
+    """speedup_rows' two measured columns in words: each pair's range over N and the N where it peaks."""
+    parts = []
+    for column, pair in (("measured: naive's time / flash2's", "the project's naive kernels over its flash2"),
+                         ("measured: PyTorch's standard attention's time / SDPA flash's",
+                          "PyTorch's standard attention over SDPA flash")):
+        ratios = {r["N"]: float(r[column][:-1]) for r in table if r[column].endswith("x")}
+        peak = max(ratios, key=ratios.get)
+        parts.append(f"{pair} {span(ratios.values(), '{:.1f}')}x, highest at N = {peak:,}")
+    return "Measured, " + "; ".join(parts) + "."
+
+
 def flash1_fill(rows, gpu="H200-measured", dtype="fp16"):
     """Per measured shape of bench.json where both the project's flash1 and flash2 ran: (group, N, flash1's time /
     flash2's measured, the share of SM time flash1's thread blocks keep busy at that shape in gpusim)."""
