@@ -69,10 +69,13 @@ def numeric(fn, cases, hint, rel_tol=0.0):
     rel_tol=0: integers (byte counts) must be equal."""
     for args, want in cases:
         text, got = call(fn, args)
-        number = isinstance(got, (int, float)) or type(got).__module__ == "numpy"
-        if not number or not math.isclose(got, want, rel_tol=rel_tol):
-            shown = f"{got:,}" if number else repr(got)
-            raise Stop("wrong", f"{text} returned {shown}; gpusim says {want:,}. {hint(args, got, want)}")
+        if not (isinstance(got, (int, float, np.integer, np.floating)) or np.ndim(got) == 0 and
+                isinstance(got, np.ndarray) and got.dtype.kind in "iuf"):
+            one = isinstance(got, np.ndarray) and got.size == 1
+            raise Stop("wrong", f"{text} returned {got!r}, not a number; gpusim says {want:,}. Return one int or "
+                                f"float{' (.item() takes the number out of a one-element array)' if one else ''}.")
+        if not math.isclose(got, want, rel_tol=rel_tol):
+            raise Stop("wrong", f"{text} returned {got:,}; gpusim says {want:,}. {hint(args, got, want)}")
     return f"matches gpusim on all {len(cases)} cases."
 
 

@@ -79,3 +79,16 @@ def test_a_crash_or_a_string_is_wrong_and_the_solution_prints(capsys):
     assert "def splits_to_fill" in printed and "def bytes_saved_per_layer" in printed
     with pytest.raises(ValueError, match="no exercise 'nope'"):
         ex.check("nope", print)
+
+
+def test_an_array_answer_is_wrong_with_a_hint_not_a_crash():
+    """A one-element array (a common NumPy slip) raised TypeError out of math.isclose, though checks promises never
+    to raise for the learner's code; a 0-d array or NumPy scalar is a number and is compared."""
+    import numpy as np
+    ex = decode_exercises
+    right = ex.EXERCISES["kv_bytes_per_token"][1]
+    verdict = ex.check("kv_bytes_per_token", lambda *a: np.array([right(*a)]))
+    assert verdict.status == "wrong" and "not a number" in verdict.message and ".item()" in verdict.message
+    assert ex.check("kv_bytes_per_token", lambda *a: np.array(right(*a))).status == "right"
+    assert ex.check("kv_bytes_per_token", lambda *a: np.int64(right(*a))).status == "right"
+    assert ex.check("kv_bytes_per_token", lambda *a: [right(*a)]).status == "wrong"
