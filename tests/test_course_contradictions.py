@@ -441,3 +441,15 @@ def test_notebook5_names_the_pairs_whose_speedup_does_not_grow_with_n():
     assert "on that PyTorch pair, by the rank correlation of its speedup with $N$" in text
     assert claims.longer_bigger(ROOT / "results" / "h200").measured.startswith(
         "rank correlation of SDPA flash's speedup with N")
+
+
+def test_notebook1_says_the_quotes_mix_understates_each_a100s_gap():
+    """Notebook 1 read "fewer times as fast ... than the A100's own, about the summary's ten times", as if the
+    quote's 6.3x were the ten times: the mix's ratio is below every one-GPU ratio, and those are the ~10x."""
+    from gpusim_course.hierarchy import model
+    quote = model.KITCHEN["~19 TB/s"][0] / model.KITCHEN["~3 TB/s"][0]
+    own = [g.sram_bytes_per_s / g.hbm_bytes_per_s for g in gpusim.PRESETS.values() if g.sram_bytes_per_s]
+    assert own and quote < min(own) and all(8 <= r <= 12.5 for r in own)
+    assert ("the quote's mix makes the counter fewer times as fast as its fridge than either A100 alone does, and "
+            "each A100 alone is about the summary's ten times") in _markdown("01_memory_hierarchy.ipynb")
+    assert {g.name for g in gpusim.PRESETS.values() if g.sram_bytes_per_s} == {"A100-40GB", "A100-80GB"}
