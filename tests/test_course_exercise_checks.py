@@ -18,6 +18,7 @@ WRONG = {
         (lambda hbm, weights, context, per_token: hbm // (context * per_token), "weights sit in HBM"),
         (lambda hbm, weights, context, per_token: math.ceil((hbm - weights) / (context * per_token)), "round down"),
         (lambda hbm, weights, context, per_token: (hbm - weights) // (context * per_token), "not negative"),
+        (lambda hbm, weights, context, per_token: int((hbm - weights) / (context * per_token)), "not negative"),
     ],
     "splits_to_fill": [
         (lambda batch, heads, kv_heads, sms: math.ceil(sms / (batch * heads)), "not batch x heads"),

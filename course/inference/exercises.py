@@ -58,10 +58,10 @@ def _check_largest_batch(fn):
         hbm, weights, context, per_token = args
         if got == hbm // (context * per_token):
             return "The weights sit in HBM too: only hbm_bytes - weight_bytes is left for the cache."
+        if got < 0:  # before rounding: int() of a negative share rounds it up, as ceil does
+            return "When the weights alone fill the GPU, no request fits: the answer is 0, not negative."
         if got == math.ceil((hbm - weights) / (context * per_token)):
             return "A request fits whole or not at all: round down."
-        if got < 0:
-            return "When the weights alone fill the GPU, no request fits: the answer is 0, not negative."
         return "largest batch = (hbm_bytes - weight_bytes) // (context_tokens x bytes_per_token), at least 0."
 
     return numeric(fn, cases, hint)
