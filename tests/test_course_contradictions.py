@@ -29,6 +29,17 @@ def test_exp_overflows_where_finfo_says():
     assert "float32 88.7" in bits.exp_overflow_line()
 
 
+def test_notebook3s_softmax_puzzles_input_overflows_exp_as_it_says():
+    """Notebook 3's puzzle said its input (standard deviation 40) overflows exp: true of its seeded draw, whose
+    largest value, 144, the notebook now states."""
+    from gpusim_course.puzzles import catalog
+    for name in ("row_softmax", "online_row_softmax"):
+        x = next(iter(catalog.PUZZLES[name].inputs().values()))
+        assert float(x.max()) == 144 > bits.exp_overflow(np.float32)
+    assert "drawn from a fixed seed: the largest is 144), so an `exp` without the max overflows past float32's 88.7" \
+        in _markdown("03_online_softmax.ipynb")
+
+
 def test_notebook7_words_follow_the_ratios():
     rows = practice_measured.hopper_rows(BENCH, head_dim=128, causal=False)
     rows = [r for r in rows if r["N"] >= 4096]
