@@ -166,6 +166,18 @@ def test_every_python_m_the_docs_name_runs_a_module_of_the_project():
     assert not missing, missing
 
 
+def test_the_docs_run_the_projects_modules_with_python_m_not_by_path():
+    """`python benchmarks/flash1_steps.py`, as docs/perf.md gave it, fails: the script imports `benchmarks`, which
+    a path run does not put on sys.path. Every module of the project is given as `python -m` (or with PYTHONPATH
+    set before it, as results/h200/README.md's record of a script since replaced)."""
+    by_path = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "results" / "h200" / "README.md"]:
+        text = " ".join(path.read_text().split())  # a command broken over two lines of prose
+        by_path += [(path.name, m.group(0)) for m in re.finditer(
+            r"(?<!PYTHONPATH=\. )python3? (?:benchmarks|gpusim|kernels|course)/[\w/]+\.py", text)]
+    assert not by_path, by_path
+
+
 def test_every_h200_session_job_the_docs_name_is_one_it_runs():
     """Each job of `h200_session.sh JOB` or `h200_session.sh "JOB JOB ..."` that a doc names is a case of the script."""
     script = (ROOT / "benchmarks" / "h200_session.sh").read_text()
