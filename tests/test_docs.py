@@ -318,3 +318,19 @@ def test_readme_says_the_bench_plot_command_regenerates_the_committed_charts(tmp
     written = {p.name for p in plots.save_bench_figures(tmp_path / "bench.json")}  # a copy elsewhere: drawn there
     assert written == {p.name for p in (tmp_path).glob("*.png")}
     assert written == {p.name for p in (ROOT / "results" / "h200").glob("bench_*.png")}
+
+
+def test_readme_counts_the_fresh_clones_runs_as_docs_testing_md_lists_them():
+    """The README's "met in 16 of the 22 fresh clones' runs just before the N most recent, and in none of those N"
+    said 59 where docs/testing.md's rows held 60: both counts now come from the table (the most recent sessions'
+    runs while none met 4 minutes, then the sessions before them while some did)."""
+    rows = re.findall(r"^\| \d+(?:st|nd|rd|th) \|.*\| (\d+) of (\d+) \|$", (ROOT / "docs" / "testing.md").read_text(),
+                      flags=re.M)
+    rows = [(int(met), int(runs)) for met, runs in rows]
+    recent = next(i for i, (met, _) in enumerate(rows) if met)
+    before = next(i for i in range(recent, len(rows)) if not rows[i][0])
+    streak = sum(runs for _, runs in rows[:recent])
+    met, runs = (sum(x) for x in zip(*rows[recent:before]))
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"met in {met} of the {runs} fresh clones' runs just before the {streak} most recent, and in none of "
+            f"those {streak}") in readme
