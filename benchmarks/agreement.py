@@ -305,6 +305,17 @@ def tile_choice(name="tiles.json", results=RESULTS, gpu=PRESET):
     return picks
 
 
+def table_choice(name="tiles.json", results=RESULTS):
+    """Per Hopper group of the tile sweep: the time of the launch the kernel runs by default (its launch table's,
+    the row marked `default`) over the fastest measured rule launch of the group."""
+    groups = {}
+    for row in json.loads((Path(results) / name).read_text())["rows"]:
+        if row.get("algo") == "hopper" and "ms" in row:
+            groups.setdefault((row["head_dim"], row["causal"], row["seq"]), []).append(row)
+    return {key: next(r["ms"] for r in rows if r["default"]) / min(r["ms"] for r in rows if rule_launch(r))
+            for key, rows in groups.items()}
+
+
 def main():
     for file in FILES:
         pairs = rows(file)

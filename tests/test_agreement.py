@@ -54,6 +54,21 @@ def test_best_blocks_picks_within_5_percent_of_the_fastest_measured_tile():
     assert not missed, missed
 
 
+def test_the_hopper_kernels_default_launch_is_scored_as_the_launch_table_runs_it():
+    """The README called best_blocks the Hopper kernel's default tile; the kernel runs its launch table's. The
+    sweep's `default` rows are that table's tiles, and table_choice scores them against each group's fastest."""
+    import json
+    from gpusim.passes import hopper
+    agreement = _agreement()
+    rows = json.loads((ROOT / "results" / "h200" / "tiles.json").read_text())["rows"]
+    defaults = [r for r in rows if r.get("algo") == "hopper" and r.get("default")]
+    assert defaults and all(hopper.HOPPER.kernel_blocks(r["head_dim"], r["dtype"], r["causal"])
+                            == (r["block_q"], r["block_kv"]) for r in defaults)
+    ratios = agreement.table_choice()
+    assert len(ratios) == len(defaults) and min(ratios.values()) == 1.0
+    assert {key for key, r in ratios.items() if r > 1.05} == {(64, False, 2048)}
+
+
 def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model_prices_them():
     """docs/perf.md's figures after the first K/V tile's wait joined a lone program's slot time (cost.first_loads):
     program_setup.json's Hopper rows; and after the rotated loop was priced as one stream, the held-out sets' and
