@@ -44,6 +44,10 @@ def test_a_notebook_imports_its_chapter_and_the_toolkit_only(notebook):
     chapter = CHAPTERS[notebook.name[:2]]
     assert chapter in course_imports(notebook)
     assert course_imports(notebook) <= TOOLKIT | {chapter}
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    lines = re.findall(rf"^from gpusim_course(?:\.{chapter} import | import .*\b{chapter}\b)", code, flags=re.M)
+    assert len(lines) == 1, lines  # docs/course.md: its chapter's package in one line
 
 
 def _module(path):
