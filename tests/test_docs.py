@@ -33,10 +33,27 @@ def test_the_docs_have_examples():
 
 @pytest.mark.parametrize("code", blocks())
 def test_example_runs(code):
+    """Each example runs; a bare expression whose comment says `# True` (`moved == ...by_tensor  # True`) is
+    asserted, so that the comment cannot go stale either."""
     skip_unless_runnable(code)
     module = types.ModuleType("gpusim_doc_example")  # a real module: torch.compile looks its globals up by name
     sys.modules[module.__name__] = module
-    exec(compile(code, "<doc example>", "exec"), module.__dict__)
+    exec(compile(asserting_true(code), "<doc example>", "exec"), module.__dict__)
+
+
+def asserting_true(code):
+    """The example's module, each top-level expression commented `# True` made an assert."""
+    tree, lines = ast.parse(code), code.splitlines()
+    tree.body = [ast.Assert(test=node.value, msg=ast.Constant(lines[node.end_lineno - 1].strip()))
+                 if isinstance(node, ast.Expr) and re.search(r"\)?\s+# True\b", lines[node.end_lineno - 1])
+                 else node for node in tree.body]
+    return ast.fix_missing_locations(tree)
+
+
+def test_an_example_commented_true_is_asserted():
+    assert "assert" in ast.unparse(asserting_true("x = 1\nx == 1  # True: one\nx == 2  # not claimed\n"))
+    with pytest.raises(AssertionError, match="x == 2  # True"):
+        exec(compile(asserting_true("x = 1\nx == 2  # True\n"), "<t>", "exec"), {})
 
 
 def skip_unless_runnable(code):
