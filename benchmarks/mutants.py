@@ -8,6 +8,7 @@ ordinary inputs; the named test must fail with it and pass without it. Each test
 a computation of its own (a hand derivation, tests/brute.py's tile loop, or a loop in the test), not one
 read from the code under test.
 """
+import argparse
 import shutil
 import subprocess
 import sys
@@ -337,6 +338,9 @@ def caught(mutant):
 
 
 def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--markdown", action="store_true", help="print docs/testing.md's table instead of a line per bug")
+    markdown = parser.parse_args(argv).markdown
     if fails(sorted({m.test for m in MUTANTS})):
         print("the named tests fail without any planted bug: fix them first")
         return len(MUTANTS)
@@ -347,10 +351,10 @@ def main(argv):
         missed += not ok
         rows.append(f"| {mutant.area} | {mutant.bug} | `{mutant.file}` | `{mutant.test}` | "
                     f"{'caught' if ok else 'MISSED'} |")
-        if "--markdown" not in argv:
+        if not markdown:
             print(f"{'caught' if ok else 'MISSED'}: [{mutant.area}] {mutant.bug} ({mutant.file}) by {mutant.test}",
                   flush=True)
-    if "--markdown" in argv:
+    if markdown:
         print("\n".join(rows))
     print(f"{len(MUTANTS) - missed} of {len(MUTANTS)} caught")
     return missed
