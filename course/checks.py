@@ -69,14 +69,23 @@ def numeric(fn, cases, hint, rel_tol=0.0):
     rel_tol=0: integers (byte counts) must be equal."""
     for args, want in cases:
         text, got = call(fn, args)
-        if not (isinstance(got, (int, float, np.integer, np.floating)) or np.ndim(got) == 0 and
-                isinstance(got, np.ndarray) and got.dtype.kind in "iuf"):
-            one = isinstance(got, np.ndarray) and got.size == 1
+        array = isinstance(got, np.ndarray)
+        if not (isinstance(got, (int, float, np.integer, np.floating)) or array and got.ndim == 0 and
+                got.dtype.kind in "iuf"):
+            one = array and got.size == 1
             raise Stop("wrong", f"{text} returned {got!r}, not a number; gpusim says {want:,}. Return one int or "
                                 f"float{' (.item() takes the number out of a one-element array)' if one else ''}.")
-        if not math.isclose(got, want, rel_tol=rel_tol):
+        if not _close(got, want, rel_tol):
             raise Stop("wrong", f"{text} returned {got:,}; gpusim says {want:,}. {hint(args, got, want)}")
     return f"matches gpusim on all {len(cases)} cases."
+
+
+def _close(got, want, rel_tol):
+    """math.isclose, False for an int too large for a float (10**400 raised OverflowError)."""
+    try:
+        return math.isclose(got, want, rel_tol=rel_tol)
+    except OverflowError:
+        return False
 
 
 def check(exercises, name, fn):

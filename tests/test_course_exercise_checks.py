@@ -93,3 +93,5 @@ def test_an_array_answer_is_wrong_with_a_hint_not_a_crash():
     assert ex.check("kv_bytes_per_token", lambda *a: np.array(right(*a))).status == "right"
     assert ex.check("kv_bytes_per_token", lambda *a: np.int64(right(*a))).status == "right"
     assert ex.check("kv_bytes_per_token", lambda *a: [right(*a)]).status == "wrong"
+    assert ex.check("kv_bytes_per_token", lambda *a: [[1], [1, 2]]).status == "wrong"  # np.ndim raised on it
+    assert ex.check("kv_bytes_per_token", lambda *a: 10**400).status == "wrong"  # math.isclose raised OverflowError
