@@ -196,7 +196,7 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     per_token = bytes_per_token(m, dtype)
     budget = _budget(m, gpu, budget_bytes)
     block = max_tokens if policy == "contiguous" else page_size
-    pool = _Pool(_blocks(budget, block, per_token, max_tokens, policy), block, policy)
+    pool = _Pool(_blocks(budget, block, per_token, requests, policy), block, policy)
     pending = deque(sorted(requests, key=lambda r: (r.arrival_step, r.id)))
     waiting, snapshots, finished = deque(), [], 0
     for step in range(steps):
@@ -223,18 +223,21 @@ def _budget(model, gpu, budget_bytes):
     return g.hbm_bytes - model.weight_bytes
 
 
-def _blocks(budget, block, per_token, max_tokens, policy):
-    """The blocks of `block` tokens the budget holds; one line where a request of max_tokens could not fit alone
-    (it would wait, or be preempted, for ever: vLLM refuses to start so)."""
-    blocks, need = budget // (block * per_token), -(-max_tokens // block)
-    if blocks < need:
-        unit = "slot" if policy == "contiguous" else "page"
-        most = budget // per_token if policy == "contiguous" else blocks * block
-        raise ValueError(f"a KV cache of {budget:,} B holds {blocks:,} {unit}s of {block:,} tokens at {per_token:,} "
-                         f"B a token; a request of max_tokens={max_tokens:,} needs {need:,} {unit}{'s' * (need > 1)} "
-                         f"({need * block * per_token:,} B) and would never run: give max_tokens at most {most:,}, "
-                         f"or a larger budget")
-    return blocks
+def _blocks(budget, block, per_token, requests, policy):
+    """The blocks of `block` tokens the budget holds; one line where the longest request could not be served even
+    alone (contiguous: a slot of max_tokens; paged: the pages of its prompt and output), as it would wait, or be
+    preempted, for ever."""
+    blocks = budget // (block * per_token)
+    longest = max((r.prompt_tokens + r.output_tokens for r in requests), default=0)
+    need = -(-longest // block) if policy == "paged" else min(1, longest)
+    if blocks >= need:
+        return blocks
+    unit, most = ("slot", budget // per_token) if policy == "contiguous" else ("page", blocks * block)
+    fix = f"give max_tokens at most {most:,}, or a larger budget" if policy == "contiguous" and most >= longest else (
+        f"a budget of at least {need * block * per_token:,} B")
+    raise ValueError(f"a KV cache of {budget:,} B holds {blocks:,} {unit}{'s' * (blocks != 1)} of {block:,} tokens "
+                     f"at {per_token:,} B a token; the longest request ({longest:,} tokens) needs {need:,} "
+                     f"{unit}{'s' * (need != 1)} and would never finish: {fix}")
 
 
 def _check_serving(requests, policy, page_size, max_tokens):

@@ -107,18 +107,28 @@ def test_paging_wastes_less_and_fits_more_than_contiguous():
     (dict(gpu="T4", model="Llama-3-70B"), "Llama-3-70B's weights (141,107,412,992 B) do not fit in T4's HBM "
                                           "(17,179,869,184 B)"),  # was a negative budget and nothing served
     (dict(budget_bytes=-1), "budget_bytes=-1 must be a non-negative integer"),
-    (dict(budget_bytes=3 * 4 * 131_072, page_size=4), "a KV cache of 1,572,864 B holds 3 pages of 4 tokens at 131,072 "
-     "B a token; a request of max_tokens=16 needs 4 pages (2,097,152 B) and would never run: give max_tokens at most "
-     "12, or a larger budget"),  # served nothing, silently: every snapshot's request waiting
-    (dict(budget_bytes=16 * 131_072 - 1, policy="contiguous"), "holds 0 slots of 16 tokens at 131,072 B a token; a "
-     "request of max_tokens=16 needs 1 slot (2,097,152 B) and would never run: give max_tokens at most 15"),
-    (dict(budget_bytes=0), "a KV cache of 0 B holds 0 pages of 16 tokens"),
+    (dict(budget_bytes=4 * 131_072, page_size=4), "a KV cache of 524,288 B holds 1 page of 4 tokens at 131,072 B "
+     "a token; the longest request (8 tokens) needs 2 pages and would never finish: a budget of at least 1,048,576 B"),
+    (dict(budget_bytes=16 * 131_072 - 1, policy="contiguous"), "holds 0 slots of 16 tokens at 131,072 B a token; the "
+     "longest request (8 tokens) needs 1 slot and would never finish: give max_tokens at most 15, or a larger budget"),
+    (dict(budget_bytes=7 * 131_072, policy="contiguous"), "needs 1 slot and would never finish: a budget of at least "
+     "2,097,152 B"),  # max_tokens=7 would refuse the request itself
+    (dict(budget_bytes=0), "a KV cache of 0 B holds 0 pages of 16 tokens at 131,072 B a token; the longest request "
+     "(8 tokens) needs 1 page and would never finish: a budget of at least 2,097,152 B"),
 ])
 def test_bad_serving_input_gives_one_line(kwargs, message):
     with pytest.raises(ValueError) as err:
         kv.serve(kwargs.get("model", "Llama-3-8B"), requests((5, 3)), steps=1,
                  **{"max_tokens": 16, **{k: v for k, v in kwargs.items() if k != "model"}})
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_paged_serving_takes_a_budget_its_requests_fit_whatever_max_tokens_allows():
+    """The refusal of a budget too small is the longest request's, not max_tokens': a paged cache of 512 MiB serves
+    short requests under Llama-3-8B's 8,192-token context (it was refused while the check read max_tokens)."""
+    r = kv.serve("Llama-3-8B", kv.arrivals(50, 1.0, 1024, seed=0), steps=50, budget_bytes=512 * 2**20)
+    assert r.peak_running > 1 and r.memory_map.block_tokens == 16
+    assert kv.serve("Llama-3-8B", (), steps=3, budget_bytes=0).snapshots[-1].running == 0  # nothing to serve
 
 
 def test_unknown_model():
