@@ -232,9 +232,8 @@ class DecodePlan:
                  DTYPES[dtype], gpu)
         try:
             self._launch = keyed(_planned_launch, *shape, chunks)
-        except ValueError:  # refused at whole chunks' lengths: again at those given, whose keys its line names
-            _make_launch(*shape, tuple(lengths))
-            raise
+        except ValueError as err:  # refused at whole chunks' lengths: the line of those given names their keys
+            raise _refusal_as_given(err, shape, lengths) from None
         L = self._launch
         self.lengths, self.dtype, self.device = lengths, dtype, device
         self.pages = -(-self.max_cache_len // page_size) if page_size else 0
@@ -442,6 +441,15 @@ def _planned_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv,
     seq_kv = max(chunks * (block_kv if isinstance(block_kv, int) else MIN_ROWS), seq)
     return _make_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align,
                         dtype, gpu, seq_kv)
+
+
+def _refusal_as_given(err, shape, lengths):
+    """make_launch's refusal at the lengths given (a plan's cached launch is made at whole chunks' lengths), or err."""
+    try:
+        _make_launch(*shape, tuple(lengths))
+    except ValueError as exact:
+        return exact
+    return err
 
 
 def _make_launch(batch, heads, kv_heads, head_dim, seq, num_splits, block_kv, page_size, grouped, causal_align, dtype,

@@ -456,6 +456,7 @@ def test_bad_plan_gives_one_line(make, message):
     with pytest.raises(ValueError) as err:
         gpusim_kernels.DecodePlan(kwargs.pop("cache_seqlens"), **kwargs)
     assert message in str(err.value) and "\n" not in str(err.value)
+    assert err.value.__context__ is None or err.value.__suppress_context__  # one error shown, not a chain of two
 
 
 @RUNS
