@@ -339,7 +339,8 @@ def caught(mutant):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--markdown", action="store_true", help="print docs/testing.md's table instead of a line per bug")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print docs/testing.md's table instead of a line per bug")
     markdown = parser.parse_args(argv).markdown
     if fails(sorted({m.test for m in MUTANTS})):
         print("the named tests fail without any planted bug: fix them first")
