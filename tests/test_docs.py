@@ -42,16 +42,22 @@ def test_example_runs(code):
 
 
 def asserting_true(code):
-    """The example's module, each top-level expression commented `# True` made an assert."""
-    tree, lines = ast.parse(code), code.splitlines()
-    tree.body = [ast.Assert(test=node.value, msg=ast.Constant(lines[node.end_lineno - 1].strip()))
-                 if isinstance(node, ast.Expr) and re.search(r"\)?\s+# True\b", lines[node.end_lineno - 1])
-                 else node for node in tree.body]
-    return ast.fix_missing_locations(tree)
+    """The example's module, each expression statement commented `# True` (at any depth) made an assert."""
+    lines = code.splitlines()
+
+    class Asserting(ast.NodeTransformer):
+        def visit_Expr(self, node):
+            line = lines[node.end_lineno - 1]
+            if not re.search(r"\s# True\b", line):
+                return node
+            return ast.copy_location(ast.Assert(test=node.value, msg=ast.Constant(line.strip())), node)
+    return ast.fix_missing_locations(Asserting().visit(ast.parse(code)))
 
 
 def test_an_example_commented_true_is_asserted():
-    assert "assert" in ast.unparse(asserting_true("x = 1\nx == 1  # True: one\nx == 2  # not claimed\n"))
+    example = "x = 1\nx == 1  # True: one\nx == 2  # not claimed\nif x:\n    x == 1  # True\n"
+    source = ast.unparse(asserting_true(example))
+    assert source.count("assert") == 2 and "\nx == 2\n" in source
     with pytest.raises(AssertionError, match="x == 2  # True"):
         exec(compile(asserting_true("x = 1\nx == 2  # True\n"), "<t>", "exec"), {})
 
