@@ -310,10 +310,15 @@ def table_choice(name="tiles.json", results=RESULTS):
     the row marked `default`) over the fastest measured rule launch of the group."""
     groups = {}
     for row in json.loads((Path(results) / name).read_text())["rows"]:
-        if row.get("algo") == "hopper" and "ms" in row:
-            groups.setdefault((row["head_dim"], row["causal"], row["seq"]), []).append(row)
-    return {key: next(r["ms"] for r in rows if r["default"]) / min(r["ms"] for r in rows if rule_launch(r))
-            for key, rows in groups.items()}
+        if row.get("algo") == "hopper":
+            groups.setdefault((row["dtype"], row["head_dim"], row["causal"], row["seq"]), []).append(row)
+    out = {}
+    for key, rows in groups.items():
+        default = [r["ms"] for r in rows if r.get("default") and "ms" in r]
+        if len(default) != 1:
+            raise ValueError(f"{name}: the Hopper group {key} has {len(default)} timed default launches, not one")
+        out[key] = default[0] / min(r["ms"] for r in rows if "ms" in r and rule_launch(r))
+    return out
 
 
 def main():

@@ -135,7 +135,8 @@ def _table_part(ratios):
     """The Hopper launch table's tiles against each group's fastest (agreement.table_choice), in words."""
     off = {key: r for key, r in ratios.items() if r > 1.05}
     return (f"within 5% in {len(ratios) - len(off)} of {len(ratios)}" + "".join(
-        f", {r:.2f}× at d = {d}{' causal' if causal else ''}, N = {n:,}" for (d, causal, n), r in sorted(off.items())))
+        f", {r:.2f}× at {dtype}, d = {d}{' causal' if causal else ''}, N = {n:,}"
+        for (dtype, d, causal, n), r in sorted(off.items())))
 
 
 def headline():

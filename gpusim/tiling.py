@@ -237,7 +237,7 @@ def ramp_work(tiling, groups, order=(1, False)):
     else:  # equal bins of Q blocks, each at its middle block's J: J_i is within one of linear in i
         edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
         values, counts = tiling.kv_blocks_at((edges[:-1] + edges[1:]) // 2), np.diff(edges)
-    return Work(tuple(np.asarray(values).tolist()), tuple(c * groups for c in counts.tolist()),  # Python ints
+    return Work(tuple(values.tolist()), tuple(c * groups for c in counts.tolist()),  # Python ints
                 launch_tail(tiling, groups, *order), order[1])
 
 

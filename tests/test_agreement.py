@@ -66,7 +66,7 @@ def test_the_hopper_kernels_default_launch_is_scored_as_the_launch_table_runs_it
                             == (r["block_q"], r["block_kv"]) for r in defaults)
     ratios = agreement.table_choice()
     assert len(ratios) == len(defaults) and min(ratios.values()) == 1.0
-    assert {key for key, r in ratios.items() if r > 1.05} == {(64, False, 2048)}
+    assert {key for key, r in ratios.items() if r > 1.05} == {("fp16", 64, False, 2048)}
 
 
 def test_perf_md_quotes_the_hopper_microbenchmark_and_held_out_rows_as_the_model_prices_them():
