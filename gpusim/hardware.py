@@ -12,8 +12,10 @@ KiB, MiB, GiB = 1024, 1024**2, 1024**3
 GRID_YZ_MOST = 65_535  # CUDA's most thread blocks along a grid's y and z axes (maxGridSize; x: 2**31 - 1)
 
 # Latency and one SM's transfer rate, as measured on the lent H200 (H200-measured, below) and carried to the
-# presets nobody measured here: the L2's in clock cycles and bytes per clock at each GPU's own clock, DRAM's
-# latency in seconds (an assumption: both are properties of the chips' designs, not published).
+# datasheet presets: the L2's in clock cycles and bytes per clock at each GPU's own clock, DRAM's latency in seconds
+# (an assumption: both are properties of the chips' designs, not published). The H100 measured later
+# (H100-measured, results/h100/) disagrees for its own chip: DRAM port 41.9 GB/s against 69 here, L2 reads 7.3e12 B/s
+# against 8.1e12, DRAM latency 455 ns against 490; H100-SXM keeps the H200's, as the held-out sets were scored on it.
 HOPPER_L2_LATENCY_CYCLES = 544  # 274.8 ns at 1.98 GHz (H200-measured)
 HOPPER_L2_IDLE_LATENCY_CYCLES = 289  # 146 ns at 1.98 GHz: an L2 hit, idle (pointer chase, H200-measured)
 HOPPER_HBM_LATENCY_S = 490e-9  # H200-measured
@@ -46,7 +48,7 @@ class GPU:
     bf16_matmul_flops_per_s: float | None = None  # None: no bf16 tensor cores
     tf32_matmul_flops_per_s: float | None = None  # None: no TF32 tensor cores
     fp8_matmul_flops_per_s: float | None = None  # None: no fp8 tensor cores
-    l2_bytes_per_s: float | None = None  # None: not published
+    l2_bytes_per_s: float | None = None  # None: not published, and the L2 is priced at hbm_bytes_per_s (cost.rates)
     hbm_read_bytes_per_s: float | None = None  # a stream of reads alone; None: not measured (the copy's)
     sram_bytes_per_s: float | None = None  # all SMs together; None: not published
     # What occupancy and latency need (CUDA C++ Programming Guide, "Technical Specifications per Compute
@@ -58,8 +60,8 @@ class GPU:
     max_warps_per_sm: int = 64
     max_blocks_per_sm: int = 32
     sram_reserved_bytes_per_block: int = 1024  # cc >= 8.0 reserves 1 KiB of shared memory per block
-    l2_latency_s: float = 200 / 1.41e9  # an L2 hit, as a block waits for it while every SM loads: see each preset
-    hbm_latency_s: float = 500 / 1.41e9  # a DRAM load, likewise
+    l2_latency_s: float = 200 / 1.41e9  # an L2 hit, as a block waits for it while every SM loads; each preset sets
+    hbm_latency_s: float = 500 / 1.41e9  # its own (these defaults, for a GPU built by hand, are assumed cycles)
     l2_idle_latency_s: float = 289 / 1.41e9  # an L2 hit on an idle path: one load waited for (a pointer chase)
     l2_port_bytes_per_s: float | None = None  # one SM's own transfer rate from L2; None: the datasheet-level
     hbm_port_bytes_per_s: float | None = None  # estimate in port_bytes_per_s()
@@ -184,7 +186,7 @@ def _hopper(name, hbm_bytes, hbm_bytes_per_s, l2_bytes):
         fp8_matmul_flops_per_s=1979e12,  # H100 SXM datasheet: FP8 3,958 TFLOPS with sparsity, halved
         l2_bytes_per_s=8.1e12,  # not published: L2 reads measured on the lent H200 (results/h200/ceilings.json)
         arch="sm_90",
-        clock_hz=1.98e9,  # H100 SXM: 1980 MHz boost (the sfu rate above uses it too)
+        clock_hz=1.98e9,  # nvidia-smi's max SM clock on both lent GPUs (sm_max_clock_hz, results/h{1,2}00/latency.json)
         max_warps_per_sm=64,  # Programming Guide, Technical Specifications: cc 9.0
         max_blocks_per_sm=32,  # same table, cc 9.0
         l2_latency_s=HOPPER_L2_LATENCY_CYCLES / 1.98e9,  # as measured on the lent H200 (H200-measured)
@@ -200,6 +202,7 @@ PRESETS = {
         _a100("A100-40GB", 40 * GiB, 1555e9),  # A100 datasheet: 40GB HBM2, 1,555 GB/s
         _a100("A100-80GB", 80 * GiB, 2039e9),  # A100 datasheet: 80GB HBM2e, 2,039 GB/s (SXM)
         _hopper("H100-SXM", 80 * GiB, 3.35e12, 50 * MiB),  # H100 datasheet: 80GB, 3.35 TB/s; whitepaper: 50 MB L2
+        # (datasheet capacities are nominal GiB here; the measured presets hold what torch can allocate)
         # H200 datasheet: 141GB HBM3e at 4.8 TB/s; compute is the H100 SXM's. Capacity (what torch can
         # allocate) and L2 as read on the lent H200 (results/h200/ceilings.json).
         _hopper("H200", 150_109_880_320, 4.8e12, 60 * MiB),
@@ -250,7 +253,7 @@ PRESETS = {
 # The lent H200 as measured, beside the datasheet preset: copy bandwidth (results/h200/ceilings.json,
 # 2026-11-29, read as it is), the microbenchmarks of 2026-11-30 (results/h200/latency.json, bandwidth.json,
 # matmul_tiles.json; 32 x 32 tiles from matmul_tiles_more.json, run 62) and a training step's host cost
-# (host.json, run 44), each constant but the copy rate derived by benchmarks/h200_constants.py, which
+# (host_run105.json, run 105), each constant but the copy rate derived by benchmarks/h200_constants.py, which
 # tests/test_presets.py re-runs: none is fitted to attention timings.
 PRESETS["H200-measured"] = dataclasses.replace(
     PRESETS["H200"], name="H200-measured",
@@ -317,8 +320,9 @@ PRESETS["H200-measured"] = dataclasses.replace(
 
 # An H100 (NVIDIA H100 80GB HBM3, the lent kind) measured the same way, on 2026-12-06 (run 173, results/h100/): its
 # capacity, L2 and launch overhead as ceilings.json reads them, every other field the H200's rule applied to its own
-# microbenchmarks (benchmarks/h200_constants.py --results results/h100, which tests/test_presets.py re-runs); what
-# no microbenchmark of that run sets (the tensor pipe's ratio from Nsight, the Hopper SM's limits) is H200-measured's.
+# microbenchmarks (benchmarks/h200_constants.py --results results/h100 --host host_run173, which tests/test_presets.py
+# re-runs); what no microbenchmark of that run sets (the tensor pipe's ratio from Nsight, the Hopper SM's limits) is
+# H200-measured's.
 PRESETS["H100-measured"] = dataclasses.replace(
     PRESETS["H200-measured"], name="H100-measured",
     hbm_bytes=85_017_493_504,  # what torch can allocate (ceilings.json)
@@ -404,12 +408,18 @@ def get_gpu(gpu):
 
 def device_preset(name, memory_bytes=None):
     """The preset of a CUDA device by the name CUDA gives it ("NVIDIA H200"), A100s by their memory; None for a
-    device without one (or an A100 whose memory is not given). The SXM H100 ("NVIDIA H100 80GB HBM3") takes its
-    measured preset: its tile sweep (results/h100/tiles.json, run 176) has H100-measured's pick the fastest tile
-    measured in 24 of 24 groups, H100-SXM's within 5% in 20 (docs/perf.md, "The tile each preset picks, on the
-    H100"); other H100s (PCIe, NVL: fewer SMs, other memory) keep the datasheet's."""
-    for key, preset in (("H200", "H200-measured"), ("H100 80GB HBM3", "H100-measured"), ("H100", "H100-SXM"),
-                        ("4090", "RTX-4090"), ("T4", "T4")):
+    device without one (or an A100 whose memory is not given). A measured preset is taken only by the device it
+    was measured on, named exactly: the SXM H100 ("NVIDIA H100 80GB HBM3") takes H100-measured, whose tile sweep
+    (results/h100/tiles.json, run 176) has its pick the fastest tile measured in 24 of 24 groups, H100-SXM's within
+    5% in 20 (docs/perf.md, "The tile each preset picks, on the H100"). Other Hopper parts keep their family's
+    datasheet preset (H100 PCIe and NVL, and GH200, whose GPU is an H100: H100-SXM; H200 NVL: H200), so that the
+    Hopper kernel runs on them; the RTX 4090 and the T4 are taken by their exact names (a laptop 4090 or a T400
+    is another chip)."""
+    exact = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-measured",
+             "NVIDIA GeForce RTX 4090": "RTX-4090", "Tesla T4": "T4"}
+    if name in exact:
+        return exact[name]
+    for key, preset in (("GH200", "H100-SXM"), ("H200", "H200"), ("H100", "H100-SXM")):
         if key in name:
             return preset
     if "A100" in name and memory_bytes:

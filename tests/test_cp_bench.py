@@ -78,7 +78,10 @@ def test_merge_prices_a_pair_of_h100s_as_h100s_and_survives_a_link_part_without_
 def test_device_presets_by_cudas_names():
     names = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-measured", "NVIDIA H100 PCIe": "H100-SXM",
              "NVIDIA GeForce RTX 4090": "RTX-4090", "Tesla T4": "T4", "NVIDIA L40S": None,
-             "NVIDIA A100-SXM4-80GB": None}
+             "NVIDIA A100-SXM4-80GB": None,
+             # a measured preset only on the device it was measured on; a substring took these before
+             "NVIDIA GH200 480GB": "H100-SXM", "NVIDIA H200 NVL": "H200", "NVIDIA H100 NVL": "H100-SXM",
+             "NVIDIA T400 4GB": None, "NVIDIA GeForce RTX 4090 Laptop GPU": None}
     assert {name: gpusim.hardware.device_preset(name) for name in names} == names
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-80GB", 80 * 1024**3) == "A100-80GB"
     assert gpusim.hardware.device_preset("NVIDIA A100-SXM4-40GB", 40 * 1024**3) == "A100-40GB"
