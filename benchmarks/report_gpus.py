@@ -488,7 +488,18 @@ def h200_host_line():
             f"rounds, the median of the rounds' ratios; `results/h200/host_run199_{{after,before}}{{1,2}}.json`): "
             f"{', '.join(after[0])}; the training step {_range(after[1], 0)} µs a call against SDPA's "
             f"{_range(after[2], 0)}, its interleaved `ratio_call` {_range(calls)}×. The tree before, in the same "
-            f"call: {', '.join(before[0])}; its training step {_range(before[1], 0)} µs.")
+            f"call: {', '.join(before[0])}; its training step {_range(before[1], 0)} µs. " + _h200_again())
+
+
+def _h200_again():
+    """Runs 208 and 209 (fifty-eighth session): host.py on an H200 again, this tree, twice in one warm machine."""
+    runs = ("host_run208.json", "host_run209.json")
+    parts, steps, sdpa = _host_parts(runs, H200)
+    calls = entry_ratios(runs, "ratio_call", H200)["flash2_train_step"]
+    return (f"Runs 208 and 209 (fifty-eighth session, `results/h200/host_run20{{8,9}}.json`: `benchmarks/host.py` "
+            f"on an H200, this tree, twice on one machine): {', '.join(parts)}; the training step "
+            f"{_range(steps, 0)} µs a call against SDPA's {_range(sdpa, 0)}, its interleaved `ratio_call` "
+            f"{_range(calls)}×.")
 
 
 def host_line():
