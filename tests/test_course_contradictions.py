@@ -446,7 +446,7 @@ def test_notebook5_names_the_pairs_whose_speedup_does_not_grow_with_n():
     torch_ = [float(r["measured: PyTorch's standard attention's time / SDPA flash's"][:-1]) for r in table]
     assert max(ours) / min(ours) < 1.6 and ours.index(max(ours)) != len(ours) - 1  # a band, not growing
     assert 0 < torch_.index(max(torch_)) < len(torch_) - 1  # a peak at a middle length
-    assert measured.speedup_trend(table).startswith("Measured, the project's naive kernels over its flash2 ")
+    assert measured.speedup_trend(BENCH).startswith("Measured, the project's naive kernels over its flash2 ")
     text = _markdown("05_flash1_vs_flash2.ipynb")
     assert "the project's kernels' stays within a band, PyTorch's rises to a peak at a middle length" in text
     assert "on that PyTorch pair, by the rank correlation of its speedup with $N$" in text

@@ -10,36 +10,44 @@ from ..measurements import _outcome, timed_by_seq
 from ..scorecard.verdicts import about
 
 
+def _speedups(rows, head_dim, causal, dtype):
+    """Per length (bench.json) where both the project's naive and flash2 kernels ran: flash2's row, naive's time
+    over flash2's, and PyTorch's standard attention's over SDPA flash's (or, where either did not run, why)."""
+    naive, flash2 = (timed_by_seq(rows, p, dtype, head_dim, causal) for p in ("naive", "flash2"))
+    group = dict(dtype=dtype, head_dim=head_dim, causal=causal)
+    out = {}
+    for seq in sorted(naive.keys() & flash2.keys()):
+        torch_naive, sdpa = (_outcome(rows, p, seq, **group) for p in ("torch_naive", "sdpa_flash"))
+        ran = isinstance(torch_naive, dict) and isinstance(sdpa, dict)
+        out[seq] = (flash2[seq], naive[seq]["ms"] / flash2[seq]["ms"],
+                    torch_naive["ms"] / sdpa["ms"] if ran else f"PyTorch's: {torch_naive or 'not run'}")
+    return out
+
+
 def speedup_rows(rows, gpu="H200-measured", head_dim=64, causal=False, dtype="fp16"):
     """Per length (bench.json): the measured speedup of the project's flash2 kernel over its naive kernels
     beside gpusim's predicted one, and of SDPA's FlashAttention-2 over PyTorch's standard attention; each column
     names its ratio (the slower one's time / the faster one's)."""
-    naive, flash2 = (timed_by_seq(rows, p, dtype, head_dim, causal) for p in ("naive", "flash2"))
-    group = dict(dtype=dtype, head_dim=head_dim, causal=causal)
     out = []
-    for seq in sorted(naive.keys() & flash2.keys()):
-        r = flash2[seq]
+    for seq, (r, ours, theirs) in _speedups(rows, head_dim, causal, dtype).items():
         shape = dict(seq=seq, batch=r["batch"], heads=r["heads"], head_dim=head_dim, causal=causal, dtype=dtype,
                      gpu=gpu)
         t_naive, t_flash2 = (gpusim.simulate(algo, **shape).predicted_time_s for algo in ("naive", "flash2"))
-        predicted = t_naive / t_flash2
-        torch_naive, sdpa = (_outcome(rows, p, seq, **group) for p in ("torch_naive", "sdpa_flash"))
         out.append({"N": seq, "batch x heads": f"{r['batch']} x {r['heads']}",
-                    "measured: naive's time / flash2's": f"{naive[seq]['ms'] / r['ms']:.1f}x",
-                    "gpusim: naive's time / flash2's": f"{predicted:.1f}x",
+                    "measured: naive's time / flash2's": f"{ours:.1f}x",
+                    "gpusim: naive's time / flash2's": f"{t_naive / t_flash2:.1f}x",
                     "measured: PyTorch's standard attention's time / SDPA flash's":
-                        f"{torch_naive['ms'] / sdpa['ms']:.1f}x" if isinstance(torch_naive, dict) and isinstance(
-                            sdpa, dict) else f"PyTorch's: {torch_naive or 'not run'}"})
+                        f"{theirs:.1f}x" if isinstance(theirs, float) else theirs})
     return out
 
 
-def speedup_trend(table):
-    """speedup_rows' two measured columns in words: each pair's range over N and the N where it peaks."""
+def speedup_trend(rows, head_dim=64, causal=False, dtype="fp16"):
+    """speedup_rows' two measured speedups in words: each pair's range over N and the N where it peaks."""
+    speedups = _speedups(rows, head_dim, causal, dtype)
     parts = []
-    for column, pair in (("measured: naive's time / flash2's", "the project's naive kernels over its flash2"),
-                         ("measured: PyTorch's standard attention's time / SDPA flash's",
-                          "PyTorch's standard attention over SDPA flash")):
-        ratios = {r["N"]: float(r[column][:-1]) for r in table if r[column].endswith("x")}
+    for i, pair in ((1, "the project's naive kernels over its flash2"),
+                    (2, "PyTorch's standard attention over SDPA flash")):
+        ratios = {seq: x[i] for seq, x in speedups.items() if isinstance(x[i], float)}
         peak = max(ratios, key=ratios.get)
         parts.append(f"{pair} {span(ratios.values(), '{:.1f}')}x, highest at N = {peak:,}")
     return "Measured, " + "; ".join(parts) + "."
