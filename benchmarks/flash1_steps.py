@@ -21,7 +21,7 @@ def per_step(row):
     cfg, gpu = result.config, result.config.gpu
     programs = cfg.bh
     work = cfg.pass_.work(cfg, "flash1")  # every program does the same steps
-    steps = int(sum(v * c for v, c in zip(work.values, work.counts))) // programs
+    steps = work.steps // programs
     b = min(occupancy(gpu, resources(cfg, "flash1")).blocks_per_sm, -(-programs // gpu.sm_count))
     waves = math.ceil(programs / (gpu.sm_count * b))
     busy = min(gpu.sm_count, -(-programs // b))

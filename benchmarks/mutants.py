@@ -180,7 +180,7 @@ MUTANTS = [
            "gpusim/cost.py", "heapq.heapreplace(free, free[0] + t)", "heapq.heapreplace(free, max(free) + t)",
            "tests/test_cost.py::test_a_longest_first_launch_of_one_program_per_sm_is_list_scheduled"),
     Mutant("time", "the backward's causal dK/dV launch is priced as if it ran its shortest K/V blocks first",
-           "gpusim/passes/backward_base.py", "[:n]), longest_first=True)", "[:n]))",
+           "gpusim/passes/backward_base.py", "TAIL)), longest_first=True)", "TAIL)))",
            "tests/test_cost.py::test_a_causal_dkdv_launch_is_list_scheduled_in_its_grids_order"),
     Mutant("hopper", "the Hopper kernel's longest-first launch takes each head's Q blocks in turn, not its groups of heads",
            "gpusim/tiling.py", "tail = np.repeat(ramp, last)[:n]", "tail = ramp[:n]",

@@ -52,9 +52,15 @@ def _value(value):
     return f"{value:.4g}"
 
 
+DERIVED = {"hbm_port_bytes_per_s": lambda gpu: gpu.port_bytes_per_s("hbm"),  # what a preset without the field prices
+           "l2_port_bytes_per_s": lambda gpu: gpu.port_bytes_per_s("l2"),
+           "hbm_read_bytes_per_s": lambda gpu: gpu.dram_bytes_per_s(0.0)}
+
+
 def constants_table():
     """Each GPU field the microbenchmarks set: H200-measured's, the H100's by the same rules, H100-SXM's (its
-    datasheet's, the rest the H200's), and the H100's over the H200's."""
+    datasheet's, the rest the H200's; where it has none, what the model derives in its place), and the H100's over the
+    H200's."""
     h200, sxm = gpusim.get_gpu("H200-measured"), gpusim.get_gpu("H100-SXM")
     h100 = h200_constants.gpu_constants(H100, "host_run173")
     lines = ["| field | H200-measured | the H100's, measured | H100-SXM | H100 ÷ H200 |", "|---|---|---|---|---|"]
@@ -65,7 +71,8 @@ def constants_table():
             lines.append(f"| {name} (each tile's share of the fp16 peak) | {len(ours)} tiles | {len(value)} tiles, "
                          f"within {shift:.2f} of the H200's | none | - |")
             continue
-        datasheet = _value(getattr(sxm, name)) if getattr(sxm, name) else "-"
+        given = getattr(sxm, name)
+        datasheet = _value(given) if given else f"{_value(DERIVED[name](sxm))} (derived)" if name in DERIVED else "-"
         lines.append(f"| {name} | {_value(ours)} | {_value(value)} | {datasheet} | {value / ours:.2f} |")
     return "\n".join(lines)
 

@@ -361,7 +361,7 @@ def full_sm_steps(group=("fp16", 64, False, 8192, 2, 16)):
                                      causal=r["causal"], block_q=r["block_q"], block_kv=r["block_kv"],
                                      gpu=agreement.PRESET)
         work = cfg.pass_.work(cfg, r["kernel"])
-        steps = sum(v * c for v, c in zip(work.values, work.counts))
+        steps = work.steps
         slots = cfg.gpu.sm_count * r["model_blocks"]
         probe = sharing[key]
         out[key[0], *key[2:]] = (r["ms"] * 1e3 / (steps / slots), probe[max(probe)][0])

@@ -188,7 +188,7 @@ def occupied(cfg, kernel, counts, dram, flops):
     if occ.blocks_per_sm == 0:
         raise ValueError(infeasible(cfg, kernel, res, occ))
     work = cfg.pass_.work(cfg, kernel)
-    programs, steps = int(sum(work.counts)), int(sum(v * c for v, c in zip(work.values, work.counts)))
+    programs, steps = work.programs, work.steps
     b = min(occ.blocks_per_sm, -(-programs // cfg.gpu.sm_count))  # blocks an SM really holds
     spill = cfg.pass_.spill(cfg, kernel, res, steps, programs)
     return Grid(cfg, kernel, counts, dram, flops, res, occ, work, programs, steps, b, cfg.gpu.sm_count * b, spill)
@@ -505,9 +505,9 @@ def waves(step):
     grid = step.grid
     cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    total = float(np.dot(work.counts, tau(step, np.asarray(work.values), b, b)))  # every program, as arrays
+    total = float(np.dot(work.counts, tau(step, work.values, b, b)))  # every program, as arrays
     last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
-    tail_steps = np.asarray(work.tail[:last])  # the last wave's programs
+    tail_steps = work.tail[:last]  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
     per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
@@ -549,7 +549,7 @@ def ragged_time(step):
     wave's share of the bandwidth, plus (the wave's time at b programs an SM less that) / slots) held the H200's ragged
     held-out batches with a term that grows with a slower DRAM, which the H100's batches do not (docs/perf.md)."""
     grid, gpu = step.grid, step.grid.cfg.gpu
-    j = max(grid.work.values)
+    j = int(grid.work.values.max())
     steps = j * max(step.chain_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
     memory = sum(map(sum, grid.dram.values())) / (step.rate["dram"] * gpu.sm_count)
     return (max(steps, memory) + RAGGED_OVERLAP * min(steps, memory) + first_loads(step, j) + step.fixed_compute_s
@@ -570,7 +570,7 @@ def list_schedule(step, total):
     it for its tau in a full wave; the end is the last slot's. Exact for a launch of at most TAIL programs (the
     Work's tail holds them all); before a longer launch's tail, its programs keep every slot busy."""
     slots = step.grid.slots
-    order = tau(step, np.asarray(step.grid.work.tail[::-1]), 1, 1).tolist()  # the tail in launch order
+    order = tau(step, step.grid.work.tail[::-1], 1, 1).tolist()  # the tail in launch order
     free = [max(0.0, total - sum(order)) / slots] * slots  # when each slot takes its first program of the tail
     for t in order:
         heapq.heapreplace(free, free[0] + t)

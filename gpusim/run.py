@@ -213,8 +213,17 @@ def candidates(algo, gpu, head_dim, dtype, causal, kernel=None):
     (gpusim/compiled.py), the tiles compiled of `kernel` (None: the pass's first) for this head_dim, dtype
     and causality (their resources are known, not estimated); elsewhere every pair from BLOCKS."""
     kernel = kernel or pass_of(algo).KERNELS[0]
-    known = {(k[5], k[6]) for k in COMPILED if k[:5] == (gpu.arch, kernel, head_dim, dtype, bool(causal))}
-    return sorted(known) or list(itertools.product(BLOCKS, BLOCKS))
+    known = compiled_tiles().get((gpu.arch, kernel, head_dim, dtype, bool(causal)))
+    return list(known or itertools.product(BLOCKS, BLOCKS))
+
+
+@functools.cache
+def compiled_tiles():
+    """{(arch, kernel, head_dim, dtype, causal): the (block_q, block_kv) compiled for it, sorted}: COMPILED's keys."""
+    known = {}
+    for k in COMPILED:
+        known.setdefault(k[:5], set()).add((k[5], k[6]))
+    return {key: sorted(tiles) for key, tiles in known.items()}
 
 
 def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, causal=False, dtype="fp16",

@@ -10,6 +10,7 @@ FlashAttention >= 2.1, decoding with several query rows). offset >= 0, so every 
 whose keys all lie right of its last row's diagonal is skipped: never loaded, never computed, never counted.
 Visited tiles are computed whole, the masked part of a tile on the diagonal included (as the kernels do).
 """
+import operator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -205,21 +206,65 @@ MAX_BINS = 4096  # a ramp of more Q blocks is summed over this many equal bins o
 TAIL = 1 << 13  # programs at the end of the launch order kept one by one (more than any GPU holds at once)
 
 
-@dataclass(frozen=True)
+INT64_MAX = (1 << 63) - 1
+
+
+def ints(x):
+    """x as a 1-D integer array: NumPy's int64 where every value fits, Python ints (an object array) beyond."""
+    a = np.asarray(x)
+    return a if a.dtype.kind in "iO" else a.astype(np.int64)
+
+
+def scaled(counts, k):
+    """counts * k, exact: NumPy's int64 where no product can pass 2^63 - 1, Python ints beyond."""
+    counts = ints(counts)
+    if counts.dtype != object and int(counts.max(initial=0)) <= INT64_MAX // max(k, 1):
+        return counts * k
+    return np.array([c * k for c in counts.tolist()], dtype=object)
+
+
+def exact_sum(a, b=None):
+    """sum(a), or sum(a * b), over arrays of non-negative integers, as a Python int: NumPy's int64 where no partial
+    sum can pass 2^63 - 1, Python's ints beyond."""
+    bound = int(a.max(initial=0)) * (1 if b is None else int(b.max(initial=0))) * len(a)
+    if bound <= INT64_MAX and a.dtype != object and (b is None or b.dtype != object):
+        return int(a.sum() if b is None else np.dot(a, b))
+    return sum(a.tolist() if b is None else map(operator.mul, a.tolist(), b.tolist()))
+
+
+@dataclass(frozen=True, eq=False)
 class Work:
     """The steps J each program of a launch does (one K/V tile per step for the flash kernels): values and
     how many programs have each (binned for very long ramps), and the last TAIL programs' J in launch order,
     the last first (the last wave of the schedule). longest_first: the launch orders its programs longest first
     (the Hopper kernel's pass_.launch_order; the backward's K/V-major launches, causal: backward_base.column_work),
-    so its last programs are its shortest."""
-    values: tuple
-    counts: tuple
-    tail: tuple
+    so its last programs are its shortest. Integer arrays (ints): the time model prices every program at once."""
+    values: np.ndarray  # (bins,) J
+    counts: np.ndarray  # (bins,) programs with that J
+    tail: np.ndarray  # (min(programs, TAIL),) J, the last program launched first
     longest_first: bool = False
 
+    def __post_init__(self):
+        object.__setattr__(self, "values", ints(self.values))  # frozen: set once, as given or converted
+        object.__setattr__(self, "counts", ints(self.counts))
+        object.__setattr__(self, "tail", ints(self.tail))
 
+    @cached_property
+    def programs(self):
+        """The launch's programs, a Python int (exact at any count)."""
+        return exact_sum(self.counts)
+
+    @cached_property
+    def steps(self):
+        """The steps of all its programs together, a Python int (exact at any count)."""
+        return exact_sum(self.values, self.counts)
+
+
+@lru_cache(maxsize=1 << 14)
 def uniform_work(programs, steps):
-    return Work((steps,), (programs,), (steps,) * min(programs, TAIL))
+    """`programs` programs of `steps` steps each (kept per launch shape, as ramp_work)."""
+    tail = np.full(min(programs, TAIL), steps, dtype=np.int64 if steps <= INT64_MAX else object)
+    return Work((steps,), (programs,), tail)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -237,8 +282,7 @@ def ramp_work(tiling, groups, order=(1, False)):
     else:  # equal bins of Q blocks, each at its middle block's J: J_i is within one of linear in i
         edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
         values, counts = tiling.kv_blocks_at((edges[:-1] + edges[1:]) // 2), np.diff(edges)
-    return Work(tuple(values.tolist()), tuple(c * groups for c in counts.tolist()),  # Python ints
-                launch_tail(tiling, groups, *order), order[1])
+    return Work(values, scaled(counts, groups), launch_tail(tiling, groups, *order), order[1])
 
 
 def launch_tail(tiling, groups, heads, longest_first):
@@ -247,10 +291,10 @@ def launch_tail(tiling, groups, heads, longest_first):
     ends = np.arange(min(tr, TAIL))  # the launch order of one problem, backwards from its end
     if not longest_first:
         head = tiling.kv_blocks_at(tr - 1 - ends)
-        return tuple(np.resize(head, n).tolist())
+        return np.resize(head, n)
     ramp = tiling.kv_blocks_at(ends)  # a group's last programs: its first Q blocks, one of each of its problems
     last = groups % heads or heads  # the last group may be short
     tail = np.repeat(ramp, last)[:n]
     if len(tail) < n:  # the groups of `heads` before it, each the same backwards order
         tail = np.concatenate([tail, np.resize(np.repeat(ramp, heads), n - len(tail))])
-    return tuple(tail.tolist())
+    return tail

@@ -7,7 +7,7 @@ import pytest
 import gpusim
 from gpusim import backward, cost
 from gpusim.occupancy import resources
-from gpusim.tiling import Tiling, ramp_work
+from gpusim.tiling import MAX_BINS, Tiling, ramp_work
 
 H200 = "H200-measured"
 
@@ -66,8 +66,20 @@ def test_the_last_wave_runs_the_longest_programs_last_unless_reversed():
     forward, reverse = ramp_work(t, groups=8), ramp_work(t, groups=8, order=(1, True))
     assert forward.tail[0] == t.kv_blocks_of(t.n_q_blocks - 1) == max(forward.values)  # launched last
     assert reverse.tail[0] == t.kv_blocks_of(0) == min(reverse.values)
-    assert sorted(forward.values) == sorted(reverse.values) and forward.counts == reverse.counts
+    assert forward.values.tolist() == reverse.values.tolist() and forward.counts.tolist() == reverse.counts.tolist()
     assert reverse.longest_first and not forward.longest_first
+
+
+@pytest.mark.parametrize("seq,groups", [(4096 + 10, 8), (2**40, 2**40), (2**40, 2**23)])
+def test_a_launchs_programs_and_steps_are_exact_python_ints(seq, groups):
+    """int64 where they fit (the first), Python's ints where the counts (the second) or only their sum of products
+    (the third: 2^24 programs a bin of J up to 2^36) pass 2^63."""
+    t = Tiling(seq, seq, 16, 16, True)
+    work = ramp_work(t, groups)
+    values, counts = work.values.tolist(), work.counts.tolist()
+    assert type(work.programs) is int and work.programs == sum(counts) == groups * t.n_q_blocks
+    assert type(work.steps) is int and work.steps == sum(v * c for v, c in zip(values, counts))
+    assert work.steps == groups * t.tiles or t.n_q_blocks > MAX_BINS  # unbinned: every visited tile
 
 
 def hopper_launch_order(n_q, bh, lpt_heads):
@@ -208,7 +220,7 @@ def test_each_spill_reload_of_a_step_waits_an_idle_l2_hit(monkeypatch):
     reloads = loops[-1][2]  # the step: flash1's last loop (gpusim/passes/flash1.py, issue)
     assert reloads > 0 and r.kernels[0].latency_bound
     work = cfg.pass_.work(cfg, "flash1")  # one program: batch 1, one head
-    steps = sum(v * c for v, c in zip(work.values, work.counts))
+    steps = work.steps
     no_reloads = loops[:-1] + (loops[-1][:2] + (0,) + loops[-1][3:],)  # the same bytes: only the waits go
     monkeypatch.setitem(compiled.COMPILED, key, (registers, spill, shared, no_reloads, issued))
     without = gpusim.simulate("flash1", **kw)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..hardware import DTYPE_BYTES, STATS_BYTES, WARP
 from ..shape import MIN_BLOCK, Backward
-from ..tiling import MAX_BINS, TAIL, Work, uniform_work
+from ..tiling import MAX_BINS, TAIL, Work, scaled, uniform_work
 from .base import Pass
 from .common import REGISTER_BASE, pow2_floor
 
@@ -59,10 +59,8 @@ def column_work(tiling, groups, per_block):
     else:
         edges = np.linspace(0, tc, MAX_BINS + 1).astype(np.int64)
         values, counts = steps((edges[:-1] + edges[1:]) // 2), np.diff(edges)
-    head = steps(tc - 1 - np.arange(min(tc, TAIL))).tolist()  # the launch order, backwards from its end
-    n = min(groups * tc, TAIL)
-    return Work(tuple(int(v) for v in values), tuple(int(c) * groups for c in counts),
-                tuple((head * -(-n // len(head)))[:n]), longest_first=True)
+    head = steps(tc - 1 - np.arange(min(tc, TAIL)))  # the launch order, backwards from its end
+    return Work(values, scaled(counts, groups), np.resize(head, min(groups * tc, TAIL)), longest_first=True)
 
 
 def group_heads(cfg, hk):
@@ -176,7 +174,7 @@ class BackwardPass(Pass):
         return max(sum(live.values()) for _, live in self.footprint(cfg))
 
     def programs(self, cfg, kernel):
-        return sum(self.work(cfg, kernel).counts)
+        return self.work(cfg, kernel).programs
 
     def compiled_name(self, cfg, kernel):
         """The kernel's name in gpusim/compiled.py (benchmarks/resources.py): naive's and flash2's backward both

@@ -33,10 +33,9 @@ def _tile_work(cfg):
     first = grid - min(grid, TAIL)  # the tail's first program; Python ints: grid may pass int64 near MAX_SEQ
     offsets = first % t.n_kv_blocks + np.arange(min(grid, TAIL))[::-1]  # the launch order, backwards from its end
     rows = first // t.n_kv_blocks + offsets // t.n_kv_blocks  # program p at tile (p // Tc, p % Tc)
-    head = (offsets % t.n_kv_blocks < t.kv_blocks_at(rows)).astype(int).tolist()
-    n = min(cfg.bh * grid, TAIL)
+    head = (offsets % t.n_kv_blocks < t.kv_blocks_at(rows)).astype(np.int64)
     values, counts = zip(*[(v, c) for v, c in ((1, visited), (0, grid - visited)) if c])
-    return Work(values, tuple(c * cfg.bh for c in counts), tuple((head * -(-n // len(head)))[:n]))
+    return Work(values, [c * cfg.bh for c in counts], np.resize(head, min(cfg.bh * grid, TAIL)))
 
 
 def _summed_over_queries(mem, cfg, kernel, a, x, out, scale):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..hardware import STATS_BYTES, WARP
 from ..shape import INDEX_BYTES, REDUCE_SPLITS
-from ..tiling import TAIL, Work
+from ..tiling import TAIL, Work, scaled
 from .base import Pass
 from .common import padded
 
@@ -165,8 +165,7 @@ def reduce_work(L):
     steps = -(-np.asarray(L.active_splits).reshape(-1) // REDUCE_SPLITS)
     values, counts = np.unique(steps, return_counts=True)
     tail = np.tile(np.repeat(steps[::-1], min(L.heads, TAIL)), min(L.seq, TAIL))[:TAIL]  # its first TAIL, whatever H
-    return Work(tuple(int(v) for v in values), tuple(int(c) * L.heads * L.seq for c in counts),
-                tuple(int(j) for j in tail))
+    return Work(values, scaled(counts, L.heads * L.seq), tail)
 
 
 class SplitKV(Pass):
@@ -216,7 +215,7 @@ class SplitKV(Pass):
         values, counts = np.unique(steps, return_counts=True)
         last = steps.T.ravel()[::-1][: -(-TAIL // units)]  # launch order, backwards from its end
         tail = np.repeat(last, min(units, TAIL))[:TAIL]  # its first TAIL, whatever the units
-        return Work(tuple(values.tolist()), tuple((counts * units).tolist()), tuple(tail.tolist()))
+        return Work(values, scaled(counts, units), tail)
 
     def ragged(self, launch, kernel):
         """A split (or decode) kernel over requests whose splits hold different numbers of chunks: a batch of requests
