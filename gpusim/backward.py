@@ -19,9 +19,10 @@ from dataclasses import replace
 import numpy as np
 
 from .hardware import DTYPE_BYTES, dtype_name, get_gpu
+from .occupancy import occupancy, resources
 from .passes import BACKWARD, algo_name
-from .shape import (Backward, Tiles, check_groups, counts, flag, given_tiles, knobs_of,  # noqa: F401 (Backward)
-                    positive_int)
+from .shape import (MIN_BLOCK, Backward, Tiles, check_groups, counts, flag, given_tiles,  # noqa: F401 (Backward)
+                    knobs_of, positive_int)
 from .theorems import theorem5  # noqa: F401 (gpusim.backward.theorem5)
 
 ALGOS = tuple(BACKWARD)
@@ -40,6 +41,17 @@ def pass_of(algo):
 def default_blocks(algo, gpu, head_dim, dtype):
     """(block_q, block_kv) for the backward: the pass's starting tiles, halved until every kernel fits."""
     return pass_of(algo).default_blocks(get_gpu(gpu), head_dim, dtype)
+
+
+def resident(cfg):
+    """cfg with its larger tile halved (never below MIN_BLOCK) until an SM holds a block of every kernel: a default
+    tile fits the SRAM (default_blocks; naive's, its forward's), but at a large head_dim it may need more registers
+    per thread than the GPU has (flash2's dK/dV at 128 x 32, d = 256: 328 of the H200's 255)."""
+    while max(cfg.block_q, cfg.block_kv) > MIN_BLOCK and not all(
+            occupancy(cfg.gpu, resources(cfg, kernel)).blocks_per_sm for kernel in cfg.kernels):
+        br, bc = cfg.block_q, cfg.block_kv
+        cfg = replace(cfg, block_q=br // 2) if br > bc else replace(cfg, block_kv=bc // 2)
+    return cfg
 
 
 def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None, block_kv=None,

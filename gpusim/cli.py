@@ -53,7 +53,7 @@ def _parser():
     count.add_argument("--batch", type=int, default=1)
     _common(count)
     count.add_argument("--causal-align", choices=("top_left", "bottom_right"), help="the causal mask's corner")
-    count.add_argument("--backward", action="store_true", help="a training step: the forward, then the backward")
+    _training(count)
     _over_gpus(count)
     count.add_argument("--json", action="store_true", help="print one JSON object (exact integers) instead of a table")
     count.set_defaults(run=_count, command="count")
@@ -93,6 +93,13 @@ def _common(p):
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", type=str.lower, default="fp16", choices=list(DTYPE_BYTES))
     p.add_argument("--gpu", default="A100-40GB", help="a preset name, any case (see `gpus`)")
+
+
+def _training(p):
+    """count's options of a training step."""
+    p.add_argument("--backward", action="store_true", help="a training step: the forward, then the backward")
+    p.add_argument("--backward-blocks", type=_ints, metavar="BQ,BKV",
+                   help="the backward's tiles (default: the rule's, halved until every kernel's block fits an SM)")
 
 
 def _over_gpus(p):
@@ -165,7 +172,8 @@ def _count(args):
     r = simulate(args.algo, seq=args.seq, head_dim=args.head_dim, heads=args.heads, batch=args.batch,
                  kv_heads=args.kv_heads, seq_kv=args.seq_kv, block_q=args.block_q, block_kv=args.block_kv,
                  causal=args.causal, causal_align=args.causal_align, dtype=args.dtype, gpu=args.gpu,
-                 backward=args.backward, gpus=args.gpus, strategy=args.strategy, link=args.link)
+                 backward=args.backward, gpus=args.gpus, strategy=args.strategy, link=args.link,
+                 backward_blocks=None if args.backward_blocks is None else tuple(args.backward_blocks))
     print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))
     return 0
 
@@ -217,6 +225,8 @@ def format_result(r):
         f"{c.algo} on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), seq {c.seq:,} "
         f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
         f"{', causal' if c.causal else ''}")
+    b = r.backward_config
+    head += f"; the backward at {b.block_q} x {b.block_kv}" if b else ""
     dram = r.dram_by_tensor
     tensors = [("tensor", "HBM read", "HBM write", "DRAM read", "DRAM write")] + [
         (name, fmt_bytes(t["read_bytes"]), fmt_bytes(t["write_bytes"]), fmt_bytes(dram[name]["dram_read_bytes"]),

@@ -48,7 +48,7 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     seq_kv: one cache length for every request, or a sequence of one per request (cache_seqlens); batch None: one
     request per length given (1 for a single length), as the CLI's --seq-kv 1000,70000,4096 is a batch of 3.
     num_splits None: the most splits whose programs fill this GPU's resident split blocks, one fewer per SM
-    (num_splits_rule, split_slots).
+    (num_splits_rule, split_slots); one where no chunk's reduce kernel fits the GPU (one split needs no reduce).
     block_kv None: DEFAULT_BLOCK_KV, or where its kernels' blocks do not fit this GPU (overflow) the largest of its
     halvings down to MIN_ROWS that does."""
     gpu, dtype = get_gpu(gpu), dtype_name(dtype)
@@ -66,6 +66,8 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     base = DecodeLaunch(batch, heads, kv_heads, head_dim, seq, lengths, 1, blocks[0], page_size,
                         flag("grouped", grouped), causal_align, dtype, gpu, SPLIT_KV)
     launch, problem = _first_fit(base, num_splits, blocks)
+    if launch is None and num_splits is None and problem and problem[0] == "reduce":  # the rule's splits, unreduced
+        launch, problem = _first_fit(base, 1, blocks)  # one split needs no reduce
     if launch is None:
         raise ValueError(_refusal(base, num_splits, blocks[-1], problem))
     most = int(launch.chunks.max())

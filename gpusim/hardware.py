@@ -91,7 +91,7 @@ class GPU:
     def __post_init__(self):
         """One line naming a number no GPU can have: a count, size, rate or time that is not positive and finite
         (the fields whose 0 means "none" or "not measured" aside), a count or size in bytes that is not a whole
-        number, or a thread block allowed more shared memory than its SM has."""
+        number, a thread block allowed more shared memory than its SM has, or an arch that is not a compiler target."""
         for name, value in self.__dict__.items():  # the fields, not copied (dataclasses.asdict deep-copies tables)
             if name in INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"GPU {self.name!r}: {name}={value!r} must be a whole number (an int)")
@@ -101,6 +101,9 @@ class GPU:
         if self.sram_bytes_per_block > self.sram_bytes_per_sm:
             raise ValueError(f"GPU {self.name!r}: sram_bytes_per_block={self.sram_bytes_per_block:,} is more than "
                              f"sram_bytes_per_sm={self.sram_bytes_per_sm:,}: a block's shared memory is its SM's")
+        if not (isinstance(self.arch, str) and self.arch.startswith("sm_") and self.arch[3:].isdigit()):
+            raise ValueError(f"GPU {self.name!r}: arch={self.arch!r} must be a compiler target, sm_ and a compute "
+                             "capability ('sm_80', 'sm_90')")
 
     def dram_bytes_per_s(self, write_share):
         """DRAM bandwidth for traffic of which write_share is writes: a stream of reads alone at

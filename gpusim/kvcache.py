@@ -192,6 +192,7 @@ def serve(model, requests, *, steps, policy="paged", page_size=16, max_tokens=No
     m = get_model(model)
     max_tokens = positive_int("max_tokens", m.max_tokens if max_tokens is None else max_tokens)
     steps = positive_int("steps", steps, MAX_STEPS, zero=True)
+    requests = _requests(requests)
     _check_serving(requests, policy, page_size, max_tokens)
     per_token = bytes_per_token(m, dtype)
     budget = _budget(m, gpu, budget_bytes)
@@ -238,6 +239,16 @@ def _blocks(budget, block, per_token, requests, policy):
     raise ValueError(f"a KV cache of {budget:,} B holds {blocks:,} {unit}{'s' * (blocks != 1)} of {block:,} tokens "
                      f"at {per_token:,} B a token; the longest request ({longest:,} tokens) needs {need:,} "
                      f"{unit}{'s' * (need != 1)} and would never finish: {fix}")
+
+
+def _requests(requests):
+    """requests as a tuple, read once (a generator's items would be spent by the checks); one line where they are not
+    a collection."""
+    try:
+        return tuple(requests)
+    except TypeError:
+        raise ValueError(f"requests={requests!r} is not a collection of kvcache.Request (kvcache.arrivals makes "
+                         "them)") from None
 
 
 def _check_serving(requests, policy, page_size, max_tokens):

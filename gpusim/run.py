@@ -11,7 +11,7 @@ from . import backward, decode, l2
 from .compiled import COMPILED
 from .config import make_config, pass_of
 from .decode_execute import execute as execute_decode
-from .execute import arrays_of, check_executable, execute, execute_backward, shape_of
+from .execute import arrays_of, check_executable, execute, execute_backward, floats, shape_of
 from .hardware import get_gpu
 from .passes import algo_name, named
 from .result import Result, time_kernels
@@ -156,20 +156,21 @@ def _backward_config(cfg, blocks, arrays, do):
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
-    if blocks is None:
+    chosen = blocks is None  # the rule's tiles: halved further where a kernel's block cannot be resident
+    if chosen:
         blocks = (cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
     blocks = pair("backward_blocks", blocks)
-    return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
-                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
-                           causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
+    bwd = backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
+                          kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
+                          causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
+    return backward.resident(bwd) if chosen else bwd
 
 
 def _backward_run(bwd, arrays, do, mem, trace):
     """The backward walked on the arrays and what the forward left in HBM: (counts, grads, steps)."""
-    do = np.asarray(do)
-    if do.shape != arrays[0].shape or not np.issubdtype(do.dtype, np.floating) or not np.isfinite(do).all():
-        raise ValueError(f"do has shape {do.shape} ({do.dtype}): expected the output's gradient, finite, "
-                         f"shaped like q {arrays[0].shape}")
+    do = floats("do", do)
+    if do.shape != arrays[0].shape:
+        raise ValueError(f"do has shape {do.shape}: expected the output's gradient, shaped like q {arrays[0].shape}")
     saved = {name: mem.tensors[name] for name in bwd.pass_.SAVED}
     *grads, bmem = execute_backward(bwd, *arrays, do, saved=saved, trace=trace)
     return _counts(bmem), tuple(grads), tuple(bmem.steps) if trace else None

@@ -38,7 +38,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
     Training (backward=True; naive, flash1, flash2; train()): the forward's kernels, then the backward's, each
     KernelResult with pass_ "forward" or "backward"; backward_blocks: the backward's (Br, Bc) (None: naive's
-    forward tiles, flash's backward defaults). Execute mode needs do (shaped like q); grads = (dq, dk, dv).
+    forward tiles, flash's backward defaults, halved until every backward kernel's block fits an SM). Execute mode
+    needs do (shaped like q); grads = (dq, dk, dv).
 
     Decoding (algo="split_kv"; decode_step(), gpusim/decode.py): seq query rows (default 1) per request attend to
     its cache of seq_kv tokens (one length, or one per request: a list sets the batch where batch is not given).

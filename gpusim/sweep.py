@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .passes import named
+from .passes import ALGOS, named
 from .result import Result
 from .shape import counts, flag, positive_int
 from .simulate import simulate
@@ -32,6 +32,10 @@ def sweep(algos=("naive", "flash1", "flash2"), seqs=SEQS, *, head_dim=64, causal
           gpu="A100-40GB", block_q=None, block_kv=None, progress=None):
     """simulate() for every algorithm and sequence length; `progress(done, total)` is called as it goes."""
     algos, seqs = _several("algos", algos, "algorithm names"), _several("seqs", seqs, "sequence lengths")
+    for algo in algos:
+        if named(algo) not in ALGOS:
+            raise ValueError(f"algos holds {algo!r}: a sweep runs forward passes ({', '.join(ALGOS)}); decoding "
+                             "takes a cache, simulate('split_kv', seq_kv=...)")
     results = []
     for n, (algo, seq) in enumerate([(a, s) for s in seqs for a in algos], start=1):
         batch, heads = fa2_shape(seq, head_dim)
@@ -62,7 +66,8 @@ def _results(results):
 
 def speedups(results, baseline="naive"):
     """{algo: {seq: baseline time / algo time}} for every algorithm but the baseline. A baseline that
-    does not fit in HBM has no speedup at that length."""
+    does not fit in HBM has no speedup at that length; results without a baseline run give {} (the plots draw
+    no speedup curve then)."""
     results, baseline = _results(results), named(baseline)  # any case: the configs name algorithms in lower case
     base = {r.config.seq: r for r in results if r.config.algo == baseline}
     out = {}

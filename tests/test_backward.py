@@ -339,3 +339,29 @@ def test_execute_mode_needs_do():
         simulate_backward("flash2", q=q, k=k, v=v, do=do[:, :, :4])
     with pytest.raises(ValueError, match="seq=9 does not match the arrays, which have seq=8"):
         simulate_backward("flash2", q=q, k=k, v=v, do=do, seq=9)
+
+
+@pytest.mark.parametrize("algo, shape", [("flash2", dict(head_dim=256, gpu="H200")),
+                                         ("flash2", dict(head_dim=200, gpu="H200-measured")),
+                                         ("naive", dict(head_dim=128, gpu="RTX-4090", causal=True))])
+def test_the_backwards_default_tiles_are_halved_until_every_kernel_is_resident(algo, shape):
+    """The rule's tiles (flash2's 128 x 32, which fit the SRAM; naive's, its forward's) need more registers per thread
+    than the GPU has at these head dims: given, they are refused; left to the rule, the larger is halved until an SM
+    holds a block of every backward kernel, the first such halving."""
+    from gpusim.occupancy import occupancy, resources
+    r = gpusim.simulate(algo, seq=4096, backward=True, **shape)
+    b = r.backward_config
+    start = ((r.config.block_q, r.config.block_kv) if algo == "naive" else
+             backward.default_blocks(algo, shape["gpu"], shape["head_dim"], "fp16"))
+    with pytest.raises(ValueError, match="registers per thread"):
+        gpusim.simulate(algo, seq=4096, backward=True, backward_blocks=start, **shape)
+    assert all(occupancy(b.gpu, resources(b, kernel)).blocks_per_sm for kernel in b.kernels)
+    larger = (2 * b.block_q, b.block_kv) if b.block_q >= b.block_kv else (b.block_q, 2 * b.block_kv)
+    with pytest.raises(ValueError, match="registers per thread"):  # the halving before it did not fit
+        gpusim.simulate(algo, seq=4096, backward=True, backward_blocks=larger, **shape)
+
+
+def test_the_backwards_default_tiles_stay_the_rules_where_they_fit():
+    r = gpusim.simulate("flash2", seq=4096, head_dim=64, backward=True, gpu="H200")
+    assert (r.backward_config.block_q, r.backward_config.block_kv) == backward.default_blocks("flash2", "H200", 64,
+                                                                                              "fp16")

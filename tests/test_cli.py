@@ -33,6 +33,7 @@ def test_count_json_equals_simulate():
 
 @pytest.mark.parametrize("flags, kwargs", [
     (["--backward"], dict(backward=True)),
+    (["--backward", "--backward-blocks", "64,64"], dict(backward=True, backward_blocks=(64, 64))),
     (["--gpus", "4", "--strategy", "zigzag", "--causal"], dict(gpus=4, strategy="zigzag", causal=True)),
     (["--gpus", "4", "--strategy", "ZIGZAG", "--causal"], dict(gpus=4, strategy="Zigzag", causal=True)),  # any case
     (["--seq-kv", "12288", "--causal", "--causal-align", "bottom_right"],
@@ -48,6 +49,9 @@ def test_count_runs_a_training_step_and_several_gpus_as_simulate_does(flags, kwa
     assert ("over its link" in text) == several
     assert not several or f"sends {fmt_bytes(r.link_send_bytes)} over its link" in text
     assert ("dkdv" in text) == ("--backward" in flags)
+    b = r.backward_config
+    assert (b is not None) == ("--backward" in flags) and (b is None or f"; the backward at {b.block_q} x {b.block_kv}"
+                                                            in text.splitlines()[0])
 
 
 @pytest.mark.parametrize("seq_kv, kwargs", [("131072", dict(seq_kv=131072, batch=None, page_size=16)),
@@ -129,6 +133,13 @@ def test_huge_values_print_scaled():
     assert fmt_time(3.6e15) == "1.000e+12 h"
     assert fmt_flops(2.5e12) == "2.50 TFLOP" and fmt_flops(12) == "12 FLOP"
     assert (fmt_bytes(1536), fmt_time(0.0123), fmt_time(2.5e-8)) == ("1.50 KiB", "12.300 ms", "25.0 ns")
+
+
+def test_a_value_that_rounds_up_to_the_next_unit_prints_in_it():
+    """3,599.9999 s printed "60.00 min"; the smallest unit keeps its exact floor (1,023 B is not 1.00 KiB)."""
+    assert (fmt_time(3599.9999), fmt_time(0.9999999), fmt_time(0.99999e-6)) == ("1.00 h", "1.00 s", "1.000 us")
+    assert (fmt_bytes(2**20 - 1), fmt_bytes(1023), fmt_flops(999_999), fmt_flops(999)) == (
+        "1.00 MiB", "1,023 B", "1.00 MFLOP", "999 FLOP")
 
 
 def test_algo_dtype_and_gpu_take_any_case():

@@ -577,14 +577,17 @@ def test_the_split_count_a_default_chunk_chose_is_checked_against_that_chunk():
         decode.make_launch(num_splits=6, **shape)
 
 
-def test_a_reduce_that_overflows_is_refused_with_one_split_as_what_fits():
+def test_a_reduce_that_overflows_leaves_the_rule_one_split_and_refuses_splits_given():
     """The reduce's block (64 splits' partial rows of d + 1 fp32 values) does not depend on block_kv: where it
-    overflows (a T4 at d = 256), the line offers one split, which needs no reduce and runs."""
+    overflows (a T4 at d = 256), the rule takes one split, which needs no reduce (it refused, naming that), and
+    splits given are refused with one split as what fits."""
     shape = dict(heads=32, kv_heads=8, head_dim=256, seq_kv=4096, gpu="T4")
+    chosen = decode.make_launch(**shape)
+    assert chosen.num_splits == 1 and chosen.kernels == ("decode",) and chosen == decode.make_launch(num_splits=1,
+                                                                                                   **shape)
     with pytest.raises(ValueError, match=r"in the reduce kernel; T4 has 65,536 B per thread block; one split needs no "
                                          r"reduce: num_splits=1 \(--num-splits 1 on the command line\) fits$"):
-        decode.make_launch(**shape)
-    assert decode.make_launch(num_splits=1, **shape).num_splits == 1
+        decode.make_launch(num_splits=4, **shape)
 
 
 def test_a_ragged_wave_costs_its_greater_part_and_038_of_its_lesser():

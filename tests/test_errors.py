@@ -59,6 +59,8 @@ def test_bad_configuration(kwargs, message):
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sm_count=True), "sm_count=True must be a whole number"),
     (lambda: dataclasses.replace(gpusim.PRESETS["H200"], sram_bytes_per_block=10**9),
      "sram_bytes_per_block=1,000,000,000 is more than sram_bytes_per_sm=233,472"),
+    (lambda: dataclasses.replace(gpusim.PRESETS["H200"], arch="banana"),  # was taken: no compiled kernel matched it
+     "GPU 'H200': arch='banana' must be a compiler target, sm_ and a compute capability ('sm_80', 'sm_90')"),
 ])
 def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     with pytest.raises(ValueError) as err:
@@ -87,6 +89,8 @@ def test_what_no_call_can_mean_is_refused_in_one_line(call, message):
     (lambda: kvcache.serve("llama-3-8b", (), steps=None), "steps=None must be a non-negative integer"),
     (lambda: gpusim.sweep("flash2"), "algos='flash2' must be a list of algorithm names, e.g. ['flash2']"),
     (lambda: gpusim.sweep(["flash2"], seqs=4096), "seqs=4096 must be a list of sequence lengths, e.g. [4096]"),
+    (lambda: gpusim.sweep(["split_kv"], seqs=[1024]), "algos holds 'split_kv': a sweep runs forward passes (naive, "
+     "flash1, flash2, hopper)"),  # was split_kv's own line, asking for a seq_kv the sweep does not take
     (lambda: gpusim.fa2_shape(0, 64), "seq=0 must be a positive integer"),  # ZeroDivisionError
     (lambda: gpusim.sweep(["flash2"], seqs=np.array(1024)), "seqs=array(1024) must be a list of sequence lengths, e.g. "
                                                             "[1024]"),  # a 0-d array: TypeError

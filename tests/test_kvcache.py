@@ -131,6 +131,16 @@ def test_paged_serving_takes_a_budget_its_requests_fit_whatever_max_tokens_allow
     assert kv.serve("Llama-3-8B", (), steps=3, budget_bytes=0).snapshots[-1].running == 0  # nothing to serve
 
 
+def test_serving_reads_a_generator_of_requests_as_it_reads_a_list():
+    """The checks walked a generator's requests and left none to serve: nothing finished, silently."""
+    reqs = kv.arrivals(50, 1.0, 1024, seed=0)
+    listed = kv.serve("Llama-3-8B", reqs, steps=50, budget_bytes=512 * 2**20)
+    generated = kv.serve("Llama-3-8B", (r for r in reqs), steps=50, budget_bytes=512 * 2**20)
+    assert generated == listed and listed.finished > 0
+    with pytest.raises(ValueError, match="requests=5 is not a collection of kvcache.Request"):
+        kv.serve("Llama-3-8B", 5, steps=1)
+
+
 def test_unknown_model():
     with pytest.raises(ValueError, match="unknown model='Llama-2'"):
         kv.bytes_per_token("Llama-2")

@@ -193,8 +193,12 @@ def test_backward_with_arrays_needs_do():
     q = np.zeros((1, 1, 32, 16))
     with pytest.raises(ValueError, match="^backward=True with q, k, v needs do"):
         gpusim.simulate("flash2", q=q, k=q, v=q, backward=True)
-    with pytest.raises(ValueError, match="do has shape"):
+    with pytest.raises(ValueError, match=r"^do has shape \(1, 1, 8, 16\): expected the output's gradient, shaped like"):
         gpusim.simulate("flash2", q=q, k=q, v=q, do=q[:, :, :8], backward=True)
+    with pytest.raises(ValueError, match="^do contains NaN or infinity$"):  # it named the shapes, which matched
+        gpusim.simulate("flash2", q=q, k=q, v=q, do=np.full_like(q, np.nan), backward=True)
+    with pytest.raises(ValueError, match="^do has dtype int64: expected a floating-point array$"):
+        gpusim.simulate("flash2", q=q, k=q, v=q, do=q.astype(np.int64), backward=True)
 
 
 @pytest.mark.parametrize("kw", [dict(algo="flash2", seq=300, head_dim=64, heads=4, kv_heads=2, causal=True),
