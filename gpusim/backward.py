@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from .hardware import DTYPE_BYTES, dtype_name, get_gpu
-from .occupancy import occupancy, resources
+from .occupancy import exceeded, occupancy, resources
 from .passes import BACKWARD, algo_name
 from .shape import (MIN_BLOCK, Backward, Tiles, check_groups, counts, flag, given_tiles,  # noqa: F401 (Backward)
                     knobs_of, positive_int)
@@ -46,12 +46,23 @@ def default_blocks(algo, gpu, head_dim, dtype):
 def resident(cfg):
     """cfg with its larger tile halved (never below MIN_BLOCK) until an SM holds a block of every kernel: a default
     tile fits the SRAM (default_blocks; naive's, its forward's), but at a large head_dim it may need more registers
-    per thread than the GPU has (flash2's dK/dV at 128 x 32, d = 256: 328 of the H200's 255)."""
-    while max(cfg.block_q, cfg.block_kv) > MIN_BLOCK and not all(
-            occupancy(cfg.gpu, resources(cfg, kernel)).blocks_per_sm for kernel in cfg.kernels):
+    per thread than the GPU has (flash2's dK/dV at 128 x 32, d = 256: 328 of the H200's 255). One line where none does.
+    """
+    start = f"{cfg.block_q} x {cfg.block_kv}"
+    while (kernel := _unheld(cfg)) and max(cfg.block_q, cfg.block_kv) > MIN_BLOCK:
         br, bc = cfg.block_q, cfg.block_kv
         cfg = replace(cfg, block_q=br // 2) if br > bc else replace(cfg, block_kv=bc // 2)
+    if kernel:
+        res = resources(cfg, kernel)
+        need, limit = exceeded(cfg.gpu, res, occupancy(cfg.gpu, res))
+        raise ValueError(f"the backward's tiles, the rule's {start} halved to {cfg.block_q} x {cfg.block_kv}, need "
+                         f"{need} in its {kernel} kernel at head_dim={cfg.head_dim} ({cfg.dtype}); {limit}")
     return cfg
+
+
+def _unheld(cfg):
+    """The first of cfg's kernels whose block no SM can hold, or None."""
+    return next((k for k in cfg.kernels if not occupancy(cfg.gpu, resources(cfg, k)).blocks_per_sm), None)
 
 
 def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None, block_kv=None,

@@ -505,7 +505,7 @@ def waves(step):
     grid = step.grid
     cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    total = float(np.dot(work.counts, tau(step, work.values, b, b)))  # every program, as arrays
+    total = float(np.dot(work.counts.astype(np.float64), tau(step, work.values, b, b)))  # every program, as arrays
     last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
     tail_steps = work.tail[:last]  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)

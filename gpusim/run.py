@@ -44,10 +44,15 @@ def train(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=Non
     With q, k, v, do given (or trace=True) the backward runs on what the forward left in HBM."""
     algo, trace = algo_name(algo), flag("trace", trace)
     _trainable(algo)
-    cfg, arrays = _forward_config(algo, dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads,
-                                             seq_kv=seq_kv, block_q=block_q, block_kv=block_kv, causal=causal,
-                                             dtype=dtype, gpu=gpu, causal_align=causal_align, tiles=tiles), (q, k, v))
-    bwd = _backward_config(cfg, backward_blocks, arrays, do)
+    shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv,
+                 block_q=block_q, block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu, causal_align=causal_align,
+                 tiles=tiles)
+    cfg, arrays = _forward_config(algo, shape, (q, k, v))
+    shared = cfg.pass_.BACKWARD_AT_FORWARD_TILES  # naive: one tile for both passes, as its kernels run them
+    rule = backward_blocks is None and not (shared and (block_q, block_kv, tiles) != (None, None, None))
+    bwd = _backward_config(cfg, backward_blocks, arrays, do, rule)
+    if rule and shared and (bwd.block_q, bwd.block_kv) != (cfg.block_q, cfg.block_kv):  # the rule halved it
+        cfg, arrays = _forward_config(algo, shape | dict(block_q=bwd.block_q, block_kv=bwd.block_kv), (q, k, v))
     if arrays or trace:
         check_executable(cfg)
         check_executable(bwd, "the backward's execute mode")
@@ -149,21 +154,21 @@ def _forward(cfg, arrays, trace, given):
     return Result(cfg, counts, dram, time_kernels(cfg, counts, dram), cfg.pass_.peak_bytes(cfg), output, steps), mem
 
 
-def _backward_config(cfg, blocks, arrays, do):
-    """The backward of cfg's forward (gpusim/backward.py), checked before anything runs."""
+def _backward_config(cfg, blocks, arrays, do, rule):
+    """The backward of cfg's forward (gpusim/backward.py), checked before anything runs; rule: its tiles are the
+    rule's (the pass's defaults, or naive's forward's where the forward's are), halved until every kernel fits."""
     if cfg.causal and cfg.tiling.offset:
         raise ValueError(f"backward=True models top-left causal masks (torch's is_causal); causal_align="
                          f"'bottom_right' with seq={cfg.seq} != seq_kv={cfg.seq_kv} has no backward here")
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
-    chosen = blocks is None  # the rule's tiles: halved further where a kernel's block cannot be resident
-    if chosen:
+    if blocks is None:
         blocks = (cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
     blocks = pair("backward_blocks", blocks)
     bwd = backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
                           causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
-    return backward.resident(bwd) if chosen else bwd
+    return backward.resident(bwd) if rule else bwd
 
 
 def _backward_run(bwd, arrays, do, mem, trace):

@@ -31,15 +31,17 @@ class SoftmaxResult:
         return (self.loads + self.stores) / self.y.size
 
     @property
-    def overflowed(self):
-        """True where y is not finite: the naive variant's exp(x) passed the dtype's largest value (x above about
-        88.7 in float32, 11.1 in float16), the failure the safe and online variants' max removes."""
-        return not np.isfinite(self.y).all()
+    def out_of_range(self):
+        """True where the arithmetic left the dtype's range and y is no distribution (NaN, or summing to 0): the naive
+        variant's exp(x), or their sum, past the largest value (x above about 88.7 in float32, 11.1 in float16), or
+        every exp(x) rounded to 0 (0 / 0). The safe and online variants subtract the max first: exps in (0, 1]."""
+        total = self.y.astype(np.float64).sum()
+        return not (np.isfinite(total) and abs(total - 1) < 0.5)
 
 
 def softmax(x, variant="online", chunk=1):
     """Softmax of a 1-D array, reading and writing HBM `chunk` elements at a time. The naive variant is run as
-    written, so that its overflow shows: past exp's range its y holds NaN and `overflowed` is True (NumPy warns)."""
+    written, so that its failure shows: past exp's range its y is no distribution and `out_of_range` is True."""
     x = np.asarray(x)
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r} is not one of {', '.join(VARIANTS)}")

@@ -210,9 +210,14 @@ INT64_MAX = (1 << 63) - 1
 
 
 def ints(x):
-    """x as a 1-D integer array: NumPy's int64 where every value fits, Python ints (an object array) beyond."""
+    """x as a 1-D integer array, read-only (a Work is kept per launch shape): NumPy's int64 where every value fits,
+    Python ints (an object array) beyond. NumPy takes ints in [2^63, 2^64) as uint64, which int64 would wrap."""
     a = np.asarray(x)
-    return a if a.dtype.kind in "iO" else a.astype(np.int64)
+    if a.dtype.kind == "u" and a.size and int(a.max()) > INT64_MAX:
+        a = a.astype(object)
+    a = a if a.dtype.kind in "iO" else a.astype(np.int64)
+    a.flags.writeable = False
+    return a
 
 
 def scaled(counts, k):

@@ -204,7 +204,7 @@ def flash2_attention_backward(q, k, v, o, lse, do, *, causal=False, block_q=None
                               gpu=None, dlse=None):
     """(dq, dk, dv) of attention for the output gradient do, from what flash2_attention(..., return_lse=True)
     returned: o (B, H, N, d) in q's dtype and lse (B, H, N, fp32). Gradients in q's dtype; dk, dv summed over
-    each K/V head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.backward.default_blocks), or
+    each K/V head's group. block_q, block_kv: Br held, Bc streamed (default: gpusim.best_blocks(..., backward=True)), or
     tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) all three kernels take. dlse: a loss's
     gradient through lse too (lse's shape, fp32), whose term P ∘ dLSE joins dS: D - dLSE in place of D, one
     elementwise op between the preprocess and the other two kernels.

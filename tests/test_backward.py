@@ -351,7 +351,7 @@ def test_the_backwards_default_tiles_are_halved_until_every_kernel_is_resident(a
     from gpusim.occupancy import occupancy, resources
     r = gpusim.simulate(algo, seq=4096, backward=True, **shape)
     b = r.backward_config
-    start = ((r.config.block_q, r.config.block_kv) if algo == "naive" else
+    start = (gpusim.best_blocks(algo, seq=4096, **shape) if algo == "naive" else
              backward.default_blocks(algo, shape["gpu"], shape["head_dim"], "fp16"))
     with pytest.raises(ValueError, match="registers per thread"):
         gpusim.simulate(algo, seq=4096, backward=True, backward_blocks=start, **shape)
@@ -359,6 +359,27 @@ def test_the_backwards_default_tiles_are_halved_until_every_kernel_is_resident(a
     larger = (2 * b.block_q, b.block_kv) if b.block_q >= b.block_kv else (b.block_q, 2 * b.block_kv)
     with pytest.raises(ValueError, match="registers per thread"):  # the halving before it did not fit
         gpusim.simulate(algo, seq=4096, backward=True, backward_blocks=larger, **shape)
+    if algo == "naive":  # its kernels run both passes at one tile: the forward takes the halving too
+        assert (r.config.block_q, r.config.block_kv) == (b.block_q, b.block_kv) != start
+
+
+def test_naives_forward_keeps_its_tiles_where_the_backwards_are_given_or_they_are():
+    """The shared tile is halved only where both are the rule's: given backward tiles leave the forward's pick, and
+    given forward tiles that do not fit the backward are refused, not halved under it."""
+    shape = dict(seq=4096, head_dim=128, gpu="RTX-4090", causal=True)
+    picked = gpusim.best_blocks("naive", **shape)
+    r = gpusim.simulate("naive", backward=True, backward_blocks=(32, 32), **shape)
+    assert (r.config.block_q, r.config.block_kv) == picked and r.backward_config.block_q == 32
+    with pytest.raises(ValueError, match="registers per thread"):
+        gpusim.simulate("naive", backward=True, block_q=picked[0], block_kv=picked[1], **shape)
+
+
+def test_a_backward_that_no_halving_fits_is_refused_in_one_line():
+    tiny = dataclasses.replace(gpusim.get_gpu("A100-40GB"), name="tiny", max_registers_per_thread=72)
+    with pytest.raises(ValueError, match=r"^the backward's tiles, the rule's 128 x 32 halved to 16 x 16, need 76 "
+                                         r"registers per thread \(estimated .*\) in its dkdv kernel at head_dim=128 "
+                                         r"\(fp16\); tiny allows 72$"):
+        gpusim.simulate("flash2", seq=1024, head_dim=128, gpu=tiny, backward=True)
 
 
 def test_the_backwards_default_tiles_stay_the_rules_where_they_fit():

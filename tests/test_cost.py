@@ -70,16 +70,26 @@ def test_the_last_wave_runs_the_longest_programs_last_unless_reversed():
     assert reverse.longest_first and not forward.longest_first
 
 
-@pytest.mark.parametrize("seq,groups", [(4096 + 10, 8), (2**40, 2**40), (2**40, 2**23)])
+@pytest.mark.parametrize("seq,groups", [(4096 + 10, 8), (2**40, 2**40), (2**40, 2**23), (2**40, 2**39)])
 def test_a_launchs_programs_and_steps_are_exact_python_ints(seq, groups):
     """int64 where they fit (the first), Python's ints where the counts (the second) or only their sum of products
-    (the third: 2^24 programs a bin of J up to 2^36) pass 2^63."""
+    (the third: 2^24 programs a bin of J up to 2^36) pass 2^63; the fourth's counts are 2^63 each, which NumPy takes
+    as uint64 (int64 wrapped them negative)."""
     t = Tiling(seq, seq, 16, 16, True)
     work = ramp_work(t, groups)
     values, counts = work.values.tolist(), work.counts.tolist()
     assert type(work.programs) is int and work.programs == sum(counts) == groups * t.n_q_blocks
     assert type(work.steps) is int and work.steps == sum(v * c for v, c in zip(values, counts))
     assert work.steps == groups * t.tiles or t.n_q_blocks > MAX_BINS  # unbinned: every visited tile
+    assert min(counts) > 0 and not work.counts.flags.writeable  # kept per launch shape: read-only
+
+
+def test_a_training_step_of_2_to_the_63_programs_counts_them_exactly():
+    """flash1's backward at batch 2^40 x 2^23 heads: one program a head, 2^63 of them (it was -2^63, and the
+    time with it, from a uint64 count cast to int64)."""
+    r = gpusim.simulate("flash1", seq=4096, head_dim=64, batch=2**40, heads=2**23, backward=True)
+    assert [k.programs for k in r.kernels] == [2**63, 2**63] and type(r.kernels[1].programs) is int
+    assert 1e15 < r.predicted_time_s < 1e16
 
 
 def hopper_launch_order(n_q, bh, lpt_heads):

@@ -19,10 +19,19 @@ def test_naive_overflows_where_safe_and_online_do_not():
     x = np.array([1000.0, 999.0, 0.0])
     with np.errstate(over="ignore", invalid="ignore"):
         naive = gpusim.softmax(x, "naive")
-    assert np.isnan(naive.y).any() and naive.overflowed
+    assert np.isnan(naive.y).any() and naive.out_of_range
     for variant in ("safe", "online"):
         r = gpusim.softmax(x, variant)
-        assert np.isfinite(r.y).all() and not r.overflowed
+        assert np.isfinite(r.y).all() and not r.out_of_range
+
+
+@pytest.mark.parametrize("x", [np.array([88.5, 88.5], np.float32),  # each exp finite, their sum not: y = 0, 0
+                               np.array([10.5] * 4, np.float16),
+                               np.array([-1000.0, -1000.0])])  # every exp 0: 0 / 0
+def test_naive_out_of_range_is_said_where_y_is_no_distribution(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert gpusim.softmax(x, "naive").out_of_range
+    assert not gpusim.softmax(x, "online").out_of_range
 
 
 def test_online_steps_track_max_and_rescale():

@@ -16,7 +16,7 @@ from itertools import product
 import numpy as np
 
 from ..hardware import STATS_BYTES
-from ..tiling import TAIL, Work, ramp_work, uniform_work
+from ..tiling import TAIL, Work, ramp_work, scaled, uniform_work
 from .backward_base import DEFAULT_LAUNCH, BackwardPass, column_work, group_heads, spilled, sums
 from .common import padded, warps
 from .naive import padded_tile, score_row, scores
@@ -35,7 +35,7 @@ def _tile_work(cfg):
     rows = first // t.n_kv_blocks + offsets // t.n_kv_blocks  # program p at tile (p // Tc, p % Tc)
     head = (offsets % t.n_kv_blocks < t.kv_blocks_at(rows)).astype(np.int64)
     values, counts = zip(*[(v, c) for v, c in ((1, visited), (0, grid - visited)) if c])
-    return Work(values, [c * cfg.bh for c in counts], np.resize(head, min(cfg.bh * grid, TAIL)))
+    return Work(values, scaled(counts, cfg.bh), np.resize(head, min(cfg.bh * grid, TAIL)))
 
 
 def _summed_over_queries(mem, cfg, kernel, a, x, out, scale):
