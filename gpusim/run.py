@@ -15,7 +15,7 @@ from .execute import arrays_of, check_executable, execute, execute_backward, flo
 from .hardware import get_gpu
 from .passes import algo_name, named
 from .result import Result, time_kernels
-from .shape import flag, given_tiles, pair, positive_int
+from .shape import Tiles, flag, given_tiles, pair, positive_int
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
@@ -164,10 +164,11 @@ def _backward_config(cfg, blocks, arrays, do, rule):
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
     if blocks is None:
         blocks = (cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
-    blocks = pair("backward_blocks", blocks)
+    tiles = blocks if isinstance(blocks, Tiles) else None  # its blocks, and the knobs every backward kernel takes
+    blocks = (None, None) if tiles else pair("backward_blocks", blocks)
     bwd = backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
-                          causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu)
+                          causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu, tiles=tiles)
     return backward.resident(bwd) if rule else bwd
 
 

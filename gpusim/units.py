@@ -16,16 +16,26 @@ def _scaled(x, units):
     return None
 
 
+def _fmt(x, units, smallest, base):
+    """x scaled by `units`; `smallest` prints x below them. A negative x is its magnitude with a minus sign; NaN and
+    infinity print as themselves, in the `base` unit."""
+    if x != x or abs(x) == float("inf"):
+        return f"{float(x)} {base}"
+    if x < 0:
+        return "-" + _fmt(-x, units, smallest, base)
+    return _scaled(x, units) or smallest(x)
+
+
 def fmt_bytes(n):
     """1536 -> '1.50 KiB'; 2**80 -> '1.074e+09 PiB'."""
-    return _scaled(n, BYTE_UNITS) or f"{n:,} B"
+    return _fmt(n, BYTE_UNITS, lambda n: f"{n:,} B", "B")
 
 
 def fmt_flops(n):
     """2.5e12 -> '2.50 TFLOP'."""
-    return _scaled(n, FLOP_UNITS) or f"{n:,} FLOP"
+    return _fmt(n, FLOP_UNITS, lambda n: f"{n:,} FLOP", "FLOP")
 
 
 def fmt_time(s):
-    """0.0123 -> '12.300 ms'; nanoseconds up to hours."""
-    return _scaled(s, TIME_UNITS) or f"{s * 1e9:,.1f} ns"
+    """0.0123 -> '12.300 ms'; nanoseconds up to hours; -0.002 -> '-2.000 ms'."""
+    return _fmt(s, TIME_UNITS, lambda s: f"{s * 1e9:,.1f} ns", "s")

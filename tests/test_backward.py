@@ -374,6 +374,22 @@ def test_naives_forward_keeps_its_tiles_where_the_backwards_are_given_or_they_ar
         gpusim.simulate("naive", backward=True, block_q=picked[0], block_kv=picked[1], **shape)
 
 
+def test_backward_blocks_as_tiles_set_every_backward_kernels_knobs():
+    """backward_blocks=gpusim.Tiles(...) gives the blocks and the num_warps every backward kernel takes (a pair
+    leaves the pass's launch rule, 4 warps at Br = 64): the knob moves the registers and the time."""
+    from gpusim.occupancy import resources
+    shape = dict(seq=4096, head_dim=128, gpu="H200-measured", backward=True)
+    ruled = gpusim.simulate("flash2", backward_blocks=(64, 64), **shape)
+    given = gpusim.simulate("flash2", backward_blocks=gpusim.Tiles(64, 64, num_warps=8), **shape)
+    warps = [{resources(r.backward_config, k).num_warps for k in r.backward_config.kernels} for r in (ruled, given)]
+    assert warps == [{4}, {8}] and (given.backward_config.block_q, given.backward_config.block_kv) == (64, 64)
+    assert given.kernels[-1].predicted_time_s != ruled.kernels[-1].predicted_time_s
+    with pytest.raises(ValueError, match="need 616 registers per thread"):  # 64 x 32 at d = 256 on 2 warps
+        gpusim.simulate("flash2", backward_blocks=gpusim.Tiles(64, 32, num_warps=2), **shape | dict(head_dim=256))
+    with pytest.raises(ValueError, match="warp_specialize=True: the flash2_backward kernel takes num_warps, num_st"):
+        gpusim.simulate("flash2", backward_blocks=gpusim.Tiles(64, 32, warp_specialize=True), **shape)
+
+
 def test_a_backward_that_no_halving_fits_is_refused_in_one_line():
     tiny = dataclasses.replace(gpusim.get_gpu("A100-40GB"), name="tiny", max_registers_per_thread=72)
     with pytest.raises(ValueError, match=r"^the backward's tiles, the rule's 128 x 32 halved to 16 x 16, need 76 "

@@ -126,6 +126,13 @@ def test_count_table_splits_the_bytes_asked_of_hbm_from_those_past_the_l2():
     assert line.split()[-4:] == [*fmt_bytes(s["dram_read_bytes"]).split(), *fmt_bytes(s["dram_write_bytes"]).split()]
 
 
+def test_signs_and_non_finite_values_print_as_such():
+    assert (fmt_time(-0.002), fmt_time(-2.5e-8), fmt_bytes(-2048), fmt_flops(-5)) == (
+        "-2.000 ms", "-25.0 ns", "-2.00 KiB", "-5 FLOP")
+    assert (fmt_time(float("inf")), fmt_time(float("-inf")), fmt_bytes(float("nan"))) == ("inf s", "-inf s", "nan B")
+    assert fmt_bytes(-(2**81)) == "-2.147e+09 PiB"
+
+
 def test_huge_values_print_scaled():
     assert fmt_bytes(119_209_297_180.18 * 2**30) == "113,686.84 PiB"
     assert fmt_bytes(2**81) == "2.147e+09 PiB"
