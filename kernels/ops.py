@@ -28,6 +28,11 @@ def _lse(q):
     return q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
+def _like(x, dtype=None):
+    """A contiguous tensor shaped like x, as every op returns (empty_like would keep a transposed input's strides)."""
+    return x.new_empty(x.shape, dtype=dtype or x.dtype)
+
+
 @torch.library.custom_op("gpusim::flash2_attention", mutates_args=())
 def flash2_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[int], block_kv: Optional[int],
               num_warps: Optional[int], num_stages: Optional[int], backward_block_q: Optional[int],
@@ -39,7 +44,7 @@ def flash2_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[i
 
 @flash2_op.register_fake
 def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, backward_block_q, backward_block_kv, gpu):
-    return torch.empty_like(q), _lse(q)
+    return _like(q), _lse(q)
 
 
 def _flash2_setup(ctx, inputs, output):
@@ -72,7 +77,7 @@ def flash2_backward_op(q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, 
 
 @flash2_backward_op.register_fake
 def _(q, k, v, o, lse, do, dlse, causal, block_q, block_kv, gpu):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    return _like(q), _like(k), _like(v)
 
 
 @torch.library.custom_op("gpusim::flash1_attention", mutates_args=())
@@ -83,7 +88,7 @@ def flash1_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[i
 
 @flash1_op.register_fake
 def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, gpu):
-    return torch.empty_like(q, dtype=torch.float32)
+    return _like(q, torch.float32)
 
 
 @torch.library.custom_op("gpusim::naive_attention", mutates_args=())
@@ -94,7 +99,7 @@ def naive_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, block_q: Optional[in
 
 @naive_op.register_fake
 def _(q, k, v, causal, block_q, block_kv, num_warps, num_stages, gpu):
-    return torch.empty_like(q)
+    return _like(q)
 
 
 @torch.library.custom_op("gpusim::hopper_attention", mutates_args=())
@@ -110,4 +115,4 @@ def hopper_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, fp8_scale: Optional
 @hopper_op.register_fake
 def _(q, k, v, causal, fp8_scale, block_q, block_kv, num_warps, num_stages, warp_specialize, mask, overlap,
       lpt_heads):
-    return torch.empty_like(q, dtype=OUT_DTYPES.get(q.dtype, q.dtype)), _lse(q)
+    return _like(q, OUT_DTYPES.get(q.dtype, q.dtype)), _lse(q)

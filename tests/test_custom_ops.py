@@ -120,6 +120,53 @@ def test_ops_fake_shapes_are_the_real_ones():
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
 
 
+def transposed(x):
+    """x's values in a non-contiguous view of the same shape, as a (B, N, H, d) layout's transpose(1, 2) gives."""
+    return x.transpose(1, 2).contiguous().transpose(1, 2).requires_grad_(x.requires_grad)
+
+
+@RUNS
+@pytest.mark.parametrize("op, args", [
+    ("flash2_attention", (False, 16, 16, None, None, 16, 16, None)),
+    ("flash1_attention", (True, 16, 16, None, None, None)),
+    ("naive_attention", (True, None, None, None, None, None)), ("flash2_attention_backward", (True, 16, 16, None))])
+def test_ops_fakes_on_transposed_inputs_are_the_real_outputs(op, args):
+    """Every op returns contiguous tensors whatever its inputs' strides: so must its fake, or torch.compile's
+    inductor lays out what follows for strides the op never gives."""
+    q, k, v = (transposed(x) for x in qkv(kv_heads=2, dtype=torch.float32))
+    if op == "flash2_attention_backward":
+        o, lse = gpusim_kernels.flash2_attention(q, k, v, causal=True, block_q=16, block_kv=16, return_lse=True)
+        inputs = (q, k, v, o, lse, transposed(torch.randn_like(o)), None)
+    else:
+        inputs = (q, k, v)
+    torch.library.opcheck(getattr(torch.ops.gpusim, op).default, (*inputs, *args), test_utils=("test_faketensor",))
+
+
+@pytest.mark.skipif(not (INTERPRETED or SM90), reason="needs an sm_90 GPU or Triton's interpreter")
+def test_hopper_ops_fake_on_transposed_inputs_is_the_real_output():
+    q, k, v = (transposed(x) for x in qkv((1, 2, 64, 64)))
+    torch.library.opcheck(torch.ops.gpusim.hopper_attention.default,
+                          (q, k, v, False, None, None, None, None, None, None, None, None, None),
+                          test_utils=("test_faketensor",))
+
+
+@CPU
+@CXX
+@JIT
+def test_inductor_on_a_transposed_layout_equals_eager():
+    """A (B, N, H, d) model's q.transpose(1, 2) into the op and its output flattened after: inductor compiles the
+    flatten for the fake's strides."""
+    from torch._inductor import config
+
+    def fn(x, k, v):  # x: (B, N, H, d)
+        return gpusim_kernels.flash2_attention(x.transpose(1, 2), k, v, block_q=16, block_kv=16).flatten(2)
+
+    q, k, v = qkv(kv_heads=2)
+    x = q.transpose(1, 2).contiguous()
+    with quick_inductor(), config.patch({"force_disable_caches": True}):  # a graph cached before a fake's change
+        assert torch.equal(fn(x, k, v), compiled(fn, "inductor")(x, k, v))  # would keep the strides it had
+
+
 @RUNS
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
 def test_a_loss_of_the_ops_lse_gets_its_gradient(backend):
