@@ -38,9 +38,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
 
     Training (backward=True; naive, flash1, flash2; train()): the forward's kernels, then the backward's, each
     KernelResult with pass_ "forward" or "backward"; backward_blocks: the backward's (Br, Bc), or a gpusim.Tiles
-    whose num_warps, num_stages every backward kernel takes (None: naive's forward tiles, flash's backward
-    defaults, halved until every backward kernel's block fits an SM). Execute mode
-    needs do (shaped like q); grads = (dq, dk, dv).
+    whose knobs every backward kernel takes (None: naive's forward tiles, flash's backward defaults, halved until
+    every backward kernel's block fits an SM). Execute mode needs do (shaped like q); grads = (dq, dk, dv).
 
     Decoding (algo="split_kv"; decode_step(), gpusim/decode.py): seq query rows (default 1) per request attend to
     its cache of seq_kv tokens (one length, or one per request: a list sets the batch where batch is not given).

@@ -354,9 +354,9 @@ class DecodePlan:
         if INTERPRETED:  # the kernels run on the host: reading the values waits for nothing; check them
             host = tuple(lengths.tolist())
             check_lengths(host, L.seq, L.causal_align, "cache_seqlens")  # each an integer, at least seq
-            _capacity(self.max_cache_len, host)
-            if L.page_size:
+            if L.page_size:  # first: a table too short for a request is the table's fault, as plan_for_cache says
                 check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)
+            _capacity(self.max_cache_len, host)
 
 
 RUN_OPTIONS = ("num_warps", "num_stages")  # the launch options DecodePlan.run takes

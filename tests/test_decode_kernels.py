@@ -131,6 +131,18 @@ def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, mess
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+@CPU
+def test_device_lengths_past_a_short_table_name_the_table_in_the_interpreter():
+    """Lengths as a tensor on q's device: the call's plan is made for the table's capacity and checks no values on
+    a GPU; the interpreter, whose kernels run on the host, checks them, and names the table as the host path
+    does, not the capacity plan's max_cache_len the caller never gave."""
+    q, k, v, table = paged_inputs()
+    with pytest.raises(ValueError, match=r"^block_table has 2 pages per request but request 0 "
+                                         r"\(cache_seqlens\[0\]=40\) needs 3 pages of 16 tokens$"):
+        gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor([40, 20], dtype=torch.int32),
+                                        block_table=table[:, :2], block_kv=16)
+
+
 @RUNS
 @pytest.mark.parametrize("shapes, dtypes, message", [
     ([(2, 4, 16), (2, 1, 64, 16), (2, 1, 64, 16)], None, "q is (2, 4, 16): expected a 4-d tensor"),

@@ -268,6 +268,20 @@ def test_non_contiguous_inputs_are_copied():
     assert torch.equal(gpusim_kernels.flash2_attention(*views), gpusim_kernels.flash2_attention(*(x.contiguous() for x in views)))
 
 
+@RUNS
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast", "ignore:invalid value encountered")  # numpy's, in
+def test_fp16_scores_past_its_largest_are_naives_nan_and_flash2s_row():  # the interpreter: the overflow itself
+    """Standard attention stores S in q's dtype: a scaled score of 128 * 128 * 16 / 4 = 65,536 is past fp16's
+    65,504, stored as infinity, and the row's P and O are NaN (naive_attention's docstring says so); flash2 keeps S
+    in fp32 and, every key alike, gives the mean of v's rows."""
+    q = torch.full((1, 1, 32, 16), 128.0, dtype=torch.float16, device=DEVICE)
+    v = torch.randn(1, 1, 32, 16, device=DEVICE).half()
+    assert gpusim_kernels.naive_attention(q, q, v).isnan().all()
+    out = gpusim_kernels.flash2_attention(q, q, v, block_q=16, block_kv=16)
+    mean = v.float().mean(2, keepdim=True).expand_as(out)  # |mean| < 1: 2e-3 is four fp16 steps at 1
+    torch.testing.assert_close(out.float(), mean, rtol=0, atol=2e-3)
+
+
 @CPU
 def test_trace_io_refuses_arguments_that_share_memory():
     q, kv = tensors(QKV[1:])
