@@ -226,6 +226,30 @@ def test_a_kernel_that_calls_helpers_of_its_own_is_checked_with_them(tmp_path):
     assert timed_check("online_softmax", kernel).status == "right"
 
 
+def test_a_launcher_takes_its_notebooks_imports_and_constants_to_the_checker(tmp_path):
+    """A module the launcher names (`import math` in another cell; numpy as np, a lambda's grid) and a plain
+    constant (BLOCK = 16) reach the checker's process; a name it cannot write back (infinity) is said to be the
+    checker's, not the kernel's, fault."""
+    grid = ("    BLOCK_ROWS = BLOCK\n    grid = lambda meta: (math.ceil(x.shape[0] / BLOCK), "
+            "int(np.ceil(x.shape[1] / BLOCK_ROWS)))\n")
+    kernel, launcher = mutant(tmp_path, "masked_tile", "    grid = (triton.cdiv(x.shape[0], block), "
+                              "triton.cdiv(x.shape[1], block))\n", grid)
+    path = tmp_path / "mutant_masked_tile.py"
+    path.write_text("import math\nimport numpy as np\nBLOCK = 16\nLIMIT = float('inf')\n" + path.read_text())
+    kernel, launcher = mutant_from(path, "masked_tile")
+    assert timed_check("masked_tile", kernel, launcher).status == "right"
+    path.write_text(path.read_text().replace("    y = torch.empty_like(x)", "    y = torch.empty_like(x) + 0 * LIMIT"))
+    verdict = timed_check("masked_tile", *mutant_from(path, "masked_tile"))
+    assert verdict.status == "wrong" and verdict.message.startswith("the kernel raised NameError: name 'LIMIT'")
+    assert "with torch, triton, tl and the functions, modules and plain constants" in verdict.message
+
+
+@pytest.mark.parametrize("kernel", [lambda: 0, 3.0, print])
+def test_what_is_not_a_function_of_the_learners_own_is_not_yet(kernel):
+    verdict = timed_check("online_softmax", kernel)
+    assert verdict.status == "not yet" and "define it with def (not lambda)" in verdict.message
+
+
 def test_the_attention_puzzles_reject_mistakes_of_both_kinds():
     kinds = {name: {w[4] for w in WRONG if w[0] == name} for name in puzzles.PUZZLES}
     assert all({"Correctness", "Bytes"} <= kinds[name] for name in ("online_softmax", "causal_skip", "gqa_decode"))

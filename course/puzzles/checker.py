@@ -53,14 +53,15 @@ def sources(name, kernel, launcher=None):
     if puzzle.launcher and launcher is None:
         raise Stop("not yet", f"{name} needs your launcher too: puzzles.check({name!r}, kernel, launcher).")
     fns = [kernel] + ([launcher] if puzzle.launcher else [])
-    left = sum(blanks(fn) for fn in fns)
-    if left:
-        raise Stop("not yet", f"the kernel still has {left} blank(s) (`...`): fill them in and run the cell again.")
+    if not all(inspect.isfunction(getattr(fn, "fn", fn)) and getattr(fn, "__name__", "") != "<lambda>" for fn in fns):
+        raise Stop("not yet", READS_SOURCE)
     try:
+        left = sum(blanks(fn) for fn in fns)
+        if left:
+            raise Stop("not yet", f"the kernel still has {left} blank(s) (`...`): fill them in and run the cell again.")
         return Source.of(fns)
-    except (OSError, TypeError):  # no source to read: made by exec, or not a function
-        raise Stop("not yet", "the checker reads your kernel's source: define it with def in a notebook cell or a "
-                              "file, and pass the function itself.") from None
+    except (OSError, TypeError):  # no source to read: made by exec
+        raise Stop("not yet", READS_SOURCE) from None
 
 
 def check(name, kernel, launcher=None, timeout_s=TIMEOUT_S):
@@ -85,6 +86,11 @@ def ask(name, action, sent, timeout_s=TIMEOUT_S):
     return Verdict(name, *answer) if isinstance(answer[0], str) else answer  # (status, message) or data
 
 
+READS_SOURCE = ("the checker reads your kernel's source: define it with def (not lambda) in a notebook cell or a file, "
+                "and pass the function itself.")
+SENT = ("the checker runs your functions' source in a process of its own, with torch, triton, tl and the functions, "
+        "modules and plain constants (numbers, strings) they name from your notebook; define anything else inside "
+        "them")
 MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
 
@@ -105,10 +111,18 @@ def check_here(name, sent, folder, progress=None):
     """In the child: import the learner's functions and check them; (status, message)."""
     puzzle = PUZZLES[name]
     try:
-        kernel, *launcher = load_sources(sent, folder)
+        kernel, *launcher = _loaded(sent, folder)
         return "right", _verdict(puzzle, kernel, launcher[0] if launcher else None, progress)
     except Stop as stop:
         return stop.status, stop.message
+
+
+def _loaded(sent, folder):
+    """load_sources, or a Stop where the source does not run as a file of its own (a name only the notebook has)."""
+    try:
+        return load_sources(sent, folder)
+    except Exception as err:
+        raise Stop("wrong", f"your code did not load: {type(err).__name__}: {_last_line(err)} ({SENT}).") from None
 
 
 def run(puzzle, kernel, launcher, inputs, progress=None, limit=None):
@@ -129,7 +143,8 @@ def run(puzzle, kernel, launcher, inputs, progress=None, limit=None):
                                 f"Program {program_text(log.runaway)} was still running after {limit:,} loads and "
                                 f"stores, {RUNAWAY} times the reference's for the whole launch.") from None
         if log.error is None:
-            raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}") from None
+            sent = f" ({SENT})" if isinstance(err, NameError) else ""
+            raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}{sent}") from None
         _check_allocated(puzzle, log)
         raise Stop("wrong", f"{log.error}: {puzzle.hint('padding') or MASK}") from None
     return got, log, moved
@@ -301,11 +316,11 @@ def accesses_here(name, sent, folder, progress=None):
     (status, message) where the kernel stops early."""
     from .picture import loads_by_step, pictured_rows, schedule_loads
     puzzle = PUZZLES[name]
-    kernel, *launcher = load_sources(sent, folder)
     inputs = puzzle.inputs()
     tensors = [t for t, x in inputs.items() if x.dim() in (2, 4, 5) and x.shape[-1] > 1]  # matrices, not statistics
     rows = {t: pictured_rows(tuple(inputs[t].shape)) for t in tensors}
     try:
+        kernel, *launcher = _loaded(sent, folder)
         mine = loads_by_step(run(puzzle, kernel, launcher[0] if launcher else None, inputs, progress)[1], tensors)
     except Stop as stop:
         return stop.status, stop.message

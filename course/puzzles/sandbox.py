@@ -11,6 +11,7 @@ runs past the time limit.
 import atexit
 import importlib.util
 import inspect
+import math
 import os
 import shutil
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -34,34 +36,60 @@ HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
 
 @dataclass(frozen=True)
 class Source:
-    """A learner's function as text: its name and its source, decorator included."""
+    """A learner's function as text: its name and its source, decorator included; or a line the functions need
+    from their notebook (an import, a constant), written before them."""
     name: str
     text: str
-    helper: bool = False  # a function the learner's kernel or launcher calls, sent along
+    helper: bool = False  # a function the learner's kernel or launcher calls, or a line, sent along
+    prelude: bool = False  # a line: `import math as math`, `BLOCK = 64`
 
     @classmethod
     def of(cls, fns):
-        """The Sources of fns (kernel, launcher) and of the functions they call that were defined beside them
-        (in the same notebook or file), at any depth."""
+        """The Sources of fns (kernel, launcher), of the functions they call that were defined beside them (in the
+        same notebook or file), at any depth, and of the modules and plain constants (numbers, strings) they name
+        from there: an `import math` or a `BLOCK = 64` in another cell reaches the checker too."""
         out = {}
 
         def visit(fn, helper):
             fn = getattr(fn, "fn", fn)  # a @triton.jit function wraps the Python one
             out.setdefault(fn.__name__, cls(fn.__name__, textwrap.dedent(inspect.getsource(fn)), helper))
-            for name in fn.__code__.co_names:
-                called = getattr(fn.__globals__.get(name), "fn", fn.__globals__.get(name))
-                if inspect.isfunction(called) and called.__module__ == fn.__module__ and name not in out:
+            for name in dict.fromkeys(_names(fn.__code__)):
+                value = fn.__globals__.get(name)
+                called = getattr(value, "fn", value)
+                if name in out:
+                    continue
+                if inspect.isfunction(called) and called.__module__ == fn.__module__:
                     visit(called, True)
+                elif line := _line(name, value):
+                    out[name] = cls(name, line, True, True)
         for fn in fns:
             visit(fn, False)
         return list(out.values())
 
 
+def _names(code):
+    """The global and attribute names a function's code uses, its lambdas' and comprehensions' included."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _names(const)
+
+
+def _line(name, value):
+    """The line that makes `name` in the child: an import of a module, or a constant that repr writes back."""
+    if inspect.ismodule(value):
+        return f"import {value.__name__} as {name}"
+    plain = isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value))
+    return f"{name} = {value!r}" if plain else None
+
+
 def load_sources(sources, folder):
-    """Import the learner's functions (Source) from one file in `folder`; returns those not helpers, in order."""
+    """Import the learner's functions (Source) from one file in `folder`, the lines they need first; returns those
+    not helpers, in order."""
     path = os.path.join(folder, f"learner_{os.getpid()}_{len(os.listdir(folder))}.py")
+    lines = [s.text for s in sources if s.prelude] + [s.text for s in sources if not s.prelude]
     with open(path, "w") as f:
-        f.write(HEADER + "\n\n".join(s.text for s in sources))
+        f.write(HEADER + "\n\n".join(lines))
     spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
