@@ -46,16 +46,38 @@ class Stop(Exception):
 def call(fn, args):
     """(the call as text, fn(*args)); a stub or a crash becomes a Stop. fn gets copies of the arrays: an answer
     that updates its arguments in place (acc *= alpha) must not change what the checker compares it with."""
-    text = f"{fn.__name__}({', '.join(map(show, args))})"
+    name = name_of(fn)
+    text = f"{name}({', '.join(map(show, args))})"
     try:
         got = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
-        raise Stop("not yet", f"{fn.__name__} still raises NotImplementedError: replace it with your code.") from None
+        raise Stop("not yet", f"{name} still raises NotImplementedError: replace it with your code.") from None
     except Exception as err:  # the learner's bug, reported as a verdict rather than a traceback
         raise Stop("wrong", f"{text} raised {type(err).__name__}: {err}") from None
     if got is None:
-        raise Stop("not yet", f"{fn.__name__} returns None: fill in its body and return the answer.")
+        raise Stop("not yet", f"{name} returns None: fill in its body and return the answer.")
     return text, got
+
+
+def name_of(fn):
+    """What the learner calls fn: its name (a functools.partial has none: its function's)."""
+    while not hasattr(fn, "__name__") and hasattr(fn, "func"):
+        fn = fn.func
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def arrays(text, got, names):
+    """The learner's answer `got`, a tuple (or a list) of len(names) things, as float arrays; a Stop where it is
+    not one, or where an item is not numbers."""
+    if not (isinstance(got, (tuple, list)) and len(got) == len(names)):
+        raise Stop("wrong", f"{text} returned {type(got).__name__}: return the tuple ({', '.join(names)}).")
+    out = []
+    for name, x in zip(names, got):
+        try:
+            out.append(np.asarray(x, dtype=float))
+        except (TypeError, ValueError):  # a string, a ragged list
+            raise Stop("wrong", f"{text} returned {name} = {repr(x)[:60]}: return numbers (an array).") from None
+    return out
 
 
 def show(x):
@@ -92,6 +114,9 @@ def check(exercises, name, fn):
     """Run the learner's `fn` for exercise `name` of `exercises` ({name: (checker, reference)}); a Verdict."""
     if name not in exercises:
         raise ValueError(f"no exercise {name!r}: choose one of {', '.join(exercises)}")
+    if not callable(fn):
+        return Verdict(name, "not yet", f"check takes your function itself, {name}, not {repr(fn)[:40]}: the "
+                                        f"checker calls it on cases of its own.")
     try:
         return Verdict(name, "right", exercises[name][0](fn))
     except Stop as stop:

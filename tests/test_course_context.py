@@ -27,6 +27,9 @@ def test_merge_exercise_accepts_the_solution_and_explains_the_usual_mistakes():
     assert halves.status == "wrong" and "Not halves" in halves.message
     maxed = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: (o1, np.maximum(l1, l2)))
     assert "only the larger part" in maxed.message
+    assert context_exercises.check("merge_partials", lambda *a: list(context_exercises.merge_partials(*a)))
+    words = context_exercises.check("merge_partials", lambda o1, l1, o2, l2: ("o", l1))
+    assert words.status == "wrong" and "returned o = 'o': return numbers" in words.message
 
 
 def _at_tile(seq, causal=False, **cp):

@@ -17,6 +17,7 @@ WRONG = {
     "largest_batch": [
         (lambda hbm, weights, context, per_token: hbm // (context * per_token), "weights sit in HBM"),
         (lambda hbm, weights, context, per_token: math.ceil((hbm - weights) / (context * per_token)), "round down"),
+        (lambda hbm, weights, context, per_token: max(0, (hbm - weights) / (context * per_token)), "round down"),
         (lambda hbm, weights, context, per_token: (hbm - weights) // (context * per_token), "not negative"),
         (lambda hbm, weights, context, per_token: int((hbm - weights) / (context * per_token)), "not negative"),
     ],

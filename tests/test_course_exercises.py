@@ -52,13 +52,31 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
     ("causal_kept", lambda n, nk, a: n * (n - 1) // 2, "the diagonal included"),
     ("tile_update", unscaled_l, "without rescaling"),
-    ("tile_update", lambda m, l, acc, s, v: (m, l), "should return the tuple"),
+    ("tile_update", lambda m, l, acc, s, v: (m, l), "returned tuple: return the tuple (m_new, l_new, acc_new)"),
+    ("tile_update", lambda m, l, acc, s, v: (m, l, "acc"), "returned acc_new = 'acc': return numbers"),
+    ("tile_update", lambda m, l, acc, s, v: (m, l, [[1, 2], [3]]), "returned acc_new = [[1, 2], [3]]"),
+    ("tile_update", lambda *a: (lambda m, l, acc: (m, l, acc / l[:, None]))(*softmax_exercises.tile_update(*a)),
+     "acc_new is already divided by l_new"),
+    ("ridge_point", lambda g, d: g.matmul_flops_per_s(d) / (g.hbm_bytes_per_s / 1e9), "a rate in GB/s?"),
     ("causal_kept", lambda n, nk, a: 1 / 0, "ZeroDivisionError"),
 ])
 def test_a_wrong_answer_gets_the_reason(name, wrong, hint):
     verdict = MODULES[name].check(name, wrong)
     assert verdict.status == "wrong" and hint in verdict.message and not verdict
     assert "wrong" in verdict._repr_html_() and str(verdict).startswith(f"{name}: wrong. ")
+
+
+@pytest.mark.parametrize("fn", [200.6, None, "ridge_point"])
+def test_a_value_in_place_of_the_function_is_not_yet(fn):
+    verdict = hierarchy_exercises.check("ridge_point", fn)
+    assert verdict.status == "not yet" and "check takes your function itself, ridge_point" in verdict.message
+
+
+def test_a_partial_and_a_list_are_answers_like_any_other():
+    import functools
+    ridge = functools.partial(lambda g, d, k: k * g.matmul_flops_per_s(d) / g.hbm_bytes_per_s, k=1)
+    assert hierarchy_exercises.check("ridge_point", ridge)
+    assert softmax_exercises.check("tile_update", lambda *a: list(softmax_exercises.tile_update(*a)))
 
 
 def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():

@@ -9,7 +9,7 @@ import numpy as np
 import gpusim
 
 from .. import checks
-from ..checks import Stop, call
+from ..checks import Stop, arrays, call
 
 
 def merge_partials(o1, lse1, o2, lse2):
@@ -51,9 +51,7 @@ def _check_merge_partials(fn):
     cases = [_case(0, 16, 48, 16, 16), _case(1, 32, 64, 40, 16, shift=0.7), _case(2, 8, 32, 31, 32)]
     for args, (o_want, lse_want) in cases:
         text, got = call(fn, args)
-        if not (isinstance(got, tuple) and len(got) == 2):
-            raise Stop("wrong", f"merge_partials returned {type(got).__name__}: return the pair (o, lse).")
-        o, lse = (np.asarray(x, dtype=float) for x in got)
+        o, lse = arrays(text, got, ("o", "lse"))
         if o.shape != o_want.shape or lse.shape != lse_want.shape:
             raise Stop("wrong", f"shapes {o.shape} and {lse.shape}: expected {o_want.shape} (like o1) and "
                                 f"{lse_want.shape} (like lse1).")

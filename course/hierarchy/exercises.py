@@ -37,6 +37,9 @@ def _check_ridge_point(fn):
         if dtype != "fp16" and math.isclose(got, ridge_point(gpu, "fp16"), rel_tol=1e-6):
             return (f"Use the rate of the dtype asked for, gpu.matmul_flops_per_s(dtype): {gpu.name}'s {dtype} is not "
                     f"fp16's.")
+        for factor, unit in ((1e9, "GB/s"), (1e12, "TB/s"), (1e-12, "TFLOP/s")):
+            if math.isclose(got, want * factor, rel_tol=1e-6):
+                return f"Off by {factor:g}: a rate in {unit}? Both rates in base units: FLOP/s over bytes/s."
         return "The ridge point is the peak FLOP/s of the dtype over the HBM bandwidth in bytes/s."
 
     # 1e-6: an answer computed in float32 (np.float32 rates, or a ratio of them) is off by a few roundings of

@@ -60,8 +60,9 @@ def _check_largest_batch(fn):
             return "The weights sit in HBM too: only hbm_bytes - weight_bytes is left for the cache."
         if got < 0:  # before rounding: int() of a negative share rounds it up, as ceil does
             return "When the weights alone fill the GPU, no request fits: the answer is 0, not negative."
-        if got == math.ceil((hbm - weights) / (context * per_token)):
-            return "A request fits whole or not at all: round down."
+        share = (hbm - weights) / (context * per_token)
+        if got == math.ceil(share) or (got != int(got) and math.isclose(got, share)):
+            return "A request fits whole or not at all: round down (//)."
         return "largest batch = (hbm_bytes - weight_bytes) // (context_tokens x bytes_per_token), at least 0."
 
     return numeric(fn, cases, hint)

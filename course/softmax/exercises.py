@@ -9,7 +9,7 @@ import numpy as np
 import gpusim
 
 from .. import checks
-from ..checks import Stop, call
+from ..checks import Stop, arrays, call
 
 
 def tile_update(m_i, l_i, acc, s_ij, v_j):
@@ -43,10 +43,7 @@ def _check_tile_update(fn, seq=64, head_dim=16, block=16):
         k_j, v_j = k[0, 0, j * block:(j + 1) * block], v[0, 0, j * block:(j + 1) * block]
         s_ij = q_i @ k_j.T / np.sqrt(head_dim)
         text, got = call(fn, (m, l, acc, s_ij, v_j))
-        if not isinstance(got, tuple) or len(got) != 3:
-            raise Stop("wrong", f"{fn.__name__} should return the tuple (m_new, l_new, acc_new), "
-                                 f"got {type(got).__name__}.")
-        m_new, l_new, acc_new = (np.asarray(x, dtype=float) for x in got)
+        m_new, l_new, acc_new = arrays(text, got, ("m_new", "l_new", "acc_new"))
         at = f"At K/V block j = {j}"
         for name, x, like, old in (("m_new", m_new, "m_i", m), ("l_new", l_new, "l_i", l),
                                    ("acc_new", acc_new, "acc", acc)):
@@ -63,9 +60,13 @@ def _check_tile_update(fn, seq=64, head_dim=16, block=16):
                    if _near(l_new, unscaled, unscaled) else "l_new = exp(m_i − m_new)·l_i + Σ exp(s_ij − m_new).")
             raise Stop("wrong", f"{at}, l_new differs from gpusim's l_i: {why}")
         alpha, p_ij = np.exp(m - step.m_i), np.exp(s_ij - step.m_i[:, None])
-        if not _near(acc_new, alpha[:, None] * acc + p_ij @ v_j, alpha[:, None] * np.abs(acc) + p_ij @ np.abs(v_j)):
-            raise Stop("wrong", f"{at}, acc_new is off: the old acc needs the same rescale, "
-                                 f"exp(m_i − m_new)[:, None]·acc + exp(s_ij − m_new[:, None]) @ v_j.")
+        want, size = alpha[:, None] * acc + p_ij @ v_j, alpha[:, None] * np.abs(acc) + p_ij @ np.abs(v_j)
+        if not _near(acc_new, want, size):
+            why = ("acc_new is already divided by l_new: keep acc unnormalized, and divide by l_i once, after the "
+                   "last block (O = acc / l)." if _near(acc_new, want / step.l_i[:, None], size / step.l_i[:, None])
+                   else "the old acc needs the same rescale, exp(m_i − m_new)[:, None]·acc + "
+                        "exp(s_ij − m_new[:, None]) @ v_j.")
+            raise Stop("wrong", f"{at}, acc_new is off: {why}")
         m, l, acc = m_new, l_new, acc_new
     if not _near(acc / l[:, None], r.output[0, 0, :block], np.abs(v).max()):  # O's rows: weighted means of v's
         raise Stop("wrong", "m and l match but O = acc / l differs from gpusim's output.")
