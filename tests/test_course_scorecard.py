@@ -246,3 +246,12 @@ def test_the_bit_for_bit_rows_quote_notebook_3s_own_measurement(rows):
     notebook = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "03_online_softmax.ipynb").read_text())
     setup = "".join(next(c["source"] for c in notebook["cells"] if "ROW_LEN" in "".join(c["source"])))
     assert "ROWS, ROW_LEN = bits.ROWS, bits.ROW_LEN" in setup
+
+
+def test_the_bit_rows_say_their_verdict_was_judged_here_not_on_the_h200(rows):
+    """Both are judged on gpusim's float32 runs (notebook 3); their H200 column holds the kernels' errors against
+    float64, context only: the reason said "Measured on the lent H200 alone" when it was not."""
+    table = [r for r in verdicts.rows_table(rows) if r["experiment"].startswith("03_online_softmax.ipynb")]
+    assert len(table) == 2 and all(r["H200 measured"] != "not measured" for r in table)
+    for r in table:
+        assert "bits on a GPU not measured" in r["reason"] and "Measured on the lent H200" not in r["reason"]
