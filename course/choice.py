@@ -108,7 +108,8 @@ def decode_question(helps_most_rows):
               key=lambda r: int(r["scenario"].split(",")[1].split("K")[0]))
     options = ("memory-bound", "compute-bound")
     answer = options[0] if row["memory-bound?"] == "yes" else options[1]
-    return Choice(f"One decode step, {row['scenario']}, batch {row['batch']}: memory-bound or compute-bound?",
+    cache = row["scenario"].split(",", 1)[1].strip()  # "decode, 128K cache": the question says decode already
+    return Choice(f"One decode step, {cache}, batch {row['batch']}: memory-bound or compute-bound?",
                   options, answer, f"gpusim: {row['FLOPs per DRAM byte (gpusim)']:.1f} FLOPs per DRAM byte against a "
                                    f"ridge point of {row['ridge point']:.0f}")
 

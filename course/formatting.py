@@ -70,3 +70,14 @@ def span(values, fmt="{:.2f}"):
     """'lo to hi' of the values, or one value when both ends print the same."""
     lo, hi = fmt.format(min(values)), fmt.format(max(values))
     return lo if lo == hi else f"{lo} to {hi}"
+
+
+def tile_words(tile):
+    """A trace step's tile (i, j) as words: a step of one Q block alone (a row's final store, the backward's
+    preprocess) or one K/V block alone (dK_j, dV_j's loads and stores) has None for the other."""
+    i, j = tile
+    if i is None and j is None:
+        return "no tile (before the first)"
+    if j is None:
+        return f"Q block i = {i} alone"
+    return f"K/V block j = {j} alone" if i is None else f"tile (i, j) = ({i}, {j})"

@@ -9,12 +9,13 @@ import re
 UNITS = {
     "bytes": {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20,
               "gib": 2**30, "tib": 2**40},
-    "time": {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9},
+    "time": {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9},  # the micro sign, and mu
 }
 EXAMPLES = {"bytes": "e.g. 64 MiB, 2.1 GB or 1.5e9", "time": "e.g. 1.2 ms, 80 us or 0.003 s"}
 CLOSE = 1.1  # within 10%: spot on
 NEAR = 2.0  # within a factor of two: the right idea
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Zµ]*)\s*$")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Zµμ]*)\s*$")
+_DECIMAL_COMMA = re.compile(r",(?!\d{3}(?!\d))")  # a comma not before a group of three digits: 1,5 or 1,50
 
 
 def parse(text, kind):
@@ -25,6 +26,9 @@ def parse(text, kind):
     unit = match and match.group(2).lower()
     if not match or unit not in units:
         raise ValueError(f"cannot read {text!r} as {kind}: write a number with a unit, {EXAMPLES[kind]}")
+    if _DECIMAL_COMMA.search(match.group(1)):
+        raise ValueError(f"cannot read {text!r}: a comma separates thousands, as in 1,000; a decimal takes a point, "
+                         f"as in 1.5")
     value = float(match.group(1).replace(",", "").replace("_", "")) * units[unit]
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"the guess {text!r} must be a positive number of {kind}")

@@ -47,7 +47,8 @@ def test_the_notebooks_questions_answer_from_their_sources(tmp_path):
     assert choice.sdpa_question(RESULTS).answer == "cudnn"
     assert choice.sdpa_question(tmp_path) is None  # not measured: the notebook says so
     helps = decode_measured.helps_most(read_results(RESULTS / "decode.json"), read_results(RESULTS / "bench.json"))
-    assert choice.decode_question(helps).answer == "memory-bound"
+    decode = choice.decode_question(helps)
+    assert decode.answer == "memory-bound" and "One decode step, 128K cache, batch 1:" in decode.prompt.value
     rows = training.model_memory_rows((1024, 4096, 16384), layers=2, heads=4, head_dim=64, batch=1, gpu="H200")
     assert choice.slope_question(training_plots.slopes(rows)).answer.startswith("2")
     scored = claims.rows(RESULTS)

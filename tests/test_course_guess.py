@@ -13,7 +13,9 @@ from gpusim_course.tiling import widgets as tiling_widgets
 @pytest.mark.parametrize("text, kind, value", [("64 MiB", "bytes", 64 * 2**20), ("2.1 GB", "bytes", 2.1e9),
                                                ("1.5e9", "bytes", 1.5e9), ("1,024 B", "bytes", 1024),
                                                ("12 ms", "time", 0.012), ("80us", "time", 80e-6),
-                                               ("80 µs", "time", 80e-6), ("0.003", "time", 0.003)])
+                                               ("80 µs", "time", 80e-6), ("0.003", "time", 0.003),
+                                               ("80 \u03bcs", "time", 80e-6),  # Greek mu, beside the micro sign
+                                               ("1,000.5 ms", "time", 1.0005), ("12,345,678 B", "bytes", 12345678)])
 def test_parse_reads_numbers_with_units(text, kind, value):
     assert guess.parse(text, kind) == pytest.approx(value)
 
@@ -21,7 +23,9 @@ def test_parse_reads_numbers_with_units(text, kind, value):
 @pytest.mark.parametrize("text, kind, message", [("lots", "bytes", "cannot read 'lots' as bytes"),
                                                  ("12 ms", "bytes", "cannot read '12 ms' as bytes"),
                                                  ("-3 GB", "bytes", "must be a positive number"),
-                                                 ("", "time", "cannot read '' as time")])
+                                                 ("", "time", "cannot read '' as time"),
+                                                 ("1,5 ms", "time", "a decimal takes a point, as in 1.5"),
+                                                 ("1,0000 B", "bytes", "a comma separates thousands")])
 def test_parse_refuses_in_one_line(text, kind, message):
     with pytest.raises(ValueError, match=message) as err:
         guess.parse(text, kind)

@@ -56,7 +56,9 @@ def test_tile_stepper_follows_gpusims_trace():
     assert st.so_far == tiling_widgets.cumulative_bytes(steps[:6])
     bars = [a for a in st.axes[1].patches if a.get_animated()]
     assert [b.get_height() for b in bars] == [st.so_far.get(t, [0, 0])[d] / 1024 for d in (0, 1) for t in st.total]
-    assert f"{steps[5].sram_bytes:,} B" in st.readout.value
+    assert f"{steps[5].sram_bytes:,} B" in st.readout.value and "tile (i, j) = (1, 0)" in st.readout.value
+    st.step.value = 5  # Q block 0's final store: no K/V block
+    assert steps[4].tile == (0, None) and "Q block i = 0 alone" in st.readout.value and "None" not in st.readout.value
     st.step.value = st.step.max
     counts = gpusim.simulate("flash2", seq=128, head_dim=64, block_q=64, block_kv=32).by_tensor
     assert st.so_far == {t: [v["read_bytes"], v["write_bytes"]] for t, v in counts.items()}

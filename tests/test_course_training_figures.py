@@ -18,6 +18,10 @@ def test_stepper_marks_recomputation_and_hides_the_total():
     first = next(i for i, s in enumerate(steps) if s["recomputes"])
     w.step.value = first + 1  # the slider counts steps from 1
     assert "recomputes S_ij, P_ij on chip" in w.readout.value and "Predict" in w.readout.value
+    alone = {(s["tile"][0] is None, s["tile"][1] is None): i for i, s in enumerate(steps)}
+    for (no_q, no_kv), i in alone.items():  # the preprocess, dK_j and dV_j's stores, dQ_i's: None is not shown
+        w.step.value = i + 1
+        assert "None" not in w.readout.value and ("alone" in w.readout.value) == (no_q or no_kv)
     assert any(p.get_hatch() == "xx" for p in w.axes[0].patches)
     w.guess.reveal.value = True
     total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in steps)

@@ -13,7 +13,7 @@ from gpusim.units import fmt_bytes, fmt_time
 
 from .. import block_sliders
 from ..block_sliders import BLOCK_LABELS, BLOCK_NAMES, BLOCKS
-from ..formatting import DRAM_BYTES, SM_BYTES, faster_or_slower, table_html
+from ..formatting import DRAM_BYTES, SM_BYTES, faster_or_slower, table_html, tile_words
 from ..plots import COLORS, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
 from ..standard.model import moved
 from ..tables import occupancy, supported_dtypes, time_terms
@@ -282,7 +282,7 @@ class TileStepper(Live):
             f"<br>its first rows: m_i = {np.array2string(s.m_i[:4], precision=3)}, l_i = "
             f"{np.array2string(s.l_i[:4], precision=3)}, rescale = {np.array2string(s.rescale[:4], precision=3)} …")
         self.readout.value = (f"<p>Step {self.step.value} of {len(steps)}: {s.kernel} thread block {s.program}, "
-                              f"tile (i, j) = {s.tile}: {describe_step(s)}.<br>SRAM holds {STAGED[self.algo.value]}: "
+                              f"{tile_words(s.tile)}: {describe_step(s)}.<br>SRAM holds {STAGED[self.algo.value]}: "
                               f"<b>{s.sram_bytes:,} B</b> of {cap:,} B.{stats}</p>")
 
     def draw(self):

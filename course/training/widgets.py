@@ -6,6 +6,7 @@ from html import escape
 import ipywidgets as W
 from matplotlib.patches import Rectangle
 
+from ..formatting import tile_words
 from ..widget import Live, dropdown, set_step_range, step_controls
 from ..widget_extras import Guess, sharpen
 from . import model
@@ -73,4 +74,4 @@ def describe(step):
                  f"{step['keys'][0]}..{step['keys'][1] - 1}")
     again = (f"; recomputes {step['recomputes']} on chip from Q, K and the LSE (P never comes from HBM)"
              if step["recomputes"] else "")
-    return f"{step['kernel']} kernel, program {step['program']}, tile {step['tile']}{where}: moves {moved}{again}."
+    return f"{step['kernel']} kernel, program {step['program']}, {tile_words(step['tile'])}{where}: moves {moved}{again}."
