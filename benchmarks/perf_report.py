@@ -174,8 +174,8 @@ def headline():
         f"{agreement.summary(flash2_pairs)['within 20%']:.0%} of {len(flash2_pairs)}); its tile pick "
         f"(`best_blocks`) within 5% of the fastest measured in "
         f"{sum(r is not None and r <= 1.05 for _, r in picks.values())} of {len(picks)} groups of `tiles.json` "
-        f"(flash2's, whose default it is, and the Hopper kernel's, which runs its launch table's: "
-        + _table_part(agreement.table_choice()) + ").",
+        f"(flash2's, whose default it is, and the Hopper kernel's); the Hopper kernel runs its own launch table's "
+        f"tiles instead, " + _table_part(agreement.table_choice()) + ".",
         f"- **Nsight Compute**: the bytes the SMs read from L2 equal gpusim's count to the byte on "
         f"{sum(r['simulated'] == r['measured'] for r in l2_rows)} of {len(l2_rows)} launches of flash2 and the Hopper "
         f"kernel (N = 1K–32K, d = 64 and 128, causal or not).",

@@ -354,9 +354,10 @@ class DecodePlan:
         if INTERPRETED:  # the kernels run on the host: reading the values waits for nothing; check them
             host = tuple(lengths.tolist())
             check_lengths(host, L.seq, L.causal_align, "cache_seqlens")  # each an integer, at least seq
-            if L.page_size:  # first: a table too short for a request is the table's fault, as plan_for_cache says
+            held = f": {self.pages} pages of {L.page_size} tokens a request" if L.page_size else ""
+            _capacity(self.max_cache_len, host, held)
+            if L.page_size:
                 check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)
-            _capacity(self.max_cache_len, host)
 
 
 RUN_OPTIONS = ("num_warps", "num_stages")  # the launch options DecodePlan.run takes
@@ -408,8 +409,9 @@ def host_lengths(cache_seqlens):
 INT32_MOST = 2**31 - 1  # the plan's lengths and block table are int32 on the device
 
 
-def _capacity(max_cache_len, lengths):
-    """max_cache_len, checked: a positive int that int32 lengths hold, at least the longest request's."""
+def _capacity(max_cache_len, lengths, held=""):
+    """max_cache_len, checked: a positive int that int32 lengths hold, at least the longest request's (held: what
+    the capacity is, in words, for the line)."""
     if isinstance(max_cache_len, bool) or not isinstance(max_cache_len, int) or max_cache_len <= 0:
         raise ValueError(f"max_cache_len={max_cache_len!r} must be a positive number of tokens")
     if max_cache_len > INT32_MOST:
@@ -418,7 +420,8 @@ def _capacity(max_cache_len, lengths):
     longest = max(lengths, default=0)
     if longest > max_cache_len:
         b = lengths.index(longest)
-        raise ValueError(f"cache_seqlens[{b}]={longest:,} is more than the plan's max_cache_len={max_cache_len:,}")
+        raise ValueError(f"cache_seqlens[{b}]={longest:,} is more than the plan's max_cache_len={max_cache_len:,}"
+                         f"{held}")
     return max_cache_len
 
 

@@ -134,11 +134,11 @@ def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, mess
 @CPU
 def test_device_lengths_past_a_short_table_name_the_table_in_the_interpreter():
     """Lengths as a tensor on q's device: the call's plan is made for the table's capacity and checks no values on
-    a GPU; the interpreter, whose kernels run on the host, checks them, and names the table as the host path
-    does, not the capacity plan's max_cache_len the caller never gave."""
+    a GPU; the interpreter, whose kernels run on the host, checks them, and says what the capacity it names is:
+    the table's pages (a max_cache_len alone, which the caller never gave, left them guessing)."""
     q, k, v, table = paged_inputs()
-    with pytest.raises(ValueError, match=r"^block_table has 2 pages per request but request 0 "
-                                         r"\(cache_seqlens\[0\]=40\) needs 3 pages of 16 tokens$"):
+    with pytest.raises(ValueError, match=r"^cache_seqlens\[0\]=40 is more than the plan's max_cache_len=32: 2 pages "
+                                         r"of 16 tokens a request$"):
         gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor([40, 20], dtype=torch.int32),
                                         block_table=table[:, :2], block_kv=16)
 

@@ -146,15 +146,15 @@ def ten_x(results):
                "~x: within 1.25x", "01_memory_hierarchy.ipynb", "Motivation: the kitchen")
 
 
-def warp_split(results):
-    rows = warps.partition_rows(PREDICT_GPU, seq=4096, head_dim=128)
+def warp_split(results, head_dim=128):
+    rows = warps.partition_rows(PREDICT_GPU, seq=4096, head_dim=head_dim)
     k, q = rows
     checks = [(f"split-Q exchanges {q['of it, partials exchanged']:,} B per tile, split-K "
                f"{k['of it, partials exchanged']:,} B", q["of it, partials exchanged"] < k["of it, partials exchanged"]),
               (f"{q['barriers per tile']} barrier per tile against {k['barriers per tile']}",
                q["barriers per tile"] < k["barriers per tile"])]
     return Row("FlashAttention-2: better work partitioning across threads and warps.", SUMMARY,
-               f"tile {q['tile']}: shared memory per tile {k['shared memory per tile']:,} B (split-K) against "
+               f"d = {head_dim}, tile {q['tile']}: shared memory per tile {k['shared memory per tile']:,} B (split-K) against "
                f"{q['shared memory per tile']:,} B (split-Q)", "", each(checks), "fewer bytes and barriers",
                "05_flash1_vs_flash2.ipynb", "Warps inside a thread block: split-K against split-Q")
 
