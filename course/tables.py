@@ -6,6 +6,7 @@ model.py.
 import math
 
 import gpusim
+from gpusim.passes import FORWARD
 
 
 def supported_dtypes(gpu):
@@ -25,6 +26,14 @@ def hopper_gpus():
     """The presets of Hopper GPUs (sm_90): the only ones with TMA and warpgroup matmuls, which
     FlashAttention-3's overlap needs."""
     return [name for name, g in gpusim.PRESETS.items() if g.arch == "sm_90"]
+
+
+def runnable(gpu, algo):
+    """The algorithms whose kernels run on the GPU (the hopper pass needs a Hopper GPU), and of them `algo`'s dtypes
+    the GPU has tensor cores for (the hopper kernel runs no fp32): ([algo, ...], [dtype, ...])."""
+    algos = [a for a in gpusim.ALGOS if a != "hopper" or gpusim.get_gpu(gpu).name in hopper_gpus()]
+    kernel = FORWARD[algo].DTYPES if algo in algos else ()
+    return algos, [d for d in supported_dtypes(gpu) if not kernel or d in kernel]
 
 
 def matmul_units(dtype):

@@ -266,8 +266,12 @@ def set_step_range(step, play, count):
 def sync_dtypes(gpu_control, dtype_control, dtypes=supported_dtypes):
     """Offer only the dtypes the chosen GPU supports (dtypes(gpu): tables.supported_dtypes, or a kernel's own); keep
     the choice when it still exists."""
-    options = dtypes(gpu_control.value)
-    if list(dtype_control.options) != options:
-        keep = dtype_control.value if dtype_control.value in options else "fp16"
-        dtype_control.options = options
-        dtype_control.value = keep
+    sync_options(dtype_control, dtypes(gpu_control.value), "fp16")
+
+
+def sync_options(control, options, fallback):
+    """Offer only `options` in the dropdown; keep its choice when it is one of them, else take `fallback`."""
+    if list(control.options) != options:
+        keep = control.value if control.value in options else fallback
+        control.options = options
+        control.value = keep

@@ -37,6 +37,19 @@ def explorer():
 # TilingExplorer: the contract with the browser test, the SRAM limits, the plots
 
 
+def test_explorer_offers_only_what_gpusim_runs_on_its_gpu():
+    """The hopper pass needs a Hopper GPU and its kernel runs no fp32: the dropdowns offered both everywhere, and
+    every such pick ended in gpusim's refusal."""
+    ex = tiling_widgets.TilingExplorer(gpu="A100-40GB", seq=1024, head_dim=64, heads=1)
+    assert "hopper" not in ex.algo.options and "fp32" in ex.dtype.options
+    ex.gpu.value = "H200"
+    ex.algo.value = "hopper"
+    assert ex.result.config.algo == "hopper" and list(ex.dtype.options) == ["fp16", "bf16", "fp8"]
+    ex.gpu.value = "A100-40GB"  # the pick goes back to flash2, fp32 comes back
+    assert (ex.algo.value, ex.result.config.algo) == ("flash2", "flash2") and "fp32" in ex.dtype.options
+    assert tables.runnable("H100-measured", "naive") == (list(gpusim.ALGOS), tables.supported_dtypes("H100-measured"))
+
+
 def test_explorer_starts_at_gpusims_paper_blocks_and_shows_its_bytes(explorer):
     assert (explorer.block_q.value, explorer.block_kv.value) == gpusim.paper_blocks("flash2", "A100-40GB", 64, "fp16")
     assert (explorer.block_q.description, explorer.block_kv.description) == ("block_q (Br)", "block_kv (Bc)")

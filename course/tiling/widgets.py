@@ -16,9 +16,9 @@ from ..block_sliders import BLOCK_LABELS, BLOCK_NAMES, BLOCKS
 from ..formatting import DRAM_BYTES, SM_BYTES, faster_or_slower, table_html, tile_words
 from ..plots import COLORS, draw_score_grid, first_block_tiles, legend_outside, score_grid_axes
 from ..standard.model import moved
-from ..tables import occupancy, supported_dtypes, time_terms
+from ..tables import occupancy, runnable, time_terms
 from ..widget import (HEAD_DIMS, LONG_SEQS, Live, Question, block_dropdown, block_slider, dropdown, gpu_dropdown,
-                      seq_slider, set_step_range, step_controls, sync_dtypes)
+                      seq_slider, set_step_range, step_controls, sync_options)
 from . import block_sweep
 
 
@@ -33,9 +33,10 @@ class TilingExplorer(Live):
                  gpu="A100-40GB", block_q=None, block_kv=None):
         self.heads, self.batch = heads, batch
         br, bc = gpusim.paper_blocks(algo, gpu, head_dim, dtype)
-        self.algo = dropdown("algo", gpusim.ALGOS, algo)
+        algos, dtypes = runnable(gpu, algo)
+        self.algo = dropdown("algo", algos, algo)
         self.gpu = gpu_dropdown(gpu)
-        self.dtype = dropdown("dtype", supported_dtypes(gpu), dtype)
+        self.dtype = dropdown("dtype", dtypes, dtype)
         self.seq = seq_slider(seq)
         self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
         self.causal = W.Checkbox(value=causal, description="causal")
@@ -72,7 +73,8 @@ class TilingExplorer(Live):
         return tuple((k, v) for k, v in self.config.items() if k not in BLOCK_NAMES)
 
     def update(self):
-        sync_dtypes(self.gpu, self.dtype)
+        sync_options(self.algo, runnable(self.gpu.value, self.algo.value)[0], "flash2")  # hopper: Hopper GPUs only
+        sync_options(self.dtype, runnable(self.gpu.value, self.algo.value)[1], "fp16")
         self._fit_blocks()
         self.result = r = gpusim.simulate(**self.config)
         if self.static_key() not in self._sweeps:
