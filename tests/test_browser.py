@@ -364,7 +364,7 @@ CONTROLS = {
     "02_standard_attention.ipynb": ("widgets.TrafficExplorer(", "dropdown", "head_dim"),
     "03_online_softmax.ipynb": ("choice.bits_question()", "choice", ""),
     "05_flash1_vs_flash2.ipynb": ("widgets.FlashCompare(", "checkbox", "causal"),
-    "06_real_kernels.ipynb": ("widgets.SdpaPickExplorer(", "dropdown", "head_dim"),
+    "06_real_kernels.ipynb": ("widgets.SdpaPickExplorer(", "dropdown", "input"),
     "07_hopper_and_beyond.ipynb": ("widgets.OverlapExplorer(", "dropdown", "head_dim"),
     "08_inference.ipynb": ("widgets.KVCalculator(", "dropdown", "model"),
     "09_training.ipynb": ("widgets.BackwardStepper(", "dropdown", "algo"),

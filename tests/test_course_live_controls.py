@@ -93,8 +93,9 @@ def test_flash_compare_follows_the_tile_and_the_mask():
 def test_sdpa_pick_reads_the_h200_probe(tmp_path):
     w = practice_widgets.SdpaPickExplorer(RESULTS)
     assert _span(w, "gpusim-sdpa-pick") == "CUDNN_ATTENTION"
-    w.head_dim.value = 60
-    assert _span(w, "gpusim-sdpa-pick") == "FLASH_ATTENTION"
+    assert w.input.label == "fp16, d = 64, mask none"
+    w.input.label = "fp16, d = 60, mask none"  # one list of the probe's inputs: no pick of three that it never ran
+    assert _span(w, "gpusim-sdpa-pick") == "FLASH_ATTENTION" and len(w.input.options) == len(w.rows) == 11
     with pytest.raises(FileNotFoundError, match="not measured here"):
         practice_widgets.SdpaPickExplorer(tmp_path)
 

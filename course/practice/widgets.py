@@ -15,31 +15,25 @@ from . import sdpa
 
 
 class SdpaPickExplorer(Live):
-    """Notebook 6: pick an input (dtype, head_dim, mask) of the H200's probe (sdpa_backends.json): which backend
-    PyTorch picked, which ran when forced, and whether the summary's conditions hold for it."""
+    """Notebook 6: pick an input (dtype, head_dim, mask) of the H200's probe (sdpa_backends.json), which varies one
+    of them at a time from fp16, d = 64, no mask: which backend PyTorch picked, which ran when forced, and whether
+    the summary's conditions hold for it."""
 
     def __init__(self, results):
         rows, _ = evidence.rows_of(results, "sdpa_backends.json", ("dtype", "head_dim", "mask", "device"))
         self.rows = [r for r in rows if r["device"] == "cuda"]
         if not self.rows:
             raise FileNotFoundError("sdpa_backends.json: not measured here")
-        first = self.rows[0]
-        self.dtype = dropdown("dtype", sorted({r["dtype"] for r in self.rows}), first["dtype"])
-        self.head_dim = dropdown("head_dim", sorted({r["head_dim"] for r in self.rows}), first["head_dim"])
-        self.mask = dropdown("mask", sorted({r["mask"] for r in self.rows}), first["mask"])
-        super().__init__([[self.dtype, self.head_dim, self.mask]], figsize=(8, 2.4))
+        self.input = dropdown("input", [(_probe_input(r), i) for i, r in enumerate(self.rows)], 0)
+        super().__init__([[self.input]], figsize=(8, 2.4))
 
     def update(self):
-        key = (self.dtype.value, self.head_dim.value, self.mask.value)
-        self.row = next((r for r in self.rows if (r["dtype"], r["head_dim"], r["mask"]) == key), None)
-        if self.row is None:
-            raise ValueError(f"the H200's probe has no input {key[0]}, d = {key[1]}, mask {key[2]}: it varies one "
-                             f"thing at a time from fp16, d = 64, no mask")
-        meets = sdpa.source_conditions(self.row)
-        ran = [b.split("_")[0].lower() for b in sdpa.BACKENDS if self.row[b]["ran"]]
+        self.row = row = self.rows[self.input.value]
+        meets = sdpa.source_conditions(row)
+        ran = [b.split("_")[0].lower() for b in sdpa.BACKENDS if row[b]["ran"]]
         self.readout.value = (
-            f"<p>{escape(key[0])}, d = {key[1]}, mask {escape(key[2])} on sm_{escape(str(self.row['sm']))}: PyTorch "
-            f"picks <b><span class='gpusim-sdpa-pick'>{escape(self.row['picked'])}</span></b>; forced, "
+            f"<p>{escape(_probe_input(row))} on sm_{escape(str(row['sm']))}: PyTorch "
+            f"picks <b><span class='gpusim-sdpa-pick'>{escape(row['picked'])}</span></b>; forced, "
             f"{', '.join(ran)} ran. The summary's conditions {'hold' if meets else 'do not hold'} for it.</p>")
 
     def draw(self):
@@ -49,6 +43,10 @@ class SdpaPickExplorer(Live):
         edges = [3 if b == self.row["picked"] else 0 for b in sdpa.BACKENDS]
         ax.bar(names, [1] * len(names), color=colors, edgecolor="k", linewidth=edges)
         ax.set(yticks=[], title="forced: green ran, red refused; outlined: PyTorch's pick", ylim=(0, 1.2))
+
+
+def _probe_input(row):
+    return f"{row['dtype']}, d = {row['head_dim']}, mask {row['mask']}"
 
 
 def hopper_dtypes(gpu):
