@@ -9,6 +9,7 @@ constants) depends only on the tensors' shapes, dtypes and devices and on the op
 every check and the model's tile search, once per such key (cached_launch) and reused. Every kernel is then
 launched through launch(), which, compiled, skips Triton's own per-launch binding once a key has compiled.
 """
+import math
 import operator
 from dataclasses import replace
 from functools import lru_cache, wraps
@@ -431,6 +432,8 @@ def check_inputs(q, k, v, block_q, block_kv):
     if heads % kv_heads if kv_heads else heads:  # as gpusim says it (an empty q asks gpusim nothing: no_rows)
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
     check_head_dim(q.shape[3])
+    if k.shape[2] == 0 and math.prod(q.shape):
+        raise ValueError(f"k and v are {tuple(k.shape)}: no keys (dim 2), and each of q's rows attends to at least one")
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k, v are on {q.device}, {k.device}, {v.device}: they must be on one device")
     check_device(q.device)

@@ -200,6 +200,7 @@ def tensors(shapes, dtypes=F16):
     ([(2, 2, 32, 16), *QKV[1:]], F16, {}, "q (2, 2, 32, 16) and k (1, 1, 32, 16) must agree on batch"),
     ([(1, 1, 8, 8)] * 3, F16, {}, "head_dim=8 is outside the supported 16..256"),
     ([(1, 3, 32, 16), (1, 2, 32, 16), (1, 2, 32, 16)], F16, {}, "heads=3 is not a multiple of kv_heads=2"),
+    ([QKV[0], (1, 1, 0, 16), (1, 1, 0, 16)], F16, {}, "k and v are (1, 1, 0, 16): no keys (dim 2), and each of q's"),
     (QKV, F16, {"block_q": 24}, "block_q=24 must be a power of two >= 16"),
     (QKV, F16, {"block_kv": 8}, "block_kv=8 must be a power of two >= 16"),
     (QKV, F16, {"block_q": True}, "block_q=True must be an integer, a power of two >= 16"),
