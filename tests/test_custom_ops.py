@@ -153,6 +153,7 @@ def test_hopper_ops_fake_on_transposed_inputs_is_the_real_output():
 @CPU
 @CXX
 @JIT
+@pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")  # what force_disable_caches also turns off
 def test_inductor_on_a_transposed_layout_equals_eager():
     """A (B, N, H, d) model's q.transpose(1, 2) into the op and its output flattened after: inductor compiles the
     flatten for the fake's strides."""
