@@ -70,7 +70,8 @@ def arrays(text, got, names):
     """The learner's answer `got`, a tuple (or a list) of len(names) things, as float arrays; a Stop where it is
     not one, or where an item is not numbers."""
     if not (isinstance(got, (tuple, list)) and len(got) == len(names)):
-        raise Stop("wrong", f"{text} returned {type(got).__name__}: return the tuple ({', '.join(names)}).")
+        what = f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
+        raise Stop("wrong", f"{text} returned {what}: return the tuple ({', '.join(names)}).")
     out = []
     for name, x in zip(names, got):
         try:

@@ -28,12 +28,23 @@ def hopper_gpus():
     return [name for name, g in gpusim.PRESETS.items() if g.arch == "sm_90"]
 
 
-def runnable(gpu, algo):
-    """The algorithms whose kernels run on the GPU (the hopper pass needs a Hopper GPU), and of them `algo`'s dtypes
-    the GPU has tensor cores for (the hopper kernel runs no fp32): ([algo, ...], [dtype, ...])."""
+def runnable(gpu, algo, head_dims=()):
+    """What gpusim runs on the GPU: the algorithms (the hopper pass needs a Hopper GPU), `algo`'s kernel's dtypes
+    that the GPU has tensor cores for (the hopper kernel's no fp32), and the head dims of `head_dims` its kernel
+    takes (the hopper kernel's 64 and 128): ([algo, ...], [dtype, ...], [head_dim, ...])."""
     algos = [a for a in gpusim.ALGOS if a != "hopper" or gpusim.get_gpu(gpu).name in hopper_gpus()]
-    kernel = FORWARD[algo].DTYPES if algo in algos else ()
-    return algos, [d for d in supported_dtypes(gpu) if not kernel or d in kernel]
+    kernel = FORWARD[algo]
+    dtypes = [d for d in supported_dtypes(gpu) if not kernel.DTYPES or d in kernel.DTYPES]
+    return algos, dtypes, [d for d in head_dims if _takes(kernel, gpu, d)]
+
+
+def _takes(kernel, gpu, head_dim):
+    """Whether the pass's kernel runs head_dim on the GPU (its check raises, in one line, where not)."""
+    try:
+        kernel.check(gpusim.get_gpu(gpu), head_dim)
+    except ValueError:
+        return False
+    return True
 
 
 def matmul_units(dtype):

@@ -53,6 +53,7 @@ class Guess:
             return (f"<p><b>Predict:</b> {escape(self.question)} Type your guess{self.unit and f' ({self.unit})'}, "
                     f"then press <i>reveal</i>.</p>")
         guess = self.box.value
-        verdict = ("no guess entered" if guess == 0 else "a guess of this is a positive number: type one" if guess < 0
-                   else f"your guess is {guess / answer:.2g}x the answer" if answer else f"your guess is off by {guess:g}")
+        verdict = ("no guess entered" if guess == 0 else "a guess here is a positive number: type one" if guess < 0
+                   else f"your guess is {guess / answer:.2g}x the answer" if answer
+                   else f"your guess is off by {guess:g}")
         return f"<p><b>Answer:</b> {escape(self.question)} {escape(shown)} ({verdict}).</p>"

@@ -163,7 +163,8 @@ def _backward_config(cfg, blocks, arrays, do, rule):
     if arrays and do is None:
         raise ValueError("backward=True with q, k, v needs do, the output's gradient (shaped like q)")
     if blocks is None:
-        blocks = (cfg.block_q, cfg.block_kv) if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
+        shared = cfg.user_tiles or (cfg.block_q, cfg.block_kv)  # naive's: the forward's tiles, knobs and all
+        blocks = shared if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
     tiles = blocks if isinstance(blocks, Tiles) else None  # its blocks, and the knobs every backward kernel takes
     blocks = (None, None) if tiles else pair("backward_blocks", blocks)
     bwd = backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,

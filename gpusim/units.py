@@ -1,5 +1,6 @@
 """Bytes, FLOPs and seconds as people read them: scaled to the largest unit that keeps the number at least 1 as
 printed, up to PiB, PFLOP and hours; past a million of those, in scientific notation."""
+import numbers
 
 BYTE_UNITS = (("PiB", 1024**5, 2), ("TiB", 1024**4, 2), ("GiB", 1024**3, 2), ("MiB", 1024**2, 2), ("KiB", 1024, 2))
 FLOP_UNITS = (("PFLOP", 1e15, 2), ("TFLOP", 1e12, 2), ("GFLOP", 1e9, 2), ("MFLOP", 1e6, 2), ("kFLOP", 1e3, 2))
@@ -19,11 +20,14 @@ def _scaled(x, units):
 def _fmt(x, units, smallest, base):
     """x scaled by `units`; `smallest` prints x below them. A negative x is its magnitude with a minus sign; NaN and
     infinity print as themselves, in the `base` unit."""
-    if x != x or abs(x) == float("inf"):
+    if isinstance(x, numbers.Integral):
+        x = int(x)  # a NumPy integer as a Python int: -int8(-128) is -128 again
+    elif x != x or abs(x) == float("inf"):
         return f"{float(x)} {base}"
     if x < 0:
-        return "-" + _fmt(-x, units, smallest, base)
-    return _scaled(x, units) or smallest(x)
+        text = _fmt(-x, units, smallest, base)
+        return text if float(text.split()[0].replace(",", "")) == 0 else "-" + text  # -1e-12 s prints 0.0 ns
+    return _scaled(x, units) or smallest(abs(x))  # abs: -0.0 B is 0.0 B
 
 
 def fmt_bytes(n):

@@ -354,7 +354,8 @@ class DecodePlan:
         if INTERPRETED:  # the kernels run on the host: reading the values waits for nothing; check them
             host = tuple(lengths.tolist())
             check_lengths(host, L.seq, L.causal_align, "cache_seqlens")  # each an integer, at least seq
-            held = f": {self.pages} pages of {L.page_size} tokens a request" if L.page_size else ""
+            paged = L.page_size and self.max_cache_len == self.pages * L.page_size  # a capacity of whole pages
+            held = f": {self.pages} pages of {L.page_size} tokens a request" if paged else ""
             _capacity(self.max_cache_len, host, held)
             if L.page_size:
                 check_block_table(table.numpy(), host, k_cache.shape[0], L.page_size)

@@ -125,9 +125,9 @@ def naive_attention(q, k, v, *, causal=False, block_q=None, block_kv=None, tiles
     matmuls, Bc also the softmax's chunk when a row of S does not fit in SRAM (default: the tile gpusim
     predicts fastest), or tiles=gpusim.Tiles(...), whose num_warps, num_stages, where set, all three kernels
     take; gpu: the gpusim GPU whose shared memory the tiles must fit (default: detected). S is stored in q's
-    dtype, as standard attention keeps it in HBM: in fp16 a scaled score q·k/sqrt(d) past 65,504, fp16's largest,
-    is stored as infinity, and its row of P and O is NaN (nothing is checked: that would read the device);
-    flash2_attention keeps S in fp32 registers and gives the row.
+    dtype, as standard attention keeps it in HBM: in fp16 a scaled score q·k/sqrt(d) of 65,520 or more (past
+    65,504, fp16's largest, by half a step) is stored as infinity, and its row of P and O is NaN (nothing is
+    checked: that would read the device); flash2_attention keeps S in fp32 registers and gives the row.
     return_p=True also returns P (B, H, N, N_kv), which the backward reads (0 at masked keys of the visited
     tiles; the tiles a causal mask skips are never written): a view of the (B, H, N, LD) buffer the kernels
     write, its rows LD apart."""

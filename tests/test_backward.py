@@ -388,6 +388,10 @@ def test_backward_blocks_as_tiles_set_every_backward_kernels_knobs():
         gpusim.simulate("flash2", backward_blocks=gpusim.Tiles(64, 32, num_warps=2), **shape | dict(head_dim=256))
     with pytest.raises(ValueError, match="warp_specialize=True: the flash2_backward kernel takes num_warps, num_st"):
         gpusim.simulate("flash2", backward_blocks=gpusim.Tiles(64, 32, warp_specialize=True), **shape)
+    # naive's kernels run one tile for both passes, knobs too (naive_attention_trainable gives its backward the
+    # forward's tiles=): the forward's Tiles reach the backward's kernels (it priced them at the rule's 4 warps)
+    naive = gpusim.simulate("naive", tiles=gpusim.Tiles(32, 32, num_warps=8), **shape).backward_config
+    assert {resources(naive, k).num_warps for k in naive.kernels} == {8} and (naive.block_q, naive.block_kv) == (32, 32)
 
 
 def test_a_backward_that_no_halving_fits_is_refused_in_one_line():

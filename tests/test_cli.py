@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import gpusim
@@ -131,6 +132,10 @@ def test_signs_and_non_finite_values_print_as_such():
         "-2.000 ms", "-25.0 ns", "-2.00 KiB", "-5 FLOP")
     assert (fmt_time(float("inf")), fmt_time(float("-inf")), fmt_bytes(float("nan"))) == ("inf s", "-inf s", "nan B")
     assert fmt_bytes(-(2**81)) == "-2.147e+09 PiB"
+    # NumPy's most negative integers negate to themselves (that recursed forever); a magnitude that prints as zero
+    # takes no sign; NumPy's float32 is no Python float
+    assert (fmt_bytes(np.int8(-128)), fmt_bytes(np.int64(np.iinfo(np.int64).min))) == ("-128 B", "-8,192.00 PiB")
+    assert (fmt_time(-1e-12), fmt_bytes(-0.0), fmt_time(np.float32(-0.5))) == ("0.0 ns", "0.0 B", "-500.000 ms")
 
 
 def test_huge_values_print_scaled():

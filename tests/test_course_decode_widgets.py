@@ -28,7 +28,7 @@ def test_calculator_hides_the_answer_until_revealed(calculator):
     answer = kvcache.max_batch("Llama-3-8B", "H200", 8192)
     assert f"{answer:,} requests" in c.readout.value and "0.81x the answer" in c.readout.value
     c.guess.box.value = -5  # said, not "-0.04x the answer"
-    assert "a guess of this is a positive number" in c.readout.value and "x the answer" not in c.readout.value
+    assert "a guess here is a positive number" in c.readout.value and "x the answer" not in c.readout.value
     c.guess.box.value = 100
     assert f"largest batch: {answer:,}" in c.axes[0].get_legend_handles_labels()[1]
     c.context.value = 16384  # a new question hides the answer again

@@ -52,7 +52,7 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),
     ("causal_kept", lambda n, nk, a: n * (n - 1) // 2, "the diagonal included"),
     ("tile_update", unscaled_l, "without rescaling"),
-    ("tile_update", lambda m, l, acc, s, v: (m, l), "returned tuple: return the tuple (m_new, l_new, acc_new)"),
+    ("tile_update", lambda m, l, acc, s, v: (m, l), "returned a tuple of 2: return the tuple (m_new, l_new, acc_new)"),
     ("tile_update", lambda m, l, acc, s, v: (m, l, "acc"), "returned acc_new = 'acc': return numbers"),
     ("tile_update", lambda m, l, acc, s, v: (m, l, [[1, 2], [3]]), "returned acc_new = [[1, 2], [3]]"),
     ("tile_update", lambda *a: (lambda m, l, acc: (m, l, acc / l[:, None]))(*softmax_exercises.tile_update(*a)),

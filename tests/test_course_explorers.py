@@ -45,9 +45,12 @@ def test_explorer_offers_only_what_gpusim_runs_on_its_gpu():
     ex.gpu.value = "H200"
     ex.algo.value = "hopper"
     assert ex.result.config.algo == "hopper" and list(ex.dtype.options) == ["fp16", "bf16", "fp8"]
-    ex.gpu.value = "A100-40GB"  # the pick goes back to flash2, fp32 comes back
+    assert (ex.head_dim.options, ex.head_dim.value) == ((64, 128), 64)  # its kernel runs two head dims
+    ex.gpu.value = "A100-40GB"  # the pick goes back to flash2, fp32 and every head dim come back
     assert (ex.algo.value, ex.result.config.algo) == ("flash2", "flash2") and "fp32" in ex.dtype.options
-    assert tables.runnable("H100-measured", "naive") == (list(gpusim.ALGOS), tables.supported_dtypes("H100-measured"))
+    assert ex.head_dim.options == widget.HEAD_DIMS
+    assert tables.runnable("H100-measured", "naive", (8, 64)) == (list(gpusim.ALGOS),
+                                                                  tables.supported_dtypes("H100-measured"), [64])
 
 
 def test_explorer_starts_at_gpusims_paper_blocks_and_shows_its_bytes(explorer):

@@ -227,27 +227,43 @@ def test_a_kernel_that_calls_helpers_of_its_own_is_checked_with_them(tmp_path):
 
 
 def test_a_launcher_takes_its_notebooks_imports_and_constants_to_the_checker(tmp_path):
-    """A module the launcher names (`import math` in another cell; numpy as np, a lambda's grid) and a plain
-    constant (BLOCK = 16) reach the checker's process; a name it cannot write back (infinity) is said to be the
-    checker's, not the kernel's, fault."""
+    """A module the launcher names (`import math` in another cell; numpy as np, a lambda's grid), a plain
+    constant (BLOCK = 16), one as a default argument (block=BLK) and a tl.constexpr the kernel reads reach the
+    checker's process; a global that shares a name with an attribute (x.shape) or cannot be written back (a NumPy
+    scalar, an int of 5,000 digits) stays behind; a name left behind is said to be the checker's, not the
+    kernel's, fault."""
     grid = ("    BLOCK_ROWS = BLOCK\n    grid = lambda meta: (math.ceil(x.shape[0] / BLOCK), "
             "int(np.ceil(x.shape[1] / BLOCK_ROWS)))\n")
-    kernel, launcher = mutant(tmp_path, "masked_tile", "    grid = (triton.cdiv(x.shape[0], block), "
-                              "triton.cdiv(x.shape[1], block))\n", grid)
+    mutant(tmp_path, "masked_tile", "    grid = (triton.cdiv(x.shape[0], block), triton.cdiv(x.shape[1], block))\n",
+           grid)
     path = tmp_path / "mutant_masked_tile.py"
-    path.write_text("import math\nimport numpy as np\nBLOCK = 16\nLIMIT = float('inf')\n" + path.read_text())
-    kernel, launcher = mutant_from(path, "masked_tile")
-    assert timed_check("masked_tile", kernel, launcher).status == "right"
-    path.write_text(path.read_text().replace("    y = torch.empty_like(x)", "    y = torch.empty_like(x) + 0 * LIMIT"))
-    verdict = timed_check("masked_tile", *mutant_from(path, "masked_tile"))
-    assert verdict.status == "wrong" and verdict.message.startswith("the kernel raised NameError: name 'LIMIT'")
-    assert "with torch, triton, tl and the functions, modules and plain constants" in verdict.message
+    text = path.read_text().replace("def masked_tile(x, block=16):", "def masked_tile(x, block=BLK):")
+    text = text.replace("    tile = tl.load(X + offs, mask=inside)", "    tile = tl.load(X + offs * ONE, mask=inside)")
+    text = text.replace("import triton.language as tl\n", "import triton.language as tl\nimport math\n"
+                        "import numpy as np\nBLOCK = 16\nBLK = 16\nONE = tl.constexpr(1)\nLIMIT = np.float64(1.0)\n"
+                        "shape = np.float64(2.0)\nHUGE = 10 ** 5000\n", 1)
+    path.write_text(text)
+    assert timed_check("masked_tile", *mutant_from(path, "masked_tile")).status == "right"
+    for name in ("LIMIT", "HUGE"):
+        path.write_text(text.replace("    y = torch.empty_like(x)", f"    y = torch.empty_like(x) + 0 * {name}"))
+        verdict = timed_check("masked_tile", *mutant_from(path, "masked_tile"))
+        assert verdict.status == "wrong" and f"name '{name}' is not defined" in verdict.message
+        assert "with torch, triton, tl and what they name from your notebook" in verdict.message
+
+
+def test_a_name_the_kernel_alone_reads_is_said_to_be_left_behind(tmp_path):
+    """The interpreter raises a kernel's NameError wrapped (InterpreterError): the verdict still says what the
+    checker sends."""
+    kernel, launcher = mutant(tmp_path, "masked_tile", "    tile = tl.load(X + offs, mask=inside)",
+                              "    tile = tl.load(X + offs * SOMEWHERE, mask=inside)")
+    verdict = timed_check("masked_tile", kernel, launcher)
+    assert verdict.status == "wrong" and "SOMEWHERE" in verdict.message and "what they name" in verdict.message
 
 
 @pytest.mark.parametrize("kernel", [lambda: 0, 3.0, print])
 def test_what_is_not_a_function_of_the_learners_own_is_not_yet(kernel):
     verdict = timed_check("online_softmax", kernel)
-    assert verdict.status == "not yet" and "define it with def (not lambda)" in verdict.message
+    assert verdict.status == "not yet" and "define each with def (not lambda)" in verdict.message
 
 
 def test_the_attention_puzzles_reject_mistakes_of_both_kinds():

@@ -61,7 +61,7 @@ def _check_largest_batch(fn):
         if got < 0:  # before rounding: int() of a negative share rounds it up, as ceil does
             return "When the weights alone fill the GPU, no request fits: the answer is 0, not negative."
         share = (hbm - weights) / (context * per_token)
-        if got == math.ceil(share) or (got != int(got) and math.isclose(got, share)):
+        if math.isfinite(got) and (got == math.ceil(share) or (got != int(got) and math.isclose(got, share))):
             return "A request fits whole or not at all: round down (//)."
         return "largest batch = (hbm_bytes - weight_bytes) // (context_tokens x bytes_per_token), at least 0."
 

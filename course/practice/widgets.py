@@ -9,7 +9,7 @@ from gpusim.units import fmt_time
 
 from .. import evidence
 from ..formatting import faster_or_slower, table_html
-from ..tables import hopper_gpus, supported_dtypes, tile_terms, time_terms
+from ..tables import hopper_gpus, runnable, tile_terms, time_terms
 from ..widget import Live, Question, dropdown, gpu_dropdown, seq_slider, sync_dtypes
 from . import sdpa
 
@@ -50,8 +50,8 @@ def _probe_input(row):
 
 
 def hopper_dtypes(gpu):
-    """The dtypes the Hopper kernel runs (kernels/hopper.py OUT_DTYPES: no fp32) that the GPU has tensor cores for."""
-    return [d for d in supported_dtypes(gpu) if any(d == dtype for _, dtype, _ in hopper.LAUNCHES)]
+    """The dtypes the Hopper kernel runs (no fp32) that the GPU has tensor cores for."""
+    return runnable(gpu, "hopper")[1]
 
 
 def serial_note(cfg):

@@ -86,11 +86,11 @@ def ask(name, action, sent, timeout_s=TIMEOUT_S):
     return Verdict(name, *answer) if isinstance(answer[0], str) else answer  # (status, message) or data
 
 
-READS_SOURCE = ("the checker reads your kernel's source: define it with def (not lambda) in a notebook cell or a file, "
-                "and pass the function itself.")
-SENT = ("the checker runs your functions' source in a process of its own, with torch, triton, tl and the functions, "
-        "modules and plain constants (numbers, strings) they name from your notebook; define anything else inside "
-        "them")
+READS_SOURCE = ("the checker reads your functions' source: define each with def (not lambda) in a notebook cell or a "
+                "file, and pass the function itself.")
+SENT = ("the checker runs your functions' source in a process of its own, with torch, triton, tl and what they name "
+        "from your notebook of its functions, modules it can import by name, and constants (an int, float, str or "
+        "bool, or a tl.constexpr of one); define anything else inside them")
 MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
 
@@ -143,11 +143,18 @@ def run(puzzle, kernel, launcher, inputs, progress=None, limit=None):
                                 f"Program {program_text(log.runaway)} was still running after {limit:,} loads and "
                                 f"stores, {RUNAWAY} times the reference's for the whole launch.") from None
         if log.error is None:
-            sent = f" ({SENT})" if isinstance(err, NameError) else ""
+            sent = f" ({SENT})" if _name_error(err) else ""
             raise Stop("wrong", f"the kernel raised {type(err).__name__}: {_last_line(err)}{sent}") from None
         _check_allocated(puzzle, log)
         raise Stop("wrong", f"{log.error}: {puzzle.hint('padding') or MASK}") from None
     return got, log, moved
+
+
+def _name_error(err):
+    """Whether err is a NameError, or wraps one (the interpreter raises a kernel's as an InterpreterError)."""
+    while err is not None and not isinstance(err, NameError):
+        err = err.__cause__ or err.__context__
+    return err is not None
 
 
 def _last_line(err):

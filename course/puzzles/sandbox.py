@@ -8,6 +8,7 @@ One child, a fresh interpreter (no fork of a process that holds threads, and not
 the script's __main__ is run again), serves check after check over a socket; it is replaced when it dies or
 runs past the time limit.
 """
+import ast
 import atexit
 import importlib.util
 import inspect
@@ -19,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import types
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -46,17 +46,20 @@ class Source:
     @classmethod
     def of(cls, fns):
         """The Sources of fns (kernel, launcher), of the functions they call that were defined beside them (in the
-        same notebook or file), at any depth, and of the modules and plain constants (numbers, strings) they name
-        from there: an `import math` or a `BLOCK = 64` in another cell reaches the checker too."""
+        same notebook or file), at any depth, and of the modules (importable by name) and plain constants (an int,
+        float, str or bool, or a tl.constexpr of one) their source names from there: an `import math` or a
+        `BLOCK = 64` in another cell reaches the checker too."""
         out = {}
 
         def visit(fn, helper):
             fn = getattr(fn, "fn", fn)  # a @triton.jit function wraps the Python one
-            out.setdefault(fn.__name__, cls(fn.__name__, textwrap.dedent(inspect.getsource(fn)), helper))
-            for name in dict.fromkeys(_names(fn.__code__)):
+            text = textwrap.dedent(inspect.getsource(fn))
+            out.setdefault(fn.__name__, cls(fn.__name__, text, helper))
+            names = (node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name))
+            for name in dict.fromkeys(names):  # its body's, its defaults' and its decorators' names
                 value = fn.__globals__.get(name)
                 called = getattr(value, "fn", value)
-                if name in out:
+                if name in out or name not in fn.__globals__:
                     continue
                 if inspect.isfunction(called) and called.__module__ == fn.__module__:
                     visit(called, True)
@@ -67,20 +70,20 @@ class Source:
         return list(out.values())
 
 
-def _names(code):
-    """The global and attribute names a function's code uses, its lambdas' and comprehensions' included."""
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _names(const)
-
-
 def _line(name, value):
-    """The line that makes `name` in the child: an import of a module, or a constant that repr writes back."""
+    """The line that makes `name` in the child: an import of a module, or a constant that repr writes back as it
+    was (exactly an int, float, str or bool: NumPy's scalars and enums repr otherwise), a tl.constexpr's too."""
     if inspect.ismodule(value):
         return f"import {value.__name__} as {name}"
-    plain = isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value))
-    return f"{name} = {value!r}" if plain else None
+    wrapped = type(value).__name__ == "constexpr" and type(value).__module__.startswith("triton")
+    inner = value.value if wrapped else value
+    if type(inner) not in (int, float, str, bool) or (type(inner) is float and not math.isfinite(inner)):
+        return None
+    try:
+        text = repr(inner)
+    except ValueError:  # an int of more digits than Python converts (4,300)
+        return None
+    return f"{name} = tl.constexpr({text})" if wrapped else f"{name} = {text}"
 
 
 def load_sources(sources, folder):

@@ -154,8 +154,8 @@ def warp_split(results, head_dim=128):
               (f"{q['barriers per tile']} barrier per tile against {k['barriers per tile']}",
                q["barriers per tile"] < k["barriers per tile"])]
     return Row("FlashAttention-2: better work partitioning across threads and warps.", SUMMARY,
-               f"d = {head_dim}, tile {q['tile']}: shared memory per tile {k['shared memory per tile']:,} B (split-K) against "
-               f"{q['shared memory per tile']:,} B (split-Q)", "", each(checks), "fewer bytes and barriers",
+               f"d = {head_dim}, tile {q['tile']}: shared memory per tile {k['shared memory per tile']:,} B (split-K) "
+               f"against {q['shared memory per tile']:,} B (split-Q)", "", each(checks), "fewer bytes and barriers",
                "05_flash1_vs_flash2.ipynb", "Warps inside a thread block: split-K against split-Q")
 
 

@@ -33,12 +33,12 @@ class TilingExplorer(Live):
                  gpu="A100-40GB", block_q=None, block_kv=None):
         self.heads, self.batch = heads, batch
         br, bc = gpusim.paper_blocks(algo, gpu, head_dim, dtype)
-        algos, dtypes = runnable(gpu, algo)
+        algos, dtypes, head_dims = runnable(gpu, algo, HEAD_DIMS)
         self.algo = dropdown("algo", algos, algo)
         self.gpu = gpu_dropdown(gpu)
         self.dtype = dropdown("dtype", dtypes, dtype)
         self.seq = seq_slider(seq)
-        self.head_dim = dropdown("head_dim", HEAD_DIMS, head_dim)
+        self.head_dim = dropdown("head_dim", head_dims, head_dim)
         self.causal = W.Checkbox(value=causal, description="causal")
         self.block_q = block_slider("block_q", block_q or br, BLOCKS)
         self.block_kv = block_slider("block_kv", block_kv or bc, BLOCKS)
@@ -74,7 +74,9 @@ class TilingExplorer(Live):
 
     def update(self):
         sync_options(self.algo, runnable(self.gpu.value, self.algo.value)[0], "flash2")  # hopper: Hopper GPUs only
-        sync_options(self.dtype, runnable(self.gpu.value, self.algo.value)[1], "fp16")
+        _, dtypes, head_dims = runnable(self.gpu.value, self.algo.value, HEAD_DIMS)
+        sync_options(self.dtype, dtypes, "fp16")
+        sync_options(self.head_dim, head_dims, 64)
         self._fit_blocks()
         self.result = r = gpusim.simulate(**self.config)
         if self.static_key() not in self._sweeps:

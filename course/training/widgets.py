@@ -74,4 +74,5 @@ def describe(step):
                  f"{step['keys'][0]}..{step['keys'][1] - 1}")
     again = (f"; recomputes {step['recomputes']} on chip from Q, K and the LSE (P never comes from HBM)"
              if step["recomputes"] else "")
-    return f"{step['kernel']} kernel, program {step['program']}, {tile_words(step['tile'])}{where}: moves {moved}{again}."
+    tile = tile_words(step["tile"])
+    return f"{step['kernel']} kernel, program {step['program']}, {tile}{where}: moves {moved}{again}."
