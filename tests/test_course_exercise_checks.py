@@ -18,6 +18,7 @@ WRONG = {
         (lambda hbm, weights, context, per_token: hbm // (context * per_token), "weights sit in HBM"),
         (lambda hbm, weights, context, per_token: math.ceil((hbm - weights) / (context * per_token)), "round down"),
         (lambda hbm, weights, context, per_token: max(0, (hbm - weights) / (context * per_token)), "round down"),
+        (lambda hbm, weights, context, per_token: float("nan"), "largest batch = "),  # its hints raised on NaN
         (lambda hbm, weights, context, per_token: (hbm - weights) // (context * per_token), "not negative"),
         (lambda hbm, weights, context, per_token: int((hbm - weights) / (context * per_token)), "not negative"),
     ],

@@ -141,6 +141,9 @@ def test_device_lengths_past_a_short_table_name_the_table_in_the_interpreter():
                                          r"of 16 tokens a request$"):
         gpusim_kernels.decode_attention(q, k, v, cache_seqlens=torch.tensor([40, 20], dtype=torch.int32),
                                         block_table=table[:, :2], block_kv=16)
+    q, k, v, table, plan = growing_cache("cpu", capacity=88)  # a capacity of no whole number of pages: said alone
+    with pytest.raises(ValueError, match=r"^cache_seqlens\[0\]=90 is more than the plan's max_cache_len=88$"):
+        plan.run(q, k, v, plan.block_table, torch.tensor([90, 20], dtype=torch.int32))
 
 
 @RUNS
