@@ -227,19 +227,21 @@ def test_a_kernel_that_calls_helpers_of_its_own_is_checked_with_them(tmp_path):
 
 
 def test_a_launcher_takes_its_notebooks_imports_and_constants_to_the_checker(tmp_path):
-    """A module the launcher names (`import math` in another cell; numpy as np, a lambda's grid), a plain
+    """A module the launcher names (`import math` in another cell; numpy as np, a lambda's grid), a module's
+    function (`from math import floor`), a plain
     constant (BLOCK = 16), one as a default argument (block=BLK) and a tl.constexpr the kernel reads reach the
     checker's process; a global that shares a name with an attribute (x.shape) or cannot be written back (a NumPy
     scalar, an int of 5,000 digits) stays behind; a name left behind is said to be the checker's, not the
     kernel's, fault."""
     grid = ("    BLOCK_ROWS = BLOCK\n    grid = lambda meta: (math.ceil(x.shape[0] / BLOCK), "
-            "int(np.ceil(x.shape[1] / BLOCK_ROWS)))\n")
+            "int(np.ceil(x.shape[1] / BLOCK_ROWS)) + 0 * floor(1.5))\n")
     mutant(tmp_path, "masked_tile", "    grid = (triton.cdiv(x.shape[0], block), triton.cdiv(x.shape[1], block))\n",
            grid)
     path = tmp_path / "mutant_masked_tile.py"
     text = path.read_text().replace("def masked_tile(x, block=16):", "def masked_tile(x, block=BLK):")
     text = text.replace("    tile = tl.load(X + offs, mask=inside)", "    tile = tl.load(X + offs * ONE, mask=inside)")
     text = text.replace("import triton.language as tl\n", "import triton.language as tl\nimport math\n"
+                        "from math import floor\n"
                         "import numpy as np\nBLOCK = 16\nBLK = 16\nONE = tl.constexpr(1)\nLIMIT = np.float64(1.0)\n"
                         "shape = np.float64(2.0)\nHUGE = 10 ** 5000\n", 1)
     path.write_text(text)

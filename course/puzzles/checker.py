@@ -89,8 +89,8 @@ def ask(name, action, sent, timeout_s=TIMEOUT_S):
 READS_SOURCE = ("the checker reads your functions' source: define each with def (not lambda) in a notebook cell or a "
                 "file, and pass the function itself.")
 SENT = ("the checker runs your functions' source in a process of its own, with torch, triton, tl and what they name "
-        "from your notebook of its functions, modules it can import by name, and constants (an int, float, str or "
-        "bool, or a tl.constexpr of one); define anything else inside them")
+        "from your notebook of its functions, the modules and modules' functions it can import by name, and "
+        "constants (an int, float, str or bool, or a tl.constexpr of one); define anything else inside them")
 MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
 

@@ -46,9 +46,9 @@ class Source:
     @classmethod
     def of(cls, fns):
         """The Sources of fns (kernel, launcher), of the functions they call that were defined beside them (in the
-        same notebook or file), at any depth, and of the modules (importable by name) and plain constants (an int,
-        float, str or bool, or a tl.constexpr of one) their source names from there: an `import math` or a
-        `BLOCK = 64` in another cell reaches the checker too."""
+        same notebook or file), at any depth, and of the modules and other modules' functions (importable by name)
+        and plain constants (an int, float, str or bool, or a tl.constexpr of one) their source names from there: an
+        `import math`, a `from math import ceil` or a `BLOCK = 64` in another cell reaches the checker too."""
         out = {}
 
         def visit(fn, helper):
@@ -75,6 +75,9 @@ def _line(name, value):
     was (exactly an int, float, str or bool: NumPy's scalars and enums repr otherwise), a tl.constexpr's too."""
     if inspect.ismodule(value):
         return f"import {value.__name__} as {name}"
+    module = getattr(value, "__module__", None) if inspect.isroutine(value) else None
+    if module not in (None, "__main__") and getattr(sys.modules.get(module), value.__name__, None) is value:
+        return f"from {module} import {value.__name__} as {name}"  # `from math import ceil` in a cell
     wrapped = type(value).__name__ == "constexpr" and type(value).__module__.startswith("triton")
     inner = value.value if wrapped else value
     if type(inner) not in (int, float, str, bool) or (type(inner) is float and not math.isfinite(inner)):
