@@ -32,7 +32,7 @@ def runnable(gpu, algo, head_dims=()):
     """What gpusim runs on the GPU: the algorithms (the hopper pass needs a Hopper GPU), `algo`'s kernel's dtypes
     that the GPU has tensor cores for (the hopper kernel's no fp32), and the head dims of `head_dims` its kernel
     takes (the hopper kernel's 64 and 128): ([algo, ...], [dtype, ...], [head_dim, ...])."""
-    algos = [a for a in gpusim.ALGOS if a != "hopper" or gpusim.get_gpu(gpu).name in hopper_gpus()]
+    algos = [a for a in gpusim.ALGOS if _takes(FORWARD[a], gpu, 64)]  # the pass's own check: 64 every kernel runs
     kernel = FORWARD[algo]
     dtypes = [d for d in supported_dtypes(gpu) if not kernel.DTYPES or d in kernel.DTYPES]
     return algos, dtypes, [d for d in head_dims if _takes(kernel, gpu, d)]
