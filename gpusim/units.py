@@ -1,10 +1,13 @@
 """Bytes, FLOPs and seconds as people read them: scaled to the largest unit that keeps the number at least 1 as
 printed, up to PiB, PFLOP and hours; past a million of those, in scientific notation."""
+import decimal
 import numbers
+import sys
 
 BYTE_UNITS = (("PiB", 1024**5, 2), ("TiB", 1024**4, 2), ("GiB", 1024**3, 2), ("MiB", 1024**2, 2), ("KiB", 1024, 2))
 FLOP_UNITS = (("PFLOP", 1e15, 2), ("TFLOP", 1e12, 2), ("GFLOP", 1e9, 2), ("MFLOP", 1e6, 2), ("kFLOP", 1e3, 2))
 TIME_UNITS = (("h", 3600.0, 2), ("min", 60.0, 2), ("s", 1.0, 2), ("ms", 1e-3, 3), ("us", 1e-6, 3), ("ns", 1e-9, 1))
+MAX_FLOAT = sys.float_info.max
 
 
 def _scaled(x, units):
@@ -22,6 +25,8 @@ def _fmt(x, units, smallest, base):
     infinity print as themselves, in the `base` unit."""
     if isinstance(x, numbers.Integral):
         x = int(x)  # a NumPy integer as a Python int: -int8(-128) is -128 again
+        if abs(x) > MAX_FLOAT:  # 10**400 B: past any float, in the largest unit
+            return f"{decimal.Decimal(x) / decimal.Decimal(units[0][1]):.3e} {units[0][0]}"
     elif x != x or abs(x) == float("inf"):
         return f"{float(x)} {base}"
     if x < 0:

@@ -143,6 +143,10 @@ def test_huge_values_print_scaled():
     assert fmt_bytes(2**81) == "2.147e+09 PiB"
     assert fmt_time(26_672_915_003.033e-3) == "7,409.14 h"
     assert fmt_time(3.6e15) == "1.000e+12 h"
+    # an integer past any float (int / int raised OverflowError), and one just inside
+    assert (fmt_bytes(10**400), fmt_bytes(-(10**400)), fmt_time(10**400)) == (
+        "8.882e+384 PiB", "-8.882e+384 PiB", "2.778e+396 h")
+    assert fmt_bytes(int(sys.float_info.max)) == "1.597e+293 PiB"
     assert fmt_flops(2.5e12) == "2.50 TFLOP" and fmt_flops(12) == "12 FLOP"
     assert (fmt_bytes(1536), fmt_time(0.0123), fmt_time(2.5e-8)) == ("1.50 KiB", "12.300 ms", "25.0 ns")
 
