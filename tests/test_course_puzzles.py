@@ -268,6 +268,28 @@ def test_what_is_not_a_function_of_the_learners_own_is_not_yet(kernel):
     assert verdict.status == "not yet" and "define each with def (not lambda)" in verdict.message
 
 
+def test_a_module_of_the_learners_own_beside_the_notebook_reaches_the_checker(tmp_path, monkeypatch):
+    """`import helpers` in a notebook whose folder holds helpers.py: Jupyter's sys.path has '' (the current folder)
+    for it, which the child, run isolated, does not; the parent sends that folder's path in its place."""
+    import sys
+
+    from gpusim_course.puzzles import checker, sandbox
+    (tmp_path / "helpers_of_mine.py").write_text("def blocks(n, block):\n    return (n + block - 1) // block\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    grid = "    grid = (triton.cdiv(x.shape[0], block), triton.cdiv(x.shape[1], block))\n"
+    mutant(tmp_path, "masked_tile", grid, grid.replace("triton.cdiv", "helpers_of_mine.blocks"))
+    path = tmp_path / "mutant_masked_tile.py"
+    path.write_text("import helpers_of_mine\n" + path.read_text())
+    child = sandbox.Child()
+    try:
+        status, message = child.ask("checker.check_here", "masked_tile",
+                                    checker.sources("masked_tile", *mutant_from(path, "masked_tile")))
+    finally:
+        child.stop()
+    assert status == "right", message
+
+
 def test_the_attention_puzzles_reject_mistakes_of_both_kinds():
     kinds = {name: {w[4] for w in WRONG if w[0] == name} for name in puzzles.PUZZLES}
     assert all({"Correctness", "Bytes"} <= kinds[name] for name in ("online_softmax", "causal_skip", "gqa_decode"))

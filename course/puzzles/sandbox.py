@@ -127,7 +127,9 @@ class Child:
     the notebook's): ask("module.function", *args) -> the answer of that function of this package, run in the
     child, or ("timeout", progress) or ("died", exit code). The child runs isolated (python -I: no current folder,
     no PYTHON* variables) with the parent's sys.path after its own, so that a learner's file named like a module
-    (enum.py, torch.py) beside the notebook cannot hide the standard library's or an installed one from it."""
+    (enum.py, torch.py) beside the notebook cannot hide the standard library's or an installed one from it, while a
+    module of their own beside it (helpers.py) is still found: the parent's '' (its current folder) goes as that
+    folder's path."""
 
     def __init__(self):
         self.process = self.conn = None
@@ -136,7 +138,7 @@ class Child:
     def _start(self):
         np.zeros(5, np.int64).tofile(self.progress_path)
         ours, theirs = socket.socketpair()
-        env = {**os.environ, PATH_VARIABLE: os.pathsep.join(sys.path)}
+        env = {**os.environ, PATH_VARIABLE: os.pathsep.join(p or os.getcwd() for p in sys.path)}  # '': the folder
         self.process = subprocess.Popen([sys.executable, "-I", "-c", BOOT, str(theirs.fileno()), self.progress_path],
                                         pass_fds=[theirs.fileno()], env=env)
         theirs.close()
