@@ -238,7 +238,14 @@ def test_padded_rows_read_both_runs_and_their_lesson_is_computed_from_them(tmp_p
         (1000, 8, "200 → 101"), (1008, 0, "100 → 100")]
     assert practice_measured.padded_rows_lesson(tmp_path) == (
         "At a length not a multiple of 16, against the aligned one 8 longer: rows N_kv apart, qk 1.20×, softmax "
-        "1.10×, pv 2.00×; rows padded, qk 1.00×, softmax 1.00×, pv 1.01×.")
+        "1.10×, pv 2.00×; rows padded, qk 1.00×, softmax 1.00×, pv 1.01×. The aligned lengths, which the padding "
+        "leaves as they were, took the same time in both runs.")
+    write("naive_rows.json", {1000: (100, 100, 101), 1008: (100, 100, 100), 2048: (330, 300, 200)})
+    write("naive_gqa.json", {1000: (120, 110, 200), 1008: (100, 100, 100), 2048: (300, 300, 202)})
+    assert practice_measured.padded_rows_lesson(tmp_path).endswith(
+        "moved too: qk at N = 2,048, d = 64 took 1.10× as long in the second run as in the first. Between the runs, "
+        "qk's and pv's loads were also marked to skip L1, so each length is set against its aligned neighbour in its "
+        "own run.")
     (tmp_path / "naive_rows.json").unlink()
     assert practice_measured.padded_rows(tmp_path) == [] and practice_measured.padded_rows_lesson(tmp_path) == ""
 
