@@ -652,6 +652,28 @@ def test_perf_md_quotes_the_blind_run_after_the_last_l2_change_as_the_current_mo
             and "read K and V 10.0 times" in text and "read them 6.8 times" in text)
 
 
+def test_perf_md_shows_two_launches_alike_to_a_fits_rule_that_no_one_count_of_kv_reads_prices_within_10_percent():
+    """flash2 non-causal at N = 32,768, d = 128 (run 153) and N = 65,536, d = 64 (run 90): the same head size, share
+    of a head in flight and straddle, K and V read 1.69 and 1.07 times; the bounds on one count for both."""
+    measured, geometry = {}, {}
+    for name, n, d, heads, tile in (("ncu", 32768, 128, 16, 128), ("ncu_edges", 65536, 64, 32, 64)):  # as profiled
+        row = next(r for r in _dram_reads(name) if (r["kernel"], r["seq"], r["head_dim"], r["causal"]) == (
+            "flash2", n, d, False))
+        cfg = gpusim.simulate("flash2", seq=n, head_dim=d, heads=heads, block_q=128, block_kv=tile, gpu="H200").config
+        q = cfg.bh * n * d * 2  # Q, and K or V, fp16
+        measured[n] = (row["measured"] - q) / (2 * q), row["measured"] / q
+        geometry[n] = (2 * n * d * 2 // 2**20, gpusim.l2.in_flight(cfg, "flash2"), cfg.tiling.n_q_blocks,
+                       cfg.tiling.n_kv_blocks, 2 * tile * d * 2 // 1024)  # MiB a head, programs, steps of KiB
+    assert geometry == {32768: (16, 132, 256, 256, 64), 65536: (16, 264, 512, 1024, 16)}
+    assert 2 * 16 * 2**20 > gpusim.get_gpu("H200").l2_reuse_bytes(every_sm=True) >= 16 * 2**20
+    (a, a_total), (b, b_total) = measured.values()
+    low, high = (a_total / 1.1 - 1) / 2, (b_total * 1.1 - 1) / 2  # Q + 2x K: within 10% of each
+    assert (round(a, 2), round(b, 2), round(low, 2), round(high, 2)) == (1.69, 1.07, 1.49, 1.23) and low > high
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert ("measured K and V read 1.69 and 1.07 times" in text
+            and "the first needs at least 1.49, the second at most 1.23" in text)
+
+
 def test_perf_md_quotes_what_the_forwards_replayed_profiles_wrote_more_than_their_one_pass():
     """Runs 90-91: each forward launch profiled replayed (NAME_raw.csv) and in one pass (NAME_dram_raw.csv)."""
     more = []  # (MB written replayed less in one pass, kernel, GB in one pass)
