@@ -118,15 +118,22 @@ def strategy_runs(strategy, shape, gpus):
 
 
 def measured_link(link_rows):
-    """The model's link from the microbenchmark: NCCL send/recv's and all-to-all's rates at the largest size,
-    the smallest exchange's time as the per-step latency; None where a kind has no row (NCCL failed)."""
+    """The model's link from the microbenchmark: NCCL send/recv's rate and all-to-all's bus rate (its algbw, a
+    rank's buffer over the time, times (P-1)/P: the bytes that left it) at the largest size, the smallest exchange's
+    time as the per-step latency; None where a kind has no row (NCCL failed)."""
     by = {kind: sorted((r for r in link_rows if r["kind"] == kind), key=lambda r: r["bytes"])
           for kind in ("sendrecv", "alltoall")}
     if not all(by.values()):
         return None
     return Link("nvlink-measured-this-run", by["sendrecv"][-1]["bytes_per_s"],
-                alltoall_bytes_per_s=by["alltoall"][-1]["bytes_per_s"], step_latency_s=by["sendrecv"][0]["ms"] / 1e3,
+                alltoall_bytes_per_s=_bus(by["alltoall"][-1]), step_latency_s=by["sendrecv"][0]["ms"] / 1e3,
                 source="benchmarks/cp.py's link microbenchmark, same run")
+
+
+def _bus(alltoall_row):
+    """An all-to-all row's bytes that left a rank per second: over its `ranks` (rows before they were kept: 2)."""
+    ranks = alltoall_row.get("ranks", 2)
+    return alltoall_row["bytes_per_s"] * (ranks - 1) / ranks
 
 
 def model_ms(r, link, gpu=MODEL_GPU):

@@ -119,7 +119,7 @@ def link_part(results, deadline, smoke=False):
         ms = timed_ms(exchange)
         results.add({"kind": "sendrecv", "bytes": nbytes, "ms": ms, "bytes_per_s": nbytes / ms * 1e3})
         ms = timed_ms(lambda: dist.all_to_all_single(recv, send))
-        results.add({"kind": "alltoall", "bytes": nbytes, "ms": ms, "bytes_per_s": nbytes / ms * 1e3})
+        results.add({"kind": "alltoall", "bytes": nbytes, "ms": ms, "bytes_per_s": nbytes / ms * 1e3, "ranks": world})
         if CUDA and torch.cuda.device_count() > 1:
             peer = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{(me + 1) % torch.cuda.device_count()}")
             ms = timed_ms(lambda: peer.copy_(send) if me == 0 else None)

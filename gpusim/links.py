@@ -21,8 +21,8 @@ ASSUMED_STEP_LATENCY_S = 10e-6
 class Link:
     name: str
     send_bytes_per_s: float  # one GPU's send rate to a peer, one direction (NCCL send/recv where measured)
-    alltoall_bytes_per_s: float | None = None  # all-to-all "algorithm bandwidth" (nccl-tests algbw: one rank's
-    # buffer bytes over the time); None: the send rate's, P / (P - 1) times it (only (P-1)/P of a buffer moves)
+    alltoall_bytes_per_s: float | None = None  # an all-to-all's bytes that leave a rank, over the time (nccl-tests
+    # "busbw": its algbw, a rank's whole buffer over the time, times (P-1)/P); None: the send rate
     step_latency_s: float = ASSUMED_STEP_LATENCY_S
     source: str = ""
 
@@ -30,9 +30,8 @@ class Link:
         """One all-to-all of `buffer_bytes` per rank among `gpus` ranks: its (P-1)/P leaves over the link."""
         if gpus == 1:
             return 0.0
-        if self.alltoall_bytes_per_s:
-            return buffer_bytes / self.alltoall_bytes_per_s + self.step_latency_s
-        return buffer_bytes * (gpus - 1) / gpus / self.send_bytes_per_s + self.step_latency_s
+        return buffer_bytes * (gpus - 1) / gpus / (self.alltoall_bytes_per_s or self.send_bytes_per_s) + \
+            self.step_latency_s
 
     def send_time_s(self, nbytes):
         """One step's point-to-point transfer: `nbytes` sent (and as many received) at once."""
@@ -43,9 +42,10 @@ LINKS = {link.name: link for link in [
     # NVIDIA H100 datasheet: "NVLink: 900GB/s" (fourth generation, 18 links, both directions): 450 GB/s each way
     Link("nvlink4", 450e9, source="H100/H200 datasheet: NVLink 4, 900 GB/s bidirectional"),
     # The lent pair of H200s (NV18, one host), measured 2026-12-01 (issue 25): NCCL send/recv 359 GB/s per
-    # direction, a peer copy 396 GB/s, NCCL all-to-all 660 GB/s algorithm bandwidth
-    Link("nvlink4-h200-measured", 359e9, alltoall_bytes_per_s=660e9,
-         source="two H200s, NCCL send/recv 359 GB/s, all-to-all algbw 660 GB/s (measured 2026-12-01)"),
+    # direction, a peer copy 396 GB/s, NCCL all-to-all 660 GB/s algorithm bandwidth: over two ranks half of each
+    # buffer leaves, 330 GB/s (its bus bandwidth, which is what a rank of P sends its (P-1)/P at)
+    Link("nvlink4-h200-measured", 359e9, alltoall_bytes_per_s=660e9 / 2,
+         source="two H200s, NCCL send/recv 359 GB/s, all-to-all algbw 660 GB/s, busbw 330 (measured 2026-12-01)"),
     Link("nvlink4-h200-peer-copy", 396e9, source="two H200s, cudaMemcpyPeer 396 GB/s (measured 2026-12-01)"),
     # NVIDIA A100 datasheet: "NVLink: 600GB/s" (third generation, both directions): 300 GB/s each way
     Link("nvlink3", 300e9, source="A100 datasheet: NVLink 3, 600 GB/s bidirectional"),

@@ -54,6 +54,16 @@ def test_merge_prices_each_row_on_the_measured_link(tmp_path):
     assert single["model_ms"] > zig["model_ms"] and "model_ms" not in sdpa
 
 
+def test_the_measured_links_all_to_all_rate_is_what_left_a_rank():
+    """An all-to-all row's rate is a rank's buffer over the time; (P-1)/P of it left the rank: half over 2 ranks
+    (rows without `ranks`, as cp_run wrote them before), three quarters over 4."""
+    rows = [{"kind": "sendrecv", "bytes": 1 << 30, "ms": 3.0, "bytes_per_s": (1 << 30) / 3e-3},
+            {"kind": "alltoall", "bytes": 1 << 30, "ms": 2.0, "bytes_per_s": (1 << 30) / 2e-3}]
+    assert cp_plan.measured_link(rows).alltoall_bytes_per_s == pytest.approx((1 << 30) / 2e-3 / 2)
+    rows[1]["ranks"] = 4
+    assert cp_plan.measured_link(rows).alltoall_bytes_per_s == pytest.approx((1 << 30) / 2e-3 * 3 / 4)
+
+
 def test_merge_prices_a_pair_of_h100s_as_h100s_and_survives_a_link_part_without_rows(tmp_path):
     """The model's GPU is the one the run recorded (gpusim.hardware.device_preset); a link part that NCCL left
     without rows of a kind gives no model link and no model times, but cp.json is written."""
