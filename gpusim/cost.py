@@ -261,9 +261,11 @@ def measured(grid):
 
 def pipe(grid):
     """How much faster a measured() kernel's dots run on the tensor pipe than mma_efficiency (a loop's wall clock)
-    says: GPU.tensor_pipe_ratio at the nearest block_kv; 1 for every other kernel, or where the GPU has none."""
+    says: GPU.tensor_pipe_ratio at the nearest block_kv; 1 for every other kernel, where the GPU has none, and in
+    fp32, whose dots run on the CUDA cores, not the tensor pipe (measured in fp16): the ratio priced fp32's dK/dV
+    above the fp32 peak."""
     table = dict(grid.cfg.gpu.tensor_pipe_ratio)
-    if not measured(grid) or not table:
+    if not measured(grid) or not table or grid.cfg.dtype == "fp32":
         return 1.0
     return at_nearest(table, grid.cfg.block_kv)
 
