@@ -61,6 +61,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
                            **decoding | dict(grouped=True if grouped is None else grouped))
     _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
+    if not flag("causal", causal) and causal_align not in (None, "top_left"):  # top_left: any config's, as its dict says
+        _only_with("causal=False", "causal=True (the corner the causal mask starts from)", causal_align=causal_align)
     launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align, tiles=tiles)
     if flag("backward", backward):
         return train(algo, **shape, **launch, backward_blocks=backward_blocks, do=do)

@@ -171,6 +171,8 @@ def test_the_unsplit_kernel_is_latency_bound_at_batch_1():
     (dict(algo="flash2", backward_blocks=(64, 64)), "backward_blocks=(64, 64) does not apply to backward=False"),
     (dict(algo="flash2", causal=True, causal_align="bottom_right", seq_kv=128, backward=True),
      "causal_align='bottom_right' with seq=64 != seq_kv=128 has no backward here"),
+    (dict(algo="flash2", seq_kv=128, causal_align="bottom_right"),  # was taken and echoed, as if it applied
+     "causal_align='bottom_right' does not apply to causal=False"),
     (dict(algo="flash2", num_splits=4), "num_splits=4 does not apply to algo='flash2'"),
     (dict(algo="naive", page_size=16), "page_size=16 does not apply to algo='naive'"),
     (dict(algo="split_kv", seq_kv=256, block_q=64), "block_q=64 does not apply to algo='split_kv'"),
