@@ -211,6 +211,9 @@ def test_several_gpus_default_to_the_link_their_preset_names():
 def test_unknown_gpu_suggests_close_names():
     with pytest.raises(ValueError, match="did you mean H100-SXM"):
         gpusim.get_gpu("H100-SMX")
+    for typed in ("a100", "A100"):  # the names are matched without case, as the look-up is: "a100" missed A100-40GB
+        with pytest.raises(ValueError, match="did you mean A100-80GB or A100-40GB"):
+            gpusim.get_gpu(typed)
 
 
 def test_unknown_algorithm():
