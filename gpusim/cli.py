@@ -240,8 +240,26 @@ def format_result(r):
             f"the SMs ask of HBM, Nsight's L2<->SM bytes); of it DRAM read {fmt_bytes(r.dram_read_bytes)}, write "
             f"{fmt_bytes(r.dram_write_bytes)} (what gets past the L2); "
             f"peak footprint {fmt_bytes(r.hbm_peak_bytes)} ({fits} {c.gpu.name}'s {fmt_bytes(c.gpu.hbm_bytes)}); "
-            f"predicted time {fmt_time(r.predicted_time_s)}. Exact integers: --json")
+            f"predicted time {fmt_time(r.predicted_time_s)}{_host_floor(r)}.{_spills(r)} Exact integers: --json")
     return "\n\n".join([head, *_parallel(r), _table(tensors), _table(kernels), foot])
+
+
+def _host_floor(r):
+    """Where a training step's time is its host cost per call, not its kernels' (Result.predicted_time_s)."""
+    kernels_s = sum(k.predicted_time_s for k in r.kernels)
+    if r.predicted_time_s <= kernels_s:
+        return ""
+    return (f", the host's cost of a training step on {r.config.gpu.name} (train_step_host_s: Python, autograd and "
+            f"the launches), which the kernels' {fmt_time(kernels_s)} cannot beat")
+
+
+def _spills(r):
+    """The kernels' rows hold their register spills (Result.spills), which no tensor and no total above does."""
+    read, write = (sum(k.spill_read_bytes for k in r.kernels), sum(k.spill_write_bytes for k in r.kernels))
+    if not (read or write):
+        return ""
+    return (f" The kernels' HBM read and write include their register spills, {fmt_bytes(read)} and "
+            f"{fmt_bytes(write)}, which the totals (the tensors') do not.")
 
 
 def _decode_head(c):

@@ -255,3 +255,23 @@ def test_sweep_says_why_flash1_is_slower_than_naive():
                            "(batch, head), 64 to 16 blocks for 132 SMs, keeping 48% to 12% of them busy")
     assert f"{f1.busy_fraction:.0%}" == "12%" and "\n" not in note
     assert cli.flash1_note([r for r in results if r.config.seq == 512]) is None
+
+
+def test_count_says_where_the_host_sets_a_training_steps_time_and_what_the_spills_add():
+    """A small training step's predicted time is the host's cost per step (592.8 us on H200-measured) where its
+    kernels' times add to far less; flash1's kernel rows hold its register spills, which the totals do not: the
+    footer said neither, and the numbers looked as if they did not add up."""
+    from gpusim.cli import _host_floor, _spills
+    step = gpusim.simulate("flash2", seq=128, head_dim=64, heads=4, gpu="H200-measured", backward=True)
+    kernels_s = sum(k.predicted_time_s for k in step.kernels)
+    assert kernels_s < step.predicted_time_s == gpusim.get_gpu("H200-measured").train_step_host_s
+    assert _host_floor(step).endswith(f"which the kernels' {fmt_time(kernels_s)} cannot beat")
+    flash1 = gpusim.simulate("flash1", seq=64, head_dim=128, heads=16, gpu="H200")
+    spill = sum(k.spill_read_bytes for k in flash1.kernels)
+    assert spill and sum(k.read_bytes for k in flash1.kernels) == flash1.hbm_read_bytes + spill
+    assert f"register spills, {fmt_bytes(spill)} and" in _spills(flash1)
+    plain = gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="H200-measured")
+    assert _host_floor(plain) == _spills(plain) == ""
+    p = run("count", "--algo", "flash2", "--seq", "128", "--head-dim", "64", "--heads", "4", "--gpu", "H200-measured",
+            "--backward")
+    assert p.returncode == 0 and "the host's cost of a training step on H200-measured" in p.stdout
