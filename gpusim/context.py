@@ -17,7 +17,9 @@ Strategies (each GPU starts with its N/P tokens of Q, K and V and ends with its 
   K and V in kv_heads), attention over the whole sequence on H/P heads, all-to-all of O back. Each GPU
   sends (P-1)/P of each shard. P must divide heads and kv_heads.
 - "allgather" (PyTorch context_parallel's default rotate method): K and V gathered whole, then one local
-  attention (causal: the keys before the shard whole, its own diagonal causal, merged with the LSE).
+  attention (causal: the keys before the shard whole, its own diagonal causal, merged with the LSE). Over
+  contiguous shards: causal, as unbalanced as plain ring (PyTorch balances it by default with head-and-tail
+  chunks, as zigzag's; this does not).
 - "usp" (Unified Sequence Parallelism, Fang and Zhao 2024), on a Topology: Ulysses inside a node (degree =
   GPUs per node), ring (zigzag when causal) across nodes (degree P / GPUs per node).
 
@@ -275,8 +277,9 @@ def _plan_ring(*, link, gpus, seq, heads, kv_heads, batch, causal, dtype, head_d
     link = link.link_for(gpus) if isinstance(link, Topology) else link
     e, c = DTYPE_BYTES[dtype], seq // gpus
     works = _ring_works(gpus, seq, causal, zigzag)
-    # the K/V receive buffers and the fp32 partial O and LSE the merges update
-    extra = (_kv_bytes(c, kv_heads, head_dim, e, batch) + batch * heads * c * (head_dim + 1) * 4) if gpus > 1 else 0
+    # beside the K/V shard in use: its own (the caller's, kept while the others pass) and the one being received;
+    # and the fp32 partial O and LSE the merges update
+    extra = (2 * _kv_bytes(c, kv_heads, head_dim, e, batch) + batch * heads * c * (head_dim + 1) * 4) if gpus > 1 else 0
     return _ring_phases(works, link, kv_heads, head_dim, e, batch, c), (heads, kv_heads), extra
 
 
@@ -318,7 +321,10 @@ def _plan_allgather(*, link, gpus, seq, heads, kv_heads, batch, causal, dtype, h
                       Work((Block(c, r * c, False), Block(c, c, True)), c) for r in range(gpus))
     else:
         works = (Work((Block(c, seq, False),)),) * gpus
-    extra = batch * heads * c * (head_dim + 1) * 4 if causal and gpus > 1 else 0  # the fp32 partial O, LSE
+    # beside the K/V the local call reads (the gathered shards concatenated): the P shards gathered, its own among
+    # them, and its own input; causal, the fp32 partial O and LSE too
+    extra = ((gpus + 1) * _kv_bytes(c, kv_heads, head_dim, e, batch) +
+             (batch * heads * c * (head_dim + 1) * 4 if causal else 0)) if gpus > 1 else 0
     return [gather, _Phase("attention", works, 0, 0.0)], (heads, kv_heads), extra
 
 

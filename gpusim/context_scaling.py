@@ -22,7 +22,9 @@ ASSUMPTIONS = ("Predictions of the model, not measurements: every GPU runs the p
                f"{LINKS['nvlink4'].step_latency_s * 1e6:.0f} µs per step; every GPU of a node has its own "
                "InfiniBand NDR port; a ring spanning nodes waits on its slowest (inter-node) hop; steps run in "
                "lockstep; "
-               "the all-to-all over nodes is not modelled beyond that slowest link.")
+               "the all-to-all over nodes is not modelled beyond that slowest link; a transfer beside the attention "
+               "costs it nothing (NCCL's kernels take SMs and HBM bandwidth from it in practice); the forward pass "
+               "only: no context-parallel backward is modelled.")
 
 
 def minimal_shard_tokens(flops_per_s, link_bytes_per_s, itemsize=2, heads=1, kv_heads=1):

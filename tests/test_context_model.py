@@ -188,3 +188,22 @@ def test_hopper_is_a_local_kernel_too():
                         strategy="zigzag", causal=True)
     assert r.kernels[0].name.endswith("hopper") and r.link_send_bytes == ring_bytes(2, 16384, 16, 128, 1)
     assert isinstance(r, context.ContextResult)
+
+
+def test_peak_hbm_counts_the_kv_shards_each_strategy_holds_beside_its_local_call():
+    """Beside the largest local call's own footprint (gpusim's single-GPU peak for that call): a ring GPU holds its
+    own K/V shard (the caller's, while the others pass) and the one being received, plus the fp32 partial O and LSE;
+    an all-gather GPU the P shards gathered and its own input beside their concatenation, which the call reads. The
+    ring counted one shard fewer, as the project's _ring holds three from step 1 on; all-gather none."""
+    P, N, H, Hkv, d, B = 8, 16384, 32, 8, 128, 1
+    c = N // P
+    shard = 2 * c * Hkv * d * E * B  # one K and one V shard
+    partial = B * H * c * (d + 1) * 4  # fp32 O and LSE
+    kw = dict(head_dim=d, heads=H, kv_heads=Hkv, batch=B, dtype="bf16", gpu="H200", causal=True, link="nvlink4")
+    local = dict(head_dim=d, heads=H, kv_heads=Hkv, batch=B, dtype="bf16", gpu="H200")
+    ring = gpusim.simulate("flash2", seq=N, gpus=P, strategy="ring", **kw)
+    step = gpusim.simulate("flash2", seq=c, causal=True, **local)  # its own shard, the diagonal: the largest call
+    assert ring.hbm_peak_bytes == step.hbm_peak_bytes + 2 * shard + partial
+    gather = gpusim.simulate("flash2", seq=N, gpus=P, strategy="allgather", **kw)
+    last = gpusim.simulate("flash2", seq=c, seq_kv=(P - 1) * c, **local)  # the last GPU's rows on the 7 shards before
+    assert gather.hbm_peak_bytes == last.hbm_peak_bytes + (P + 1) * shard + partial

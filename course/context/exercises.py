@@ -24,11 +24,12 @@ def _lse(q, k):
     return m + np.log(np.exp(s - m[:, None]).sum(axis=1))
 
 
-def _case(seed, rows, keys, split, head_dim, shift=0.0):
+def _case(seed, rows, keys, split, head_dim, shift=0.0, scale=1.0):
     """Two partials of one head, each gpusim's flash2 run on its share of the keys, and the whole answer
-    (gpusim's reference on every key)."""
+    (gpusim's reference on every key); `scale` multiplies the queries, and so the scores and the LSEs."""
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((n, head_dim)) for n in (rows, keys, keys))
+    q *= scale
     k[split:] += shift  # a shift makes one part's scores dominate: the weights must not be halves
     parts = []
     for sl in (slice(0, split), slice(split, keys)):
@@ -48,7 +49,8 @@ F32_TOL, FAR = 1e-6, 1e-3
 
 
 def _check_merge_partials(fn):
-    cases = [_case(0, 16, 48, 16, 16), _case(1, 32, 64, 40, 16, shift=0.7), _case(2, 8, 32, 31, 32)]
+    cases = [_case(0, 16, 48, 16, 16), _case(1, 32, 64, 40, 16, shift=0.7), _case(2, 8, 32, 31, 32),
+             _case(3, 8, 32, 12, 16, scale=250.0)]  # LSEs past 709, where exp overflows even float64
     for args, (o_want, lse_want) in cases:
         text, got = call(fn, args)
         o, lse = arrays(text, got, ("o", "lse"))
@@ -77,7 +79,7 @@ def _off(got, want):
 
 def _lse_hint(lse, lse1, lse2, near):
     if not np.all(np.isfinite(lse)):
-        return ("It is not finite: exp of a large lse overflows (float32 above 88.7). np.logaddexp(lse1, lse2) "
+        return ("It is not finite: exp of a large lse overflows (above 88.7 in float32, 709.8 in float64). np.logaddexp(lse1, lse2) "
                 "computes log(exp(lse1) + exp(lse2)) without overflow.")
     if np.allclose(lse, np.maximum(lse1, lse2)):
         return "The max is only the larger part: the whole normaliser is exp(lse1) + exp(lse2), logged."
