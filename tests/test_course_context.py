@@ -183,7 +183,8 @@ def test_for_one_layer_p_gpus_hold_well_under_p_times_one_gpus_context_and_the_p
     shape = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200", link="nvlink4", causal=True)
     probe = 2 * 64 * 64  # a multiple of every GPU count's unit, 2P
     per_token = {p: gpusim.context_scaling.peak_bytes("zigzag", p, probe, **shape) * p / probe for p in (1, 8, 64)}
-    assert per_token[8] == pytest.approx(45_312 / 20_608 * per_token[1]) and per_token[64] == pytest.approx(per_token[8])
+    assert per_token[8] == pytest.approx(45_312 / 20_608 * per_token[1])
+    assert per_token[64] == pytest.approx(per_token[8])
     for line, p in zip(context.max_context_lines((8, 64)), (8, 64)):
         factor = float(line.split("(")[-1].split("x")[0])
         assert p / 2.5 < factor < p / 2

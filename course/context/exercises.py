@@ -79,8 +79,8 @@ def _off(got, want):
 
 def _lse_hint(lse, lse1, lse2, near):
     if not np.all(np.isfinite(lse)):
-        return ("It is not finite: exp of a large lse overflows (above 88.7 in float32, 709.8 in float64). np.logaddexp(lse1, lse2) "
-                "computes log(exp(lse1) + exp(lse2)) without overflow.")
+        return ("It is not finite: exp of a large lse overflows (above 88.7 in float32, 709.8 in float64). "
+                "np.logaddexp(lse1, lse2) computes log(exp(lse1) + exp(lse2)) without overflow.")
     if np.allclose(lse, np.maximum(lse1, lse2)):
         return "The max is only the larger part: the whole normaliser is exp(lse1) + exp(lse2), logged."
     if np.allclose(lse, lse1 + lse2):
