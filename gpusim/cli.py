@@ -311,11 +311,12 @@ def flash1_note(results):
     blocks = [f"{f.kernels[0].programs:,}" for _, f in slow]
     busy = [f"{f.kernels[0].busy_fraction:.0%}" for _, f in slow]
     naive_busy = [f"{min(k.busy_fraction for k in n.kernels):.0%}" for n, _ in slow]
-    memory = [f"{f.kernels[0].memory_time_s / sum(k.memory_time_s for k in n.kernels):.1f}x" for n, f in slow]
+    ratios = [f.kernels[0].memory_time_s / sum(k.memory_time_s for k in n.kernels) for n, f in slow]
+    why = (", as it reads and writes O, l and m once per K/V block" if min(ratios) >= 0.95 else
+           ": its idle SMs, not its bytes, make it slower")
     return (f"flash1 is slower than naive at N = {_span(seqs)}: it runs one thread block per (batch, head), "
             f"{_span(blocks)} blocks for {slow[0][1].config.gpu.sm_count} SMs, keeping {_span(busy)} of them busy "
-            f"(naive: {_span(naive_busy)}); its memory time is {_span(memory)} naive's, as it reads and writes "
-            f"O, l and m once per K/V block")
+            f"(naive: {_span(naive_busy)}); its memory time is {_span(f'{x:.1f}x' for x in ratios)} naive's{why}")
 
 
 def _span(values):

@@ -255,6 +255,10 @@ def test_sweep_says_why_flash1_is_slower_than_naive():
                            "(batch, head), 64 to 16 blocks for 132 SMs, keeping 48% to 12% of them busy")
     assert f"{f1.busy_fraction:.0%}" == "12%" and "\n" not in note
     assert cli.flash1_note([r for r in results if r.config.seq == 512]) is None
+    assert note.endswith("its memory time is 1.0x naive's, as it reads and writes O, l and m once per K/V block")
+    # at d = 64 its memory time is a third of naive's: the reason given was its bytes all the same
+    note = cli.flash1_note(gpusim.sweep(seqs=(512, 4096, 16384), head_dim=64, gpu="H200"))
+    assert note.endswith("its memory time is 0.3x naive's: its idle SMs, not its bytes, make it slower")
 
 
 def test_count_says_where_the_host_sets_a_training_steps_time_and_what_the_spills_add():
