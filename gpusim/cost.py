@@ -523,7 +523,7 @@ def waves(step):
                           sum(map(sum, grid.dram.values())) / step.rate["dram"] / sms),
         matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
         other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
-        busy_fraction=total / slots / (time - launch),
+        busy_fraction=min(1.0, total / slots / (time - launch)),  # at most 1: a sum of floats can pass it by 1e-15
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
