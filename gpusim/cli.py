@@ -223,8 +223,7 @@ def format_result(r):
     c = r.config
     head = _decode_head(c) if isinstance(c, DecodeLaunch) else (
         f"{c.algo} on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), seq {c.seq:,} "
-        f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, block_q {c.block_q}, block_kv {c.block_kv}, {c.dtype}"
-        f"{', causal' if c.causal else ''}")
+        f"(kv {c.seq_kv:,}), head_dim {c.head_dim}, {_tiles(r)}, {c.dtype}{', causal' if c.causal else ''}")
     b = r.backward_config
     head += f"; the backward at {b.block_q} x {b.block_kv}" if b else ""
     dram = r.dram_by_tensor
@@ -268,6 +267,14 @@ def _decode_head(c):
     return (f"split_kv on {c.gpu.name}: batch {c.batch} x heads {c.heads} (kv heads {c.kv_heads}), {c.seq} query "
             f"row(s) a request over {cached} cached tokens, head_dim {c.head_dim}, block_kv {c.block_kv}, "
             f"{c.num_splits} split(s), {f'pages of {c.page_size}' if c.page_size else 'contiguous'}, {c.dtype}")
+
+
+def _tiles(r):
+    """The launch's tiles; a context-parallel pass's local calls each run their own shape's (the config holds the
+    largest call's, which the steps after the first may not run)."""
+    if isinstance(r, ContextResult):
+        return "each local call at its own shape's tiles"
+    return f"block_q {r.config.block_q}, block_kv {r.config.block_kv}"
 
 
 def _parallel(r):

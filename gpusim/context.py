@@ -29,7 +29,8 @@ being the local kernels' predicted time (gpusim's single-GPU model on the shard'
 Transfers: bytes over the link's rate plus a per-message latency (gpusim/links.py).
 
 Result: every single-GPU field of gpusim.simulate's Result (hbm_read_bytes, kernels, ...) for one GPU, the
-busiest (`gpu_rank`); config is the whole problem's; plus `link_send_bytes` and the per-step records.
+busiest (`gpu_rank`); config is the whole problem's (its block_q and block_kv the largest local call's: each call
+runs its own shape's tiles); plus `link_send_bytes` and the per-step records.
 """
 import functools
 import math
