@@ -399,9 +399,9 @@ def by_name(kind, plural, value, known, types):
     by_lower = {name.lower(): entry for name, entry in known.items()}
     if str(value).lower() in by_lower:
         return by_lower[str(value).lower()]
-    close = [next(n for n in known if n.lower() == c)  # matched as the lookup matches: "a100" finds A100-40GB too
-             for c in difflib.get_close_matches(str(value).lower(), list(by_lower), n=3, cutoff=0.3)]
-    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    close = difflib.get_close_matches(str(value).lower(), list(by_lower), n=3, cutoff=0.3)  # without case, as the
+    names = {name.lower(): name for name in known}  # look-up: "a100" finds A100-40GB too
+    hint = f"; did you mean {' or '.join(names[c] for c in close)}?" if close else ""
     raise ValueError(f"unknown {kind}={value!r}: known {plural} are {', '.join(known)}{hint}")
 
 

@@ -46,8 +46,8 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     num_splits (None: the most that fill every SM's resident split blocks less one, decode.split_slots), page_size
     (None: contiguous), grouped (default True: a program serves a K/V head's group), block_kv (the chunk: 64, or
     its largest halving that fits the GPU), causal_align ("bottom_right"). Execute mode: q and the caches k, v,
-    contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table.
-    Context parallelism (gpus > 1, strategy, link; a split over one GPU gives gpus=1): gpusim/context.py.
+    contiguous (batch, kv_heads, S, d) or paged (pages, page_size, kv_heads, d) with block_table. Context
+    parallelism (gpus > 1, strategy, link; a split over one GPU gives gpus=1): gpusim/context.py.
     """
     if over_gpus(gpus, strategy, link):  # first: locals() are just the arguments
         return context.simulate(**locals())
@@ -61,13 +61,18 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
         return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
                            **decoding | dict(grouped=True if grouped is None else grouped))
     _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
-    if not flag("causal", causal) and causal_align not in (None, "top_left"):  # top_left: any config's, as its dict says
-        _only_with("causal=False", "causal=True (the corner the causal mask starts from)", causal_align=causal_align)
-    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align, tiles=tiles)
+    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=_align(causal, causal_align), tiles=tiles)
     if flag("backward", backward):
         return train(algo, **shape, **launch, backward_blocks=backward_blocks, do=do)
     _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
     return forward(algo, **shape, **launch)
+
+
+def _align(causal, causal_align):
+    """causal_align, or one line where there is no causal mask to align (top_left passes: any config's dict has it)."""
+    if not flag("causal", causal) and causal_align not in (None, "top_left"):
+        _only_with("causal=False", "causal=True (the corner the causal mask starts from)", causal_align=causal_align)
+    return causal_align
 
 
 def _only_with(what, where, **given):

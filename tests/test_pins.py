@@ -342,7 +342,9 @@ def test_count_without_options_is_simulate_with_its_defaults():
 
 @pytest.mark.parametrize("option, value, kw", OPTIONS, ids=[o[0] for o in OPTIONS])
 def test_every_count_option_gives_what_simulate_gives(option, value, kw):
-    extra = [option] + ([value] if value else []) + (["--heads", "8"] if option == "--kv-heads" else [])
+    needs = {"--kv-heads": ["--heads", "8"], "--causal-align": ["--causal"]}  # what the option applies to
+    extra = [option] + ([value] if value else []) + needs.get(option, [])
+    kw = kw | (dict(causal=True) if option == "--causal-align" else {})
     assert cli_json(argv_of(REQUIRED) + extra) == simulated(**REQUIRED, **kw)
 
 
