@@ -4,6 +4,7 @@ verdict by the scorecard's rules. `rows(results)` evaluates them all (those gpus
 claims_model.py); `results` is the folder of the measurements (results/h200 from the repository
 root, ../results/h200 from notebooks/).
 """
+import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
@@ -248,12 +249,19 @@ def _inputs(picks):
                      for p in picks)
 
 
+def _cpu_picks():
+    """What PyTorch picks on this machine's CPU, where torch is installed (Linux, in this project)."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed here (the project installs it on Linux), so nothing was probed on this CPU"
+    return "on this machine's CPU PyTorch picks " + ", ".join(sorted({r["picked"] for r in sdpa.probe("cpu",
+                                                                                                     sdpa.CASES[:3])}))
+
+
 def sdpa_conditions(results):
     """What PyTorch picks unforced (sdpa_pick.json's kernel names, else the dispatcher's choice recorded in
     sdpa_backends.json) for the inputs that meet the stated conditions: does it select flash?"""
     picks, runs = evidence.sdpa_picks(results), evidence.flash_runs(results)
-    cpu = ("no gpusim prediction (PyTorch's dispatcher is not modelled); on this machine's CPU PyTorch picks "
-           + ", ".join(sorted({r["picked"] for r in sdpa.probe("cpu", sdpa.CASES[:3])})))
+    cpu = "no gpusim prediction (PyTorch's dispatcher is not modelled); " + _cpu_picks()
     claim = ("PyTorch selects FlashAttention when conditions permit (CUDA, fp16/bf16, supported head dimensions; "
              "Ampere or newer).")
     rule, where = "flash picked for every input meeting the conditions", ("06_real_kernels.ipynb",
