@@ -32,6 +32,7 @@ def test_exp_overflows_where_finfo_says():
 def test_notebook3s_softmax_puzzles_input_overflows_exp_as_it_says():
     """Notebook 3's puzzle said its input (standard deviation 40) overflows exp: true of its seeded draw, whose
     largest value, 144, the notebook now states."""
+    pytest.importorskip("torch", reason="the puzzle's input comes from the puzzle checker, which imports torch (Linux)")
     from gpusim_course.puzzles import catalog
     for name in ("row_softmax", "online_row_softmax"):
         x = next(iter(catalog.PUZZLES[name].inputs().values()))

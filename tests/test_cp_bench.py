@@ -111,6 +111,7 @@ def test_smoke_run_on_cpu_writes_every_row_and_the_bytes_gpusim_counts(tmp_path)
     """The measurement's own code, under torchrun with gloo (two processes) and then in this one, at the smoke
     shapes: every project row and the single GPU's flash2, each with its model time, and the bytes each strategy
     sent equal to gpusim's count."""
+    pytest.importorskip("torch", reason="the smoke run is torch.distributed's (Linux)")
     from benchmarks import cp
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = ["--out", str(tmp_path), "--smoke"]

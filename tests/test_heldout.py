@@ -168,6 +168,7 @@ def test_a_training_row_is_timed_per_call_as_a_loop_calls_it(tmp_path, monkeypat
     chunks, each after a chunk of the host probe's, checked first; the probe's time per step over the same stretch,
     and the probe timed before the row as the sets before seed 2092 took it. Each chunk runs its steps for real; its
     clock here reads 150 µs a call for the probe's steps and 400 µs for the row's, so that the averages are pinned."""
+    pytest.importorskip("torch", reason="a training row is timed through torch (Linux)")
     from benchmarks import heldout, host
     monkeypatch.setattr(heldout, "STEPS_S", 0.0)  # the fewest steps: MIN_STEPS, here 3 (each a step in the interpreter)
     monkeypatch.setattr(heldout, "MIN_STEPS", 3)
