@@ -1,5 +1,6 @@
 # The two commands of the README: `make course` and `make test`. Both set up .venv first, on CPU.
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 # PyTorch's index of CPU-only builds: torch without CUDA's libraries or triton. Where it cannot be reached,
@@ -11,7 +12,11 @@ PIP := $(PY) -m pip install -q -c constraints-cpu.txt
 .PHONY: course test clean
 
 $(STAMP): pyproject.toml constraints-cpu.txt
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	@if [ "$$(uname -s)" = Linux ] && ! $(PY) -c "import sys; sys.exit(sys.version_info >= (3, 15))"; then \
+	  echo "Python $$($(PY) -c 'import platform; print(platform.python_version())'): torch 2.13 and triton 3.6.0" \
+	    "publish Linux wheels for Python 3.10 to 3.14 only: make clean, then make PYTHON=python3.14 (or 3.10-3.13)"; \
+	  exit 1; fi
 	$(PY) -m pip install -q --upgrade pip
 	@if [ "$$(uname -s)" != Linux ]; then \
 	  echo "torch: not installed on $$(uname -s): the kernels need Linux (Triton); the model and the course do not"; \

@@ -115,6 +115,12 @@ def test_cuda_command_resolves_from_pypi(torch_pin):
     assert Requirement(torch_pin or "torch").specifier.contains(pins["torch"]), pins["torch"]
     assert _kernels_requirement("torch").specifier.contains(pins["torch"]), pins["torch"]
     assert _kernels_requirement("triton").specifier.contains(pins["triton"]), pins["triton"]
+    if not torch_pin:  # the README's driver note: the CUDA its torch was built for
+        major = pins["torch"].split(".")[1]
+        runtime = pins.get("nvidia-cuda-runtime") or pins.get("nvidia-cuda-runtime-cu12")
+        readme = " ".join((ROOT / "README.md").read_text().split())
+        assert f"PyPI's torch 2.{major}, which that resolves to, is built for CUDA {runtime.split('.')[0]}" in readme
+        assert f"(`nvidia-cuda-runtime` {'.'.join(runtime.split('.')[:2])})" in readme
 
 
 def test_cpu_index_gives_torch_without_cuda_or_triton():
