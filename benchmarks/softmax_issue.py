@@ -65,6 +65,9 @@ def compare(path):
 def main(argv):
     if argv[:1] == ["workload"]:
         return workload()
+    if argv[:1] != ["compare"] or len(argv) != 2:  # --help, or nothing: the docstring says how
+        print(__doc__)
+        return 0 if argv[:1] in (["--help"], ["-h"]) else 2
     print("causal      N  issued/scheduler measured  model   ms measured  predicted")
     for causal, seq, measured, model, ms, predicted in compare(argv[1]):
         print(f"{causal!s:6s} {seq:6d}  {measured:25.2f}  {model:5.2f}  {ms if ms else float('nan'):11.3f}  "
@@ -72,4 +75,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

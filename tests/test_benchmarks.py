@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="the probe scripts need torch (pip install -e '.[kernels]')")
 pytest.importorskip("triton", reason="the probe scripts need Triton, which publishes Linux wheels only")
 ROOT = Path(__file__).resolve().parents[1]
-from benchmarks import (bandwidth, bwd_kernels, l2_dirty, l2_reuse, latency, lone_program, matmul_tiles, overlap,  # noqa: E402
-                        paged_read, probe, resources, tiles)
+from benchmarks import (bandwidth, bwd_kernels, drift, l2_dirty, l2_reuse, latency, lone_program,  # noqa: E402
+                        matmul_tiles, overlap, paged_read, probe, resources, tiles)
 import gpusim  # noqa: E402
 from gpusim import compiled  # noqa: E402
 from gpusim.config import make_config  # noqa: E402
@@ -137,6 +137,37 @@ def test_overlap_forward_run_times_the_softmax_loop_at_its_d_into_its_own_file(t
     assert [(r["variant"], r["d"], r["br"], r["programs_per_sm"]) for r in rows] == [
         ("softmax", head_dim, 32, b) for b in (1, 2)]
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".json"] == [f"overlap_d{head_dim}.json"]
+
+
+def test_drift_smoke_run_stamps_every_step_and_changes_nothing_else(tmp_path, monkeypatch):
+    """In the interpreter the clock is the step (FAKE_NOW): each program's row holds its start, its steps and its end;
+    its O equals flash2's; --analyse adds the LRU's K/V reads."""
+    for name in drift.SMOKE:
+        monkeypatch.setattr(drift, name, getattr(drift, name))  # restored after main() sets the smoke values
+    drift.main(["--out", str(tmp_path), "--smoke"])
+    row, = json.loads((tmp_path / "drift.json").read_text())["rows"]
+    stamps = drift.np.load(tmp_path / "drift_stamps.npz")["n256_d16_r0"]
+    assert row["every"] == 1 and row["programs"] == 2 * 2 and row["max_abs_diff_vs_flash2"] == 0
+    assert stamps.tolist() == [[i, *range(8), i] for _ in range(2) for i in range(2)]  # (head, Q block) in grid order
+    data = drift.main(["--out", str(tmp_path), "--smoke", "--analyse"])
+    assert set(data["rows"][0]["kv_reads_0"]) == {"gpusim", "half_missed"}
+
+
+def test_drift_places_each_step_between_its_stamps():
+    stamps = drift.np.array([[0, 10, 30, 50, 70]])  # start, steps 0, 2 and 4 of 5, end (standing for step 5)
+    assert drift.step_times(stamps, 2, 5).tolist() == [[10, 20, 30, 40, 50]]
+    assert drift.step_times(drift.np.array([[0, 10, 20, 40]]), 2, 3).tolist() == [[10, 15, 20]]
+
+
+def test_the_lru_reads_k_and_v_once_where_the_programs_share_them_and_again_where_the_l2_forgot():
+    """Two programs of one head, 4 steps of 10 B, Q_i and O_i of 1 B: in step (the second just behind) K and V are
+    read once; one after the other through an L2 of less than the head's 40 B, twice; of more, once."""
+    lockstep = drift.np.array([[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]])
+    after = drift.np.array([[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]])
+    assert drift.lru_kv_reads(lockstep, 1, 4, 2, 1, 10, 25) == 1
+    assert drift.lru_kv_reads(after, 1, 4, 2, 1, 10, 25) == 2
+    assert drift.lru_kv_reads(after, 1, 4, 2, 1, 10, 45) == 1
+    assert drift.lru_kv_reads(drift.np.concatenate([after, after + 20]), 1, 4, 2, 1, 10, 45) == 1  # two heads
 
 
 def test_paged_read_smoke_run_reads_every_key_once_in_each_layout(tmp_path, monkeypatch):
@@ -813,3 +844,11 @@ def test_host_times_an_entry_and_sdpa_in_turn_and_takes_each_ones_median(monkeyp
         raise RuntimeError("no flash backend")
     clock = iter([5.0])
     assert host.paired(lambda: "entry", fails, 200, 20, None, 3) == {"error": "sdpa: RuntimeError: no flash backend"}
+
+
+def test_help_prints_the_docstring_where_it_crashed_or_failed(capsys):
+    """softmax_issue --help raised IndexError; golden --help printed its docstring and exited 1."""
+    from benchmarks import golden, softmax_issue
+    for module in (softmax_issue, golden):
+        assert module.main(["--help"]) == 0 and module.__doc__.splitlines()[0] in capsys.readouterr().out
+    assert softmax_issue.main([]) == 2  # nothing to do: the docstring, and an error's status
