@@ -168,15 +168,19 @@ def measure(results, out):
 
 def analyse(folder):
     """drift.json's rows in `folder` with K and V's reads through the LRU L2 (kv_reads_R: {capacity's name: times}),
-    from drift_stamps.npz beside it; rewritten in place."""
+    from drift_stamps.npz beside it, at the capacity of the GPU the run names (its preset's; on the H200 also run
+    65's measured one); rewritten in place."""
     import gpusim
     path = Path(folder) / "drift.json"
     data, stamps = json.loads(path.read_text()), np.load(Path(folder) / "drift_stamps.npz")
-    capacities = {"gpusim": gpusim.get_gpu("H200-measured").l2_reuse_bytes(every_sm=True),
-                  "half_missed": _half_missed()}
+    name = data["environment"]["gpu"]
+    preset = gpusim.get_gpu(gpusim.hardware.device_preset(name) or "H200-measured")
+    capacities = {"gpusim": preset.l2_reuse_bytes(every_sm=True)}  # the GPU the stamps were taken on
+    if name == "NVIDIA H200":  # run 65 measured the H200's alone
+        capacities["half_missed"] = _half_missed()
     for row in data["rows"]:
         per_head, steps, every, _, q_bytes, kv_bytes = layout(row)
-        for r in range(REPEATS):
+        for r in range(sum(f"stamped_ms_{r}" in row for r in range(len(stamps.files)))):  # the repeats it ran
             s = stamps[f"n{row['seq']}_d{row['head_dim']}_r{r}"].astype(np.int64)
             row[f"kv_reads_{r}"] = {name: lru_kv_reads(s, every, steps, per_head, q_bytes, kv_bytes, c)
                                     for name, c in capacities.items()}

@@ -150,7 +150,7 @@ def test_drift_smoke_run_stamps_every_step_and_changes_nothing_else(tmp_path, mo
     assert row["every"] == 1 and row["programs"] == 2 * 2 and row["max_abs_diff_vs_flash2"] == 0
     assert stamps.tolist() == [[i, *range(8), i] for _ in range(2) for i in range(2)]  # (head, Q block) in grid order
     data = drift.main(["--out", str(tmp_path), "--smoke", "--analyse"])
-    assert set(data["rows"][0]["kv_reads_0"]) == {"gpusim", "half_missed"}
+    assert set(data["rows"][0]["kv_reads_0"]) == {"gpusim"}  # run 65's measured capacity is the H200's alone
 
 
 def test_drift_places_each_step_between_its_stamps():
