@@ -246,7 +246,7 @@ def format_result(r):
 def _host_floor(r):
     """Where a training step's time is its host cost per call, not its kernels' (Result.predicted_time_s)."""
     kernels_s = sum(k.predicted_time_s for k in r.kernels)
-    if r.predicted_time_s <= kernels_s:
+    if isinstance(r, ContextResult) or r.predicted_time_s <= kernels_s:  # several GPUs: the link's time, not the host's
         return ""
     return (f", the host's cost of a training step on {r.config.gpu.name} (train_step_host_s: Python, autograd and "
             f"the launches), which the kernels' {fmt_time(kernels_s)} cannot beat")
@@ -272,9 +272,15 @@ def _decode_head(c):
 def _tiles(r):
     """The launch's tiles; a context-parallel pass's local calls each run their own shape's (the config holds the
     largest call's, which the steps after the first may not run)."""
-    if isinstance(r, ContextResult):
-        return "each local call at its own shape's tiles"
-    return f"block_q {r.config.block_q}, block_kv {r.config.block_kv}"
+    if not isinstance(r, ContextResult):
+        return f"block_q {r.config.block_q}, block_kv {r.config.block_kv}"
+    given = {name: value for name, value in zip(("block_q", "block_kv"), r.given_blocks) if value}
+    if len(given) == 2:
+        return f"block_q {given['block_q']} and block_kv {given['block_kv']} in every local call"
+    if given:
+        (name, value), = given.items()
+        return f"{name} {value} in every local call, its other tile its shape's"
+    return "each local call at its own shape's tiles"
 
 
 def _parallel(r):

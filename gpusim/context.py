@@ -109,6 +109,7 @@ class ContextResult(Result):
     compute_s: np.ndarray | None = None  # (steps, gpus): local attention and merge
     merge_bytes_by_step: np.ndarray | None = None  # (steps, gpus)
     flops_matmul_by_step: np.ndarray | None = None  # (steps, gpus)
+    given_blocks: tuple = (None, None)  # (block_q, block_kv) as the caller gave them: each local call's
 
     @property
     def step_time_s(self):
@@ -434,4 +435,5 @@ def _result(algo, phases, heads, peak_extra, local, strategy, link, shape, head_
                          strategy=strategy, link=link, gpu_rank=rank, phases=tuple(p.name for p in phases),
                          step_send_bytes=tuple(p.send_bytes for p in phases),
                          step_transfer_s=tuple(p.transfer_s for p in phases), compute_s=compute,
-                         merge_bytes_by_step=per("merge_bytes"), flops_matmul_by_step=per("flops_matmul"))
+                         merge_bytes_by_step=per("merge_bytes"), flops_matmul_by_step=per("flops_matmul"),
+                         given_blocks=(block_q, block_kv))

@@ -292,3 +292,16 @@ def test_a_context_parallel_count_names_no_tiles_most_of_its_steps_do_not_run():
     diagonal, later = (gpusim.simulate("flash2", seq=n, seq_kv=c, head_dim=128, heads=32, kv_heads=8, causal=causal,
                                        gpu="H200").config for n, causal in ((c, True), (c, False)))
     assert (diagonal.block_q, diagonal.block_kv) != (later.block_q, later.block_kv)
+    given = ["--algo", "flash2", "--seq", "4096", "--head-dim", "64", "--gpus", "4", "--strategy", "zigzag"]
+    assert "block_q 64 and block_kv 32 in every local call" in run(
+        "count", *given, "--block-q", "64", "--block-kv", "32").stdout.splitlines()[0]  # the caller's, in every call
+    assert "block_q 64 in every local call, its other tile its shape's" in run(
+        "count", *given, "--block-q", "64").stdout.splitlines()[0]
+
+
+def test_the_host_floor_line_is_a_training_steps_only():
+    """Over several GPUs the time past the kernels' is the link's (Ulysses' all-to-alls here), not the host's: the
+    footer said a forward pass's time was the host's cost of a training step."""
+    from gpusim.cli import _host_floor
+    r = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=8, gpus=8, strategy="ulysses", gpu="H200")
+    assert r.predicted_time_s > sum(k.predicted_time_s for k in r.kernels) and _host_floor(r) == ""
