@@ -6,10 +6,11 @@ probe docs/perf.md asks for at the DRAM edge ("Why no rule on what fits can clos
     TRITON_INTERPRET=1 python -m benchmarks.drift --out /tmp/d --smoke  # CPU: a tiny launch, a fake clock
 
 flash2's kernel (kernels/flash2.py) is compiled from its source with one change: each program writes the GPU's
-%globaltimer (ns) when it starts, at every EVERY-th K/V step after the step's loads, and when it ends. Each shape of
-Nsight's non-causal flash2 launches at the DRAM edge (ncu.json, run 153; ncu_edges*.json, run 90) runs once that
-way, after the L2 is flushed, REPEATS times, and once plain under do_bench (the instrumented launch's own span beside
-it says what the stamps cost). lru_kv_reads then replays every program's reads in the order of their times, each
+%globaltimer (ns) when it starts, at every EVERY-th K/V step after the step's loads, and when it ends. Nsight's
+non-causal flash2 launches from N = 16,384 up (ncu.json, run 153; ncu_edges*.json, run 90), those at the DRAM edge
+and those beside it that Nsight found within 10% (16,384 and 24,576 at d = 128, 32,768 and 40,960 at d = 64), run
+that way REPEATS times, each after the L2 is flushed, and once plain under do_bench (the instrumented launch's own
+span beside it says what the stamps cost). lru_kv_reads then replays every program's reads in the order of their times, each
 step's K_j and V_j placed between the stamps in proportion, through an L2 that keeps the most recent
 `capacity` bytes (least recently used out first; Q_i and O_i take their room too) at gpusim's capacity for data
 read from every SM (GPU.l2_reuse_bytes) and at run 65's measured point where half the re-reads missed
@@ -26,7 +27,7 @@ import numpy as np
 from benchmarks import probe
 
 SHAPES = [dict(seq=n, head_dim=d, heads=16 if d == 128 else 32, block_kv=128 if d == 128 else 64)
-          for d, seqs in ((128, (16384, 24576, 32768, 40960, 65536)), (64, (32768, 40960, 65536, 98304)))
+          for d, seqs in ((128, (16384, 24576, 32768, 40960, 65536, 98304)), (64, (32768, 40960, 65536, 98304)))
           for n in seqs]  # batch 1, fp16, block_q 128, not causal: as Nsight profiled them
 REPEATS = 2
 STAMPS_PER_PROGRAM = 24  # a program's stamps: its start, its steps at every EVERY-th, its end
@@ -156,6 +157,8 @@ def measure(results, out):
             kernel[(per_head, cfg.bh)](q, k, v, o, lse, stamps, slots, every, n, n, d**-0.5,
                                        **constants(cfg, "flash2"))
             s = stamps.cpu().numpy()
+            if device == "cuda" and not s.all():  # %globaltimer is never 0: a slot the kernel did not write
+                raise RuntimeError(f"N = {n}, d = {d}: {int((s == 0).sum())} stamp slots were not written")
             s = s - s.min()
             arrays[f"n{n}_d{d}_r{r}"] = s.astype(np.uint32)
             row[f"stamped_ms_{r}"] = float(s[:, -1].max()) * 1e-6
