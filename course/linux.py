@@ -16,11 +16,12 @@ def missing():
 
 
 def why(gone):
-    """One line: the packages `gone` and why the kernels need Linux."""
-    return (f"this cell runs Triton kernels, which need Linux: {' and '.join(gone)} "
-            f"{'is' if len(gone) == 1 else 'are'} not installed on {platform.system()} (Triton publishes Linux "
-            "wheels only, so `make course` leaves the kernels out there); the model's cells, the widgets and the "
-            "figures run without them")
+    """One line: the packages `gone` and why the kernels need them (on Linux: how to add them)."""
+    names = f"{' and '.join(gone)} {'is' if len(gone) == 1 else 'are'} not installed"
+    if platform.system() == "Linux":
+        return f"this cell runs Triton kernels: {names} here (pip install -e '.[kernels]' adds them)"
+    return (f"this cell runs Triton kernels, which need Linux: {names} on {platform.system()} (Triton publishes "
+            "Linux wheels only, so `make course` leaves the kernels out there); the model's cells run without them")
 
 
 def require_kernels():
@@ -37,10 +38,14 @@ def needs_kernels(lines):
     """IPython's first transform of a cell's lines (input_transformers_cleanup): a cell that starts with MARK is the
     rest of it, run as any other cell, where torch and Triton import; elsewhere a line that prints why it is
     skipped."""
-    if not lines or lines[0].strip() != MARK:
+    if not lines or lines[0].split()[:1] != [MARK]:  # the mark, alone or with a comment after it
         return lines
     gone = missing()
-    return [f"print({'Skipped: ' + why(gone) + '.'!r})\n"] if gone else ["\n", *lines[1:]]  # numbered as written
+    if gone:
+        return [f"print({'Skipped: ' + why(gone) + '.'!r})\n"]
+    if lines[1:] and lines[1].startswith("%%"):  # another cell magic (%%time) must be the cell's first line
+        return lines[1:]
+    return ["\n", *lines[1:]]  # numbered as written
 
 
 def load_ipython_extension(ipython):

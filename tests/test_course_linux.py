@@ -39,6 +39,27 @@ def test_one_line_where_triton_is_missing(monkeypatch):
     assert "x" not in namespace and printed.startswith("print(") and "Skipped: this cell runs Triton kernels" in printed
 
 
+def test_without_the_kernels_on_linux_the_line_says_how_to_add_them(monkeypatch):
+    """On Linux the kernels do not need another system, only the extra: "need Linux ... not installed on Linux"
+    said otherwise."""
+    without(monkeypatch, "torch", "triton")
+    monkeypatch.setattr(linux.platform, "system", lambda: "Linux")
+    printed, = linux.needs_kernels(["%%needs_kernels\n", "x = 1\n"])
+    assert "torch and triton are not installed here (pip install -e '.[kernels]' adds them)" in printed
+    assert "need Linux" not in printed
+
+
+def test_the_mark_takes_a_comment_and_another_cell_magic_after_it(monkeypatch):
+    monkeypatch.setattr(linux, "missing", lambda: [])
+    assert linux.needs_kernels(["%%needs_kernels  # the kernels\n", "x = 1\n"]) == ["\n", "x = 1\n"]
+    assert linux.needs_kernels(["%%needs_kernels\n", "%%time\n", "x = 1\n"]) == ["%%time\n", "x = 1\n"]
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "gpusim_course.linux")
+    assert shell.run_cell("%%needs_kernels\n%%capture out\nprint('caught')\n").success
+    assert shell.user_ns["out"].stdout == "caught\n"
+
+
 def test_a_cell_without_the_mark_is_left_as_it_is(monkeypatch):
     without(monkeypatch, "torch", "triton")
     for lines in ([], ["x = 1\n"], ["# %%needs_kernels\n", "x = 1\n"]):
