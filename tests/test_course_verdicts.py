@@ -175,3 +175,12 @@ def test_every_fa3_row_says_what_stands_in_for_fa3():
     row = claims.fa3_utilization(RESULTS)
     assert "as the most a Hopper attention kernel reached here (the speed-up rows' stand-in" in row.judged.reason
     assert "the project's Hopper kernel at best" in row.measured
+
+
+def test_a_range_verdict_names_every_case_inside_not_only_the_whole_groups():
+    """"inside 2-4x for d=128 (9 of 27 cases)" counted two d=64 cases it never named: the d=128 group held 7."""
+    obs = [verdicts.Obs(3.0, f"N={n}", "d=128") for n in (512, 1024)] + [
+        verdicts.Obs(3.5, "N=512", "d=64"), verdicts.Obs(9.0, "N=4096", "d=64"), verdicts.Obs(8.0, "N=512", "d=64, causal")]
+    judged = verdicts.interval(obs, 2, 4, "2-4x")
+    assert judged.verdict == "holds under conditions"
+    assert "inside 2-4x for d=128; at d=64 N=512 (3 of 5 cases)" in judged.reason

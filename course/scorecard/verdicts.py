@@ -69,8 +69,10 @@ def _where(observations, inside):
     for o in observations:
         groups.setdefault(o.group, []).append(o)
     whole = [g for g, os in groups.items() if g and all(o in inside for o in os)]
-    if whole:
-        return "for " + "; ".join(whole) + f" ({len(inside)} of {len(observations)} cases)"
+    if whole:  # the cases inside the groups not wholly inside are named too
+        rest = [o for o in inside if o.group not in whole]
+        return ("for " + "; ".join(whole) + (f"; at {_cases(rest)}" if rest else "")
+                + f" ({len(inside)} of {len(observations)} cases)")
     outside = [o for o in observations if o not in inside]
     if len(outside) < len(inside):  # name the exceptions, the fewer
         return f"at every case but {_cases(outside)} ({len(inside)} of {len(observations)} cases)"
