@@ -285,11 +285,15 @@ def test_notebook9_names_the_kernel_whose_figure2_bytes_match_the_paper():
     from gpusim_course.training import model as training
     rows = {r["algo"]: r for r in training.figure2_left()}
     paper = training.FIGURE2_PUBLISHED_GB["flash"]
-    assert round(rows["flash1"]["total_GB"] / paper) == 2 and abs(rows["flash1"]["dram_GB"] / paper - 1) < 0.15
-    assert 0.4 < rows["flash2"]["dram_GB"] / paper < 0.6  # "about half of it"
+    assert round(rows["flash1"]["total_GB"] / paper) == 2 and rows["flash1"]["dram_GB"] > paper
+    assert 0.4 < rows["flash2"]["dram_GB"] / paper < 0.6  # "about half of 4.4 GB"
     text = _markdown("09_training.ipynb")
     assert "FlashAttention-1's count (the paper's algorithm) as the SMs request it" in text
-    assert "flash2's DRAM bytes, about half of it" in text and "FlashAttention's count as the SMs" not in text
+    assert "flash2's DRAM bytes, about half of 4.4 GB" in text and "FlashAttention's count as the SMs" not in text
+    # it said the DRAM bytes were close to 4.4 GB, "with L2 catching the re-reads": the backward's were counted as
+    # first touches; through gpusim's L2 model they are 1.4x it, and the forward's re-reads reach DRAM
+    assert "what reaches DRAM through gpusim's L2 model is more than 4.4 GB too" in text
+    assert "serves most of those re-reads" not in text
 
 
 def test_notebook10s_causal_prompt_asks_what_its_question_answers():
