@@ -156,7 +156,7 @@ def _filled_d128():
 
 def _flash1_faster():
     saved = [1 - r["evict_last"]["ms"] / r["plain"]["ms"] for r in nsight.flash1_hint_rows(ROOT / "results" / "h200")]
-    return f"made the kernel up to {max(saved):.0%} faster"
+    return f"cut the kernel's time by up to {max(saved):.0%}"  # time saved: "18% faster" would be 1/0.82
 
 
 # The once-only blind scorings of the held-out sets (notebook 12), as benchmarks/report_heldout.py computes them.
@@ -202,7 +202,7 @@ FACTS = [
     Phrase("12", "from 85% to 92% within 20%", _host_probe_gain),
     Phrase("12", "88 rows hold only 10 to 12 of each kind but flash2's forwards (42)", _heldout_kind_counts),
     Phrase("12", "its loads read 6–8% more than counted", _flash1_unhinted),
-    Phrase("12", "made the kernel up to 18% faster", _flash1_faster),
+    Phrase("12", "cut the kernel's time by up to 18%", _flash1_faster),
     Phrase("13", "(1.25x at P = 4)", lambda: f"({5 / 4}x at P = 4)"),  # the sentence's own 5/P at P = 4
 ]
 QUOTES = [

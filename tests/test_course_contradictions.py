@@ -469,3 +469,16 @@ def test_notebook1_says_the_quotes_mix_understates_each_a100s_gap():
     assert ("the quote's mix makes the counter fewer times as fast as its fridge than either A100 alone does, and "
             "each A100 alone is about the summary's ten times") in _markdown("01_memory_hierarchy.ipynb")
     assert {g.name for g in gpusim.PRESETS.values() if g.sram_bytes_per_s} == {"A100-40GB", "A100-80GB"}
+
+
+def test_notebook12_names_the_kind_the_pooled_held_out_row_puts_closest():
+    """Notebook 12 said "Decode and naive attention sit closest" beside a pooled row where decode was second from
+    the bottom (naive 99%, Hopper 98%, flash2 97%, decode 96%, training 92%)."""
+    from gpusim_course.provenance import heldout
+    pooled = heldout.set_rows(ROOT / "results" / "h200")[-1]
+    kinds = ("naive", "flash2", "Hopper", "training step", "decode")
+    order = sorted(kinds, key=lambda k: -float(pooled[k].rstrip("%")))
+    assert order[0] == "naive" and order[-2] == "decode"
+    text = " ".join(_markdown("12_appendix_provenance.ipynb").split())
+    assert "**Naive attention sits closest**" in text and "in the pooled row it is second from the bottom" in text
+    assert "sit closest" not in text
