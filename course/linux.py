@@ -24,13 +24,6 @@ def why(gone):
             "Linux wheels only, so `make course` leaves the kernels out there); the model's cells run without them")
 
 
-def require_kernels():
-    """Nothing where torch and Triton can be imported; else one line saying why the kernels need Linux."""
-    gone = missing()
-    if gone:
-        raise ModuleNotFoundError(why(gone))
-
-
 MARK = "%%needs_kernels"
 
 
