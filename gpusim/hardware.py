@@ -396,12 +396,11 @@ def by_name(kind, plural, value, known, types):
     unknown name gets one line listing the known ones and the closest."""
     if isinstance(value, types):
         return value
-    by_lower = {name.lower(): entry for name, entry in known.items()}
+    by_lower = {name.lower(): name for name in known}
     if str(value).lower() in by_lower:
-        return by_lower[str(value).lower()]
-    close = difflib.get_close_matches(str(value).lower(), list(by_lower), n=3, cutoff=0.3)  # without case, as the
-    names = {name.lower(): name for name in known}  # look-up: "a100" finds A100-40GB too
-    hint = f"; did you mean {' or '.join(names[c] for c in close)}?" if close else ""
+        return known[by_lower[str(value).lower()]]
+    close = difflib.get_close_matches(str(value).lower(), list(by_lower), n=3, cutoff=0.3)  # "a100": A100-40GB too
+    hint = f"; did you mean {' or '.join(by_lower[c] for c in close)}?" if close else ""
     raise ValueError(f"unknown {kind}={value!r}: known {plural} are {', '.join(known)}{hint}")
 
 
