@@ -166,7 +166,7 @@ def measure(results, out):
         ref = flash2_attention(q, k, v, block_q=128, block_kv=shape["block_kv"])
         row["max_abs_diff_vs_flash2"] = float((o - ref).abs().max())  # the stamps change nothing else
         results.add(row)
-    np.savez_compressed(Path(out) / "drift_stamps.npz", **arrays)
+        np.savez_compressed(Path(out) / "drift_stamps.npz", **arrays)  # after every shape, as the rows are
 
 
 def analyse(folder):
