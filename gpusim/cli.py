@@ -244,9 +244,9 @@ def format_result(r):
 
 
 def _host_floor(r):
-    """Where a training step's time is its host cost per call, not its kernels' (Result.predicted_time_s)."""
+    """Where a training step's time is its host cost per call, not its kernels' (Result.host_s)."""
     kernels_s = sum(k.predicted_time_s for k in r.kernels)
-    if isinstance(r, ContextResult) or r.predicted_time_s <= kernels_s:  # several GPUs: the link's time, not the host's
+    if r.host_s <= kernels_s:
         return ""
     return (f", the host's cost of a training step on {r.config.gpu.name} (train_step_host_s: Python, autograd and "
             f"the launches), which the kernels' {fmt_time(kernels_s)} cannot beat")

@@ -111,13 +111,15 @@ class Result:
         return max(k.sram_bytes_per_block for k in self.kernels)
 
     @property
+    def host_s(self):
+        """The host's cost per call the kernels cannot beat: a training step's (forward and backward kernels),
+        GPU.train_step_host_s (Python, autograd and the launches issue no faster); 0 for anything else."""
+        return self.config.gpu.train_step_host_s if {k.pass_ for k in self.kernels} == {"forward", "backward"} else 0.0
+
+    @property
     def predicted_time_s(self):
-        """The kernels' times added; a training step (forward and backward kernels) at least its host cost
-        per call (GPU.train_step_host_s: Python, autograd and the launches issue no faster)."""
-        gpu_s = sum(k.predicted_time_s for k in self.kernels)
-        if {k.pass_ for k in self.kernels} == {"forward", "backward"}:
-            return max(gpu_s, self.config.gpu.train_step_host_s)
-        return gpu_s
+        """The kernels' times added, at least the host's cost per call (host_s)."""
+        return max(sum(k.predicted_time_s for k in self.kernels), self.host_s)
 
     @property
     def fits_in_hbm(self):
