@@ -154,19 +154,21 @@ class Tiling:
 
     def unmasked_blocks_of(self, i):
         """The first K/V blocks of Q block i that need no mask: whole blocks of keys that every row of the
-        block sees (a kernel masks only the rest: the diagonal, and a ragged last block)."""
+        block sees (a kernel masks only the rest: the diagonal, and a ragged last block). Its first row sees keys
+        up to i * Br + offset, so block j is whole to it when (j + 1) * Bc <= i * Br + offset + 1."""
         whole = self.seq_kv // self.block_kv
         if not self.causal:
             return whole
-        return min(whole, (i * self.block_q + self.offset) // self.block_kv)
+        return min(whole, (i * self.block_q + self.offset + 1) // self.block_kv)
 
     def _unmasked_before_last(self):
         """sum_i (unmasked blocks of Q block i) over every Q block but the last (whose rows may be fewer)."""
         last, br, bc, whole = self.n_q_blocks - 1, self.block_q, self.block_kv, self.seq_kv // self.block_kv
         if not self.causal:
             return last * whole
-        s = min(last, max(0, -(-(whole * bc - self.offset) // br)))  # first i whose unmasked blocks reach `whole`
-        return floor_sum(s, bc, br, self.offset) + (last - s) * whole
+        seen = self.offset + 1  # keys the first row of Q block 0 sees
+        s = min(last, max(0, -(-(whole * bc - seen) // br)))  # first i whose unmasked blocks reach `whole`
+        return floor_sum(s, bc, br, seen) + (last - s) * whole
 
     @property
     def unmasked_elements(self):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import gpusim
 from gpusim.passes import get as algorithm
 from gpusim.config import make_config
+from gpusim.tiling import Tiling
 
 from brute import count as brute_count
 
@@ -120,6 +121,34 @@ def test_causal_skips_whole_tiles_only():
     assert causal.config.tiling.tiles == t * (t + 1) // 2
     naive = gpusim.simulate("naive", seq=n, head_dim=64, block_q=b, block_kv=b, causal=True)
     assert naive.counts[("qk", "S")][1] == t * (t + 1) // 2 * b * b * 2  # visited tiles are written whole
+
+
+def _unmasked_by_hand(n, n_kv, br, bc, offset):
+    """Per Q block, the leading K/V blocks every one of its rows sees whole, from the mask's definition (row r
+    sees keys 0 .. r + offset), block by block."""
+    blocks = []
+    for i in range(-(-n // br)):
+        j = 0
+        while (j + 1) * bc <= n_kv and (j + 1) * bc - 1 <= i * br + offset:
+            j += 1
+        blocks.append(j)
+    return blocks
+
+
+@pytest.mark.parametrize("n, n_kv, br, bc, offset", [
+    (100, 163, 64, 64, 63),  # bottom-right: Q block 0's first row sees keys 0 .. 63, all of block 0
+    (200, 200, 31, 16, 0),  # top-left, odd tiles: Q block 1's first row sees keys 0 .. 31, blocks 0 and 1
+    (1000, 1500, 48, 24, 500), (777, 777, 16, 64, 0), (300, 4096, 64, 128, 3796)])
+def test_unmasked_blocks_are_the_blocks_every_row_sees_whole(n, n_kv, br, bc, offset):
+    """The kernels' unmasked loop runs these blocks; the model prices their scores without the mask's cost. It
+    counted one block fewer where a Q block's first row sees exactly to a block's end (i * Br + offset + 1 a
+    multiple of Bc): with bottom-right alignment, or tiles no kernel runs."""
+    t = Tiling(n, n_kv, br, bc, True, offset)
+    hand = _unmasked_by_hand(n, n_kv, br, bc, offset)
+    assert [t.unmasked_blocks_of(i) for i in range(t.n_q_blocks)] == hand
+    assert t.unmasked_tiles == sum(hand)
+    rows = [min(br, n - i * br) for i in range(len(hand))]
+    assert t.unmasked_elements == bc * sum(r * k for r, k in zip(rows, hand))
 
 
 def test_causal_with_more_queries_than_keys():
