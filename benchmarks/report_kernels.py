@@ -76,6 +76,28 @@ def speedup_table():
     return "\n".join(lines)
 
 
+def naive_floor_table():
+    """bench.json's naive rows (fp16) over their floor: the model's DRAM bytes of the three kernels at the row's tiles
+    over the measured copy bandwidth (ceilings.json), the target 1.5x."""
+    copy = json.loads((agreement.RESULTS / "ceilings.json").read_text())["copy_bytes_per_s"]
+    rows = bench_rows()
+    lines = ["| d | causal | " + " | ".join(f"{n:,}" for n in SEQS) + " |", "|---|---|" + "---|" * len(SEQS)]
+    for d in (64, 128):
+        for causal in (False, True):
+            cells = []
+            for n in SEQS:
+                r = measured(rows, "naive", d, causal, n)
+                if r is None:
+                    cells.append("-")
+                    continue
+                sim = gpusim.simulate("naive", batch=r["batch"], heads=r["heads"], seq=n, head_dim=d, causal=causal,
+                                      block_q=r["block_q"], block_kv=r["block_kv"], gpu="H200-measured")
+                ratio = r["ms"] / 1e3 / ((sim.dram_read_bytes + sim.dram_write_bytes) / copy)
+                cells.append(f"**{ratio:.2f}**" if ratio <= 1.5 else f"{ratio:.2f}")
+            lines.append(f"| {d} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def tile_table():
     lines = ["| kernel | d | causal | N | best_blocks | its time / the fastest measured |", "|---|---|---|---|---|---|"]
     for (algo, d, causal, seq), (pick, ratio) in sorted(agreement.tile_choice().items()):
