@@ -266,8 +266,11 @@ def backward_table():
                      f"{row['ms']:.3f} [{ratio[key(row)]:.2f}] | {sdpa['ms']:.3f} | {sdpa['ms'] / row['ms']:.2f} | "
                      f"{both['ms']:.3f} [{ratio[key(both)]:.2f}] | {row['peak_bytes'] / peak:.3f} |")
     names = sorted({agreement.name(row) for row, _ in pairs})
+    misses = [f"{agreement.name(row)} d = {row['head_dim']}{' causal' if row['causal'] else ''} N = {row['seq']:,} "
+              f"({r:.3f})" for row, r in sorted(pairs, key=lambda p: key(p[0])) if abs(r - 1) > 0.2]
     lines += ["", f"Every row of the project's kernels: {_share(pairs)} within 20%; " +
-              "; ".join(f"{n}: {_share([q for q in pairs if agreement.name(q[0]) == n])}" for n in names) + ".", "",
+              "; ".join(f"{n}: {_share([q for q in pairs if agreement.name(q[0]) == n])}" for n in names) + ". "
+              f"Outside 20%: {', '.join(misses) or 'none'}.", "",
               f"Checked by `tests/test_agreement.py`: {bounds('bench_bwd.json')}."]
     return "\n".join(lines)
 

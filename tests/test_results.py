@@ -3145,6 +3145,10 @@ def test_the_stated_date_spans_are_the_results_files():
     first, last = dates[0], dates[-1]
     perf = " ".join((ROOT / "docs" / "perf.md").read_text().split())
     assert f"Runs of {first} to {last} (each file's `environment.date`" in perf
+    on = lambda day: {p.name for p in RESULTS.glob("*.json") if json.loads(p.read_text()).get(  # noqa: E731
+        "environment", json.loads(p.read_text()))["date"].startswith(day)}
+    assert on(first) == {"ceilings.json", "flash2_tiles.json", "hopper_check.json"}
+    assert {"host_run199_after1.json", "host_run208.json", "host_run209.json"} <= on(last)
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"{first} to {last[5:]})" in readme
     index = (RESULTS / "README.md").read_text()
@@ -3250,3 +3254,40 @@ def test_naive_meets_its_floor_target_where_perf_md_says():
            for key, line in rows.items()}
     assert met == {"64no": [2048, 4096, 8192, 16384, 32768], "64yes": [], "128no": [], "128yes": []}
     assert "Met for d = 64 non-causal from 2K to 32K" in (ROOT / "docs" / "perf.md").read_text()
+
+
+def test_run_1s_flash2_against_sdpa_is_what_perf_md_says():
+    """perf.md's flash2 before the diagonal-only mask: run 1's speed over SDPA flash's, fp16 and bf16, at d = 128 over
+    every N and from 2K, and at d = 64 causal from 2K."""
+    rows = json.loads((RESULTS / "run1" / "bench.json").read_text())["rows"]
+    ms = {(r["provider"], r["dtype"], r["head_dim"], r["causal"], r["seq"]): r["ms"] for r in rows if "ms" in r}
+    speed = {k[1:]: ms[("sdpa_flash",) + k[1:]] / t for k, t in ms.items() if k[0] == "flash2"}
+    span = lambda keep: f"{min(v for k, v in speed.items() if keep(*k)):.2f}–{max(v for k, v in speed.items() if keep(*k)):.2f}"  # noqa: E731
+    text = (ROOT / "docs" / "perf.md").read_text()
+    assert f"Before: {span(lambda t, d, c, n: d == 128 and n >= 2048)}× at d = 128 and " \
+           f"{span(lambda t, d, c, n: d == 64 and c and n >= 2048)}× at d = 64 causal, N ≥ 2K (run 1" in text
+    assert f"{span(lambda t, d, c, n: d == 128)}× SDPA flash at d = 128 (run 1, every N)" in text
+
+
+def test_flash1s_bytes_between_l2_and_the_sms_are_within_what_the_readme_says():
+    """README and perf.md: flash1's L2→SM and SM→L2 bytes within 0.22% of the count on every launch of ncu.json (the
+    worst 0.213%), where the generated tables round to 0.2%."""
+    summary = ncu.summary(ncu.compare_run("ncu", RESULTS))
+    worst = max(summary["flash1", q][1] for q in ("l2_to_sm_bytes", "sm_to_l2_bytes"))
+    assert 0.002 < worst <= 0.0022 and summary["flash1", "l2_to_sm_bytes"][2] == 1.0
+    assert "counted, within 0.22% (its loads" in " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_perf_mds_tile_and_decode_rate_figures_are_the_files():
+    """perf.md: flash2 at 64 x 64 against 128 x 128 (tiles.json, d = 128, N = 8,192, non-causal, fp16), and the paged
+    decode's rate at batch 64 from 32K to 128K cached tokens (decode.json)."""
+    tiles = json.loads((RESULTS / "tiles.json").read_text())["rows"]
+    ms = {(r["block_q"], r["block_kv"]): r["ms"] for r in tiles if r["algo"] == "flash2" and r["head_dim"] == 128
+          and not r["causal"] and r["seq"] == 8192 and r["dtype"] == "fp16" and r.get("num_warps") in (4, 8)
+          and (r["block_q"], r["block_kv"], r["num_warps"]) in ((64, 64, 4), (128, 128, 8))}
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert f"1.21× faster than the old default 128 × 128 (N = 8,192, non-causal: {ms[64, 64]:.2f} against " \
+           f"{ms[128, 128]:.2f} ms)" in text and f"{ms[128, 128] / ms[64, 64]:.2f}" == "1.21"
+    rates = [r["bytes_per_s"] / 1e12 for r in json.loads((RESULTS / "decode.json").read_text())["rows"]
+             if r["batch"] == 64 and r["seq_kv"] >= 32768 and r["provider"] == "split_kv"]
+    assert f"the bytes gpusim counts at {min(rates):.2f}–{max(rates):.2f} TB/s" in text
