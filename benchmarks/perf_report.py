@@ -71,12 +71,13 @@ def held_out_line():
 
 def per_call_line():
     """host.json: the cached launches' per-call cost over SDPA's, on shapes where the GPU waits for the host; the
-    H100's runs 189 and 195 (launches kept) and the H200's run 199 (every launch kept) beside it."""
+    H100's runs 189 and 195 (launches kept) and the H200's runs 199, 208 and 209 (every launch kept) beside it."""
     rows = [r for r in json.loads((agreement.RESULTS / "host.json").read_text())["rows"] if r.get("us")]
     ratio = {e: [r["us"] / r["sdpa_us"] for r in rows if r["entry"] == e] for e in HOST_TARGETS}
     kept = report_gpus.entry_ratios(report_gpus.HOST_AFTER)
     rounds = report_gpus.entry_ratios([f"host_run{report_gpus.CALL_RUN}_after{turn}.json" for turn in (1, 2)])
     h200 = report_gpus.entry_ratios(report_gpus.RUN_199["after"], folder=report_gpus.H200)
+    latest = report_gpus.entry_ratios(("host_run208.json", "host_run209.json"), folder=report_gpus.H200)
     return ("- **Per call** (`host.json`, small shapes where the GPU waits for the host, SDPA's in the same run; "
             "the lent H200's host, run 156, before launches were kept): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in ratio.items() if v) + " of SDPA's time. On an "
@@ -86,7 +87,9 @@ def per_call_line():
             "`results/h100/host_run195_after{1,2}.json`, as above): "
             + ", ".join(f"`{e}` {_span(v)}" for e, v in rounds.items() if v) + ". On the lent H200's host again, "
             "every launch kept (run 199, `results/h200/host_run199_after{1,2}.json`, six rounds in ABBA order): "
-            + ", ".join(f"`{e}` {_span(v)}" for e, v in h200.items() if v) + ".")
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in h200.items() if v) + ". On an H200 again, the latest (runs "
+            "208 and 209, `results/h200/host_run20{8,9}.json`, `benchmarks/host.py` twice on one machine): "
+            + ", ".join(f"`{e}` {_span(v)}" for e, v in latest.items() if v) + ".")
 
 
 BENCH_BWD_RUN = 6  # the run of bench_bwd.json's flash2 and SDPA rows (results/h200/README.md's row of the file)

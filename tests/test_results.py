@@ -869,7 +869,8 @@ def test_notebook12_explains_the_l2_to_sm_bytes_as_ncu_json_has_them():
     assert "so flash1 matches within a quarter of a percent" in text
     assert f"its loads read {100 * (min(unhinted) - 1):.0f}–{100 * (max(unhinted) - 1):.0f}% more than counted" in text
     assert "gpusim has no registers, so no spills" not in text
-    assert f"and flash1's, with its register spills\ncounted, within {worst:.1%}" in (ROOT / "README.md").read_text()
+    bound = f"{math.ceil(worst * 1e4) / 100:.2f}%"  # rounded up: 0.213% is not within 0.2%
+    assert f"and flash1's, with its register spills\ncounted, within {bound}" in (ROOT / "README.md").read_text()
 
 
 def test_the_course_calls_the_time_model_what_ncu_json_shows():
@@ -2962,7 +2963,7 @@ def test_perf_md_quotes_flash1s_evict_last_as_predicted_and_measured():
     assert f"are priced {span([x for _, x in misses], '.2f')}× slow" in text
     worst = max(abs(r["rel_err"]) for r in json.loads((RESULTS / "ncu.json").read_text())["rows"]
                 if r["kernel"] == "flash1" and r["quantity"] == "l2_to_sm_bytes")
-    assert f"flash1's L2→SM within {worst:.1%} on all 12 launches" in text
+    assert f"flash1's L2→SM within {math.ceil(worst * 1e4) / 100:.2f}% on all 12 launches" in text  # rounded up
 
 
 @pytest.mark.parametrize("name", ["ncu", "ncu_bwd"])
@@ -3267,15 +3268,6 @@ def test_run_1s_flash2_against_sdpa_is_what_perf_md_says():
     assert f"Before: {span(lambda t, d, c, n: d == 128 and n >= 2048)}× at d = 128 and " \
            f"{span(lambda t, d, c, n: d == 64 and c and n >= 2048)}× at d = 64 causal, N ≥ 2K (run 1" in text
     assert f"{span(lambda t, d, c, n: d == 128)}× SDPA flash at d = 128 (run 1, every N)" in text
-
-
-def test_flash1s_bytes_between_l2_and_the_sms_are_within_what_the_readme_says():
-    """README and perf.md: flash1's L2→SM and SM→L2 bytes within 0.22% of the count on every launch of ncu.json (the
-    worst 0.213%), where the generated tables round to 0.2%."""
-    summary = ncu.summary(ncu.compare_run("ncu", RESULTS))
-    worst = max(summary["flash1", q][1] for q in ("l2_to_sm_bytes", "sm_to_l2_bytes"))
-    assert 0.002 < worst <= 0.0022 and summary["flash1", "l2_to_sm_bytes"][2] == 1.0
-    assert "counted, within 0.22% (its loads" in " ".join((ROOT / "README.md").read_text().split())
 
 
 def test_perf_mds_tile_and_decode_rate_figures_are_the_files():
