@@ -41,7 +41,8 @@ class Link:
 LINKS = {link.name: link for link in [
     # NVIDIA H100 datasheet: "NVLink: 900GB/s" (fourth generation, 18 links, both directions): 450 GB/s each way
     Link("nvlink4", 450e9, source="H100/H200 datasheet: NVLink 4, 900 GB/s bidirectional"),
-    # The lent pair of H200s (NV18, one host), measured 2026-12-01 (issue 25): NCCL send/recv 359 GB/s per
+    # The lent pair of H200s (NV18, one host), as issue 25 states its author measured them (2026-12-01; no run of
+    # this project's has, and no results file holds them): NCCL send/recv 359 GB/s per
     # direction, a peer copy 396 GB/s, NCCL all-to-all 660 GB/s algorithm bandwidth: over two ranks half of each
     # buffer leaves, 330 GB/s (its bus bandwidth, which is what a rank of P sends its (P-1)/P at)
     Link("nvlink4-h200-measured", 359e9, alltoall_bytes_per_s=660e9 / 2,
