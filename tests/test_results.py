@@ -106,14 +106,17 @@ def test_bench_json_names_its_run_and_has_every_field():
         assert "error" in row or {"ms", "tflops", "peak_bytes", "rel_err"} <= set(row)
 
 
-@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*RESULTS.glob("*.json"), *(RESULTS.parent / "h100").glob("*.json")]),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_results_file_names_its_gpu_date_and_command_and_the_readme_lists_it(path):
+    """results/h200/'s files and the H100's in results/h100/, which results/h200/README.md lists too."""
     data = json.loads(path.read_text())
     environment = data.get("environment", data)  # ceilings.json (run 1) keeps them at the top level
-    gpu = "NVIDIA H100 80GB HBM3" if path.stem.endswith("_h100") else "NVIDIA H200"  # an H100's run says so by name
+    h100 = path.stem.endswith("_h100") or path.parent.name == "h100"  # an H100's run says so by name or folder
+    gpu = "NVIDIA H100 80GB HBM3" if h100 else "NVIDIA H200"
     assert environment.get("gpu") == gpu and environment.get("date", "").startswith("2026-")
     assert environment.get("command") and environment.get("torch", "").startswith("2.11")
-    assert f"`{path.name}`" in (RESULTS / "README.md").read_text()
+    assert f"`{'../h100/' if path.parent.name == 'h100' else ''}{path.name}`" in (RESULTS / "README.md").read_text()
 
 
 def test_charts_redraw_from_the_json(tmp_path):
