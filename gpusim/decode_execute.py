@@ -29,10 +29,12 @@ def decode_attention(q, k_cache, v_cache, *, cache_seqlens, block_table=None, ca
     return out, launch, mem
 
 
-def decode_reference(q, k_cache, v_cache, *, cache_seqlens, block_table=None, causal_align="bottom_right"):
-    """softmax(q kᵀ / sqrt(d)) v in float64, request by request, each over its whole cache at once."""
+def decode_reference(q, k_cache, v_cache, *, cache_seqlens, block_table=None, causal_align="bottom_right",
+                     return_lse=False):
+    """softmax(q kᵀ / sqrt(d)) v in float64, request by request, each over its whole cache at once; with
+    return_lse=True also the log-sum-exp of each row's scores (B, H, seq), natural log, as the kernels return it."""
     q = np.asarray(q, dtype=np.float64)
-    out = np.zeros_like(q)
+    out, lse = np.zeros_like(q), np.zeros(q.shape[:3])
     seq, d = q.shape[2], q.shape[3]
     for b, n in enumerate(np.asarray(cache_seqlens).tolist()):
         k, v = (_request_cache(np.asarray(x, dtype=np.float64), b, n, block_table) for x in (k_cache, v_cache))
@@ -41,9 +43,11 @@ def decode_reference(q, k_cache, v_cache, *, cache_seqlens, block_table=None, ca
         s = q[b] @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (H, seq, L_b)
         last = np.arange(seq) + (n - seq if causal_align == "bottom_right" else 0)  # row i sees keys 0..last[i]
         s = np.where(np.arange(n)[None, :] <= last[:, None], s, -np.inf)
-        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        m = s.max(axis=-1, keepdims=True)
+        p = np.exp(s - m)
         out[b] = (p / p.sum(axis=-1, keepdims=True)) @ v
-    return out
+        lse[b] = (m + np.log(p.sum(axis=-1, keepdims=True)))[..., 0]
+    return (out, lse) if return_lse else out
 
 
 def _request_cache(cache, b, n, block_table):

@@ -138,7 +138,8 @@ def _unmasked_by_hand(n, n_kv, br, bc, offset):
 @pytest.mark.parametrize("n, n_kv, br, bc, offset", [
     (100, 163, 64, 64, 63),  # bottom-right: Q block 0's first row sees keys 0 .. 63, all of block 0
     (200, 200, 31, 16, 0),  # top-left, odd tiles: Q block 1's first row sees keys 0 .. 31, blocks 0 and 1
-    (1000, 1500, 48, 24, 500), (777, 777, 16, 64, 0), (300, 4096, 64, 128, 3796)])
+    (1000, 1500, 48, 24, 500), (777, 777, 16, 64, 0), (300, 4096, 64, 128, 3796),
+    (70, 50, 32, 16, 0), (130, 100, 64, 16, 0)])  # top-left, a ragged last K/V block: the first Q block reaching it
 def test_unmasked_blocks_are_the_blocks_every_row_sees_whole(n, n_kv, br, bc, offset):
     """The kernels' unmasked loop runs these blocks; the model prices their scores without the mask's cost. It
     counted one block fewer where a Q block's first row sees exactly to a block's end (i * Br + offset + 1 a

@@ -36,7 +36,7 @@ def large_case(seed):
                 dtype=("fp16", "bf16")[seed % 2], num_splits=rng.choice([1, None, 7]))
 
 
-SMALL = [random_case(seed) for seed in range(24)] + [  # 66 splits: the reduce merges 64 a step, two steps
+SMALL = [random_case(seed) for seed in range(24)] + [  # 66 splits asked, 35 filled (69 chunks of 16, 2 a split)
     dict(batch=2, heads=2, kv_heads=1, head_dim=16, seq=1, seq_kv=(1100, 150), block_kv=16, page_size=16, grouped=True,
          causal_align="bottom_right", dtype="fp16", num_splits=66)]
 LARGE = [large_case(seed) for seed in range(8)] + [  # 100 splits: the reduce merges 64 a step, two steps
@@ -73,14 +73,35 @@ def test_output_matches_reference(device, c):
     out, lse = run(c, q, k, v, table, return_lse=True)
     assert out.shape == q.shape and out.dtype == q.dtype
     as64 = [x.cpu().double().numpy() for x in (q, k, v)]
-    ref = decode_reference(*as64, cache_seqlens=c["seq_kv"], block_table=None if table is None else table.cpu().numpy(),
-                           causal_align=c["causal_align"])
+    ref, ref_lse = decode_reference(*as64, cache_seqlens=c["seq_kv"], causal_align=c["causal_align"],
+                                    block_table=None if table is None else table.cpu().numpy(), return_lse=True)
     err = np.linalg.norm(out.cpu().double().numpy() - ref) / np.linalg.norm(ref)
     # The weights P are rounded to the dtype before P V (relative error <= u each) and O once at the end
     # (<= u): 2u in norm. Everything else is fp32: scores, exponentials and sums over head_dim and over at
     # most L keys, bounded by (d + L) fp32 roundings.
     assert err <= 2 * UNIT_ROUNDOFF[c["dtype"]] + (c["head_dim"] + max(c["seq_kv"])) * 2.0**-24
-    assert torch.isfinite(lse).all()
+    # fp32 statistics from scores of the rounded inputs: a few fp32 roundings of values of order log(L) + |s|
+    np.testing.assert_allclose(lse.cpu().double().numpy(), ref_lse, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu", marks=CPU), pytest.param("cuda", marks=CUDA)])
+def test_the_reduce_merges_past_64_splits_in_steps(device):
+    """69 filled splits of one 16-key chunk each: the reduce merges 64, then 5, rescaling what it holds. The last
+    five splits' keys are scaled up so that their scores are the largest, or a dropped rescale would go unseen
+    (random keys leave the running max where the first step put it). d = 16, fp16, one request, one query row."""
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 1, 16, generator=gen).half()  # (B, H, seq, d)
+    k, v = (torch.randn(1, 1, 69 * 16, 16, generator=gen) for _ in "kv")  # (B, kv_heads, S, d)
+    k[:, :, 64 * 16:] *= 3
+    k = k.half()
+    v = v.half()
+    out, lse = gpusim_kernels.decode_attention(*(x.to(device) for x in (q, k, v)), cache_seqlens=[69 * 16],
+                                               num_splits=69, block_kv=16, return_lse=True)
+    ref, ref_lse = decode_reference(*(x.double().numpy() for x in (q, k, v)), cache_seqlens=[69 * 16],
+                                    return_lse=True)
+    err = np.linalg.norm(out.cpu().double().numpy() - ref) / np.linalg.norm(ref)
+    assert err <= 2 * UNIT_ROUNDOFF["fp16"] + (16 + 69 * 16) * 2.0**-24  # as test_output_matches_reference
+    np.testing.assert_allclose(lse.cpu().double().numpy(), ref_lse, rtol=1e-4, atol=1e-4)
 
 
 @CPU

@@ -8,7 +8,9 @@ import pytest
 import gpusim
 from gpusim import backward, compiled, decode
 from gpusim.passes.split_kv import SPLIT_KV as split_kv
+from gpusim import decode_execute
 from gpusim.decode_execute import decode_reference
+from gpusim.shape import REDUCE_SPLITS
 from gpusim.execute import attention_grad_reference, reference_attention
 from gpusim.simulate import TENSOR_ORDER
 
@@ -82,6 +84,23 @@ def test_decode_execute_mode_equals_count_mode_and_the_reference(case):
     align = case.get("causal_align", "bottom_right")
     expected = decode_reference(q, k, v, cache_seqlens=lengths, block_table=table, causal_align=align)
     assert np.abs(r.output - expected).max() <= FLOAT64_TOLERANCE
+
+
+def test_the_decode_reduce_merges_past_64_splits_in_steps_and_returns_the_lse():
+    """69 active splits of one 16-key chunk each: the reduce merges 64, then 5, rescaling what it holds by
+    exp(m_old - m_new). The last five splits' keys are scaled up so that their scores are the largest: with a
+    step's rescale dropped the output is far off (random keys leave the running max where the first step put
+    it). The LSE, which execute mode writes and the kernels return, is checked too."""
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 2, 1, 16))  # (B, H, seq, d)
+    k, v = (rng.standard_normal((1, 1, 69 * 16, 16)) for _ in "kv")  # (B, kv_heads, S, d)
+    k[:, :, 64 * 16:] *= 3
+    out, launch, mem = decode_execute.decode_attention(q, k, v, cache_seqlens=[69 * 16], num_splits=69, block_kv=16,
+                                                       gpu="H200-measured")
+    assert int(launch.active_splits[0]) == 69 > REDUCE_SPLITS
+    expected, lse = decode_reference(q, k, v, cache_seqlens=[69 * 16], return_lse=True)
+    assert np.abs(out - expected).max() <= FLOAT64_TOLERANCE
+    assert np.abs(mem.tensors["LSE"] - lse).max() <= FLOAT64_TOLERANCE
 
 
 @pytest.mark.parametrize("algo", backward.ALGOS)
