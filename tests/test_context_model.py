@@ -207,3 +207,58 @@ def test_peak_hbm_counts_the_kv_shards_each_strategy_holds_beside_its_local_call
     gather = gpusim.simulate("flash2", seq=N, gpus=P, strategy="allgather", **kw)
     last = gpusim.simulate("flash2", seq=c, seq_kv=(P - 1) * c, **local)  # the last GPU's rows on the 7 shards before
     assert gather.hbm_peak_bytes == last.hbm_peak_bytes + (P + 1) * shard + partial
+
+
+# One merge by hand, from its definition (docs/context.md; gpusim/context.py's docstrings): n = B * H * rows query
+# rows of the shard; it reads the fp32 partial O so far (n d 4) and the step's O in the dtype (n d e), the fp32
+# partial LSE and the step's fp32 LSE (n 4 each), and writes the merged fp32 O (n d 4) and LSE (n 4). by_tensor
+# files the step's O and LSE under O_partial and LSE_partial, beside the running pair.
+def merge_reads(n, d, e):
+    """(O_partial, LSE_partial) read bytes of one merge of n rows."""
+    return n * d * 4 + n * d * e, n * 4 + n * 4
+
+
+def merge_total(n, d, e):
+    o_read, lse_read = merge_reads(n, d, e)
+    return o_read + n * d * 4 + lse_read + n * 4  # and the merged fp32 O and LSE written
+
+
+def test_ring_merge_bytes_by_hand():
+    """Ring, P = 4, N = 8192: shards of c = 2048 rows, B = 2, H = 8, d = 64, bf16 (e = 2). Without a mask every
+    GPU merges all c rows in steps 1..3 (step 0 is its own shard: nothing to merge with). Causal, GPU r sees the
+    shard of GPU (r - s) mod 4 in step s, earlier than its own (so merged) exactly when 1 <= s <= r: GPU 0 never
+    merges, GPU 3 (the busiest) merges in steps 1, 2, 3. Fails where the step's O is read at fp32's 4 bytes only,
+    or an LSE is read once."""
+    P, N, B, H, d, e = 4, 8192, SHAPE["batch"], SHAPE["heads"], SHAPE["head_dim"], E
+    c = N // P
+    n = B * H * c  # 2 * 8 * 2048 = 32,768 rows a merge
+    m = merge_total(n, d, e)
+    plain = run("ring", P, N, causal=False)
+    assert plain.merge_bytes_by_step.tolist() == [[0] * P] + [[m] * P for _ in range(1, P)]
+    assert plain.merge_bytes == (P - 1) * m
+    assert plain.by_tensor["O_partial"]["read_bytes"] == (P - 1) * merge_reads(n, d, e)[0]
+    assert plain.by_tensor["LSE_partial"]["read_bytes"] == (P - 1) * merge_reads(n, d, e)[1]
+    causal = run("ring", P, N, causal=True)
+    assert causal.merge_bytes_by_step.tolist() == [[m if 1 <= s <= r else 0 for r in range(P)] for s in range(P)]
+    assert causal.gpu_rank == P - 1 and causal.merge_bytes == (P - 1) * m
+    assert causal.by_tensor["O_partial"] == {"read_bytes": (P - 1) * merge_reads(n, d, e)[0],
+                                             "write_bytes": (P - 1) * n * d * 4}
+    assert causal.by_tensor["LSE_partial"] == {"read_bytes": (P - 1) * merge_reads(n, d, e)[1],
+                                               "write_bytes": (P - 1) * n * 4}
+
+
+def test_zigzag_merge_bytes_by_hand():
+    """Zigzag, P = 4, N = 8192, causal: GPU r holds chunks r and 7 - r of h = 1024 tokens (its c = 2048 rows). In step
+    s it holds GPU (r - s) mod 4's K/V: an earlier GPU's (1 <= s <= r) is seen by both its Q chunks, c rows merged;
+    a later one's (s > r) by its late chunk only, h rows merged. Each merge as in the ring's."""
+    P, N, B, H, d, e = 4, 8192, SHAPE["batch"], SHAPE["heads"], SHAPE["head_dim"], E
+    c, h = N // P, N // (2 * P)
+    whole, half = merge_total(B * H * c, d, e), merge_total(B * H * h, d, e)
+    r = run("zigzag", P, N, causal=True)
+    expected = [[0 if s == 0 else whole if s <= gpu else half for gpu in range(P)] for s in range(P)]
+    assert r.merge_bytes_by_step.tolist() == expected
+    g = r.gpu_rank  # whichever GPU is reported, its merges are its column: g whole ones and 3 - g half ones
+    assert r.merge_bytes == g * whole + (P - 1 - g) * half
+    o_read = g * merge_reads(B * H * c, d, e)[0] + (P - 1 - g) * merge_reads(B * H * h, d, e)[0]
+    lse_read = g * merge_reads(B * H * c, d, e)[1] + (P - 1 - g) * merge_reads(B * H * h, d, e)[1]
+    assert (r.by_tensor["O_partial"]["read_bytes"], r.by_tensor["LSE_partial"]["read_bytes"]) == (o_read, lse_read)

@@ -611,3 +611,68 @@ def test_a_ragged_wave_costs_its_greater_part_and_038_of_its_lesser():
     uniform = gpusim.simulate("split_kv", batch=2, heads=32, kv_heads=8, head_dim=128, seq_kv=[65536, 65536],
                               page_size=16, gpu="H100-measured")
     assert not cost.ragged_wave(cost.schedule(uniform)[0])
+
+
+# hbm_peak_bytes by hand: what kernels/decode.py's DecodePlan and run hold at once. Each term is written from the
+# allocation it stands for, not from gpusim's peak_bytes: q (B, H, seq, d) in the dtype; the cache (contiguous:
+# (B, kv_heads, longest, d), K and V; paged: the pages the requests hold, (pages, P, kv_heads, d), K and V, and the
+# int32 block table (B, ceil(longest / P))); the int32 cache_seqlens (B,); O (B, H, seq, d) in the output dtype and
+# the fp32 LSE (B, H, seq); split, the fp32 workspace o_partial (S, B, H, seq, d) and lse_partial (S, B, H, seq).
+PEAK_SHAPE = dict(batch=3, heads=8, kv_heads=2, head_dim=32, seq=2, seq_kv=[100, 37, 250], block_kv=32,
+                  num_splits=3, dtype="fp16", gpu="H200-measured")
+
+
+def test_paged_decode_peak_memory_by_hand():
+    """A paged, split decode step's peak HBM, term by term: the pages each request holds (page 16 divides none of
+    100, 37, 250 keys), the block table (one row per request, as long as the longest request's pages), and the fp32
+    partial O and LSE of all 3 splits, d + 1 values per query row. Fails if the block table or the LSE half of the
+    workspace is left out."""
+    r = gpusim.simulate("split_kv", page_size=16, **PEAK_SHAPE)
+    B, H, Hkv, d, seq, S, P, e, f, idx = 3, 8, 2, 32, 2, 3, 16, 2, 4, 4  # fp16 inputs and O; fp32 stats; int32
+    rows = B * H * seq  # 48 query rows
+    pages = [7, 3, 16]  # ceil(100/16) = 7 (6 full + 4 keys), ceil(37/16) = 3 (2 full + 5), ceil(250/16) = 16 (15 + 10)
+    q = rows * d * e  # (3, 8, 2, 32) fp16
+    cache = 2 * sum(pages) * P * Hkv * d * e  # K and V: 26 pages of (16, 2, 32) fp16
+    table = B * max(pages) * idx  # (3, 16) int32
+    lengths = B * idx  # (3,) int32
+    out = rows * d * e + rows * f  # O (3, 8, 2, 32) fp16, LSE (3, 8, 2) fp32
+    workspace = S * rows * d * f + S * rows * f  # o_partial (3, 3, 8, 2, 32), lse_partial (3, 3, 8, 2), fp32
+    assert r.config.num_splits == S and r.kernels[0].name == "split_kv"
+    assert r.hbm_peak_bytes == q + cache + table + lengths + out + workspace
+
+
+@pytest.mark.parametrize("S", [3, 1])
+def test_contiguous_decode_peak_memory_by_hand(S):
+    """A contiguous, split decode step's peak HBM: each request's K and V rows reserved up to the longest request
+    (250 keys), no block table, and the same fp32 workspace of d + 1 values per row and split; with one split, no
+    workspace at all (the decode kernel writes O and the LSE directly)."""
+    B, H, Hkv, d, seq, e, f, idx = 3, 8, 2, 32, 2, 2, 4, 4
+    rows = B * H * seq  # 48 query rows
+    q = rows * d * e  # (3, 8, 2, 32) fp16
+    cache = 2 * B * Hkv * 250 * d * e  # K and V: (3, 2, 250, 32) fp16 each
+    lengths = B * idx  # (3,) int32
+    out = rows * d * e + rows * f  # O fp16, LSE fp32
+    workspace = S * rows * (d + 1) * f if S > 1 else 0  # o_partial (S, 3, 8, 2, 32), lse_partial (S, 3, 8, 2), fp32
+    r = gpusim.simulate("split_kv", **(PEAK_SHAPE | dict(num_splits=S)))
+    assert r.config.page_size is None and r.config.num_splits == S
+    assert r.hbm_peak_bytes == q + cache + lengths + out + workspace
+
+
+@pytest.mark.parametrize("S", [2, 1])
+def test_fp8_decode_writes_o_in_fp16_and_reads_its_inputs_at_one_byte(S):
+    """fp8 decoding writes O in fp16 (2 bytes, as FlashAttention-3 does), split (the reduce writes it) or not (the
+    decode kernel does), while Q, K and V are read at fp8's 1 byte. Shape: B = 2, H = 8, kv_heads = 2, seq = 1,
+    d = 64, 256 keys each, chunks of 64 (4 per request): 2 splits of 2 chunks, both active for every request."""
+    B, H, Hkv, d, seq, n = 2, 8, 2, 64, 1, 256
+    r = gpusim.simulate("split_kv", batch=B, heads=H, kv_heads=Hkv, head_dim=d, seq=seq, seq_kv=n, block_kv=64,
+                        num_splits=S, dtype="fp8", gpu="H200-measured")
+    assert [k.name for k in r.kernels] == (["split_kv", "reduce"] if S > 1 else ["decode"])
+    t = r.by_tensor
+    assert (t["O"]["read_bytes"], t["O"]["write_bytes"]) == (0, B * H * seq * d * 2)  # fp16 out
+    assert t["LSE"]["write_bytes"] == B * H * seq * 4  # fp32
+    assert t["Q"]["read_bytes"] == S * B * H * seq * d * 1  # each split reads its request's rows, fp8
+    assert t["K"]["read_bytes"] == t["V"]["read_bytes"] == B * Hkv * n * d * 1  # once per K/V head, fp8
+    # peak: q and K/V in fp8, O in fp16, the cache lengths, the LSE and (split) the fp32 workspace
+    workspace = S * B * H * seq * (d + 1) * 4 if S > 1 else 0
+    assert r.hbm_peak_bytes == (B * H * seq * d * 1 + 2 * B * Hkv * n * d * 1 + B * 4 + B * H * seq * d * 2
+                                + B * H * seq * 4 + workspace)

@@ -144,3 +144,35 @@ def test_serving_reads_a_generator_of_requests_as_it_reads_a_list():
 def test_unknown_model():
     with pytest.raises(ValueError, match="unknown model='Llama-2'"):
         kv.bytes_per_token("Llama-2")
+
+
+def test_a_preempted_request_resumes_before_one_that_was_already_waiting():
+    """A preempted request goes back to the front of the queue (vLLM's scheduler: it was admitted first), ahead of a
+    request that was waiting before the preemption. 3 pages of 4 tokens; A (id 0) and B (id 1): prompt 3, output 3;
+    C (id 2): prompt 5, output 2 (it needs ceil((5 + 1) / 4) = 2 pages to be admitted). All arrive at step 0.
+    Step 0: A and B take a page each (room for 3 + 1 tokens), C needs 2 but 1 is free: it waits. A and B grow to 4.
+    Step 1: C still does not fit. A grows to 5: it takes the last page. B needs a page, none is free: B, the latest
+            admitted, is preempted (its page freed) and queued before C: waiting [B, C].
+    Step 2: B (4 tokens, + 1: 2 pages) does not fit in the 1 free page. A grows to 6, its 3rd token: it finishes,
+            freeing its 2 pages (3 free).
+    Step 3: B is readmitted first, into pages 0 and 1 (the lowest free), its 4 tokens recomputed; C, behind it, finds
+            1 page. B grows to 5. (Queued behind C, B would wait and C run here.)
+    Step 4: B grows to 6, its 3rd token: it finishes (3 pages free).
+    Step 5: C is admitted into pages 0 and 1 and grows to 6. Step 6: C grows to 7 and finishes."""
+    reqs = requests((3, 3), (3, 3), (5, 2))
+    options = dict(policy="paged", page_size=4, max_tokens=8, budget_bytes=3 * 4 * 131_072)
+    r = kv.serve("Llama-3-8B", reqs, steps=7, **options)
+    t = 131_072
+    assert [(s.running, s.waiting, s.used_bytes // t, s.reserved_bytes // t) for s in r.snapshots] == [
+        (2, 1, 4 + 4, 2 * 4),  # A, B running; C waiting
+        (1, 2, 5, 2 * 4),  # A (2 pages); B preempted, then C waiting
+        (0, 2, 0, 0),  # A finished
+        (1, 1, 5, 2 * 4),  # B resumed (5 tokens in 2 pages); C waiting
+        (0, 1, 0, 0),  # B finished
+        (1, 0, 6, 2 * 4),  # C running
+        (0, 0, 0, 0)]  # C finished
+    assert r.preemptions == 1 and r.finished == 3
+    # who holds the pages after step 3: B (id 1), 4 tokens in page 0 and 1 in page 1
+    assert kv.serve("Llama-3-8B", reqs, steps=4, **options).memory_map == kv.MemoryMap(4, (1, 1, -1), (4, 1, 0))
+    # after step 5: C (id 2), 6 tokens: 4 in page 0, 2 in page 1
+    assert kv.serve("Llama-3-8B", reqs, steps=6, **options).memory_map == kv.MemoryMap(4, (2, 2, -1), (4, 2, 0))
