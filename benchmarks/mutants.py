@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 Mutant = namedtuple("Mutant", "area bug file text replacement test")
 PINS = "tests/test_pins.py::"
+DK = "tests/test_decode_kernels.py::"
 KEPT_C_LAUNCH = "tests/test_launch_kernels.py::test_a_cuda_launch_kept_calls_the_c_launcher_as_tritons_runner_would"
 MUTANTS = [
     # counts
@@ -35,6 +36,10 @@ MUTANTS = [
     Mutant("counts", "count flash1's O in the dtype instead of its fp32 accumulator", "gpusim/passes/flash1.py",
            'TENSOR_BYTES = {"O": STATS_BYTES}', "TENSOR_BYTES = {}",
            "tests/test_counts.py::test_closed_forms_equal_an_independent_tile_loop"),
+    Mutant("counts", "a K/V block is whole to a Q block only when its first row sees past the block's end",
+           "gpusim/tiling.py", "(i * self.block_q + self.offset + 1) // self.block_kv)",
+           "(i * self.block_q + self.offset) // self.block_kv)",
+           "tests/test_counts.py::test_unmasked_blocks_are_the_blocks_every_row_sees_whole"),
     # backward
     Mutant("backward", "dK/dV programs find their first Q block by the wrong block size (causal)",
            "gpusim/passes/backward_base.py", "row // tiling.block_q, tr)", "row // tiling.block_kv, tr)",
@@ -53,6 +58,9 @@ MUTANTS = [
     Mutant("backward", "training memory forgets flash2's D", "gpusim/passes/flash2_backward.py",
            '| {"D": cfg.bh * cfg.seq * STATS_BYTES}', "| {}", PINS + "test_training_memory_plan_by_hand"),
     # decode
+    Mutant("decode", "the model's reduce forgets to rescale what it holds when a later step of splits has a larger max",
+           "gpusim/passes/split_kv.py", "acc * alpha + w @ o_s", "acc + w @ o_s",
+           "tests/test_passes.py::test_the_decode_reduce_merges_past_64_splits_in_steps_and_returns_the_lse"),
     Mutant("decode", "a program's query rows leave out the rows per head (seq)", "gpusim/shape.py",
            "return (self.group if self.grouped else 1) * self.seq", "return self.group if self.grouped else 1",
            PINS + "test_decode_with_several_query_rows_by_hand"),
@@ -84,6 +92,24 @@ MUTANTS = [
     Mutant("decode", "the reduce's launch takes PDL's saving on GPUs without PDL", "gpusim/passes/split_kv.py",
            'pdl = kernel == "reduce" and int(launch.gpu.arch.removeprefix("sm_")) >= 90', 'pdl = kernel == "reduce"',
            "tests/test_results.py::test_pdl_hidden_s_is_the_median_saving_of_decode_splits_json_pdl_pairs"),
+    Mutant("decode", "peak memory counts the split workspace's partial O but not its LSE", "gpusim/passes/split_kv.py",
+           "partials = L.num_splits * rows * (d + 1) * f if", "partials = L.num_splits * rows * d * f if",
+           "tests/test_decode.py::test_paged_decode_peak_memory_by_hand"),
+    Mutant("decode", "peak memory leaves out the paged cache's block table", "gpusim/passes/split_kv.py",
+           " + L.batch * int(pages.max()) * INDEX_BYTES", "",
+           "tests/test_decode.py::test_paged_decode_peak_memory_by_hand"),
+    Mutant("decode", "fp8 decoding writes O in fp8, not fp16", "gpusim/shape.py",
+           'return DTYPE_BYTES["fp16"] if self.dtype == "fp8" else self.itemsize', "return self.itemsize",
+           "tests/test_decode.py::test_fp8_decode_writes_o_in_fp16_and_reads_its_inputs_at_one_byte"),
+    Mutant("decode", "a preempted request queues behind those already waiting", "gpusim/kvcache.py",
+           "waiting.appendleft(job)", "waiting.append(job)",
+           "tests/test_kvcache.py::test_a_preempted_request_resumes_before_one_that_was_already_waiting"),
+    Mutant("context", "a context-parallel merge reads the step's O at fp32's 4 bytes, not the dtype's",
+           "gpusim/context.py", "(n * head_dim * (4 + itemsize), n * head_dim * 4)", "(n * head_dim * 4, n * head_dim * 4)",
+           "tests/test_context_model.py::test_ring_merge_bytes_by_hand"),
+    Mutant("context", "a context-parallel merge reads one LSE, not the running one and the step's", "gpusim/context.py",
+           '"LSE_partial": (2 * n * STATS_BYTES, n * STATS_BYTES)', '"LSE_partial": (n * STATS_BYTES, n * STATS_BYTES)',
+           "tests/test_context_model.py::test_zigzag_merge_bytes_by_hand"),
     # hopper
     Mutant("hopper", "the Hopper kernel stages one K/V buffer", "gpusim/passes/hopper.py",
            "KV_BUFFERS = 2", "KV_BUFFERS = 1", PINS + "test_hopper_stages_two_kv_buffers"),
@@ -278,6 +304,25 @@ MUTANTS = [
     Mutant("validation", "divide by an SRAM of no elements in Theorem 2", "gpusim/theorems.py",
            'sram_elements = positive_number("sram_elements", sram_elements)', "",
            "tests/test_errors.py::test_the_models_other_functions_refuse_in_one_line"),
+    # the kernels (kernels/*.py), in Triton's interpreter
+    Mutant("kernels", "flash2 forgets to rescale acc when the running max moves", "kernels/flash2.py",
+           "acc = acc * alpha[:, None] + tl.dot(", "acc = acc + tl.dot(",
+           "tests/test_kernels.py::test_output_matches_reference[cpu-flash2-fp32-B1H1kv1-N45x37-d16-64x32-causal-A100-40GB]"),
+    Mutant("kernels", "flash1's causal programs skip one Q block too many", "kernels/flash1.py",
+           "first_i = (j * Bc) // Br if CAUSAL else 0", "first_i = (j * Bc + Bc - 1) // Br if CAUSAL else 0",
+           "tests/test_kernels.py::test_output_matches_reference[cpu-flash1-bf16-B1H6kv2-N20x51-d16-16x64-causal-A100-40GB]"),
+    Mutant("kernels", "the decode reduce forgets to rescale acc when a later step of splits has a larger max",
+           "kernels/decode.py", "acc = acc * alpha + tl.sum(", "acc = acc + tl.sum(",
+           DK + "test_the_reduce_merges_past_64_splits_in_steps[cpu]"),
+    Mutant("kernels", "the decode reduce writes a wrong LSE", "kernels/decode.py",
+           "tl.store(LSE + row, m_i + tl.log(l_i))", "tl.store(LSE + row, m_i + tl.log(l_i) + 1.0)",
+           DK + "test_output_matches_reference[cpu-fp32-B1H4kv1-seq1-L158-P128-Bc32-S5-bottom_right]"),
+    Mutant("kernels", "a decode program re-reads its page's table entry only at page starts, not at its split's start",
+           "kernels/decode.py", "fresh = (j == first) | ((j * Bc) % P == 0)", "fresh = (j * Bc) % P == 0",
+           DK + "test_output_matches_reference[cpu-fp32-B1H4kv1-seq1-L158-P128-Bc32-S5-bottom_right]"),
+    Mutant("kernels", "ungrouped decode programs map query heads to K/V heads round-robin", "kernels/decode.py",
+           "kvh = unit if GROUPED else unit // GROUP", "kvh = unit if GROUPED else unit % KV_HEADS",
+           DK + "test_output_matches_reference[cpu-fp16-B3H8kv2-seq8-L103/11/181-P64-Bc64-S1-ungrouped-bottom_right]"),
     # the kernels' launches (kernels/launch.py)
     Mutant("launches", "key the training step's kept launches on their tensors' dtypes, not their alignment",
            "kernels/launch.py", "key = (*(arg_class(x) for _, _, args in calls",
