@@ -44,6 +44,9 @@ def main():
         line(f"{algo:7s} the same configuration again", again, 10e-3)
         line(f"{algo:7s} no tiles given, first call ({'its launch table' if algo == 'hopper' else 'best_blocks'})",
              bare, 10e-3)
+    default = median_s([lambda i=i: gpusim.simulate("flash2", seq=N - 200 - i, head_dim=128, heads=32, causal=True)
+                        for i in range(7)])  # no preset named: A100-40GB, for whose sm_80 no tile was compiled
+    line("flash2  no tiles given, first call, the default preset (A100-40GB: every tile weighed)", default, 10e-3)
     for algo in gpusim.ALGOS:  # the longest a length may be: 2^40 (gpusim.shape's MAX_SEQ)
         huge = dict(algo=algo, head_dim=128, heads=32, causal=True, block_q=64, block_kv=64, gpu="H200")
         t = median_s([lambda i=i: gpusim.simulate(seq=2**40 - i, **huge) for i in range(5)])
