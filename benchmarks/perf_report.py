@@ -15,7 +15,6 @@ tests/test_results.py checks docs/perf.md holds exactly what this prints, so a m
 number fails CI until the document says so.
 """
 import json
-import math
 import re
 import sys
 from contextlib import nullcontext
@@ -31,8 +30,9 @@ from benchmarks.report_history import (
     reduce_before)
 from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
-    bwd_kernels_table, decode_rates, decode_rows_table, decode_table, fastest_sdpa, flash1_l1_table, halves_table,
-    host_table, layout_table, measured, naive_floor_table, naive_rows_table, ncu_table, o_mask_table, reduce_warps_table,
+    bwd_kernels_table, decode_rates, decode_rows_table, decode_table, fastest_sdpa, flash1_l1_table, floor3,
+    halves_table, host_table, layout_table, measured, naive_floor_table, naive_rows_table, ncu_table, o_mask_table,
+    reduce_warps_table,
     serving_splits_table, serving_table, speedup_table, split_lone_others_h200_table, split_lone_others_table,
     split_lone_table, tile_table, tiles_bwd_table, unaligned_table)
 from benchmarks.report_launches import (
@@ -170,8 +170,7 @@ def headline():
         ratio = {r["seq_kv"]: fastest_sdpa(decode_rows, r["seq_kv"])["ms"] / r["ms"] for r in decode_rows
                  if (r["provider"], r["batch"]) == (provider, 1) and r["seq_kv"] >= 4096 and "ms" in r}
         below = ", ".join(f"{n // 1024}K" for n, x in ratio.items() if x < 1)
-        low, high = math.floor(min(ratio.values()) * 1e3) / 1e3, math.ceil(max(ratio.values()) * 1e3) / 1e3
-        return (f"{low:.3f}–{high:.3f}× "  # outward, so that a point just under 1 does not print as 1.000
+        return (f"{floor3(min(ratio.values()))}–{floor3(max(ratio.values()))}× "  # as decode_table prints them
                 + (f"(below the target, 1.0×, at {below})" if below else "(the target, ≥ 1.0×, met)"))
     return "\n".join([
         f"- **Time model** (`gpusim/cost.py`) against every timed row of the project's kernels in `bench.json`: "
@@ -228,7 +227,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "after_ragged_184": partial(report_gpus.after_ragged_outcome, report_gpus.RUN_184),
           "h100_ncu_outcome": report_gpus.ncu_outcome,
           "h100_tiles_bwd_outcome": report_gpus.tiles_bwd_outcome, "h100_host": report_gpus.host_line,
-          "h100_kept_outcome": report_gpus.kept_outcome, "h100_scratch_outcome": report_gpus.scratch_outcome,
+          "h100_kept_outcome": report_gpus.kept_outcome, "h100_kept_runs": report_gpus.kept_runs_sentence, "h100_scratch_outcome": report_gpus.scratch_outcome,
           "h200_host": report_gpus.h200_host_line, "h200_after_ragged": report_gpus.h200_after_ragged_outcome,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,

@@ -6,6 +6,7 @@ against SDPA, Nsight Compute's counts, naive's rows padded to 16, flash2 at leng
 the repository's ROOT, the sweep's SEQS, bench_rows and measured, backward_kernel, _span.
 """
 import json
+import math
 import tarfile
 from pathlib import Path
 
@@ -18,6 +19,11 @@ from gpusim_course import nsight
 
 ROOT = Path(__file__).resolve().parents[1]
 SEQS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def floor3(ratio):
+    """A speed ratio to three decimals, rounded down: one just under 1 (0.9999) reads 0.999, not 1.000."""
+    return f"{math.floor(ratio * 1e3) / 1e3:.3f}"
 
 
 def bench_rows():
@@ -163,9 +169,9 @@ def decode_table():
         contiguous = cells.get(("split_kv_contiguous", 1, n))
         sdpa = fastest_sdpa(data["rows"], n)
         mine = (f"{contiguous['ms']:.3f} ({contiguous['num_splits']}) [{ratio[key(contiguous)]:.2f}] | "
-                f"{sdpa['ms'] / contiguous['ms']:.3f}" if contiguous else "- | -")
+                f"{floor3(sdpa['ms'] / contiguous['ms'])}" if contiguous else "- | -")
         lines.append(f"| {n:,} | {split['ms']:.3f} ({split['num_splits']}) [{ratio[key(split)]:.2f}] | "
-                     f"{sdpa['ms'] / split['ms']:.3f} | {mine} | {one['ms']:.3f} [{ratio[key(one)]:.2f}] | "
+                     f"{floor3(sdpa['ms'] / split['ms'])} | {mine} | {one['ms']:.3f} [{ratio[key(one)]:.2f}] | "
                      f"{sdpa['ms']:.3f} ({sdpa['provider']}) | {split['copy_fraction']:.2f} | {measured_:.2f}, "
                      f"{predicted:.2f} |")
     close = [n for n, (predicted, measured_) in agreement.unsplit_slowdown().items()
