@@ -7,7 +7,8 @@ gpusim keeps what it counted per configuration, so a slider's second visit to a 
 first: each line times first calls (every repeat a configuration not seen before, N = 1,048,576 less the
 repeat's index) beside the same configuration called again, and a first call without tiles: it searches them
 (`best_blocks`, kept per shape) where the kernel takes gpusim's pick, and takes its launch table's for the
-Hopper kernel.
+Hopper kernel. Those run on the H200 preset, whose compiled tiles narrow the search; one more line times flash2's
+first call without tiles on the default preset (A100-40GB), where every tile that fits is weighed.
 """
 import time
 import tracemalloc

@@ -447,7 +447,7 @@ def nsight_sentence():
         return sum(e <= ncu.TARGETS[quantity] for e in errs), len(errs), max(errs)
     l2, dram = share("l2_to_sm_bytes"), share("dram_read_bytes")
     return (f"Nsight Compute on it (runs 180 and 183): the bytes the SMs read from L2 within 2% of gpusim's count on "
-            f"{l2[0]} of {l2[1]} launches (the worst {l2[2]:.1%} off), DRAM reads within 10% on {dram[0]} of "
+            f"{l2[0]} of {l2[1]} launches (the worst {report_kernels.up_percent(l2[2])} off), DRAM reads within 10% on {dram[0]} of "
             f"{dram[1]}.")
 
 
@@ -788,7 +788,7 @@ def headline_line():
     return (f"- **Another GPU** (an H100, its preset `H100-measured` from the same microbenchmarks, run 173, its "
             f"kernels' tiles too since its tile sweep, run 176; `results/h100/`): {len(shares)} held-out sets measured "
             f"on it, {overall}% of each set's rows within 20%; per kind {per_kind} "
-            f"(decode priced by the fifty-first session's ragged-wave rule: `docs/perf.md`, \"A ragged decode wave, "
+            f"(decode priced by the ragged-wave rule adopted on 2026-12-06: `docs/perf.md`, \"A ragged decode wave, "
             f"adopted\"). {nsight_sentence()}")
 
 

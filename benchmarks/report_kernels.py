@@ -26,6 +26,11 @@ def floor3(ratio):
     return f"{math.floor(ratio * 1e3) / 1e3:.3f}"
 
 
+def up_percent(share):
+    """A worst error as a percent to two decimals, rounded up: 0.213% is within 0.22%, not within 0.2%."""
+    return f"{math.ceil(share * 1e4) / 100:.2f}%"
+
+
 def bench_rows():
     return json.loads((agreement.RESULTS / "bench.json").read_text())["rows"]
 

@@ -31,8 +31,9 @@ def first_q_block(j, N, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr
 
 @triton.jit
 def unmasked_blocks(i, N_KV, Br: tl.constexpr, Bc: tl.constexpr, CAUSAL: tl.constexpr):
-    """The first K/V blocks that every row of Q block i sees whole (gpusim's Tiling.unmasked_blocks_of):
-    whole blocks of keys, left of the block's first row when causal."""
+    """The first K/V blocks that every row of Q block i sees whole: whole blocks of keys, left of the block's first
+    row when causal. gpusim's Tiling.unmasked_blocks_of counts (i * Br + 1) // Bc, the same for the top-left mask
+    and the power-of-two tiles the kernels run (i * Br + 1 is then odd, never a multiple of Bc)."""
     n_whole = N_KV // Bc
     if CAUSAL:
         n_whole = tl.minimum(n_whole, i * Br // Bc)

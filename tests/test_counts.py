@@ -141,7 +141,7 @@ def _unmasked_by_hand(n, n_kv, br, bc, offset):
     (1000, 1500, 48, 24, 500), (777, 777, 16, 64, 0), (300, 4096, 64, 128, 3796),
     (70, 50, 32, 16, 0), (130, 100, 64, 16, 0)])  # top-left, a ragged last K/V block: the first Q block reaching it
 def test_unmasked_blocks_are_the_blocks_every_row_sees_whole(n, n_kv, br, bc, offset):
-    """The kernels' unmasked loop runs these blocks; the model prices their scores without the mask's cost. It
+    """The model prices these blocks' scores without the mask's cost, as a kernel's unmasked loop runs them. It
     counted one block fewer where a Q block's first row sees exactly to a block's end (i * Br + offset + 1 a
     multiple of Bc): with bottom-right alignment, or tiles no kernel runs."""
     t = Tiling(n, n_kv, br, bc, True, offset)
@@ -150,6 +150,16 @@ def test_unmasked_blocks_are_the_blocks_every_row_sees_whole(n, n_kv, br, bc, of
     assert t.unmasked_tiles == sum(hand)
     rows = [min(br, n - i * br) for i in range(len(hand))]
     assert t.unmasked_elements == bc * sum(r * k for r, k in zip(rows, hand))
+
+
+def test_the_kernels_unmasked_rule_is_the_models_on_the_tiles_they_run():
+    """kernels/tiles.py's unmasked_blocks (and kernels/hopper.py's) count min(N_kv // Bc, i * Br // Bc): top-left,
+    power-of-two tiles of 16 to 256, where i * Br + 1 is odd and so never a multiple of Bc, it equals the model's."""
+    for br in (16, 32, 64, 128, 256):
+        for bc in (16, 32, 64, 128, 256):
+            t = Tiling(4096, 4096 - 5, br, bc, True)
+            assert [t.unmasked_blocks_of(i) for i in range(t.n_q_blocks)] == [
+                min(t.seq_kv // bc, i * br // bc) for i in range(t.n_q_blocks)]
 
 
 def test_causal_with_more_queries_than_keys():

@@ -39,7 +39,8 @@ def large_case(seed):
 SMALL = [random_case(seed) for seed in range(24)] + [  # 66 splits asked, 35 filled (69 chunks of 16, 2 a split)
     dict(batch=2, heads=2, kv_heads=1, head_dim=16, seq=1, seq_kv=(1100, 150), block_kv=16, page_size=16, grouped=True,
          causal_align="bottom_right", dtype="fp16", num_splits=66)]
-LARGE = [large_case(seed) for seed in range(8)] + [  # 100 splits: the reduce merges 64 a step, two steps
+LARGE = [large_case(seed) for seed in range(8)] + [  # 100 splits asked, 71 filled (141 chunks of 64, 2 a split):
+    # the reduce merges 64, then 7
     dict(batch=2, heads=32, kv_heads=8, head_dim=128, seq=1, seq_kv=(9000, 2000), block_kv=64, page_size=16,
          grouped=True, causal_align="bottom_right", dtype="fp16", num_splits=100)]
 
@@ -95,6 +96,9 @@ def test_the_reduce_merges_past_64_splits_in_steps(device):
     k[:, :, 64 * 16:] *= 3
     k = k.half()
     v = v.half()
+    s = (q.double()[0, :, 0] @ k.double()[0, 0].T / 4).reshape(2, 69, 16)  # (H, split, key): q kᵀ / sqrt(16)
+    lse_s = s.logsumexp(dim=-1)
+    assert (lse_s[:, 64:].amax(dim=1) > lse_s[:, :64].amax(dim=1)).all()  # the last step holds each head's max
     out, lse = gpusim_kernels.decode_attention(*(x.to(device) for x in (q, k, v)), cache_seqlens=[69 * 16],
                                                num_splits=69, block_kv=16, return_lse=True)
     ref, ref_lse = decode_reference(*(x.double().numpy() for x in (q, k, v)), cache_seqlens=[69 * 16],

@@ -280,6 +280,7 @@ def test_readme_speaks_of_dates_and_targets_not_of_sessions_or_bare_issue_number
     ordinal = r"\b(?:[a-z]+-)?(?:first|second|third|[a-z]+th)\b"
     assert not re.findall(rf"{ordinal}(?:'s)? sessions?\b|\bsessions\b|{ordinal} to {ordinal}|\b[a-z]+-[a-z]+th's",
                           hand, flags=re.I)
+    assert not re.findall(rf"{ordinal}(?:'s)? sessions?\b", generated, flags=re.I)  # the generated lines too
     named = set(re.findall(r"\bissue (\d+)", generated, flags=re.I))
     assert set(re.findall(r"\bissue (\d+)", hand, flags=re.I)) <= named
     for n in named:

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 import gpusim
-from gpusim import backward, compiled, decode
-from gpusim.passes.split_kv import SPLIT_KV as split_kv
-from gpusim import decode_execute
+from gpusim import backward, compiled, decode, decode_execute
 from gpusim.decode_execute import decode_reference
-from gpusim.shape import REDUCE_SPLITS
 from gpusim.execute import attention_grad_reference, reference_attention
+from gpusim.passes.split_kv import SPLIT_KV as split_kv
+from gpusim.shape import REDUCE_SPLITS
 from gpusim.simulate import TENSOR_ORDER
 
 DECODE_CASES = [
@@ -98,6 +97,8 @@ def test_the_decode_reduce_merges_past_64_splits_in_steps_and_returns_the_lse():
     out, launch, mem = decode_execute.decode_attention(q, k, v, cache_seqlens=[69 * 16], num_splits=69, block_kv=16,
                                                        gpu="H200-measured")
     assert int(launch.active_splits[0]) == 69 > REDUCE_SPLITS
+    lse_s = mem.tensors["LSE_partial"][:, 0, :, 0]  # (splits, H): the last five hold each head's largest
+    assert (lse_s[64:].max(axis=0) > lse_s[:64].max(axis=0)).all()
     expected, lse = decode_reference(q, k, v, cache_seqlens=[69 * 16], return_lse=True)
     assert np.abs(out - expected).max() <= FLOAT64_TOLERANCE
     assert np.abs(mem.tensors["LSE"] - lse).max() <= FLOAT64_TOLERANCE

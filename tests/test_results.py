@@ -3291,3 +3291,12 @@ def test_perf_mds_tile_and_decode_rate_figures_are_the_files():
     rates = [r["bytes_per_s"] / 1e12 for r in json.loads((RESULTS / "decode.json").read_text())["rows"]
              if r["batch"] == 64 and r["seq_kv"] >= 32768 and r["provider"] == "split_kv"]
     assert f"the bytes gpusim counts at {min(rates):.2f}–{max(rates):.2f} TB/s" in text
+
+
+def test_perf_md_bounds_the_h100s_l2_to_sm_bytes_by_their_worst_launch():
+    """perf.md's words on the H100's Nsight runs: L2→SM within the worst launch's error, rounded up (0.216%)."""
+    rows = [r for r in report_gpus.forward_rows() + ncu.compare_run("ncu_bwd", report_gpus.H100)
+            if r["rel_err"] is not None and r["quantity"] == "l2_to_sm_bytes"]
+    worst = report_kernels.up_percent(max(abs(r["rel_err"]) for r in rows))
+    assert f"L2→SM equals gpusim's within {worst} on every launch the H100" in " ".join(
+        (ROOT / "docs" / "perf.md").read_text().split())
