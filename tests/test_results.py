@@ -99,6 +99,8 @@ def test_make_tests_processes_run_this_file_whole_in_one(request):
 def test_bench_json_names_its_run_and_has_every_field():
     data = json.loads((RESULTS / "bench.json").read_text())
     assert {"gpu", "driver", "torch", "triton", "date", "command"} <= set(data["environment"])
+    runs = data["environment"]["runs"]  # the merged file's command: each run's, in order
+    assert data["environment"]["command"] == " ; ".join(r["command"] for r in runs)
     assert {r["provider"] for r in data["rows"]} >= {"naive", "flash1", "flash2", "hopper", "torch_naive", "sdpa_math",
                                                       "sdpa_flash", "sdpa_efficient", "sdpa_cudnn"}
     for row in data["rows"]:
