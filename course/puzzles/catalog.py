@@ -46,11 +46,13 @@ PUZZLES = {p.name: p for p in [
     LauncherPuzzle("row_softmax", kind="softmax", shape=(12, 50), advice=SOFTMAX + (
         ("more_bytes", "One load of the row and one store: the whole row fits in one tile."),)),
     LauncherPuzzle("online_row_softmax", kind="online", shape=(12, 50), advice=SOFTMAX + (
+        ("nan", "exp overflows: keep the running max, m_new = max(m_i, the chunk's max), so that exp(m_i - m_new) and "
+                "exp(x - m_new) are at most 1 (the padding loads as -inf, exp(-inf) = 0)."),
         ("Y", "When the max grows, l_i was summed under the old max: l_i * exp(m_i - m_new) before adding."),
         ("more_bytes", "The online softmax reads x twice (once for m_i and l_i together, once to write y), as "
                        "gpusim.softmax's online variant: 2 loads and 1 store per element."),
         ("loop", "both passes run over tl.cdiv(N, BLOCK) chunks"))),
-    Flash2Puzzle("flash2_forward", seq=40, batch=2, heads=2, heads_arg=True, advice=ONLINE + OFFSETS),
+    Flash2Puzzle("flash2_forward", seq=40, seq_kv=56, batch=2, heads=2, heads_arg=True, advice=ONLINE + OFFSETS),
     Flash2Puzzle("online_softmax", advice=ONLINE + (("loop", "the loop over K/V blocks runs over "
                                                              "range(0, tl.cdiv(N_KV, Bc))"),)),
     Flash2Puzzle("causal_skip", causal=True, seq=96, block_q=32, block_kv=16, advice=(

@@ -91,7 +91,7 @@ READS_SOURCE = ("the checker reads your functions' source: define each with def 
 SENT = ("the checker runs your functions' source in a process of its own, with torch, triton, tl and what they name "
         "from your notebook of its functions, the modules and modules' functions it can import by name, and "
         "constants (an int, float, str or bool, or a tl.constexpr of one); define anything else inside them")
-MASK = "mask the lanes past the end (the padding rows: mask=rows[:, None] < N)."
+MASK = "mask the lanes past the end (padding rows: mask=rows[:, None] < N; padding keys: keys[:, None] < N_KV)."
 LOOP = "a loop runs over the blocks, range(0, tl.cdiv(N, BLOCK)); a while loop must advance its counter"
 
 

@@ -84,6 +84,7 @@ class Flash2Puzzle(Puzzle):
     """A FlashAttention-2 forward kernel(Q, K, V, O, LSE, N, N_KV, scale, [H=,] D=, Br=, Bc=), grid (Tr, B*H)."""
     causal: bool = False
     seq: int = 64
+    seq_kv: int | None = None  # N_KV, None: N
     block_q: int = 16
     block_kv: int = 16
     head_dim: int = 16
@@ -98,8 +99,17 @@ class Flash2Puzzle(Puzzle):
         return -(-self.seq // self.block_q)
 
     def inputs(self):
-        shape = (self.batch, self.heads, self.seq, self.head_dim)  # (B, H, N, d)
-        return {n: fp16(shape, SEED + i, scale=1.5 if i < 2 else 1.0) for i, n in enumerate("QKV")}  # q, k wide
+        """Random q, k, v (q and k wide); in head 0 of request 0 the first K/V block scores about 128 above the
+        rest, so that a rescale by each tile's own max rather than the running one, exp(m_i - m_ij), overflows
+        fp32 there (the other heads check everything else: head 0's later blocks weigh nothing)."""
+        shape = (self.batch, self.heads, self.seq, self.head_dim)  # (B, H, N, d); K and V (B, H, N_KV, d)
+        kv_shape = shape[:2] + (self.seq_kv or self.seq, self.head_dim)
+        x = {n: fp16(shape if n == "Q" else kv_shape, SEED + i, scale=1.5 if i < 2 else 1.0) for i, n in enumerate("QKV")}
+        shift = 4.0  # q . k / sqrt(d) moves by 4 * 4 * d / sqrt(d) = 64 up in block 0, down elsewhere (d = 16)
+        x["Q"][0, 0] += shift
+        x["K"][0, 0, :self.block_kv] += shift
+        x["K"][0, 0, self.block_kv:] -= shift
+        return x
 
     def run(self, kernel, launcher, inputs):
         q, k, v = inputs["Q"], inputs["K"], inputs["V"]
@@ -130,8 +140,8 @@ class Flash2Puzzle(Puzzle):
         return f"Q block {p} (rows {p * self.block_q}..{min((p + 1) * self.block_q, self.seq) - 1})"
 
     def config(self):
-        return dict(seq=self.seq, head_dim=self.head_dim, batch=self.batch, heads=self.heads, block_q=self.block_q,
-                    block_kv=self.block_kv, causal=self.causal, dtype="fp16")
+        return dict(seq=self.seq, seq_kv=self.seq_kv or self.seq, head_dim=self.head_dim, batch=self.batch,
+                    heads=self.heads, block_q=self.block_q, block_kv=self.block_kv, causal=self.causal, dtype="fp16")
 
     def counted(self):
         """gpusim's bytes of the whole launch, {tensor: {"read_bytes", "write_bytes"}}."""
@@ -419,7 +429,10 @@ class LauncherPuzzle(Puzzle):
         if self.kind == "dot":
             m, k, n = self.shape
             return {"A": fp16((m, k), SEED), "B": fp16((k, n), SEED + 1)}
-        return {"X": fp16(self.shape, SEED, scale=40.0)}  # wide: exp overflows fp32 above 88.7 without the max
+        x = fp16(self.shape, SEED, scale=40.0)  # wide: exp overflows fp32 above 88.7 without the max
+        x[self.shape[0] // 2:, :self.block] += 100  # the later rows' first chunk 200 above the rest: a rescale by
+        x[self.shape[0] // 2:, self.block:] -= 100  # each chunk's own max, not the running one, overflows there
+        return {"X": x}
 
     def run(self, kernel, launcher, inputs):
         return {"Y": launcher(*inputs.values())}
