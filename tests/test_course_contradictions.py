@@ -34,11 +34,17 @@ def test_notebook3s_softmax_puzzles_input_overflows_exp_as_it_says():
     largest value, 144, the notebook now states."""
     pytest.importorskip("torch", reason="the puzzle's input comes from the puzzle checker, which imports torch (Linux)")
     from gpusim_course.puzzles import catalog
+    text = _markdown("03_online_softmax.ipynb")
     for name in ("row_softmax", "online_row_softmax"):
-        x = next(iter(catalog.PUZZLES[name].inputs().values()))
-        assert float(x.max()) == 144 > bits.exp_overflow(np.float32)
-    assert "drawn from a fixed seed: the largest is 144), so an `exp` without the max overflows past float32's 88.7" \
-        in _markdown("03_online_softmax.ipynb")
+        x = next(iter(catalog.PUZZLES[name].inputs().values())).float()
+        assert float(x[:6].max()) == 144 > bits.exp_overflow(np.float32)
+        assert round(float(x.max())) == 229
+        later = x[6:]  # raised by 100 in the first chunk of 16, lowered by 100 after: a chunk's own max falls by > 88.7
+        assert float(later[:, :16].max(dim=1).values.min() - later[:, 16:].max(dim=1).values.max()) > \
+            bits.exp_overflow(np.float32)
+    assert "drawn from a fixed seed: the largest of the first 6 rows is 144), so an `exp` without the max overflows " \
+           "past float32's 88.7" in text
+    assert "the first 16 values are raised by 100 and the rest lowered by 100 (the largest is 229)" in text
 
 
 def test_notebook7_words_follow_the_ratios():

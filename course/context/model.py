@@ -155,8 +155,9 @@ def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
         kept = layers * r.hbm_peak_bytes
         out.append(f"N = {n:,}: one layer's attention holds {r.hbm_peak_bytes / 2**30:.1f} GiB "
                    f"({share(r.hbm_peak_bytes)} one {g.name}'s HBM) and its causal forward takes "
-                   f"{r.predicted_time_s:.2f} s; {model}'s {layers} layers keep {kept / 2**30:.0f} GiB for the "
-                   f"backward ({share(kept)} the HBM) and take {layers * r.predicted_time_s:.1f} s forward.")
+                   f"{r.predicted_time_s:.2f} s; {model}'s {layers} layers keep {kept / 2**30:.0f} GiB of attention "
+                   f"tensors alone for the backward ({share(kept)} the HBM; weights, optimizer state and the MLP's "
+                   f"activations come on top) and take {layers * r.predicted_time_s:.1f} s forward in attention alone.")
     return out
 
 
