@@ -45,6 +45,7 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("naive_sp_bytes", lambda n, e: 2 * n * n * e, "counted each matrix once"),
     ("naive_sp_bytes", lambda n, e: 4 * n * n, "multiply by itemsize"),
     ("naive_sp_bytes", lambda n, e: 3 * n * n * e, "Count four N × N transfers"),
+    ("naive_sp_bytes", lambda n, e: 4 * n * n * 2, "2 bytes an element, but itemsize is 1 here"),  # fp16 kept
     ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
     ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "bottom_right"),
@@ -88,7 +89,7 @@ def test_naive_sp_bytes_is_checked_in_each_dtype_by_its_name():
         return standard_exercises.naive_sp_bytes(seq, itemsize)
 
     assert standard_exercises.check("naive_sp_bytes", spy)
-    assert seen == [(4096, 4), (128, 2), (1008, 2), (3008, 1)]  # fp32, fp16, bf16, fp8
+    assert seen == [(3008, 1), (4096, 4), (128, 2), (1008, 2)]  # fp8, fp32, fp16, bf16
     # S written and read, P written and read: four N x N transfers in bf16
     bf16 = gpusim.simulate("naive", seq=1008, head_dim=64, dtype="bf16", gpu="H100-SXM").by_tensor
     assert sum(bf16[t][k] for t in "SP" for k in ("read_bytes", "write_bytes")) == 4 * 1008 * 1008 * 2

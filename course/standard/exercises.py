@@ -23,6 +23,8 @@ def _naive_sp_case(seq, dtype):
 def _check_naive_sp_bytes(fn):
     def hint(args, got, want):
         seq, e = args
+        if e != 2 and got == 4 * seq * seq * 2:
+            return f"That is 2 bytes an element, but itemsize is {e} here: multiply by the itemsize you are given."
         if got == 2 * seq * seq * e:
             return "You counted each matrix once: S is written by kernel 1 and read by kernel 2, P is written " \
                    "by kernel 2 and read by kernel 3."
@@ -30,10 +32,12 @@ def _check_naive_sp_bytes(fn):
             return "That is elements: multiply by itemsize for bytes."
         return "Count four N × N transfers: S out, S in, P out, P in."
 
-    # fp32 first: at 2 bytes an element, N² x 4 elements is also 2 N² x 2 bytes, and the hints could not tell
-    # "forgot the itemsize" from "counted each matrix once". Every N a multiple of 16: the kernels pad S's and P's
-    # rows to one (kernels/naive.py), so at N = 1000 they move 1000 x 1008 elements, not N².
-    cases = [(4096, "fp32"), (128, "fp16"), (1008, "bf16"), (3008, "fp8")]
+    # fp8 first: at 1 byte an element, "counted each matrix once" (2 N²), "2 bytes whatever the dtype" (8 N²) and
+    # the answer (4 N²) differ, and "forgot the itemsize" is right there, so fp32 comes next, where it is not (at
+    # 2 bytes an element 4 N² elements is also 2 N² x 2 bytes; at 4, 2 N² x 4 is also 4 N² x 2). Every N a multiple
+    # of 16: the kernels pad S's and P's rows to one (kernels/naive.py), so at N = 1000 they move 1000 x 1008
+    # elements, not N².
+    cases = [(3008, "fp8"), (4096, "fp32"), (128, "fp16"), (1008, "bf16")]
     return numeric(fn, [_naive_sp_case(*c) for c in cases], hint)
 
 EXERCISES = {
