@@ -106,6 +106,8 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
     ("gqa_decode", "interleaved heads", "heads = kv_head * GROUP + tl.arange(0, BLOCK_R)",
      "heads = kv_head + H_KV * tl.arange(0, BLOCK_R)", "Offsets",
      ["program 0 (request 0, K/V head 0: query heads 0..3) read rows of head 4 of Q", "h // GROUP"]),
+    ("gqa_decode", "cache stride of the request's length, not the cache's", "kv = (pid * S + keys)[:, None] * D",
+     "kv = (pid * n_keys + keys)[:, None] * D", "Offsets", ["program 2 (request 1", "read rows of batch 0 of K", "start at pid * S"]),
     ("gqa_decode", "l_i not rescaled", "l_i = alpha * l_i + tl.sum(p, 1)", "l_i = l_i + tl.sum(p, 1)", "Correctness",
      ["program 0 (request 0, K/V head 0: query heads 0..3) is wrong", "K/V block 1 of program 0", "rescale l_i"]),
     ("gqa_decode", "V loaded twice", "tl.dot(p.to(v_j.dtype), v_j)",

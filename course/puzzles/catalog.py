@@ -69,7 +69,7 @@ PUZZLES = {p.name: p for p in [
                     "cost bytes and FLOPs for nothing. Stop the loop after the block that holds the last row's "
                     "last key: n_blocks = ((i + 1) * Br - 1) // Bc + 1 (at most cdiv(N_KV, Bc))."),
         ("other_bytes", "Q_i is loaded once, O_i and the LSE are stored once."))),
-    DecodePuzzle("gqa_decode", advice=(
+    DecodePuzzle("gqa_decode", lengths=(80, 50), advice=(
         ("nan", "Rows past the group are padding: load their q with a mask and store only the group's rows."),
         ("padding", "the tile's rows past GROUP are padding: the group is rows 0 .. GROUP - 1, in_group = "
                     "tl.arange(0, BLOCK_R) < GROUP; load and store with mask=in_group."),
@@ -79,7 +79,8 @@ PUZZLES = {p.name: p for p in [
                         "exp(m_i - m_new) when the running max grows."),
         ("lse", "Store the LSE of each of the group's rows: m_i + log(l_i)."),
         ("batch", "Request b's query heads are rows b * H .. b * H + H - 1 of Q; its cache starts at K/V head "
-                  "b * H_KV: the program's K/V head is pid = b * H_KV + kv_head."),
+                  "b * H_KV: the program's K/V head is pid = b * H_KV + kv_head, whose rows of K and V (B, H_KV, S, d) "
+                  "start at pid * S, S the cache's positions, whatever the request's length."),
         ("head", "Query head h reads K/V head h // GROUP: K/V head g serves heads g * GROUP .. g * GROUP + "
                  "GROUP - 1."),
         ("more_kv", "Each K/V chunk is loaded more than once per program: stack the group's query rows into "

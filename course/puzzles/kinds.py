@@ -177,6 +177,7 @@ class DecodePuzzle(Puzzle):
     batch: int = 2
     block_r: int = 16  # tl.dot's smallest tile: the group's rows padded up to it
     page_size: int | None = None
+    lengths: tuple | None = None  # each request's cached keys, at most `cache` (None: every request `cache`)
     layouts = {"Q": ("batch", "head"), "O": ("batch", "head"), "LSE": ("batch", "head"), "K": ("batch", "K/V head"),
                "V": ("batch", "K/V head")}
 
@@ -218,7 +219,7 @@ class DecodePuzzle(Puzzle):
         lse_ = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
         paged = self.page_size is not None
         keys = self.cache if paged else inputs["K"].shape[2]  # fewer when the check cuts the cache short
-        lengths = torch.full((self.batch,), keys, dtype=torch.int32, device=q.device)
+        lengths = torch.tensor(self.seq_kv(keys), dtype=torch.int32, device=q.device)
         table = (inputs["block_table"],) if paged else ()
         size = inputs["block_table"].shape[1] if paged else keys  # max_pages or S
         kernel[(self.programs,)](
@@ -226,10 +227,20 @@ class DecodePuzzle(Puzzle):
             H_KV=self.kv_heads, D=self.head_dim, Bc=self.block_kv, BLOCK_R=self.block_r)
         return {"O": o, "LSE": lse_}
 
+    def seq_kv(self, keys=None):
+        """Each request's cached keys in a cache of `keys` positions (the check may cut it short)."""
+        keys = self.cache if keys is None else keys
+        return [min(n, keys) for n in (self.lengths or (self.cache,) * self.batch)]
+
     def reference(self, inputs):
         x = inputs if self.page_size is None else self._contiguous()
         q, k, v = x["Q"], x["K"], x["V"]
-        return {"O": reference_attention(q, k, v), "LSE": lse(q, k.repeat_interleave(self.group, dim=1))}
+        out = {"O": torch.empty(q.shape, dtype=torch.float64), "LSE": torch.empty(q.shape[:3], dtype=torch.float64)}
+        for b, n in enumerate(self.seq_kv(k.shape[2])):  # request b over its first n keys
+            qb, kb, vb = q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n]
+            out["O"][b] = reference_attention(qb, kb, vb)[0]
+            out["LSE"][b] = lse(qb, kb.repeat_interleave(self.group, dim=1))[0]
+        return out
 
     def describe(self, program):
         b, kv_head = divmod(program[0], self.kv_heads)
@@ -246,18 +257,20 @@ class DecodePuzzle(Puzzle):
     def tile(self, p, j):
         return f"K/V block {j} of program {p}"
 
-    def launch(self, batch=None, kv_heads=None):
-        return decode.make_launch(batch=batch or self.batch, heads=self.group * (kv_heads or self.kv_heads),
-                                  kv_heads=kv_heads or self.kv_heads, head_dim=self.head_dim, seq_kv=self.cache,
+    def launch(self, seq_kv=None, kv_heads=None):
+        seq_kv = self.seq_kv() if seq_kv is None else seq_kv
+        return decode.make_launch(batch=len(seq_kv), heads=self.group * (kv_heads or self.kv_heads),
+                                  kv_heads=kv_heads or self.kv_heads, head_dim=self.head_dim, seq_kv=seq_kv,
                                   num_splits=1, block_kv=self.block_kv, page_size=self.page_size, grouped=True)
 
     def counted(self):
         return by_tensor(decode.count(self.launch()))
 
     def counted_per_program(self):
-        """Every program does the same: gpusim's count of a launch of one program (one request, one K/V head)."""
-        one = {t: sum(rw) for (_, t), rw in decode.count(self.launch(batch=1, kv_heads=1)).items()}
-        return [one] * self.programs
+        """gpusim's count of a launch of each program alone (one request, one K/V head), program b * H_KV + g."""
+        one = [{t: sum(rw) for (_, t), rw in decode.count(self.launch([n], kv_heads=1)).items()}
+               for n in self.seq_kv()]
+        return [one[p // self.kv_heads] for p in range(self.programs)]
 
     def tile_bytes(self):
         return self.block_kv * self.head_dim * 2
