@@ -447,8 +447,8 @@ def nsight_sentence():
         return sum(e <= ncu.TARGETS[quantity] for e in errs), len(errs), max(errs)
     l2, dram = share("l2_to_sm_bytes"), share("dram_read_bytes")
     return (f"Nsight Compute on it (runs 180 and 183): the bytes the SMs read from L2 within 2% of gpusim's count on "
-            f"{l2[0]} of {l2[1]} launches (the worst {report_kernels.up_percent(l2[2])} off), DRAM reads within 10% on {dram[0]} of "
-            f"{dram[1]}.")
+            f"{l2[0]} of {l2[1]} launches (the worst {report_kernels.up_percent(l2[2])} off), DRAM reads within 10% on "
+            f"{dram[0]} of {dram[1]}.")
 
 
 HOST_AFTER = ("host.json", "host_repeat.json")  # run 189: this tree, each entry and SDPA's in turn, five rounds

@@ -48,7 +48,8 @@ LINKS = {link.name: link for link in [
     Link("nvlink4-h200-measured", 359e9, alltoall_bytes_per_s=660e9 / 2,
          source="two H200s, NCCL send/recv 359 GB/s, all-to-all algbw 660 GB/s, busbw 330 (issue 25's figures, "
                 "measured by its author 2026-12-01)"),
-    Link("nvlink4-h200-peer-copy", 396e9, source="two H200s, cudaMemcpyPeer 396 GB/s (issue 25's figure, measured by its author 2026-12-01)"),
+    Link("nvlink4-h200-peer-copy", 396e9,
+         source="two H200s, cudaMemcpyPeer 396 GB/s (issue 25's figure, measured by its author 2026-12-01)"),
     # NVIDIA A100 datasheet: "NVLink: 600GB/s" (third generation, both directions): 300 GB/s each way
     Link("nvlink3", 300e9, source="A100 datasheet: NVLink 3, 600 GB/s bidirectional"),
     # PCI-SIG PCIe 5.0: 32 GT/s per lane, x16, 128b/130b: 63 GB/s each way ("64 GB/s" nominal)

@@ -3273,7 +3273,9 @@ def test_run_1s_flash2_against_sdpa_is_what_perf_md_says():
     rows = json.loads((RESULTS / "run1" / "bench.json").read_text())["rows"]
     ms = {(r["provider"], r["dtype"], r["head_dim"], r["causal"], r["seq"]): r["ms"] for r in rows if "ms" in r}
     speed = {k[1:]: ms[("sdpa_flash",) + k[1:]] / t for k, t in ms.items() if k[0] == "flash2"}
-    span = lambda keep: f"{min(v for k, v in speed.items() if keep(*k)):.2f}–{max(v for k, v in speed.items() if keep(*k)):.2f}"  # noqa: E731
+    def span(keep):
+        kept = [v for k, v in speed.items() if keep(*k)]
+        return f"{min(kept):.2f}–{max(kept):.2f}"
     text = (ROOT / "docs" / "perf.md").read_text()
     assert f"Before: {span(lambda t, d, c, n: d == 128 and n >= 2048)}× at d = 128 and " \
            f"{span(lambda t, d, c, n: d == 64 and c and n >= 2048)}× at d = 64 causal, N ≥ 2K (run 1" in text
