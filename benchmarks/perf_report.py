@@ -30,7 +30,7 @@ from benchmarks.report_history import (
     reduce_before)
 from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
-    bwd_kernels_table, decode_rates, decode_rows_table, decode_table, fastest_sdpa, flash1_l1_table, floor3,
+    bwd_kernels_table, decode_rates, decode_rows_table, decode_table, drift_table, fastest_sdpa, flash1_l1_table, floor3,
     halves_table, host_table, layout_table, measured, naive_floor_table, naive_rows_table, ncu_table, o_mask_table,
     reduce_warps_table,
     serving_splits_table, serving_table, speedup_table, split_lone_others_h200_table, split_lone_others_table,
@@ -202,7 +202,7 @@ def headline():
 
 
 TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speedup_table, "tiles": tile_table,
-          "naive_floor": naive_floor_table,
+          "naive_floor": naive_floor_table, "drift": drift_table,
           "sdpa": against_sdpa_table, "ncu": ncu_table,
           **{name: partial(ncu_table, name) for name in ("ncu_edges", "ncu_edges2", "ncu_bwd")},
           "h100_ncu": report_gpus.forward_table, "h100_ncu_bwd": partial(ncu_table, "ncu_bwd", report_gpus.H100),

@@ -109,6 +109,49 @@ def naive_floor_table():
     return "\n".join(lines)
 
 
+def drift_rows():
+    """drift.json's launches (run 211, analysed) beside Nsight's DRAM reads of the same launch (ncu.json, ncu_edges,
+    ncu_edges2: flash2, non-causal): K and V's reads (times their bytes) as Nsight measured them, as the LRU replay of
+    each repeat's stamps makes them at gpusim's capacity and at run 65's half-miss point, and the DRAM-read error
+    (over the measured, as ncu's tables) of the replay and of the model."""
+    nsight = {(r["seq"], r["head_dim"]): r for name in ("ncu", "ncu_edges", "ncu_edges2")
+              for r in ncu.compare_run(name, agreement.RESULTS) if r["quantity"] == "dram_read_bytes"
+              and r["kernel"] == "flash2" and not r["causal"]}
+    out = []
+    for row in json.loads((agreement.RESULTS / "drift.json").read_text())["rows"]:
+        q = row["heads"] * row["seq"] * row["head_dim"] * 2  # Q, and K or V, fp16, batch 1
+        seen = nsight[row["seq"], row["head_dim"]]
+        replay = [row[f"kv_reads_{r}"] for r in range(2)]
+        out.append({**{k: row[k] for k in ("seq", "head_dim", "plain_ms", "stamped_ms_0", "start_spread_us_0")},
+                    "measured": (seen["measured"] - q) / (2 * q), "model": (seen["simulated"] - q) / (2 * q),
+                    "gpusim": [x["gpusim"] for x in replay], "half_missed": [x["half_missed"] for x in replay],
+                    "replay_err": [q * (1 + 2 * x["gpusim"]) / seen["measured"] - 1 for x in replay],
+                    "model_err": seen["simulated"] / seen["measured"] - 1})
+    return out
+
+
+def _signed(share):
+    """A signed error in whole percent, 0% where it rounds to none."""
+    return "0%" if round(share * 100) == 0 else f"{share:+.0%}"
+
+
+def drift_table():
+    rows = drift_rows()
+    lines = ["| N | d | stamped / plain time | a head's starts spread, µs | K, V read (Nsight) | LRU at gpusim's 30 MiB, "
+             "two repeats | LRU at the half-miss point | DRAM reads' error: LRU / model |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['seq']:,} | {r['head_dim']} | {r['stamped_ms_0'] / r['plain_ms']:.2f} | "
+                     f"{r['start_spread_us_0']:,.0f} | {r['measured']:.2f} | {r['gpusim'][0]:.2f}, {r['gpusim'][1]:.2f} | "
+                     f"{r['half_missed'][0]:.2f}, {r['half_missed'][1]:.2f} | "
+                     f"{', '.join(map(_signed, r['replay_err']))} / {_signed(r['model_err'])} |")
+    target = ncu.TARGETS["dram_read_bytes"]
+    replay = sum(abs(e) <= target for r in rows for e in r["replay_err"])
+    model = sum(abs(r["model_err"]) <= target for r in rows)
+    lines += ["", f"DRAM reads within 10% of Nsight's: the LRU replay on {replay} of {2 * len(rows)} repeats, the model "
+              f"on {model} of {len(rows)} launches."]
+    return "\n".join(lines)
+
+
 def tile_table():
     lines = ["| kernel | d | causal | N | best_blocks | its time / the fastest measured |", "|---|---|---|---|---|---|"]
     for (algo, d, causal, seq), (pick, ratio) in sorted(agreement.tile_choice().items()):

@@ -3154,7 +3154,7 @@ def test_the_stated_date_spans_are_the_results_files():
     on = lambda day: {p.name for p in RESULTS.glob("*.json") if json.loads(p.read_text()).get(  # noqa: E731
         "environment", json.loads(p.read_text()))["date"].startswith(day)}
     assert on(first) == {"ceilings.json", "flash2_tiles.json", "hopper_check.json"}
-    assert {"host_run199_after1.json", "host_run208.json", "host_run209.json"} <= on(last)
+    assert on(last) == {"drift.json"}
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"{first} to {last[5:]})" in readme
     index = (RESULTS / "README.md").read_text()
@@ -3304,3 +3304,20 @@ def test_perf_md_bounds_the_h100s_l2_to_sm_bytes_by_their_worst_launch():
     worst = report_kernels.up_percent(max(abs(r["rel_err"]) for r in rows))
     assert f"L2→SM equals gpusim's within {worst} on every launch the H100" in " ".join(
         (ROOT / "docs" / "perf.md").read_text().split())
+
+
+def test_perf_md_says_what_the_drift_probe_found_as_drift_json_has_it():
+    """Run 211 (drift.json, analysed): the stamps' cost, the replay's two misses and where each falls, and the two
+    capacities' counts close to each other, as perf.md's "The probe, run" says them."""
+    rows = {(r["seq"], r["head_dim"]): r for r in report_kernels.drift_rows()}
+    slower = [r["stamped_ms_0"] / r["plain_ms"] - 1 for r in rows.values()]
+    text = " ".join((ROOT / "docs" / "perf.md").read_text().split())
+    assert f"the stamped kernel {min(slower):.0%}–{max(slower):.0%} slower than the plain one".replace("%–", "–") in text
+    misses = {key for key, r in rows.items() if any(abs(e) > ncu.TARGETS["dram_read_bytes"] for e in r["replay_err"])}
+    assert misses == {(32768, 128), (98304, 64)} and "It misses twice" in text
+    assert min(rows[32768, 128]["gpusim"]) > rows[32768, 128]["measured"]  # the replay reads more than measured
+    low, high = sorted(rows[98304, 64]["gpusim"])
+    assert low < rows[98304, 64]["measured"] < high  # the two repeats either side
+    assert max(abs(a - b) for r in rows.values() for a, b in zip(r["gpusim"], r["half_missed"])) < 0.15
+    spread = [rows[n, 128]["start_spread_us_0"] for n in (16384, 24576, 32768, 40960, 65536, 98304)]
+    assert spread == sorted(spread)  # "grows with N"
