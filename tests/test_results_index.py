@@ -5,7 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
 INDEX = ROOT / "h200" / "README.md"
-FILE_LIKE = re.compile(r"^[\w.*/-]+(\.(json|csv|md|png|txt|tar\.gz)|/)$")
+FILE_LIKE = re.compile(r"^[\w.*/-]+(\.(json|csv|md|png|txt|npz|tar\.gz)|/)$")
 
 
 def named():
