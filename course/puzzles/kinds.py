@@ -106,7 +106,7 @@ class Flash2Puzzle(Puzzle):
         kv_shape = shape[:2] + (self.seq_kv or self.seq, self.head_dim)
         x = {n: fp16(shape if n == "Q" else kv_shape, SEED + i, scale=1.5 if i < 2 else 1.0)
              for i, n in enumerate("QKV")}
-        shift = 4.0  # q . k / sqrt(d) moves by 4 * 4 * d / sqrt(d) = 64 up in block 0, down elsewhere (d = 16)
+        shift = 8 / self.head_dim**0.25  # q . k / sqrt(d) moves by shift^2 * sqrt(d) = 64: up in block 0, down after
         x["Q"][0, 0] += shift
         x["K"][0, 0, :self.block_kv] += shift
         x["K"][0, 0, self.block_kv:] -= shift
