@@ -18,7 +18,8 @@ from gpusim.shape import Tiles
 
 from .backward import (backward_config, bwd_constants, check_backward, empty_grads, no_rows,
                        prepare_backward)
-from .launch import check_tensors, first_derivative_only, in_slices, launch, one_row, options, past_grid
+from .launch import (check_tensors, checked_config, first_derivative_only, in_slices, launch, one_row, options,
+                     past_grid)
 from gpusim.passes.naive import score_row
 
 from .naive import naive_attention, row_block_product, tile_product
@@ -113,6 +114,7 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     """(dq, dk, dv) of attention for the output gradient do, from the P that naive_attention(...,
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
     visited tiles), or tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) its five kernels take.
+    Not given (or one given): naive_attention's own choice for these tensors, the tiles its P was written at.
     Gradients in q's dtype; dk, dv summed over each K/V head's group."""
     if no_rows(q):  # every check, P's and do's on their own shapes and the rest on one_row's; no launch
         check_backward(q, k, v, do, block_q, block_kv, tiles)
@@ -120,6 +122,9 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
         backward_config("naive", *one_row(q, k, v, do=do).values(), causal=causal, block_q=block_q,
                         block_kv=block_kv, gpu=gpu, tiles=tiles)
         return empty_grads(q, k, v)
+    if tiles is None and (block_q is None or block_kv is None):  # the forward's: its causal P has unwritten tiles
+        forward = checked_config("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
+        block_q, block_kv = forward.block_q, forward.block_kv
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,
                                         gpu=gpu, tiles=tiles)
     check_p(p, q, k)

@@ -488,3 +488,27 @@ def test_bwd_warps_smoke_run_launches_each_kernel_with_the_options_it_names(tmp_
     assert [(r["block_kv"], r["num_warps"], r["maxnreg"], r["kernel"]) for r in rows] == [
         (kv, w, regs, kernel) for kv in (64, 32) for w, regs in bwd_warps.VARIANTS for kernel in bwd_warps.KERNELS]
     assert all(r["ms"] > 0 and r["num_stages"] == rule[r["kernel"]]["num_stages"] for r in rows if r["block_kv"] == 32)
+
+
+@RUNS
+def test_naive_backward_without_tiles_reads_p_at_the_forwards_tiles():
+    """naive_attention picks its tiles (best_blocks) and writes a causal P only in the tiles it visits; its backward,
+    given none, took gpusim.backward's default tiles, larger, and read P's unwritten tiles above the diagonal: wrong
+    gradients, or NaN where that memory held large values. Those tiles are filled with 100 here, so a backward that
+    reads them cannot pass."""
+    c = case("naive", "fp32", 20, 20, 80, 16, 16)
+    q, k, v, do = inputs(c, DEVICE)
+    o, p = gpusim_kernels.naive_attention(*(x.detach() for x in (q, k, v)), causal=True, return_p=True)
+    gpu = launching.detect_gpu(torch.device(DEVICE))
+    forward = gpusim.best_blocks("naive", seq=20, head_dim=80, causal=True, dtype="fp32", gpu=gpu)
+    backward_default = backward.config("naive", seq=20, head_dim=80, causal=True, dtype="fp32", gpu=gpu)
+    visited = torch.zeros(20, 20, dtype=torch.bool)
+    for i in range(-(-20 // forward[0])):
+        last_row = min((i + 1) * forward[0], 20) - 1
+        visited[i * forward[0]:(i + 1) * forward[0], :(last_row // forward[1] + 1) * forward[1]] = True
+    assert not visited.all()  # the forward skips some tiles
+    p.masked_fill_(~visited.to(p.device), 100.0)
+    got = gpusim_kernels.naive_attention_backward(q.detach(), k.detach(), v.detach(), p, do, causal=True)
+    expected = reference_grads(q, k, v, do, True)
+    assert all(relative_error(g, e) <= bound(c) for g, e in zip(got, expected))
+    assert forward != (backward_default.block_q, backward_default.block_kv)  # what made the old default wrong
