@@ -16,9 +16,10 @@ import torch.distributed as dist
 
 from .flash2 import check_flash2, flash2_attention
 from .hopper import check_hopper, hopper_attention
-from .launch import as_int
+from .launch import DTYPES as KERNEL_DTYPES, as_int
 
 STRATEGIES = ("ring", "zigzag", "ulysses", "allgather")
+DTYPE_CODES = tuple(KERNEL_DTYPES)  # the dtypes the local kernels take, coded for the all_gather
 LOCAL = {"flash2": (flash2_attention, check_flash2), "hopper": (hopper_attention, check_hopper)}  # (kernel, checks)
 
 
@@ -135,7 +136,7 @@ def context_attention(q, k, v, *, strategy="ring", causal=False, kernel="flash2"
     kernel_fn, check = LOCAL[kernel]
     refused = _refusal(check, q, k, v, causal)  # the local kernel's checks, before anything is sent
     if check_shapes:
-        _check_shapes(q, k, v, group, world, refused)
+        _check_shapes(q, k, v, group, world, refused, dict(strategy=strategy, kernel=kernel, causal=bool(causal)))
     if refused:
         raise ValueError(refused)
     if strategy == "zigzag" and q.shape[2] % 2:
@@ -172,14 +173,17 @@ def _refusal(check, q, k, v, causal):
     return ""
 
 
-def _check_shapes(q, k, v, group, world, refused):
-    """Every rank's (q, k, v) shapes and whether its kernel refused its shards, gathered before anything else is
-    sent: one line on every rank where a rank refused (so that none waits on a send that never comes) or the shapes
-    differ. A refused rank's shapes are not read (its q may not be a tensor)."""
-    shapes = [0] * 12 if refused else [*q.shape, *k.shape, *v.shape]
+def _check_shapes(q, k, v, group, world, refused, options):
+    """Every rank's (q, k, v) shapes, dtype and options (strategy, kernel, causal), and whether its kernel refused
+    its shards, gathered before anything else is sent: one line on every rank where a rank refused (so that none
+    waits on a send that never comes) or the ranks differ (ranks of two strategies would wait on each other's sends;
+    of two dtypes, send buffers of two sizes; of two masks, return what neither mask gives). A refused rank's shapes
+    are not read (its q may not be a tensor)."""
+    codes = [STRATEGIES.index(options["strategy"]), list(LOCAL).index(options["kernel"]), int(options["causal"])]
+    shapes = [0] * 13 if refused else [*q.shape, *k.shape, *v.shape, DTYPE_CODES.index(q.dtype)]
     on_gpu = isinstance(q, torch.Tensor) and q.is_cuda
     device = "cpu" if dist.get_backend(group) != "nccl" else q.device if on_gpu else torch.cuda.current_device()
-    mine = torch.tensor([bool(refused), *shapes], dtype=torch.int64, device=device)
+    mine = torch.tensor([bool(refused), *codes, *shapes], dtype=torch.int64, device=device)
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=group)
     every = torch.stack(every).tolist()  # one host sync
@@ -189,7 +193,20 @@ def _check_shapes(q, k, v, group, world, refused):
                          f"why): nothing was sent")
     if refused:
         return
-    shapes = {tuple(s[1:]) for s in every}
+    _check_alike(every)
+
+
+def _check_alike(every):
+    """One line where the ranks' gathered rows (refused, strategy, kernel, causal, q, k, v shapes, dtype) differ."""
+    named = dict(strategy=STRATEGIES, kernel=tuple(LOCAL), causal=(False, True))
+    for i, (name, values) in enumerate(named.items(), start=1):
+        if len({row[i] for row in every}) > 1:
+            calls = ", ".join(f"{values[row[i]]!r} on rank {r}" for r, row in enumerate(every))
+            raise ValueError(f"the ranks called context_attention with {name} {calls}: every rank must pass the same")
+    if len({row[-1] for row in every}) > 1:
+        calls = ", ".join(f"{DTYPE_CODES[row[-1]]} on rank {r}" for r, row in enumerate(every))
+        raise ValueError(f"the ranks' shards differ in dtype: {calls}; every rank must hold the same dtype")
+    shapes = {tuple(row[4:-1]) for row in every}
     if len(shapes) > 1:
         raise ValueError(f"the ranks' shards differ in shape (q, k, v each 4-d): {sorted(shapes)}; every rank "
                          "must hold N/P tokens of the same batch, heads and head_dim")

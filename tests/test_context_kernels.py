@@ -57,6 +57,13 @@ def twin(rank, folder):
             context.context_attention(*args, strategy=strategy, causal=True)
         except ValueError as err:
             refusals.append(str(err))
+    shards = [x[:, :, :64] for x in (q, k, v)]
+    for call in [dict(causal=rank == 0), dict(strategy=("ring", "allgather")[rank]),  # each rank its own option
+                 dict(shards=[x.to((torch.float16, torch.float32)[rank]) for x in shards])]:
+        try:
+            context.context_attention(*call.pop("shards", shards), **call)
+        except ValueError as err:
+            refusals.append(str(err))
     out["refusals"] = refusals
     # the group still works: ring's sends had been posted before the kernel refused, and the next call waited forever
     out["after"] = context.context_attention(*(context.shard(x, rank, WORLD) for x in (q, k, v)), strategy="ring",
@@ -95,15 +102,36 @@ def test_twin_output_and_bytes(ranks, strategy, causal, dtype, heads, kv_heads):
     assert [r[strategy, causal, dtype][1] for r in ranks] == [counted] * WORLD
 
 
-def test_twin_refuses_unequal_shards_odd_zigzag_chunks_and_a_causal_mask_over_unequal_q_and_k(ranks):
+def test_twin_refuses_unequal_shards_odd_zigzag_chunks_a_causal_mask_over_unequal_q_and_k_and_unlike_calls(ranks):
+    """Ranks whose calls differed in causal (an output neither mask gives), strategy (each waiting on sends the other
+    never makes), kernel or dtype (a gloo abort on send buffers of two sizes) were not refused: each now is, on every
+    rank, before anything is sent."""
     for rank, r in enumerate(ranks):
-        unequal, odd, causal, dtype, one_rank = r["refusals"]
+        unequal, odd, causal, dtype, one_rank, *options = r["refusals"]
         assert "shards differ in shape" in unequal and "\n" not in unequal
         assert "not divisible by 2P = 4" in odd
         assert causal.startswith("causal=True, strategy='ring': q's shard has 32 tokens and k's 64")
         assert dtype.startswith("q has dtype torch.float64") and "\n" not in dtype
         assert one_rank.startswith("q has dtype torch.float64" if rank else
                                    "rank 1 of the group refused its shards (its own line says why): nothing was sent")
+        assert options == [
+            "the ranks called context_attention with causal True on rank 0, False on rank 1: every rank must pass the "
+            "same",
+            "the ranks called context_attention with strategy 'ring' on rank 0, 'allgather' on rank 1: every rank must "
+            "pass the same",
+            "the ranks' shards differ in dtype: torch.float16 on rank 0, torch.float32 on rank 1; every rank must hold "
+            "the same dtype"]
+
+
+def test_ranks_of_two_local_kernels_are_refused_by_name():
+    """The gathered rows (refused, strategy, kernel, causal, shapes, dtype) of two ranks whose kernels differ: the
+    twin cannot call the Hopper kernel on the CPU (it refuses there first), so its row is checked as gathered."""
+    row = [0, context.STRATEGIES.index("ring"), 0, 1, *(1, 2, 64, 16) * 3, 0]
+    other = [*row[:2], list(context.LOCAL).index("hopper"), *row[3:]]
+    context._check_alike([row, row])
+    with pytest.raises(ValueError, match="^the ranks called context_attention with kernel 'flash2' on rank 0, 'hopper' "
+                                         "on rank 1: every rank must pass the same$"):
+        context._check_alike([row, other])
 
 
 def test_twin_runs_on_after_its_kernel_refused_shards(ranks):
