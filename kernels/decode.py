@@ -1,5 +1,5 @@
 """Flash-Decoding in Triton: the split-KV kernel over a paged (or contiguous) K/V cache, grouped by GQA,
-and the reduce kernel that merges its partial results; with num_splits=1, FlashAttention-2's decode path.
+and the reduce kernel that merges its partial results; with num_splits=1, FlashAttention-2's unsplit decode.
 
 Grouped, one program per (K/V head, request, split) serves the G = heads / kv_heads query heads of its
 K/V head: their G*seq query rows are one tl.dot tile (padded to 16 rows), so each cached K and V element
@@ -20,8 +20,8 @@ from gpusim.decode import check_block_table, check_lengths, launch_for_cache, ma
 from gpusim.shape import MIN_ROWS, REDUCE_SPLITS, Tiles, flag
 
 from .interpreter import INTERPRETED
-from .launch import (DTYPES, LAUNCH_CACHE_SIZE, check_device, check_gpu, check_head_dim, detect_gpu, keyed, launch,
-                     short_repr)
+from .launch import (DTYPES, LAUNCH_CACHE_SIZE, as_int, check_device, check_gpu, check_head_dim, detect_gpu, keyed,
+                     launch, short_repr)
 
 
 @triton.jit
@@ -86,7 +86,7 @@ def decode_kernel(Q, K, V, O, LSE, block_table, cache_seqlens, scale, max_pages,
                   H: tl.constexpr, KV_HEADS: tl.constexpr, SEQ: tl.constexpr, GROUP: tl.constexpr,
                   ROWS: tl.constexpr, GROUPED: tl.constexpr, BLOCK_R: tl.constexpr, D: tl.constexpr,
                   BLOCK_D: tl.constexpr, Bc: tl.constexpr, P: tl.constexpr, BOTTOM_RIGHT: tl.constexpr):
-    """num_splits == 1: FlashAttention-2's decode path, O and LSE written directly."""
+    """num_splits == 1: FlashAttention-2's unsplit decode, O and LSE written directly."""
     acc, m_i, l_i, rows, row_ok = _attend(Q, K, V, block_table, cache_seqlens, scale, max_pages, cache_len,
                                           num_splits, H, KV_HEADS, SEQ, GROUP, ROWS, GROUPED, BLOCK_R, D, BLOCK_D,
                                           Bc, P, BOTTOM_RIGHT)
@@ -412,8 +412,9 @@ INT32_MOST = 2**31 - 1  # the plan's lengths and block table are int32 on the de
 
 def _capacity(max_cache_len, lengths, held=""):
     """max_cache_len, checked: a positive int that int32 lengths hold, at least the longest request's (held: what
-    the capacity is, in words, for the line)."""
-    if isinstance(max_cache_len, bool) or not isinstance(max_cache_len, int) or max_cache_len <= 0:
+    the capacity is, in words, for the line). A NumPy integer is taken as the equal int, as every other count is."""
+    max_cache_len = as_int(max_cache_len)
+    if type(max_cache_len) is not int or max_cache_len <= 0:
         raise ValueError(f"max_cache_len={max_cache_len!r} must be a positive number of tokens")
     if max_cache_len > INT32_MOST:
         raise ValueError(f"max_cache_len={max_cache_len:,} is more than the plan's int32 lengths hold "

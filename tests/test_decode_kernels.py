@@ -467,6 +467,8 @@ def test_plan_run_never_reads_the_device(monkeypatch):
 @pytest.mark.parametrize("make, message", [
     (lambda: dict(max_cache_len=32), "cache_seqlens[0]=40 is more than the plan's max_cache_len=32"),
     (lambda: dict(max_cache_len=0), "max_cache_len=0 must be a positive number of tokens"),
+    (lambda: dict(max_cache_len=True), "max_cache_len=True must be a positive number of tokens"),
+    (lambda: dict(max_cache_len=96.0), "max_cache_len=96.0 must be a positive number of tokens"),
     (lambda: dict(cache_seqlens=[40, 0]), "cache_seqlens[1]=0: request 1 needs a positive number of cached tokens"),
     (lambda: dict(cache_seqlens=[40, 10.5]), "cache_seqlens[1]=10.5 must be an integer: request 1's number of cached "
      "tokens"),
@@ -497,6 +499,16 @@ def test_bad_plan_gives_one_line(make, message):
         gpusim_kernels.DecodePlan(kwargs.pop("cache_seqlens"), **kwargs)
     assert message in str(err.value) and "\n" not in str(err.value)
     assert err.value.__context__ is None or err.value.__suppress_context__  # one error shown, not a chain of two
+
+
+@RUNS
+def test_plan_takes_a_numpy_capacity_as_its_int():
+    """max_cache_len=np.int64(96) was refused ("must be a positive number of tokens") where every other count, heads
+    or the lengths, takes NumPy integers."""
+    kwargs = dict(heads=4, kv_heads=2, head_dim=16, dtype=torch.float16, device=DEVICE, page_size=16, block_kv=16)
+    plan = gpusim_kernels.DecodePlan([40, 20], max_cache_len=np.int64(96), **kwargs)
+    assert type(plan.max_cache_len) is int
+    assert plan.max_cache_len == 96 and plan.pages == gpusim_kernels.DecodePlan([40, 20], max_cache_len=96, **kwargs).pages
 
 
 @RUNS
