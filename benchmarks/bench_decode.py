@@ -8,7 +8,7 @@ request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
 - split_kv: the project's split-KV kernel over a paged cache (gpusim_kernels.decode), num_splits chosen by
   gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks less one,
   split_slots), the reduce a programmatic dependent launch on Hopper;
-  split_kv_1: the same with num_splits = 1 (FlashAttention-2's decode path);
+  split_kv_1: the same with num_splits = 1 (FlashAttention-2's unsplit decode);
   split_kv_contiguous: the same kernel over the contiguous cache the SDPA backends read (no block table,
   num_splits by the same rule for that cache): SDPA's layout, so the difference to split_kv is what the
   pages cost;

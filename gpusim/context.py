@@ -209,7 +209,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
                                             kv_heads=heads if kv_heads is None else kv_heads).values()
     check_groups(heads, kv_heads)
     causal = flag("causal", causal)
-    dtype = dtype_name(dtype or "fp16")
+    dtype = dtype_name("fp16" if dtype is None else dtype)
     chunks = {"zigzag": 2 * gpus}.get(strategy, gpus)  # the pieces the sequence is cut into
     if strategy == "usp":
         if not isinstance(link, Topology):

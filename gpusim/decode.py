@@ -10,7 +10,7 @@ Splits. Request b has L_b cached tokens (cache_seqlens). Its keys are cut into n
 chunks of Bc == block_kv keys (K_b: the keys its last query row sees, below); split s takes chunks
 [s*c_b, (s+1)*c_b) with c_b = ceil(n_b / num_splits), as flash-attention's split-KV kernel does, so a
 short request may leave its last splits empty: they read their length and exit. With num_splits == 1
-this is FlashAttention-2's decode path (kernel "decode"): one program per (batch, head) writes O and the
+this is FlashAttention-2's unsplit decode (kernel "decode"): one program per (batch, head) writes O and the
 log-sum-exp directly. With more (kernel "split_kv"), each program writes a partial O and LSE in fp32,
 and kernel "reduce" (one program per query row: (batch, query head, row)) merges them and writes O
 once in the input dtype. The merge is the online softmax's: each split's O was normalised by its own

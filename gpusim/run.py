@@ -15,7 +15,7 @@ from .execute import arrays_of, check_executable, execute, execute_backward, flo
 from .hardware import get_gpu
 from .passes import algo_name, named
 from .result import Result, time_kernels
-from .shape import Tiles, flag, given_tiles, pair, positive_int
+from .shape import Tiles, causal_align_of, flag, given_tiles, pair, positive_int
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
 ARRAY_DTYPES = {"float16": "fp16", "float32": "fp32"}  # the dtype counted for arrays given without one
@@ -122,9 +122,10 @@ def _forward_config(algo, given, qkv):
         dtype = _dtype_of(arrays, dtype)
     if shape["seq"] is None or shape["head_dim"] is None:
         raise ValueError("seq and head_dim are required unless q, k, v are given")
+    align = given["causal_align"]
     shape |= dict(heads=1 if shape["heads"] is None else shape["heads"], batch=1 if shape["batch"] is None else
-                  shape["batch"], causal=given["causal"],
-                  dtype=dtype or "fp16", gpu=given["gpu"], causal_align=given["causal_align"] or "top_left")
+                  shape["batch"], causal=given["causal"], dtype="fp16" if dtype is None else dtype, gpu=given["gpu"],
+                  causal_align="top_left" if align is None else align)
     block_q, block_kv, tiles = given_tiles(given["tiles"], given["block_q"], given["block_kv"])
     if tiles is not None:  # a caller's Tiles: its blocks, and the launch's knobs it sets
         return make_config(algo, tiles=tiles, **shape), arrays
@@ -195,7 +196,8 @@ def _counted_launch(seq, head_dim, heads, batch, kv_heads, seq_kv, dtype, trace,
     heads = 1 if heads is None else heads
     return decode.make_launch(batch=batch, heads=heads, head_dim=head_dim,
                               kv_heads=heads if kv_heads is None else kv_heads, seq_kv=seq_kv,
-                              seq=1 if seq is None else seq, page_size=page_size, dtype=dtype or "fp16", **options)
+                              seq=1 if seq is None else seq, page_size=page_size,
+                              dtype="fp16" if dtype is None else dtype, **options)
 
 
 def _launch_for_arrays(arrays, given, seq_kv, dtype, page_size, block_table, options):
@@ -247,6 +249,7 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
     # before the cache, whose keys take True for 1: backward=1 and block_q=True are refused as simulate refuses them
     given = tuple(None if b is None else positive_int(n, b) for n, b in (("block_q", block_q), ("block_kv", block_kv)))
     algo, backward = algo_name(algo), flag("backward", backward)
+    causal_align_of(causal, causal_align)  # as simulate refuses it: no mask to align
     try:
         return _best_blocks(algo, backward, given, **shape)
     except TypeError:  # an argument the cache cannot hash (a list for seq_kv): the checks name it in one line

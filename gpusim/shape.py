@@ -361,3 +361,17 @@ class DecodeLaunch:
 
     def query_heads(self, unit):
         return range(unit * self.group, (unit + 1) * self.group) if self.grouped else range(unit, unit + 1)
+
+
+def causal_align_of(causal, causal_align):
+    """causal_align, or one line where there is no causal mask to align (top_left passes: any config's dict has it)."""
+    if not flag("causal", causal) and causal_align not in (None, "top_left"):
+        only_with("causal=False", "causal=True (the corner the causal mask starts from)", causal_align=causal_align)
+    return causal_align
+
+
+def only_with(what, where, **given):
+    """One line for the first option given that `what` does not take."""
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"{shown(name, value)} does not apply to {what}: it is for {where}")

@@ -4,7 +4,7 @@ from . import context
 from .passes import DECODE, named
 from .result import TENSOR_ORDER, KernelResult, Result, by_tensor  # noqa: F401 (gpusim.simulate's names)
 from .run import BLOCKS, best_blocks, candidates, decode_step, forward, train  # noqa: F401 (gpusim.simulate's names)
-from .shape import flag, positive_int, shown
+from .shape import causal_align_of, flag, only_with, positive_int
 
 
 def over_gpus(gpus, strategy, link):
@@ -56,27 +56,13 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     shape = dict(seq=seq, head_dim=head_dim, heads=heads, batch=batch, kv_heads=kv_heads, seq_kv=seq_kv, dtype=dtype,
                  gpu=gpu, q=q, k=k, v=v, trace=trace)
     if algo in DECODE:
-        _only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
+        only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
                    backward=backward or None, do=do, backward_blocks=backward_blocks, tiles=tiles)
         return decode_step(**shape, block_kv=block_kv, causal_align=causal_align or "bottom_right",
                            **decoding | dict(grouped=True if grouped is None else grouped))
-    _only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
-    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=_align(causal, causal_align), tiles=tiles)
+    only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
+    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align_of(causal, causal_align), tiles=tiles)
     if flag("backward", backward):
         return train(algo, **shape, **launch, backward_blocks=backward_blocks, do=do)
-    _only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
+    only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
     return forward(algo, **shape, **launch)
-
-
-def _align(causal, causal_align):
-    """causal_align, or one line where there is no causal mask to align (top_left passes: any config's dict has it)."""
-    if not flag("causal", causal) and causal_align not in (None, "top_left"):
-        _only_with("causal=False", "causal=True (the corner the causal mask starts from)", causal_align=causal_align)
-    return causal_align
-
-
-def _only_with(what, where, **given):
-    """One line for the first option given that `what` does not take."""
-    for name, value in given.items():
-        if value is not None:
-            raise ValueError(f"{shown(name, value)} does not apply to {what}: it is for {where}")

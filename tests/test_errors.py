@@ -415,3 +415,17 @@ def test_the_overflow_check_reads_what_the_walk_reads():
     q, k, v = _qkv()
     r = gpusim.simulate("flash2", q=q * 1e160, k=k * 1e-160, v=v, block_q=16, block_kv=16)
     np.testing.assert_allclose(r.output, gpusim.reference_attention(q * 1e160, k * 1e-160, v), rtol=1e-9, atol=1e-12)
+
+
+def test_best_blocks_refuses_a_mask_alignment_without_a_mask_and_empty_names_are_refused():
+    """best_blocks answered causal_align='bottom_right' at causal=False, which simulate refuses; dtype='' and
+    causal_align='' were read as not given (fp16, top-left), where every other unknown name is refused."""
+    with pytest.raises(ValueError, match="^causal_align='bottom_right' does not apply to causal=False"):
+        gpusim.best_blocks("flash2", seq=4096, head_dim=128, causal_align="bottom_right")
+    assert gpusim.best_blocks("flash2", seq=4096, head_dim=128, causal=True, causal_align="bottom_right")
+    for algo, kwargs in (("flash2", dict(seq=256, head_dim=64)), ("flash2", dict(seq=256, head_dim=64, gpus=2)),
+                         ("split_kv", dict(seq_kv=256, head_dim=64))):
+        with pytest.raises(ValueError, match="^dtype='' is not supported"):
+            gpusim.simulate(algo, **kwargs, dtype="", gpu="H200")
+    with pytest.raises(ValueError, match="^causal_align='' is not one of top_left, bottom_right"):
+        gpusim.simulate("flash2", seq=256, head_dim=64, causal=True, causal_align="")

@@ -2,7 +2,7 @@
 grids, the chunks each program walks, how they launch, and where their bytes come from. The configuration
 is a DecodeLaunch (gpusim/shape.py), made by gpusim/decode.py, which holds the rule for num_splits.
 
-Kernels: "decode" (num_splits == 1: FlashAttention-2's decode path), or "split_kv" then "reduce". A
+Kernels: "decode" (num_splits == 1: FlashAttention-2's unsplit decode), or "split_kv" then "reduce". A
 program of decode / split_kv serves one (request, K/V head, split): it reads its cache length, its query
 rows, then steps through its chunks of Bc == block_kv keys; a paged cache is gathered through the block
 table, whose entries must arrive before the K and V rows they point to can be asked for.
@@ -202,7 +202,7 @@ class SplitKV(Pass):
                 _reduce(mem, launch, b, head, row)
 
     def kernels_of(self, launch):
-        """decode (num_splits == 1: FlashAttention-2's decode path), or split_kv then reduce."""
+        """decode (num_splits == 1: FlashAttention-2's unsplit decode), or split_kv then reduce."""
         return ("decode",) if launch.num_splits == 1 else ("split_kv", "reduce")
 
     def work(self, launch, kernel):
