@@ -340,3 +340,47 @@ def test_hopper_md_table_launch_timed_twice_within_tiles_json():
     assert len(groups) == 12
     assert (f"timed twice in each of `tiles.json`'s {len(groups)} groups (within "
             f"{math.ceil(max(apart) * 1e3) / 10:.1f}%)") in doc("hopper.md")
+
+
+def test_hopper_md_longest_first_grids_are_fifteen_and_a_half_waves():
+    """The causal launches the order was timed on, as gpusim's occupancy has them at the launch table's tiles."""
+    import gpusim
+    waves = set()
+    for d, programs, per_sm in ((128, 2048, "one"), (64, 4096, "two")):
+        k = gpusim.simulate("hopper", batch=4, heads=2048 // d, seq=4096, head_dim=d, causal=True, gpu="H200").kernels[0]
+        assert k.programs == programs and k.blocks_per_sm == {"one": 1, "two": 2}[per_sm]
+        waves.add(k.programs / (132 * k.blocks_per_sm))
+    assert {round(w, 1) for w in waves} == {15.5}
+    assert ("these causal grids are 2,048 (d = 128, one an SM) or 4,096 (d = 64, two an SM) programs, 15.5 waves over "
+            "132 SMs") in doc("hopper.md")
+
+
+def test_hopper_md_setup_intercepts_per_head_dim_are_program_setups():
+    import numpy as np
+    lines = {}
+    for algo, d in {(r["algo"], r["head_dim"]) for r in rows("program_setup")}:
+        one = sorted((r["steps"], r["ms"] * 1e3) for r in rows("program_setup")
+                     if (r["algo"], r["head_dim"], r["waves"]) == (algo, d, 1))
+        lines[algo, d] = np.polyfit(*zip(*one), 1)[1]  # µs: the one-wave intercept
+    swp, ws = ([lines[kind, d] - lines["flash2", d] for d in (64, 128)] for kind in ("hopper_swp", "hopper"))
+    us = lambda x: f"{x + 0.0:.1f}".replace("-", "−") if round(x, 1) else "0.0"  # noqa: E731  (the doc's minus sign)
+    assert (f"(intercept difference {us(statistics.mean(swp))} µs: {us(swp[0])} at d = 64, {us(swp[1])} at d = 128), "
+            f"a warp-specialized one {us(statistics.mean(ws))} µs more ({us(ws[0])} and {us(ws[1])}), each the mean of "
+            "the two head dims' one-wave intercepts") in doc("hopper.md")
+
+
+def test_hopper_md_variant_run_time_is_the_files_own():
+    env = results("hopper_variants.json")["environment"]
+    assert (f"{env['seconds']:.0f} s by its own clock, `seconds`, {env['compile_s']:.0f} of them compiling, "
+            "`compile_s`") in doc("hopper.md")
+
+
+def test_hopper_md_fp8_p_scale_threshold_is_e4m3s():
+    """e4m3's smallest step is 2^-9, so round-to-nearest-even sends what is at or below half of it to 0: 2^-10
+    unscaled, 2^-18 once P is multiplied by 256."""
+    torch = __import__("pytest").importorskip("torch")
+    e4m3 = lambda x: float(torch.tensor([x]).to(torch.float8_e4m3fn).float())  # noqa: E731
+    assert e4m3(2.0**-10 * 1.01) > 0 and e4m3(2.0**-10) == 0
+    assert e4m3(256 * 2.0**-18 * 1.01) > 0 and e4m3(256 * 2.0**-18) == 0
+    assert "(without it everything below 2⁻¹⁰, half e4m3's smallest step 2⁻⁹, becomes 0; with it, below 2⁻¹⁸)" in doc(
+        "hopper.md")

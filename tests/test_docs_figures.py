@@ -191,6 +191,9 @@ def test_hopper_md_variant_ranges_are_its_tables():
     assert f"(`overlap=True`, FlashAttention-3's Algorithm 2 within a warp group) bought {span(6)}" in text
     assert f"**Longest programs first** bought {span(8)}" in text
     assert f"**fp8** ran {span(10)} its fp16 at d = 128" in text
+    assert (f"diagonal-only masking {span(7)} on causal launches without warp specialization, longest programs first "
+            f"{span(8)}, warp specialization {span(9, plain)} non-causal ({span(9, causal)} causal, where it must mask "
+            f"every block), the softmax/matmul rotation {span(6)}") in doc("perf.md")  # perf.md's summary of them
     ratios = sorted(float(re.search(r"\((.*)\)", r[5]).group(1)) for r in rows)
     assert ("Against cuDNN (the targets, FlashAttention-3's own comparison: ≥ 1.0× at d = 128 non-causal, ≥ 0.95× "
             f"elsewhere): {ratios[0]:.2f}–{ratios[-1]:.2f}× in this run") in text
@@ -208,6 +211,8 @@ def test_hopper_md_host_descriptor_speedups_are_run_17s():
     assert (f"d = 64 causal runs {speedup[64, 512, 'fp16']:.2f}× faster at N = 512, {speedup[64, 1024, 'fp16']:.2f}× "
             f"at 1K and {speedup[64, 4096, 'fp16']:.2f}× at 4K; d = 128 causal {speedup[128, 512, 'fp16']:.2f}× at 512 "
             f"and {speedup[128, 4096, 'fp16']:.2f}× at 4K; fp8 d = 64 causal {speedup[64, 512, 'fp8']:.2f}× at 512") in text
+    low, high = min(speedup.values()), max(speedup.values())  # the results index's span of the same cases
+    assert f"correct, {low:.2f}–{high:.2f}× faster (N = 512–4K, causal, fp16 and fp8)" in (H200 / "README.md").read_text()
 
 
 def test_hopper_md_nsight_figures_are_hopper_ncu_txt():
