@@ -108,8 +108,8 @@ def _softmax(s_ij, m_i, l_i, rows, j, mask_from, N_KV, Bc: tl.constexpr, CAUSAL:
     p_ij = tl.math.exp2(s_ij - m_new[:, None])  # in registers
     alpha = tl.math.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p_ij, 1)
-    # fp8: P goes to the matmul as P * 256, so that its small values stay on e4m3's grid (below 2**-9 / 256
-    # they round to 0); l_i sums the unquantised P
+    # fp8: P goes to the matmul as P * 256, so that its small values stay on e4m3's grid (below 2**-10 / 256,
+    # half its smallest step over the scale, they round to 0); l_i sums the unquantised P
     p_mma = (p_ij * P_SCALE if FP8 else p_ij).to(P_DTYPE)
     return p_mma, alpha, l_i, m_new
 
