@@ -76,8 +76,8 @@ def stated(name):
             "online_row_softmax": lambda: f"chunks of `BLOCK` = {p.block}",
             "flash2_forward": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}",
             "dkdv": lambda: f"{p.batch} batches × {p.heads} heads, N = {p.seq}, d = {p.head_dim}",
-            "split_kv_merge": lambda: f"{p.lengths[0]} and {p.lengths[1]} cached keys, chunks of {p.block_kv} keys "
-                                      f"over {p.splits} splits",
+            "split_kv_merge": lambda: f"{', '.join(map(str, p.lengths[:-1]))} and {p.lengths[-1]} cached keys, chunks "
+                                      f"of {p.block_kv} keys over {p.splits} splits",
             "paged_decode": lambda: f"`page_size={p.page_size}`"}.get(name, lambda: "")()
 
 
@@ -97,10 +97,12 @@ def test_the_split_kv_merge_section_says_how_a_requests_chunks_are_dealt_to_the_
     assert "`cdiv(n_chunks, SPLITS)` to a split" in text
     p = puzzles.PUZZLES["split_kv_merge"]
     launch = p.launch()
-    dealt = [[end - first for first, end in (launch.split_chunks(b, s) for s in range(p.splits))] for b in range(2)]
-    assert dealt == [[2, 2, 1, 0], [1, 1, 1, 0]]
-    assert (f"The {p.lengths[0]} keys' 5 chunks go 2, 2 and 1 to the first three splits, the {p.lengths[1]} keys' 3 "
-            f"chunks one to each of them") in text
+    dealt = [[end - first for first, end in (launch.split_chunks(b, s) for s in range(p.splits))]
+             for b in range(p.batch)]
+    assert dealt == [[2, 2, 2, 1], [3, 3, 3, 0], [1, 0, 0, 0]]
+    assert (f"The {p.lengths[0]} keys' 7 chunks go 2, 2, 2 and 1 to the four splits, the {p.lengths[1]} keys' 9 "
+            f"chunks 3, 3 and 3 to the first three, the {p.lengths[2]} keys' one chunk to split 0") in text
+    assert "of the 4 splits" not in text  # the requests fill different numbers of splits: the text names no constant
     cell = template(nb, "split_kv_merge")
     assert "chunks per split" not in cell.source and "cdiv(n_chunks, SPLITS)" in cell.source
     hint = p.hint("more_bytes")

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.xdist_group("puzzles")
 Q_LOAD = ("    q_i = tl.load(Q + bh * N * D + rows[:, None] * D + cols[None, :], mask=rows[:, None] < N, other=0.0)"
           "  # read Br*d\n")
 KEYS = "        keys = j * Bc + tl.arange(0, Bc)\n"
+P_T = "p_t = tl.where((keys[:, None] < N) & (rows[None, :] < N), tl.exp(s_t - lse_i[None, :]), 0.0)"
+P_IJ = "p_ij = tl.where(keys[None, :] < N, tl.exp(s_ij - lse_i[:, None]), 0.0)"
+ACTIVE = "active = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, SPLITS))"
 VERDICT_S = 30
 
 
@@ -164,13 +167,28 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
     ("dq", "Q reloaded every step", "        kv = head + keys[:, None] * HEAD_DIM + cols[None, :]\n",
      "        kv = head + keys[:, None] * HEAD_DIM + cols[None, :]\n"
      "        q_i = tl.load(Q + qo, mask=rows[:, None] < N, other=0.0)\n",
-     "Bytes", ["Q 24,576 B read (expected 6,144)", "loaded once, before the loop"]),
+     "Bytes", ["Q 20,480 B read (expected 5,120)", "loaded once, before the loop"]),
+    # N = 40, not a multiple of the 16-row tiles: a mask on the wrong axes drops real rows of the last blocks (with
+    # N = 48 it masked nothing and passed). No mask at all is right: the padding rows load as 0 and add nothing.
+    ("dkdv", "Pᵀ's mask on the wrong axes", P_T, P_T.replace("(keys[:, None] < N) & (rows[None, :] < N)",
+                                                          "(keys[None, :] < N) & (rows[:, None] < N)"),
+     "Correctness", ["dK[0, 0, 8, 0] is", "program (0, 0) (b=0, h=0)", "the keys run down its rows"]),
+    ("dq", "P's mask on the wrong axis", P_IJ, P_IJ.replace("keys[None, :] < N", "keys[:, None] < N"),
+     "Correctness", ["dQ[0, 0, 8, 0] is", "the keys run along its columns"]),
+    ("dkdv", "Q load unmasked", "q_i = tl.load(Q + qo, mask=rows[:, None] < N, other=0.0)",
+     "q_i = tl.load(Q + qo)", "program (0, 3)", ["load from Q at element offset 2,560, past its 2,560 elements"]),
     ("split_kv_merge", "empty splits read", ", mask=active[:, None], other=0.0)", ")",
-     "Bytes", ["O_partial 1,024 B read (expected 768)", "splits past its last chunk"]),
-    # one chunk a split: the right output, the 80 keys' empty fourth split read; the hint says how chunks are dealt
-    ("split_kv_merge", "a split taken for one chunk", "active = s < tl.cdiv(n_chunks, tl.cdiv(n_chunks, SPLITS))",
-     "active = s < n_chunks", "Bytes", ["the output is right", "O_partial 896 B read (expected 768)",
-                                         "takes cdiv(n_chunks, SPLITS) chunks"]),
+     "Bytes", ["O_partial 1,536 B read (expected 1,024)", "splits past its last chunk"]),
+    # one chunk a split: the right output, the 144 keys' empty fourth split read; the hint says how chunks are dealt
+    ("split_kv_merge", "a split taken for one chunk", ACTIVE, "active = s < n_chunks", "Bytes",
+     ["the output is right", "O_partial 1,152 B read (expected 1,024)", "takes cdiv(n_chunks, SPLITS) chunks"]),
+    # the requests fill 4, 3 and 1 splits: a count that is not the request's own misses a split of the first
+    ("split_kv_merge", "a constant count of splits", ACTIVE, "active = s < SPLITS - 1", "Correctness",
+     ["program (0, 0) (h=0, b=0: 112 keys)", "fewer splits than this request fills", "not as a constant"]),
+    # head 0's LSEs near 90 and head 1's near -90: a fixed max that keeps one finite sends the other to 0 / 0
+    ("split_kv_merge", "a constant in place of the largest LSE", "m = tl.max(lse_s, 0)",
+     "m = tl.max(lse_s, 0) * 0.0 + 80.0", "Correctness", ["is nan", "program (1, 0) (h=1, b=0: 112 keys)",
+                                                          "subtract the largest LSE_s"]),
     ("paged_decode", "cache order instead of the block table", "page = tl.load(block_table + b * max_pages + j)",
      "page = b * max_pages + j + 0 * tl.load(block_table + b * max_pages + j)", "Correctness",
      ["program 0 (request 0", "block table's order"]),
@@ -184,6 +202,26 @@ def test_a_wrong_kernel_gets_the_verdict_that_names_its_mistake(tmp_path, name, 
     for text in names:
         assert text in verdict.message, (text, verdict.message)
     assert verdict.message.count("\n") <= 1 and "Traceback" not in verdict.message
+
+
+@pytest.mark.parametrize("count", ["1", "2", "3", "SPLITS - 1", "SPLITS"])
+def test_a_constant_count_of_splits_is_wrong(tmp_path, count):
+    """Each request's own count of active splits, never a constant: the requests fill 1, 3 and 4 of the 4 splits
+    (with 80 and 40 keys both filled 3, and `active = s < 3` passed). Too few splits for a request: a wrong output;
+    too many: its empty splits read."""
+    verdict = timed_check("split_kv_merge", *mutant(tmp_path, "split_kv_merge", ACTIVE, f"active = s < {count}"))
+    assert verdict.status == "wrong", verdict.message
+    assert verdict.message.startswith("Bytes" if count == "SPLITS" else "Correctness"), verdict.message
+    p = puzzles.PUZZLES["split_kv_merge"]
+    assert sorted(int(a) for a in p.launch().active_splits) == [1, 3, p.splits]
+
+
+def test_the_backward_puzzles_have_a_ragged_last_tile():
+    """A mask is checked only where a tile is partial: N = 48 in 16-row tiles had none, and a mask on the wrong
+    axes passed."""
+    for name in ("dkdv", "dq"):
+        p = puzzles.PUZZLES[name]
+        assert p.seq % p.block_q and p.seq % p.block_kv, (name, p.seq)
 
 
 def test_a_merge_in_base_2_is_right(tmp_path):

@@ -19,6 +19,8 @@ ONLINE = (
 OFFSETS = (
     ("batch", "The (b, h) matrix of a (B, H, N, d) tensor starts b * H * N * d + h * N * d elements in."),
     ("head", "Within batch b, head h's N x d matrix starts h * N * d elements in (not h * d)."))
+PT_AXES = ("Pᵀ is (Br keys, Bc query rows): the keys run down its rows and the query rows along its columns, in "
+           "the mask too (the last K/V block and the last Q block are partial).")
 SOFTMAX = (
     ("nan", "exp overflows without the max: subtract the row max first (the padding loads as -inf, exp(-inf) = 0)."),
     ("Y", "Each row sums to 1: divide exp(x - max) by its row sum."))
@@ -89,16 +91,20 @@ PUZZLES = {p.name: p for p in [
                         "padding rows must be masked off."))),
     BackwardPuzzle("dkdv", kernel="dkdv", advice=(
         ("dV", "dV_j = Σ_i P_ijᵀ dO_i, with P recomputed as exp(S - LSE) (no max, no division: the LSE holds "
-               "both)."),
-        ("dK", "dK_j = τ Σ_i dS_ijᵀ Q_i with dS = P ∘ (dP - D), dP = dO Vᵀ: D is rowsum(dO ∘ O), one per query row."),
+               f"both). {PT_AXES}"),
+        ("dK", "dK_j = τ Σ_i dS_ijᵀ Q_i with dS = P ∘ (dP - D), dP = dO Vᵀ: D is rowsum(dO ∘ O), one per query row. "
+               f"{PT_AXES}"),
         ("more_bytes", "K_j and V_j are loaded once, before the loop; each step loads Q_i, dO_i, LSE_i and D_i."),
         ("fewer_bytes", "Every Q block meets every K/V block (no causal mask here).")) + OFFSETS),
     BackwardPuzzle("dq", kernel="dq", advice=(
-        ("dQ", "dQ_i = τ Σ_j dS_ij K_j with dS = P ∘ (dO Vᵀ - D_i) and P = exp(S - LSE_i)."),
+        ("dQ", "dQ_i = τ Σ_j dS_ij K_j with dS = P ∘ (dO Vᵀ - D_i) and P = exp(S - LSE_i). P is (Br query rows, Bc "
+               "keys): the keys run along its columns, in the mask too (the last K/V block is partial)."),
         ("more_bytes", "Q_i, dO_i, LSE_i and D_i are loaded once, before the loop; each step loads K_j and V_j."),
         ("fewer_bytes", "Every K/V block is visited: range(0, tl.cdiv(N, Bc)).")) + OFFSETS),
-    MergePuzzle("split_kv_merge", advice=(
+    MergePuzzle("split_kv_merge", lengths=(112, 144, 16), advice=(
         ("O", "Weight each split's O_s by exp(LSE_s - LSE): O_s was divided by its own sum exp(LSE_s)."),
+        ("splits", "That is the merge of fewer splits than this request fills: how many splits hold a chunk "
+                   "depends on the request's length, so count them from its n_chunks, not as a constant."),
         ("LSE", "LSE = m + log Σ_s exp(LSE_s - m), m the largest LSE_s (exp of a raw LSE overflows)."),
         ("nan", "An empty split has LSE_s = -inf: subtract the largest LSE_s, which is finite (split 0 holds "
                 "key 0), and load the empty ones as -inf, not as garbage."),

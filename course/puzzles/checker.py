@@ -277,9 +277,9 @@ def check_correct(puzzle, kernel, launcher, inputs, got, want, log):
     if wrong is not None:
         name, flat, tol = wrong
         value = float(got[name].flatten()[flat])
-        symptom = "nan" if not np.isfinite(value) else name
         writer = next((p for p, e in log.touched(name, STORE).items() if flat in e), None)
         index = tuple(int(i) for i in np.unravel_index(flat, tuple(got[name].shape)))
+        symptom = "nan" if not np.isfinite(value) else puzzle.symptom(name, index, got, inputs) or name
         raise Stop("wrong", f"Correctness: {name}{list(index)} is {value:.4g} where float64 gives "
                             f"{float(want[name].flatten()[flat]):.4g} (tolerance {tol:.2g}); "
                             f"{puzzle.describe(writer) if writer else 'no program'} stored it. {puzzle.hint(symptom)}")

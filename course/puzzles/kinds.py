@@ -67,6 +67,10 @@ class Puzzle:
     def hint(self, symptom):
         return dict(self.advice).get(symptom, "")
 
+    def symptom(self, name, index, got, inputs):
+        """A symptom more telling than the wrong output's name, for its element `index` (None: the name's)."""
+        return None
+
     def describe(self, program):
         return f"program {_ids(program)}"
 
@@ -283,7 +287,7 @@ class BackwardPuzzle(Puzzle):
     kernel(Q, K, V, dO, LSE, D, <outputs>, N, scale, H=, HEAD_DIM=, Br=, Bc=), grid (row blocks, B*H). D is
     rowsum(dO ∘ O), the preprocess kernel's output; LSE the forward's."""
     kernel: str = "dkdv"
-    seq: int = 48
+    seq: int = 40  # not a multiple of the tiles: the last K/V block and the last Q block are ragged (8 of 16 rows)
     block_q: int = 16  # Br: the rows the program holds (K/V rows in dkdv, Q rows in dq)
     block_kv: int = 16  # Bc: the rows that stream past
     head_dim: int = 16
@@ -339,13 +343,17 @@ class MergePuzzle(Puzzle):
     splits (a request's last splits may be empty: gpusim.decode.DecodeLaunch.active_splits). gpus=2: two GPUs' results,
     kernel(O1, LSE1, O2, LSE2, O, LSE, D=), one program per query row of (B, H, N)."""
     gpus: int | None = None
-    lengths: tuple = (80, 40)  # keys cached per request (the reduce)
+    lengths: tuple = (112, 144, 16)  # keys cached per request (the reduce): 7, 9 and 1 chunks fill 4, 3 and 1 splits
     splits: int = 4
     block_kv: int = 16
-    batch: int = 2
+    batch: int = 2  # requests (two GPUs); the reduce has one per length
     heads: int = 2
     seq: int = 24  # query rows per (b, h) (two GPUs)
     head_dim: int = 16
+
+    def __post_init__(self):
+        if not self.gpus:  # the reduce: one request per length
+            object.__setattr__(self, "batch", len(self.lengths))
 
     @property
     def layouts(self):
@@ -367,8 +375,11 @@ class MergePuzzle(Puzzle):
         rows = (self.batch, self.heads, self.seq if self.gpus else 1)
         parts = self.gpus or self.splits
         o = [fp16((*rows, self.head_dim), SEED + s) for s in range(parts)]  # each a softmax average of V rows
-        # LSEs near 90, as for long rows of large scores: exp(LSE) overflows fp32 (above 88.7) unless the max goes first
+        # LSEs near 90, as for long rows of large scores: exp(LSE) overflows fp32 (above 88.7) unless the max goes first;
+        # head 1's near -90 (scores far below zero): exp(LSE - m) of a fixed m that keeps head 0 finite underflows there
         lse_ = [fp16(rows, SEED + 10 + s, scale=3.0).float() + 90.0 for s in range(parts)]
+        for x in lse_:
+            x[:, 1] -= 180.0
         if self.gpus:
             return {f"{n}{g + 1}": x for g in range(self.gpus) for n, x in (("O", o[g]), ("LSE", lse_[g]))}
         active = self.launch().active_splits  # (B,): a request's splits past its keys hold nothing
@@ -409,7 +420,22 @@ class MergePuzzle(Puzzle):
     def describe(self, program):
         if self.gpus:
             return f"program {program[0]} (query row {program[0]} of B*H*N)"
-        return f"program {_ids(program[:2])} (h={program[0]}, b={program[1]})"
+        return f"program {_ids(program[:2])} (h={program[0]}, b={program[1]}: {self.lengths[program[1]]} keys)"
+
+    def symptom(self, name, index, got, inputs):
+        """The symptom "splits" where (b, h)'s output is the merge of only the first k of the splits request b
+        fills (a count of splits that is not the request's own: a constant, say)."""
+        if self.gpus:
+            return None
+        b, h = index[:2]
+        o_s, lse_s = (x[:, b, h].double() for x in self.parts(inputs))  # (S, 1, d), (S, 1)
+        want = self.reference(inputs)
+        for k in range(1, int(self.launch().active_splits[b])):  # the first k splits alone
+            total = lse_s[:k].logsumexp(0)
+            merged = {"O": (torch.exp(lse_s[:k] - total)[..., None] * o_s[:k]).sum(0), "LSE": total}[name]
+            if ((got[name][b, h].double() - merged).abs() <= self.tolerance(name, want[name], inputs)).all():
+                return "splits"
+        return None
 
     def counted(self):
         if self.gpus:  # read O1, O2 (N*d each, fp16) and LSE1, LSE2 (N, fp32); write O (N*d) and the LSE (N)
