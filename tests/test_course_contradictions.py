@@ -488,3 +488,58 @@ def test_notebook12_names_the_kind_the_pooled_held_out_row_puts_closest():
     text = " ".join(_markdown("12_appendix_provenance.ipynb").split())
     assert "**Naive attention sits closest**" in text and "in the pooled row it is second from the bottom" in text
     assert "sit closest" not in text
+
+
+def test_notebook9_prices_atomic_dq_as_reductions_about_the_dq_pass():
+    """Notebook 9 counted each atomic add into dQ as a read and a write of the fp32 block, twice what an SM moves: an
+    atomic add whose old value is unused compiles to a reduction the L2 performs (RED), the SM sending the operand
+    only. So counted, FlashAttention-2's atomics move about as many bytes as the separate dQ pass, as it now says."""
+    from gpusim_course.training import model as training
+    code = " ".join("".join(c["source"]) for c in json.loads(
+        (ROOT / "notebooks" / "09_training.ipynb").read_text())["cells"] if c["cell_type"] == "code")
+    gpu = re.search(r'GPU = "([^"]+)"', code).group(1)
+    heads, head_dim = map(int, re.search(r"LAYERS, HEADS, HEAD_DIM, BATCH = \d+, (\d+), (\d+),", code).groups())
+    separate, atomic = training.dq_choice_rows(4096, head_dim, heads=heads, causal=True, gpu=gpu)
+    assert 0.9 < atomic["bytes for dQ"] / separate["bytes for dQ"] < 1.1
+    text = _markdown("09_training.ipynb")
+    assert "a read and a write of the block per tile" not in text
+    assert "the other in fp32 reductions at the L2 (about as many bytes as the dQ pass moves, in the table)" in text
+
+
+def test_notebook9_does_not_give_flashattention2_a_dq_kernel():
+    """Notebook 9 said "FlashAttention-2's backward is three kernels: preprocess, dkdv, dq" and later, rightly, that
+    FlashAttention-2 adds dQ atomically from its dK/dV kernel: the three kernels are gpusim's and the project's."""
+    text = _markdown("09_training.ipynb")
+    assert "FlashAttention-2's backward is three kernels" not in text
+    assert "gpusim's `flash2` backward, as the project's Triton kernels run it, is three kernels" in text
+    assert "FlashAttention-2's own code has no `dq` kernel: its `dkdv` adds into dQ atomically" in text
+
+
+def test_notebook8_dates_flashattention2s_unsplit_decode():
+    """Notebook 8 said "FlashAttention-2's decode path leaves most SMs idle at batch 1": flash-attn has split the cache
+    in flash_attn_with_kvcache since version 2.2 (Flash-Decoding). The unsplit kernel it measures is the project's
+    num_splits=1, as FlashAttention-2's ran before that version."""
+    text = _markdown("08_inference.ipynb")
+    assert "FlashAttention-2's decode path" not in text
+    assert "a decode kernel without split-KV (FlashAttention-2's before flash-attn 2.2, the project's `num_splits=1`)" in text
+    assert "which added Flash-Decoding's split to `flash_attn_with_kvcache`" in text
+
+
+def test_notebook7_lists_flashattention3s_asynchronous_wgmma_and_a_producer_warp_group():
+    """FlashAttention-3's overlap of a warpgroup's softmax with its own next matmul (asynchronous wgmma, Algorithm 2)
+    was missing from notebook 7's list, though the project's kernel has it (overlap=True); and its producer is a
+    warp group, not a warp."""
+    text = _markdown("07_hopper_and_beyond.ipynb")
+    assert "a producer warp loads" not in text and "a producer warp group loads the next K/V tiles" in text
+    assert "**asynchronous matmuls within a warpgroup** (wgmma)" in text and "(`overlap=True`)" in text
+    assert "uses Hopper's features four ways:" in text
+
+
+def test_notebook11_states_the_trend_rule_its_verdict_applies():
+    """"The longer the sequence, the bigger the speedup" was judged by a rank correlation of 0.8 or more, a threshold
+    the rules cell never stated (it said a comparison holds when it is true)."""
+    from gpusim_course.scorecard import claims
+    text = _markdown("11_claims_scorecard.ipynb")
+    assert (f"holds in a group of measurements whose rank correlation with the sequence length is {claims.TREND} or "
+            "more (`claims.TREND`)") in text
+    assert f"a rank correlation of {claims.TREND} or more" in claims.longer_bigger(ROOT / "results" / "h200").judged.reason

@@ -235,6 +235,17 @@ def test_overlap_explorer_draws_gpusims_per_tile_terms():
     assert ex.results["hopper"].config.dtype == "fp8" and ex.results["flash2"].config.dtype == "fp16"
 
 
+def test_overlap_explorer_says_its_compute_column_is_the_ideal_overlap_not_the_models():
+    """The readout's t_compute for hopper is max(t_matmul, t_other), ideal ping-pong, beside a predicted time that holds
+    a few percent of overlap: the readout said nothing, so the column read as the model's overlap."""
+    ex = practice_widgets.OverlapExplorer(gpu="H100-SXM", seq=4096, head_dim=64)
+    hopper, flash2 = (tables.time_terms(ex.results[a])[0] for a in ("hopper", "flash2"))
+    assert hopper["t_compute"] == max(hopper["t_matmul"], hopper["t_other"])
+    assert flash2["t_compute"] == pytest.approx(flash2["t_matmul"] + flash2["t_other"])
+    assert hopper["predicted"] > 1.5 * hopper["t_compute"]  # far from the ideal, at this shape
+    assert practice_widgets.T_COMPUTE in ex.readout.value and "ideal ping-pong" in practice_widgets.T_COMPUTE
+
+
 def test_roofline_draws_each_kernel_at_its_requested_and_its_dram_intensity():
     ex = hierarchy_widgets.RooflineExplorer(gpu="H100-SXM", seq=4096, head_dim=64)
     for (name, intensity, achieved), dram, k in zip(ex.points, ex.dram_intensity,

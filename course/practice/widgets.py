@@ -65,6 +65,11 @@ def serial_note(cfg):
             f"here is not from overlap.")
 
 
+T_COMPUTE = ("t_compute is the roofline's: the sum of t_matmul and t_other for a kernel that runs them one after the "
+             "other, the larger of the two for one designed to overlap them (ideal ping-pong, which the Hopper kernel "
+             "does not reach); the predicted time holds only the overlap the kernel was measured to get.")
+
+
 class OverlapExplorer(Live):
     """One SM's inner loop, drawn from gpusim's per-tile averages of its roofline terms: FlashAttention-2 runs the
     softmax between its two matmuls; FlashAttention-3's design (`hopper`, warp-specialized) overlaps them by
@@ -97,7 +102,7 @@ class OverlapExplorer(Live):
         factor, word = faster_or_slower(f2, h)
         self.readout.value = (f"<p>Predicted: flash2 {fmt_time(f2)}, hopper {fmt_time(h)}: hopper is <b>{factor:.2f}x "
                               f"{word}</b> than flash2.{serial_note(self.results['hopper'].config)}</p>"
-                              + table_html(rows))
+                              + table_html(rows) + f"<p>{T_COMPUTE}</p>")
 
     def question(self):
         r = self.results["hopper"]

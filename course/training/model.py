@@ -75,12 +75,14 @@ def lse_recovers_p(seq=256, head_dim=64, seed=0):
 
 def dq_updates(seq, head_dim, block_q=128, block_kv=32, causal=False, dtype="fp16"):
     """Where dQ's updates go, per block of query rows of the dK/dV kernel (Bc rows): with fp32 atomic adds
-    every K/V block (Br rows) that sees it adds τ dS_ij K_j into dQ_i (a read and a write of rows x d fp32
-    each); gpusim's flash2 instead writes each dQ row once from its own dQ kernel."""
+    every K/V block (Br rows) that sees it adds τ dS_ij K_j into dQ_i: rows x d fp32 sent to the L2 each, as a
+    reduction (an atomic add whose old value nobody reads compiles to RED: the L2's atomic units read, add and
+    write the line; the SM reads nothing back); gpusim's flash2 instead writes each dQ row once from its own dQ
+    kernel."""
     cfg = backward.config("flash2", seq=seq, head_dim=head_dim, block_q=block_q, block_kv=block_kv, causal=causal,
                           dtype=dtype)
     t = cfg.kv_tiling
-    return [{"rows": t.q_rows(i), "atomic_adds": int(adds), "atomic_bytes": int(2 * adds * n * head_dim * 4),
+    return [{"rows": t.q_rows(i), "atomic_adds": int(adds), "atomic_bytes": int(adds * n * head_dim * 4),
              "dq_kernel_write_bytes": int(n * head_dim * cfg.itemsize)}
             for i, n, adds in ((i, t.q_rows(i)[1] - t.q_rows(i)[0], t.kv_blocks_of(i)) for i in range(t.n_q_blocks))]
 
@@ -89,8 +91,8 @@ def dq_choice_rows(seq, head_dim, heads=1, batch=1, block_q=128, block_kv=32, ca
                    gpu="H200"):
     """The two ways to produce dQ, side by side: gpusim's separate dQ kernel (what its dq kernel moves, and
     the S and dP it recomputes a second time: 4 d FLOPs per score) against FlashAttention-2's fp32 atomic
-    adds from the dK/dV kernel (a read and a write of Bc x d fp32 per tile, plus zeroing the fp32 buffer and
-    a pass that converts it to the dtype)."""
+    adds from the dK/dV kernel (Bc x d fp32 sent to the L2 per tile, reduced there, plus zeroing the fp32 buffer
+    and a pass that converts it to the dtype)."""
     cfg = backward.config("flash2", seq=seq, head_dim=head_dim, heads=heads, batch=batch, block_q=block_q,
                           block_kv=block_kv, causal=causal, dtype=dtype, gpu=gpu)
     kernel_bytes = sum(r + w for (k, _), (r, w) in backward.count(cfg).items() if k == "dq")

@@ -60,7 +60,7 @@ def dq_figure(seq=512, head_dim=64, block_q=128, block_kv=32, causal=True):
     rows = model.dq_updates(seq, head_dim, block_q, block_kv, causal)
     blocks = np.arange(len(rows))
     ax_bars.barh(blocks - 0.2, [r["atomic_bytes"] / 1024 for r in rows], 0.4, color="tab:orange",
-                 label="atomic adds: read + write fp32 per tile")
+                 label="atomic adds: fp32 sent per tile (reduced in L2)")
     ax_bars.barh(blocks + 0.2, [r["dq_kernel_write_bytes"] / 1024 for r in rows], 0.4, color="tab:blue",
                  label="separate dQ kernel: one write")
     ax_bars.set(xlabel="KiB into dQ_i", yticks=blocks, ylim=(len(rows) - 0.5, -0.5), title="bytes into each dQ block")
