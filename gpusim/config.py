@@ -1,5 +1,7 @@
 """Make one forward launch's configuration (gpusim.shape.Config), validated once: every error is one line
 naming the value and the limit. The configuration resolves its pass (gpusim/passes/) here, once."""
+from dataclasses import replace
+
 from . import passes
 from .hardware import dtype_name, get_gpu
 from .shape import (MIN_BLOCK, Config, Tiles, check_causal, check_groups, counts, given_tiles,  # noqa: F401
@@ -37,14 +39,26 @@ def make_config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
         br, bc = pass_.paper_blocks(gpu, head_dim, dtype)
         block_q, block_kv = br if block_q is None else block_q, bc if block_kv is None else block_kv
     block_q, block_kv = Tiles(block_q, block_kv).blocks
-    cfg = Config(pass_.name, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype, gpu,
-                 causal_align, pass_, user_tiles)
+    return _staged_fits(Config(pass_.name, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv,
+                               bool(causal), dtype, gpu, causal_align, pass_, user_tiles))
+
+
+def at_blocks(cfg, block_q, block_kv):
+    """cfg at other tiles, checked as make_config checks them: what make_config makes of cfg's keywords with these
+    tiles, without validating again the rest, which no tile changes (a tile search's 25 candidates share it)."""
+    block_q, block_kv = Tiles(block_q, block_kv).blocks
+    return _staged_fits(replace(cfg, block_q=block_q, block_kv=block_kv))
+
+
+def _staged_fits(cfg):
+    """cfg, or one line where a kernel's staged tiles need more shared memory than a thread block of the GPU has."""
     for kernel in cfg.kernels:
         need = cfg.sram_bytes(kernel)
-        if need > gpu.sram_bytes_per_block:
+        if need > cfg.gpu.sram_bytes_per_block:
             raise ValueError(
-                f"block_q={block_q}, block_kv={block_kv}, head_dim={head_dim} ({dtype}) need {need:,} B of "
-                f"SRAM in the {kernel} kernel; {gpu.name} has {gpu.sram_bytes_per_block:,} B per thread block")
+                f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={cfg.head_dim} ({cfg.dtype}) need "
+                f"{need:,} B of SRAM in the {kernel} kernel; {cfg.gpu.name} has {cfg.gpu.sram_bytes_per_block:,} B "
+                "per thread block")
     return cfg
 
 

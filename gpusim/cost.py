@@ -156,6 +156,24 @@ def launch_time(cfg, kernel, counts, dram, flops):
     return waves(one_step(grid, rates(grid)))
 
 
+def launch_seconds(cfg, kernel, counts, dram, flops):
+    """launch_time's predicted_time_s alone: the same steps, step 5 stopping at its time (wave_time), where the rest of
+    the Timing (the roofline terms, the busy fraction, whether a program's chain sets it) is not read."""
+    grid = occupied(cfg, kernel, counts, dram, flops)
+    return wave_time(one_step(grid, rates(grid)))[0]
+
+
+def predicted_time(cfg, kernel, counts, dram, flops):
+    """kernel_time's predicted_time_s alone, for a caller that reads nothing else (a tile search prices every candidate
+    for it: gpusim/run.py best_blocks). A STORED_AFTER kernel's is stored_after's, which prices the launch with its
+    writes only for the Timing's other fields: that launch is skipped here (it fits where the one without does, the
+    same resources and occupancy)."""
+    tensor = cfg.pass_.STORED_AFTER.get(kernel)
+    if tensor is None:
+        return launch_seconds(cfg, kernel, counts, dram, flops)
+    return launch_seconds(cfg, kernel, *unstored(tensor, counts, dram), flops) + store_time(cfg, counts, tensor)
+
+
 def stored_after(timing, cfg, kernel, counts, dram, flops, tensor):
     """A kernel of one step whose programs store `tensor`'s tile after their loads and dot (pass_.STORED_AFTER: naive's
     qk), the programs of a wave starting together: they are all in the same phase, so no program's store hides under
@@ -164,11 +182,19 @@ def stored_after(timing, cfg, kernel, counts, dram, flops, tensor):
     (run 149), qk's program takes 0.88-0.96 of its loads and dot timed without the store plus the store timed alone,
     at 16K-65K programs (docs/perf.md, "Naive's three launches one by one"). timing: the launch with the writes, whose
     other fields it keeps."""
-    def unstored(bytes_):
-        return {t: (read, 0 if t == tensor else write) for t, (read, write) in bytes_.items()}
-    first = launch_time(cfg, kernel, unstored(counts), unstored(dram), flops)
+    first = launch_seconds(cfg, kernel, *unstored(tensor, counts, dram), flops)
+    return replace(timing, predicted_time_s=first + store_time(cfg, counts, tensor))
+
+
+def unstored(tensor, *tables):
+    """Each {tensor: (read, write)} table without `tensor`'s writes (stored_after's launch before its store)."""
+    return [{t: (read, 0 if t == tensor else write) for t, (read, write) in table.items()} for table in tables]
+
+
+def store_time(cfg, counts, tensor):
+    """stored_after's store: `tensor`'s writes at the rate a stream of stores alone reaches."""
     rate = cfg.gpu.store_bytes_per_s or cfg.gpu.hbm_bytes_per_s
-    return replace(timing, predicted_time_s=first.predicted_time_s + counts[tensor][1] / rate)
+    return counts[tensor][1] / rate
 
 
 def schedule(result, cfg=None):
@@ -476,7 +502,11 @@ def sm_compute(step, j, resident):
 def tau(step, j, sharing, resident):
     """A program of j steps holds its slot for max(chain, busy) beside resident - 1 others on its SM (b in a full
     wave); alone on it (resident = 1) what it waits besides its busy time (alone_wait) overlaps no other program's
-    work."""
+    work. j: an int, or an array of them (a launch's J values): an int64 array is cast to float64 once here, where
+    every product with a float would cast it again (NumPy computes int64 * float64 on the int64 cast to float64: the
+    same numbers, cast once instead of six times)."""
+    if isinstance(j, np.ndarray) and j.dtype == np.int64:
+        j = j.astype(np.float64)
     alone = alone_wait(step, j) if resident == 1 else 0.0
     return np.maximum(chain(step, j), busy(step, j, sharing, resident) + alone)
 
@@ -505,18 +535,10 @@ def last_per_sm(grid, last):
 def waves(step):
     """Step 5: the grid over the SMs' slots, the last wave set by its longest program; the Timing."""
     grid = step.grid
-    cfg, gpu, work, b, slots = grid.cfg, grid.cfg.gpu, grid.work, grid.resident, grid.slots
+    cfg, gpu, b, slots = grid.cfg, grid.cfg.gpu, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    total = float(np.dot(work.counts.astype(np.float64), tau(step, work.values, b, b)))  # every program, as arrays
-    last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
-    tail_steps = work.tail[:last]  # the last wave's programs
-    sharing = wave_sharing(step, tail_steps, last)
-    tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
-    per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
-    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
-    launch, longest_j = cfg.pass_.launch_s(cfg, grid.kernel), int(tail_steps.max())
-    time = (ragged_time(step) if ragged_wave(grid) else
-            (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch)
+    time, total, sharing, launch, tail_steps = wave_time(step)
+    longest_j = int(tail_steps.max())
     return Timing(
         predicted_time_s=time,
         memory_time_s=max(sum(map(sum, grid.counts.values())) / step.rate["l2"] / sms,
@@ -530,6 +552,25 @@ def waves(step):
         latency_bound=bool(chain(step, longest_j) > busy(step, longest_j, sharing, b)),
         spill_read_bytes=grid.spill[0], spill_write_bytes=grid.spill[1],
     )
+
+
+def wave_time(step):
+    """Step 5's time: the grid over the SMs' slots, the last wave set by its longest program, and the launch's cost;
+    with what waves() reads besides: (time, every program's tau summed, the last wave's bandwidth sharing, the launch's
+    cost, the last wave's steps)."""
+    grid = step.grid
+    work, b, slots = grid.work, grid.resident, grid.slots
+    total = float(np.dot(work.counts.astype(np.float64), tau(step, work.values, b, b)))  # every program, as arrays
+    last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
+    tail_steps = work.tail[:last]  # the last wave's programs
+    sharing = wave_sharing(step, tail_steps, last)
+    tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
+    per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
+    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
+    launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
+    time = (ragged_time(step) if ragged_wave(grid) else
+            (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch)
+    return time, total, sharing, launch, tail_steps
 
 
 def ragged_wave(grid):

@@ -54,7 +54,7 @@ def resources(cfg, kernel):
     num_warps, num_stages = pass_.options(cfg, kernel)
     key = (cfg.gpu.arch, pass_.compiled_name(cfg, kernel), pass_.compiled_shape(cfg, kernel), cfg.dtype, cfg.causal,
            *pass_.compiled_tiles(cfg, kernel), num_warps, num_stages)
-    block_warps = pass_.block_warps(cfg, kernel)
+    block_warps = pass_.block_warps(cfg, kernel, num_warps)
     if key in COMPILED:
         registers, spill, shared, loops, issued = COMPILED[key]
         return Resources(block_warps, num_stages, registers, shared, spill, True, loops, issued)

@@ -184,3 +184,10 @@ def time_kernels(cfg, counts, dram, direction="forward"):
                                 dram_write, mm, other, exps, overlap=rules.streams(cfg, name) > 1, pass_=direction,
                                 **t.__dict__))
     return tuple(out)
+
+
+def predicted_times(cfg, counts, dram):
+    """Each launch's KernelResult.predicted_time_s, in launch order, as time_kernels times it (cost.predicted_time: the
+    same steps, without the rest of its record), for a tile search, which reads nothing else (gpusim/run.py)."""
+    return [cost.predicted_time(cfg, name, _of(counts, name), _of(dram, name), flops)
+            for name, flops in cfg.pass_.flops(cfg).items()]

@@ -9,12 +9,12 @@ import numpy as np
 
 from . import backward, decode, l2
 from .compiled import COMPILED
-from .config import make_config, pass_of
+from .config import at_blocks, make_config, pass_of
 from .decode_execute import execute as execute_decode
 from .execute import arrays_of, check_executable, execute, execute_backward, floats, shape_of
 from .hardware import get_gpu
 from .passes import algo_name, named
-from .result import Result, time_kernels
+from .result import Result, predicted_times, time_kernels
 from .shape import Tiles, causal_align_of, flag, given_tiles, pair, positive_int
 
 TRACE_SEED = 0  # trace=True without arrays draws standard normal q, k, v (and do) from this seed
@@ -258,18 +258,20 @@ def best_blocks(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=
 
 
 def _check_search(algo, backward, given, shape):
-    """best_blocks' arguments, each error one line: the shape's (make_config's), the given block, backward."""
-    make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **shape)
+    """best_blocks' arguments, each error one line: the shape's (make_config's), the given block, backward. Returns
+    the configuration at the smallest tile, whose shape every candidate shares."""
+    cfg = make_config(algo, block_q=BLOCKS[0], block_kv=BLOCKS[0], **shape)
     for name, block in zip(("block_q", "block_kv"), given):
         if block is not None:
             positive_int(name, block)
     if flag("backward", backward):
         _trainable(algo)
+    return cfg
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: causal=1 is not causal=True; an error is not cached
 def _best_blocks(algo, backward, given, **shape):
-    _check_search(algo, backward, given, shape)
+    base = _check_search(algo, backward, given, shape)
     head_dim, dtype, gpu, causal = (shape[name] for name in ("head_dim", "dtype", "gpu", "causal"))
     kernel = "flash2_bwd_dkdv" if backward and algo == "flash2" else None
     tiles = candidates(algo, get_gpu(gpu), head_dim, dtype, causal, kernel)
@@ -279,22 +281,22 @@ def _best_blocks(algo, backward, given, **shape):
     times = {}
     for blocks in tiles:
         try:
-            times[blocks] = _tile_time(algo, blocks, shape, backward)
+            times[blocks] = _tile_time(algo, blocks, shape, backward, base)
         except ValueError:  # the tile does not fit: SRAM, registers or no resident block
             continue
     if not times:
-        raise ValueError(_none_fits(algo, given, shape, backward))
+        raise ValueError(_none_fits(algo, given, shape, backward, base))
     return min(times, key=times.get)
 
 
-def _none_fits(algo, given, shape, backward):
+def _none_fits(algo, given, shape, backward, base):
     """Why best_blocks found no tile: the error of the tile that needs least (with a block given, its smallest
     partner), which names what even that exceeds."""
     with_ = "".join(f" with {name}={value}" for name, value in zip(("block_q", "block_kv"), given) if value)
     line = (f"no tile of {BLOCKS[0]}..{BLOCKS[-1]} rows{with_} fits {algo} at head_dim={shape['head_dim']} "
             f"({shape['dtype']}) on {get_gpu(shape['gpu']).name}")
     try:
-        _tile_time(algo, (given[0] or BLOCKS[0], given[1] or BLOCKS[0]), shape, backward)
+        _tile_time(algo, (given[0] or BLOCKS[0], given[1] or BLOCKS[0]), shape, backward, base)
     except ValueError as err:
         return f"{line}: at the smallest {'partner' if any(given) else 'tile'}, {err}"
     return line
@@ -308,12 +310,19 @@ def _trainable(algo):
         raise ValueError(f"backward=True: algo={algo!r} has no backward here; naive, flash1 and flash2 do")
 
 
-def _tile_time(algo, blocks, shape, backward):
-    """The predicted time of the forward at these tiles, or of the backward's kernels at them."""
-    if not backward:
-        return forward(algo, block_q=blocks[0], block_kv=blocks[1], **shape).predicted_time_s
-    r = train(algo, backward_blocks=blocks, **shape)
-    return sum(k.predicted_time_s for k in r.kernels if k.pass_ == "backward")
+def _tile_time(algo, blocks, shape, backward, base):
+    """The predicted time of the forward at these tiles (forward()'s Result.predicted_time_s: its kernels' times
+    added, a forward having no host floor), or of the backward's kernels at them (train()'s, the forward's tiles
+    its own search's). The configurations and counts are simulate()'s (the forward's: base, the shape's checked
+    configuration, at these tiles), the kernels timed as it times them, without the Results a search of 25 tiles
+    would build and drop: nothing else they hold (the forward's kernels in a training step, the footprint) changes a
+    time or raises."""
+    if backward:
+        cfg, _ = _forward_config(algo, shape | dict(block_q=None, block_kv=None, tiles=None), (None, None, None))
+        cfg = _backward_config(cfg, blocks, None, None, False)
+    else:
+        cfg = at_blocks(base, *blocks)
+    return sum(predicted_times(cfg, *_counted_once(cfg)))
 
 
 def _dtype_of(arrays, dtype):

@@ -185,8 +185,9 @@ class Shape:
     dtype: str
     gpu: GPU
 
-    @property
+    @cached_property
     def itemsize(self):
+        """The dtype's bytes, checked once per configuration: the pricing of one tile reads it some thirty times."""
         return check_dtype(self.dtype)
 
     @property

@@ -33,6 +33,8 @@ def floor_sum(n, m, a, b):
 
 @dataclass(frozen=True)
 class Tiling:
+    """The tiles of one launch shape. Its closed forms are cached properties: pricing one tile reads them dozens of times
+    (counts, FLOPs, the L2's reuse, the issue and spill rules), and a Tiling never changes."""
     seq_q: int  # N
     seq_kv: int  # N_kv
     block_q: int  # Br
@@ -40,11 +42,11 @@ class Tiling:
     causal: bool
     offset: int = 0  # causal: row r sees keys 0 .. r + offset
 
-    @property
+    @cached_property
     def n_q_blocks(self):  # Tr
         return -(-self.seq_q // self.block_q)
 
-    @property
+    @cached_property
     def n_kv_blocks(self):  # Tc
         return -(-self.seq_kv // self.block_kv)
 
@@ -63,12 +65,16 @@ class Tiling:
         return min(-(-(last_row + self.offset + 1) // self.block_kv), self.n_kv_blocks)
 
     def kv_blocks_at(self, i):
-        """J_i for an array of Q block indices (int64)."""
+        """J_i for an array of Q block indices (int64): kv_blocks_of's ceil((last row + offset + 1) / Bc), the ceiling
+        as (x + Bc - 1) // Bc on one array changed in place (the time model asks for thousands of J at every tile)."""
         i = np.asarray(i, dtype=np.int64)
         if not self.causal:
             return np.full(i.shape, self.n_kv_blocks, dtype=np.int64)
-        last_row = np.minimum((i + 1) * self.block_q, self.seq_q) - 1
-        return np.minimum(-(-(last_row + self.offset + 1) // self.block_kv), self.n_kv_blocks)
+        keys = (i + 1) * self.block_q
+        np.minimum(keys, self.seq_q, out=keys)  # the last row's index + 1
+        keys += self.offset + self.block_kv - 1
+        keys //= self.block_kv
+        return np.minimum(keys, self.n_kv_blocks, out=keys)
 
     def keys_of(self, i):
         """k_i: the K/V rows Q block i loads (its visited blocks, clipped at N_kv)."""
@@ -109,31 +115,31 @@ class Tiling:
         flat = per_block((full - s) * tc, (full - s) * nk, (full - s) * self.block_q, full - s)
         return ramp + flat + last
 
-    @property
+    @cached_property
     def tiles(self):
         """(i, j) tiles computed: sum_i J_i."""
         return self._sum(lambda j, k, n, count: j, self.kv_blocks_of(self.n_q_blocks - 1))
 
-    @property
+    @cached_property
     def row_visits(self):
         """Query rows times the K/V blocks they meet: sum_i n_i J_i."""
         last = self.n_q_blocks - 1
         n_last = self.seq_q - last * self.block_q
         return self._sum(lambda j, k, n, count: self.block_q * j, n_last * self.kv_blocks_of(last))
 
-    @property
+    @cached_property
     def keys_read(self):
         """K (or V) rows loaded, once per Q block: sum_i k_i."""
         return self._sum(lambda j, k, n, count: k, self.keys_of(self.n_q_blocks - 1))
 
-    @property
+    @cached_property
     def tile_elements(self):
         """S elements computed, whole tiles (masked elements of a diagonal tile included): sum_i n_i k_i."""
         last = self.n_q_blocks - 1
         n_last = self.seq_q - last * self.block_q
         return self._sum(lambda j, k, n, count: self.block_q * k, n_last * self.keys_of(last))
 
-    @property
+    @cached_property
     def whole_elements(self):
         """S elements of the visited tiles counted whole, Br x Bc each (the rows and keys past N and N_kv included):
         what a tile's dot multiplies."""
@@ -161,6 +167,7 @@ class Tiling:
             return whole
         return min(whole, (i * self.block_q + self.offset + 1) // self.block_kv)
 
+    @cached_property
     def _unmasked_before_last(self):
         """sum_i (unmasked blocks of Q block i) over every Q block but the last (whose rows may be fewer)."""
         last, br, bc, whole = self.n_q_blocks - 1, self.block_q, self.block_kv, self.seq_kv // self.block_kv
@@ -170,19 +177,19 @@ class Tiling:
         s = min(last, max(0, -(-(whole * bc - seen) // br)))  # first i whose unmasked blocks reach `whole`
         return floor_sum(s, bc, br, seen) + (last - s) * whole
 
-    @property
+    @cached_property
     def unmasked_elements(self):
         """S elements in the tiles that need no mask: sum_i n_i * Bc * (unmasked blocks of Q block i)."""
         last = self.n_q_blocks - 1
         n_last = self.seq_q - last * self.block_q
-        return self.block_kv * (self.block_q * self._unmasked_before_last() + n_last * self.unmasked_blocks_of(last))
+        return self.block_kv * (self.block_q * self._unmasked_before_last + n_last * self.unmasked_blocks_of(last))
 
-    @property
+    @cached_property
     def unmasked_tiles(self):
         """Tiles that need no mask: sum_i (unmasked blocks of Q block i)."""
-        return self._unmasked_before_last() + self.unmasked_blocks_of(self.n_q_blocks - 1)
+        return self._unmasked_before_last + self.unmasked_blocks_of(self.n_q_blocks - 1)
 
-    @property
+    @cached_property
     def max_keys(self):
         """The most K/V rows one Q block loads (the last block's)."""
         return self.keys_of(self.n_q_blocks - 1)
@@ -285,21 +292,40 @@ def ramp_work(tiling, groups, order=(1, False)):
     if not tiling.causal:
         return uniform_work(groups * tr, tiling.n_kv_blocks)
     if tr <= MAX_BINS:
-        values, counts = np.unique(tiling.kv_blocks_at(np.arange(tr)), return_counts=True)
+        values, counts = runs(tiling.kv_blocks_at(np.arange(tr)))
+        counts = scaled(counts, groups)
     else:  # equal bins of Q blocks, each at its middle block's J: J_i is within one of linear in i
-        edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
-        values, counts = tiling.kv_blocks_at((edges[:-1] + edges[1:]) // 2), np.diff(edges)
-    return Work(values, scaled(counts, groups), launch_tail(tiling, groups, *order), order[1])
+        middles, counts = bins(tr, groups)
+        values = tiling.kv_blocks_at(middles)
+    return Work(values, counts, launch_tail(tiling, groups, *order), order[1])
+
+
+def runs(values):
+    """np.unique(values, return_counts=True) of a non-decreasing array (J_i never decreases in i), without its sort:
+    the first value of each run, and the run's length."""
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    bounds = np.concatenate(([0], starts, [len(values)]))
+    return values[bounds[:-1]], np.diff(bounds)
+
+
+@lru_cache(maxsize=64)
+def bins(tr, groups):
+    """ramp_work's MAX_BINS equal bins of tr Q blocks: each bin's middle block, and the programs in it over `groups`
+    problems. They depend on tr and groups alone, which the tiles of one block_q share (a tile search weighs five
+    block_kv at each): one copy of each, read-only, kept, where every Work kept (ramp_work) would hold its own."""
+    edges = np.linspace(0, tr, MAX_BINS + 1).astype(np.int64)
+    middles, counts = (edges[:-1] + edges[1:]) // 2, scaled(np.diff(edges), groups)
+    middles.flags.writeable = counts.flags.writeable = False
+    return middles, counts
 
 
 def launch_tail(tiling, groups, heads, longest_first):
     """The J of a ramp's last min(programs, TAIL) programs in launch order, the last first (ramp_work's order)."""
     tr, n = tiling.n_q_blocks, min(groups * tiling.n_q_blocks, TAIL)
-    ends = np.arange(min(tr, TAIL))  # the launch order of one problem, backwards from its end
-    if not longest_first:
-        head = tiling.kv_blocks_at(tr - 1 - ends)
-        return np.resize(head, n)
-    ramp = tiling.kv_blocks_at(ends)  # a group's last programs: its first Q blocks, one of each of its problems
+    if not longest_first:  # one problem's Q blocks backwards from its end, repeated where the tail holds more
+        head = tiling.kv_blocks_at(np.arange(tr - 1, tr - 1 - min(tr, TAIL), -1))
+        return head if len(head) == n else np.resize(head, n)
+    ramp = tiling.kv_blocks_at(np.arange(min(tr, TAIL)))  # a group's last programs: its first Q blocks, one of each
     last = groups % heads or heads  # the last group may be short
     tail = np.repeat(ramp, last)[:n]
     if len(tail) < n:  # the groups of `heads` before it, each the same backwards order

@@ -153,9 +153,10 @@ class Pass:
         """Shared memory of a block: its staged tiles and a spare buffer of the loop's tiles per extra stage."""
         return cfg.sram_bytes(kernel) + (num_stages - 1) * self.stage_bytes(cfg, kernel)
 
-    def block_warps(self, cfg, kernel):
-        """The warps of a block: num_warps, unless warp groups are specialized (hopper)."""
-        return self.options(cfg, kernel)[0]
+    def block_warps(self, cfg, kernel, num_warps):
+        """The warps of a block: num_warps (options', which the caller has: occupancy.resources), unless warp groups
+        are specialized (hopper)."""
+        return num_warps
 
     def compiled_name(self, cfg, kernel):
         """The kernel's name in gpusim/compiled.py."""

@@ -30,9 +30,8 @@ def masked_scores(q_i, k_j, scale, keep):
 def pipeline_stages(cfg, kernel, per_stage_bytes, max_stages=3, budget=0.8):
     """Software-pipelining depth of a K/V loop: the next tiles load into spare buffers while these are used,
     as deep (up to max_stages) as fits in `budget` of a block's shared memory (the rest is Triton's scratch)."""
-    fits = [s for s in range(2, max_stages + 1)
-            if cfg.sram_bytes(kernel) + (s - 1) * per_stage_bytes <= budget * cfg.gpu.sram_bytes_per_block]
-    return max(fits, default=1)
+    staged, limit = cfg.sram_bytes(kernel), budget * cfg.gpu.sram_bytes_per_block  # once, not once a depth
+    return max([s for s in range(2, max_stages + 1) if staged + (s - 1) * per_stage_bytes <= limit], default=1)
 
 
 def warps(block_q):

@@ -125,8 +125,9 @@ class Hopper(Flash2):
         own = launch_options(cfg)
         return own["num_warps"], own["num_stages"]
 
-    def block_warps(self, cfg, kernel):
-        """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized."""
+    def block_warps(self, cfg, kernel, num_warps):
+        """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized (its
+        launch's num_warps, launch_options')."""
         own = launch_options(cfg)
         return own["num_warps"] * (3 if own["warp_specialize"] else 1)
 
