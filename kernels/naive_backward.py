@@ -114,7 +114,8 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
     """(dq, dk, dv) of attention for the output gradient do, from the P that naive_attention(...,
     return_p=True) saved with the same block_q, block_kv (a causal P is written only in the forward's
     visited tiles), or tiles=gpusim.Tiles(...), whose num_warps, num_stages (where set) its five kernels take.
-    Not given (or one given): naive_attention's own choice for these tensors, the tiles its P was written at.
+    Causal and not given (or one given): naive_attention's own choice for these tensors, the tiles its P was written
+    at (not causal, P is written whole, and gpusim.backward's defaults for naive attention run).
     Gradients in q's dtype; dk, dv summed over each K/V head's group."""
     if no_rows(q):  # every check, P's and do's on their own shapes and the rest on one_row's; no launch
         check_backward(q, k, v, do, block_q, block_kv, tiles)
@@ -122,7 +123,7 @@ def naive_attention_backward(q, k, v, p, do, *, causal=False, block_q=None, bloc
         backward_config("naive", *one_row(q, k, v, do=do).values(), causal=causal, block_q=block_q,
                         block_kv=block_kv, gpu=gpu, tiles=tiles)
         return empty_grads(q, k, v)
-    if tiles is None and (block_q is None or block_kv is None):  # the forward's: its causal P has unwritten tiles
+    if causal and tiles is None and (block_q is None or block_kv is None):  # the forward's: P's unwritten tiles
         forward = checked_config("naive", q, k, v, causal=causal, block_q=block_q, block_kv=block_kv, gpu=gpu)
         block_q, block_kv = forward.block_q, forward.block_kv
     cfg, q, k, v, do = prepare_backward("naive", q, k, v, do, causal=causal, block_q=block_q, block_kv=block_kv,

@@ -421,3 +421,11 @@ def test_a_learner_file_named_like_a_module_does_not_hide_it_from_the_checker(tm
     finally:
         child.stop()
     assert status == "right", message
+
+
+def test_a_merge_puzzle_refuses_a_batch_its_lengths_contradict():
+    """The reduce has one request per length: a batch given beside them was replaced silently."""
+    from gpusim_course.puzzles.kinds import MergePuzzle
+    assert MergePuzzle("m", lengths=(16, 32)).batch == 2 and MergePuzzle("m", gpus=2).batch == 2
+    with pytest.raises(ValueError, match=r"^batch=5: this merge has 2 requests, one per length of \(16, 32\)$"):
+        MergePuzzle("m", lengths=(16, 32), batch=5)

@@ -216,3 +216,11 @@ def test_fa3_utilization_says_how_few_cases_reach_the_band():
     assert {(r["provider"], r["dtype"]) for r in inside} == {("sdpa_cudnn", "bf16")}
     assert (f"in fp16 at best {fp16:.0%}; {len(inside)} cases reach the band's 60%, all bf16 on SDPA's cuDNN kernel"
             in claims.fa3_utilization(RESULTS).measured)
+
+
+def test_band_cases_reads_whatever_the_file_holds():
+    """The utilization row's note on its band, where no case reaches it and where no fp16 row was timed."""
+    assert claims._band_cases([{"tflops": 100, "dtype": "fp16", "provider": "hopper"}], 1e15, 0.6) == (
+        "; in fp16 at best 10%; no case reaches the band's 60%")
+    assert claims._band_cases([{"tflops": 700, "dtype": "bf16", "provider": "sdpa_cudnn"}], 1e15, 0.6) == (
+        "; 1 cases reach the band's 60%, all bf16 on SDPA's cuDNN kernel")

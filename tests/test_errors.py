@@ -427,5 +427,8 @@ def test_best_blocks_refuses_a_mask_alignment_without_a_mask_and_empty_names_are
                          ("split_kv", dict(seq_kv=256, head_dim=64))):
         with pytest.raises(ValueError, match="^dtype='' is not supported"):
             gpusim.simulate(algo, **kwargs, dtype="", gpu="H200")
-    with pytest.raises(ValueError, match="^causal_align='' is not one of top_left, bottom_right"):
-        gpusim.simulate("flash2", seq=256, head_dim=64, causal=True, causal_align="")
+    for algo, kwargs in (("flash2", dict(seq=256, head_dim=64, causal=True)),
+                         ("split_kv", dict(seq_kv=256, head_dim=64))):
+        with pytest.raises(ValueError, match="^causal_align='' is not one of (top_left, bottom_right|bottom_right, "
+                                             "top_left)$"):
+            gpusim.simulate(algo, **kwargs, causal_align="")

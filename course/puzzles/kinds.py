@@ -346,14 +346,17 @@ class MergePuzzle(Puzzle):
     lengths: tuple = (112, 144, 16)  # keys cached per request (the reduce): 7, 9 and 1 chunks fill 4, 3 and 1 splits
     splits: int = 4
     block_kv: int = 16
-    batch: int = 2  # requests (two GPUs); the reduce has one per length
+    batch: int | None = None  # requests: 2 (two GPUs); the reduce's one per length
     heads: int = 2
     seq: int = 24  # query rows per (b, h) (two GPUs)
     head_dim: int = 16
 
     def __post_init__(self):
-        if not self.gpus:  # the reduce: one request per length
-            object.__setattr__(self, "batch", len(self.lengths))
+        batch = len(self.lengths) if not self.gpus else 2  # the reduce: one request per length
+        if self.batch not in (None, batch):
+            raise ValueError(f"batch={self.batch}: this merge has {batch} requests"
+                             + ("" if self.gpus else f", one per length of {self.lengths}"))
+        object.__setattr__(self, "batch", batch)
 
     @property
     def layouts(self):

@@ -383,11 +383,13 @@ def _band_cases(rows, peak, low):
     """How near the verdict stands to the band's edge: the best fp16 share, and the cases (fp16 or bf16) that reach
     the band's lower end, with their dtypes and kernels."""
     timed = [r for r in rows if r.get("tflops") and r["dtype"] in ("fp16", "bf16")]
-    fp16 = max(r["tflops"] for r in timed if r["dtype"] == "fp16") * 1e12 / peak
+    fp16 = max((r["tflops"] for r in timed if r["dtype"] == "fp16"), default=None)
     inside = [r for r in timed if r["tflops"] * 1e12 / peak >= low]
     dtypes, kernels = (" or ".join(sorted({name(r[key]) for r in inside}))
                        for key, name in (("dtype", str), ("provider", lambda p: PROVIDERS.get(p, p))))
-    return f"; in fp16 at best {fp16:.0%}; {len(inside)} cases reach the band's {low:.0%}, all {dtypes} on {kernels}"
+    best16 = "" if fp16 is None else f"; in fp16 at best {fp16 * 1e12 / peak:.0%}"
+    return best16 + (f"; {len(inside)} cases reach the band's {low:.0%}, all {dtypes} on {kernels}" if inside else
+                     f"; no case reaches the band's {low:.0%}")
 
 
 def fa3_utilization(results, datasheet="H200"):

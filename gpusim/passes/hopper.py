@@ -126,10 +126,9 @@ class Hopper(Flash2):
         return own["num_warps"], own["num_stages"]
 
     def block_warps(self, cfg, kernel, num_warps):
-        """The block's warps: a producer and two consumer warp groups of num_warps each when warp-specialized (its
-        launch's num_warps, launch_options')."""
-        own = launch_options(cfg)
-        return own["num_warps"] * (3 if own["warp_specialize"] else 1)
+        """The block's warps: a producer and two consumer warp groups of num_warps each (options', the launch's)
+        when warp-specialized."""
+        return num_warps * (3 if launch_options(cfg)["warp_specialize"] else 1)
 
     def streams(self, cfg, kernel):
         """Independent instruction streams in a block: two consumer warp groups when warp-specialized. The
