@@ -58,12 +58,10 @@ def simulate(algo, *, seq=None, head_dim=None, heads=None, batch=None, kv_heads=
     if algo in DECODE:
         only_with(f"algo={algo!r}", "the prefill and training algorithms", block_q=block_q, causal=causal or None,
                    backward=backward or None, do=do, backward_blocks=backward_blocks, tiles=tiles)
-        align = "bottom_right" if causal_align is None else causal_align
-        return decode_step(**shape, block_kv=block_kv, causal_align=align,
-                           **decoding | dict(grouped=True if grouped is None else grouped))
+        return decode_step(**shape, block_kv=block_kv, causal_align="bottom_right" if causal_align is None else
+                           causal_align, **decoding | dict(grouped=True if grouped is None else grouped))
     only_with(f"algo={algo!r}", "algo='split_kv' (decoding from a KV cache)", **decoding)
-    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align_of(causal, causal_align),
-                  tiles=tiles)
+    launch = dict(block_q=block_q, block_kv=block_kv, causal=causal, causal_align=causal_align_of(causal, causal_align), tiles=tiles)
     if flag("backward", backward):
         return train(algo, **shape, **launch, backward_blocks=backward_blocks, do=do)
     only_with("backward=False", "backward=True", do=do, backward_blocks=backward_blocks)
