@@ -12,21 +12,27 @@ PIP := $(PY) -m pip install -q -c constraints-cpu.txt
 .PHONY: course test clean
 
 $(STAMP): pyproject.toml constraints-cpu.txt
+	@$(PYTHON) -c "import sys; sys.exit(sys.version_info < (3, 10))" || { echo "$(PYTHON) is Python" \
+	  "$$($(PYTHON) -c 'import platform; print(platform.python_version())'): gpusim needs 3.10 or later: make" \
+	  "PYTHON=python3.11 (or any of 3.10-3.14)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	@if [ "$$(uname -s)" = Linux ] && ! $(PY) -c "import sys; sys.exit(sys.version_info >= (3, 15))"; then \
 	  echo "Python $$($(PY) -c 'import platform; print(platform.python_version())'): torch 2.13 and triton 3.6.0" \
 	    "publish Linux wheels for Python 3.10 to 3.14 only: make clean, then make PYTHON=python3.14 (or 3.10-3.13)"; \
 	  exit 1; fi
 	$(PY) -m pip install -q --upgrade pip
-	@if [ "$$(uname -s)" != Linux ]; then \
+	@extras=kernels,course,test; \
+	if [ "$$(uname -s)" != Linux ]; then \
 	  echo "torch: not installed on $$(uname -s): the kernels need Linux (Triton); the model and the course do not"; \
 	elif $(PY) -c "import urllib.request as u; u.urlopen('$(CPU_INDEX)/torch/', timeout=5)" 2>/dev/null; then \
-	  echo "torch: the CPU build from $(CPU_INDEX)"; $(PIP) --index-url $(CPU_INDEX) torch; \
+	  echo "torch: the CPU build from $(CPU_INDEX)"; $(PIP) --index-url $(CPU_INDEX) torch || exit 1; \
 	else \
-	  echo "torch: $(CPU_INDEX) unreachable; pip's configured index instead"; $(PIP) torch || { \
-	  echo "no CPU build of torch there: see the README for the CUDA command"; exit 1; }; \
-	fi
-	$(PIP) -e ".[kernels,course,test]"
+	  echo "torch: $(CPU_INDEX) unreachable; pip's configured index instead"; $(PIP) torch 2>/dev/null || { \
+	  extras=course,test; echo "torch: no CPU build there (PyPI's torch wants another triton than the interpreter's):" \
+	    "the model and the course install without the kernels, whose tests and cells say so; the README's CUDA" \
+	    "command installs them on a GPU machine"; }; \
+	fi; \
+	$(PIP) -e ".[$$extras]"
 	touch $(STAMP)
 
 course: $(STAMP)

@@ -167,7 +167,6 @@ def environment(command):
 
 def run(args):
     import torch
-    from tqdm import tqdm
 
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
     shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
@@ -177,8 +176,8 @@ def run(args):
     table = {name: fn for name, fn in providers().items() if name not in args.without.split(",")}
     result = {"environment": environment("python -m benchmarks.bench " + " ".join(sys.argv[1:])), "rows": []}
     deadline = time.monotonic() + args.max_minutes * 60
-    for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(
-            tqdm(todo, desc="configurations", file=sys.stderr)):
+    for done, (batch, heads, seq, head_dim, causal, dtype, long_only) in enumerate(todo):
+        print(f"configuration {done + 1} of {len(todo)}", file=sys.stderr, flush=True)  # progress, no dependency
         if time.monotonic() > deadline:
             result["environment"]["truncated"] = f"stopped by --max-minutes {args.max_minutes} after {done} of " \
                                                  f"{len(todo)} configurations"
