@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 import torch
 from test_kernels import (CPU, CUDA, DTYPES, TINY_SRAM, UNIT_ROUNDOFF, case, case_id, device_cases, relative_error,
                           sharing_runs)

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 from gpusim_course import puzzles  # noqa: E402
 from gpusim_course.puzzles import solutions as puzzle_solutions  # noqa: E402
 from gpusim_course.puzzles.sandbox import TIMEOUT_S  # noqa: E402

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 import torch
 
 import gpusim_kernels

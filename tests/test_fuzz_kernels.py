@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 pytest.importorskip("hypothesis", reason="the test extra (a GPU machine may lack it)")
 import torch
 from hypothesis import HealthCheck, given, settings

@@ -4,7 +4,7 @@ kernel); tiles=Tiles(...) and block_q=, block_kv= launch the same; a bad Tiles i
 Triton's interpreter, on tiny shapes."""
 import pytest
 
-pytest.importorskip("triton", reason="Triton publishes Linux wheels only")
+pytest.importorskip("triton", reason="no triton: the kernels extra (Linux only; make omits it without a CPU torch)")
 import torch
 
 import gpusim
