@@ -116,7 +116,7 @@ MUTANTS = [
     Mutant("hopper", "the prescaled scores still pay their multiply", "gpusim/passes/hopper.py",
            "other -= bh * t.tile_elements", "other -= bh * t.tiles", PINS + "test_hopper_flops_by_hand"),
     Mutant("hopper", "a warp-specialized block has two warp groups", "gpusim/passes/hopper.py",
-           'own["num_warps"] * (3 if', 'own["num_warps"] * (2 if',
+           "return num_warps * (3 if", "return num_warps * (2 if",
            PINS + "test_hopper_warp_specialized_block_has_a_producer_and_two_consumers"),
     Mutant("hopper", "the rotated loop counts as a second instruction stream", "gpusim/passes/hopper.py",
            'return 2 if launch_options(cfg)["warp_specialize"] else 1',
