@@ -302,7 +302,14 @@ def _none_fits(algo, given, shape, backward, base):
     return line
 
 
-best_blocks.cache_clear = _best_blocks.cache_clear  # as an lru_cache's: the picks are priced by the time model
+def _clear_picks():
+    """best_blocks' picks and the forwards its backward searches share (their tiles a pick too): both priced by the
+    time model, so both go when it changes."""
+    _best_blocks.cache_clear()
+    _training_forward.cache_clear()
+
+
+best_blocks.cache_clear = _clear_picks  # as an lru_cache's
 
 
 def _trainable(algo):
@@ -318,11 +325,16 @@ def _tile_time(algo, blocks, shape, backward, base):
     would build and drop: nothing else they hold (the forward's kernels in a training step, the footprint) changes a
     time or raises."""
     if backward:
-        cfg, _ = _forward_config(algo, shape | dict(block_q=None, block_kv=None, tiles=None), (None, None, None))
-        cfg = _backward_config(cfg, blocks, None, None, False)
+        cfg = _backward_config(_training_forward(algo, **shape), blocks, None, None, False)
     else:
         cfg = at_blocks(base, *blocks)
     return sum(predicted_times(cfg, *_counted_once(cfg)))
+
+
+@functools.lru_cache(maxsize=256)  # an error is not kept: each candidate raises it again, as its own line
+def _training_forward(algo, **shape):
+    """The forward a backward search's candidates share: train()'s at its default tiles, made once per search."""
+    return _forward_config(algo, shape | dict(block_q=None, block_kv=None, tiles=None), (None, None, None))[0]
 
 
 def _dtype_of(arrays, dtype):
