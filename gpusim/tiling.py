@@ -213,6 +213,7 @@ class Tiling:
 
 MAX_BINS = 4096  # a ramp of more Q blocks is summed over this many equal bins of its J values
 TAIL = 1 << 13  # programs at the end of the launch order kept one by one (more than any GPU holds at once)
+WORKS_KEPT = 1 << 10  # Works kept per maker: a long one holds up to (2 * MAX_BINS + TAIL) * 8 B = 128 KiB, so 128 MiB
 
 
 INT64_MAX = (1 << 63) - 1
@@ -274,20 +275,20 @@ class Work:
         return exact_sum(self.values, self.counts)
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=WORKS_KEPT)
 def uniform_work(programs, steps):
     """`programs` programs of `steps` steps each (kept per launch shape, as ramp_work)."""
     tail = np.full(min(programs, TAIL), steps, dtype=np.int64 if steps <= INT64_MAX else object)
     return Work((steps,), (programs,), tail)
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=WORKS_KEPT)
 def ramp_work(tiling, groups, order=(1, False)):
     """Q block i of each of `groups` (batch, head) problems does J_i steps. order: the pass's launch_order, (heads,
     longest_first): (1, False), blocks launch in order i = 0, 1, ... within a problem, problems one after another;
     longest_first, each group of `heads` problems launches its last Q blocks first, one of each problem, then the
     block before them (kernels/hopper.py's _program). Kept per launch shape: the time model asks for it at every
-    pricing of a launch (benchmarks/perf_report.py prices each under many models)."""
+    pricing of a launch (benchmarks/perf_report.py prices each under many models), WORKS_KEPT of them at most."""
     tr = tiling.n_q_blocks
     if not tiling.causal:
         return uniform_work(groups * tr, tiling.n_kv_blocks)

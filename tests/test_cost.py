@@ -7,7 +7,7 @@ import pytest
 import gpusim
 from gpusim import backward, cost
 from gpusim.occupancy import resources
-from gpusim.tiling import MAX_BINS, Tiling, ramp_work
+from gpusim.tiling import MAX_BINS, Tiling, ramp_work, uniform_work
 
 H200 = "H200-measured"
 
@@ -68,6 +68,19 @@ def test_the_last_wave_runs_the_longest_programs_last_unless_reversed():
     assert reverse.tail[0] == t.kv_blocks_of(0) == min(reverse.values)
     assert forward.values.tolist() == reverse.values.tolist() and forward.counts.tolist() == reverse.counts.tolist()
     assert reverse.longest_first and not forward.longest_first
+
+
+def test_the_kept_works_fit_in_a_quarter_gibibyte():
+    """The launch shapes' Works are kept for the time model; a long slider session once kept 16,384 of each, over a
+    gigabyte. The largest of each kind times how many are kept stays under 256 MiB."""
+    binned, flat = ramp_work(Tiling(1 << 24, 1 << 24, 64, 64, True), 64), uniform_work(1 << 20, 7)
+    assert len(binned.values) == MAX_BINS  # the longest ramp: binned, its tail full
+
+    def held(work):
+        return work.values.nbytes + work.counts.nbytes + work.tail.nbytes
+
+    kept = ramp_work.cache_info().maxsize * held(binned) + uniform_work.cache_info().maxsize * held(flat)
+    assert kept <= 1 << 28
 
 
 @pytest.mark.parametrize("seq,groups", [(4096 + 10, 8), (2**40, 2**40), (2**40, 2**23), (2**40, 2**39)])
