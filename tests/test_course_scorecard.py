@@ -130,8 +130,15 @@ def test_the_gpu_probe_decides_the_sdpa_rows_once_it_exists(tmp_path):
     rows.append(row("fp16", 128, "none", True, "CUDNN_ATTENTION"))  # flash runs, but PyTorch picks cuDNN
     (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
     judged = claims.sdpa_conditions(copy).judged
-    assert judged.verdict == "wrong" and "cudnn picked for 1 of 2 inputs" in judged.reason  # the rule: every input
-    assert "On Hopper SDPA picks cuDNN's kernel where it can" in judged.reason
+    assert judged.verdict == "holds under conditions" and "cudnn picked for 1 of 2 inputs" in judged.reason
+    assert judged.reason.startswith("not on Hopper") and "check_prefer_cudnn_attention" in judged.reason
+    rows.append(dict(row("fp16", 128, "none", True, "CUDNN_ATTENTION"), sm="80"))  # cuDNN first on Ampere: no rule
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    assert claims.sdpa_conditions(copy).judged.verdict == "wrong"
+    rows[-1] = row("bf16", 64, "none", True, "EFFICIENT_ATTENTION")  # another backend, where flash could run
+    (copy / "sdpa_backends.json").write_text(json.dumps({"environment": {"gpu": "test"}, "rows": rows}))
+    judged = claims.sdpa_conditions(copy).judged
+    assert judged.verdict == "wrong" and judged.reason.startswith("wrong as written") and "efficient" in judged.reason
 
 
 def test_a_row_shown_anywhere_says_what_was_not_measured():
