@@ -14,6 +14,7 @@ import numpy as np
 
 from benchmarks import agreement, ncu
 import gpusim
+from gpusim.cost import FITTED_HEAD_DIM
 from gpusim_course import nsight
 
 
@@ -190,7 +191,7 @@ def halves_table():
     rows (reported, not fitted), bench.json and tiles.json together."""
     lines = ["| rows | kernels | within 20% | within 40% | median |", "|---|---|---|---|---|"]
     pairs = agreement.rows("bench.json") + agreement.rows("tiles.json")
-    for d, role in ((64, "d = 64 (fitted)"), (128, "d = 128 (held out)")):
+    for d, role in ((FITTED_HEAD_DIM, f"d = {FITTED_HEAD_DIM} (fitted)"), (128, "d = 128 (held out)")):
         ratios = sorted(r for row, r in pairs if row["head_dim"] == d)
         near = lambda x: sum(abs(r - 1) <= x for r in ratios) / len(ratios)  # noqa: E731
         lines.append(f"| {role} | {len(ratios)} | {near(0.2):.0%} | {near(0.4):.0%} | {ratios[len(ratios) // 2]:.2f} |")

@@ -74,7 +74,8 @@ from .hardware import WARP
 from .occupancy import exceeded, occupancy, resources
 
 # ISSUE_HIDING and CONTENTION: fitted on the d = 64 rows of results/h200/bench.json and tiles.json (docs/perf.md:
-# the d = 128 rows, not fitted on, are reported there).
+# the d = 128 rows, not fitted on, are reported there; notebook 6 splits its tile picks the same way).
+FITTED_HEAD_DIM = 64  # the head dim of the rows the two were fitted on
 ISSUE_HIDING = 0.45  # the issue rate one resident warp per scheduler sustains; more warps hide more (a lone
 #                      program's one or two warps per scheduler issue at the full rate, measured: full_issue())
 CONTENTION = 0.15  # the share of the lesser of a program's memory and compute time that does not overlap

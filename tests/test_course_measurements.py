@@ -223,6 +223,24 @@ def test_tile_agreement_counts_gpusims_picks_and_the_fewest_bytes():
         f"puts every tile's DRAM reads within {dram:.1%} of each other in each group.")
 
 
+def test_tile_agreement_says_which_groups_the_time_model_was_fitted_on():
+    """Notebook 6's "12 of 12" mixed the d = 64 groups, the rows ISSUE_HIDING and CONTENTION were fitted on, with the
+    d = 128 groups they were not: the sentence now counts each half, recomputed here from tiles.json."""
+    rows = measurements.read_results(Path(__file__).resolve().parents[1] / "results" / "h200" / "tiles.json")["rows"]
+    groups = practice_measured.tile_launches(rows, gpu="H200-measured")
+    won = {}
+    for key, launches in groups.items():
+        pick = gpusim.best_blocks("flash2", seq=key[2], head_dim=key[0], heads=launches[0][0]["heads"],
+                                  batch=launches[0][0]["batch"], causal=key[1], dtype=launches[0][0]["dtype"],
+                                  gpu="H200-measured")
+        fastest = min(launches, key=lambda launch: launch[0]["ms"])[0]
+        won.setdefault(key[0] == 64, []).append((fastest["block_q"], fastest["block_kv"]) == pick)
+    text = practice_measured.tile_agreement(groups, gpu="H200-measured")
+    assert len(won[True]) and len(won[False])
+    assert (f"{sum(won[True])} of {len(won[True])} at d = 64, the rows the time model's two fitted constants were "
+            f"fitted on, and {sum(won[False])} of {len(won[False])} at the other head dims, which they were not") in text
+
+
 def test_padded_rows_read_both_runs_and_their_lesson_is_computed_from_them(tmp_path):
     """Notebook 6's padded rows: naive_gqa.json (rows N_kv apart) beside naive_rows.json (padded), and the sentence
     of ratios against the aligned neighbour, from a fixture whose numbers are known; nothing where a file is
