@@ -56,11 +56,13 @@ def matmul_units(dtype):
 def time_terms(result):
     """Per kernel, the roofline terms of gpusim's time model (KernelResult): memory time, matmul time on
     the tensor cores, non-matmul time on the CUDA cores, and the predicted time (waves and launch overhead
-    included)."""
+    included), with what makes it longer than its terms (busy, latency_bound, stored_after, launch)."""
     c = result.config
     return [{"label": f"{c.algo}: {k.name}" if c.algo == "naive" else k.name, "t_memory": k.memory_time_s,
              "t_matmul": k.matmul_time_s, "t_other": k.other_time_s, "t_compute": k.compute_time_s,
              "busy": k.busy_fraction, "latency_bound": k.latency_bound,
+             "stored_after": c.pass_.STORED_AFTER.get(k.name),  # a tensor stored after the loads and dot, or None
+             "launch": c.pass_.launch_s(c, k.name),  # the launch's own seconds (an empty kernel's)
              "predicted": k.predicted_time_s, "bound": k.bound} for k in result.kernels]
 
 

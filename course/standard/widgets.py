@@ -173,7 +173,7 @@ class NaiveStepper(Live):
             for bar, name in zip(bars, labels):
                 bar.set_alpha(0.9 if name == self.kernel else 0.25)
         for x, t in enumerate(self.terms):  # a predicted bar above both terms: say why
-            if t["busy"] < BUSY or t["latency_bound"]:
+            if longer(t):
                 ax_t.annotate(idle_note(t), (x + 0.27, t["predicted"] * 1e6), ha="center", va="bottom", fontsize=10,
                               xytext=(0, 2), textcoords="offset points")
         ax_t.set_xticks(np.arange(3), labels)
@@ -185,7 +185,7 @@ class NaiveStepper(Live):
         c, e = r.config, r.config.itemsize
         moved = [", ".join(f"{t} {fmt_bytes(rw[d])}" for t, rw in self.bytes.items() if rw[d]) for d in (0, 1)]
         term = self.terms[self.step.index]
-        idle = "" if term["busy"] >= BUSY and not term["latency_bound"] else (
+        idle = "" if not longer(term) else (
             f" Its predicted time, {fmt_time(term['predicted'])}, is longer than both terms because "
             f"{idle_reason(term)}.")
         return (f"<p><b>Kernel {self.step.index + 1} ({self.kernel})</b> reads {moved[0]} and writes {moved[1]}. "
@@ -197,19 +197,35 @@ class NaiveStepper(Live):
 
 
 BUSY = 0.9  # below this share of the SMs' slots busy, the figure says how many are idle
+LAUNCH_SHARE = 0.05  # from this share of a kernel's predicted time, the figure names its launch
+
+
+def longer(term):
+    """Why a kernel's predicted time exceeds its roofline terms, from gpusim's busy_fraction, latency_bound, the
+    pass's STORED_AFTER and its launch's own time, as (a sentence, a few words for the figure) each; none where none
+    of the four applies."""
+    reasons = []
+    if term["busy"] < BUSY:
+        reasons.append((f"only {term['busy']:.0%} of the SMs' slots are busy (the roofline terms assume all)",
+                        f"{term['busy']:.0%} of SMs busy"))
+    if term["latency_bound"]:
+        reasons.append(("each thread block waits on its own chain of loads (latency-bound), not on a full unit",
+                        "latency-bound"))
+    if term["stored_after"] and term["predicted"] > max(term["t_memory"], term["t_compute"]):
+        reasons.append((f"its thread blocks all store their tile of {term['stored_after']} after their loads and "
+                        f"matmul, in step, so no block's store hides under another's loads (gpusim prices the store "
+                        f"after the rest)", f"{term['stored_after']} stored after"))
+    if term["launch"] >= LAUNCH_SHARE * term["predicted"] > LAUNCH_SHARE * max(term["t_memory"], term["t_compute"]):
+        reasons.append((f"the launch itself takes {fmt_time(term['launch'])} of it (an empty kernel's time, which no "
+                        f"roofline term holds)", "launch"))
+    return reasons
 
 
 def idle_reason(term):
-    """Why a kernel's predicted time exceeds its roofline terms, from gpusim's busy_fraction and latency_bound."""
-    reasons = []
-    if term["busy"] < BUSY:
-        reasons.append(f"only {term['busy']:.0%} of the SMs' slots are busy (the roofline terms assume all)")
-    if term["latency_bound"]:
-        reasons.append("each thread block waits on its own chain of loads (latency-bound), not on a full unit")
-    return " and ".join(reasons)
+    """longer's sentences, joined."""
+    return " and ".join(sentence for sentence, _ in longer(term))
 
 
 def idle_note(term):
-    """idle_reason in a few words, for the figure."""
-    return "\n".join(([f"{term['busy']:.0%} of SMs busy"] if term["busy"] < BUSY else []) +
-                      (["latency-bound"] if term["latency_bound"] else []))
+    """longer's words, for the figure."""
+    return "\n".join(words for _, words in longer(term))
