@@ -126,9 +126,10 @@ def test_an_example_for_either_device_runs_as_copied_on_a_cpu(code):
 
 
 def claims(code):
-    """{line of a print call: [(index of the first argument on a line, the value its comment states)]}: each line of a
-    print(...) call whose trailing comment begins with a Python literal (before any ':', or its first word) states the
-    value of the first argument on that line, as printed (a float to the comment's decimals)."""
+    """{line of a print call: [(index of an argument, the value its comment states, the comment's text of it)]}: each
+    line of a print(...) call whose trailing comment begins with Python literals (up to a ':' after one, or a word)
+    states the values of the arguments on that line, in order, as printed (a float to the comment's decimals; a dict
+    ending in `...` the keys it lists)."""
     comments = {tok.start[0]: tok.string[1:].strip() for tok in tokenize.generate_tokens(io.StringIO(code).readline)
                 if tok.type == tokenize.COMMENT}
     found = {}
@@ -137,21 +138,41 @@ def claims(code):
             continue
         for line in sorted({arg.lineno for arg in call.args}):
             text = comments.get(max(a.end_lineno for a in call.args if a.lineno == line), "")  # the line's comment
-            for claim in (text.split(":")[0].strip(), (text.split() or [""])[0]):
-                try:
-                    value = ast.literal_eval(claim)
-                except (ValueError, SyntaxError):
-                    continue
-                first = min(i for i, a in enumerate(call.args) if a.lineno == line)
-                found.setdefault(call.lineno, []).append((first, value, claim))
-                break
+            args = [i for i, a in enumerate(call.args) if a.lineno == line]
+            for i, (value, claim) in zip(args, literals(text)):
+                found.setdefault(call.lineno, []).append((i, value, claim))
     return found
+
+
+def literals(text):
+    """The Python literals a comment begins with, each the longest that parses, separated by spaces, up to a ':' after
+    one or the first word that is none: [(value, its text)]."""
+    out, pos = [], 0
+    while pos < len(text) and (not out or text[pos] == " "):
+        pos = len(text) - len(text[pos:].lstrip())
+        ends = [end for end in range(len(text), pos, -1) if end == len(text) or text[end] in " :"]
+        parsed = next(((parse(text[pos:end]), end) for end in ends if parse(text[pos:end]) is not None), None)
+        if parsed is None:
+            break
+        out.append((parsed[0], text[pos:parsed[1]]))
+        pos = parsed[1]
+    return out
+
+
+def parse(claim):
+    """A literal's value, None where it is none; a dict ending in `, ...}` parses as the dict of the keys it lists."""
+    try:
+        return ast.literal_eval(claim.replace(", ...}", "}"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 def same(value, printed, claim):
     if isinstance(value, float):
         decimals = len(claim.split(".")[1]) if "." in claim else 0
         return round(printed, decimals) == value
+    if isinstance(value, dict) and claim.endswith(", ...}"):
+        return {key: printed[key] for key in value if key in printed} == value
     return printed == value
 
 
