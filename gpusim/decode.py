@@ -34,10 +34,9 @@ import numpy as np
 from .hardware import GRID_YZ_MOST, dtype_name, get_gpu
 from .occupancy import exceeded, occupancy, resources
 from .passes.split_kv import SPLIT_KV
-from .shape import (INDEX_BYTES, MAX_SEQ, MIN_ROWS, DecodeLaunch, check_groups, counts, flag,  # noqa: F401
-                    positive_int, power_of_two)
+from .shape import (INDEX_BYTES, MAX_SEQ, MIN_ROWS, DecodeLaunch, check_align, check_groups, counts,  # noqa: F401
+                    flag, positive_int, power_of_two)
 
-ALIGNS = ("bottom_right", "top_left")
 MAX_SPLITS = 128  # flash-attention's cap on num_splits (csrc/flash_attn/flash_api.cpp, set_params_splitkv)
 DEFAULT_BLOCK_KV = 64  # Bc when none is given (where it fits: make_launch): the chunk kernels/decode.py launches
 
@@ -57,8 +56,7 @@ def make_launch(*, heads, kv_heads, head_dim, seq_kv, batch=None, seq=1, num_spl
     check_grid(batch=batch, seq=seq)
     SPLIT_KV.check(gpu, head_dim)
     check_groups(heads, kv_heads)
-    if causal_align not in ALIGNS:
-        raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
+    check_align(causal_align)
     lengths = _lengths(seq_kv, batch, seq, causal_align)
     blocks = halvings(DEFAULT_BLOCK_KV) if block_kv is None else (power_of_two("block_kv", block_kv, MIN_ROWS),)
     page_size = None if page_size is None else check_page_size(page_size)

@@ -44,12 +44,17 @@ def check_groups(heads, kv_heads):
         raise ValueError(f"heads={heads} is not a multiple of kv_heads={kv_heads}")
 
 
+def check_align(causal_align):
+    """One line where causal_align is not one of ALIGNS (the forward's, the training step's and the decode's)."""
+    if causal_align not in ALIGNS:
+        raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
+
+
 def check_causal(causal, causal_align, seq, seq_kv):
     """causal as a bool, or one line: not a bool, an unknown causal_align, or bottom_right with rows that see
     no key."""
     causal = flag("causal", causal)
-    if causal_align not in ALIGNS:
-        raise ValueError(f"causal_align={causal_align!r} is not one of {', '.join(ALIGNS)}")
+    check_align(causal_align)
     if causal and causal_align == "bottom_right" and seq > seq_kv:
         raise ValueError(f"causal_align='bottom_right' with seq={seq} > seq_kv={seq_kv} leaves the first "
                          f"{seq - seq_kv} query rows without keys")

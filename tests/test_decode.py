@@ -427,7 +427,7 @@ GOOD = dict(batch=1, heads=4, kv_heads=1, head_dim=16, seq_kv=64, block_kv=16)
     (dict(seq_kv=2**41), "seq_kv[0]=2,199,023,255,552 is more than the 1,099,511,627,776 (40 bits)"),  # was counted
     (dict(seq_kv=2**64), "seq_kv[0]=18,446,744,073,709,551,616 is more than"),  # was an OverflowError
     (dict(seq_kv=np.array([2**64 - 1], np.uint64)), "seq_kv[0]=18,446,744,073,709,551,615 is more than"),
-    (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
+    (dict(causal_align="causal"), "causal_align='causal' is not one of top_left, bottom_right"),
     (dict(heads=3, kv_heads=2), "heads=3 is not a multiple of kv_heads=2"),
     (dict(block_kv=2048, head_dim=256, gpu="A100-40GB"), "block_kv=2048, 16 query rows, head_dim=256 (fp16) need "
      "2,105,344 B of SRAM in the decode kernel; A100-40GB has 166,912 B per thread block"),
@@ -437,6 +437,15 @@ def test_bad_launch_gives_one_line(changes, message):
     with pytest.raises(ValueError) as err:
         decode.make_launch(**{**GOOD, "num_splits": 1, **changes})
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_decode_and_a_forward_refuse_an_unknown_causal_align_in_the_same_words():
+    """The decode listed its alignments in another order than the forward's (its default first)."""
+    with pytest.raises(ValueError) as forward:
+        gpusim.simulate("flash2", seq=64, head_dim=64, causal=True, causal_align="center")
+    with pytest.raises(ValueError) as decoding:
+        decode.make_launch(**{**GOOD, "causal_align": "center"})
+    assert str(forward.value) == str(decoding.value) == "causal_align='center' is not one of top_left, bottom_right"
 
 
 TABLE = np.array([[0, 1, 2], [3, 4, -1]])

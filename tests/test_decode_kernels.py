@@ -145,7 +145,7 @@ def paged_inputs():
     (dict(block_table=[0, 1, 2]), "block_table=[0, 1, 2]: expected 2-d integers"),
     (dict(cache_seqlens=[40, 33], block_table=[[0, 1, 2], [3, 4, 2**32 + 5]]),
      "block_table[1, 2]=4294967301 is out of range"),  # checked before the int32 copy could wrap it to 5
-    (dict(causal_align="causal"), "causal_align='causal' is not one of bottom_right, top_left"),
+    (dict(causal_align="causal"), "causal_align='causal' is not one of top_left, bottom_right"),
 ])
 def test_bad_input_gives_one_line_and_launches_nothing(monkeypatch, change, message):
     q, k, v, table = paged_inputs()
