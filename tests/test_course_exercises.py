@@ -48,6 +48,9 @@ def unscaled_l(m_i, l_i, acc, s_ij, v_j):
     ("naive_sp_bytes", lambda n, e: 4 * n * n * 2, "2 bytes an element, but itemsize is 1 here"),  # fp16 kept
     ("flash2_k_read_bytes", lambda n, d, br, e: (n // br) * n * d * e, "use ceil"),
     ("flash2_k_read_bytes", lambda n, d, br, e: n * d * e, "That is K once"),
+    # both of the first uneven cases round up (1000 / 128 = 7.8, 300 / 16 = 18.75): round() passed them
+    ("flash2_k_read_bytes", lambda n, d, br, e: round(n / br) * n * d * e,
+     "N = 1040 is not a multiple of Br = 128 here: the last Q block holds only 16 rows"),
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "bottom_right"),
      "That is the bottom-right count"),
     ("causal_kept", lambda n, nk, a: tiling_exercises.causal_kept(n, nk, "top_left"), "That is the top-left count"),

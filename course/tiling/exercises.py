@@ -28,11 +28,15 @@ def _check_flash2_k_read_bytes(fn):
         seq, d, br, e = args
         if got == seq * d * e:
             return "That is K once. Every Q block's thread block loads all of K: Tr = ceil(N / Br) times."
-        if got == (seq // br) * seq * d * e:
-            return "N is not a multiple of Br here: the last, partial Q block still loads all of K (use ceil)."
+        if got == (seq // br) * seq * d * e:  # round() too, where the remainder is under half a block
+            return (f"N = {seq} is not a multiple of Br = {br} here: the last Q block holds only {seq % br} rows and "
+                    f"still loads all of K, so Tr = ceil(N / Br) = {-(-seq // br)}: round up, never down or to the "
+                    f"nearest (use ceil).")
         return "K read bytes = Tr × N × d × itemsize, with Tr = ceil(N / Br)."
 
-    cases = [(4096, 64, 128, "fp16"), (1000, 64, 128, "bf16"), (2048, 128, 64, "fp32"), (300, 32, 16, "fp16")]
+    # uneven N with a large remainder (1000 / 128 = 7.8) and a small one (1040 / 128 = 8.1): round() misses the latter
+    cases = [(4096, 64, 128, "fp16"), (1000, 64, 128, "bf16"), (2048, 128, 64, "fp32"), (300, 32, 16, "fp16"),
+             (1040, 64, 128, "fp16")]
     return numeric(fn, [_flash2_k_case(*c) for c in cases], hint)
 
 
