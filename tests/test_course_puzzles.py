@@ -138,8 +138,20 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      ["store to O at element offset 2,560, past its 2,560 elements"]),
     ("flash2_forward", "batch offset left out", "q_head = b * H * N * D + h * N * D", "q_head = h * N * D",
      "Offsets", ["program (0, 2) (b=1, h=0) read rows of batch 0 of Q", "check the batch offset"]),
+    # head 1's K starts N rows (not N_KV) in: inside head 0, so it reads its own head, but not all of it
     ("flash2_forward", "K/V offsets by N, not N_KV", "kv_head = b * H * N_KV * D + h * N_KV * D",
-     "kv_head = b * H * N * D + h * N * D", "Offsets", ["program (0, 1) (b=0, h=1)", "of K"]),
+     "kv_head = b * H * N * D + h * N * D", "Offsets",
+     ["program (0, 1) (b=0, h=1) read rows of head 0 of K, where it should touch only head 1", "check the head offset",
+      "h * N_KV * d in K and V"]),
+    # N = 40 query rows, N_KV = 56 keys: a bound of N in place of N_KV is right where the two agree, and is named so
+    # (the verdict blamed the rescale, at tile (0, 2), code the learner never touched)
+    ("flash2_forward", "keys masked with N", "k_j = tl.load(K + kv, mask=keys[:, None] < N_KV",
+     "k_j = tl.load(K + kv, mask=keys[:, None] < N", "Correctness",
+     ["Q block 0 (rows 0..15) is wrong", "right where K and V hold only N = 40 keys", "takes N, Q's rows, for N_KV"]),
+    ("flash2_forward", "scores masked with N", "s_ij = tl.where(keys[None, :] < N_KV",
+     "s_ij = tl.where(keys[None, :] < N", "Correctness", ["right where K and V hold only N = 40 keys"]),
+    ("flash2_forward", "loop bound of N", "for j in range(0, tl.cdiv(N_KV, Bc))", "for j in range(0, tl.cdiv(N, Bc))",
+     "Correctness", ["right where K and V hold only N = 40 keys", "tl.cdiv(N_KV, Bc)"]),
     ("flash2_forward", "head offset wrong", "q_head = b * H * N * D + h * N * D", "q_head = b * H * N * D + h * D",
      "Offsets", ["program (0, 1) (b=0, h=1) read rows of head 0 of Q", "check the head offset", "not h * d"]),
     ("masked_tile", "output of the wrong dtype", "y = torch.empty_like(x)",
@@ -151,6 +163,9 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      "program (2, 0)", ["load from X at element offset 2,000, past its 2,000 elements", "columns >= N"]),
     ("gpu_merge", "half the rows never launched", "gpu_merge_kernel[(lse1.numel(),)]",
      "gpu_merge_kernel[(lse1.numel() // 2,)]", "Stores", ["768 of O's 1,536 elements are never stored"]),
+    # O is weighted by exp(LSE_g - LSE): with the log term left out of the LSE, O is wrong too, but the LSE is named
+    ("gpu_merge", "LSE as the max alone", "lse = m + tl.log(tl.exp(lse1 - m) + tl.exp(lse2 - m))", "lse = m",
+     "Correctness", ["LSE[0, 0, 0] is 90.26 where float64 gives 90.27", "LSE = m + log(exp(LSE1 - m)"]),
     ("gpu_merge", "LSE merged without the max", "lse = m + tl.log(tl.exp(lse1 - m) + tl.exp(lse2 - m))",
      "lse = tl.log(tl.exp(lse1) + tl.exp(lse2))", "Correctness", ["where float64 gives", "exp of a raw LSE overflows"]),
     ("row_softmax", "no max subtracted", "p = tl.exp(x - tl.max(x, 0))", "p = tl.exp(x)",

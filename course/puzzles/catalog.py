@@ -19,6 +19,14 @@ ONLINE = (
 OFFSETS = (
     ("batch", "The (b, h) matrix of a (B, H, N, d) tensor starts b * H * N * d + h * N * d elements in."),
     ("head", "Within batch b, head h's N x d matrix starts h * N * d elements in (not h * d)."))
+KV_ROWS = (  # flash2_forward: K and V hold N_KV keys, Q and O N query rows
+    ("batch", "The (b, h) matrix of Q and O (B, H, N, d) starts b * H * N * d + h * N * d elements in; of K and V "
+              "(B, H, N_KV, d), b * H * N_KV * d + h * N_KV * d."),
+    ("head", "Within batch b, head h's matrix starts h * N * d elements in (not h * d) in Q and O, h * N_KV * d in K "
+             "and V: each tensor steps by its own number of rows."),
+    ("n_kv", "The kernel takes N, Q's rows, for N_KV, K's and V's, somewhere: the keys' loads and their scores are "
+             "masked with keys < N_KV and the loop runs over tl.cdiv(N_KV, Bc) blocks; N bounds only the query "
+             "rows (Q's load, O's and the LSE's stores)."))
 PT_AXES = ("Pᵀ is (Br keys, Bc query rows): the keys run down its rows and the query rows along its columns, in "
            "the mask too (the last K/V block and the last Q block are partial).")
 SOFTMAX = (
@@ -54,7 +62,7 @@ PUZZLES = {p.name: p for p in [
         ("more_bytes", "The online softmax reads x twice (once for m_i and l_i together, once to write y), as "
                        "gpusim.softmax's online variant: 2 loads and 1 store per element."),
         ("loop", "both passes run over tl.cdiv(N, BLOCK) chunks"))),
-    Flash2Puzzle("flash2_forward", seq=40, seq_kv=56, batch=2, heads=2, heads_arg=True, advice=ONLINE + OFFSETS),
+    Flash2Puzzle("flash2_forward", seq=40, seq_kv=56, batch=2, heads=2, heads_arg=True, advice=ONLINE + KV_ROWS),
     Flash2Puzzle("online_softmax", advice=ONLINE + (("loop", "the loop over K/V blocks runs over "
                                                              "range(0, tl.cdiv(N_KV, Bc))"),)),
     Flash2Puzzle("causal_skip", causal=True, seq=96, block_q=32, block_kv=16, advice=(

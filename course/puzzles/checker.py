@@ -209,18 +209,19 @@ def _check_offsets(puzzle, log):
         for kind in (LOAD, STORE):
             want = ref.touched(tensor, kind)
             for program, elements in sorted(log.touched(tensor, kind).items()):
-                got = np.unravel_index(elements, shape)
-                expected = np.unravel_index(want.get(program, np.zeros(0, np.int64)), shape)
+                mine = want.get(program, np.zeros(0, np.int64))
+                got, expected = np.unravel_index(elements, shape), np.unravel_index(mine, shape)
                 for axis, dim in enumerate(axes):
                     stray, own = np.setdiff1d(got[axis], expected[axis]), np.unique(expected[axis])
                     if dim and stray.size:
                         raise Stop("wrong", _stray(puzzle, program, kind, tensor, dim, stray[0], own,
-                                                   own.size and np.isin(own, got[axis]).all()))
+                                                   mine.size and np.isin(mine, elements).all()))
 
 
 def _stray(puzzle, program, kind, tensor, dim, stray, own, all_own):
-    """The verdict on a program that touched another batch's or head's rows: all of its own as well, it reads
-    padding rows it should mask; otherwise its offset is wrong."""
+    """The verdict on a program that touched another batch's or head's rows: every element of its own as well, it
+    reads padding rows it should mask; otherwise its offset is wrong (a head offset that steps by another tensor's
+    rows, N for N_KV, still touches its own head, but not all of it)."""
     verb = "read rows" if kind == LOAD else "wrote rows"
     own = ", ".join(map(str, own)) or "none"
     if all_own:
@@ -253,10 +254,10 @@ def flipped_rescale(kernel):
 
 
 def _wrong_element(puzzle, got, want, inputs):
-    """(output name, flat index, tolerance) of the first element outside the tolerance, or None; an infinity or
-    NaN first, in whichever output (the cause the others inherit)."""
+    """(output name, flat index, tolerance) of the first element outside the tolerance, in the order puzzle.judged
+    gives, or None; an infinity or NaN first, in whichever output (the cause the others inherit)."""
     for overflow in (True, False):
-        for name in puzzle.outputs:
+        for name in puzzle.judged:
             tol = puzzle.tolerance(name, want[name], inputs)
             bad = ~((got[name].double() - want[name]).abs() <= tol)  # NaN is wrong
             if overflow:

@@ -67,12 +67,22 @@ class Puzzle:
     def hint(self, symptom):
         return dict(self.advice).get(symptom, "")
 
+    @property
+    def judged(self):
+        """The outputs in the order the correctness check looks for a wrong element: the first one found is named."""
+        return self.outputs
+
     def symptom(self, name, index, got, inputs):
         """A symptom more telling than the wrong output's name, for its element `index` (None: the name's)."""
         return None
 
     def describe(self, program):
         return f"program {_ids(program)}"
+
+    def keys_as_queries(self, inputs):
+        """The inputs with K and V cut to as many rows as Q has, where they hold more (None: they do not): a kernel
+        wrong on `inputs` and right on these takes Q's length for K's somewhere (tiles.correct_by_tile)."""
+        return None
 
     def tolerance(self, name, want, inputs):
         """O: O_TOL x max|v| (an average of V's rows, rounded to fp16); LSE: LSE_TOL (fp32 statistics)."""
@@ -129,6 +139,11 @@ class Flash2Puzzle(Puzzle):
     def reference(self, inputs):
         q, k, v = inputs["Q"], inputs["K"], inputs["V"]
         return {"O": reference_attention(q, k, v, causal=self.causal), "LSE": lse(q, k, self.causal)}
+
+    def keys_as_queries(self, inputs):
+        if (self.seq_kv or self.seq) <= self.seq:
+            return None
+        return {**inputs, **{t: inputs[t][:, :, :self.seq].contiguous() for t in "KV"}}
 
     def describe(self, program):
         b, h = divmod(program[1], self.heads)  # the grid (row blocks, B*H)
@@ -365,6 +380,13 @@ class MergePuzzle(Puzzle):
     @property
     def launcher(self):  # two GPUs: the learner allocates O and the LSE and launches
         return bool(self.gpus)
+
+    @property
+    def judged(self):
+        """Two GPUs: the LSE first, since O is weighted by exp(LSE_g - LSE) and a wrong LSE makes it wrong too (the
+        verdict then named O and asked for the weights the learner had right). The reduce divides O by its own sum,
+        not by exp(LSE): O first, as its outputs."""
+        return ("LSE", "O") if self.gpus else self.outputs
 
     @property
     def counted_by(self):

@@ -41,6 +41,12 @@ def _first_wrong_tile(puzzle, kernel, inputs, p, run):
     return None
 
 
+def _right_on(puzzle, kernel, inputs, run):
+    """Whether every program of the kernel is right on `inputs` (run: puzzles.run, the guarded launch)."""
+    got, want = run(puzzle, kernel, None, inputs)[0], puzzle.reference(inputs)
+    return not any(_wrong(_errors(puzzle, got, want, p, inputs["V"])) for p in range(puzzle.programs))
+
+
 def correct_by_tile(puzzle, kernel, inputs, got, want, run):
     """Raise Stop naming the first wrong tile, or return the largest errors, in words (run: puzzles.run)."""
     v = inputs["V"]  # paged or not, the same values
@@ -50,8 +56,13 @@ def correct_by_tile(puzzle, kernel, inputs, got, want, run):
         return (f"O within {max(e[0] for e in errors):.2g} x max|v| and the LSE within "
                 f"{max(e[1] for e in errors):.1e} of float64 attention")
     o_err, lse_err = errors[bad]
+    cut = puzzle.keys_as_queries(inputs)
     if not np.isfinite(o_err):
         symptom, where = "nan", "its output holds NaN or infinity"
+    elif cut is not None and _right_on(puzzle, kernel, cut, run):
+        symptom, where = "n_kv", (f"its output is off by {o_err:.3g} x max|v| (tolerance {O_TOL:.2g}), yet every "
+                                  f"program is right where K and V hold only N = {puzzle.seq} keys, as many as Q has "
+                                  f"rows (N_KV = {puzzle.seq_kv} here)")
     elif o_err <= O_TOL:
         symptom, where = "lse", f"O is right but the log-sum-exp is off by {lse_err:.3g}"
     elif getattr(puzzle, "page_size", None) is not None:
