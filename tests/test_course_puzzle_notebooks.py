@@ -88,6 +88,18 @@ def test_the_sizes_a_section_states_are_the_checks(stem):
         assert stated(name) in text, stated(name)
 
 
+def test_notebook10_states_every_shape_the_causal_check_runs():
+    """The check ran one tile shape, where Bc divides Br, and n_blocks = (i + 1) * Br // Bc passed it; it runs a
+    second, with K/V blocks longer than the Q blocks, and the text names both."""
+    p = puzzles.PUZZLES["causal_skip"]
+    text = "\n".join(c.source for c in read(ROOT / "notebooks" / "10_write_the_kernels.ipynb").cells
+                     if c.cell_type == "markdown")
+    shapes = (p, *p.variants())
+    assert any(q.block_kv > q.block_q for q in shapes) and any(q.seq % q.block_q for q in shapes)
+    for q in shapes:
+        assert f"N = {q.seq}, {q.block_q}-row Q blocks and {q.block_kv}-key K/V blocks" in text
+
+
 def test_the_split_kv_merge_section_says_how_a_requests_chunks_are_dealt_to_the_splits():
     """The template asked for cdiv(n_chunks, chunks per split), a name neither the kernel nor the text defined;
     `active = s < n_chunks`, the natural reading, then failed the byte check, whose hint gave the whole line. The

@@ -106,6 +106,10 @@ WRONG = [  # (puzzle, mistake, replaced, replacement, the check that sees it, wh
      "Masks", ["Q block 1 (rows 32..63) masks K/V block 0", "4 of its steps", "n_whole = i * Br // Bc"]),
     ("causal_skip", "diagonal blocks not visited", "n_blocks = tl.minimum(last_row // Bc + 1",
      "n_blocks = tl.minimum(i * Br // Bc", "Correctness", ["Q block 0 (rows 0..31) is wrong", "NaN"]),
+    # right at N = 96, Br = 32, Bc = 16, where Bc divides Br; at Br = 16, Bc = 32, Q block 0 visits no block at all
+    ("causal_skip", "block count rounded down", "n_blocks = tl.minimum(last_row // Bc + 1, tl.cdiv(N_KV, Bc))",
+     "n_blocks = (i + 1) * Br // Bc", "At N = 88, Br = 16, Bc = 32 (right at N = 96, Br = 32, Bc = 16): Correctness",
+     ["Q block 0 (rows 0..15) is wrong", "NaN", "last_row // Bc", "(i + 1) * Br // Bc is 0 for Q block 0"]),
     ("gqa_decode", "interleaved heads", "heads = kv_head * GROUP + tl.arange(0, BLOCK_R)",
      "heads = kv_head + H_KV * tl.arange(0, BLOCK_R)", "Offsets",
      ["program 0 (request 0, K/V head 0: query heads 0..3) read rows of head 4 of Q", "h // GROUP"]),

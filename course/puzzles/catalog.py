@@ -65,9 +65,12 @@ PUZZLES = {p.name: p for p in [
     Flash2Puzzle("flash2_forward", seq=40, seq_kv=56, batch=2, heads=2, heads_arg=True, advice=ONLINE + KV_ROWS),
     Flash2Puzzle("online_softmax", advice=ONLINE + (("loop", "the loop over K/V blocks runs over "
                                                              "range(0, tl.cdiv(N_KV, Bc))"),)),
-    Flash2Puzzle("causal_skip", causal=True, seq=96, block_q=32, block_kv=16, advice=(
+    # then K/V blocks longer than the Q blocks, and a last Q block of 8 rows: (i + 1) * Br // Bc, right where Bc
+    # divides Br, visits no block at all from Q block 0 there
+    Flash2Puzzle("causal_skip", causal=True, seq=96, block_q=32, block_kv=16, also=((88, 16, 32),), advice=(
         ("nan", "A row that sees no key has l_i = 0: every Q block must visit K/V block 0 and the blocks up to "
-                "the one holding its last row's key."),
+                "last_row // Bc, the one holding its last row's key (a division rounds down: (i + 1) * Br // Bc "
+                "is 0 for Q block 0 where a K/V block is longer than a Q block)."),
         ("first_block", "The tile is wrong from the start: are the diagonal blocks masked (key <= row)?"),
         ("later_block", "A block that crosses the diagonal is unmasked, or one a row needs is not visited: mask "
                         "every block from n_whole = i * Br // Bc on, and visit blocks up to "

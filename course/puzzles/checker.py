@@ -11,7 +11,8 @@ that no mistake takes the notebook down, each mistake getting a verdict of one o
    (kinds.py); a wrong answer names the first wrong tile or program;
 4. bytes: every tl.load and tl.store, counted by gpusim_kernels.trace_io, equal (==) to gpusim's count for the
    same schedule (gpusim.simulate, gpusim.decode, gpusim.backward, gpusim.softmax) or to a stated closed form;
-5. masks, under the causal mask: no Q block masks (calls tl.where in) a step whose K/V block all its rows see.
+5. masks, under the causal mask: no Q block masks (calls tl.where in) a step whose K/V block all its rows see;
+then all five again at each further shape the puzzle names (Flash2Puzzle.also), a miss there named with its shape.
 
     >>> from gpusim_course import puzzles
     >>> puzzles.check("online_softmax", my_kernel)  # a Verdict: right, wrong (and where), or not yet
@@ -37,7 +38,7 @@ from .tiles import check_masks
 RESCALE = ("The rescale runs the wrong way: alpha = exp(m_i - m_new) is at most 1 and shrinks what was summed "
            "under the old, smaller max; exp(m_new - m_i) grows it (and is inf on the first tile, where m_i = -inf).")
 RUNAWAY = 20  # a kernel that makes this many times the reference's loads and stores runs a loop that never ends
-_REFERENCE_LOGS = {}  # in the child: puzzle name -> the reference solution's Log on the check's inputs
+_REFERENCE_LOGS = {}  # in the child: puzzle (at each of its shapes) -> the reference solution's Log on its inputs
 
 
 def blanks(kernel):
@@ -163,14 +164,27 @@ def _last_line(err):
 
 
 def _reference_log(puzzle):
-    if puzzle.name not in _REFERENCE_LOGS:
+    if puzzle not in _REFERENCE_LOGS:
         kernel = getattr(solutions, f"{puzzle.name}_kernel" if puzzle.launcher else puzzle.name)
         launcher = getattr(solutions, puzzle.name) if puzzle.launcher else None
-        _REFERENCE_LOGS[puzzle.name] = run(puzzle, kernel, launcher, puzzle.inputs())[1]
-    return _REFERENCE_LOGS[puzzle.name]
+        _REFERENCE_LOGS[puzzle] = run(puzzle, kernel, launcher, puzzle.inputs())[1]
+    return _REFERENCE_LOGS[puzzle]
 
 
 def _verdict(puzzle, kernel, launcher, progress):
+    """The checks at the puzzle's shape, then at each of its variants (a formula right at one tile shape can be
+    wrong at another): a miss there names the shape."""
+    said = _verdict_at(puzzle, kernel, launcher, progress)
+    for other in puzzle.variants():
+        try:
+            _verdict_at(other, kernel, launcher, progress)
+        except Stop as stop:
+            raise Stop(stop.status, f"At {other.shape} (right at {puzzle.shape}): {stop.message}") from None
+        said += f" Right at {other.shape} too."
+    return said
+
+
+def _verdict_at(puzzle, kernel, launcher, progress):
     inputs = puzzle.inputs()
     limit = RUNAWAY * len(_reference_log(puzzle).accesses)
     got, log, moved = run(puzzle, kernel, launcher, inputs, progress, limit)

@@ -7,7 +7,7 @@ inputs) (absolute), counted() {tensor: {"read_bytes", "write_bytes"}}, describe(
 {tensor: names of its leading axes} for the offsets check. Flash2Puzzle and DecodePuzzle also name the first
 wrong tile and program (correct_by_tile, bytes_by_program in tiles.py).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -79,6 +79,10 @@ class Puzzle:
     def describe(self, program):
         return f"program {_ids(program)}"
 
+    def variants(self):
+        """The same puzzle at the further shapes its check runs once this one is right (none)."""
+        return ()
+
     def keys_as_queries(self, inputs):
         """The inputs with K and V cut to as many rows as Q has, where they hold more (None: they do not): a kernel
         wrong on `inputs` and right on these takes Q's length for K's somewhere (tiles.correct_by_tile)."""
@@ -105,12 +109,21 @@ class Flash2Puzzle(Puzzle):
     batch: int = 1
     heads: int = 2
     heads_arg: bool = False  # the kernel takes H (it splits b * H + h itself)
+    also: tuple = ()  # (N, Br, Bc) of the further launches the check runs: a formula right at one tile shape can be
+    # wrong at another (Bc dividing Br, or not)
     layouts = {"Q": ("batch", "head"), "K": ("batch", "head"), "V": ("batch", "head"), "O": ("batch", "head"),
                "LSE": ("batch", "head")}
 
     @property
     def programs(self):
         return -(-self.seq // self.block_q)
+
+    @property
+    def shape(self):
+        return f"N = {self.seq}, Br = {self.block_q}, Bc = {self.block_kv}"
+
+    def variants(self):
+        return tuple(replace(self, seq=n, block_q=br, block_kv=bc, also=()) for n, br, bc in self.also)
 
     def inputs(self):
         """Random q, k, v (q and k wide); in head 0 of request 0 the first K/V block scores about 128 above the
