@@ -11,6 +11,7 @@ duplex link). Bidirectional "total" figures from datasheets are halved.
 from dataclasses import dataclass
 
 from .hardware import by_name
+from .shape import positive_int, positive_number
 
 # Per-step overhead of a point-to-point exchange (NCCL's launch and handshake): an assumption, not measured
 # here; of the order of NCCL's small-message latency on NVLink and InfiniBand (a few microseconds).
@@ -25,6 +26,13 @@ class Link:
     # "busbw": its algbw, a rank's whole buffer over the time, times (P-1)/P); None: the send rate
     step_latency_s: float = ASSUMED_STEP_LATENCY_S
     source: str = ""
+
+    def __post_init__(self):
+        """One line naming a rate that is not positive and finite, or a latency that is negative or not finite."""
+        positive_number(f"Link {self.name!r}: send_bytes_per_s", self.send_bytes_per_s)
+        if self.alltoall_bytes_per_s is not None:
+            positive_number(f"Link {self.name!r}: alltoall_bytes_per_s", self.alltoall_bytes_per_s)
+        positive_number(f"Link {self.name!r}: step_latency_s", self.step_latency_s, zero=True)
 
     def alltoall_time_s(self, buffer_bytes, gpus):
         """One all-to-all of `buffer_bytes` per rank among `gpus` ranks: its (P-1)/P leaves over the link."""
@@ -73,6 +81,13 @@ class Topology:
     gpus_per_node: int
     intra: Link
     inter: Link | None = None
+
+    def __post_init__(self):
+        """One line naming a node size that is not a positive integer, or a link that is not a Link."""
+        positive_int(f"Topology {self.name!r}: gpus_per_node", self.gpus_per_node)
+        for name, link in (("intra", self.intra), ("inter", self.inter)):
+            if not isinstance(link, Link) and not (name == "inter" and link is None):
+                raise ValueError(f"Topology {self.name!r}: {name}={link!r} must be a gpusim.links.Link")
 
     def link_for(self, gpus):
         """The link a collective over `gpus` GPUs waits on: the slower one, once it spans nodes."""

@@ -177,6 +177,38 @@ def test_bad_input_is_one_line(kwargs, says):
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
+NVLINK4 = links.LINKS["nvlink4"]
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: links.Link("x", 0.0), "Link 'x': send_bytes_per_s=0.0 must be a positive number"),  # ZeroDivisionError
+    (lambda: links.Link("x", float("nan")), "Link 'x': send_bytes_per_s=nan must be a positive number"),  # NaN times
+    (lambda: links.Link("x", float("inf")), "Link 'x': send_bytes_per_s=inf must be a positive number"),
+    (lambda: links.Link("x", -5.0), "Link 'x': send_bytes_per_s=-5.0 must be a positive number"),  # negative margins
+    (lambda: links.Link("x", 1e9, step_latency_s=-1), "Link 'x': step_latency_s=-1 must be a non-negative number"),
+    (lambda: links.Link("x", 1e9, step_latency_s=float("nan")),
+     "Link 'x': step_latency_s=nan must be a non-negative number"),
+    (lambda: links.Link("x", 1e9, alltoall_bytes_per_s=0),
+     "Link 'x': alltoall_bytes_per_s=0 must be a positive number"),
+    (lambda: links.Topology("t", 0, NVLINK4), "Topology 't': gpus_per_node=0 must be a positive integer"),  # % by 0
+    (lambda: links.Topology("t", 2.5, NVLINK4), "Topology 't': gpus_per_node=2.5 must be a positive integer"),
+    (lambda: links.Topology("t", 8, "nvlink4"), "Topology 't': intra='nvlink4' must be a gpusim.links.Link"),
+    (lambda: links.Topology("t", 8, NVLINK4, 5), "Topology 't': inter=5 must be a gpusim.links.Link"),
+])
+def test_a_hand_built_link_or_topology_is_checked_when_made(make, says):
+    """Rates positive and finite, a latency zero or more and finite, a node a positive number of GPUs: was a
+    ZeroDivisionError, NaN times or negative margins from simulate(..., link=...)."""
+    with pytest.raises(ValueError) as err:
+        make()
+    assert str(err.value) == says
+
+
+def test_a_hand_built_link_without_latency_or_all_to_all_rate_is_taken():
+    link = links.Link("x", 1e9, step_latency_s=0.0)
+    assert link.send_time_s(1e9) == 1.0 and link.alltoall_time_s(2e9, 2) == 1.0
+    assert links.Topology("t", 4, link).link_for(4) is link
+
+
 @pytest.mark.parametrize("algo", ["naive", "flash1", "split_kv"])
 def test_other_algorithms_refuse_more_gpus(algo):
     with pytest.raises(ValueError, match="context parallelism runs the forward of flash2 or hopper"):
