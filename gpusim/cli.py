@@ -289,7 +289,8 @@ def _parallel(r):
         return []
     margin = "no step overlaps a transfer" if r.overlap_margin is None else \
         f"overlap margin {r.overlap_margin:.2f} (compute / transfer, >= 1: the transfer hides)"
-    return [f"{r.strategy} over {r.gpus} GPUs on {r.link.name}: the tables are GPU {r.gpu_rank}'s (the busiest); it "
+    link = "no link (one GPU sends nothing)" if r.link is None else r.link.name
+    return [f"{r.strategy} over {r.gpus} GPUs on {link}: the tables are GPU {r.gpu_rank}'s (the busiest); it "
             f"sends {fmt_bytes(r.link_send_bytes)} over its link in {len(r.phases)} steps; {margin}"]
 
 

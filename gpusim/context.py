@@ -101,7 +101,7 @@ class ContextResult(Result):
     arrays of shape (steps, gpus) and one entry per step; `steps` gives them as Step records."""
     gpus: int = 1
     strategy: str = "ring"
-    link: object = None  # links.Link or links.Topology
+    link: object = None  # links.Link or links.Topology; None: one GPU without a link (it sends nothing)
     gpu_rank: int = 0  # the GPU the single-GPU fields describe: the one with the most compute
     phases: tuple = ()  # each step's phase name
     step_send_bytes: tuple = ()  # per step, bytes each GPU sends (and receives)
@@ -162,7 +162,8 @@ class ContextResult(Result):
 
     def to_dict(self):
         return super().to_dict() | {
-            "gpus": self.gpus, "strategy": self.strategy, "link": self.link.name, "gpu_rank": self.gpu_rank,
+            "gpus": self.gpus, "strategy": self.strategy, "link": None if self.link is None else self.link.name,
+            "gpu_rank": self.gpu_rank,
             "link_send_bytes": self.link_send_bytes, "merge_bytes": self.merge_bytes,
             "overlap_margin": self.overlap_margin, "predicted_time_s": self.predicted_time_s,
         }
@@ -192,29 +193,64 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
         asked = ", ".join(f"{name}={value!r}" for name, value in (("gpus", gpus), ("strategy", strategy),
                                                                     ("link", link)) if value not in (1, None))
         raise ValueError(f"{asked}: context parallelism runs the forward of flash2 or hopper, not algo={algo!r}")
-    for name, value in rest.items():
-        if value is not None and value is not False:
-            raise ValueError(f"{shown(name, value)} does not apply to gpus={gpus}: context parallelism is the forward "
-                             "only (no backward, decoding or arrays), its tiles given as block_q and block_kv")
     strategy = "ring" if strategy is None else strategy.lower() if isinstance(strategy, str) else strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    if link is None and gpu.peer_link is None:
-        raise ValueError(f"gpu={gpu.name!r} has no NVLink preset: give link= (one of gpusim.links.LINKS or TOPOLOGIES)")
-    link = get_link(gpu.peer_link if link is None else link)
+    link = _link(gpu, gpus, strategy, link)
     if seq is None or head_dim is None:
         raise ValueError("seq and head_dim are required")
     heads = 1 if heads is None else heads
     seq, head_dim, heads, kv_heads = counts(seq=seq, head_dim=head_dim, heads=heads,
                                             kv_heads=heads if kv_heads is None else kv_heads).values()
     check_groups(heads, kv_heads)
+    _check_single_gpu_options(gpus, seq, rest)
     causal = flag("causal", causal)
     dtype = dtype_name("fp16" if dtype is None else dtype)
+    _check_pieces(strategy, link, gpus, seq, heads, kv_heads, causal)
+    return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
+                batch=counts(batch=1 if batch is None else batch)["batch"], causal=causal, dtype=dtype)
+
+
+def _link(gpu, gpus, strategy, link):
+    """The Link or Topology the pass runs on: `link`, else the GPU's NVLink preset; None for one GPU without
+    either (it sends nothing)."""
+    name = gpu.peer_link if link is None else link
+    if name is None and strategy != "usp":
+        if gpus == 1:
+            return None
+        raise ValueError(f"gpu={gpu.name!r} has no NVLink preset: give link= (one of gpusim.links.LINKS or TOPOLOGIES)")
+    link = None if name is None else get_link(name)
+    if strategy == "usp" and not isinstance(link, Topology):
+        raise ValueError("strategy='usp' needs a topology (link=one of gpusim.links.TOPOLOGIES)" +
+                         ("" if link is None else f", not {link.name!r}"))
+    return link
+
+
+def _takes(name, value, seq):
+    """Whether the context model takes a single-GPU option at `value`: simulate's default (None; False for trace
+    and backward), seq_kv equal to seq, or the top-left causal mask (the one it models)."""
+    if name in ("trace", "backward"):
+        return isinstance(value, (bool, np.bool_)) and not value
+    if name == "seq_kv":
+        return value is None or isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value == seq
+    return value is None or name == "causal_align" and isinstance(value, str) and value == "top_left"
+
+
+def _check_single_gpu_options(gpus, seq, rest):
+    """One line for the first single-GPU option given that the context model does not take, and why."""
+    why = {"seq_kv": f"the context model takes seq_kv equal to seq={seq} only (self-attention)",
+           "causal_align": "the context model takes the top-left causal mask only (row r sees keys 0..r)"}
+    for name, value in rest.items():
+        if not _takes(name, value, seq):
+            raise ValueError(f"{shown(name, value)} does not apply to gpus={gpus}: " + why.get(
+                name, "context parallelism is the forward only (no backward, decoding or arrays), its tiles given as "
+                      "block_q and block_kv"))
+
+
+def _check_pieces(strategy, link, gpus, seq, heads, kv_heads, causal):
+    """One line where the sequence, the heads or the nodes do not split as `strategy` cuts them over `gpus`."""
     chunks = {"zigzag": 2 * gpus}.get(strategy, gpus)  # the pieces the sequence is cut into
     if strategy == "usp":
-        if not isinstance(link, Topology):
-            raise ValueError(f"strategy='usp' needs a topology (link=one of gpusim.links.TOPOLOGIES), "
-                             f"not {link.name!r}")
         per_node = min(gpus, link.gpus_per_node)
         if gpus % per_node:
             raise ValueError(f"strategy='usp': gpus={gpus} is not a whole number of {per_node}-GPU nodes")
@@ -227,8 +263,6 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
         _check_heads("strategy='ulysses'", gpus, heads, kv_heads)
     if isinstance(link, Topology):
         link.link_for(gpus)  # refuses more GPUs than a one-node topology has
-    return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
-                batch=counts(batch=1 if batch is None else batch)["batch"], causal=causal, dtype=dtype)
 
 
 def _check_heads(what, degree, heads, kv_heads):
@@ -292,7 +326,7 @@ def _plan_zigzag(**shape):
 def _alltoall(link, gpus, tokens, heads, head_dim, itemsize, batch):
     """(bytes one GPU sends, time) of an all-to-all of a (batch, heads, tokens, d) shard: (P-1)/P of it."""
     return ((gpus - 1) * tokens * (heads // gpus) * head_dim * itemsize * batch,
-            link.alltoall_time_s(tokens * heads * head_dim * itemsize * batch, gpus))
+            link.alltoall_time_s(tokens * heads * head_dim * itemsize * batch, gpus) if gpus > 1 else 0.0)
 
 
 def _alltoall_phase(name, link, gpus, tokens, tensor_heads, head_dim, itemsize, batch, owners):

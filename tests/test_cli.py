@@ -305,3 +305,14 @@ def test_the_host_floor_line_is_a_training_steps_only():
     from gpusim.cli import _host_floor
     r = gpusim.simulate("flash2", seq=1024, head_dim=64, heads=8, gpus=8, strategy="ulysses", gpu="H200")
     assert r.predicted_time_s > sum(k.predicted_time_s for k in r.kernels) and _host_floor(r) == ""
+
+
+def test_one_gpu_without_a_link_is_counted_and_printed():
+    """--gpus 1 on a GPU without an NVLink preset (the T4) sends nothing: the table says so (it was an
+    AttributeError on the Result's link, None), the JSON's link is null."""
+    flags = ["count", "--algo", "flash2", "--seq", "4096", "--head-dim", "64", "--gpu", "T4", "--gpus", "1",
+             "--strategy", "ulysses"]
+    p = run(*flags)
+    assert p.returncode == 0, p.stderr
+    assert "ulysses over 1 GPUs on no link (one GPU sends nothing)" in p.stdout
+    assert json.loads(run(*flags, "--json").stdout)["link"] is None

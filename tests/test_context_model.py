@@ -177,6 +177,46 @@ def test_bad_input_is_one_line(kwargs, says):
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("extra, says", [
+    (dict(grouped=False), "grouped=False does not apply to gpus=2: context parallelism is the forward only"),  # taken
+    (dict(grouped=True), "grouped=True does not apply to gpus=2: context parallelism is the forward only"),
+    (dict(seq_kv=2048), "seq_kv=2048 does not apply to gpus=2: the context model takes seq_kv equal to seq=4096 only"),
+    (dict(causal=True, causal_align="bottom_right"), "causal_align='bottom_right' does not apply to gpus=2: the "
+                                                     "context model takes the top-left causal mask only"),
+    (dict(trace=True), "trace=True does not apply to gpus=2: context parallelism is the forward only"),
+])
+def test_a_single_gpu_option_is_refused_with_its_reason(extra, says):
+    """What one GPU refuses (grouped=False for a forward) is refused over several too; seq_kv and causal_align
+    say what the context model takes (it was "the forward only" for them)."""
+    with pytest.raises(ValueError) as err:
+        run("ring", 2, 4096, **extra)
+    assert str(err.value).startswith(says) and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="grouped=False does not apply to algo='flash2'"):
+        gpusim.simulate("flash2", seq=4096, grouped=False, **SHAPE)
+
+
+def test_what_the_context_model_is_is_taken_as_given():
+    """seq_kv equal to seq, the top-left causal mask (with or without causal), and simulate's own defaults given
+    (backward=False, trace=False) are the pass the model counts: the same Result as leaving them out."""
+    for causal in (False, True):
+        plain = run("zigzag", 2, 4096, causal).to_dict()
+        for extra in (dict(seq_kv=4096), dict(causal_align="top_left"), dict(backward=False, trace=False)):
+            assert run("zigzag", 2, 4096, causal, **extra).to_dict() == plain, extra
+
+
+@pytest.mark.parametrize("strategy", ["ring", "zigzag", "allgather", "ulysses"])
+def test_one_gpu_needs_no_link(strategy):
+    """A GPU without an NVLink preset (the T4) over gpus=1 sends nothing: the single-GPU model, link None."""
+    one = gpusim.simulate("flash2", seq=4096, head_dim=64, causal=True, gpu="T4")
+    r = gpusim.simulate("flash2", seq=4096, head_dim=64, causal=True, gpu="T4", gpus=1, strategy=strategy)
+    assert r.link is None and r.to_dict()["link"] is None and r.link_send_bytes == 0
+    assert r.predicted_time_s == pytest.approx(one.predicted_time_s, rel=1e-12)
+    with pytest.raises(ValueError, match="gpu='T4' has no NVLink preset"):
+        gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="T4", gpus=2, strategy=strategy)
+    with pytest.raises(ValueError, match="strategy='usp' needs a topology"):  # its degrees are a topology's
+        gpusim.simulate("flash2", seq=4096, head_dim=64, gpu="T4", gpus=1, strategy="usp")
+
+
 NVLINK4 = links.LINKS["nvlink4"]
 
 
