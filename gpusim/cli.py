@@ -2,13 +2,16 @@
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
 
 from . import ALGOS, DTYPE_BYTES, PRESETS, simulate, sweep
-from .context import STRATEGIES, ContextResult
-from .shape import DecodeLaunch
+from .context import STRATEGIES, ContextResult, pick_link
+from .hardware import get_gpu
+from .links import LINKS, TOPOLOGIES
+from .shape import DecodeLaunch, positive_int
 from .sweep import MODEL_DIM, SEQS, TOKENS
 from .units import fmt_bytes, fmt_flops, fmt_time
 
@@ -106,7 +109,8 @@ def _over_gpus(p):
     """count's options of context parallelism."""
     p.add_argument("--gpus", type=int, help="context parallelism over this many GPUs (flash2, hopper)")
     p.add_argument("--strategy", type=str.lower, choices=STRATEGIES, help="with --gpus (default: ring; any case)")
-    p.add_argument("--link", help="with --gpus: a link or topology of gpusim.links (default: the GPU's NVLink)")
+    p.add_argument("--link", help=f"with --gpus: a link ({', '.join(LINKS)}) or a topology ({', '.join(TOPOLOGIES)}), "
+                                  "any case (default: the GPU's NVLink)")
 
 
 def _algos(text):
@@ -166,9 +170,11 @@ def _gpus(args):
 
 
 def _count(args):
-    if args.gpus is None and (args.strategy or args.link):
-        given = " ".join(f"--{n} {v}" for n, v in (("strategy", args.strategy), ("link", args.link)) if v)
+    if args.gpus is None and (args.strategy is not None or args.link is not None):
+        given = " ".join(_flag(n, v) for n, v in (("strategy", args.strategy), ("link", args.link)) if v is not None)
         raise ValueError(f"{given} without --gpus: give the GPUs the sequence is split over (--gpus 1 for one)")
+    if args.gpus is not None:  # the link's refusals in the command line's words, before simulate's in Python's
+        pick_link(get_gpu(args.gpu), positive_int("gpus", args.gpus), args.strategy, args.link, spell=_flag)
     r = simulate(args.algo, seq=args.seq, head_dim=args.head_dim, heads=args.heads, batch=args.batch,
                  kv_heads=args.kv_heads, seq_kv=args.seq_kv, block_q=args.block_q, block_kv=args.block_kv,
                  causal=args.causal, causal_align=args.causal_align, dtype=args.dtype, gpu=args.gpu,
@@ -176,6 +182,11 @@ def _count(args):
                  backward_blocks=None if args.backward_blocks is None else tuple(args.backward_blocks))
     print(json.dumps(r.to_dict(), indent=2) if args.json else format_result(r))
     return 0
+
+
+def _flag(name, value=None):
+    """An argument as the command line names it: --name value, or --name (value None: the option to give)."""
+    return f"--{name.replace('_', '-')}" + ("" if value is None else f" {shlex.quote(str(value))}")
 
 
 def _decode(args):

@@ -40,7 +40,7 @@ import numpy as np
 
 from .config import make_config
 from .hardware import DTYPE_BYTES, STATS_BYTES, dtype_name, get_gpu
-from .links import Topology, get_link
+from .links import LINKS, TOPOLOGIES, Topology, get_link
 from .result import KernelResult, Result
 from .passes import algo_name, named
 from .run import forward
@@ -196,7 +196,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     strategy = "ring" if strategy is None else strategy.lower() if isinstance(strategy, str) else strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    link = _link(gpu, gpus, strategy, link)
+    link = pick_link(gpu, gpus, strategy, link)
     if seq is None or head_dim is None:
         raise ValueError("seq and head_dim are required")
     heads = 1 if heads is None else heads
@@ -211,18 +211,25 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
                 batch=counts(batch=1 if batch is None else batch)["batch"], causal=causal, dtype=dtype)
 
 
-def _link(gpu, gpus, strategy, link):
-    """The Link or Topology the pass runs on: `link`, else the GPU's NVLink preset; None for one GPU without
-    either (it sends nothing)."""
+def keyword(name, value=None):
+    """An argument as a Python call names it: name=value, or name= (value None: the argument to give)."""
+    return f"{name}=" if value is None else shown(name, value)
+
+
+def pick_link(gpu, gpus, strategy, link, spell=keyword):
+    """The Link or Topology a pass of `strategy` over `gpus` runs on: `link`, else the GPU's NVLink preset; None
+    for one GPU without either (it sends nothing). One line, listing the names to give, where there is none, or
+    usp has no topology; spell(name, value) names the arguments (keyword's; the command line's --name value)."""
     name = gpu.peer_link if link is None else link
     if name is None and strategy != "usp":
         if gpus == 1:
             return None
-        raise ValueError(f"gpu={gpu.name!r} has no NVLink preset: give link= (one of gpusim.links.LINKS or TOPOLOGIES)")
+        raise ValueError(f"{spell('gpu', gpu.name)} has no NVLink preset: give {spell('link')} (one of "
+                         f"{', '.join(LINKS)}, or a topology: {', '.join(TOPOLOGIES)})")
     link = None if name is None else get_link(name)
     if strategy == "usp" and not isinstance(link, Topology):
-        raise ValueError("strategy='usp' needs a topology (link=one of gpusim.links.TOPOLOGIES)" +
-                         ("" if link is None else f", not {link.name!r}"))
+        raise ValueError(f"{spell('strategy', 'usp')} needs a topology: give {spell('link')} (one of "
+                         f"{', '.join(TOPOLOGIES)})" + ("" if link is None else f", not the link {link.name!r}"))
     return link
 
 

@@ -316,3 +316,8 @@ def test_one_gpu_without_a_link_is_counted_and_printed():
     assert p.returncode == 0, p.stderr
     assert "ulysses over 1 GPUs on no link (one GPU sends nothing)" in p.stdout
     assert json.loads(run(*flags, "--json").stdout)["link"] is None
+
+
+def test_link_help_lists_every_link_and_topology():
+    text = run("count", "--help", env={**os.environ, "COLUMNS": "1000"}).stdout  # argparse wraps at hyphens
+    assert all(name in text for name in [*gpusim.links.LINKS, *gpusim.links.TOPOLOGIES])

@@ -167,7 +167,12 @@ def test_predictions_are_labelled_and_cover_8_64_512_gpus():
     (dict(strategy="spiral", gpus=2, seq=4096), "unknown strategy='spiral'"),
     (dict(strategy="ring", gpus=2, seq=4096, link="nvlink9"), "unknown link='nvlink9'"),
     (dict(gpus=2, seq=4096, backward=True), "backward=True does not apply to gpus=2"),
-    (dict(strategy="usp", gpus=16, seq=4096, link="nvlink4"), "needs a topology"),
+    (dict(strategy="usp", gpus=16, seq=4096, link="nvlink4"),
+     "strategy='usp' needs a topology: give link= (one of node8-nvlink4, nodes-nvlink4-ib-ndr), not the link 'nvlink4'"),
+    (dict(gpus=2, seq=4096, gpu="T4"), "gpu='T4' has no NVLink preset: give link= (one of nvlink4, "
+                                       "nvlink4-h200-measured, nvlink4-h200-peer-copy, nvlink3, pcie5, ib-ndr, "
+                                       "ib-a100-ring-paper, tpu-v3-ici, tpu-v4-ici, tpu-v5e-ici, or a topology: "
+                                       "node8-nvlink4, nodes-nvlink4-ib-ndr)"),
     (dict(strategy="ring", gpus=16, seq=4096, link="node8-nvlink4"), "one node of 8 GPUs"),
 ])
 def test_bad_input_is_one_line(kwargs, says):

@@ -306,6 +306,15 @@ CLI_BAD_INPUTS = [
     (COUNT + ["--heads", "6", "--kv-heads", "4"], "heads=6 is not a multiple of kv_heads=4"),
     (COUNT + ["--strategy", "zigzag"], "--strategy zigzag without --gpus: give the GPUs the sequence is split over"),
     (COUNT + ["--link", "pcie5"], "--link pcie5 without --gpus"),
+    (COUNT + ["--link", ""], "--link '' without --gpus"),  # was the Python call's "link='' without gpus="
+    (COUNT + ["--gpus", "2", "--gpu", "T4"], "--gpu T4 has no NVLink preset: give --link (one of nvlink4, "),  # link=
+    (COUNT + ["--gpus", "2", "--gpu", "T4"], "or a topology: node8-nvlink4, nodes-nvlink4-ib-ndr)"),
+    (COUNT + ["--gpus", "2", "--strategy", "usp"], "--strategy usp needs a topology: give --link (one of "
+                                                   "node8-nvlink4, nodes-nvlink4-ib-ndr), not the link 'nvlink3'"),
+    (COUNT + ["--gpus", "2", "--seq-kv", "512"],  # was "the forward only (no backward, decoding or arrays)"
+     "seq_kv=512 does not apply to gpus=2: the context model takes seq_kv equal to seq=1024 only"),
+    (COUNT + ["--gpus", "2", "--causal", "--causal-align", "bottom_right"],
+     "causal_align='bottom_right' does not apply to gpus=2: the context model takes the top-left causal mask only"),
     (["sweep", "--out", "/missing/dir/x"], "argument --out: /missing/dir/x: folder /missing/dir does not exist"),
     (["sweep", "--seqs", "512,lots"], "argument --seqs: 'lots' is not an integer"),
     (["decode", "--seq-kv", "4096", "--head-dim", "7"], "head_dim=7 is outside 16..256"),
