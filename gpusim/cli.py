@@ -83,8 +83,8 @@ def _parser():
     sw.add_argument("--seqs", type=_ints, default=SEQS, help="comma-separated (default: 512..131072)")
     sw.add_argument("--head-dim", type=_positive, default=64)
     _common(sw)
-    sw.add_argument("--out", type=_out_prefix, default=os.path.join(tempfile.gettempdir(), SWEEP_NAME),
-                    help=f"writes OUT.json (OUT ending .json: OUT; OUT an existing folder: OUT/{SWEEP_NAME}.json); "
+    sw.add_argument("--out", type=_out_path, default=os.path.join(tempfile.gettempdir(), SWEEP_NAME),
+                    help=f"writes OUT.json (OUT itself if it ends .json, any case; OUT/{SWEEP_NAME}.json if a folder); "
                          "its folder must exist and take a new file, checked before the sweep (default: %(default)s)")
     sw.set_defaults(run=_sweep, command="sweep")
     return p
@@ -136,16 +136,21 @@ def _positive(text):
     return value
 
 
-def _out_prefix(text):
-    """--out as the prefix of the file the sweep writes (OUT.json), checked before any work: an existing folder
-    takes SWEEP_NAME.json inside it, a name ending .json is the file itself; the file must be one that can be
-    written (its folder exists and takes a new file: tried, and removed again)."""
-    prefix = Path(text).expanduser()
-    if prefix.is_dir():
-        prefix = prefix / SWEEP_NAME
-    elif prefix.suffix == ".json":
-        prefix = prefix.with_suffix("")
-    path, folder = Path(f"{prefix}.json"), prefix.resolve().parent
+def _out_path(text):
+    """--out as the file the sweep writes (OUT.json), checked before any work: an existing folder takes
+    SWEEP_NAME.json inside it, a name ending .json (any case) is the file itself; the file must be one that can be
+    written (its folder exists and takes a new file: tried, and removed again). An empty name, and a name ending
+    in a slash that is no folder, are refused."""
+    if not text:
+        raise argparse.ArgumentTypeError("'' names no file: give a file, or a folder that exists")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        path = path / f"{SWEEP_NAME}.json"
+    elif text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"{text}: folder {path} does not exist")
+    elif path.suffix.lower() != ".json":
+        path = Path(f"{path}.json")
+    folder = path.resolve().parent
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: folder {folder} does not exist")
     if path.is_dir():
@@ -158,7 +163,7 @@ def _out_prefix(text):
             path.unlink()
     except OSError as err:
         raise argparse.ArgumentTypeError(f"{text}: cannot write {path} ({err.strerror})") from None
-    return str(prefix)
+    return str(path)
 
 
 def _gpus(args):
@@ -202,7 +207,7 @@ def _sweep(args):
     results = sweep(args.algos, args.seqs, head_dim=args.head_dim, causal=args.causal, dtype=args.dtype,
                     gpu=args.gpu, block_q=args.block_q, block_kv=args.block_kv,
                     progress=_progress if sys.stderr.isatty() else None)
-    path = f"{args.out}.json"
+    path = args.out
     with open(path, "w") as f:
         json.dump([r.to_dict() for r in results], f, indent=1)
     print(format_sweep(results))

@@ -208,12 +208,25 @@ def test_sweep_leaves_no_files_where_it_runs(tmp_path):
 
 def test_sweep_out_names_a_file_a_folder_or_one_ending_json(tmp_path):
     """--out OUT writes OUT.json; an existing folder takes gpusim-sweep.json inside it (not the folder's name plus
-    .json beside it), and a name ending .json is the file itself."""
+    .json beside it), and a name ending .json, in any case, is the file itself (c.JSON was c.JSON.json)."""
     for out, written in ((tmp_path, tmp_path / "gpusim-sweep.json"), (tmp_path / "a.json", tmp_path / "a.json"),
-                         (tmp_path / "b", tmp_path / "b.json")):
+                         (tmp_path / "b", tmp_path / "b.json"), (tmp_path / "c.JSON", tmp_path / "c.JSON")):
         assert cli.main(["sweep", "--seqs", "512", "--algos", "flash2", "--out", str(out)]) == 0
         assert json.loads(written.read_text())[0]["config"]["seq"] == 512
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "gpusim-sweep.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "c.JSON", "gpusim-sweep.json"]
+
+
+@pytest.mark.parametrize("out, says", [
+    ("", "argument --out: '' names no file: give a file, or a folder that exists"),  # was ./gpusim-sweep.json
+    ("{tmp}/new/", "argument --out: {tmp}/new/: folder {tmp}/new does not exist"),  # was {tmp}/new.json
+])
+def test_sweep_out_that_names_no_file_is_refused(out, says, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["sweep", "--seqs", "512", "--out", out.format(tmp=tmp_path)])
+    assert exit_.value.code == 2 and says.format(tmp=tmp_path) in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no file can be made")
