@@ -25,6 +25,15 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"gpusim: error: {message} (try `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, but an option the subcommand does not take points to that subcommand's --help (argparse
+        reports it from the top parser, whose help lists no subcommand's options)."""
+        args, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.exit(2, f"gpusim: error: unrecognized arguments: {' '.join(extras)} "
+                         f"(try `{PROG} {args.command} --help`)\n")
+        return args
+
 
 def main(argv=None):
     args = _parser().parse_args(argv)

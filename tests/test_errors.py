@@ -295,7 +295,9 @@ CLI_BAD_INPUTS = [
     ([], "the following arguments are required: {gpus,count,decode,sweep}"),
     (["counts"], "argument {gpus,count,decode,sweep}: invalid choice: 'counts'"),
     (["count", "--seq", "1024", "--head-dim", "64"], "the following arguments are required: --algo"),
-    (COUNT + ["--bogus"], "unrecognized arguments: --bogus"),
+    (COUNT + ["--bogus"], "unrecognized arguments: --bogus (try `python -m gpusim count --help`)"),
+    (["decode", "--seq-kv", "4096", "--head-dim", "64", "--gpus", "2"],  # was `python -m gpusim --help`: no options
+     "unrecognized arguments: --gpus 2 (try `python -m gpusim decode --help`)"),
     (["count", "--algo", "flash4", "--seq", "8", "--head-dim", "8"], "argument --algo: invalid choice: 'flash4'"),
     (["count", "--algo", "flash2", "--seq", "1e6", "--head-dim", "64"], "argument --seq: invalid int value: '1e6'"),
     (COUNT + ["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
