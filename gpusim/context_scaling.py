@@ -10,6 +10,7 @@ receives the next K and V shard, 2 c d itemsize bytes per K/V head, at B bytes/s
 
 so for multi-head attention in bf16 (itemsize 2, H_kv = H): c >= F / B, the paper's "minimal block size".
 """
+import math
 from dataclasses import dataclass
 
 from .context import simulate as context_simulate
@@ -70,11 +71,16 @@ def peak_bytes(strategy, gpus, seq, algo="flash2", **shape):
 
 def max_context(strategy, gpus, *, gpu="H200", link="nvlink4", causal=True, **shape):
     """The longest sequence whose pass fits each GPU's HBM, to a multiple of 2P tokens: the footprint is linear
-    in N (Q, K, V, O, buffers and LSE per token), so one evaluation gives it."""
+    in N (Q, K, V, O, buffers and LSE per token), so one evaluation gives it. One line where not even 2P tokens
+    fit."""
     unit = 2 * positive_int("gpus", gpus)  # every strategy's pieces divide it
     probe = unit * 64
     per_token = peak_bytes(strategy, gpus, probe, gpu=gpu, link=link, causal=causal, **shape) / probe
-    return int(get_gpu(gpu).hbm_bytes / per_token) // unit * unit
+    hbm = get_gpu(gpu)
+    if per_token * unit > hbm.hbm_bytes:
+        raise ValueError(f"no context fits each GPU's HBM: even the shortest, {unit:,} tokens (2 x gpus={gpus}), "
+                         f"needs {math.ceil(per_token * unit):,} B per GPU, more than {hbm.name}'s {hbm.hbm_bytes:,} B")
+    return int(hbm.hbm_bytes / per_token) // unit * unit
 
 
 @dataclass(frozen=True)

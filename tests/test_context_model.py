@@ -1,6 +1,8 @@
 """gpusim's context-parallel pass (gpusim/context.py, links.py, context_scaling.py): link bytes against formulas
 derived by hand, the single-GPU model recovered at P = 1, work conserved and balanced, the overlap condition,
 the Ring Attention paper's table, and every refusal in one line."""
+import math
+
 import pytest
 
 import gpusim
@@ -150,6 +152,18 @@ def test_footprint_is_linear_and_the_longest_context_fits():
         r = gpusim.simulate("flash2", seq=longest, head_dim=128, heads=32, kv_heads=8, dtype="bf16", gpu="H200",
                             causal=True, gpus=8, strategy=strategy)
         assert r.fits_in_hbm
+
+
+def test_max_context_refuses_where_not_even_2p_tokens_fit():
+    """It returned 0: 2P = 4 tokens of 2**24 heads of d 256 need about 172 GB per GPU, more than an H200's HBM."""
+    shape = dict(heads=1 << 24, kv_heads=1 << 24, head_dim=256)
+    need = context_scaling.peak_bytes("ring", 2, 4 * 64, gpu="H200", causal=True, **shape) / 64
+    hbm = gpusim.get_gpu("H200").hbm_bytes
+    assert need > hbm
+    with pytest.raises(ValueError) as err:
+        context_scaling.max_context("ring", 2, **shape)
+    assert str(err.value) == (f"no context fits each GPU's HBM: even the shortest, 4 tokens (2 x gpus=2), needs "
+                              f"{math.ceil(need):,} B per GPU, more than H200's {hbm:,} B")
 
 
 def test_predictions_are_labelled_and_cover_8_64_512_gpus():
