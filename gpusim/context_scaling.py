@@ -2,13 +2,15 @@
 longest context a GPU's memory holds, and PREDICTIONS for 8, 64 and 512 GPUs (model only; their assumptions
 are in ASSUMPTIONS).
 
-The overlap condition (Ring Attention, Liu, Zaharia, Abbeel 2023, Sec. 3): in one ring step a GPU attends c
-queries to c keys, 4 c^2 d FLOPs per query head (S = Q K^T and O = P V, 2 c^2 d each), at F FLOP/s, while it
-receives the next K and V shard, 2 c d itemsize bytes per K/V head, at B bytes/s. The transfer hides when
+The overlap condition (Ring Attention, Liu, Zaharia, Abbeel 2023, Sec. 3): in one ring step without a mask a GPU
+attends c queries to c keys, 4 c^2 d FLOPs per query head (S = Q K^T and O = P V, 2 c^2 d each), at F FLOP/s,
+while it receives the next K and V shard, 2 c d itemsize bytes per K/V head, at B bytes/s. The transfer hides when
 
     4 c^2 d H / F >= 2 c d itemsize H_kv / B   <=>   c >= itemsize F H_kv / (2 B H)
 
-so for multi-head attention in bf16 (itemsize 2, H_kv = H): c >= F / B, the paper's "minimal block size".
+so for multi-head attention in bf16 (itemsize 2, H_kv = H): c >= F / B, the paper's "minimal block size". A causal
+zigzag step does c x c/2 of that work against the same transfer: twice the threshold. The model adds a per-step
+latency to each transfer (links.ASSUMED_STEP_LATENCY_S) that the condition leaves out.
 """
 import math
 from dataclasses import dataclass
@@ -29,7 +31,9 @@ ASSUMPTIONS = ("Predictions of the model, not measurements: every GPU runs the p
 
 
 def minimal_shard_tokens(flops_per_s, link_bytes_per_s, itemsize=2, heads=1, kv_heads=1):
-    """The shortest shard c (tokens per GPU) whose ring step hides its K/V transfer: itemsize F H_kv / (2 B H)."""
+    """The shortest shard c (tokens per GPU) whose non-causal ring step hides its K/V transfer: itemsize F H_kv /
+    (2 B H). A causal zigzag step (c x c/2 of work, the same transfer) needs twice this; the link's per-step latency
+    (links.ASSUMED_STEP_LATENCY_S, which the model adds to each transfer) is left out, so a real step needs more."""
     flops_per_s, link_bytes_per_s = positive_number("flops_per_s", flops_per_s), positive_number(
         "link_bytes_per_s", link_bytes_per_s)
     itemsize, heads, kv_heads = (positive_int(n, v) for n, v in (("itemsize", itemsize), ("heads", heads),

@@ -93,6 +93,34 @@ def test_context_md_predictions_and_latency():
     assert f"contexts of {', '.join(sizes[:-1])} and {sizes[-1]} tokens" in text
 
 
+def test_context_md_latencies_and_the_causal_overlap_threshold():
+    """The latencies a pass pays (on a link whose bytes take no time, its transfers' time over the latency): ring
+    and zigzag P - 1, all-gather 2 at any P, Ulysses 4, USP the node's 4 and its ring's P/u - 1; a causal zigzag
+    step does half a non-causal ring step's matmuls against the same bytes (twice the threshold), step 0's causal
+    diagonal about half; the threshold formula is minimal_shard_tokens' (non-causal), the latency 10 µs."""
+    text, lat = doc("context.md"), links.ASSUMED_STEP_LATENCY_S
+    free = links.Link("free", 1e30)
+    shape = dict(seq=65536, head_dim=64, heads=8, kv_heads=8, gpu="H200")
+
+    def latencies(strategy, gpus, link=free):
+        return sum(gpusim.simulate("flash2", gpus=gpus, strategy=strategy, link=link, **shape).step_transfer_s) / lat
+
+    for P in (2, 8):
+        assert [round(latencies(s, P)) for s in ("ring", "zigzag", "allgather", "ulysses")] == [P - 1, P - 1, 2, 4]
+    assert round(latencies("usp", 32, links.Topology("t", 8, free, free))) == 4 + 32 // 8 - 1
+    assert ("Latencies in a pass: ring and zigzag one per transfer, P − 1 (each under the step's compute where that "
+            "is longer); all-gather 2 at any P (one gather of K, one of V); Ulysses one per tensor, 4 (Q, K and V, "
+            "then O), under no compute; USP the node's 4 and its ring's P/u − 1 over the nodes.") in text
+    ring, zigzag = (gpusim.simulate("flash2", gpus=4, strategy=s, causal=c, **shape)
+                    for s, c in (("ring", False), ("zigzag", True)))
+    assert zigzag.step_send_bytes == ring.step_send_bytes
+    assert (zigzag.flops_matmul_by_step[1:] * 2 == ring.flops_matmul_by_step[1:]).all()
+    assert 0.5 < zigzag.flops_matmul_by_step[0, 0] / ring.flops_matmul_by_step[0, 0] < 0.55  # the diagonal's tiles
+    assert "so its threshold is twice as large, c >= e F H_kv / (B H); step 0's causal diagonal does about half" in text
+    assert context_scaling.minimal_shard_tokens(1e15, 1e11, 2, 8, 2) == 2 * 1e15 * 2 / (2 * 1e11 * 8)
+    assert f"the latency L the model adds to every transfer ({lat * 1e6:g} µs)" in text
+
+
 def test_context_md_run_cp_limit_is_the_scripts_timeouts():
     script = (ROOT / "benchmarks" / "run_cp.sh").read_text()
     total = sum(int(s) for s in re.findall(r"^timeout (\d+) ", script, re.M))
