@@ -44,9 +44,10 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 TOKENS, MODEL_DIM, SEQS = 16384, 2048, (4096, 16384)
 SMOKE = dict(TOKENS=128, MODEL_DIM=128, SEQS=(64, 128))
 LPT_HEADS, LPT_TOP, FP8_TOP = (1, 4), 4, 3
-# Relative Frobenius error a correct variant stays under, as tests/test_hopper.py justifies: 4u for fp16
-# (u = 2**-11; P and O rounded once each, fp32 accumulation), 2u for fp8 (e4m3, u = 2**-4: the per-tensor
-# quantisation of q, k, v). Against SDPA's fp16 output, itself about u off, twice that.
+# Relative Frobenius error against float64 of the unquantised inputs a correct variant stays under: 4u for fp16
+# (u = 2**-11; P and O rounded once each, fp32 accumulation, as tests/test_hopper.py justifies), 2u for fp8
+# (e4m3, u = 2**-4: the per-tensor quantisation of q, k, v, docs/hopper.md). Against SDPA's fp16 output,
+# itself about u off, twice that.
 TOLERANCE = {"fp16": 4 * 2.0**-11, "fp8": 2 * 2.0**-4}
 SDPA = {"sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_flash": SDPBackend.FLASH_ATTENTION}
 # head_dim -> the launches the techniques are switched on: (block_q, block_kv, num_warps, num_stages,
