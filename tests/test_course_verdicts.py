@@ -226,3 +226,14 @@ def test_band_cases_reads_whatever_the_file_holds():
         "; in fp16 at best 10%; no case reaches the band's 60%")
     assert claims._band_cases([{"tflops": 700, "dtype": "bf16", "provider": "sdpa_cudnn"}], 1e15, 0.6) == (
         "; 1 cases reach the band's 60%, all bf16 on SDPA's cuDNN kernel")
+
+
+def test_a_claim_holding_under_conditions_shows_in_how_many_cases_beside_its_verdict():
+    """FlashAttention-2's ~2x held in 4 of 28 measured cases and showed the same label as a claim holding in 27 of 28:
+    the verdict's cell now says in how many (the reason said it, at its end)."""
+    few = verdicts.interval([verdicts.Obs(v) for v in [1.9] * 4 + [3.0] * 24], 1.6, 2.5, "~2x")
+    most = verdicts.interval([verdicts.Obs(v) for v in [1.9] * 27 + [3.0]], 1.6, 2.5, "~2x")
+    assert (few.verdict, few.share, most.share) == ("holds under conditions", (4, 28), (27, 28))
+    assert verdicts.interval([verdicts.Obs(1.9)], 1.6, 2.5, "~2x").share == ()  # holds: every case
+    row = verdicts.Row("c", "s", "p", "m", verdicts.noting(few, "more."), "r", "n.ipynb", "")
+    assert "holds under conditions</b><br><small>in 4 of 28 cases</small>" in verdicts.html([row])._repr_html_()

@@ -8,7 +8,7 @@ results/h200/*.json where one exists, and a verdict computed from those numbers 
 - a scaling "O(n^k)" holds where the fitted log-log slope lies within SLOPE of k;
 - a comparison ("bigger", "more than", "fits") holds where it is true;
 - the verdict is "holds" when every observation satisfies the claim, "holds under conditions" when some do
-  (the reason names where), "wrong" when none does. Measurements decide where they exist; gpusim otherwise,
+  (the reason names where; the verdict's cell, in how many of the cases where they are a range's), "wrong" when none does. Measurements decide where they exist; gpusim otherwise,
   where gpusim models what the claim is about; "not testable here" where neither does (a whole model's time
   would be, without results/h200/end_to_end.json). Each reason says what was measured and what was not.
 
@@ -43,6 +43,7 @@ class Obs:
 class Judged:
     verdict: str
     reason: str
+    share: tuple = ()  # "holds under conditions" over observations: (how many inside, how many), shown by its verdict
 
 
 def about(x):
@@ -60,7 +61,8 @@ def interval(observations, lo, hi, claim, fmt="{:.1f}x", what="measured"):
     if not inside:
         side = "above" if min(values) > hi else "below" if max(values) < lo else "outside"
         return Judged("wrong", f"{spread}: every one {side} {claim}.")
-    return Judged("holds under conditions", f"{spread}: inside {claim} {_where(observations, inside)}.")
+    return Judged("holds under conditions", f"{spread}: inside {claim} {_where(observations, inside)}.",
+                  (len(inside), len(observations)))
 
 
 def _where(observations, inside):
@@ -86,7 +88,7 @@ def _cases(observations):
 
 def noting(judged, sentence):
     """The same verdict with a sentence added to its reason (what was and was not measured)."""
-    return Judged(judged.verdict, f"{judged.reason} {sentence[:1].upper()}{sentence[1:].rstrip('.')}.")
+    return replace(judged, reason=f"{judged.reason} {sentence[:1].upper()}{sentence[1:].rstrip('.')}.")
 
 
 def each(checks):
@@ -186,7 +188,8 @@ def html(rows):
     """The scorecard as an HTML table: verdicts in color, each experiment a link into its notebook."""
     cells = []
     for r in map(with_evidence, rows):
-        verdict = f"<b style='color:{COLORS[r.judged.verdict]}'>{r.judged.verdict}</b>"
+        verdict = f"<b style='color:{COLORS[r.judged.verdict]}'>{r.judged.verdict}</b>" + (
+            "<br><small>in {} of {} cases</small>".format(*r.judged.share) if r.judged.share else "")
         cells.append({"claim": r.claim, "gpusim predicts": r.predicted, "H200 measured": r.measured or "—",
                       "verdict": verdict, "reason": r.judged.reason, "experiment": (r.link, r.section)})
     head = "".join(f"<th>{k}</th>" for k in cells[0])
