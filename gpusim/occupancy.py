@@ -15,7 +15,9 @@ from .compiled import COMPILED
 from .hardware import WARP
 from .passes.common import REGISTER_BASE
 REGISTER_ALLOCATION_UNIT = 256  # registers are allocated per warp in units of 256 (occupancy calculator)
-SHARED_ALLOCATION_UNIT = 128  # shared memory is allocated per block in units of 128 B (cc 8.0, 9.0)
+# shared memory is allocated per block in units of 128 B from cc 8.0, of 256 B before (cuda_occupancy.h,
+# cudaOccSMemAllocationGranularity)
+SHARED_ALLOCATION_UNIT = {7: 256}  # by compute capability's major; 128 B where not listed
 SUB_PARTITIONS = 4  # an SM's register file is split between its 4 warp schedulers
 
 
@@ -74,12 +76,13 @@ def occupancy(gpu, res):
     - registers: each warp gets registers_per_thread * 32 rounded up to 256; the register file is split
       into 4 sub-partitions, each holding whole warps; a block needs all its warps resident.
     - shared memory: the block's bytes plus the 1 KiB the system reserves per block (cc >= 8.0), rounded up
-      to 128 B, against the SM's shared memory.
+      to 128 B (256 B before cc 8.0), against the SM's shared memory.
     - warps and blocks: the SM's limits per compute capability.
     A block over 255 registers per thread, or one whose limits allow none, cannot run: 0."""
     per_warp = -(-res.registers_per_thread * WARP // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
     warps_by_registers = (gpu.registers_per_sm // SUB_PARTITIONS // per_warp) * SUB_PARTITIONS
-    shared = -(-(res.shared_bytes + gpu.sram_reserved_bytes_per_block) // SHARED_ALLOCATION_UNIT) * SHARED_ALLOCATION_UNIT
+    unit = SHARED_ALLOCATION_UNIT.get(int(gpu.arch[3:]) // 10, 128)
+    shared = -(-(res.shared_bytes + gpu.sram_reserved_bytes_per_block) // unit) * unit
     limits = {
         "registers": warps_by_registers // res.num_warps if res.registers_per_thread <= gpu.max_registers_per_thread else 0,
         "shared memory": (gpu.sram_bytes_per_sm // shared if shared else gpu.max_blocks_per_sm)

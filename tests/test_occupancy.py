@@ -27,6 +27,16 @@ def test_the_best_practices_guide_example():
     assert round(large.blocks_per_sm * 10 / 64, 2) == 0.62  # 40 of 64 warps; the guide rounds to 63%
 
 
+def test_shared_memory_is_allocated_in_256_byte_units_before_compute_capability_8():
+    """cuda_occupancy.h's cudaOccSMemAllocationGranularity: 256 B on cc 7.x, 128 B from 8.0 (the T4 was rounded
+    to 128 B). 64 KiB over blocks of 9,300 B: 7 at 128 B units (9,344 B each), 6 at 256 B units (9,472 B)."""
+    t4 = gpusim.get_gpu("T4")
+    assert t4.arch == "sm_75" and t4.sram_reserved_bytes_per_block == 0 and t4.sram_bytes_per_sm == 64 * 1024
+    assert blocks(t4, 128, 32, 9_300).blocks_per_sm == 6
+    ampere = dataclasses.replace(t4, name="cc8.0", arch="sm_80")
+    assert blocks(ampere, 128, 32, 9_300).blocks_per_sm == 7
+
+
 def test_each_limit_can_be_the_one():
     h100 = gpusim.get_gpu("H100-SXM")
     assert blocks(h100, 32, 16).limited_by == "blocks"  # 1 warp a block: 32 blocks before 64 warps
