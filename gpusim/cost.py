@@ -24,7 +24,8 @@ The model, in five steps, each a choice written down here:
    reload in the compiled step waits
    an L2 hit. A kernel whose warps' issue rate Nsight measured (measured(): flash2's dK/dV) is timed as Nsight sees it:
    its dots at the tensor pipe's rate, its instructions as issued, at that rate, its loads off the chain. That critical path is chain(J). The compiled code's spill traffic (pass_.spill: its loops'
-   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only. A block of
+   LDL and STL bytes times their iterations) moves with the steps' bytes, between the SMs and L2 only (assumed to
+   miss L1, which a 227 KiB shared-memory carveout leaves at about 28 KiB). A block of
    fewer warps than an SM has schedulers (the decode reduce's 2) issues its chain at its own warps' rate, however
    many programs are resident (own_hiding): their warps raise the SM's rate, not its own.
 4. One SM. The b resident programs share the units, so a program occupies its slot for

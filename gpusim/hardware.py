@@ -41,7 +41,8 @@ class GPU:
     sram_bytes_per_block: int  # the most one thread block may opt in to
     l2_bytes: int
     hbm_bytes: int
-    hbm_bytes_per_s: float  # a device-to-device copy's: bytes read + written over its time
+    hbm_bytes_per_s: float  # the datasheet's peak (datasheet presets: a copy reaches less), or a device-to-device
+    #                         copy's bytes read + written over its time (measured presets)
     fp32_flops_per_s: float  # CUDA cores (an FMA counts 2): the rate of non-matmul work but exponentials
     sfu_ops_per_s: float  # special function units: exp2, log2, reciprocal results per second
     fp16_matmul_flops_per_s: float  # tensor cores, fp16 inputs, fp32 accumulate
@@ -416,7 +417,8 @@ def device_preset(name, memory_bytes=None):
     (results/h100/tiles.json, run 176) has its pick the fastest tile measured in 24 of 24 groups, H100-SXM's within
     5% in 20 (docs/perf.md, "The tile each preset picks, on the H100"). Other Hopper parts keep their family's
     datasheet preset (H100 PCIe and NVL, and GH200, whose GPU is an H100: H100-SXM; H200 NVL: H200), so that the
-    Hopper kernel runs on them; the RTX 4090 and the T4 are taken by their exact names (a laptop 4090 or a T400
+    Hopper kernel runs on them, priced as that part: an H100 PCIe, 114 SMs, about 2.0 TB/s and 756 TFLOP/s of
+    dense fp16 on its datasheet against the SXM's 132, 3.35 and 989, runs slower than its predictions; the RTX 4090 and the T4 are taken by their exact names (a laptop 4090 or a T400
     is another chip)."""
     exact = {"NVIDIA H200": "H200-measured", "NVIDIA H100 80GB HBM3": "H100-measured",
              "NVIDIA GeForce RTX 4090": "RTX-4090", "Tesla T4": "T4"}

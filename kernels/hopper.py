@@ -8,7 +8,7 @@ causal:
   copy per (rows, d) tile, zero-padded past the end of the sequence; tl.range(num_stages=...) issues the
   copy of K_{j+1}, V_{j+1} while the tensor cores still work on K_j, V_j.
 - warp_specialize (Sec. 3.1, warp specialization): a producer warp group only issues TMA copies (and gives
-  its registers away with setmaxnreg); two consumer warp groups, 64 rows of Q_i each, multiply and
+  its registers away with setmaxnreg); two consumer warp groups, block_q / 2 rows of Q_i each, multiply and
   exponentiate. Sec. 3.1's ping-pong scheduling of the two consumers triton 3.6 cannot express.
 - overlap (Sec. 3.2, intra-warpgroup overlapping of softmax and GEMMs): the softmax of S_j runs while
   P_{j-1} V_{j-1} is still on the tensor cores (_attend).
@@ -16,8 +16,9 @@ causal:
 - lpt_heads (causal): the programs with the most K/V blocks start first (_program).
 - fp8 (Sec. 3.3, low precision): e4m3 inputs with per-tensor scales, both matmuls on fp8 tensor cores with
   fp32 accumulators, fp16 output. An fp8 wgmma reads both operands K-major, so V is kept transposed in
-  HBM (to_fp8(v, k_major=True) writes it so as it quantises); FlashAttention-3 transposes V_j in SRAM,
-  which in Triton goes through registers and halved the fp8 speed (docs/hopper.md).
+  HBM (to_fp8(v, k_major=True) writes it so as it quantises); FlashAttention-3 transposes V_j from shared
+  memory to shared memory (LDSM, STSM) in its producer warp group, off the consumers' path; in Triton the
+  transpose ran in the consumers and halved the fp8 speed (docs/hopper.md).
 The softmax runs in base 2: log2(e) is folded into the 1/sqrt(d) multiply, one exp2 per score.
 
 The tiles are flash2's, so gpusim counts this kernel as algo "hopper" with flash2's bytes, whatever the

@@ -296,20 +296,34 @@ def compile(mask, causal):
         return "failed"
     return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
 
-def compile_swp():  # software-pipelined: Q, K, V are the host's TMA descriptors, (B*H, N, d) in boxes of one head
+def compile_swp(**changes):  # software-pipelined: Q, K, V the host's TMA descriptors, (B*H, N, d) in boxes of a head
     box = mangle_type(TensorDescriptor(torch.empty(1, 128, 128, dtype=torch.float16), [1, 128, 128],
                                        [128 * 128, 128, 1], [1, 128, 128]))
     signature = dict(Q=box, K=box, V=box, O="*fp16", LSE="*fp32", N="i32", N_KV="i32", V_STRIDE="i32",
                      qk_scale="fp32", o_scale="fp32", lpt_heads="i32")
     constants = dict(GROUP=1, D=128, Br=128, Bc=128, CAUSAL=True, RAGGED=False, FP8=False, STAGES=3,
-                     WARP_SPECIALIZE=False, MASK="branch", OVERLAP=False)
+                     WARP_SPECIALIZE=False, MASK="branch", OVERLAP=False) | changes
     src = ASTSource(fn=hopper_kernel, signature={**signature, **dict.fromkeys(constants, "constexpr")},
                     constexprs=constants)
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
-    return kernel.metadata.num_warps, kernel.metadata.global_scratch_size
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
 
+def wgmmas(kernel):  # the TTGIR's loops, wgmmas, their waits and the softmax's exponentials, in order
+    ops = []
+    for line in kernel.asm["ttgir"].splitlines():
+        if "scf.for" in line or "scf.yield" in line:
+            ops.append("for" if "scf.for" in line else "yield")
+        elif "ttng.warp_group_dot_wait" in line:
+            ops.append("wait " + line.split("pendings = ")[1].split(" ")[0])
+        elif "ttng.warp_group_dot " in line:
+            ops.append("dot async" if "isAsync = true" in line else "dot")
+        elif "math.exp2" in line and ops[-1:] != ["softmax"]:
+            ops.append("softmax")
+    return ops
+
+swp = compile_swp()
+rotated = compile_swp(CAUSAL=False, STAGES=2, MASK="every", OVERLAP=True)
 print(json.dumps(dict(table=compile("every", False), branch=compile("branch", True), split=compile("split", True),
-                      swp=compile_swp())))
+                      swp=[swp.metadata.num_warps, swp.metadata.global_scratch_size], rotated=wgmmas(rotated))))
 """
 
 
@@ -333,6 +347,16 @@ def test_sm90_compiler_on_cpu():
     assert compiled["table"] == [12, 3 * DESCRIPTOR_BYTES]
     assert compiled["branch"][0] == 4 and compiled["split"] == "failed"
     assert compiled["swp"] == [8, 0]  # descriptors made on the host: no global scratch
+
+
+@CPU
+def test_sm90_rotated_loop_keeps_pv_in_flight_through_the_next_softmax():
+    """docs/hopper.md: in the rotated loop (overlap=True) S_{j+1}'s wgmma is waited on where it is issued
+    (pendings = 0), which retires P_j V_j's too, while P_j V_j, issued last, stays in flight into the next
+    iteration's softmax: one matmul overlaps the softmax, no more."""
+    ops = sm90_compiled_on_cpu()["rotated"]
+    loop = ["for", "softmax", "dot async", "wait 0", "dot async", "yield"]  # unrotated: its softmax after the wait
+    assert any(ops[i:i + len(loop)] == loop for i in range(len(ops))), ops
 
 
 @GPU

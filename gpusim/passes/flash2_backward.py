@@ -8,8 +8,10 @@
            S and dP recomputed a second time
 
 The other choice is FlashAttention-2's own: fp32 atomic adds of τ dS_ij K_j into a dQ accumulator from the
-dK/dV kernel, one read and one write of Br*d fp32 per tile, no second recompute. We take the separate
-kernel, as Triton's fused-attention tutorial does: the result is deterministic (atomic adds land in a
+dK/dV kernel, Bc*d fp32 per tile sent to the L2 as reductions (the L2 reads, adds and writes; the SM reads
+nothing back), no second recompute. We take a second pass over the K/V blocks that recomputes S and dP, as
+Triton's fused-attention tutorial does (there in the same launch: each of its _attn_bwd programs runs the dK/dV
+loop, then the dQ loop; here in a kernel of its own): the result is deterministic (atomic adds land in a
 different order every run), it needs no fp32 dQ buffer and conversion pass, and every byte it moves is a
 tl.load or tl.store that trace_io counts. Tiles: the block a program holds for its whole life has Br ==
 block_q rows and the block streamed past it has Bc == block_kv rows, in both kernels (the tutorial's
