@@ -187,7 +187,7 @@ def headline():
         f"causal or not), N ≥ 2K: {_span(flash2)} ({sum(r < 1 for r in flash2)} of {len(flash2)} points below 1).",
         f"- **Hopper kernel** against SDPA's cuDNN backend, N ≥ 4K: {_span(ratios('hopper', 'sdpa_cudnn', 4096))} "
         f"(targets ≥ 1.0× at d = 128 non-causal, ≥ 0.95× elsewhere: missed, `docs/hopper.md`); its fp8 against "
-        f"its fp16 at d = 128: {_span(fp8)}.",
+        f"its fp16 at d = 128, N ≥ 4K: {_span(fp8)}.",
         backward_line(backward),
         f"- **Decoding** one token at batch 1 (Llama-3-8B's attention, paged cache): one program per request and "
         f"K/V head (`num_splits=1`) takes {_span(slowdown)} split KV's time from 1K to 128K cached tokens; the model is "

@@ -124,6 +124,20 @@ def test_perf_md_littles_law_figures_are_bandwidth_json():
             f"16 KiB {per_s(one[16 * KIB]) / 1e12:.2f} TB/s, the bytes in flight over a loaded latency") in text
 
 
+def test_perf_md_plateau_from_64_kib_in_flight_is_bandwidth_json():
+    """docs/perf.md's plateau sentence under the Little's law figures: the HBM load rows from 64 KiB in flight per SM,
+    those with two or more stages or four or more programs an SM (their range), and the one-stage rows of one 64 KiB
+    tile and of two 32 KiB tiles an SM (it said every row from 64 KiB stayed at the plateau)."""
+    loads = [r for r in rows("bandwidth") if (r["kind"], r["level"]) == ("load", "hbm")
+             and r["bytes_in_flight_per_sm"] >= 64 * KIB]
+    queued = [per_s(r) / 1e12 for r in loads if r["num_stages"] >= 2 or r["programs_per_sm"] >= 4]
+    alone = {(r["tile_bytes"], r["programs_per_sm"]): per_s(r) / 1e12 for r in loads if r["num_stages"] == 1}
+    assert (f"From 64 KiB in flight per SM the bandwidth is at its plateau, {min(queued):.2f}–{max(queued):.2f} TB/s, "
+            f"wherever two or more stages or four or more programs an SM keep requests queued; with one stage, a "
+            f"64 KiB tile alone reaches {alone[64 * KIB, 1]:.2f} TB/s, and two 32 KiB tiles an SM "
+            f"{alone[32 * KIB, 2]:.2f} TB/s.") in doc("perf.md")
+
+
 def test_perf_md_hopper_tile_miss_is_tiles_and_program_setup_json():
     """docs/perf.md's tile target paragraph (lines ~1893-1900): the Hopper group d = 64, non-causal, N = 2,048 of
     tiles.json (the table's warp-specialized 128 x 128 launch against the fastest software-pipelined 128 x 64), and

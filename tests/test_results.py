@@ -612,7 +612,7 @@ def test_perf_md_quotes_the_held_out_sets_as_the_current_model_scores_them():
     tiny = [x for r, x in pairs if r["kind"] == "forward" and r["seq"] == 256]
     step = max(x for r, x in pairs if r["kind"] == "train")
     assert (not report_heldout.meets_target(pairs)
-            and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) now" in text)
+            and f"{within / len(pairs):.1%} ({within} of {len(pairs)}) under the model before the nineteenth session's `cost.full_issue`" in text)
     assert f"causal launch priced {max(x for r, x in pairs if r['algo'] == 'hopper'):.2f}× slow" in text
     assert len(tiny) == 3 and f"priced {min(tiny):.2f}–{max(tiny):.2f}× slow" in text and f"priced {step:.2f}× slow" in text
 
@@ -942,7 +942,7 @@ def test_perf_md_quotes_the_lone_program_and_the_newest_held_out_sets_as_compute
         f"the held-out sets go from {before[0]} to {after[0]} within 20% (their flash2 forwards {before[1]} → "
         f"{after[1]}) and `tiles.json` from {before[2]} to {after[2]}") in text
     share, trains = _missed_target("heldout_2036.json")
-    assert f"{share}, and its training steps reach {trains}" in text
+    assert f"{share} under the model before the nineteenth session's `cost.full_issue`, its training steps {trains}" in text
     share, trains = _missed_target("heldout_2035.json")
     assert f"{share}, training steps {trains}" in text
 
@@ -1388,8 +1388,8 @@ def test_perf_md_quotes_the_lone_issue_rule_as_it_moved_the_sets():
         slow = [x for r, x in agreement.rows("tiles.json") if (r["algo"], r["head_dim"], r["block_q"], r["block_kv"])
                 == ("flash2", 128, 64, 128)]
     (fitted_now, held_now), now = halves(), report_heldout.model_scores()
-    assert fitted_now == fitted and (f"went from {held} to {held_now} within 20% (the fitted d = 64 half stays at "
-                                     f"{fitted})") in text
+    assert fitted_now == fitted and (f"went from {held} to {held_now} within 20% with it (the fitted d = 64 half "
+                                     f"stayed at {fitted}; the halves table above is the model as it stands)") in text
     lone = [serial / us for (bq, bk), (warps, us, *_, serial, _) in alone.items() if warps == 4]
     assert f"priced the loop {min(lone):.2f}–{max(lone):.2f}× slow" in text
     assert f"which the model had priced {min(slow):.2f}–{max(slow):.2f}× slow on `tiles.json`" in text
