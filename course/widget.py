@@ -15,7 +15,8 @@ that device pixel ratio. Fonts are 10 pt or more at that scale.
 Predict, then reveal: a widget whose `question()` returns a `Question` gets a guess box (`Guess`, its
 attribute `prediction`). While
 "predict first" is ticked, every change of a control hides the readout and the figure until the learner
-types a guess (bytes or time) and reveals gpusim's answer beside it.
+types a guess (bytes, time, a count of requests or a percentage: guess.EXAMPLES) and reveals gpusim's answer
+beside it. A different Question (its text names what the answer depends on) hides the answer again.
 
 Display a widget by ending a cell with it. Errors from gpusim (a block that overflows SRAM, a dtype the
 GPU lacks) are shown in the readout in one line, never as a traceback.
@@ -46,8 +47,9 @@ DPI = CSS_PX_PER_INCH * PIXEL_RATIO
 
 @dataclass(frozen=True)
 class Question:
-    """What the learner predicts before the answer shows: the question, "bytes" or "time", the answer in
-    bytes or seconds, and the answer as the readout writes it."""
+    """What the learner predicts before the answer shows: the question, its kind (a key of guess.UNITS: "bytes",
+    "time", "requests" or "percent"), the answer in bytes, seconds, requests or percent, and the answer as the
+    readout writes it."""
     text: str
     kind: str
     answer: float

@@ -1,13 +1,15 @@
 """The decode notebook's widgets: controls change the numbers gpusim computes, the answer stays hidden until
-revealed, and the image is rendered at twice the pixels it is shown at."""
+guessed (their questions: tests/test_course_guess.py), and the image is rendered at twice the pixels it is shown
+at."""
 import io
 
 import PIL.Image
 import pytest
 
 from gpusim import kvcache
+from gpusim.units import fmt_bytes
 from gpusim_course.inference import model as course, widgets as dw
-from gpusim_course.widget_extras import CSS_PX_PER_INCH, PIXEL_RATIO
+from gpusim_course.widget import CSS_PX_PER_INCH, PIXEL_RATIO
 
 
 def natural_width(widget):
@@ -19,20 +21,29 @@ def calculator():
     return dw.KVCalculator(model="Llama-3-8B", context=8192, batch=16)
 
 
-def test_calculator_hides_the_answer_until_revealed(calculator):
+def test_calculator_hides_the_answer_until_guessed(calculator):
     c = calculator
-    assert "131,072 B per token" in c.readout.value and "Predict" in c.readout.value
-    assert "largest batch" not in " ".join(c.axes[0].get_legend_handles_labels()[1])
-    c.guess.box.value = 100
-    c.guess.reveal.value = True
     answer = kvcache.max_batch("Llama-3-8B", "H200", 8192)
-    assert f"{answer:,} requests" in c.readout.value and "0.81x the answer" in c.readout.value
-    c.guess.box.value = -5  # said, not "-0.04x the answer"
-    assert "a guess here is a positive number" in c.readout.value and "x the answer" not in c.readout.value
-    c.guess.box.value = 100
-    assert f"largest batch: {answer:,}" in c.axes[0].get_legend_handles_labels()[1]
+    assert "131,072 B per token" in c.readout.value and "Predict" not in c.readout.value  # the guess box asks
+    assert c.prediction.hiding and c.readout.layout.display == c.image.layout.display == "none"
+    assert f"largest batch: {answer:,}" in c.axes[0].get_legend_handles_labels()[1]  # drawn, shown once guessed
+    c.prediction.submit("-5")
+    assert "must be a number of requests, 0 or more" in c.prediction.feedback.value and c.prediction.hiding
+    c.prediction.submit("100")
+    assert f"gpusim&#x27;s {answer:,} requests: close (1.2x too low)" in c.prediction.feedback.value
+    assert c.readout.layout.display is None
     c.context.value = 16384  # a new question hides the answer again
-    assert not c.guess.reveal.value and "Predict" in c.readout.value
+    assert c.prediction.hiding and c.image.layout.display == "none"
+
+
+def test_calculator_takes_a_guess_of_none_where_the_weights_fill_the_gpu():
+    """Llama-3-70B's fp16 weights (140 GB) leave an H100 no room: no request fits, and a guess of 0 is right."""
+    w = dw.KVCalculator(model="Llama-3-70B", gpu="H100-SXM")
+    assert w.question().answer == 0
+    w.prediction.submit("2 requests")
+    assert "gpusim&#x27;s 0 requests: off (too high)" in w.prediction.feedback.value
+    w.prediction.submit("0")
+    assert "spot on (within 10%)" in w.prediction.feedback.value and not w.prediction.hiding
 
 
 def test_calculator_follows_model_and_dtype(calculator):
@@ -68,15 +79,12 @@ def test_image_is_rendered_at_twice_its_displayed_size(calculator):
     assert natural_width(calculator) == PIXEL_RATIO * shown
 
 
-def test_stepper_walks_the_schedule_and_reveals_the_total():
+def test_stepper_walks_the_schedule():
     w = dw.SplitKVStepper(seq_kv=300, num_splits=3, block_kv=64, page_size=16)
     steps = course.split_kv_steps(300, 3, 64, 16)
     assert w.step.max == len(steps) and "split 0" in w.readout.value  # steps counted from 1
     w.step.value = len(steps)
     assert "reduce program" in w.readout.value and w.axes[1].get_ylabel() == "exp(LSE_s - max LSE)"
-    w.guess.reveal.value = True
-    total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in steps)
-    assert f"{total:,} B" in w.readout.value
     w.num_splits.value = 8  # 5 chunks of 64 keys: gpusim refuses, in one line
     assert w.error and "num_splits=8" in w.error and "gpusim" in w.readout.value
 
@@ -87,9 +95,9 @@ def test_paged_allocation_maps_and_waste():
     runs = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4)
     now = course.allocation(steps=w.STEPS, per_step=1.0, max_tokens=1024, page_size=16, slots=4, until=101)
     assert f"{now['paged'].snapshots[-1].running} running" in w.readout.value
-    assert not w.axes[2].lines  # the waste over time waits for the reveal
-    w.guess.reveal.value = True
-    assert f"{100 * runs['contiguous'].wasted_fraction:.1f}%" in w.readout.value
+    snap = now["contiguous"].snapshots[-1]
+    assert f"{fmt_bytes(snap.wasted_bytes)} reserved but empty" in w.readout.value
+    assert w.question().answer == 100 * runs["contiguous"].wasted_fraction
     assert [line.get_label() for line in w.axes[2].lines][:2] == ["contiguous", "paged"]  # and the step marker
     image = w.axes[1].images[0].get_array()
     assert image.shape[0] * image.shape[1] >= 4 * 1024 // 16  # one cell per page

@@ -22,7 +22,7 @@ WIDGETS = {cls.__name__: cls for cls in (
     RooflineExplorer, BackwardStepper, TilingExplorer, WavesExplorer, TileStepper, LoopOrderComparison, FlashCompare,
     OnlineSoftmaxStepper, KVCalculator, SplitKVStepper, PagedAllocation, FootprintExplorer, TrafficExplorer,
     NaiveStepper, OverlapExplorer, TimelineExplorer)} | {"SdpaPickExplorer": lambda: SdpaPickExplorer(RESULTS)}
-ASKS = (W.Text, W.FloatText, W.ToggleButton)  # the guess box: typed answers, tested in test_course_widget.py
+ASKS = (W.Text,)  # the guess box: typed answers, tested in test_course_guess.py
 
 
 def controls(box):

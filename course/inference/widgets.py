@@ -1,6 +1,6 @@
 """The decode notebook's widgets (Live subclasses, course/widget.py): the KV-cache calculator, the split-KV
-stepper and the paged-allocation simulator. Each asks for a guess before it shows gpusim's answer
-(course/widget_extras.py) and renders its figure at the screen's pixel density."""
+stepper and the paged-allocation simulator. Each asks for a guess before it shows gpusim's answer (its
+question(), course/widget.py)."""
 from html import escape
 
 import ipywidgets as W
@@ -8,8 +8,7 @@ import ipywidgets as W
 from gpusim import kvcache
 from gpusim.units import fmt_bytes
 
-from ..widget import Live, dropdown, seq_slider, set_step_range, step_controls
-from ..widget_extras import Guess, sharpen
+from ..widget import Live, Question, dropdown, seq_slider, set_step_range, step_controls
 from . import model as course_decode
 from .plots import OWNER_COLORS, draw_memory_map
 
@@ -30,22 +29,23 @@ class KVCalculator(Live):
         self.batch = W.IntSlider(value=batch, min=1, max=512, description="batch", continuous_update=False)
         self.dtype = dropdown("KV dtype", list(DTYPES), dtype)
         self.gpu = dropdown("GPU", list(GPUS), gpu)
-        self.guess = Guess("How many requests of this context fit beside the weights?", "requests")
-        super().__init__([[self.model, self.gpu, self.dtype], [self.context, self.batch], self.guess.controls],
-                         figsize=(9, 2.6))
-        sharpen(self)
+        super().__init__([[self.model, self.gpu, self.dtype], [self.context, self.batch]], figsize=(9, 2.6))
 
     def update(self):
         self.calc = c = course_decode.kv_calculator(self.model.value, self.context.value, self.batch.value,
                                                     self.dtype.value, self.gpu.value)
-        self.revealed = self.guess.revealed((self.model.value, self.context.value, self.dtype.value, self.gpu.value))
         fits = "fits" if c["fits"] else "<b style='color:#b00'>does not fit</b>"
         self.readout.value = (
             f"<p>{escape(c['model'])}: <b>{c['bytes per token']:,} B per token</b> of KV cache; a request of "
             f"{self.context.value:,} tokens holds {fmt_bytes(c['bytes per request'])}; {self.batch.value} of them "
             f"{fmt_bytes(c['KV cache bytes'])} beside {fmt_bytes(c['weight bytes'])} of weights in "
-            f"{fmt_bytes(c['HBM bytes'])} of HBM: {fits}.</p>" + _past_longest(c, self.context.value)
-            + self.guess.html(c["largest batch"], f"{c['largest batch']:,} requests"))
+            f"{fmt_bytes(c['HBM bytes'])} of HBM: {fits}.</p>" + _past_longest(c, self.context.value))
+
+    def question(self):
+        most = self.calc["largest batch"]
+        return Question(f"How many requests of {self.context.value:,} tokens fit beside {self.calc['model']}'s "
+                        f"weights on one {self.gpu.value}, their KV cache in {self.dtype.value}?", "requests", most,
+                        f"{most:,} requests")
 
     def draw(self):
         ax, c, gib = self.axes[0], self.calc, 2**30
@@ -54,9 +54,8 @@ class KVCalculator(Live):
         ax.barh(0, cache, left=weights, color="tab:blue" if c["fits"] else "tab:red",
                 label=f"KV cache, batch {self.batch.value}")
         ax.axvline(hbm, color="k", lw=2, label=f"{self.gpu.value} HBM")
-        if self.revealed:
-            most = weights + c["largest batch"] * c["bytes per request"] / gib
-            ax.axvline(most, color="tab:green", ls="--", lw=2, label=f"largest batch: {c['largest batch']:,}")
+        most = weights + c["largest batch"] * c["bytes per request"] / gib
+        ax.axvline(most, color="tab:green", ls="--", lw=2, label=f"largest batch: {c['largest batch']:,}")
         ax.set(yticks=[], xlabel="GiB", xlim=(0, max(hbm, weights + cache) * 1.05))
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4, frameon=False)
 
@@ -84,21 +83,22 @@ class SplitKVStepper(Live):
         self.block_kv = dropdown("block_kv (Bc)", [16, 32, 64], block_kv)
         self.page_size = dropdown("page_size", [16, 32, 64, 128], page_size)
         self.step, self.play = step_controls()
-        self.guess = Guess("How many bytes does the whole launch (both kernels) move?", "bytes")
-        super().__init__([[self.seq_kv, self.num_splits], [self.block_kv, self.page_size],
-                          [self.play, self.step], self.guess.controls], figsize=(9, 4.6), nrows=2)
-        sharpen(self)
+        super().__init__([[self.seq_kv, self.num_splits], [self.block_kv, self.page_size], [self.play, self.step]],
+                         figsize=(9, 4.6), nrows=2)
 
     def update(self):
         self.steps = course_decode.split_kv_steps(self.seq_kv.value, self.num_splits.value, self.block_kv.value,
                                                   self.page_size.value)
         set_step_range(self.step, self.play, len(self.steps))
         self.at = self.steps[self.step.value - 1]
-        total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
-        key = (self.seq_kv.value, self.num_splits.value, self.block_kv.value, self.page_size.value)
-        self.revealed = self.guess.revealed(key)
-        self.readout.value = (f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
-                              + self.guess.html(total, f"{total:,} B"))
+        self.total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
+        self.readout.value = f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
+
+    def question(self):
+        return Question(f"How many bytes does the whole launch (both kernels) move for a cache of "
+                        f"{self.seq_kv.value:,} tokens in pages of {self.page_size.value}, {self.num_splits.value} "
+                        f"splits, block_kv = {self.block_kv.value}?", "bytes", self.total,
+                        f"{self.total:,} B ({fmt_bytes(self.total)})")
 
     def draw(self):
         ax_cache, ax_bytes = self.axes
@@ -150,7 +150,7 @@ def describe(step):
 
 class PagedAllocation(Live):
     """Requests arrive and finish; the same memory is handed out in contiguous slots of max_tokens or in
-    pages. Two memory maps at the chosen step and, once revealed, the wasted share of each over time."""
+    pages. Two memory maps at the chosen step and the wasted share of each over time."""
 
     STEPS = 240
 
@@ -161,12 +161,9 @@ class PagedAllocation(Live):
         self.max_tokens = dropdown("max_tokens", [1024, 2048, 4096, 8192], max_tokens)
         self.per_step = dropdown("arrivals/step", [0.25, 0.5, 1.0, 2.0, 4.0], per_step)
         self.step, self.play = step_controls()
-        self.guess = Guess("What share of the memory contiguous allocation reserves holds no token, over the run?",
-                           "%")
         self._key = None
-        super().__init__([[self.page_size, self.max_tokens], [self.slots, self.per_step], [self.play, self.step],
-                          self.guess.controls], figsize=(9, 7.2), nrows=3)
-        sharpen(self)
+        super().__init__([[self.page_size, self.max_tokens], [self.slots, self.per_step], [self.play, self.step]],
+                         figsize=(9, 7.2), nrows=3)
 
     def _options(self):
         return dict(model=self.model_name, per_step=self.per_step.value, max_tokens=self.max_tokens.value,
@@ -178,17 +175,21 @@ class PagedAllocation(Live):
             self._key, self.runs = key, course_decode.allocation(steps=self.STEPS, **self._options())
             set_step_range(self.step, self.play, self.STEPS)
         self.now = course_decode.allocation(steps=self.STEPS, until=self.step.value, **self._options())
-        self.revealed = self.guess.revealed(key)
-        answer = 100 * self.runs["contiguous"].wasted_fraction
         lines = []
         for policy, serving in self.now.items():
             snap = serving.snapshots[-1]
-            waste = f", {fmt_bytes(snap.wasted_bytes)} reserved but empty" if self.revealed else ""
             lines.append(f"<b>{policy}</b>: {snap.running} running, {snap.waiting} waiting, "
-                         f"{serving.finished} finished, {serving.preemptions} preempted{waste}")
+                         f"{serving.finished} finished, {serving.preemptions} preempted, "
+                         f"{fmt_bytes(snap.wasted_bytes)} reserved but empty")
         self.readout.value = (f"<p>Step {self.step.value} of {self.STEPS} (one decode step each; "
                               f"{self.slots.value} x {self.max_tokens.value:,} tokens of cache): "
-                              + "; ".join(lines) + ".</p>" + self.guess.html(answer, f"{answer:.1f}%"))
+                              + "; ".join(lines) + ".</p>")
+
+    def question(self):
+        share = 100 * self.runs["contiguous"].wasted_fraction
+        return Question(f"Over {self.STEPS} decode steps (arrivals/step = {self.per_step.value:g}, {self.slots.value} "
+                        f"slots of {self.max_tokens.value:,} tokens), what share of the memory contiguous allocation "
+                        f"reserves holds no token?", "percent", share, f"{share:.1f}%")
 
     def draw(self):
         cell = self.page_size.value
@@ -198,11 +199,6 @@ class PagedAllocation(Live):
                      else f"paged: pages of {cell} tokens")
             draw_memory_map(ax, serving, cell, ncols, title + " (faded: reserved, empty)")
         ax = self.axes[2]
-        if not self.revealed:
-            ax.text(0.5, 0.5, "press reveal to see the wasted share over time", ha="center", va="center",
-                    transform=ax.transAxes)
-            ax.set(xticks=[], yticks=[])
-            return
         for policy, color in (("contiguous", "tab:red"), ("paged", "tab:blue")):
             snaps = self.runs[policy].snapshots
             share = [100 * s.wasted_bytes / s.reserved_bytes if s.reserved_bytes else 0 for s in snaps]

@@ -1,14 +1,15 @@
 """The training notebook's widget: the backward pass tile by tile (gpusim's execute mode), with what each
 step recomputes on chip highlighted against what naive attention reads back from HBM. It asks for a guess
-of the whole backward's bytes before it shows them (course/widget_extras.py)."""
+of the whole backward's bytes before it shows them (its question(), course/widget.py)."""
 from html import escape
 
 import ipywidgets as W
 from matplotlib.patches import Rectangle
 
+from gpusim.units import fmt_bytes
+
 from ..formatting import tile_words
-from ..widget import Live, dropdown, set_step_range, step_controls
-from ..widget_extras import Guess, sharpen
+from ..widget import Live, Question, dropdown, set_step_range, step_controls
 from . import model
 
 NXN = ("P", "dP", "dS")  # the N x N matrices only naive attention moves
@@ -24,19 +25,20 @@ class BackwardStepper(Live):
         self.algo = dropdown("algo", ["flash2", "flash1", "naive"], algo)
         self.causal = W.Checkbox(value=causal, description="causal")
         self.step, self.play = step_controls()
-        self.guess = Guess("How many bytes does this whole backward move (reads + writes)?", "bytes")
-        super().__init__([[self.algo, self.causal], [self.play, self.step], self.guess.controls],
-                         figsize=(10, 4.4), ncols=2)
-        sharpen(self)
+        super().__init__([[self.algo, self.causal], [self.play, self.step]], figsize=(10, 4.4), ncols=2)
 
     def update(self):
         self.steps = model.backward_steps(self.algo.value, causal=self.causal.value, **self.shape)
         set_step_range(self.step, self.play, len(self.steps))
         self.at = self.steps[self.step.value - 1]
-        total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
-        self.guess.revealed((self.algo.value, self.causal.value))
-        self.readout.value = (f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
-                              + self.guess.html(total, f"{total:,} B"))
+        self.total = sum(sum(s["loads"].values()) + sum(s["stores"].values()) for s in self.steps)
+        self.readout.value = f"<p>Step {self.step.value} of {len(self.steps)}: {escape(describe(self.at))}</p>"
+
+    def question(self):
+        mask = "causal" if self.causal.value else "not causal"
+        return Question(f"How many bytes does the whole {self.algo.value} backward move (reads + writes) for one "
+                        f"head of N = {self.shape['seq']}, d = {self.shape['head_dim']}, {mask}?", "bytes",
+                        self.total, f"{self.total:,} B ({fmt_bytes(self.total)})")
 
     def draw(self):
         ax_grid, ax_bytes = self.axes
