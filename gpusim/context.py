@@ -175,7 +175,7 @@ def simulate(algo, *, gpus=1, strategy=None, link=None, seq=None, head_dim=None,
     argument before anything is counted; each refusal is one line."""
     algo, gpu = algo_name(algo), get_gpu(gpu)
     shape = _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_heads, causal, dtype, rest)
-    strategy, link = shape.pop("strategy"), shape.pop("link")
+    strategy, link, head_dim = shape.pop("strategy"), shape.pop("link"), shape.pop("head_dim")  # head_dim: an int
     local = functools.partial(_local, algo, head_dim=head_dim, batch=shape["batch"], dtype=shape["dtype"], gpu=gpu,
                               block_q=block_q, block_kv=block_kv)
     phases, heads_local, peak_extra = PLANS[strategy](link=link, head_dim=head_dim, **shape)
@@ -207,7 +207,7 @@ def _check(algo, gpus, strategy, link, gpu, seq, head_dim, heads, batch, kv_head
     causal = flag("causal", causal)
     dtype = dtype_name("fp16" if dtype is None else dtype)
     _check_pieces(strategy, link, gpus, seq, heads, kv_heads, causal)
-    return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, heads=heads, kv_heads=kv_heads,
+    return dict(strategy=strategy, link=link, gpus=gpus, seq=seq, head_dim=head_dim, heads=heads, kv_heads=kv_heads,
                 batch=counts(batch=1 if batch is None else batch)["batch"], causal=causal, dtype=dtype)
 
 

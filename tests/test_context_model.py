@@ -3,6 +3,7 @@ derived by hand, the single-GPU model recovered at P = 1, work conserved and bal
 the Ring Attention paper's table, and every refusal in one line."""
 import math
 
+import numpy as np
 import pytest
 
 import gpusim
@@ -353,3 +354,13 @@ def test_zigzag_merge_bytes_by_hand():
     o_read = g * merge_reads(B * H * c, d, e)[0] + (P - 1 - g) * merge_reads(B * H * h, d, e)[0]
     lse_read = g * merge_reads(B * H * c, d, e)[1] + (P - 1 - g) * merge_reads(B * H * h, d, e)[1]
     assert (r.by_tensor["O_partial"]["read_bytes"], r.by_tensor["LSE_partial"]["read_bytes"]) == (o_read, lse_read)
+
+
+@pytest.mark.parametrize("kind", [np.int32, np.int64, np.uint32])
+def test_numpy_integer_arguments_give_the_ints_result(kind):
+    """head_dim=np.int32(128) at batch 4 returned a negative peak and merge bytes (int32 products wrapped), and at
+    batch 8 an OverflowError: the context pass used the argument as given, not as the int its check made of it."""
+    shape = dict(seq=131072, head_dim=128, heads=32, kv_heads=8, batch=8, gpus=8, strategy="ring", gpu="H200")
+    plain = gpusim.simulate("flash2", **shape)
+    numpy = gpusim.simulate("flash2", **{k: kind(v) if isinstance(v, int) else v for k, v in shape.items()})
+    assert numpy.to_dict() == plain.to_dict() and type(numpy.merge_bytes) is int and numpy.merge_bytes > 0
