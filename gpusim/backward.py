@@ -45,14 +45,14 @@ def default_blocks(algo, gpu, head_dim, dtype):
 
 def resident(cfg):
     """cfg with its larger tile halved (never below MIN_BLOCK) until an SM holds a block of every kernel: a default
-    tile fits the SRAM (default_blocks; naive's, its forward's), but at a large head_dim it may need more registers
-    per thread than the GPU has (flash2's dK/dV at 128 x 32, d = 256: 328 of the H200's 255). One line where none does.
-    """
+    tile may need more SRAM than a block gets (naive's forward's pick, whose backward's dv kernel stages more) or, at a
+    large head_dim, more registers per thread than the GPU has (flash2's dK/dV at 128 x 32, d = 256: 328 of the H200's
+    255). One line where none does (config's, where the SRAM is what still does not fit)."""
     start = f"{cfg.block_q} x {cfg.block_kv}"
     while (kernel := _unheld(cfg)) and max(cfg.block_q, cfg.block_kv) > MIN_BLOCK:
         br, bc = cfg.block_q, cfg.block_kv
         cfg = replace(cfg, block_q=br // 2) if br > bc else replace(cfg, block_kv=bc // 2)
-    if kernel:
+    if kernel and cfg.sram_bytes(kernel) <= cfg.gpu.sram_bytes_per_block:
         res = resources(cfg, kernel)
         need, limit = exceeded(cfg.gpu, res, occupancy(cfg.gpu, res))
         raise ValueError(f"the backward's tiles, the rule's {start} halved to {cfg.block_q} x {cfg.block_kv}, need "
@@ -61,14 +61,16 @@ def resident(cfg):
 
 
 def _unheld(cfg):
-    """The first of cfg's kernels whose block no SM can hold, or None."""
-    return next((k for k in cfg.kernels if not occupancy(cfg.gpu, resources(cfg, k)).blocks_per_sm), None)
+    """The first of cfg's kernels whose block no SM can hold (or whose SRAM a block cannot have), or None."""
+    return next((k for k in cfg.kernels if cfg.sram_bytes(k) > cfg.gpu.sram_bytes_per_block
+                 or not occupancy(cfg.gpu, resources(cfg, k)).blocks_per_sm), None)
 
 
 def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None, block_q=None, block_kv=None,
-           causal=False, dtype="fp16", gpu="A100-40GB", tiles=None):
+           causal=False, dtype="fp16", gpu="A100-40GB", tiles=None, halve=False):
     """The backward of one attention call, checked once; every error is one line naming the value. tiles: a
-    gpusim.Tiles instead of block_q, block_kv, whose num_warps, num_stages (where set) every kernel takes."""
+    gpusim.Tiles instead of block_q, block_kv, whose num_warps, num_stages (where set) every kernel takes. halve:
+    the tiles are a rule's, halved until every kernel fits (resident), not taken as given."""
     pass_ = pass_of(algo)
     block_q, block_kv, tiles = given_tiles(tiles, block_q, block_kv)
     dtype = dtype_name(dtype)
@@ -86,9 +88,10 @@ def config(algo, *, seq, head_dim, heads=1, batch=1, kv_heads=None, seq_kv=None,
     causal = flag("causal", causal)
     cfg = Backward(pass_.algo, batch, heads, kv_heads, seq, seq_kv, head_dim, block_q, block_kv, bool(causal), dtype,
                    gpu, pass_, knobs_of(pass_, tiles))
+    cfg = resident(cfg) if halve else cfg
     for kernel in cfg.kernels:
         if cfg.sram_bytes(kernel) > gpu.sram_bytes_per_block:
-            raise ValueError(f"block_q={block_q}, block_kv={block_kv}, head_dim={head_dim} ({dtype}) need "
+            raise ValueError(f"block_q={cfg.block_q}, block_kv={cfg.block_kv}, head_dim={head_dim} ({dtype}) need "
                              f"{cfg.sram_bytes(kernel):,} B of SRAM in the backward's {kernel} kernel; "
                              f"{gpu.name} has {gpu.sram_bytes_per_block:,} B per thread block")
     return cfg

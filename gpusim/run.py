@@ -168,10 +168,9 @@ def _backward_config(cfg, blocks, arrays, do, rule):
         blocks = shared if cfg.pass_.BACKWARD_AT_FORWARD_TILES else (None, None)
     tiles = blocks if isinstance(blocks, Tiles) else None  # its blocks, and the knobs every backward kernel takes
     blocks = (None, None) if tiles else pair("backward_blocks", blocks)
-    bwd = backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
-                          kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
-                          causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu, tiles=tiles)
-    return backward.resident(bwd) if rule else bwd
+    return backward.config(cfg.algo, seq=cfg.seq, head_dim=cfg.head_dim, heads=cfg.heads, batch=cfg.batch,
+                           kv_heads=cfg.kv_heads, seq_kv=cfg.seq_kv, block_q=blocks[0], block_kv=blocks[1],
+                           causal=cfg.causal, dtype=cfg.dtype, gpu=cfg.gpu, tiles=tiles, halve=rule)
 
 
 def _backward_run(bwd, arrays, do, mem, trace):

@@ -3,6 +3,7 @@ against the closed forms and the float64 reference, an independent tile-by-tile 
 papers' loops, FLOPs, training memory, Theorem 5, and bad input."""
 import dataclasses
 import math
+from pathlib import Path
 from collections import defaultdict
 
 import numpy as np
@@ -361,6 +362,26 @@ def test_the_backwards_default_tiles_are_halved_until_every_kernel_is_resident(a
         gpusim.simulate(algo, seq=4096, backward=True, backward_blocks=larger, **shape)
     if algo == "naive":  # its kernels run both passes at one tile: the forward takes the halving too
         assert (r.config.block_q, r.config.block_kv) == (b.block_q, b.block_kv) != start
+
+
+@pytest.mark.parametrize("shape", [dict(head_dim=128, heads=8, gpu="RTX-4090"),
+                                   dict(head_dim=96, heads=8, gpu="RTX-4090"),
+                                   dict(head_dim=64, heads=8, gpu="RTX-4090", dtype="fp32")])
+def test_naives_training_step_halves_a_forward_pick_its_backward_cannot_stage(shape):
+    """naive's forward pick (256 x 128 at d = 128 on the RTX 4090) needs more SRAM in the backward's dv kernel than a
+    block gets: the rule's tiles were refused before they could be halved, though docs/backward.md says they are
+    halved until every kernel fits. Now the larger side is halved until the SRAM fits, the forward with it."""
+    r = gpusim.simulate("naive", seq=4096, backward=True, **shape)
+    b, pick = r.backward_config, gpusim.best_blocks("naive", seq=4096, **shape)
+    assert all(b.sram_bytes(k) <= b.gpu.sram_bytes_per_block for k in b.kernels)
+    assert (r.config.block_q, r.config.block_kv) == (b.block_q, b.block_kv) != pick
+    with pytest.raises(ValueError, match=f"^block_q={pick[0]}, block_kv={pick[1]}, .* of SRAM in the backward's") as err:
+        gpusim.simulate("naive", seq=4096, backward=True, backward_blocks=pick, **shape)  # given: taken as it is
+    if shape["head_dim"] == 128:  # docs/backward.md's example
+        need = int(str(err.value).split(" need ")[1].split(" B")[0].replace(",", ""))
+        text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "backward.md").read_text().split())
+        assert (f"({pick[0]} × {pick[1]} at d = 128 on the RTX 4090: {need:,} of {b.gpu.sram_bytes_per_block:,} B)"
+                in text)
 
 
 def test_naives_forward_keeps_its_tiles_where_the_backwards_are_given_or_they_are():
