@@ -265,7 +265,8 @@ def split_rule_sentence(launch):
 def split_counts(data, batch=1, sm_count=132, kv_heads=8, slots=5, flash_attn_slots=2):
     """decode_splits.json at one batch (the split kernel with PDL): per cache length, the split count that ran
     fastest; and how much slower than the rule's count (the file's `default` rows) ran the count that fills
-    every resident slot (`slots` per SM) and flash-attention's count (`flash_attn_slots` per SM)."""
+    every resident slot (`slots` per SM) and 2 per SM (`flash_attn_slots`: the budget flash-attention's heuristic starts
+    from)."""
     rows = [r for r in data["rows"] if r["batch"] == batch and r["provider"] == "split_kv" and r.get("pdl")]
     by_seq = {}
     for r in rows:
@@ -292,8 +293,9 @@ def split_count_sentence(counts):
     return (f"On the H200 (decode_splits.json, batch 1, {seqs[0] // 1024}K to {seqs[-1] // 1024}K tokens), the rule's "
             f"{counts['rule_programs']} programs ran fastest, or within 1% of the fastest, at {at_rule} of "
             f"{len(seqs)} cache lengths; filling every slot ({counts['full_splits']} splits) ran "
-            f"{span([100 * (x - 1) for x in full], '{:.1f}')}% slower, and flash-attention's count for 2 blocks per SM "
-            f"({counts['fa_splits']} splits) {span(fa)}x the rule's time.")
+            f"{span([100 * (x - 1) for x in full], '{:.1f}')}% slower, and 2 programs per SM ({counts['fa_splits']} "
+            f"splits, the budget flash-attention's split heuristic starts from: it then takes the fewest splits whose "
+            f"waves are within 85% of the best's) {span(fa)}x the rule's time.")
 
 
 def serving_splits(data):
