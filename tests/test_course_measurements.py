@@ -398,3 +398,17 @@ def test_notebook4s_nsight_table_counts_flash2s_bytes_by_hand_and_its_sentence_c
     launches[0]["l2_to_sm_bytes"] = (counted, nsight + 32)
     assert tiling_measured.nsight_rows(launches)[0]["equal to the byte"] == "no"
     assert f"on {equal - 1} of 16 launches" in tiling_measured.nsight_sentence(launches)
+
+
+def test_split_count_sentence_is_decode_splits_json():
+    """Notebook 8's split counts, recomputed from decode_splits.json at batch 1: the rule's count against filling every
+    slot (5 an SM) and 2 programs an SM, the budget flash-attention's heuristic starts from (its pick is fewer)."""
+    from gpusim_course.inference import measured as inference_measured
+    data = measurements.read_results(Path(__file__).resolve().parents[1] / "results" / "h200" / "decode_splits.json")
+    rows = [r for r in data["rows"] if r["batch"] == 1 and r["provider"] == "split_kv" and r.get("pdl")]
+    times = {(r["seq_kv"], r["num_splits"]): r["ms"] for r in rows}
+    rule = {r["seq_kv"]: r["num_splits"] for r in rows if r.get("default")}
+    two = [times[seq, 132 * 2 // 8] / times[seq, rule[seq]] for seq in rule if (seq, 132 * 2 // 8) in times]
+    sentence = inference_measured.split_count_sentence(inference_measured.split_counts(data))
+    assert two and f"2 programs per SM (33 splits, the budget flash-attention's split heuristic starts from" in sentence
+    assert f"{span(two)}x the rule's time" in sentence
