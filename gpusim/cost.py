@@ -367,8 +367,8 @@ def lone_gather(grid):
     addresses = [t for t in pass_.ADDRESS_TENSORS.get(grid.kernel, ()) if t in grid.counts]
     if not addresses or grid.programs > grid.cfg.gpu.sm_count:
         return False
-    tiles = sum(grid.counts[t][0] for t in pass_.STEP_TENSORS[grid.kernel] if t not in addresses) / max(grid.steps, 1)
-    return LONE_COPY_STEP_BYTES[0] <= tiles <= LONE_COPY_STEP_BYTES[1]
+    tiles = pass_.step_tile_bytes(grid.cfg, grid.kernel)  # a whole step's: the average over steps fell below 16 KiB
+    return LONE_COPY_STEP_BYTES[0] <= tiles <= LONE_COPY_STEP_BYTES[1]  # at a partial last chunk, doubling the time
 
 
 def one_step(grid, rate):

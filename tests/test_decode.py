@@ -685,3 +685,16 @@ def test_fp8_decode_writes_o_in_fp16_and_reads_its_inputs_at_one_byte(S):
     workspace = S * B * H * seq * (d + 1) * 4 if S > 1 else 0
     assert r.hbm_peak_bytes == (B * H * seq * d * 1 + 2 * B * Hkv * n * d * 1 + B * 4 + B * H * seq * d * 2
                                 + B * H * seq * 4 + workspace)
+
+
+@pytest.mark.parametrize("gpu", ["H200-measured", "H100-measured"])
+@pytest.mark.parametrize("head_dim, block_kv", [(64, None), (128, 32)])
+def test_one_more_cached_token_costs_about_one_token(gpu, head_dim, block_kv):
+    """A paged split step of exactly 16 KiB (d = 64 at the default chunk; d = 128 at 32 rows): cost.lone_gather
+    averaged the steps' bytes, which a partial last chunk drops under the measured steps' 16 KiB, so the 32,769th
+    token nearly doubled the predicted time (0.45 -> 0.86 ms). It now reads a whole step's bytes."""
+    def time(seq_kv):
+        return gpusim.simulate("split_kv", seq_kv=seq_kv, heads=8, kv_heads=1, head_dim=head_dim, page_size=16,
+                               num_splits=1, block_kv=block_kv, gpu=gpu).predicted_time_s
+    whole, one_more, next_chunk = time(32768), time(32769), time(32768 + (block_kv or 64))
+    assert whole <= one_more <= next_chunk <= 1.01 * whole

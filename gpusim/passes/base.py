@@ -212,6 +212,11 @@ class Pass:
         ragged decode batch: cost.ragged_wave); no pass but split-KV's launches requests."""
         return False
 
+    def step_tile_bytes(self, cfg, kernel):
+        """The tile bytes a whole step of a LONE_COPY kernel loads (its addresses not counted): what cost.lone_gather
+        compares with the steps measured. None: no LONE_COPY kernel here."""
+        return None
+
     def dram_reads(self, cfg, kernel, sm_reads, flight):
         """{tensor: DRAM read bytes} for a kernel whose L2_REUSE pattern is "own"; flight: its thread blocks
         running at once."""

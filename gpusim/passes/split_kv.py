@@ -217,6 +217,11 @@ class SplitKV(Pass):
         tail = np.repeat(last, min(units, TAIL))[:TAIL]  # its first TAIL, whatever the units
         return Work(values, scaled(counts, units), tail)
 
+    def step_tile_bytes(self, launch, kernel):
+        """A whole chunk of K and V, Bc rows each, or the longest request's rows where none holds a whole chunk (a
+        request's partial last chunk loads less, and its share of the steps is not what its programs' steps are)."""
+        return 2 * min(launch.block_kv, max(launch.seq_kv)) * launch.head_dim * launch.itemsize
+
     def ragged(self, launch, kernel):
         """A split (or decode) kernel over requests whose splits hold different numbers of chunks: a batch of requests
         of different lengths, whose long requests' programs run on after the short ones end."""
