@@ -211,11 +211,12 @@ def longer(term):
     if term["latency_bound"]:
         reasons.append(("each thread block waits on its own chain of loads (latency-bound), not on a full unit",
                         "latency-bound"))
-    if term["stored_after"] and term["predicted"] > max(term["t_memory"], term["t_compute"]):
+    above = term["predicted"] > max(term["t_memory"], term["t_compute"])
+    if term["stored_after"] and above:
         reasons.append((f"its thread blocks all store their tile of {term['stored_after']} after their loads and "
                         f"matmul, in step, so no block's store hides under another's loads (gpusim prices the store "
                         f"after the rest)", f"{term['stored_after']} stored after"))
-    if term["launch"] >= LAUNCH_SHARE * term["predicted"] > LAUNCH_SHARE * max(term["t_memory"], term["t_compute"]):
+    if above and term["launch"] >= LAUNCH_SHARE * term["predicted"]:
         reasons.append((f"the launch itself takes {fmt_time(term['launch'])} of it (an empty kernel's time, which no "
                         f"roofline term holds)", "launch"))
     return reasons
