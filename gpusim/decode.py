@@ -176,8 +176,8 @@ def resident_programs(launch):
 
 def split_slots(launch):
     """The programs the split rule places: per SM one fewer than its resident split blocks (4 of 5 on an H200).
-    Measured on the H200 (results/h200/decode_splits.json, Llama-3-8B, pages of 16): 512 programs (64 splits
-    at batch 1, 8 at batch 8) ran fastest, or within 1% of it, from 4K to 128K tokens; filling all 5 slots
+    Measured on the H200 (results/h200/decode_splits.json, Llama-3-8B's attention shape, pages of 16): 512 programs
+    (64 splits at batch 1, 8 at batch 8) ran fastest, or within 1% of it, from 4K to 128K tokens; filling all 5 slots
     (82 splits at batch 1) ran 1.3-6.3% slower (run 76; runs 12 and 14 had 0.5-5.5%, and 9 splits at batch 8),
     flash-attention's rule over 2 per SM (29 splits) 1.2x slower (run 9, decode_tiles.json)."""
     return max(launch.gpu.sm_count, resident_programs(launch) - launch.gpu.sm_count)

@@ -137,10 +137,21 @@ def test_one_gpu_lines_set_one_layer_beside_every_layer_a_training_step_keeps():
     h200 = gpusim.get_gpu("H200").hbm_bytes
     assert r.hbm_peak_bytes < h200 < 32 * r.hbm_peak_bytes
     assert f"holds {r.hbm_peak_bytes / 2**30:.1f} GiB ({r.hbm_peak_bytes / h200:.0%} of one H200's HBM)" in line
-    assert (f"keep {32 * r.hbm_peak_bytes / 2**30:.0f} GiB of attention tensors alone for the backward "
-            f"({32 * r.hbm_peak_bytes / h200:.1f}x") in line
+    assert (f"32 such layers (as many as Llama-3-8B has) keep {32 * r.hbm_peak_bytes / 2**30:.0f} GiB of attention "
+            f"tensors alone for the backward ({32 * r.hbm_peak_bytes / h200:.1f}x") in line
     assert "weights, optimizer state and the MLP's activations come on top" in line  # what it leaves out, said
     assert f"take {32 * r.predicted_time_s:.1f} s forward in attention alone" in line
+
+
+def test_one_gpu_lines_lend_the_model_its_layer_count_not_a_context_it_lacks():
+    """Notebook 13's lines run at 128K and 1M tokens, past Llama-3-8B's longest context (8,192 tokens; Llama-3.1-8B,
+    the same layers and heads, takes 131,072) and, at 1M, past every preset's. They said "Llama-3-8B's 32 layers keep
+    ... GiB", the model at a context it does not have; only its layer count is meant."""
+    from gpusim import kvcache
+    lines = context.one_gpu_lines()
+    assert len(lines) == 2 and kvcache.get_model("Llama-3-8B").max_tokens < 1 << 17
+    for line in lines:
+        assert "Llama-3-8B's" not in line and "32 such layers (as many as Llama-3-8B has) keep" in line
 
 
 def test_send_lines_set_each_strategy_beside_the_rings_formula():

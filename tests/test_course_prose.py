@@ -60,3 +60,35 @@ def test_the_scan_skips_quotations_code_and_formulas_and_finds_the_rest():
     assert re.fullmatch(r"\d+ on an H200", [n for _, _, n in prose.scan("SMs: 132 on an H200")][0])
     ranges = "once per configuration, N = 1,024 to 32,768, d = 64; flash1 to 16,384; run up to N = 32,768: x"
     assert [n for _, _, n in prose.scan(ranges)] == ["N = 1,024 to 32,768", "to 16,384", "up to N = 32,768"]
+
+
+LLAMA_3_8B = re.compile(r"Llama-3-8B(?!'s attention shape|'s shape|-shaped)")
+PAST_8K = re.compile(r"(?<![\w.])(?:(\d+)K|(\d+)M|(\d{1,3}(?:,\d{3})+|\d{5,}) tokens)\b")
+
+
+def _past_8k(text):
+    """The token counts past 8,192 a cell names: 16K, 128K, 1M, 131,072 tokens."""
+    found = []
+    for m in PAST_8K.finditer(text):
+        k, mega, n = m.groups()
+        if (k and int(k) > 8) or mega or (n and int(n.replace(",", "")) > 8192):
+            found.append(m.group())
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_llama_3_8b_is_named_at_its_own_context_or_for_its_shape(path):
+    """Llama-3-8B's context stops at 8,192 tokens (its config's max_position_embeddings); Llama-3.1-8B, the same
+    layers and heads, takes 131,072. A cell whose prose goes past 8K names Llama-3-8B only for its attention shape
+    (notebook 8 said "Llama-3-8B's attention" of decode.json's 128K rows, notebook 13 "Llama-3-8B-like" at 128K to
+    1M tokens)."""
+    for text in prose.markdown(path):
+        if LLAMA_3_8B.search(text):
+            assert not _past_8k(text), (LLAMA_3_8B.search(text).group(), _past_8k(text), text[:200])
+
+
+def test_the_context_check_finds_lengths_past_8k_and_only_those():
+    assert _past_8k("from 1K to 128K tokens, 8K, 8,192 tokens, 32,768 tokens, 1M tokens") == \
+        ["128K", "32,768 tokens", "1M"]
+    assert not LLAMA_3_8B.search("Llama-3-8B's attention shape; Llama-3-8B's shape; Llama-3-8B-shaped")
+    assert LLAMA_3_8B.search("Llama-3-8B's attention, pages of 16")

@@ -115,6 +115,16 @@ def test_the_70_percent_has_one_verdict_shown_in_notebook_8():
     assert "claims.kv_waste(" in nb and "The claim holds" not in nb
 
 
+def test_the_kv_cache_grows_linearly_in_a_model_whose_context_reaches_the_lengths_it_is_read_at():
+    """The row reads the cache at 1,024 to 65,536 tokens: it named Llama-3-8B, whose context stops at 8,192 tokens
+    (max_position_embeddings); Llama-3.1-8B, the same layers and heads, takes 131,072."""
+    from gpusim import kvcache
+    row = claims_model.kv_linear(None)
+    assert row.predicted.startswith("Llama-3.1-8B: 131,072 B of KV cache per token")
+    assert "Llama-3-8B" not in repr(row)
+    assert kvcache.get_model("Llama-3.1-8B").max_tokens >= 65536 > kvcache.get_model("Llama-3-8B").max_tokens
+
+
 def test_the_verdict_not_testable_is_colored_and_counted():
     judged = verdicts.Judged("not testable here", "x.")
     r = verdicts.Row("c", "s", "p", "", judged, "r", "n.ipynb", "")

@@ -159,7 +159,7 @@ def test_top_left_with_one_query_sees_one_key():
 
 
 @pytest.mark.parametrize("per_split, slots, blocks, expected", [
-    (8, 528, 2048, 64),  # Llama-3-8B batch 1, 128K: 66 fit, but 65 and 66 give 64's 32 chunks per split
+    (8, 528, 2048, 64),  # Llama-3-8B's shape, batch 1, 128K: 66 fit, but 65 and 66 give 64's 32 chunks per split
     (64, 528, 256, 8),  # batch 8, 16K: 8 x 64 = 512 programs
     (512, 528, 2048, 1),  # batch 64: one split already fills the slots
     (8, 528, 3, 3),  # never more splits than chunks
@@ -202,13 +202,13 @@ def test_every_page_size_keeps_the_same_resident_blocks(page_size):
 # query heads over 8 at d = 64 (benchmarks/resources.py's DECODE_D64). Llama-3-8B at 1,024 tokens and the d = 64 shape
 # fell past 4 and 2 rows while the split kernel was priced from its estimate past its compiled 16 padded rows; compiled
 # at every tile of 1 to 16 rows (docs/perf.md, "A model artefact, fixed"), they rise on H100-SXM.
-MONOTONE_STEPS = {"Llama-3-8B 4K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096),
-                  "Llama-3-8B 32K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=32768),
-                  "Llama-3-8B 16K paged": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=16384, page_size=16),
-                  "Llama-3-8B 4K batch 8": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096, batch=8),
+MONOTONE_STEPS = {"Llama-3-8B shape 4K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096),
+                  "Llama-3-8B shape 32K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=32768),
+                  "Llama-3-8B shape 16K paged": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=16384, page_size=16),
+                  "Llama-3-8B shape 4K batch 8": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=4096, batch=8),
                   "16 over 4 8K": dict(heads=16, kv_heads=4, head_dim=128, seq_kv=8192),
                   "MHA 4K": dict(heads=32, kv_heads=32, head_dim=128, seq_kv=4096),
-                  "Llama-3-8B 1K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=1024),
+                  "Llama-3-8B shape 1K": dict(heads=32, kv_heads=8, head_dim=128, seq_kv=1024),
                   "d64 4K": dict(heads=64, kv_heads=8, head_dim=64, seq_kv=4096)}
 # The steps (query rows, one more) where the predicted time still falls, each for a cause other than compiled
 # resources, named so that a fix, or a new fall, fails the test. The split rule halving the splits as a larger tile
@@ -216,10 +216,10 @@ MONOTONE_STEPS = {"Llama-3-8B 4K": dict(heads=32, kv_heads=8, head_dim=128, seq_
 # compiled 32-row kernel's 153 registers holding 3 blocks an SM against 5; the A100's estimate at d = 64). And on
 # H200-measured, whose tensor rate was measured per tile, a decode step's dots are priced on their counted rows
 # (split_kv.dot_tiling: no padding) at the 64-row tile's rate, 2.5x the 32-row tile's: 8 to 9 rows pads 32 rows to 64.
-STILL_FALLING = {("H100-SXM", "Llama-3-8B 16K paged"): [(4, 5)],
-                 ("H200-measured", "Llama-3-8B 4K"): [(8, 9)],
-                 ("H200-measured", "Llama-3-8B 32K"): [(8, 9)],
-                 ("H200-measured", "Llama-3-8B 4K batch 8"): [(8, 9)],
+STILL_FALLING = {("H100-SXM", "Llama-3-8B shape 16K paged"): [(4, 5)],
+                 ("H200-measured", "Llama-3-8B shape 4K"): [(8, 9)],
+                 ("H200-measured", "Llama-3-8B shape 32K"): [(8, 9)],
+                 ("H200-measured", "Llama-3-8B shape 4K batch 8"): [(8, 9)],
                  ("H200-measured", "16 over 4 8K"): [(8, 9)],
                  ("H200-measured", "d64 4K"): [(4, 5)],
                  ("A100-80GB", "d64 4K"): [(4, 5)]}
@@ -296,7 +296,7 @@ def test_two_reduce_programs_on_an_sm_do_not_shorten_each_others_chain():
 
 
 def _split_step(page_size, seq, num_splits, gpu="H200-measured"):
-    """(Grid, Schedule) of Llama-3-8B's split kernel at batch 1 over 32,768 tokens."""
+    """(Grid, Schedule) of the split kernel at Llama-3-8B's attention shape, batch 1, over 32,768 tokens."""
     return cost.schedule(gpusim.simulate("split_kv", seq=seq, seq_kv=32768, heads=32, kv_heads=8, head_dim=128,
                                          num_splits=num_splits, page_size=page_size, gpu=gpu))
 

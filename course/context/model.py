@@ -11,7 +11,7 @@ from gpusim import context_scaling, kvcache, links
 
 from ..measurements import read_optional
 
-SHAPE = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200")  # a Llama-3-8B-like layer's attention
+SHAPE = dict(heads=32, kv_heads=8, head_dim=128, dtype="bf16", gpu="H200")  # Llama-3-8B's attention shape
 CP_JSON = "../results/h200x2/cp.json"  # benchmarks/run_cp.sh writes it on two GPUs; notebooks run in notebooks/
 COMPUTE, TRANSFER, IDLE = "tab:blue", "tab:orange", "0.85"
 LANE_COLORS = dict(compute=COMPUTE, transfer=TRANSFER, idle=IDLE)
@@ -142,8 +142,10 @@ def idle_share(r):
 
 def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
     """Why split the sequence, per N, on one GPU (SHAPE's): one layer's attention (Q, K, V, O and the LSE, gpusim's
-    peak) against the GPU's HBM and its causal forward's predicted time; then the same for every layer of `model`,
-    as a training step keeps each layer's Q, K, V, O and LSE for its backward (attention's alone: no MLP)."""
+    peak) against the GPU's HBM and its causal forward's predicted time; then the same for as many such layers as
+    `model` has, as a training step keeps each layer's Q, K, V, O and LSE for its backward (attention's alone: no MLP).
+    Only the layer count is `model`'s: N runs past any preset's longest context (Llama-3-8B's is 8,192 tokens,
+    Llama-3.1-8B's 131,072), so no line says the model itself runs at N."""
     layers = kvcache.MODELS[model].layers
     g = gpusim.get_gpu(SHAPE["gpu"])
 
@@ -155,9 +157,10 @@ def one_gpu_lines(seqs=(1 << 17, 1 << 20), model="Llama-3-8B"):
         kept = layers * r.hbm_peak_bytes
         out.append(f"N = {n:,}: one layer's attention holds {r.hbm_peak_bytes / 2**30:.1f} GiB "
                    f"({share(r.hbm_peak_bytes)} one {g.name}'s HBM) and its causal forward takes "
-                   f"{r.predicted_time_s:.2f} s; {model}'s {layers} layers keep {kept / 2**30:.0f} GiB of attention "
-                   f"tensors alone for the backward ({share(kept)} the HBM; weights, optimizer state and the MLP's "
-                   f"activations come on top) and take {layers * r.predicted_time_s:.1f} s forward in attention alone.")
+                   f"{r.predicted_time_s:.2f} s; {layers} such layers (as many as {model} has) keep "
+                   f"{kept / 2**30:.0f} GiB of attention tensors alone for the backward ({share(kept)} the HBM; "
+                   f"weights, optimizer state and the MLP's activations come on top) and take "
+                   f"{layers * r.predicted_time_s:.1f} s forward in attention alone.")
     return out
 
 

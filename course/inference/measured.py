@@ -133,7 +133,8 @@ def helps_most(decode_data, bench, gpu=GPU, prefill_seqs=(4096, 16384), decodes=
     gpusim's FLOPs per DRAM byte against the ridge point, and standard attention's time over FlashAttention's,
     predicted by gpusim and measured on the H200. Prefill: bench.json's fp16, d=128, causal rows (the
     FlashAttention-2 benchmark shape: 16 heads, batch x seq = 16K), the project's naive kernels over its
-    flash2. Decode: decode.json's rows (Llama-3-8B: 32 query heads, 8 K/V heads, d=128). The torch column has one
+    flash2. Decode: decode.json's rows (Llama-3-8B's attention shape: 32 query heads, 8 K/V heads, d=128; 1K to 128K
+    tokens, past Llama-3-8B's own 8K context, as Llama-3.1-8B runs). The torch column has one
     basis in both phases: torch's matmul-softmax-matmul over the fastest kernel measured at that row that does
     not write S and P (the next column names it), as the scorecard's verdict on the phases judges."""
     g = gpusim.get_gpu(gpu)
@@ -239,7 +240,8 @@ def agreement_lines(data, within=0.2, min_caches=((0, "all cache lengths"), (327
 
 
 def split_rule_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16):
-    """gpusim's split-KV decode at one shape (Llama-3-8B's heads, a 128K paged cache) on the measured H200: the
+    """gpusim's split-KV decode at one shape (Llama-3-8B's attention shape over a 128K paged cache, Llama-3.1-8B's
+    context) on the measured H200: the
     split count its rule picks and the predicted time."""
     return gpusim.simulate("split_kv", batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, seq_kv=seq_kv,
                            page_size=page_size, gpu=GPU)

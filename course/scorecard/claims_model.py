@@ -172,7 +172,10 @@ def kv_waste(results, model="Llama-3-8B", users=50):
                "08_inference.ipynb", "PagedAttention: how the cache is laid out")
 
 
-def kv_linear(results, model="Llama-3-8B"):
+def kv_linear(results, model="Llama-3.1-8B"):
+    """The KV cache and FlashAttention-2's footprint, linear in N: up to 65,536 tokens, so the model named is one
+    whose context reaches that far (Llama-3.1-8B: 131,072 tokens; Llama-3-8B, the same layers and heads, stops at
+    8,192)."""
     seqs = (1024, 8192, 65536)
     kv = [kvcache.bytes_per_token(model) * n for n in seqs]
     flash = [gpusim.simulate("flash2", seq=n, head_dim=128, heads=32, kv_heads=8).hbm_peak_bytes for n in seqs]
