@@ -3,7 +3,7 @@
     python -m benchmarks.bench_decode --out $OUT/decode.json --max-minutes 2     # from the repository root
     TRITON_INTERPRET=1 python -m benchmarks.bench_decode --out /tmp/decode.json --smoke   # CPU: the code paths
 
-Llama-3-8B's attention (32 query heads, 8 K/V heads, d = 128, fp16; gpusim/kvcache.py), one new token per
+Llama-3-8B's attention shape (32 query heads, 8 K/V heads, d = 128, fp16; gpusim/kvcache.py), one new token per
 request (seq = 1), batch 1, 8 and 64, caches of 1K to 128K tokens. Providers:
 - split_kv: the project's split-KV kernel over a paged cache (gpusim_kernels.decode), num_splits chosen by
   gpusim.decode's rule (the most splits whose programs fill every SM's resident split blocks less one,

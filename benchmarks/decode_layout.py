@@ -1,7 +1,7 @@
-"""What the pages cost the split-KV kernel, in one run: Llama-3-8B's decode at batch 1 (benchmarks/bench_decode.py's
-shape and timing) over one cache of random tokens, paged ((num_pages, P, kv_heads, d), each page's place
-drawn at random, or in order) at several page sizes, or contiguous ((1, kv_heads, L, d), SDPA's layout),
-every launch at the kernel's own split count (gpusim.decode's rule), beside SDPA's cuDNN backend on the
+"""What the pages cost the split-KV kernel, in one run: decoding at Llama-3-8B's attention shape, batch 1
+(benchmarks/bench_decode.py's shape and timing) over one cache of random tokens, paged ((num_pages, P, kv_heads, d),
+each page's place drawn at random, or in order) at several page sizes, or contiguous ((1, kv_heads, L, d), SDPA's
+layout), every launch at the kernel's own split count (gpusim.decode's rule), beside SDPA's cuDNN backend on the
 contiguous cache; interleaved in rounds, the least of each launch's medians kept.
 
     python -m benchmarks.decode_layout --out $OUT           # about 70 s: $OUT/decode_layout.json

@@ -1,9 +1,9 @@
-"""Flash-Decoding's split count and the reduce's launch against cuDNN, in one run: at batch 1 and 8 over
-Llama-3-8B's paged cache (benchmarks/bench_decode.py's inputs and timing: CUDA-graph replay, input copies
-rotated past the L2), the split kernel at several split counts, each with the reduce as a programmatic
-dependent launch (pdl) and, at the kernel's own split count, without; SDPA's cuDNN and FlashAttention
-backends on the contiguous cache in the same process. What it measures decides the kernel's split rule
-(gpusim/decode.py); it is not fitted into the time model.
+"""Flash-Decoding's split count and the reduce's launch against cuDNN, in one run: at batch 1 and 8 over a paged cache
+at Llama-3-8B's attention shape (benchmarks/bench_decode.py's inputs and timing: CUDA-graph replay, input copies
+rotated past the L2), the split kernel at several split counts, each with the reduce as a programmatic dependent
+launch (pdl) and, at the kernel's own split count, without; SDPA's cuDNN and FlashAttention backends on the
+contiguous cache in the same process. What it measures decides the kernel's split rule (gpusim/decode.py); it is not
+fitted into the time model.
 
     python -m benchmarks.decode_splits --out $OUT --max-minutes 3
     TRITON_INTERPRET=1 python -m benchmarks.decode_splits --out /tmp --smoke      # CPU: the code paths

@@ -1,6 +1,6 @@
 """Flash-Decoding's launch choices on the GPU: the chunk (block_kv), the split count, warps and stages of the
-split kernel, timed at batch 1 and 8 over Llama-3-8B's paged cache (benchmarks/bench_decode.py's inputs and
-timing: CUDA-graph replay, input copies rotated past the L2). What it measures decides the kernel's launch
+split kernel, timed at batch 1 and 8 over a paged cache at Llama-3-8B's attention shape (benchmarks/bench_decode.py's
+inputs and timing: CUDA-graph replay, input copies rotated past the L2). What it measures decides the kernel's launch
 and the model's (gpusim/passes/split_kv.py); it is not fitted into the time model.
 
     python -m benchmarks.decode_tiles --out $OUT --max-minutes 3

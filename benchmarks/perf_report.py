@@ -189,7 +189,7 @@ def headline():
         f"(targets ≥ 1.0× at d = 128 non-causal, ≥ 0.95× elsewhere: missed, `docs/hopper.md`); its fp8 against "
         f"its fp16 at d = 128, N ≥ 4K: {_span(fp8)}.",
         backward_line(backward),
-        f"- **Decoding** one token at batch 1 (Llama-3-8B's attention, paged cache): one program per request and "
+        f"- **Decoding** one token at batch 1 (Llama-3-8B's attention shape, paged cache): one program per request and "
         f"K/V head (`num_splits=1`) takes {_span(slowdown)} split KV's time from 1K to 128K cached tokens; the model is "
         f"within 20% on {decode['within 20%']:.0%} of {decode['rows']} rows (batch 1, 8 and 64), its split launch "
         f"reaches {_span(copy, '')} of the copy bandwidth at 64K–128K. Against the fastest SDPA backend (on a "

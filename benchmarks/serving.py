@@ -1,4 +1,4 @@
-"""Decoding as a server calls it: Llama-3-8B's attention (32 query heads, 8 K/V heads, d 128, fp16), 32 calls
+"""Decoding as a server calls it: Llama-3-8B's attention shape (32 query heads, 8 K/V heads, d 128, fp16), 32 calls
 per token (one per layer, all over one layer-sized cache: every layer costs the same), each cache growing one
 token per step. Writes OUT/serving.json, rows {provider, batch, seq_kv, layers, steps, ms_per_token} (and
 capture_ms for the graphed SDPA providers, rel_err for ours against SDPA flash at the first step).
