@@ -750,6 +750,22 @@ def test_dkdv_ramp_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypat
     assert all(r["ms"] > 0 and "error" not in r and r["kernel"] == "dkdv" and r["heads"] == 2 for r in rows)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # the interpreter's overflow: dK/dV read an unset D
+def test_dkdv_edge_smoke_run_times_causal_dkdv_at_each_head_count(tmp_path, monkeypatch):
+    from benchmarks import dkdv_edge
+    rows = _smoke(dkdv_edge, tmp_path, monkeypatch, "dkdv_edge.json")
+    assert [(r["heads"], r["kv_heads"], r["seq"], r["block_q"], r["block_kv"]) for r in rows] == [
+        (h, h, 64, 16, 16) for h in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r and r["kernel"] == "dkdv" and r["causal"] for r in rows)
+
+
+def test_sm_edge_smoke_run_times_one_q_block_per_program_at_each_count(tmp_path, monkeypatch):
+    from benchmarks import sm_edge
+    rows = _smoke(sm_edge, tmp_path, monkeypatch, "sm_edge.json")
+    assert [(r["programs"], r["heads"], r["seq"], r["seq_kv"]) for r in rows] == [(p, p, 16, 16) for p in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
 def test_hopper_waves_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypatch):
     from benchmarks import hopper_waves
     rows = _smoke(hopper_waves, tmp_path, monkeypatch, "hopper_waves.json")
