@@ -3,7 +3,7 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before, unsplit_lone_before), each an
+lone_split_before, unsplit_lone_before, even_waves), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
@@ -152,8 +152,8 @@ def no_measured_issue():
 def preset_host_floor():
     """The model before the thirtieth session's host probe, while the block runs: every training step's host floor the
     preset's (GPU.train_step_host_s, host_run105.json's run), whatever the host's speed measured beside it."""
-    with _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False), "preset_host_floor",
-                  moves=TRAIN_ROWS):  # the host probe is a training row's
+    with even_waves(), _patched(heldout, "simulated", partial(heldout.simulated, host_probe=False),
+                                "preset_host_floor", moves=TRAIN_ROWS):  # the host probe is a training row's
         yield
 
 
@@ -226,14 +226,14 @@ def shared_chain():
     """The model before the decode reduce's fix, in part: a program's chain at its SM's issue rate whatever its warps
     (cost.own_hiding as cost.sm_hiding), so that two 2-warp reduce programs on an SM halved each other's chain. Only a
     block of fewer warps than the SM's schedulers is priced otherwise now: the decode reduce's."""
-    with _patched(cost, "own_hiding", cost.sm_hiding, "shared_chain", moves=DECODE_ROWS):
+    with even_waves(), _patched(cost, "own_hiding", cost.sm_hiding, "shared_chain", moves=DECODE_ROWS):
         yield
 
 
 @contextmanager
 def reduce_at_split_tiles():
     """The same, in part: the reduce's compiled resources looked up under the split kernel's tiles (split_tiles)."""
-    with _patched(SplitKV, "compiled_tiles", split_tiles, "reduce_at_split_tiles", moves=DECODE_ROWS):
+    with even_waves(), _patched(SplitKV, "compiled_tiles", split_tiles, "reduce_at_split_tiles", moves=DECODE_ROWS):
         yield
 
 
@@ -259,7 +259,7 @@ def lone_split_before():
     SM"), while the block runs: a split_kv program alone on its SM issues its compute on ISSUE_HIDING's line, then waits
     for its block table's and its tiles' whole loads each step (SplitKV.LONE_COPY empty), as every figure docs/perf.md
     quotes from before it."""
-    with _patched(SplitKV, "LONE_COPY", (), "lone_split_before", moves=DECODE_ROWS):
+    with even_waves(), _patched(SplitKV, "LONE_COPY", (), "lone_split_before", moves=DECODE_ROWS):
         yield
 
 
@@ -268,7 +268,7 @@ def unsplit_lone_before():
     """The model before the forty-ninth session's lone unsplit program (docs/perf.md, "What happened on the H200"),
     while the block runs: the lone copy rule the split kernel's only (SplitKV.LONE_COPY), the unsplit decode kernel's
     lone program waiting for its block table's and its tiles' whole loads each step."""
-    with _patched(SplitKV, "LONE_COPY", ("split_kv",), "unsplit_lone_before", moves=DECODE_ROWS):
+    with even_waves(), _patched(SplitKV, "LONE_COPY", ("split_kv",), "unsplit_lone_before", moves=DECODE_ROWS):
         yield
 
 
@@ -277,7 +277,24 @@ def before_ragged():
     """The model before the fifty-first session's ragged decode wave (cost.ragged_wave; docs/perf.md, "A ragged decode
     wave, adopted"), while the block runs: every decode batch priced by the waves' rule, as every figure docs/perf.md
     quotes from before it."""
-    with _patched(cost, "ragged_wave", lambda grid: False, "before_ragged", moves=DECODE_ROWS):
+    with even_waves(), _patched(cost, "ragged_wave", lambda grid: False, "before_ragged", moves=DECODE_ROWS):
+        yield
+
+
+def fullest_only(step, tail_steps, sharing, tail, last):
+    """cost.last_longest before the sixty-fifth session: the last wave's longest program beside last_per_sm programs
+    on its SM, as if every SM held that many."""
+    per_sm = cost.last_per_sm(step.grid, last)
+    return max(tail if per_sm == step.grid.resident else cost.tau(step, tail_steps, sharing, per_sm).tolist())
+
+
+@contextmanager
+def even_waves():
+    """The model before the sixty-fifth session's cost.last_longest, while the block runs: a one-wave launch spread
+    unevenly over the SMs (136 programs on 132) priced on its fullest SMs alone, with the launch's Schedule, as every
+    figure docs/perf.md quotes from before it (each context above that enters no other enters this one, but naive's three, whose launches it does not
+    move)."""
+    with _patched(cost, "last_longest", fullest_only, "even_waves"):
         yield
 
 

@@ -42,7 +42,9 @@ The model, in five steps, each a choice written down here:
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
    wave's) / slots + the last wave's longest tau, plus the launch overhead. A last wave of fewer programs than
    slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
-   SM's units with only those (alone, nothing hides its first loads). The L2 and DRAM serve the whole
+   SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
+   SMs (136 programs on 132) leaves most SMs a program fewer, each with its own Schedule (fewer warps hide less):
+   its longest program is priced on both and the slower counts (last_longest). The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
    the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
@@ -61,7 +63,8 @@ Rates are the GPU preset's (datasheet peaks, or measured ones for H200-measured 
 
 In the code, each step is a function reading one record: occupied() (step 1) makes the Grid; rates()
 (step 2); unit_times() (with sm_hiding() and own_hiding()), one_step() and step_chain() (step 3) make the Schedule;
-busy() (with sm_compute()), chain(), tau() and alone_wait() (step 4); waves() (step 5, with list_schedule()) makes
+busy() (with sm_compute()), chain(), tau() and alone_wait() (step 4); waves() (step 5, with last_longest() and
+list_schedule()) makes
 the Timing; launch_time() runs the five, and kernel_time() adds stored_after().
 """
 import heapq
@@ -567,12 +570,27 @@ def wave_time(step):
     tail_steps = work.tail[:last]  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
-    per_sm = last_per_sm(grid, last)  # on SMs holding fewer than b, its programs take less
-    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
+    longest = last_longest(step, tail_steps, sharing, tail, last)
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
     time = (ragged_time(step) if ragged_wave(grid) else
             (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch)
     return time, total, sharing, launch, tail_steps
+
+
+def last_longest(step, tail_steps, sharing, tail, last):
+    """The last wave's longest program: beside last_per_sm programs on its SM (on SMs holding fewer than b, its
+    programs take less). A launch of one wave spread unevenly over the SMs (136 programs on 132) leaves the rest of
+    them a program fewer, each with its own Schedule (fewer warps on an SM hide less of a chain's issue: own_hiding;
+    one alone hides none of its first loads): its longest is priced on both, and the slower counts."""
+    grid = step.grid
+    b, sms = grid.resident, grid.cfg.gpu.sm_count
+    per_sm = last_per_sm(grid, last)
+    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
+    fewer = last // sms
+    if grid.programs != last or not 1 <= fewer < b:
+        return longest
+    held = one_step(replace(grid, resident=fewer, slots=sms * fewer), step.rate)
+    return max(longest, float(np.max(tau(held, tail_steps, sharing, fewer))))
 
 
 def ragged_wave(grid):

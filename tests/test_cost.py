@@ -473,6 +473,28 @@ def test_naive_rows_not_a_multiple_of_16_lie_a_multiple_of_16_apart():
     assert runs[1008].predicted_time_s < runs[1016].predicted_time_s <= runs[1024].predicted_time_s
 
 
+def test_a_wave_spread_unevenly_prices_its_longest_on_the_sms_holding_a_program_fewer_too():
+    """cost.last_longest: flash2 at 32 x 32, d = 64, J = 16, one Q block per program. 132 programs hold one an SM;
+    136 put two on 4 SMs and leave 128 alone, whose Schedule is a lone program's (its chain's issue unhidden by a
+    neighbour's warps, its first loads too): the launch is priced on both and the slower counts, so it takes no less
+    than 132's. Priced on the fuller SMs alone (report_history.even_waves, the rule before), it took 11% less."""
+    def launch(programs):
+        r = gpusim.simulate("flash2", batch=1, heads=programs, seq=32, seq_kv=16 * 32, head_dim=64, dtype="fp16",
+                            gpu="H100-measured", tiles=gpusim.Tiles(32, 32))
+        return r.predicted_time_s, *cost.schedule(r)
+
+    alone, _, _ = launch(132)
+    time, grid, step = launch(136)
+    assert grid.resident == 2 and grid.programs == 136
+    lone = cost.one_step(dataclasses.replace(grid, resident=1, slots=132), step.rate)
+    sharing = cost.wave_sharing(step, grid.work.tail[:136], 136)
+    launch_s = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
+    fuller, fewer = (float(cost.tau(s, np.asarray([16]), sharing, k)[0]) for s, k in ((step, 2), (lone, 1)))
+    assert fewer > 1.05 * fuller  # at this tile the lone program is the slower
+    assert time == pytest.approx(fewer + launch_s, rel=1e-12) and time >= alone
+    assert fuller + launch_s < 0.92 * alone
+
+
 def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
     """cost.last_per_sm (last_wave.json, run 121): flash2 at 64 x 64, d = 64, holds b = 4 programs per SM; with 132 x m
     alike programs of J = 16 steps, m = 5, 6, 7 leave a last wave of k = 1, 2, 3 per SM. The waves before it are priced

@@ -586,13 +586,18 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
     H200-measured the dots' counted rows priced at the 64-row tile's measured tensor rate."""
     text = doc("perf.md")
     us = lambda r: f"{r.predicted_time_s * 1e6:.2f}"  # noqa: E731
-    short, long = (gpusim.simulate("split_kv", **dict(DECODE_SHAPE, seq_kv=n), gpu="H200-measured")
-                   for n in (1024, 2048))
+    def launches():
+        return [gpusim.simulate("split_kv", **dict(DECODE_SHAPE, seq_kv=n), gpu="H200-measured") for n in (1024, 2048)]
+    with report_history.even_waves():  # before cost.last_longest
+        short, long = launches()
     assert long.predicted_time_s < short.predicted_time_s
     sms = gpusim.get_gpu("H200-measured").sm_count
     assert (short.kernels[0].programs, long.kernels[0].programs, 2 * sms - long.kernels[0].programs) == (128, 256, 8)
-    assert (f"on H200-measured ({us(short)} to {us(long)} µs) its 128 programs, one a SM, become 256, priced at two a "
-            f"SM on the SM's shared rate though 8 SMs still hold one") in text
+    assert (f"on H200-measured ({us(short)} to {us(long)} µs) the 128 programs, one a SM, become 256, and the whole "
+            f"launch was priced at two a SM on the SM's shared rate, though 8 SMs still hold one") in text
+    now = launches()
+    assert now[1].predicted_time_s > now[0].predicted_time_s == short.predicted_time_s
+    assert f"and the slower counts: {us(now[0])} to {us(now[1])} µs now" in text
     four, five = (gpusim.simulate("split_kv", seq=s, gpu="H100-SXM", page_size=16, **dict(DECODE_SHAPE, seq_kv=16384))
                   for s in (4, 5))
     assert five.predicted_time_s < four.predicted_time_s
@@ -606,6 +611,27 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
     rate = [cost.mma_efficiency(gpu, r.config, 4) for r in (eight, nine)]
     assert f"the tile's rate, {rate[1] / rate[0]:.1f} times as high at 64 rows as at 32" in text
     assert f"(this shape at 4,096 tokens: {us(eight)} µs at 8 rows, {us(nine)} µs at 9)" in text
+
+
+def test_perf_md_quotes_what_the_uneven_wave_rule_moved():
+    """cost.last_longest's moves as docs/perf.md gives them, recomputed (report_heldout.uneven_wave_moves): each row it
+    moved priced slower, none of the fitted forward and training files'."""
+    text = doc("perf.md")
+    moves = report_heldout.uneven_wave_moves()
+    rows, moved, was, now, most, least = moves["H200 held-out"]
+    assert least > 1 and (f"It moved {moved} of the H200's {rows:,} held-out rows, each priced slower, by up to {most:.2f}×, "
+            f"{_count(was - now)} out of the 20% band ({was:,} → {now:,} within)") in text
+    rows, moved, was, now, most, _ = moves["H100 held-out"]
+    assert was == now and f"{moved} of the H100's {rows}, by up to {most:.2f}× ({now} within either way)" in text
+    rows, moved, was, now, most, _ = moves["decode.json"]
+    assert (f"{moved} of `decode.json`'s {rows} rows, by up to {most:.2f}×, {_count(was - now)} out ({was} → {now})"
+            in text)
+    assert all(moves[name][1] == 0 for name in ("bench.json", "tiles.json", "bench_bwd.json"))
+    assert all(least >= 1 for *_, least in moves.values())
+
+
+def _count(n):
+    return {1: "one", 2: "two", 3: "three"}.get(n, str(n))
 
 
 def test_perf_md_quotes_several_query_rows_on_an_h200_as_measured():
@@ -768,8 +794,9 @@ def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions()
                     .split())  # one space for each run of spaces and line breaks
     with report_history.unsplit_lone_before():  # the model at the run
         h200 = report_kernels.split_lone_steps("split_lone_others.json")
-    h100, now = (report_kernels.split_lone_steps(name) for name in ("split_lone_others_h100.json",
-                                                                     "split_lone_others.json"))
+    h100 = report_kernels.split_lone_steps("split_lone_others_h100.json")
+    with report_history.even_waves():  # as the rule left the model (cost.last_longest came after)
+        now = report_kernels.split_lone_steps("split_lone_others.json")
     run170, rows = report_kernels.split_lone_steps(), (1, 8, 16)
 
     def step(n, cache, splits, steps=h200):
@@ -827,7 +854,8 @@ def test_perf_md_quotes_the_h200s_lone_split_programs_against_both_predictions()
     assert {key for key in now if now[key][3] != h200[key][3]} == set(unsplit_keys)  # the rule's move: these alone
     assert (f"Run 172's unsplit paged rows move from {span([priced[k] for k in unsplit_keys])}× to "
             f"{span([now[k][3] / now[k][2] for k in unsplit_keys])}×") in text
-    _unsplit_rule_elsewhere(text)
+    with report_history.even_waves():  # what the rule moved, cost.last_longest (after it) apart
+        _unsplit_rule_elsewhere(text)
     loads = _paged_read_steps()
     assert loads["n_regs"] == {40, 43, 44} and loads["shared_bytes"] == {256}
     assert "compiled to 40–44 registers and 256 B of shared memory" in text
@@ -1055,4 +1083,5 @@ def test_perf_md_quotes_the_ragged_decode_wave_as_fitted_and_moved():
                                     gpu=gpu).predicted_time_s for r in rows]
         with report_history.before_ragged():
             before = priced()
-        assert rows and priced() == before, file
+        with report_history.even_waves():  # as the ragged rule left them (cost.last_longest came after)
+            assert rows and priced() == before, file
