@@ -543,10 +543,11 @@ def meets_target(pairs):
     return heldout.meets_target(labelled(pairs))
 
 
-def uneven_wave_moves():
-    """What cost.last_longest moved (docs/perf.md, after "Not every decode shape is monotone yet"): per scored group
-    (the H200's held-out sets pooled, the H100's on H100-measured pooled, each fitted file), (rows, rows moved, within
-    20% before, within 20% after, the most and the least a moved row's price grew, as ratios)."""
+def uneven_wave_moves(before=even_waves):
+    """What cost.last_longest moved (docs/perf.md, after "Not every decode shape is monotone yet"), or what the change
+    that `before` takes away did: per scored group (the H200's held-out sets pooled, the H100's on H100-measured
+    pooled, each fitted file), (rows, rows moved, within 20% before, within 20% after, the most and the least a moved
+    row's price grew, as ratios)."""
     from benchmarks import report_gpus
 
     def groups():
@@ -554,7 +555,7 @@ def uneven_wave_moves():
                 for _, x in report_gpus.ratios(path, report_gpus.PRESETS[0])]
         return ({"H200 held-out": [x for name in HELD_OUT for _, x in agreement.heldout_rows(name)], "H100 held-out": h100}
                 | {name: [x for _, x in agreement.rows(name)] for name in agreement.FILES})
-    with even_waves():
+    with before():
         was = groups()
     now = groups()
     grew = {k: [b / a for a, b in zip(was[k], now[k]) if a != b] or [1.0] for k in now}

@@ -3,7 +3,7 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before, unsplit_lone_before, even_waves), each an
+lone_split_before, unsplit_lone_before, even_waves, no_in_full), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
@@ -290,11 +290,19 @@ def fullest_only(step, tail_steps, sharing, tail, last):
 
 @contextmanager
 def even_waves():
-    """The model before the sixty-fifth session's cost.last_longest, while the block runs: a one-wave launch spread
-    unevenly over the SMs (136 programs on 132) priced on its fullest SMs alone, with the launch's Schedule, as every
-    figure docs/perf.md quotes from before it (each context above that enters no other enters this one, but naive's three, whose launches it does not
-    move)."""
-    with _patched(cost, "last_longest", fullest_only, "even_waves"):
+    """The model before the sixty-fifth session's cost.last_longest (and its cost.in_full, after it), while the block
+    runs: a one-wave launch spread unevenly over the SMs (136 programs on 132) priced on its fullest SMs alone, with the
+    launch's Schedule, as every figure docs/perf.md quotes from before it (each context above that enters no other
+    enters this one, but naive's three, whose launches it does not move)."""
+    with no_in_full(), _patched(cost, "last_longest", fullest_only, "even_waves"):
+        yield
+
+
+@contextmanager
+def no_in_full():
+    """The model before the sixty-fifth session's cost.in_full, while the block runs: a longest-first launch past one
+    wave priced by the last-wave rule alone."""
+    with _patched(cost, "in_full", lambda step: 0.0, "no_in_full"):
         yield
 
 

@@ -44,7 +44,8 @@ The model, in five steps, each a choice written down here:
    slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
    SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
    SMs (136 programs on 132) leaves most SMs a program fewer, each with its own Schedule (fewer warps hide less):
-   its longest program is priced on both and the slower counts (last_longest). The L2 and DRAM serve the whole
+   its longest program is priced on both and the slower counts (last_longest). A launch of its longest programs first
+   past one wave ends no sooner than its longest program's tau in a full wave (in_full). The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
    the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
@@ -572,9 +573,22 @@ def wave_time(step):
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
     longest = last_longest(step, tail_steps, sharing, tail, last)
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
+    waved = (total - sum(tail)) / slots + longest
     time = (ragged_time(step) if ragged_wave(grid) else
-            (list_schedule(step, total) if listed(grid) else (total - sum(tail)) / slots + longest) + launch)
+            (list_schedule(step, total) if listed(grid) else max(waved, in_full(step))) + launch)
     return time, total, sharing, launch, tail_steps
+
+
+def in_full(step):
+    """A launch of its longest programs first (Work.longest_first; causal dK/dV at two or more programs an SM, which
+    listed() leaves to the last-wave rule) and of more programs than slots: its longest program runs in the first, full
+    wave and ends no sooner than its tau there, beside b - 1 others on its SM, whatever the last wave holds (its
+    shortest programs, which the last-wave rule took for its longest: one problem past the slots cut the time up to
+    35%). A bound, not the end: programs that follow a problem's longest still end after it (docs/perf.md)."""
+    grid = step.grid
+    if not grid.work.longest_first or grid.programs <= grid.slots:
+        return 0.0
+    return float(np.max(tau(step, grid.work.values, grid.resident, grid.resident)))
 
 
 def last_longest(step, tail_steps, sharing, tail, last):

@@ -170,6 +170,30 @@ def test_a_causal_dkdv_launch_is_list_scheduled_in_its_grids_order(monkeypatch):
     assert not dkdv_schedule(full)[0].work.longest_first  # every program alike: nothing to order
 
 
+def test_a_longest_first_launch_past_one_wave_ends_no_sooner_than_its_longest_program_in_a_full_wave():
+    """cost.in_full: causal dK/dV at 32 x 32, d = 64, N = 1,024, five programs an SM (660 slots on 132 SMs), each
+    problem's 32 programs launched longest first. 20 problems (640 programs) fill one wave; 21 (672) put 12 programs
+    past it, the last problem's shortest. The last-wave rule priced 672 as the rest spread evenly plus those 12, 35%
+    faster than 640; the launch ends no sooner than its longest program's tau in the first, full wave."""
+    def launch(heads):
+        r = gpusim.simulate("flash2", batch=1, heads=heads, seq=1024, head_dim=64, causal=True, dtype="fp16",
+                            gpu="H100-measured", backward=True, backward_blocks=(32, 32))
+        return next(k for k in r.kernels if k.name == "dkdv"), *dkdv_schedule(r)
+
+    one, _, _ = launch(20)
+    past, grid, step = launch(21)
+    assert (grid.resident, grid.slots, one.programs, grid.programs) == (5, 660, 640, 672)
+    assert grid.work.longest_first and not cost.listed(grid)
+    longest = float(np.max(cost.tau(step, grid.work.values, 5, 5)))
+    launch_s = grid.cfg.pass_.launch_s(grid.cfg, "dkdv")
+    assert past.predicted_time_s == pytest.approx(longest + launch_s, rel=1e-12)
+    assert past.predicted_time_s >= one.predicted_time_s
+    waved = cost.wave_time(step)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cost, "in_full", lambda step: 0.0)
+        assert cost.wave_time(step)[0] < 0.7 * one.predicted_time_s < waved[0]
+
+
 def dkdv_schedule(result):
     """cost.schedule of a training step's dK/dV launch: its Grid and Schedule."""
     dkdv = next(k for k in result.kernels if k.name == "dkdv")

@@ -630,6 +630,33 @@ def test_perf_md_quotes_what_the_uneven_wave_rule_moved():
     assert all(least >= 1 for *_, least in moves.values())
 
 
+def test_perf_md_quotes_the_longest_first_bound_and_the_drops_it_leaves():
+    """cost.in_full as docs/perf.md gives it: causal dK/dV one problem past five programs an SM, before and after the
+    bound; a drop it leaves past two waves, and the largest over five tiles at d = 64 and 1 to 99 heads; no row of a
+    scored file moved (report_heldout.uneven_wave_moves under report_history.no_in_full)."""
+    text = doc("perf.md").split("**Two programs an SM or more**")[1].split("###")[0]
+
+    def dkdv(heads, seq, tiles):
+        r = gpusim.simulate("flash2", batch=1, heads=heads, seq=seq, head_dim=64, causal=True, dtype="fp16",
+                            gpu="H100-measured", backward=True, backward_blocks=tiles)
+        return next(k for k in r.kernels if k.name == "dkdv")
+    us = lambda k: f"{k.predicted_time_s * 1e6:.2f}"  # noqa: E731
+    with report_history.no_in_full():
+        one, past = dkdv(20, 1024, (32, 32)), dkdv(21, 1024, (32, 32))
+    now = dkdv(21, 1024, (32, 32))
+    assert (one.programs, past.programs, one.blocks_per_sm) == (640, 672, 5)
+    assert f"640 → 672 programs, {us(one)} → {us(past)} µs)" in " ".join(text.split())
+    assert f"in a full wave (the first, where a longest-first launch runs it): {us(now)} µs at 672" in " ".join(text.split())
+    two, three = dkdv(16, 2048, (64, 64)), dkdv(17, 2048, (64, 64))
+    assert f"512 → 544 programs, {us(two)} → {us(three)} µs; by up to" in " ".join(text.split())
+    falls = []
+    for seq, tiles in ((2048, (64, 64)), (1024, (32, 32)), (512, (16, 32)), (4096, (64, 64)), (1024, (64, 32))):
+        times = [dkdv(h, seq, tiles).predicted_time_s for h in range(1, 100)]
+        falls += [b / a for a, b in zip(times, times[1:])]
+    assert f"by up to {100 * (1 - min(falls)):.0f}% over five tiles at d = 64, 1 to 99 heads" in " ".join(text.split())
+    assert all(moved == 0 for _, moved, *_ in report_heldout.uneven_wave_moves(report_history.no_in_full).values())
+
+
 def _count(n):
     return {1: "one", 2: "two", 3: "three"}.get(n, str(n))
 
