@@ -1,6 +1,7 @@
 """docs/perf.md's "Another GPU, measured the same way": an H100's microbenchmarks read by the H200's rules
 (benchmarks/h200_constants.gpu_constants) beside H200-measured and the datasheet preset H100-SXM, the H100's held-out
-sets scored on both presets, and seed 2095's rows as the two GPUs timed them.
+sets scored on both presets, seed 2095's rows as the two GPUs timed them, and what the sixty-fifth session's wave
+rules moved on every scored file of both GPUs (uneven_wave_moves).
 
     python -m benchmarks.report_gpus        # the tables and lines docs/perf.md and README print
 """
@@ -15,7 +16,7 @@ import numpy as np
 import gpusim
 from gpusim import cost
 from benchmarks import agreement, h200_constants, ncu, report_heldout, report_kernels
-from benchmarks.report_history import before_ragged
+from benchmarks.report_history import before_ragged, even_waves
 from gpusim_course.provenance import heldout
 
 H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
@@ -793,6 +794,24 @@ def headline_line():
             f"(decode priced by the ragged-wave rule adopted on 2026-12-06, whose form was chosen after the other "
             f"{len(shares) - len(blind)} sets' decode rows were read; the {len(blind)} measured after it, blind to it: "
             f"decode {decode}%; `docs/perf.md`, \"A ragged decode wave, adopted\"). {nsight_sentence()}")
+
+
+def uneven_wave_moves(before=even_waves):
+    """What cost.last_longest moved (docs/perf.md, after "Not every decode shape is monotone yet"), or what the change
+    that `before` takes away did: per scored group (the H200's held-out sets pooled, the H100's on H100-measured
+    pooled, each fitted file), (rows, rows moved, within 20% before, within 20% after, the most and the least a moved
+    row's price grew, as ratios)."""
+    def groups():
+        h100 = [x for path in sorted(H100.glob("heldout_*.json")) for _, x in ratios(path, PRESETS[0])]
+        return ({"H200 held-out": [x for name in report_heldout.HELD_OUT for _, x in agreement.heldout_rows(name)],
+                 "H100 held-out": h100}
+                | {name: [x for _, x in agreement.rows(name)] for name in agreement.FILES})
+    with before():
+        was = groups()
+    now = groups()
+    grew = {k: [b / a for a, b in zip(was[k], now[k]) if a != b] or [1.0] for k in now}
+    return {k: (len(now[k]), sum(a != b for a, b in zip(was[k], now[k])), _within(was[k]), _within(now[k]),
+                max(grew[k]), min(grew[k])) for k in now}
 
 
 if __name__ == "__main__":

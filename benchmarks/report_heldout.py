@@ -14,7 +14,7 @@ import numpy as np
 
 from benchmarks import agreement
 from benchmarks.report_history import (
-    _patched, before_ragged, counted_dots, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
+    _patched, before_ragged, counted_dots, dkdv_by_waves, events_launch, full_last_wave, lone_by_port,
     lone_split_before, naive_before, no_list_schedule, no_lone_copy, no_lone_pipeline, no_measured_issue, no_own_copy,
     one_warp_issue, preset_host_floor)
 from benchmarks.report_kernels import ROOT, _span
@@ -541,27 +541,3 @@ def blind_scorings_table():
 def meets_target(pairs):
     """Issue 24's target for agreement.heldout_rows' pairs: heldout.meets_target."""
     return heldout.meets_target(labelled(pairs))
-
-
-def uneven_wave_moves(before=even_waves):
-    """What cost.last_longest moved (docs/perf.md, after "Not every decode shape is monotone yet"), or what the change
-    that `before` takes away did: per scored group (the H200's held-out sets pooled, the H100's on H100-measured
-    pooled, each fitted file), (rows, rows moved, within 20% before, within 20% after, the most and the least a moved
-    row's price grew, as ratios)."""
-    from benchmarks import report_gpus
-
-    def groups():
-        h100 = [x for path in sorted(report_gpus.H100.glob("heldout_*.json"))
-                for _, x in report_gpus.ratios(path, report_gpus.PRESETS[0])]
-        return ({"H200 held-out": [x for name in HELD_OUT for _, x in agreement.heldout_rows(name)], "H100 held-out": h100}
-                | {name: [x for _, x in agreement.rows(name)] for name in agreement.FILES})
-    with before():
-        was = groups()
-    now = groups()
-    grew = {k: [b / a for a, b in zip(was[k], now[k]) if a != b] or [1.0] for k in now}
-    return {k: (len(now[k]), sum(a != b for a, b in zip(was[k], now[k])), _share(was[k]), _share(now[k]),
-                max(grew[k]), min(grew[k])) for k in now}
-
-
-def _share(ratios):
-    return sum(abs(x - 1) <= 0.2 for x in ratios)

@@ -281,20 +281,13 @@ def before_ragged():
         yield
 
 
-def fullest_only(step, tail_steps, sharing, tail, last):
-    """cost.last_longest before the sixty-fifth session: the last wave's longest program beside last_per_sm programs
-    on its SM, as if every SM held that many."""
-    per_sm = cost.last_per_sm(step.grid, last)
-    return max(tail if per_sm == step.grid.resident else cost.tau(step, tail_steps, sharing, per_sm).tolist())
-
-
 @contextmanager
 def even_waves():
     """The model before the sixty-fifth session's cost.last_longest (and its cost.in_full, after it), while the block
     runs: a one-wave launch spread unevenly over the SMs (136 programs on 132) priced on its fullest SMs alone, with the
     launch's Schedule, as every figure docs/perf.md quotes from before it (each context above that enters no other
     enters this one, but naive's three, whose launches it does not move)."""
-    with no_in_full(), _patched(cost, "last_longest", fullest_only, "even_waves"):
+    with no_in_full(), _patched(cost, "last_longest", cost.fullest, "even_waves"):
         yield
 
 

@@ -592,19 +592,25 @@ def in_full(step):
 
 
 def last_longest(step, tail_steps, sharing, tail, last):
-    """The last wave's longest program: beside last_per_sm programs on its SM (on SMs holding fewer than b, its
+    """The last wave's longest program: beside last_per_sm programs on its SM (fullest; on SMs holding fewer than b, its
     programs take less). A launch of one wave spread unevenly over the SMs (136 programs on 132) leaves the rest of
     them a program fewer, each with its own Schedule (fewer warps on an SM hide less of a chain's issue: own_hiding;
     one alone hides none of its first loads): its longest is priced on both, and the slower counts."""
     grid = step.grid
     b, sms = grid.resident, grid.cfg.gpu.sm_count
-    per_sm = last_per_sm(grid, last)
-    longest = max(tail if per_sm == b else tau(step, tail_steps, sharing, per_sm).tolist())
+    longest = fullest(step, tail_steps, sharing, tail, last)
     fewer = last // sms
     if grid.programs != last or not 1 <= fewer < b:
         return longest
     held = one_step(replace(grid, resident=fewer, slots=sms * fewer), step.rate)
     return max(longest, float(np.max(tau(held, tail_steps, sharing, fewer))))
+
+
+def fullest(step, tail_steps, sharing, tail, last):
+    """The last wave's longest program beside last_per_sm programs on its SM, with the launch's Schedule (tail: the
+    wave's taus at b an SM, as the waves before it count them)."""
+    per_sm = last_per_sm(step.grid, last)
+    return max(tail if per_sm == step.grid.resident else tau(step, tail_steps, sharing, per_sm).tolist())
 
 
 def ragged_wave(grid):

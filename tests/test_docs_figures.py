@@ -614,13 +614,14 @@ def test_perf_md_quotes_the_decode_shapes_still_not_monotone_and_why():
 
 
 def test_perf_md_quotes_what_the_uneven_wave_rule_moved():
-    """cost.last_longest's moves as docs/perf.md gives them, recomputed (report_heldout.uneven_wave_moves): each row it
+    """cost.last_longest's moves as docs/perf.md gives them, recomputed (report_gpus.uneven_wave_moves): each row it
     moved priced slower, none of the fitted forward and training files'."""
+    from benchmarks import report_gpus
     text = doc("perf.md")
-    moves = report_heldout.uneven_wave_moves()
+    moves = report_gpus.uneven_wave_moves()
     rows, moved, was, now, most, least = moves["H200 held-out"]
-    assert least > 1 and (f"It moved {moved} of the H200's {rows:,} held-out rows, each priced slower, by up to {most:.2f}×, "
-            f"{_count(was - now)} out of the 20% band ({was:,} → {now:,} within)") in text
+    assert least > 1 and (f"It moved {moved} of the H200's {rows:,} held-out rows, each priced slower, by up to "
+                          f"{most:.2f}×, {_count(was - now)} out of the 20% band ({was:,} → {now:,} within)") in text
     rows, moved, was, now, most, _ = moves["H100 held-out"]
     assert was == now and f"{moved} of the H100's {rows}, by up to {most:.2f}× ({now} within either way)" in text
     rows, moved, was, now, most, _ = moves["decode.json"]
@@ -633,7 +634,8 @@ def test_perf_md_quotes_what_the_uneven_wave_rule_moved():
 def test_perf_md_quotes_the_longest_first_bound_and_the_drops_it_leaves():
     """cost.in_full as docs/perf.md gives it: causal dK/dV one problem past five programs an SM, before and after the
     bound; a drop it leaves past two waves, and the largest over five tiles at d = 64 and 1 to 99 heads; no row of a
-    scored file moved (report_heldout.uneven_wave_moves under report_history.no_in_full)."""
+    scored file moved (report_gpus.uneven_wave_moves under report_history.no_in_full)."""
+    from benchmarks import report_gpus
     text = doc("perf.md").split("**Two programs an SM or more**")[1].split("###")[0]
 
     def dkdv(heads, seq, tiles):
@@ -654,7 +656,7 @@ def test_perf_md_quotes_the_longest_first_bound_and_the_drops_it_leaves():
         times = [dkdv(h, seq, tiles).predicted_time_s for h in range(1, 100)]
         falls += [b / a for a, b in zip(times, times[1:])]
     assert f"by up to {100 * (1 - min(falls)):.0f}% over five tiles at d = 64, 1 to 99 heads" in " ".join(text.split())
-    assert all(moved == 0 for _, moved, *_ in report_heldout.uneven_wave_moves(report_history.no_in_full).values())
+    assert all(moved == 0 for _, moved, *_ in report_gpus.uneven_wave_moves(report_history.no_in_full).values())
 
 
 def _count(n):
