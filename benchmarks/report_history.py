@@ -295,7 +295,7 @@ def even_waves():
 def no_in_full():
     """The model before the sixty-fifth session's cost.in_full, while the block runs: a longest-first launch past one
     wave priced by the last-wave rule alone."""
-    with _patched(cost, "in_full", lambda step: 0.0, "no_in_full"):
+    with _patched(cost, "in_full", lambda grid, taus: 0.0, "no_in_full"):
         yield
 
 

@@ -566,7 +566,8 @@ def wave_time(step):
     cost, the last wave's steps)."""
     grid = step.grid
     work, b, slots = grid.work, grid.resident, grid.slots
-    total = float(np.dot(work.counts.astype(np.float64), tau(step, work.values, b, b)))  # every program, as arrays
+    taus = tau(step, work.values, b, b)  # every program in a full wave, as arrays
+    total = float(np.dot(work.counts.astype(np.float64), taus))
     last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
     tail_steps = work.tail[:last]  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
@@ -575,20 +576,20 @@ def wave_time(step):
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
     waved = (total - sum(tail)) / slots + longest
     time = (ragged_time(step) if ragged_wave(grid) else
-            (list_schedule(step, total) if listed(grid) else max(waved, in_full(step))) + launch)
+            (list_schedule(step, total) if listed(grid) else max(waved, in_full(grid, taus))) + launch)
     return time, total, sharing, launch, tail_steps
 
 
-def in_full(step):
+def in_full(grid, taus):
     """A launch of its longest programs first (Work.longest_first; causal dK/dV at two or more programs an SM, which
     listed() leaves to the last-wave rule) and of more programs than slots: its longest program runs in the first, full
     wave and ends no sooner than its tau there, beside b - 1 others on its SM, whatever the last wave holds (its
     shortest programs, which the last-wave rule took for its longest: one problem past the slots cut the time up to
-    35%). A bound, not the end: programs that follow a problem's longest still end after it (docs/perf.md)."""
-    grid = step.grid
+    35%). A bound, not the end: programs that follow a problem's longest still end after it (docs/perf.md). taus:
+    each of the Work's values' tau in a full wave (wave_time's)."""
     if not grid.work.longest_first or grid.programs <= grid.slots:
         return 0.0
-    return float(np.max(tau(step, grid.work.values, grid.resident, grid.resident)))
+    return float(np.max(taus))
 
 
 def last_longest(step, tail_steps, sharing, tail, last):

@@ -190,7 +190,7 @@ def test_a_longest_first_launch_past_one_wave_ends_no_sooner_than_its_longest_pr
     assert past.predicted_time_s >= one.predicted_time_s
     waved = cost.wave_time(step)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cost, "in_full", lambda step: 0.0)
+        mp.setattr(cost, "in_full", lambda grid, taus: 0.0)
         assert cost.wave_time(step)[0] < 0.7 * one.predicted_time_s < waved[0]
 
 
