@@ -16,7 +16,7 @@ import numpy as np
 import gpusim
 from gpusim import cost
 from benchmarks import agreement, h200_constants, ncu, report_heldout, report_kernels
-from benchmarks.report_history import before_ragged, even_waves
+from benchmarks.report_history import before_ragged, even_waves, one_slot_listed
 from gpusim_course.provenance import heldout
 
 H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
@@ -796,11 +796,11 @@ def headline_line():
             f"decode {decode}%; `docs/perf.md`, \"A ragged decode wave, adopted\"). {nsight_sentence()}")
 
 
-def uneven_wave_moves(before=even_waves):
+def uneven_wave_moves(before=even_waves, after=one_slot_listed):
     """What cost.last_longest moved (docs/perf.md, after "Not every decode shape is monotone yet"), or what the change
-    that `before` takes away did: per scored group (the H200's held-out sets pooled, the H100's on H100-measured
-    pooled, each fitted file), (rows, rows moved, within 20% before, within 20% after, the most and the least a moved
-    row's price grew, as ratios)."""
+    from the model `before` leaves to the one `after` leaves did (nullcontext: the model as it stands): per scored
+    group (the H200's held-out sets pooled, the H100's on H100-measured pooled, each fitted file), (rows, rows moved,
+    within 20% before, within 20% after, the most and the least a moved row's price grew, as ratios)."""
     def groups():
         h100 = [x for path in sorted(H100.glob("heldout_*.json")) for _, x in ratios(path, PRESETS[0])]
         return ({"H200 held-out": [x for name in report_heldout.HELD_OUT for _, x in agreement.heldout_rows(name)],
@@ -808,7 +808,8 @@ def uneven_wave_moves(before=even_waves):
                 | {name: [x for _, x in agreement.rows(name)] for name in agreement.FILES})
     with before():
         was = groups()
-    now = groups()
+    with after():
+        now = groups()
     grew = {k: [b / a for a, b in zip(was[k], now[k]) if a != b] or [1.0] for k in now}
     return {k: (len(now[k]), sum(a != b for a, b in zip(was[k], now[k])), _within(was[k]), _within(now[k]),
                 max(grew[k]), min(grew[k])) for k in now}

@@ -14,7 +14,7 @@ import numpy as np
 
 from benchmarks import agreement
 from benchmarks.report_history import (
-    _patched, before_ragged, counted_dots, dkdv_by_waves, events_launch, full_last_wave, lone_by_port,
+    _patched, before_ragged, counted_dots, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
     lone_split_before, naive_before, no_list_schedule, no_lone_copy, no_lone_pipeline, no_measured_issue, no_own_copy,
     one_warp_issue, preset_host_floor)
 from benchmarks.report_kernels import ROOT, _span
@@ -495,8 +495,9 @@ SCORED_BEFORE_RAGGED = (
 )
 BLIND_SCORINGS = tuple((sets, label, (*models, before_ragged)) for sets, label, models in SCORED_BEFORE_RAGGED) + (
     (BLIND_RAGGED, "seeds 2096 to 2099, scored blind to the forty-seventh to fifty-first sessions' changes, the "
-     "ragged decode wave's among them", ()),
-    (AFTER_RAGGED_H200, "seeds 2100 and 2101, measured and scored once after the ragged decode wave, on the H200", ()),)
+     "ragged decode wave's among them", (even_waves,)),
+    (AFTER_RAGGED_H200, "seeds 2100 and 2101, measured and scored once after the ragged decode wave, on the H200",
+     (even_waves,)),)
 
 
 @contextmanager

@@ -3,7 +3,7 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before, unsplit_lone_before, even_waves, no_in_full), each an
+lone_split_before, unsplit_lone_before, even_waves, one_slot_listed), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
@@ -165,10 +165,11 @@ def dkdv_by_waves():
     """The model before the thirty-third session's list-scheduled dK/dV, while the block runs: the backward's causal
     K/V-major launches (COLUMN_KERNELS), which run each problem's longest programs first, priced by the last-wave
     rule, as every figure docs/perf.md quotes from before it."""
-    base = cost.listed
-    with lone_by_port(), _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS,
-                                  "dkdv_by_waves", moves=TRAIN_ROWS):
-        yield
+    with lone_by_port():
+        base = cost.listed  # as lone_by_port leaves it (one program an SM: one_slot_listed)
+        with _patched(cost, "listed", lambda grid: base(grid) and grid.kernel not in COLUMN_KERNELS, "dkdv_by_waves",
+                      moves=TRAIN_ROWS):
+            yield
 
 
 @contextmanager
@@ -283,19 +284,24 @@ def before_ragged():
 
 @contextmanager
 def even_waves():
-    """The model before the sixty-fifth session's cost.last_longest (and its cost.in_full, after it), while the block
-    runs: a one-wave launch spread unevenly over the SMs (136 programs on 132) priced on its fullest SMs alone, with the
-    launch's Schedule, as every figure docs/perf.md quotes from before it (each context above that enters no other
-    enters this one, but naive's three, whose launches it does not move)."""
-    with no_in_full(), _patched(cost, "last_longest", cost.fullest, "even_waves"):
+    """The model before the sixty-fifth session's cost.last_longest (and the list schedule at two or more programs an
+    SM, after it), while the block runs: a one-wave launch spread unevenly over the SMs (136 programs on 132) priced on
+    its fullest SMs alone, with the launch's Schedule, as every figure docs/perf.md quotes from before it (each context
+    above that enters no other enters this one, but naive's three, whose launches it does not move)."""
+    with one_slot_listed(), _patched(cost, "last_longest", cost.fullest, "even_waves"):
         yield
 
 
 @contextmanager
-def no_in_full():
-    """The model before the sixty-fifth session's cost.in_full, while the block runs: a longest-first launch past one
-    wave priced by the last-wave rule alone."""
-    with _patched(cost, "in_full", lambda grid, taus: 0.0, "no_in_full"):
+def one_slot_listed():
+    """The model before the sixty-sixth session's list schedule at two or more programs an SM (cost.listed), while the
+    block runs: a longest-first launch past one wave of b > 1 programs an SM priced by the last-wave rule alone (as
+    before the sixty-fifth session's cost.in_full, which bounded it below and which the list schedule replaced)."""
+    base = cost.listed  # an outer context's, where one has put an older rule back
+
+    def listed(grid):
+        return grid.resident == 1 and base(grid)
+    with _patched(cost, "listed", listed, "one_slot_listed", moves=HOPPER_ROWS | TRAIN_ROWS):
         yield
 
 

@@ -21,8 +21,8 @@ from benchmarks.report_heldout import (
     THIRTY, THIRTY_EIGHT, THIRTY_FOUR, THIRTY_TWO, TWENTY_FIVE, TWENTY_FOUR, change_scores, change_table, meets_target,
     model_scores, sets_share)
 from benchmarks.report_history import (
-    HOPPER_ROWS, _patched, _within_both, dkdv_by_waves, events_launch, full_last_wave, lone_by_port, naive_before,
-    no_list_schedule, no_own_copy, pv_whole_wait, qk_overlapped)
+    HOPPER_ROWS, _patched, _within_both, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
+    naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
 from gpusim import cost
@@ -860,3 +860,71 @@ def dkdv_ramp_summary():
                          f"({_span([w for w, _ in causal])})",
             "listed": f"{sum(abs(n - 1) <= 0.2 for _, n in causal)} of {len(causal)} ({_span([n for _, n in causal])})",
             "non-causal": f"{len(full)} non-causal launches {_span(full)}"}
+
+
+H100 = agreement.RESULTS.parent / "h100"
+
+
+def sm_edge_rows():
+    """results/h100/sm_edge.json (run 217): {(head_dim, block_q, block_kv, J): {programs: (measured µs, gpusim's µs
+    before cost.last_longest (even_waves), gpusim's µs)}}, flash2 at one Q block per program, H100-measured."""
+    def priced(r):
+        return gpusim.simulate("flash2", batch=1, heads=r["heads"], seq=r["seq"], seq_kv=r["seq_kv"],
+                               head_dim=r["head_dim"], dtype="fp16", gpu="H100-measured",
+                               tiles=gpusim.Tiles(r["block_q"], r["block_kv"])).predicted_time_s * 1e6
+    rows = json.loads((H100 / "sm_edge.json").read_text())["rows"]
+    with even_waves():
+        before = [priced(r) for r in rows]
+    out = {}
+    for r, was in zip(rows, before):
+        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["steps"]), {})[r["programs"]] = (
+            r["ms"] * 1e3, was, priced(r))
+    return out
+
+
+def sm_edge_table():
+    """sm_edge_rows(): per tile and J, the measured launch at 132 programs (one an SM) and what 136 (four SMs holding
+    two) costs over it, measured, priced before cost.last_longest and with it; gpusim over the measured at 132."""
+    lines = ["| d | tile | J | µs at 132 programs | 136 ÷ 132, measured | gpusim before last_longest | gpusim now | "
+             "gpusim ÷ measured at 132 |", "|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, j), launches in sm_edge_rows().items():
+        one, two = launches[132], launches[136]
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {one[0]:.2f} | {two[0] / one[0]:.2f} | {two[1] / one[1]:.2f} | "
+                     f"{two[2] / one[2]:.2f} | {one[2] / one[0]:.2f} |")
+    return "\n".join(lines)
+
+
+def dkdv_edge_rows():
+    """results/h100/dkdv_edge.json (run 217): {(head_dim, block_q, block_kv): [(programs, b, measured µs, gpusim's µs
+    by the last-wave rule (one_slot_listed), gpusim's µs list-scheduled)]}, causal dK/dV alone, H100-measured."""
+    def priced(r):
+        result = gpusim.simulate("flash2", seq=r["seq"], head_dim=r["head_dim"], heads=r["heads"], batch=r["batch"],
+                                 kv_heads=r["kv_heads"], causal=True, dtype=r["dtype"], gpu="H100-measured",
+                                 backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
+        return next(k for k in result.kernels if k.name == "dkdv")
+    rows = json.loads((H100 / "dkdv_edge.json").read_text())["rows"]
+    with one_slot_listed():
+        waved = [priced(r).predicted_time_s * 1e6 for r in rows]
+    out = {}
+    for r, was in zip(rows, waved):
+        kernel = priced(r)
+        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"]), []).append(
+            (kernel.programs, kernel.blocks_per_sm, r["ms"] * 1e3, was, kernel.predicted_time_s * 1e6))
+    return out
+
+
+def dkdv_edge_table():
+    """dkdv_edge_rows(): per tile, b, the launches' programs, the largest fall measured from one launch to the next
+    larger, and gpusim ÷ measured by the last-wave rule and list-scheduled: its range and the launches within 20%."""
+    lines = ["| d | tile | b | programs | largest fall, measured | last-wave rule ÷ measured | within 20% | "
+             "list-scheduled ÷ measured | within 20% |", "|---|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk), launches in dkdv_edge_rows().items():
+        fall = max(1 - b[2] / a[2] for a, b in zip(launches, launches[1:]))
+        cells = []
+        for field in (3, 4):
+            ratios = [x[field] / x[2] for x in launches]
+            cells.append(f"{min(ratios):.2f}–{max(ratios):.2f} | {sum(abs(x - 1) <= 0.2 for x in ratios)} of "
+                         f"{len(ratios)}")
+        lines.append(f"| {d} | {bq} × {bk} | {launches[0][1]} | {launches[0][0]}–{launches[-1][0]} | {100 * fall:.1f}% | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -44,15 +44,14 @@ The model, in five steps, each a choice written down here:
    slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
    SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
    SMs (136 programs on 132) leaves most SMs a program fewer, each with its own Schedule (fewer warps hide less):
-   its longest program is priced on both and the slower counts (last_longest). A launch of its longest programs first
-   past one wave ends no sooner than its longest program's tau in a full wave (in_full). The L2 and DRAM serve the whole
+   its longest program is priced on both and the slower counts (last_longest). The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
    the wave's programs per SM (last / SMs), not of b; a program
    shorter than the wave's longest counts in that share by its bytes against the longest's (it finishes
    early and frees its share: a ragged decode batch's short requests). A launch that orders its longest programs
    first (the Hopper kernel's causal launches; the backward's causal dK/dV, each problem's first K/V blocks, which
-   see every Q block, first) on SMs holding one program each has its shortest programs last, not
-   its longest: it is priced as the hardware runs it, each program to the slot that frees first (list_schedule).
+   see every Q block, first) past one wave has its shortest programs last, not its longest: it is priced as the
+   hardware runs it, each program to the slot that frees first, for its tau beside b - 1 others (list_schedule).
    The launch adds its cost once
    (pass_.launch_s: an empty kernel's, less what a programmatic dependent launch hides). A kernel of one step whose
    programs store their tile after their loads and dot (naive's qk), all in the same phase, adds that store after the
@@ -576,20 +575,8 @@ def wave_time(step):
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
     waved = (total - sum(tail)) / slots + longest
     time = (ragged_time(step) if ragged_wave(grid) else
-            (list_schedule(step, total) if listed(grid) else max(waved, in_full(grid, taus))) + launch)
+            (list_schedule(step, total) if listed(grid) else waved) + launch)
     return time, total, sharing, launch, tail_steps
-
-
-def in_full(grid, taus):
-    """A launch of its longest programs first (Work.longest_first; causal dK/dV at two or more programs an SM, which
-    listed() leaves to the last-wave rule) and of more programs than slots: its longest program runs in the first, full
-    wave and ends no sooner than its tau there, beside b - 1 others on its SM, whatever the last wave holds (its
-    shortest programs, which the last-wave rule took for its longest: one problem past the slots cut the time up to
-    35%). A bound, not the end: programs that follow a problem's longest still end after it (docs/perf.md). taus:
-    each of the Work's values' tau in a full wave (wave_time's)."""
-    if not grid.work.longest_first or grid.programs <= grid.slots:
-        return 0.0
-    return float(np.max(taus))
 
 
 def last_longest(step, tail_steps, sharing, tail, last):
@@ -642,19 +629,19 @@ def ragged_time(step):
 
 def listed(grid):
     """A launch whose longest programs go first (Work.longest_first: the Hopper kernel's causal launches, the
-    backward's causal dK/dV: measured, results/h200/lpt_order.json and dkdv_ramp.json), one program
-    per SM, more programs than SMs: its last wave is not the last programs launched (its shortest), so it is priced
-    as the hardware hands programs out, list_schedule(). With b > 1 a program speeds up as its SM empties, which a
-    slot's fixed tau does not hold; the last-wave rule, with last_per_sm, prices those."""
-    return grid.work.longest_first and grid.resident == 1 and grid.programs > grid.slots
+    backward's causal dK/dV: measured, results/h200/lpt_order.json and dkdv_ramp.json at one program an SM,
+    results/h100/dkdv_edge.json at two to seven) of more programs than slots: its last wave is not the last programs
+    launched (its shortest), so it is priced as the hardware hands programs out, list_schedule()."""
+    return grid.work.longest_first and grid.programs > grid.slots
 
 
 def list_schedule(step, total):
     """Step 5 as the hardware runs it: each program, in launch order, goes to the slot that frees first, and holds
-    it for its tau in a full wave; the end is the last slot's. Exact for a launch of at most TAIL programs (the
-    Work's tail holds them all); before a longer launch's tail, its programs keep every slot busy."""
-    slots = step.grid.slots
-    order = tau(step, step.grid.work.tail[::-1], 1, 1).tolist()  # the tail in launch order
+    it for its tau in a full wave (beside b - 1 others on its SM); the end is the last slot's. Exact for a launch of
+    at most TAIL programs (the Work's tail holds them all); before a longer launch's tail, its programs keep every slot
+    busy."""
+    slots, b = step.grid.slots, step.grid.resident
+    order = tau(step, step.grid.work.tail[::-1], b, b).tolist()  # the tail in launch order
     free = [max(0.0, total - sum(order)) / slots] * slots  # when each slot takes its first program of the tail
     for t in order:
         heapq.heapreplace(free, free[0] + t)

@@ -170,11 +170,12 @@ def test_a_causal_dkdv_launch_is_list_scheduled_in_its_grids_order(monkeypatch):
     assert not dkdv_schedule(full)[0].work.longest_first  # every program alike: nothing to order
 
 
-def test_a_longest_first_launch_past_one_wave_ends_no_sooner_than_its_longest_program_in_a_full_wave():
-    """cost.in_full: causal dK/dV at 32 x 32, d = 64, N = 1,024, five programs an SM (660 slots on 132 SMs), each
-    problem's 32 programs launched longest first. 20 problems (640 programs) fill one wave; 21 (672) put 12 programs
-    past it, the last problem's shortest. The last-wave rule priced 672 as the rest spread evenly plus those 12, 35%
-    faster than 640; the launch ends no sooner than its longest program's tau in the first, full wave."""
+def test_a_longest_first_launch_of_several_programs_per_sm_is_list_scheduled_at_its_full_wave_taus():
+    """cost.listed at b > 1: causal dK/dV at 32 x 32, d = 64, N = 1,024, five programs an SM (660 slots on 132 SMs),
+    each problem's 32 programs launched longest first. 20 problems (640 programs) fill one wave; 21 (672) put 12
+    programs past it, the last problem's shortest. The last-wave rule (one_slot_listed) took those for the last wave's
+    longest and priced 672 programs 35% faster than 640; list-scheduled, each program holds its slot for its tau
+    beside four others, and the launch costs more than 640's."""
     def launch(heads):
         r = gpusim.simulate("flash2", batch=1, heads=heads, seq=1024, head_dim=64, causal=True, dtype="fp16",
                             gpu="H100-measured", backward=True, backward_blocks=(32, 32))
@@ -183,28 +184,32 @@ def test_a_longest_first_launch_past_one_wave_ends_no_sooner_than_its_longest_pr
     one, _, _ = launch(20)
     past, grid, step = launch(21)
     assert (grid.resident, grid.slots, one.programs, grid.programs) == (5, 660, 640, 672)
-    assert grid.work.longest_first and not cost.listed(grid)
-    longest = float(np.max(cost.tau(step, grid.work.values, 5, 5)))
+    assert grid.work.longest_first and cost.listed(grid)
+    order = cost.tau(step, grid.work.tail[::-1], 5, 5)  # the launch order: each problem's longest first
+    free = np.zeros(grid.slots)
+    for t in order:  # every program is in the tail: the schedule is exact
+        free[np.argmin(free)] += t
     launch_s = grid.cfg.pass_.launch_s(grid.cfg, "dkdv")
-    assert past.predicted_time_s == pytest.approx(longest + launch_s, rel=1e-12)
-    assert past.predicted_time_s >= one.predicted_time_s
-    waved = cost.wave_time(step)
+    assert len(order) == 672 and past.predicted_time_s == pytest.approx(free.max() + launch_s, rel=1e-12)
+    assert past.predicted_time_s > one.predicted_time_s
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cost, "in_full", lambda grid, taus: 0.0)
-        assert cost.wave_time(step)[0] < 0.7 * one.predicted_time_s < waved[0]
+        mp.setattr(cost, "listed", lambda grid: False)  # the last-wave rule
+        assert cost.wave_time(step)[0] < 0.7 * one.predicted_time_s
+
+
+def test_a_launch_in_order_takes_the_last_wave_rule_and_a_longest_first_one_of_two_per_sm_the_list():
+    kw = dict(batch=1, heads=8, kv_heads=1, seq=17177, causal=True, dtype="fp16", gpu="H200-measured")
+    hopper, flash2 = gpusim.simulate("hopper", head_dim=64, **kw), gpusim.simulate("flash2", head_dim=128, **kw)
+    for r, longest_first in ((hopper, True), (flash2, False)):
+        grid, _ = cost.schedule(r)
+        assert grid.programs > grid.slots and grid.work.longest_first == longest_first == cost.listed(grid)
+    assert cost.schedule(hopper)[0].resident == 2
 
 
 def dkdv_schedule(result):
     """cost.schedule of a training step's dK/dV launch: its Grid and Schedule."""
     dkdv = next(k for k in result.kernels if k.name == "dkdv")
     return cost.schedule(dataclasses.replace(result, kernels=(dkdv,)), result.backward_config)
-
-
-def test_the_last_wave_rule_prices_launches_in_order_or_of_two_programs_per_sm():
-    kw = dict(batch=1, heads=8, kv_heads=1, seq=17177, causal=True, dtype="fp16", gpu="H200-measured")
-    for r in (gpusim.simulate("hopper", head_dim=64, **kw), gpusim.simulate("flash2", head_dim=128, **kw)):
-        grid, _ = cost.schedule(r)
-        assert grid.programs > grid.slots and not cost.listed(grid)
 
 
 def test_causal_costs_about_half_plus_the_diagonal():

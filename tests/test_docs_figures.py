@@ -631,32 +631,80 @@ def test_perf_md_quotes_what_the_uneven_wave_rule_moved():
     assert all(least >= 1 for *_, least in moves.values())
 
 
-def test_perf_md_quotes_the_longest_first_bound_and_the_drops_it_leaves():
-    """cost.in_full as docs/perf.md gives it: causal dK/dV one problem past five programs an SM, before and after the
-    bound; a drop it leaves past two waves, and the largest over five tiles at d = 64 and 1 to 99 heads; no row of a
-    scored file moved (report_gpus.uneven_wave_moves under report_history.no_in_full)."""
-    from benchmarks import report_gpus
-    text = doc("perf.md").split("**Two programs an SM or more**")[1].split("###")[0]
+def _dkdv_d64(heads, seq, tiles):
+    """The dK/dV launch of a causal training step at d = 64, batch 1, on H100-measured, at the backward's tiles."""
+    r = gpusim.simulate("flash2", batch=1, heads=heads, seq=seq, head_dim=64, causal=True, dtype="fp16",
+                        gpu="H100-measured", backward=True, backward_blocks=tiles)
+    return next(k for k in r.kernels if k.name == "dkdv")
 
-    def dkdv(heads, seq, tiles):
-        r = gpusim.simulate("flash2", batch=1, heads=heads, seq=seq, head_dim=64, causal=True, dtype="fp16",
-                            gpu="H100-measured", backward=True, backward_blocks=tiles)
-        return next(k for k in r.kernels if k.name == "dkdv")
+
+def test_perf_md_quotes_the_longest_first_drops_before_the_list_schedule_and_none_after():
+    """docs/perf.md's "Two programs an SM or more" and "Two programs an SM, measured": causal dK/dV one problem past
+    five programs an SM, and one past two waves of two, by the last-wave rule (report_history.one_slot_listed) and
+    list-scheduled; five tiles at d = 64 and 1 to 99 heads, none priced faster than one head fewer now."""
+    text = " ".join(doc("perf.md").split("**Two programs an SM or more**")[1].split("### Short Hopper")[0].split())
     us = lambda k: f"{k.predicted_time_s * 1e6:.2f}"  # noqa: E731
-    with report_history.no_in_full():
-        one, past = dkdv(20, 1024, (32, 32)), dkdv(21, 1024, (32, 32))
-    now = dkdv(21, 1024, (32, 32))
-    assert (one.programs, past.programs, one.blocks_per_sm) == (640, 672, 5)
-    assert f"640 → 672 programs, {us(one)} → {us(past)} µs)" in " ".join(text.split())
-    assert f"in a full wave (the first, where a longest-first launch runs it): {us(now)} µs at 672" in " ".join(text.split())
-    two, three = dkdv(16, 2048, (64, 64)), dkdv(17, 2048, (64, 64))
-    assert f"512 → 544 programs, {us(two)} → {us(three)} µs; by up to" in " ".join(text.split())
-    falls = []
+    launches = ((20, 1024, (32, 32)), (21, 1024, (32, 32)), (16, 2048, (64, 64)), (17, 2048, (64, 64)))
+    with report_history.one_slot_listed():
+        one, past, two, three = (_dkdv_d64(*x) for x in launches)
+    assert (one.programs, past.programs, one.blocks_per_sm, two.programs, three.programs) == (640, 672, 5, 512, 544)
+    assert f"640 → 672 programs, {us(one)} → {us(past)} µs)" in text
+    assert f"512 → 544 programs, {us(two)} → {us(three)} µs)" in text
+    now = [_dkdv_d64(*x) for x in launches]
+    assert f"cost {us(now[0])} → {us(now[1])} µs now; 512 → 544 at 64 × 64 {us(now[2])} → {us(now[3])} µs" in text
     for seq, tiles in ((2048, (64, 64)), (1024, (32, 32)), (512, (16, 32)), (4096, (64, 64)), (1024, (64, 32))):
-        times = [dkdv(h, seq, tiles).predicted_time_s for h in range(1, 100)]
-        falls += [b / a for a, b in zip(times, times[1:])]
-    assert f"by up to {100 * (1 - min(falls)):.0f}% over five tiles at d = 64, 1 to 99 heads" in " ".join(text.split())
-    assert all(moved == 0 for _, moved, *_ in report_gpus.uneven_wave_moves(report_history.no_in_full).values())
+        times = [_dkdv_d64(h, seq, tiles).predicted_time_s for h in range(1, 100)]
+        assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:])), (seq, tiles)
+
+
+def test_perf_md_quotes_run_217s_two_probes():
+    """docs/perf.md's "Two programs an SM, measured", recomputed from results/h100/sm_edge.json and dkdv_edge.json:
+    the predictions and what the model made of them (report_launches.sm_edge_rows, dkdv_edge_rows), and what the list
+    schedule moved on every scored file (report_gpus.uneven_wave_moves)."""
+    from benchmarks import report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("### Two programs an SM, measured")[1].split("### Short Hopper")[0].split())
+    sm = report_launches.sm_edge_rows()
+    rise = [launches[136][0] / launches[132][0] for launches in sm.values()]
+    assert min(rise) > 1 and f"each launch cost more than at 132, by {_pct(min(rise) - 1)}–{_pct(max(rise) - 1)}%" in text
+    assert f"costs its neighbour {_pct(min(rise) - 1)}–{_pct(max(rise) - 1)}%, at every tile" in text
+    small = [(w[136][1] / w[132][1], w[132][2] / w[132][0]) for (_, bq, *_), w in sm.items() if bq == 32]
+    assert f"fell {_pct(1 - max(f for f, _ in small))}–{_pct(1 - min(f for f, _ in small))}%; at the" in text
+    assert all(1.45 <= x <= 1.55 for _, x in small) and "at 32 × 32 are priced 1.5× slow" in text
+    for tiles, grows in (((32, 32), False), ((64, 32), True), ((64, 64), True)):
+        chains = []
+        for heads in (132, 136):
+            r = gpusim.simulate("flash2", batch=1, heads=heads, seq=tiles[0], seq_kv=16 * tiles[1], head_dim=64,
+                                dtype="fp16", gpu="H100-measured", tiles=gpusim.Tiles(*tiles))
+            chains.append(cost.schedule(r)[1].chain_s)
+        assert (1.9 <= chains[1] / chains[0] <= 2.1) if grows else chains[1] < chains[0]
+    edge = report_launches.dkdv_edge_rows()
+    falls = [1 - b[2] / a[2] for launches in edge.values() for a, b in zip(launches, launches[1:])]
+    assert max(falls) < 0.03 and f"the largest fall measured is {100 * max(falls):.1f}%" in text
+    slots = [next((a[3], b[3]) for a, b in zip(w, w[1:]) if a[0] <= 132 * a[1] < b[0]) for w in edge.values()]
+    dropped = [1 - b / a for a, b in slots if b < a]
+    assert len(dropped) == 3 and f"{_pct(min(dropped))}–{_pct(max(dropped))}% at three of its four tiles" in text
+    small = [x[f] / x[2] for (_, bq, _), w in edge.items() if bq in (32, 16) for x in w for f in (3, 4)]
+    listed = [x[4] / x[2] for (_, bq, _), w in edge.items() if bq in (32, 16) for x in w]
+    assert f"priced {min(listed):.2f}–{max(listed):.2f}× over all their launches, where the last-wave rule went down to " \
+           f"{min(small):.2f}×" in text
+    pairs = [x[4] / x[2] for x in edge[64, 64, 64]]
+    assert f"the list prices 64 × 64 {min(pairs):.2f}–{max(pairs):.2f}× from the first wave on" in text
+    moves = report_gpus.uneven_wave_moves(report_history.one_slot_listed, contextlib.nullcontext)
+    spans = {k: f"by {least:.2f}–{most:.2f}×" for k, (*_, most, least) in moves.items()}
+    rows, moved, was, now, *_ = moves["H200 held-out"]
+    assert f"{moved} of the H200's {rows:,} held-out rows, {spans['H200 held-out']}, {was:,} → {now:,} within 20%" in text
+    rows, moved, was, now, *_ = moves["H100 held-out"]
+    assert was == now and f"{moved} of the H100's {rows}, {spans['H100 held-out']}, {now} within either way" in text
+    for name in ("bench.json", "bench_bwd.json"):
+        rows, moved, was, now, *_ = moves[name]
+        assert f"{moved} of `{name}`'s {rows}, {spans[name]}, {was} → {now}" in text
+    rows, moved, was, now, *_ = moves["tiles.json"]
+    assert was == now == rows and f"{moved} of `tiles.json`'s {rows}, {spans['tiles.json']}, all within" in text
+    assert moves["decode.json"][1] == 0 and "none of `decode.json`'s" in text
+
+
+def _pct(x):
+    return f"{100 * x:.0f}"
 
 
 def _count(n):

@@ -1946,11 +1946,15 @@ def test_perf_md_quotes_nsights_launch_times_as_the_model_prices_them():
     now = times()
     with report_history.naive_before():
         before = times()
-    (miss,) = [r for rows in now.values() for r in rows if abs(r["rel_err"]) > ncu.TARGETS["time_s"]]
+    assert all(abs(r["rel_err"]) <= ncu.TARGETS["time_s"] for rows in now.values() for r in rows)
+    (was,) = [r for r in now["hopper"] if (r["seq"], r["head_dim"], r["causal"]) == (16384, 64, True)]
+    with report_history.one_slot_listed():
+        (one_slot,) = [r for r in times()["hopper"] if (r["seq"], r["head_dim"], r["causal"]) == (16384, 64, True)]
+    assert one_slot["rel_err"] > ncu.TARGETS["time_s"] and (
+        "every kernel within 25% on every launch; the Hopper kernel's at N = 16,384, d = 64, causal, two programs an "
+        f"SM, was {pct(one_slot['rel_err'])} long until the sixty-sixth session list-scheduled such launches "
+        f"({pct(was['rel_err'])} now;") in text
     qk, pv = ([r["rel_err"] for r in now[k]] for k in ("qk", "pv"))
-    assert miss["kernel"] == "hopper" and (
-        f"every kernel within 25% on every launch but one of the Hopper kernel's (N = {miss['seq']:,}, d = "
-        f"{miss['head_dim']}, {'causal' if miss['causal'] else 'non-causal'}: {pct(miss['rel_err'])} long") in text
     assert (f"naive's qk from {pct(min(qk))} short to {pct(max(qk))} long, pv from {pct(min(pv))} short to "
             f"{pct(max(pv))} long") in text
     share = {k: f"{sum(abs(r['rel_err']) <= ncu.TARGETS['time_s'] for r in before[k]) / len(before[k]):.0%}"
@@ -3088,12 +3092,16 @@ def test_perf_md_quotes_the_agreement_targets_as_the_model_stands():
     pairs = agreement.rows("bench.json")
     out = sorted((p for p in pairs if not close(p[1])), key=lambda p: -abs(p[1] - 1))
     desc = lambda r: (r["provider"], r["head_dim"], r["causal"], r["seq"], r["dtype"])  # noqa: E731
-    assert [desc(r) for r, _ in out] == [("flash1", 64, False, 2048, "bf16"), ("flash1", 64, False, 2048, "fp16"),
-                                         ("hopper", 64, True, 16384, "bf16")]
+    assert [desc(r) for r, _ in out] == [("flash1", 64, False, 2048, "bf16"), ("flash1", 64, False, 2048, "fp16")]
+    hopper = lambda: next(x for r, x in agreement.rows("bench.json")  # noqa: E731
+                          if desc(r) == ("hopper", 64, True, 16384, "bf16"))
+    with report_history.one_slot_listed():
+        before = hopper()
     assert (f"20% on {within(pairs)} of the {len(pairs)} rows ({within(pairs) / len(pairs):.0%}): met**; **within 40% "
-            f"on the worst: met** (worst {out[0][1]:.2f}, flash1 at d = 64 non-causal, N = 2,048, bf16; the other two "
-            f"outside 20% are its fp16 twin, {out[1][1]:.2f}, and the Hopper kernel at d = 64 causal, N = 16,384, "
-            f"bf16, {out[2][1]:.2f})") in text
+            f"on the worst: met** (worst {out[0][1]:.2f}, flash1 at d = 64 non-causal, N = 2,048, bf16; the other "
+            f"outside 20% is its fp16 twin, {out[1][1]:.2f}; the Hopper kernel at d = 64 causal, N = 16,384, bf16, was "
+            f"{before:.2f} until the sixty-sixth session list-scheduled its launch of two programs an SM, "
+            f"{hopper():.2f} now)") in text
     once = [x for r, x in pairs if desc(r)[:4] == ("hopper", 64, True, 512) and r["dtype"] in ("fp16", "bf16")]
     assert f"(now {min(once):.2f}–{max(once):.2f})" in text
 
