@@ -41,7 +41,7 @@ from benchmarks.report_launches import (
     hopper_stalls_table, hopper_starts_table, hopper_waves_table, last_wave_table, last_wave_trial_table,
     launch_parts_table, list_schedule_trial_table, lone_latency_figures, lone_setup_table, lpt_order_table,
     naive_heldout_table, naive_launches_table, own_copy_table, program_cost_figures, program_start_table,
-    qk_parts_table, setup_rows_figures, sm_edge_table, sweep_table, trial_table)
+    pair_edge_table, qk_parts_table, setup_rows_figures, sm_edge_table, sweep_table, trial_table)
 from benchmarks.report_steps import (
     adopted_pipeline_table, bwd_gqa_table, bwd_rates_rows, bwd_sharing_table, compute_alone_table, exposed_loads_table,
     exposed_wait_table, forward_nsight_rows, issue_trial_table, lone_copy_steps_table, lone_copy_table,
@@ -254,7 +254,9 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "hopper_lone": lambda: sweep_table(hopper_lone_rows(), "launch (6 stages where not named)", 132, False),
           "launch_parts": launch_parts_table, "naive_launches": naive_launches_table,
           "naive_heldout": naive_heldout_table,
-          "qk_parts": qk_parts_table, "sm_edge": sm_edge_table, "dkdv_edge": dkdv_edge_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
+          "qk_parts": qk_parts_table, "sm_edge": sm_edge_table,
+          "pair_edge": lambda: pair_edge_table(report_gpus.H100 / "pair_edge.json"),
+          "dkdv_edge": dkdv_edge_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
           "fwd_rates": lambda: nsight_table(forward_nsight_rows("fwd_rates.json")), "pipe_trial": pipe_trial_table,

@@ -865,14 +865,18 @@ def dkdv_ramp_summary():
 H100 = agreement.RESULTS.parent / "h100"
 
 
-def sm_edge_rows():
-    """results/h100/sm_edge.json (run 217): {(head_dim, block_q, block_kv, J): {programs: (measured µs, gpusim's µs
-    before cost.last_longest (even_waves), gpusim's µs)}}, flash2 at one Q block per program, H100-measured."""
+def sm_edge_rows(path=H100 / "sm_edge.json"):
+    """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json): {(head_dim, block_q,
+    block_kv, J): {programs: (measured µs, gpusim's µs before cost.last_longest (even_waves), gpusim's µs)}}, flash2 at
+    one Q block per program, on the measured preset of the file's GPU (H100-measured on an H100, else H200-measured)."""
+    data = json.loads(path.read_text())
+    preset = "H100-measured" if "H100" in data["environment"]["gpu"] else agreement.PRESET
+
     def priced(r):
         return gpusim.simulate("flash2", batch=1, heads=r["heads"], seq=r["seq"], seq_kv=r["seq_kv"],
-                               head_dim=r["head_dim"], dtype="fp16", gpu="H100-measured",
+                               head_dim=r["head_dim"], dtype="fp16", gpu=preset,
                                tiles=gpusim.Tiles(r["block_q"], r["block_kv"])).predicted_time_s * 1e6
-    rows = json.loads((H100 / "sm_edge.json").read_text())["rows"]
+    rows = data["rows"]
     with even_waves():
         before = [priced(r) for r in rows]
     out = {}
@@ -891,6 +895,20 @@ def sm_edge_table():
         one, two = launches[132], launches[136]
         lines.append(f"| {d} | {bq} × {bk} | {j} | {one[0]:.2f} | {two[0] / one[0]:.2f} | {two[1] / one[1]:.2f} | "
                      f"{two[2] / one[2]:.2f} | {one[2] / one[0]:.2f} |")
+    return "\n".join(lines)
+
+
+def pair_edge_table(path):
+    """sm_edge_rows() of pair_edge.json at `path`: per tile, the measured launch at 132 programs (one an SM), each
+    larger count's over it, measured and priced, and gpusim over the measured at 132 and at 264 (two on every SM)."""
+    launches = sm_edge_rows(path)
+    counts = sorted(next(iter(launches.values())))[1:]
+    lines = ["| d | tile | µs at 132 | ÷ 132 at " + " / ".join(map(str, counts)) + ", measured | gpusim | "
+             "gpusim ÷ measured at 132 / 264 |", "|---|---|---|---|---|---|"]
+    for (d, bq, bk, _), w in launches.items():
+        lines.append(f"| {d} | {bq} × {bk} | {w[132][0]:.2f} | " + " / ".join(f"{w[c][0] / w[132][0]:.2f}" for c in counts)
+                     + " | " + " / ".join(f"{w[c][2] / w[132][2]:.2f}" for c in counts)
+                     + f" | {w[132][2] / w[132][0]:.2f} / {w[264][2] / w[264][0]:.2f} |")
     return "\n".join(lines)
 
 

@@ -703,6 +703,27 @@ def test_perf_md_quotes_run_217s_two_probes():
     assert moves["decode.json"][1] == 0 and "none of `decode.json`'s" in text
 
 
+def test_perf_md_quotes_run_218s_pairs_against_their_prediction():
+    """docs/perf.md's "From one program an SM to two on every SM", recomputed from results/h100/pair_edge.json
+    (report_launches.sm_edge_rows): each count over the one before, 136 and 264 over 132 and 136, gpusim at 264."""
+    from benchmarks import report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("**From one program an SM to two on every SM**")[1].split("**Causal dK/dV")[0]
+                    .split())
+    launches = report_launches.sm_edge_rows(report_gpus.H100 / "pair_edge.json")
+    rises = [w[b][0] / w[a][0] for w in launches.values() for a, b in itertools.pairwise(sorted(w))]
+    assert min(rises) > 1 and f"measured: +{100 * (min(rises) - 1):.1f}%)" in text
+    first = {key[:3]: w[136][0] / w[132][0] for key, w in launches.items()}
+    assert [k for k, x in first.items() if not 1.05 <= x <= 1.2] == [(64, 128, 64)]
+    assert f"when two share an SM ({first[64, 128, 64]:.2f}×)" in text
+    further = {key[:3]: w[264][0] / w[136][0] for key, w in launches.items()}
+    assert min(further.values()) > 1 and (
+        f"rise from 136 to 264 ({min(further.values()):.2f}–{max(further.values()):.2f}×)" in text)
+    assert max(further, key=further.get) == (128, 64, 64)  # not d = 64's 128 x 64, which rose most at 136
+    assert max(first, key=first.get) == (64, 128, 64)
+    at264 = [w[264][2] / w[264][0] for w in launches.values()]
+    assert f"gpusim prices the launch at {min(at264):.2f}–{max(at264):.2f}× the measured time" in text
+
+
 def _pct(x):
     return f"{100 * x:.0f}"
 
