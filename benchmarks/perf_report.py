@@ -37,11 +37,10 @@ from benchmarks.report_kernels import (
     split_lone_table, tile_table, tiles_bwd_table, unaligned_table)
 from benchmarks.report_launches import (
     dkdv_edge_table, dkdv_list_table, dkdv_ramp_table, graph_launch_figures, hopper_kv_table, hopper_lone_rows,
-    hopper_pairs_rows,
-    hopper_stalls_table, hopper_starts_table, hopper_waves_table, last_wave_table, last_wave_trial_table,
-    launch_parts_table, list_schedule_trial_table, lone_latency_figures, lone_setup_table, lpt_order_table,
-    naive_heldout_table, naive_launches_table, own_copy_table, program_cost_figures, program_start_table,
-    pair_edge_table, qk_parts_table, setup_rows_figures, sm_edge_table, sweep_table, trial_table)
+    hopper_pairs_rows, hopper_stalls_table, hopper_starts_table, hopper_waves_table, last_wave_table,
+    last_wave_trial_table, launch_parts_table, list_schedule_trial_table, lone_latency_figures, lone_setup_table,
+    lpt_order_table, naive_heldout_table, naive_launches_table, own_copy_table, pair_edge_table, program_cost_figures,
+    program_start_table, qk_parts_table, setup_rows_figures, sm_edge_table, sweep_table, trial_table)
 from benchmarks.report_steps import (
     adopted_pipeline_table, bwd_gqa_table, bwd_rates_rows, bwd_sharing_table, compute_alone_table, exposed_loads_table,
     exposed_wait_table, forward_nsight_rows, issue_trial_table, lone_copy_steps_table, lone_copy_table,
