@@ -24,6 +24,7 @@ from gpusim import decode
 from gpusim_course.provenance import heldout
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "h200"
+H100 = RESULTS.parent / "h100"  # the H100's files (results/h200/README.md lists them too)
 PRESET = "H200-measured"
 KERNELS = ("naive", "flash1", "flash2", "hopper")
 DECODE = ("split_kv", "split_kv_1", "split_kv_contiguous")  # decode.json's providers that are the project's kernel

@@ -254,7 +254,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "launch_parts": launch_parts_table, "naive_launches": naive_launches_table,
           "naive_heldout": naive_heldout_table,
           "qk_parts": qk_parts_table, "sm_edge": sm_edge_table,
-          "pair_edge": lambda: pair_edge_table(report_gpus.H100 / "pair_edge.json"),
+          "pair_edge": pair_edge_table,
           "dkdv_edge": dkdv_edge_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),

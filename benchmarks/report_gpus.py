@@ -9,7 +9,6 @@ import dataclasses
 import json
 import statistics
 from functools import lru_cache, wraps
-from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from benchmarks import agreement, h200_constants, ncu, report_heldout, report_ke
 from benchmarks.report_history import before_ragged, even_waves, one_slot_listed
 from gpusim_course.provenance import heldout
 
-H100 = Path(__file__).resolve().parents[1] / "results" / "h100"
+H100 = agreement.H100
 H200 = h200_constants.RESULTS
 PRESETS = ("H100-measured", "H100-SXM")  # the H100's own constants, and its datasheet's
 H200_PRESET = heldout.PRESET

@@ -862,10 +862,8 @@ def dkdv_ramp_summary():
             "non-causal": f"{len(full)} non-causal launches {_span(full)}"}
 
 
-H100 = agreement.RESULTS.parent / "h100"
 
-
-def sm_edge_rows(path=H100 / "sm_edge.json"):
+def sm_edge_rows(path=agreement.H100 / "sm_edge.json"):
     """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json): {(head_dim, block_q,
     block_kv, J): {programs: (measured µs, gpusim's µs before cost.last_longest (even_waves), gpusim's µs)}}, flash2 at
     one Q block per program, on the measured preset of the file's GPU (H100-measured on an H100, else H200-measured)."""
@@ -898,9 +896,10 @@ def sm_edge_table():
     return "\n".join(lines)
 
 
-def pair_edge_table(path):
-    """sm_edge_rows() of pair_edge.json at `path`: per tile, the measured launch at 132 programs (one an SM), each
-    larger count's over it, measured and priced, and gpusim over the measured at 132 and at 264 (two on every SM)."""
+def pair_edge_table(path=agreement.H100 / "pair_edge.json"):
+    """sm_edge_rows() of results/h100/pair_edge.json (run 218): per tile, the measured launch at 132 programs (one an
+    SM), each larger count's over it, measured and priced, and gpusim over the measured at 132 and at 264 (two on every
+    SM)."""
     launches = sm_edge_rows(path)
     counts = sorted(next(iter(launches.values())))[1:]
     lines = ["| d | tile | µs at 132 | ÷ 132 at " + " / ".join(map(str, counts)) + ", measured | gpusim | "
@@ -920,7 +919,7 @@ def dkdv_edge_rows():
                                  kv_heads=r["kv_heads"], causal=True, dtype=r["dtype"], gpu="H100-measured",
                                  backward=True, backward_blocks=(r["block_q"], r["block_kv"]))
         return next(k for k in result.kernels if k.name == "dkdv")
-    rows = json.loads((H100 / "dkdv_edge.json").read_text())["rows"]
+    rows = json.loads((agreement.H100 / "dkdv_edge.json").read_text())["rows"]
     with one_slot_listed():
         waved = [priced(r).predicted_time_s * 1e6 for r in rows]
     out = {}
