@@ -21,7 +21,7 @@ from benchmarks.report_heldout import (
     THIRTY, THIRTY_EIGHT, THIRTY_FOUR, THIRTY_TWO, TWENTY_FIVE, TWENTY_FOUR, change_scores, change_table, meets_target,
     model_scores, sets_share)
 from benchmarks.report_history import (
-    HOPPER_ROWS, _patched, _within_both, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
+    FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
     naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
@@ -910,6 +910,28 @@ def pair_edge_table(path=agreement.H100 / "pair_edge.json"):
                      + f" | {w[132][2] / w[132][0]:.2f} / {w[264][2] / w[264][0]:.2f} |")
     return "\n".join(lines)
 
+
+
+def pipelined_beside_others(grid):
+    """The trial's addition to cost.lone_pipeline: a 4-warp program of 64 rows or more of a pass_.LONE_FULL_ISSUE
+    kernel (flash2's forward) that Triton pipelines S > 2 stages deep keeps its pipeline beside other programs on its
+    SM, as alone."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.cfg.block_q >= 64
+            and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
+
+
+@contextmanager
+def pipelined_beside():
+    """A trial (docs/perf.md, "A program's pipeline beside another", run 219's prediction): cost.lone_pipeline, or
+    pipelined_beside_others, while the block runs. Run 218 (pair_edge.json) measured a second program on an SM costing
+    its neighbour far less than the whole wait a step is priced at beside another; the pipeline is in the program's
+    code, and the bandwidth the programs share is the SM's busy time's already."""
+    base = cost.lone_pipeline  # an outer context's, where one has put an older rule back
+
+    def lone_pipeline(grid):
+        return pipelined_beside_others(grid) or base(grid)
+    with _patched(cost, "lone_pipeline", lone_pipeline, "pipelined_beside", moves=FLASH2_ROWS):
+        yield
 
 def dkdv_edge_rows():
     """results/h100/dkdv_edge.json (run 217): {(head_dim, block_q, block_kv): [(programs, b, measured µs, gpusim's µs
