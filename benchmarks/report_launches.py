@@ -21,8 +21,8 @@ from benchmarks.report_heldout import (
     THIRTY, THIRTY_EIGHT, THIRTY_FOUR, THIRTY_TWO, TWENTY_FIVE, TWENTY_FOUR, change_scores, change_table, meets_target,
     model_scores, sets_share)
 from benchmarks.report_history import (
-    FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, dkdv_by_waves, even_waves, events_launch, full_last_wave, lone_by_port,
-    naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped)
+    HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
+    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
 from gpusim import cost
@@ -863,10 +863,11 @@ def dkdv_ramp_summary():
 
 
 
-def sm_edge_rows(path=agreement.H100 / "sm_edge.json"):
-    """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json): {(head_dim, block_q,
-    block_kv, J): {programs: (measured µs, gpusim's µs before cost.last_longest (even_waves), gpusim's µs)}}, flash2 at
-    one Q block per program, on the measured preset of the file's GPU (H100-measured on an H100, else H200-measured)."""
+def sm_edge_rows(path=agreement.H100 / "sm_edge.json", before=even_waves):
+    """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json, pipeline_beside.json):
+    {(head_dim, block_q, block_kv, J): {programs: (measured µs, gpusim's µs under `before` (the model before
+    cost.last_longest: even_waves), gpusim's µs)}}, flash2 at one Q block per program, on the measured preset of the
+    file's GPU (H100-measured on an H100, else H200-measured)."""
     data = json.loads(path.read_text())
     preset = "H100-measured" if "H100" in data["environment"]["gpu"] else agreement.PRESET
 
@@ -875,19 +876,19 @@ def sm_edge_rows(path=agreement.H100 / "sm_edge.json"):
                                head_dim=r["head_dim"], dtype="fp16", gpu=preset,
                                tiles=gpusim.Tiles(r["block_q"], r["block_kv"])).predicted_time_s * 1e6
     rows = data["rows"]
-    with even_waves():
-        before = [priced(r) for r in rows]
+    with before():
+        was = [priced(r) for r in rows]
     out = {}
-    for r, was in zip(rows, before):
+    for r, then in zip(rows, was):
         out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["steps"]), {})[r["programs"]] = (
-            r["ms"] * 1e3, was, priced(r))
+            r["ms"] * 1e3, then, priced(r))
     return out
 
 
 def sm_edge_table():
     """sm_edge_rows(): per tile and J, the measured launch at 132 programs (one an SM) and what 136 (four SMs holding
     two) costs over it, measured, priced before cost.last_longest and with it; gpusim over the measured at 132."""
-    lines = ["| d | tile | J | µs at 132 programs | 136 ÷ 132, measured | gpusim before last_longest | gpusim now | "
+    lines = ["| d | tile | J | µs at 132 programs | 136 ÷ 132, measured | gpusim before last_longest | gpusim after it | "
              "gpusim ÷ measured at 132 |", "|---|---|---|---|---|---|---|---|"]
     for (d, bq, bk, j), launches in sm_edge_rows().items():
         one, two = launches[132], launches[136]
@@ -912,25 +913,43 @@ def pair_edge_table(path=agreement.H100 / "pair_edge.json"):
 
 
 
-def pipelined_beside_others(grid):
-    """The trial's addition to cost.lone_pipeline: a 4-warp program of 64 rows or more of a pass_.LONE_FULL_ISSUE
-    kernel (flash2's forward) that Triton pipelines S > 2 stages deep keeps its pipeline beside other programs on its
-    SM, as alone."""
-    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.cfg.block_q >= 64
-            and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
+
+def pipeline_beside_rows():
+    """sm_edge_rows() of results/h100/pipeline_beside.json (run 219), gpusim before cost.pipelined_beside
+    (alone_pipelines) and with it."""
+    return sm_edge_rows(agreement.H100 / "pipeline_beside.json", alone_pipelines)
+
+
+def pipeline_beside_table():
+    """pipeline_beside_rows(): per tile and J, the measured launch at 132 programs (one an SM), each larger count's
+    over it, and gpusim over the measured at each count, before cost.pipelined_beside and with it."""
+    launches = pipeline_beside_rows()
+    counts = sorted(next(iter(launches.values())))
+    lines = ["| d | tile | J | µs at 132 | ÷ 132 at " + " / ".join(map(str, counts[1:])) + ", measured | gpusim ÷ measured "
+             "at each count, before | with `pipelined_beside` |", "|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, j), w in launches.items():
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | "
+                     + " / ".join(f"{w[c][0] / w[132][0]:.2f}" for c in counts[1:]) + " | "
+                     + " / ".join(f"{w[c][1] / w[c][0]:.2f}" for c in counts) + " | "
+                     + " / ".join(f"{w[c][2] / w[c][0]:.2f}" for c in counts) + " |")
+    return "\n".join(lines)
+
+
+def before_last_at_b(step, total, tail_steps, tail):
+    """The trial's cost.before_last: every program's tau at b an SM less the last wave's programs' at b too (not at
+    the wave's share of the bandwidth), so that a launch of one wave costs its longest program's time (and the launch)
+    alone, and a longer one the waves before its last at b an SM."""
+    b = step.grid.resident
+    return max(0.0, total - float(np.sum(cost.tau(step, tail_steps, b, b))))  # >= 0 but for rounding
 
 
 @contextmanager
-def pipelined_beside():
-    """A trial (docs/perf.md, "A program's pipeline beside another", run 219's prediction): cost.lone_pipeline, or
-    pipelined_beside_others, while the block runs. Run 218 (pair_edge.json) measured a second program on an SM costing
-    its neighbour far less than the whole wait a step is priced at beside another; the pipeline is in the program's
-    code, and the bandwidth the programs share is the SM's busy time's already."""
-    base = cost.lone_pipeline  # an outer context's, where one has put an older rule back
-
-    def lone_pipeline(grid):
-        return pipelined_beside_others(grid) or base(grid)
-    with _patched(cost, "lone_pipeline", lone_pipeline, "pipelined_beside", moves=FLASH2_ROWS):
+def last_wave_once():
+    """A trial (docs/perf.md, "The last wave counted once", run 220's prediction): before_last_at_b in
+    cost.before_last's place, while the block runs. A one-wave launch was priced at its longest program's time plus
+    (each program's tau at b an SM less its tau at the wave's share) / slots, which is zero only in a full wave:
+    pipeline_beside.json's launches of 198 programs on 132 SMs (run 219) are priced 1.08-1.39x."""
+    with _patched(cost, "before_last", before_last_at_b, "last_wave_once"):
         yield
 
 def dkdv_edge_rows():

@@ -18,7 +18,8 @@ The model, in five steps, each a choice written down here:
    a step's loads are exposed unless they arrive ahead of it (TMA copies issued num_stages ahead, or a
    warp-specialized producer), in which case a step waits only for what the prefetch distance does not cover
    (Triton's cp.async pipelining, num_stages > 1, still waits about a load per step, as measured, but for a lone
-   4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline(), and a lone
+   4-warp program, whose S - 1 tiles in flight share one round of compute and loads: lone_pipeline(), and a 4-warp one
+   of 64 rows or more beside others, whose pipeline is its own code's: pipelined_beside(); and a lone
    8-warp one, whose tiles arrive at the rate measured for it: lone_copy(); a flash2 program's own Q and O tiles move
    at that rate too, at any residency: own_copy()); each spill
    reload in the compiled step waits
@@ -341,6 +342,18 @@ def lone_pipeline(grid):
     return lone and grid.res.num_stages > 2
 
 
+def pipelined_beside(grid):
+    """A 4-warp program of 64 rows or more (full_issue's tiles, one warp per scheduler) of a pass_.LONE_FULL_ISSUE kernel
+    that Triton pipelines S > 2 stages deep, beside other programs on its SM (b > 1): its step is Little's law's, as
+    alone (lone_pipeline), at the issue rate the SM's warps share; the pipeline is the program's own code, and the
+    bandwidth the programs share is the SM's busy time's already. Measured: results/h100/pair_edge.json (run 218), a
+    second program on an SM costing its neighbour far less than a whole wait a step; adopted on the prediction of
+    results/h100/pipeline_beside.json (run 219; docs/perf.md, "A program's pipeline beside another"): of its 90 flash2
+    launches at one to four programs an SM, 62 -> 71 within 20%, none lost."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident > 1 and grid.cfg.block_q >= 64
+            and grid.res.num_warps == ISSUE_PER_CLOCK and grid.res.num_stages > 2)
+
+
 def lone_copy(grid):
     """A lone 8-warp program (cost.full_issue, two warps per scheduler) on 16 rows per warp that Triton pipelines S > 2
     stages deep, on a GPU whose rate for it was measured (GPU.lone_copy_bytes_per_s): its step takes the longer of its
@@ -417,7 +430,7 @@ def step_chain(step, step_reloads):
     loads = wait(gpu, step.step_bytes)
     if step.prefetched:
         chain = max(step.serial_s, loads / max(1, stages - 1))
-    elif lone_pipeline(grid):  # Little's law: one round of compute and loads over the S - 1 tiles in flight
+    elif lone_pipeline(grid) or pipelined_beside(grid):  # Little's law: a round of compute and loads over S - 1 tiles
         chain = max(step.serial_s, (step.serial_s + loads) / (stages - 1))
     elif lone_copy(grid):  # its tiles arrive at the rate measured for it, under its compute
         chain = max(step.serial_s, step.step_bytes[2] / gpu.lone_copy_bytes_per_s)
@@ -573,10 +586,16 @@ def wave_time(step):
     tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
     longest = last_longest(step, tail_steps, sharing, tail, last)
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
-    waved = (total - sum(tail)) / slots + longest
+    waved = before_last(step, total, tail_steps, tail) / slots + longest
     time = (ragged_time(step) if ragged_wave(grid) else
             (list_schedule(step, total) if listed(grid) else waved) + launch)
     return time, total, sharing, launch, tail_steps
+
+
+def before_last(step, total, tail_steps, tail):
+    """The slots' time before the last wave, times slots: every program's tau at b an SM (total) less the last wave's
+    at its share of the bandwidth (tail; tail_steps, its programs' steps)."""
+    return total - sum(tail)
 
 
 def last_longest(step, tail_steps, sharing, tail, last):

@@ -354,24 +354,29 @@ def test_a_lone_program_with_two_warps_per_scheduler_issues_at_the_full_rate_but
     assert (b1, w1, b2, w2) == (1, 4, 2, 4) and lone / shared == pytest.approx(0.9 / 0.45)
 
 
-def test_a_lone_four_warp_program_pipelined_s_deep_waits_one_round_over_s_minus_one_tiles():
-    """cost.lone_pipeline (lone_program.json, run 95: the cold lone steps at 3 and 4 stages): one 4-warp flash2 program
-    per SM, S > 2 stages deep, takes max(compute, (compute + its loads) / (S - 1)) a step; at 2 stages, with two
-    programs per SM, or on 32 rows (not at the full issue rate), a step waits its compute and its whole load (8 warps:
-    the next test)."""
+def test_a_four_warp_program_pipelined_s_deep_waits_one_round_over_s_minus_one_tiles_alone_or_beside_others(
+        monkeypatch):
+    """cost.lone_pipeline (lone_program.json, run 95: the cold lone steps at 3 and 4 stages) and cost.pipelined_beside
+    (pipeline_beside.json, run 219): a 4-warp flash2 program of 64 rows, S > 2 stages deep, alone on its SM or beside
+    others, takes max(compute, (compute + its loads) / (S - 1)) a step; at 2 stages, or on 32 rows (not at the full
+    issue rate), a step waits its compute and its whole load (8 warps: the next test); without pipelined_beside (before
+    run 219), beside others too."""
     def step(block_q, block_kv, stages, heads):
         grid, sched = cost.schedule(gpusim.simulate(
             "flash2", batch=1, heads=heads, seq=block_q, seq_kv=16 * block_kv, head_dim=64, dtype="fp16",
             gpu="H200-measured", tiles=gpusim.Tiles(block_q, block_kv, num_stages=stages)))
         return (grid.resident, grid.res.num_warps, sched.chain_s, sched.serial_s,
                 cost.wait(grid.cfg.gpu, sched.step_bytes))
-    for stages in (3, 4):
-        b, warps, chain, serial, loads = step(64, 64, stages, 132)
-        assert (b, warps) == (1, 4) and chain == max(serial, (serial + loads) / (stages - 1)) < serial + loads
-    for tile, stages, heads, resident_warps in (((64, 64), 2, 132, (1, 4)), ((64, 64), 3, 264, (2, 4)),
-                                                ((32, 64), 3, 132, (1, 4))):
+    for stages, heads, resident in ((3, 132, 1), (4, 132, 1), (3, 264, 2), (4, 396, 3)):
+        b, warps, chain, serial, loads = step(64, 64, stages, heads)
+        assert (b, warps) == (resident, 4) and chain == max(serial, (serial + loads) / (stages - 1)) < serial + loads
+    for tile, stages, heads, resident_warps in (((64, 64), 2, 132, (1, 4)), ((64, 64), 2, 264, (2, 4)),
+                                                ((32, 64), 3, 132, (1, 4)), ((32, 64), 3, 264, (2, 4))):
         b, warps, chain, serial, loads = step(*tile, stages, heads)
         assert (b, warps) == resident_warps and chain == serial + loads
+    monkeypatch.setattr(cost, "pipelined_beside", lambda grid: False)
+    b, warps, chain, serial, loads = step(64, 64, 3, 264)
+    assert (b, warps) == (2, 4) and chain == serial + loads
 
 
 def test_a_lone_eight_warp_program_pipelined_s_deep_copies_its_tiles_at_the_measured_rate():

@@ -657,6 +657,7 @@ def test_perf_md_quotes_the_longest_first_drops_before_the_list_schedule_and_non
         assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:])), (seq, tiles)
 
 
+@report_history.alone_pipelines()  # the model before cost.pipelined_beside, as the section was written
 def test_perf_md_quotes_run_217s_two_probes():
     """docs/perf.md's "Two programs an SM, measured", recomputed from results/h100/sm_edge.json and dkdv_edge.json:
     the predictions and what the model made of them (report_launches.sm_edge_rows, dkdv_edge_rows), and what the list
@@ -703,6 +704,7 @@ def test_perf_md_quotes_run_217s_two_probes():
     assert moves["decode.json"][1] == 0 and "none of `decode.json`'s" in text
 
 
+@report_history.alone_pipelines()  # the model before cost.pipelined_beside, as the section was written
 def test_perf_md_quotes_run_218s_pairs_against_their_prediction():
     """docs/perf.md's "From one program an SM to two on every SM", recomputed from results/h100/pair_edge.json
     (report_launches.sm_edge_rows): each count over the one before, 136 and 264 over 132 and 136, gpusim at 264."""
@@ -723,6 +725,54 @@ def test_perf_md_quotes_run_218s_pairs_against_their_prediction():
     at264 = [w[264][2] / w[264][0] for w in launches.values()]
     assert f"gpusim prices the launch at {min(at264):.2f}–{max(at264):.2f}× the measured time" in text
 
+
+
+def test_perf_md_quotes_run_219s_pipeline_beside_against_its_prediction():
+    """docs/perf.md's "A program's pipeline beside another", recomputed from results/h100/pipeline_beside.json
+    (report_launches.pipeline_beside_rows: before cost.pipelined_beside and with it), pair_edge.json, what the rule
+    moved on every scored file (report_gpus.uneven_wave_moves) and the H100's tile picks."""
+    from benchmarks import report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("### A program's pipeline beside another")[1].split("### Short Hopper")[0]
+                    .split())
+    launches = [(key, n, x) for key, w in report_launches.pipeline_beside_rows().items() for n, x in w.items()]
+    within = lambda priced, measured: abs(priced / measured - 1) <= 0.2  # noqa: E731
+    apart = [x for _, _, x in launches if abs(x[2] / x[1] - 1) > 0.1]
+    was, now = (sum(within(x[f], x[0]) for x in apart) for f in (1, 2))
+    assert now > was and f"more than 10% apart, {was} were within 20% before and {now} are with the rule" in text
+    assert f"part by more than 10% at {len(apart)} of the {len(launches)} launches" in text
+    was, now = (sum(within(x[f], x[0]) for _, _, x in launches) for f in (1, 2))
+    assert f"over all {len(launches)}, {was} → {now}, none lost" in text
+    assert not [x for _, _, x in launches if within(x[1], x[0]) and not within(x[2], x[0])]
+    control = [x for (_, bq, *_), _, x in launches if bq == 128]
+    assert all(x[1] == x[2] for x in control) and f"the control's {len(control)} launches are priced the same" in text
+    half = [x[2] / x[0] for _, n, x in launches if n == 198]
+    rest = [x[2] / x[0] for _, n, x in launches if n != 198]
+    assert (f"every tile is priced {min(half):.2f}–{max(half):.2f}× the measured time, the rest of the launches "
+            f"{min(rest):.2f}–{max(rest):.2f}× ({sum(abs(r - 1) <= 0.2 for r in rest)} of {len(rest)} within 20%)") in text
+    pairs = report_launches.sm_edge_rows(report_gpus.H100 / "pair_edge.json", report_history.alone_pipelines)
+    edge = pairs[64, 64, 32, 16][136]
+    assert f"64 × 32 at d = 64 priced {edge[1] / edge[0]:.2f}× the measured before, {edge[2] / edge[0]:.2f}× now" in text
+    flat = [x for w in pairs.values() for x in w.values()]
+    was, now = (sum(within(x[f], x[0]) for x in flat) for f in (1, 2))
+    assert f"{now} of its {len(flat)} launches within 20%, {was} before" in text
+    moves = report_gpus.uneven_wave_moves(report_history.alone_pipelines, contextlib.nullcontext)
+    spans = {k: f"by {least:.2f}–{most:.2f}×" for k, (*_, most, least) in moves.items()}
+    rows, moved, was, now, *_ = moves["H200 held-out"]
+    assert f"{moved} of the H200's {rows:,} held-out rows, {spans['H200 held-out']}, {was:,} → {now:,} within 20%" in text
+    rows, moved, was, now, *_ = moves["H100 held-out"]
+    assert f"{moved} of the H100's {rows}, {spans['H100 held-out']}, {was} → {now}" in text
+    for name in ("bench.json", "bench_bwd.json"):
+        rows, moved, was, now, *_ = moves[name]
+        assert was == now and f"{moved} of `{name}`'s {rows}" in text and f"{now} {'within ' * (name == 'bench.json')}either way" in text
+    rows, moved, was, now, *_ = moves["tiles.json"]
+    assert was == now == rows and f"{moved} of `tiles.json`'s {rows}, all within either way" in text
+    assert moves["decode.json"][1] == 0 and "none of `decode.json`'s" in text
+    picks = agreement.tile_choice(results=report_gpus.H100, gpu="H100-measured")
+    misses = {k: x for k, (_, x) in picks.items() if x > 1.05}
+    assert list(misses) == [("flash2", 64, True, 8192)]
+    assert f"within 5% of the fastest tile in {len(picks) - 1} of its {len(picks)} groups" in text
+    assert f"64 × 128, measured {misses['flash2', 64, True, 8192]:.2f}× the fastest" in text
+    assert picks["flash2", 64, True, 8192][0] == (64, 128)
 
 def _pct(x):
     return f"{100 * x:.0f}"
