@@ -782,6 +782,14 @@ def test_pipeline_beside_smoke_run_times_one_q_block_per_program_at_each_count(t
         (p, p, 16, 16, 1) for p in (1, 2)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
+
+def test_wave_term_smoke_run_times_one_q_block_per_program_at_each_count(tmp_path, monkeypatch):
+    from benchmarks import wave_term
+    rows = _smoke(wave_term, tmp_path, monkeypatch, "wave_term.json")
+    assert [(r["programs"], r["heads"], r["seq"], r["seq_kv"], r["steps"]) for r in rows] == [
+        (p, p, 16, 16, 1) for p in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
 def test_hopper_waves_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypatch):
     from benchmarks import hopper_waves
     rows = _smoke(hopper_waves, tmp_path, monkeypatch, "hopper_waves.json")
