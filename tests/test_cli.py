@@ -297,12 +297,12 @@ def test_count_says_where_the_host_sets_a_training_steps_time_and_what_the_spill
 def test_a_context_parallel_count_names_no_tiles_most_of_its_steps_do_not_run():
     """The header said block_q 64, block_kv 64, the largest call's (step 0, its own shard under the diagonal); steps
     1-7 run other shapes, at their own tiles."""
-    p = run("count", "--algo", "flash2", "--seq", "131072", "--head-dim", "128", "--heads", "32", "--kv-heads", "8",
+    p = run("count", "--algo", "flash2", "--seq", "131072", "--head-dim", "64", "--heads", "32", "--kv-heads", "8",
             "--causal", "--gpu", "H200", "--gpus", "8", "--strategy", "zigzag")
     assert p.returncode == 0, p.stderr
     assert "each local call at its own shape's tiles" in p.stdout.splitlines()[0] and "block_q" not in p.stdout
     c = 131072 // 8
-    diagonal, later = (gpusim.simulate("flash2", seq=n, seq_kv=c, head_dim=128, heads=32, kv_heads=8, causal=causal,
+    diagonal, later = (gpusim.simulate("flash2", seq=n, seq_kv=c, head_dim=64, heads=32, kv_heads=8, causal=causal,
                                        gpu="H200").config for n, causal in ((c, True), (c, False)))
     assert (diagonal.block_q, diagonal.block_kv) != (later.block_q, later.block_kv)
     given = ["--algo", "flash2", "--seq", "4096", "--head-dim", "64", "--gpus", "4", "--strategy", "zigzag"]
