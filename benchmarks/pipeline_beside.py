@@ -6,15 +6,15 @@ loads beside another program on its SM?
 
 flash2 with one Q block per program and J = 4, 16 or 32 K/V blocks each (batch 1, heads = programs: 132, one an SM
 on the H200's 132 SMs; 198, 264, 396 and 528), at the kernel's own launch, cold, replayed from a CUDA graph
-(benchmarks/program_start.py's time_q_blocks): the 4-warp tiles of 64 rows (d = 64: 64 x 32, 64 x 64, 64 x 128;
-d = 128: 64 x 32, 64 x 64), and 128 x 64 at d = 64 (8 warps) as the control.
-A lone 4-warp program of 64 rows or more is priced with its loads pipelined S - 1 tiles deep (cost.lone_pipeline,
-Little's law, measured on lone programs by run 95); beside another program on its SM it waits for every step's loads
-whole. Run 218 (results/h100/pair_edge.json) measured the second program costing far less than that where few SMs
-hold two, and the cost growing with the SMs that do. The trial (benchmarks/report_launches.pipelined_beside): the
-pipeline's credit at any programs an SM (Triton's pipeline is in the program's code, not the SM's), the bandwidth the
-programs share left to the SM's busy time. Before this run it moves the H200's held-out sets 6,457 -> 6,468 of 6,688
-rows within 20% and the H100's 821 -> 828 of 880, the fitted files not at all.
+(benchmarks/program_start.py's time_q_blocks): the 4-warp tiles of 64 rows (d = 64: 64 x 32, 64 x 64, 64 x 128; d =
+128: 64 x 32, 64 x 64), and 128 x 64 at d = 64 (8 warps) as the control. A lone 4-warp program of 64 rows or more is
+priced with its loads pipelined S - 1 tiles deep (cost.lone_pipeline, Little's law, measured on lone programs by run
+95); beside another program on its SM it waits for every step's loads whole. Run 218 (results/h100/pair_edge.json)
+measured the second program costing far less than that where few SMs hold two, and the cost growing with the SMs
+that do. The trial (then benchmarks/report_launches.pipelined_beside; adopted on this run as cost.pipelined_beside):
+the pipeline's credit at any programs an SM (Triton's pipeline is in the program's code, not the SM's), the
+bandwidth the programs share left to the SM's busy time. Before this run it moves the H200's held-out sets 6,457 ->
+6,468 of 6,688 rows within 20% and the H100's 821 -> 828 of 880, the fitted files not at all.
 
 The prediction, committed before the run: of the 90 launches, the 20 the two price more than 10% apart (most of
 them the 4-warp tiles at 198 and 264 programs; 64 x 128 at 396; d = 128, 64 x 32 at 528) come within 20% under the

@@ -3,7 +3,7 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before, unsplit_lone_before, even_waves, one_slot_listed, alone_pipelines), each an
+lone_split_before, unsplit_lone_before, even_waves, one_slot_listed, alone_pipelines, waves_at_share), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
@@ -47,7 +47,8 @@ def no_lone_copy():
 @contextmanager
 def no_own_copy():
     """The model before the twenty-fifth session's cost.own_copy, while the block runs: a flash2 program's Q tile is
-    waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before it."""
+    waited for at the port's rate and its O tile's store not at all, as every figure docs/perf.md quotes from before
+    it."""
     with full_last_wave(), _patched(cost, "own_copy", lambda grid: False, "no_own_copy", moves=FLASH2_ROWS):
         yield
 
@@ -188,14 +189,14 @@ def no_list_schedule():
 def naive_events_launch():
     """The model before the thirty-ninth session's change, in part: naive's launches in GPU.launch_overhead_s (3.2 µs,
     CUDA events around each call), not in the graph's (Naive.GRAPH_LAUNCH)."""
-    with _patched(Naive, "GRAPH_LAUNCH", False, "naive_events_launch", moves=NAIVE_ROWS):
+    with waves_at_share(), _patched(Naive, "GRAPH_LAUNCH", False, "naive_events_launch", moves=NAIVE_ROWS):
         yield
 
 
 @contextmanager
 def pv_whole_wait():
     """The same, in part: pv's lone programs waiting for each step's whole load (Naive.LONE_PIPELINED)."""
-    with _patched(Naive, "LONE_PIPELINED", (), "pv_whole_wait", moves=NAIVE_ROWS):
+    with waves_at_share(), _patched(Naive, "LONE_PIPELINED", (), "pv_whole_wait", moves=NAIVE_ROWS):
         yield
 
 
@@ -203,7 +204,7 @@ def pv_whole_wait():
 def qk_overlapped():
     """The same, in part: qk's store hiding under its programs' loads and dots (Naive.STORED_AFTER,
     cost.stored_after)."""
-    with _patched(Naive, "STORED_AFTER", {}, "qk_overlapped", moves=NAIVE_ROWS):
+    with waves_at_share(), _patched(Naive, "STORED_AFTER", {}, "qk_overlapped", moves=NAIVE_ROWS):
         yield
 
 
@@ -287,7 +288,8 @@ def even_waves():
     """The model before the sixty-fifth session's cost.last_longest (and the list schedule at two or more programs an
     SM, after it), while the block runs: a one-wave launch spread unevenly over the SMs (136 programs on 132) priced on
     its fullest SMs alone, with the launch's Schedule, as every figure docs/perf.md quotes from before it (each context
-    above that enters no other enters this one, but naive's three, whose launches it does not move)."""
+    above that enters no other enters this one, but naive's three, whose launches it does not move: they enter
+    waves_at_share, the one later change that moves them)."""
     with one_slot_listed(), _patched(cost, "last_longest", cost.fullest, "even_waves"):
         yield
 
@@ -325,5 +327,23 @@ def alone_pipelines():
     """The model before the sixty-seventh session's cost.pipelined_beside, while the block runs: a 4-warp flash2 program
     beside others on its SM waits for every step's loads whole, its pipeline credited alone only (cost.lone_pipeline),
     as every figure docs/perf.md quotes from before it."""
-    with _patched(cost, "pipelined_beside", lambda grid: False, "alone_pipelines", moves=FLASH2_ROWS):
+    with waves_at_share(), _patched(cost, "pipelined_beside", lambda grid: False, "alone_pipelines",
+                                    moves=FLASH2_ROWS):
+        yield
+
+
+def before_last_at_share(step, total, tail_steps):
+    """cost.before_last before the sixty-seventh session: every program's tau at b an SM less the last wave's programs'
+    at the wave's share of the bandwidth (as cost.wave_time prices them)."""
+    grid = step.grid
+    sharing = cost.wave_sharing(step, tail_steps, (grid.programs - 1) % grid.slots + 1)
+    return total - sum(cost.tau(step, tail_steps, sharing, grid.resident).tolist())
+
+
+@contextmanager
+def waves_at_share():
+    """The model before the sixty-seventh session's last wave counted once (cost.before_last), while the block runs:
+    a launch's waves before its last priced as every program's tau at b an SM less the last wave's at its share of the
+    bandwidth, as every figure docs/perf.md quotes from before it."""
+    with _patched(cost, "before_last", before_last_at_share, "waves_at_share"):
         yield

@@ -22,7 +22,8 @@ from benchmarks.report_heldout import (
     model_scores, sets_share)
 from benchmarks.report_history import (
     HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
-    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped)
+    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped,
+    waves_at_share)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
 from gpusim import cost
@@ -935,22 +936,25 @@ def pipeline_beside_table():
     return "\n".join(lines)
 
 
-def before_last_at_b(step, total, tail_steps, tail):
-    """The trial's cost.before_last: every program's tau at b an SM less the last wave's programs' at b too (not at
-    the wave's share of the bandwidth), so that a launch of one wave costs its longest program's time (and the launch)
-    alone, and a longer one the waves before its last at b an SM."""
-    b = step.grid.resident
-    return max(0.0, total - float(np.sum(cost.tau(step, tail_steps, b, b))))  # >= 0 but for rounding
+
+def wave_term_rows():
+    """sm_edge_rows() of results/h100/wave_term.json (run 220), gpusim before cost.before_last counted the last wave
+    once (waves_at_share) and with it."""
+    return sm_edge_rows(agreement.H100 / "wave_term.json", waves_at_share)
 
 
-@contextmanager
-def last_wave_once():
-    """A trial (docs/perf.md, "The last wave counted once", run 220's prediction): before_last_at_b in
-    cost.before_last's place, while the block runs. A one-wave launch was priced at its longest program's time plus
-    (each program's tau at b an SM less its tau at the wave's share) / slots, which is zero only in a full wave:
-    pipeline_beside.json's launches of 198 programs on 132 SMs (run 219) are priced 1.08-1.39x."""
-    with _patched(cost, "before_last", before_last_at_b, "last_wave_once"):
-        yield
+def wave_term_table():
+    """wave_term_rows(): per tile and J, the measured launch at 132 programs and gpusim over the measured at each
+    count, before the last wave was counted once and with it."""
+    launches = wave_term_rows()
+    counts = sorted(next(iter(launches.values())))
+    lines = ["| d | tile | J | µs at 132 | gpusim ÷ measured at " + " / ".join(map(str, counts)) + ", before | now |",
+             "|---|---|---|---|---|---|"]
+    for (d, bq, bk, j), w in launches.items():
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | "
+                     + " / ".join(f"{w[c][1] / w[c][0]:.2f}" for c in counts) + " | "
+                     + " / ".join(f"{w[c][2] / w[c][0]:.2f}" for c in counts) + " |")
+    return "\n".join(lines)
 
 def dkdv_edge_rows():
     """results/h100/dkdv_edge.json (run 217): {(head_dim, block_q, block_kv): [(programs, b, measured µs, gpusim's µs

@@ -41,7 +41,7 @@ The model, in five steps, each a choice written down here:
 5. The grid. Programs go to the SMs' b slots in launch order, each slot taking the next program when its
    last one ends: all slots stay busy until the last wave, whose time is set by its longest program
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
-   wave's) / slots + the last wave's longest tau, plus the launch overhead. A last wave of fewer programs than
+   wave's, each at b an SM) / slots + the last wave's longest tau, plus the launch overhead (before_last). A last wave of fewer programs than
    slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
    SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
    SMs (136 programs on 132) leaves most SMs a program fewer, each with its own Schedule (fewer warps hide less):
@@ -555,7 +555,7 @@ def waves(step):
     grid = step.grid
     cfg, gpu, b, slots = grid.cfg, grid.cfg.gpu, grid.resident, grid.slots
     sms, (matmul_flops, other_flops, exps) = gpu.sm_count, grid.flops
-    time, total, sharing, launch, tail_steps = wave_time(step)
+    time, busy_s, sharing, launch, tail_steps = wave_time(step)
     longest_j = int(tail_steps.max())
     return Timing(
         predicted_time_s=time,
@@ -563,7 +563,7 @@ def waves(step):
                           sum(map(sum, grid.dram.values())) / step.rate["dram"] / sms),
         matmul_time_s=matmul_flops / gpu.matmul_flops_per_s(cfg.dtype),
         other_time_s=(other_flops - exps) / gpu.fp32_flops_per_s + exps / gpu.sfu_ops_per_s,
-        busy_fraction=min(1.0, total / slots / (time - launch)),  # at most 1: a sum of floats can pass it by 1e-15
+        busy_fraction=min(1.0, busy_s / slots / (time - launch)),  # at most 1: a sum of floats can pass it by 1e-15
         blocks_per_sm=grid.occ.blocks_per_sm,
         registers_per_thread=grid.res.registers_per_thread,
         limited_by=grid.occ.limited_by,
@@ -574,8 +574,9 @@ def waves(step):
 
 def wave_time(step):
     """Step 5's time: the grid over the SMs' slots, the last wave set by its longest program, and the launch's cost;
-    with what waves() reads besides: (time, every program's tau summed, the last wave's bandwidth sharing, the launch's
-    cost, the last wave's steps)."""
+    with what waves() reads besides: (time, the slots' busy time (the waves before the last, and the last wave's
+    programs at its share of the bandwidth), the last wave's bandwidth sharing, the launch's cost, the last wave's
+    steps)."""
     grid = step.grid
     work, b, slots = grid.work, grid.resident, grid.slots
     taus = tau(step, work.values, b, b)  # every program in a full wave, as arrays
@@ -583,19 +584,26 @@ def wave_time(step):
     last = (grid.programs - 1) % slots + 1  # programs in the last wave (integers: exact at any count)
     tail_steps = work.tail[:last]  # the last wave's programs
     sharing = wave_sharing(step, tail_steps, last)
-    tail = tau(step, tail_steps, sharing, b).tolist()  # as the waves before it count them
+    tail = tau(step, tail_steps, sharing, b).tolist()  # at the wave's share of the bandwidth, b an SM
     longest = last_longest(step, tail_steps, sharing, tail, last)
     launch = grid.cfg.pass_.launch_s(grid.cfg, grid.kernel)
-    waved = before_last(step, total, tail_steps, tail) / slots + longest
+    before = before_last(step, total, tail_steps)
     time = (ragged_time(step) if ragged_wave(grid) else
-            (list_schedule(step, total) if listed(grid) else waved) + launch)
-    return time, total, sharing, launch, tail_steps
+            (list_schedule(step, total) if listed(grid) else before / slots + longest) + launch)
+    return time, before + sum(tail), sharing, launch, tail_steps
 
 
-def before_last(step, total, tail_steps, tail):
+def before_last(step, total, tail_steps):
     """The slots' time before the last wave, times slots: every program's tau at b an SM (total) less the last wave's
-    at its share of the bandwidth (tail; tail_steps, its programs' steps)."""
-    return total - sum(tail)
+    programs' (tail_steps, their steps) at b an SM too, as total counted them; so a launch of one wave costs its longest
+    program's time alone. Until the sixty-seventh session the last wave's were subtracted at the wave's share of the
+    bandwidth, which left (each program's tau at b an SM less its tau at the wave's share) / slots in a wave that does
+    not fill the slots: results/h100/pipeline_beside.json's launches of 198 programs (run 219) priced 1.08-1.39x.
+    Adopted on the prediction of results/h100/wave_term.json (run 220; docs/perf.md, "The last wave counted once")."""
+    grid = step.grid
+    if grid.programs <= grid.slots:  # one wave: nothing before it
+        return 0.0
+    return max(0.0, total - float(np.sum(tau(step, tail_steps, grid.resident, grid.resident))))  # >= 0 but rounding
 
 
 def last_longest(step, tail_steps, sharing, tail, last):

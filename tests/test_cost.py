@@ -532,8 +532,7 @@ def test_a_wave_spread_unevenly_prices_its_longest_on_the_sms_holding_a_program_
 def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
     """cost.last_per_sm (last_wave.json, run 121): flash2 at 64 x 64, d = 64, holds b = 4 programs per SM; with 132 x m
     alike programs of J = 16 steps, m = 5, 6, 7 leave a last wave of k = 1, 2, 3 per SM. The waves before it are priced
-    as before (one full wave, tau_b, and the last wave's programs less, at its bandwidth share and the SM shared by
-    b); the last wave lasts one program whose SM's units serve k programs at a bandwidth share of k, and alone (k = 1)
+    as before (one full wave, tau_b; the last wave's programs counted once, cost.before_last); the last wave lasts one program whose SM's units serve k programs at a bandwidth share of k, and alone (k = 1)
     nothing hides its first loads: busy_k = max(k m1, k c1) + contention x min(k m1, k c1) (m1, c1: one program's
     bytes over the SM's rates, its compute), its slot max(chain, busy_k + first loads if k = 1). Derived here from
     each launch's Schedule's parts."""
@@ -556,7 +555,7 @@ def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
     for k in (1, 2, 3, 4):
         time, grid, step = launch(4 + k)
         assert cost.last_per_sm(grid, 132 * k) == k
-        expected = slot(step, 4, 4) + k / 4 * (slot(step, 4, 4) - slot(step, k, 4)) + slot(step, k, k) + launch_s
+        expected = slot(step, 4, 4) + slot(step, k, k) + launch_s
         assert time == pytest.approx(expected, rel=1e-12)
         assert time - full < 0.9 * wave if k < 4 else time - full == pytest.approx(wave, rel=1e-12)
     assert cost.last_per_sm(grid, 100) == 1 and cost.last_per_sm(grid, 133) == 2 and cost.last_per_sm(grid, 600) == 4

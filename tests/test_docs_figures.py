@@ -650,7 +650,8 @@ def test_perf_md_quotes_the_longest_first_drops_before_the_list_schedule_and_non
     assert (one.programs, past.programs, one.blocks_per_sm, two.programs, three.programs) == (640, 672, 5, 512, 544)
     assert f"640 → 672 programs, {us(one)} → {us(past)} µs)" in text
     assert f"512 → 544 programs, {us(two)} → {us(three)} µs)" in text
-    now = [_dkdv_d64(*x) for x in launches]
+    with report_history.alone_pipelines():  # the model as the section left it (the last wave counted once came after)
+        now = [_dkdv_d64(*x) for x in launches]
     assert f"cost {us(now[0])} → {us(now[1])} µs now; 512 → 544 at 64 × 64 {us(now[2])} → {us(now[3])} µs" in text
     for seq, tiles in ((2048, (64, 64)), (1024, (32, 32)), (512, (16, 32)), (4096, (64, 64)), (1024, (64, 32))):
         times = [_dkdv_d64(h, seq, tiles).predicted_time_s for h in range(1, 100)]
@@ -727,6 +728,7 @@ def test_perf_md_quotes_run_218s_pairs_against_their_prediction():
 
 
 
+@report_history.waves_at_share()  # the model before the last wave was counted once, as the section was written
 def test_perf_md_quotes_run_219s_pipeline_beside_against_its_prediction():
     """docs/perf.md's "A program's pipeline beside another", recomputed from results/h100/pipeline_beside.json
     (report_launches.pipeline_beside_rows: before cost.pipelined_beside and with it), pair_edge.json, what the rule
@@ -761,9 +763,11 @@ def test_perf_md_quotes_run_219s_pipeline_beside_against_its_prediction():
     assert f"{moved} of the H200's {rows:,} held-out rows, {spans['H200 held-out']}, {was:,} → {now:,} within 20%" in text
     rows, moved, was, now, *_ = moves["H100 held-out"]
     assert f"{moved} of the H100's {rows}, {spans['H100 held-out']}, {was} → {now}" in text
-    for name in ("bench.json", "bench_bwd.json"):
+    for name, line in (("bench.json", "{moved} of `bench.json`'s {rows}, {now} within either way"),
+                       ("bench_bwd.json", "{moved} of `bench_bwd.json`'s {rows} (the training steps' forwards), {now} "
+                                          "either way")):
         rows, moved, was, now, *_ = moves[name]
-        assert was == now and f"{moved} of `{name}`'s {rows}" in text and f"{now} {'within ' * (name == 'bench.json')}either way" in text
+        assert was == now and line.format(moved=moved, rows=rows, now=now) in text, name
     rows, moved, was, now, *_ = moves["tiles.json"]
     assert was == now == rows and f"{moved} of `tiles.json`'s {rows}, all within either way" in text
     assert moves["decode.json"][1] == 0 and "none of `decode.json`'s" in text
@@ -773,6 +777,58 @@ def test_perf_md_quotes_run_219s_pipeline_beside_against_its_prediction():
     assert f"within 5% of the fastest tile in {len(picks) - 1} of its {len(picks)} groups" in text
     assert f"64 × 128, measured {misses['flash2', 64, True, 8192]:.2f}× the fastest" in text
     assert picks["flash2", 64, True, 8192][0] == (64, 128)
+
+
+def test_perf_md_quotes_run_220s_wave_term_against_its_prediction():
+    """docs/perf.md's "The last wave counted once", recomputed from results/h100/wave_term.json
+    (report_launches.wave_term_rows: before cost.before_last counted the last wave once, and with it), the three probes
+    before it and what the rule moved on every scored file (report_gpus.uneven_wave_moves)."""
+    from benchmarks import report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("### The last wave counted once")[1].split("### Short Hopper")[0].split())
+    rows = report_launches.wave_term_rows()
+    launches = [(key, n, x) for key, w in rows.items() for n, x in w.items()]
+    within = lambda priced, measured: abs(priced / measured - 1) <= 0.2  # noqa: E731
+    apart = [x for _, _, x in launches if abs(x[2] / x[1] - 1) > 0.1]
+    was, now = (sum(within(x[f], x[0]) for x in apart) for f in (1, 2))
+    assert now > was and f"of the {len(apart)} launches priced more than 10% apart, {was} were within 20% before and " \
+                         f"{now} are now" in text
+    was, now = (sum(within(x[f], x[0]) for _, _, x in launches) for f in (1, 2))
+    assert f"over all {len(launches)}, {was} → {now}, none lost" in text
+    assert not [x for _, _, x in launches if within(x[1], x[0]) and not within(x[2], x[0])]
+    assert all(w[b][0] > w[a][0] for w in rows.values() for a, b in itertools.pairwise(sorted(w)))
+    misses = [(key, n, x[2] / x[0]) for key, n, x in launches if not within(x[2], x[0])]
+    assert f"The {len(misses)} misses left" in text
+    groups = {"lone": [r for _, n, r in misses if n == 132], "198": [r for k, n, r in misses if n == 198],
+              "594": [r for k, n, r in misses if n == 594]}
+    assert sum(map(len, groups.values())) == len(misses)
+    assert {k[1:3] for k, n, _ in misses if n == 198} == {(32, 64)} and {k[0] for k, n, _ in misses if n == 198} == {64}
+    assert {(k[1], k[3]) for k, n, _ in misses if n == 594} == {(16, 32)}
+    lone = groups["lone"]
+    assert f"the {len(lone)} launches of one program an SM ({min(lone):.2f}–{max(lone):.2f}×" in text
+    assert f"at 198 programs ({min(groups['198']):.2f}–{max(groups['198']):.2f}×)" in text
+    assert f"594 programs ({min(groups['594']):.2f}–{max(groups['594']):.2f}×)" in text
+    for name, words in (("pipeline_beside.json", "Run 219's launches, priced with it: "),
+                        ("pair_edge.json", "run 218's pairs "), ("sm_edge.json", "run 217's ")):
+        flat = [x for w in report_launches.sm_edge_rows(report_gpus.H100 / name, report_history.waves_at_share).values()
+                for x in w.values()]
+        was, now = (sum(within(x[f], x[0]) for x in flat) for f in (1, 2))
+        assert f"{words}{was} → {now} of {len(flat)}" in text, name
+    half = [x[2] / x[0] for w in report_launches.sm_edge_rows(report_gpus.H100 / "pipeline_beside.json").values()
+            for n, x in w.items() if n == 198]
+    assert f"(198 programs now {min(half):.2f}–{max(half):.2f}×)" in text
+    moves = report_gpus.uneven_wave_moves(report_history.waves_at_share, contextlib.nullcontext)
+    spans = {k: f"by {least:.2f}–{most:.2f}×" for k, (*_, most, least) in moves.items()}
+    assert max(most for *_, most, _ in moves.values()) < 1 + 1e-9 and "No row is priced slower" in text
+    rows_, moved, was, now, *_ = moves["H200 held-out"]
+    assert f"{moved:,} of the H200's {rows_:,} held-out rows, {spans['H200 held-out']}, {was:,} → {now:,} within 20%" in text
+    rows_, moved, was, now, *_ = moves["H100 held-out"]
+    assert f"{moved} of the H100's {rows_}, {spans['H100 held-out']}, {was} → {now}" in text
+    for name, line in (("bench.json", "{moved} of `bench.json`'s {rows}, {now} within either way"),
+                       ("tiles.json", "{moved} of `tiles.json`'s {rows}, all within either way"),
+                       ("decode.json", "{moved} of `decode.json`'s {rows}, {span}, {now} within either way"),
+                       ("bench_bwd.json", "{moved} of `bench_bwd.json`'s {rows}, {was} → {now}")):
+        rows_, moved, was, now, *_ = moves[name]
+        assert line.format(moved=moved, rows=rows_, was=was, now=now, span=spans[name]) in text, name
 
 def _pct(x):
     return f"{100 * x:.0f}"

@@ -215,19 +215,18 @@ def test_each_launch_pays_the_launch_overhead_once():
 
 def test_the_waves_add_up_program_by_program():
     """flash1's programs all walk the same steps. gpusim/cost.py's step 5: time = (the sum of every program's
-    tau - the last wave's) / slots + the last wave's longest tau + the launch overhead, with P programs in S =
-    SMs x b slots and the last wave's `last` programs timed at their own bandwidth share (last / SMs): as the waves
-    before count them, with the SM's units shared by b; as the wave lasts, each alone on its SM (112 programs on 132
-    SMs: one each, where a full wave holds b = 2); built here from cost.tau alone."""
+    tau - the last wave's, each at b an SM: the waves before the last) / slots + the last wave's longest tau + the
+    launch overhead, with P programs in S = SMs x b slots and the last wave's `last` programs timed at their own
+    bandwidth share (last / SMs), each alone on its SM (112 programs on 132 SMs: one each, where a full wave holds
+    b = 2); built here from cost.tau alone."""
     r = gpusim.simulate("flash1", seq=2048, head_dim=64, heads=32, batch=20, gpu=H200)
     cfg, k = r.config, r.kernels[0]
     grid, step = cost.schedule(r)
     programs, slots, sms = cfg.bh, grid.slots, cfg.gpu.sm_count
     last = programs - (math.ceil(programs / slots) - 1) * slots
     steps = cfg.tiling.tiles
-    full, tail = cost.tau(step, steps, grid.resident, 2), cost.tau(step, steps, last / sms, 2)
-    alone = cost.tau(step, steps, last / sms, 1)
-    expected = (programs * full - last * tail) / slots + alone + cfg.gpu.launch_overhead_s
+    full, alone = cost.tau(step, steps, grid.resident, 2), cost.tau(step, steps, last / sms, 1)
+    expected = (programs - last) * full / slots + alone + cfg.gpu.launch_overhead_s
     assert programs == 640 and slots == 264 and last == 112 and grid.resident == 2
     assert k.predicted_time_s == pytest.approx(expected, rel=1e-12)
 

@@ -1856,6 +1856,7 @@ def test_perf_md_quotes_what_a_launch_is_made_of_as_measured():
 
 
 
+@report_history.waves_at_share()  # the model the section was written with (the last wave counted once after)
 def test_perf_md_quotes_naives_launches_as_measured():
     """naive_launches.json (run 148) and qk_parts.json (run 149): the empty kernels in a row, the call against its
     kernels alone, pv's and qk's misses before the thirty-ninth session's change, qk's store rate and its halves in
@@ -3134,8 +3135,9 @@ def test_perf_md_quotes_decoding_against_cudnn_and_the_models_median():
     assert (f"behind cuDNN at 32K–128K: {behind(here)} here (×{min(here):.3f}–{max(here):.3f}) and {behind(decode)} in "
             f"`decode.json` ({min(decode):.3f}–{max(decode):.3f}×)") in text
     summary = agreement.summary(agreement.rows("decode.json"))
-    assert (f"{summary['median'] - 1:.0%} as the model stands (median gpusim ÷ measured {summary['median']:.2f} over "
-            f"its {summary['rows']} rows)") in text
+    m = summary["median"]
+    said = "within 1%" if abs(m - 1) < 0.005 else f"{m - 1:.0%}" if m > 1 else f"{1 - m:.0%} fast"
+    assert f"{said} as the model stands (median gpusim ÷ measured {m:.2f} over its {summary['rows']} rows)" in text
 
 
 def test_perf_md_quotes_hopper_attentions_host_time_per_call():
