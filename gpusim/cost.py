@@ -41,9 +41,9 @@ The model, in five steps, each a choice written down here:
 5. The grid. Programs go to the SMs' b slots in launch order, each slot taking the next program when its
    last one ends: all slots stay busy until the last wave, whose time is set by its longest program
    (the last Q blocks of a causal launch, the longest ones, run last). Time = (sum of tau - the last
-   wave's, each at b an SM) / slots + the last wave's longest tau, plus the launch overhead (before_last). A last wave of fewer programs than
-   slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its longest program shares its
-   SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
+   wave's, each at b an SM) / slots + the last wave's longest tau, plus the launch overhead (before_last). A last
+   wave of fewer programs than slots holds fewer than b on an SM (last_per_sm: at most ceil(last / SMs)), and its
+   longest program shares its SM's units with only those (alone, nothing hides its first loads). A launch of one wave spread unevenly over the
    SMs (136 programs on 132) leaves most SMs a program fewer, each with its own Schedule (fewer warps hide less):
    its longest program is priced on both and the slower counts (last_longest). The L2 and DRAM serve the whole
    GPU: in a last wave of fewer programs than slots, the bytes of an SM's b programs move at the share of
