@@ -18,9 +18,8 @@ the widest tiles (the L2 and DRAM shared by twice the programs). gpusim as it st
 1.00-1.05x 132 at 32 x 32 and 1.46-1.58x at the other tiles, 264 at 0.89-1.20x 136, and 264 below 232 at 32 x 32 (d
 = 64: 23.3 -> 20.7 us; d = 128: 32.1 -> 29.5 us).
 """
-from benchmarks import probe
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.program_start import sweep
+from benchmarks.program_start import programs_script
 
 STEPS = (16,)
 PROGRAMS = (132, 136, 166, 198, 232, 264)
@@ -28,12 +27,8 @@ TILES = {64: ((32, 32), (64, 32), (64, 64), (128, 64)), 128: ((32, 32), (64, 32)
 SMOKE = dict(STEPS=(1,), PROGRAMS=(1, 2), TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
-def measure(results):
-    sweep(results, TILES, STEPS, PROGRAMS, "programs", L2_BYTES, 1)
-
-
 def main(argv=None):
-    probe.script(__doc__, "pair_edge.json", measure, globals(), argv)
+    programs_script(__doc__, "pair_edge.json", globals(), argv)
 
 
 if __name__ == "__main__":

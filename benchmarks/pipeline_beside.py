@@ -23,9 +23,8 @@ The measured time at 264 programs over the same tile's at 132: at 64 x 32 (d = 6
 1.27, 1.60, 1.76, the trial 1.00, 1.12, 1.21; at 64 x 64 now 1.33, 1.68, 1.82, the trial 1.12, 1.50, 1.67. The
 trial is adopted if the count holds and the probe's other launches lose none within 20%.
 """
-from benchmarks import probe
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.program_start import sweep
+from benchmarks.program_start import programs_script
 
 STEPS = (4, 16, 32)
 PROGRAMS = (132, 198, 264, 396, 528)
@@ -33,12 +32,8 @@ TILES = {64: ((64, 32), (64, 64), (64, 128), (128, 64)), 128: ((64, 32), (64, 64
 SMOKE = dict(STEPS=(1,), PROGRAMS=(1, 2), TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
-def measure(results):
-    sweep(results, TILES, STEPS, PROGRAMS, "programs", L2_BYTES, 1)
-
-
 def main(argv=None):
-    probe.script(__doc__, "pipeline_beside.json", measure, globals(), argv)
+    programs_script(__doc__, "pipeline_beside.json", globals(), argv)
 
 
 if __name__ == "__main__":

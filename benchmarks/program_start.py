@@ -46,6 +46,16 @@ def sweep(results, tiles, steps, counts, label, l2_bytes, heads=HEADS):
             time_q_blocks(results, head_dim, block_q, block_kv, j, heads * m, l2_bytes, **{label: m})
 
 
+
+def programs_script(doc, name, namespace, argv=None):
+    """The entry point of a probe of flash2 at one Q block per program and a count of programs a launch (sm_edge,
+    pair_edge, pipeline_beside, wave_term): sweep over its namespace's TILES, STEPS and PROGRAMS (read when it runs,
+    after --smoke has set its SMOKE sizes) at L2_BYTES, into `name`."""
+    def measure(results):
+        sweep(results, namespace["TILES"], namespace["STEPS"], namespace["PROGRAMS"], "programs",
+              namespace["L2_BYTES"], 1)
+    probe.script(doc, name, measure, namespace, argv)
+
 def measure(results):
     sweep(results, TILES, STEPS, WAVES, "waves", L2_BYTES, HEADS)
 

@@ -863,7 +863,6 @@ def dkdv_ramp_summary():
             "non-causal": f"{len(full)} non-causal launches {_span(full)}"}
 
 
-
 def sm_edge_rows(path=agreement.H100 / "sm_edge.json", before=even_waves):
     """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json, pipeline_beside.json):
     {(head_dim, block_q, block_kv, J): {programs: (measured µs, gpusim's µs under `before` (the model before
@@ -913,6 +912,9 @@ def pair_edge_table(path=agreement.H100 / "pair_edge.json"):
     return "\n".join(lines)
 
 
+def _over_measured(launches, counts, priced):
+    """gpusim's price (priced: 1 before, 2 now) over the measured time of one tile's launches at each count."""
+    return " / ".join(f"{launches[c][priced] / launches[c][0]:.2f}" for c in counts)
 
 
 def pipeline_beside_rows():
@@ -931,10 +933,8 @@ def pipeline_beside_table():
     for (d, bq, bk, j), w in launches.items():
         lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | "
                      + " / ".join(f"{w[c][0] / w[132][0]:.2f}" for c in counts[1:]) + " | "
-                     + " / ".join(f"{w[c][1] / w[c][0]:.2f}" for c in counts) + " | "
-                     + " / ".join(f"{w[c][2] / w[c][0]:.2f}" for c in counts) + " |")
+                     + f"{_over_measured(w, counts, 1)} | {_over_measured(w, counts, 2)} |")
     return "\n".join(lines)
-
 
 
 def wave_term_rows():
@@ -951,10 +951,10 @@ def wave_term_table():
     lines = ["| d | tile | J | µs at 132 | gpusim ÷ measured at " + " / ".join(map(str, counts)) + ", before | now |",
              "|---|---|---|---|---|---|"]
     for (d, bq, bk, j), w in launches.items():
-        lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | "
-                     + " / ".join(f"{w[c][1] / w[c][0]:.2f}" for c in counts) + " | "
-                     + " / ".join(f"{w[c][2] / w[c][0]:.2f}" for c in counts) + " |")
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | {_over_measured(w, counts, 1)} | "
+                     f"{_over_measured(w, counts, 2)} |")
     return "\n".join(lines)
+
 
 def dkdv_edge_rows():
     """results/h100/dkdv_edge.json (run 217): {(head_dim, block_q, block_kv): [(programs, b, measured µs, gpusim's µs

@@ -13,9 +13,8 @@ one against two per SM at those).
 The prediction, committed before the run: at 32 x 32 the measured time does not fall past 132 programs, where gpusim
 falls 6-11% (H100-measured preset, d = 64, J = 16: 23.3 -> 20.7 us); at the controls both rise.
 """
-from benchmarks import probe
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.program_start import sweep
+from benchmarks.program_start import programs_script
 
 STEPS = (4, 16)
 PROGRAMS = tuple(range(116, 153, 4))
@@ -23,12 +22,8 @@ TILES = {64: ((32, 32), (64, 32), (64, 64)), 128: ((32, 32), (64, 32))}
 SMOKE = dict(STEPS=(1,), PROGRAMS=(1, 2), TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
-def measure(results):
-    sweep(results, TILES, STEPS, PROGRAMS, "programs", L2_BYTES, 1)
-
-
 def main(argv=None):
-    probe.script(__doc__, "sm_edge.json", measure, globals(), argv)
+    programs_script(__doc__, "sm_edge.json", globals(), argv)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,8 @@ at d = 64 falling from 198 to 264 programs (H100-measured: 9% at J = 8 and 32; t
 SMs holding one program, whose 32-row chain is priced too slow (lone launches of 32 x 32 at 1.46-1.55x, run 218). The
 trial is adopted if the count holds.
 """
-from benchmarks import probe
 from benchmarks.heldout import L2_BYTES  # the H200's; --smoke sets it to 0 (one input set)
-from benchmarks.program_start import sweep
+from benchmarks.program_start import programs_script
 
 STEPS = (8, 32)
 PROGRAMS = tuple(range(132, 793, 66))
@@ -34,12 +33,8 @@ TILES = {64: ((32, 64), (16, 64)), 128: ((32, 64), (16, 32))}
 SMOKE = dict(STEPS=(1,), PROGRAMS=(1, 2), TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
-def measure(results):
-    sweep(results, TILES, STEPS, PROGRAMS, "programs", L2_BYTES, 1)
-
-
 def main(argv=None):
-    probe.script(__doc__, "wave_term.json", measure, globals(), argv)
+    programs_script(__doc__, "wave_term.json", globals(), argv)
 
 
 if __name__ == "__main__":
