@@ -26,10 +26,13 @@ TILES = {64: ((64, 32), (64, 64), (128, 64), (128, 128)), 128: ((64, 32), (64, 6
 SMOKE = dict(STEPS=(1,), WAVES=(1, 2), HEADS=2, TILES={16: ((16, 16),)}, L2_BYTES=0)
 
 
-def time_q_blocks(results, head_dim, block_q, block_kv, steps, heads, l2_bytes, **label):
-    """flash2 at its own launch over `heads` heads of one Q block each (one program per head), J = steps K/V blocks,
-    cold (inputs rotated past l2_bytes), replayed from a CUDA graph: a row (with the label's fields) and its ms."""
-    tiles = gpusim.Tiles(block_q, block_kv)
+def time_q_blocks(results, head_dim, block_q, block_kv, steps, heads, l2_bytes, num_stages=None, **label):
+    """flash2 at its own launch (or num_stages' software pipeline, a row field then) over `heads` heads of one Q block
+    each (one program per head), J = steps K/V blocks, cold (inputs rotated past l2_bytes), replayed from a CUDA graph:
+    a row (with the label's fields) and its ms."""
+    tiles = gpusim.Tiles(block_q, block_kv, num_stages=num_stages)
+    if num_stages is not None:
+        label = dict(label, num_stages=num_stages)
     sets = probe.input_sets(((1, heads, block_q, head_dim), *((1, heads, steps * block_kv, head_dim),) * 2), l2_bytes)
     call = cycling([lambda s=s: flash2_attention(*s, tiles=tiles) for s in sets])
     row = dict(head_dim=head_dim, block_q=block_q, block_kv=block_kv, steps=steps, **label, heads=heads, seq=block_q,
@@ -38,23 +41,24 @@ def time_q_blocks(results, head_dim, block_q, block_kv, steps, heads, l2_bytes, 
     print(f"d={head_dim} {block_q}x{block_kv} J={steps} {label}: {row.get('ms', row.get('error'))}", flush=True)
 
 
-def sweep(results, tiles, steps, counts, label, l2_bytes, heads=HEADS):
-    """time_q_blocks at every head dim and tile of `tiles`, J in `steps` and `heads` x m heads for m in `counts` (the
-    row's field `label`: its waves, or its programs per SM)."""
+def sweep(results, tiles, steps, counts, label, l2_bytes, heads=HEADS, stages=(None,)):
+    """time_q_blocks at every head dim and tile of `tiles`, software-pipeline depth in `stages` (None: the kernel's
+    own), J in `steps` and `heads` x m heads for m in `counts` (the row's field `label`: its waves, or its programs per
+    SM)."""
     for head_dim in tiles:
-        for (block_q, block_kv), j, m in product(tiles[head_dim], steps, counts):
-            time_q_blocks(results, head_dim, block_q, block_kv, j, heads * m, l2_bytes, **{label: m})
-
+        for (block_q, block_kv), s, j, m in product(tiles[head_dim], stages, steps, counts):
+            time_q_blocks(results, head_dim, block_q, block_kv, j, heads * m, l2_bytes, s, **{label: m})
 
 
 def programs_script(doc, name, namespace, argv=None):
     """The entry point of a probe of flash2 at one Q block per program and a count of programs a launch (sm_edge,
-    pair_edge, pipeline_beside, wave_term): sweep over its namespace's TILES, STEPS and PROGRAMS (read when it runs,
-    after --smoke has set its SMOKE sizes) at L2_BYTES, into `name`."""
+    pair_edge, pipeline_beside, wave_term, lone_stages): sweep over its namespace's TILES, STEPS, PROGRAMS and STAGES
+    if it has them (read when it runs, after --smoke has set its SMOKE sizes) at L2_BYTES, into `name`."""
     def measure(results):
         sweep(results, namespace["TILES"], namespace["STEPS"], namespace["PROGRAMS"], "programs",
-              namespace["L2_BYTES"], 1)
+              namespace["L2_BYTES"], 1, namespace.get("STAGES", (None,)))
     probe.script(doc, name, measure, namespace, argv)
+
 
 def measure(results):
     sweep(results, TILES, STEPS, WAVES, "waves", L2_BYTES, HEADS)

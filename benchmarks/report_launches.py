@@ -21,7 +21,7 @@ from benchmarks.report_heldout import (
     THIRTY, THIRTY_EIGHT, THIRTY_FOUR, THIRTY_TWO, TWENTY_FIVE, TWENTY_FOUR, change_scores, change_table, meets_target,
     model_scores, sets_share)
 from benchmarks.report_history import (
-    HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
+    FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
     lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped,
     waves_at_share)
 from benchmarks.report_kernels import _span, backward_kernel
@@ -867,20 +867,22 @@ def sm_edge_rows(path=agreement.H100 / "sm_edge.json", before=even_waves):
     """results/h100/sm_edge.json (run 217), or another file of its rows (pair_edge.json, pipeline_beside.json):
     {(head_dim, block_q, block_kv, J): {programs: (measured µs, gpusim's µs under `before` (the model before
     cost.last_longest: even_waves), gpusim's µs)}}, flash2 at one Q block per program, on the measured preset of the
-    file's GPU (H100-measured on an H100, else H200-measured)."""
+    file's GPU (H100-measured on an H100, else H200-measured); a file whose rows set num_stages (lone_stages.json) keys
+    them (head_dim, block_q, block_kv, num_stages, J)."""
     data = json.loads(path.read_text())
     preset = "H100-measured" if "H100" in data["environment"]["gpu"] else agreement.PRESET
 
     def priced(r):
+        tiles = gpusim.Tiles(r["block_q"], r["block_kv"], num_stages=r.get("num_stages"))
         return gpusim.simulate("flash2", batch=1, heads=r["heads"], seq=r["seq"], seq_kv=r["seq_kv"],
-                               head_dim=r["head_dim"], dtype="fp16", gpu=preset,
-                               tiles=gpusim.Tiles(r["block_q"], r["block_kv"])).predicted_time_s * 1e6
-    rows = data["rows"]
+                               head_dim=r["head_dim"], dtype="fp16", gpu=preset, tiles=tiles).predicted_time_s * 1e6
+    rows = [r for r in data["rows"] if "ms" in r]
     with before():
         was = [priced(r) for r in rows]
     out = {}
     for r, then in zip(rows, was):
-        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], r["steps"]), {})[r["programs"]] = (
+        stages = (r["num_stages"],) if "num_stages" in r else ()
+        out.setdefault((r["head_dim"], r["block_q"], r["block_kv"], *stages, r["steps"]), {})[r["programs"]] = (
             r["ms"] * 1e3, then, priced(r))
     return out
 
@@ -954,6 +956,34 @@ def wave_term_table():
         lines.append(f"| {d} | {bq} × {bk} | {j} | {w[132][0]:.2f} | {_over_measured(w, counts, 1)} | "
                      f"{_over_measured(w, counts, 2)} |")
     return "\n".join(lines)
+
+
+def lone_below_64(grid):
+    """The trial's addition to cost.lone_pipeline: a lone 4-warp program (one warp per scheduler) of fewer than 64 rows
+    (16 or 32, whose instructions issue on ISSUE_HIDING's line: cost.full_issue) of a pass_.LONE_FULL_ISSUE kernel
+    (flash2's forward) that Triton pipelines S > 2 stages deep."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident == 1 and grid.cfg.block_q < 64
+            and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
+
+
+def beside_below_64(grid):
+    """The same program beside others on its SM (b > 1), as cost.pipelined_beside has it for 64 rows or more."""
+    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident > 1 and grid.cfg.block_q < 64
+            and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
+
+
+@contextmanager
+def small_pipelines(beside=False):
+    """A trial (docs/perf.md, "A lone program of 16 or 32 rows pipelined", run 221's prediction): cost.lone_pipeline,
+    or lone_below_64 (and with beside=True cost.pipelined_beside, or beside_below_64), while the block runs. Runs 217
+    and 220 (sm_edge.json, wave_term.json) measured lone 16- and 32-row programs whose steps gpusim prices waiting
+    for every load whole 1.27-1.68x slow; Triton's pipeline is the same code at any tile."""
+    lone, pair = cost.lone_pipeline, cost.pipelined_beside  # an outer context's, where one has put an older rule back
+    with _patched(cost, "lone_pipeline", lambda grid: lone_below_64(grid) or lone(grid), "lone_below_64",
+                  moves=FLASH2_ROWS), \
+            (_patched(cost, "pipelined_beside", lambda grid: beside_below_64(grid) or pair(grid), "beside_below_64",
+                      moves=FLASH2_ROWS) if beside else nullcontext()):
+        yield
 
 
 def dkdv_edge_rows():

@@ -774,7 +774,6 @@ def test_pair_edge_smoke_run_times_one_q_block_per_program_at_each_count(tmp_pat
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
-
 def test_pipeline_beside_smoke_run_times_one_q_block_per_program_at_each_count(tmp_path, monkeypatch):
     from benchmarks import pipeline_beside
     rows = _smoke(pipeline_beside, tmp_path, monkeypatch, "pipeline_beside.json")
@@ -789,6 +788,15 @@ def test_wave_term_smoke_run_times_one_q_block_per_program_at_each_count(tmp_pat
     assert [(r["programs"], r["heads"], r["seq"], r["seq_kv"], r["steps"]) for r in rows] == [
         (p, p, 16, 16, 1) for p in (1, 2)]
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
+def test_lone_stages_smoke_run_times_each_count_at_each_pipeline_depth(tmp_path, monkeypatch):
+    from benchmarks import lone_stages
+    rows = _smoke(lone_stages, tmp_path, monkeypatch, "lone_stages.json")
+    assert [(r["num_stages"], r["programs"], r["heads"], r["seq"], r["seq_kv"], r["steps"]) for r in rows] == [
+        (s, p, p, 16, 16, 1) for s in (2, 3) for p in (1, 2)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
 
 def test_hopper_waves_smoke_run_times_each_launch_causal_or_not(tmp_path, monkeypatch):
     from benchmarks import hopper_waves
