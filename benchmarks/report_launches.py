@@ -986,6 +986,29 @@ def small_pipelines(beside=False):
         yield
 
 
+def fullest_held(step, tail_steps, sharing, tail, last):
+    """The trial's cost.fullest: a last wave holding fewer programs an SM than b (last_per_sm), priced on a Schedule
+    of its own at that count (cost.one_step), as cost.last_longest prices the SMs of a one-wave launch that hold fewer;
+    at b an SM, the launch's (tail)."""
+    grid = step.grid
+    per_sm = cost.last_per_sm(grid, last)
+    if per_sm == grid.resident:
+        return max(tail)
+    held = cost.one_step(replace(grid, resident=per_sm, slots=grid.cfg.gpu.sm_count * per_sm), step.rate)
+    return max(cost.tau(held, tail_steps, sharing, per_sm).tolist())
+
+
+@contextmanager
+def own_tail():
+    """A trial (docs/perf.md, "A last wave alone on its SMs", run 221's second prediction): cost.fullest as
+    fullest_held, with small_pipelines' lone rule, while the block runs. The last wave's programs, where they hold
+    fewer slots an SM than the waves before, were priced on the launch's Schedule at b an SM: its chain waits as b
+    programs' do (a 16- or 32-row program's every load whole, an 8-warp one's without lone_copy's rate) where run
+    220's 594-program launches (four waves and a half-filled fifth) took far less."""
+    with small_pipelines(), _patched(cost, "fullest", fullest_held, "own_tail"):
+        yield
+
+
 def dkdv_edge_rows():
     """results/h100/dkdv_edge.json (run 217): {(head_dim, block_q, block_kv): [(programs, b, measured µs, gpusim's µs
     by the last-wave rule (one_slot_listed), gpusim's µs list-scheduled)]}, causal dK/dV alone, H100-measured."""

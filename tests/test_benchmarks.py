@@ -790,6 +790,15 @@ def test_wave_term_smoke_run_times_one_q_block_per_program_at_each_count(tmp_pat
     assert all(r["ms"] > 0 and "error" not in r for r in rows)
 
 
+def test_last_alone_smoke_run_times_full_waves_and_one_program_more(tmp_path, monkeypatch):
+    from benchmarks import last_alone
+    rows = _smoke(last_alone, tmp_path, monkeypatch, "last_alone.json")
+    b = last_alone.per_sm(16, 16, 16)
+    assert [(r["b"], r["programs"], r["heads"], r["seq"], r["seq_kv"]) for r in rows] == [
+        (b, b + e, b + e, 16, 16) for e in (0, 1)]
+    assert all(r["ms"] > 0 and "error" not in r for r in rows)
+
+
 def test_lone_stages_smoke_run_times_each_count_at_each_pipeline_depth(tmp_path, monkeypatch):
     from benchmarks import lone_stages
     rows = _smoke(lone_stages, tmp_path, monkeypatch, "lone_stages.json")
