@@ -27,7 +27,7 @@ from benchmarks.report_heldout import (
 from benchmarks.report_history import (
     _within_both, alone_pipelines, before_ragged, counted_dots, dkdv_by_waves, even_waves, events_launch,
     full_last_wave, line_issue, lone_by_port, naive_before, no_list_schedule, no_lone_copy, no_lone_pipeline,
-    no_measured_issue, no_own_copy, one_warp_issue, reduce_before, waves_at_share)
+    no_measured_issue, no_own_copy, one_warp_issue, pipelines_from_64, reduce_before, waves_at_share)
 from benchmarks.report_kernels import (
     HOST_TARGETS, ROOT, SEQS, _span, against_sdpa_table, agreement_table, backward_rows, backward_table, bench_rows,
     bwd_kernels_table, decode_rates, decode_rows_table, decode_table, drift_table, fastest_sdpa, flash1_l1_table, floor3,
@@ -41,7 +41,7 @@ from benchmarks.report_launches import (
     last_wave_trial_table, launch_parts_table, list_schedule_trial_table, lone_latency_figures, lone_setup_table,
     lpt_order_table, naive_heldout_table, naive_launches_table, own_copy_table, pair_edge_table, pipeline_beside_table,
     program_cost_figures, program_start_table, qk_parts_table, setup_rows_figures, sm_edge_table, sweep_table,
-    trial_table, wave_term_table)
+    trial_table, wave_term_table, lone_stages_table, last_alone_table)
 from benchmarks.report_steps import (
     adopted_pipeline_table, bwd_gqa_table, bwd_rates_rows, bwd_sharing_table, compute_alone_table, exposed_loads_table,
     exposed_wait_table, forward_nsight_rows, issue_trial_table, lone_copy_steps_table, lone_copy_table,
@@ -256,6 +256,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "naive_heldout": naive_heldout_table,
           "qk_parts": qk_parts_table, "sm_edge": sm_edge_table,
           "pair_edge": pair_edge_table, "pipeline_beside": pipeline_beside_table, "wave_term": wave_term_table,
+          "lone_stages": lone_stages_table, "last_alone": last_alone_table,
           "dkdv_edge": dkdv_edge_table, "last_wave": last_wave_table, "last_wave_trial": last_wave_trial_table,
           "ragged_tiles": ragged_tiles_table, "whole_dots_trial": whole_dots_trial_table,
           "bwd_sharing": bwd_sharing_table, "bwd_rates": lambda: nsight_table(bwd_rates_rows()),
@@ -346,6 +347,9 @@ BEFORE_BESIDE = ("sm_edge", "pair_edge", "dkdv_edge")
 # The tables of the section written between cost.pipelined_beside and the sixty-seventh session's last wave counted
 # once (cost.before_last): under the model before it (waves_at_share).
 BEFORE_ONCE = ("pipeline_beside",)
+# The tables of the section written between cost.before_last and the sixty-eighth session's two rules (cost.lone_pipeline
+# at 16 and 32 rows, cost.fullest's own Schedule): under the model before them (pipelines_from_64).
+BEFORE_SMALL = ("wave_term",)
 HISTORICAL = frozenset(BEFORE_FULL_ISSUE + BEFORE_TWO_WARP_ISSUE + BEFORE_LONE_PIPELINE + BEFORE_LONE_COPY
                        + BEFORE_OWN_COPY + BEFORE_WHOLE_DOTS + BEFORE_LAST_WAVE + BEFORE_MEASURED_ISSUE
                        + BEFORE_LIST_SCHEDULE + BEFORE_RETIMED + BEFORE_DKDV_LIST + BEFORE_LONE_SETUP
@@ -357,7 +361,8 @@ def as_written(name):
     no_lone_pipeline, no_lone_copy, no_own_copy, full_last_wave, counted_dots, no_measured_issue, no_list_schedule,
     dkdv_by_waves, lone_by_port, events_launch, each with naive_before, reduce_before and before_ragged: written before
     all three; BEFORE_RAGGED's with before_ragged; BEFORE_UNEVEN's with even_waves; BEFORE_BESIDE's with
-    alone_pipelines; BEFORE_ONCE's with waves_at_share), or the model as it stands; on the
+    alone_pipelines; BEFORE_ONCE's with waves_at_share; BEFORE_SMALL's with pipelines_from_64), or the model as it
+    stands; on the
     held-out rows as they were then (before_retimed) where it was written before run 135."""
     model = (line_issue() if name in BEFORE_FULL_ISSUE else one_warp_issue() if name in BEFORE_TWO_WARP_ISSUE else
              no_lone_pipeline() if name in BEFORE_LONE_PIPELINE else no_lone_copy() if name in BEFORE_LONE_COPY
@@ -369,7 +374,7 @@ def as_written(name):
     model = _within_both(reduce_before(), _within_both(naive_before(), model)) if name in HISTORICAL else model
     model = _within_both(before_ragged(), model) if name in HISTORICAL or name in BEFORE_RAGGED else model
     model = (even_waves() if name in BEFORE_UNEVEN else alone_pipelines() if name in BEFORE_BESIDE else
-             waves_at_share() if name in BEFORE_ONCE else model)
+             waves_at_share() if name in BEFORE_ONCE else pipelines_from_64() if name in BEFORE_SMALL else model)
     return _within_both(before_retimed(), model) if name in BEFORE_RETIMED else model
 
 

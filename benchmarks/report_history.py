@@ -345,5 +345,37 @@ def waves_at_share():
     """The model before the sixty-seventh session's last wave counted once (cost.before_last), while the block runs:
     a launch's waves before its last priced as every program's tau at b an SM less the last wave's at its share of the
     bandwidth, as every figure docs/perf.md quotes from before it."""
-    with _patched(cost, "before_last", before_last_at_share, "waves_at_share"):
+    with pipelines_from_64(), _patched(cost, "before_last", before_last_at_share, "waves_at_share"):
+        yield
+
+
+def pipelined_from_64(grid):
+    """cost.lone_pipeline before the sixty-eighth session: a lone 4-warp program of 64 rows or more (cost.full_issue's
+    tiles), or a lone program of a pass_.LONE_PIPELINED kernel, pipelined S > 2 deep."""
+    lone = ((cost.full_issue(grid) and grid.res.num_warps == cost.ISSUE_PER_CLOCK)
+            or (grid.kernel in grid.cfg.pass_.LONE_PIPELINED and grid.resident == 1))
+    return lone and grid.res.num_stages > 2
+
+
+@contextmanager
+def pipelines_from_64():
+    """The model before the sixty-eighth session's two rules, while the block runs: a lone 4-warp program of 16 or 32
+    rows waits for every step's loads whole (cost.lone_pipeline at 64 rows or more), as every figure docs/perf.md
+    quotes from before it; and tail_at_b."""
+    with tail_at_b(), _patched(cost, "lone_pipeline", pipelined_from_64, "pipelines_from_64", moves=FLASH2_ROWS):
+        yield
+
+
+def fullest_at_b(step, tail_steps, sharing, tail, last):
+    """cost.fullest before the sixty-eighth session: the last wave's longest program beside last_per_sm others, on the
+    launch's Schedule (made at b an SM) whatever that count."""
+    per_sm = cost.last_per_sm(step.grid, last)
+    return max(tail if per_sm == step.grid.resident else cost.tau(step, tail_steps, sharing, per_sm).tolist())
+
+
+@contextmanager
+def tail_at_b():
+    """The model before the sixty-eighth session's cost.fullest, while the block runs: a last wave of fewer programs an
+    SM than b priced on the launch's Schedule, made at b an SM."""
+    with _patched(cost, "fullest", fullest_at_b, "tail_at_b"):
         yield

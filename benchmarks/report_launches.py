@@ -22,8 +22,8 @@ from benchmarks.report_heldout import (
     model_scores, sets_share)
 from benchmarks.report_history import (
     FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
-    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pv_whole_wait, qk_overlapped,
-    waves_at_share)
+    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pipelines_from_64, pv_whole_wait,
+    qk_overlapped, waves_at_share)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
 from gpusim import cost
@@ -958,55 +958,57 @@ def wave_term_table():
     return "\n".join(lines)
 
 
-def lone_below_64(grid):
-    """The trial's addition to cost.lone_pipeline: a lone 4-warp program (one warp per scheduler) of fewer than 64 rows
-    (16 or 32, whose instructions issue on ISSUE_HIDING's line: cost.full_issue) of a pass_.LONE_FULL_ISSUE kernel
-    (flash2's forward) that Triton pipelines S > 2 stages deep."""
-    return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident == 1 and grid.cfg.block_q < 64
-            and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
-
-
 def beside_below_64(grid):
-    """The same program beside others on its SM (b > 1), as cost.pipelined_beside has it for 64 rows or more."""
+    """A trial's addition to cost.pipelined_beside: a 4-warp program of 16 or 32 rows of a pass_.LONE_FULL_ISSUE kernel
+    (flash2's forward), pipelined S > 2 deep, beside others on its SM (b > 1), as that rule has it for 64 rows."""
     return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident > 1 and grid.cfg.block_q < 64
             and grid.res.num_warps == cost.ISSUE_PER_CLOCK and grid.res.num_stages > 2)
 
 
 @contextmanager
-def small_pipelines(beside=False):
-    """A trial (docs/perf.md, "A lone program of 16 or 32 rows pipelined", run 221's prediction): cost.lone_pipeline,
-    or lone_below_64 (and with beside=True cost.pipelined_beside, or beside_below_64), while the block runs. Runs 217
-    and 220 (sm_edge.json, wave_term.json) measured lone 16- and 32-row programs whose steps gpusim prices waiting
-    for every load whole 1.27-1.68x slow; Triton's pipeline is the same code at any tile."""
-    lone, pair = cost.lone_pipeline, cost.pipelined_beside  # an outer context's, where one has put an older rule back
-    with _patched(cost, "lone_pipeline", lambda grid: lone_below_64(grid) or lone(grid), "lone_below_64",
-                  moves=FLASH2_ROWS), \
-            (_patched(cost, "pipelined_beside", lambda grid: beside_below_64(grid) or pair(grid), "beside_below_64",
-                      moves=FLASH2_ROWS) if beside else nullcontext()):
+def small_beside():
+    """A trial, not adopted (docs/perf.md, "A lone program of 16 or 32 rows pipelined"): cost.pipelined_beside, or
+    beside_below_64, while the block runs."""
+    pair = cost.pipelined_beside  # an outer context's, where one has put an older rule back
+    with _patched(cost, "pipelined_beside", lambda grid: beside_below_64(grid) or pair(grid), "small_beside",
+                  moves=FLASH2_ROWS):
         yield
 
 
-def fullest_held(step, tail_steps, sharing, tail, last):
-    """The trial's cost.fullest: a last wave holding fewer programs an SM than b (last_per_sm), priced on a Schedule
-    of its own at that count (cost.one_step), as cost.last_longest prices the SMs of a one-wave launch that hold fewer;
-    at b an SM, the launch's (tail)."""
-    grid = step.grid
-    per_sm = cost.last_per_sm(grid, last)
-    if per_sm == grid.resident:
-        return max(tail)
-    held = cost.one_step(replace(grid, resident=per_sm, slots=grid.cfg.gpu.sm_count * per_sm), step.rate)
-    return max(cost.tau(held, tail_steps, sharing, per_sm).tolist())
+def lone_stages_rows():
+    """sm_edge_rows() of results/h100/lone_stages.json (run 221): {(head_dim, block_q, block_kv, num_stages, J):
+    {programs: (measured µs, gpusim's µs before the sixty-eighth session's rules (pipelines_from_64), now)}}."""
+    return sm_edge_rows(agreement.H100 / "lone_stages.json", pipelines_from_64)
 
 
-@contextmanager
-def own_tail():
-    """A trial (docs/perf.md, "A last wave alone on its SMs", run 221's second prediction): cost.fullest as
-    fullest_held, with small_pipelines' lone rule, while the block runs. The last wave's programs, where they hold
-    fewer slots an SM than the waves before, were priced on the launch's Schedule at b an SM: its chain waits as b
-    programs' do (a 16- or 32-row program's every load whole, an 8-warp one's without lone_copy's rate) where run
-    220's 594-program launches (four waves and a half-filled fifth) took far less."""
-    with small_pipelines(), _patched(cost, "fullest", fullest_held, "own_tail"):
-        yield
+def lone_stages_table():
+    """lone_stages_rows(): per tile, stages and J, the measured launch at 66, 132 and 264 programs, and gpusim over the
+    measured at each, before cost.lone_pipeline took 16- and 32-row programs in and with it."""
+    lines = ["| d | tile | S | J | µs at 66 / 132 / 264 | gpusim ÷ measured, before | now |", "|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, stages, j), w in lone_stages_rows().items():
+        counts = sorted(w)
+        lines.append(f"| {d} | {bq} × {bk} | {stages} | {j} | " + " / ".join(f"{w[c][0]:.1f}" for c in counts)
+                     + f" | {_over_measured(w, counts, 1)} | {_over_measured(w, counts, 2)} |")
+    return "\n".join(lines)
+
+
+def last_alone_rows():
+    """sm_edge_rows() of results/h100/last_alone.json (run 221), before the sixty-eighth session's rules
+    (pipelines_from_64) and now: {(head_dim, block_q, block_kv, J): {programs: (measured, before, now)}}."""
+    return sm_edge_rows(agreement.H100 / "last_alone.json", pipelines_from_64)
+
+
+def last_alone_table():
+    """last_alone_rows(): per tile and J, the full waves' measured time, what a last wave of one program on 33, 66 and
+    132 SMs adds, measured, priced before cost.fullest gave it its own Schedule and now, and gpusim over the measured."""
+    lines = ["| d | tile | J | µs at b × 132 | + 33 / 66 / 132 programs adds, measured | gpusim before | now | "
+             "gpusim ÷ measured, before | now |", "|---|---|---|---|---|---|---|---|---|"]
+    for (d, bq, bk, j), w in last_alone_rows().items():
+        full, *more = sorted(w)
+        adds = [" / ".join(f"{w[c][i] - w[full][i]:.1f}" for c in more) for i in (0, 1, 2)]
+        lines.append(f"| {d} | {bq} × {bk} | {j} | {w[full][0]:.1f} | {adds[0]} | {adds[1]} | {adds[2]} | "
+                     f"{_over_measured(w, [full, *more], 1)} | {_over_measured(w, [full, *more], 2)} |")
+    return "\n".join(lines)
 
 
 def dkdv_edge_rows():

@@ -336,9 +336,12 @@ def lone_pipeline(grid):
     1.39-1.88x, and their loop without loads (run 103, overlap_d128.json), which full_issue prices 0.97-1.03x. 8-warp
     programs follow their own measured rate (lone_copy): their loop alone is priced 1.01-1.27x, so Little's law on
     their priced compute would not hold them. The twentieth session's trial (report_steps.lone_pipelined), adopted in
-    the twenty-second's."""
-    lone = ((full_issue(grid) and grid.res.num_warps == ISSUE_PER_CLOCK)
-            or (grid.kernel in grid.cfg.pass_.LONE_PIPELINED and grid.resident == 1))
+    the twenty-second's. A 4-warp program of 16 or 32 rows (its instructions on ISSUE_HIDING's line, not full_issue's)
+    pipelines so too: adopted on the prediction of results/h100/lone_stages.json (run 221; docs/perf.md, "A lone
+    program of 16 or 32 rows pipelined"), its lone launches at 3 and 4 stages 0 -> 61 of 72 within 20%."""
+    pass_ = grid.cfg.pass_
+    lone = grid.resident == 1 and ((grid.kernel in pass_.LONE_FULL_ISSUE and grid.res.num_warps == ISSUE_PER_CLOCK)
+                                   or grid.kernel in pass_.LONE_PIPELINED)
     return lone and grid.res.num_stages > 2
 
 
@@ -622,10 +625,17 @@ def last_longest(step, tail_steps, sharing, tail, last):
 
 
 def fullest(step, tail_steps, sharing, tail, last):
-    """The last wave's longest program beside last_per_sm programs on its SM, with the launch's Schedule (tail: the
-    wave's taus at b an SM, as the waves before it count them)."""
-    per_sm = last_per_sm(step.grid, last)
-    return max(tail if per_sm == step.grid.resident else tau(step, tail_steps, sharing, per_sm).tolist())
+    """The last wave's longest program beside last_per_sm programs on its SM (tail: the wave's taus at b an SM, as the
+    waves before it count them); where that is fewer than b, on a Schedule of its own at that count, as last_longest
+    prices a one-wave launch's SMs that hold fewer (a program alone keeps a lone program's pipeline and issue rate,
+    not b programs'). Adopted on the prediction of results/h100/last_alone.json (run 221; docs/perf.md, "A last wave
+    alone on its SMs"): of its 56 launches, 47 -> 56 within 20%."""
+    grid = step.grid
+    per_sm = last_per_sm(grid, last)
+    if per_sm == grid.resident:
+        return max(tail)
+    held = one_step(replace(grid, resident=per_sm, slots=grid.cfg.gpu.sm_count * per_sm), step.rate)
+    return max(tau(held, tail_steps, sharing, per_sm).tolist())
 
 
 def ragged_wave(grid):

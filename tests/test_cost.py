@@ -358,20 +358,21 @@ def test_a_four_warp_program_pipelined_s_deep_waits_one_round_over_s_minus_one_t
         monkeypatch):
     """cost.lone_pipeline (lone_program.json, run 95: the cold lone steps at 3 and 4 stages) and cost.pipelined_beside
     (pipeline_beside.json, run 219): a 4-warp flash2 program of 64 rows, S > 2 stages deep, alone on its SM or beside
-    others, takes max(compute, (compute + its loads) / (S - 1)) a step; at 2 stages, or on 32 rows (not at the full
-    issue rate), a step waits its compute and its whole load (8 warps: the next test); without pipelined_beside (before
-    run 219), beside others too."""
+    others, takes max(compute, (compute + its loads) / (S - 1)) a step, and alone on 32 rows too (lone_stages.json,
+    run 221); at 2 stages, or on 32 rows beside others, a step waits its compute and its whole load (8 warps: the next
+    test); without pipelined_beside (before run 219), 64 rows beside others too."""
     def step(block_q, block_kv, stages, heads):
         grid, sched = cost.schedule(gpusim.simulate(
             "flash2", batch=1, heads=heads, seq=block_q, seq_kv=16 * block_kv, head_dim=64, dtype="fp16",
             gpu="H200-measured", tiles=gpusim.Tiles(block_q, block_kv, num_stages=stages)))
         return (grid.resident, grid.res.num_warps, sched.chain_s, sched.serial_s,
                 cost.wait(grid.cfg.gpu, sched.step_bytes))
-    for stages, heads, resident in ((3, 132, 1), (4, 132, 1), (3, 264, 2), (4, 396, 3)):
-        b, warps, chain, serial, loads = step(64, 64, stages, heads)
+    for tile, stages, heads, resident in (((64, 64), 3, 132, 1), ((64, 64), 4, 132, 1), ((64, 64), 3, 264, 2),
+                                          ((64, 64), 4, 396, 3), ((32, 64), 3, 132, 1), ((16, 32), 4, 132, 1)):
+        b, warps, chain, serial, loads = step(*tile, stages, heads)
         assert (b, warps) == (resident, 4) and chain == max(serial, (serial + loads) / (stages - 1)) < serial + loads
     for tile, stages, heads, resident_warps in (((64, 64), 2, 132, (1, 4)), ((64, 64), 2, 264, (2, 4)),
-                                                ((32, 64), 3, 132, (1, 4)), ((32, 64), 3, 264, (2, 4))):
+                                                ((32, 64), 2, 132, (1, 4)), ((32, 64), 3, 264, (2, 4))):
         b, warps, chain, serial, loads = step(*tile, stages, heads)
         assert (b, warps) == resident_warps and chain == serial + loads
     monkeypatch.setattr(cost, "pipelined_beside", lambda grid: False)
@@ -508,13 +509,14 @@ def test_naive_rows_not_a_multiple_of_16_lie_a_multiple_of_16_apart():
 
 
 def test_a_wave_spread_unevenly_prices_its_longest_on_the_sms_holding_a_program_fewer_too():
-    """cost.last_longest: flash2 at 32 x 32, d = 64, J = 16, one Q block per program. 132 programs hold one an SM;
-    136 put two on 4 SMs and leave 128 alone, whose Schedule is a lone program's (its chain's issue unhidden by a
-    neighbour's warps, its first loads too): the launch is priced on both and the slower counts, so it takes no less
-    than 132's. Priced on the fuller SMs alone (report_history.even_waves, the rule before), it took 11% less."""
+    """cost.last_longest: flash2 at 32 x 32, d = 64, J = 16, 2 stages (pipelined by neither cost.lone_pipeline nor
+    cost.pipelined_beside), one Q block per program. 132 programs hold one an SM; 136 put two on 4 SMs and leave 128
+    alone, whose Schedule is a lone program's (its chain's issue unhidden by a neighbour's warps, its first loads too):
+    the launch is priced on both and the slower counts, so it takes no less than 132's. Priced on the fuller SMs alone
+    (report_history.even_waves, the rule before), it took 6% less."""
     def launch(programs):
         r = gpusim.simulate("flash2", batch=1, heads=programs, seq=32, seq_kv=16 * 32, head_dim=64, dtype="fp16",
-                            gpu="H100-measured", tiles=gpusim.Tiles(32, 32))
+                            gpu="H100-measured", tiles=gpusim.Tiles(32, 32, num_stages=2))
         return r.predicted_time_s, *cost.schedule(r)
 
     alone, _, _ = launch(132)
@@ -526,13 +528,15 @@ def test_a_wave_spread_unevenly_prices_its_longest_on_the_sms_holding_a_program_
     fuller, fewer = (float(cost.tau(s, np.asarray([16]), sharing, k)[0]) for s, k in ((step, 2), (lone, 1)))
     assert fewer > 1.05 * fuller  # at this tile the lone program is the slower
     assert time == pytest.approx(fewer + launch_s, rel=1e-12) and time >= alone
-    assert fuller + launch_s < 0.92 * alone
+    assert fuller + launch_s < 0.95 * alone
 
 
 def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
     """cost.last_per_sm (last_wave.json, run 121): flash2 at 64 x 64, d = 64, holds b = 4 programs per SM; with 132 x m
     alike programs of J = 16 steps, m = 5, 6, 7 leave a last wave of k = 1, 2, 3 per SM. The waves before it are priced
-    as before (one full wave, tau_b; the last wave's programs counted once, cost.before_last); the last wave lasts one program whose SM's units serve k programs at a bandwidth share of k, and alone (k = 1)
+    as before (one full wave, tau_b; the last wave's programs counted once, cost.before_last); the last wave lasts one
+    program whose SM's units serve k programs at a bandwidth share of k, on a Schedule of its own made at k an SM
+    (cost.fullest, last_alone.json, run 221: alone, a lone program's pipeline and issue rate), and alone (k = 1)
     nothing hides its first loads: busy_k = max(k m1, k c1) + contention x min(k m1, k c1) (m1, c1: one program's
     bytes over the SM's rates, its compute), its slot max(chain, busy_k + first loads if k = 1). Derived here from
     each launch's Schedule's parts."""
@@ -555,7 +559,8 @@ def test_a_last_wave_of_fewer_programs_than_slots_shares_each_sm_among_fewer():
     for k in (1, 2, 3, 4):
         time, grid, step = launch(4 + k)
         assert cost.last_per_sm(grid, 132 * k) == k
-        expected = slot(step, 4, 4) + slot(step, k, k) + launch_s
+        held = cost.one_step(dataclasses.replace(grid, resident=k, slots=132 * k), step.rate) if k < 4 else step
+        expected = slot(step, 4, 4) + slot(held, k, k) + launch_s
         assert time == pytest.approx(expected, rel=1e-12)
         assert time - full < 0.9 * wave if k < 4 else time - full == pytest.approx(wave, rel=1e-12)
     assert cost.last_per_sm(grid, 100) == 1 and cost.last_per_sm(grid, 133) == 2 and cost.last_per_sm(grid, 600) == 4

@@ -779,6 +779,7 @@ def test_perf_md_quotes_run_219s_pipeline_beside_against_its_prediction():
     assert picks["flash2", 64, True, 8192][0] == (64, 128)
 
 
+@report_history.pipelines_from_64()
 def test_perf_md_quotes_run_220s_wave_term_against_its_prediction():
     """docs/perf.md's "The last wave counted once", recomputed from results/h100/wave_term.json
     (report_launches.wave_term_rows: before cost.before_last counted the last wave once, and with it), the three probes
@@ -1289,3 +1290,68 @@ def test_perf_md_quotes_the_ragged_decode_wave_as_fitted_and_moved():
             before = priced()
         with report_history.even_waves():  # as the ragged rule left them (cost.last_longest came after)
             assert rows and priced() == before, file
+
+
+def test_perf_md_quotes_run_221s_lone_stages_against_its_prediction():
+    """docs/perf.md's "A lone program of 16 or 32 rows pipelined", recomputed from results/h100/lone_stages.json
+    (report_launches.lone_stages_rows: before cost.lone_pipeline took 16- and 32-row programs in, and with it)."""
+    from benchmarks import report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("### A lone program of 16 or 32 rows")[1].split("### A last wave alone")[0].split())
+    rows = report_launches.lone_stages_rows()
+    launches = [x for w in rows.values() for x in w.values()]
+    within = lambda priced, measured: abs(priced / measured - 1) <= 0.2  # noqa: E731
+    apart = [x for x in launches if abs(x[2] / x[1] - 1) > 0.1]
+    was, now = (sum(within(x[f], x[0]) for x in apart) for f in (1, 2))
+    assert now > was and f"of the {len(apart)} launches priced more than 10% apart, {was} were within 20% before and " \
+                         f"{now} are now" in text
+    was, now = (sum(within(x[f], x[0]) for x in launches) for f in (1, 2))
+    assert f"over all {len(launches)}, {was} → {now}, none lost" in text
+    assert not [x for x in launches if within(x[1], x[0]) and not within(x[2], x[0])]
+
+    def over(stages, base):
+        return [rows[(*k[:3], stages, 32)][66][0] / rows[(*k[:3], base, 32)][66][0] for k in rows if k[3:] == (2, 32)]
+    span = lambda rs: f"{min(rs):.2f}–{max(rs):.2f}"  # noqa: E731
+    three, four = over(3, 2), over(4, 2)
+    assert f"held at 3 stages ({sum(0.43 <= r <= 0.75 for r in three)} of 9 tiles" in text and span(three) in text
+    assert f"failed at 4 ({sum(0.31 <= r <= 0.67 for r in four)} of 9;" in text and span(four) in text
+    assert f"(4 over 3 stages, measured: {span(over(4, 3))})" in text
+    assert f"priced {span([w[66][2] / w[66][0] for k, w in rows.items() if k[3] == 4])}× now" in text
+    rows_, moved, was, now, *_ = report_gpus.uneven_wave_moves(
+        contextlib.nullcontext, report_launches.small_beside)["H200 held-out"]
+    assert now < was and f"it moves {moved} of the H200's held-out rows, {was:,} → {now:,} within 20%" in text
+
+
+def test_perf_md_quotes_run_221s_last_alone_against_its_prediction():
+    """docs/perf.md's "A last wave alone on its SMs", recomputed from results/h100/last_alone.json
+    (report_launches.last_alone_rows) and what the sixty-eighth session's two rules moved (report_gpus.uneven_wave_moves
+    from report_history.pipelines_from_64)."""
+    from benchmarks import agreement, report_gpus, report_launches
+    text = " ".join(doc("perf.md").split("### A last wave alone on its SMs")[1].split("### Short Hopper")[0].split())
+    rows = report_launches.last_alone_rows()
+    with report_history.tail_at_b():
+        lone = report_launches.sm_edge_rows(agreement.H100 / "last_alone.json", contextlib.nullcontext)
+    within = lambda priced, measured: abs(priced / measured - 1) <= 0.2  # noqa: E731
+    launches = [(k, c, x) for k, w in rows.items() for c, x in w.items()]
+    apart = [x for k, c, x in launches if abs(x[2] / lone[k][c][2] - 1) > 0.1]
+    was, now = (sum(within(x[f], x[0]) for x in apart) for f in (1, 2))
+    assert now > was and f"of the {len(apart)} launches the two price more than 10% apart, {was} were within 20% " \
+                         f"before and {now} are now" in text
+    was, now = (sum(within(x[f], x[0]) for *_, x in launches) for f in (1, 2))
+    assert f"over all {len(launches)}, {was} → {now}, none lost" in text
+    assert not [x for *_, x in launches if within(x[1], x[0]) and not within(x[2], x[0])]
+    adds = [[w[min(w) + 66][i] - w[min(w)][i] for i in (0, 1, 2)] for w in rows.values()]
+    pairs = [a for a in adds if abs(a[2] / a[1] - 1) > 0.1]
+    near = sum(abs(a[0] - a[2]) < abs(a[0] - a[1]) for a in pairs)
+    assert near >= 8 and f"nearer the rule's in {near} of {len(pairs)} pairs" in text
+    flat = [x for w in report_launches.sm_edge_rows(report_gpus.H100 / "wave_term.json",
+                                                    report_history.pipelines_from_64).values() for x in w.values()]
+    was, now = (sum(within(x[f], x[0]) for x in flat) for f in (1, 2))
+    assert f"Run 220's launches, priced with both rules: {was} → {now} of {len(flat)} within 20%" in text
+    moves = report_gpus.uneven_wave_moves(report_history.pipelines_from_64, contextlib.nullcontext)
+    rows_, moved, was, now, most, least = moves["H200 held-out"]
+    assert f"{moved:,} of the H200's {rows_:,} held-out rows, by {least:.2f}–{most:.2f}×, {was:,} → {now:,}" in text
+    rows_, moved, was, now, most, least = moves["H100 held-out"]
+    assert f"{moved} of the H100's {rows_}, by {least:.2f}–{most:.2f}×, {was} → {now}" in text
+    for name in ("bench.json", "tiles.json", "decode.json", "bench_bwd.json"):
+        rows_, moved, was, now, *_ = moves[name]
+        assert was == now and f"{moved} of `{name}`'s {rows_}" in text, name

@@ -89,18 +89,18 @@ def test_simulate_defaults_to_the_best_tile():
 
 def test_one_tile_given_is_paired_with_its_fastest_partner_that_fits():
     """block_q alone: the fastest block_kv beside it (of the compiled tiles with it, where there are), never the
-    other half of the best pair, which need not fit beside it (A100, d = 64: the best pair has block_kv = 256, which
-    beside block_q = 128 needs more registers than a thread has)."""
+    other half of the best pair, which need not fit beside it (A100, d = 64: the best pair has block_kv = 128, which
+    beside block_q = 256 needs more registers than a thread has; 16, 32 and 64 fit)."""
     shape = dict(seq=1024, head_dim=64, gpu="A100-40GB")
-    assert gpusim.best_blocks("flash2", **shape)[1] == 256
+    assert gpusim.best_blocks("flash2", **shape)[1] == 128
     times = {}
     for bc in BLOCKS:
         try:
-            times[bc] = gpusim.simulate("flash2", block_q=128, block_kv=bc, **shape).predicted_time_s
+            times[bc] = gpusim.simulate("flash2", block_q=256, block_kv=bc, **shape).predicted_time_s
         except ValueError:
             continue
-    assert 256 not in times
-    assert gpusim.simulate("flash2", block_q=128, **shape).config.block_kv == min(times, key=times.get)
+    assert 128 not in times and len(times) >= 3
+    assert gpusim.simulate("flash2", block_q=256, **shape).config.block_kv == min(times, key=times.get)
     with pytest.raises(ValueError, match="^no tile of 16..256 rows with block_q=256 fits flash2 at head_dim=256"):
         gpusim.best_blocks("flash2", seq=1024, head_dim=256, block_q=256, gpu="T4")
 
