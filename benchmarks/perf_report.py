@@ -347,8 +347,8 @@ BEFORE_BESIDE = ("sm_edge", "pair_edge", "dkdv_edge")
 # The tables of the section written between cost.pipelined_beside and the sixty-seventh session's last wave counted
 # once (cost.before_last): under the model before it (waves_at_share).
 BEFORE_ONCE = ("pipeline_beside",)
-# The tables of the section written between cost.before_last and the sixty-eighth session's two rules (cost.lone_pipeline
-# at 16 and 32 rows, cost.fullest's own Schedule): under the model before them (pipelines_from_64).
+# The tables of the section written between cost.before_last and the sixty-eighth session's two rules
+# (cost.lone_pipeline at 16 and 32 rows, cost.fullest's own Schedule): under the model before them (pipelines_from_64).
 BEFORE_SMALL = ("wave_term",)
 HISTORICAL = frozenset(BEFORE_FULL_ISSUE + BEFORE_TWO_WARP_ISSUE + BEFORE_LONE_PIPELINE + BEFORE_LONE_COPY
                        + BEFORE_OWN_COPY + BEFORE_WHOLE_DOTS + BEFORE_LAST_WAVE + BEFORE_MEASURED_ISSUE

@@ -21,9 +21,9 @@ from benchmarks.report_heldout import (
     THIRTY, THIRTY_EIGHT, THIRTY_FOUR, THIRTY_TWO, TWENTY_FIVE, TWENTY_FOUR, change_scores, change_table, meets_target,
     model_scores, sets_share)
 from benchmarks.report_history import (
-    FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch, full_last_wave,
-    lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pipelines_from_64, pv_whole_wait,
-    qk_overlapped, waves_at_share)
+    FLASH2_ROWS, HOPPER_ROWS, _patched, _within_both, alone_pipelines, dkdv_by_waves, even_waves, events_launch,
+    full_last_wave, lone_by_port, naive_before, no_list_schedule, no_own_copy, one_slot_listed, pipelines_from_64,
+    pv_whole_wait, qk_overlapped, waves_at_share)
 from benchmarks.report_kernels import _span, backward_kernel
 import gpusim
 from gpusim import cost
@@ -984,7 +984,8 @@ def lone_stages_rows():
 def lone_stages_table():
     """lone_stages_rows(): per tile, stages and J, the measured launch at 66, 132 and 264 programs, and gpusim over the
     measured at each, before cost.lone_pipeline took 16- and 32-row programs in and with it."""
-    lines = ["| d | tile | S | J | µs at 66 / 132 / 264 | gpusim ÷ measured, before | now |", "|---|---|---|---|---|---|---|"]
+    lines = ["| d | tile | S | J | µs at 66 / 132 / 264 | gpusim ÷ measured, before | now |",
+             "|---|---|---|---|---|---|---|"]
     for (d, bq, bk, stages, j), w in lone_stages_rows().items():
         counts = sorted(w)
         lines.append(f"| {d} | {bq} × {bk} | {stages} | {j} | " + " / ".join(f"{w[c][0]:.1f}" for c in counts)
@@ -999,8 +1000,9 @@ def last_alone_rows():
 
 
 def last_alone_table():
-    """last_alone_rows(): per tile and J, the full waves' measured time, what a last wave of one program on 33, 66 and
-    132 SMs adds, measured, priced before cost.fullest gave it its own Schedule and now, and gpusim over the measured."""
+    """last_alone_rows(): per tile and J, the full waves' measured time, what a last wave of one program on 33, 66
+    and 132 SMs adds, measured, priced before cost.fullest gave it its own Schedule and now, and gpusim over the
+    measured."""
     lines = ["| d | tile | J | µs at b × 132 | + 33 / 66 / 132 programs adds, measured | gpusim before | now | "
              "gpusim ÷ measured, before | now |", "|---|---|---|---|---|---|---|---|---|"]
     for (d, bq, bk, j), w in last_alone_rows().items():

@@ -346,13 +346,14 @@ def lone_pipeline(grid):
 
 
 def pipelined_beside(grid):
-    """A 4-warp program of 64 rows or more (full_issue's tiles, one warp per scheduler) of a pass_.LONE_FULL_ISSUE kernel
-    that Triton pipelines S > 2 stages deep, beside other programs on its SM (b > 1): its step is Little's law's, as
-    alone (lone_pipeline), at the issue rate the SM's warps share; the pipeline is the program's own code, and the
-    bandwidth the programs share is the SM's busy time's already. Measured: results/h100/pair_edge.json (run 218), a
-    second program on an SM costing its neighbour far less than a whole wait a step; adopted on the prediction of
-    results/h100/pipeline_beside.json (run 219; docs/perf.md, "A program's pipeline beside another"): of its 90 flash2
-    launches at one to four programs an SM, 62 -> 71 within 20%, none lost."""
+    """A 4-warp program of 64 rows or more (full_issue's tiles, one warp per scheduler) of a pass_.LONE_FULL_ISSUE
+    kernel that Triton pipelines S > 2 stages deep, beside other programs on its SM (b > 1): its step is Little's
+    law's, as alone (lone_pipeline), at the issue rate the SM's warps share; the pipeline is the program's own code,
+    and the bandwidth the programs share is the SM's busy time's already. Measured: results/h100/pair_edge.json (run
+    218), a second program on an SM costing its neighbour far less than a whole wait a step; adopted on the prediction
+    of results/h100/pipeline_beside.json (run 219; docs/perf.md, "A program's pipeline beside another"): of its 90
+    flash2 launches at one to four programs an SM, 62 -> 71 within 20%, none lost. Not at 16 or 32 rows: the same
+    credit there (report_launches.small_beside) loses held-out rows (run 221's section)."""
     return (grid.kernel in grid.cfg.pass_.LONE_FULL_ISSUE and grid.resident > 1 and grid.cfg.block_q >= 64
             and grid.res.num_warps == ISSUE_PER_CLOCK and grid.res.num_stages > 2)
 

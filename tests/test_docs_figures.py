@@ -1296,7 +1296,8 @@ def test_perf_md_quotes_run_221s_lone_stages_against_its_prediction():
     """docs/perf.md's "A lone program of 16 or 32 rows pipelined", recomputed from results/h100/lone_stages.json
     (report_launches.lone_stages_rows: before cost.lone_pipeline took 16- and 32-row programs in, and with it)."""
     from benchmarks import report_gpus, report_launches
-    text = " ".join(doc("perf.md").split("### A lone program of 16 or 32 rows")[1].split("### A last wave alone")[0].split())
+    section = doc("perf.md").split("### A lone program of 16 or 32 rows")[1].split("### A last wave alone")[0]
+    text = " ".join(section.split())
     rows = report_launches.lone_stages_rows()
     launches = [x for w in rows.values() for x in w.values()]
     within = lambda priced, measured: abs(priced / measured - 1) <= 0.2  # noqa: E731
@@ -1349,9 +1350,22 @@ def test_perf_md_quotes_run_221s_last_alone_against_its_prediction():
     assert f"Run 220's launches, priced with both rules: {was} → {now} of {len(flat)} within 20%" in text
     moves = report_gpus.uneven_wave_moves(report_history.pipelines_from_64, contextlib.nullcontext)
     rows_, moved, was, now, most, least = moves["H200 held-out"]
-    assert f"{moved:,} of the H200's {rows_:,} held-out rows, by {least:.2f}–{most:.2f}×, {was:,} → {now:,}" in text
+    assert f"{moved:,} of the H200's {rows_:,} held-out rows, by {least:.2f}–{most:.2f}×, {was:,} → {now:,}" \
+        in text
     rows_, moved, was, now, most, least = moves["H100 held-out"]
     assert f"{moved} of the H100's {rows_}, by {least:.2f}–{most:.2f}×, {was} → {now}" in text
     for name in ("bench.json", "tiles.json", "decode.json", "bench_bwd.json"):
         rows_, moved, was, now, *_ = moves[name]
         assert was == now and f"{moved} of `{name}`'s {rows_}" in text, name
+    with report_history.pipelines_from_64():
+        before = report_gpus.tile_picks("H100-measured")
+    assert report_gpus.tile_picks("H100-measured") == before
+    assert f"tile picks are unchanged ({before[2]} of {before[0]} within 5%)" in text
+    wave = report_launches.sm_edge_rows(report_gpus.H100 / "wave_term.json", report_history.pipelines_from_64)
+    w = wave[(64, 16, 64, 32)]
+    assert (f"took {w[594][0] - w[528][0]:.1f} µs more than 528, where the model added "
+            f"{w[594][1] - w[528][1]:.1f}") in text
+    w = rows[(64, 64, 64, 32)]
+    assert (f"adds {w[594][0] - w[528][0]:.1f} µs for 66 programs in its last wave where the model adds "
+            f"{w[594][2] - w[528][2]:.1f} (within 20% either way)") in text
+    assert all(within(x[f], x[0]) for x in w.values() for f in (1, 2))
