@@ -1,29 +1,29 @@
-"""flash2's forward whose last wave holds one program on some SMs, after full waves of b an SM: is that wave's
-program priced as one alone on its SM?
+"""flash2's forward whose last wave holds one program on some SMs, after full waves of b an SM: is that wave's program
+priced as one alone on its SM?
 
     python -m benchmarks.last_alone --out $OUT          # GPU: $OUT/last_alone.json, about a minute
     TRITON_INTERPRET=1 python -m benchmarks.last_alone --out /tmp/p --smoke
 
-flash2 with one Q block per program and J = 8 or 32 K/V blocks each (batch 1, heads = programs: b x 132, the full
-waves of b programs an SM, and b x 132 + 33, 66 and 132, a last wave of one program on that many SMs; b the kernel's
-programs an SM by gpusim's occupancy), at the kernel's own launch, cold, replayed from a CUDA graph
-(benchmarks/program_start.py's time_q_blocks): d = 64 at 64 x 64, 16 x 64, 32 x 32 and 128 x 64 (8 warps); d = 128
-at 64 x 64, 32 x 64 and 16 x 32. gpusim prices the last wave's longest program beside last_per_sm others on its SM,
-but on the launch's Schedule, made at b an SM: a program alone in the last wave keeps b programs' chain. Run 220
+flash2 with one Q block per program and J = 8 or 32 K/V blocks each (batch 1, heads = programs: b x 132, the full waves
+of b programs an SM, and b x 132 + 33, 66 and 132, a last wave of one program on that many SMs; b the kernel's programs
+an SM by gpusim's occupancy), at the kernel's own launch, cold, replayed from a CUDA graph
+(benchmarks/program_start.py's time_q_blocks): d = 64 at 64 x 64, 16 x 64, 32 x 32 and 128 x 64 (8 warps); d = 128 at 64
+x 64, 32 x 64 and 16 x 32. gpusim prices the last wave's longest program beside last_per_sm others on its SM, but on the
+launch's Schedule, made at b an SM: a program alone in the last wave keeps b programs' chain. Run 220
 (results/h100/wave_term.json) measured 594 programs of 16 x 64 (d = 64, J = 32; b = 4) taking 13.3 us more than 528,
-where the model adds 33.5. The trial (benchmarks/report_launches.own_tail; fullest_held, with lone_stages' lone rule,
-small_pipelines): that wave priced on a Schedule of its own at its programs an SM, as cost.last_longest prices a
-one-wave launch's SMs that hold fewer. Before this run the trial moves the H200's held-out sets 6,474 -> 6,479 of
-6,688 rows within 20% (1,771 rows moved, by 0.71-1.03x), the H100's 836 -> 839 of 880 (218 rows, 0.75-1.02x),
-bench.json (65 moved), tiles.json (23), decode.json (8, each priced 1.06x slower) and bench_bwd.json (40) with their
-counts within 20% unchanged; without the lone rule, 6,474 -> 6,475 and 836 -> 838.
+where the model adds 33.5. The trial (then benchmarks/report_launches.own_tail, with lone_stages' lone rule; adopted on
+this run as cost.fullest): that wave priced on a Schedule of its own at its programs an SM, as cost.last_longest prices
+a one-wave launch's SMs that hold fewer. Before this run the trial moves the H200's held-out sets 6,474 -> 6,479 of
+6,688 rows within 20% (1,771 rows moved, by 0.71-1.03x), the H100's 836 -> 839 of 880 (218 rows, 0.75-1.02x), bench.json
+(65 moved), tiles.json (23), decode.json (8, each priced 1.06x slower) and bench_bwd.json (40) with their counts within
+20% unchanged; without the lone rule, 6,474 -> 6,475 and 836 -> 838.
 
-The prediction, committed before the run (with lone_stages.py's): of the 56 launches, those the trial prices more
-than 10% apart from lone_stages' trial alone (27 on H200-measured, 18 on H100-measured: the partial waves of the 16-
-and 32-row tiles and of 128 x 64) come within 20% under the trial at more launches than under the model now, and no
-launch within 20% now leaves the band. What the last wave adds, the time at b x 132 + 66 less at b x 132, is nearer
-the trial's than the model's now in at least 8 of the 10 (tile, J) pairs where the two differ by more than 10% (the
-trial adds 0.55-0.68 of what the model now adds, either preset). The trial is adopted if the count holds.
+The prediction, committed before the run (with lone_stages.py's): of the 56 launches, those the trial prices more than
+10% apart from lone_stages' trial alone (27 on H200-measured, 18 on H100-measured: the partial waves of the 16- and
+32-row tiles and of 128 x 64) come within 20% under the trial at more launches than under the model now, and no launch
+within 20% now leaves the band. What the last wave adds, the time at b x 132 + 66 less at b x 132, is nearer the trial's
+than the model's now in at least 8 of the 10 (tile, J) pairs where the two differ by more than 10% (the trial adds
+0.55-0.68 of what the model now adds, either preset). The trial is adopted if the count holds.
 """
 from itertools import product
 
