@@ -621,7 +621,7 @@ def last_longest(step, tail_steps, sharing, tail, last):
     fewer = last // sms
     if grid.programs != last or not 1 <= fewer < b:
         return longest
-    held = one_step(replace(grid, resident=fewer, slots=sms * fewer), step.rate)
+    held = schedule_at(step, fewer)
     return max(longest, float(np.max(tau(held, tail_steps, sharing, fewer))))
 
 
@@ -635,8 +635,15 @@ def fullest(step, tail_steps, sharing, tail, last):
     per_sm = last_per_sm(grid, last)
     if per_sm == grid.resident:
         return max(tail)
-    held = one_step(replace(grid, resident=per_sm, slots=grid.cfg.gpu.sm_count * per_sm), step.rate)
+    held = schedule_at(step, per_sm)
     return max(tau(held, tail_steps, sharing, per_sm).tolist())
+
+
+def schedule_at(step, per_sm):
+    """The launch's Schedule made again at per_sm programs an SM (slots: per_sm an SM), for SMs that hold fewer than
+    b: fewer warps on an SM hide less of a chain's issue (own_hiding), and one alone takes a lone program's rules."""
+    grid = step.grid
+    return one_step(replace(grid, resident=per_sm, slots=grid.cfg.gpu.sm_count * per_sm), step.rate)
 
 
 def ragged_wave(grid):
