@@ -3,7 +3,8 @@ that put gpusim.cost, a pass (Flash2, Flash2Backward, Hopper, Naive, SplitKV), g
 scoring back as it was while a block runs (line_issue, one_warp_issue, no_lone_pipeline, no_lone_copy, no_own_copy,
 full_last_wave, counted_dots, no_measured_issue, preset_host_floor, no_list_schedule, dkdv_by_waves, lone_by_port,
 events_launch, naive_before, shared_chain, reduce_at_split_tiles, split_rows_before, reduce_before,
-lone_split_before, unsplit_lone_before, even_waves, one_slot_listed, alone_pipelines, waves_at_share), each an
+lone_split_before, unsplit_lone_before, even_waves, one_slot_listed, alone_pipelines, waves_at_share,
+pipelines_from_64, tail_at_b), each an
 agreement.trial (_patched) with the held-out rows it can move (FLASH2_ROWS, HOPPER_ROWS, TRAIN_ROWS, NAIVE_ROWS,
 DECODE_ROWS).
 benchmarks/perf_report.py's as_written picks each table's.
