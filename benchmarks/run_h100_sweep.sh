@@ -20,6 +20,7 @@
 # 3. flash2 at least 1.0x SDPA's flash backend at every non-causal N >= 2,048 (the H200: 1.10-1.21x).
 source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
+grep -q H100 "$OUT/gpu.txt" || { echo "not an H100: $(tail -1 "$OUT/gpu.txt")"; exit 3; }
 timeout 560 $PY -m benchmarks.bench --out "$OUT/bench.json" --dtypes fp16 --head-dims 64,128 \
   --without flash1,torch_naive,sdpa_math,sdpa_efficient --max-minutes 8.2
 echo "sweep done after $(( $(date +%s) - START )) s"
