@@ -50,13 +50,14 @@ def group(file, name_):
     return [p for p in pairs if name_ in (p[0].get("pass"), p[0].get("provider"))]
 
 
-def simulated(row):
-    """gpusim's Result for a results row of one of the project's kernels, from the row's own configuration."""
+def simulated(row, gpu=PRESET):
+    """gpusim's Result for a results row of one of the project's kernels, from the row's own configuration, on the
+    preset `gpu` (the H200's measured one unless given: the H100's files take H100-measured)."""
     algo = row.get("algo", row.get("provider"))
     if algo in DECODE:
-        return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=PRESET)
+        return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=gpu)
     shape = dict(seq=row["seq"], head_dim=row["head_dim"], heads=row["heads"], batch=row["batch"],
-                 causal=row["causal"], dtype=row["dtype"], gpu=PRESET)
+                 causal=row["causal"], dtype=row["dtype"], gpu=gpu)
     if "pass" in row:  # a training row's tiles are the backward's; flash2's forward runs on its default tile,
         # naive attention's trainable runs both passes on the same tiles (kernels/naive_backward.py)
         tiles = (row["block_q"], row["block_kv"])

@@ -792,7 +792,17 @@ def headline_line():
             f"on it, {overall}% of each set's rows within 20%; per kind {per_kind} "
             f"(decode priced by the ragged-wave rule adopted on 2026-12-06, whose form was chosen after the other "
             f"{len(shares) - len(blind)} sets' decode rows were read; the {len(blind)} measured after it, blind to it: "
-            f"decode {decode}%; `docs/perf.md`, \"A ragged decode wave, adopted\"). {nsight_sentence()}")
+            f"decode {decode}%; `docs/perf.md`, \"A ragged decode wave, adopted\"). {sweep_sentence()} "
+            f"{nsight_sentence()}")
+
+
+def sweep_sentence():
+    """README's words on the H100's FlashAttention-2 sweep (run 222): gpusim's blind score and flash2 against SDPA."""
+    ratios = sweep_ratios()
+    within = sum(abs(r - 1) <= 0.2 for r in ratios.values())
+    return (f"The FlashAttention-2 sweep on it (run 222, `results/h100/bench.json`), priced blind: {within} of the "
+            f"{len(ratios)} rows of the project's kernels within 20%; flash2 {_range(_speedups())}× SDPA flash's "
+            f"speed, not causal, N ≥ 2,048 (`docs/perf.md`, \"The FlashAttention-2 sweep on the H100, blind\").")
 
 
 def uneven_wave_moves(before=even_waves, after=one_slot_listed):
@@ -816,3 +826,88 @@ def uneven_wave_moves(before=even_waves, after=one_slot_listed):
 
 if __name__ == "__main__":
     print(constants_table(), sets_table(), same_rows_table(), outcomes(), decode_line(), sep="\n\n")
+
+
+SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("hopper", "fp8"))
+
+
+@lru_cache(maxsize=None)
+def sweep(folder=H100):
+    """A bench.json's timed rows: {(provider, dtype, head_dim, causal, seq, batch, heads): row}."""
+    rows = json.loads((folder / "bench.json").read_text())["rows"]
+    return {tuple(r[k] for k in ("provider", "dtype", "head_dim", "causal", "seq", "batch", "heads")): r
+            for r in rows if "ms" in r and not r.get("error")}
+
+
+def sweep_ratios(preset=PRESETS[0]):
+    """{key: gpusim's time on `preset` / the measured} for the project's kernels' rows of the H100's sweep (run 222)."""
+    return {key: agreement.simulated(row, gpu=preset).predicted_time_s / (row["ms"] * 1e-3)
+            for key, row in sweep().items() if key[:2] in SWEEP_KERNELS}
+
+
+def _over(key, other, folder=H100):
+    """The timed row `key`'s time over the same shape's by provider `other` (None where either did not run)."""
+    rows, twin = sweep(folder), (*other, *key[2:])
+    return rows[key]["ms"] / rows[twin]["ms"] if key in rows and twin in rows else None
+
+
+def h100_over_h200(provider, dtype="fp16"):
+    """{key: the H100's measured time / the H200's} for `provider`'s rows both sweeps hold."""
+    h100, h200 = sweep(H100), sweep(H200)
+    return {k: h100[k]["ms"] / h200[k]["ms"] for k in h100.keys() & h200.keys() if k[:2] == (provider, dtype)}
+
+
+def _cell(value, digits=2):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def sweep_table():
+    """docs/perf.md's table of the H100's sweep: per shape, flash2's TFLOP/s, SDPA flash's time over flash2's and
+    cuDNN's over the Hopper kernel's (above 1: the project's faster), the H100's time over the H200's, and gpusim
+    (H100-measured) over the measured for each of the project's kernels."""
+    ratios = sweep_ratios()
+    lines = ["| d | causal | N | batch × heads | flash2 TFLOP/s | SDPA flash ÷ flash2 | cuDNN ÷ Hopper | "
+             "H100 ÷ H200: naive / flash2 / Hopper | gpusim ÷ measured: naive / flash2 / Hopper / Hopper fp8 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    later = {p: h100_over_h200(p) for p in ("naive", "flash2", "hopper")}
+    for key in sorted(k for k in sweep() if k[:2] == ("flash2", "fp16")):
+        _, _, d, causal, seq, batch, heads = key
+        speed = [_over(("sdpa_flash", "fp16", *key[2:]), ("flash2", "fp16")),
+                 _over(("sdpa_cudnn", "fp16", *key[2:]), ("hopper", "fp16"))]
+        h200 = " / ".join(_cell(later[p].get((p, "fp16", *key[2:]))) for p in ("naive", "flash2", "hopper"))
+        model = " / ".join(_cell(ratios.get((p, dt, *key[2:]))) for p, dt in SWEEP_KERNELS)
+        lines.append(f"| {d} | {'yes' if causal else 'no'} | {seq:,} | {batch} × {heads} | "
+                     f"{sweep()[key]['tflops']:.0f} | {_cell(speed[0])} | {_cell(speed[1])} | {h200} | {model} |")
+    return "\n".join(lines)
+
+
+def _share(values, low, high):
+    values = list(values)
+    return sum(low <= v <= high for v in values), len(values)
+
+
+def _speedups(seq_from=2048):
+    """SDPA flash's time over flash2's (above 1: flash2 the faster) on the H100's sweep, not causal, N >= seq_from."""
+    keys = [k for k in sweep() if k[:2] == ("flash2", "fp16") and not k[3] and k[4] >= seq_from]
+    return [r for k in keys if (r := _over(("sdpa_flash", "fp16", *k[2:]), k[:2])) is not None]
+
+
+def sweep_outcome():
+    """Run 222's three predictions (benchmarks/run_h100_sweep.sh), each as it came out."""
+    ratios, sxm = sweep_ratios(), sweep_ratios(PRESETS[1])
+    within, rows = _share(ratios.values(), 0.8, 1.2)
+    kernels = [(f"{p} {dt}" if p == "hopper" else p, [r for k, r in ratios.items() if k[:2] == (p, dt)])
+               for p, dt in SWEEP_KERNELS]
+    per = ", ".join(f"{name} {_share(rs, 0.8, 1.2)[0]} of {len(rs)}" for name, rs in kernels)
+    fast = h100_over_h200("flash2") | h100_over_h200("hopper") | h100_over_h200("hopper", "fp8")
+    naive = h100_over_h200("naive")
+    flash = _speedups()
+    return "\n".join([
+        f"1. gpusim on H100-measured: {within} of {rows} rows within 20% ({per}); median "
+        f"{statistics.median(ratios.values()):.2f}, range {_range(list(ratios.values()))}. On the datasheet preset "
+        f"H100-SXM: {_share(sxm.values(), 0.8, 1.2)[0]} of {len(sxm)}. Predicted: at least 90%.",
+        f"2. The H100's time over the H200's: flash2 and the Hopper kernel {_range(list(fast.values()))} "
+        f"({_share(fast.values(), 0.95, 1.15)[0]} of {len(fast)} in 0.95–1.15), naive {_range(list(naive.values()))} "
+        f"({_share(naive.values(), 1.0, 1.5)[0]} of {len(naive)} in 1.0–1.5). Predicted: at least 80% of each.",
+        f"3. flash2 over SDPA flash, not causal, N ≥ 2,048: {_range(flash)}× ({sum(r >= 1.0 for r in flash)} of "
+        f"{len(flash)} at 1.0× or more). Predicted: every one."])

@@ -412,3 +412,24 @@ def test_split_count_sentence_is_decode_splits_json():
     sentence = inference_measured.split_count_sentence(inference_measured.split_counts(data))
     assert two and f"2 programs per SM (33 splits, the budget flash-attention's split heuristic starts from" in sentence
     assert f"{span(two)}x the rule's time" in sentence
+
+
+def test_gpu_pair_sentence_divides_each_configuration_and_counts_gpusims_rows_within_20_percent():
+    """Hand-made rows: flash2 timed at N = 1K and 4K on both GPUs (the H100 1.5x and 2x as long), naive at 1K on both
+    (1.25x), a configuration the H200 lacks (not divided), SDPA's rows (not the project's: not priced). Each H100 row
+    of the project's kernels is timed at gpusim's own price times a factor chosen either side of 20%, so the count is
+    known: 2 of the 4 within."""
+    def priced(algo, seq, factor):
+        tiles = dict(block_q=64, block_kv=64)
+        batch, heads = gpusim.fa2_shape(seq, 128)
+        ms = gpusim.simulate(algo, seq=seq, batch=batch, heads=heads, head_dim=128, gpu="H100-measured",
+                             **tiles).predicted_time_s * 1e3 * factor
+        return bench_row(algo, seq, ms, **tiles)
+
+    h100 = [priced("flash2", 1024, 1.1), priced("flash2", 4096, 1.3), priced("naive", 1024, 0.9),
+            priced("flash2", 2048, 0.5), bench_row("sdpa_flash", 1024, 1.0)]
+    h200 = [dict(h100[0], ms=h100[0]["ms"] / 1.5), dict(h100[1], ms=h100[1]["ms"] / 2),
+            dict(h100[2], ms=h100[2]["ms"] / 1.25), bench_row("sdpa_flash", 1024, 0.5)]
+    assert practice_measured.gpu_pair_sentence(h200, h100) == (
+        "The H100's time over the H200's for the same configuration: flash2 1.50 to 2.00x, naive 1.25x. gpusim on "
+        "H100-measured prices 2 of the H100's 4 rows of the project's kernels within 20%.")

@@ -1369,3 +1369,51 @@ def test_perf_md_quotes_run_221s_last_alone_against_its_prediction():
     assert (f"adds {w[594][0] - w[528][0]:.1f} µs for 66 programs in its last wave where the model adds "
             f"{w[594][2] - w[528][2]:.1f} (within 20% either way)") in text
     assert all(within(x[f], x[0]) for x in w.values() for f in (1, 2))
+
+
+def test_perf_md_quotes_run_222s_h100_sweep_as_measured_and_predicted():
+    """docs/perf.md's "The FlashAttention-2 sweep on the H100, blind", recomputed from results/h100/bench.json and
+    results/h200/bench.json with gpusim called here (not report_gpus'): the three predictions of
+    benchmarks/run_h100_sweep.sh and the figures the prose quotes."""
+    text = doc("perf.md").split("### The FlashAttention-2 sweep on the H100, blind")[1].split("## Count mode")[0]
+
+    def timed(folder):
+        rows = json.loads((ROOT / "results" / folder / "bench.json").read_text())["rows"]
+        return {(r["provider"], r["dtype"], r["head_dim"], r["causal"], r["seq"]): r for r in rows if "ms" in r}
+
+    h100, h200 = timed("h100"), timed("h200")
+    ours = {k: r for k, r in h100.items() if k[0] in ("naive", "flash2", "hopper")}
+    priced = {k: gpusim.simulate(k[0], seq=k[4], head_dim=k[2], heads=r["heads"], batch=r["batch"], causal=k[3],
+                                 dtype=k[1], block_q=r["block_q"], block_kv=r["block_kv"],
+                                 gpu="H100-measured").predicted_time_s / (r["ms"] * 1e-3) for k, r in ours.items()}
+    within = sum(abs(x - 1) <= 0.2 for x in priced.values())
+    assert within >= 0.9 * len(priced) and f"{within} of {len(priced)} rows within 20%" in text
+    later = {k: r["ms"] / h200[k]["ms"] for k, r in ours.items() if k in h200}
+    fast = [x for k, x in later.items() if k[0] != "naive"]
+    naive = [x for k, x in later.items() if k[0] == "naive"]
+    assert sum(0.95 <= x <= 1.15 for x in fast) >= 0.8 * len(fast)
+    assert sum(1 <= x <= 1.5 for x in naive) >= 0.8 * len(naive)
+    assert f"naive {min(naive):.2f}–{max(naive):.2f}" in text and f"up to {max(naive):.2f}× as long" in text
+    speed = [h100[("sdpa_flash", *k[1:])]["ms"] / r["ms"] for k, r in ours.items()
+             if k[:2] == ("flash2", "fp16") and not k[3] and k[4] >= 2048]
+    assert min(speed) >= 1.0 and f"{min(speed):.2f}–{max(speed):.2f}× ({len(speed)} of {len(speed)}" in text
+    lagging = [k for k in ours if k[:4] == ("flash2", "fp16", 64, True) and 4096 <= k[4] <= 16384]
+    assert {(h100[k]["block_q"], h100[k]["block_kv"], h200[k]["block_q"], h200[k]["block_kv"]) for k in lagging} == {
+        (64, 128, 128, 64)} and "picks 64 × 128, where the H200's picks 128 × 64" in text
+    slower = [later[k] for k in lagging]
+    over_sdpa = [h100[("sdpa_flash", *k[1:])]["ms"] / h100[k]["ms"] for k in lagging]
+    assert (f"{min(slower):.2f}–{max(slower):.2f}× the H200's time and {min(over_sdpa):.2f}–{max(over_sdpa):.2f}×"
+            in text)
+    cudnn = [h100[("sdpa_cudnn", *k[1:])]["ms"] / r["ms"] for k, r in ours.items() if k[:2] == ("hopper", "fp16")]
+    assert f"The Hopper kernel stays {min(cudnn):.2f}–{max(cudnn):.2f}× cuDNN's" in text
+    sweep = json.loads((ROOT / "results" / "h100" / "tiles.json").read_text())["rows"]
+    group = {(r["block_q"], r["block_kv"]): r for r in sweep if r.get("algo", r.get("provider")) == "flash2" and
+             (r["head_dim"], r["causal"], r["seq"], r["dtype"]) == (64, True, 8192, "fp16") and "ms" in r
+             and agreement.rule_launch(r)}
+    fastest = min(group.values(), key=lambda r: r["ms"])
+    assert (fastest["block_q"], fastest["block_kv"]) == (128, 64)
+    assert f"N = 8,192 {group[64, 128]['ms'] / fastest['ms']:.2f}× the fastest tile, 128 × 64" in text
+    price = {t: agreement.simulated(group[t], gpu="H100-measured").predicted_time_s * 1e3
+             for t in ((64, 128), (128, 64))}
+    assert abs(price[64, 128] / price[128, 64] - 1) < 0.02 and "within 2% of each other" in text
+    assert all(abs(price[t] / group[t]["ms"] - 1) < 0.08 for t in price) and "each within 8% of" in text

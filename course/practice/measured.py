@@ -24,6 +24,33 @@ def predictions(rows, gpu="H200", algos=("naive", "flash1", "flash2")):
             for algo in algos}
 
 
+def _configuration(row):
+    return tuple(row[k] for k in ("provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"))
+
+
+def _same_configuration(rows, other):
+    """{_configuration: (row, other's row)} for the timed rows both files hold."""
+    theirs = {_configuration(r): r for r in other if r.get("ms") is not None}
+    return {_configuration(r): (r, theirs[_configuration(r)]) for r in rows
+            if r.get("ms") is not None and _configuration(r) in theirs}
+
+
+def gpu_pair_sentence(h200_rows, h100_rows, gpu="H100-measured"):
+    """Two GPUs' bench.json rows of the same configurations in words: the H100's time over the H200's for each of the
+    project's kernels, and how many of the H100's rows gpusim prices within 20% on `gpu` (blind: no constant was
+    fitted to them)."""
+    pairs = _same_configuration(h100_rows, h200_rows)
+    parts = [f"{algo} {span([a['ms'] / b['ms'] for k, (a, b) in pairs.items() if k[0] == algo])}x"
+             for algo in ("flash2", "hopper", "naive") if any(k[0] == algo for k in pairs)]
+    ours = [r for r in h100_rows if r.get("ms") is not None and r["provider"] in ("naive", "flash2", "hopper")]
+    within = sum(abs(gpusim.simulate(r["provider"], seq=r["seq"], batch=r["batch"], heads=r["heads"],
+                                     head_dim=r["head_dim"], causal=r["causal"], dtype=r["dtype"], gpu=gpu,
+                                     block_q=r["block_q"], block_kv=r["block_kv"]).predicted_time_s
+                     / (r["ms"] * 1e-3) - 1) <= 0.2 for r in ours)
+    return (f"The H100's time over the H200's for the same configuration: {', '.join(parts)}. gpusim on {gpu} "
+            f"prices {within} of the H100's {len(ours)} rows of the project's kernels within 20%.")
+
+
 def tile_launches(rows, gpu="H200-measured"):
     """tiles.json's timed flash2 launches by (d, causal, N) group: those at the warps and stages flash2's rule gives
     their tile (the launch gpusim prices; the file's other warp count is left out), each as (row, gpusim's Result,
