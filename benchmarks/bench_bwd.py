@@ -153,11 +153,15 @@ def configs(seqs, tokens, model_dim, head_dims=(64, 128)):
 
 
 def backward_config(algo, batch, heads, seq, head_dim, causal, blocks, device):
-    """gpusim.backward's configuration of a row, on the preset the kernels pick on this device."""
+    """gpusim.backward's configuration of a row, on the preset the kernels pick on this device (detect_gpu's: the
+    H200's or the H100's measured one on those GPUs; the runs before the sixty-ninth session took H200-measured on
+    any GPU, and all of them ran on the H200)."""
+    import torch
     from gpusim import backward
-    gpu = "H200-measured" if device == "cuda" else "A100-40GB"
+    from gpusim_kernels.launch import detect_gpu
     return backward.config(algo, batch=batch, heads=heads, seq=seq, head_dim=head_dim, causal=causal,
-                           block_q=blocks and blocks[0], block_kv=blocks and blocks[1], gpu=gpu)
+                           block_q=blocks and blocks[0], block_kv=blocks and blocks[1],
+                           gpu=detect_gpu(torch.device(device)))
 
 
 def environment(command, device):

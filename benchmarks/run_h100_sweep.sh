@@ -5,7 +5,8 @@
 # fitted on; no H100 row of this sweep was measured before, so gpusim's H100-measured preset (the H100's own
 # microbenchmarks, run 173, and the constants fitted on the H200) prices it blind.
 #
-#     OUT=$OUT bash benchmarks/run_h100_sweep.sh      # $OUT/bench.json, then results/h100/bench.json
+#     OUT=$OUT bash benchmarks/run_h100_sweep.sh            # $OUT/bench.json, then results/h100/bench.json
+#     OUT=$OUT bash benchmarks/run_h100_sweep.sh backward   # $OUT/bench_bwd.json: the training sweep, run 223
 #
 # Left out: flash1 (one program per batch and head: 16 to 32 programs on 132 SMs, minutes of the call), torch's
 # matmul-softmax-matmul, SDPA's math and memory-efficient backends (the H200's sweep has them; none is the project's).
@@ -18,9 +19,23 @@
 #    measured ratio falls in 0.95-1.15 for at least 80% of the flash2 and Hopper rows both files hold, and in
 #    1.0-1.5 for at least 80% of naive's.
 # 3. flash2 at least 1.0x SDPA's flash backend at every non-causal N >= 2,048 (the H200: 1.10-1.21x).
+#
+# The training sweep (`backward`, benchmarks/bench_bwd.py: the same shapes to N = 16,384, fp16, each pass timed alone,
+# "bwd", and with its forward, "fwd+bwd"; flash2's backward tiles picked by timing four at N = 4,096, as the H200's
+# bench_bwd.json was; naive's and the forwards' tiles gpusim's on H100-measured), the project's flash2 and naive
+# kernels beside SDPA's flash and cuDNN backends. Its prediction, committed before that run (run 223, the same session):
+# 4. gpusim on H100-measured prices at least 85% of the project's rows (flash2 and naive, both passes) within 20%
+#    (the H200-measured preset: 90 of the H200's 96).
+# 5. flash2's training step (fwd+bwd) at least 0.9x SDPA flash's speed at every N >= 2,048 (the H200: 0.96-1.34x at
+#    every N).
 source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 grep -q H100 "$OUT/gpu.txt" || { echo "not an H100: $(tail -1 "$OUT/gpu.txt")"; exit 3; }
-timeout 560 $PY -m benchmarks.bench --out "$OUT/bench.json" --dtypes fp16 --head-dims 64,128 \
-  --without flash1,torch_naive,sdpa_math,sdpa_efficient --max-minutes 8.2
+if [ "${1:-forward}" = backward ]; then
+  timeout 560 $PY -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --providers flash2,naive,sdpa_flash,sdpa_cudnn \
+    --max-minutes 7.5
+else
+  timeout 560 $PY -m benchmarks.bench --out "$OUT/bench.json" --dtypes fp16 --head-dims 64,128 \
+    --without flash1,torch_naive,sdpa_math,sdpa_efficient --max-minutes 8.2
+fi
 echo "sweep done after $(( $(date +%s) - START )) s"
