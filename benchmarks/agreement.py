@@ -67,9 +67,10 @@ def simulated(row, gpu=PRESET):
     return gpusim.simulate(algo, **shape, **blocks)  # a row without tiles ran the kernel's default, simulate's
 
 
-def predicted_s(row):
-    """The predicted time of what the row timed: for a training row's "bwd" pass, the backward's kernels."""
-    result = simulated(row)
+def predicted_s(row, gpu=PRESET):
+    """The predicted time of what the row timed (on the preset `gpu`): for a training row's "bwd" pass, the backward's
+    kernels."""
+    result = simulated(row, gpu)
     if row.get("pass") == "bwd":
         return sum(k.predicted_time_s for k in result.kernels if k.pass_ == "backward")
     return result.predicted_time_s  # a training step: at least its host cost (GPU.train_step_host_s)

@@ -1417,3 +1417,36 @@ def test_perf_md_quotes_run_222s_h100_sweep_as_measured_and_predicted():
              for t in ((64, 128), (128, 64))}
     assert abs(price[64, 128] / price[128, 64] - 1) < 0.02 and "within 2% of each other" in text
     assert all(abs(price[t] / group[t]["ms"] - 1) < 0.08 for t in price) and "each within 8% of" in text
+
+
+def test_perf_md_quotes_run_223s_h100_training_sweep_as_measured_and_predicted():
+    """docs/perf.md's "The training sweep on the H100, blind", recomputed from results/h100/bench_bwd.json and
+    results/h200/bench_bwd.json with agreement.predicted_s on H100-measured: run 223's two predictions
+    (benchmarks/run_h100_sweep.sh) and the figures the prose quotes."""
+    text = doc("perf.md").split("### The training sweep on the H100, blind")[1].split("## Count mode")[0]
+
+    def timed(folder):
+        data = json.loads((ROOT / "results" / folder / "bench_bwd.json").read_text())
+        rows = {(r["provider"], r["pass"], r["head_dim"], r["causal"], r["seq"]): r
+                for r in data["rows"] if "ms" in r}
+        return rows, {(t["head_dim"], t["causal"]): tuple(t["chosen"]) for t in data["tuning"]}
+
+    (h100, picked), (h200, picked_h200) = timed("h100"), timed("h200")
+    ours = [r for k, r in h100.items() if k[0] in ("flash2", "naive")]
+    within = sum(abs(agreement.predicted_s(r, "H100-measured") / (r["ms"] * 1e-3) - 1) <= 0.2 for r in ours)
+    assert within >= 0.85 * len(ours) and f"{within} of {len(ours)} rows within 20%" in text
+    over = lambda rows, k: rows[("sdpa_flash", *k[1:])]["ms"] / rows[k]["ms"]  # noqa: E731
+    steps = [over(h100, k) for k in h100 if k[:2] == ("flash2", "fwd+bwd") and k[4] >= 2048]
+    assert min(steps) >= 0.9 and f"{min(steps):.2f}–{max(steps):.2f}× ({len(steps)} of {len(steps)}" in text
+    sdpa = [r["ms"] / h200[k]["ms"] for k, r in h100.items() if k[0] == "sdpa_flash"]
+    assert f"H100 ÷ H200 times sit at {min(sdpa):.2f}–{max(sdpa):.2f}×" in text
+    long = {label: [over(rows, k) for k in rows if k[:2] == ("flash2", "bwd") and k[4] >= 8192]
+            for label, rows in (("h100", h100), ("h200", h200))}
+    below = {label: [x for x in xs if x < 1] for label, xs in long.items()}
+    assert len(long["h100"]) == 8 and len(below["h100"]) == 6 and len(below["h200"]) == 2
+    spans = {label: f"{min(xs):.2f}–{max(xs):.2f}×" for label, xs in below.items()}
+    assert (f"in six of the eight shapes there ({spans['h100']}), where the H200's older rows fell below it in two "
+            f"({spans['h200']})") in text
+    assert [picked[128, c] for c in (False, True)] == [(64, 32), (128, 32)]
+    assert [picked_h200[128, c] for c in (False, True)] == [(128, 64), (64, 32)]
+    assert picked[64, False] == picked[64, True] == picked_h200[64, False] == picked_h200[64, True] == (64, 32)
