@@ -7,6 +7,7 @@
 #
 #     OUT=$OUT bash benchmarks/run_h100_sweep.sh            # $OUT/bench.json, then results/h100/bench.json
 #     OUT=$OUT bash benchmarks/run_h100_sweep.sh backward   # $OUT/bench_bwd.json: the training sweep, run 223
+#     OUT=$OUT bash benchmarks/run_h100_sweep.sh decode     # $OUT/decode.json: the decode sweep, run 224
 #
 # Left out: flash1 (one program per batch and head: 16 to 32 programs on 132 SMs, minutes of the call), torch's
 # matmul-softmax-matmul, SDPA's math and memory-efficient backends (the H200's sweep has them; none is the project's).
@@ -28,10 +29,21 @@
 #    (the H200-measured preset: 90 of the H200's 96).
 # 5. flash2's training step (fwd+bwd) at least 0.9x SDPA flash's speed at every N >= 2,048 (the H200: 0.96-1.34x at
 #    every N).
+#
+# The decode sweep (`decode`, benchmarks/bench_decode.py: Llama-3-8B's attention shape, batch 1, 8 and 64, caches of
+# 1K-128K, every provider of the H200's decode.json). Its prediction, committed before that run (run 224):
+# 6. gpusim on H100-measured prices at least 85% of the project's decode rows (split_kv, split_kv_1,
+#    split_kv_contiguous) within 20% (the H200-measured preset: 69 of the H200's 72).
+# 7. split_kv over its paged cache at least 0.95x the fastest SDPA backend's speed (contiguous cache) at every point
+#    from 4K (the H200: 0.96-1.03x).
+# 8. split_kv's H100 time over the H200's (decode.json) 1.3-1.6x for at least 80% of its rows from 16K, where the
+#    reads are DRAM's (gpusim's presets: 1.45-1.48x; the datasheets' DRAM 4.8 / 3.35 = 1.43).
 source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 grep -q H100 "$OUT/gpu.txt" || { echo "not an H100: $(tail -1 "$OUT/gpu.txt")"; exit 3; }
-if [ "${1:-forward}" = backward ]; then
+if [ "${1:-forward}" = decode ]; then
+  timeout 560 $PY -m benchmarks.bench_decode --out "$OUT/decode.json" --max-minutes 6
+elif [ "${1:-forward}" = backward ]; then
   timeout 560 $PY -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --providers flash2,naive,sdpa_flash,sdpa_cudnn \
     --max-minutes 7.5
 else
