@@ -798,12 +798,22 @@ def headline_line():
 
 def sweep_sentence():
     """README's words on the H100's FlashAttention-2 sweep (run 222): gpusim's blind score and flash2 against SDPA."""
-    forward, training = sweep_ratios(), training_ratios()
-    within = [sum(abs(r - 1) <= 0.2 for r in ratios.values()) for ratios in (forward, training)]
+    forward, training, decode = sweep_ratios(), training_ratios(), decode_ratios()
+    within = [sum(abs(r - 1) <= 0.2 for r in ratios.values()) for ratios in (forward, training, decode)]
     return (f"The FlashAttention-2 sweep on it (run 222, `results/h100/bench.json`), priced blind: {within[0]} of the "
             f"{len(forward)} rows of the project's kernels within 20%; flash2 {_range(_speedups())}× SDPA flash's "
             f"speed, not causal, N ≥ 2,048; the training sweep (run 223, `bench_bwd.json`): {within[1]} of "
-            f"{len(training)} (`docs/perf.md`, \"The FlashAttention-2 sweep on the H100, blind\").")
+            f"{len(training)}; the decode sweep (run 224, `decode.json`): {within[2]} of {len(decode)}, its misses "
+            f"at {_misses(decode)} (`docs/perf.md`, \"The FlashAttention-2 sweep on the H100, blind\" and the two "
+            f"sections after it).")
+
+
+def _misses(ratios):
+    """Where a decode sweep's rows outside 20% sit: each batch with its caches' range."""
+    caches = {}
+    for _, batch, seq_kv in (k for k, r in ratios.items() if abs(r - 1) > 0.2):
+        caches.setdefault(batch, set()).add(seq_kv)
+    return "; ".join(f"batch {b}, {min(c):,}–{max(c):,} tokens" for b, c in sorted(caches.items()))
 
 
 def uneven_wave_moves(before=even_waves, after=one_slot_listed):
@@ -962,3 +972,61 @@ def sweep_outcome():
         f"({_share(naive.values(), 1.0, 1.5)[0]} of {len(naive)} in 1.0–1.5). Predicted: at least 80% of each.",
         f"3. flash2 over SDPA flash, not causal, N ≥ 2,048: {_range(flash)}× ({sum(r >= 1.0 for r in flash)} of "
         f"{len(flash)} at 1.0× or more). Predicted: every one."])
+
+
+SDPA_DECODE = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
+
+
+@lru_cache(maxsize=None)
+def decode_sweep(folder=H100):
+    """A decode.json's timed rows: {(provider, batch, seq_kv): row}."""
+    rows = json.loads((folder / "decode.json").read_text())["rows"]
+    return {(r["provider"], r["batch"], r["seq_kv"]): r for r in rows if "ms" in r and not r.get("error")}
+
+
+def decode_ratios(preset=PRESETS[0]):
+    """{key: gpusim's time on `preset` / the measured} for the decode kernels' rows of the H100's sweep (run 224)."""
+    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
+            for key, row in decode_sweep().items() if key[0] in agreement.DECODE}
+
+
+def _against_sdpa(provider, batch, seq_kv, folder=H100):
+    """The fastest SDPA backend's time over `provider`'s at one point (above 1: the project's kernel the faster)."""
+    rows = decode_sweep(folder)
+    sdpa = [rows[(s, batch, seq_kv)]["ms"] for s in SDPA_DECODE if (s, batch, seq_kv) in rows]
+    key = (provider, batch, seq_kv)
+    return min(sdpa) / rows[key]["ms"] if sdpa and key in rows else None
+
+
+def decode_sweep_table():
+    """docs/perf.md's table of the H100's decode sweep: per batch and cache, split_kv's time, the fastest SDPA
+    backend's over split_kv's and over the same kernel on SDPA's contiguous cache, the H100's split_kv time over the
+    H200's, and gpusim (H100-measured) over the measured for the three launches of the project's kernel."""
+    ratios, rows, h200 = decode_ratios(), decode_sweep(), decode_sweep(H200)
+    lines = ["| batch | cache | split_kv µs | fastest SDPA ÷ split_kv / ÷ contiguous | H100 ÷ H200, split_kv | "
+             "gpusim ÷ measured: split_kv / split_kv_1 / contiguous |", "|---|---|---|---|---|---|"]
+    for key in sorted(k for k in rows if k[0] == "split_kv"):
+        _, batch, seq_kv = key
+        sdpa = " / ".join(_cell(_against_sdpa(p, batch, seq_kv)) for p in ("split_kv", "split_kv_contiguous"))
+        later = rows[key]["ms"] / h200[key]["ms"] if key in h200 else None
+        model = " / ".join(_cell(ratios.get((p, batch, seq_kv))) for p in agreement.DECODE)
+        lines.append(f"| {batch} | {seq_kv:,} | {rows[key]['ms'] * 1e3:.1f} | {sdpa} | {_cell(later)} | {model} |")
+    return "\n".join(lines)
+
+
+def decode_sweep_outcome():
+    """Run 224's three predictions (benchmarks/run_h100_sweep.sh decode), each as it came out."""
+    ratios, rows, h200 = decode_ratios(), decode_sweep(), decode_sweep(H200)
+    within, total = _share(ratios.values(), 0.8, 1.2)
+    per = ", ".join(f"{p} {_share(rs, 0.8, 1.2)[0]} of {len(rs)}" for p in agreement.DECODE
+                    if (rs := [r for k, r in ratios.items() if k[0] == p]))
+    paged = [x for k in rows if k[0] == "split_kv" and k[2] >= 4096
+             if (x := _against_sdpa(*k)) is not None]
+    later = [rows[k]["ms"] / h200[k]["ms"] for k in rows if k[0] == "split_kv" and k[2] >= 16384 and k in h200]
+    return "\n".join([
+        f"6. gpusim on H100-measured: {within} of {total} rows within 20% ({per}); range "
+        f"{_range(list(ratios.values()))}. Predicted: at least 85%.",
+        f"7. split_kv over its paged cache against the fastest SDPA backend, from 4K: {_range(paged)}× "
+        f"({sum(x >= 0.95 for x in paged)} of {len(paged)} at 0.95× or more). Predicted: every one.",
+        f"8. split_kv's H100 time over the H200's, from 16K: {_range(later)}× ({_share(later, 1.3, 1.6)[0]} of "
+        f"{len(later)} in 1.3–1.6). Predicted: at least 80%."])

@@ -1450,3 +1450,42 @@ def test_perf_md_quotes_run_223s_h100_training_sweep_as_measured_and_predicted()
     assert [picked[128, c] for c in (False, True)] == [(64, 32), (128, 32)]
     assert [picked_h200[128, c] for c in (False, True)] == [(128, 64), (64, 32)]
     assert picked[64, False] == picked[64, True] == picked_h200[64, False] == picked_h200[64, True] == (64, 32)
+
+
+def test_perf_md_quotes_run_224s_h100_decode_sweep_as_measured_and_predicted():
+    """docs/perf.md's "The decode sweep on the H100, blind", recomputed from results/h100/decode.json and
+    results/h200/decode.json with agreement.predicted_s on H100-measured: run 224's three predictions
+    (benchmarks/run_h100_sweep.sh) and the figures the prose quotes."""
+    text = doc("perf.md").split("### The decode sweep on the H100, blind")[1].split("## Count mode")[0]
+
+    def timed(folder):
+        rows = json.loads((ROOT / "results" / folder / "decode.json").read_text())["rows"]
+        return {(r["provider"], r["batch"], r["seq_kv"]): r for r in rows if "ms" in r}
+
+    h100, h200 = timed("h100"), timed("h200")
+    priced = {k: agreement.predicted_s(r, "H100-measured") / (r["ms"] * 1e-3) for k, r in h100.items()
+              if k[0] in agreement.DECODE}
+    missed = {k: x for k, x in priced.items() if abs(x - 1) > 0.2}
+    assert len(priced) - len(missed) >= 0.85 * len(priced)
+    assert f"{len(priced) - len(missed)} of {len(priced)} rows within 20%" in text
+    assert {(k[1], k[2]) for k in missed} <= {(1, 1024), (1, 2048), (1, 4096)}
+    assert f"priced {min(missed.values()):.2f}–{max(missed.values()):.2f}× the measured time" in text
+
+    def against_sdpa(provider, batch, seq_kv):
+        sdpa = min(h100[(s, batch, seq_kv)]["ms"] for s in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
+                   if (s, batch, seq_kv) in h100)
+        return sdpa / h100[(provider, batch, seq_kv)]["ms"]
+
+    paged = [against_sdpa(*k) for k in h100 if k[0] == "split_kv" and k[2] >= 4096]
+    assert min(paged) >= 0.95 and f"the paged kernel {min(paged):.2f}–{max(paged):.2f}× the fastest backend" in text
+    contiguous = [against_sdpa(*k) for k in h100 if k[:2] == ("split_kv_contiguous", 64)]
+    assert f"{min(contiguous):.2f}–{max(contiguous):.2f}× at batch 64" in text
+    later = {k: r["ms"] / h200[k]["ms"] for k, r in h100.items() if k[0] == "split_kv" and k in h200}
+    long = [x for k, x in later.items() if k[2] >= 16384]
+    assert sum(1.3 <= x <= 1.6 for x in long) >= 0.8 * len(long)
+    assert f"takes {min(long):.2f}–{max(long):.2f}× the H200's time" in text
+    assert f"it takes {later[('split_kv', 1, 1024)]:.2f}×" in text
+    skipped = [r for r in json.loads((ROOT / "results" / "h100" / "decode.json").read_text())["rows"]
+               if r["batch"] == 64 and r["seq_kv"] == 131072]
+    assert skipped and all(r["error"].startswith("skipped: the caches need 68,719,476,736 B") for r in skipped)
+    assert "need 68.7 GB" in text
