@@ -5,11 +5,12 @@ section's, by the BEFORE_* lists), and the README's headline with its lines.
     python -m benchmarks.perf_report            # prints the tables
     python -m benchmarks.perf_report --write    # rewrites them between docs/perf.md's markers
 
-The tables come from five modules, each importing only modules listed before it: report_kernels (the kernels as
+The tables come from seven modules, each importing only modules listed before it: report_kernels (the kernels as
 measured: against SDPA, decoding, serving, the backward), report_history (the model as it was before each change),
 report_heldout (the held-out sets, their blind scorings and the scores a trial is judged by), report_steps (a step
-on an SM and the trials of its pricing) and report_launches (a launch: its waves, its programs' start and order, the
-Hopper kernel's short programs, naive's three launches).
+on an SM and the trials of its pricing), report_launches (a launch: its waves, its programs' start and order, the
+Hopper kernel's short programs, naive's three launches), report_gpus (another GPU: the H100's constants, held-out
+sets, tiles and Nsight runs) and report_sweeps (the H100's flagship sweeps, priced blind).
 
 tests/test_results.py checks docs/perf.md holds exactly what this prints, so a model change that moves a
 number fails CI until the document says so.
@@ -20,7 +21,7 @@ import sys
 from contextlib import nullcontext
 from functools import partial
 
-from benchmarks import agreement, ncu, report_gpus
+from benchmarks import agreement, ncu, report_gpus, report_sweeps
 from benchmarks.report_heldout import (
     HELD_OUT, before_retimed, blind_range, blind_scorings_table, heldout_sets_table, heldout_table,
     host_probe_table, interleaved_table, labelled, meets_target, remeasured_table, retimed_table)
@@ -198,7 +199,7 @@ def headline():
         f"contiguous cache {against_sdpa('split_kv_contiguous')}.",
         f"- **Training**: the time model against every backward and fwd+bwd row of the project's flash2 and naive "
         f"kernels in `bench_bwd.json`: {training['within 20%']:.0%} of {training['rows']} within 20%.",
-        held_out_line(), report_gpus.headline_line(), per_call_line(),
+        held_out_line(), report_gpus.headline_line(), report_sweeps.sweep_sentence(), per_call_line(),
     ])
 
 
@@ -232,10 +233,10 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_scratch_outcome": report_gpus.scratch_outcome,
           "h200_host": report_gpus.h200_host_line, "h200_after_ragged": report_gpus.h200_after_ragged_outcome,
           "h100_tiles_bwd": partial(tiles_bwd_table, report_gpus.H100),
-          "h100_sweep": report_gpus.sweep_table, "h100_sweep_outcome": report_gpus.sweep_outcome,
-          "h100_training": report_gpus.training_table, "h100_training_outcome": report_gpus.training_outcome,
-          "h100_decode_sweep": report_gpus.decode_sweep_table,
-          "h100_decode_sweep_outcome": report_gpus.decode_sweep_outcome,
+          "h100_sweep": report_sweeps.sweep_table, "h100_sweep_outcome": report_sweeps.sweep_outcome,
+          "h100_training": report_sweeps.training_table, "h100_training_outcome": report_sweeps.training_outcome,
+          "h100_decode_sweep": report_sweeps.decode_sweep_table,
+          "h100_decode_sweep_outcome": report_sweeps.decode_sweep_outcome,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,
