@@ -29,56 +29,6 @@ def sweep_ratios(preset=PRESETS[0]):
             for key, row in sweep().items() if key[:2] in SWEEP_KERNELS}
 
 
-@lru_cache(maxsize=None)
-def training_sweep(folder=H100):
-    """A bench_bwd.json's timed rows: {(provider, pass, head_dim, causal, seq): row}."""
-    rows = json.loads((folder / "bench_bwd.json").read_text())["rows"]
-    return {tuple(r[k] for k in ("provider", "pass", "head_dim", "causal", "seq")): r
-            for r in rows if "ms" in r and not r.get("error")}
-
-
-def training_ratios(preset=PRESETS[0]):
-    """{key: gpusim's time on `preset` / the measured} for flash2's and naive's rows of the H100's training sweep (run
-    223), each pass as agreement prices the H200's."""
-    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
-            for key, row in training_sweep().items() if key[0] in ("flash2", "naive")}
-
-
-def training_table():
-    """docs/perf.md's table of the H100's training sweep: per shape and pass, flash2's TFLOP/s, SDPA flash's time over
-    flash2's (above 1: flash2 the faster), the H100's time over the H200's (results/h200/bench_bwd.json, whose flash2
-    and naive rows are older kernels': runs 6 and 8), and gpusim (H100-measured) over the measured."""
-    ratios, rows, h200 = training_ratios(), training_sweep(), training_sweep(H200)
-    lines = ["| pass | d | causal | N | flash2 TFLOP/s | SDPA flash ÷ flash2 | H100 ÷ H200: flash2 / SDPA flash | "
-             "gpusim ÷ measured: flash2 / naive |", "|---|---|---|---|---|---|---|---|"]
-    for key in sorted((k for k in rows if k[0] == "flash2"), key=lambda k: (k[1] != "bwd", *k[2:])):
-        at = {p: (p, *key[1:]) for p in ("flash2", "naive", "sdpa_flash")}
-        sdpa = rows[at["sdpa_flash"]]["ms"] / rows[key]["ms"] if at["sdpa_flash"] in rows else None
-        later = [rows[at[p]]["ms"] / h200[at[p]]["ms"] if at[p] in rows and at[p] in h200 else None
-                 for p in ("flash2", "sdpa_flash")]
-        _, pass_, d, causal, seq = key
-        lines.append(f"| {pass_} | {d} | {'yes' if causal else 'no'} | {seq:,} | {rows[key]['tflops']:.0f} | "
-                     f"{_cell(sdpa)} | {' / '.join(map(_cell, later))} | "
-                     f"{_cell(ratios.get(key))} / {_cell(ratios.get(at['naive']))} |")
-    return "\n".join(lines)
-
-
-def training_outcome():
-    """Run 223's two predictions (benchmarks/run_h100_sweep.sh backward), each as it came out."""
-    ratios, rows = training_ratios(), training_sweep()
-    per = ", ".join(f"{algo} {pass_} {_share(rs, 0.8, 1.2)[0]} of {len(rs)}" for algo in ("flash2", "naive")
-                    for pass_ in ("bwd", "fwd+bwd")
-                    if (rs := [r for k, r in ratios.items() if k[:2] == (algo, pass_)]))
-    steps = [rows[("sdpa_flash", *k[1:])]["ms"] / r["ms"] for k, r in rows.items()
-             if k[:2] == ("flash2", "fwd+bwd") and k[4] >= 2048 and ("sdpa_flash", *k[1:]) in rows]
-    within, total = _share(ratios.values(), 0.8, 1.2)
-    return "\n".join([
-        f"4. gpusim on H100-measured: {within} of {total} rows within 20% ({per}); range "
-        f"{_range(list(ratios.values()))}. Predicted: at least 85%.",
-        f"5. flash2's training step over SDPA flash's, N ≥ 2,048: {_range(steps)}× "
-        f"({sum(s >= 0.9 for s in steps)} of {len(steps)} at 0.9× or more). Predicted: every one."])
-
-
 def _over(key, other, folder=H100):
     """The timed row `key`'s time over the same shape's by provider `other` (None where either did not run)."""
     rows, twin = sweep(folder), (*other, *key[2:])
@@ -145,6 +95,56 @@ def sweep_outcome():
         f"({_share(naive.values(), 1.0, 1.5)[0]} of {len(naive)} in 1.0–1.5). Predicted: at least 80% of each.",
         f"3. flash2 over SDPA flash, not causal, N ≥ 2,048: {_range(flash)}× ({sum(r >= 1.0 for r in flash)} of "
         f"{len(flash)} at 1.0× or more). Predicted: every one."])
+
+
+@lru_cache(maxsize=None)
+def training_sweep(folder=H100):
+    """A bench_bwd.json's timed rows: {(provider, pass, head_dim, causal, seq): row}."""
+    rows = json.loads((folder / "bench_bwd.json").read_text())["rows"]
+    return {tuple(r[k] for k in ("provider", "pass", "head_dim", "causal", "seq")): r
+            for r in rows if "ms" in r and not r.get("error")}
+
+
+def training_ratios(preset=PRESETS[0]):
+    """{key: gpusim's time on `preset` / the measured} for flash2's and naive's rows of the H100's training sweep (run
+    223), each pass as agreement prices the H200's."""
+    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
+            for key, row in training_sweep().items() if key[0] in ("flash2", "naive")}
+
+
+def training_table():
+    """docs/perf.md's table of the H100's training sweep: per shape and pass, flash2's TFLOP/s, SDPA flash's time over
+    flash2's (above 1: flash2 the faster), the H100's time over the H200's (results/h200/bench_bwd.json, whose flash2
+    and naive rows are older kernels': runs 6 and 8), and gpusim (H100-measured) over the measured."""
+    ratios, rows, h200 = training_ratios(), training_sweep(), training_sweep(H200)
+    lines = ["| pass | d | causal | N | flash2 TFLOP/s | SDPA flash ÷ flash2 | H100 ÷ H200: flash2 / SDPA flash | "
+             "gpusim ÷ measured: flash2 / naive |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted((k for k in rows if k[0] == "flash2"), key=lambda k: (k[1] != "bwd", *k[2:])):
+        at = {p: (p, *key[1:]) for p in ("flash2", "naive", "sdpa_flash")}
+        sdpa = rows[at["sdpa_flash"]]["ms"] / rows[key]["ms"] if at["sdpa_flash"] in rows else None
+        later = [rows[at[p]]["ms"] / h200[at[p]]["ms"] if at[p] in rows and at[p] in h200 else None
+                 for p in ("flash2", "sdpa_flash")]
+        _, pass_, d, causal, seq = key
+        lines.append(f"| {pass_} | {d} | {'yes' if causal else 'no'} | {seq:,} | {rows[key]['tflops']:.0f} | "
+                     f"{_cell(sdpa)} | {' / '.join(map(_cell, later))} | "
+                     f"{_cell(ratios.get(key))} / {_cell(ratios.get(at['naive']))} |")
+    return "\n".join(lines)
+
+
+def training_outcome():
+    """Run 223's two predictions (benchmarks/run_h100_sweep.sh backward), each as it came out."""
+    ratios, rows = training_ratios(), training_sweep()
+    per = ", ".join(f"{algo} {pass_} {_share(rs, 0.8, 1.2)[0]} of {len(rs)}" for algo in ("flash2", "naive")
+                    for pass_ in ("bwd", "fwd+bwd")
+                    if (rs := [r for k, r in ratios.items() if k[:2] == (algo, pass_)]))
+    steps = [rows[("sdpa_flash", *k[1:])]["ms"] / r["ms"] for k, r in rows.items()
+             if k[:2] == ("flash2", "fwd+bwd") and k[4] >= 2048 and ("sdpa_flash", *k[1:]) in rows]
+    within, total = _share(ratios.values(), 0.8, 1.2)
+    return "\n".join([
+        f"4. gpusim on H100-measured: {within} of {total} rows within 20% ({per}); range "
+        f"{_range(list(ratios.values()))}. Predicted: at least 85%.",
+        f"5. flash2's training step over SDPA flash's, N ≥ 2,048: {_range(steps)}× "
+        f"({sum(s >= 0.9 for s in steps)} of {len(steps)} at 0.9× or more). Predicted: every one."])
 
 
 SDPA_DECODE = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
