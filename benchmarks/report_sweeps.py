@@ -16,22 +16,31 @@ SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("ho
 
 
 @lru_cache(maxsize=None)
+def _timed(folder, name, fields):
+    """A results file's timed rows, each keyed by its `fields`' values: {key: row}."""
+    rows = json.loads((folder / name).read_text())["rows"]
+    return {tuple(r[k] for k in fields): r for r in rows if "ms" in r and not r.get("error")}
+
+
+def _priced(rows, keep, preset):
+    """{key: gpusim's time on `preset` / the measured} for the rows whose key `keep` holds, each as agreement prices
+    the H200's files' rows."""
+    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3) for key, row in rows.items() if keep(key)}
+
+
 def sweep(folder=H100):
     """A bench.json's timed rows: {(provider, dtype, head_dim, causal, seq, batch, heads): row}."""
-    rows = json.loads((folder / "bench.json").read_text())["rows"]
-    return {tuple(r[k] for k in ("provider", "dtype", "head_dim", "causal", "seq", "batch", "heads")): r
-            for r in rows if "ms" in r and not r.get("error")}
+    return _timed(folder, "bench.json", ("provider", "dtype", "head_dim", "causal", "seq", "batch", "heads"))
 
 
 def sweep_ratios(preset=PRESETS[0]):
     """{key: gpusim's time on `preset` / the measured} for the project's kernels' rows of the H100's sweep (run 222)."""
-    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
-            for key, row in sweep().items() if key[:2] in SWEEP_KERNELS}
+    return _priced(sweep(), lambda key: key[:2] in SWEEP_KERNELS, preset)
 
 
-def _over(key, other, folder=H100):
+def _over(key, other):
     """The timed row `key`'s time over the same shape's by provider `other` (None where either did not run)."""
-    rows, twin = sweep(folder), (*other, *key[2:])
+    rows, twin = sweep(), (*other, *key[2:])
     return rows[key]["ms"] / rows[twin]["ms"] if key in rows and twin in rows else None
 
 
@@ -97,19 +106,15 @@ def sweep_outcome():
         f"{len(flash)} at 1.0× or more). Predicted: every one."])
 
 
-@lru_cache(maxsize=None)
 def training_sweep(folder=H100):
     """A bench_bwd.json's timed rows: {(provider, pass, head_dim, causal, seq): row}."""
-    rows = json.loads((folder / "bench_bwd.json").read_text())["rows"]
-    return {tuple(r[k] for k in ("provider", "pass", "head_dim", "causal", "seq")): r
-            for r in rows if "ms" in r and not r.get("error")}
+    return _timed(folder, "bench_bwd.json", ("provider", "pass", "head_dim", "causal", "seq"))
 
 
 def training_ratios(preset=PRESETS[0]):
     """{key: gpusim's time on `preset` / the measured} for flash2's and naive's rows of the H100's training sweep (run
     223), each pass as agreement prices the H200's."""
-    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
-            for key, row in training_sweep().items() if key[0] in ("flash2", "naive")}
+    return _priced(training_sweep(), lambda key: key[0] in ("flash2", "naive"), preset)
 
 
 def training_table():
@@ -150,22 +155,19 @@ def training_outcome():
 SDPA_DECODE = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn")
 
 
-@lru_cache(maxsize=None)
 def decode_sweep(folder=H100):
     """A decode.json's timed rows: {(provider, batch, seq_kv): row}."""
-    rows = json.loads((folder / "decode.json").read_text())["rows"]
-    return {(r["provider"], r["batch"], r["seq_kv"]): r for r in rows if "ms" in r and not r.get("error")}
+    return _timed(folder, "decode.json", ("provider", "batch", "seq_kv"))
 
 
 def decode_ratios(preset=PRESETS[0]):
     """{key: gpusim's time on `preset` / the measured} for the decode kernels' rows of the H100's sweep (run 224)."""
-    return {key: agreement.predicted_s(row, preset) / (row["ms"] * 1e-3)
-            for key, row in decode_sweep().items() if key[0] in agreement.DECODE}
+    return _priced(decode_sweep(), lambda key: key[0] in agreement.DECODE, preset)
 
 
-def _against_sdpa(provider, batch, seq_kv, folder=H100):
+def _against_sdpa(provider, batch, seq_kv):
     """The fastest SDPA backend's time over `provider`'s at one point (above 1: the project's kernel the faster)."""
-    rows = decode_sweep(folder)
+    rows = decode_sweep()
     sdpa = [rows[(s, batch, seq_kv)]["ms"] for s in SDPA_DECODE if (s, batch, seq_kv) in rows]
     key = (provider, batch, seq_kv)
     return min(sdpa) / rows[key]["ms"] if sdpa and key in rows else None
