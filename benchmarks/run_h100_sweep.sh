@@ -8,6 +8,7 @@
 #     OUT=$OUT bash benchmarks/run_h100_sweep.sh            # $OUT/bench.json, then results/h100/bench.json
 #     OUT=$OUT bash benchmarks/run_h100_sweep.sh backward   # $OUT/bench_bwd.json: the training sweep, run 223
 #     OUT=$OUT bash benchmarks/run_h100_sweep.sh decode     # $OUT/decode.json: the decode sweep, run 224
+#     OUT=$OUT bash benchmarks/run_h100_sweep.sh serving    # $OUT/serving.json: the serving loop, run 225
 #
 # Left out: flash1 (one program per batch and head: 16 to 32 programs on 132 SMs, minutes of the call), torch's
 # matmul-softmax-matmul, SDPA's math and memory-efficient backends (the H200's sweep has them; none is the project's).
@@ -38,10 +39,19 @@
 #    from 4K (the H200: 0.96-1.03x).
 # 8. split_kv's H100 time over the H200's (decode.json) 1.3-1.6x for at least 80% of its rows from 16K, where the
 #    reads are DRAM's (gpusim's presets: 1.45-1.48x; the datasheets' DRAM 4.8 / 3.35 = 1.43).
+#
+# The serving loop (`serving`, benchmarks/serving.py: 32 layers a token over a cache growing a token a step, the plan
+# eager and graphed against SDPA's flash and cuDNN eager and graphed; cut to 2.5 minutes by this session's device
+# time). Its prediction, committed before that run (run 225):
+# 9. the plan run eagerly at most 1.1x the fastest SDPA eager time per token at every point (the H200: 0.52-1.05x);
+# 10. the plan graphed at least 0.97x the fastest SDPA graph's speed at every point, 1.0x at batch 1 up to 16K (the
+#     H200: 0.98-1.19x; 1.04-1.19x there).
 source benchmarks/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/gpu.txt"
 grep -q H100 "$OUT/gpu.txt" || { echo "not an H100: $(tail -1 "$OUT/gpu.txt")"; exit 3; }
-if [ "${1:-forward}" = decode ]; then
+if [ "${1:-forward}" = serving ]; then
+  timeout 560 $PY -m benchmarks.serving --out "$OUT" --max-minutes 2.5
+elif [ "${1:-forward}" = decode ]; then
   timeout 560 $PY -m benchmarks.bench_decode --out "$OUT/decode.json" --max-minutes 6
 elif [ "${1:-forward}" = backward ]; then
   timeout 560 $PY -m benchmarks.bench_bwd --out "$OUT/bench_bwd.json" --providers flash2,naive,sdpa_flash,sdpa_cudnn \
