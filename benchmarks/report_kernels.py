@@ -510,14 +510,19 @@ def host_table():
     return "\n".join(lines)
 
 
-def serving_table():
-    """results/h200/serving.json: ms per token (32 layers) of the plan run eagerly and from a CUDA graph against
-    the fastest SDPA backend the same way, against issue 24's targets."""
-    rows = json.loads((agreement.RESULTS / "serving.json").read_text())["rows"]
+def serving_points(folder=agreement.RESULTS):
+    """A serving.json's timed rows: {(batch, seq_kv): {provider: ms per token}}."""
     points = {}
-    for r in rows:
+    for r in json.loads((folder / "serving.json").read_text())["rows"]:
         if r.get("ms_per_token"):
             points.setdefault((r["batch"], r["seq_kv"]), {})[r["provider"]] = r["ms_per_token"]
+    return points
+
+
+def serving_table(folder=agreement.RESULTS):
+    """A serving.json (results/h200/'s unless given): ms per token (32 layers) of the plan run eagerly and from a
+    CUDA graph against the fastest SDPA backend the same way, against issue 24's targets."""
+    points = serving_points(folder)
     lines = ["| batch | cached tokens | plan eager, ms | fastest SDPA eager | ours ÷ SDPA (≤ 1.1) | plan graphed, ms "
              "| fastest SDPA graphed | SDPA ÷ ours (≥ 1.0; ≥ 0.97 past 16K) |", "|---|---|---|---|---|---|---|---|"]
     for (batch, n), ms in sorted(points.items()):

@@ -1,7 +1,7 @@
-"""docs/perf.md's sections on the H100's flagship sweeps, each priced blind on H100-measured (runs 222-224,
-benchmarks/run_h100_sweep.sh): the FlashAttention-2 forward sweep (results/h100/bench.json), the training sweep
-(bench_bwd.json), and the decode sweep (decode.json), each beside the H200's file of the same name and against the
-prediction committed before its run.
+"""docs/perf.md's sections on the H100's flagship sweeps (runs 222-225, benchmarks/run_h100_sweep.sh): the
+FlashAttention-2 forward sweep (results/h100/bench.json), the training sweep (bench_bwd.json) and the decode sweep
+(decode.json), each priced blind on H100-measured, and the serving loop (serving.json), each beside the H200's file
+of the same name and against the prediction committed before its run.
 
     python -m benchmarks.perf_report --write      # writes them with the rest of docs/perf.md
 """
@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from benchmarks import agreement
 from benchmarks.report_gpus import H100, H200, PRESETS, _range
+from benchmarks.report_kernels import serving_points
 
 SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("hopper", "fp8"))
 
@@ -207,17 +208,48 @@ def decode_sweep_outcome():
         f"{len(later)} in 1.3–1.6). Predicted: at least 80%."])
 
 
+def serving_ratios(folder=H100):
+    """{(batch, seq_kv): (the plan eager over the fastest SDPA eager, the fastest SDPA graph over the plan graphed)}:
+    a serving.json's two ratios per point (eager below 1 and graphed above 1: the project's the faster)."""
+    ratios = {}
+    for point, ms in serving_points(folder).items():
+        eager = min(v for k, v in ms.items() if k.startswith("sdpa") and not k.endswith("graph"))
+        graph = min(v for k, v in ms.items() if k.startswith("sdpa") and k.endswith("graph"))
+        ratios[point] = ms["plan_eager"] / eager, graph / ms["plan_graph"]
+    return ratios
+
+
+def serving_outcome():
+    """Run 225's two predictions (benchmarks/run_h100_sweep.sh serving), and issue 24's graphed target, as they came
+    out."""
+    ratios = serving_ratios()
+    eager, graph = ([r[i] for r in ratios.values()] for i in (0, 1))
+    short = [g for (batch, n), (_, g) in ratios.items() if batch == 1 and n <= 16384]
+    target = [g >= (1.0 if n <= 16384 else 0.97) for (_, n), (_, g) in ratios.items()]
+    return "\n".join([
+        f"9. the plan eager over the fastest SDPA eager, per token: {_range(eager)}× ({sum(e <= 1.1 for e in eager)} "
+        f"of {len(eager)} at 1.1× or less). Predicted: every point.",
+        f"10. the fastest SDPA graph over the plan graphed: {_range(graph)}× ({sum(g >= 0.97 for g in graph)} of "
+        f"{len(graph)} at 0.97× or more); at batch 1 up to 16K, {_range(short)}× ({sum(g >= 1.0 for g in short)} of "
+        f"{len(short)} at 1.0× or more). Predicted: every point, and every one of those.",
+        f"Issue 24's graphed target (1.0× at 4K–16K and below, 0.97× beyond): {sum(target)} of {len(target)} points."])
+
+
 def sweep_sentence():
-    """README's line on the H100's own sweeps (runs 222-224): gpusim's blind score on each, flash2 against SDPA."""
+    """README's line on the H100's own sweeps (runs 222-225): gpusim's blind score on each, flash2 against SDPA, the
+    serving loop against SDPA's."""
     forward, training, decode = sweep_ratios(), training_ratios(), decode_ratios()
     within = [sum(abs(r - 1) <= 0.2 for r in ratios.values()) for ratios in (forward, training, decode)]
-    return (f"- **The H100's own sweeps**, priced blind on H100-measured (runs 222-224, "
+    eager, graph = ([r[i] for r in serving_ratios().values()] for i in (0, 1))
+    return (f"- **The H100's own sweeps**, three priced blind on H100-measured (runs 222-225, "
             f"`benchmarks/run_h100_sweep.sh`): the FlashAttention-2 sweep (`results/h100/bench.json`) {within[0]} of "
             f"the {len(forward)} rows of the project's kernels within 20%, flash2 {_range(_speedups())}× SDPA flash's "
             f"speed (not causal, N ≥ 2,048); "
             f"the training sweep (`bench_bwd.json`) {within[1]} of {len(training)}; the decode sweep (`decode.json`) "
-            f"{within[2]} of {len(decode)}, its misses at {_misses(decode)} (`docs/perf.md`, \"The FlashAttention-2 "
-            f"sweep on the H100, blind\" and the sections after it).")
+            f"{within[2]} of {len(decode)}, its misses at {_misses(decode)}; the serving loop (`serving.json`), the "
+            f"plan {_range(eager)}× the fastest SDPA eager time per token, graphed {_range(graph)}× the fastest SDPA "
+            f"graph's speed (`docs/perf.md`, \"The FlashAttention-2 sweep on the H100, blind\" and the sections after "
+            f"it).")
 
 
 def _misses(ratios):

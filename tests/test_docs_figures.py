@@ -1489,3 +1489,44 @@ def test_perf_md_quotes_run_224s_h100_decode_sweep_as_measured_and_predicted():
                if r["batch"] == 64 and r["seq_kv"] == 131072]
     assert skipped and all(r["error"].startswith("skipped: the caches need 68,719,476,736 B") for r in skipped)
     assert "need 68.7 GB" in text
+
+
+def test_perf_md_quotes_run_225s_h100_serving_loop_as_measured_and_predicted():
+    """docs/perf.md's "The serving loop on the H100", recomputed from results/h100/serving.json and
+    results/h200/serving.json: run 225's two predictions (benchmarks/run_h100_sweep.sh serving), issue 24's graphed
+    target, and the figures the prose quotes."""
+    text = doc("perf.md").split("### The serving loop on the H100")[1].split("## Count mode")[0]
+
+    def points(folder):
+        rows = json.loads((ROOT / "results" / folder / "serving.json").read_text())["rows"]
+        by_point = {}
+        for r in rows:
+            if r.get("ms_per_token"):
+                by_point.setdefault((r["batch"], r["seq_kv"]), {})[r["provider"]] = r["ms_per_token"]
+        return by_point
+
+    def span(values):
+        return f"{min(values):.2f}–{max(values):.2f}×"
+
+    h100, h200 = points("h100"), points("h200")
+    assert len(h100) == 13 and h100.keys() == h200.keys()
+    eager = {p: ms["plan_eager"] / min(ms["sdpa_flash"], ms["sdpa_cudnn"]) for p, ms in h100.items()}
+    graph = {p: min(ms["sdpa_flash_graph"], ms["sdpa_cudnn_graph"]) / ms["plan_graph"] for p, ms in h100.items()}
+    assert max(eager.values()) <= 1.1 and min(graph.values()) >= 0.97  # predictions 9 and 10: both held
+    short = [g for (batch, n), g in graph.items() if batch == 1 and n <= 16384]
+    assert min(short) >= 1.0 and f"ahead at batch 1 up to 16K ({span(short)})" in text
+    assert f"run ({span(eager.values())}, the plan's two launches" in text
+    behind = [g for (batch, n), g in graph.items() if batch > 1 and n >= 4096]
+    assert f"{min(behind):.2f}–{max(behind):.2f}× cuDNN's contiguous read at batch 8 and 64 from 4K" in text
+    missed = {p for p, g in graph.items() if p[1] <= 16384 and g < 1.0}
+    assert missed == {(8, 4096), (8, 16384), (64, 1024), (64, 4096), (64, 8192)}
+    assert f"batch 64 at 1K ({graph[(64, 1024)]:.3f}×)" in text
+    later = {p: h100[p]["plan_graph"] / h200[p]["plan_graph"] for p in h100}
+    few = [later[p] for p in ((1, 1024), (8, 1024), (1, 4096))]
+    assert f"{span(few)} where a token is a few launches" in text
+    rest = [x for p, x in later.items() if p not in ((1, 1024), (8, 1024), (1, 4096))]
+    assert f"{span(rest)} from there on" in text
+    host = [h100[p]["sdpa_flash"] / h200[p]["sdpa_flash"] for p in h100 if p[0] == 1]
+    assert f"at batch 1 is {span(host)} the H200 machine's" in text
+    environment = json.loads((ROOT / "results" / "h100" / "serving.json").read_text())["environment"]
+    assert environment["gpu"] == "NVIDIA H100 80GB HBM3" and "--max-minutes 2.5" in environment["command"]
