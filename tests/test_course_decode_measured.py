@@ -341,3 +341,26 @@ def test_a_share_of_the_copy_bandwidth_above_1_is_explained_and_its_range_stated
     notebook = " ".join("".join(c["source"]) for c in cells)
     assert "most of the copy bandwidth" not in notebook and "measured.copy_share_sentence(" in notebook
     assert "the kernel reaches the copy bandwidth or a little more: the copy reads and writes every byte" in notebook
+
+
+def test_gpu_pair_sentence_divides_each_launch_and_counts_gpusims_rows_within_20_percent():
+    """Hand-made rows: split_kv at batch 1 with 1K and 4K tokens (the H100 1.05x and 1.1x the H200's time), at batch 8
+    with 16K and 64K (1.3x and 1.4x), at batch 1 with 8K (in neither range), and split_kv_1 at batch 1 with 1K (priced,
+    not divided); an SDPA row (neither). Each H100 split row is timed at gpusim's own price on H100-measured times a
+    factor either side of 20%, so the count is known: 3 of the 6 within."""
+    def row(provider, batch, seq_kv, factor):
+        splits = None if provider == "split_kv" else 1
+        r = dict(provider=provider, batch=batch, seq_kv=seq_kv, heads=32, kv_heads=8, head_dim=128, dtype="fp16",
+                 page_size=16, num_splits=splits)
+        r["num_splits"] = dm.simulated(r, "H100-measured").config.num_splits
+        return dict(r, ms=dm.predicted_ms(r, "H100-measured") * factor)
+
+    h100 = [row("split_kv", 1, 1024, 1.1), row("split_kv", 1, 4096, 1.5), row("split_kv", 8, 16384, 0.9),
+            row("split_kv", 8, 65536, 0.7), row("split_kv", 1, 8192, 1.0), row("split_kv_1", 1, 1024, 1.3),
+            dict(provider="sdpa_flash", batch=1, seq_kv=1024, ms=0.01)]
+    factors = (1.05, 1.1, 1.3, 1.4, 2.0)
+    h200 = [dict(r, ms=r["ms"] / f) for r, f in zip(h100, factors)] + [dict(h100[-1], ms=0.005)]
+    assert dm.gpu_pair_sentence({"rows": h200}, {"rows": h100}) == (
+        "The H100's split-KV time over the H200's for the same launch: 1.05 to 1.10x at batch 1 up to 4,096 tokens "
+        "(a few launches), 1.30 to 1.40x from 16,384 (the cache read at DRAM's rate). gpusim on H100-measured prices 3 "
+        "of the H100's 6 split-KV rows within 20%.")

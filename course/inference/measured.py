@@ -29,21 +29,21 @@ def simulated(row, gpu=GPU):
     return gpusim.simulate("split_kv", **decode.launch_options(row), gpu=gpu)
 
 
-def predicted_ms(row):
-    """gpusim's predicted time of a split_kv / split_kv_1 row's launch, in ms (the row's unit)."""
-    return simulated(row).predicted_time_s * 1e3
+def predicted_ms(row, gpu=GPU):
+    """gpusim's predicted time of a split_kv / split_kv_1 row's launch on `gpu`, in ms (the row's unit)."""
+    return simulated(row, gpu).predicted_time_s * 1e3
 
 
-def comparison_rows(data, batch):
-    """Per cache length at one batch: the split-KV kernel and num_splits=1, measured and predicted, the
-    slowdown of not splitting both ways, the fastest SDPA backend, and the split kernel's share of the
-    measured copy bandwidth."""
+def comparison_rows(data, batch, gpu=GPU):
+    """Per cache length at one batch: the split-KV kernel and num_splits=1, measured and predicted (on `gpu`: the
+    preset of the GPU that timed `data`), the slowdown of not splitting both ways, the fastest SDPA backend, and the
+    split kernel's share of the measured copy bandwidth."""
     rows = data["rows"]
     split, unsplit, sdpa = timed(rows, "split_kv", batch), timed(rows, "split_kv_1", batch), fastest_sdpa(rows, batch)
     out = []
     for n in sorted(split.keys() & unsplit.keys()):
         s, u = split[n], unsplit[n]
-        ps, pu = predicted_ms(s), predicted_ms(u)
+        ps, pu = predicted_ms(s, gpu), predicted_ms(u, gpu)
         out.append({"cache tokens": n, "num_splits": s["num_splits"], "split ms": s["ms"], "split predicted ms": ps,
                     "num_splits=1 ms": u["ms"], "num_splits=1 predicted ms": pu,
                     "slowdown measured": u["ms"] / s["ms"], "slowdown predicted": pu / ps,
@@ -53,9 +53,10 @@ def comparison_rows(data, batch):
     return out
 
 
-def series(data, batch):
-    """The Flash-Decoding chart's curves at one batch: {name: (cache lengths, ms)}, measured and predicted."""
-    rows = comparison_rows(data, batch)
+def series(data, batch, gpu=GPU):
+    """The Flash-Decoding chart's curves at one batch: {name: (cache lengths, ms)}, measured and predicted (on
+    `gpu`)."""
+    rows = comparison_rows(data, batch, gpu)
     n = [r["cache tokens"] for r in rows]
     out = {name: (n, [r[key] for r in rows]) for name, key in (
         ("split KV, measured", "split ms"), ("split KV, gpusim", "split predicted ms"),
@@ -237,6 +238,22 @@ def agreement_lines(data, within=0.2, min_caches=((0, "all cache lengths"), (327
         out.append(f"gpusim within {within:.0%} of the measured time: {a['within']} of {a['rows']} split-KV rows, "
                    f"{which}")
     return out
+
+
+def gpu_pair_sentence(h200_data, h100_data, gpu="H100-measured"):
+    """Two GPUs' decode.json rows of the same launches in words: the H100's split-KV time over the H200's where a
+    step is a few launches (batch 1 up to 4K) and where the cache is read at DRAM's rate (from 16K), and how many of
+    the H100's split-KV rows gpusim prices within 20% on `gpu` (blind: no constant was fitted to them)."""
+    h200 = {(r["batch"], r["seq_kv"]): r["ms"] for r in h200_data["rows"] if r["provider"] == "split_kv" and r.get("ms")}
+    ratios = {(r["batch"], r["seq_kv"]): r["ms"] / h200[(r["batch"], r["seq_kv"])] for r in h100_data["rows"]
+              if r["provider"] == "split_kv" and r.get("ms") and (r["batch"], r["seq_kv"]) in h200}
+    short = [x for (batch, n), x in ratios.items() if batch == 1 and n <= 4096]
+    long = [x for (_, n), x in ratios.items() if n >= 16384]
+    rows = [r for r in h100_data["rows"] if r["provider"] in ("split_kv", "split_kv_1") and r.get("ms")]
+    within = sum(abs(predicted_ms(r, gpu) / r["ms"] - 1) <= 0.2 for r in rows)
+    return (f"The H100's split-KV time over the H200's for the same launch: {span(short)}x at batch 1 up to 4,096 "
+            f"tokens (a few launches), {span(long)}x from 16,384 (the cache read at DRAM's rate). gpusim on {gpu} "
+            f"prices {within} of the H100's {len(rows)} split-KV rows within 20%.")
 
 
 def split_rule_launch(batch=1, heads=32, kv_heads=8, head_dim=128, seq_kv=131072, page_size=16):

@@ -21,13 +21,14 @@ RESERVED_ALPHA = 0.22  # a reserved cell that holds no token: the owner's color,
 FIGURE_WIDTH_IN = 9  # JupyterLab shows an SVG at its own size: 9 inches fit the notebook's column
 
 
-def flash_decoding_figure(data, batches=(1, 8, 64)):
+def flash_decoding_figure(data, batches=(1, 8, 64), gpu=measured.GPU):
     """Time of one decode step against cache length, one panel per batch: the split-KV kernel and
-    num_splits=1 as measured (decode.json) and as gpusim predicts them, and the fastest SDPA backend."""
+    num_splits=1 as measured (decode.json) and as gpusim predicts them on `gpu` (the preset of the GPU that timed
+    `data`), and the fastest SDPA backend."""
     fig = Figure(figsize=(FIGURE_WIDTH_IN, 4.2), layout="constrained")
     axes = fig.subplots(1, len(batches), sharey=True)
     for ax, batch in zip(axes, batches):
-        for name, (x, y) in measured.series(data, batch).items():
+        for name, (x, y) in measured.series(data, batch, gpu).items():
             color, style, marker = CURVES[name]
             ax.plot(x, y, linestyle=style, marker=marker, color=color, label=name)
         lesson = measured.unsplit_lesson(data, batch)
@@ -38,7 +39,7 @@ def flash_decoding_figure(data, batches=(1, 8, 64)):
     axes[0].set_ylabel("ms per decode step (one layer)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)  # within the 9 inches
-    fig.suptitle(f"Flash-Decoding on the H200: {_shape_text(data)}")
+    fig.suptitle(f"Flash-Decoding on the {gpu.split('-')[0]}: {_shape_text(data)}")
     return fig
 
 
