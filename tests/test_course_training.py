@@ -188,3 +188,32 @@ def test_speedup_groups_are_speedup_rows_per_head_dim_and_mask():
         flash2 = gpusim.simulate("flash2", seq=1024, head_dim=d, batch=16, heads=2048 // d, causal=causal,
                                  dtype="fp16", gpu="H200-measured", backward=True, backward_blocks=tuple(chosen))
         assert row["flash2 predicted ms"] == flash2.predicted_time_s * 1e3 and row["predicted speedup"] > 1
+
+
+def test_comparison_sentence_without_torchs_rows_still_reports_flash2_and_naive():
+    """A sweep that left torch's matmul-softmax-matmul out (the H100's) still has flash2 measured: the sentence says so,
+    with no torch clause, where it once said nothing was measured."""
+    data = tm.read_bench_bwd(SMOKE)
+    data = dict(data, rows=[r for r in data["rows"] if r["provider"] != "torch_naive"])
+    groups = {(64, causal): tm.speedup_rows(data, 64, causal, seqs=(64,)) for causal in (False, True)}
+    sentence = tm.comparison_sentence(groups)
+    over = sorted(g[0]["flash2 measured ms"] / g[0]["flash2 predicted ms"] for g in groups.values())
+    assert f"; measured, flash2 takes {over[0]:.1f}x to {over[1]:.1f}x the time" in sentence
+    assert "torch" not in sentence and "(2 lengths and shapes)" in sentence
+
+
+def test_gpu_pair_sentence_divides_each_training_step_from_its_length_on():
+    """Hand-made rows: flash2's step 1.5x and 0.9x as long on the H100 at N = 2,048 and 4,096, naive's 1.25x at 2,048;
+    N = 1,024 (4x, before the length), a "bwd" row (3x, not a step), SDPA's row (2x, not the project's) and a shape
+    only the H100 ran are left out."""
+    def row(provider, seq, ms, pass_="fwd+bwd", head_dim=64):
+        return dict(provider=provider, seq=seq, ms=ms, head_dim=head_dim, causal=False, **{"pass": pass_})
+
+    h200 = [row("flash2", 2048, 2.0), row("flash2", 4096, 4.0), row("naive", 2048, 4.0), row("flash2", 1024, 1.0),
+            row("flash2", 2048, 1.0, "bwd"), row("sdpa_flash", 2048, 1.0)]
+    h100 = [row("flash2", 2048, 3.0), row("flash2", 4096, 3.6), row("naive", 2048, 5.0), row("flash2", 1024, 4.0),
+            row("flash2", 2048, 3.0, "bwd"), row("sdpa_flash", 2048, 2.0), row("flash2", 2048, 9.0, head_dim=128)]
+    assert tm.gpu_pair_sentence({"rows": h200}, {"rows": h100}) == (
+        "The H100's training step (fwd + bwd) over the H200's for the same shape, N = 2,048 and longer: naive 1.25x, "
+        "flash2 0.90x to 1.50x.")
+    assert tm.gpu_pair_sentence(None, {"rows": h100}).startswith("The H200's bench_bwd.json is not there yet")

@@ -102,16 +102,36 @@ def speedup_groups(data, seqs=SEQS, gpu=GPU, head_dims=(64, 128)):
 def comparison_sentence(groups):
     """The measured side against the predicted one over all groups of speedup_rows, in words."""
     rows = [r for group in groups.values() for r in group]
-    timed = [r for r in rows if r["flash2 measured ms"] and r["measured, torch naive / flash2"]]
+    timed = [r for r in rows if r["flash2 measured ms"]]
     predicted = [r["predicted speedup"] for r in rows]
     head = f"gpusim predicts its naive kernels {span(predicted, '{:.1f}x')} slower than flash2"
     if not timed:
         return f"{head}; nothing measured yet."
     over = [r["flash2 measured ms"] / r["flash2 predicted ms"] for r in timed]
-    speedup = [r["measured, torch naive / flash2"] for r in timed]
+    speedup = [r["measured, torch naive / flash2"] for r in timed if r["measured, torch naive / flash2"]]
     pairs = [r["measured, naive / flash2"] / r["predicted speedup"] for r in timed if r["measured, naive / flash2"]]
+    torch = (f" torch's standard attention is {span(speedup, '{:.1f}x')} slower than the project's flash2"
+             f"{'' if len(speedup) == len(timed) else f' ({len(speedup)} lengths and shapes)'}, and") if speedup else ""
     ours = (f" The project's naive kernels measure {span(pairs, '{:.2f}x')} the speedup gpusim predicts for them "
             f"({len(pairs)} lengths and shapes).") if pairs else ""
-    return (f"{head}; measured, torch's standard attention is {span(speedup, '{:.1f}x')} slower than the "
-            f"project's flash2, and flash2 takes {span(over, '{:.1f}x')} the time gpusim predicts for it "
+    return (f"{head}; measured,{torch} flash2 takes {span(over, '{:.1f}x')} the time gpusim predicts for it "
             f"({len(timed)} lengths and shapes).{ours}")
+
+
+def gpu_pair_sentence(h200, h100, providers=(NAIVE, "flash2"), min_seq=2048):
+    """Two GPUs' bench_bwd.json files in words: per project kernel, the H100's training-step time (fwd + bwd) over the
+    H200's for the same shape, at N >= min_seq (shorter steps wait on the host, whose speed is the machine's); without
+    the H200's file (None), says so."""
+    if h200 is None:
+        return "The H200's bench_bwd.json is not there yet: no step to set the H100's beside."
+
+    def steps(data):
+        return {(r["provider"], r["head_dim"], r["causal"], r["seq"]): r["ms"] for r in data["rows"]
+                if r["pass"] == "fwd+bwd" and r["provider"] in providers and r["seq"] >= min_seq and r.get("ms")}
+
+    a, b = steps(h200), steps(h100)
+    both = b.keys() & a.keys()
+    parts = [f"{p} {span([b[k] / a[k] for k in both if k[0] == p], '{:.2f}x')}" for p in providers
+             if any(k[0] == p for k in both)]
+    return (f"The H100's training step (fwd + bwd) over the H200's for the same shape, N = {min_seq:,} and longer: "
+            f"{', '.join(parts)}.")
