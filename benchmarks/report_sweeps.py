@@ -9,8 +9,9 @@ import json
 import statistics
 from functools import lru_cache
 
+import gpusim
 from benchmarks import agreement
-from benchmarks.report_gpus import H100, H200, PRESETS, _range
+from benchmarks.report_gpus import H100, H200, H200_PRESET, PRESETS, _range
 from benchmarks.report_kernels import serving_points
 
 SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("hopper", "fp8"))
@@ -233,6 +234,45 @@ def serving_outcome():
         f"{len(graph)} at 0.97× or more); at batch 1 up to 16K, {_range(short)}× ({sum(g >= 1.0 for g in short)} of "
         f"{len(short)} at 1.0× or more). Predicted: every point, and every one of those.",
         f"Issue 24's graphed target (1.0× at 4K–16K and below, 0.97× beyond): {sum(target)} of {len(target)} points."])
+
+
+LLAMA3_8B = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")  # benchmarks/serving.py's cache
+
+
+def token_s(batch, seq_kv, steps, layers, gpu):
+    """gpusim's time per token of the graphed serving loop (benchmarks/serving.py's plan_graph): `layers` decode
+    launches a step, at the plan's splits (gpusim's rule at the first timed step's length), over the cache as it grows
+    a token a step from seq_kv, averaged over the `steps` timed steps. The step's in-place raise of the lengths (one
+    tiny kernel between replays) is left out."""
+    splits = gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **LLAMA3_8B).config.num_splits
+    return layers * statistics.fmean(
+        gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu, **LLAMA3_8B).predicted_time_s
+        for n in range(seq_kv, seq_kv + steps))
+
+
+@lru_cache(maxsize=None)
+def serving_priced(folder, preset):
+    """{(batch, seq_kv): (the plan's splits, gpusim's ms per token on `preset`, the measured)} for a serving.json's
+    graphed plan (plan_graph): the model on a use nothing in it was fitted to."""
+    rows = json.loads((folder / "serving.json").read_text())["rows"]
+    out = {}
+    for r in (r for r in rows if r["provider"] == "plan_graph" and r.get("ms_per_token")):
+        splits = gpusim.simulate("split_kv", batch=r["batch"], seq_kv=r["seq_kv"], gpu=preset, **LLAMA3_8B)
+        ms = token_s(r["batch"], r["seq_kv"], r["steps"], r["layers"], preset) * 1e3
+        out[(r["batch"], r["seq_kv"])] = splits.config.num_splits, ms, r["ms_per_token"]
+    return out
+
+
+def serving_priced_table():
+    """docs/perf.md's table of gpusim's time per token in the graphed serving loop against both GPUs' measured."""
+    h200, h100 = serving_priced(H200, H200_PRESET), serving_priced(H100, PRESETS[0])
+    lines = ["| batch | cached tokens | splits | H200: measured ms per token | gpusim ÷ measured | H100: measured ms "
+             "per token | gpusim ÷ measured |", "|---|---|---|---|---|---|---|"]
+    for key in sorted(h200.keys() | h100.keys()):
+        cells = [f"{v[2]:.3f} | {v[1] / v[2]:.2f}" if v else "- | -" for v in (h200.get(key), h100.get(key))]
+        splits = (h200.get(key) or h100[key])[0]
+        lines.append(f"| {key[0]} | {key[1]:,} | {splits} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
 
 
 def sweep_sentence():

@@ -1530,3 +1530,37 @@ def test_perf_md_quotes_run_225s_h100_serving_loop_as_measured_and_predicted():
     assert f"at batch 1 is {span(host)} the H200 machine's" in text
     environment = json.loads((ROOT / "results" / "h100" / "serving.json").read_text())["environment"]
     assert environment["gpu"] == "NVIDIA H100 80GB HBM3" and "--max-minutes 2.5" in environment["command"]
+
+
+def test_perf_md_prices_a_token_of_the_serving_loop_as_32_decode_launches_and_quotes_its_ratios():
+    """docs/perf.md's "A token of the serving loop, priced": each GPU's graphed plan (serving.json, plan_graph) against
+    32 decode launches a step priced by gpusim on the GPU's preset, at every timed step's length, recomputed here with
+    plain loops; the plan's splits (made two steps before the first timed one, benchmarks/serving.py) are the rule's at
+    the first timed step at every point; the ranges the prose quotes."""
+    text = doc("perf.md").split("**A token of the serving loop, priced.**")[1].split("## Count mode")[0]
+    shape = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")
+
+    def splits(batch, seq_kv, gpu):
+        return gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **shape).config.num_splits
+
+    ratios = {}
+    for folder, gpu in (("h200", "H200-measured"), ("h100", "H100-measured")):
+        for r in json.loads((ROOT / "results" / folder / "serving.json").read_text())["rows"]:
+            if r["provider"] != "plan_graph":
+                continue
+            b, n = r["batch"], r["seq_kv"]
+            assert splits(b, n - 2, gpu) == splits(b, n, gpu)
+            step = [gpusim.simulate("split_kv", batch=b, seq_kv=n + i, num_splits=splits(b, n, gpu), gpu=gpu,
+                                    **shape).predicted_time_s for i in range(r["steps"])]
+            ratios[(folder, b, n)] = r["layers"] * sum(step) / len(step) * 1e3 / r["ms_per_token"]
+    assert len(ratios) == 26
+    few = {(1, 1024), (1, 4096), (8, 1024)}
+    dram = {k: x for k, x in ratios.items() if k[1:] not in few}
+    for folder, name in (("h200", "H200's"), ("h100", "H100's")):
+        values = [x for k, x in dram.items() if k[0] == folder]
+        assert f"{min(values):.2f}–{max(values):.2f}× the {name}" in text
+    launch = [x for k, x in ratios.items() if k[1:] in few]
+    assert min(launch) > 1.2 and f"it is {min(launch):.2f}–{max(launch):.2f}× too slow" in text
+    row = next(r for r in json.loads((H200 / "decode.json").read_text())["rows"]
+               if (r["provider"], r["batch"], r["seq_kv"]) == ("split_kv", 1, 1024))
+    assert f"({agreement.predicted_s(row) / (row['ms'] * 1e-3):.2f}× at batch 1, 1K on the H200)" in text
