@@ -1,7 +1,8 @@
 """docs/perf.md's sections on the H100's flagship sweeps (runs 222-225, benchmarks/run_h100_sweep.sh): the
 FlashAttention-2 forward sweep (results/h100/bench.json), the training sweep (bench_bwd.json) and the decode sweep
 (decode.json), each priced blind on H100-measured, and the serving loop (serving.json), each beside the H200's file
-of the same name and against the prediction committed before its run.
+of the same name and against the prediction committed before its run; and a token of both GPUs' graphed serving
+loops priced by gpusim (gpusim_course.inference.measured.token_s), worked out after the runs.
 
     python -m benchmarks.perf_report --write      # writes them with the rest of docs/perf.md
 """
@@ -9,10 +10,10 @@ import json
 import statistics
 from functools import lru_cache
 
-import gpusim
 from benchmarks import agreement
 from benchmarks.report_gpus import H100, H200, H200_PRESET, PRESETS, _range
 from benchmarks.report_kernels import serving_points
+from gpusim_course.inference.measured import serving_tokens
 
 SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("hopper", "fp8"))
 
@@ -236,31 +237,14 @@ def serving_outcome():
         f"Issue 24's graphed target (1.0× at 4K–16K and below, 0.97× beyond): {sum(target)} of {len(target)} points."])
 
 
-LLAMA3_8B = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")  # benchmarks/serving.py's cache
-
-
-def token_s(batch, seq_kv, steps, layers, gpu):
-    """gpusim's time per token of the graphed serving loop (benchmarks/serving.py's plan_graph): `layers` decode
-    launches a step, at the plan's splits (gpusim's rule at the first timed step's length), over the cache as it grows
-    a token a step from seq_kv, averaged over the `steps` timed steps. The step's in-place raise of the lengths (one
-    tiny kernel between replays) is left out."""
-    splits = gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **LLAMA3_8B).config.num_splits
-    return layers * statistics.fmean(
-        gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu, **LLAMA3_8B).predicted_time_s
-        for n in range(seq_kv, seq_kv + steps))
-
-
 @lru_cache(maxsize=None)
 def serving_priced(folder, preset):
     """{(batch, seq_kv): (the plan's splits, gpusim's ms per token on `preset`, the measured)} for a serving.json's
-    graphed plan (plan_graph): the model on a use nothing in it was fitted to."""
-    rows = json.loads((folder / "serving.json").read_text())["rows"]
-    out = {}
-    for r in (r for r in rows if r["provider"] == "plan_graph" and r.get("ms_per_token")):
-        splits = gpusim.simulate("split_kv", batch=r["batch"], seq_kv=r["seq_kv"], gpu=preset, **LLAMA3_8B)
-        ms = token_s(r["batch"], r["seq_kv"], r["steps"], r["layers"], preset) * 1e3
-        out[(r["batch"], r["seq_kv"])] = splits.config.num_splits, ms, r["ms_per_token"]
-    return out
+    graphed plan (plan_graph, priced by gpusim_course.inference.measured.token_s): the model on a use nothing in it
+    was fitted to."""
+    data = json.loads((folder / "serving.json").read_text())
+    return {(t["batch"], t["cache tokens"]): (t["splits"], t["gpusim ms per token"], t["measured ms per token"])
+            for t in serving_tokens(data, preset)}
 
 
 def serving_priced_table():

@@ -364,3 +364,30 @@ def test_gpu_pair_sentence_divides_each_launch_and_counts_gpusims_rows_within_20
         "The H100's split-KV time over the H200's for the same launch: 1.05 to 1.10x at batch 1 up to 4,096 tokens "
         "(a few launches), 1.30 to 1.40x from 16,384 (the cache read at DRAM's rate). gpusim on H100-measured prices 3 "
         "of the H100's 6 split-KV rows within 20%.")
+
+
+def test_serving_tokens_price_a_token_as_its_layers_decode_launches_over_the_growing_cache():
+    """Hand-made serving.json rows: the graphed plan at batch 1 with 1,000 tokens over 3 steps of 2 layers, timed at
+    1.1x gpusim's own price (summed here launch by launch) and at batch 2 with 3,000 tokens at 0.5x; an eager row
+    (not the graph) and a row that did not run are left out. The sentence counts one within 20% and names the other."""
+    shape = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")
+
+    def price_ms(batch, seq_kv):
+        splits = gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, **shape, gpu="H200-measured").config.num_splits
+        return 1e3 * 2 * sum(gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, **shape,
+                                             gpu="H200-measured").predicted_time_s for n in (seq_kv, seq_kv + 1,
+                                                                                              seq_kv + 2)) / 3
+
+    def row(provider, batch, seq_kv, ms):
+        return dict(provider=provider, batch=batch, seq_kv=seq_kv, layers=2, steps=3, ms_per_token=ms)
+
+    a, b = price_ms(1, 1000), price_ms(2, 3000)
+    data = {"rows": [row("plan_graph", 1, 1000, a / 1.1), row("plan_graph", 2, 3000, b / 0.5),
+                     row("plan_eager", 1, 1000, 9.0), row("plan_graph", 4, 1000, None)]}
+    tokens = dm.serving_tokens(data)
+    assert [(t["batch"], t["cache tokens"]) for t in tokens] == [(1, 1000), (2, 3000)]
+    assert tokens[0]["gpusim ms per token"] == pytest.approx(a, rel=1e-12)
+    assert [round(t["gpusim / measured"], 6) for t in tokens] == [1.1, 0.5]
+    assert dm.serving_tokens_sentence(tokens) == (
+        "gpusim on H200-measured prices 1 of the 2 points within 20% (1.10x its time over the measured); outside: "
+        "batch 2 at 3,000 tokens 0.50x.")

@@ -367,3 +367,41 @@ def serving_splits_sentence(points):
     return (f"In a graphed serving loop (serving_splits.json: 32 layers a token, batch "
             f"{', '.join(map(str, batches))}, {seqs[0] // 1024}K to {seqs[-1] // 1024}K tokens), the rule's count ran "
             f"fastest of the counts tried (1, 2, 4, ...) at {fastest} of {len(points)} points.")
+
+
+SERVING_SHAPE = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")  # serving.json's cache
+
+
+def token_s(batch, seq_kv, steps, layers, gpu=GPU):
+    """gpusim's time per token of the graphed serving loop (benchmarks/serving.py's plan_graph): `layers` decode
+    launches a step, at the plan's splits (gpusim's rule at the first timed step's length), over the cache as it grows
+    a token a step from seq_kv, averaged over the `steps` timed steps. The step's in-place raise of the lengths (one
+    tiny kernel between replays) is left out."""
+    splits = gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **SERVING_SHAPE).config.num_splits
+    return layers * sum(gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu,
+                                        **SERVING_SHAPE).predicted_time_s for n in range(seq_kv, seq_kv + steps)) / steps
+
+
+def serving_tokens(data, gpu=GPU):
+    """A serving.json's graphed plan (plan_graph) beside gpusim on `gpu`: per point {batch, cache tokens, splits,
+    measured ms per token, gpusim ms per token, gpusim / measured}."""
+    out = []
+    for r in (r for r in data["rows"] if r["provider"] == "plan_graph" and r.get("ms_per_token")):
+        splits = gpusim.simulate("split_kv", batch=r["batch"], seq_kv=r["seq_kv"], gpu=gpu, **SERVING_SHAPE)
+        ms = token_s(r["batch"], r["seq_kv"], r["steps"], r["layers"], gpu) * 1e3
+        out.append({"batch": r["batch"], "cache tokens": r["seq_kv"], "splits": splits.config.num_splits,
+                    "measured ms per token": r["ms_per_token"], "gpusim ms per token": ms,
+                    "gpusim / measured": ms / r["ms_per_token"]})
+    return out
+
+
+def serving_tokens_sentence(tokens, gpu=GPU, within=0.2):
+    """serving_tokens in words: how many points gpusim prices within `within` (its time over the measured), and the
+    others, each with its ratio."""
+    close = [t for t in tokens if abs(t["gpusim / measured"] - 1) <= within]
+    missed = "; ".join(f"batch {t['batch']} at {t['cache tokens']:,} tokens {t['gpusim / measured']:.2f}x"
+                       for t in tokens if t not in close)
+    return (f"gpusim on {gpu} prices {len(close)} of the {len(tokens)} points within {within:.0%} "
+            f"({span([t['gpusim / measured'] for t in close])}x its time over the measured)"
+            + (f"; outside: {missed}." if missed else "."))
+
