@@ -244,7 +244,8 @@ def gpu_pair_sentence(h200_data, h100_data, gpu="H100-measured"):
     """Two GPUs' decode.json rows of the same launches in words: the H100's split-KV time over the H200's where a
     step is a few launches (batch 1 up to 4K) and where the cache is read at DRAM's rate (from 16K), and how many of
     the H100's split-KV rows gpusim prices within 20% on `gpu` (blind: no constant was fitted to them)."""
-    h200 = {(r["batch"], r["seq_kv"]): r["ms"] for r in h200_data["rows"] if r["provider"] == "split_kv" and r.get("ms")}
+    h200 = {(r["batch"], r["seq_kv"]): r["ms"] for r in h200_data["rows"]
+            if r["provider"] == "split_kv" and r.get("ms")}
     ratios = {(r["batch"], r["seq_kv"]): r["ms"] / h200[(r["batch"], r["seq_kv"])] for r in h100_data["rows"]
               if r["provider"] == "split_kv" and r.get("ms") and (r["batch"], r["seq_kv"]) in h200}
     short = [x for (batch, n), x in ratios.items() if batch == 1 and n <= 4096]
@@ -372,14 +373,20 @@ def serving_splits_sentence(points):
 SERVING_SHAPE = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")  # serving.json's cache
 
 
+def plan_splits(batch, seq_kv, gpu=GPU):
+    """The serving loop's plan's split count: gpusim's rule at the first timed step's length."""
+    return gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **SERVING_SHAPE).config.num_splits
+
+
 def token_s(batch, seq_kv, steps, layers, gpu=GPU):
     """gpusim's time per token of the graphed serving loop (benchmarks/serving.py's plan_graph): `layers` decode
-    launches a step, at the plan's splits (gpusim's rule at the first timed step's length), over the cache as it grows
-    a token a step from seq_kv, averaged over the `steps` timed steps. The step's in-place raise of the lengths (one
-    tiny kernel between replays) is left out."""
-    splits = gpusim.simulate("split_kv", batch=batch, seq_kv=seq_kv, gpu=gpu, **SERVING_SHAPE).config.num_splits
-    return layers * sum(gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu,
-                                        **SERVING_SHAPE).predicted_time_s for n in range(seq_kv, seq_kv + steps)) / steps
+    launches a step, at the plan's splits (plan_splits), over the cache as it grows a token a step from seq_kv,
+    averaged over the `steps` timed steps. The step's in-place raise of the lengths (one tiny kernel between replays)
+    is left out."""
+    splits = plan_splits(batch, seq_kv, gpu)
+    times = [gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu,
+                             **SERVING_SHAPE).predicted_time_s for n in range(seq_kv, seq_kv + steps)]
+    return layers * sum(times) / steps
 
 
 def serving_tokens(data, gpu=GPU):
@@ -387,9 +394,9 @@ def serving_tokens(data, gpu=GPU):
     measured ms per token, gpusim ms per token, gpusim / measured}."""
     out = []
     for r in (r for r in data["rows"] if r["provider"] == "plan_graph" and r.get("ms_per_token")):
-        splits = gpusim.simulate("split_kv", batch=r["batch"], seq_kv=r["seq_kv"], gpu=gpu, **SERVING_SHAPE)
         ms = token_s(r["batch"], r["seq_kv"], r["steps"], r["layers"], gpu) * 1e3
-        out.append({"batch": r["batch"], "cache tokens": r["seq_kv"], "splits": splits.config.num_splits,
+        out.append({"batch": r["batch"], "cache tokens": r["seq_kv"],
+                    "splits": plan_splits(r["batch"], r["seq_kv"], gpu),
                     "measured ms per token": r["ms_per_token"], "gpusim ms per token": ms,
                     "gpusim / measured": ms / r["ms_per_token"]})
     return out
@@ -404,4 +411,3 @@ def serving_tokens_sentence(tokens, gpu=GPU, within=0.2):
     return (f"gpusim on {gpu} prices {len(close)} of the {len(tokens)} points within {within:.0%} "
             f"({span([t['gpusim / measured'] for t in close])}x its time over the measured)"
             + (f"; outside: {missed}." if missed else "."))
-
