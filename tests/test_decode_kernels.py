@@ -259,6 +259,25 @@ def test_split_lone_smoke_run_times_each_length_and_prices_each_step(tmp_path):
 
 
 @CPU
+def test_short_cache_smoke_run_times_each_cache_cold_and_warm_and_prices_it(tmp_path):
+    """benchmarks/short_cache.py in the interpreter: each case cold then warm, its steps the longest split's chunks
+    (one more token past a whole chunk per split makes two), its bytes the cache's K and V, its price gpusim's."""
+    import json
+
+    from benchmarks import decode_rows, short_cache
+    assert short_cache.main(["--out", str(tmp_path), "--smoke"]) == 0
+    rows = json.loads((tmp_path / "short_cache.json").read_text())["rows"]
+    assert [(r["seq_kv"], r["warm"]) for r in rows] == [(n, w) for n in (128, 129, 200) for w in (False, True)]
+    assert [r["steps"] for r in rows[:4]] == [1, 1, 2, 2] and [r["num_splits"] for r in rows[:4]] == [2] * 4
+    for r in rows:
+        assert r["rel_err"] < 2e-3 and r["cache_bytes"] == 2 * r["seq_kv"] * r["kv_heads"] * r["head_dim"] * 2
+        launch = decode.make_launch(batch=1, seq=1, seq_kv=r["seq_kv"], page_size=16, num_splits=r["num_splits"],
+                                    block_kv=r["block_kv"], heads=r["heads"], kv_heads=r["kv_heads"],
+                                    head_dim=r["head_dim"], gpu=r["preset"])
+        assert r["predicted_ms"] == decode_rows.predicted_ms(launch)
+
+
+@CPU
 def test_split_lone_d64_times_the_same_grid_at_head_dim_64(tmp_path):
     """benchmarks/split_lone.py --d64 in the interpreter: the same lengths and rows at d = 64, into
     split_lone_d64.json, each row priced with gpusim's step for its launch."""
