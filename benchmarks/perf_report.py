@@ -239,6 +239,7 @@ TABLES = {"halves": halves_table, "agreement": agreement_table, "speedup": speed
           "h100_decode_sweep_outcome": report_sweeps.decode_sweep_outcome,
           "h100_serving": partial(serving_table, report_gpus.H100), "h100_serving_outcome": report_sweeps.serving_outcome,
           "serving_priced": report_sweeps.serving_priced_table,
+          "short_cache": report_sweeps.short_cache_table, "short_cache_outcome": report_sweeps.short_cache_outcome,
           "tiles_bwd": tiles_bwd_table, "naive_rows": naive_rows_table, "bwd_kernels": bwd_kernels_table,
           "lone_program": lone_program_table, "unaligned": unaligned_table,
           "unaligned_backward": lambda: unaligned_table(backward_rows()), "o_mask": o_mask_table,

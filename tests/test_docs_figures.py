@@ -1564,3 +1564,59 @@ def test_perf_md_prices_a_token_of_the_serving_loop_as_32_decode_launches_and_qu
     row = next(r for r in json.loads((H200 / "decode.json").read_text())["rows"]
                if (r["provider"], r["batch"], r["seq_kv"]) == ("split_kv", 1, 1024))
     assert f"({agreement.predicted_s(row) / (row['ms'] * 1e-3):.2f}× at batch 1, 1K on the H200)" in text
+
+
+def test_perf_md_quotes_run_226s_short_caches_cold_and_warm_and_the_prediction_before_it():
+    """docs/perf.md's "Why the short caches miss": the prediction's figures (gpusim's prices now, decode.json's and
+    serving.json's measured layers on the H200) and what run 226 measured (results/h100/short_cache.json, an H100),
+    recomputed here with plain loops: the second step, the slope from 4 to 8 steps, warm over cold, gpusim over the
+    cold launch, the serving loop's layers over the warm launch."""
+    text = doc("perf.md").split("**Why the short caches miss: the prediction**")[1].split("## Count mode")[0]
+    shape = dict(heads=32, kv_heads=8, head_dim=128, page_size=16, dtype="fp16")
+
+    def price(gpu, batch, n, splits=None):
+        return gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu, **shape).predicted_time_s
+
+    steps = (1, 2, 3, 4, 6, 8)
+    quoted = ", ".join(f"{k} step{'s' * (k > 1)} {price('H200-measured', 1, 1024 * k, 16) * 1e6:.2f} / "
+                       f"{price('H100-measured', 1, 1024 * k, 16) * 1e6:.2f}" for k in steps)
+    assert quoted in " ".join(text.split())
+    assert f"({price('H200-measured', 1, 1024, 16) * 1e6:.2f} µs at 1,024 tokens, " in text
+    assert f"{price('H200-measured', 1, 1025, 16) * 1e6:.2f} at 1,025 on" in text
+    decode_rows = {(r["batch"], r["seq_kv"]): r["ms"] for r in json.loads((H200 / "decode.json").read_text())["rows"]
+                   if r["provider"] == "split_kv"}
+    layer = {(r["batch"], r["seq_kv"]): r["ms_per_token"] / r["layers"]
+             for r in json.loads((H200 / "serving.json").read_text())["rows"] if r["provider"] == "plan_graph"}
+    flat = " ".join(text.split())
+    assert (f"took {layer[1, 4096] * 1e3:.2f} µs at batch 1, 4K (decode.json's launch {decode_rows[1, 4096] * 1e3:.2f}) "
+            f"and {layer[8, 1024] * 1e3:.2f} at batch 8, 1K ({decode_rows[8, 1024] * 1e3:.2f})") in flat
+    assert f"{layer[1, 16384] * 1e3:.2f} at batch 1, 16K (64 MiB, past the L2; {decode_rows[1, 16384] * 1e3:.2f})" in flat
+    assert (f"({decode_rows[1, 1024] * 1e3:.2f} µs for decode.json's launch at 1,024, {layer[1, 1024] * 1e3:.2f} a layer "
+            "for serving.json's loop") in flat
+    run = json.loads((ROOT / "results" / "h100" / "short_cache.json").read_text())
+    assert run["environment"]["gpu"] == "NVIDIA H100 80GB HBM3" and run["environment"]["date"] == "2026-12-08"
+    rows = {(r["batch"], r["seq_kv"], r["num_splits"], r["warm"]): r for r in run["rows"]}
+    cold = {k[:3]: r["ms"] * 1e3 for k, r in rows.items() if not k[3]}
+    warm = {k[:3]: r["ms"] * 1e3 for k, r in rows.items() if k[3]}
+    gpu = "H100-measured"
+    model = {k: price(gpu, k[0], k[1], k[2]) * 1e6 for k in cold}
+    assert rows[1, 1025, 16, False]["steps"] == 2 and rows[8, 1025, 6, False]["num_splits"] == 6
+    assert f"is {cold[1, 1025, 16] - cold[1, 1024, 16]:.2f} µs slower than at 1,024, where gpusim adds " \
+           f"{model[1, 1025, 16] - model[1, 1024, 16]:.2f} µs" in flat
+    second = cold[1, 2048, 16] - cold[1, 1024, 16]
+    assert second > 0.6 and all(second > cold[1, 1024 * b, 16] - cold[1, 1024 * a, 16]
+                                for a, b in ((2, 3), (3, 4)))  # the second step costs more than any later one
+    slope = (cold[1, 8192, 16] - cold[1, 4096, 16]) / 4
+    slope_model = (model[1, 8192, 16] - model[1, 4096, 16]) / 4
+    assert abs(slope_model / slope - 1) <= 0.07 and "to within 7%" in text
+    small = [warm[k] / cold[k] for k in cold if k[0] * k[1] * 8 * 128 * 4 <= 32 * 2**20]
+    big = [warm[k] / cold[k] for k in cold if k[1] > 8192 and k[0] == 1 and k[2] != 16]
+    assert f"filled, {min(small):.2f}–{max(small):.2f}× the" in flat
+    assert all(abs(r - 1) < 0.02 for r in big) and "at 64 MiB the two agree" in text
+    assert f"(a factor of 1/{max(small):.2f}–1/{min(small):.2f})" in flat
+    assert f"weak spot ({model[1, 1024, 16] / cold[1, 1024, 16]:.2f}× at one step, cold)" in flat
+    serving = {(r["batch"], r["seq_kv"]): r["ms_per_token"] / r["layers"] * 1e3
+               for r in json.loads((ROOT / "results" / "h100" / "serving.json").read_text())["rows"]
+               if r["provider"] == "plan_graph"}
+    assert f"batch 8 is {serving[8, 1024] / warm[8, 1025, 6]:.2f}× because" in flat
+    assert all(abs(serving[b, n - 1] / warm[b, n, s] - 1) < 0.04 for b, n, s in warm if n % 2 and b == 1)
