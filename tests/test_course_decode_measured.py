@@ -391,3 +391,21 @@ def test_serving_tokens_price_a_token_as_its_layers_decode_launches_over_the_gro
     assert dm.serving_tokens_sentence(tokens) == (
         "gpusim on H200-measured prices 1 of the 2 points within 20% (1.10x its time over the measured); outside: "
         "batch 2 at 3,000 tokens 0.50x.")
+
+
+def test_warm_cold_pairs_each_launchs_two_timings_and_the_sentence_splits_them_at_the_l2():
+    """Hand-made short_cache.json rows: three launches, each cold and warm, of 4, 24 and 64 MiB of K and V. Against
+    the H100's 50 MiB L2 the first two fit with room (at most two thirds of it) and the last does not; the sentence
+    gives each group's warm over cold and sizes."""
+    def row(batch, seq_kv, mib, warm, us):
+        return dict(batch=batch, seq_kv=seq_kv, num_splits=16, cache_bytes=mib * 2**20, warm=warm, ms=us * 1e-3)
+
+    data = {"rows": [row(1, 1024, 4, False, 10.0), row(1, 1024, 4, True, 7.0), row(1, 6144, 24, False, 20.0),
+                     row(1, 6144, 24, True, 16.0), row(1, 16384, 64, True, 30.0), row(1, 16384, 64, False, 30.0)]}
+    rows = dm.warm_cold(data)
+    assert [(r["cache tokens"], r["K and V MiB"]) for r in rows] == [(1024, 4.0), (6144, 24.0), (16384, 64.0)]
+    assert [round(r["warm / cold"], 9) for r in rows] == [0.7, 0.8, 1.0]
+    assert rows[0]["cold µs"] == pytest.approx(10.0) and rows[0]["warm µs"] == pytest.approx(7.0)
+    assert dm.warm_cold_sentence(rows, "H100-measured") == (
+        "Read again from an L2 of 50 MiB, the launch took 0.70 to 0.80x its cold time where its K and V (4 to 24 MiB) "
+        "fit, and 1.00x where they (64 MiB) do not.")

@@ -411,3 +411,27 @@ def serving_tokens_sentence(tokens, gpu=GPU, within=0.2):
     return (f"gpusim on {gpu} prices {len(close)} of the {len(tokens)} points within {within:.0%} "
             f"({span([t['gpusim / measured'] for t in close])}x its time over the measured)"
             + (f"; outside: {missed}." if missed else "."))
+
+
+def warm_cold(data):
+    """A short_cache.json (benchmarks/short_cache.py) per launch: {batch, cache tokens, splits, K and V MiB, cold µs
+    (its inputs rotated past the L2), warm µs (one input set, read again), warm / cold}."""
+    launches = {}
+    for r in data["rows"]:
+        key = (r["batch"], r["seq_kv"], r["num_splits"])
+        launches.setdefault(key, {"batch": key[0], "cache tokens": key[1], "splits": key[2],
+                                  "K and V MiB": r["cache_bytes"] / 2**20})["warm µs" if r["warm"] else "cold µs"] = (
+            r["ms"] * 1e3)
+    return [v | {"warm / cold": v["warm µs"] / v["cold µs"]} for v in launches.values()]
+
+
+def warm_cold_sentence(rows, gpu):
+    """warm_cold in words, against `gpu`'s L2: the warm launch over the cold where its K and V fit the L2 with room
+    (at most two thirds of it) and where they do not fit."""
+    l2_mib = gpusim.get_gpu(gpu).l2_bytes / 2**20
+    fits = [r for r in rows if r["K and V MiB"] <= l2_mib * 2 / 3]
+    past = [r for r in rows if r["K and V MiB"] > l2_mib]
+    return (f"Read again from an L2 of {l2_mib:.0f} MiB, the launch took {span([r['warm / cold'] for r in fits])}x its "
+            f"cold time where its K and V ({span([r['K and V MiB'] for r in fits], '{:.0f}')} MiB) fit, and "
+            f"{span([r['warm / cold'] for r in past])}x where they ({span([r['K and V MiB'] for r in past], '{:.0f}')} "
+            "MiB) do not.")
