@@ -808,6 +808,23 @@ def test_serving_smoke_run_times_a_growing_cache(tmp_path):
 
 
 @CPU
+def test_serving_layers_smoke_run_reads_a_cache_per_layer(tmp_path):
+    """benchmarks/serving_layers.py in the interpreter: every point timed by the plan and by SDPA (eager on CPU: no
+    graphs) over one cache per layer; ours within fp16 rounding of SDPA (1e-3)."""
+    import json
+
+    from benchmarks import serving, serving_layers
+    assert serving_layers.main(["--out", str(tmp_path), "--smoke"]) == 0
+    data = json.loads((tmp_path / "serving_layers.json").read_text())
+    assert data["environment"]["command"] == f"python -m benchmarks.serving_layers --out {tmp_path} --smoke"
+    rows = data["rows"]
+    assert [(r["provider"], r["batch"], r["seq_kv"]) for r in rows] == [
+        (p, b, n) for b, n in serving.SMOKE["points"] for p in ("plan_eager", "sdpa_math")]
+    assert all(r["ms_per_token"] > 0 and r["caches"] == r["layers"] == serving.SMOKE["layers"] for r in rows)
+    assert all(r["rel_err"] < 1e-3 for r in rows if r["provider"] == "plan_eager")
+
+
+@CPU
 def test_serving_splits_smoke_run_times_every_split_count(tmp_path):
     """benchmarks/serving_splits.py in the interpreter: at each point the plan at every split count from 1 up by
     powers of two (the rule's pick marked default, once), then SDPA (eager on CPU: no graphs)."""
