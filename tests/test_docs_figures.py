@@ -1620,3 +1620,20 @@ def test_perf_md_quotes_run_226s_short_caches_cold_and_warm_and_the_prediction_b
                if r["provider"] == "plan_graph"}
     assert f"batch 8 is {serving[8, 1024] / warm[8, 1025, 6]:.2f}× because" in flat
     assert all(abs(serving[b, n - 1] / warm[b, n, s] - 1) < 0.04 for b, n, s in warm if n % 2 and b == 1)
+
+
+def test_perf_md_predicts_the_cache_per_layer_loop_from_both_gpus_serving_json():
+    """docs/perf.md's "A cache per layer: the prediction": its points are benchmarks/serving_layers.py's, and the
+    fastest SDPA graph over the plan graphed that it quotes for the short caches with one cache is both GPUs'
+    serving.json's, recomputed here."""
+    from benchmarks import serving_layers
+    text = " ".join(doc("perf.md").split("**A cache per layer: the prediction**")[1].split("## Count mode")[0].split())
+    assert serving_layers.POINTS == ((1, 1024), (1, 4096), (1, 16384), (8, 1024), (8, 4096), (64, 1024))
+    assert "batch 1 with 1K, 4K and 16K cached tokens, batch 8 with 1K and 4K, and batch 64 with 1K" in text
+    ratios = []
+    for folder in ("h200", "h100"):
+        ms = {(r["provider"], r["batch"], r["seq_kv"]): r.get("ms_per_token")
+              for r in json.loads((ROOT / "results" / folder / "serving.json").read_text())["rows"]}
+        for b, n in ((1, 1024), (1, 4096), (8, 1024)):
+            ratios.append(min(ms["sdpa_flash_graph", b, n], ms["sdpa_cudnn_graph", b, n]) / ms["plan_graph", b, n])
+    assert f"(it was {min(ratios):.2f}–{max(ratios):.2f}× on both GPUs with one cache)" in text
