@@ -382,7 +382,8 @@ def token_s(batch, seq_kv, steps, layers, gpu=GPU):
     """gpusim's time per token of the graphed serving loop (benchmarks/serving.py's plan_graph): `layers` decode
     launches a step, at the plan's splits (plan_splits), over the cache as it grows a token a step from seq_kv,
     averaged over the `steps` timed steps. The step's in-place raise of the lengths (one tiny kernel between replays)
-    is left out."""
+    is left out. Each launch is priced cold, its K and V read from DRAM, as a server's layers read their own caches;
+    serving.json's layers read one cache, which the L2 holds where it fits (run 226, results/h100/short_cache.json)."""
     splits = plan_splits(batch, seq_kv, gpu)
     times = [gpusim.simulate("split_kv", batch=batch, seq_kv=n, num_splits=splits, gpu=gpu,
                              **SERVING_SHAPE).predicted_time_s for n in range(seq_kv, seq_kv + steps)]
