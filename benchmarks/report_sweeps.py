@@ -15,7 +15,7 @@ from benchmarks import agreement
 from benchmarks.report_gpus import H100, H200, H200_PRESET, PRESETS, _range
 from benchmarks.report_kernels import serving_points
 from gpusim import decode
-from gpusim_course.inference.measured import serving_tokens
+from gpusim_course.inference.measured import serving_tokens, warm_cold
 
 SWEEP_KERNELS = (("naive", "fp16"), ("flash2", "fp16"), ("hopper", "fp16"), ("hopper", "fp8"))
 
@@ -288,14 +288,16 @@ def _misses(ratios):
 
 @lru_cache(maxsize=None)
 def short_cache(folder=H100, preset=PRESETS[0]):
-    """A short_cache.json (run 226) per launch: {(batch, seq_kv, num_splits): {steps, mib (its K and V), cold and warm
-    (ms), gpusim (ms on `preset`, as the model prices it now)}}."""
+    """A short_cache.json (run 226) per launch, as the course pairs its timings (warm_cold: µs cold and warm), with
+    its steps and gpusim's µs on `preset` as the model prices it now: {(batch, seq_kv, num_splits): row}."""
+    data = json.loads((folder / "short_cache.json").read_text())
+    raw = {(r["batch"], r["seq_kv"], r["num_splits"]): r for r in data["rows"]}
     out = {}
-    for r in json.loads((folder / "short_cache.json").read_text())["rows"]:
-        key = (r["batch"], r["seq_kv"], r["num_splits"])
-        price = gpusim.simulate("split_kv", **decode.launch_options(r), block_kv=r["block_kv"], gpu=preset)
-        out.setdefault(key, {"steps": r["steps"], "mib": r["cache_bytes"] / 2**20,
-                             "gpusim": price.predicted_time_s * 1e3})["warm" if r["warm"] else "cold"] = r["ms"]
+    for launch in warm_cold(data):
+        row = raw[launch["batch"], launch["cache tokens"], launch["splits"]]
+        price = gpusim.simulate("split_kv", **decode.launch_options(row), block_kv=row["block_kv"], gpu=preset)
+        out[launch["batch"], launch["cache tokens"], launch["splits"]] = launch | {
+            "steps": row["steps"], "gpusim µs": price.predicted_time_s * 1e6}
     return out
 
 
@@ -304,27 +306,26 @@ def short_cache_table():
     lines = ["| batch | cached tokens | splits | steps a program | K and V, MiB | cold, µs | warm, µs | warm ÷ cold | "
              "gpusim, µs [÷ cold] |", "|---|---|---|---|---|---|---|---|---|"]
     for (batch, n, splits), v in short_cache().items():
-        lines.append(f"| {batch} | {n:,} | {splits} | {v['steps']} | {v['mib']:.1f} | {v['cold'] * 1e3:.2f} | "
-                     f"{v['warm'] * 1e3:.2f} | {v['warm'] / v['cold']:.2f} | {v['gpusim'] * 1e3:.2f} "
-                     f"[{v['gpusim'] / v['cold']:.2f}] |")
+        lines.append(f"| {batch} | {n:,} | {splits} | {v['steps']} | {v['K and V MiB']:.1f} | {v['cold µs']:.2f} | "
+                     f"{v['warm µs']:.2f} | {v['warm / cold']:.2f} | {v['gpusim µs']:.2f} "
+                     f"[{v['gpusim µs'] / v['cold µs']:.2f}] |")
     return "\n".join(lines)
 
 
 def short_cache_outcome():
     """Run 226's three predictions (docs/perf.md, "Why the short caches miss: the prediction"), as they came out."""
     lone = {v["steps"]: v for (b, n, s), v in short_cache().items() if (b, s) == (1, 16) and n % 1024 == 0}
-    second = (lone[2]["cold"] - lone[1]["cold"]) * 1e3
-    slope, model = ((lone[8][k] - lone[4][k]) / 4 * 1e3 for k in ("cold", "gpusim"))
-    warm = {(b, n): v["warm"] / v["cold"] for (b, n, s), v in short_cache().items() if (b, s) != (1, 16)}
+    second, second_model = (lone[2][k] - lone[1][k] for k in ("cold µs", "gpusim µs"))
+    slope, model = ((lone[8][k] - lone[4][k]) / 4 for k in ("cold µs", "gpusim µs"))
+    warm = {(b, n): v["warm / cold"] for (b, n, s), v in short_cache().items() if (b, s) != (1, 16)}
     fits = [r for (b, n), r in warm.items() if n <= 8192]
     past = [r for (b, n), r in warm.items() if n > 8192]
     return "\n".join([
-        f"1. The second step, cold: {second:.2f} µs (gpusim {(lone[2]['gpusim'] - lone[1]['gpusim']) * 1e3:.2f}). "
-        f"Predicted: under 0.6 µs. From 4 to 8 steps, {slope:.2f} µs a step against gpusim's {model:.2f} "
-        f"({model / slope:.2f}×). Predicted: within 15%.",
+        f"1. The second step, cold: {second:.2f} µs (gpusim {second_model:.2f}). Predicted: under 0.6 µs. From 4 to 8 "
+        f"steps, {slope:.2f} µs a step against gpusim's {model:.2f} ({model / slope:.2f}×). Predicted: within 15%.",
         f"2. Warm over cold at batch 1, 4K and batch 8, 1K (16 and 32 MiB): {_range(fits)}×; at batch 1, 16K (64 MiB): "
         f"{_range(past)}×. Predicted: at most 0.85× and 0.95–1.05×.",
-        f"3. gpusim over the measured at batch 1, 1,024 tokens, cold: {lone[1]['gpusim'] / lone[1]['cold']:.2f}×. "
+        f"3. gpusim over the measured at batch 1, 1,024 tokens, cold: {lone[1]['gpusim µs'] / lone[1]['cold µs']:.2f}×. "
         f"Predicted: 1.4–1.8× on an H100.",
         "Not predicted: serving.json's graphed layer (its time a token over 32) over the warm launch one token past "
         "the power of two, " + ", ".join(f"batch {b} at {n:,} {r:.2f}×" for (b, n), r in serving_beside_warm().items())
@@ -332,10 +333,10 @@ def short_cache_outcome():
 
 
 def serving_beside_warm(folder=H100):
-    """{(batch, seq_kv): serving.json's graphed time a layer (ms per token over its layers) / short_cache.json's warm
-    launch one token past seq_kv at the plan's splits}: the serving loop's layers as the warm launch."""
+    """{(batch, seq_kv): serving.json's graphed time a layer (its time a token over its layers) / short_cache.json's
+    warm launch one token past seq_kv at the plan's splits}: the serving loop's layers as the warm launch."""
     data = json.loads((folder / "serving.json").read_text())
-    layer = {(r["batch"], r["seq_kv"]): r["ms_per_token"] / r["layers"] for r in data["rows"]
+    layer = {(r["batch"], r["seq_kv"]): r["ms_per_token"] * 1e3 / r["layers"] for r in data["rows"]
              if r["provider"] == "plan_graph" and r.get("ms_per_token")}
-    return {(b, n - 1): layer[b, n - 1] / v["warm"] for (b, n, s), v in short_cache(folder).items()
+    return {(b, n - 1): layer[b, n - 1] / v["warm µs"] for (b, n, s), v in short_cache(folder).items()
             if n % 2 and (b, n - 1) in layer}
