@@ -63,7 +63,7 @@ def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
                 cache, seq_kv, steps, layers)
     name, sdpa = ("sdpa_cudnn_graph", sdpa_graph(backends["sdpa_cudnn"])) if graphed else (
         "sdpa_math", sdpa_eager(backends["sdpa_math"]))
-    yield base | {"provider": name} | sdpa(cache, seq_kv, steps, layers)
+    yield base | {"provider": name} | sdpa([cache] * layers, seq_kv, steps)
 
 
 def main(argv=None):

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from benchmarks.bench import error_line
+from benchmarks.bench import cycling, error_line
 from benchmarks.run_env import environment
 from gpusim_kernels import DecodePlan
 from gpusim_kernels.interpreter import INTERPRETED
@@ -95,19 +95,22 @@ def timed(step, first, steps, device):
     return (time.perf_counter() - start) * 1e3 / steps
 
 
-def plan_eager(cache, first, steps, layers):
+def plan_eager(caches, first, steps):
+    """Per step a plan from the host lengths, then its run over each layer's cache (caches: one per layer; the same
+    Cache repeated for serving.json's one layer-sized cache)."""
     def step(length):
-        plan = cache.plan(length)
-        for _ in range(layers):
+        plan = caches[0].plan(length)
+        for cache in caches:
             plan.run(cache.q, cache.k, cache.v, cache.table)
-    return {"ms_per_token": timed(step, first, steps, cache.device)}
+    return {"ms_per_token": timed(step, first, steps, caches[0].device)}
 
 
-def plan_graph(cache, first, steps, layers):
-    plan = cache.plan(first - WARMUP_STEPS)
-    layer = lambda: plan.run(cache.q, cache.k, cache.v, cache.table)  # noqa: E731
+def plan_graph(caches, first, steps):
+    """One plan for the run, layer i its run over caches[i], the runs captured once (graph_step)."""
+    plan = caches[0].plan(first - WARMUP_STEPS)
+    layer = cycling([lambda c=c: plan.run(c.q, c.k, c.v, c.table) for c in caches])
     layer()  # compiled before the capture
-    return {"ms_per_token": timed(graph_step(layer, layers, plan), first, steps, cache.device)}
+    return {"ms_per_token": timed(graph_step(layer, len(caches), plan), first, steps, plan.device)}
 
 
 def graph_step(layer, layers, plan, graphed=True):
@@ -132,29 +135,29 @@ def graph_step(layer, layers, plan, graphed=True):
 
 
 def sdpa_eager(backend):
-    def provider(cache, first, steps, layers):
+    def provider(caches, first, steps):
         def step(length):
-            for _ in range(layers):
+            for cache in caches:
                 sdpa(cache, backend, length)
-        return {"ms_per_token": timed(step, first, steps, cache.device)}
+        return {"ms_per_token": timed(step, first, steps, caches[0].device)}
     return provider
 
 
 def sdpa_graph(backend):
-    def provider(cache, first, steps, layers):
-        graphs, pool, capture_s = {}, torch.cuda.graph_pool_handle(), 0.0
+    def provider(caches, first, steps):
+        graphs, pool, capture_s, device = {}, torch.cuda.graph_pool_handle(), 0.0, caches[0].device
         for length in range(first - WARMUP_STEPS, first + steps):
-            sdpa(cache, backend, length)  # outside the capture: cuDNN builds its plan for a new length here
-            synchronize(cache.device)
+            sdpa(caches[0], backend, length)  # outside the capture: cuDNN builds its plan for a new length here
+            synchronize(device)
             start = time.perf_counter()
             graphs[length] = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graphs[length], pool=pool):
-                for _ in range(layers):
+                for cache in caches:
                     sdpa(cache, backend, length)
-            synchronize(cache.device)
+            synchronize(device)
             capture_s += time.perf_counter() - start
         capture_ms = capture_s * 1e3 / len(graphs)
-        row = {"ms_per_token": timed(lambda length: graphs[length].replay(), first, steps, cache.device),
+        row = {"ms_per_token": timed(lambda length: graphs[length].replay(), first, steps, device),
                "capture_ms": capture_ms}
         del graphs
         return row
@@ -198,7 +201,7 @@ def warm_up(point, shape, layers, device, backends):
     batch, seq_kv = point
     cache = Cache(batch, seq_kv + WARMUP_STEPS + 2, shape, device)
     for provider in providers(device, backends).values():
-        provider(cache, seq_kv, 2, layers)
+        provider([cache] * layers, seq_kv, 2)
 
 
 def settings(doc, name, minutes, argv, points=POINTS, steps=STEPS):
@@ -246,15 +249,16 @@ def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
     err = rel_err(cache, seq_kv, backends)
     for name, provider in providers(device, backends).items():
         row = {"provider": name, "batch": batch, "seq_kv": seq_kv, "layers": layers, "steps": steps}
-        row |= timed_or_error(provider, cache, seq_kv, steps, layers)
+        row |= timed_or_error(provider, [cache] * layers, seq_kv, steps)
         yield row | ({"rel_err": err} if name.startswith("plan") else {})
     del cache  # before the next point's
 
 
-def timed_or_error(provider, cache, first, steps, layers):
-    """provider's row, or the error of a backend that refuses the shape (say why, go on)."""
+def timed_or_error(provider, caches, first, steps):
+    """provider's row over `caches` (one per layer), or the error of a backend that refuses the shape (say why, go
+    on)."""
     try:
-        return provider(cache, first, steps, layers)
+        return provider(caches, first, steps)
     except Exception as error:  # noqa: BLE001
         return {"error": error_line(error, 200)}
 

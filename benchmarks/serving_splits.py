@@ -42,10 +42,10 @@ def point_rows(batch, seq_kv, shape, layers, steps, device, backends):
     for s in counts:
         cache.num_splits = s
         yield base | {"provider": plan_name, "num_splits": s, "default": s == default} | timed_or_error(
-            plan, cache, seq_kv, steps, layers)
+            plan, [cache] * layers, seq_kv, steps)
     for name, backend in backends.items():
         yield base | {"provider": f"{name}{suffix}", "num_splits": None, "default": False} | timed_or_error(
-            sdpa(backend), cache, seq_kv, steps, layers)
+            sdpa(backend), [cache] * layers, seq_kv, steps)
 
 
 def main(argv=None):

@@ -17,8 +17,8 @@ power of two too; and 16,384 tokens (64 MiB: past the L2), where warm and cold s
 
 Writes short_cache.json: {environment, rows: [{batch, seq_kv, heads, kv_heads, head_dim, dtype, page_size, num_splits,
 block_kv, steps, warm, cache_bytes, ms, timing, rel_err, preset, predicted_ms}]}: steps, a program's chunks (the
-longest split's); cache_bytes, the K and V one launch reads; predicted_ms, gpusim's for the launch as the model stood
-at the run (tests price it again).
+longest split's: the launch's chunks_per_split); cache_bytes, the K and V one launch reads; predicted_ms, gpusim's
+for the launch as the model stood at the run (tests price it again).
 """
 import sys
 
@@ -31,12 +31,6 @@ SERVING = ((1, 4096, None), (1, 4097, None), (8, 1024, None), (8, 1025, None), (
 SMOKE = dict(cases=((1, 128, 2), (1, 129, 2), (1, 200, None)))
 
 
-def steps(launch):
-    """The chunks of block_kv keys the longest split takes (gpusim.decode: c_b = ceil(n_b / num_splits))."""
-    chunks = -(-max(launch.seq_kv) // launch.block_kv)
-    return -(-chunks // launch.num_splits)
-
-
 def case_rows(batch, seq_kv, sets, num_splits, shape):
     """One cache's rows: the launch timed cold (cycling through `sets`) and warm (the first set alone), each priced."""
     qs = decode_rows.queries(sets, 1, shape, seed=1)
@@ -44,7 +38,8 @@ def case_rows(batch, seq_kv, sets, num_splits, shape):
     for warm in (False, True):
         launch, got = decode_rows.timed_row(sets[:1] if warm else sets, qs[:1] if warm else qs, num_splits)
         out.append({"batch": batch, "seq_kv": seq_kv, **shape, "dtype": "fp16", "page_size": launch.page_size,
-                    "num_splits": launch.num_splits, "block_kv": launch.block_kv, "steps": steps(launch),
+                    "num_splits": launch.num_splits, "block_kv": launch.block_kv,
+                    "steps": int(launch.chunks_per_split.max()),
                     "warm": warm, "cache_bytes": 2 * batch * seq_kv * shape["kv_heads"] * shape["head_dim"] * 2,
                     **got, "preset": decode_rows.preset(launch), "predicted_ms": decode_rows.predicted_ms(launch)})
         print(out[-1], flush=True)
